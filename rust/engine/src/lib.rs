@@ -1,0 +1,4 @@
+//! perflab's native core, free of Python types so that `cargo test` alone
+//! exercises it. The PyO3 bindings live in the sibling crate `perflab-core`.
+
+pub mod clock;
