@@ -1,0 +1,62 @@
+# perflab: `make demo` runs the Northwind serialization benchmark; `make test` runs
+# every test (Rust and Python). Both set up what they need on a fresh machine.
+
+VENV    := .venv
+PY      := $(VENV)/bin/python
+PIP     := $(VENV)/bin/pip
+STAMPS  := .stamps
+CARGO   ?= cargo
+export CARGO_TARGET_DIR := $(CURDIR)/rust/target
+RUST_SOURCES := $(shell find rust -name '*.rs' -o -name Cargo.toml | grep -v '^rust/target')
+
+.PHONY: all build demo test test-rust test-python system-deps bench clean
+
+all: build
+
+$(STAMPS):
+	mkdir -p $(STAMPS)
+
+# Debian packages the tests need: libfaketime (clock fault injection), nginx, wrk
+# and hyperfine (peers in benchmarks). Installed only where missing.
+$(STAMPS)/system-deps: | $(STAMPS)
+	@if ! ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq libfaketime >/dev/null; \
+	  else echo "note: libfaketime missing and not root; its tests will be skipped"; fi; fi
+	touch $@
+
+system-deps: $(STAMPS)/system-deps
+
+$(STAMPS)/venv: pyproject.toml | $(STAMPS)
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q "maturin>=1.7,<2" numpy scipy rich matplotlib pytest hypothesis \
+	  orjson msgpack cbor2
+	touch $@
+
+$(STAMPS)/build: $(STAMPS)/venv $(RUST_SOURCES) pyproject.toml | $(STAMPS)
+	. $(VENV)/bin/activate && maturin develop -q
+	touch $@
+
+build: $(STAMPS)/build
+
+demo: build
+	$(PY) -m perflab run examples/serialization.py --budget 6s --json out/northwind.json
+
+test: build system-deps test-rust test-python
+
+test-rust:
+	cd rust && $(CARGO) test -q -p perflab-engine
+
+test-python: build
+	$(PY) -m pytest -q tests
+
+# Benchmarks need the optimised native core: one release build, then the debug
+# build is redone by the next `make build`.
+bench: $(STAMPS)/venv
+	. $(VENV)/bin/activate && maturin develop -q --release
+	rm -f $(STAMPS)/build
+	$(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf $(STAMPS) $(VENV) rust/target out

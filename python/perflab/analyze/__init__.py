@@ -1,0 +1,1 @@
+"""Analyses that read the results model: statistics, comparisons and models."""

@@ -1,0 +1,318 @@
+"""Summaries: the statistics of each benchmark and of its group, derived from raw data.
+
+A :class:`Summary` is recomputable from a results file at any time; reports
+render summaries and never look at raw samples themselves.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from perflab.analyze import stats
+from perflab.model import Benchmark
+
+#: Robust spread (MAD/median) above which a benchmark is called unstable; the CV is
+#: reported too but is inflated by the outliers that robust statistics ignore.
+UNSTABLE_SPREAD = 0.05
+#: Fraction of sampled wall time inside GC above which a benchmark is GC-dominated.
+GC_DOMINATED = 0.10
+#: Loop overhead above this fraction of the time per op makes the op "close to the loop cost".
+OVERHEAD_HEAVY = 0.30
+
+
+@dataclass
+class Summary:
+    """Derived statistics of one benchmark. Times in seconds per op, sizes in bytes.
+
+    Attributes:
+        id / label / group / stage: identify the benchmark.
+        median_s, ci_low_s, ci_high_s: median time per op and its 95% CI.
+        mad_s, cv: spread of per-sample times per op (MAD scaled by 1.4826).
+        processes, samples: counts that entered the statistics.
+        flagged: samples excluded for clock disagreement (kept in the file).
+        outliers: samples with |modified z| > 3.5 (flagged, not excluded).
+        cpu_wall: process CPU time / wall time over all samples.
+        gc_per_1000_ops, gc_time_fraction: GC activity during samples.
+        cold_s: median first-call time across processes.
+        loop_overhead_s: median harness loop cost per op.
+        iterations: calls per sample.
+        warmup_samples: median warmup samples per process.
+        timer_error_fraction: timer error / sample duration.
+        alloc_peak_bytes / alloc_blocks: per op, from the tracemalloc pass.
+        metrics: median of each extra metric across processes.
+        metric_units: unit of each metric.
+        ratio_best / ratio_baseline: (ratio, low, high) against the group's
+            best and baseline; None when not applicable.
+        metric_ratio_best: metric → value / best value in the group.
+        stop_reason: why measurement stopped.
+        warnings: plain-words warnings.
+        error: failure message, or None.
+    """
+
+    id: str
+    label: str
+    group: str
+    stage: str | None
+    baseline: bool
+    median_s: float = math.nan
+    ci_low_s: float = math.nan
+    ci_high_s: float = math.nan
+    mad_s: float = math.nan
+    cv: float = math.nan
+    processes: int = 0
+    samples: int = 0
+    flagged: int = 0
+    outliers: int = 0
+    cpu_wall: float = math.nan
+    gc_per_1000_ops: float = math.nan
+    gc_time_fraction: float = math.nan
+    cold_s: float = math.nan
+    loop_overhead_s: float = math.nan
+    iterations: int = 0
+    warmup_samples: float = math.nan
+    timer_error_fraction: float = math.nan
+    alloc_peak_bytes: float | None = None
+    alloc_blocks: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    metric_units: dict[str, str] = field(default_factory=dict)
+    ratio_best: tuple[float, float, float] | None = None
+    ratio_baseline: tuple[float, float, float] | None = None
+    metric_ratio_best: dict[str, float] = field(default_factory=dict)
+    stop_reason: str = ""
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when there is a median to show."""
+        return math.isfinite(self.median_s)
+
+    @property
+    def relative_half_width(self) -> float:
+        """CI half-width / median (nan when there is no median)."""
+        return (self.ci_high_s - self.ci_low_s) / 2 / self.median_s if self.ok else math.nan
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (seconds, bytes), with ``unit`` named."""
+        return {"unit": "s/op", **asdict(self)}
+
+
+def timing_groups(bench: Benchmark) -> list[np.ndarray]:
+    """Seconds per op of each process's unflagged samples: P arrays (empty ones dropped)."""
+    groups = []
+    for proc in bench.processes:
+        values = [s.wall_ns / s.iterations * 1e-9 for s in proc.samples if not s.flagged]
+        if values:
+            groups.append(np.asarray(values))
+    return groups
+
+
+def _median(values: Sequence[float | None]) -> float:
+    finite = [v for v in values if v is not None]
+    return float(np.median(finite)) if finite else math.nan
+
+
+def summarize(bench: Benchmark, confidence: float = 0.95, resamples: int = 2000,
+              rng: np.random.Generator | None = None, precision: float | None = None) -> Summary:
+    """Statistics of one python-engine benchmark (no group ratios; see :func:`summarize_group`).
+
+    Args:
+        bench: raw data.
+        confidence: CI level.
+        resamples: bootstrap replicates.
+        rng: random generator for the bootstrap.
+        precision: the run's target, to word the budget warning.
+
+    Returns:
+        A Summary; without samples, only identity, error and stop reason are set.
+    """
+    summary = Summary(bench.id, bench.label, bench.group, bench.stage, bench.baseline,
+                      stop_reason=bench.stop_reason, error=bench.error,
+                      metric_units=dict(bench.metric_units))
+    groups = timing_groups(bench)
+    if not groups:
+        return summary
+    est = stats.median_ci(groups, confidence, resamples, rng)
+    summary.median_s, summary.ci_low_s, summary.ci_high_s = est.value, est.low, est.high
+    _fill_spread(summary, np.concatenate(groups))
+    _fill_process_figures(summary, bench)
+    summary.warnings = _warnings(summary, precision)
+    return summary
+
+
+def _fill_spread(summary: Summary, values: np.ndarray) -> None:
+    summary.mad_s, summary.cv = stats.mad(values), stats.cv(values)
+    summary.samples = int(values.size)
+    summary.outliers = int(stats.outlier_mask(values).sum())
+
+
+def _fill_process_figures(summary: Summary, bench: Benchmark) -> None:
+    procs = [p for p in bench.processes if p.samples]
+    samples = [s for p in procs for s in p.samples if not s.flagged]
+    wall = sum(s.wall_ns for s in samples)
+    iterations = sum(s.iterations for s in samples)
+    summary.processes = len(procs)
+    summary.flagged = sum(1 for p in procs for s in p.samples if s.flagged)
+    summary.cpu_wall = sum(s.cpu_ns for s in samples) / wall if wall else math.nan
+    summary.gc_per_1000_ops = 1000 * sum(s.gc_collections for s in samples) / iterations
+    summary.gc_time_fraction = sum(s.gc_ns for s in samples) / wall if wall else math.nan
+    summary.cold_s = _median([p.cold_ns for p in procs]) * 1e-9
+    summary.loop_overhead_s = _median([p.loop_overhead_ns for p in procs]) * 1e-9
+    summary.iterations = int(_median([p.iterations for p in procs]))
+    summary.warmup_samples = _median([p.warmup_samples for p in procs])
+    sample_ns = summary.median_s * 1e9 * summary.iterations
+    summary.timer_error_fraction = _median([p.timer_error_ns for p in procs]) / sample_ns
+    peaks = [p.alloc_peak_bytes for p in procs if p.alloc_peak_bytes is not None]
+    summary.alloc_peak_bytes = _median(peaks) if peaks else None
+    blocks = [p.alloc_blocks for p in procs if p.alloc_blocks is not None]
+    summary.alloc_blocks = _median(blocks) if blocks else None
+    names = sorted({k for p in procs for k in p.metrics})
+    summary.metrics = {k: _median([p.metrics.get(k) for p in procs]) for k in names}
+
+
+def _warnings(s: Summary, precision: float | None) -> list[str]:
+    """Plain-words warnings about how far the numbers can be trusted."""
+    out = []
+    if s.mad_s > UNSTABLE_SPREAD * s.median_s:
+        out.append(f"unstable: samples vary by ±{s.mad_s / s.median_s:.0%} (MAD/median); "
+                   "close other programs or raise --budget")
+    if s.timer_error_fraction > 0.001:
+        out.append(f"too short for the clock: timer error is {s.timer_error_fraction:.2%} "
+                   "of a sample")
+    if s.loop_overhead_s > OVERHEAD_HEAVY * s.median_s:
+        out.append(f"near the loop cost: the harness loop alone takes "
+                   f"{s.loop_overhead_s / s.median_s:.0%} of the time per op")
+    if s.gc_time_fraction > GC_DOMINATED:
+        out.append(f"GC-dominated: {s.gc_time_fraction:.0%} of the time was garbage collection")
+    if s.stop_reason in ("budget", "max-processes") and precision is not None:
+        out.append(f"budget hit before precision: ±{s.relative_half_width:.1%} reached, "
+                   f"±{precision:.1%} asked; raise --budget for more")
+    if s.flagged:
+        out.append(f"{s.flagged} samples excluded: the clocks disagreed during them")
+    return out
+
+
+def summarize_group(benches: Sequence[Benchmark], confidence: float = 0.95,
+                    resamples: int = 2000, seed: int | None = None,
+                    precision: float | None = None) -> list[Summary]:
+    """Summaries of one group's benchmarks with ratios against the best and the baseline.
+
+    The best is the benchmark with the lowest median (among those of the same
+    stage); ratios are B/A of medians with a hierarchical bootstrap CI
+    (:func:`perflab.analyze.stats.ratio_ci`). Metric "× best" is value / best
+    value, lower or higher being better as the metric says.
+
+    Returns:
+        Summaries in input order.
+    """
+    rng = np.random.default_rng(seed)
+    summaries = [summarize(b, confidence, resamples, rng, precision) for b in benches]
+    by_stage: dict[str | None, list[int]] = {}
+    for i, s in enumerate(summaries):
+        by_stage.setdefault(s.stage, []).append(i)
+    for members in by_stage.values():
+        _ratios(benches, summaries, members, confidence, resamples, rng)
+    return summaries
+
+
+def _ratios(benches: Sequence[Benchmark], summaries: list[Summary], members: list[int],
+            confidence: float, resamples: int, rng: np.random.Generator) -> None:
+    ok = [i for i in members if summaries[i].ok]
+    if not ok:
+        return
+    best = min(ok, key=lambda i: summaries[i].median_s)
+    baselines = [i for i in ok if summaries[i].baseline]
+    for i in ok:
+        groups = timing_groups(benches[i])
+        est = stats.ratio_ci(groups, timing_groups(benches[best]), confidence, resamples, rng)
+        summaries[i].ratio_best = (est.value, est.low, est.high)
+        if baselines:
+            est = stats.ratio_ci(groups, timing_groups(benches[baselines[0]]), confidence,
+                                 resamples, rng)
+            summaries[i].ratio_baseline = (est.value, est.low, est.high)
+    for name in {k for i in ok for k in summaries[i].metrics}:
+        values = {i: summaries[i].metrics[name] for i in ok if name in summaries[i].metrics}
+        best_value = min(values.values())
+        for i, v in values.items():
+            summaries[i].metric_ratio_best[name] = v / best_value if best_value else math.nan
+
+
+@dataclass
+class StagedRow:
+    """One row of a staged group's table (e.g. one serializer).
+
+    Attributes:
+        name: the benchmarks' shared name.
+        stages: stage → Summary.
+        total: (sum of stage medians, low, high), seconds.
+        ratio_best: (total / best total, low, high).
+        metrics / metric_ratio_best: metric values and their "× best".
+    """
+
+    name: str
+    stages: dict[str, Summary]
+    total: tuple[float, float, float] | None = None
+    ratio_best: tuple[float, float, float] | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    metric_ratio_best: dict[str, float] = field(default_factory=dict)
+
+
+def staged_rows(benches: Sequence[Benchmark], summaries: Sequence[Summary],
+                confidence: float = 0.95, resamples: int = 2000, seed: int | None = None
+                ) -> tuple[list[str], list[StagedRow]]:
+    """Pivot a staged group: one row per name, one column per stage, plus the total.
+
+    The total is the sum of the stage medians with a bootstrap CI; "× best" is
+    total / the lowest total, with the CI of that ratio from paired replicates.
+
+    Returns:
+        (stage names in first-seen order, rows in first-seen order).
+    """
+    rng = np.random.default_rng(seed)
+    stage_names = list(dict.fromkeys(s.stage for s in summaries if s.stage))
+    rows: dict[str, StagedRow] = {}
+    parts: dict[str, list[list[np.ndarray]]] = {}
+    for bench, summary in zip(benches, summaries):
+        row = rows.setdefault(bench.label, StagedRow(bench.label, {}))
+        row.stages[summary.stage or ""] = summary
+        row.metrics.update(summary.metrics)
+        row.metric_ratio_best.update(summary.metric_ratio_best)
+        if summary.ok:
+            parts.setdefault(bench.label, []).append(timing_groups(bench))
+    complete = [r for r in rows.values()
+                if len(parts.get(r.name, [])) == len(stage_names) and stage_names]
+    replicates = {}
+    for row in complete:
+        est, reps = stats.sum_of_medians_ci(parts[row.name], confidence, resamples, rng)
+        row.total, replicates[row.name] = (est.value, est.low, est.high), reps
+    if complete:
+        best = min(complete, key=lambda r: r.total[0] if r.total else math.inf)
+        for row in complete:
+            est = stats.percentile_ci(replicates[row.name] / replicates[best.name],
+                                      row.total[0] / best.total[0], confidence)
+            row.ratio_best = (est.value, est.low, est.high)
+    return stage_names, list(rows.values())
+
+
+def by_group(benches: Sequence[Benchmark]) -> dict[str, list[Benchmark]]:
+    """Benchmarks grouped by group name, in order of first appearance."""
+    groups: dict[str, list[Benchmark]] = {}
+    for bench in benches:
+        groups.setdefault(bench.group, []).append(bench)
+    return groups
+
+
+def summarize_benchmarks(benches: Sequence[Benchmark], confidence: float = 0.95,
+                         seed: int | None = 0, precision: float | None = None
+                         ) -> dict[str, list[Summary]]:
+    """Summaries of python-engine benchmarks, by group (see :func:`summarize_group`).
+
+    A fixed default seed makes re-rendering a file print the same CIs.
+    """
+    return {group: summarize_group(members, confidence, seed=seed, precision=precision)
+            for group, members in by_group(benches).items()}

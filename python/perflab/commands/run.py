@@ -1,0 +1,145 @@
+"""``perflab run FILE.py``: in-process benchmarks of Python functions."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import fnmatch
+import sys
+from pathlib import Path
+
+from perflab.errors import UsageError
+from perflab.units import parse_positive_duration
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``perflab run``."""
+    parser.add_argument("file", help="a .py file of @perflab.bench functions")
+    parser.add_argument("--json", metavar="FILE", help="write the results file here "
+                        "(default: .perflab/run-<time>.json)")
+    parser.add_argument("--filter", metavar="PATTERN", action="append",
+                        help="run only benchmarks whose id matches (shell pattern; a plain "
+                        "word matches anywhere); repeatable")
+    parser.add_argument("--precision", default="1%", help="target 95%% CI half-width of each "
+                        "median, e.g. 1%% or 0.5%% (default 1%%)")
+    parser.add_argument("--budget", default="10s", help="time budget per benchmark (10s)")
+    parser.add_argument("--timeout", default="60s", help="kill a worker process running longer "
+                        "than this and fail the benchmark (60s)")
+    parser.add_argument("--min-processes", type=int, default=5, help="fresh processes per "
+                        "benchmark at least (5)")
+    parser.add_argument("--max-processes", type=int, default=60, help="at most (60)")
+    parser.add_argument("--process-time", default="100ms", help="sampling time per process")
+    parser.add_argument("--seed", type=int, help="seed the interleaving order and bootstrap")
+    parser.add_argument("--no-alloc", action="store_true", help="skip the tracemalloc pass")
+    parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
+                        help="how to print the results on stdout")
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
+
+
+def parse_precision(text: str) -> float:
+    """"1%" or "0.01" → 0.01. Raises UsageError outside (0, 1)."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise UsageError(f"--precision {text!r} is not a number; write e.g. 1% or 0.005") from None
+    if not 0 < value < 1:
+        raise UsageError(f"--precision {text!r} must be between 0% and 100%, e.g. 1%")
+    return value
+
+
+def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from perflab.measure.runner import Settings
+
+    if args.min_processes < 1 or args.max_processes < args.min_processes:
+        raise UsageError("--min-processes must be ≥ 1 and ≤ --max-processes")
+    return Settings(precision=parse_precision(args.precision),
+                    budget_s=parse_positive_duration(args.budget, "--budget"),
+                    timeout_s=parse_positive_duration(args.timeout, "--timeout"),
+                    min_processes=args.min_processes, max_processes=args.max_processes,
+                    process_seconds=parse_positive_duration(args.process_time, "--process-time"),
+                    allocations=not args.no_alloc, seed=args.seed)
+
+
+def select(cases, patterns):  # type: ignore[no-untyped-def]
+    """Cases whose id matches any pattern (shell-style; a plain word matches anywhere).
+
+    Raises:
+        UsageError: when nothing matches.
+    """
+    if not patterns:
+        return cases
+    globs = [p if any(ch in p for ch in "*?[") else f"*{p}*" for p in patterns]
+    chosen = [c for c in cases if any(fnmatch.fnmatchcase(c.id, g) for g in globs)]
+    if not chosen:
+        raise UsageError(f"--filter {' '.join(patterns)} matches no benchmark; ids are like "
+                         f"{cases[0].id!r}")
+    return chosen
+
+
+def main(args: argparse.Namespace) -> int:
+    """Measure, save, print. Exit 1 when a benchmark failed, 130 when interrupted."""
+    from perflab import __version__, environment
+    from perflab.measure import clocks
+    from perflab.measure.runner import Runner
+    from perflab.measure.suite import expand, load_file
+    from perflab.model import Results
+
+    settings = _settings(args)
+    bench_file = load_file(args.file)
+    cases = select(expand(bench_file), args.filter)
+    started = dt.datetime.now(dt.timezone.utc)
+    env = environment.fingerprint(__version__)
+    timer = clocks.measure_timer()
+    target_ns = max(timer.min_sample_ns, settings.min_sample_ns)
+    results = Results(kind="run", command_line=["perflab", *sys.argv[1:]],
+                      created=started.isoformat(timespec="seconds"), perflab_version=__version__,
+                      environment=env, settings={**settings.to_dict(), "timer": timer.to_dict(),
+                                                 "sample_target_ns": target_ns})
+    progress = _progress(settings.precision, args.quiet)
+    with progress:
+        runner = Runner(str(bench_file.path), cases, settings, target_ns, timer.error_ns,
+                        progress=progress)
+        results.benchmarks = runner.run()
+    _attach_units(results.benchmarks, bench_file)
+    results.interrupted = runner.interrupted
+    environment.finish(env)
+    path = _save_and_print(results, args, settings.precision)
+    sys.stderr.write(f"results saved to {path}\n")
+    if runner.interrupted:
+        return 130
+    return 1 if any(b.failed for b in results.benchmarks) else 0
+
+
+def _progress(precision: float, quiet: bool):  # type: ignore[no-untyped-def]
+    if quiet:
+        from contextlib import nullcontext
+
+        from perflab.measure.runner import NullProgress
+
+        class _Quiet(NullProgress, nullcontext):  # type: ignore[misc]
+            pass
+
+        return _Quiet()
+    from perflab.report.progress import RichProgress
+
+    return RichProgress(precision)
+
+
+def _attach_units(benches, bench_file) -> None:  # type: ignore[no-untyped-def]
+    units = {m.name: m.unit for m in bench_file.metrics}
+    for bench in benches:
+        bench.metric_units = {k: units.get(k, "") for p in bench.processes for k in p.metrics}
+
+
+def _save_and_print(results, args, precision: float) -> Path:  # type: ignore[no-untyped-def]
+    from perflab import model
+    from perflab.analyze.summary import summarize_benchmarks
+    from perflab.commands.show import print_run
+
+    grouped = summarize_benchmarks(results.benchmarks, precision=precision)
+    summaries = {s.id: s.to_dict() for group in grouped.values() for s in group}
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = Path(args.json) if args.json else Path(".perflab") / f"run-{stamp}.json"
+    model.save(results, path, summaries)
+    print_run(results, grouped, args.format)
+    return path

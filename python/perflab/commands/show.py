@@ -1,0 +1,58 @@
+"""``perflab show FILE``: re-render a saved results file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``perflab show``."""
+    parser.add_argument("file", help="a results file written with --json")
+    parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table")
+    parser.add_argument("--env", action="store_true", help="also print the environment "
+                        "fingerprint and the settings")
+
+
+def print_run(results: Any, grouped: dict[str, Any], fmt: str) -> None:
+    """Print a run's tables on stdout as a rich table, Markdown or CSV."""
+    from perflab.report import console
+    from perflab.report.table import run_tables, summary_records
+
+    if fmt == "csv":
+        sys.stdout.write(console.csv_text(summary_records(grouped)))
+        return
+    tables = run_tables(results.benchmarks, grouped)
+    if fmt == "markdown":
+        sys.stdout.write(console.markdown(tables))
+    else:
+        console.print_tables(tables)
+
+
+def print_environment(results: Any) -> None:
+    """Print the fingerprint, the settings and the command line as indented JSON."""
+    print("command line: " + " ".join(results.command_line))
+    print("created: " + results.created)
+    print("environment: " + json.dumps(results.environment, indent=2))
+    print("settings: " + json.dumps(results.settings, indent=2))
+
+
+def main(args: argparse.Namespace) -> int:
+    """Load, summarize and print. Exit 2 on a bad file."""
+    from perflab import model
+    from perflab.analyze.summary import summarize_benchmarks
+
+    results = model.load(args.file)
+    if args.env:
+        print_environment(results)
+    if results.kind != "run":
+        import importlib
+
+        return int(importlib.import_module(f"perflab.commands.{results.kind}").render(
+            results, args.format))
+    grouped = summarize_benchmarks(results.benchmarks,
+                                   precision=results.settings.get("precision"))
+    print_run(results, grouped, args.format)
+    return 0

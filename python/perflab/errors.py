@@ -1,0 +1,35 @@
+"""The perflab error tree. Every message says what went wrong and what to do next.
+
+Exit codes follow the CLI contract: 2 for usage and bad input, 1 when a
+benchmark failed, 0 otherwise.
+"""
+
+from __future__ import annotations
+
+
+class PerflabError(Exception):
+    """Base of every error perflab reports as one ``error: ...`` line.
+
+    Attributes:
+        exit_code: the process exit code the CLI uses for this error.
+    """
+
+    exit_code = 1
+
+
+class UsageError(PerflabError):
+    """Bad command-line input or a bad input file (exit code 2)."""
+
+    exit_code = 2
+
+
+class ResultsFileError(UsageError):
+    """A results file that is missing, truncated, foreign or too new (exit code 2)."""
+
+
+class BenchFileError(UsageError):
+    """A benchmark file that can't be loaded: missing, syntax error, no benchmarks (exit 2)."""
+
+
+class BenchmarkError(PerflabError):
+    """A benchmark that raised, hung or killed its worker (exit code 1)."""

@@ -1,0 +1,1 @@
+"""Measurement engines: the Python harness, whole commands and HTTP load."""

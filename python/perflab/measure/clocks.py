@@ -1,0 +1,80 @@
+"""Timer figures the harness calibrates against: read cost and resolution.
+
+The native read cost comes from the Rust core (``perflab._core``), measured
+in a tight loop as clockperf does; the Python-level cost of
+``time.perf_counter_ns()`` is measured here, because that is the call that
+brackets every sample. Timer error = Python read cost + observed resolution
+(pyperf and Google Benchmark reason the same way about timer overhead).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+#: Timer error must stay under this fraction of one sample (DESIGN: 0.1%).
+TIMER_ERROR_FRACTION = 0.001
+
+
+@dataclass(frozen=True)
+class TimerInfo:
+    """The timer figures of this machine.
+
+    Attributes:
+        clock: the clock behind ``perf_counter_ns`` ("monotonic" on Linux).
+        native_read_ns: native read cost of that clock, ns per read.
+        python_read_ns: cost of one ``time.perf_counter_ns()`` call from Python, ns.
+        resolution_ns: smallest non-zero step seen between reads, ns.
+    """
+
+    clock: str
+    native_read_ns: float | None
+    python_read_ns: float
+    resolution_ns: float
+
+    @property
+    def error_ns(self) -> float:
+        """Timer error of one sample: Python read cost + resolution, ns."""
+        return self.python_read_ns + self.resolution_ns
+
+    @property
+    def min_sample_ns(self) -> float:
+        """Shortest sample whose timer error is ≤ 0.1% of it, ns."""
+        return self.error_ns / TIMER_ERROR_FRACTION
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form, with the derived figures included."""
+        return {**asdict(self), "error_ns": self.error_ns, "min_sample_ns": self.min_sample_ns}
+
+
+def python_read_cost_ns(reads: int = 200_000) -> float:
+    """Mean ns per ``time.perf_counter_ns()`` call from Python, minus the bare loop. O(reads)."""
+    clock = time.perf_counter_ns
+    loop = range(reads)
+    t0 = clock()
+    for _ in loop:
+        clock()
+    with_calls = clock() - t0
+    t0 = clock()
+    for _ in loop:
+        pass
+    bare = clock() - t0
+    return max(with_calls - bare, 0) / reads
+
+
+def measure_timer() -> TimerInfo:
+    """Measure the timer figures once (about 20 ms). Falls back to Python-only figures
+    when the native core is not built (e.g. a source checkout without maturin)."""
+    native_cost, resolution = None, None
+    try:
+        from perflab import _core
+
+        native_cost = _core.clock_read_cost_ns("monotonic", 200_000)
+        res = _core.clock_resolution("monotonic", 200_000)
+        resolution = float(res[0]) if res else None
+    except ImportError:
+        pass
+    if resolution is None:
+        resolution = time.get_clock_info("perf_counter").resolution * 1e9
+    return TimerInfo("monotonic", native_cost, python_read_cost_ns(), resolution)

@@ -1,0 +1,391 @@
+"""The harness runner: spawns worker processes, interleaves them, decides when to stop.
+
+Design (DESIGN.md, "Statistical methods"):
+    * the process is the unit of replication: every case runs in several fresh
+      worker processes (pyperf does the same to average out ASLR and hash
+      randomisation);
+    * cases of one group run interleaved in randomised order, round after
+      round, so that machine drift hits them all alike (Abedi & Brecht 2017,
+      "Conducting Repeatable Experiments in Highly Variable Cloud Computing
+      Environments", randomized multiple interleaved trials);
+    * adaptive stopping: after each round a case stops when the 95% CI of its
+      median is within ``precision`` (after ``min_processes``), when its
+      ``budget`` is spent, or at ``max_processes``; the reason is recorded.
+
+Workers are reached through the small :class:`WorkerBackend` interface; the
+real one spawns ``python -m perflab.measure.worker``, tests use a fake.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from perflab.measure.suite import Case
+from perflab.model import Benchmark, Process, Sample
+
+Event = dict[str, Any]
+
+
+@dataclass
+class Settings:
+    """Measurement settings of ``perflab run``.
+
+    Attributes:
+        precision: target relative CI half-width of the median (0.01 = 1%).
+        budget_s: per-benchmark time budget, seconds of worker wall time.
+        min_processes / max_processes: bounds on processes per benchmark.
+        process_seconds: sampling time per process, s.
+        min_samples / max_samples: bounds on samples per process.
+        min_sample_ns: floor on one sample's duration, ns (≥ the timer floor).
+        warmup_max_s: time bound of warmup per process, s.
+        timeout_s: a process running longer is killed and the benchmark fails.
+        allocations: run the tracemalloc pass.
+        confidence: CI level.
+        seed: seed for interleaving order and bootstrap (None: random).
+    """
+
+    precision: float = 0.01
+    budget_s: float = 10.0
+    min_processes: int = 5
+    max_processes: int = 60
+    process_seconds: float = 0.1
+    min_samples: int = 5
+    max_samples: int = 2000
+    min_sample_ns: float = 2e6
+    warmup_max_s: float = 0.25
+    timeout_s: float = 60.0
+    allocations: bool = True
+    confidence: float = 0.95
+    seed: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return dict(self.__dict__)
+
+
+@dataclass
+class Outcome:
+    """What one worker process produced: its events and how it ended.
+
+    Attributes:
+        events: decoded events in arrival order.
+        returncode: exit status (negative: killed by that signal; None if killed by us).
+        timed_out: True when the runner killed it at the timeout.
+        interrupted: True when Ctrl-C ended it.
+        wall_s: wall time from spawn to exit, s.
+        stderr: the tail of what it wrote on stderr.
+    """
+
+    events: list[Event] = field(default_factory=list)
+    returncode: int | None = 0
+    timed_out: bool = False
+    interrupted: bool = False
+    wall_s: float = 0.0
+    stderr: str = ""
+
+
+class WorkerBackend(Protocol):
+    """Runs one worker process for a case and reports its events."""
+
+    def run(self, plan: dict[str, Any], timeout_s: float,
+            on_event: Callable[[Event], None]) -> Outcome:
+        """Run one process with ``plan``; call ``on_event`` for each event as it arrives."""
+        ...
+
+
+class SubprocessBackend:
+    """Spawns ``python -m perflab.measure.worker`` with a dedicated event pipe."""
+
+    def run(self, plan: dict[str, Any], timeout_s: float,
+            on_event: Callable[[Event], None]) -> Outcome:
+        """Run one worker; kill it at ``timeout_s``. Ctrl-C kills it and is re-raised
+        after the events received so far are kept in the returned outcome's caller."""
+        read_fd, write_fd = os.pipe()
+        outcome = Outcome()
+        start = time.monotonic()
+        with tempfile.TemporaryFile() as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "perflab.measure.worker"], stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL, stderr=err, pass_fds=(write_fd,), env=_worker_env())
+            os.close(write_fd)
+            try:
+                assert proc.stdin is not None
+                proc.stdin.write(json.dumps({**plan, "fd": write_fd}).encode())
+                proc.stdin.close()
+                for event in _read_events(read_fd, start + timeout_s):
+                    outcome.events.append(event)
+                    on_event(event)
+                outcome.timed_out = time.monotonic() >= start + timeout_s
+            except KeyboardInterrupt:
+                outcome.interrupted = True
+                raise
+            finally:
+                os.close(read_fd)
+                outcome.returncode = _reap(proc, kill=outcome.timed_out or outcome.interrupted)
+                outcome.wall_s = time.monotonic() - start
+                err.seek(0)
+                outcome.stderr = err.read()[-4000:].decode(errors="replace")
+        return outcome
+
+
+def _worker_env() -> dict[str, str]:
+    """The worker's environment: ours, with this perflab first on PYTHONPATH."""
+    env = dict(os.environ)
+    package_root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    return env
+
+
+def _read_events(fd: int, deadline: float) -> Iterator[Event]:
+    """Yield JSON-line events from ``fd`` until EOF or ``deadline`` (monotonic s)."""
+    buffer = b""
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while (remaining := deadline - time.monotonic()) > 0:
+            if not sel.select(timeout=min(remaining, 0.5)):
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                yield json.loads(line)
+
+
+def _reap(proc: subprocess.Popen[bytes], kill: bool) -> int | None:
+    """Wait for ``proc`` (killing it first if asked); its return code, None if we killed it."""
+    if kill and proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        return None
+    try:
+        return proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return None
+
+
+class Progress(Protocol):
+    """Receives progress of the run (the console shows it; tests ignore it)."""
+
+    def start_case(self, case_id: str, budget_s: float) -> None:
+        """A case is about to be measured."""
+
+    def update_case(self, case_id: str, processes: int, spent_s: float,
+                    half_width: float | None) -> None:
+        """A process of the case finished; ``half_width`` is relative (0.01 = 1%)."""
+
+    def finish_case(self, case_id: str, reason: str) -> None:
+        """The case stopped for ``reason``."""
+
+
+class NullProgress:
+    """A Progress that shows nothing."""
+
+    def start_case(self, case_id: str, budget_s: float) -> None:
+        """Ignore."""
+
+    def update_case(self, case_id: str, processes: int, spent_s: float,
+                    half_width: float | None) -> None:
+        """Ignore."""
+
+    def finish_case(self, case_id: str, reason: str) -> None:
+        """Ignore."""
+
+
+@dataclass
+class CaseState:
+    """The runner's bookkeeping for one case."""
+
+    case: Case
+    bench: Benchmark
+    spent_s: float = 0.0
+    iterations: int | None = None
+    done: bool = False
+
+
+class Runner:
+    """Measures cases in interleaved rounds of worker processes until each stops.
+
+    Args:
+        file: the benchmark file (workers import it again).
+        cases: the cases to measure.
+        settings: measurement settings.
+        sample_target_ns: calibration target for one sample, ns.
+        timer_error_ns: the timer error recorded with each process, ns.
+        backend: how workers run (default: real subprocesses).
+        progress: progress sink.
+        clock: monotonic seconds (injectable for tests).
+    """
+
+    def __init__(self, file: str, cases: list[Case], settings: Settings, sample_target_ns: float,
+                 timer_error_ns: float, backend: WorkerBackend | None = None,
+                 progress: Progress | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.file = str(Path(file).resolve())
+        self.settings = settings
+        self.sample_target_ns = sample_target_ns
+        self.timer_error_ns = timer_error_ns
+        self.backend = backend or SubprocessBackend()
+        self.progress = progress or NullProgress()
+        self.clock = clock
+        self.rng = random.Random(settings.seed)
+        self.states = [CaseState(c, c.to_benchmark()) for c in cases]
+        self._t0 = clock()
+        self._next_index = 0
+        self.interrupted = False
+
+    def run(self) -> list[Benchmark]:
+        """Measure every case, group by group. Ctrl-C stops early and keeps what was measured.
+
+        Returns:
+            One Benchmark per case, in case order, failed ones with ``error`` set.
+        """
+        try:
+            for group in self._groups():
+                self._run_group(group)
+        except KeyboardInterrupt:
+            self.interrupted = True
+            for state in self.states:
+                if not state.done:
+                    state.bench.stop_reason = "interrupted"
+        return [s.bench for s in self.states]
+
+    def _groups(self) -> list[list[CaseState]]:
+        """Cases grouped by their group name, in order of first appearance."""
+        groups: dict[str, list[CaseState]] = {}
+        for state in self.states:
+            groups.setdefault(state.case.spec.group, []).append(state)
+        return list(groups.values())
+
+    def _run_group(self, group: list[CaseState]) -> None:
+        """Rounds of one process per active case, in a fresh random order each round."""
+        for state in group:
+            self.progress.start_case(state.bench.id, self.settings.budget_s)
+        while active := [s for s in group if not s.done]:
+            self.rng.shuffle(active)
+            for state in active:
+                self._run_process(state)
+                self._decide(state)
+
+    def _plan(self, state: CaseState) -> dict[str, Any]:
+        """The JSON plan a worker receives."""
+        s = self.settings
+        return {"file": self.file, "index": state.case.index, "params": state.case.params,
+                "threads": state.case.threads, "iterations": state.iterations,
+                "sample_target_ns": self.sample_target_ns, "warmup_max_s": s.warmup_max_s,
+                "sample_seconds": s.process_seconds, "min_samples": s.min_samples,
+                "max_samples": s.max_samples, "allocations": s.allocations}
+
+    def _run_process(self, state: CaseState) -> None:
+        """Run one worker for ``state`` and fold its events into a Process record."""
+        proc = Process(index=self._next_index, pid=0, started_s=self.clock() - self._t0,
+                       timer_error_ns=self.timer_error_ns)
+        self._next_index += 1
+        state.bench.processes.append(proc)
+        outcome = Outcome()
+        try:
+            outcome = self.backend.run(self._plan(state), self.settings.timeout_s,
+                                       lambda ev: _apply_event(proc, state, ev))
+        finally:
+            state.spent_s += outcome.wall_s or (self.clock() - self._t0 - proc.started_s)
+        proc.error = _failure(outcome, self.settings.timeout_s)
+        if proc.error:
+            state.bench.error = f"{state.bench.id!r} {proc.error}"
+
+    def _decide(self, state: CaseState) -> None:
+        """Stop the case when it failed, met the precision, or ran out of budget/processes."""
+        from perflab.analyze.summary import timing_groups
+        from perflab.analyze.stats import median_ci
+
+        s, bench = self.settings, state.bench
+        half = None
+        groups = timing_groups(bench)
+        if groups:
+            half = median_ci(groups, s.confidence, 1000,
+                             _np_rng(s.seed, len(bench.processes))).relative_half_width
+        self.progress.update_case(bench.id, len(bench.processes), state.spent_s, half)
+        reason = _stop_reason(bench, half, state.spent_s, s)
+        if reason:
+            state.done, bench.stop_reason = True, reason
+            self.progress.finish_case(bench.id, reason)
+
+
+def _np_rng(seed: int | None, salt: int) -> Any:
+    import numpy as np
+
+    return np.random.default_rng(None if seed is None else [seed, salt])
+
+
+def _stop_reason(bench: Benchmark, half: float | None, spent_s: float, s: Settings) -> str | None:
+    """Why the case should stop now, or None to keep going."""
+    n = len(bench.processes)
+    if bench.error:
+        return "failed"
+    if half is not None and n >= s.min_processes and half <= s.precision:
+        return "precision"
+    if spent_s >= s.budget_s:
+        return "budget"
+    if n >= s.max_processes:
+        return "max-processes"
+    return None
+
+
+def _apply_event(proc: Process, state: CaseState, event: Event) -> None:
+    """Fold one worker event into the Process record (and the case's calibration)."""
+    kind = event["event"]
+    if kind == "start":
+        proc.pid = event["pid"]
+    elif kind == "cold":
+        proc.cold_ns = event["ns"]
+        proc.metrics = event["metrics"]
+    elif kind == "calibrated":
+        proc.iterations = state.iterations = event["iterations"]
+    elif kind == "warmup":
+        proc.warmup_samples, proc.warmup_converged = event["samples"], event["converged"]
+    elif kind == "overhead":
+        proc.loop_overhead_ns = event["ns_per_op"]
+    elif kind == "sample":
+        proc.samples.append(Sample(event["n"], event["wall"], event["cpu"], event["gc"],
+                                   event["gc_ns"], event.get("skew"), event.get("flag")))
+    elif kind == "alloc":
+        proc.alloc_peak_bytes, proc.alloc_blocks = event["peak_bytes"], event["blocks"]
+    elif kind == "done":
+        proc.steal_ns = event.get("steal_ns")
+        proc.involuntary_switches = event.get("involuntary_switches")
+
+
+def _failure(outcome: Outcome, timeout_s: float) -> str | None:
+    """The failure message of a finished worker, or None when it ended cleanly."""
+    if outcome.interrupted:
+        return "was interrupted (Ctrl-C)"
+    errors = [e for e in outcome.events if e["event"] == "error"]
+    if errors:
+        e = errors[-1]
+        return (f"raised {e['type']} in {e['phase']}: {e['message']}. "
+                "Fix the benchmark or skip it with --filter")
+    if outcome.timed_out:
+        return (f"timed out after {timeout_s:g} s (hung?); make it faster, raise --timeout, "
+                "or skip it with --filter")
+    if outcome.returncode is not None and outcome.returncode < 0:
+        name = signal.Signals(-outcome.returncode).name
+        return (f"killed its worker with {name}; the benchmark crashed the interpreter "
+                "(abort or segfault). Fix it or skip it with --filter")
+    if outcome.returncode or not any(e["event"] == "done" for e in outcome.events):
+        tail = outcome.stderr.strip().splitlines()[-1:] or ["no output"]
+        return f"worker exited with status {outcome.returncode} ({tail[0]})"
+    return None

@@ -1,0 +1,421 @@
+"""The results model: raw data of every engine in one versioned JSON file.
+
+Raw data, statistics and presentation are separate types (hyperfine's
+TimingResult → BenchmarkResult → exporters; pyperf's Run → Benchmark → Suite):
+this module holds only raw data and its (de)serialization. Summaries are
+derived by :mod:`perflab.analyze.stats` and written beside the raw data for
+convenience, but ignored on load and always recomputable.
+
+Files are plain JSON (never pickle: a results file must be safe to open from a
+stranger). Times are integer nanoseconds in raw records and float seconds in
+summaries; sizes are bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Callable
+
+from perflab.errors import ResultsFileError
+
+SCHEMA_VERSION = 1
+#: Short history of schema versions; older files load through ``_MIGRATIONS``.
+SCHEMA_HISTORY = {1: "first version: python, command and http benchmarks"}
+_MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+
+def _from_dict(cls: type, data: dict[str, Any]) -> Any:
+    """Build dataclass ``cls`` from ``data``, ignoring unknown keys (forward-compatible)."""
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass
+class Sample:
+    """One timed sample of ``iterations`` back-to-back calls in one process.
+
+    Attributes:
+        iterations: calls in the sample (≥ 1).
+        wall_ns: wall time of the whole sample, ns (``perf_counter_ns``).
+        cpu_ns: process CPU time (user+sys) over the sample, ns.
+        gc_collections: garbage collections that ran during the sample.
+        gc_ns: time spent inside those collections, ns.
+        clock_skew_ns: largest disagreement between MONOTONIC and the other
+            clocks (REALTIME, RAW, TSC) over the sample, ns; None if unchecked.
+        flagged: why the sample is excluded from summaries (e.g. "clock"),
+            or None. Flagged samples are kept in the file, never dropped.
+    """
+
+    iterations: int
+    wall_ns: int
+    cpu_ns: int
+    gc_collections: int = 0
+    gc_ns: int = 0
+    clock_skew_ns: int | None = None
+    flagged: str | None = None
+
+    @property
+    def per_op_s(self) -> float:
+        """Wall seconds per operation."""
+        return self.wall_ns / self.iterations * 1e-9
+
+
+@dataclass
+class Process:
+    """Everything one fresh worker process measured for one benchmark.
+
+    The process is the unit of replication: samples inside one process are
+    not independent, so statistics resample processes first.
+
+    Attributes:
+        index: the order in which the process was started within the run.
+        pid: the OS process id.
+        started_s: start time, seconds since the run began (for drift plots).
+        iterations: calls per sample after calibration.
+        cold_ns: wall time of the very first call in the process, ns.
+        warmup_samples: samples run before timings stopped drifting.
+        warmup_converged: False when warmup hit its time bound instead.
+        loop_overhead_ns: cost per op of the harness loop with an empty
+            callable, measured in the same process, ns.
+        timer_error_ns: timer read cost + resolution used by calibration, ns.
+        samples: the timed samples.
+        metrics: extra metrics computed from the benchmark's return value.
+        alloc_peak_bytes: peak traced memory growth during one call, bytes.
+        alloc_blocks: memory blocks still live after one call (incl. the result).
+        steal_ns: CPU steal time of the machine during the process, ns.
+        involuntary_switches: involuntary context switches of the process.
+        error: why the process failed, or None.
+    """
+
+    index: int
+    pid: int
+    started_s: float
+    iterations: int = 1
+    cold_ns: int | None = None
+    warmup_samples: int = 0
+    warmup_converged: bool = True
+    loop_overhead_ns: float | None = None
+    timer_error_ns: float | None = None
+    samples: list[Sample] = field(default_factory=list)
+    metrics: dict[str, float] = field(default_factory=dict)
+    alloc_peak_bytes: float | None = None
+    alloc_blocks: float | None = None
+    steal_ns: int | None = None
+    involuntary_switches: int | None = None
+    error: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Process:
+        """Build from the JSON form. Raises TypeError/KeyError on malformed data."""
+        proc = _from_dict(cls, data)
+        proc.samples = [_from_dict(Sample, s) for s in data.get("samples", [])]
+        return proc
+
+
+@dataclass
+class CommandRun:
+    """One timed run of a whole command (``perflab cmd``); each run is its own process.
+
+    Attributes:
+        index: order of the run within the invocation (interleaving is visible here).
+        started_s: start time, seconds since the invocation began.
+        wall_ns: wall time from spawn to exit on the monotonic clock, ns.
+        user_ns / sys_ns: CPU time from ``wait4``, ns.
+        max_rss_bytes: peak resident set size from ``wait4``, bytes.
+        exit_code: exit status (negative: killed by that signal).
+        ok: False when the run failed (non-zero exit not ignored, timeout).
+        warmup: True for warmup runs, which never enter summaries.
+    """
+
+    index: int
+    started_s: float
+    wall_ns: int
+    user_ns: int = 0
+    sys_ns: int = 0
+    max_rss_bytes: int = 0
+    exit_code: int = 0
+    ok: bool = True
+    warmup: bool = False
+
+
+@dataclass
+class Histogram:
+    """An HdrHistogram in the standard V2 compressed encoding, base64, microseconds.
+
+    Attributes:
+        encoded: base64 of the V2-deflate serialization (readable by other
+            HdrHistogram implementations, mergeable).
+        count: recorded values.
+        p50_us … max_us: percentiles precomputed at record time, µs.
+    """
+
+    encoded: str = ""
+    count: int = 0
+    min_us: float = math.nan
+    mean_us: float = math.nan
+    p50_us: float = math.nan
+    p90_us: float = math.nan
+    p99_us: float = math.nan
+    p999_us: float = math.nan
+    max_us: float = math.nan
+
+
+@dataclass
+class HttpStep:
+    """One step of an HTTP load test: one offered rate (or connection count).
+
+    Attributes:
+        offered_rate: requests/s the schedule asked for (None in closed loop).
+        connections: connections used (the N of a closed-loop step).
+        mode: "open", "open-poisson" or "closed".
+        duration_s / warmup_s: recorded and trimmed time of the step, s.
+        elapsed_s: measured recording time, s (shorter if interrupted).
+        requests_sent: requests written after warmup.
+        status_counts: responses by HTTP status code (str keys).
+        errors: failed requests by kind (connect_refused, read_timeout, …).
+        ok_responses: responses whose status counted as success.
+        bytes_in / bytes_out: bytes read / written.
+        connections_opened / connections_closed: connection churn.
+        connection_errors: connections that ended in an error.
+        thread_cpu_s: CPU seconds used by each engine thread in the step.
+        latency / service_time / send_lag / failed_latency: HdrHistograms.
+        interrupted: True when Ctrl-C or a fault ended the step early.
+    """
+
+    offered_rate: float | None
+    connections: int
+    mode: str
+    duration_s: float
+    warmup_s: float
+    elapsed_s: float
+    requests_sent: int = 0
+    status_counts: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
+    ok_responses: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    connections_opened: int = 0
+    connections_closed: int = 0
+    connection_errors: int = 0
+    thread_cpu_s: list[float] = field(default_factory=list)
+    latency: Histogram = field(default_factory=Histogram)
+    service_time: Histogram = field(default_factory=Histogram)
+    send_lag: Histogram = field(default_factory=Histogram)
+    failed_latency: Histogram = field(default_factory=Histogram)
+    interrupted: bool = False
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> HttpStep:
+        """Build from the JSON form. Raises TypeError/KeyError on malformed data."""
+        step = _from_dict(cls, data)
+        for name in ("latency", "service_time", "send_lag", "failed_latency"):
+            setattr(step, name, _from_dict(Histogram, data.get(name) or {}))
+        return step
+
+
+@dataclass
+class Benchmark:
+    """Raw data of one benchmark (one case: name + params) from any engine.
+
+    Attributes:
+        name: the benchmark's name (function name, command, or URL).
+        group: benchmarks in one group are compared with each other.
+        kind: "python", "command" or "http".
+        params: parameter values of this case (JSON scalars).
+        stage: a column of a staged group (e.g. "serialize"), or None.
+        baseline: True for the group's baseline.
+        metric_units: unit of each extra metric, e.g. {"payload": "B"}.
+        processes: python engine data, one entry per worker process.
+        runs: command engine data, one entry per run.
+        steps: http engine data, one entry per step.
+        threads: thread count of a threads-mode case, else None.
+        stop_reason: "precision", "budget", "max-processes", "max-runs",
+            "failed", "interrupted" or "done".
+        error: the failure message, or None.
+    """
+
+    name: str
+    group: str = ""
+    kind: str = "python"
+    params: dict[str, Any] = field(default_factory=dict)
+    stage: str | None = None
+    baseline: bool = False
+    metric_units: dict[str, str] = field(default_factory=dict)
+    processes: list[Process] = field(default_factory=list)
+    runs: list[CommandRun] = field(default_factory=list)
+    steps: list[HttpStep] = field(default_factory=list)
+    threads: int | None = None
+    stop_reason: str = "done"
+    error: str | None = None
+
+    @property
+    def id(self) -> str:
+        """Stable id used for matching across files: ``group/name[stage](k=v,…)``."""
+        text = f"{self.group}/{self.name}" if self.group else self.name
+        if self.stage:
+            text += f"[{self.stage}]"
+        if self.params:
+            text += "(" + ",".join(f"{k}={v}" for k, v in sorted(self.params.items())) + ")"
+        if self.threads is not None:
+            text += f"@{self.threads}t"
+        return text
+
+    @property
+    def label(self) -> str:
+        """Display name: name plus params, e.g. ``pickle_dumps n=1000``."""
+        extra = " ".join(f"{k}={v}" for k, v in self.params.items())
+        text = f"{self.name} {extra}".strip()
+        return f"{text} ×{self.threads}t" if self.threads is not None else text
+
+    @property
+    def failed(self) -> bool:
+        """True when the benchmark failed (it may still hold partial data)."""
+        return self.error is not None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Benchmark:
+        """Build from the JSON form. Raises TypeError/KeyError on malformed data."""
+        bench = _from_dict(cls, data)
+        bench.processes = [Process.from_dict(p) for p in data.get("processes", [])]
+        bench.runs = [_from_dict(CommandRun, r) for r in data.get("runs", [])]
+        bench.steps = [HttpStep.from_dict(s) for s in data.get("steps", [])]
+        return bench
+
+
+@dataclass
+class Results:
+    """One invocation's results: what ran, where, how, and every raw record.
+
+    Attributes:
+        kind: the engine: "run", "cmd" or "http".
+        command_line: the exact argv of the invocation.
+        created: ISO-8601 UTC time the invocation started.
+        perflab_version: the version that wrote the file.
+        environment: the environment fingerprint (see :mod:`perflab.environment`).
+        settings: the measurement settings (precision, budget, …), JSON scalars.
+        benchmarks: raw data per benchmark.
+        interrupted: True when Ctrl-C ended the invocation early.
+        spawn_overhead: for ``cmd``: wall times of spawning an empty process, ns.
+    """
+
+    kind: str
+    command_line: list[str]
+    created: str
+    perflab_version: str
+    environment: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+    benchmarks: list[Benchmark] = field(default_factory=list)
+    interrupted: bool = False
+    spawn_overhead_ns: list[int] = field(default_factory=list)
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self, summaries: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The JSON form; ``summaries`` (by benchmark id) are written beside raw data.
+
+        Returns:
+            A dict of JSON types only; NaN becomes null.
+        """
+        data = asdict(self)
+        data = {"schema_version": SCHEMA_VERSION, "tool": "perflab", **data}
+        if summaries:
+            for bench in data["benchmarks"]:
+                key = Benchmark.from_dict(bench).id
+                if key in summaries:
+                    bench["summary"] = summaries[key]
+        return _nan_to_none(data)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Results:
+        """Build from the JSON form, migrating older schema versions.
+
+        Raises:
+            ResultsFileError: not a perflab results file, or a newer schema.
+        """
+        data = migrate(data)
+        results = _from_dict(cls, data)
+        results.benchmarks = [Benchmark.from_dict(b) for b in data.get("benchmarks", [])]
+        return results
+
+
+def _nan_to_none(value: Any) -> Any:
+    """Replace NaN/inf floats by None recursively (JSON has no NaN)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _nan_to_none(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_nan_to_none(v) for v in value]
+    return value
+
+
+def migrate(data: Any) -> dict[str, Any]:
+    """Check a loaded JSON document and migrate it to :data:`SCHEMA_VERSION`.
+
+    Raises:
+        ResultsFileError: not a perflab results object, or a newer version.
+    """
+    if not isinstance(data, dict) or data.get("tool") != "perflab" or "schema_version" not in data:
+        raise ResultsFileError("is not a perflab results file (no 'tool: perflab' and "
+                               "'schema_version'); pass a file written by perflab --json")
+    version = data["schema_version"]
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise ResultsFileError(f"has schema_version {version!r}, newer than this perflab "
+                               f"knows ({SCHEMA_VERSION}); upgrade perflab to read it")
+    while version < SCHEMA_VERSION:
+        data = _MIGRATIONS[version](data)
+        version = data["schema_version"]
+    return data
+
+
+def save(results: Results, path: str | Path, summaries: dict[str, dict[str, Any]] | None = None
+         ) -> Path:
+    """Write ``results`` as JSON atomically (temp file + rename), so a crash never truncates.
+
+    Args:
+        results: what to write.
+        path: destination; parent folders are created.
+        summaries: derived summaries by benchmark id, written for convenience.
+
+    Returns:
+        The path written.
+
+    Raises:
+        OSError: the file can't be written.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(results.to_dict(summaries), indent=1, allow_nan=False) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def load(path: str | Path) -> Results:
+    """Read a results file written by any perflab version up to this one.
+
+    Raises:
+        ResultsFileError: missing, unreadable, truncated, foreign or too new;
+            the message names the file and what to do.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ResultsFileError(f"{path}: no such file; check the path") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultsFileError(f"{path}: can't read it ({exc})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultsFileError(f"{path}: not valid JSON (truncated?) at line {exc.lineno}: "
+                               f"{exc.msg}; re-run the benchmark to write it again") from None
+    try:
+        return Results.from_dict(data)
+    except ResultsFileError as exc:
+        raise ResultsFileError(f"{path}: {exc}") from None
+    except (TypeError, KeyError, AttributeError) as exc:
+        raise ResultsFileError(f"{path}: malformed perflab results ({exc}); "
+                               "re-run the benchmark to write it again") from None

@@ -1,0 +1,1 @@
+"""Reports: tables (terminal, Markdown, CSV), progress and charts. They read summaries only."""

@@ -1,0 +1,239 @@
+"""Charts of fitted models: USL, complexity and break-even (matplotlib, Agg).
+
+Each function draws the data, the fitted curve with its pointwise CI band
+(delta method, see perflab.analyze.models) and writes one PNG. matplotlib is
+imported inside the functions so that importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from perflab.analyze.models import BreakEven, ComplexityFit, UslFit
+
+__all__ = ["breakeven_chart", "complexity_chart", "usl_chart"]
+
+ArrayLike = Sequence[float] | np.ndarray
+
+
+def _figure() -> tuple[Any, Any]:
+    """A fresh Agg figure and axes, 7×4.5 inches."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=(7, 4.5), dpi=110)
+
+
+def _save(fig: Any, ax: Any, path: str | Path, title: str) -> Path:
+    """Title, grid, legend, write the PNG and close the figure."""
+    import matplotlib.pyplot as plt
+
+    ax.set_title(title)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+def _log_x_wanted(n: np.ndarray) -> bool:
+    """Log x axis when the sizes span more than two decades."""
+    return bool(n.min() > 0 and n.max() / n.min() > 100)
+
+
+def usl_chart(
+    fit: UslFit,
+    n: ArrayLike,
+    x: ArrayLike,
+    path: str | Path,
+    *,
+    x_label: str = "concurrency N",
+    y_label: str = "throughput X (ops/s)",
+    title: str | None = None,
+) -> Path:
+    """Plot a USL fit: points, fitted X(N) with its CI band, γN, and N*.
+
+    Args:
+        fit: The fit from fit_usl.
+        n: Loads that were measured, shape (k,).
+        x: Throughput at each load, shape (k,), in the unit named by y_label.
+        path: PNG file to write.
+        x_label: Label of the load axis, with its unit.
+        y_label: Label of the throughput axis, with its unit.
+        title: Chart title; a summary of the fit by default.
+
+    Returns:
+        The path written.
+
+    Raises:
+        ValueError: If n and x differ in length.
+    """
+    n_arr, x_arr = _pair(n, x)
+    top = _usl_top(fit, n_arr)
+    grid = np.linspace(1.0, top, 400)
+    fig, ax = _figure()
+    low, high = fit.band(grid)
+    ax.fill_between(grid, low, high, alpha=0.25, label=f"{fit.level:.0%} CI of the fit")
+    ax.plot(grid, fit.predict(grid), lw=2, label="USL fit")
+    ax.plot(grid, fit.gamma.value * grid, "--", color="grey", label="linear scaling γN")
+    ax.scatter(n_arr, x_arr, color="black", zorder=3, s=18, label="measured")
+    _mark_peak(ax, fit, top)
+    ax.set_xlim(0, top)
+    ax.set_ylim(0, 1.15 * max(float(x_arr.max()), float(np.nanmax(fit.predict(grid)))))
+    ax.set(xlabel=x_label, ylabel=y_label)
+    default = f"USL: α = {fit.alpha.value:.3g}, β = {fit.beta.value:.3g}, γ = {fit.gamma.value:.3g}"
+    return _save(fig, ax, path, title or default)
+
+
+def _usl_top(fit: UslFit, n: np.ndarray) -> float:
+    """Right end of the USL chart: past the data and, if near, past N*."""
+    top = float(n.max()) * 1.25
+    if math.isfinite(fit.peak_load) and fit.peak_load < 4 * n.max():
+        top = max(top, fit.peak_load * 1.3)
+    return top
+
+
+def _mark_peak(ax: Any, fit: UslFit, top: float) -> None:
+    """A dotted vertical line at N* when it falls on the chart."""
+    if math.isfinite(fit.peak_load) and fit.peak_load <= top:
+        label = f"peak N* ≈ {fit.peak_load:.3g}, X ≈ {fit.peak_throughput:.4g}"
+        ax.axvline(fit.peak_load, ls=":", color="tab:red", label=label)
+
+
+def _pair(n: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Two float arrays of equal length, or ValueError."""
+    n_arr, y_arr = np.asarray(n, dtype=float), np.asarray(y, dtype=float)
+    if n_arr.shape != y_arr.shape:
+        raise ValueError(f"got {n_arr.size} sizes but {y_arr.size} values; pass one value per size.")
+    return n_arr, y_arr
+
+
+def complexity_chart(
+    fit: ComplexityFit,
+    n: ArrayLike,
+    cost: ArrayLike,
+    path: str | Path,
+    *,
+    x_label: str = "input size n",
+    y_label: str = "cost (s)",
+    title: str | None = None,
+) -> Path:
+    """Plot a complexity fit: points, the chosen class with its CI band, the runner-up.
+
+    Args:
+        fit: The fit from fit_complexity.
+        n: Sizes that were measured, shape (k,).
+        cost: Cost at each size, shape (k,), in the unit named by y_label.
+        path: PNG file to write.
+        x_label: Label of the size axis.
+        y_label: Label of the cost axis, with its unit.
+        title: Chart title; the chosen class by default.
+
+    Returns:
+        The path written.
+
+    Raises:
+        ValueError: If n and cost differ in length.
+    """
+    n_arr, y_arr = _pair(n, cost)
+    log_x = _log_x_wanted(n_arr)
+    grid = np.geomspace(n_arr.min(), n_arr.max(), 300) if log_x else np.linspace(n_arr.min(), n_arr.max(), 300)
+    fig, ax = _figure()
+    low, high = fit.band(grid)
+    ax.fill_between(grid, low, high, alpha=0.25, label=f"{fit.level:.0%} CI of the fit")
+    ax.plot(grid, fit.predict(grid), lw=2, label=f"{fit.model} (best)")
+    if fit.runner_up is not None:
+        label = f"{fit.runner_up.model} (runner-up, Δ{fit.criterion} = {fit.delta:.1f})"
+        ax.plot(grid, fit.runner_up.predict(grid), "--", color="grey", label=label)
+    ax.scatter(n_arr, y_arr, color="black", zorder=3, s=18, label="measured")
+    _scale_axes(ax, log_x, y_arr)
+    ax.set(xlabel=x_label, ylabel=y_label)
+    return _save(fig, ax, path, title or f"cost(n) = a + b·g(n): {fit.model}")
+
+
+def _scale_axes(ax: Any, log_x: bool, y: np.ndarray) -> None:
+    """Log–log when the sizes span decades (and costs are positive)."""
+    if log_x:
+        ax.set_xscale("log")
+        if y.min() > 0:
+            ax.set_yscale("log")
+
+
+def breakeven_chart(
+    result: BreakEven,
+    path: str | Path,
+    *,
+    points_a: tuple[ArrayLike, ArrayLike] | None = None,
+    points_b: tuple[ArrayLike, ArrayLike] | None = None,
+    x_label: str = "input size n",
+    y_label: str = "total cost (s)",
+    title: str | None = None,
+) -> Path:
+    """Plot both total-cost curves (cold + a + b·g(n)) and mark their crossing.
+
+    Args:
+        result: The result of breakeven.
+        path: PNG file to write.
+        points_a: Optional measured (n, cost) of A, drawn with its cold cost added.
+        points_b: Optional measured (n, cost) of B.
+        x_label: Label of the size axis.
+        y_label: Label of the cost axis, with its unit.
+        title: Chart title; the break-even sentence by default.
+
+    Returns:
+        The path written.
+    """
+    grid = _breakeven_grid(result)
+    fig, ax = _figure()
+    for label, fit, cold, pts, color in (
+        (result.labels[0], result.fit_a, result.cold_a, points_a, "tab:blue"),
+        (result.labels[1], result.fit_b, result.cold_b, points_b, "tab:orange"),
+    ):
+        _cost_curve(ax, grid, fit, cold, f"{label}: {fit.model} + cold cost {cold:.3g}", color)
+        if pts is not None:
+            ax.scatter(pts[0], cold + np.asarray(pts[1], dtype=float), color=color, s=16, zorder=3)
+    _mark_crossing(ax, result)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set(xlabel=x_label, ylabel=y_label)
+    return _save(fig, ax, path, title or result.sentence())
+
+
+def _breakeven_grid(result: BreakEven) -> np.ndarray:
+    """Sizes to draw: the data of both sides and, if any, the crossing and its CI."""
+    lo = min(result.fit_a.n_range[0], result.fit_b.n_range[0])
+    hi = max(result.fit_a.n_range[1], result.fit_b.n_range[1])
+    for v in (result.n_star, result.ci_high):
+        if v is not None and math.isfinite(v):
+            hi = max(hi, 3 * v)
+    if result.n_star is not None:
+        lo = min(lo, result.n_star / 3)
+    return np.geomspace(max(lo, 1e-9), hi, 400)
+
+
+def _cost_curve(ax: Any, grid: np.ndarray, fit: ComplexityFit, cold: float, label: str, color: str) -> None:
+    """One side's fitted total cost with its CI band."""
+    low, high = fit.band(grid)
+    ax.fill_between(grid, cold + np.maximum(low, 1e-300), cold + high, color=color, alpha=0.2)
+    ax.plot(grid, cold + fit.predict(grid), color=color, lw=2, label=label)
+
+
+def _mark_crossing(ax: Any, result: BreakEven) -> None:
+    """Vertical line at n* and a shaded span over its CI."""
+    if result.n_star is None:
+        return
+    rounded = float(f"{result.n_star:.3g}")
+    ax.axvline(result.n_star, color="tab:red", ls=":", label=f"break-even n* ≈ {rounded:,.6g}")
+    if result.ci_low is not None and result.ci_high is not None and math.isfinite(result.ci_high):
+        span = f"{result.level:.0%} CI of n*"
+        ax.axvspan(max(result.ci_low, 1e-9), result.ci_high, color="tab:red", alpha=0.1, label=span)

@@ -1,0 +1,187 @@
+"""A neutral table model built from summaries, rendered by the console, Markdown and CSV writers.
+
+Building the cells once and rendering them three ways keeps the formats
+identical in content (hyperfine's exporters share one result type the same way).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from perflab.analyze.summary import StagedRow, Summary
+from perflab.model import Benchmark
+from perflab.units import format_bytes, format_quantity, format_rate, format_ratio, format_time
+
+_SHORT_STOP = {"precision": "", "budget": "budget hit", "max-processes": "max processes",
+               "failed": "FAILED", "interrupted": "interrupted", "done": ""}
+
+
+@dataclass
+class Table:
+    """A rendered-agnostic table.
+
+    Attributes:
+        title: shown above the table.
+        columns: header cells.
+        rows: body cells (strings), one list per row.
+        align: "l" or "r" per column.
+        footnotes: plain-words lines shown under the table.
+    """
+
+    title: str
+    columns: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    align: list[str] = field(default_factory=list)
+    footnotes: list[str] = field(default_factory=list)
+
+
+def _ratio_cell(ratio: tuple[float, float, float] | None) -> str:
+    return format_ratio(*ratio) if ratio else "–"
+
+
+def _time_ci(s: Summary) -> str:
+    if not s.ok:
+        return "–"
+    return f"{format_time(s.median_s)} ± {s.relative_half_width:.1%}"
+
+
+def _notes(s: Summary) -> str:
+    parts = [_SHORT_STOP.get(s.stop_reason, s.stop_reason)]
+    parts += [w.split(":")[0] for w in s.warnings if not w.startswith("budget hit")]
+    if s.outliers:
+        parts.append(f"{s.outliers} outliers")
+    if s.baseline:
+        parts.append("baseline")
+    return ", ".join(p for p in parts if p)
+
+
+def _metric_names(summaries: Sequence[Summary]) -> list[str]:
+    return sorted({k for s in summaries for k in s.metrics})
+
+
+def group_table(title: str, summaries: Sequence[Summary]) -> Table:
+    """The per-group table of ``perflab run`` (one row per benchmark).
+
+    Columns: benchmark, time/op ± CI, per 1,000 ops, ops/s, CPU/wall, × best,
+    [× baseline], each metric and its × best, alloc/op, GC/1k ops, notes.
+    """
+    metrics = _metric_names(summaries)
+    has_baseline = any(s.ratio_baseline for s in summaries)
+    columns = ["benchmark", "time/op ± CI", "per 1,000 ops", "ops/s", "CPU/wall", "× best"]
+    columns += ["× baseline"] if has_baseline else []
+    for m in metrics:
+        columns += [m, f"{m} × best"]
+    columns += ["alloc/op", "GC/1k ops", "notes"]
+    table = Table(title, columns, align=["l"] + ["r"] * (len(columns) - 2) + ["l"])
+    for s in summaries:
+        table.rows.append(_group_row(s, metrics, has_baseline))
+    table.footnotes = _footnotes(summaries)
+    return table
+
+
+def _group_row(s: Summary, metrics: list[str], has_baseline: bool) -> list[str]:
+    row = [s.label, _time_ci(s),
+           format_time(s.median_s * 1000) if s.ok else "–",
+           format_rate(1 / s.median_s) if s.ok and s.median_s > 0 else "–",
+           f"{s.cpu_wall:.2f}" if math.isfinite(s.cpu_wall) else "–",
+           _ratio_cell(s.ratio_best)]
+    row += [_ratio_cell(s.ratio_baseline)] if has_baseline else []
+    for m in metrics:
+        row += [format_quantity(s.metrics.get(m), s.metric_units.get(m, "")),
+                format_ratio(s.metric_ratio_best[m]) if m in s.metric_ratio_best else "–"]
+    row += [format_bytes(s.alloc_peak_bytes),
+            f"{s.gc_per_1000_ops:.2f}" if math.isfinite(s.gc_per_1000_ops) else "–",
+            _notes(s)]
+    return row
+
+
+def _footnotes(summaries: Sequence[Summary]) -> list[str]:
+    lines = []
+    for s in summaries:
+        if s.error:
+            lines.append(f"{s.label}: {s.error}")
+        lines += [f"{s.label}: {w}" for w in s.warnings]
+    measured = [s for s in summaries if s.ok]
+    if measured:
+        lines.append("loop overhead per op: " + ", ".join(
+            f"{s.label} {format_time(s.loop_overhead_s)}" for s in measured)
+            + " (included in time/op, not subtracted)")
+        lines.append("processes × samples: " + ", ".join(
+            f"{s.label} {s.processes}×{round(s.samples / max(s.processes, 1))} "
+            f"({s.iterations:,} calls/sample)" for s in measured))
+    return lines
+
+
+def staged_table(title: str, stage_names: list[str], rows: Sequence[StagedRow],
+                 metric_units: dict[str, str]) -> Table:
+    """The table of a staged group (e.g. Northwind serialization): one row per name.
+
+    Columns: name, each metric and its × best, each stage's time/op ± CI,
+    total ± CI, × best (of the total).
+    """
+    metrics = sorted({k for r in rows for k in r.metrics})
+    columns = ["name"]
+    for m in metrics:
+        columns += [m, f"{m} × best"]
+    columns += [f"{st} ± CI" for st in stage_names] + ["total ± CI", "× best", "notes"]
+    table = Table(title, columns, align=["l"] + ["r"] * (len(columns) - 2) + ["l"])
+    for row in rows:
+        cells = [row.name]
+        for m in metrics:
+            cells += [format_quantity(row.metrics.get(m), metric_units.get(m, "")),
+                      format_ratio(row.metric_ratio_best[m]) if m in row.metric_ratio_best
+                      else "–"]
+        cells += [_time_ci(row.stages[st]) if st in row.stages else "–" for st in stage_names]
+        cells += [_total_cell(row.total), _ratio_cell(row.ratio_best),
+                  "; ".join(filter(None, (_notes(s) for s in row.stages.values())))]
+        table.rows.append(cells)
+    table.footnotes = _footnotes([s for r in rows for s in r.stages.values()])
+    return table
+
+
+def _total_cell(total: tuple[float, float, float] | None) -> str:
+    if not total:
+        return "–"
+    value, low, high = total
+    return f"{format_time(value)} ± {(high - low) / 2 / value:.1%}"
+
+
+def run_tables(benches: Sequence[Benchmark], grouped: dict[str, list[Summary]],
+               seed: int | None = 0) -> list[Table]:
+    """One table per group of a ``perflab run``: staged groups pivot by stage."""
+    from perflab.analyze.summary import by_group, staged_rows
+
+    tables = []
+    for group, members in by_group(benches).items():
+        summaries = grouped[group]
+        title = f"group {group}" if group else "benchmarks"
+        if any(s.stage for s in summaries):
+            units = {k: v for s in summaries for k, v in s.metric_units.items()}
+            stage_names, rows = staged_rows(members, summaries, seed=seed)
+            tables.append(staged_table(title, stage_names, rows, units))
+        else:
+            tables.append(group_table(title, summaries))
+    return tables
+
+
+def summary_records(grouped: dict[str, list[Summary]]) -> list[dict[str, object]]:
+    """Flat records of summaries for CSV: numbers in base units (s, B), one per benchmark."""
+    records = []
+    for summaries in grouped.values():
+        for s in summaries:
+            record: dict[str, object] = {
+                "id": s.id, "group": s.group, "benchmark": s.label, "stage": s.stage or "",
+                "median_s": s.median_s, "ci_low_s": s.ci_low_s, "ci_high_s": s.ci_high_s,
+                "mad_s": s.mad_s, "cv": s.cv, "ops_per_s": 1 / s.median_s if s.ok else "",
+                "cpu_wall": s.cpu_wall,
+                "ratio_best": s.ratio_best[0] if s.ratio_best else "",
+                "ratio_baseline": s.ratio_baseline[0] if s.ratio_baseline else "",
+                "alloc_peak_bytes": s.alloc_peak_bytes, "gc_per_1000_ops": s.gc_per_1000_ops,
+                "cold_s": s.cold_s, "loop_overhead_s": s.loop_overhead_s,
+                "processes": s.processes, "samples": s.samples, "stop_reason": s.stop_reason,
+                "error": s.error or ""}
+            record.update({f"metric_{k}": v for k, v in s.metrics.items()})
+            records.append(record)
+    return records

@@ -1,0 +1,128 @@
+"""Units: base units inside (seconds, bytes, 1/s), formatting and parsing only at the edge."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from perflab.errors import UsageError
+
+_TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
+_DURATION_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[-+]?\d+)?)\s*(ns|us|µs|ms|s|m|min|h)?\s*$", re.I)
+_DURATION_SCALE = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
+                   "min": 60.0, "h": 3600.0, None: 1.0}
+
+
+def _sig(value: float, digits: int = 3) -> str:
+    """Format ``value`` with ``digits`` significant digits, no exponent for common sizes."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(value)))))
+    return f"{value:,.{decimals}f}"
+
+
+def time_unit_for(seconds: float) -> tuple[str, float]:
+    """Pick the display unit for a time.
+
+    Args:
+        seconds: a time in seconds (may be negative, zero or NaN).
+
+    Returns:
+        (unit name, seconds per unit), e.g. ("µs", 1e-6) for 3.2e-6.
+    """
+    magnitude = abs(seconds) if math.isfinite(seconds) else 1.0
+    for unit, scale in _TIME_UNITS:
+        if magnitude >= scale:
+            return unit, scale
+    return _TIME_UNITS[-1]
+
+
+def format_time(seconds: float, unit: tuple[str, float] | None = None, digits: int = 3) -> str:
+    """Format a time with an automatic (or given) unit: 1.23 µs, 45.6 ms.
+
+    Args:
+        seconds: the time in seconds.
+        unit: (name, scale) from :func:`time_unit_for`, to align a column.
+        digits: significant digits.
+
+    Returns:
+        The formatted string, "–" for NaN.
+    """
+    if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
+        return "–"
+    name, scale = unit or time_unit_for(seconds)
+    return f"{_sig(seconds / scale, digits)} {name}"
+
+
+def format_bytes(n: float | None) -> str:
+    """Format a byte count with binary-free SI-ish units (B, kB, MB, GB), "–" for None."""
+    if n is None or (isinstance(n, float) and math.isnan(n)):
+        return "–"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= scale:
+            return f"{_sig(n / scale)} {unit}"
+    return f"{_sig(float(n))} B" if n != int(n) else f"{int(n):,} B"
+
+
+def format_quantity(value: float | None, unit: str = "") -> str:
+    """Format a value in ``unit``: bytes get byte units, "s" gets time units, others 3 digits."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if unit == "B":
+        return format_bytes(value)
+    if unit == "s":
+        return format_time(value)
+    return f"{_sig(float(value))} {unit}".rstrip()
+
+
+def format_rate(per_second: float) -> str:
+    """Format an operation rate: 1.23 M/s, 456 k/s, 12.3 /s."""
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(per_second) >= scale:
+            return f"{_sig(per_second / scale)} {unit}/s"
+    return f"{_sig(per_second)} /s"
+
+
+def _ratio_digits(value: float) -> str:
+    """Two decimals near 1 (where the verdicts live), three significant digits elsewhere."""
+    if 0.1 <= abs(value) < 10:
+        return f"{value:.2f}"
+    return _sig(value, 3)
+
+
+def format_ratio(ratio: float, low: float | None = None, high: float | None = None) -> str:
+    """Format a ratio with an optional CI: ``1.23× (1.20–1.26)``."""
+    if ratio is None or math.isnan(ratio):
+        return "–"
+    text = f"{_ratio_digits(ratio)}×"
+    if low is not None and high is not None and math.isfinite(low) and math.isfinite(high):
+        text += f" ({_ratio_digits(low)}–{_ratio_digits(high)})"
+    return text
+
+
+def parse_duration(text: str, option: str = "duration") -> float:
+    """Parse "5s", "100ms", "2m", "1.5" (seconds) into seconds.
+
+    Args:
+        text: the user's text.
+        option: the option name for the error message.
+
+    Returns:
+        Seconds as a float (> 0 is not checked here).
+
+    Raises:
+        UsageError: the text is not a duration.
+    """
+    match = _DURATION_RE.match(str(text))
+    if not match:
+        raise UsageError(f"{option} {text!r} is not a duration; write e.g. 500ms, 5s or 2m")
+    unit = match.group(2).lower() if match.group(2) else None
+    return float(match.group(1)) * _DURATION_SCALE[unit if unit != "µs" else "µs"]
+
+
+def parse_positive_duration(text: str, option: str) -> float:
+    """Like :func:`parse_duration` but rejects zero. Raises UsageError."""
+    seconds = parse_duration(text, option)
+    if seconds <= 0:
+        raise UsageError(f"{option} must be above zero, got {text!r}")
+    return seconds
