@@ -2,3 +2,4 @@
 //! exercises it. The PyO3 bindings live in the sibling crate `perflab-core`.
 
 pub mod clock;
+pub mod engine;

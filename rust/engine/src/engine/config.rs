@@ -1,0 +1,212 @@
+//! What to run: target, requests, load model, steps, timeouts.
+
+use std::time::Duration;
+
+use super::codec::RequestSpec;
+use super::recorder::OkStatus;
+use super::schedule::Arrival;
+use super::url::Target;
+
+/// The load model of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoadModel {
+    /// Open loop: requests at intended times from a [`super::Schedule`],
+    /// independent of responses (wrk2). Each step has a rate.
+    Open(Arrival),
+    /// Closed loop: each connection sends its next request as soon as the
+    /// previous response arrives (wrk). Each step has a connection count.
+    Closed,
+}
+
+impl LoadModel {
+    /// `"open"` or `"closed"`.
+    pub fn mode_name(self) -> &'static str {
+        match self {
+            LoadModel::Open(_) => "open",
+            LoadModel::Closed => "closed",
+        }
+    }
+}
+
+/// One step of a run (a sweep has several).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepSpec {
+    /// Offered rate in requests per second (open loop only).
+    pub rate: Option<f64>,
+    /// Open loop: the connection pool's maximum (None = automatic).
+    /// Closed loop: the number of connections (required).
+    pub connections: Option<usize>,
+}
+
+/// A complete run description. Build it, then [`Config::validate`].
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub target: Target,
+    /// Requests sent round-robin; their paths override the URL's.
+    pub requests: Vec<RequestSpec>,
+    pub model: LoadModel,
+    pub steps: Vec<StepSpec>,
+    /// Length of each step, including its warmup.
+    pub duration: Duration,
+    /// Start of each step that is run but not recorded.
+    pub warmup: Duration,
+    /// Engine threads, each with its own event loop.
+    pub threads: usize,
+    /// Limit for TCP connect plus TLS handshake.
+    pub connect_timeout: Duration,
+    /// Limit from a request's write to its response's last byte.
+    pub read_timeout: Duration,
+    /// Statuses that count as success (default 200-299).
+    pub ok: OkStatus,
+    /// Skip TLS certificate verification.
+    pub insecure: bool,
+    /// Seed for Poisson arrivals.
+    pub seed: u64,
+}
+
+/// Default number of engine threads: the cores less one, at least one.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+        .saturating_sub(1)
+        .max(1)
+}
+
+/// Largest automatic open-loop pool (all threads together).
+pub const AUTO_MAX_CONNECTIONS: usize = 1024;
+
+impl Config {
+    /// A one-step open-loop config at `rate` req/s against `url` with
+    /// defaults: GET of the URL's path, constant arrivals, 10 s steps, no
+    /// warmup, default threads, 2 s connect and 10 s read timeouts.
+    ///
+    /// # Errors
+    /// The URL parse error.
+    pub fn open(url: &str, rate: f64) -> Result<Self, String> {
+        let target = Target::parse(url)?;
+        Ok(Self {
+            requests: vec![RequestSpec::get(&target.path)],
+            target,
+            model: LoadModel::Open(Arrival::Constant),
+            steps: vec![StepSpec {
+                rate: Some(rate),
+                connections: None,
+            }],
+            duration: Duration::from_secs(10),
+            warmup: Duration::ZERO,
+            threads: default_threads(),
+            connect_timeout: Duration::from_secs(2),
+            read_timeout: Duration::from_secs(10),
+            ok: OkStatus::default(),
+            insecure: false,
+            seed: 0x5EED,
+        })
+    }
+
+    /// Check every value a user can get wrong.
+    ///
+    /// # Errors
+    /// One line saying which value is wrong and what is accepted: no steps,
+    /// a rate that is not a positive finite number, a missing or zero
+    /// connection count, a non-positive duration, a warmup not shorter
+    /// than the duration, zero threads or timeouts, no requests, or more
+    /// connections than the open-file limit allows (naming `ulimit -n`).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.steps.is_empty() {
+            return Err("no steps to run: give at least one rate (or connection count)".into());
+        }
+        if self.requests.is_empty() {
+            return Err("no requests to send".into());
+        }
+        if self.duration.is_zero() {
+            return Err("duration must be positive".into());
+        }
+        if self.warmup >= self.duration {
+            return Err(format!(
+                "warmup ({:?}) must be shorter than the step duration ({:?})",
+                self.warmup, self.duration
+            ));
+        }
+        if self.threads == 0 {
+            return Err("threads must be at least 1".into());
+        }
+        if self.connect_timeout.is_zero() || self.read_timeout.is_zero() {
+            return Err("connect and read timeouts must be positive".into());
+        }
+        let mut max_conns = 0;
+        for s in &self.steps {
+            match self.model {
+                LoadModel::Open(_) => match s.rate {
+                    Some(r) if r.is_finite() && r > 0.0 => {}
+                    other => {
+                        return Err(format!(
+                            "rate must be a positive number of requests/s, got {other:?}"
+                        ))
+                    }
+                },
+                LoadModel::Closed => {
+                    if s.connections.unwrap_or(0) == 0 {
+                        return Err("closed loop needs a connection count of at least 1".into());
+                    }
+                }
+            }
+            if s.connections == Some(0) {
+                return Err("connections must be at least 1".into());
+            }
+            max_conns = max_conns.max(s.connections.unwrap_or(0));
+        }
+        super::sys::check_open_files(max_conns as u64)
+    }
+
+    /// The connection pool cap of an open-loop step with no explicit
+    /// count: [`AUTO_MAX_CONNECTIONS`], lowered to fit the open-file limit,
+    /// at least one per thread.
+    pub fn auto_connections(&self) -> usize {
+        let fit = super::sys::open_file_limit()
+            .map(|l| l.saturating_sub(super::sys::FD_RESERVE) as usize)
+            .unwrap_or(AUTO_MAX_CONNECTIONS);
+        AUTO_MAX_CONNECTIONS.min(fit).max(self.threads)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate() {
+        let c = Config::open("http://127.0.0.1:1/", 100.0).unwrap();
+        assert!(c.validate().is_ok());
+        assert!(c.auto_connections() >= c.threads);
+    }
+
+    #[test]
+    fn bad_values_are_rejected_with_reasons() {
+        let base = Config::open("http://127.0.0.1:1/", 100.0).unwrap();
+        let mut c = base.clone();
+        c.steps[0].rate = Some(0.0);
+        assert!(c.validate().unwrap_err().contains("rate"));
+        c.steps[0].rate = Some(-5.0);
+        assert!(c.validate().unwrap_err().contains("rate"));
+        c.steps[0].rate = Some(f64::NAN);
+        assert!(c.validate().is_err());
+        let mut c = base.clone();
+        c.duration = Duration::ZERO;
+        assert!(c.validate().unwrap_err().contains("duration"));
+        let mut c = base.clone();
+        c.warmup = c.duration;
+        assert!(c.validate().unwrap_err().contains("warmup"));
+        let mut c = base.clone();
+        c.model = LoadModel::Closed;
+        assert!(c.validate().unwrap_err().contains("connection"));
+        let mut c = base.clone();
+        c.steps.clear();
+        assert!(c.validate().is_err());
+        let mut c = base;
+        c.steps[0].connections = Some(usize::MAX / 4);
+        if super::super::sys::open_file_limit().is_some() {
+            assert!(c.validate().unwrap_err().contains("ulimit -n"));
+        }
+    }
+}

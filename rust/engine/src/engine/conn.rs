@@ -1,0 +1,281 @@
+//! One client connection: connect (TCP, optionally TLS), write a request,
+//! read its response with [`ResponseReader`], classify failures.
+
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use rustls::pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::TcpStream;
+
+use super::codec::{ResponseReader, MAX_HEAD};
+use super::recorder::ErrorKind;
+
+/// A plain or TLS byte stream.
+pub enum Stream {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+/// How to open connections to the target. Cheap to share across threads.
+#[derive(Clone)]
+pub struct Connector {
+    pub addr: SocketAddr,
+    /// TLS config and server name for https targets.
+    pub tls: Option<(Arc<rustls::ClientConfig>, ServerName<'static>)>,
+    pub connect_timeout: Duration,
+}
+
+impl Connector {
+    /// Open a connection (TCP_NODELAY set), including the TLS handshake,
+    /// within the connect timeout.
+    ///
+    /// # Errors
+    /// The failure's [`ErrorKind`]: `ConnectRefused`, `ConnectTimeout`,
+    /// `Tls`, `Reset` or `Other`.
+    pub async fn connect(&self) -> Result<Stream, ErrorKind> {
+        match tokio::time::timeout(self.connect_timeout, self.connect_inner()).await {
+            Ok(r) => r,
+            Err(_) => Err(ErrorKind::ConnectTimeout),
+        }
+    }
+
+    async fn connect_inner(&self) -> Result<Stream, ErrorKind> {
+        let tcp =
+            TcpStream::connect(self.addr)
+                .await
+                .map_err(|e| match ErrorKind::from_io(&e) {
+                    ErrorKind::ReadTimeout => ErrorKind::ConnectTimeout,
+                    k => k,
+                })?;
+        let _ = tcp.set_nodelay(true);
+        match &self.tls {
+            None => Ok(Stream::Plain(tcp)),
+            Some((config, name)) => {
+                let connector = tokio_rustls::TlsConnector::from(config.clone());
+                match connector.connect(name.clone(), tcp).await {
+                    Ok(s) => Ok(Stream::Tls(Box::new(s))),
+                    Err(e) => Err(match ErrorKind::from_io(&e) {
+                        ErrorKind::Reset => ErrorKind::Reset,
+                        _ => ErrorKind::Tls,
+                    }),
+                }
+            }
+        }
+    }
+}
+
+/// The result of one request/response exchange.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// A complete response with this status.
+    Response(u16),
+    /// The request failed.
+    Error(ErrorKind),
+}
+
+/// Timing and byte counts of one exchange.
+#[derive(Clone, Copy, Debug)]
+pub struct Exchange {
+    pub outcome: Outcome,
+    /// When the request write started (after any connect).
+    pub write_start: Instant,
+    /// When the response completed or the failure was seen.
+    pub end: Instant,
+    pub bytes_out: u64,
+    pub bytes_in: u64,
+    /// A connection was opened for this exchange.
+    pub opened: bool,
+    /// The connection was closed (by either side) after this exchange.
+    pub closed: bool,
+}
+
+const BUF: usize = 16 * 1024;
+
+/// A connection slot: an optional open stream plus its reusable read buffer.
+pub struct Conn {
+    stream: Option<Stream>,
+    buf: Vec<u8>,
+    reader: ResponseReader,
+    /// The server sent bytes beyond the response: do not reuse the stream.
+    desync: bool,
+}
+
+impl Default for Conn {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Conn {
+    /// A slot with no open stream.
+    pub fn new() -> Self {
+        Self {
+            stream: None,
+            buf: vec![0; BUF],
+            reader: ResponseReader::new(false),
+            desync: false,
+        }
+    }
+
+    /// True when a stream is open.
+    pub fn is_open(&self) -> bool {
+        self.stream.is_some()
+    }
+
+    /// Open the stream now (pre-connecting before load starts).
+    ///
+    /// # Errors
+    /// The connect failure's kind.
+    pub async fn open(&mut self, connector: &Connector) -> Result<(), ErrorKind> {
+        self.stream = Some(connector.connect().await?);
+        Ok(())
+    }
+
+    /// Drop the stream, if any. Returns true when one was open.
+    pub fn close(&mut self) -> bool {
+        self.stream.take().is_some()
+    }
+
+    /// Send `request` (connecting first when needed) and read the whole
+    /// response, within `read_timeout` from the write to the last byte.
+    /// Never panics; failures come back as [`Outcome::Error`].
+    pub async fn exchange(
+        &mut self,
+        connector: &Connector,
+        request: &[u8],
+        head_request: bool,
+        read_timeout: Duration,
+    ) -> Exchange {
+        let mut ex = Exchange {
+            outcome: Outcome::Error(ErrorKind::Other),
+            write_start: Instant::now(),
+            end: Instant::now(),
+            bytes_out: 0,
+            bytes_in: 0,
+            opened: false,
+            closed: false,
+        };
+        if self.stream.is_none() {
+            match connector.connect().await {
+                Ok(s) => {
+                    self.stream = Some(s);
+                    ex.opened = true;
+                }
+                Err(kind) => {
+                    ex.outcome = Outcome::Error(kind);
+                    ex.end = Instant::now();
+                    return ex;
+                }
+            }
+            ex.write_start = Instant::now();
+        }
+        self.reader.reset(head_request);
+        self.desync = false;
+        let result = tokio::time::timeout(read_timeout, self.round_trip(request, &mut ex)).await;
+        ex.end = Instant::now();
+        ex.outcome = match result {
+            Ok(Ok(status)) => Outcome::Response(status),
+            Ok(Err(kind)) => Outcome::Error(kind),
+            Err(_) => Outcome::Error(ErrorKind::ReadTimeout),
+        };
+        let keep =
+            matches!(ex.outcome, Outcome::Response(_)) && self.reader.keep_alive() && !self.desync;
+        if !keep {
+            ex.closed = self.close();
+        }
+        ex
+    }
+
+    async fn round_trip(&mut self, request: &[u8], ex: &mut Exchange) -> Result<u16, ErrorKind> {
+        let stream = self.stream.as_mut().ok_or(ErrorKind::Other)?;
+        stream
+            .write_all(request)
+            .await
+            .map_err(|e| ErrorKind::from_io(&e))?;
+        if let Stream::Tls(_) = stream {
+            stream.flush().await.map_err(|e| ErrorKind::from_io(&e))?;
+        }
+        ex.bytes_out = request.len() as u64;
+        let mut filled = 0;
+        loop {
+            if filled == self.buf.len() {
+                if self.buf.len() > MAX_HEAD {
+                    return Err(ErrorKind::Protocol);
+                }
+                self.buf.resize(self.buf.len() * 2, 0);
+            }
+            let n = stream
+                .read(&mut self.buf[filled..])
+                .await
+                .map_err(|e| ErrorKind::from_io(&e))?;
+            if n == 0 {
+                return if self.reader.eof() {
+                    Ok(self.reader.status())
+                } else {
+                    Err(ErrorKind::ClosedMidResponse)
+                };
+            }
+            ex.bytes_in += n as u64;
+            filled += n;
+            let fed = self
+                .reader
+                .feed(&self.buf[..filled])
+                .map_err(|_| ErrorKind::Protocol)?;
+            if fed.done {
+                if fed.consumed < filled {
+                    // Bytes beyond the response without pipelining: the
+                    // stream is out of sync; do not reuse it.
+                    self.desync = true;
+                }
+                return Ok(self.reader.status());
+            }
+            self.buf.copy_within(fed.consumed..filled, 0);
+            filled -= fed.consumed;
+        }
+    }
+}
