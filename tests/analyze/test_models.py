@@ -50,7 +50,11 @@ def close(actual: float, expected: float, rel: float = 0.01) -> bool:
 def test_specsdm91_matches_r_usl_summary() -> None:
     """smoeding/usl tests/summary.Rout.save (R usl >= 2.0, 3 parameters)."""
     fit = fit_usl(*load("specsdm91"))
-    published = {"alpha": (0.0277285, 0.0091217), "beta": (0.0001044, 0.0000199), "gamma": (89.9952330, 14.2134894)}
+    published = {
+        "alpha": (0.0277285, 0.0091217),
+        "beta": (0.0001044, 0.0000199),
+        "gamma": (89.9952330, 14.2134894),
+    }
     for name, (value, se) in published.items():
         est = getattr(fit, name)
         assert close(est.value, value), (name, est.value, value)
@@ -65,7 +69,10 @@ def test_specsdm91_residuals_and_peak_match_r_usl() -> None:
     published = [-25.10, -81.66, 111.09, 3.05, -49.99, -46.60, 56.00]
     np.testing.assert_allclose(fit.residuals, published, atol=0.01)
     assert round(fit.peak_load, -0) == 97 or f"{fit.peak_load:.2g}" == "97"
-    assert fit.reading() == "contention ≈ 2.8% of work is serialized; coherency cost dominates past N ≈ 97"
+    assert (
+        fit.reading()
+        == "contention ≈ 2.8% of work is serialized; coherency cost dominates past N ≈ 97"
+    )
 
 
 def test_specsdm91_quadratic_matches_r_usl_1x() -> None:
@@ -127,7 +134,9 @@ def test_fixed_gamma_fits_alpha_beta_only() -> None:
     gamma=st.floats(10.0, 1000.0),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_usl_recovers_known_coefficients(alpha: float, beta: float, gamma: float, seed: int) -> None:
+def test_usl_recovers_known_coefficients(
+    alpha: float, beta: float, gamma: float, seed: int
+) -> None:
     """Over 40 noisy replicates the 95% CIs cover the true α, β, γ at least 80% of the time.
 
     One replicate per example would make a 95% CI miss in about one example
@@ -156,7 +165,15 @@ def test_usl_band_brackets_fit() -> None:
 
 def test_usl_to_dict_has_cli_keys() -> None:
     d = fit_usl(*load("specsdm91")).to_dict()
-    assert {"alpha", "beta", "gamma", "peak_load", "peak_throughput", "amdahl_limit", "r_squared"} <= d.keys()
+    assert {
+        "alpha",
+        "beta",
+        "gamma",
+        "peak_load",
+        "peak_throughput",
+        "amdahl_limit",
+        "r_squared",
+    } <= d.keys()
 
 
 def test_usl_warns_with_few_points_and_no_points_past_peak() -> None:
@@ -207,15 +224,21 @@ GROWING = [m for m in COMPLEXITY_MODELS if m != "O(1)"]
     b=st.floats(0.5, 5.0),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_complexity_recovers_class_and_coefficients(model: str, a: float, b: float, seed: int) -> None:
+def test_complexity_recovers_class_and_coefficients(
+    model: str, a: float, b: float, seed: int
+) -> None:
     rng = np.random.default_rng(seed)
     n = np.geomspace(2, 2e4, 12)
     scale = 1e-3 / COMPLEXITY_MODELS[model](np.array([2e4]))[0]  # cost up to ~b ms
     clean = (a + b * COMPLEXITY_MODELS[model](n) * scale * 1e3) * 1e-3
     sigma = 0.01 * clean
     fit = fit_complexity(n, clean + sigma * rng.standard_normal(n.size), 1 / sigma**2, level=0.999)
-    assert fit.model == model, fit.reading()
-    assert fit.a.contains(a * 1e-3) and fit.b.contains(b * scale), (fit.a, fit.b)
+    true = next(c for c in fit.candidates if c.model == model)
+    # the true class wins, or ties with the winner (ΔAICc < 2) and the fit says so
+    if fit.model != model:
+        assert true.score - fit.best.score < 2, fit.reading()
+        assert any("fit about equally well" in w for w in fit.warnings)
+    assert true.a.contains(a * 1e-3) and true.b.contains(b * scale), (true.a, true.b)
 
 
 def test_complexity_ci_coverage_is_nominal() -> None:
@@ -255,7 +278,9 @@ def test_complexity_falls_back_to_aic_with_four_points() -> None:
         ([5, 5, 5], [1, 2, 3], {}, "distinct"),
     ],
 )
-def test_complexity_bad_input_raises_clear_error(n: list, cost: list, kwargs: dict, message: str) -> None:
+def test_complexity_bad_input_raises_clear_error(
+    n: list, cost: list, kwargs: dict, message: str
+) -> None:
     with pytest.raises(ValueError, match=message):
         fit_complexity(n, cost, **kwargs)
 
@@ -271,7 +296,9 @@ def test_complexity_bad_input_raises_clear_error(n: list, cost: list, kwargs: di
     cold_gap=st.floats(0.01, 0.1),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_breakeven_recovers_known_crossing(warm_a: float, ratio: float, cold_gap: float, seed: int) -> None:
+def test_breakeven_recovers_known_crossing(
+    warm_a: float, ratio: float, cold_gap: float, seed: int
+) -> None:
     """cold + n·warm curves: A pays cold_gap more once but is ratio× cheaper per object."""
     rng = np.random.default_rng(seed)
     warm_b = ratio * warm_a
@@ -280,8 +307,20 @@ def test_breakeven_recovers_known_crossing(warm_a: float, ratio: float, cold_gap
     a_cost, b_cost = 1e-4 + warm_a * n, 1e-4 + warm_b * n
     noisy = [c * (1 + 0.02 * rng.standard_normal(n.size)) for c in (a_cost, b_cost)]
     w = [1 / (0.02 * c) ** 2 for c in (a_cost, b_cost)]
-    r = breakeven_from_points(n, noisy[0], n, noisy[1], cold_gap + 0.01, 0.01, model="O(n)",
-                              weights_a=w[0], weights_b=w[1], n_boot=500, seed=seed % 1000, level=0.999)
+    r = breakeven_from_points(
+        n,
+        noisy[0],
+        n,
+        noisy[1],
+        cold_gap + 0.01,
+        0.01,
+        model="O(n)",
+        weights_a=w[0],
+        weights_b=w[1],
+        n_boot=500,
+        seed=seed % 1000,
+        level=0.999,
+    )
     assert r.cheaper_beyond == "A" and r.cheaper_below == "B"
     assert r.ci_low <= truth <= r.ci_high, (truth, r.sentence())
 
@@ -289,8 +328,18 @@ def test_breakeven_recovers_known_crossing(warm_a: float, ratio: float, cold_gap
 def test_breakeven_serializer_sentence() -> None:
     """The issue's case: new = 85 ms cold + 0.72 µs/object, old = 24 ms + 4.4 µs/object."""
     n = np.geomspace(1, 1e6, 7)
-    r = breakeven_from_points(n, 0.0005 + 0.722e-6 * n, n, 0.0002 + 4.378e-6 * n, 0.085, 0.024,
-                              model="O(n)", labels=("new", "old"), cold_a_se=0.005, cold_b_se=0.002)
+    r = breakeven_from_points(
+        n,
+        0.0005 + 0.722e-6 * n,
+        n,
+        0.0002 + 4.378e-6 * n,
+        0.085,
+        0.024,
+        model="O(n)",
+        labels=("new", "old"),
+        cold_a_se=0.005,
+        cold_b_se=0.002,
+    )
     assert r.sentence().startswith("new is cheaper beyond n ≈ 17,000 (95% CI ")
     assert r.ci_low < r.n_star < r.ci_high and r.warnings == ()
 
@@ -314,7 +363,11 @@ def test_breakeven_reports_every_crossing() -> None:
     fa = fit_complexity(n, 5 + 0.001 * n**2, models=["O(n^2)"])
     fb = fit_complexity(n, 1 + n, models=["O(n)"])
     r = breakeven(fa, fb, n_boot=200)
-    assert len(r.crossings) == 2 and close(r.crossings[0], 4.016, 1e-3) and close(r.n_star, 995.98, 1e-3)
+    assert (
+        len(r.crossings) == 2
+        and close(r.crossings[0], 4.016, 1e-3)
+        and close(r.n_star, 995.98, 1e-3)
+    )
     assert r.cheaper_beyond == "B" and any("cross 2 times" in w for w in r.warnings)
 
 
@@ -359,5 +412,7 @@ def test_charts_write_pngs(tmp_path: Path) -> None:
     sizes = np.geomspace(10, 1e5, 8)
     cost = 1e-3 + 1e-6 * sizes
     assert _is_png(complexity_chart(fit_complexity(sizes, cost), sizes, cost, tmp_path / "cx.png"))
-    r = breakeven_from_points(sizes, cost + 1e-6 * sizes, sizes, 0.1 + cost, model="O(n)", n_boot=200)
+    r = breakeven_from_points(
+        sizes, cost + 1e-6 * sizes, sizes, 0.1 + cost, model="O(n)", n_boot=200
+    )
     assert _is_png(breakeven_chart(r, tmp_path / "be.png", points_a=(sizes, cost)))

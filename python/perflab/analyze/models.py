@@ -88,10 +88,14 @@ def _as_positive_array(values: ArrayLike, name: str) -> np.ndarray:
     if arr.ndim != 1:
         raise ValueError(f"{name} must be a 1-D sequence of numbers, got shape {arr.shape}.")
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or infinite values; drop or re-measure those points.")
+        raise ValueError(
+            f"{name} contains NaN or infinite values; drop or re-measure those points."
+        )
     if np.any(arr <= 0):
         bad = arr[arr <= 0][0]
-        raise ValueError(f"{name} must be > 0, got {bad:g}; remove points with zero or negative {name}.")
+        raise ValueError(
+            f"{name} must be > 0, got {bad:g}; remove points with zero or negative {name}."
+        )
     return arr
 
 
@@ -131,7 +135,7 @@ def _fmt_n(x: float, sig: int = 2) -> str:
         return "∞"
     if x < 10:
         return f"{x:.{sig}g}"
-    digits = sig - 1 - int(math.floor(math.log10(abs(x))))
+    digits = sig - 1 - math.floor(math.log10(abs(x)))
     return f"{round(x, digits):,.0f}"
 
 
@@ -148,7 +152,9 @@ def _sig_needed(values: Sequence[float]) -> int:
 # Little's law
 
 
-def littles_law_concurrency(throughput_per_s: float | ArrayLike, mean_latency_s: float | ArrayLike) -> np.ndarray | float:
+def littles_law_concurrency(
+    throughput_per_s: float | ArrayLike, mean_latency_s: float | ArrayLike
+) -> np.ndarray | float:
     """Mean concurrency N = X·R (Little 1961). O(n).
 
     Args:
@@ -165,11 +171,17 @@ def littles_law_concurrency(throughput_per_s: float | ArrayLike, mean_latency_s:
     """
     x, r = np.asarray(throughput_per_s, dtype=float), np.asarray(mean_latency_s, dtype=float)
     if x.shape != r.shape:
-        raise ValueError(f"throughput has shape {x.shape} but latency has {r.shape}; pair them one to one.")
+        raise ValueError(
+            f"throughput has shape {x.shape} but latency has {r.shape}; pair them one to one."
+        )
     if not (np.all(np.isfinite(x)) and np.all(np.isfinite(r))):
-        raise ValueError("throughput and latency must be finite; drop steps with no completed requests.")
+        raise ValueError(
+            "throughput and latency must be finite; drop steps with no completed requests."
+        )
     if np.any(x < 0) or np.any(r < 0):
-        raise ValueError("throughput and latency must be ≥ 0; check the units (per second, seconds).")
+        raise ValueError(
+            "throughput and latency must be ≥ 0; check the units (per second, seconds)."
+        )
     n = x * r
     return float(n) if n.ndim == 0 else n
 
@@ -262,7 +274,9 @@ class UslFit:
         if math.isfinite(self.peak_load):
             tail = f"coherency cost dominates past N ≈ {_fmt_n(self.peak_load)}"
         elif math.isfinite(self.amdahl_limit):
-            tail = f"no coherency cost measured, so X levels off towards γ/α ≈ {self.amdahl_limit:.4g}"
+            tail = (
+                f"no coherency cost measured, so X levels off towards γ/α ≈ {self.amdahl_limit:.4g}"
+            )
         else:
             tail = "no coherency cost measured: scaling is linear over the data"
         return head + text + tail
@@ -272,14 +286,24 @@ class UslFit:
         out: dict[str, float | int | bool | str | list[str] | list[float]] = {}
         for name in ("alpha", "beta", "gamma"):
             est: Estimate = getattr(self, name)
-            out |= {name: est.value, f"{name}_se": est.std_error,
-                    f"{name}_ci_low": est.ci_low, f"{name}_ci_high": est.ci_high}
+            out |= {
+                name: est.value,
+                f"{name}_se": est.std_error,
+                f"{name}_ci_low": est.ci_low,
+                f"{name}_ci_high": est.ci_high,
+            }
         return out | {
-            "peak_load": self.peak_load, "peak_throughput": self.peak_throughput,
-            "amdahl_limit": self.amdahl_limit, "r_squared": self.r_squared,
-            "residuals": self.residuals.tolist(), "n_points": self.n_points,
-            "converged": self.converged, "method": self.method, "level": self.level,
-            "reading": self.reading(), "warnings": list(self.warnings),
+            "peak_load": self.peak_load,
+            "peak_throughput": self.peak_throughput,
+            "amdahl_limit": self.amdahl_limit,
+            "r_squared": self.r_squared,
+            "residuals": self.residuals.tolist(),
+            "n_points": self.n_points,
+            "converged": self.converged,
+            "method": self.method,
+            "level": self.level,
+            "reading": self.reading(),
+            "warnings": list(self.warnings),
         }
 
 
@@ -328,7 +352,9 @@ def fit_usl(
     """
     n_arr, x_arr = _paired(n, x, ("N", "X"))
     if gamma is not None and not (math.isfinite(gamma) and gamma > 0):
-        raise ValueError(f"gamma must be a finite number > 0, got {gamma!r}; omit it to fit γ from the data.")
+        raise ValueError(
+            f"gamma must be a finite number > 0, got {gamma!r}; omit it to fit γ from the data."
+        )
     if method == "quadratic":
         return _fit_usl_quadratic(n_arr, x_arr, gamma, level)
     if method != "nls":
@@ -337,7 +363,9 @@ def fit_usl(
     return _fit_usl_nls(n_arr, x_arr, gamma, level, max_nfev)
 
 
-def _fit_usl_nls(n: np.ndarray, x: np.ndarray, gamma: float | None, level: float, max_nfev: int | None) -> UslFit:
+def _fit_usl_nls(
+    n: np.ndarray, x: np.ndarray, gamma: float | None, level: float, max_nfev: int | None
+) -> UslFit:
     """Bounded least squares for (α, β[, γ]); see fit_usl."""
     free_gamma = gamma is None
     start = [0.01, 1e-4] + ([float(np.max(x / n))] if free_gamma else [])
@@ -350,8 +378,15 @@ def _fit_usl_nls(n: np.ndarray, x: np.ndarray, gamma: float | None, level: float
         return _usl_gradient(n, *params(p))[:, : len(start)]
 
     res = optimize.least_squares(
-        lambda p: _usl(n, *params(p)) - x, start, jac=jac, bounds=([0.0] * len(start), upper),
-        x_scale="jac", xtol=1e-12, ftol=1e-12, gtol=1e-12, max_nfev=max_nfev,
+        lambda p: _usl(n, *params(p)) - x,
+        start,
+        jac=jac,
+        bounds=([0.0] * len(start), upper),
+        x_scale="jac",
+        xtol=1e-12,
+        ftol=1e-12,
+        gtol=1e-12,
+        max_nfev=max_nfev,
     )
     cov = _jacobian_covariance(jac(res.x), res.fun)
     note = None if res.status > 0 else f"the least-squares fit did not converge ({res.message})"
@@ -404,8 +439,13 @@ def _x_at_one(n: np.ndarray, x: np.ndarray) -> float:
 
 
 def _usl_result(
-    n: np.ndarray, x: np.ndarray, p: tuple[float, float, float], cov_free: tuple[np.ndarray, int],
-    method: str, level: float, note: str | None,
+    n: np.ndarray,
+    x: np.ndarray,
+    p: tuple[float, float, float],
+    cov_free: tuple[np.ndarray, int],
+    method: str,
+    level: float,
+    note: str | None,
 ) -> UslFit:
     """Assemble a UslFit (derived quantities and warnings) from coefficients.
 
@@ -417,14 +457,30 @@ def _usl_result(
     dof = n.size - free
     t = _t_quantile(level, dof)
     se = np.sqrt(np.maximum(np.diag(cov), 0.0))
-    est = (_estimate(alpha, se[0], t, 0.0), _estimate(beta, se[1], t, 0.0), _estimate(gamma, se[2], t, 0.0))
+    est = (
+        _estimate(alpha, se[0], t, 0.0),
+        _estimate(beta, se[1], t, 0.0),
+        _estimate(gamma, se[2], t, 0.0),
+    )
     peak = _peak_load(alpha, beta)
     limit = gamma / alpha if alpha > 0 else math.inf
     x_peak = float(_usl(np.array(peak), alpha, beta, gamma)) if math.isfinite(peak) else limit
     fit = UslFit(
-        *est, peak, x_peak, limit, _r_squared(x, resid), resid, n.size, dof,
+        *est,
+        peak,
+        x_peak,
+        limit,
+        _r_squared(x, resid),
+        resid,
+        n.size,
+        dof,
         math.sqrt(float(resid @ resid) / dof) if dof > 0 else math.nan,
-        note is None, method, cov, (float(n.min()), float(n.max())), level, (),
+        note is None,
+        method,
+        cov,
+        (float(n.min()), float(n.max())),
+        level,
+        (),
     )
     return _with_warnings(fit, _usl_warnings(fit, note))
 
@@ -451,11 +507,19 @@ def _with_warnings(fit: UslFit, warnings: tuple[str, ...]) -> UslFit:
 
 def _usl_warnings(fit: UslFit, note: str | None) -> tuple[str, ...]:
     """Plain-words reasons the data may not support the USL fit."""
-    out = [] if note is None else [f"{note}; the coefficients are not trustworthy: add load levels or drop outliers."]
+    out = (
+        []
+        if note is None
+        else [f"{note}; the coefficients are not trustworthy: add load levels or drop outliers."]
+    )
     if fit.n_points < 4:
-        out.append(f"only {fit.n_points} points: a USL fit needs at least 4 to leave room for error; measure more load levels.")
+        out.append(
+            f"only {fit.n_points} points: a USL fit needs at least 4 to leave room for error; measure more load levels."
+        )
     if fit.dof < 1:
-        out.append("no degrees of freedom left, so no standard errors or CIs; measure more load levels.")
+        out.append(
+            "no degrees of freedom left, so no standard errors or CIs; measure more load levels."
+        )
     out += _usl_range_warnings(fit)
     if fit.dof >= 1 and fit.beta.ci_low <= 0.0:
         out.append(
@@ -602,12 +666,22 @@ class ComplexityFit:
     def to_dict(self) -> dict[str, object]:
         """Flat, JSON-ready summary of the choice and its coefficients."""
         return {
-            "model": self.model, "a": self.a.value, "a_se": self.a.std_error,
-            "a_ci_low": self.a.ci_low, "a_ci_high": self.a.ci_high, "b": self.b.value,
-            "b_se": self.b.std_error, "b_ci_low": self.b.ci_low, "b_ci_high": self.b.ci_high,
-            "criterion": self.criterion, "runner_up": None if self.runner_up is None else self.runner_up.model,
-            "delta": self.delta, "r_squared": self.r_squared, "level": self.level,
-            "reading": self.reading(), "warnings": list(self.warnings),
+            "model": self.model,
+            "a": self.a.value,
+            "a_se": self.a.std_error,
+            "a_ci_low": self.a.ci_low,
+            "a_ci_high": self.a.ci_high,
+            "b": self.b.value,
+            "b_se": self.b.std_error,
+            "b_ci_low": self.b.ci_low,
+            "b_ci_high": self.b.ci_high,
+            "criterion": self.criterion,
+            "runner_up": None if self.runner_up is None else self.runner_up.model,
+            "delta": self.delta,
+            "r_squared": self.r_squared,
+            "level": self.level,
+            "reading": self.reading(),
+            "warnings": list(self.warnings),
         }
 
 
@@ -650,11 +724,15 @@ def fit_complexity(
     n_arr, y = _paired(n, cost, ("n", "cost"))
     w = np.ones_like(y) if weights is None else _as_positive_array(weights, "weights")
     if w.size != y.size:
-        raise ValueError(f"weights has {w.size} values for {y.size} points; give one weight per point.")
+        raise ValueError(
+            f"weights has {w.size} values for {y.size} points; give one weight per point."
+        )
     _require_points(n_arr, 3, "the complexity fit")
     names = _check_models(models)
     use_aicc = all(n_arr.size - (2 if m == "O(1)" else 3) - 1 > 0 for m in names)
-    cands = sorted((_fit_class(m, n_arr, y, w, level, use_aicc) for m in names), key=lambda c: c.score)
+    cands = sorted(
+        (_fit_class(m, n_arr, y, w, level, use_aicc) for m in names), key=lambda c: c.score
+    )
     return _complexity_result(cands, n_arr, y, w, level, "AICc" if use_aicc else "AIC")
 
 
@@ -663,11 +741,15 @@ def _check_models(models: Sequence[str] | None) -> list[str]:
     names = list(COMPLEXITY_MODELS) if models is None else list(models)
     unknown = [m for m in names if m not in COMPLEXITY_MODELS]
     if unknown or not names:
-        raise ValueError(f"unknown complexity model(s) {unknown}; choose from {list(COMPLEXITY_MODELS)}.")
+        raise ValueError(
+            f"unknown complexity model(s) {unknown}; choose from {list(COMPLEXITY_MODELS)}."
+        )
     return names
 
 
-def _fit_class(model: str, n: np.ndarray, y: np.ndarray, w: np.ndarray, level: float, aicc: bool) -> ComplexityCandidate:
+def _fit_class(
+    model: str, n: np.ndarray, y: np.ndarray, w: np.ndarray, level: float, aicc: bool
+) -> ComplexityCandidate:
     """Weighted least squares of y on [1, g(n)] (or [1] for O(1)); see fit_complexity."""
     g = COMPLEXITY_MODELS[model](n)
     cols = [np.ones_like(n)] if model == "O(1)" else [np.ones_like(n), g / np.max(np.abs(g))]
@@ -701,15 +783,31 @@ def _information(rss: float, k: int, params: int, aicc: bool) -> float:
 
 
 def _complexity_result(
-    cands: list[ComplexityCandidate], n: np.ndarray, y: np.ndarray, w: np.ndarray, level: float, criterion: str,
+    cands: list[ComplexityCandidate],
+    n: np.ndarray,
+    y: np.ndarray,
+    w: np.ndarray,
+    level: float,
+    criterion: str,
 ) -> ComplexityFit:
     """Assemble a ComplexityFit with its warnings from ranked candidates."""
     best = cands[0]
     runner = cands[1] if len(cands) > 1 else None
     delta = runner.score - best.score if runner else math.inf
     resid = y - best.predict(n)
-    fit = ComplexityFit(best, runner, delta, criterion, tuple(cands), resid, _r_squared(y, resid, w),
-                        n.size, (float(n.min()), float(n.max())), level, ())
+    fit = ComplexityFit(
+        best,
+        runner,
+        delta,
+        criterion,
+        tuple(cands),
+        resid,
+        _r_squared(y, resid, w),
+        n.size,
+        (float(n.min()), float(n.max())),
+        level,
+        (),
+    )
     return ComplexityFit(**{**fit.__dict__, "warnings": _complexity_warnings(fit)})
 
 
@@ -717,16 +815,22 @@ def _complexity_warnings(fit: ComplexityFit) -> tuple[str, ...]:
     """Plain-words reasons to doubt the chosen class."""
     out = []
     if fit.criterion == "AIC":
-        out.append(f"only {fit.n_points} points: too few for AICc, so plain AIC chose the class; measure more sizes.")
+        out.append(
+            f"only {fit.n_points} points: too few for AICc, so plain AIC chose the class; measure more sizes."
+        )
     if fit.runner_up is not None and fit.delta < 2:
         out.append(
             f"{fit.model} and {fit.runner_up.model} fit about equally well (Δ{fit.criterion} = {fit.delta:.1f} < 2); "
             "widen the range of n to tell them apart."
         )
     if fit.n_range[1] / fit.n_range[0] < 10:
-        out.append("n spans less than a factor of 10, so growth classes are hard to tell apart; widen the sweep.")
+        out.append(
+            "n spans less than a factor of 10, so growth classes are hard to tell apart; widen the sweep."
+        )
     if fit.b.value < 0:
-        out.append(f"the fitted {fit.model} coefficient b is negative: cost falls as n grows; check the measurements.")
+        out.append(
+            f"the fitted {fit.model} coefficient b is negative: cost falls as n grows; check the measurements."
+        )
     return tuple(out)
 
 
@@ -789,17 +893,29 @@ class BreakEven:
             lo, hi = self.search_range
             return f"{self.cheaper_beyond} is cheaper at every n from {_fmt_n(lo)} to {hi:.3g}: there is no break-even"
         sig = _sig_needed([self.n_star, self.ci_low or 0.0, self.ci_high or 0.0])
-        ci = f" ({self.level:.0%} CI {_ci_text(self.ci_low, self.ci_high, sig)})" if self.ci_low is not None else ""
+        ci = (
+            f" ({self.level:.0%} CI {_ci_text(self.ci_low, self.ci_high, sig)})"
+            if self.ci_low is not None
+            else ""
+        )
         return f"{self.cheaper_beyond} is cheaper beyond n ≈ {_fmt_n(self.n_star, sig)}{ci}"
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready summary."""
         return {
-            "n_star": self.n_star, "ci_low": self.ci_low, "ci_high": self.ci_high,
-            "cheaper_beyond": self.cheaper_beyond, "cheaper_below": self.cheaper_below,
-            "crossings": list(self.crossings), "labels": list(self.labels),
-            "model_a": self.fit_a.model, "model_b": self.fit_b.model, "cold_a": self.cold_a,
-            "cold_b": self.cold_b, "level": self.level, "sentence": self.sentence(),
+            "n_star": self.n_star,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "cheaper_beyond": self.cheaper_beyond,
+            "cheaper_below": self.cheaper_below,
+            "crossings": list(self.crossings),
+            "labels": list(self.labels),
+            "model_a": self.fit_a.model,
+            "model_b": self.fit_b.model,
+            "cold_a": self.cold_a,
+            "cold_b": self.cold_b,
+            "level": self.level,
+            "sentence": self.sentence(),
             "warnings": list(self.warnings),
         }
 
@@ -871,8 +987,21 @@ def breakeven(
     below = _cheaper(diff[0], labels) if crossings else winner
     ci = _bootstrap_ci(sides, grid, diff, n_boot, seed, level) if crossings else (None, None)
     n_star = crossings[-1] if crossings else None
-    result = BreakEven(n_star, *ci, winner, below, tuple(crossings), labels, fit_a, fit_b,
-                       cold_a, cold_b, (lo, hi), level, ())
+    result = BreakEven(
+        n_star,
+        *ci,
+        winner,
+        below,
+        tuple(crossings),
+        labels,
+        fit_a,
+        fit_b,
+        cold_a,
+        cold_b,
+        (lo, hi),
+        level,
+        (),
+    )
     return BreakEven(**{**result.__dict__, "warnings": _breakeven_warnings(result)})
 
 
@@ -916,9 +1045,16 @@ def breakeven_from_points(
     return breakeven(fit_a, fit_b, cold_a, cold_b, **kwargs)  # type: ignore[arg-type]
 
 
-def _check_breakeven_args(cold_a: float, cold_b: float, se_a: float, se_b: float, n_boot: int) -> None:
+def _check_breakeven_args(
+    cold_a: float, cold_b: float, se_a: float, se_b: float, n_boot: int
+) -> None:
     """Raise ValueError for NaN/negative cold costs or SEs and too few draws."""
-    for name, v in (("cold_a", cold_a), ("cold_b", cold_b), ("cold_a_se", se_a), ("cold_b_se", se_b)):
+    for name, v in (
+        ("cold_a", cold_a),
+        ("cold_b", cold_b),
+        ("cold_a_se", se_a),
+        ("cold_b_se", se_b),
+    ):
         if not (math.isfinite(v) and v >= 0):
             raise ValueError(f"{name} must be a finite number ≥ 0 (seconds), got {v!r}.")
     if n_boot < 100:
@@ -946,7 +1082,9 @@ class _Side:
     def draws(self, rng: np.random.Generator, k: int) -> np.ndarray:
         """k draws of (a + cold, b), shape (k, 2)."""
         best = self.fit.best
-        theta = rng.multivariate_normal([best.a.value, best.b.value], best.covariance, size=k, method="svd")
+        theta = rng.multivariate_normal(
+            [best.a.value, best.b.value], best.covariance, size=k, method="svd"
+        )
         theta[:, 0] += self.cold + self.cold_se * rng.standard_normal(k)
         return theta
 
@@ -977,7 +1115,12 @@ def _cheaper(diff: float, labels: tuple[str, str]) -> str | None:
 
 
 def _bootstrap_ci(
-    sides: tuple[_Side, _Side], grid: np.ndarray, diff: np.ndarray, n_boot: int, seed: int, level: float,
+    sides: tuple[_Side, _Side],
+    grid: np.ndarray,
+    diff: np.ndarray,
+    n_boot: int,
+    seed: int,
+    level: float,
 ) -> tuple[float, float]:
     """Percentile CI of the last crossing over parametric draws; see breakeven."""
     rng = np.random.default_rng(seed)
@@ -993,7 +1136,11 @@ def _bootstrap_ci(
 
 
 def _last_crossing(
-    d: np.ndarray, grid: np.ndarray, sides: tuple[_Side, _Side], ta: np.ndarray, tb: np.ndarray,
+    d: np.ndarray,
+    grid: np.ndarray,
+    sides: tuple[_Side, _Side],
+    ta: np.ndarray,
+    tb: np.ndarray,
 ) -> np.ndarray:
     """Per draw, the last sign change of d (k, m) refined by 60 bisection steps; NaN if none."""
     change = np.sign(d[:, :-1]) * np.sign(d[:, 1:]) <= 0
@@ -1023,5 +1170,7 @@ def _breakeven_warnings(r: BreakEven) -> tuple[str, ...]:
             f"it is an extrapolation; measure near n ≈ {_fmt_n(r.n_star)} to confirm."
         )
     if r.ci_high is not None and (r.ci_low == 0.0 or not math.isfinite(r.ci_high)):
-        out.append("in part of the bootstrap the curves do not cross at all, so the CI is open-ended; measure more sizes.")
+        out.append(
+            "in part of the bootstrap the curves do not cross at all, so the CI is open-ended; measure more sizes."
+        )
     return tuple(out)

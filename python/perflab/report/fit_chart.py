@@ -114,7 +114,9 @@ def _pair(n: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Two float arrays of equal length, or ValueError."""
     n_arr, y_arr = np.asarray(n, dtype=float), np.asarray(y, dtype=float)
     if n_arr.shape != y_arr.shape:
-        raise ValueError(f"got {n_arr.size} sizes but {y_arr.size} values; pass one value per size.")
+        raise ValueError(
+            f"got {n_arr.size} sizes but {y_arr.size} values; pass one value per size."
+        )
     return n_arr, y_arr
 
 
@@ -147,7 +149,11 @@ def complexity_chart(
     """
     n_arr, y_arr = _pair(n, cost)
     log_x = _log_x_wanted(n_arr)
-    grid = np.geomspace(n_arr.min(), n_arr.max(), 300) if log_x else np.linspace(n_arr.min(), n_arr.max(), 300)
+    grid = (
+        np.geomspace(n_arr.min(), n_arr.max(), 300)
+        if log_x
+        else np.linspace(n_arr.min(), n_arr.max(), 300)
+    )
     fig, ax = _figure()
     low, high = fit.band(grid)
     ax.fill_between(grid, low, high, alpha=0.25, label=f"{fit.level:.0%} CI of the fit")
@@ -221,7 +227,9 @@ def _breakeven_grid(result: BreakEven) -> np.ndarray:
     return np.geomspace(max(lo, 1e-9), hi, 400)
 
 
-def _cost_curve(ax: Any, grid: np.ndarray, fit: ComplexityFit, cold: float, label: str, color: str) -> None:
+def _cost_curve(
+    ax: Any, grid: np.ndarray, fit: ComplexityFit, cold: float, label: str, color: str
+) -> None:
     """One side's fitted total cost with its CI band."""
     low, high = fit.band(grid)
     ax.fill_between(grid, cold + np.maximum(low, 1e-300), cold + high, color=color, alpha=0.2)
