@@ -135,7 +135,7 @@ pub fn open_file_limit() -> Option<u64> {
     };
     // SAFETY: valid resource and out-pointer.
     let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) };
-    (rc == 0 && rl.rlim_cur != libc::RLIM_INFINITY).then_some(rl.rlim_cur as u64)
+    (rc == 0 && rl.rlim_cur != libc::RLIM_INFINITY).then_some(rl.rlim_cur)
 }
 
 /// File descriptors kept free for the process besides connections.
