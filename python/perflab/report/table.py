@@ -14,6 +14,8 @@ from perflab.analyze.summary import StagedRow, Summary
 from perflab.model import Benchmark
 from perflab.units import format_bytes, format_quantity, format_rate, format_ratio, format_time
 
+#: Outliers are noted when more than this fraction of samples are outliers.
+MANY_OUTLIERS = 0.05
 _SHORT_STOP = {"precision": "", "budget": "budget hit", "max-processes": "max processes",
                "failed": "FAILED", "interrupted": "interrupted", "done": ""}
 
@@ -47,14 +49,24 @@ def _time_ci(s: Summary) -> str:
     return f"{format_time(s.median_s)} ± {s.relative_half_width:.1%}"
 
 
-def _notes(s: Summary) -> str:
+def _notes(s: Summary, baseline: bool = True) -> str:
+    """Short notes: why it stopped early, warning keywords, many outliers, baseline."""
     parts = [_SHORT_STOP.get(s.stop_reason, s.stop_reason)]
     parts += [w.split(":")[0] for w in s.warnings if not w.startswith("budget hit")]
-    if s.outliers:
-        parts.append(f"{s.outliers} outliers")
-    if s.baseline:
+    if s.samples and s.outliers > MANY_OUTLIERS * s.samples:
+        parts.append(f"{s.outliers / s.samples:.0%} outliers")
+    if s.baseline and baseline:
         parts.append("baseline")
     return ", ".join(p for p in parts if p)
+
+
+def _staged_notes(row: StagedRow) -> str:
+    """Notes of each stage, prefixed with the stage name, plus "baseline" once."""
+    parts = [f"{stage}: {note}" for stage, s in row.stages.items()
+             if (note := _notes(s, baseline=False))]
+    if any(s.baseline for s in row.stages.values()):
+        parts.append("baseline")
+    return "; ".join(parts)
 
 
 def _metric_names(summaries: Sequence[Summary]) -> list[str]:
@@ -97,20 +109,26 @@ def _group_row(s: Summary, metrics: list[str], has_baseline: bool) -> list[str]:
     return row
 
 
+def _name(s: Summary) -> str:
+    return f"{s.label} [{s.stage}]" if s.stage else s.label
+
+
 def _footnotes(summaries: Sequence[Summary]) -> list[str]:
     lines = []
     for s in summaries:
+        name = _name(s)
         if s.error:
-            lines.append(f"{s.label}: {s.error}")
-        lines += [f"{s.label}: {w}" for w in s.warnings]
+            lines.append(f"{name}: {s.error}")
+        lines += [f"{name}: {w}" for w in s.warnings]
     measured = [s for s in summaries if s.ok]
     if measured:
-        lines.append("loop overhead per op: " + ", ".join(
-            f"{s.label} {format_time(s.loop_overhead_s)}" for s in measured)
-            + " (included in time/op, not subtracted)")
-        lines.append("processes × samples: " + ", ".join(
-            f"{s.label} {s.processes}×{round(s.samples / max(s.processes, 1))} "
-            f"({s.iterations:,} calls/sample)" for s in measured))
+        lines.append("loop overhead per op (included in time/op, not subtracted): " + ", ".join(
+            f"{_name(s)} {format_time(s.loop_overhead_s)}" for s in measured))
+        lines.append("processes × samples each (calls per sample): " + ", ".join(
+            f"{_name(s)} {s.processes}×{round(s.samples / max(s.processes, 1))} "
+            f"({s.iterations:,})" for s in measured))
+        lines.append("cold (first call in a fresh process): " + ", ".join(
+            f"{_name(s)} {format_time(s.cold_s)}" for s in measured))
     return lines
 
 
@@ -134,8 +152,7 @@ def staged_table(title: str, stage_names: list[str], rows: Sequence[StagedRow],
                       format_ratio(row.metric_ratio_best[m]) if m in row.metric_ratio_best
                       else "–"]
         cells += [_time_ci(row.stages[st]) if st in row.stages else "–" for st in stage_names]
-        cells += [_total_cell(row.total), _ratio_cell(row.ratio_best),
-                  "; ".join(filter(None, (_notes(s) for s in row.stages.values())))]
+        cells += [_total_cell(row.total), _ratio_cell(row.ratio_best), _staged_notes(row)]
         table.rows.append(cells)
     table.footnotes = _footnotes([s for r in rows for s in r.stages.values()])
     return table

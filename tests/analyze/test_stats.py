@@ -1,0 +1,115 @@
+"""Statistics: MAD, modified z-scores, bootstrap CIs (properties checked with hypothesis)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from perflab.analyze import stats
+
+finite = st.floats(min_value=1e-9, max_value=1e3, allow_nan=False, allow_infinity=False)
+groups_strategy = st.lists(st.lists(finite, min_size=1, max_size=20), min_size=1, max_size=6)
+
+
+def test_mad_of_normal_data_estimates_sigma() -> None:
+    values = np.random.default_rng(1).normal(10, 2, 20_000)
+    assert stats.mad(values) == pytest.approx(2, rel=0.03)
+
+
+def test_mad_and_cv_reject_empty_input() -> None:
+    with pytest.raises(ValueError):
+        stats.mad([])
+    with pytest.raises(ValueError):
+        stats.cv([])
+
+
+def test_modified_z_flags_a_far_outlier_only() -> None:
+    values = [10.0, 10.1, 9.9, 10.05, 9.95, 10.02, 50.0]
+    mask = stats.outlier_mask(values)
+    assert mask.tolist() == [False] * 6 + [True]
+
+
+def test_modified_z_with_zero_mad_falls_back_to_mean_deviation() -> None:
+    values = [1.0] * 10 + [5.0]
+    scores = stats.modified_z_scores(values)
+    assert scores[-1] > 3.5 and np.all(scores[:-1] == 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(finite, min_size=1, max_size=50))
+def test_outliers_are_never_the_majority(values: list[float]) -> None:
+    assert stats.outlier_mask(values).sum() <= len(values) // 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(finite, min_size=1, max_size=50), st.floats(0.1, 100), st.floats(-50, 50))
+def test_outlier_mask_is_affine_invariant(values: list[float], scale: float, shift: float) -> None:
+    arr = np.asarray(values)
+    assert (stats.outlier_mask(arr) == stats.outlier_mask(arr * scale + shift)).all() or \
+        np.ptp(arr) < 1e-6 * np.abs(arr).max()
+
+
+@settings(max_examples=40, deadline=None)
+@given(groups_strategy, st.integers(0, 2**32 - 1))
+def test_bootstrap_ci_brackets_the_pooled_median_and_stays_in_range(groups, seed) -> None:
+    est = stats.median_ci(groups, resamples=300, rng=np.random.default_rng(seed))
+    flat = np.concatenate([np.asarray(g) for g in groups])
+    assert flat.min() <= est.low <= est.high <= flat.max()
+    assert est.value == pytest.approx(np.median(flat))
+
+
+@settings(max_examples=25, deadline=None)
+@given(groups_strategy, st.floats(0.5, 4.0))
+def test_bootstrap_is_scale_equivariant(groups, scale) -> None:
+    a = stats.median_ci(groups, resamples=200, rng=np.random.default_rng(7))
+    b = stats.median_ci([[v * scale for v in g] for g in groups], resamples=200,
+                        rng=np.random.default_rng(7))
+    assert b.low == pytest.approx(a.low * scale) and b.high == pytest.approx(a.high * scale)
+
+
+def test_hierarchical_bootstrap_widens_with_between_process_variation() -> None:
+    rng = np.random.default_rng(3)
+    tight = [rng.normal(100, 1, 50) for _ in range(8)]
+    spread = [rng.normal(100 + off, 1, 50) for off in rng.normal(0, 5, 8)]
+    w_tight = stats.median_ci(tight, rng=np.random.default_rng(0)).half_width
+    w_spread = stats.median_ci(spread, rng=np.random.default_rng(0)).half_width
+    assert w_spread > 3 * w_tight
+
+
+def test_hierarchical_ci_covers_the_true_median_about_95_percent() -> None:
+    """Coverage of the two-stage bootstrap on data with a between-process effect."""
+    rng = np.random.default_rng(11)
+    hits = 0
+    trials = 200
+    for _ in range(trials):
+        groups = [rng.normal(rng.normal(0, 1), 1, 30) for _ in range(12)]
+        est = stats.median_ci(groups, resamples=400, rng=rng)
+        hits += est.low <= 0 <= est.high
+    assert 0.85 <= hits / trials <= 1.0
+
+
+def test_ratio_ci_recovers_a_known_ratio() -> None:
+    rng = np.random.default_rng(5)
+    a = [rng.normal(100, 1, 40) for _ in range(6)]
+    b = [rng.normal(110, 1.1, 40) for _ in range(6)]
+    est = stats.ratio_ci(b, a, rng=np.random.default_rng(0))
+    assert est.low < 1.10 < est.high and est.high - est.low < 0.02
+
+
+def test_ratio_ci_rejects_zero_denominator() -> None:
+    with pytest.raises(ValueError):
+        stats.ratio_ci([[1.0]], [[0.0]])
+
+
+def test_sum_of_medians_adds_up() -> None:
+    est, reps = stats.sum_of_medians_ci([[[1.0, 1.0, 1.0]], [[2.0, 2.0]]], resamples=50)
+    assert est.value == 3.0 and reps.shape == (50,) and np.all(reps == 3.0)
+
+
+def test_bootstrap_rejects_empty_groups() -> None:
+    with pytest.raises(ValueError):
+        stats.bootstrap_medians([])
+    with pytest.raises(ValueError):
+        stats.bootstrap_medians([[1.0], []])

@@ -1,0 +1,184 @@
+"""`perflab run` through the real entry point: a good run and every bad input of issue 2.
+
+Budgets are tiny (a few hundred ms per benchmark) so the file runs in well under a
+minute; timings themselves are not asserted here (see tests/measure for logic).
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+FAST = ["--budget", "0.6s", "--min-processes", "2", "--process-time", "20ms", "--quiet",
+        "--no-alloc"]
+
+
+def write(tmp_path: Path, body: str, name: str = "bench.py") -> Path:
+    path = tmp_path / name
+    path.write_text("import perflab\n" + textwrap.dedent(body))
+    return path
+
+
+def one_error_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+def test_good_run_prints_a_table_and_saves_results(tmp_path: Path, perflab_cli) -> None:
+    bench = write(tmp_path, """
+        @perflab.bench(group="g", baseline=True, params={"n": [10, 100]})
+        def total(n):
+            return sum(range(n))
+
+        @perflab.metric(group="g", name="digits", unit="")
+        def digits(result):
+            return len(str(result))
+    """)
+    out = tmp_path / "r.json"
+    result = perflab_cli("run", str(bench), "--json", str(out), *FAST)
+    assert result.returncode == 0, result.stderr
+    assert "total n=10" in result.stdout and "× best" in result.stdout
+    data = json.loads(out.read_text())
+    assert data["schema_version"] == 1 and data["kind"] == "run"
+    assert data["command_line"][:2] == ["perflab", "run"]
+    assert data["environment"]["python"]["version"]
+    bench0 = data["benchmarks"][0]
+    assert bench0["params"] == {"n": 10} and len(bench0["processes"]) >= 2
+    sample = bench0["processes"][0]["samples"][0]
+    assert {"iterations", "wall_ns", "cpu_ns", "gc_collections"} <= set(sample)
+    assert bench0["processes"][0]["metrics"] == {"digits": 2.0}
+    assert bench0["summary"]["unit"] == "s/op"
+
+
+def test_show_renders_markdown_and_csv(tmp_path: Path, perflab_cli) -> None:
+    bench = write(tmp_path, """
+        @perflab.bench
+        def noop():
+            pass
+    """)
+    out = tmp_path / "r.json"
+    assert perflab_cli("run", str(bench), "--json", str(out), *FAST).returncode == 0
+    md = perflab_cli("show", str(out), "--format", "markdown")
+    assert md.returncode == 0 and "| benchmark | time/op ± CI |" in md.stdout
+    csv = perflab_cli("show", str(out), "--format", "csv")
+    assert csv.stdout.splitlines()[0].startswith("id,group,benchmark,stage,median_s")
+    env = perflab_cli("show", str(out), "--env")
+    assert "environment:" in env.stdout and "clocksource" in env.stdout
+
+
+def test_filter_runs_only_matching_benchmarks(tmp_path: Path, perflab_cli) -> None:
+    bench = write(tmp_path, """
+        @perflab.bench
+        def alpha():
+            pass
+
+        @perflab.bench
+        def beta():
+            pass
+    """)
+    out = tmp_path / "r.json"
+    assert perflab_cli("run", str(bench), "--filter", "alp", "--json", str(out),
+                       *FAST).returncode == 0
+    names = [b["name"] for b in json.loads(out.read_text())["benchmarks"]]
+    assert names == ["alpha"]
+    nothing = perflab_cli("run", str(bench), "--filter", "gamma", *FAST)
+    assert nothing.returncode == 2 and "matches no benchmark" in one_error_line(nothing.stderr)
+
+
+def test_missing_file(tmp_path: Path, perflab_cli) -> None:
+    result = perflab_cli("run", str(tmp_path / "nope.py"))
+    assert result.returncode == 2 and "no such file" in one_error_line(result.stderr)
+
+
+def test_syntax_error_names_the_line(tmp_path: Path, perflab_cli) -> None:
+    bench = write(tmp_path, "def broken(:\n    pass\n")
+    result = perflab_cli("run", str(bench))
+    line = one_error_line(result.stderr)
+    assert result.returncode == 2 and "bench.py:2: syntax error" in line
+
+
+def test_no_benchmarks_found(tmp_path: Path, perflab_cli) -> None:
+    bench = write(tmp_path, "x = 1\n")
+    result = perflab_cli("run", str(bench))
+    assert result.returncode == 2 and "no benchmarks found" in one_error_line(result.stderr)
+
+
+def test_unknown_params(tmp_path: Path, perflab_cli) -> None:
+    bench = write(tmp_path, """
+        @perflab.bench(params={"size": [1, 2]})
+        def f(n):
+            pass
+    """)
+    result = perflab_cli("run", str(bench))
+    line = one_error_line(result.stderr)
+    assert result.returncode == 2 and "'f': unknown params ['size']" in line
+
+
+@pytest.mark.parametrize("option", [["--precision", "0"], ["--precision", "abc"],
+                                    ["--budget", "-1s"], ["--timeout", "soon"]])
+def test_bad_options_are_usage_errors(tmp_path: Path, perflab_cli, option: list[str]) -> None:
+    bench = write(tmp_path, "@perflab.bench\ndef f():\n    pass\n")
+    result = perflab_cli("run", str(bench), *option)
+    assert result.returncode == 2
+    one_error_line(result.stderr)
+
+
+def _failure_run(tmp_path: Path, perflab_cli, body: str, *extra: str):
+    bench = write(tmp_path, body + """
+@perflab.bench
+def healthy():
+    return sum(range(10))
+""")
+    out = tmp_path / "r.json"
+    result = perflab_cli("run", str(bench), "--json", str(out), *FAST, *extra)
+    data = json.loads(out.read_text())
+    healthy = [b for b in data["benchmarks"] if b["name"] == "healthy"][0]
+    assert healthy["error"] is None and healthy["processes"][0]["samples"], "others still run"
+    assert result.returncode == 1, result.stderr
+    return result, data
+
+
+def test_a_raising_benchmark_fails_alone(tmp_path: Path, perflab_cli) -> None:
+    result, data = _failure_run(tmp_path, perflab_cli, """
+@perflab.bench
+def raises():
+    raise ValueError("bad input data")
+""")
+    assert "'raises' raised ValueError in first call: bad input data" in result.stdout
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_a_hanging_benchmark_times_out(tmp_path: Path, perflab_cli) -> None:
+    result, _ = _failure_run(tmp_path, perflab_cli, """
+import time
+@perflab.bench
+def hangs():
+    time.sleep(3600)
+""", "--timeout", "1s")
+    assert "'hangs' timed out after 1 s" in result.stdout
+
+
+@pytest.mark.parametrize("body,signal_name", [
+    ("import os\n@perflab.bench\ndef dies():\n    os.abort()\n", "SIGABRT"),
+    ("import ctypes\n@perflab.bench\ndef dies():\n    ctypes.string_at(0)\n", "SIGSEGV"),
+])
+def test_a_dying_worker_is_reported(tmp_path: Path, perflab_cli, body: str,
+                                    signal_name: str) -> None:
+    result, _ = _failure_run(tmp_path, perflab_cli, body)
+    assert f"'dies' killed its worker with {signal_name}" in result.stdout
+
+
+def test_debug_shows_the_traceback(tmp_path: Path, perflab_cli) -> None:
+    result = perflab_cli("run", str(tmp_path / "nope.py"), "--debug")
+    assert result.returncode != 0 and "Traceback" in result.stderr
+
+
+def test_help_and_version(perflab_cli) -> None:
+    assert "perflab" in perflab_cli("--version").stdout
+    help_text = perflab_cli("--help").stdout
+    assert all(cmd in help_text for cmd in ("run", "cmd", "http", "doctor", "compare", "fit"))

@@ -1,0 +1,49 @@
+"""Shared test helpers: synthetic results built without timing anything."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perflab.model import Benchmark, Process, Sample
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def make_bench(name: str, per_op_s: list[list[float]], group: str = "g", iterations: int = 100,
+               **kwargs: object) -> Benchmark:
+    """A python-engine Benchmark whose process i has samples with the given seconds per op."""
+    processes = []
+    for i, values in enumerate(per_op_s):
+        samples = [Sample(iterations, int(round(v * iterations * 1e9)), int(v * iterations * 1e9))
+                   for v in values]
+        processes.append(Process(index=i, pid=1000 + i, started_s=float(i), iterations=iterations,
+                                 cold_ns=5000, loop_overhead_ns=10.0, timer_error_ns=50.0,
+                                 samples=samples))
+    return Benchmark(name=name, group=group, processes=processes, **kwargs)  # type: ignore[arg-type]
+
+
+def lognormal_groups(median: float, processes: int, samples: int, sigma: float = 0.02,
+                     between: float = 0.005, seed: int = 0) -> list[list[float]]:
+    """Per-process samples: lognormal noise within, a per-process offset between processes."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(processes):
+        centre = median * np.exp(rng.normal(0, between))
+        out.append(list(centre * np.exp(rng.normal(0, sigma, samples))))
+    return out
+
+
+@pytest.fixture
+def perflab_cli():
+    """Run the real entry point: ``python -m perflab ARGS`` → CompletedProcess."""
+    import subprocess
+
+    def run(*args: str, timeout: float = 120, cwd: Path | None = None, **kw: object):
+        return subprocess.run([sys.executable, "-m", "perflab", *args], capture_output=True,
+                              text=True, timeout=timeout, cwd=cwd, **kw)  # type: ignore[call-overload]
+
+    return run

@@ -1,0 +1,95 @@
+"""Worker pieces with a fake clock: calibration, warmup, loop overhead shape."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from perflab.measure import worker
+
+
+class FakeClock:
+    """perf_counter_ns that advances only when the benchmark 'works'."""
+
+    def __init__(self) -> None:
+        self.now = 0
+
+    def __call__(self) -> int:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(worker, "_perf_ns", fake)
+    monkeypatch.setattr(worker, "_cpu_ns", fake)
+    return fake
+
+
+def test_calibration_reaches_the_target_with_few_extra_iterations(clock: FakeClock) -> None:
+    def op() -> None:
+        clock.now += 1_000  # 1 µs per call
+
+    n = worker.calibrate(op, target_ns=2_000_000, gcmon=worker.GcMonitor())
+    assert 2_000 <= n <= 2_000 * 1.3  # at least the target, at most 30% above
+
+
+def test_calibration_of_a_slow_call_is_one_iteration(clock: FakeClock) -> None:
+    def op() -> None:
+        clock.now += 50_000_000
+
+    assert worker.calibrate(op, target_ns=2_000_000, gcmon=worker.GcMonitor()) == 1
+
+
+def test_warmup_stops_when_timings_stop_drifting(clock: FakeClock) -> None:
+    calls = {"n": 0}
+
+    def op() -> None:  # caches warming up: 5 µs decaying to 1 µs
+        calls["n"] += 1
+        clock.now += int(1_000 + 4_000 * math.exp(-calls["n"] / 10))
+
+    count, converged = worker.warmup(op, 1, worker.GcMonitor(), max_s=10.0)
+    # Windows of 5 differ by < 2% once 1574·e^(-k/10) < 20 ns, i.e. k ≈ 44.
+    assert converged and 40 <= count <= 60
+
+
+def test_warmup_is_bounded_in_time(clock: FakeClock) -> None:
+    calls = {"n": 0}
+
+    def op() -> None:  # keeps getting slower: never converges
+        calls["n"] += 1
+        clock.now += 1_000 * calls["n"]
+
+    count, converged = worker.warmup(op, 1, worker.GcMonitor(), max_s=0.01)
+    assert not converged and count < 200
+
+
+def test_time_loop_counts_gc_collections(clock: FakeClock) -> None:
+    monitor = worker.GcMonitor()
+
+    def op() -> None:
+        clock.now += 10
+        monitor("start", {})
+        clock.now += 90
+        monitor("stop", {})
+
+    wall, _, gcs, gc_ns = worker.time_loop(op, 5, monitor)
+    assert (wall, gcs, gc_ns) == (500, 5, 450)
+
+
+@pytest.mark.parametrize("source", [
+    "def f(a, b=2, *args, c, d=4, **kw): pass",
+    "def f(a, /, b): pass",
+    "def f(*, n): pass",
+    "def f(): pass",
+])
+def test_empty_like_accepts_the_same_calls(source: str) -> None:
+    namespace: dict[str, object] = {}
+    exec(source, namespace)
+    empty = worker.empty_like(namespace["f"])  # type: ignore[arg-type]
+    import inspect
+
+    original = inspect.signature(namespace["f"])  # type: ignore[arg-type]
+    assert [p.kind for p in inspect.signature(empty).parameters.values()] == \
+        [p.kind for p in original.parameters.values()]

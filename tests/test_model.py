@@ -1,0 +1,60 @@
+"""The results model: round trips, and refusing what isn't ours or is too new."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from perflab import model
+from perflab.errors import ResultsFileError
+from tests.conftest import make_bench
+
+
+def _results() -> model.Results:
+    bench = make_bench("f", [[1e-6, 1.1e-6], [1.2e-6]], params={"n": 3})
+    return model.Results(kind="run", command_line=["perflab", "run", "x.py"],
+                         created="2026-01-01T00:00:00+00:00", perflab_version="0.1.0",
+                         environment={"cpu_model": "x"}, benchmarks=[bench])
+
+
+def test_round_trip_keeps_raw_samples(tmp_path: Path) -> None:
+    path = model.save(_results(), tmp_path / "r.json")
+    loaded = model.load(path)
+    assert loaded == _results()
+    assert loaded.benchmarks[0].processes[1].samples[0].per_op_s == pytest.approx(1.2e-6)
+
+
+def test_benchmark_id_is_stable() -> None:
+    bench = model.Benchmark(name="f", group="g", stage="s", params={"b": 1, "a": "x"}, threads=4)
+    assert bench.id == "g/f[s](a=x,b=1)@4t"
+
+
+@pytest.mark.parametrize("text,needle", [
+    ('{"schema_version": 1, "tool": "perflab", "kind": "run"', "not valid JSON (truncated?)"),
+    ('{"hello": "world"}', "is not a perflab results file"),
+    ('[1, 2]', "is not a perflab results file"),
+    ('{"tool": "perflab", "schema_version": 99}', "newer than this perflab knows"),
+])
+def test_bad_files_are_refused_clearly(tmp_path: Path, text: str, needle: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    with pytest.raises(ResultsFileError, match=re.escape(needle)):
+        model.load(path)
+
+
+def test_unknown_keys_are_ignored_for_forward_compatibility(tmp_path: Path) -> None:
+    data = _results().to_dict()
+    data["benchmarks"][0]["future_field"] = 1
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(data))
+    assert model.load(path).benchmarks[0].name == "f"
+
+
+def test_nan_is_written_as_null(tmp_path: Path) -> None:
+    results = _results()
+    results.environment["x"] = float("nan")
+    path = model.save(results, tmp_path / "r.json")
+    assert json.loads(path.read_text())["environment"]["x"] is None
