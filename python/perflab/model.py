@@ -87,6 +87,12 @@ class Process:
         alloc_blocks: memory blocks still live after one call (incl. the result).
         steal_ns: CPU steal time of the machine during the process, ns.
         involuntary_switches: involuntary context switches of the process.
+        thread_ops: threads mode only: operations each thread completed during the
+            timed windows, one entry per thread (fairness between threads).
+        latency_ns: threads mode only: per-op latency percentiles of the process
+            over the timed windows, ns; keys p50, p90, p99, p99.9, max, mean.
+        gil_enabled: threads mode only: whether the GIL was enabled while the
+            threads ran (False on a free-threaded interpreter); None if unknown.
         error: why the process failed, or None.
     """
 
@@ -105,6 +111,9 @@ class Process:
     alloc_blocks: float | None = None
     steal_ns: int | None = None
     involuntary_switches: int | None = None
+    thread_ops: list[int] = field(default_factory=list)
+    latency_ns: dict[str, float] = field(default_factory=dict)
+    gil_enabled: bool | None = None
     error: str | None = None
 
     @classmethod
