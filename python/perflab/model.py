@@ -137,6 +137,7 @@ class CommandRun:
         exit_code: exit status (negative: killed by that signal).
         ok: False when the run failed (non-zero exit not ignored, timeout).
         warmup: True for warmup runs, which never enter summaries.
+        timed_out: True when the run hit ``--timeout`` and was killed (it counts as failed).
     """
 
     index: int
@@ -148,6 +149,7 @@ class CommandRun:
     exit_code: int = 0
     ok: bool = True
     warmup: bool = False
+    timed_out: bool = False
 
 
 @dataclass
