@@ -39,11 +39,727 @@ fn clock_resolution(py: Python<'_>, clock: &str, reads: u64) -> PyResult<Option<
     Ok(py.detach(|| clock::observed_resolution(c, reads)))
 }
 
+// ---- http engine and serve ----
+/// Bindings of the HTTP load engine (`perflab http`) and the target server
+/// (`perflab serve`). Plain Python types in and out; the GIL is released
+/// while load runs; Ctrl-C (KeyboardInterrupt) stops the current step and
+/// still returns its accounting.
+mod http_bindings {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{mpsc, Arc, Mutex};
+    use std::time::Duration;
+
+    use perflab_engine::engine::recorder::{new_histogram, Histogram};
+    use perflab_engine::engine::{
+        self, decode, encode, summarize, Arrival, Config, ErrorKind, LoadModel, OkStatus, Progress,
+        RequestSpec, RunResult, Snapshot, StepResult, StepSpec, Target,
+    };
+    use perflab_engine::server::{self, Delay, Fault, ServerConfig, ServerHandle, Stall};
+    use pyo3::conversion::FromPyObjectOwned;
+    use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
+    use pyo3::prelude::*;
+    use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+
+    const POLL: Duration = Duration::from_millis(100);
+
+    fn bad(msg: impl Into<String>) -> PyErr {
+        PyValueError::new_err(msg.into())
+    }
+
+    /// `d[key]` converted, or None when absent or None.
+    fn get<'py, T: FromPyObjectOwned<'py>>(
+        d: &Bound<'py, PyDict>,
+        key: &str,
+    ) -> PyResult<Option<T>> {
+        match d.get_item(key)? {
+            Some(v) if !v.is_none() => v
+                .extract::<T>()
+                .map(Some)
+                .map_err(|e| bad(format!("config key {key:?}: {}", Into::<PyErr>::into(e)))),
+            _ => Ok(None),
+        }
+    }
+
+    fn check_keys(d: &Bound<'_, PyDict>, known: &[&str], what: &str) -> PyResult<()> {
+        for k in d.keys() {
+            let k: String = k.extract()?;
+            if !known.contains(&k.as_str()) {
+                return Err(bad(format!(
+                    "unknown {what} key {k:?}; known: {}",
+                    known.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn seconds(d: &Bound<'_, PyDict>, key: &str, default: Duration) -> PyResult<Duration> {
+        match get::<f64>(d, key)? {
+            None => Ok(default),
+            Some(s) if s.is_finite() && s >= 0.0 => Ok(Duration::from_secs_f64(s)),
+            Some(s) => Err(bad(format!(
+                "{key} must be a non-negative number of seconds, got {s}"
+            ))),
+        }
+    }
+
+    fn body(d: &Bound<'_, PyDict>) -> PyResult<Vec<u8>> {
+        match d.get_item("body")? {
+            None => Ok(Vec::new()),
+            Some(v) if v.is_none() => Ok(Vec::new()),
+            Some(v) => {
+                if let Ok(b) = v.cast::<PyBytes>() {
+                    Ok(b.as_bytes().to_vec())
+                } else if let Ok(s) = v.cast::<PyString>() {
+                    Ok(s.to_str()?.as_bytes().to_vec())
+                } else {
+                    Err(bad("request body must be str or bytes"))
+                }
+            }
+        }
+    }
+
+    fn headers(d: &Bound<'_, PyDict>) -> PyResult<Vec<(String, String)>> {
+        match d.get_item("headers")? {
+            None => Ok(Vec::new()),
+            Some(v) if v.is_none() => Ok(Vec::new()),
+            Some(v) => {
+                if let Ok(h) = v.cast::<PyDict>() {
+                    h.iter()
+                        .map(|(k, v)| Ok((k.extract()?, v.extract()?)))
+                        .collect()
+                } else {
+                    v.extract::<Vec<(String, String)>>()
+                        .map_err(|_| bad("headers must be a dict or a list of (name, value) pairs"))
+                }
+            }
+        }
+    }
+
+    fn request(d: &Bound<'_, PyDict>, default_path: &str) -> PyResult<RequestSpec> {
+        check_keys(d, &["method", "path", "headers", "body"], "request")?;
+        Ok(RequestSpec {
+            method: get::<String>(d, "method")?.unwrap_or_else(|| "GET".into()),
+            path: get::<String>(d, "path")?.unwrap_or_else(|| default_path.into()),
+            headers: headers(d)?,
+            body: body(d)?,
+        })
+    }
+
+    const RUN_KEYS: &[&str] = &[
+        "url",
+        "mode",
+        "arrival",
+        "rate",
+        "rates",
+        "connections",
+        "connections_list",
+        "duration_s",
+        "warmup_s",
+        "threads",
+        "connect_timeout_s",
+        "read_timeout_s",
+        "ok",
+        "insecure",
+        "seed",
+        "method",
+        "headers",
+        "body",
+        "requests",
+    ];
+
+    fn ok_status(d: &Bound<'_, PyDict>) -> PyResult<OkStatus> {
+        match d.get_item("ok")? {
+            None => Ok(OkStatus::default()),
+            Some(v) if v.is_none() => Ok(OkStatus::default()),
+            Some(v) => {
+                if let Ok(s) = v.extract::<String>() {
+                    OkStatus::parse(&s).map_err(bad)
+                } else {
+                    let ranges: Vec<(u16, u16)> = v
+                        .extract()
+                        .map_err(|_| bad("ok must be \"200-299,304\" or a list of (low, high)"))?;
+                    Ok(OkStatus(ranges))
+                }
+            }
+        }
+    }
+
+    fn steps(d: &Bound<'_, PyDict>, model: LoadModel) -> PyResult<Vec<StepSpec>> {
+        let connections = get::<usize>(d, "connections")?;
+        Ok(match model {
+            LoadModel::Open(_) => {
+                let rates = match (get::<Vec<f64>>(d, "rates")?, get::<f64>(d, "rate")?) {
+                    (Some(r), _) => r,
+                    (None, Some(r)) => vec![r],
+                    (None, None) => {
+                        return Err(bad("open loop needs \"rate\" or \"rates\" (requests/s)"))
+                    }
+                };
+                rates
+                    .into_iter()
+                    .map(|r| StepSpec {
+                        rate: Some(r),
+                        connections,
+                    })
+                    .collect()
+            }
+            LoadModel::Closed => {
+                let list = match (get::<Vec<usize>>(d, "connections_list")?, connections) {
+                    (Some(l), _) => l,
+                    (None, Some(n)) => vec![n],
+                    (None, None) => {
+                        return Err(bad(
+                            "closed loop needs \"connections\" or \"connections_list\"",
+                        ))
+                    }
+                };
+                list.into_iter()
+                    .map(|n| StepSpec {
+                        rate: None,
+                        connections: Some(n),
+                    })
+                    .collect()
+            }
+        })
+    }
+
+    fn parse_run_config(d: &Bound<'_, PyDict>) -> PyResult<Config> {
+        check_keys(d, RUN_KEYS, "http_run config")?;
+        let url: String = get(d, "url")?.ok_or_else(|| bad("config needs \"url\""))?;
+        let target = Target::parse(&url).map_err(bad)?;
+        let arrival =
+            Arrival::parse(&get::<String>(d, "arrival")?.unwrap_or_else(|| "constant".into()))
+                .map_err(bad)?;
+        let model = match get::<String>(d, "mode")?.as_deref().unwrap_or("open") {
+            "open" => LoadModel::Open(arrival),
+            "closed" => LoadModel::Closed,
+            m => {
+                return Err(bad(format!(
+                    "unknown mode {m:?}; use \"open\" or \"closed\""
+                )))
+            }
+        };
+        let requests = match d.get_item("requests")? {
+            Some(list) if !list.is_none() => {
+                let list = list
+                    .cast::<PyList>()
+                    .map_err(|_| bad("requests must be a list of dicts"))?;
+                list.iter()
+                    .map(|r| {
+                        request(
+                            r.cast::<PyDict>()
+                                .map_err(|_| bad("each request must be a dict"))?,
+                            &target.path,
+                        )
+                    })
+                    .collect::<PyResult<Vec<_>>>()?
+            }
+            _ => vec![RequestSpec {
+                method: get::<String>(d, "method")?.unwrap_or_else(|| "GET".into()),
+                path: target.path.clone(),
+                headers: headers(d)?,
+                body: body(d)?,
+            }],
+        };
+        let mut c = Config::open(&url, 1.0).map_err(bad)?;
+        c.target = target;
+        c.requests = requests;
+        c.model = model;
+        c.steps = steps(d, model)?;
+        c.duration = seconds(d, "duration_s", Duration::from_secs(10))?;
+        c.warmup = seconds(d, "warmup_s", Duration::ZERO)?;
+        c.threads = get::<usize>(d, "threads")?.unwrap_or_else(engine::default_threads);
+        c.connect_timeout = seconds(d, "connect_timeout_s", c.connect_timeout)?;
+        c.read_timeout = seconds(d, "read_timeout_s", c.read_timeout)?;
+        c.ok = ok_status(d)?;
+        c.insecure = get::<bool>(d, "insecure")?.unwrap_or(false);
+        c.seed = get::<u64>(d, "seed")?.unwrap_or(c.seed);
+        c.validate().map_err(bad)?;
+        Ok(c)
+    }
+
+    fn histogram_dict<'py>(py: Python<'py>, h: &Histogram<u64>) -> PyResult<Bound<'py, PyDict>> {
+        let s = summarize(h);
+        let d = PyDict::new(py);
+        d.set_item("count", s.count)?;
+        d.set_item("min_us", s.min_us)?;
+        d.set_item("p50_us", s.p50_us)?;
+        d.set_item("p90_us", s.p90_us)?;
+        d.set_item("p99_us", s.p99_us)?;
+        d.set_item("p999_us", s.p999_us)?;
+        d.set_item("max_us", s.max_us)?;
+        d.set_item("mean_us", s.mean_us)?;
+        Ok(d)
+    }
+
+    fn step_dict<'py>(py: Python<'py>, s: &StepResult) -> PyResult<Bound<'py, PyDict>> {
+        let c = &s.recorder.counters;
+        let d = PyDict::new(py);
+        d.set_item("index", s.index)?;
+        d.set_item("mode", s.mode)?;
+        d.set_item("arrival", s.arrival)?;
+        d.set_item("offered_rate", s.offered_rate)?;
+        d.set_item("connections", s.connections)?;
+        d.set_item("threads", s.threads)?;
+        d.set_item("duration_s", s.duration_s)?;
+        d.set_item("warmup_s", s.warmup_s)?;
+        d.set_item("recorded_s", s.recorded_s)?;
+        d.set_item("elapsed_s", s.elapsed_s)?;
+        d.set_item("interrupted", s.interrupted)?;
+        d.set_item("requests_sent", c.requests_sent)?;
+        d.set_item("successes", c.successes)?;
+        d.set_item("failures", c.failures)?;
+        d.set_item("unsent", c.unsent)?;
+        d.set_item("unfinished", c.unfinished)?;
+        let status = PyDict::new(py);
+        for (code, n) in c.status_counts() {
+            status.set_item(code, n)?;
+        }
+        d.set_item("status_counts", status)?;
+        let errors = PyDict::new(py);
+        for kind in ErrorKind::ALL {
+            errors.set_item(kind.name(), c.error(kind))?;
+        }
+        d.set_item("errors", errors)?;
+        d.set_item("bytes_in", c.bytes_in)?;
+        d.set_item("bytes_out", c.bytes_out)?;
+        d.set_item("connections_opened", c.connections_opened)?;
+        d.set_item("connections_closed", c.connections_closed)?;
+        d.set_item("connections_errored", c.connections_errored)?;
+        d.set_item("connections_peak", c.connections_peak)?;
+        d.set_item("thread_cpu_s", s.thread_cpu_s.clone())?;
+        let hists = PyDict::new(py);
+        let r = &s.recorder;
+        for (name, h) in [
+            ("latency", &r.latency),
+            ("service_time", &r.service_time),
+            ("send_lag", &r.send_lag),
+            ("failed_latency", &r.failed_latency),
+        ] {
+            let hd = histogram_dict(py, h)?;
+            hd.set_item("encoded_b64", encode(h))?;
+            hists.set_item(name, hd)?;
+        }
+        d.set_item("histograms", hists)?;
+        Ok(d)
+    }
+
+    fn run_dict<'py>(py: Python<'py>, r: &RunResult, url: &str) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        let steps = PyList::empty(py);
+        for s in &r.steps {
+            steps.append(step_dict(py, s)?)?;
+        }
+        d.set_item("steps", steps)?;
+        d.set_item("interrupted", r.interrupted)?;
+        d.set_item("address", r.address.to_string())?;
+        d.set_item("url", url)?;
+        d.set_item("histogram_unit", "us")?;
+        Ok(d)
+    }
+
+    fn snapshot_dict<'py>(py: Python<'py>, s: &Snapshot) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("step", s.step)?;
+        d.set_item("steps", s.steps)?;
+        d.set_item("offered_rate", s.offered_rate)?;
+        d.set_item("elapsed_s", s.elapsed_s)?;
+        d.set_item("in_warmup", s.in_warmup)?;
+        d.set_item("completed", s.completed)?;
+        d.set_item("successes", s.successes)?;
+        d.set_item("failures", s.failures)?;
+        d.set_item("achieved_rate", s.achieved_rate)?;
+        d.set_item("p99_us", s.p99_us)?;
+        Ok(d)
+    }
+
+    /// Run HTTP load and return its measurements; blocks, with the GIL
+    /// released, until every step ends.
+    ///
+    /// Open-loop latency is measured from each request's intended send
+    /// time (coordinated-omission corrected: Gil Tene; wrk2).
+    ///
+    /// Args:
+    ///     config: dict with keys
+    ///         url (str, required): http:// or https:// target.
+    ///         mode (str): "open" (default) or "closed".
+    ///         arrival (str): "constant" (default) or "poisson" (open loop).
+    ///         rate (float) / rates (list[float]): offered req/s, one step
+    ///             per rate (open loop; required there).
+    ///         connections (int): open loop: connection pool cap (default
+    ///             automatic, up to 1024); closed loop: connections.
+    ///         connections_list (list[int]): closed loop, one step each.
+    ///         duration_s (float): length of each step incl. warmup (10).
+    ///         warmup_s (float): unrecorded start of each step (0).
+    ///         threads (int): engine threads (default cores - 1, min 1).
+    ///         connect_timeout_s (float, 2), read_timeout_s (float, 10; from
+    ///             request write to the last response byte).
+    ///         ok (str | list[(int, int)]): success statuses ("200-299").
+    ///         insecure (bool): skip TLS certificate checks (False).
+    ///         seed (int): Poisson seed.
+    ///         method (str), headers (dict | list of pairs), body (str |
+    ///             bytes): the single request (path from the URL), or
+    ///         requests (list[dict]): {method, path, headers, body} each,
+    ///             sent round-robin.
+    ///     progress: optional callable, called about every 100 ms with a
+    ///         dict {step, steps, offered_rate, elapsed_s, in_warmup,
+    ///         completed, successes, failures, achieved_rate (req/s),
+    ///         p99_us}. If it raises, the run stops and the error is raised.
+    ///
+    /// Returns:
+    ///     dict {url, address, interrupted (bool), histogram_unit ("us"),
+    ///     steps: list of dicts {index, mode, arrival, offered_rate (req/s
+    ///     or None), connections, threads, duration_s, warmup_s,
+    ///     recorded_s (divide counts by this for rates), elapsed_s,
+    ///     interrupted, requests_sent, successes, failures, unsent (due
+    ///     but never sent when the step ended), unfinished (cut off by a
+    ///     stop), status_counts {code: n}, errors {connect_refused,
+    ///     connect_timeout, read_timeout, reset, closed_mid_response,
+    ///     protocol, tls, other: n}, bytes_in, bytes_out,
+    ///     connections_opened, connections_closed, connections_errored
+    ///     (these three over the whole step, warmup included),
+    ///     connections_peak (most open at once),
+    ///     thread_cpu_s (list, CPU s per engine thread over the recorded
+    ///     window), histograms {latency, service_time, send_lag,
+    ///     failed_latency: {encoded_b64 (HdrHistogram V2 deflate, base64),
+    ///     count, min_us, p50_us, p90_us, p99_us, p999_us, max_us,
+    ///     mean_us}}}}. requests_sent = successes + failures + unfinished.
+    ///
+    /// Raises:
+    ///     ValueError: bad config (unknown key, malformed URL, unsupported
+    ///         scheme, non-positive rate or duration, warmup >= duration,
+    ///         more connections than `ulimit -n` allows, unresolvable
+    ///         host). An unreachable server is not an error: its failures
+    ///         are counted.
+    ///     RuntimeError: an engine thread failed to start.
+    ///     KeyboardInterrupt is *not* raised: Ctrl-C stops the current step
+    ///     and the result comes back with interrupted=True.
+    #[pyfunction]
+    #[pyo3(signature = (config, progress=None))]
+    pub fn http_run<'py>(
+        py: Python<'py>,
+        config: &Bound<'py, PyDict>,
+        progress: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let cfg = parse_run_config(config)?;
+        let url = cfg.target.to_string();
+        let stop = Arc::new(AtomicBool::new(false));
+        let prog = Arc::new(Progress::default());
+        let (tx, mut rx) = mpsc::channel();
+        let (stop2, prog2) = (stop.clone(), prog.clone());
+        std::thread::Builder::new()
+            .name("perflab-http-run".into())
+            .spawn(move || {
+                let _ = tx.send(engine::run(&cfg, stop2, prog2));
+            })
+            .map_err(|e| PyRuntimeError::new_err(format!("cannot start the load engine: {e}")))?;
+        let mut callback_error = None;
+        let result = loop {
+            let (got, back) = py.detach(move || (rx.recv_timeout(POLL), rx));
+            rx = back;
+            match got {
+                Ok(r) => break r,
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(PyRuntimeError::new_err("the load engine thread died"))
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            if let Err(e) = py.check_signals() {
+                stop.store(true, Ordering::Relaxed);
+                if !e.is_instance_of::<PyKeyboardInterrupt>(py) {
+                    callback_error.get_or_insert(e);
+                }
+            }
+            if let (Some(cb), None) = (&progress, &callback_error) {
+                if let Err(e) = snapshot_dict(py, &prog.snapshot()).and_then(|s| cb.call1((s,))) {
+                    stop.store(true, Ordering::Relaxed);
+                    callback_error = Some(e);
+                }
+            }
+        };
+        if let Some(e) = callback_error {
+            return Err(e);
+        }
+        let result = result.map_err(|e| bad(e.0))?;
+        run_dict(py, &result, &url)
+    }
+
+    /// Summarize a base64 HdrHistogram (V2 or V2-deflate encoding, e.g.
+    /// `histograms.latency.encoded_b64` of `http_run`).
+    ///
+    /// Args:
+    ///     encoded_b64: the encoded histogram.
+    ///     quantiles: optional list of quantiles in [0, 1].
+    ///
+    /// Returns:
+    ///     dict {count, min_us, p50_us, p90_us, p99_us, p999_us, max_us,
+    ///     mean_us, quantiles: {q: value}} (values in the histogram's
+    ///     unit, microseconds for perflab's).
+    ///
+    /// Raises:
+    ///     ValueError: not base64, not an HdrHistogram, or a quantile
+    ///         outside [0, 1].
+    #[pyfunction]
+    #[pyo3(signature = (encoded_b64, quantiles=None))]
+    pub fn hdr_decode<'py>(
+        py: Python<'py>,
+        encoded_b64: &str,
+        quantiles: Option<Vec<f64>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let h = decode(encoded_b64).map_err(bad)?;
+        let d = histogram_dict(py, &h)?;
+        let qs = PyDict::new(py);
+        for q in quantiles.unwrap_or_default() {
+            if !(0.0..=1.0).contains(&q) {
+                return Err(bad(format!("quantile {q} is outside [0, 1]")));
+            }
+            qs.set_item(
+                q,
+                if h.is_empty() {
+                    0
+                } else {
+                    h.value_at_quantile(q)
+                },
+            )?;
+        }
+        d.set_item("quantiles", qs)?;
+        Ok(d)
+    }
+
+    /// Merge base64 HdrHistograms (e.g. the same step of repeated runs)
+    /// into one, returned base64 V2-deflate encoded.
+    ///
+    /// Raises:
+    ///     ValueError: an input is not a valid encoded histogram.
+    #[pyfunction]
+    pub fn hdr_merge(encoded: Vec<String>) -> PyResult<String> {
+        let mut total = new_histogram();
+        for e in &encoded {
+            let h = decode(e).map_err(bad)?;
+            total
+                .add(&h)
+                .map_err(|e| bad(format!("cannot merge histograms: {e:?}")))?;
+        }
+        Ok(encode(&total))
+    }
+
+    /// Parse a duration with a unit ("250us", "1.5ms", "2s", "1m") into
+    /// seconds.
+    ///
+    /// Raises:
+    ///     ValueError: missing or unknown unit, or not a number.
+    #[pyfunction]
+    pub fn parse_duration_s(text: &str) -> PyResult<f64> {
+        server::parse_duration(text)
+            .map(|d| d.as_secs_f64())
+            .map_err(bad)
+    }
+
+    /// A running `perflab serve` target (see `serve`).
+    #[pyclass(module = "perflab._core")]
+    pub struct Server {
+        address: std::net::SocketAddr,
+        stop: Arc<AtomicBool>,
+        handle: Mutex<Option<ServerHandle>>,
+    }
+
+    #[pymethods]
+    impl Server {
+        /// Bound address as "host:port" ("[::1]:port" for IPv6).
+        #[getter]
+        fn address(&self) -> String {
+            self.address.to_string()
+        }
+
+        /// Bound IP address.
+        #[getter]
+        fn host(&self) -> String {
+            self.address.ip().to_string()
+        }
+
+        /// Bound port (the real one when 0 was asked for).
+        #[getter]
+        fn port(&self) -> u16 {
+            self.address.port()
+        }
+
+        /// True until the server has stopped.
+        #[getter]
+        fn running(&self) -> bool {
+            self.lock().as_ref().is_some_and(|h| !h.is_finished())
+        }
+
+        /// Counters so far: {connections, requests, errors_injected}.
+        fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            let d = PyDict::new(py);
+            if let Some(h) = self.lock().as_ref() {
+                let s = h.stats();
+                d.set_item("connections", s.connections.load(Ordering::Relaxed))?;
+                d.set_item("requests", s.requests.load(Ordering::Relaxed))?;
+                d.set_item("errors_injected", s.errors_injected.load(Ordering::Relaxed))?;
+            }
+            Ok(d)
+        }
+
+        /// Ask the server to stop; returns at once.
+        fn stop(&self) {
+            self.stop.store(true, Ordering::Relaxed);
+        }
+
+        /// Block until the server stops (after `stop()` from another
+        /// thread, or Ctrl-C), with the GIL released.
+        ///
+        /// Raises:
+        ///     KeyboardInterrupt: on Ctrl-C, after stopping the server.
+        fn join(&self, py: Python<'_>) -> PyResult<()> {
+            loop {
+                let running = self.running();
+                if !running {
+                    break;
+                }
+                py.detach(|| std::thread::sleep(POLL));
+                if let Err(e) = py.check_signals() {
+                    self.stop.store(true, Ordering::Relaxed);
+                    self.finish(py);
+                    return Err(e);
+                }
+            }
+            self.finish(py);
+            Ok(())
+        }
+
+        fn __enter__(slf: Py<Self>) -> Py<Self> {
+            slf
+        }
+
+        fn __exit__(&self, py: Python<'_>, _t: Py<PyAny>, _v: Py<PyAny>, _tb: Py<PyAny>) -> bool {
+            self.stop.store(true, Ordering::Relaxed);
+            self.finish(py);
+            false
+        }
+
+        fn __repr__(&self) -> String {
+            format!(
+                "<perflab serve on {} ({})>",
+                self.address,
+                if self.running() { "running" } else { "stopped" }
+            )
+        }
+    }
+
+    impl Server {
+        fn lock(&self) -> std::sync::MutexGuard<'_, Option<ServerHandle>> {
+            self.handle.lock().unwrap_or_else(|p| p.into_inner())
+        }
+
+        fn finish(&self, py: Python<'_>) {
+            if let Some(mut h) = self.lock().take() {
+                h.stop();
+                py.detach(move || h.join());
+            }
+        }
+    }
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            self.stop.store(true, Ordering::Relaxed);
+        }
+    }
+
+    const SERVE_KEYS: &[&str] = &[
+        "host",
+        "port",
+        "delay",
+        "stall",
+        "error_rate",
+        "body_size",
+        "fault",
+        "serialize",
+        "threads",
+        "seed",
+    ];
+
+    /// Start a `perflab serve` target on a background thread and return at
+    /// once.
+    ///
+    /// Args:
+    ///     config: dict with keys (all optional)
+    ///         host (str): bind address ("127.0.0.1").
+    ///         port (int): 0 (default) picks a free port; see .port.
+    ///         delay (str): per-request delay: "1ms", "uniform:1ms:5ms",
+    ///             "exp:2ms" (mean).
+    ///         stall (str): "1s/10s" freezes all responses for 1 s at the
+    ///             end of every 10 s period since start.
+    ///         error_rate (float): fraction answered 500 (0).
+    ///         body_size (int): response body bytes (0).
+    ///         fault (str): "none", "close_mid_response" (half a body, then
+    ///             close) or "endless_body" (a chunk every 100 ms, forever).
+    ///         serialize (str): a global lock held this long per request,
+    ///             e.g. "0.2ms": throughput saturates at 1/that.
+    ///         threads (int): server worker threads (1).
+    ///         seed (int): seed of the error draws and delay distribution.
+    ///
+    /// Returns:
+    ///     Server with .address ("host:port"), .host, .port, .running,
+    ///     .stats(), .stop(), .join(); usable as a context manager.
+    ///
+    /// Raises:
+    ///     ValueError: bad value (unknown key, bad duration, error_rate
+    ///         outside [0, 1]), or the address cannot be bound.
+    #[pyfunction]
+    #[pyo3(signature = (config=None))]
+    pub fn serve(config: Option<&Bound<'_, PyDict>>) -> PyResult<Server> {
+        let mut c = ServerConfig::default();
+        if let Some(d) = config {
+            check_keys(d, SERVE_KEYS, "serve config")?;
+            c.host = get::<String>(d, "host")?.unwrap_or(c.host);
+            c.port = get::<u16>(d, "port")?.unwrap_or(0);
+            c.delay = get::<String>(d, "delay")?
+                .map(|s| Delay::parse(&s))
+                .transpose()
+                .map_err(bad)?;
+            c.stall = get::<String>(d, "stall")?
+                .map(|s| Stall::parse(&s))
+                .transpose()
+                .map_err(bad)?;
+            c.error_rate = get::<f64>(d, "error_rate")?.unwrap_or(0.0);
+            c.body_size = get::<usize>(d, "body_size")?.unwrap_or(0);
+            c.fault = Fault::parse(&get::<String>(d, "fault")?.unwrap_or_default()).map_err(bad)?;
+            c.serialize = get::<String>(d, "serialize")?
+                .map(|s| server::parse_duration(&s))
+                .transpose()
+                .map_err(bad)?;
+            c.threads = get::<usize>(d, "threads")?.unwrap_or(1);
+            c.seed = get::<u64>(d, "seed")?.unwrap_or(c.seed);
+        }
+        let handle = server::start(c).map_err(bad)?;
+        Ok(Server {
+            address: handle.address(),
+            stop: handle.stop_flag(),
+            handle: Mutex::new(Some(handle)),
+        })
+    }
+
+    /// Add this section's functions and classes to the module.
+    pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        m.add_function(wrap_pyfunction!(http_run, m)?)?;
+        m.add_function(wrap_pyfunction!(hdr_decode, m)?)?;
+        m.add_function(wrap_pyfunction!(hdr_merge, m)?)?;
+        m.add_function(wrap_pyfunction!(parse_duration_s, m)?)?;
+        m.add_function(wrap_pyfunction!(serve, m)?)?;
+        m.add_class::<Server>()?;
+        Ok(())
+    }
+}
+// ---- end http engine and serve ----
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(clock_names, m)?)?;
     m.add_function(wrap_pyfunction!(clock_read_cost_ns, m)?)?;
     m.add_function(wrap_pyfunction!(clock_resolution, m)?)?;
+    http_bindings::register(m)?; // http engine and serve
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

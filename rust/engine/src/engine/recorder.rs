@@ -7,7 +7,7 @@ use std::io::Cursor;
 
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
-use hdrhistogram::Histogram;
+pub use hdrhistogram::Histogram;
 
 /// Significant decimal digits kept by every histogram.
 pub const SIGFIG: u8 = 3;
@@ -133,10 +133,17 @@ pub struct Counters {
     pub failures: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
+    /// Connections opened during the step (warmup included).
     pub connections_opened: u64,
+    /// Connections closed during the step, by either side (warmup and the
+    /// close of the pool at step end included).
     pub connections_closed: u64,
-    /// Connections (or connection attempts) that ended with an error.
+    /// Connections (or connect attempts) that ended with an error during
+    /// the step (warmup included); over `connections_opened` plus failed
+    /// connects this is the per-connection error share.
     pub connections_errored: u64,
+    /// Most connections open at once (summed over engine threads).
+    pub connections_peak: u64,
     /// Requests whose intended time fell in the step but that were never
     /// sent: backlog left when the step ended (all connections busy).
     pub unsent: u64,
@@ -157,6 +164,7 @@ impl Default for Counters {
             connections_opened: 0,
             connections_closed: 0,
             connections_errored: 0,
+            connections_peak: 0,
             unsent: 0,
             unfinished: 0,
         }
@@ -180,6 +188,7 @@ impl Counters {
         self.connections_opened += o.connections_opened;
         self.connections_closed += o.connections_closed;
         self.connections_errored += o.connections_errored;
+        self.connections_peak += o.connections_peak;
         self.unsent += o.unsent;
         self.unfinished += o.unfinished;
     }

@@ -170,15 +170,20 @@ impl Ctx {
     }
 
     fn record(&self, intended: Instant, recorded: bool, ex: &Exchange, open_loop: bool) {
+        let mut guard = self.st.borrow_mut();
+        let st = &mut *guard;
+        let c = &mut st.rec.counters;
+        // Connection events count over the whole step, warmup included.
+        c.connections_opened += ex.opened as u64;
+        c.connections_closed += ex.closed as u64;
+        if matches!(ex.outcome, Outcome::Error(_)) {
+            c.connections_errored += 1;
+        }
         if !recorded {
             return;
         }
-        let mut guard = self.st.borrow_mut();
-        let st = &mut *guard;
         st.in_flight -= 1;
         let c = &mut st.rec.counters;
-        c.connections_opened += ex.opened as u64;
-        c.connections_closed += ex.closed as u64;
         c.bytes_out += ex.bytes_out;
         c.bytes_in += ex.bytes_in;
         let latency = us(ex.end.saturating_duration_since(intended));
@@ -196,7 +201,6 @@ impl Ctx {
             }
             Outcome::Error(kind) => {
                 st.rec.error(kind, latency);
-                st.rec.counters.connections_errored += 1;
                 st.delta_failed += 1;
             }
         }
@@ -220,11 +224,15 @@ impl Ctx {
         }
     }
 
+    fn add_live(&self) {
+        let mut st = self.st.borrow_mut();
+        st.live += 1;
+        st.rec.counters.connections_peak = st.rec.counters.connections_peak.max(st.live as u64);
+    }
+
     fn conn_closed(&self, was_open: bool) {
         let mut st = self.st.borrow_mut();
-        if was_open && Instant::now() >= self.plan.warmup_end {
-            st.rec.counters.connections_closed += 1;
-        }
+        st.rec.counters.connections_closed += was_open as u64;
         st.live -= 1;
         if st.live == 0 {
             self.done_notify.notify_one();
@@ -257,7 +265,7 @@ async fn drive(shared: Arc<Shared>, plan: ThreadPlan) -> Result<ThreadResult, St
         LoadModel::Open(arrival) => open_loop(&ctx, arrival).await?,
         LoadModel::Closed => {
             for _ in 0..ctx.plan.connections {
-                ctx.st.borrow_mut().live += 1;
+                ctx.add_live();
                 tokio::task::spawn_local(closed_conn(ctx.clone()));
             }
         }
@@ -371,10 +379,13 @@ fn spawn_open_conn(ctx: &Rc<Ctx>, first: Option<Instant>) {
 async fn open_conn(ctx: Rc<Ctx>, slot: Rc<Slot>, prewarm: bool) {
     let mut conn = Conn::new();
     if prewarm {
-        // Opened before the step starts: not recorded; a failure here is
-        // retried (and counted) by the first real request.
-        let _ = conn.open(&ctx.shared.connector).await;
-        ctx.st.borrow_mut().idle.push(slot.clone());
+        // Opened before the step starts; a failure here is retried (and
+        // counted) by the first real request.
+        let opened = conn.open(&ctx.shared.connector).await.is_ok();
+        let mut st = ctx.st.borrow_mut();
+        st.rec.counters.connections_opened += opened as u64;
+        st.idle.push(slot.clone());
+        drop(st);
         ctx.idle_notify.notify_one();
     }
     while let Some(t) = slot.take().await {
