@@ -1,0 +1,54 @@
+"""Run every benchmark script (or those named) and assemble BENCHMARKS.md from their sections.
+
+Usage: python benchmarks/run_all.py [harness cmd http doctor compare ...]
+       python benchmarks/run_all.py --assemble   (only rebuild BENCHMARKS.md from results/)
+
+Each script writes benchmarks/results/<name>.md; BENCHMARKS.md is their
+concatenation under a common header, in the order of SECTIONS.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SECTIONS = ["harness", "doctor", "cmd", "http", "compare", "fit"]
+HEADER = """# perflab benchmarks
+
+perflab measured beside its peers (timeit, pyperf, hyperfine, wrk, nginx) on the
+same workloads, in one run per section. Every number here was measured on the
+machine named in its section; the machines are shared and noisy, so sections
+quote medians and side-by-side ratios. Regenerate with `make bench` (all) or
+`python benchmarks/<name>.py` (one section), then `python benchmarks/run_all.py --assemble`.
+"""
+
+
+def assemble() -> Path:
+    """Concatenate benchmarks/results/*.md into BENCHMARKS.md."""
+    parts = [HEADER]
+    names = SECTIONS + sorted(p.stem for p in (HERE / "results").glob("*.md")
+                              if p.stem not in SECTIONS)
+    for name in names:
+        path = HERE / "results" / f"{name}.md"
+        if path.exists():
+            parts.append(path.read_text().rstrip() + "\n")
+    out = HERE.parent / "BENCHMARKS.md"
+    out.write_text("\n".join(parts))
+    return out
+
+
+def main(argv: list[str]) -> int:
+    if argv != ["--assemble"]:
+        for name in argv or SECTIONS:
+            script = HERE / f"{name}.py"
+            if script.exists():
+                print(f"== {name}", flush=True)
+                subprocess.run([sys.executable, str(script)], check=True)
+    print(f"wrote {assemble()}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
