@@ -182,3 +182,35 @@ def test_help_and_version(perflab_cli) -> None:
     assert "perflab" in perflab_cli("--version").stdout
     help_text = perflab_cli("--help").stdout
     assert all(cmd in help_text for cmd in ("run", "cmd", "http", "doctor", "compare", "fit"))
+
+
+def test_ctrl_c_keeps_what_was_measured(tmp_path: Path) -> None:
+    """SIGINT mid-run: exit 130 and a results file holding the processes measured so far."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    bench = write(tmp_path, """
+        @perflab.bench
+        def first():
+            return sum(range(100))
+
+        @perflab.bench
+        def second():
+            return sum(range(100))
+    """)
+    out = tmp_path / "r.json"
+    proc = subprocess.Popen([sys.executable, "-m", "perflab", "run", str(bench), "--json",
+                             str(out), "--quiet", "--budget", "60s", "--precision", "0.0001%",
+                             "--process-time", "50ms"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(4)  # generous: several worker processes finish in this time even on a busy CI box
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    data = json.loads(out.read_text())
+    assert data["interrupted"] is True
+    measured = [p for b in data["benchmarks"] for p in b["processes"] if p["samples"]]
+    assert measured, "processes finished before Ctrl-C are kept"
+    assert {b["stop_reason"] for b in data["benchmarks"]} == {"interrupted"}
