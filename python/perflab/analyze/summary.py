@@ -23,6 +23,12 @@ UNSTABLE_SPREAD = 0.05
 GC_DOMINATED = 0.10
 #: Loop overhead above this fraction of the time per op makes the op "close to the loop cost".
 OVERHEAD_HEAVY = 0.30
+#: A benchmark is CPU-bound when its median sample CPU/wall is at least this.
+CPU_BOUND = 0.95
+#: A sample of a CPU-bound benchmark with CPU/wall below this was preempted.
+PREEMPTED = 0.90
+#: Warn about a busy machine when more than this fraction of samples were preempted.
+BUSY_FRACTION = 0.05
 
 
 @dataclass
@@ -49,6 +55,8 @@ class Summary:
         ratio_best / ratio_baseline: (ratio, low, high) against the group's
             best and baseline; None when not applicable.
         metric_ratio_best: metric → value / best value in the group.
+        preempted: samples of a CPU-bound benchmark with CPU/wall below 0.9: another
+            program held the core during them, so their wall time is inflated.
         stop_reason: why measurement stopped.
         warnings: plain-words warnings.
         error: failure message, or None.
@@ -83,6 +91,7 @@ class Summary:
     ratio_best: tuple[float, float, float] | None = None
     ratio_baseline: tuple[float, float, float] | None = None
     metric_ratio_best: dict[str, float] = field(default_factory=dict)
+    preempted: int = 0
     stop_reason: str = ""
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
@@ -171,8 +180,19 @@ def _fill_process_figures(summary: Summary, bench: Benchmark) -> None:
     summary.alloc_peak_bytes = _median(peaks) if peaks else None
     blocks = [p.alloc_blocks for p in procs if p.alloc_blocks is not None]
     summary.alloc_blocks = _median(blocks) if blocks else None
+    summary.preempted = _preempted(samples)
     names = sorted({k for p in procs for k in p.metrics})
     summary.metrics = {k: _median([p.metrics.get(k) for p in procs]) for k in names}
+
+
+def _preempted(samples: Sequence[Any]) -> int:
+    """Samples that lost the CPU: CPU/wall < 0.9 in a benchmark whose median CPU/wall is
+    ≥ 0.95 (CPU-bound). For such code wall time minus CPU time is time spent waiting for
+    a core, so these samples measure the machine's load, not the code."""
+    ratios = np.array([s.cpu_ns / s.wall_ns for s in samples if s.wall_ns > 0])
+    if ratios.size == 0 or np.median(ratios) < CPU_BOUND:
+        return 0
+    return int((ratios < PREEMPTED).sum())
 
 
 def _warnings(s: Summary, precision: float | None) -> list[str]:
@@ -192,6 +212,10 @@ def _warnings(s: Summary, precision: float | None) -> list[str]:
     if s.stop_reason in ("budget", "max-processes") and precision is not None:
         out.append(f"budget hit before precision: ±{s.relative_half_width:.1%} reached, "
                    f"±{precision:.1%} asked; raise --budget for more")
+    if s.preempted > BUSY_FRACTION * s.samples:
+        out.append(f"busy machine: {s.preempted / s.samples:.0%} of samples got under 90% of a "
+                   "core (CPU/wall < 0.9) while the code is CPU-bound; other programs took "
+                   "the CPU, so times are inflated. Close them, or check with perflab doctor")
     if s.flagged:
         out.append(f"{s.flagged} samples excluded: the clocks disagreed during them")
     return out

@@ -1,0 +1,67 @@
+"""Summaries from synthetic raw data: ratios, warnings, staged totals."""
+
+from __future__ import annotations
+
+import pytest
+
+from perflab.analyze.summary import staged_rows, summarize, summarize_group
+from perflab.model import Sample
+from tests.conftest import lognormal_groups, make_bench
+
+
+def test_group_ratios_against_best_and_baseline() -> None:
+    fast = make_bench("fast", lognormal_groups(1e-6, 6, 30, seed=1))
+    slow = make_bench("slow", lognormal_groups(2e-6, 6, 30, seed=2), baseline=True)
+    s_fast, s_slow = summarize_group([fast, slow], seed=0)
+    assert s_fast.ratio_best[0] == pytest.approx(1.0)
+    assert s_slow.ratio_best[1] < 2.0 < s_slow.ratio_best[2]
+    assert s_fast.ratio_baseline[1] < 0.5 < s_fast.ratio_baseline[2]
+
+
+def test_quiet_data_has_no_warnings() -> None:
+    s = summarize(make_bench("q", lognormal_groups(1e-6, 6, 30, sigma=0.005)))
+    assert s.warnings == [] and s.processes == 6 and s.samples == 180
+
+
+def test_unstable_data_is_called_unstable() -> None:
+    s = summarize(make_bench("u", lognormal_groups(1e-6, 6, 30, sigma=0.3)))
+    assert any(w.startswith("unstable") for w in s.warnings)
+
+
+def test_preempted_samples_of_cpu_bound_code_warn_of_a_busy_machine() -> None:
+    bench = make_bench("b", lognormal_groups(1e-6, 4, 20, sigma=0.001))
+    for proc in bench.processes:
+        for s in proc.samples[:5]:  # a quarter of the samples lost half their time
+            s.cpu_ns = s.wall_ns // 2
+    summary = summarize(bench)
+    assert summary.preempted == 20
+    assert any(w.startswith("busy machine: 25%") for w in summary.warnings)
+
+
+def test_waiting_code_is_not_mistaken_for_a_busy_machine() -> None:
+    bench = make_bench("sleepy", lognormal_groups(1e-3, 4, 20, sigma=0.001))
+    for proc in bench.processes:
+        for s in proc.samples:
+            s.cpu_ns = s.wall_ns // 10  # sleeps: low CPU/wall by nature
+    assert summarize(bench).preempted == 0
+
+
+def test_flagged_samples_are_excluded_and_counted() -> None:
+    bench = make_bench("f", lognormal_groups(1e-6, 3, 10, sigma=0.001))
+    bench.processes[0].samples.append(Sample(100, 10**9, 10**9, flagged="clock",
+                                             clock_skew_ns=5 * 10**8))
+    s = summarize(bench)
+    assert s.flagged == 1 and s.samples == 30 and s.median_s < 2e-6
+    assert any("1 samples excluded" in w for w in s.warnings)
+
+
+def test_staged_rows_total_the_stages() -> None:
+    benches = [make_bench("a", [[1e-3] * 5] * 3, stage="ser"),
+               make_bench("a", [[2e-3] * 5] * 3, stage="de"),
+               make_bench("b", [[3e-3] * 5] * 3, stage="ser"),
+               make_bench("b", [[3e-3] * 5] * 3, stage="de")]
+    summaries = summarize_group(benches, seed=0)
+    stages, rows = staged_rows(benches, summaries, seed=0)
+    assert stages == ["ser", "de"]
+    assert rows[0].total[0] == pytest.approx(3e-3) and rows[1].total[0] == pytest.approx(6e-3)
+    assert rows[1].ratio_best[0] == pytest.approx(2.0)
