@@ -310,6 +310,8 @@ class Results:
         benchmarks: raw data per benchmark.
         interrupted: True when Ctrl-C ended the invocation early.
         spawn_overhead: for ``cmd``: wall times of spawning an empty process, ns.
+        rss_floor_bytes: for ``cmd``: max RSS reported for that empty process, bytes;
+            the kernel counts the spawner's memory until exec, so no run reads below it.
     """
 
     kind: str
@@ -321,6 +323,7 @@ class Results:
     benchmarks: list[Benchmark] = field(default_factory=list)
     interrupted: bool = False
     spawn_overhead_ns: list[int] = field(default_factory=list)
+    rss_floor_bytes: int | None = None
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self, summaries: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
