@@ -134,7 +134,8 @@ pub struct Exchange {
     pub closed: bool,
 }
 
-const BUF: usize = 16 * 1024;
+/// Initial read buffer per connection; it grows only for a larger head.
+const BUF: usize = 8 * 1024;
 
 /// A connection slot: an optional open stream plus its reusable read buffer.
 pub struct Conn {
