@@ -1,0 +1,267 @@
+"""``perflab cmd 'A' 'B' …``: whole-command benchmarks, interleaved, with CPU and memory per run."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from perflab.errors import UsageError
+from perflab.units import parse_positive_duration
+
+
+class _Commands(argparse.Action):
+    """Positional commands: extend the list (other options may have added to it)."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        setattr(namespace, self.dest, (getattr(namespace, self.dest) or []) + list(values))
+
+
+class _Scan(argparse.Action):
+    """``-P NAME LO HI [STEP]``: keeps 3 or 4 tokens; what follows them are commands.
+
+    argparse has no "3 or 4 arguments", so -P takes all that follow and hands
+    back the commands (a 4th token is the step only if it is a number).
+    """
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        count = 4 if len(values) > 3 and _is_number(values[3]) else 3
+        getattr(namespace, self.dest).append(list(values[:count]))
+        namespace.commands = (namespace.commands or []) + list(values[count:])
+
+
+class _IgnoreFailure(argparse.Action):
+    """``--ignore-failure[=CODES]``: a following word that isn't a code list is a command."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        from perflab.measure.commands import _CODES_RE
+
+        if values is not None and not _CODES_RE.match(values):
+            namespace.commands = (namespace.commands or []) + [values]
+            values = None
+        namespace.ignore_failure = "all" if values is None else values
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``perflab cmd`` (hyperfine's names where they exist)."""
+    parser.add_argument("commands", nargs="*", action=_Commands, default=None, metavar="COMMAND",
+                        help="commands to benchmark; {name} is replaced by -P/-L values")
+    parser.add_argument("--shell", action="store_true",
+                        help="run commands through a shell (default: no shell, split like sh)")
+    parser.add_argument("--shell-path", default="sh", metavar="SHELL", help="the shell (sh)")
+    parser.add_argument("-P", "--parameter-scan", nargs="+", action=_Scan, default=[],
+                        dest="scans", metavar="NAME LO HI [STEP]",
+                        help="a numeric parameter: NAME takes LO, LO+STEP, … HI (STEP 1)")
+    parser.add_argument("-L", "--parameter-list", nargs=2, action="append", default=[],
+                        dest="lists", metavar=("NAME", "A,B,C"), help="a parameter of listed values")
+    for hook, text in (("setup", "before all runs of each command"),
+                       ("prepare", "before each run (untimed), e.g. to drop caches"),
+                       ("conclude", "after each run (untimed)"),
+                       ("cleanup", "after all runs of each command")):
+        parser.add_argument(f"--{hook}", metavar="CMD", help=f"shell command run {text}")
+    parser.add_argument("--warmup", type=int, default=0, metavar="N",
+                        help="untimed runs of each command first (0)")
+    parser.add_argument("--no-interleave", action="store_true",
+                        help="run all of A, then all of B (default: randomized blocks)")
+    parser.add_argument("--precision", default="1%", help="target 95%% CI half-width of each "
+                        "median and ratio (1%%)")
+    parser.add_argument("--min-runs", type=int, default=10, help="timed runs at least (10)")
+    parser.add_argument("--max-runs", type=int, default=1000, help="timed runs at most (1000)")
+    parser.add_argument("--runs", type=int, metavar="N", help="exactly N runs (min = max = N)")
+    parser.add_argument("--budget", default="10s", help="time each command may spend (10s)")
+    parser.add_argument("--timeout", default="10m", help="kill a run (or hook) lasting longer "
+                        "and count it failed (10m; 0 = never)")
+    parser.add_argument("-i", "--ignore-failure", nargs="?", action=_IgnoreFailure,
+                        metavar="CODES", help="non-zero exits don't fail the benchmark; "
+                        "=1,2 accepts only those codes")
+    parser.add_argument("--show-output", action="store_true",
+                        help="let commands print to the terminal (default: discarded)")
+    parser.add_argument("--input", metavar="FILE", help="feed FILE to each run's stdin")
+    parser.add_argument("--reference", metavar="CMD", help="ratios against this command (its "
+                        "text, or its 1-based number); default: the fastest")
+    parser.add_argument("--json", metavar="FILE", help="write the results file here "
+                        "(default: .perflab/cmd-<time>.json)")
+    parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
+                        help="how to print the results on stdout")
+    parser.add_argument("--seed", type=int, help="seed the block order and the bootstrap")
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
+
+
+def _parameters(args: argparse.Namespace) -> list[Any]:
+    from perflab.measure.commands import parse_list, parse_scan
+
+    return [parse_scan(t) for t in args.scans] + [parse_list(t) for t in args.lists]
+
+
+def _settings(args: argparse.Namespace, specs: list[Any]) -> Any:
+    """Settings from the options. Raises UsageError on bad values."""
+    from perflab.commands.run import parse_precision
+    from perflab.measure.commands import Settings, parse_codes
+
+    if args.runs is not None:
+        args.min_runs = args.max_runs = args.runs
+    if args.min_runs < 2 or args.max_runs < args.min_runs:
+        raise UsageError("--min-runs must be ≥ 2 and ≤ --max-runs (or use --runs N ≥ 2)")
+    if args.warmup < 0:
+        raise UsageError("--warmup must be 0 or more")
+    codes = parse_codes(None if args.ignore_failure in (None, "all") else args.ignore_failure)
+    timeout = None if args.timeout.strip() in ("0", "0s") else parse_positive_duration(
+        args.timeout, "--timeout")
+    return Settings(precision=parse_precision(args.precision), min_runs=args.min_runs,
+                    max_runs=args.max_runs, budget_s=parse_positive_duration(args.budget,
+                                                                             "--budget"),
+                    timeout_s=timeout, warmup=args.warmup, interleave=not args.no_interleave,
+                    ignore_all=args.ignore_failure == "all", ignore_codes=codes or frozenset(),
+                    reference=_reference_index(args.reference, specs), seed=args.seed)
+
+
+def _reference_index(text: str | None, specs: list[Any]) -> int | None:
+    """Index of --reference among the specs (by name, text or 1-based number)."""
+    if text is None:
+        return None
+    for i, spec in enumerate(specs):
+        if text in (spec.name, spec.text, spec.to_benchmark().label):
+            return i
+    if text.isdigit() and 1 <= int(text) <= len(specs):
+        return int(text) - 1
+    raise UsageError(f"--reference {text!r} is none of the commands; give one of them "
+                     f"exactly, e.g. {specs[0].name!r}, or its number 1–{len(specs)}")
+
+
+def _specs(args: argparse.Namespace) -> list[Any]:
+    """Commands × parameters, resolved; the --reference command added when it is new."""
+    from perflab.measure.commands import expand
+
+    hooks = {h: getattr(args, h) for h in ("setup", "prepare", "conclude", "cleanup")}
+    shell = args.shell_path if args.shell else None
+    commands = list(args.commands or [])
+    if args.reference and not args.reference.isdigit() and args.reference not in commands:
+        probe = expand(commands, _parameters(args), hooks, shell) if commands else []
+        if not any(args.reference in (s.name, s.text) for s in probe):
+            commands.insert(0, args.reference)
+    return expand(commands, _parameters(args), hooks, shell)
+
+
+def _check_input(path: str | None) -> None:
+    if path is not None and not Path(path).is_file():
+        raise UsageError(f"--input {path}: no such file; give a readable file to feed to stdin")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Measure, save, print. Exit 1 when a command failed, 2 on bad input, 130 on Ctrl-C."""
+    from perflab import __version__, environment
+    from perflab.measure.commands import CommandRunner, PosixSpawner, resolve_executable
+    from perflab.model import Results
+
+    specs = _specs(args)
+    settings = _settings(args, specs)
+    _check_input(args.input)
+    shell = resolve_executable(args.shell_path, "--shell") if args.shell else None
+    overhead = (shell, "-c", "") if shell else (resolve_executable("true", "true"),)
+    env = environment.fingerprint(__version__)
+    results = Results(kind="cmd", command_line=["perflab", *sys.argv[1:]],
+                      created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                      perflab_version=__version__, environment=env,
+                      settings={**settings.to_dict(), "shell": shell, "input": args.input,
+                                "show_output": args.show_output})
+    spawner = PosixSpawner(show_output=args.show_output, input_path=args.input)
+    with _progress(settings.precision, args.quiet or args.show_output) as progress, \
+            _terminate_as_interrupt():
+        runner = CommandRunner(specs, settings, spawner, overhead, progress)
+        results.benchmarks = runner.run()
+    spawner.close()
+    results.spawn_overhead_ns, results.interrupted = runner.spawn_overhead_ns, runner.interrupted
+    results.rss_floor_bytes = runner.rss_floor_bytes
+    environment.finish(env)
+    path = _save_and_print(results, args)
+    sys.stderr.write(f"results saved to {path}\n")
+    return _exit_code(results, runner)
+
+
+def _exit_code(results: Any, runner: Any) -> int:
+    if runner.interrupted:
+        return 130
+    if runner.start_errors:
+        return 2
+    return 1 if any(b.failed for b in results.benchmarks) else 0
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP stop the measurement like Ctrl-C, so finished runs are saved."""
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    old = {s: signal.signal(s, interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+def _progress(precision: float, quiet: bool) -> Any:
+    if quiet:
+        return contextlib.nullcontext(None)
+    from perflab.report.progress import RichProgress
+
+    return RichProgress(precision)
+
+
+def _summaries(results: Any) -> list[Any]:
+    from perflab.report.cmd_table import summarize_commands
+
+    s = results.settings
+    return summarize_commands(results.benchmarks, s.get("reference"), results.spawn_overhead_ns,
+                              s.get("confidence", 0.95), s.get("precision"))
+
+
+def _save_and_print(results: Any, args: argparse.Namespace) -> Path:
+    from perflab import model
+
+    summaries = _summaries(results)
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = Path(args.json) if args.json else Path(".perflab") / f"cmd-{stamp}.json"
+    model.save(results, path, {s.id: s.to_dict() for s in summaries})
+    _print(results, summaries, args.format)
+    return path
+
+
+def _print(results: Any, summaries: list[Any], fmt: str) -> None:
+    from perflab.report import console
+    from perflab.report.cmd_table import cmd_table, summary_records
+
+    if fmt == "csv":
+        sys.stdout.write(console.csv_text(summary_records(summaries)))
+        return
+    table = cmd_table(summaries, results.spawn_overhead_ns, results.settings,
+                      results.rss_floor_bytes)
+    if results.interrupted:
+        table.footnotes.append("interrupted (Ctrl-C): the runs finished before it are shown")
+    if fmt == "markdown":
+        sys.stdout.write(console.markdown([table]))
+    else:
+        console.print_tables([table])
+
+
+def render(results: Any, fmt: str) -> int:
+    """Re-render a saved ``cmd`` results file (``perflab show``) as table, markdown or csv.
+
+    Returns:
+        Exit code 0.
+    """
+    _print(results, _summaries(results), fmt)
+    return 0

@@ -1,0 +1,807 @@
+"""The command engine of ``perflab cmd``: spawn whole commands, time them, interleave, stop.
+
+Design (DESIGN.md, "Statistical methods"):
+    * each run is its own process, spawned with ``posix_spawn`` (glibc:
+      ``clone(CLONE_VFORK)`` + ``exec``, the path Rust's ``std::process`` and
+      so hyperfine take) without a shell; wall time is read from the monotonic
+      clock around spawn → reap, user/system time and max RSS come from
+      ``wait4`` (the rusage of the child and the descendants it waited for);
+    * commands run interleaved in randomized blocks, every block running each
+      command once in a fresh random order, so that drift hits all commands
+      alike (Abedi & Brecht 2017, randomized multiple interleaved trials);
+      ``interleave=False`` measures them one after another, as hyperfine does;
+    * adaptive stopping: the set stops when the bootstrap CI of every median
+      and of every ratio against the reference (or the fastest) is within the
+      target precision, or when the budget or the run limit is reached, and
+      the reason is recorded;
+    * the cost of spawning an empty process is measured once and kept beside
+      the results; it is never subtracted.
+
+Processes are started through the small :class:`Spawner` interface; the real
+one is :class:`PosixSpawner`, tests use a fake that advances a fake clock.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import re
+import shlex
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from perflab.errors import UsageError
+from perflab.measure.runner import NullProgress, Progress
+from perflab.model import Benchmark, CommandRun
+
+#: Never spend more than 1/_CHECK_SHARE of the time on stopping checks (bootstraps).
+_CHECK_SHARE = 20
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_CODES_RE = re.compile(r"^\d+(,\d+)*$")
+HOOKS = ("setup", "prepare", "conclude", "cleanup")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one spawned process did.
+
+    Attributes:
+        wall_ns: spawn → reap on the monotonic clock, ns.
+        user_ns / sys_ns: CPU time from ``wait4``, ns.
+        max_rss_bytes: peak resident set size from ``wait4``, bytes.
+        exit_code: exit status; negative: killed by that signal.
+        timed_out: True when the spawner killed it at the timeout.
+    """
+
+    wall_ns: int
+    user_ns: int = 0
+    sys_ns: int = 0
+    max_rss_bytes: int = 0
+    exit_code: int = 0
+    timed_out: bool = False
+
+
+class Spawner(Protocol):
+    """Runs one process to its end and reports what it did."""
+
+    def run(self, argv: Sequence[str], timeout_s: float | None) -> Outcome:
+        """Spawn ``argv`` (``argv[0]`` an absolute path), wait, and return its outcome.
+
+        Raises:
+            OSError: the process could not be started.
+            KeyboardInterrupt: Ctrl-C; the process is killed and reaped first.
+        """
+        ...
+
+
+class PosixSpawner:
+    """Spawns commands from a small helper process and reaps them with ``wait4``.
+
+    Why a helper: ``posix_spawn`` (vfork) and ``fork`` both hand the child the
+    parent's memory until ``exec``, and Linux records that memory's peak in
+    the child's ``ru_maxrss`` (``setmax_mm_hiwater_rss`` at exec). Spawned from
+    perflab itself (numpy, rich: ~50 MB) every command would "use" 50 MB; from
+    a bare ``python -I -S`` helper (~9 MB) the floor is low, and it is measured
+    (:attr:`rss_floor_bytes`). The helper times each run on the monotonic
+    clock around spawn → reap, so the pipe round trip is not in the timings.
+
+    In the helper, each command runs with ``posix_spawn`` (glibc: clone(CLONE_VFORK)
+    + exec, as Rust's std::process and so hyperfine), no shell, in its own
+    process group so that a timeout or Ctrl-C kills all it started. Output
+    goes to /dev/null unless ``show_output`` (then it streams to our
+    stdout/stderr, never buffered); stdin is /dev/null or ``input_path``.
+
+    Args:
+        show_output: let commands write to our stdout and stderr.
+        input_path: a file fed to each run's stdin (opened afresh per run).
+    """
+
+    def __init__(self, show_output: bool = False, input_path: str | None = None) -> None:
+        self.show_output = show_output
+        self.input_path = input_path
+        self._proc: Any = None
+
+    def _start(self) -> None:
+        import inspect
+        import subprocess
+
+        requests_r, self._requests = os.pipe()
+        self._replies, replies_w = os.pipe()
+        code = inspect.getsource(_helper_main) + "\n_helper_main()\n"
+        self._proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", code, str(requests_r), str(replies_w),
+             "1" if self.show_output else "0", self.input_path or ""],
+            stdin=subprocess.DEVNULL, pass_fds=(requests_r, replies_w))
+        os.close(requests_r)
+        os.close(replies_w)
+
+    def run(self, argv: Sequence[str], timeout_s: float | None) -> Outcome:
+        """Run ``argv`` in the helper and return its outcome. See :class:`Spawner`.
+
+        Raises:
+            OSError: the command could not be started (errno from posix_spawn).
+            KeyboardInterrupt: Ctrl-C; the helper kills the command's group and exits.
+        """
+        if self._proc is None:
+            self._start()
+        try:
+            _send(self._requests, (tuple(argv), timeout_s))
+            reply = _receive(self._replies)
+        except BaseException:
+            self.close()
+            raise
+        if reply is None:
+            self.close()
+            raise OSError(0, "the spawning helper process died")
+        *fields, errno, message = reply
+        if errno:
+            raise OSError(errno, message)
+        return Outcome(*fields)
+
+    def close(self) -> None:
+        """Stop the helper (it kills a running command first); a later run starts a new one."""
+        if self._proc is None:
+            return
+        proc, self._proc = self._proc, None
+        for fd in (self._requests, self._replies):
+            os.close(fd)
+        if proc.poll() is None:
+            proc.terminate()
+        proc.wait()
+
+
+def _send(fd: int, message: Any) -> None:
+    """Write one length-prefixed marshal message (our own helper only: never untrusted data)."""
+    import marshal
+
+    data = marshal.dumps(message)
+    os.write(fd, len(data).to_bytes(4, "little") + data)
+
+
+def _receive(fd: int) -> Any:
+    """Read one length-prefixed marshal message; None at end of file."""
+    import marshal
+
+    header = _read_exact(fd, 4)
+    return None if header is None else marshal.loads(_read_exact(fd, int.from_bytes(header,
+                                                                                   "little")))
+
+
+def _read_exact(fd: int, size: int) -> bytes | None:
+    data = b""
+    while len(data) < size:
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+def _helper_main() -> None:  # pragma: no cover - runs in the helper process
+    """The spawning helper: ``python -I -S -c <this> REQ_FD REPLY_FD SHOW_OUTPUT INPUT``.
+
+    Reads (argv, timeout_s) requests, answers (wall_ns, user_ns, sys_ns,
+    max_rss_bytes, exit_code, timed_out, errno, message). Imports only
+    built-in modules so that its memory (the floor of every max RSS) stays small.
+    """
+    import marshal
+    import os
+    import select
+    import signal
+    import sys
+    import time
+
+    requests, replies, show, stdin_path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], \
+        sys.argv[4]
+    devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+    actions = [(os.POSIX_SPAWN_OPEN, 0, stdin_path, os.O_RDONLY, 0) if stdin_path
+               else (os.POSIX_SPAWN_DUP2, devnull, 0)]
+    actions += [] if show == "1" else [(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (1, 2)]
+    rss_unit = 1 if sys.platform == "darwin" else 1024
+    env, current = dict(os.environ), [0]
+
+    def kill_group(pid):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+    def stop(signum, frame):
+        if current[0]:
+            kill_group(current[0])
+        os._exit(0)
+
+    def exited(pid, timeout):
+        if timeout is None:
+            return True
+        if hasattr(os, "pidfd_open"):
+            fd = os.pidfd_open(pid)
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            ready = poller.poll(timeout * 1000)
+            os.close(fd)
+            return bool(ready)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT):
+                return True
+            time.sleep(0.001)
+        return False
+
+    def run(argv, timeout):
+        start = time.monotonic_ns()
+        try:
+            pid = os.posix_spawn(argv[0], list(argv), env, file_actions=actions, setpgroup=0)
+        except OSError as exc:
+            return (0, 0, 0, 0, 0, False, exc.errno or 1, exc.strerror or str(exc))
+        current[0] = pid
+        timed_out = not exited(pid, timeout)
+        if timed_out:
+            kill_group(pid)
+        _, status, usage = os.wait4(pid, 0)
+        wall = time.monotonic_ns() - start
+        current[0] = 0
+        return (wall, round(usage.ru_utime * 1e9), round(usage.ru_stime * 1e9),
+                usage.ru_maxrss * rss_unit, os.waitstatus_to_exitcode(status), timed_out, 0, "")
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, stop)
+    while True:
+        header = os.read(requests, 4)
+        if len(header) < 4:
+            return
+        size, data = int.from_bytes(header, "little"), b""
+        while len(data) < size:
+            data += os.read(requests, size - len(data))
+        reply = marshal.dumps(run(*marshal.loads(data)))
+        os.write(replies, len(reply).to_bytes(4, "little") + reply)
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A benchmark parameter from ``-P`` (a numeric scan) or ``-L`` (a list).
+
+    Attributes:
+        name: the placeholder name; ``{name}`` in commands and hooks is replaced.
+        values: the values in order (ints, floats or strings).
+    """
+
+    name: str
+    values: tuple[Any, ...]
+
+
+def _check_name(name: str, option: str) -> None:
+    if not _NAME_RE.match(name):
+        raise UsageError(f"{option} name {name!r} must be a word of letters, digits and _ "
+                         f"(used as {{name}} in commands); e.g. {option} n 1 5")
+
+
+def _number(text: str, option: str) -> int | float:
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{option}: {text!r} is not a number; write e.g. "
+                         f"{option} n 1 10 or {option} t 0.1 0.5 0.1") from None
+    if not math.isfinite(value):
+        raise UsageError(f"{option}: {text!r} is not a finite number")
+    return value
+
+
+def _decimals(text: str) -> int:
+    return len(text.partition(".")[2]) if "e" not in text.lower() else 12
+
+
+def parse_scan(tokens: Sequence[str], max_values: int = 10_000) -> Parameter:
+    """Parse ``-P name lo hi [step]`` into a parameter: lo, lo+step, … ≤ hi (hyperfine's -P).
+
+    Integers stay integers; with decimals each value is rounded to the most
+    decimals written, so 0.1 0.3 0.1 gives 0.1, 0.2, 0.3 (not 0.30000000000000004).
+
+    Args:
+        tokens: [name, lo, hi] or [name, lo, hi, step] as typed.
+        max_values: refuse scans longer than this.
+
+    Returns:
+        The parameter; ``hi`` is included when a whole number of steps reaches it.
+
+    Raises:
+        UsageError: wrong count, bad name, not numbers, lo > hi, step ≤ 0, too many values.
+    """
+    if len(tokens) not in (3, 4):
+        raise UsageError(f"-P takes NAME LO HI [STEP], got {' '.join(tokens)!r}; "
+                         "e.g. -P n 1 5 or -P t 0.1 0.5 0.1")
+    name, *numbers = tokens
+    _check_name(name, "-P")
+    lo, hi, step = [_number(t, "-P") for t in numbers] + ([1] if len(numbers) == 2 else [])
+    if lo > hi:
+        raise UsageError(f"-P {name}: LO {lo} is above HI {hi}; swap them")
+    if step <= 0:
+        raise UsageError(f"-P {name}: STEP must be above zero, got {step}")
+    count = math.floor((hi - lo) / step + 1e-9) + 1
+    if count > max_values:
+        raise UsageError(f"-P {name}: {count:,} values is too many (at most {max_values:,}); "
+                         "use a larger STEP")
+    digits = max(_decimals(t) for t in numbers)
+    if all(isinstance(v, int) for v in (lo, hi, step)):
+        return Parameter(name, tuple(lo + i * step for i in range(count)))
+    return Parameter(name, tuple(round(lo + i * step, digits) for i in range(count)))
+
+
+def parse_list(tokens: Sequence[str]) -> Parameter:
+    """Parse ``-L name a,b,c`` into a parameter of string values (hyperfine's -L).
+
+    Raises:
+        UsageError: bad name, or an empty list or empty value.
+    """
+    name, text = tokens
+    _check_name(name, "-L")
+    values = tuple(text.split(","))
+    if not text or any(v == "" for v in values):
+        raise UsageError(f"-L {name}: empty value in {text!r}; write values separated by "
+                         "commas, e.g. -L py python3.11,python3.12")
+    return Parameter(name, values)
+
+
+def parse_codes(text: str | None) -> frozenset[int] | None:
+    """``--ignore-failure`` value: None → every code; "1,2" → {1, 2}.
+
+    Raises:
+        UsageError: anything but comma-separated non-negative integers.
+    """
+    if text is None:
+        return None
+    if not _CODES_RE.match(text):
+        raise UsageError(f"--ignore-failure={text!r}: write exit codes separated by commas, "
+                         "e.g. --ignore-failure=1,2, or no value to ignore every exit code")
+    return frozenset(int(c) for c in text.split(","))
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """One command to benchmark, resolved and ready to spawn.
+
+    Attributes:
+        name: display name (the command text; ``#2``… appended to repeats).
+        text: the command text after parameter substitution.
+        argv: what is spawned; ``argv[0]`` is an absolute path.
+        params: parameter values of this case.
+        hooks: hook name ("setup", "prepare", "conclude", "cleanup") → argv (``sh -c``).
+    """
+
+    name: str
+    text: str
+    argv: tuple[str, ...]
+    params: dict[str, Any] = field(default_factory=dict)
+    hooks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def to_benchmark(self) -> Benchmark:
+        """An empty Benchmark of kind "command" for this spec."""
+        return Benchmark(name=self.name, kind="command", params=dict(self.params))
+
+
+def substitute(text: str, params: dict[str, Any]) -> str:
+    """Replace each ``{name}`` of ``params`` in ``text``; other braces are left alone
+    (so ``awk '{print $1}'`` keeps working, unlike ``str.format``)."""
+    for name, value in params.items():
+        text = text.replace("{" + name + "}", str(value))
+    return text
+
+
+def resolve_executable(name: str, command: str) -> str:
+    """Absolute path of the program ``name`` (searched on PATH when it has no slash).
+
+    Raises:
+        UsageError: not found, a directory, or not executable; says what to do.
+    """
+    if os.sep not in name:
+        found = shutil.which(name)
+        if found is None:
+            raise UsageError(f"command {command!r}: {name!r} not found on PATH; check the "
+                             "spelling, give its full path, or use --shell for shell "
+                             "built-ins, pipes and redirections")
+        return os.path.abspath(found)
+    path = os.path.abspath(name)
+    if not os.path.exists(path):
+        raise UsageError(f"command {command!r}: {name!r} does not exist; check the path")
+    if os.path.isdir(path) or not os.access(path, os.X_OK):
+        raise UsageError(f"command {command!r}: permission denied running {name!r} "
+                         f"(not an executable file); make it executable with chmod +x {name}")
+    return path
+
+
+def command_argv(text: str, shell: str | None) -> tuple[str, ...]:
+    """The argv that runs ``text``: ``shlex.split`` without a shell, ``shell -c`` with one.
+
+    Raises:
+        UsageError: empty command, unbalanced quotes, or program not found.
+    """
+    if shell:
+        return (resolve_executable(shell, text), "-c", text)
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise UsageError(f"command {text!r}: {exc}; check its quotes") from None
+    if not words:
+        raise UsageError("an empty command was given; write the command to run, "
+                         "e.g. perflab cmd 'sleep 0.1'")
+    return (resolve_executable(words[0], text), *words[1:])
+
+
+def expand(commands: Sequence[str], parameters: Sequence[Parameter],
+           hooks: dict[str, str | None], shell: str | None = None) -> list[CommandSpec]:
+    """Every command × every combination of parameter values, resolved.
+
+    Hooks always run through ``sh -c`` (they are untimed and often need pipes,
+    e.g. ``sync; echo 3 | sudo tee /proc/sys/vm/drop_caches``).
+
+    Args:
+        commands: command texts, possibly with ``{name}`` placeholders.
+        parameters: from ``-P``/``-L``; each must appear in a command or hook.
+        hooks: hook name → text or None.
+        shell: run commands through this shell (``--shell``), or None.
+
+    Returns:
+        Specs in order: command by command, parameters varying fastest.
+
+    Raises:
+        UsageError: no command, duplicate or unused parameter, program not found.
+    """
+    if not commands:
+        raise UsageError("no command given; write the commands to compare, "
+                         "e.g. perflab cmd 'sleep 0.1' 'sleep 0.2'")
+    _check_parameters(commands, parameters, hooks)
+    combos = _combinations(parameters)
+    sh = resolve_executable("sh", "--setup/--prepare/--conclude/--cleanup")
+    if not any(hooks.values()):
+        sh = ""
+    specs, seen = [], {}
+    for text in commands:
+        for params in combos:
+            concrete = substitute(text, params)
+            key = (concrete, tuple(params.items()))
+            seen[key] = seen.get(key, 0) + 1
+            name = concrete if seen[key] == 1 else f"{concrete} #{seen[key]}"
+            spec_hooks = {h: (sh, "-c", substitute(t, params)) for h, t in hooks.items() if t}
+            specs.append(CommandSpec(name, concrete, command_argv(concrete, shell), params,
+                                     spec_hooks))
+    return specs
+
+
+def _check_parameters(commands: Sequence[str], parameters: Sequence[Parameter],
+                      hooks: dict[str, str | None]) -> None:
+    names = [p.name for p in parameters]
+    texts = [*commands, *filter(None, hooks.values())]
+    for name in names:
+        if names.count(name) > 1:
+            raise UsageError(f"parameter {name!r} is given twice; give each -P/-L name once")
+        if not any("{" + name + "}" in t for t in texts):
+            raise UsageError(f"parameter {name!r} is not used: no command has {{{name}}}; "
+                             f"put {{{name}}} where its value goes")
+
+
+def _combinations(parameters: Sequence[Parameter]) -> list[dict[str, Any]]:
+    combos: list[dict[str, Any]] = [{}]
+    for param in parameters:
+        combos = [{**c, param.name: v} for c in combos for v in param.values]
+    return combos
+
+
+@dataclass
+class Settings:
+    """Measurement settings of ``perflab cmd``.
+
+    Attributes:
+        precision: target relative 95% CI half-width of medians and ratios (0.01 = 1%).
+        min_runs / max_runs: bounds on timed runs per command.
+        budget_s: time each command may spend (its runs plus its prepare and
+            conclude hooks), s; interleaved blocks stop when any command spent it.
+        timeout_s: a run (or hook) lasting longer is killed and counts as failed; None: never.
+        warmup: untimed runs per command before the timed ones.
+        interleave: randomized blocks (True) or one command after another (False).
+        ignore_all: non-zero exit codes don't fail the benchmark (--ignore-failure).
+        ignore_codes: exit codes that don't fail it (--ignore-failure=1,2).
+        reference: index of the command ratios are taken against; None: the fastest.
+        overhead_runs: runs of the empty process for the spawn overhead.
+        confidence: CI level.
+        seed: seed of the block order and of the bootstrap (None: random).
+    """
+
+    precision: float = 0.01
+    min_runs: int = 10
+    max_runs: int = 1000
+    budget_s: float = 10.0
+    timeout_s: float | None = 600.0
+    warmup: int = 0
+    interleave: bool = True
+    ignore_all: bool = False
+    ignore_codes: frozenset[int] = frozenset()
+    reference: int | None = None
+    overhead_runs: int = 30
+    confidence: float = 0.95
+    seed: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {**self.__dict__, "ignore_codes": sorted(self.ignore_codes)}
+
+    def accepts(self, exit_code: int) -> bool:
+        """True when a run that exited with ``exit_code`` counts as a success."""
+        if exit_code == 0:
+            return True
+        return exit_code > 0 and (self.ignore_all or exit_code in self.ignore_codes)
+
+
+@dataclass
+class _State:
+    """The engine's bookkeeping for one command."""
+
+    spec: CommandSpec
+    bench: Benchmark
+    spent_s: float = 0.0
+    done: bool = False
+    set_up: bool = False
+
+    def walls(self) -> list[float]:
+        """Wall seconds of the successful timed runs."""
+        return [r.wall_ns * 1e-9 for r in self.bench.runs if r.ok and not r.warmup]
+
+    def timed_runs(self) -> int:
+        """Timed runs so far, failed ones included."""
+        return sum(1 for r in self.bench.runs if not r.warmup)
+
+
+class CommandRunner:
+    """Measures commands in randomized blocks (or one after another) until they stop.
+
+    Args:
+        specs: the commands.
+        settings: measurement settings.
+        spawner: how processes run (default: :class:`PosixSpawner`).
+        overhead_argv: the empty process timed for the spawn overhead
+            (``true``, or ``sh -c ''`` with --shell); None skips it.
+        progress: progress sink.
+        clock: monotonic seconds (injectable for tests).
+
+    Attributes:
+        spawn_overhead_ns: wall times of the empty process, ns.
+        rss_floor_bytes: the least max RSS the empty process reported, bytes (or None).
+        interrupted: True when Ctrl-C (or SIGTERM) ended the measurement.
+        start_errors: commands that could not be started (bad input, exit 2).
+    """
+
+    def __init__(self, specs: Sequence[CommandSpec], settings: Settings,
+                 spawner: Spawner | None = None, overhead_argv: Sequence[str] | None = None,
+                 progress: Progress | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.settings = settings
+        self.spawner = spawner or PosixSpawner()
+        self.overhead_argv = overhead_argv
+        self.progress = progress or NullProgress()
+        self.clock = clock
+        self.rng = random.Random(settings.seed)
+        self.states = [_State(s, s.to_benchmark()) for s in specs]
+        self.spawn_overhead_ns: list[int] = []
+        self.rss_floor_bytes: int | None = None
+        self.interrupted = False
+        self.start_errors = 0
+        self._t0 = clock()
+        self._index = 0
+        self._checks = 0
+        self._next_check = -math.inf
+
+    def run(self) -> list[Benchmark]:
+        """Measure every command; Ctrl-C stops early and keeps every finished run.
+
+        Returns:
+            One Benchmark per spec, in spec order; failed ones have ``error`` set.
+        """
+        try:
+            self._probe_overhead()
+            if self.settings.interleave:
+                self._interleaved()
+            else:
+                for state in self.states:
+                    self._sequential(state)
+        except KeyboardInterrupt:
+            self.interrupted = True
+            for state in self.states:
+                if not state.done:
+                    state.done, state.bench.stop_reason = True, "interrupted"
+            self._cleanup_all()
+        return [s.bench for s in self.states]
+
+    def _probe_overhead(self) -> None:
+        """Time the empty process a few times: the floor under every wall time."""
+        if self.overhead_argv:
+            for _ in range(self.settings.overhead_runs):
+                outcome = self.spawner.run(self.overhead_argv, self.settings.timeout_s)
+                self.spawn_overhead_ns.append(outcome.wall_ns)
+                self.rss_floor_bytes = min(self.rss_floor_bytes or outcome.max_rss_bytes,
+                                           outcome.max_rss_bytes)
+
+    def _sequential(self, state: _State) -> None:
+        """All runs of one command: setup, warmup, runs until it stops, cleanup."""
+        self.progress.start_case(state.bench.id, self.settings.budget_s)
+        self._hook(state, "setup")
+        for _ in range(self.settings.warmup):
+            self._measure(state, warmup=True)
+        while not state.done:
+            self._measure(state)
+            self._decide([state])
+        self._cleanup(state)
+
+    def _interleaved(self) -> None:
+        """Every setup, warmup blocks, timed blocks in random order until all stop, cleanups."""
+        for state in self.states:
+            self.progress.start_case(state.bench.id, self.settings.budget_s)
+            self._hook(state, "setup")
+        for _ in range(self.settings.warmup):
+            self._block(warmup=True)
+        while self._block():
+            self._decide([s for s in self.states if not s.done])
+        self._cleanup_all()
+
+    def _block(self, warmup: bool = False) -> bool:
+        """Run every active command once in a fresh random order; False when none is active."""
+        active = [s for s in self.states if not s.done]
+        self.rng.shuffle(active)
+        for state in active:
+            self._measure(state, warmup)
+        return bool(active)
+
+    def _measure(self, state: _State, warmup: bool = False) -> None:
+        """One run of ``state`` between its prepare and conclude hooks, recorded."""
+        if state.done or not self._hook(state, "prepare"):
+            return
+        started = self.clock() - self._t0
+        try:
+            outcome = self.spawner.run(state.spec.argv, self.settings.timeout_s)
+        except OSError as exc:
+            self.start_errors += 1
+            self._fail(state, f"can't be started: {exc.strerror or exc}; check that it is a "
+                       "program for this machine (scripts need a #! line) or use --shell")
+            return
+        run = self._record(state, outcome, started, warmup)
+        state.spent_s += outcome.wall_ns * 1e-9
+        if not run.ok and not self.settings.ignore_all:
+            self._fail(state, self._run_failure(outcome))
+            return
+        self._hook(state, "conclude")
+
+    def _record(self, state: _State, outcome: Outcome, started: float,
+                warmup: bool) -> CommandRun:
+        ok = not outcome.timed_out and self.settings.accepts(outcome.exit_code)
+        run = CommandRun(index=self._index, started_s=started, wall_ns=outcome.wall_ns,
+                         user_ns=outcome.user_ns, sys_ns=outcome.sys_ns,
+                         max_rss_bytes=outcome.max_rss_bytes, exit_code=outcome.exit_code,
+                         ok=ok, warmup=warmup, timed_out=outcome.timed_out)
+        self._index += 1
+        state.bench.runs.append(run)
+        return run
+
+    def _run_failure(self, outcome: Outcome) -> str:
+        """Plain-words reason a run failed, with what to do."""
+        if outcome.timed_out:
+            return (f"run timed out after {self.settings.timeout_s:g} s and was killed (hung?); "
+                    "raise --timeout or fix the command")
+        if outcome.exit_code < 0:
+            name = signal.Signals(-outcome.exit_code).name
+            return (f"run was killed by {name}; fix the command, or pass --ignore-failure to "
+                    "keep measuring and count such runs apart")
+        hint = " (the shell could not find the command)" if outcome.exit_code == 127 else ""
+        return (f"run exited with status {outcome.exit_code}{hint}; fix it, or pass "
+                f"--ignore-failure (or --ignore-failure={outcome.exit_code}) if that is expected;"
+                " --show-output shows what it printed")
+
+    def _hook(self, state: _State, hook: str) -> bool:
+        """Run a hook of ``state`` if it has one; False (and the command fails) if the hook did."""
+        state.set_up = state.set_up or hook == "setup"
+        argv = state.spec.hooks.get(hook)
+        if argv is None or state.bench.failed:
+            return not state.bench.failed
+        outcome = self.spawner.run(argv, self.settings.timeout_s)
+        if hook in ("prepare", "conclude"):
+            state.spent_s += outcome.wall_ns * 1e-9
+        if outcome.exit_code == 0 and not outcome.timed_out:
+            return True
+        status = "timed out" if outcome.timed_out else f"exited with status {outcome.exit_code}"
+        self._fail(state, f"--{hook} {argv[-1]!r} {status}; fix it (--show-output shows what "
+                   "it printed)")
+        return False
+
+    def _fail(self, state: _State, message: str) -> None:
+        state.bench.error = f"{state.spec.name!r}: {message}"
+        state.done, state.bench.stop_reason = True, "failed"
+        self.progress.finish_case(state.bench.id, "failed")
+
+    def _cleanup(self, state: _State) -> None:
+        if state.set_up:
+            state.set_up = False
+            argv = state.spec.hooks.get("cleanup")
+            outcome = self.spawner.run(argv, self.settings.timeout_s) if argv else None
+            if outcome and (outcome.exit_code or outcome.timed_out) and not state.bench.failed:
+                state.bench.error = (f"{state.spec.name!r}: --cleanup {argv[-1]!r} failed "
+                                     f"(status {outcome.exit_code}); its runs are kept")
+
+    def _cleanup_all(self) -> None:
+        try:
+            for state in self.states:
+                self._cleanup(state)
+        except KeyboardInterrupt:
+            self.interrupted = True
+
+    def _decide(self, active: list[_State]) -> None:
+        """Stop ``active`` together when precise enough, out of budget, or out of runs."""
+        active = [s for s in active if not s.done]
+        if not active:
+            return
+        s = self.settings
+        runs = min(st.timed_runs() for st in active)
+        limit = ("max-runs" if runs >= s.max_runs
+                 else "budget" if any(st.spent_s >= s.budget_s for st in active) else None)
+        reason = limit
+        enough = min(len(st.walls()) for st in active) >= max(s.min_runs, 2)
+        if enough and (limit or self.clock() >= self._next_check):
+            if self._precise(active):
+                reason = "precision"
+        for state in active if reason else ():
+            state.done, state.bench.stop_reason = True, reason
+            self.progress.finish_case(state.bench.id, reason)
+
+    def _precise(self, active: list[_State]) -> bool:
+        """True when every median's and every ratio's CI is within the precision.
+
+        The check costs a few bootstraps (real CPU time, whatever the injected
+        clock says), so the next one waits until ``_CHECK_SHARE`` times that
+        cost has been spent measuring.
+        """
+        began = time.perf_counter()
+        widths = self.half_widths(active)
+        for state in active:
+            self.progress.update_case(state.bench.id, state.timed_runs(), state.spent_s,
+                                      max(widths))
+        self._next_check = self.clock() + _CHECK_SHARE * (time.perf_counter() - began)
+        return max(widths) <= self.settings.precision
+
+    def half_widths(self, active: list[_State]) -> list[float]:
+        """Relative CI half-widths of each median and of each ratio to the reference.
+
+        Uses :func:`perflab.analyze.stats.median_ci` and ``ratio_ci`` (each run
+        is its own process, so one value per group: the ordinary bootstrap).
+        """
+        import numpy as np
+
+        from perflab.analyze import stats
+
+        self._checks += 1
+        rng = np.random.default_rng(None if self.settings.seed is None
+                                    else [self.settings.seed, self._checks])
+        walls = {id(st): [np.asarray(st.walls())] for st in active}
+        widths = [stats.median_ci(walls[id(st)], self.settings.confidence, 1000, rng)
+                  .relative_half_width for st in active]
+        ref = self._reference(active, walls)
+        for st in active:
+            if st is not ref:
+                widths.append(stats.ratio_ci(walls[id(st)], walls[id(ref)],
+                                             self.settings.confidence, 1000, rng)
+                              .relative_half_width)
+        return widths
+
+    def _reference(self, active: list[_State], walls: dict[int, Any]) -> _State:
+        """The --reference command if it is active, else the one with the lowest median."""
+        index = self.settings.reference
+        if index is not None and self.states[index] in active:
+            return self.states[index]
+        import numpy as np
+
+        return min(active, key=lambda st: float(np.median(walls[id(st)][0])))
