@@ -451,7 +451,8 @@ def expand(commands: Sequence[str], parameters: Sequence[Parameter],
         shell: run commands through this shell (``--shell``), or None.
 
     Returns:
-        Specs in order: command by command, parameters varying fastest.
+        Specs in order: command by command, parameters varying fastest; a
+        command that uses no parameter (nor do the hooks) runs once.
 
     Raises:
         UsageError: no command, duplicate or unused parameter, program not found.
@@ -460,13 +461,14 @@ def expand(commands: Sequence[str], parameters: Sequence[Parameter],
         raise UsageError("no command given; write the commands to compare, "
                          "e.g. perflab cmd 'sleep 0.1' 'sleep 0.2'")
     _check_parameters(commands, parameters, hooks)
-    combos = _combinations(parameters)
     sh = resolve_executable("sh", "--setup/--prepare/--conclude/--cleanup")
     if not any(hooks.values()):
         sh = ""
     specs, seen = [], {}
+    hook_texts = "".join(filter(None, hooks.values()))
     for text in commands:
-        for params in combos:
+        used = [p for p in parameters if "{" + p.name + "}" in text + hook_texts]
+        for params in _combinations(used):
             concrete = substitute(text, params)
             key = (concrete, tuple(params.items()))
             seen[key] = seen.get(key, 0) + 1

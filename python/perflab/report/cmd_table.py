@@ -314,7 +314,7 @@ def summary_records(summaries: Sequence[CommandSummary]) -> list[dict[str, objec
     """Flat records for CSV: numbers in base units (s, B), one per command."""
     records = []
     for s in summaries:
-        record = {k: v for k, v in s.to_dict().items() if k not in ("ratio", "warnings")}
+        record = {k: v for k, v in asdict(s).items() if k not in ("ratio", "warnings")}
         record["ratio"], record["ratio_low"], record["ratio_high"] = s.ratio or ("", "", "")
         record["error"] = s.error or ""
         records.append(record)
