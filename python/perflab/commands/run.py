@@ -34,6 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
                         help="how to print the results on stdout")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
+    parser.add_argument("--compare-to", metavar="A.json", help="after the run, compare its "
+                        "results with this baseline (as perflab compare A.json NEW.json)")
 
 
 def parse_precision(text: str) -> float:
@@ -78,13 +80,14 @@ def select(cases, patterns):  # type: ignore[no-untyped-def]
 
 def main(args: argparse.Namespace) -> int:
     """Measure, save, print. Exit 1 when a benchmark failed, 130 when interrupted."""
-    from perflab import __version__, environment
+    from perflab import __version__, environment, model
     from perflab.measure import clocks
     from perflab.measure.runner import Runner
     from perflab.measure.suite import expand, load_file
     from perflab.model import Results
 
     settings = _settings(args)
+    baseline = model.load(args.compare_to) if args.compare_to else None
     bench_file = load_file(args.file)
     cases = select(expand(bench_file), args.filter)
     started = dt.datetime.now(dt.timezone.utc)
@@ -105,21 +108,21 @@ def main(args: argparse.Namespace) -> int:
     environment.finish(env)
     path = _save_and_print(results, args, settings.precision)
     sys.stderr.write(f"results saved to {path}\n")
+    if baseline is not None:
+        from perflab.commands.compare import compare_after_run
+
+        compare_after_run(args.compare_to, baseline, results, args.format)
     if runner.interrupted:
         return 130
     return 1 if any(b.failed for b in results.benchmarks) else 0
 
 
 def _progress(precision: float, quiet: bool):  # type: ignore[no-untyped-def]
+    """The live display on stderr, or a silent one with --quiet."""
     if quiet:
-        from contextlib import nullcontext
-
         from perflab.measure.runner import NullProgress
 
-        class _Quiet(NullProgress, nullcontext):  # type: ignore[misc]
-            pass
-
-        return _Quiet()
+        return NullProgress()
     from perflab.report.progress import RichProgress
 
     return RichProgress(precision)

@@ -1,0 +1,807 @@
+"""Comparisons of two results files: is B faster, slower, the same, or can't we tell?
+
+For each benchmark present in both files (matched by :attr:`Benchmark.id`)
+this module computes the ratio B/A of a location estimate with a bootstrap
+CI, a p-value and a verdict; across the suite it adds the Benjamini–Hochberg
+correction, the geometric mean of the ratios with its CI, verdict counts,
+and plain-words warnings when the two environments differ.
+
+Methods (DESIGN.md, "Comparison"):
+    * python benchmarks: ratio of pooled medians with a hierarchical bootstrap
+      (processes, then samples within them; Davison & Hinkley 1997 §3.8);
+      commands: each run is a process with one value (its wall time);
+    * small numbers of processes make percentile intervals too narrow, so the
+      log-ratio replicates are widened by the "expanded percentile" factor
+      sqrt(n/(n−1))·t(n−1)/z (Hesterberg 2015, "What teachers should know
+      about the bootstrap"), n = processes of the smaller side;
+    * verdict against the noise threshold t: faster/slower when the whole CI
+      lies outside [1−t, 1+t], same when inside, inconclusive otherwise
+      (the equivalence-margin logic of TOST, Schuirmann 1987);
+    * p-value: two-sided Mann–Whitney U (Mann & Whitney 1947) on per-process
+      values, because samples inside one process are not independent;
+    * suite: Benjamini & Hochberg (1995) q-values; geometric mean of the
+      ratios, its CI from the per-benchmark bootstrap replicates;
+    * HTTP steps: latency percentiles from the HdrHistograms, their CIs from
+      the order-statistic bootstrap (the m-th of N draws is F⁻¹(U), U ~
+      Beta(m, N−m+1)); achieved rate by the exact Poisson rate-ratio test
+      (conditional binomial, Clopper–Pearson CI; Przyborowski & Wilenski 1940).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import struct
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from perflab.analyze import stats
+from perflab.analyze.stats import Estimate
+from perflab.analyze.summary import timing_groups
+from perflab.errors import UsageError
+from perflab.model import Benchmark, HttpStep, Results
+
+FASTER, SLOWER, SAME, INCONCLUSIVE, FAILED = "faster", "slower", "same", "inconclusive", "failed"
+#: Every verdict, in the order reports count them.
+VERDICTS = (SLOWER, FASTER, INCONCLUSIVE, SAME, FAILED)
+DEFAULT_THRESHOLD = 0.02
+DEFAULT_PERCENTILES = (50.0, 90.0, 99.0, 99.9)
+#: Share of benchmarks moving the same way above which the move looks machine-wide.
+MACHINE_WIDE_SHARE = 0.8
+
+
+@dataclass
+class Side:
+    """One file's figures for one compared metric.
+
+    Attributes:
+        value: the location estimate: seconds (times, latencies) or 1/s (rates).
+        low / high: its 95% CI (nan when there is none).
+        units: independent units behind it: processes, runs or requests.
+        samples: timed samples (python), runs (command) or requests (http).
+    """
+
+    value: float
+    low: float = math.nan
+    high: float = math.nan
+    units: int = 0
+    samples: int = 0
+
+
+@dataclass
+class Row:
+    """The comparison of one metric of one benchmark (or HTTP step) in A and B.
+
+    Attributes:
+        id: benchmark id, plus the step and metric for HTTP rows.
+        kind: "python", "command" or "http".
+        metric: "time", "rate" or a latency percentile such as "p99".
+        unit: "s" or "1/s".
+        higher_is_better: True for rates (a ratio above 1 is then "faster").
+        a / b: each side's figures, None when that side has no data.
+        ratio: B/A with its expanded bootstrap CI, None when not computable.
+        p_value / q_value: Mann–Whitney U p and its Benjamini–Hochberg q.
+        test_key: rows with one key share one test (one p in the correction).
+        verdict: one of :data:`VERDICTS`.
+        primary: True when the row enters the geometric mean.
+        notes: plain-words caveats.
+        log_replicates: bootstrap replicates of log(B/A), shape (B,), or None.
+    """
+
+    id: str
+    kind: str
+    metric: str
+    unit: str
+    higher_is_better: bool = False
+    a: Side | None = None
+    b: Side | None = None
+    ratio: Estimate | None = None
+    p_value: float = math.nan
+    q_value: float = math.nan
+    test_key: str = ""
+    verdict: str = INCONCLUSIVE
+    primary: bool = True
+    notes: list[str] = field(default_factory=list)
+    log_replicates: np.ndarray | None = field(default=None, repr=False)
+
+
+@dataclass
+class SuiteComparison:
+    """The whole comparison of B against A.
+
+    Attributes:
+        rows: one per compared metric, in A's order.
+        only_in_a / only_in_b: ids present in one file only (never dropped silently).
+        geomean: geometric mean of the primary rows' B/A with its CI, or None.
+        geomean_verdict: the verdict of that CI against the threshold.
+        counts: verdict → number of rows.
+        environment: plain-words differences between the two fingerprints.
+        warnings: other plain-words warnings about the comparison as a whole.
+        threshold / confidence: the noise threshold t and the CI level.
+        cost: "A"/"B" → {"benchmarks", "processes", "samples"} spent on the verdicts.
+    """
+
+    rows: list[Row]
+    only_in_a: list[str] = field(default_factory=list)
+    only_in_b: list[str] = field(default_factory=list)
+    geomean: Estimate | None = None
+    geomean_verdict: str = INCONCLUSIVE
+    counts: dict[str, int] = field(default_factory=dict)
+    environment: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    threshold: float = DEFAULT_THRESHOLD
+    confidence: float = 0.95
+    cost: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def tripped(self, fail_on: Sequence[str]) -> list[str]:
+        """Ids whose verdict is in ``fail_on`` ("missing" matches ids only in A)."""
+        hits = [r.id for r in self.rows if r.verdict in fail_on]
+        return hits + (list(self.only_in_a) if "missing" in fail_on else [])
+
+
+# --------------------------------------------------------------------------- decisions
+
+
+def verdict(low: float, high: float, threshold: float, higher_is_better: bool = False) -> str:
+    """The verdict of a CI [low, high] of B/A against the noise threshold t.
+
+    Outside [1−t, 1+t] entirely: slower (or faster when higher is better) above,
+    faster below; inside entirely: same; otherwise inconclusive (DESIGN.md).
+
+    Args:
+        low / high: CI bounds of the ratio B/A (dimensionless).
+        threshold: t, e.g. 0.02 for ±2%.
+        higher_is_better: True for rates.
+
+    Returns:
+        One of "faster", "slower", "same", "inconclusive".
+    """
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return INCONCLUSIVE
+    if low > 1 + threshold:
+        return FASTER if higher_is_better else SLOWER
+    if high < 1 - threshold:
+        return SLOWER if higher_is_better else FASTER
+    if low >= 1 - threshold and high <= 1 + threshold:
+        return SAME
+    return INCONCLUSIVE
+
+
+def expansion_factor(n: int, confidence: float = 0.95) -> float:
+    """Hesterberg's (2015) expansion of a percentile bootstrap CI for n units. O(1).
+
+    sqrt(n/(n−1)) · t_{n−1} / z corrects both the bootstrap's variance bias
+    and its normal-like tails for small n (1.58 for n=5, 1.10 for n=20).
+
+    Returns:
+        The factor (≥ 1), inf when n < 2 (no interval can be formed).
+    """
+    from scipy import stats as sps
+
+    if n < 2:
+        return math.inf
+    tail = 1 - (1 - confidence) / 2
+    return math.sqrt(n / (n - 1)) * float(sps.t.ppf(tail, n - 1) / sps.norm.ppf(tail))
+
+
+def expanded_ratio_ci(point: float, replicates: np.ndarray, n: int,
+                      confidence: float = 0.95) -> tuple[Estimate, np.ndarray | None]:
+    """Percentile CI of a ratio from bootstrap replicates, widened for n units.
+
+    The log-replicates are spread around log(point) by :func:`expansion_factor`,
+    which widens the interval and keeps its asymmetry.
+
+    Args:
+        point: the ratio's point estimate (> 0).
+        replicates: bootstrap ratios, shape (B,); non-finite ones are ignored.
+        n: independent units behind the smaller side.
+
+    Returns:
+        (Estimate, expanded log-replicates of shape (B,) with NaN where not
+        finite) or (Estimate(point, 0, inf), None) when n < 2.
+    """
+    factor = expansion_factor(n, confidence)
+    if not math.isfinite(factor):
+        return Estimate(point, 0.0, math.inf, confidence), None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = np.log(np.where(replicates > 0, replicates, np.nan))
+    logs = math.log(point) + factor * (logs - math.log(point))
+    est = stats.percentile_ci(np.exp(logs), point, confidence)
+    return est, logs
+
+
+def mann_whitney_p(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:
+    """Two-sided Mann–Whitney U p-value of B against A (Mann & Whitney 1947).
+
+    Exact for small samples without ties, asymptotic otherwise (scipy's choice).
+    O((n+m) log(n+m)).
+
+    Returns:
+        The p-value, NaN when a side is empty or every value is tied.
+    """
+    from scipy import stats as sps
+
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if a.size == 0 or b.size == 0 or np.ptp(np.concatenate([a, b])) == 0:
+        return math.nan
+    return float(sps.mannwhitneyu(b, a, alternative="two-sided").pvalue)
+
+
+def benjamini_hochberg(p_values: Sequence[float]) -> np.ndarray:
+    """Benjamini–Hochberg (1995) adjusted p-values (q-values); NaN stays NaN. O(m log m).
+
+    Args:
+        p_values: shape (m,).
+
+    Returns:
+        q-values, shape (m,).
+    """
+    from scipy import stats as sps
+
+    p = np.asarray(p_values, float)
+    q = np.full(p.shape, np.nan)
+    finite = np.isfinite(p)
+    if finite.any():
+        q[finite] = sps.false_discovery_control(p[finite], method="bh")
+    return q
+
+
+def geometric_mean_ci(log_replicates: Sequence[np.ndarray], points: Sequence[float],
+                      confidence: float = 0.95) -> Estimate:
+    """Geometric mean of ratios with a bootstrap CI. O(k·B).
+
+    Benchmarks are resampled independently, so replicate i of the geometric
+    mean is exp(mean over benchmarks of log-replicate i).
+
+    Args:
+        log_replicates: k arrays of shape (B,), log(B/A) replicates (NaN allowed).
+        points: the k ratios.
+
+    Raises:
+        ValueError: on empty input.
+    """
+    if not points:
+        raise ValueError("no ratio to average")
+    point = float(np.exp(np.mean(np.log(points))))
+    stacked = np.vstack(log_replicates)
+    with np.errstate(invalid="ignore"):
+        reps = np.exp(np.nanmean(stacked, axis=0))
+    return stats.percentile_ci(reps, point, confidence)
+
+
+# --------------------------------------------------------------------------- engines
+
+
+def _rng(seed: int, key: str) -> np.random.Generator:
+    """A generator per row, so a row's CI doesn't change when other benchmarks do."""
+    return np.random.default_rng([seed, zlib.crc32(key.encode())])
+
+
+def _unit_groups(bench: Benchmark) -> tuple[list[np.ndarray], int]:
+    """Per-unit value arrays (seconds) and the sample count, python or command kind."""
+    if bench.kind == "command":
+        walls = [r.wall_ns * 1e-9 for r in bench.runs if r.ok and not r.warmup]
+        return [np.array([w]) for w in walls], len(walls)
+    groups = timing_groups(bench)
+    return groups, sum(g.size for g in groups)
+
+
+def compare_groups(row: Row, groups_a: list[np.ndarray], groups_b: list[np.ndarray],
+                   confidence: float, resamples: int, rng: np.random.Generator) -> Row:
+    """Fill ``row`` from per-process values of A and B (the python and command engines).
+
+    Ratio of pooled medians B/A, hierarchical bootstrap replicates widened
+    for the number of processes, Mann–Whitney U on per-process medians.
+    Cost: O(resamples · P · max samples per process).
+
+    Args:
+        row: the row to fill (id, kind, metric set).
+        groups_a / groups_b: P arrays of seconds per op, one per process (non-empty).
+    """
+    median_a, median_b = stats.pooled_median(groups_a), stats.pooled_median(groups_b)
+    reps_a = stats.bootstrap_medians(groups_a, resamples, rng)
+    reps_b = stats.bootstrap_medians(groups_b, resamples, rng)
+    row.a = _side(median_a, reps_a, groups_a, confidence)
+    row.b = _side(median_b, reps_b, groups_b, confidence)
+    if median_a <= 0 or median_b <= 0:
+        row.verdict, row.primary = FAILED, False
+        row.notes.append("a median of zero: no ratio can be formed")
+        return row
+    n = min(len(groups_a), len(groups_b))
+    if n < 2:
+        n = min(row.a.samples, row.b.samples)
+        row.notes.append("one process on a side: the CI ignores process-to-process "
+                         "variation; measure with more processes")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        row.ratio, row.log_replicates = expanded_ratio_ci(median_b / median_a, reps_b / reps_a,
+                                                          n, confidence)
+    row.p_value = mann_whitney_p([np.median(g) for g in groups_a],
+                                 [np.median(g) for g in groups_b])
+    return row
+
+
+def _side(median: float, reps: np.ndarray, groups: list[np.ndarray], confidence: float) -> Side:
+    ci = stats.percentile_ci(reps, median, confidence)
+    return Side(median, ci.low, ci.high, len(groups), int(sum(g.size for g in groups)))
+
+
+def compare_timed(a: Benchmark, b: Benchmark, confidence: float = 0.95, resamples: int = 2000,
+                  seed: int = 0) -> Row:
+    """Compare one python or command benchmark in A and B (see :func:`compare_groups`).
+
+    Returns:
+        A row; its verdict is "failed" when a side has no usable data.
+    """
+    row = Row(a.id, a.kind, "time", "s", test_key=a.id)
+    groups_a, _ = _unit_groups(a)
+    groups_b, _ = _unit_groups(b)
+    missing = [f"{side}: {bench.error or 'no successful samples'}"
+               for side, bench, groups in (("A", a, groups_a), ("B", b, groups_b)) if not groups]
+    if missing:
+        row.verdict, row.primary, row.notes = FAILED, False, missing
+        return row
+    return compare_groups(row, groups_a, groups_b, confidence, resamples, _rng(seed, a.id))
+
+
+# --------------------------------------------------------------------------- HdrHistogram
+
+
+_V2_COOKIE = 0x1C849303
+_V2_COMPRESSED_COOKIE = 0x1C849304
+_HEADER = struct.Struct(">iiiiqqd")
+
+
+@dataclass
+class HdrCounts:
+    """A decoded HdrHistogram: its non-empty buckets only.
+
+    Attributes:
+        values: highest equivalent value of each non-empty bucket, ascending,
+            in the histogram's unit (µs in perflab files); shape (K,).
+        counts: how many values fell in each bucket; shape (K,), int64.
+    """
+
+    values: np.ndarray
+    counts: np.ndarray
+
+    @property
+    def total(self) -> int:
+        """Number of recorded values."""
+        return int(self.counts.sum())
+
+    def at_rank(self, ranks: np.ndarray) -> np.ndarray:
+        """Values of the given 1-based ranks (clipped to [1, total]); shape of ``ranks``."""
+        cumulative = np.cumsum(self.counts)
+        ranks = np.clip(ranks, 1, cumulative[-1])
+        return self.values[np.searchsorted(cumulative, ranks, side="left")]
+
+    def quantile(self, q: float) -> float:
+        """HdrHistogram's value at quantile q in [0, 1]: the highest equivalent value of
+        the bucket holding rank max(1, ceil(q·N)), as the Rust and Java libraries report."""
+        return float(self.at_rank(np.array([max(1, math.ceil(q * self.total))]))[0])
+
+
+def _varints(data: bytes) -> list[int]:
+    """LEB128-64b9B varints (HdrHistogram's: the 9th byte carries 8 bits), ZigZag-decoded."""
+    out, value, shift, nbytes = [], 0, 0, 0
+    for byte in data:
+        nbytes += 1
+        if nbytes == 9:
+            value |= byte << 56
+        else:
+            value |= (byte & 0x7F) << shift
+            shift += 7
+        if nbytes == 9 or not byte & 0x80:
+            out.append((value >> 1) ^ -(value & 1))
+            value, shift, nbytes = 0, 0, 0
+    if nbytes:
+        raise ValueError("truncated varint in the counts payload")
+    return out
+
+
+def _bucket_values(indexes: np.ndarray, digits: int, lowest: int) -> np.ndarray:
+    """Highest equivalent value of each counts-array index (HdrHistogram's geometry)."""
+    half_magnitude = max((2 * 10**digits - 1).bit_length(), 1) - 1
+    unit = max(lowest, 1).bit_length() - 1
+    half = 1 << half_magnitude
+    bucket = (indexes >> half_magnitude) - 1
+    sub = (indexes & (half - 1)) + half
+    first = bucket < 0
+    sub = np.where(first, sub - half, sub)
+    bucket = np.where(first, 0, bucket)
+    return (sub << (bucket + unit)) + (np.int64(1) << (bucket + unit)) - 1
+
+
+def decode_histogram(encoded: str) -> HdrCounts:
+    """Decode a base64 HdrHistogram in the V2 (optionally deflate-compressed) encoding.
+
+    The format is HdrHistogram's documented wire encoding (Java
+    ``encodeIntoCompressedByteBuffer``): cookie, length, zlib payload of a
+    40-byte header (cookie, payload length, normalizing offset, significant
+    digits, lowest, highest, int-to-double ratio) and ZigZag varint counts
+    where a negative number is a run of empty buckets. O(buckets).
+
+    Args:
+        encoded: base64 text as written in :class:`perflab.model.Histogram`.
+
+    Returns:
+        The non-empty buckets (empty arrays for an empty histogram or "").
+
+    Raises:
+        ValueError: not base64, a foreign cookie, or a corrupt payload.
+    """
+    if not encoded:
+        return HdrCounts(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    try:
+        raw = base64.b64decode(encoded, validate=True)
+        cookie, length = struct.unpack_from(">iI", raw)
+        if cookie & ~0xF0 == _V2_COMPRESSED_COOKIE:
+            raw = zlib.decompress(raw[8:8 + length])
+        cookie, size, offset, digits, lowest, _, ratio = _HEADER.unpack_from(raw)
+    except (binascii.Error, struct.error, zlib.error) as exc:
+        raise ValueError(f"not an HdrHistogram V2 encoding ({exc})") from None
+    if cookie & ~0xF0 != _V2_COOKIE or offset != 0 or not 0 <= digits <= 5 or lowest < 1:
+        raise ValueError("not an HdrHistogram V2 encoding (bad cookie or header)")
+    return _counts(_varints(raw[_HEADER.size:_HEADER.size + size]), digits, lowest)
+
+
+def _counts(numbers: list[int], digits: int, lowest: int) -> HdrCounts:
+    indexes, counts, index = [], [], 0
+    for number in numbers:
+        if number < 0:
+            index -= number
+        else:
+            if number:
+                indexes.append(index)
+                counts.append(number)
+            index += 1
+    values = _bucket_values(np.asarray(indexes, np.int64), digits, lowest)
+    return HdrCounts(values.astype(np.int64), np.asarray(counts, np.int64))
+
+
+def quantile_replicates(hist: HdrCounts, q: float, resamples: int,
+                        rng: np.random.Generator) -> np.ndarray:
+    """Bootstrap replicates of the q-quantile of a histogram, without drawing N values.
+
+    The m-th smallest of N draws from the histogram is F̂⁻¹(U) with
+    U ~ Beta(m, N−m+1), m = max(1, ceil(qN)) (the order-statistic form of
+    the bootstrap of a quantile). O(resamples · log K).
+
+    Returns:
+        Replicate quantiles, shape (resamples,), in the histogram's unit.
+    """
+    n = hist.total
+    m = max(1, math.ceil(q * n))
+    u = rng.beta(m, n - m + 1, size=resamples)
+    return hist.at_rank(np.ceil(u * n).astype(np.int64)).astype(float)
+
+
+def mann_whitney_counts(a: HdrCounts, b: HdrCounts) -> float:
+    """Two-sided Mann–Whitney U p-value of B against A from bucket counts.
+
+    Values in one bucket are ties; U counts pairs with a tie as ½, the normal
+    approximation uses the tie-corrected variance and a continuity
+    correction (as scipy's asymptotic method). O(K log K).
+
+    Returns:
+        The p-value, NaN when a side is empty or everything is tied.
+    """
+    from scipy import stats as sps
+
+    n_a, n_b = a.total, b.total
+    grid = np.union1d(a.values, b.values)
+    count_a = np.zeros(grid.size)
+    count_b = np.zeros(grid.size)
+    count_a[np.searchsorted(grid, a.values)] = a.counts
+    count_b[np.searchsorted(grid, b.values)] = b.counts
+    u = float(np.sum(count_b * (np.cumsum(count_a) - count_a + 0.5 * count_a)))
+    n = n_a + n_b
+    ties = count_a + count_b
+    variance = n_a * n_b / 12 * ((n + 1) - np.sum(ties**3 - ties) / (n * (n - 1))) if n > 1 else 0
+    if n_a == 0 or n_b == 0 or variance <= 0:
+        return math.nan
+    z = (abs(u - n_a * n_b / 2) - 0.5) / math.sqrt(variance)
+    return float(min(1.0, 2 * sps.norm.sf(max(z, 0.0))))
+
+
+# --------------------------------------------------------------------------- HTTP
+
+
+def step_label(step: HttpStep) -> str:
+    """How a step is named in ids: "open 1,000/s", "closed 16 conn"."""
+    if step.mode == "closed" or step.offered_rate is None:
+        return f"{step.mode} {step.connections} conn"
+    return f"{step.mode} {step.offered_rate:,.0f}/s"
+
+
+def _achieved_rate(step: HttpStep) -> float:
+    return step.ok_responses / step.elapsed_s if step.elapsed_s > 0 else math.nan
+
+
+def compare_rates(row: Row, a: HttpStep, b: HttpStep, confidence: float) -> Row:
+    """Fill ``row`` with the achieved rates (ok responses / elapsed s) of two steps.
+
+    Exact Poisson rate-ratio test: conditional on the total, B's count is
+    binomial; its Clopper–Pearson CI maps to a CI of the rate ratio.
+    """
+    from scipy import stats as sps
+
+    k_a, k_b, t_a, t_b = a.ok_responses, b.ok_responses, a.elapsed_s, b.elapsed_s
+    row.a = Side(_achieved_rate(a), units=k_a, samples=k_a)
+    row.b = Side(_achieved_rate(b), units=k_b, samples=k_b)
+    if k_a == 0 or k_b == 0 or t_a <= 0 or t_b <= 0:
+        row.verdict = FAILED
+        row.notes.append("no successful response on a side")
+        return row
+    test = sps.binomtest(k_b, k_a + k_b, t_b / (t_a + t_b))
+    ci = test.proportion_ci(confidence, method="exact")
+    scale = t_a / t_b
+    high = ci.high / (1 - ci.high) * scale if ci.high < 1 else math.inf
+    row.ratio = Estimate(row.b.value / row.a.value, ci.low / (1 - ci.low) * scale, high,
+                         confidence)
+    row.p_value = float(test.pvalue)
+    return row
+
+
+def compare_latencies(key: str, a: HttpStep, b: HttpStep, percentiles: Sequence[float],
+                      confidence: float, resamples: int, seed: int) -> list[Row]:
+    """One row per latency percentile of two steps, CIs from their HdrHistograms.
+
+    The Mann–Whitney U p-value of the two latency distributions is shared by
+    the step's rows (one test in the Benjamini–Hochberg correction).
+    """
+    hist_a, hist_b = decode_histogram(a.latency.encoded), decode_histogram(b.latency.encoded)
+    rows = []
+    p_value = mann_whitney_counts(hist_a, hist_b) if hist_a.total and hist_b.total else math.nan
+    for pct in percentiles:
+        row = Row(f"{key} p{pct:g}", "http", f"p{pct:g}", "s", test_key=key,
+                  primary=pct == 50, p_value=p_value,
+                  notes=["one run per side: the CI covers request-to-request noise, "
+                         "not run-to-run variation"])
+        rows.append(_latency_row(row, hist_a, hist_b, pct / 100, confidence, resamples,
+                                 _rng(seed, row.id)))
+    return rows
+
+
+def _latency_row(row: Row, hist_a: HdrCounts, hist_b: HdrCounts, q: float, confidence: float,
+                 resamples: int, rng: np.random.Generator) -> Row:
+    if not hist_a.total or not hist_b.total:
+        row.verdict, row.primary, row.notes = FAILED, False, ["no recorded latency on a side"]
+        return row
+    sides = []
+    for hist in (hist_a, hist_b):
+        reps = quantile_replicates(hist, q, resamples, rng) * 1e-6
+        ci = stats.percentile_ci(reps, hist.quantile(q) * 1e-6, confidence)
+        sides.append((Side(ci.value, ci.low, ci.high, hist.total, hist.total), reps))
+    (row.a, reps_a), (row.b, reps_b) = sides
+    with np.errstate(divide="ignore", invalid="ignore"):
+        row.ratio, row.log_replicates = expanded_ratio_ci(
+            row.b.value / row.a.value, reps_b / reps_a, min(hist_a.total, hist_b.total),
+            confidence)
+    return row
+
+
+def compare_http(a: Benchmark, b: Benchmark, percentiles: Sequence[float] = DEFAULT_PERCENTILES,
+                 confidence: float = 0.95, resamples: int = 2000, seed: int = 0) -> list[Row]:
+    """Compare two HTTP benchmarks step by step (steps matched by mode and rate/connections).
+
+    Returns:
+        Per matched step: an achieved-rate row and one row per percentile;
+        a "failed" row for each step present on one side only.
+    """
+    steps_a, steps_b = _steps_by_label(a), _steps_by_label(b)
+    rows: list[Row] = []
+    for label in list(steps_a) + [k for k in steps_b if k not in steps_a]:
+        key = f"{a.id} {label}"
+        if label not in steps_a or label not in steps_b:
+            side = "B" if label in steps_a else "A"
+            rows.append(Row(key, "http", "rate", "1/s", verdict=FAILED, primary=False,
+                            notes=[f"step missing in {side}"]))
+            continue
+        sa, sb = steps_a[label], steps_b[label]
+        rows.append(compare_rates(Row(f"{key} rate", "http", "rate", "1/s", True,
+                                      test_key=f"{key} rate", primary=False),
+                                  sa, sb, confidence))
+        rows += compare_latencies(key, sa, sb, percentiles, confidence, resamples, seed)
+    return rows
+
+
+def _steps_by_label(bench: Benchmark) -> dict[str, HttpStep]:
+    out: dict[str, HttpStep] = {}
+    for step in bench.steps:
+        label = step_label(step)
+        n = sum(1 for k in out if k == label or k.startswith(label + " #"))
+        out[label if n == 0 else f"{label} #{n + 1}"] = step
+    return out
+
+
+# --------------------------------------------------------------------------- environment
+
+#: Fingerprint fields that matter for comparability, with what a difference means.
+_FINGERPRINT: tuple[tuple[str, str, str], ...] = (
+    ("hostname", "machine", "A and B were measured on different machines"),
+    ("cpu_model", "CPU", "times from different CPUs are not comparable"),
+    ("cpu_count", "CPU count", "scheduling and background noise differ"),
+    ("virtualization", "virtualization", "a hypervisor adds steal time and clock noise"),
+    ("clocksource.current", "clocksource", "timer cost and resolution differ"),
+    ("governor", "CPU frequency governor", "use 'performance' on both for stable clocks"),
+    ("kernel", "kernel", "system call costs may differ"),
+    ("python.implementation", "Python implementation", "the interpreter, not the code, "
+     "may explain the difference"),
+    ("python.version", "Python version", "the interpreter, not the code, may explain the "
+     "difference"),
+    ("perflab_version", "perflab version", "the measurement method may differ"),
+)
+
+
+def _dig(env: dict[str, Any], dotted: str) -> Any:
+    value: Any = env
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def environment_differences(env_a: dict[str, Any], env_b: dict[str, Any]) -> list[str]:
+    """Plain-words warnings where the fingerprints of A and B differ, or a machine was busy.
+
+    Fields missing on either side are not compared. A comparison across
+    machines is flagged, never refused.
+
+    Returns:
+        One sentence per difference, e.g. "CPU differs: A 'X', B 'Y': times
+        from different CPUs are not comparable".
+    """
+    out = []
+    for key, what, meaning in _FINGERPRINT:
+        va, vb = _dig(env_a, key), _dig(env_b, key)
+        if va is not None and vb is not None and va != vb:
+            out.append(f"{what} differs: A {va!r}, B {vb!r}: {meaning}")
+    for side, env in (("A", env_a), ("B", env_b)):
+        load, cpus = env.get("load_average_start"), env.get("cpu_count")
+        if load and cpus and load[0] >= cpus:
+            out.append(f"{side}'s machine was busy at the start (load {load[0]:g} on {cpus} "
+                       "CPUs): its numbers may be noisier")
+    return out
+
+
+# --------------------------------------------------------------------------- suite
+
+
+def _index(benches: Sequence[Benchmark]) -> dict[str, Benchmark]:
+    """Benchmarks by id; a repeated id gets " #2", " #3"… so none is dropped."""
+    out: dict[str, Benchmark] = {}
+    for bench in benches:
+        key, n = bench.id, 2
+        while key in out:
+            key, n = f"{bench.id} #{n}", n + 1
+        out[key] = bench
+    return out
+
+
+def _cost(results: Results, ids: Sequence[str]) -> dict[str, int]:
+    """What the compared benchmarks of one file cost: benchmarks, processes, samples."""
+    chosen = [b for key, b in _index(results.benchmarks).items() if key in set(ids)]
+    processes = sum(len(timing_groups(b)) for b in chosen)
+    processes += sum(sum(r.ok and not r.warmup for r in b.runs) for b in chosen)
+    samples = sum(g.size for b in chosen for g in timing_groups(b))
+    samples += sum(sum(r.ok and not r.warmup for r in b.runs) for b in chosen)
+    requests = sum(s.requests_sent for b in chosen for s in b.steps)
+    return {"benchmarks": len(chosen), "processes": processes, "samples": samples,
+            "requests": requests}
+
+
+def _no_common(names: tuple[str, str], ids_a: Sequence[str], ids_b: Sequence[str]) -> UsageError:
+    def some(ids: Sequence[str]) -> str:
+        shown = ", ".join(repr(i) for i in ids[:3])
+        return (shown + ", …" if len(ids) > 3 else shown) or "no benchmarks"
+
+    return UsageError(f"{names[0]} and {names[1]} have no benchmark in common ({names[0]} has "
+                      f"{some(ids_a)}; {names[1]} has {some(ids_b)}); compare two results of "
+                      "the same suite (ids are group/name[stage](params))")
+
+
+def compare_benchmark(a: Benchmark, b: Benchmark, threshold: float = DEFAULT_THRESHOLD,
+                      confidence: float = 0.95, resamples: int = 2000, seed: int = 0,
+                      percentiles: Sequence[float] = DEFAULT_PERCENTILES) -> list[Row]:
+    """Rows comparing one benchmark of A with its match in B, verdicts included.
+
+    Returns:
+        One row (python, command) or several (http: per step and metric);
+        a "failed" row when the kinds differ.
+    """
+    if a.kind != b.kind:
+        return [Row(a.id, a.kind, "time", "s", verdict=FAILED, primary=False,
+                    notes=[f"A measured it as {a.kind!r}, B as {b.kind!r}"])]
+    if a.kind == "http":
+        rows = compare_http(a, b, percentiles, confidence, resamples, seed)
+    else:
+        rows = [compare_timed(a, b, confidence, resamples, seed)]
+    for row in rows:
+        if row.verdict != FAILED and row.ratio is not None:
+            row.verdict = verdict(row.ratio.low, row.ratio.high, threshold, row.higher_is_better)
+    return rows
+
+
+def compare_results(a: Results, b: Results, threshold: float = DEFAULT_THRESHOLD,
+                    confidence: float = 0.95, resamples: int = 2000, seed: int = 0,
+                    percentiles: Sequence[float] = DEFAULT_PERCENTILES,
+                    names: tuple[str, str] = ("A", "B")) -> SuiteComparison:
+    """Compare every benchmark of B with its match in A, then summarize the suite.
+
+    Args:
+        a / b: the baseline and the candidate results.
+        threshold: noise threshold t (0.02 = ±2%).
+        confidence: CI level.
+        resamples: bootstrap replicates per benchmark.
+        seed: bootstrap seed (each row derives its own stream from its id).
+        percentiles: latency percentiles compared for HTTP steps, e.g. 99.9.
+        names: how to call A and B in messages (e.g. the file names).
+
+    Returns:
+        The suite comparison.
+
+    Raises:
+        UsageError: no benchmark in common.
+    """
+    by_a, by_b = _index(a.benchmarks), _index(b.benchmarks)
+    common = [k for k in by_a if k in by_b]
+    if not common:
+        raise _no_common(names, list(by_a), list(by_b))
+    rows = [row for key in common
+            for row in compare_benchmark(by_a[key], by_b[key], threshold, confidence,
+                                         resamples, seed, percentiles)]
+    suite = SuiteComparison(rows, [k for k in by_a if k not in by_b],
+                            [k for k in by_b if k not in by_a], threshold=threshold,
+                            confidence=confidence,
+                            environment=environment_differences(a.environment, b.environment),
+                            cost={"A": _cost(a, common), "B": _cost(b, common)})
+    _summarize(suite)
+    return suite
+
+
+def _summarize(suite: SuiteComparison) -> None:
+    """Fill q-values, counts, the geometric mean and suite-wide warnings."""
+    _apply_bh(suite.rows)
+    suite.counts = {v: sum(r.verdict == v for r in suite.rows) for v in VERDICTS}
+    primary = [r for r in suite.rows if r.primary and r.ratio is not None
+               and r.log_replicates is not None]
+    if primary:
+        suite.geomean = geometric_mean_ci([r.log_replicates for r in primary],
+                                          [r.ratio.value for r in primary], suite.confidence)
+        suite.geomean_verdict = verdict(suite.geomean.low, suite.geomean.high, suite.threshold)
+    suite.warnings = _suite_warnings(suite, primary)
+
+
+def _apply_bh(rows: list[Row]) -> None:
+    """Benjamini–Hochberg over one p-value per test (rows sharing a test share its q)."""
+    tests: dict[str, float] = {}
+    for row in rows:
+        tests.setdefault(row.test_key or row.id, row.p_value)
+    q_by_key = dict(zip(tests, benjamini_hochberg(list(tests.values()))))
+    for row in rows:
+        row.q_value = float(q_by_key[row.test_key or row.id])
+
+
+def _suite_warnings(suite: SuiteComparison, primary: list[Row]) -> list[str]:
+    """A move shared by nearly every benchmark hints at the machine, not the code."""
+    if len(primary) < 5:
+        return []
+    out = []
+    for word in (SLOWER, FASTER):
+        share = sum(r.verdict == word for r in primary) / len(primary)
+        if share >= MACHINE_WIDE_SHARE:
+            out.append(f"{share:.0%} of the benchmarks are {word}: a machine-wide change "
+                       "(load, CPU frequency, thermal state, interpreter) is a likelier cause "
+                       "than the code; check the environment notes and re-run both")
+    return out
+
+
+def fail_on_words() -> tuple[str, ...]:
+    """Words accepted by ``--fail-on``: the verdicts plus "missing" (ids only in A)."""
+    return (*VERDICTS, "missing")
+

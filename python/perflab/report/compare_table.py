@@ -1,0 +1,160 @@
+"""Comparison reports: tables (console, Markdown), CSV records and the JSON document.
+
+Cells are built once from a :class:`perflab.analyze.compare.SuiteComparison`
+into neutral :class:`perflab.report.table.Table` objects, so the terminal and
+the pull-request Markdown say the same thing.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from perflab.analyze.compare import VERDICTS, Row, Side, SuiteComparison
+from perflab.analyze.stats import Estimate
+from perflab.report.table import Table
+from perflab.units import format_rate, format_ratio, format_time
+
+#: Version of the ``--json`` document; bump when a field changes meaning.
+JSON_FORMAT_VERSION = 1
+
+
+def format_p(p: float) -> str:
+    """A p- or q-value in 2 significant digits, "<0.001" below, "–" when not computed."""
+    if p is None or not math.isfinite(p):
+        return "–"
+    return "<0.001" if p < 0.001 else f"{p:.2g}"
+
+
+def _value(side: Side | None, unit: str) -> str:
+    if side is None or not math.isfinite(side.value):
+        return "–"
+    text = format_rate(side.value) if unit == "1/s" else format_time(side.value)
+    if math.isfinite(side.low) and math.isfinite(side.high) and side.value:
+        text += f" ± {(side.high - side.low) / 2 / abs(side.value):.1%}"
+    return text
+
+
+def _ratio(estimate: Estimate | None) -> str:
+    if estimate is None:
+        return "–"
+    high = estimate.high if math.isfinite(estimate.high) else None
+    return format_ratio(estimate.value, estimate.low if high else None, high)
+
+
+def _units(row: Row) -> str:
+    if row.a is None or row.b is None:
+        return "–"
+    noun = {"python": "proc", "command": "runs", "http": "req"}.get(row.kind, "")
+    return f"{row.a.units:,}/{row.b.units:,} {noun}".strip()
+
+
+def _row_cells(row: Row) -> list[str]:
+    return [row.id, _value(row.a, row.unit), _value(row.b, row.unit), _ratio(row.ratio),
+            format_p(row.p_value), format_p(row.q_value), row.verdict, _units(row),
+            "; ".join(row.notes)]
+
+
+def summary_table(suite: SuiteComparison, name_a: str, name_b: str) -> Table:
+    """The suite's summary: verdict counts, geometric mean, missing benchmarks, cost.
+
+    Footnotes hold the environment and suite-wide warnings in plain words.
+    """
+    counts = ", ".join(f"{suite.counts.get(v, 0)} {v}" for v in VERDICTS)
+    rows = [["verdicts", counts],
+            ["geometric mean B/A", _geomean_cell(suite)],
+            ["significant after Benjamini–Hochberg (q < 0.05)",
+             str(sum(r.q_value < 0.05 for r in suite.rows if math.isfinite(r.q_value)))],
+            [f"only in A ({name_a})", ", ".join(suite.only_in_a) or "none"],
+            [f"only in B ({name_b})", ", ".join(suite.only_in_b) or "none"]]
+    rows += [[f"cost of {side}", _cost_cell(cost)] for side, cost in suite.cost.items()]
+    title = (f"compare: B = {name_b} against A = {name_a} "
+             f"(noise threshold ±{suite.threshold:.1%}, {suite.confidence:.0%} CI)")
+    return Table(title, ["what", "result"], rows, ["l", "l"],
+                 footnotes=[*suite.environment, *suite.warnings])
+
+
+def _geomean_cell(suite: SuiteComparison) -> str:
+    if suite.geomean is None:
+        return "–"
+    n = sum(r.primary and r.log_replicates is not None for r in suite.rows)
+    return f"{_ratio(suite.geomean)} over {n}: {suite.geomean_verdict}"
+
+
+def _cost_cell(cost: dict[str, int]) -> str:
+    text = (f"{cost['benchmarks']:,} benchmarks, {cost['processes']:,} processes, "
+            f"{cost['samples']:,} samples")
+    return text + (f", {cost['requests']:,} requests" if cost.get("requests") else "")
+
+
+def rows_table(suite: SuiteComparison) -> Table:
+    """One row per compared metric: A, B (value ± CI), B/A (CI), p, q, verdict, units, notes."""
+    columns = ["benchmark", "A ± CI", "B ± CI", "B/A (95% CI)", "p (MWU)", "q (BH)", "verdict",
+               "units A/B", "notes"]
+    table = Table("benchmarks", columns, align=["l", "r", "r", "r", "r", "r", "l", "r", "l"])
+    table.rows = [_row_cells(r) for r in suite.rows]
+    return table
+
+
+def comparison_tables(suite: SuiteComparison, name_a: str = "A", name_b: str = "B"
+                      ) -> list[Table]:
+    """The summary table then the per-benchmark table."""
+    return [summary_table(suite, name_a, name_b), rows_table(suite)]
+
+
+def _side_dict(side: Side | None) -> dict[str, Any] | None:
+    if side is None:
+        return None
+    return {"value": side.value, "ci_low": side.low, "ci_high": side.high,
+            "units": side.units, "samples": side.samples}
+
+
+def _estimate_dict(est: Estimate | None) -> dict[str, float] | None:
+    return None if est is None else {"value": est.value, "ci_low": est.low, "ci_high": est.high}
+
+
+def row_record(row: Row) -> dict[str, Any]:
+    """One row as JSON types (values in s or 1/s as ``unit`` says; NaN kept for the caller)."""
+    return {"id": row.id, "kind": row.kind, "metric": row.metric, "unit": row.unit,
+            "higher_is_better": row.higher_is_better, "a": _side_dict(row.a),
+            "b": _side_dict(row.b), "ratio": _estimate_dict(row.ratio), "p_value": row.p_value,
+            "q_value": row.q_value, "verdict": row.verdict, "in_geomean": row.primary,
+            "notes": list(row.notes)}
+
+
+def comparison_document(suite: SuiteComparison, name_a: str, name_b: str,
+                        fail_on: list[str], tripped: list[str]) -> dict[str, Any]:
+    """The ``--json`` document: every row, the suite summary, warnings and the gate.
+
+    NaN/inf are written as null by the caller's JSON step.
+    """
+    return {"tool": "perflab", "kind": "compare", "format_version": JSON_FORMAT_VERSION,
+            "a": name_a, "b": name_b, "threshold": suite.threshold,
+            "confidence": suite.confidence, "rows": [row_record(r) for r in suite.rows],
+            "counts": suite.counts, "geomean": _estimate_dict(suite.geomean),
+            "geomean_verdict": suite.geomean_verdict, "only_in_a": suite.only_in_a,
+            "only_in_b": suite.only_in_b, "environment": suite.environment,
+            "warnings": suite.warnings, "cost": suite.cost,
+            "gate": {"fail_on": fail_on, "tripped": tripped}}
+
+
+def csv_records(suite: SuiteComparison) -> list[dict[str, Any]]:
+    """Flat records for CSV, one per row, numbers in base units (s or 1/s)."""
+    out = []
+    for row in suite.rows:
+        record: dict[str, Any] = {"id": row.id, "kind": row.kind, "metric": row.metric,
+                                  "unit": row.unit}
+        for name, side in (("a", row.a), ("b", row.b)):
+            record[f"{name}_value"] = side.value if side else ""
+            record[f"{name}_ci_low"] = side.low if side else ""
+            record[f"{name}_ci_high"] = side.high if side else ""
+        ratio = row.ratio
+        record.update({"ratio": ratio.value if ratio else "",
+                       "ratio_ci_low": ratio.low if ratio else "",
+                       "ratio_ci_high": ratio.high if ratio else "",
+                       "p_value": row.p_value, "q_value": row.q_value,
+                       "verdict": row.verdict, "notes": "; ".join(row.notes)})
+        out.append(record)
+    out += [{"id": key, "verdict": "only in A"} for key in suite.only_in_a]
+    out += [{"id": key, "verdict": "only in B"} for key in suite.only_in_b]
+    return out
