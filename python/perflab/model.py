@@ -182,18 +182,30 @@ class HttpStep:
         offered_rate: requests/s the schedule asked for (None in closed loop).
         connections: connections used (the N of a closed-loop step).
         mode: "open", "open-poisson" or "closed".
-        duration_s / warmup_s: recorded and trimmed time of the step, s.
-        elapsed_s: measured recording time, s (shorter if interrupted).
+        duration_s / warmup_s: planned length of the step (warmup included) and
+            its trimmed, unrecorded start, s.
+        elapsed_s: length of the recorded window, s (duration − warmup, shorter if
+            interrupted); rates are counts divided by it.
         requests_sent: requests written after warmup.
         status_counts: responses by HTTP status code (str keys).
         errors: failed requests by kind (connect_refused, read_timeout, …).
         ok_responses: responses whose status counted as success.
         bytes_in / bytes_out: bytes read / written.
         connections_opened / connections_closed: connection churn.
-        connection_errors: connections that ended in an error.
+        connection_errors: connections (or connect attempts) that ended in an error.
         thread_cpu_s: CPU seconds used by each engine thread in the step.
         latency / service_time / send_lag / failed_latency: HdrHistograms.
         interrupted: True when Ctrl-C or a fault ended the step early.
+        failures: recorded requests that failed (a status outside --ok, or an error).
+        unsent: requests due in the recorded window but never sent because every
+            connection was busy until the step ended (a sign of saturation).
+        unfinished: requests sent but cut off unanswered by a stop.
+        connections_peak: most connections open at once (open loop: ``connections``
+            is only the pool's cap).
+        connect_failures: connect attempts that failed (TCP or TLS), whole step.
+        pool_waits: open loop: recorded requests that waited for a free connection.
+        threads: engine threads used.
+        wall_s: wall time the step took, drain of in-flight requests included, s.
     """
 
     offered_rate: float | None
@@ -217,6 +229,14 @@ class HttpStep:
     send_lag: Histogram = field(default_factory=Histogram)
     failed_latency: Histogram = field(default_factory=Histogram)
     interrupted: bool = False
+    failures: int = 0
+    unsent: int = 0
+    unfinished: int = 0
+    connections_peak: int = 0
+    connect_failures: int = 0
+    pool_waits: int = 0
+    threads: int = 1
+    wall_s: float = math.nan
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HttpStep:
