@@ -364,6 +364,9 @@ def _apply_event(proc: Process, state: CaseState, event: Event) -> None:
                                    event["gc_ns"], event.get("skew"), event.get("flag")))
     elif kind == "alloc":
         proc.alloc_peak_bytes, proc.alloc_blocks = event["peak_bytes"], event["blocks"]
+    elif kind == "threads":
+        proc.thread_ops, proc.latency_ns = event["ops"], event["latency_ns"]
+        proc.gil_enabled = event["gil_enabled"]
     elif kind == "done":
         proc.steal_ns = event.get("steal_ns")
         proc.involuntary_switches = event.get("involuntary_switches")

@@ -235,6 +235,11 @@ def measure(plan: dict[str, Any], emit: Emitter) -> None:
             metrics[m.name] = float(value)
     del result
     emit("cold", ns=cold, metrics=metrics)
+    if plan.get("threads") is not None:  # threads mode: N threads, fixed time per process
+        from perflab.measure import threads
+
+        return _phase("threads", lambda: threads.measure(
+            call, spec.func, args, params, gcmon, plan, emit, steal0))
     n = plan.get("iterations") or _phase(
         "calibration", lambda: calibrate(call, plan["sample_target_ns"], gcmon))
     emit("calibrated", iterations=n)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from perflab.analyze.summary import StagedRow, Summary
 from perflab.model import Benchmark
@@ -180,7 +181,62 @@ def run_tables(benches: Sequence[Benchmark], grouped: dict[str, list[Summary]],
             tables.append(staged_table(title, stage_names, rows, units))
         else:
             tables.append(group_table(title, summaries))
+        if any(b.threads is not None for b in members):
+            tables.append(threads_table(f"{title}: threads", members, summaries))
     return tables
+
+
+def threads_table(title: str, benches: Sequence[Benchmark], summaries: Sequence[Summary]
+                  ) -> Table:
+    """Threads mode (JMH @Threads style): one row per benchmark and thread count.
+
+    Columns: benchmark, threads, ops/s ± CI (all threads together), ops/s per
+    thread, × 1 thread (throughput over the same benchmark's 1-thread case),
+    latency p50/p99/p99.9 (every call timed), fairness (min/max and Jain's
+    index of ops per thread), CPU/wall. Figures are medians over processes.
+    """
+    from dataclasses import replace
+
+    from perflab.measure.threads import thread_figures
+
+    columns = ["benchmark", "threads", "ops/s ± CI", "ops/s per thread", "× 1 thread", "p50",
+               "p99", "p99.9", "min/max", "Jain", "CPU/wall"]
+    table = Table(title, columns, align=["l"] + ["r"] * (len(columns) - 1))
+    rows = [(replace(b, threads=None).label, s, thread_figures(b))
+            for b, s in zip(benches, summaries) if b.threads is not None]
+    single = {label: s.median_s for label, s, fig in rows if fig and fig.threads == 1 and s.ok}
+    for label, s, fig in rows:
+        if fig is None or not s.ok:
+            table.rows.append([label, "–" if fig is None else str(fig.threads)] + ["–"] * 9)
+            continue
+        lat = [format_time(fig.latency_ns.get(k, math.nan) * 1e-9)
+               for k in ("p50", "p99", "p99.9")]
+        table.rows.append([label, str(fig.threads),
+                           f"{format_rate(1 / s.median_s)} ± {s.relative_half_width:.1%}",
+                           format_rate(1 / s.median_s / fig.threads),
+                           format_ratio(single[label] / s.median_s) if label in single else "–",
+                           *lat, f"{fig.min_max:.2f}", f"{fig.jain:.3f}", f"{s.cpu_wall:.2f}"])
+    table.footnotes = _threads_footnotes([fig for _, _, fig in rows if fig], summaries)
+    return table
+
+
+def _threads_footnotes(figures: Sequence[Any], summaries: Sequence[Summary]) -> list[str]:
+    """The interpreter's GIL state, what timing each call costs, and how to read fairness."""
+    gil = {f.gil_enabled for f in figures}
+    interpreter = ("free-threaded (GIL disabled): threads ran Python code in parallel"
+                   if gil == {False} else "GIL enabled: threads took turns running Python code, "
+                   "so only work that releases the GIL (I/O, sleeps, many C extensions) can "
+                   "scale" if gil == {True} else "GIL state unknown or mixed across processes")
+    overhead = [s.loop_overhead_s for s in summaries if s.ok and math.isfinite(s.loop_overhead_s)]
+    lines = [f"interpreter: {interpreter}"]
+    if overhead:
+        lines.append(f"every call is timed (two perf_counter_ns reads): the timed loop around an "
+                     f"empty call costs {format_time(sorted(overhead)[len(overhead) // 2])} per "
+                     "op, included in ops/s and latencies, not subtracted")
+    lines.append("fairness: min/max = ops of the least / most productive thread; Jain = "
+                 "(Σx)²/(N·Σx²), 1 = equal shares, 1/N = one thread did all the work")
+    lines.append("scaling model: perflab fit RESULTS.json --model usl")
+    return lines
 
 
 def summary_records(grouped: dict[str, list[Summary]]) -> list[dict[str, object]]:
