@@ -314,9 +314,8 @@ def compare_groups(row: Row, groups_a: list[np.ndarray], groups_b: list[np.ndarr
         return row
     n = min(len(groups_a), len(groups_b))
     if n < 2:
-        n = min(row.a.samples, row.b.samples)
-        row.notes.append("one process on a side: the CI ignores process-to-process "
-                         "variation; measure with more processes")
+        row.notes.append("one process on a side: processes are the unit of replication, so "
+                         "no CI can be formed; measure with more processes")
     with np.errstate(divide="ignore", invalid="ignore"):
         row.ratio, row.log_replicates = expanded_ratio_ci(median_b / median_a, reps_b / reps_a,
                                                           n, confidence)
