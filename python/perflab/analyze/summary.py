@@ -145,6 +145,10 @@ def summarize(bench: Benchmark, confidence: float = 0.95, resamples: int = 2000,
                       metric_units=dict(bench.metric_units))
     groups = timing_groups(bench)
     if not groups:
+        summary.flagged = sum(1 for p in bench.processes for s in p.samples if s.flagged)
+        if summary.flagged:
+            summary.warnings = [f"all {summary.flagged} samples excluded: the clocks disagreed "
+                                "during them; check this machine with perflab doctor"]
         return summary
     est = stats.median_ci(groups, confidence, resamples, rng)
     summary.median_s, summary.ci_low_s, summary.ci_high_s = est.value, est.low, est.high

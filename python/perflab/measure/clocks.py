@@ -10,6 +10,7 @@ brackets every sample. Timer error = Python read cost + observed resolution
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -48,19 +49,39 @@ class TimerInfo:
         return {**asdict(self), "error_ns": self.error_ns, "min_sample_ns": self.min_sample_ns}
 
 
-def python_read_cost_ns(reads: int = 200_000) -> float:
-    """Mean ns per ``time.perf_counter_ns()`` call from Python, minus the bare loop. O(reads)."""
+def python_call_cost_ns(func: Callable[..., Any], arg: Any = None, calls: int = 200_000
+                        ) -> float:
+    """Mean cost of one call from Python, minus the bare loop (as pyperf measures
+    timer overhead). O(calls).
+
+    Args:
+        func: what to call, e.g. ``time.perf_counter_ns`` or ``time.clock_gettime_ns``.
+        arg: its one argument (e.g. a clock id), or None to call it without one.
+        calls: loop length.
+
+    Returns:
+        ns per call (≥ 0).
+    """
     clock = time.perf_counter_ns
-    loop = range(reads)
+    loop = range(calls)
     t0 = clock()
-    for _ in loop:
-        clock()
+    if arg is None:
+        for _ in loop:
+            func()
+    else:
+        for _ in loop:
+            func(arg)
     with_calls = clock() - t0
     t0 = clock()
     for _ in loop:
         pass
     bare = clock() - t0
-    return max(with_calls - bare, 0) / reads
+    return max(with_calls - bare, 0) / calls
+
+
+def python_read_cost_ns(reads: int = 200_000) -> float:
+    """Mean ns per ``time.perf_counter_ns()`` call from Python, minus the bare loop. O(reads)."""
+    return python_call_cost_ns(time.perf_counter_ns, calls=reads)
 
 
 def measure_timer() -> TimerInfo:

@@ -30,8 +30,13 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
+from perflab.measure.integrity import Monitor
+
 _perf_ns = time.perf_counter_ns
 _cpu_ns = time.process_time_ns
+#: The clock cross-check of every sample; created at import so that its TSC
+#: calibration spans all the work done before sampling.
+_MONITOR = Monitor()
 
 
 class GcMonitor:
@@ -258,12 +263,19 @@ def measure(plan: dict[str, Any], emit: Emitter) -> None:
 
 def _sample(call: Callable[[], Any], n: int, gcmon: GcMonitor, plan: dict[str, Any],
             emit: Emitter) -> None:
-    """Timed samples until the process's time slice is spent (and a minimum count is met)."""
+    """Timed samples until the process's time slice is spent (and a minimum count is met).
+
+    Each sample is bracketed by the clock cross-check (:mod:`perflab.measure.integrity`);
+    its skew and flag travel with the sample event.
+    """
+    _MONITOR.ready()
     deadline = _perf_ns() + plan["sample_seconds"] * 1e9
     count = 0
     while count < plan["max_samples"] and (count < plan["min_samples"] or _perf_ns() < deadline):
+        _MONITOR.start()
         wall, cpu, gcs, gcns = time_loop(call, n, gcmon)
-        emit("sample", n=n, wall=wall, cpu=cpu, gc=gcs, gc_ns=gcns)
+        skew, flag = _MONITOR.stop()
+        emit("sample", n=n, wall=wall, cpu=cpu, gc=gcs, gc_ns=gcns, skew=skew, flag=flag)
         count += 1
 
 

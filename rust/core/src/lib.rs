@@ -39,6 +39,238 @@ fn clock_resolution(py: Python<'_>, clock: &str, reads: u64) -> PyResult<Option<
     Ok(py.detach(|| clock::observed_resolution(c, reads)))
 }
 
+// ---- clocks / doctor ----
+/// Bindings of the clock integrity checks (`perflab run`'s per-sample
+/// bracket) and of `perflab doctor`'s probes. Snapshots cross as tuples
+/// `(monotonic_ns, realtime_ns, monotonic_raw_ns, boottime_ns, tsc_ticks|None)`.
+mod clock_bindings {
+    use perflab_engine::clock::{self, Bracket, Snapshot, Tolerance};
+    use pyo3::prelude::*;
+    use pyo3::types::PyDict;
+
+    type SnapTuple = (u64, u64, u64, u64, Option<u64>);
+
+    fn snap(s: &Snapshot) -> SnapTuple {
+        (s.monotonic, s.realtime, s.monotonic_raw, s.boottime, s.tsc)
+    }
+
+    fn unsnap(t: SnapTuple) -> Snapshot {
+        let (monotonic, realtime, monotonic_raw, boottime, tsc) = t;
+        Snapshot {
+            monotonic,
+            realtime,
+            monotonic_raw,
+            boottime,
+            tsc,
+        }
+    }
+
+    /// One native read of `clock` (ns; ticks for "tsc"), or None when
+    /// unavailable. Raises ValueError for an unknown name.
+    #[pyfunction]
+    fn clock_read(clock: &str) -> PyResult<Option<u64>> {
+        Ok(super::parse_clock(clock)?.read())
+    }
+
+    /// Every clock read back to back: a snapshot tuple (see the section doc).
+    #[pyfunction]
+    fn clock_snapshot() -> SnapTuple {
+        snap(&Snapshot::take())
+    }
+
+    /// (smallest non-zero step, backward steps) of `clock`, reading until
+    /// `min_steps` steps or `max_ns` passed; None when unavailable or no
+    /// step was seen. Units: ns (ticks for "tsc"). Raises ValueError.
+    #[pyfunction]
+    #[pyo3(signature = (clock, min_steps=1000, max_ns=100_000_000))]
+    fn clock_resolution_within(
+        py: Python<'_>,
+        clock: &str,
+        min_steps: u64,
+        max_ns: u64,
+    ) -> PyResult<Option<(u64, u64)>> {
+        let c = super::parse_clock(clock)?;
+        Ok(py.detach(|| clock::resolution_within(c, min_steps, max_ns)))
+    }
+
+    /// The kernel's CLOCK_MONOTONIC_RAW by direct system call, ns: out of an
+    /// LD_PRELOAD interposer's reach (libfaketime can't fake it).
+    #[pyfunction]
+    fn true_ns() -> u64 {
+        clock::true_ns()
+    }
+
+    /// A tightly bracketed (tsc_ticks, true_ns) pair, or None without rdtsc.
+    #[pyfunction]
+    #[pyo3(signature = (tries=5))]
+    fn tsc_reference(tries: u32) -> Option<(u64, u64)> {
+        clock::tsc_reference(tries)
+    }
+
+    /// TSC ticks per ns between two `tsc_reference` pairs, or None.
+    #[pyfunction]
+    fn tsc_rate(start: (u64, u64), end: (u64, u64)) -> Option<f64> {
+        clock::tsc_rate(start, end)
+    }
+
+    /// TSC ticks per ns measured over `span_ns` of true time (spins that
+    /// long, GIL released), or None without rdtsc.
+    #[pyfunction]
+    #[pyo3(signature = (span_ns=20_000_000))]
+    fn tsc_calibrate(py: Python<'_>, span_ns: u64) -> Option<f64> {
+        py.detach(|| clock::calibrate_tsc(span_ns))
+    }
+
+    /// The per-sample integrity bracket: `start()` before a sample, `stop()`
+    /// after it returns `(skew_ns, clock, flagged)` — the largest
+    /// disagreement Δclock − ΔMONOTONIC and whether it exceeds
+    /// `abs_ns + rel × ΔMONOTONIC`.
+    #[pyclass(module = "perflab._core")]
+    struct ClockBracket {
+        inner: Bracket,
+    }
+
+    #[pymethods]
+    impl ClockBracket {
+        #[new]
+        #[pyo3(signature = (ticks_per_ns, rel, abs_ns))]
+        fn new(ticks_per_ns: Option<f64>, rel: f64, abs_ns: u64) -> Self {
+            ClockBracket {
+                inner: Bracket::new(ticks_per_ns, Tolerance { rel, abs_ns }),
+            }
+        }
+
+        /// Mark the start of a sample.
+        fn start(&mut self) {
+            self.inner.start();
+        }
+
+        /// End the sample: (skew_ns, clock name, flagged).
+        fn stop(&self) -> (i64, &'static str, bool) {
+            let (d, flagged) = self.inner.stop();
+            (d.skew_ns, d.clock.name(), flagged)
+        }
+    }
+
+    /// Compare two snapshot tuples as the bracket does: (skew_ns, clock,
+    /// flagged) for the worst of REALTIME, MONOTONIC_RAW and TSC (converted
+    /// with `ticks_per_ns`; skipped when None) against MONOTONIC.
+    #[pyfunction]
+    fn clock_compare(
+        a: SnapTuple,
+        b: SnapTuple,
+        ticks_per_ns: Option<f64>,
+        rel: f64,
+        abs_ns: u64,
+    ) -> (i64, &'static str, bool) {
+        let d = clock::disagreement(&unsnap(a), &unsnap(b), ticks_per_ns);
+        (
+            d.skew_ns,
+            d.clock.name(),
+            d.exceeds(&Tolerance { rel, abs_ns }),
+        )
+    }
+
+    /// The hypervisor's CPUID vendor signature ("KVMKVMKVM", …), or None on
+    /// bare metal and off x86_64.
+    #[pyfunction]
+    fn hypervisor_signature() -> Option<String> {
+        clock::hypervisor_signature()
+    }
+
+    /// Tight-loop probe of the clocks for `duration_ns` of true time (GIL
+    /// released). Returns a dict: iterations, windows (snapshots every
+    /// `window_ns`), events (snapshot pairs that diverged by more than
+    /// `event_floor_ns`), events_dropped, backward {clock: count},
+    /// longest_gap (the pair of reads farthest apart), torn_reads (snapshots
+    /// discarded because a preemption split them).
+    #[pyfunction]
+    #[pyo3(signature = (duration_ns, window_ns, event_floor_ns, ticks_per_ns))]
+    fn clock_probe<'py>(
+        py: Python<'py>,
+        duration_ns: u64,
+        window_ns: u64,
+        event_floor_ns: u64,
+        ticks_per_ns: Option<f64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let data = py.detach(|| clock::probe(duration_ns, window_ns, event_floor_ns, ticks_per_ns));
+        let out = PyDict::new(py);
+        out.set_item("iterations", data.iterations)?;
+        out.set_item("windows", data.windows.iter().map(snap).collect::<Vec<_>>())?;
+        let events: Vec<_> = data
+            .events
+            .iter()
+            .map(|(a, b)| (snap(a), snap(b)))
+            .collect();
+        out.set_item("events", events)?;
+        out.set_item("events_dropped", data.events_dropped)?;
+        out.set_item("torn_reads", data.torn)?;
+        let names = ["monotonic", "realtime", "monotonic_raw", "boottime"];
+        let backward = PyDict::new(py);
+        for (name, count) in names.iter().zip(data.backward) {
+            backward.set_item(name, count)?;
+        }
+        out.set_item("backward", backward)?;
+        out.set_item(
+            "longest_gap",
+            (snap(&data.longest_gap.0), snap(&data.longest_gap.1)),
+        )?;
+        Ok(out)
+    }
+
+    /// Actual durations (ns) of up to `count` sleeps of `request_ns`
+    /// (clock_nanosleep on MONOTONIC), within `budget_ns`; GIL released.
+    #[pyfunction]
+    fn sleep_durations(py: Python<'_>, request_ns: u64, count: usize, budget_ns: u64) -> Vec<u64> {
+        py.detach(|| clock::sleep_durations(request_ns, count, budget_ns))
+    }
+
+    /// This thread's timer slack, ns (prctl PR_GET_TIMERSLACK), or None.
+    #[pyfunction]
+    fn timer_slack_ns() -> Option<u64> {
+        clock::timer_slack_ns()
+    }
+
+    /// The kernel's NTP state from adjtimex (read only) as a dict: state,
+    /// status, synchronised, freq_ppm, offset_ns, maxerror_us, esterror_us;
+    /// None when adjtimex is refused.
+    #[pyfunction]
+    fn ntp_state(py: Python<'_>) -> PyResult<Option<Bound<'_, PyDict>>> {
+        let Some(s) = clock::ntp_state() else {
+            return Ok(None);
+        };
+        let out = PyDict::new(py);
+        out.set_item("state", s.state)?;
+        out.set_item("status", s.status)?;
+        out.set_item("synchronised", s.synchronised())?;
+        out.set_item("freq_ppm", s.freq_ppm)?;
+        out.set_item("offset_ns", s.offset_ns)?;
+        out.set_item("maxerror_us", s.maxerror_us)?;
+        out.set_item("esterror_us", s.esterror_us)?;
+        Ok(Some(out))
+    }
+
+    /// Add this section's functions and classes to the module.
+    pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        m.add_function(wrap_pyfunction!(clock_read, m)?)?;
+        m.add_function(wrap_pyfunction!(clock_snapshot, m)?)?;
+        m.add_function(wrap_pyfunction!(clock_resolution_within, m)?)?;
+        m.add_function(wrap_pyfunction!(true_ns, m)?)?;
+        m.add_function(wrap_pyfunction!(tsc_reference, m)?)?;
+        m.add_function(wrap_pyfunction!(tsc_rate, m)?)?;
+        m.add_function(wrap_pyfunction!(tsc_calibrate, m)?)?;
+        m.add_function(wrap_pyfunction!(clock_probe, m)?)?;
+        m.add_function(wrap_pyfunction!(sleep_durations, m)?)?;
+        m.add_function(wrap_pyfunction!(timer_slack_ns, m)?)?;
+        m.add_function(wrap_pyfunction!(clock_compare, m)?)?;
+        m.add_function(wrap_pyfunction!(hypervisor_signature, m)?)?;
+        m.add_function(wrap_pyfunction!(ntp_state, m)?)?;
+        m.add_class::<ClockBracket>()?;
+        Ok(())
+    }
+}
+// ---- end clocks / doctor ----
+
 // ---- http engine and serve ----
 /// Bindings of the HTTP load engine (`perflab http`) and the target server
 /// (`perflab serve`). Plain Python types in and out; the GIL is released
@@ -759,6 +991,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(clock_names, m)?)?;
     m.add_function(wrap_pyfunction!(clock_read_cost_ns, m)?)?;
     m.add_function(wrap_pyfunction!(clock_resolution, m)?)?;
+    clock_bindings::register(m)?; // clocks / doctor
     http_bindings::register(m)?; // http engine and serve
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
