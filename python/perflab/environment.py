@@ -8,11 +8,14 @@ inside containers without /sys.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import sys
 from pathlib import Path
 from typing import Any
+
+from perflab.units import format_time
 
 _SYS_CLOCKSOURCE = Path("/sys/devices/system/clocksource/clocksource0")
 _TSC_FLAGS = ("constant_tsc", "nonstop_tsc", "tsc_reliable", "tsc_known_freq")
@@ -42,16 +45,40 @@ def cpu_info() -> dict[str, Any]:
             "has_tsc": "tsc" in flags if flags else None}
 
 
+#: CPUID hypervisor vendor signatures → the names systemd-detect-virt uses.
+_HYPERVISOR_SIGNATURES = {"KVMKVMKVM": "kvm", "Microsoft Hv": "microsoft", "VMwareVMware": "vmware",
+                          "XenVMMXenVMM": "xen", "TCGTCGTCGTCG": "qemu", "VBoxVBoxVBox": "oracle",
+                          " lrpepyh  vr": "parallels", "bhyve bhyve ": "bhyve",
+                          "ACRNACRNACRN": "acrn"}
+
+
+def _cpuid_hypervisor() -> str | None:
+    """The hypervisor named by its CPUID signature (needs the native core), or None."""
+    try:
+        from perflab import _core
+    except ImportError:
+        return None
+    signature = _core.hypervisor_signature()
+    if signature is None:
+        return None
+    return _HYPERVISOR_SIGNATURES.get(signature, signature.strip())
+
+
 def virtualization() -> str | None:
-    """The hypervisor vendor ("kvm", "xen", "none", …) from DMI/sysfs, or None if unknown."""
-    hv_type = _read("/sys/hypervisor/type")
-    if hv_type:
-        return hv_type
+    """The hypervisor ("kvm", "xen", "microsoft", …, or "none"), or None if unknown.
+
+    Sources in order: the CPUID hypervisor signature, /sys/hypervisor/type,
+    DMI vendor strings, then the bare ``hypervisor`` CPU flag (systemd-detect-virt
+    uses the same evidence).
+    """
+    found = _cpuid_hypervisor() or _read("/sys/hypervisor/type")
+    if found:
+        return found
     vendor = (_read("/sys/class/dmi/id/sys_vendor") or "").lower()
     product = (_read("/sys/class/dmi/id/product_name") or "").lower()
     for needle, name in (("kvm", "kvm"), ("qemu", "kvm"), ("vmware", "vmware"),
-                         ("microsoft", "hyperv"), ("xen", "xen"), ("amazon", "kvm"),
-                         ("google", "kvm"), ("virtualbox", "virtualbox")):
+                         ("microsoft", "microsoft"), ("xen", "xen"), ("amazon", "kvm"),
+                         ("google", "kvm"), ("virtualbox", "oracle")):
         if needle in vendor or needle in product:
             return name
     info = cpu_info()
@@ -72,6 +99,67 @@ def governor() -> str | None:
     return _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
 
 
+def boost() -> bool | None:
+    """Whether turbo/boost is enabled (cpufreq ``boost``, or intel_pstate's
+    ``no_turbo`` inverted), or None when neither file exists (e.g. in VMs)."""
+    value = _read("/sys/devices/system/cpu/cpufreq/boost")
+    if value in ("0", "1"):
+        return value == "1"
+    no_turbo = _read("/sys/devices/system/cpu/intel_pstate/no_turbo")
+    return no_turbo == "0" if no_turbo in ("0", "1") else None
+
+
+def smt() -> bool | None:
+    """Whether simultaneous multithreading (hyper-threading) is active, or None."""
+    value = _read("/sys/devices/system/cpu/smt/active")
+    return value == "1" if value in ("0", "1") else None
+
+
+def isolated_cpus() -> str | None:
+    """CPUs isolated from the scheduler (``isolcpus=``), e.g. "2-3"; "" when none;
+    None when not available."""
+    return _read("/sys/devices/system/cpu/isolated")
+
+
+def usable_cpus() -> int | None:
+    """CPUs this process may run on (its affinity mask), or None."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+
+
+def memory_pressure() -> dict[str, float] | None:
+    """Memory pressure (PSI) from /proc/pressure/memory: the share of the last 10 s in
+    which some / all tasks stalled on memory, in % ({"some_avg10", "full_avg10"}), or None."""
+    text = _read("/proc/pressure/memory")
+    if not text:
+        return None
+    out = {}
+    for line in text.splitlines():
+        kind, *pairs = line.split()
+        values = dict(p.split("=", 1) for p in pairs)
+        if "avg10" in values:
+            out[f"{kind}_avg10"] = float(values["avg10"])
+    return out or None
+
+
+def cpu_counters() -> dict[str, int] | None:
+    """Machine-wide counters from /proc/stat: steal time (ns, all CPUs summed) and
+    context switches since boot, or None when /proc/stat is unreadable."""
+    text = _read("/proc/stat")
+    if not text:
+        return None
+    out = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if fields[0] == "cpu" and len(fields) > 8:
+            out["steal_ns"] = int(fields[8]) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+        elif fields[0] == "ctxt":
+            out["context_switches"] = int(fields[1])
+    return out or None
+
+
 def load_average() -> list[float] | None:
     """1, 5 and 15-minute load averages, or None."""
     try:
@@ -84,22 +172,27 @@ def fingerprint(perflab_version: str) -> dict[str, Any]:
     """The fingerprint at the start of a run (call :func:`finish` at the end).
 
     Returns:
-        JSON-ready dict: hostname, machine, cpu_model, cpu_count, kernel, os,
-        python {implementation, version, executable, free_threaded},
-        perflab_version, clocksource, tsc_flags, virtualization, governor,
-        load_average_start.
+        JSON-ready dict: hostname, machine, cpu_model, cpu_count, usable_cpus,
+        kernel, os, python {implementation, version, executable, free_threaded},
+        perflab_version, clocksource {current, available}, has_tsc, tsc_flags,
+        virtualization, governor, boost, smt, isolated_cpus, clock_integrity
+        (the per-sample thresholds), load_average_start. Unknown values are None.
     """
+    from perflab.measure import integrity
+
     cpu = cpu_info()
     return {
         "hostname": platform.node(), "machine": platform.machine(),
-        "cpu_model": cpu["model"], "cpu_count": os.cpu_count(),
+        "cpu_model": cpu["model"], "cpu_count": os.cpu_count(), "usable_cpus": usable_cpus(),
         "kernel": platform.release(), "os": platform.platform(),
         "python": {"implementation": platform.python_implementation(),
                    "version": platform.python_version(), "executable": sys.executable,
                    "free_threaded": not getattr(sys, "_is_gil_enabled", lambda: True)()},
         "perflab_version": perflab_version, "clocksource": clocksource(),
-        "tsc_flags": cpu["tsc_flags"], "virtualization": virtualization(),
-        "governor": governor(), "load_average_start": load_average(),
+        "has_tsc": cpu["has_tsc"], "tsc_flags": cpu["tsc_flags"],
+        "virtualization": virtualization(), "governor": governor(), "boost": boost(),
+        "smt": smt(), "isolated_cpus": isolated_cpus(),
+        "clock_integrity": integrity.settings(), "load_average_start": load_average(),
     }
 
 
@@ -107,3 +200,70 @@ def finish(env: dict[str, Any]) -> dict[str, Any]:
     """Add the end-of-run figures (load average at the end) to a fingerprint."""
     env["load_average_end"] = load_average()
     return env
+
+
+def _text(value: Any) -> str:
+    """A fingerprint value in words: None → "not available", bools → on/off."""
+    if value is None:
+        return "not available"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, list):
+        return " ".join(str(v) for v in value) or "none"
+    return str(value) if value != "" else "none"
+
+
+def _tsc_text(env: dict[str, Any]) -> str:
+    flags = env.get("tsc_flags")
+    if env.get("has_tsc") is False:
+        return "no TSC"
+    if not flags:
+        return "not available"
+    have = [f for f, on in flags.items() if on]
+    missing = [f for f, on in flags.items() if not on]
+    return " ".join(have) + (f" (missing: {' '.join(missing)})" if missing else "")
+
+
+def _integrity_text(integ: dict[str, Any] | None) -> str:
+    if not integ:
+        return "not recorded"
+    return (f"a sample is flagged when MONOTONIC and REALTIME, MONOTONIC_RAW or the TSC "
+            f"differ by more than {format_time(integ['abs_tolerance_ns'] * 1e-9)} + "
+            f"{integ['rel_tolerance']:.1%} of its length")
+
+
+#: Fingerprint keys :func:`describe` puts into words; any other key is shown as JSON.
+_DESCRIBED = {"hostname", "os", "cpu_model", "cpu_count", "usable_cpus", "machine", "kernel",
+              "python", "perflab_version", "clocksource", "has_tsc", "tsc_flags",
+              "virtualization", "governor", "boost", "smt", "isolated_cpus",
+              "load_average_start", "load_average_end", "clock_integrity"}
+
+
+def describe(env: dict[str, Any]) -> list[tuple[str, str]]:
+    """The fingerprint as (label, text) lines for people, in a fixed order.
+
+    Missing keys (older files) and unknown values read "not available"; keys
+    added by others (not known here) follow as JSON, so nothing is hidden.
+    """
+    py = env.get("python") or {}
+    source = env.get("clocksource") or {}
+    loads = [env.get("load_average_start"), env.get("load_average_end")]
+    return [
+        ("host", f"{_text(env.get('hostname'))} ({_text(env.get('os'))})"),
+        ("CPU", f"{_text(env.get('cpu_model'))}, {_text(env.get('cpu_count'))} CPUs "
+                f"({_text(env.get('usable_cpus'))} usable), {_text(env.get('machine'))}"),
+        ("kernel", _text(env.get("kernel"))),
+        ("python", f"{_text(py.get('implementation'))} {_text(py.get('version'))}"
+                   + (" free-threaded" if py.get("free_threaded") else "")
+                   + f" ({_text(py.get('executable'))})"),
+        ("perflab", _text(env.get("perflab_version"))),
+        ("clocksource", f"{_text(source.get('current'))} "
+                        f"(available: {_text(source.get('available'))})"),
+        ("TSC flags", _tsc_text(env)),
+        ("virtualization", _text(env.get("virtualization"))),
+        ("governor", _text(env.get("governor"))),
+        ("boost / SMT", f"{_text(env.get('boost'))} / {_text(env.get('smt'))}"),
+        ("isolated CPUs", _text(env.get("isolated_cpus"))),
+        ("load average", " → ".join(_text(x) for x in loads) + " (1, 5, 15 min; start → end)"),
+        ("clock checks", _integrity_text(env.get("clock_integrity"))),
+    ] + [(key, json.dumps(value)) for key, value in env.items() if key not in _DESCRIBED]

@@ -32,10 +32,14 @@ def print_run(results: Any, grouped: dict[str, Any], fmt: str) -> None:
 
 
 def print_environment(results: Any) -> None:
-    """Print the fingerprint, the settings and the command line as indented JSON."""
+    """Print the command line, the environment fingerprint in words, and the settings."""
+    from perflab.environment import describe
+
     print("command line: " + " ".join(results.command_line))
     print("created: " + results.created)
-    print("environment: " + json.dumps(results.environment, indent=2))
+    print("environment:")
+    for label, text in describe(results.environment):
+        print(f"  {label + ':':<16} {text}")
     print("settings: " + json.dumps(results.settings, indent=2))
 
 
