@@ -275,9 +275,11 @@ def _complexity_report(sources: list[Any], args: argparse.Namespace) -> FitRepor
                             "fitted": fit.predict(s.x).tolist(),
                             "residuals": fit.residuals.tolist(), **fit.to_dict()})
         report.charts.append((s.name, lambda path, s=s, fit=fit: _complexity_chart(s, fit, path)))
+    weighted = "; points weighted by 1/SE² of each cost (a CSV without an se column: " \
+        "1/cost²)" if any(s.weights is not None for s in series) else ""
     table.footnotes.append("a: constant cost (s); b: cost per unit of g(n) (s); Δ: the "
                            "information criterion's distance to the best (< 2: hard to tell "
-                           "apart, > 10: clearly worse); costs weighted by 1/SE² of each median")
+                           f"apart, > 10: clearly worse){weighted}")
     report.tables.append(table)
     return report
 
