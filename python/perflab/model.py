@@ -404,14 +404,16 @@ def migrate(data: Any) -> dict[str, Any]:
     return data
 
 
-def save(results: Results, path: str | Path, summaries: dict[str, dict[str, Any]] | None = None
-         ) -> Path:
+def save(results: Results, path: str | Path, summaries: dict[str, dict[str, Any]] | None = None,
+         indent: int | None = 1) -> Path:
     """Write ``results`` as JSON atomically (temp file + rename), so a crash never truncates.
 
     Args:
         results: what to write.
         path: destination; parent folders are created.
         summaries: derived summaries by benchmark id, written for convenience.
+        indent: JSON indentation; None writes compact JSON with the C encoder
+            (about 10× faster for files of many thousand raw records).
 
     Returns:
         The path written.
@@ -422,7 +424,7 @@ def save(results: Results, path: str | Path, summaries: dict[str, dict[str, Any]
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(results.to_dict(summaries), indent=1, allow_nan=False) + "\n")
+    tmp.write_text(json.dumps(results.to_dict(summaries), indent=indent, allow_nan=False) + "\n")
     tmp.replace(path)
     return path
 
