@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perflab.measure.commands import CommandRunner, CommandSpec, Outcome, Settings
+from perflab.measure.commands import CommandRunner, CommandSpec, Outcome, SerialSpawner, Settings
 from perflab.report.cmd_table import summarize_commands
 
 MS = 1_000_000
@@ -25,7 +26,7 @@ class FakeClock:
         return self.now
 
 
-class FakeSpawner:
+class FakeSpawner(SerialSpawner):
     """Answers each argv from a behaviour ``(call number) -> Outcome`` and advances the clock.
 
     Hooks (``sh -c TEXT``) are keyed by TEXT, commands by argv[0]; unknown keys take 1 ms.
@@ -45,6 +46,7 @@ class FakeSpawner:
         outcome = self.behaviours.get(key, lambda _: Outcome(MS))(n)
         if timeout_s is not None and outcome.wall_ns > timeout_s * 1e9:
             outcome = Outcome(int(timeout_s * 1e9), exit_code=-9, timed_out=True)
+        outcome = dataclasses.replace(outcome, start_ns=round(self.clock.now * 1e9))
         self.clock.now += outcome.wall_ns * 1e-9
         return outcome
 
@@ -264,7 +266,7 @@ def test_reference_drives_the_ratio_criterion() -> None:
     behaviours = {"A": constant(10), "B": constant(20), "C": constant(30)}
     engine, _ = runner([spec("A"), spec("B"), spec("C")], behaviours, reference=2)
     engine.run()
-    assert engine._reference(engine.states, {id(s): [s.walls()] for s in engine.states}) \
+    assert engine._reference(engine.states, {id(s): [s.ok_walls] for s in engine.states}) \
         is engine.states[2]
 
 

@@ -235,7 +235,8 @@ def _save_and_print(results: Any, args: argparse.Namespace) -> Path:
     summaries = _summaries(results)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     path = Path(args.json) if args.json else Path(".perflab") / f"cmd-{stamp}.json"
-    model.save(results, path, {s.id: s.to_dict() for s in summaries})
+    # compact JSON: the C encoder keeps saving thousands of runs fast
+    model.save(results, path, {s.id: s.to_dict() for s in summaries}, indent=None)
     _print(results, summaries, args.format)
     return path
 

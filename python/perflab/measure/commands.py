@@ -32,8 +32,8 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import astuple, dataclass, field
 from typing import Any, Protocol
 
 from perflab.errors import UsageError
@@ -42,9 +42,17 @@ from perflab.model import Benchmark, CommandRun
 
 #: Never spend more than 1/_CHECK_SHARE of the time on stopping checks (bootstraps).
 _CHECK_SHARE = 20
+#: A batch of runs never plans more than this much time (or items) ahead: the
+#: budget can't be overshot by more, and the progress display updates as often.
+_MAX_BATCH_S = 0.25
+_MAX_BATCH_ITEMS = 3000
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CODES_RE = re.compile(r"^\d+(,\d+)*$")
 HOOKS = ("setup", "prepare", "conclude", "cleanup")
+
+
+#: An item of a batch: (argv, timeout_s or None, is_run). Hooks are items with is_run False.
+Item = tuple[tuple[str, ...], "float | None", bool]
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,8 @@ class Outcome:
         max_rss_bytes: peak resident set size from ``wait4``, bytes.
         exit_code: exit status; negative: killed by that signal.
         timed_out: True when the spawner killed it at the timeout.
+        start_ns: monotonic clock at spawn, ns (None: unknown).
+        error: why it could not be started (e.g. "Exec format error"); "" when it ran.
     """
 
     wall_ns: int
@@ -65,19 +75,75 @@ class Outcome:
     max_rss_bytes: int = 0
     exit_code: int = 0
     timed_out: bool = False
+    start_ns: int | None = None
+    error: str = ""
 
 
 class Spawner(Protocol):
-    """Runs one process to its end and reports what it did."""
+    """Runs batches of processes one after another and reports what each did."""
 
-    def run(self, argv: Sequence[str], timeout_s: float | None) -> Outcome:
-        """Spawn ``argv`` (``argv[0]`` an absolute path), wait, and return its outcome.
+    def run_batch(self, items: Sequence[Item], ignore_all: bool, ignore_codes: frozenset[int],
+                  outcomes: list[Outcome]) -> None:
+        """Run ``items`` in order, appending each one's outcome to ``outcomes`` as it ends.
+
+        The batch stops after the first item that fails (:func:`_stops`), so a
+        failed prepare hook or run is never followed by more processes.
 
         Raises:
-            OSError: the process could not be started.
-            KeyboardInterrupt: Ctrl-C; the process is killed and reaped first.
+            KeyboardInterrupt: Ctrl-C; the running process is killed, and
+                ``outcomes`` holds every item that finished before it.
         """
         ...
+
+
+def _stops(reply: tuple[Any, ...], is_run: bool, ignore_all: bool, codes: Any) -> bool:
+    """True when a batch must stop after this reply (an :class:`Outcome` as a tuple).
+
+    Self-contained: its source also runs inside the spawning helper.
+    """
+    code, timed_out, error = reply[4], reply[5], reply[7]
+    if error:
+        return True
+    if not is_run:
+        return code != 0 or timed_out
+    if ignore_all:
+        return False
+    return timed_out or not (code == 0 or (code > 0 and code in codes))
+
+
+def _run_items(run: Callable[..., tuple[Any, ...]], items: Sequence[Item], ignore_all: bool,
+               codes: Any, replies: list[Any]) -> None:
+    """Run ``items`` with ``run(argv, timeout)``, appending replies, until one stops the batch.
+
+    Self-contained: its source also runs inside the spawning helper.
+    """
+    for argv, timeout, is_run in items:
+        reply = run(argv, timeout)
+        replies.append(reply)
+        if _stops(reply, is_run, ignore_all, codes):
+            return
+
+
+class SerialSpawner:
+    """A :class:`Spawner` from a one-process ``run(argv, timeout_s) -> Outcome``, in this
+    process (for fakes in tests; the batch rules are the helper's, :func:`_run_items`)."""
+
+    def run(self, argv: Sequence[str], timeout_s: float | None) -> Outcome:
+        """Run one process. Raises OSError when it can't be started."""
+        raise NotImplementedError
+
+    def run_batch(self, items: Sequence[Item], ignore_all: bool, ignore_codes: frozenset[int],
+                  outcomes: list[Outcome]) -> None:
+        """See :meth:`Spawner.run_batch`."""
+        def one(argv: Sequence[str], timeout: float | None) -> tuple[Any, ...]:
+            try:
+                outcome = self.run(argv, timeout)
+            except OSError as exc:
+                outcome = Outcome(0, error=exc.strerror or str(exc))
+            outcomes.append(outcome)
+            return astuple(outcome)
+
+        _run_items(one, items, ignore_all, ignore_codes, [])
 
 
 class PosixSpawner:
@@ -87,15 +153,17 @@ class PosixSpawner:
     parent's memory until ``exec``, and Linux records that memory's peak in
     the child's ``ru_maxrss`` (``setmax_mm_hiwater_rss`` at exec). Spawned from
     perflab itself (numpy, rich: ~50 MB) every command would "use" 50 MB; from
-    a bare ``python -I -S`` helper (~9 MB) the floor is low, and it is measured
-    (:attr:`rss_floor_bytes`). The helper times each run on the monotonic
-    clock around spawn → reap, so the pipe round trip is not in the timings.
+    a bare ``python -I -S`` helper (~10 MB) the floor is low, and perflab
+    measures and reports it. The helper runs whole batches (several blocks of
+    runs, with their hooks) per request, so the pipe round trip to it is paid
+    once per batch, not per run, and never inside a timing.
 
-    In the helper, each command runs with ``posix_spawn`` (glibc: clone(CLONE_VFORK)
+    In the helper each command runs with ``posix_spawn`` (glibc: clone(CLONE_VFORK)
     + exec, as Rust's std::process and so hyperfine), no shell, in its own
-    process group so that a timeout or Ctrl-C kills all it started. Output
-    goes to /dev/null unless ``show_output`` (then it streams to our
-    stdout/stderr, never buffered); stdin is /dev/null or ``input_path``.
+    process group so that a timeout or Ctrl-C kills all it started; the wall
+    time is the monotonic clock around spawn → reap. Output goes to /dev/null
+    unless ``show_output`` (then it streams to our stdout/stderr, never
+    buffered); stdin is /dev/null or ``input_path``.
 
     Args:
         show_output: let commands write to our stdout and stderr.
@@ -113,47 +181,59 @@ class PosixSpawner:
 
         requests_r, self._requests = os.pipe()
         self._replies, replies_w = os.pipe()
-        code = inspect.getsource(_helper_main) + "\n_helper_main()\n"
+        code = "from __future__ import annotations\n" + "".join(
+            inspect.getsource(f) + "\n" for f in (_stops, _run_items, _helper_main))
         self._proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", code, str(requests_r), str(replies_w),
-             "1" if self.show_output else "0", self.input_path or ""],
+            [sys.executable, "-I", "-S", "-c", code + "_helper_main()\n", str(requests_r),
+             str(replies_w), "1" if self.show_output else "0", self.input_path or ""],
             stdin=subprocess.DEVNULL, pass_fds=(requests_r, replies_w))
         os.close(requests_r)
         os.close(replies_w)
 
-    def run(self, argv: Sequence[str], timeout_s: float | None) -> Outcome:
-        """Run ``argv`` in the helper and return its outcome. See :class:`Spawner`.
+    def run_batch(self, items: Sequence[Item], ignore_all: bool, ignore_codes: frozenset[int],
+                  outcomes: list[Outcome]) -> None:
+        """See :meth:`Spawner.run_batch`.
 
         Raises:
-            OSError: the command could not be started (errno from posix_spawn).
-            KeyboardInterrupt: Ctrl-C; the helper kills the command's group and exits.
+            KeyboardInterrupt: Ctrl-C; the helper kills the running command,
+                hands back the items that finished, and exits.
+            OSError: the helper died (e.g. killed from outside).
         """
         if self._proc is None:
             self._start()
         try:
-            _send(self._requests, (tuple(argv), timeout_s))
-            reply = _receive(self._replies)
+            _send(self._requests, ([tuple(i) for i in items], ignore_all, frozenset(ignore_codes)))
+            replies = _receive(self._replies)
         except BaseException:
-            self.close()
+            outcomes.extend(Outcome(*r) for r in self._stop() or [])
             raise
-        if reply is None:
-            self.close()
-            raise OSError(0, "the spawning helper process died")
-        *fields, errno, message = reply
-        if errno:
-            raise OSError(errno, message)
-        return Outcome(*fields)
+        if replies is None:
+            self._stop()
+            raise OSError("perflab's spawning helper process died; run again")
+        outcomes.extend(Outcome(*r) for r in replies)
 
-    def close(self) -> None:
-        """Stop the helper (it kills a running command first); a later run starts a new one."""
-        if self._proc is None:
-            return
+    def run(self, argv: Sequence[str], timeout_s: float | None) -> Outcome:
+        """Run one process (a batch of one); its ``error`` says when it could not start."""
+        outcomes: list[Outcome] = []
+        self.run_batch([(tuple(argv), timeout_s, False)], True, frozenset(), outcomes)
+        return outcomes[0]
+
+    def _stop(self) -> list[Any] | None:
+        """Stop the helper; return the replies it flushed on its way out (None if none)."""
         proc, self._proc = self._proc, None
-        for fd in (self._requests, self._replies):
-            os.close(fd)
         if proc.poll() is None:
             proc.terminate()
-        proc.wait()
+        try:
+            os.close(self._requests)
+            return _receive(self._replies)
+        finally:
+            os.close(self._replies)
+            proc.wait()
+
+    def close(self) -> None:
+        """Stop the helper (it kills a running command first); a later batch starts a new one."""
+        if self._proc is not None:
+            self._stop()
 
 
 def _send(fd: int, message: Any) -> None:
@@ -169,8 +249,10 @@ def _receive(fd: int) -> Any:
     import marshal
 
     header = _read_exact(fd, 4)
-    return None if header is None else marshal.loads(_read_exact(fd, int.from_bytes(header,
-                                                                                   "little")))
+    if header is None:
+        return None
+    body = _read_exact(fd, int.from_bytes(header, "little"))
+    return None if body is None else marshal.loads(body)
 
 
 def _read_exact(fd: int, size: int) -> bytes | None:
@@ -184,11 +266,13 @@ def _read_exact(fd: int, size: int) -> bytes | None:
 
 
 def _helper_main() -> None:  # pragma: no cover - runs in the helper process
-    """The spawning helper: ``python -I -S -c <this> REQ_FD REPLY_FD SHOW_OUTPUT INPUT``.
+    """The spawning helper: ``python -I -S -c <source> REQ_FD REPLY_FD SHOW_OUTPUT INPUT``.
 
-    Reads (argv, timeout_s) requests, answers (wall_ns, user_ns, sys_ns,
-    max_rss_bytes, exit_code, timed_out, errno, message). Imports only
-    built-in modules so that its memory (the floor of every max RSS) stays small.
+    Reads batches (items, ignore_all, codes), answers the list of replies
+    (wall_ns, user_ns, sys_ns, max_rss_bytes, exit_code, timed_out, start_ns,
+    error). On SIGTERM it kills the running command's group, sends the replies
+    of the batch so far, and exits. Imports only built-in modules so that its
+    memory (the floor of every max RSS) stays small.
     """
     import marshal
     import os
@@ -204,7 +288,23 @@ def _helper_main() -> None:  # pragma: no cover - runs in the helper process
                else (os.POSIX_SPAWN_DUP2, devnull, 0)]
     actions += [] if show == "1" else [(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (1, 2)]
     rss_unit = 1 if sys.platform == "darwin" else 1024
-    env, current = dict(os.environ), [0]
+    env, current, batch = dict(os.environ), [0], [None]
+
+    def send(message):
+        data = marshal.dumps(message)
+        os.write(replies, len(data).to_bytes(4, "little") + data)
+
+    def receive():
+        header = os.read(requests, 4)
+        if len(header) < 4:
+            return None
+        size, data = int.from_bytes(header, "little"), b""
+        while len(data) < size:
+            chunk = os.read(requests, size - len(data))
+            if not chunk:
+                return None
+            data += chunk
+        return marshal.loads(data)
 
     def kill_group(pid):
         try:
@@ -215,6 +315,8 @@ def _helper_main() -> None:  # pragma: no cover - runs in the helper process
     def stop(signum, frame):
         if current[0]:
             kill_group(current[0])
+        if batch[0] is not None:
+            send(batch[0])
         os._exit(0)
 
     def exited(pid, timeout):
@@ -239,7 +341,7 @@ def _helper_main() -> None:  # pragma: no cover - runs in the helper process
         try:
             pid = os.posix_spawn(argv[0], list(argv), env, file_actions=actions, setpgroup=0)
         except OSError as exc:
-            return (0, 0, 0, 0, 0, False, exc.errno or 1, exc.strerror or str(exc))
+            return (0, 0, 0, 0, 0, False, start, exc.strerror or str(exc))
         current[0] = pid
         timed_out = not exited(pid, timeout)
         if timed_out:
@@ -248,19 +350,17 @@ def _helper_main() -> None:  # pragma: no cover - runs in the helper process
         wall = time.monotonic_ns() - start
         current[0] = 0
         return (wall, round(usage.ru_utime * 1e9), round(usage.ru_stime * 1e9),
-                usage.ru_maxrss * rss_unit, os.waitstatus_to_exitcode(status), timed_out, 0, "")
+                usage.ru_maxrss * rss_unit, os.waitstatus_to_exitcode(status), timed_out,
+                start, "")
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, stop)
-    while True:
-        header = os.read(requests, 4)
-        if len(header) < 4:
-            return
-        size, data = int.from_bytes(header, "little"), b""
-        while len(data) < size:
-            data += os.read(requests, size - len(data))
-        reply = marshal.dumps(run(*marshal.loads(data)))
-        os.write(replies, len(reply).to_bytes(4, "little") + reply)
+    while (request := receive()) is not None:
+        items, ignore_all, codes = request
+        batch[0] = []
+        _run_items(run, items, ignore_all, codes, batch[0])
+        done, batch[0] = batch[0], None
+        send(done)
 
 
 @dataclass(frozen=True)
@@ -552,18 +652,24 @@ class _State:
     spent_s: float = 0.0
     done: bool = False
     set_up: bool = False
+    timed: int = 0
+    ok_walls: list[float] = field(default_factory=list)
 
-    def walls(self) -> list[float]:
-        """Wall seconds of the successful timed runs."""
-        return [r.wall_ns * 1e-9 for r in self.bench.runs if r.ok and not r.warmup]
-
-    def timed_runs(self) -> int:
-        """Timed runs so far, failed ones included."""
-        return sum(1 for r in self.bench.runs if not r.warmup)
+    def add(self, run: CommandRun) -> None:
+        """Keep the run and the counters the stopping rule reads every batch (O(1))."""
+        self.bench.runs.append(run)
+        if not run.warmup:
+            self.timed += 1
+            if run.ok:
+                self.ok_walls.append(run.wall_ns * 1e-9)
 
 
 class CommandRunner:
     """Measures commands in randomized blocks (or one after another) until they stop.
+
+    Blocks are sent to the spawner in batches that end before the next point
+    where the stopping rule could fire (and within ``_MAX_BATCH_S``), so no
+    per-run round trip adds to the cost of a run.
 
     Args:
         specs: the commands.
@@ -600,6 +706,8 @@ class CommandRunner:
         self._index = 0
         self._checks = 0
         self._next_check = -math.inf
+        self._block_s: float | None = None
+        self._half: float | None = None
 
     def run(self) -> list[Benchmark]:
         """Measure every command; Ctrl-C stops early and keeps every finished run.
@@ -622,23 +730,31 @@ class CommandRunner:
             self._cleanup_all()
         return [s.bench for s in self.states]
 
+    def _run_one(self, argv: Sequence[str]) -> Outcome:
+        outcomes: list[Outcome] = []
+        self.spawner.run_batch([(tuple(argv), self.settings.timeout_s, False)], True,
+                               frozenset(), outcomes)
+        return outcomes[0]
+
     def _probe_overhead(self) -> None:
         """Time the empty process a few times: the floor under every wall time."""
-        if self.overhead_argv:
-            for _ in range(self.settings.overhead_runs):
-                outcome = self.spawner.run(self.overhead_argv, self.settings.timeout_s)
-                self.spawn_overhead_ns.append(outcome.wall_ns)
-                self.rss_floor_bytes = min(self.rss_floor_bytes or outcome.max_rss_bytes,
-                                           outcome.max_rss_bytes)
+        if not self.overhead_argv:
+            return
+        item = (tuple(self.overhead_argv), self.settings.timeout_s, False)
+        outcomes: list[Outcome] = []
+        self.spawner.run_batch([item] * self.settings.overhead_runs, True, frozenset(), outcomes)
+        ran = [o for o in outcomes if not o.error]
+        self.spawn_overhead_ns = [o.wall_ns for o in ran]
+        self.rss_floor_bytes = min((o.max_rss_bytes for o in ran), default=None)
 
     def _sequential(self, state: _State) -> None:
-        """All runs of one command: setup, warmup, runs until it stops, cleanup."""
+        """All runs of one command: setup, warmup, batches until it stops, cleanup."""
         self.progress.start_case(state.bench.id, self.settings.budget_s)
-        self._hook(state, "setup")
-        for _ in range(self.settings.warmup):
-            self._measure(state, warmup=True)
+        self._setup(state)
+        if self.settings.warmup:
+            self._blocks([state], self.settings.warmup, warmup=True)
         while not state.done:
-            self._measure(state)
+            self._blocks([state], self._blocks_ahead([state]))
             self._decide([state])
         self._cleanup(state)
 
@@ -646,49 +762,92 @@ class CommandRunner:
         """Every setup, warmup blocks, timed blocks in random order until all stop, cleanups."""
         for state in self.states:
             self.progress.start_case(state.bench.id, self.settings.budget_s)
-            self._hook(state, "setup")
-        for _ in range(self.settings.warmup):
-            self._block(warmup=True)
-        while self._block():
-            self._decide([s for s in self.states if not s.done])
+            self._setup(state)
+        if self.settings.warmup:
+            self._blocks(self.states, self.settings.warmup, warmup=True)
+        while active := [s for s in self.states if not s.done]:
+            self._blocks(active, self._blocks_ahead(active))
+            self._decide(active)
         self._cleanup_all()
 
-    def _block(self, warmup: bool = False) -> bool:
-        """Run every active command once in a fresh random order; False when none is active."""
-        active = [s for s in self.states if not s.done]
-        self.rng.shuffle(active)
-        for state in active:
-            self._measure(state, warmup)
-        return bool(active)
+    def _blocks_ahead(self, active: list[_State]) -> int:
+        """Blocks to batch: up to the next point where the set could stop, within
+        ``_MAX_BATCH_S``, the budget and the run limit (one block until timed once)."""
+        s = self.settings
+        left = s.max_runs - max(st.timed for st in active)
+        below_min = s.min_runs - min(len(st.ok_walls) for st in active)
+        if self._block_s is None:
+            return 1
+        horizon = min(_MAX_BATCH_S, s.budget_s - max(st.spent_s for st in active))
+        if below_min <= 0:
+            horizon = min(horizon, self._next_check - self.clock())
+        blocks = int(horizon / self._block_s) if self._block_s > 0 else max(below_min, 1)
+        if below_min > 0:
+            blocks = min(blocks, below_min)
+        return max(1, min(blocks, left, _MAX_BATCH_ITEMS // (3 * len(active))))
 
-    def _measure(self, state: _State, warmup: bool = False) -> None:
-        """One run of ``state`` between its prepare and conclude hooks, recorded."""
-        if state.done or not self._hook(state, "prepare"):
-            return
-        started = self.clock() - self._t0
+    def _blocks(self, states: list[_State], blocks: int, warmup: bool = False) -> None:
+        """Run ``blocks`` blocks (each active command once, in a fresh random order) as
+        one batch, then record what ran, even when Ctrl-C cut the batch short."""
+        plan: list[_State] = []
+        for _ in range(blocks):
+            active = [s for s in states if not s.done]
+            self.rng.shuffle(active)
+            plan += active
+        items = [item for state in plan for item in self._items(state)]
+        outcomes: list[Outcome] = []
+        began = self.clock()
         try:
-            outcome = self.spawner.run(state.spec.argv, self.settings.timeout_s)
-        except OSError as exc:
+            self.spawner.run_batch(items, self.settings.ignore_all, self.settings.ignore_codes,
+                                   outcomes)
+        finally:
+            self._replay(plan, outcomes, warmup)
+        self._block_s = (self.clock() - began) / blocks
+
+    def _items(self, state: _State) -> list[Item]:
+        """The batch items of one run: [prepare], the command, [conclude]."""
+        hooks, timeout = state.spec.hooks, self.settings.timeout_s
+        items: list[Item] = [(hooks["prepare"], timeout, False)] if "prepare" in hooks else []
+        items.append((state.spec.argv, timeout, True))
+        return items + ([(hooks["conclude"], timeout, False)] if "conclude" in hooks else [])
+
+    def _replay(self, plan: list[_State], outcomes: list[Outcome], warmup: bool) -> None:
+        """Fold a batch's outcomes into the runs, in the order they ran."""
+        pending = iter(outcomes)
+        for state in plan:
+            if not self._replay_run(state, pending, warmup):
+                return
+
+    def _replay_run(self, state: _State, pending: Iterator[Outcome], warmup: bool) -> bool:
+        """One run's outcomes (prepare, command, conclude); False where the batch ended."""
+        hooks = state.spec.hooks
+        if "prepare" in hooks and not self._hook_ok(state, "prepare", next(pending, None)):
+            return False
+        outcome = next(pending, None)
+        if outcome is None:
+            return False
+        if outcome.error:
             self.start_errors += 1
-            self._fail(state, f"can't be started: {exc.strerror or exc}; check that it is a "
-                       "program for this machine (scripts need a #! line) or use --shell")
-            return
-        run = self._record(state, outcome, started, warmup)
-        state.spent_s += outcome.wall_ns * 1e-9
+            self._fail(state, f"can't be started: {outcome.error}; check that it is a program "
+                       "for this machine (scripts need a #! line) or use --shell")
+            return False
+        run = self._record(state, outcome, warmup)
         if not run.ok and not self.settings.ignore_all:
             self._fail(state, self._run_failure(outcome))
-            return
-        self._hook(state, "conclude")
+            return False
+        return "conclude" not in hooks or self._hook_ok(state, "conclude", next(pending, None))
 
-    def _record(self, state: _State, outcome: Outcome, started: float,
-                warmup: bool) -> CommandRun:
+    def _record(self, state: _State, outcome: Outcome, warmup: bool) -> CommandRun:
         ok = not outcome.timed_out and self.settings.accepts(outcome.exit_code)
-        run = CommandRun(index=self._index, started_s=started, wall_ns=outcome.wall_ns,
-                         user_ns=outcome.user_ns, sys_ns=outcome.sys_ns,
-                         max_rss_bytes=outcome.max_rss_bytes, exit_code=outcome.exit_code,
-                         ok=ok, warmup=warmup, timed_out=outcome.timed_out)
+        started = self.clock() if outcome.start_ns is None else outcome.start_ns * 1e-9
+        run = CommandRun(index=self._index, started_s=started - self._t0,
+                         wall_ns=outcome.wall_ns, user_ns=outcome.user_ns,
+                         sys_ns=outcome.sys_ns, max_rss_bytes=outcome.max_rss_bytes,
+                         exit_code=outcome.exit_code, ok=ok, warmup=warmup,
+                         timed_out=outcome.timed_out)
         self._index += 1
-        state.bench.runs.append(run)
+        state.spent_s += outcome.wall_ns * 1e-9
+        state.add(run)
         return run
 
     def _run_failure(self, outcome: Outcome) -> str:
@@ -705,20 +864,24 @@ class CommandRunner:
                 f"--ignore-failure (or --ignore-failure={outcome.exit_code}) if that is expected;"
                 " --show-output shows what it printed")
 
-    def _hook(self, state: _State, hook: str) -> bool:
-        """Run a hook of ``state`` if it has one; False (and the command fails) if the hook did."""
-        state.set_up = state.set_up or hook == "setup"
-        argv = state.spec.hooks.get(hook)
-        if argv is None or state.bench.failed:
-            return not state.bench.failed
-        outcome = self.spawner.run(argv, self.settings.timeout_s)
+    def _setup(self, state: _State) -> None:
+        state.set_up = True
+        if "setup" in state.spec.hooks:
+            self._hook_ok(state, "setup", self._run_one(state.spec.hooks["setup"]))
+
+    def _hook_ok(self, state: _State, hook: str, outcome: Outcome | None) -> bool:
+        """True when the hook ran cleanly; otherwise the command fails (None: batch cut)."""
+        if outcome is None:
+            return False
         if hook in ("prepare", "conclude"):
             state.spent_s += outcome.wall_ns * 1e-9
-        if outcome.exit_code == 0 and not outcome.timed_out:
+        if not outcome.error and outcome.exit_code == 0 and not outcome.timed_out:
             return True
-        status = "timed out" if outcome.timed_out else f"exited with status {outcome.exit_code}"
-        self._fail(state, f"--{hook} {argv[-1]!r} {status}; fix it (--show-output shows what "
-                   "it printed)")
+        status = (f"could not start ({outcome.error})" if outcome.error
+                  else "timed out" if outcome.timed_out
+                  else f"exited with status {outcome.exit_code}")
+        self._fail(state, f"--{hook} {state.spec.hooks[hook][-1]!r} {status}; fix it "
+                   "(--show-output shows what it printed)")
         return False
 
     def _fail(self, state: _State, message: str) -> None:
@@ -727,13 +890,15 @@ class CommandRunner:
         self.progress.finish_case(state.bench.id, "failed")
 
     def _cleanup(self, state: _State) -> None:
-        if state.set_up:
-            state.set_up = False
-            argv = state.spec.hooks.get("cleanup")
-            outcome = self.spawner.run(argv, self.settings.timeout_s) if argv else None
-            if outcome and (outcome.exit_code or outcome.timed_out) and not state.bench.failed:
-                state.bench.error = (f"{state.spec.name!r}: --cleanup {argv[-1]!r} failed "
-                                     f"(status {outcome.exit_code}); its runs are kept")
+        if not state.set_up:
+            return
+        state.set_up = False
+        argv = state.spec.hooks.get("cleanup")
+        outcome = self._run_one(argv) if argv else None
+        failed = outcome and (outcome.error or outcome.exit_code or outcome.timed_out)
+        if failed and argv and not state.bench.failed:
+            state.bench.error = (f"{state.spec.name!r}: --cleanup {argv[-1]!r} failed "
+                                 f"(status {outcome.exit_code}); its runs are kept")
 
     def _cleanup_all(self) -> None:
         try:
@@ -748,17 +913,18 @@ class CommandRunner:
         if not active:
             return
         s = self.settings
-        runs = min(st.timed_runs() for st in active)
+        runs = min(st.timed for st in active)
         limit = ("max-runs" if runs >= s.max_runs
                  else "budget" if any(st.spent_s >= s.budget_s for st in active) else None)
         reason = limit
-        enough = min(len(st.walls()) for st in active) >= max(s.min_runs, 2)
-        if enough and (limit or self.clock() >= self._next_check):
-            if self._precise(active):
-                reason = "precision"
-        for state in active if reason else ():
-            state.done, state.bench.stop_reason = True, reason
-            self.progress.finish_case(state.bench.id, reason)
+        enough = min(len(st.ok_walls) for st in active) >= max(s.min_runs, 2)
+        if enough and (limit or self.clock() >= self._next_check) and self._precise(active):
+            reason = "precision"
+        for state in active:
+            self.progress.update_case(state.bench.id, state.timed, state.spent_s, self._half)
+            if reason:
+                state.done, state.bench.stop_reason = True, reason
+                self.progress.finish_case(state.bench.id, reason)
 
     def _precise(self, active: list[_State]) -> bool:
         """True when every median's and every ratio's CI is within the precision.
@@ -768,12 +934,9 @@ class CommandRunner:
         cost has been spent measuring.
         """
         began = time.perf_counter()
-        widths = self.half_widths(active)
-        for state in active:
-            self.progress.update_case(state.bench.id, state.timed_runs(), state.spent_s,
-                                      max(widths))
+        self._half = max(self.half_widths(active))
         self._next_check = self.clock() + _CHECK_SHARE * (time.perf_counter() - began)
-        return max(widths) <= self.settings.precision
+        return self._half <= self.settings.precision
 
     def half_widths(self, active: list[_State]) -> list[float]:
         """Relative CI half-widths of each median and of each ratio to the reference.
@@ -788,7 +951,7 @@ class CommandRunner:
         self._checks += 1
         rng = np.random.default_rng(None if self.settings.seed is None
                                     else [self.settings.seed, self._checks])
-        walls = {id(st): [np.asarray(st.walls())] for st in active}
+        walls = {id(st): [np.asarray(st.ok_walls)] for st in active}
         widths = [stats.median_ci(walls[id(st)], self.settings.confidence, 1000, rng)
                   .relative_half_width for st in active]
         ref = self._reference(active, walls)

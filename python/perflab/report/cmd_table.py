@@ -174,9 +174,11 @@ def summarize_commands(benches: Sequence[Benchmark], reference: int | None = Non
         ref = reference if reference in ok else min(ok, key=lambda i: summaries[i].median_s)
         summaries[ref].reference = True
         ref_wall = _walls(benches[ref])
+        summaries[ref].ratio = (1.0, 1.0, 1.0)
         for i in ok:
-            est = stats.ratio_ci(_walls(benches[i]), ref_wall, confidence, 2000, rng)
-            summaries[i].ratio = (est.value, est.low, est.high)
+            if i != ref:
+                est = stats.ratio_ci(_walls(benches[i]), ref_wall, confidence, 2000, rng)
+                summaries[i].ratio = (est.value, est.low, est.high)
     overhead = float(np.median(spawn_overhead_ns)) * 1e-9 if len(spawn_overhead_ns) else None
     for s in summaries:
         s.warnings = _warnings(s, precision, overhead)
