@@ -52,6 +52,8 @@ PUBLISHED = [
 KNOWN = {"O(n)": (2e-6, 5e-8), "O(n log n)": (1e-6, 4e-9), "O(n^2)": (1e-5, 1e-11)}
 STRATEGIES = ["lock", "spin", "deque", "lifoqueue"]
 THREADS = [1, 2, 4, 8, 12]
+E2E_CONNECTIONS = "1,2,3,4,6,8,12,16,24,32"
+E2E_CHART = ROOT / "docs" / "readme" / "fit-usl-serve.png"
 
 
 def fit_json(args: list[str]) -> tuple[float, dict]:
@@ -205,8 +207,48 @@ def contention_section(folder: Path, process_time: str) -> str:
                                  for p in b["processes"] if p.get("loop_overhead_ns"))
     lines.append(f"\nperflab run wall time for the 20 cases: {wall:.0f} s. Timer cost of threads "
                  f"mode (timed loop around an empty call, median): {overhead:.0f} ns per call; "
-                 "the hand-rolled loop does not time calls, which is most of the gap for the "
-                 "cheap operations (deque, lock) and none of it for the slow ones.")
+                 "the hand-rolled loop does not time calls, which explains the steady gap "
+                 "for the cheapest operation (deque, ~50 ns); for the others the ratios "
+                 "scatter around 1 with the noise of this shared machine and of GIL "
+                 "scheduling, which decides which thread runs for 5 ms at a time.")
+    return "\n".join(lines)
+
+
+def end_to_end_section(folder: Path) -> str:
+    """perflab serve with a 0.2 ms global lock per request, swept in closed loop, USL fitted."""
+    import re
+
+    serve = subprocess.Popen([PYTHON, "-m", "perflab", "serve", "--port", "0", "--delay", "1ms",
+                              "--serialize", "0.2ms", "--threads", "2"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        url = re.search(r"http://[0-9.]+:[0-9]+/", serve.stdout.readline()).group(0)
+        sweep = folder / "sweep.json"
+        timed([PYTHON, "-m", "perflab", "http", url, "--connections", E2E_CONNECTIONS,
+               "--duration", "2s", "--warmup", "0.4s", "--threads", "1", "--quiet", "--json",
+               str(sweep)])
+    finally:
+        serve.terminate()
+        serve.wait(timeout=10)
+    fit = fit_json([str(sweep), "--chart", str(E2E_CHART)])[1]
+    lines = ["| N (connections) | X measured (responses/s) | X fitted |", "|---:|---:|---:|"]
+    for n, x, f in zip(fit["points"]["N"], fit["points"]["X"], fit["fitted"]):
+        lines.append(f"| {n:g} | {x:,.0f} | {f:,.0f} |")
+    lines.append(
+        f"\nTarget: `perflab serve --delay 1ms --serialize 0.2ms --threads 2` (a global lock "
+        f"held 0.2 ms per request: at most 5,000 responses/s). Sweep: `perflab http URL "
+        f"--connections {E2E_CONNECTIONS} --duration 2s --warmup 0.4s --threads 1`. "
+        f"Fit: α = {fit['alpha']:.3g} ({fit['alpha_ci_low']:.3g}–{fit['alpha_ci_high']:.3g}), "
+        f"β = {fit['beta']:.3g}, γ = {fit['gamma']:,.0f}/s, N* = {fit['peak_load']:.3g}, "
+        f"X(N*) = {fit['peak_throughput']:,.0f}/s, R² = {fit['r_squared']:.3f}. "
+        f"Reading: {fit['reading']}. Chart: docs/readme/{E2E_CHART.name}.")
+    plateau = max(fit["points"]["X"])
+    lines.append(
+        f"\nThe lock makes a hard knee (throughput grows linearly, then stays flat at "
+        f"≈ {plateau:,.0f}/s); the USL's smooth curve bends earlier and, to follow the knee, "
+        f"takes a small β that predicts a mild decline past N* which a lock alone does not "
+        f"cause. Read N* as \"no gain past here\" and X(N*) as the ceiling: "
+        f"{fit['peak_throughput'] / plateau:.2f}× the highest measured throughput.")
     return "\n".join(lines)
 
 
@@ -225,9 +267,8 @@ def main() -> None:
             "### Known curves: complexity and break-even", known_curves_section(folder),
             "### Threads mode: examples/contention.py (group stack) against a hand-rolled "
             "threading loop", contention_section(folder, process_time),
-            "### End to end: USL of a `perflab http` closed-loop sweep against `perflab serve`",
-            "Not measured yet: `perflab http` was not in the build when this ran "
-            "(tests/cli/test_fit.py holds the skipped end-to-end test).",
+            "### End to end: USL of a `perflab http` closed-loop sweep against `perflab serve` "
+            "with a serialization point", end_to_end_section(folder),
         ])
     write_section("fit", text)
 
