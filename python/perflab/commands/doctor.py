@@ -1,0 +1,76 @@
+"""``perflab doctor``: can this machine's clocks and CPU be trusted?
+
+Parse the options, run :func:`perflab.measure.doctor.run`, print the tables
+(:mod:`perflab.report.doctor_table`) or the JSON document, and exit 1 when a
+check failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from perflab.units import parse_positive_duration
+
+#: Version of the doctor JSON document (not a results file: ``perflab show`` doesn't read it).
+DOCTOR_SCHEMA_VERSION = 1
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``perflab doctor``."""
+    parser.add_argument("--duration", default="3s", help="length of the clock probe, e.g. 3s "
+                        "or 500ms (3s); the sleep probes add a third of it, the per-clock "
+                        "figures about half a second")
+    parser.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                        help="write the report as JSON to FILE, or to stdout (instead of "
+                        "the tables) when FILE is omitted or '-'")
+    parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
+                        help="how to print the report on stdout (csv: the checks only)")
+
+
+def document(report: Any, argv: list[str]) -> dict[str, Any]:
+    """The JSON document: a header, the report's sections at top level, the fingerprint."""
+    from perflab import __version__, environment
+
+    return {"tool": "perflab", "kind": "doctor", "doctor_schema_version": DOCTOR_SCHEMA_VERSION,
+            "perflab_version": __version__, "command_line": ["perflab", *argv],
+            **report.to_dict(),
+            "environment": environment.finish(environment.fingerprint(__version__))}
+
+
+def print_report(report: Any, fmt: str) -> None:
+    """Print the report's tables on stdout as a rich table, Markdown, or CSV (checks)."""
+    from perflab.report import console
+    from perflab.report.doctor_table import check_records, doctor_tables
+
+    if fmt == "csv":
+        sys.stdout.write(console.csv_text(check_records(report)))
+    elif fmt == "markdown":
+        sys.stdout.write(console.markdown(doctor_tables(report)))
+    else:
+        console.print_tables(doctor_tables(report))
+
+
+def main(args: argparse.Namespace) -> int:
+    """Probe, print, save. Exit 1 when a check failed, 2 on bad input."""
+    from perflab.measure import doctor
+
+    duration = parse_positive_duration(args.duration, "--duration")
+    sys.stderr.write(f"perflab doctor: probing this machine for about "
+                     f"{duration * 4 / 3 + 1:.0f} s\n")
+    report = doctor.run(duration, progress=lambda phase: sys.stderr.write(
+        f"perflab doctor: {phase}…\n"))
+    text = json.dumps(document(report, sys.argv[1:]), indent=1, allow_nan=False) + "\n"
+    if args.json == "-":
+        sys.stdout.write(text)
+    else:
+        if args.json:
+            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.json).write_text(text)
+        print_report(report, args.format)
+        if args.json:
+            sys.stderr.write(f"report saved to {args.json}\n")
+    return 1 if report.failed else 0

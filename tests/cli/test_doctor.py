@@ -1,0 +1,63 @@
+"""``perflab doctor`` through the real entry point: bad input, JSON, Markdown, speed."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("perflab._core")
+
+
+@pytest.mark.parametrize("duration", ["0", "0s", "--duration=-1s", "abc"])
+def test_a_bad_duration_is_a_usage_error(duration: str, perflab_cli) -> None:  # type: ignore[no-untyped-def]
+    args = [duration] if duration.startswith("--") else ["--duration", duration]
+    done = perflab_cli("doctor", *args, timeout=60)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "--duration" in lines[0]
+    assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_json_on_stdout_has_the_promised_keys(perflab_cli) -> None:  # type: ignore[no-untyped-def]
+    done = perflab_cli("doctor", "--duration", "200ms", "--json", timeout=120)
+    assert done.returncode in (0, 1), done.stderr
+    data = json.loads(done.stdout)
+    assert (data["tool"], data["kind"]) == ("perflab", "doctor")
+    assert {"clocksource", "clocks", "checks", "environment"} <= set(data)
+    mono = data["clocks"]["monotonic"]
+    assert mono["read_cost_ns"] > 0 and mono["resolution_ns"] > 0
+    assert mono["python_read_cost_ns"] > 0 and mono["backward_steps"] == 0
+    checks = {c["name"]: c for c in data["checks"]}
+    assert all(c["status"] in ("ok", "warn", "fail", "n/a") and c["detail"]
+               for c in checks.values())
+    assert {"clock_steps", "rate_vs_tsc", "slewing", "suspend", "longest_gap", "sleep",
+            "ntp", "governor", "steal", "load"} <= set(checks)
+    assert done.returncode == (1 if any(c["status"] == "fail" for c in checks.values()) else 0)
+    assert [s["request_ns"] for s in data["sleep"]] == [100_000, 1_000_000, 10_000_000]
+    assert "cross-check probe" in done.stderr
+
+
+def test_json_file_and_markdown_tables(tmp_path: Path, perflab_cli) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "sub" / "doctor.json"
+    done = perflab_cli("doctor", "--duration", "200ms", "--json", str(out), "--format",
+                       "markdown", timeout=120)
+    assert done.returncode in (0, 1), done.stderr
+    assert json.loads(out.read_text())["checks"]
+    for title in ("clock source", "clocks", "cross-checks over the probe", "sleep accuracy",
+                  "CPU and load", "verdicts"):
+        assert f"### {title}" in done.stdout, title
+    assert "| MONOTONIC |" in done.stdout
+
+
+def test_the_default_run_takes_under_ten_seconds(perflab_cli) -> None:  # type: ignore[no-untyped-def]
+    # The probe and the sleeps are bounded by true time (3 s + 1 s); the per-clock figures by
+    # ~0.1 s each. 10 s is the issue's target, and leaves room for a loaded 2-core machine.
+    start = time.monotonic()
+    done = perflab_cli("doctor", "--format", "csv", timeout=60)
+    took = time.monotonic() - start
+    assert done.returncode in (0, 1), done.stderr
+    assert done.stdout.startswith("name,status,detail,action\n")
+    assert took < 10, f"default doctor run took {took:.1f} s"
