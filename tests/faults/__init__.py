@@ -1,0 +1,1 @@
+"""Real faults injected into perflab's clocks with libfaketime."""

@@ -1,0 +1,187 @@
+"""Real clock faults, injected with libfaketime (Debian's libfaketime; LD_PRELOAD).
+
+libfaketime replaces libc's clock_gettime, so it fakes MONOTONIC, REALTIME,
+MONOTONIC_RAW and BOOTTIME alike (checked here: they all run at 2× under
+``FAKETIME="+0 x2"``); only the TSC (rdtsc, no library call) and the kernel's
+clocks read by direct system call stay true. That is what doctor and the
+per-sample bracket compare against.
+
+Each test starts the real entry point; timings are bounded by the probes' own
+true-time limits, so the bounds below are generous.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+LIB = next(iter(sorted(Path("/usr/lib").glob("*/faketime/libfaketime.so.1"))), None)
+pytestmark = [
+    pytest.mark.skipif(LIB is None, reason="libfaketime is not installed (Debian package "
+                       "libfaketime; 'make system-deps' installs it)"),
+    pytest.mark.skipif(not Path("/proc/cpuinfo").exists()
+                       or " tsc" not in Path("/proc/cpuinfo").read_text(),
+                       reason="no TSC: the faked clocks can't be told from true ones"),
+]
+
+BENCH = "import perflab\n\n@perflab.bench()\ndef add():\n    return sum(range(200))\n"
+
+
+def _env(**faketime: str) -> dict[str, str]:
+    return {**os.environ, "LD_PRELOAD": str(LIB), **faketime}
+
+
+def _perflab(*args: str, env: dict[str, str], cwd: Path | None = None,
+             timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "perflab", *args], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=timeout, check=False)
+
+
+def _write_offset(path: Path, seconds: float) -> None:
+    """Rewrite libfaketime's offset file atomically (a half-written file reads as garbage)."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(f"{seconds:+.3f}\n")
+    tmp.replace(path)
+
+
+def _checks(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["name"]: c for c in doc["checks"]}
+
+
+def test_doctor_reports_clocks_at_twice_the_tsc_rate() -> None:
+    done = _perflab("doctor", "--duration", "300ms", "--json", env=_env(FAKETIME="+0 x2"))
+    assert done.returncode == 1, done.stderr
+    doc = json.loads(done.stdout)
+    rates = doc["cross_checks"]["rates"]
+    for clock in ("monotonic", "realtime", "monotonic_raw", "boottime"):
+        assert rates[clock] == pytest.approx(2.0, rel=0.02), (clock, rates)
+    check = _checks(doc)["rate_vs_tsc"]
+    assert check["status"] == "fail"
+    assert check["detail"].startswith("MONOTONIC runs at 2.000× the TSC")
+
+
+@pytest.fixture
+def offset_file(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "faketime-offset"
+    _write_offset(path, 0)
+    yield path
+
+
+def _step_doctor(offset_file: Path, **extra: str) -> tuple[dict[str, Any], float]:
+    """Run doctor with a 2 s probe; 0.5 s into the probe, step the clocks +1 s.
+
+    Returns:
+        (the JSON document, wall time of the step as epoch seconds).
+    """
+    env = _env(FAKETIME_NO_CACHE="1", FAKETIME_TIMESTAMP_FILE=str(offset_file), **extra)
+    proc = subprocess.Popen([sys.executable, "-m", "perflab", "doctor", "--duration", "2s",
+                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "cross-check probe" in line:
+            break
+    time.sleep(0.5)
+    _write_offset(offset_file, 1.0)
+    stepped_at = time.time()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode in (0, 1), err
+    return json.loads(out), stepped_at
+
+
+def test_doctor_reports_a_step_of_every_clock_with_its_size_and_time(offset_file: Path) -> None:
+    doc, stepped_at = _step_doctor(offset_file)
+    steps = doc["cross_checks"]["steps"]
+    big = [s for s in steps if abs(s["sizes_ns"].get("monotonic", 0)) > 100_000_000]
+    assert len(big) == 1, steps
+    (step,) = big
+    assert step["against"] == "tsc"
+    for clock in ("monotonic", "realtime"):
+        assert step["sizes_ns"][clock] == pytest.approx(1e9, abs=5e6)
+    assert 0.2 < step["offset_s"] < 2.0
+    from datetime import datetime
+
+    # "at" is REALTIME just before the step: the real time (the offset was +0 until then).
+    assert datetime.fromisoformat(step["at"]).timestamp() == pytest.approx(stepped_at, abs=1.0)
+    check = _checks(doc)["clock_steps"]
+    assert check["status"] == "fail"
+    assert check["detail"].startswith("clock stepped +1.000 s at ")
+    assert doc["cross_checks"]["rates"]["monotonic"] == pytest.approx(1.0, abs=1e-3)
+
+
+def test_doctor_reports_a_realtime_only_step_as_a_warning(offset_file: Path) -> None:
+    doc, _ = _step_doctor(offset_file, FAKETIME_DONT_FAKE_MONOTONIC="1")
+    big = [s for s in doc["cross_checks"]["steps"]
+           if abs(max(s["sizes_ns"].values(), key=abs)) > 100_000_000]
+    assert [sorted(s["sizes_ns"]) for s in big] == [["realtime"]]
+    assert big[0]["sizes_ns"]["realtime"] == pytest.approx(1e9, abs=5e6)
+    assert _checks(doc)["clock_steps"]["status"] == "warn"
+
+
+def _run(tmp_path: Path, env: dict[str, str], process_time: str = "100ms"
+         ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    (tmp_path / "b.py").write_text(BENCH)
+    done = _perflab("run", "b.py", "--min-processes", "2", "--max-processes", "2", "--budget",
+                    "5s", "--process-time", process_time, "--no-alloc", "--quiet", "--json",
+                    "r.json", env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return done, json.loads((tmp_path / "r.json").read_text())
+
+
+def test_run_at_twice_the_rate_flags_and_excludes_every_sample(tmp_path: Path) -> None:
+    done, results = _run(tmp_path, _env(FAKETIME="+0 x2"))
+    bench = results["benchmarks"][0]
+    samples = [s for p in bench["processes"] for s in p["samples"]]
+    assert len(samples) >= 10
+    for s in samples:
+        assert s["flagged"] == "clock:tsc"
+        # The TSC saw half of what MONOTONIC claims: skew = ΔTSC − ΔMONOTONIC = −Δ/2 over
+        # the bracket, which holds the timed loop (wall) and can't be shorter.
+        assert s["clock_skew_ns"] <= -0.45 * s["wall_ns"]
+    assert bench["summary"]["flagged"] == len(samples) and bench["summary"]["samples"] == 0
+    assert f"all {len(samples)} samples excluded: the clocks disagreed" in done.stdout
+
+
+def test_run_with_clock_steps_flags_and_excludes_the_samples_spanning_them(
+        tmp_path: Path, offset_file: Path) -> None:
+    stop = threading.Event()
+
+    def stepper() -> None:  # +20 ms every 250 ms (a sample lasts 10-100 ms here)
+        offset = 0.0
+        while not stop.wait(0.25):
+            offset += 0.02
+            _write_offset(offset_file, offset)
+
+    thread = threading.Thread(target=stepper, daemon=True)
+    thread.start()
+    try:
+        done, results = _run(tmp_path, _env(FAKETIME_NO_CACHE="1",
+                                            FAKETIME_TIMESTAMP_FILE=str(offset_file)), "1s")
+    finally:
+        stop.set()
+        thread.join()
+    bench = results["benchmarks"][0]
+    samples = [s for p in bench["processes"] for s in p["samples"]]
+    flagged = [s for s in samples if s["flagged"]]
+    assert flagged and len(flagged) < len(samples), "steps hit some samples, not all"
+    for s in flagged:
+        # MONOTONIC jumped k × 20 ms that the TSC never saw.
+        steps = -s["clock_skew_ns"] / 20e6
+        assert s["flagged"] == "clock:tsc" and round(steps) >= 1
+        assert steps == pytest.approx(round(steps), abs=0.1), s
+    for s in samples:
+        if not s["flagged"]:
+            assert abs(s["clock_skew_ns"]) < 5_000 + 1e-3 * s["wall_ns"]
+    summary = bench["summary"]
+    assert summary["flagged"] == len(flagged)
+    assert summary["samples"] == len(samples) - len(flagged)
+    assert f"{len(flagged)} samples excluded: the clocks disagreed" in done.stdout
