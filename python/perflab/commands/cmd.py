@@ -143,9 +143,9 @@ def _reference_index(text: str | None, specs: list[Any]) -> int | None:
 
 def _specs(args: argparse.Namespace) -> list[Any]:
     """Commands × parameters, resolved; the --reference command added when it is new."""
-    from perflab.measure.commands import expand
+    from perflab.measure.commands import HOOKS, expand
 
-    hooks = {h: getattr(args, h) for h in ("setup", "prepare", "conclude", "cleanup")}
+    hooks = {h: getattr(args, h) for h in HOOKS}
     shell = args.shell_path if args.shell else None
     commands = list(args.commands or [])
     if args.reference and not args.reference.isdigit() and args.reference not in commands:

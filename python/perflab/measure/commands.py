@@ -918,7 +918,7 @@ class CommandRunner:
                  else "budget" if any(st.spent_s >= s.budget_s for st in active) else None)
         reason = limit
         enough = min(len(st.ok_walls) for st in active) >= max(s.min_runs, 2)
-        if enough and (limit or self.clock() >= self._next_check) and self._precise(active):
+        if not limit and enough and self.clock() >= self._next_check and self._precise(active):
             reason = "precision"
         for state in active:
             self.progress.update_case(state.bench.id, state.timed, state.spent_s, self._half)

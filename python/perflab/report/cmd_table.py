@@ -196,7 +196,8 @@ def _warnings(s: CommandSummary, precision: float | None, overhead_s: float | No
     if s.ok and s.mad_s > UNSTABLE_SPREAD * s.median_s:
         out.append(f"unstable: runs vary by ±{s.mad_s / s.median_s:.0%} (MAD/median); "
                    "close other programs, or use --prepare to reset state between runs")
-    if s.ok and precision is not None and s.stop_reason in ("budget", "max-runs"):
+    if s.ok and precision is not None and s.stop_reason in ("budget", "max-runs") \
+            and max(s.relative_half_width, _ratio_half(s)) > precision:
         out.append(f"{_SHORT_STOP[s.stop_reason]} before precision: median ±"
                    f"{s.relative_half_width:.1%}{_ratio_width(s)} reached, ±{precision:.1%} "
                    "asked; raise --budget or --max-runs")
@@ -211,11 +212,16 @@ def _warnings(s: CommandSummary, precision: float | None, overhead_s: float | No
     return out
 
 
-def _ratio_width(s: CommandSummary) -> str:
+def _ratio_half(s: CommandSummary) -> float:
+    """Relative half-width of the ratio's CI (0 for the reference or without a ratio)."""
     if s.ratio is None or s.reference:
-        return ""
+        return 0.0
     value, low, high = s.ratio
-    return f", ratio ±{(high - low) / 2 / value:.1%}"
+    return (high - low) / 2 / value
+
+
+def _ratio_width(s: CommandSummary) -> str:
+    return f", ratio ±{_ratio_half(s):.1%}" if _ratio_half(s) else ""
 
 
 def _median_cell(s: CommandSummary) -> str:

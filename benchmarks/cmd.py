@@ -1,0 +1,198 @@
+"""perflab cmd beside hyperfine -N: per-run overhead, agreement of medians, drift (issue 5).
+
+Usage: python benchmarks/cmd.py   (needs hyperfine: `make system-deps` installs it)
+
+Writes benchmarks/results/cmd.md. Every figure is measured here, side by side in
+one run; the tools alternate round by round so that machine drift hits both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import PYTHON, machine, timed, write_section  # noqa: E402
+
+PERFLAB = [PYTHON, "-m", "perflab", "cmd", "--quiet"]
+OVERHEAD_RUNS, OVERHEAD_TRIALS = (200, 2200), 5
+AGREE_ROUNDS, AGREE_RUNS = 7, 20
+DRIFT_RUNS, DRIFT_TRIALS = 40, 3
+#: python3 itself, not a wrapper script such as a pyenv shim (which adds its own noise)
+PYTHON3 = os.path.realpath(PYTHON)
+DRIFT_CMD = "{py} -c 'sum(range(1500000))'"
+
+
+def perflab_medians(commands: list[str], runs: int, *extra: str) -> tuple[float, list[float]]:
+    """Run perflab cmd; (tool wall seconds, median wall seconds of each command)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "r.json"
+        wall, _ = timed([*PERFLAB, "--runs", str(runs), "--json", str(out), *extra, *commands])
+        data = json.loads(out.read_text())
+    return wall, [b["summary"]["median_s"] for b in data["benchmarks"]]
+
+
+def hyperfine_medians(commands: list[str], runs: int, *extra: str) -> tuple[float, list[float]]:
+    """Run hyperfine -N; (tool wall seconds, median wall seconds of each command)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "h.json"
+        wall, _ = timed(["hyperfine", "-N", "--style", "none", "--runs", str(runs),
+                         "--export-json", str(out), *extra, *commands])
+        data = json.loads(out.read_text())
+    return wall, [statistics.median(r["times"]) for r in data["results"]]
+
+
+TOOLS = {"perflab": perflab_medians, "hyperfine": hyperfine_medians}
+
+
+def overhead() -> dict[str, dict[str, float]]:
+    """Per-run cost of each tool on `true`: Δ tool wall time / Δ runs, and the reported median."""
+    walls: dict[tuple[str, int], list[float]] = {}
+    medians: dict[str, list[float]] = {name: [] for name in TOOLS}
+    for _ in range(OVERHEAD_TRIALS):
+        for runs in OVERHEAD_RUNS:
+            for name, tool in TOOLS.items():
+                wall, (median,) = tool(["true"], runs)
+                walls.setdefault((name, runs), []).append(wall)
+                medians[name].append(median)
+    low, high = OVERHEAD_RUNS
+    return {name: {"per_run": (statistics.median(walls[name, high])
+                               - statistics.median(walls[name, low])) / (high - low),
+                   "median": statistics.median(medians[name])} for name in TOOLS}
+
+
+def agreement(command: str) -> dict[str, float]:
+    """Median of the per-round medians of ``command`` by each tool, rounds alternating."""
+    medians: dict[str, list[float]] = {name: [] for name in TOOLS}
+    for _ in range(AGREE_ROUNDS):
+        for name, tool in TOOLS.items():
+            medians[name].append(tool([command], AGREE_RUNS)[1][0])
+    return {name: statistics.median(values) for name, values in medians.items()}
+
+
+def drift_trial(tool: str, interleave: bool) -> float:
+    """B/A ratio of two identical commands when CPU hogs start a third of the way through.
+
+    Not halfway: each command would then have about as many fast runs as slow
+    ones, and its median would flip between the two at random.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "log"
+        prepare = f"echo x >> {log}"
+        if tool == "perflab":
+            args = [*PERFLAB, "--runs", str(DRIFT_RUNS), "--prepare", prepare, "--json",
+                    str(Path(tmp) / "r.json"), "-L", "py", f"{PYTHON},{PYTHON}", DRIFT_CMD]
+            args += [] if interleave else ["--no-interleave"]
+        else:
+            cmd = DRIFT_CMD.replace("{py}", PYTHON)
+            # -N splits --prepare too, so the redirection needs its own shell
+            args = ["hyperfine", "-N", "--style", "none", "--runs", str(DRIFT_RUNS), "--prepare",
+                    f"sh -c '{prepare}'", "--export-json", str(Path(tmp) / "h.json"), cmd, cmd]
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        hogs = _start_hogs(proc, log, 2 * DRIFT_RUNS // 3)
+        proc.wait()
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+        return _ratio(tool, Path(tmp))
+
+
+def _start_hogs(proc: subprocess.Popen[bytes], log: Path, runs: int
+                ) -> list[subprocess.Popen[bytes]]:
+    """Wait until ``runs`` runs are done (each logs two bytes), then start two busy loops
+    per core: they outweigh whatever else the shared machine is running."""
+    while proc.poll() is None and (not log.exists() or len(log.read_text()) < 2 * runs):
+        time.sleep(0.01)
+    return [subprocess.Popen([PYTHON, "-c", "while True: pass"])
+            for _ in range(2 * (os.cpu_count() or 1))]
+
+
+def _ratio(tool: str, tmp: Path) -> float:
+    if tool == "perflab":
+        a, b = json.loads((tmp / "r.json").read_text())["benchmarks"]
+        return b["summary"]["median_s"] / a["summary"]["median_s"]
+    a, b = json.loads((tmp / "h.json").read_text())["results"]
+    return statistics.median(b["times"]) / statistics.median(a["times"])
+
+
+def drift() -> dict[str, list[float]]:
+    """B/A ratios per setup, trials alternating between setups."""
+    setups = {"perflab (interleaved)": ("perflab", True),
+              "perflab --no-interleave": ("perflab", False),
+              "hyperfine -N (sequential)": ("hyperfine", False)}
+    ratios: dict[str, list[float]] = {name: [] for name in setups}
+    for _ in range(DRIFT_TRIALS):
+        for name, (tool, interleave) in setups.items():
+            ratios[name].append(drift_trial(tool, interleave))
+    return ratios
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f} ms"
+
+
+def report(over: dict[str, dict[str, float]], agree: dict[str, dict[str, float]],
+           ratios: dict[str, list[float]], hyperfine_version: str) -> str:
+    lines = [
+        "## perflab cmd vs hyperfine -N (issue 5)", "",
+        f"Machine: {machine()}. Shared 2-core machine with other engineers' builds and "
+        "tests running: absolute times are noisy, so the tools alternate round by round and "
+        "the table quotes medians and side-by-side ratios.", "",
+        f"Command: `python benchmarks/cmd.py` ({hyperfine_version}; perflab `--runs N --quiet`, "
+        "hyperfine `-N --runs N`). perflab spawns from a small helper process and times "
+        "spawn → reap on the monotonic clock; hyperfine -N spawns from itself.", "",
+        "### Per-run overhead on `true`", "",
+        f"Per-run cost = (tool wall time at {OVERHEAD_RUNS[1]} runs − at {OVERHEAD_RUNS[0]} "
+        f"runs) / the difference in runs, median of {OVERHEAD_TRIALS} alternating trials: "
+        "what each run costs the user, start-up excluded, analysis and saving included. "
+        "Reported median = what the tool says `true` takes.", "",
+        "| tool | per-run cost | reported median of `true` |", "|---|---:|---:|"]
+    lines += [f"| {name} | {ms(v['per_run'])} | {ms(v['median'])} |" for name, v in over.items()]
+    ratio = over["perflab"]["per_run"] / over["hyperfine"]["per_run"]
+    lines += ["", f"perflab / hyperfine per-run cost: **{ratio:.2f}**.", "",
+              "### Agreement of medians", "",
+              f"{AGREE_ROUNDS} alternating rounds of {AGREE_RUNS} runs per tool; median of the "
+              f"round medians. `python3` is `{PYTHON3}` itself (on this machine the `python3` "
+              "on PATH is a pyenv shim, a shell script that adds its own start-up noise).", "",
+              "| command | perflab median | hyperfine -N median | perflab / hyperfine |",
+              "|---|---:|---:|---:|"]
+    for command, v in agree.items():
+        lines.append(f"| `{command}` | {ms(v['perflab'])} | {ms(v['hyperfine'])} | "
+                     f"{v['perflab'] / v['hyperfine']:.4f} |")
+    lines += ["", "### Drift: the same command twice, a CPU hog from halfway", "",
+              f"A and B are the same command (`{DRIFT_CMD.replace('{py}', 'python3')}`), "
+              f"{DRIFT_RUNS} runs each, with a `--prepare` hook that logs each run. When a third "
+              "of all runs are done, the script starts two busy loops per core, so the rest of "
+              "the runs compete for the CPU (a third, not half: with half the runs slow, a "
+              "median flips between the fast and the slow runs at random). B/A should be "
+              "1.00; sequential runs put most of A before the load and all of B under it.", "",
+              "| setup | B/A ratio per trial |", "|---|---|"]
+    lines += [f"| {name} | {', '.join(f'{r:.3f}' for r in values)} |"
+              for name, values in ratios.items()]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    if shutil.which("hyperfine") is None:
+        sys.stderr.write("error: hyperfine not found; run `make system-deps` (installs it) "
+                         "and try again\n")
+        return 2
+    version = subprocess.run(["hyperfine", "--version"], capture_output=True,
+                             text=True).stdout.strip()
+    over = overhead()
+    agree = {"sleep 0.05": agreement("sleep 0.05"),
+             "python3 -c pass": agreement(f"{PYTHON3} -c pass")}
+    ratios = drift()
+    write_section("cmd", report(over, agree, ratios, version))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
