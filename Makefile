@@ -23,6 +23,11 @@ $(STAMPS)/system-deps: | $(STAMPS)
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	    apt-get install -y -qq libfaketime >/dev/null; \
 	  else echo "note: libfaketime missing and not root; its tests will be skipped"; fi; fi
+	@if ! command -v hyperfine >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq hyperfine >/dev/null || echo "note: hyperfine not installed;" \
+	    "benchmarks/cmd.py needs it (tests don't)"; \
+	  else echo "note: hyperfine missing and not root; benchmarks/cmd.py needs it"; fi; fi
 	touch $@
 
 system-deps: $(STAMPS)/system-deps
