@@ -49,34 +49,40 @@ class TimerInfo:
         return {**asdict(self), "error_ns": self.error_ns, "min_sample_ns": self.min_sample_ns}
 
 
-def python_call_cost_ns(func: Callable[..., Any], arg: Any = None, calls: int = 200_000
-                        ) -> float:
-    """Mean cost of one call from Python, minus the bare loop (as pyperf measures
-    timer overhead). O(calls).
-
-    Args:
-        func: what to call, e.g. ``time.perf_counter_ns`` or ``time.clock_gettime_ns``.
-        arg: its one argument (e.g. a clock id), or None to call it without one.
-        calls: loop length.
-
-    Returns:
-        ns per call (≥ 0).
-    """
+def _loop_ns(func: Callable[..., Any] | None, arg: Any, loop: range) -> int:
+    """Wall ns of one loop calling ``func()`` / ``func(arg)``, or of the bare loop (None)."""
     clock = time.perf_counter_ns
-    loop = range(calls)
     t0 = clock()
-    if arg is None:
+    if func is None:
+        for _ in loop:
+            pass
+    elif arg is None:
         for _ in loop:
             func()
     else:
         for _ in loop:
             func(arg)
-    with_calls = clock() - t0
-    t0 = clock()
-    for _ in loop:
-        pass
-    bare = clock() - t0
-    return max(with_calls - bare, 0) / calls
+    return clock() - t0
+
+
+def python_call_cost_ns(func: Callable[..., Any], arg: Any = None, calls: int = 200_000,
+                        repeat: int = 5) -> float:
+    """Cost of one call from Python: the fastest of ``repeat`` loops minus the fastest bare
+    loop, per call (timeit's best-of-N, so a preemption during one loop doesn't count).
+    O(calls).
+
+    Args:
+        func: what to call, e.g. ``time.perf_counter_ns`` or ``time.clock_gettime_ns``.
+        arg: its one argument (e.g. a clock id), or None to call it without one.
+        calls: calls in all, split over the ``repeat`` loops.
+        repeat: loops (each followed by a bare loop of the same length).
+
+    Returns:
+        ns per call (≥ 0).
+    """
+    loop = range(max(calls // repeat, 1))
+    rounds = [(_loop_ns(func, arg, loop), _loop_ns(None, None, loop)) for _ in range(repeat)]
+    return max(min(w for w, _ in rounds) - min(b for _, b in rounds), 0) / len(loop)
 
 
 def python_read_cost_ns(reads: int = 200_000) -> float:

@@ -171,6 +171,17 @@ mod clock_bindings {
         )
     }
 
+    /// "release" or "debug": how this native core was compiled (timings of
+    /// the clock probes depend on it; benchmarks record it).
+    #[pyfunction]
+    fn build_profile() -> &'static str {
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        }
+    }
+
     /// The hypervisor's CPUID vendor signature ("KVMKVMKVM", …), or None on
     /// bare metal and off x86_64.
     #[pyfunction]
@@ -264,6 +275,7 @@ mod clock_bindings {
         m.add_function(wrap_pyfunction!(timer_slack_ns, m)?)?;
         m.add_function(wrap_pyfunction!(clock_compare, m)?)?;
         m.add_function(wrap_pyfunction!(hypervisor_signature, m)?)?;
+        m.add_function(wrap_pyfunction!(build_profile, m)?)?;
         m.add_function(wrap_pyfunction!(ntp_state, m)?)?;
         m.add_class::<ClockBracket>()?;
         Ok(())
