@@ -206,6 +206,8 @@ class HttpStep:
         pool_waits: open loop: recorded requests that waited for a free connection.
         threads: engine threads used.
         wall_s: wall time the step took, drain of in-flight requests included, s.
+        dispatch_lag: open loop: HdrHistogram of how late perflab's dispatcher found
+            each request due (its own lateness, without waits for a free connection).
     """
 
     offered_rate: float | None
@@ -237,12 +239,13 @@ class HttpStep:
     pool_waits: int = 0
     threads: int = 1
     wall_s: float = math.nan
+    dispatch_lag: Histogram = field(default_factory=Histogram)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HttpStep:
         """Build from the JSON form. Raises TypeError/KeyError on malformed data."""
         step = _from_dict(cls, data)
-        for name in ("latency", "service_time", "send_lag", "failed_latency"):
+        for name in ("latency", "service_time", "send_lag", "failed_latency", "dispatch_lag"):
             setattr(step, name, _from_dict(Histogram, data.get(name) or {}))
         return step
 
