@@ -110,11 +110,13 @@ def test_csv_output_is_one_record_per_series(tmp_path: Path, perflab_cli) -> Non
     path.write_text("name,n,x\n" + "".join(f"{s},{n},{x * n / (1 + 0.05 * (n - 1))}\n"
                                             for s, x in (("a", 10), ("b", 20))
                                             for n in (1, 2, 4, 8, 16)))
-    result = perflab_cli("fit", str(path), "--format", "csv")
+    result = perflab_cli("fit", str(path), "--format", "csv", "--chart", str(tmp_path / "u.png"))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("series,") and "alpha" in lines[0]
     assert [line.split(",")[0] for line in lines[1:]] == ["a", "b"]
+    # several series: one chart each, named after the series
+    assert sorted(p.name for p in tmp_path.glob("u-*.png")) == ["u-a.png", "u-b.png"]
 
 
 # ---------------------------------------------------------------------------
