@@ -76,10 +76,18 @@ def _t_quantile(level: float, dof: int) -> float:
     return float(stats.t.ppf(0.5 + level / 2.0, dof)) if dof >= 1 else math.nan
 
 
-def _estimate(value: float, se: float, t: float, floor: float = -math.inf) -> Estimate:
-    """Wald interval value ± t·se, its lower end clipped at the parameter's bound."""
+def _estimate(value: float, se: float, t: float, floor: float = -math.inf,
+              ceiling: float = math.inf) -> Estimate:
+    """Wald interval value ± t·se, clipped to the parameter's bounds [floor, ceiling]."""
     half = t * se
-    return Estimate(float(value), float(se), float(max(floor, value - half)), float(value + half))
+    return Estimate(float(value), float(se), float(max(floor, value - half)),
+                    float(min(ceiling, value + half)))
+
+
+def _fmt_percent(fraction: float) -> str:
+    """A fraction as a percentage with two significant digits, never in e-notation."""
+    pct = 100 * fraction
+    return f"{pct:.2g}%" if pct < 10 else f"{pct:.0f}%"
 
 
 def _as_positive_array(values: ArrayLike, name: str) -> np.ndarray:
@@ -270,7 +278,7 @@ class UslFit:
     def reading(self) -> str:
         """A plain-words interpretation, e.g. "contention ≈ 2.8% of work is serialized; …"."""
         head = "" if self.converged else "the fit did not converge, so treat this as a guess: "
-        text = f"contention ≈ {100 * self.alpha.value:.2g}% of work is serialized; "
+        text = f"contention ≈ {_fmt_percent(self.alpha.value)} of work is serialized; "
         if math.isfinite(self.peak_load):
             tail = f"coherency cost dominates past N ≈ {_fmt_n(self.peak_load)}"
         elif math.isfinite(self.amdahl_limit):
@@ -458,7 +466,7 @@ def _usl_result(
     t = _t_quantile(level, dof)
     se = np.sqrt(np.maximum(np.diag(cov), 0.0))
     est = (
-        _estimate(alpha, se[0], t, 0.0),
+        _estimate(alpha, se[0], t, 0.0, 1.0),
         _estimate(beta, se[1], t, 0.0),
         _estimate(gamma, se[2], t, 0.0),
     )
