@@ -67,18 +67,22 @@ def timeit_net_ns(stmt: str, setup: str = "import time") -> float:
     return best(stmt) - best("pass")
 
 
-def doctor_runs() -> tuple[list[float], dict[str, object]]:
-    """Wall times of default `perflab doctor` runs, and the last run's JSON."""
-    walls, doc = [], {}
+def doctor_runs() -> tuple[list[float], list[float], dict[str, object]]:
+    """Process wall times and reported ``elapsed_s`` of default `perflab doctor` runs,
+    and the last run's JSON."""
+    walls, elapsed, doc = [], [], {}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "d.json"
         for _ in range(DOCTOR_RUNS):
+            t0 = time.monotonic()
             proc = subprocess.run([PYTHON, "-m", "perflab", "doctor", "--json", str(out),
-                                   "--format", "csv"], capture_output=True, text=True)
+                                   "--format", "csv"], capture_output=True, text=True,
+                                  check=False)
+            walls.append(time.monotonic() - t0)
             assert proc.returncode in (0, 1), proc.stderr
             doc = json.loads(out.read_text())
-            walls.append(doc["elapsed_s"])
-    return walls, doc
+            elapsed.append(doc["elapsed_s"])
+    return walls, elapsed, doc
 
 
 def pyperf_show_walls() -> list[float]:
@@ -86,7 +90,8 @@ def pyperf_show_walls() -> list[float]:
     walls = []
     for _ in range(DOCTOR_RUNS):
         t0 = time.monotonic()
-        subprocess.run([PYTHON, "-m", "pyperf", "system", "show"], capture_output=True)
+        subprocess.run([PYTHON, "-m", "pyperf", "system", "show"], capture_output=True,
+                       check=False)
         walls.append(time.monotonic() - t0)
     return walls
 
@@ -105,7 +110,7 @@ def faults() -> dict[str, object] | None:
         return None
     env = {**os.environ, "LD_PRELOAD": str(FAKETIME), "FAKETIME": "+0 x2"}
     doctor = subprocess.run([PYTHON, "-m", "perflab", "doctor", "--duration", "1s", "--json"],
-                            capture_output=True, text=True, env=env)
+                            capture_output=True, text=True, env=env, check=False)
     doc = json.loads(doctor.stdout)
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp, "b.py").write_text("import perflab\n\n@perflab.bench()\ndef add():\n"
@@ -128,7 +133,7 @@ def _ns(value: float) -> str:
 def main() -> int:
     costs = bracket_costs()
     timeit_mono = timeit_net_ns("time.clock_gettime_ns(time.CLOCK_MONOTONIC)")
-    walls, doc = doctor_runs()
+    walls, elapsed, doc = doctor_runs()
     pyperf_walls = pyperf_show_walls()
     fault = faults()
     mono = doc["clocks"]["monotonic"]  # type: ignore[index]
@@ -163,12 +168,14 @@ def main() -> int:
         "### Default `perflab doctor` run", "",
         "| tool | what it does | median wall | runs |", "|---|---|---:|---:|",
         f"| `perflab doctor` | 3 s clock probe + sleeps + per-clock figures + verdicts | "
-        f"{statistics.median(walls):.2f} s (max {max(walls):.2f} s) | {len(walls)} |",
+        f"{statistics.median(walls):.2f} s (max {max(walls):.2f} s; probes alone "
+        f"{statistics.median(elapsed):.2f} s) | {len(walls)} |",
         f"| `pyperf system show` | reads system state; no clock probe | "
         f"{statistics.median(pyperf_walls):.2f} s | {len(pyperf_walls)} |", "",
         "Target: default doctor run under 10 s — "
-        + ("met." if max(walls) < 10 else "**not met**.") + " (perflab's time is `elapsed_s` "
-        "from its JSON; pyperf's is the process wall time.)", "",
+        + ("met." if max(walls) < 10 else "**not met**.") + " (Wall times are of the whole "
+        "process, interpreter start-up included; \"probes alone\" is doctor's own `elapsed_s`.)",
+        "",
         "### Agreement with peers", "",
         "| figure | perflab doctor | peer | ratio |", "|---|---:|---:|---:|",
         f"| Python read cost of MONOTONIC | {_ns(mono['python_read_cost_ns'])} | timeit "
