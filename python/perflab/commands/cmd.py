@@ -63,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run commands through a shell (default: no shell, split like sh)")
     parser.add_argument("--shell-path", default="sh", metavar="SHELL", help="the shell (sh)")
     parser.add_argument("-P", "--parameter-scan", nargs="+", action=_Scan, default=[],
-                        dest="scans", metavar="NAME LO HI [STEP]",
+                        dest="scans", metavar=("NAME LO HI", "STEP"),
                         help="a numeric parameter: NAME takes LO, LO+STEP, … HI (STEP 1)")
     parser.add_argument("-L", "--parameter-list", nargs=2, action="append", default=[],
                         dest="lists", metavar=("NAME", "A,B,C"), help="a parameter of listed values")

@@ -288,7 +288,9 @@ def _helper_main() -> None:  # pragma: no cover - runs in the helper process
                else (os.POSIX_SPAWN_DUP2, devnull, 0)]
     actions += [] if show == "1" else [(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (1, 2)]
     rss_unit = 1 if sys.platform == "darwin" else 1024
-    env, current, batch = dict(os.environ), [0], [None]
+    # bytes: posix_spawn then skips encoding the environment on every run
+    env = {os.fsencode(k): os.fsencode(v) for k, v in os.environ.items()}
+    current, batch = [0], [None]
 
     def send(message):
         data = marshal.dumps(message)
@@ -339,7 +341,7 @@ def _helper_main() -> None:  # pragma: no cover - runs in the helper process
     def run(argv, timeout):
         start = time.monotonic_ns()
         try:
-            pid = os.posix_spawn(argv[0], list(argv), env, file_actions=actions, setpgroup=0)
+            pid = os.posix_spawn(argv[0], argv, env, file_actions=actions, setpgroup=0)
         except OSError as exc:
             return (0, 0, 0, 0, 0, False, start, exc.strerror or str(exc))
         current[0] = pid
