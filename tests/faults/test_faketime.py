@@ -151,6 +151,27 @@ def test_run_at_twice_the_rate_flags_and_excludes_every_sample(tmp_path: Path) -
     assert f"all {len(samples)} samples excluded: the clocks disagreed" in done.stdout
 
 
+THREADS_BENCH = """
+import perflab
+
+@perflab.bench(threads=[2])
+def add():
+    sum(range(50))
+"""
+
+
+def test_threads_mode_at_twice_the_rate_flags_every_window(tmp_path: Path) -> None:
+    """Threads-mode windows carry the same clock cross-check as normal samples."""
+    (tmp_path / "t.py").write_text(THREADS_BENCH)
+    done = _perflab("run", "t.py", "--min-processes", "1", "--max-processes", "1",
+                    "--process-time", "100ms", "--no-alloc", "--quiet", "--json", "r.json",
+                    env=_env(FAKETIME="+0 x2"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    bench = json.loads((tmp_path / "r.json").read_text())["benchmarks"][0]
+    windows = [s for p in bench["processes"] for s in p["samples"]]
+    assert windows and all(s["flagged"] == "clock:tsc" for s in windows)
+
+
 def test_run_with_clock_steps_flags_and_excludes_the_samples_spanning_them(
         tmp_path: Path, offset_file: Path) -> None:
     stop = threading.Event()

@@ -20,7 +20,9 @@ event carries what a sample cannot: ops per thread (fairness), per-op latency
 percentiles, and whether the GIL was enabled (``sys._is_gil_enabled``).
 
 Windows are contiguous, so no operation is counted twice or lost between
-them; an operation counts in the window in which it completed.
+them; an operation counts in the batch, and so the window, in which it
+completed. Each window is bracketed by the clock cross-check of
+:mod:`perflab.measure.integrity`, as every normal-mode sample is.
 
 This module imports only the standard library: workers must start fast.
 """
@@ -284,15 +286,29 @@ def run_windows(crew: Crew, gcmon: Any, plan: dict[str, Any], emit: Callable[...
     emit("calibrated", iterations=max(1, round((sum(mark.ops)) / max(count, 1))))
     emit("warmup", samples=count, converged=converged)
     first, deadline, samples = mark, mark.wall_ns + plan["sample_seconds"] * 1e9, 0
+    monitor = clock_monitor()
+    monitor.ready()
+    monitor.start()
     while crew.running[0] and samples < plan["max_samples"] and (
             samples < plan["min_samples"] or mark.wall_ns < deadline):
         end = next_mark(crew, gcmon, mark, length)
+        skew, flag = monitor.stop()
+        monitor.start()
         fields = mark.window(end)
         if fields["n"]:
-            emit("sample", **fields)
+            emit("sample", **fields, skew=skew, flag=flag)
             samples += 1
         mark = end
     return first, mark
+
+
+def clock_monitor() -> Any:
+    """The worker's per-sample clock cross-check (:mod:`perflab.measure.integrity`): each
+    window is bracketed like a normal-mode sample, so a clock step or a clock running at
+    the wrong rate flags the windows it touched."""
+    from perflab.measure.worker import _MONITOR
+
+    return _MONITOR
 
 
 def measure(call: Callable[[], Any], func: Callable[..., Any], args: tuple[Any, ...],
