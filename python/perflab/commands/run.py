@@ -118,15 +118,11 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _progress(precision: float, quiet: bool):  # type: ignore[no-untyped-def]
+    """The live display on stderr, or a silent one with --quiet."""
     if quiet:
-        from contextlib import nullcontext
-
         from perflab.measure.runner import NullProgress
 
-        class _Quiet(NullProgress, nullcontext):  # type: ignore[misc]
-            pass
-
-        return _Quiet()
+        return NullProgress()
     from perflab.report.progress import RichProgress
 
     return RichProgress(precision)

@@ -194,7 +194,13 @@ class Progress(Protocol):
 
 
 class NullProgress:
-    """A Progress that shows nothing."""
+    """A Progress that shows nothing (also usable as a context manager, like RichProgress)."""
+
+    def __enter__(self) -> NullProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Nothing to close."""
 
     def start_case(self, case_id: str, budget_s: float) -> None:
         """Ignore."""
