@@ -572,6 +572,8 @@ mod http_bindings {
         d.set_item("connections_closed", c.connections_closed)?;
         d.set_item("connections_errored", c.connections_errored)?;
         d.set_item("connections_peak", c.connections_peak)?;
+        d.set_item("connect_failures", c.connect_failures)?;
+        d.set_item("pool_waits", c.pool_waits)?;
         d.set_item("thread_cpu_s", s.thread_cpu_s.clone())?;
         let hists = PyDict::new(py);
         let r = &s.recorder;
@@ -579,6 +581,7 @@ mod http_bindings {
             ("latency", &r.latency),
             ("service_time", &r.service_time),
             ("send_lag", &r.send_lag),
+            ("dispatch_lag", &r.dispatch_lag),
             ("failed_latency", &r.failed_latency),
         ] {
             let hd = histogram_dict(py, h)?;
@@ -663,9 +666,13 @@ mod http_bindings {
     ///     protocol, tls, other: n}, bytes_in, bytes_out,
     ///     connections_opened, connections_closed, connections_errored
     ///     (these three over the whole step, warmup included),
-    ///     connections_peak (most open at once),
+    ///     connections_peak (most open at once), connect_failures
+    ///     (failed connect attempts, whole step), pool_waits (recorded
+    ///     requests that waited because every connection was busy),
     ///     thread_cpu_s (list, CPU s per engine thread over the recorded
     ///     window), histograms {latency, service_time, send_lag,
+    ///     dispatch_lag (open loop: how late the dispatcher found each
+    ///     request due, without waits for a free connection),
     ///     failed_latency: {encoded_b64 (HdrHistogram V2 deflate, base64),
     ///     count, min_us, p50_us, p90_us, p99_us, p999_us, max_us,
     ///     mean_us}}}}. requests_sent = successes + failures + unfinished.

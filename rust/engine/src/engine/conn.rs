@@ -130,6 +130,8 @@ pub struct Exchange {
     pub bytes_in: u64,
     /// A connection was opened for this exchange.
     pub opened: bool,
+    /// Opening a connection for this exchange failed.
+    pub connect_failed: bool,
     /// The connection was closed (by either side) after this exchange.
     pub closed: bool,
 }
@@ -199,6 +201,7 @@ impl Conn {
             bytes_out: 0,
             bytes_in: 0,
             opened: false,
+            connect_failed: false,
             closed: false,
         };
         if self.stream.is_none() {
@@ -209,6 +212,7 @@ impl Conn {
                 }
                 Err(kind) => {
                     ex.outcome = Outcome::Error(kind);
+                    ex.connect_failed = true;
                     ex.end = Instant::now();
                     return ex;
                 }

@@ -143,7 +143,12 @@ fn dead_server_counts_connect_refused_without_hanging() {
         (50..=70).contains(&k.error(ErrorKind::ConnectRefused)),
         "{k:?}"
     );
-    assert_eq!(k.connections_errored, k.error(ErrorKind::ConnectRefused));
+    // Every connect failed: the recorded requests' and the pre-opened
+    // connection's (made before the step starts, not a request).
+    assert_eq!(k.connect_failures, k.connections_errored);
+    assert!(k.connect_failures >= k.error(ErrorKind::ConnectRefused));
+    assert!(k.connect_failures <= k.error(ErrorKind::ConnectRefused) + 1);
+    assert_eq!(k.connections_opened, 0);
 }
 
 #[test]
@@ -196,6 +201,15 @@ fn busy_connections_make_requests_wait_never_skip() {
     assert!(lag.max_us > 200_000, "{lag:?}");
     assert!(lat.max_us >= lag.max_us, "{lat:?} {lag:?}");
     assert_eq!(s.connections, 1);
+    // The send lag is the busy connection's doing (the server's): the
+    // requests waited for it, and the dispatcher itself stayed on time.
+    assert!(
+        k.pool_waits + 1 >= k.requests_sent && k.pool_waits > 5,
+        "{k:?}"
+    );
+    let dispatch = summarize(&s.recorder.dispatch_lag);
+    assert!(dispatch.count >= k.requests_sent, "{dispatch:?}");
+    assert!(dispatch.p99_us < lag.max_us / 4, "{dispatch:?} {lag:?}");
 }
 
 #[test]

@@ -144,6 +144,13 @@ pub struct Counters {
     pub connections_errored: u64,
     /// Most connections open at once (summed over engine threads).
     pub connections_peak: u64,
+    /// Connect attempts (TCP or TLS) that failed during the step (warmup
+    /// included); connections tried = `connections_opened` + this.
+    pub connect_failures: u64,
+    /// Open loop: recorded requests that found every connection busy and
+    /// waited for one (their send lag then measures the server, not the
+    /// generator).
+    pub pool_waits: u64,
     /// Requests whose intended time fell in the step but that were never
     /// sent: backlog left when the step ended (all connections busy).
     pub unsent: u64,
@@ -165,6 +172,8 @@ impl Default for Counters {
             connections_closed: 0,
             connections_errored: 0,
             connections_peak: 0,
+            connect_failures: 0,
+            pool_waits: 0,
             unsent: 0,
             unfinished: 0,
         }
@@ -189,6 +198,8 @@ impl Counters {
         self.connections_closed += o.connections_closed;
         self.connections_errored += o.connections_errored;
         self.connections_peak += o.connections_peak;
+        self.connect_failures += o.connect_failures;
+        self.pool_waits += o.pool_waits;
         self.unsent += o.unsent;
         self.unfinished += o.unfinished;
     }
@@ -232,6 +243,10 @@ pub struct Recorder {
     pub service_time: Histogram<u64>,
     /// Send lag: actual write start minus intended send time, µs.
     pub send_lag: Histogram<u64>,
+    /// Dispatch lag (open loop): how late the dispatcher found each request
+    /// due, µs: the generator's own lateness (timer, event loop, CPU),
+    /// without any wait for a free connection, which is the server's.
+    pub dispatch_lag: Histogram<u64>,
     /// Latency from the intended time of failed requests (non-OK status or
     /// error), µs.
     pub failed_latency: Histogram<u64>,
@@ -244,6 +259,7 @@ impl Default for Recorder {
             latency: new_histogram(),
             service_time: new_histogram(),
             send_lag: new_histogram(),
+            dispatch_lag: new_histogram(),
             failed_latency: new_histogram(),
             counters: Counters::default(),
         }
@@ -279,6 +295,7 @@ impl Recorder {
         let _ = self.latency.add(&o.latency);
         let _ = self.service_time.add(&o.service_time);
         let _ = self.send_lag.add(&o.send_lag);
+        let _ = self.dispatch_lag.add(&o.dispatch_lag);
         let _ = self.failed_latency.add(&o.failed_latency);
         self.counters.merge(&o.counters);
     }

@@ -181,6 +181,7 @@ impl Ctx {
         // Connection events count over the whole step, warmup included.
         c.connections_opened += ex.opened as u64;
         c.connections_closed += ex.closed as u64;
+        c.connect_failures += ex.connect_failed as u64;
         if matches!(ex.outcome, Outcome::Error(_)) {
             c.connections_errored += 1;
         }
@@ -316,20 +317,24 @@ async fn open_loop(ctx: &Rc<Ctx>, arrival: Arrival) -> Result<(), String> {
     }
     let horizon = (plan.end - plan.t0).as_nanos() as u64;
     let mut last_grow = plan.t0;
+    // When the dispatcher last stopped waiting for a free connection: the
+    // requests that fell due meanwhile were held up by the server, not by
+    // the generator.
+    let mut wait_end = plan.t0;
     'requests: loop {
         let off = sched.next_offset_ns();
         if off >= horizon {
             break;
         }
         let t = plan.t0 + Duration::from_nanos(off);
-        loop {
+        let due = loop {
             let now = Instant::now();
             if ctx.stopped() {
                 count_unsent(ctx, t, &mut sched, now.min(plan.end));
                 break 'requests;
             }
             if t <= now {
-                break;
+                break now;
             }
             // Sleep at least BATCH so that at high rates one wake-up sends
             // several due requests (fewer syscalls per request); the cost
@@ -339,7 +344,12 @@ async fn open_loop(ctx: &Rc<Ctx>, arrival: Arrival) -> Result<(), String> {
                 .sleep_until(t.max(now + BATCH).min(now + TICK))
                 .await
                 .map_err(|e| format!("timerfd failed: {e}"))?;
+        };
+        if t >= plan.warmup_end {
+            let lag = due.saturating_duration_since(t.max(wait_end));
+            record(&mut ctx.st.borrow_mut().rec.dispatch_lag, us(lag));
         }
+        let mut waited = false;
         loop {
             let slot = ctx.st.borrow_mut().idle.pop();
             if let Some(slot) = slot {
@@ -364,6 +374,10 @@ async fn open_loop(ctx: &Rc<Ctx>, arrival: Arrival) -> Result<(), String> {
                 count_unsent(ctx, t, &mut sched, now.min(plan.end));
                 break 'requests;
             }
+            if !waited && t >= plan.warmup_end {
+                waited = true;
+                ctx.st.borrow_mut().rec.counters.pool_waits += 1;
+            }
             let wait = if live < plan.connections {
                 GROW_EVERY
             } else {
@@ -371,6 +385,7 @@ async fn open_loop(ctx: &Rc<Ctx>, arrival: Arrival) -> Result<(), String> {
             };
             let _ =
                 tokio::time::timeout(wait.min(plan.end - now), ctx.idle_notify.notified()).await;
+            wait_end = Instant::now();
         }
     }
     Ok(())
@@ -406,6 +421,8 @@ async fn open_conn(ctx: Rc<Ctx>, slot: Rc<Slot>, prewarm: bool) {
         let opened = conn.open(&ctx.shared.connector).await.is_ok();
         let mut st = ctx.st.borrow_mut();
         st.rec.counters.connections_opened += opened as u64;
+        st.rec.counters.connect_failures += !opened as u64;
+        st.rec.counters.connections_errored += !opened as u64;
         st.idle.push(slot.clone());
         drop(st);
         ctx.idle_notify.notify_one();
