@@ -1,0 +1,254 @@
+"""Per-step summaries of an HTTP sweep, verdicts and the capacity estimate.
+
+Derived from :class:`perflab.model.HttpStep` only (recomputable from a results file).
+Method: the autobench/httperf sweep (offered vs achieved rate, error %, latency per
+step), with latency from the intended send time (wrk2; Gil Tene's coordinated
+omission). Verdicts:
+
+* **generator-limited**: perflab itself could not keep up, so the step's numbers
+  describe perflab, not the server: an engine thread was busy ≥ 90% of the recorded
+  time (CPU-bound), or perflab's own part of the send lag had a p99 > 1 ms. That part
+  is the dispatch lag (how late the dispatcher found each request due); the rest of
+  the send lag is waiting for a free connection, which a saturated server causes by
+  keeping every connection busy, so it is the server's. Files without a dispatch-lag
+  histogram fall back to the send lag when under 1% of requests waited for a
+  connection.
+* **saturated**: achieved rate < 95% of the offered rate, or error % > 1%, or
+  p99 > the SLO. Once a step is saturated, every heavier step (higher rate or more
+  connections) is saturated too: a server past its capacity does not recover under
+  more load, so a heavier step that looks ok means the lighter one met a transient.
+* **ok**: neither.
+
+The capacity estimate is the heaviest ok step below the first saturated one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from perflab.model import Histogram, HttpStep
+
+#: Achieved/offered below this share means saturated (autobench's reading of the knee).
+ACHIEVED_SHARE = 0.95
+#: Failed requests above this share of completed requests mean saturated.
+ERROR_LIMIT = 0.01
+#: perflab's own send lag (dispatch lag) p99 above this (s) means generator-limited.
+SEND_LAG_LIMIT_S = 1e-3
+#: An engine thread busy at least this share of the recorded time was CPU-bound.
+CPU_BOUND = 0.9
+#: Send lag counts as the server's when at least this share of requests waited for a
+#: busy connection.
+POOL_WAIT_SHARE = 0.01
+
+OK, SATURATED, GENERATOR_LIMITED = "ok", "saturated", "generator-limited"
+_PERCENTILES = (("p50", "p50_us"), ("p90", "p90_us"), ("p99", "p99_us"),
+                ("p99.9", "p999_us"), ("max", "max_us"), ("mean", "mean_us"))
+
+
+def _seconds(hist: Histogram, key: str) -> float:
+    """A histogram field in seconds (NaN when the histogram is empty)."""
+    value = getattr(hist, key)
+    return value * 1e-6 if hist.count and value is not None else math.nan
+
+
+def _share(part: float, whole: float) -> float:
+    return part / whole if whole > 0 else math.nan
+
+
+@dataclass
+class StepSummary:
+    """The derived figures of one step. Times in seconds, rates in requests/s.
+
+    Attributes:
+        index: position in the sweep (0-based).
+        label: "1,000/s" (open loop) or "16 conn" (closed loop).
+        mode: "open", "open-poisson" or "closed".
+        load: what the sweep varies: the offered rate, or the connection count.
+        offered_rate: open loop: req/s asked for; None in closed loop.
+        achieved_rate: successful responses per second of the recorded window.
+        completed: requests that got an answer or an error (successes + failures).
+        error_fraction: failed ÷ completed requests (NaN when none completed).
+        connection_error_fraction: connections that ended in an error ÷ connections
+            tried (opened + failed connects), whole step.
+        latency_s: successful requests' latency from the intended send time:
+            p50, p90, p99, p99.9, max, mean.
+        send_lag_p99_s: p99 of actual − intended send time (NaN in closed loop).
+        dispatch_lag_p99_s: p99 of perflab's own part of it (NaN when not recorded).
+        service_p99_s: p99 of write → last byte.
+        cpu_share: busiest engine thread's CPU time ÷ recorded time.
+        connections: open loop: pool cap; closed loop: connection count.
+        connections_peak: most connections open at once.
+        unsent, unfinished, pool_waits: see :class:`perflab.model.HttpStep`.
+        errors: failed requests by kind (connect_refused, read_timeout, …).
+        failed_statuses: responses whose status was outside ``ok``, by status.
+        verdict: "ok", "saturated" or "generator-limited".
+        reasons: short plain-words reasons for the verdict.
+        interrupted: the step was cut short.
+    """
+
+    index: int
+    label: str
+    mode: str
+    load: float
+    offered_rate: float | None
+    achieved_rate: float
+    completed: int
+    error_fraction: float
+    connection_error_fraction: float
+    latency_s: dict[str, float]
+    send_lag_p99_s: float
+    dispatch_lag_p99_s: float
+    service_p99_s: float
+    cpu_share: float
+    connections: int
+    connections_peak: int
+    unsent: int = 0
+    unfinished: int = 0
+    pool_waits: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+    failed_statuses: dict[str, int] = field(default_factory=dict)
+    verdict: str = OK
+    reasons: list[str] = field(default_factory=list)
+    interrupted: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (seconds, requests/s), with units named."""
+        return {"unit_time": "s", "unit_rate": "1/s", **asdict(self)}
+
+
+def step_label(step: HttpStep) -> str:
+    """"1,000/s" for an open-loop step, "16 conn" for a closed-loop one."""
+    if step.mode == "closed" or step.offered_rate is None:
+        return f"{step.connections} conn"
+    return f"{step.offered_rate:,.0f}/s"
+
+
+def ok_ranges(text: str) -> list[tuple[int, int]]:
+    """"200-299,304" → [(200, 299), (304, 304)] (the --ok option, already checked)."""
+    ranges = []
+    for item in text.replace(" ", "").split(","):
+        low, _, high = item.partition("-")
+        ranges.append((int(low), int(high or low)))
+    return ranges
+
+
+def summarize_step(step: HttpStep, index: int = 0, ok: str = "200-299") -> StepSummary:
+    """The figures of one step, without a verdict (see :func:`summarize_steps`).
+
+    Args:
+        step: raw data of one step.
+        index: its position in the sweep.
+        ok: the statuses that counted as success, e.g. "200-299,304".
+    """
+    ranges = ok_ranges(ok)
+    completed = step.ok_responses + step.failures
+    tried = step.connections_opened + step.connect_failures
+    closed = step.mode == "closed" or step.offered_rate is None
+    return StepSummary(
+        index=index, label=step_label(step), mode=step.mode,
+        load=float(step.connections if closed else step.offered_rate),  # type: ignore[arg-type]
+        offered_rate=None if closed else step.offered_rate,
+        achieved_rate=_share(step.ok_responses, step.elapsed_s), completed=completed,
+        error_fraction=_share(step.failures, completed),
+        connection_error_fraction=_share(step.connection_errors, tried),
+        latency_s={name: _seconds(step.latency, key) for name, key in _PERCENTILES},
+        send_lag_p99_s=math.nan if closed else _seconds(step.send_lag, "p99_us"),
+        dispatch_lag_p99_s=math.nan if closed else _seconds(step.dispatch_lag, "p99_us"),
+        service_p99_s=_seconds(step.service_time, "p99_us"),
+        cpu_share=_share(max(step.thread_cpu_s, default=math.nan), step.elapsed_s),
+        connections=step.connections, connections_peak=step.connections_peak,
+        unsent=step.unsent, unfinished=step.unfinished, pool_waits=step.pool_waits,
+        errors=dict(step.errors),
+        failed_statuses={code: n for code, n in step.status_counts.items()
+                         if not any(lo <= int(code) <= hi for lo, hi in ranges)},
+        interrupted=step.interrupted)
+
+
+def generator_reasons(s: StepSummary) -> list[str]:
+    """Why perflab, not the server, limited this step (empty when it did not)."""
+    reasons = []
+    if s.cpu_share >= CPU_BOUND:
+        reasons.append(f"engine thread {s.cpu_share:.0%} busy")
+    lag = s.dispatch_lag_p99_s
+    if math.isnan(lag) and not _share(s.pool_waits, s.completed + s.unfinished) >= \
+            POOL_WAIT_SHARE:
+        lag = s.send_lag_p99_s
+    if lag > SEND_LAG_LIMIT_S:
+        reasons.append(f"perflab sent late (p99 {lag * 1e3:.1f} ms)")
+    return reasons
+
+
+def saturation_reasons(s: StepSummary, slo_s: float | None = None) -> list[str]:
+    """Why this step shows a saturated server (empty when it does not)."""
+    reasons = []
+    if s.offered_rate and not s.achieved_rate >= ACHIEVED_SHARE * s.offered_rate:
+        reasons.append(f"achieved {_share(s.achieved_rate, s.offered_rate):.0%} of offered")
+    if s.error_fraction > ERROR_LIMIT:
+        reasons.append(f"errors {s.error_fraction:.1%}")
+    if slo_s is not None and s.latency_s["p99"] > slo_s:
+        reasons.append(f"p99 over the {slo_s * 1e3:g} ms SLO")
+    if s.completed == 0 and not reasons:
+        reasons.append("no request completed")
+    return reasons
+
+
+def summarize_steps(steps: Sequence[HttpStep], slo_s: float | None = None,
+                    ok: str = "200-299") -> list[StepSummary]:
+    """Summaries with verdicts for a sweep (module docstring: the rules).
+
+    Args:
+        steps: the sweep's steps, in run order.
+        slo_s: the latency SLO for p99, s (None: no SLO).
+        ok: the statuses that counted as success (--ok).
+
+    Returns:
+        One summary per step, in run order.
+    """
+    summaries = [summarize_step(step, i, ok) for i, step in enumerate(steps)]
+    for s in summaries:
+        s.reasons = generator_reasons(s)
+        if s.reasons:
+            s.verdict = GENERATOR_LIMITED
+        elif reasons := saturation_reasons(s, slo_s):
+            s.verdict, s.reasons = SATURATED, reasons
+    knee = first_saturated(summaries)
+    for s in summaries:
+        if knee is not None and s.verdict == OK and s.load > knee.load:
+            s.verdict, s.reasons = SATURATED, [f"heavier than {knee.label}, already saturated"]
+    return summaries
+
+
+def first_saturated(summaries: Sequence[StepSummary]) -> StepSummary | None:
+    """The lightest saturated step (the knee), or None."""
+    saturated = [s for s in summaries if s.verdict == SATURATED]
+    return min(saturated, key=lambda s: s.load) if saturated else None
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """The capacity estimate: the heaviest ok step.
+
+    Attributes:
+        step: that step.
+        at_least: True when no step saturated the server, so the capacity is higher.
+        limited_by_perflab: True when heavier steps were generator-limited only.
+    """
+
+    step: StepSummary
+    at_least: bool
+    limited_by_perflab: bool
+
+
+def capacity(summaries: Sequence[StepSummary]) -> Capacity | None:
+    """The heaviest ok step below the first saturated one, or None when none was ok."""
+    ok = [s for s in summaries if s.verdict == OK]
+    if not ok:
+        return None
+    best = max(ok, key=lambda s: s.load)
+    heavier = [s for s in summaries if s.load > best.load]
+    saturated = any(s.verdict == SATURATED for s in heavier)
+    return Capacity(best, at_least=not saturated,
+                    limited_by_perflab=not saturated and bool(heavier))

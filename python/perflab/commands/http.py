@@ -1,0 +1,254 @@
+"""``perflab http URL``: HTTP load at fixed rates, a rate sweep, or a closed loop."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from pathlib import Path
+from typing import Any, Self
+
+from perflab.errors import UsageError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``perflab http`` (wrk2/vegeta names where they exist)."""
+    parser.add_argument("url", help="target, http://HOST[:PORT]/PATH or https://…")
+    load = parser.add_argument_group("load")
+    load.add_argument("--rate", metavar="R", help="open loop: offered requests/s; a sweep as "
+                      "START:STOP:STEP (1000:20000:1000) or a list (500,1000,2000)")
+    load.add_argument("--connections", metavar="N", help="closed loop (without --rate): N "
+                      "connections, each sending its next request when the last one ends; a "
+                      "list or START:STOP:STEP sweeps; with --rate: the connection pool's cap "
+                      "(default automatic, up to 1024)")
+    load.add_argument("--duration", default="10s", help="length of each step, warmup "
+                      "included (10s)")
+    load.add_argument("--warmup", help="unrecorded start of each step (1s, or a fifth of "
+                      "--duration when that is shorter)")
+    load.add_argument("--threads", type=int, help="engine threads, one event loop each "
+                      "(default: the cores less one, at least 1)")
+    load.add_argument("--poisson", action="store_true", help="open loop: Poisson arrivals "
+                      "(exponential gaps) instead of evenly spaced ones")
+    load.add_argument("--seed", type=int, help="seed of the Poisson arrivals")
+    req = parser.add_argument_group("requests")
+    req.add_argument("--method", help="HTTP method (GET)")
+    req.add_argument("-H", "--header", action="append", metavar="'NAME: VALUE'",
+                     help="extra request header; repeatable")
+    body = req.add_mutually_exclusive_group()
+    body.add_argument("--body", help="request body (text)")
+    body.add_argument("--body-file", metavar="FILE", help="request body read from FILE (bytes)")
+    req.add_argument("--requests", metavar="FILE", help="JSON lines of requests sent "
+                     'round-robin, e.g. {"method": "POST", "path": "/x", "headers": {…}, '
+                     '"body": "…"}')
+    req.add_argument("--ok", default="200-299", help="statuses that count as success "
+                     "(200-299; e.g. 200-299,304)")
+    req.add_argument("--timeout", default="10s", help="a request fails when its response has "
+                     "not ended this long after it was written (10s)")
+    req.add_argument("--connect-timeout", default="2s", help="limit for connect plus TLS "
+                     "handshake (2s)")
+    req.add_argument("--insecure", action="store_true", help="https: do not verify the "
+                     "server's certificate (self-signed test servers)")
+    out = parser.add_argument_group("output")
+    out.add_argument("--slo", metavar="TIME", help="latency objective: a step whose p99 is "
+                     "above it is saturated (e.g. 100ms)")
+    out.add_argument("--json", metavar="FILE", help="write the results file here "
+                     "(default: .perflab/http-<time>.json); saved after every step")
+    out.add_argument("--chart", metavar="PNG", help="draw the sweep chart into this PNG")
+    out.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
+                     help="how to print the results on stdout")
+    out.add_argument("--quiet", action="store_true", help="no live progress on stderr")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Check, measure step by step (saving after each), print, chart.
+
+    Exit codes: 0 done, 1 the target stopped answering or no request succeeded,
+    2 bad input or an unreachable target, 130 interrupted (what was measured is kept).
+    """
+    from perflab.commands.cmd import _terminate_as_interrupt
+    from perflab.measure.http import check_reachable, plan_from_args, run_sweep
+
+    plan = plan_from_args(args)
+    slo_s = _slo(args.slo)
+    check_reachable(plan.target, plan.connect_timeout_s)
+    results = _results(plan, args, slo_s)
+    path = _json_path(args.json)
+    with _live(args.quiet, plan) as live, _terminate_as_interrupt():
+        outcome = run_sweep(plan, progress=live.update if live else None,
+                            on_step=lambda o: _step_done(results, o, path, live))
+    _save(results, outcome, path)
+    render(results, args.format)
+    sys.stderr.write(f"results saved to {path}\n")
+    if args.chart and results.benchmarks[0].steps:
+        _chart(results, args.chart)
+    return _exit_code(results)
+
+
+def _slo(text: str | None) -> float | None:
+    from perflab.units import parse_positive_duration
+
+    return None if text is None else parse_positive_duration(text, "--slo")
+
+
+def _json_path(text: str | None) -> Path:
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path(text) if text else Path(".perflab") / f"http-{stamp}.json"
+
+
+def _results(plan: Any, args: argparse.Namespace, slo_s: float | None) -> Any:
+    """An empty results object with the settings and the benchmark to fill."""
+    from perflab import __version__, environment
+    from perflab.measure.http import request_label
+    from perflab.model import Benchmark, Results
+
+    config = plan.config
+    settings = {k: v for k, v in config.items() if k not in ("body", "requests", "headers")}
+    settings.update(rates=plan.rates, connections_list=plan.connections, slo_s=slo_s,
+                    requests_file=args.requests, body_bytes=len(config.get("body") or b""),
+                    headers=[list(h) for h in config.get("headers", [])])
+    name = request_label(config, args.requests, config.get("requests"))
+    return Results(kind="http", command_line=["perflab", *sys.argv[1:]],
+                   created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                   perflab_version=__version__,
+                   environment=environment.fingerprint(__version__), settings=settings,
+                   benchmarks=[Benchmark(name=name, kind="http")])
+
+
+def _save(results: Any, outcome: Any, path: Path) -> None:
+    """Copy the outcome into the results and write the file (atomic, every step)."""
+    from perflab import model
+
+    bench = results.benchmarks[0]
+    bench.steps = list(outcome.steps)
+    results.interrupted = outcome.interrupted
+    results.settings["address"] = outcome.address
+    bench.stop_reason = "interrupted" if outcome.interrupted else \
+        "failed" if outcome.target_lost else "done"
+    bench.error = outcome.target_lost
+    model.save(results, path, {bench.id: {"steps": [s.to_dict() for s in _summaries(results)]}})
+
+
+def _step_done(results: Any, outcome: Any, path: Path, live: _Live | None) -> None:
+    _save(results, outcome, path)
+    if live is not None:
+        live.step_done(_summaries(results)[-1], len(outcome.steps))
+
+
+def _summaries(results: Any) -> list[Any]:
+    from perflab.analyze.http import summarize_steps
+
+    settings = results.settings
+    return summarize_steps(results.benchmarks[0].steps, settings.get("slo_s"),
+                           settings.get("ok") or "200-299")
+
+
+def _exit_code(results: Any) -> int:
+    bench = results.benchmarks[0]
+    if results.interrupted:
+        return 130
+    return 1 if bench.error or not any(s.ok_responses for s in bench.steps) else 0
+
+
+def _chart(results: Any, path: str) -> None:
+    from perflab.report.http_chart import sweep_chart
+
+    try:
+        sweep_chart(_summaries(results), path, results.benchmarks[0].name,
+                    results.settings.get("slo_s"))
+    except OSError as exc:
+        raise UsageError(f"--chart {path}: can't write it ({exc.strerror}); choose another "
+                         "path") from None
+    sys.stderr.write(f"chart saved to {path}\n")
+
+
+def _notes(results: Any) -> list[str]:
+    bench = results.benchmarks[0]
+    notes = [bench.error] if bench.error else []
+    if results.interrupted:
+        notes.append("interrupted (Ctrl-C): the steps measured until then are shown, the last "
+                     "one cut short")
+    if not bench.steps:
+        notes.append("no step was measured")
+    return notes
+
+
+def render(results: Any, fmt: str) -> int:
+    """Print an ``http`` results file's sweep table (``perflab show``, and after a run).
+
+    Args:
+        results: a :class:`perflab.model.Results` of kind "http".
+        fmt: "table", "markdown" or "csv".
+
+    Returns:
+        Exit code 0.
+    """
+    from perflab.report import console
+    from perflab.report.http_table import step_records, sweep_table
+
+    summaries = _summaries(results)
+    if fmt == "csv":
+        sys.stdout.write(console.csv_text(step_records(summaries)))
+        return 0
+    table = sweep_table(results.benchmarks[0].name, summaries, results.settings.get("slo_s"),
+                        _notes(results))
+    if fmt == "markdown":
+        sys.stdout.write(console.markdown([table]))
+    else:
+        console.print_tables([table])
+    return 0
+
+
+class _Live:
+    """Live progress on stderr (rich): one bar per step with the rate so far, the
+    errors and the p99 so far; a plain line per finished step when not a terminal."""
+
+    def __init__(self, plan: Any) -> None:
+        from rich.progress import BarColumn, Progress, TextColumn
+
+        from perflab.report.console import make_console
+
+        self.duration = plan.config["duration_s"]
+        self.labels = [f"{r:,.0f}/s" for r in plan.rates] or \
+            [f"{n} conn" for n in plan.connections]
+        self.console = make_console(stderr=True)
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=20),
+                                 TextColumn("{task.fields[status]}"), console=self.console,
+                                 disable=not self.console.is_terminal)
+        self.tasks: dict[int, Any] = {}
+
+    def update(self, index: int, steps: int, snap: dict[str, Any]) -> None:
+        """Show one engine snapshot of step ``index`` (called about every 100 ms)."""
+        if index not in self.tasks:
+            self._finish_previous()
+            self.tasks[index] = self.progress.add_task(
+                f"step {index + 1}/{steps} {self.labels[index]}", total=self.duration,
+                status="starting")
+        status = "warmup" if snap["in_warmup"] else (
+            f"{snap['achieved_rate']:,.0f}/s ok, {snap['failures']:,} errors, "
+            f"p99 {snap['p99_us'] / 1e3:,.2f} ms")
+        self.progress.update(self.tasks[index], completed=snap["elapsed_s"], status=status)
+
+    def step_done(self, summary: Any, number: int) -> None:
+        """One line for a finished step (kept above the bars, and in logs)."""
+        from perflab.report.http_table import step_line
+
+        self.console.print(f"step {number}/{len(self.labels)} {step_line(summary)}",
+                           markup=False, highlight=False)
+
+    def _finish_previous(self) -> None:
+        if self.tasks:
+            self.progress.update(self.tasks[max(self.tasks)], completed=self.duration)
+
+    def __enter__(self) -> Self:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._finish_previous()
+        self.progress.__exit__(*exc)
+
+
+def _live(quiet: bool, plan: Any) -> Any:
+    import contextlib
+
+    return contextlib.nullcontext(None) if quiet else _Live(plan)

@@ -1,0 +1,169 @@
+"""The sweep table of ``perflab http``: one row per step, plain-words footnotes, CSV records.
+
+Built once as a :class:`perflab.report.table.Table` and rendered by
+:mod:`perflab.report.console` as a rich table, Markdown or CSV (autobench's table of
+offered rate, achieved rate, errors and latency per step, plus verdicts).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from perflab.analyze.http import (
+    ACHIEVED_SHARE,
+    CPU_BOUND,
+    ERROR_LIMIT,
+    GENERATOR_LIMITED,
+    SATURATED,
+    SEND_LAG_LIMIT_S,
+    Capacity,
+    StepSummary,
+    capacity,
+)
+from perflab.report.table import Table
+from perflab.units import format_time
+
+COLUMNS = ["offered", "achieved", "error %", "conn err %", "p50", "p90", "p99", "p99.9", "max",
+           "send lag p99", "conns", "verdict"]
+
+
+def _rate(value: float | None) -> str:
+    return "–" if value is None or not math.isfinite(value) else f"{value:,.0f}/s"
+
+
+def _percent(value: float) -> str:
+    if not math.isfinite(value):
+        return "–"
+    return "0" if value == 0 else f"{value:.2%}" if value < 0.1 else f"{value:.1%}"
+
+
+def _time(seconds: float) -> str:
+    return format_time(seconds) if math.isfinite(seconds) else "–"
+
+
+def _verdict(s: StepSummary) -> str:
+    text = s.verdict + (f": {', '.join(s.reasons)}" if s.reasons else "")
+    return text + (" (interrupted)" if s.interrupted else "")
+
+
+def _row(s: StepSummary) -> list[str]:
+    lat = s.latency_s
+    conns = f"{s.connections_peak}" if s.mode == "closed" else \
+        f"{s.connections_peak} of {s.connections}"
+    return [s.label, _rate(s.achieved_rate), _percent(s.error_fraction),
+            _percent(s.connection_error_fraction),
+            *(_time(lat[k]) for k in ("p50", "p90", "p99", "p99.9", "max")),
+            _time(s.send_lag_p99_s), conns, _verdict(s)]
+
+
+def step_line(s: StepSummary) -> str:
+    """One line for a finished step, e.g. "1,000/s: achieved 998/s, errors 0, p99 1.2 ms, ok"."""
+    return (f"{s.label}: achieved {_rate(s.achieved_rate)}, errors "
+            f"{_percent(s.error_fraction)}, p99 {_time(s.latency_s['p99'])}, {_verdict(s)}")
+
+
+def sweep_table(title: str, summaries: Sequence[StepSummary], slo_s: float | None = None,
+                notes: Sequence[str] = ()) -> Table:
+    """The sweep table: one row per step, then footnotes in plain words.
+
+    Args:
+        title: shown above the table (the URL).
+        summaries: per-step summaries with verdicts, in run order.
+        slo_s: the p99 SLO used for verdicts, s, or None.
+        notes: extra lines for the footnotes (e.g. why the sweep ended early).
+
+    Returns:
+        The table; columns are :data:`COLUMNS`.
+    """
+    table = Table(title, list(COLUMNS), align=["r"] * (len(COLUMNS) - 1) + ["l"])
+    table.rows = [_row(s) for s in summaries]
+    table.footnotes = [*_capacity_lines(summaries), *notes, *_problem_lines(summaries),
+                       *_legend(summaries, slo_s)]
+    return table
+
+
+def _capacity_lines(summaries: Sequence[StepSummary]) -> list[str]:
+    """The capacity estimate in plain words."""
+    cap = capacity(summaries)
+    if cap is None:
+        if any(s.verdict == SATURATED for s in summaries):
+            return [("capacity estimate: none — no step was ok and the server was already "
+                     "saturated at the lightest load measured; sweep lower")]
+        return ["capacity estimate: none — no step was ok"]
+    return [_capacity_text(cap)]
+
+
+def _capacity_text(cap: Capacity) -> str:
+    s = cap.step
+    load = f"{s.offered_rate:,.0f} requests/s offered" if s.offered_rate else \
+        f"{s.connections} connections"
+    text = (f"capacity estimate: {'at least ' if cap.at_least else ''}{load} (achieved "
+            f"{s.achieved_rate:,.0f}/s, p99 {_time(s.latency_s['p99'])}), the heaviest ok step")
+    if cap.limited_by_perflab:
+        return text + "; heavier steps were limited by perflab itself, not by the server"
+    if cap.at_least:
+        return text + "; no step saturated the server: sweep higher to find its limit"
+    return text
+
+
+def _problem_lines(summaries: Sequence[StepSummary]) -> list[str]:
+    """Errors, statuses, unsent requests and generator limits, step by step."""
+    lines = []
+    for s in summaries:
+        errors = [f"{n:,} {kind.replace('_', ' ')}" for kind, n in s.errors.items() if n]
+        bad = [f"{n:,}× status {code}" for code, n in sorted(s.failed_statuses.items())]
+        if errors or bad:
+            lines.append(f"{s.label}: failed requests: {', '.join(errors + bad)}")
+        if s.unsent:
+            lines.append(f"{s.label}: {s.unsent:,} requests were due but never sent: every "
+                         "connection was busy until the step ended")
+    limited = [s.label for s in summaries if s.verdict == GENERATOR_LIMITED]
+    if limited:
+        lines.append(f"generator-limited ({', '.join(limited)}): perflab itself could not keep "
+                     "up, so these rows describe perflab, not the server; give it more "
+                     "--threads, a quieter machine, or a lower rate")
+    return lines
+
+
+def _legend(summaries: Sequence[StepSummary], slo_s: float | None) -> list[str]:
+    """What the columns and verdicts mean."""
+    open_loop = any(s.mode != "closed" for s in summaries)
+    slo = f", or p99 > the {slo_s * 1e3:g} ms SLO" if slo_s is not None else ""
+    latency_from = ("from each request's intended send time (corrected for coordinated "
+                    "omission, as wrk2 does)" if open_loop else
+                    "from the request's write to its last byte")
+    return [
+        f"latency (p50…max) is of successful requests, {latency_from}",
+        ("achieved = successful responses per second (warmup trimmed); error % = failed ÷ "
+         "completed requests; conn err % = connections that ended in an error ÷ connections "
+         "tried; conns = most open at once" + (" of the pool's cap" if open_loop else "")),
+        (f"saturated: achieved < {ACHIEVED_SHARE:.0%} of offered, or error % > "
+         f"{ERROR_LIMIT:.0%}{slo}; every heavier step after the first saturated one counts as "
+         "saturated too"),
+        (f"generator-limited: an engine thread was ≥ {CPU_BOUND:.0%} busy, or perflab's own "
+         f"part of the send lag had a p99 > {SEND_LAG_LIMIT_S * 1e3:g} ms; send lag = actual "
+         "− intended send time, which also holds waits for a free connection (the server's "
+         "doing when every connection is busy)"),
+    ]
+
+
+def step_records(summaries: Sequence[StepSummary]) -> list[dict[str, Any]]:
+    """Flat records for CSV: one per step, numbers in base units (s, requests/s)."""
+    records = []
+    for s in summaries:
+        record: dict[str, Any] = {
+            "step": s.index + 1, "mode": s.mode, "offered_rate": s.offered_rate or "",
+            "connections": s.connections, "connections_peak": s.connections_peak,
+            "achieved_rate": s.achieved_rate, "completed": s.completed,
+            "error_fraction": s.error_fraction,
+            "connection_error_fraction": s.connection_error_fraction}
+        record.update({f"latency_{k.replace('.', '')}_s": v for k, v in s.latency_s.items()})
+        record.update({"send_lag_p99_s": s.send_lag_p99_s, "service_p99_s": s.service_p99_s,
+                       "cpu_share": s.cpu_share, "unsent": s.unsent,
+                       "dispatch_lag_p99_s": s.dispatch_lag_p99_s,
+                       "unfinished": s.unfinished, "verdict": s.verdict,
+                       "reasons": "; ".join(s.reasons), "interrupted": s.interrupted})
+        records.append(record)
+    return records

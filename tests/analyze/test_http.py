@@ -1,0 +1,131 @@
+"""perflab.analyze.http: per-step figures, verdicts and the capacity estimate, on
+synthetic steps (deterministic: nothing is timed)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from perflab.analyze import http as ah
+from perflab.model import Histogram, HttpStep
+
+
+def hist(p99_us: float, count: int = 1000, p50_us: float | None = None) -> Histogram:
+    p50 = p99_us / 4 if p50_us is None else p50_us
+    return Histogram(encoded="", count=count, min_us=p50 / 2, mean_us=p50, p50_us=p50,
+                     p90_us=p50 * 2, p99_us=p99_us, p999_us=p99_us * 1.5, max_us=p99_us * 2)
+
+
+def step(rate: float | None = 1000.0, achieved: float | None = None, failures: int = 0,
+         p99_us: float = 2000.0, lag_us: float = 100.0, cpu: float = 0.2, mode: str = "open",
+         connections: int = 64, dispatch: bool = True, pool_waits: int = 0,
+         **extra: object) -> HttpStep:
+    """A 10 s step: achieved req/s of successes (default: the offered rate)."""
+    ok = int(10 * (achieved if achieved is not None else rate or 1000.0))
+    return HttpStep(
+        offered_rate=rate, connections=connections, mode=mode, duration_s=11.0, warmup_s=1.0,
+        elapsed_s=10.0, requests_sent=ok + failures, ok_responses=ok, failures=failures,
+        latency=hist(p99_us), service_time=hist(p99_us * 0.9),
+        send_lag=hist(lag_us) if mode != "closed" else Histogram(),
+        dispatch_lag=hist(lag_us) if dispatch and mode != "closed" else Histogram(),
+        thread_cpu_s=[cpu * 10.0], connections_opened=10, pool_waits=pool_waits,
+        **extra)  # type: ignore[arg-type]
+
+
+def verdicts(steps: list[HttpStep], slo_s: float | None = None) -> list[str]:
+    return [s.verdict for s in ah.summarize_steps(steps, slo_s)]
+
+
+def test_figures_of_one_step() -> None:
+    s = ah.summarize_step(step(1000.0, achieved=900.0, failures=100, connection_errors=2,
+                               connect_failures=2, status_counts={"200": 9000, "503": 100},
+                               errors={"reset": 0}), ok="200-299")
+    assert s.achieved_rate == pytest.approx(900.0)
+    assert s.error_fraction == pytest.approx(100 / 9100)
+    assert s.connection_error_fraction == pytest.approx(2 / 12)
+    assert s.latency_s["p99"] == pytest.approx(2e-3) and s.send_lag_p99_s == pytest.approx(1e-4)
+    assert s.cpu_share == pytest.approx(0.2) and s.label == "1,000/s"
+    assert s.failed_statuses == {"503": 100}
+    assert ah.summarize_step(step(status_counts={"304": 5}), ok="200-299,304").failed_statuses == {}
+
+
+def test_empty_histograms_give_nan_not_zero() -> None:
+    s = ah.summarize_step(HttpStep(offered_rate=10.0, connections=1, mode="open",
+                                   duration_s=1.0, warmup_s=0.0, elapsed_s=0.0))
+    assert math.isnan(s.achieved_rate) and math.isnan(s.latency_s["p50"])
+    assert math.isnan(s.error_fraction)
+
+
+def test_saturation_rules() -> None:
+    assert verdicts([step(1000.0)]) == ["ok"]
+    assert verdicts([step(1000.0, achieved=949.0)]) == ["saturated"]
+    assert verdicts([step(1000.0, achieved=951.0)]) == ["ok"]
+    assert verdicts([step(1000.0, failures=150)]) == ["saturated"]  # 1.5% errors
+    assert verdicts([step(1000.0, failures=50)]) == ["ok"]  # 0.5% errors
+    assert verdicts([step(1000.0, p99_us=150_000)], slo_s=0.1) == ["saturated"]
+    assert verdicts([step(1000.0, p99_us=150_000)]) == ["ok"]
+
+
+def test_generator_limits_take_precedence_and_say_why() -> None:
+    (cpu,) = ah.summarize_steps([step(1000.0, achieved=500.0, cpu=0.95)])
+    assert cpu.verdict == "generator-limited" and "busy" in cpu.reasons[0]
+    (late,) = ah.summarize_steps([step(1000.0, lag_us=2500.0)])
+    assert late.verdict == "generator-limited" and "2.5 ms" in late.reasons[0]
+
+
+def test_send_lag_from_busy_connections_is_the_servers() -> None:
+    # Without a dispatch-lag histogram (an older file) a large send lag counts as
+    # perflab's only when requests did not wait for a busy connection.
+    assert verdicts([step(lag_us=5000.0, dispatch=False)]) == ["generator-limited"]
+    assert verdicts([step(lag_us=5000.0, dispatch=False, pool_waits=5000)]) == ["ok"]
+
+
+def test_every_heavier_step_after_the_knee_is_saturated() -> None:
+    steps = [step(1000.0), step(2000.0, failures=500), step(3000.0), step(4000.0, cpu=0.99)]
+    summaries = ah.summarize_steps(steps)
+    assert [s.verdict for s in summaries] == ["ok", "saturated", "saturated", "generator-limited"]
+    assert "already saturated" in summaries[2].reasons[0]
+    cap = ah.capacity(summaries)
+    assert cap is not None and cap.step.label == "1,000/s" and not cap.at_least
+
+
+def test_knee_follows_load_not_run_order() -> None:
+    steps = [step(3000.0), step(1000.0), step(2000.0, achieved=1000.0)]
+    assert verdicts(steps) == ["saturated", "ok", "saturated"]
+
+
+def test_capacity_variants() -> None:
+    assert ah.capacity(ah.summarize_steps([step(1000.0, achieved=10.0)])) is None
+    cap = ah.capacity(ah.summarize_steps([step(1000.0), step(2000.0)]))
+    assert cap is not None and cap.at_least and not cap.limited_by_perflab
+    assert cap.step.offered_rate == 2000.0
+    cap = ah.capacity(ah.summarize_steps([step(1000.0), step(2000.0, cpu=0.95)]))
+    assert cap is not None and cap.at_least and cap.limited_by_perflab
+
+
+def test_closed_loop_uses_connections_and_only_errors_and_slo() -> None:
+    steps = [step(None, achieved=500.0, mode="closed", connections=n, p99_us=1000.0 * n)
+             for n in (1, 8, 64)]
+    summaries = ah.summarize_steps(steps, slo_s=0.01)
+    assert [s.label for s in summaries] == ["1 conn", "8 conn", "64 conn"]
+    assert [s.verdict for s in summaries] == ["ok", "ok", "saturated"]
+    assert math.isnan(summaries[0].send_lag_p99_s)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 50), st.floats(0.5, 1.0), st.integers(0, 300),
+                          st.floats(0.0, 1.0)), min_size=1, max_size=8, unique_by=lambda t: t[0]))
+def test_capacity_is_ok_and_below_every_saturated_step(rows: list[tuple]) -> None:
+    steps = [step(1000.0 * r, achieved=1000.0 * r * share, failures=f, cpu=cpu)
+             for r, share, f, cpu in rows]
+    summaries = ah.summarize_steps(steps)
+    cap = ah.capacity(summaries)
+    saturated = [s.load for s in summaries if s.verdict == "saturated"]
+    if cap is None:
+        assert all(s.verdict != "ok" for s in summaries)
+        return
+    assert cap.step.verdict == "ok"
+    assert all(cap.step.load < load for load in saturated)
+    assert all(s.load <= cap.step.load for s in summaries if s.verdict == "ok")

@@ -1,0 +1,83 @@
+"""The sweep table (snapshot), its CSV records and the sweep chart, from synthetic steps."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+
+from perflab.analyze.http import summarize_steps
+from perflab.report import console
+from perflab.report.http_chart import sweep_chart
+from perflab.report.http_table import COLUMNS, step_line, step_records, sweep_table
+
+from .test_http import step
+
+SNAPSHOT = """\
+### GET http://127.0.0.1:8080/
+
+| offered | achieved | error % | conn err % | p50 | p90 | p99 | p99.9 | max | send lag p99 | conns | verdict |
+|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
+| 1,000/s | 1,000/s | 0 | 0 | 500 µs | 1.00 ms | 2.00 ms | 3.00 ms | 4.00 ms | 100 µs | 0 of 64 | ok |
+| 2,000/s | 2,000/s | 2.44% | 0 | 500 µs | 1.00 ms | 2.00 ms | 3.00 ms | 4.00 ms | 100 µs | 0 of 64 | saturated: errors 2.4% |
+| 3,000/s | 3,000/s | 0 | 0 | 500 µs | 1.00 ms | 2.00 ms | 3.00 ms | 4.00 ms | 100 µs | 0 of 64 | generator-limited: engine thread 97% busy |
+
+- capacity estimate: 1,000 requests/s offered (achieved 1,000/s, p99 2.00 ms), the heaviest ok step
+- a note
+- 2,000/s: failed requests: 200 read timeout, 300× status 503
+- 3,000/s: 42 requests were due but never sent: every connection was busy until the step ended
+- generator-limited (3,000/s): perflab itself could not keep up, so these rows describe perflab, not the server; give it more --threads, a quieter machine, or a lower rate
+"""
+
+
+def sweep() -> list:
+    steps = [step(1000.0, status_counts={"200": 10000}),
+             step(2000.0, failures=500, status_counts={"200": 20000, "503": 300},
+                  errors={"read_timeout": 200}),
+             step(3000.0, cpu=0.97, unsent=42)]
+    return summarize_steps(steps, 0.1)
+
+
+def test_markdown_snapshot() -> None:
+    table = sweep_table("GET http://127.0.0.1:8080/", sweep(), 0.1, ["a note"])
+    text = console.markdown([table])
+    assert text.startswith(SNAPSHOT)
+    assert "p99 > the 100 ms SLO" in text and "coordinated omission" in text
+
+
+def test_rich_table_has_every_column_and_a_row_per_step(capsys) -> None:  # type: ignore[no-untyped-def]
+    console.print_tables([sweep_table("t", sweep())])
+    out = capsys.readouterr().out
+    assert all(c in out for c in COLUMNS)
+    assert out.count("/s ") >= 6 and "capacity estimate" in out
+
+
+def test_closed_loop_rows_show_connection_counts() -> None:
+    summaries = summarize_steps([step(None, mode="closed", connections=n) for n in (2, 4)])
+    table = sweep_table("t", summaries)
+    assert [r[0] for r in table.rows] == ["2 conn", "4 conn"]
+    assert table.rows[0][9] == "–"  # no send lag in closed loop
+    assert "write to its last byte" in " ".join(table.footnotes)
+
+
+def test_csv_records_use_base_units() -> None:
+    rows = list(csv.DictReader(io.StringIO(console.csv_text(step_records(sweep())))))
+    assert [r["verdict"] for r in rows] == ["ok", "saturated", "generator-limited"]
+    assert float(rows[0]["latency_p99_s"]) == 0.002
+    assert float(rows[1]["achieved_rate"]) == 2000.0
+
+
+def test_step_line() -> None:
+    assert step_line(sweep()[0]) == "1,000/s: achieved 1,000/s, errors 0, p99 2.00 ms, ok"
+
+
+def test_chart_is_written(tmp_path: Path) -> None:
+    import matplotlib.image
+
+    path = sweep_chart(sweep(), tmp_path / "sweep.png", "GET http://127.0.0.1:8080/", 0.1)
+    image = matplotlib.image.imread(path)
+    assert image.shape[1] > image.shape[0] > 400  # two panels side by side
+    closed = summarize_steps([step(None, mode="closed", connections=n) for n in (1, 2)])
+    assert sweep_chart(closed, tmp_path / "closed.png", "t").stat().st_size > 10_000
+    assert not math.isnan(closed[0].achieved_rate)

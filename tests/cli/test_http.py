@@ -1,0 +1,146 @@
+"""`perflab http` through the real entry point against `perflab serve` on 127.0.0.1:
+a sweep with its table, results file and chart; re-rendering; every bad input of
+issue 4; Ctrl-C and a server killed mid-sweep. Steps are 0.5-1 s at ≤ 300 req/s.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from perflab import _core
+
+FAST = ["--duration", "0.5s", "--warmup", "0.1s", "--threads", "1", "--quiet"]
+
+
+def one_error_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+@pytest.fixture
+def server() -> Any:
+    with _core.serve({"host": "127.0.0.1", "port": 0, "delay": "1ms"}) as s:
+        yield s
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_sweep_prints_a_table_writes_results_and_a_chart(tmp_path: Path, server: Any,
+                                                         perflab_cli) -> None:
+    out, chart = tmp_path / "sweep.json", tmp_path / "sweep.png"
+    result = perflab_cli("http", f"http://{server.address}/", "--rate", "100:200:100", *FAST,
+                         "--json", str(out), "--chart", str(chart), "--slo", "500ms",
+                         "--format", "markdown")
+    assert result.returncode == 0, result.stderr
+    assert "| offered | achieved | error % |" in result.stdout
+    assert "| 100/s |" in result.stdout and "| 200/s |" in result.stdout
+    assert "capacity estimate" in result.stdout
+    assert f"results saved to {out}" in result.stderr and chart.stat().st_size > 10_000
+    data = json.loads(out.read_text())
+    assert data["kind"] == "http" and len(data["benchmarks"][0]["steps"]) == 2
+    first = data["benchmarks"][0]["steps"][0]
+    assert first["ok_responses"] > 20 and first["latency"]["encoded"]
+    assert data["benchmarks"][0]["summary"]["steps"][0]["verdict"] in (
+        "ok", "generator-limited")
+    shown = perflab_cli("show", str(out), "--format", "csv")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[0].startswith("step,mode,offered_rate")
+    assert len(shown.stdout.splitlines()) == 3
+    table = perflab_cli("show", str(out))
+    assert table.returncode == 0 and "verdict" in table.stdout
+
+
+def test_closed_loop_and_a_requests_file(tmp_path: Path, server: Any, perflab_cli) -> None:
+    reqs = tmp_path / "reqs.jsonl"
+    reqs.write_text('{"path": "/a"}\n{"method": "POST", "path": "/b", "body": "x"}\n')
+    result = perflab_cli("http", f"http://{server.address}/", "--connections", "2", *FAST,
+                         "--requests", str(reqs), "--json", str(tmp_path / "c.json"))
+    assert result.returncode == 0, result.stderr
+    assert "2 conn" in result.stdout
+    data = json.loads((tmp_path / "c.json").read_text())
+    assert data["benchmarks"][0]["name"].endswith(f"(2 requests from {reqs})")
+    assert data["benchmarks"][0]["steps"][0]["mode"] == "closed"
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["not-a-url", "--rate", "10"], "malformed"),
+    (["ftp://127.0.0.1/", "--rate", "10"], "not supported"),
+    (["http://127.0.0.1:1/", "--rate", "0"], "above zero"),
+    (["http://127.0.0.1:1/", "--rate", "-5"], "above zero"),
+    (["http://127.0.0.1:1/", "--rate", "10", "--duration", "0s"], "above zero"),
+    (["http://127.0.0.1:1/", "--rate", "10", "--duration=-2s"], "not a duration"),
+    (["http://127.0.0.1:1/"], "give --rate"),
+    (["http://127.0.0.1:1/", "--rate", "10", "--header", "nocolon"], "Name: value"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv: list[str], message: str, perflab_cli) -> None:
+    result = perflab_cli("http", *argv, "--quiet", timeout=30)
+    assert result.returncode == 2
+    assert message in one_error_line(result.stderr)
+
+
+def test_unreachable_target_is_a_clear_line_not_a_hang(perflab_cli) -> None:
+    started = time.monotonic()
+    result = perflab_cli("http", f"http://127.0.0.1:{free_port()}/", "--rate", "10", *FAST,
+                         timeout=30)
+    assert result.returncode == 2 and time.monotonic() - started < 20
+    assert "connection refused" in one_error_line(result.stderr)
+
+
+def test_more_connections_than_the_open_file_limit_names_ulimit(server: Any,
+                                                                perflab_cli) -> None:
+    result = perflab_cli("http", f"http://{server.address}/", "--connections", "10000000",
+                         *FAST, timeout=30)
+    assert result.returncode == 2
+    assert "ulimit -n" in one_error_line(result.stderr)
+
+
+def test_ctrl_c_keeps_the_steps_measured(tmp_path: Path, server: Any) -> None:
+    out = tmp_path / "int.json"
+    proc = subprocess.Popen([sys.executable, "-m", "perflab", "http", f"http://{server.address}/",
+                             "--rate", "100,100,100", "--duration", "1s", "--warmup", "0.1s",
+                             "--threads", "1", "--quiet", "--json", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)  # inside the second step (steps are 1 s plus a short start-up)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stdout
+    steps = json.loads(out.read_text())["benchmarks"][0]["steps"]
+    assert 1 <= len(steps) <= 2 and steps[0]["ok_responses"] > 0
+    assert steps[-1]["interrupted"] or len(steps) == 1
+
+
+def test_a_server_killed_mid_sweep_ends_it_with_results_kept(tmp_path: Path) -> None:
+    serve = subprocess.Popen([sys.executable, "-m", "perflab", "serve", "--port", "0"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        address = serve.stdout.readline().split("http://")[1].split("/")[0]  # type: ignore[union-attr]
+        out = tmp_path / "killed.json"
+        http = subprocess.Popen([sys.executable, "-m", "perflab", "http", f"http://{address}/",
+                                 "--rate", "100,100,100", "--duration", "1s", "--warmup", "0.1s",
+                                 "--threads", "1", "--quiet", "--json", str(out)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        serve.kill()
+        stdout, stderr = http.communicate(timeout=60)
+    finally:
+        serve.kill()
+        serve.wait()
+    assert http.returncode == 1, stderr
+    assert "stopped accepting" in stdout
+    steps = json.loads(out.read_text())["benchmarks"][0]["steps"]
+    assert steps and steps[0]["ok_responses"] > 0
