@@ -25,6 +25,8 @@ pub mod tls;
 pub mod url;
 
 #[cfg(test)]
+mod bench_tests;
+#[cfg(test)]
 mod e2e_tests;
 
 use std::fmt;

@@ -76,6 +76,9 @@ impl PreciseTimer {
                 )
             };
             if n == 8 {
+                // The expiration count is drained: clear the readiness now,
+                // or the next sleep would first see it stale and waste a read.
+                guard.clear_ready();
                 return Ok(());
             }
             let err = io::Error::last_os_error();
