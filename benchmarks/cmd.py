@@ -9,6 +9,7 @@ one run; the tools alternate round by round so that machine drift hits both.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import statistics
@@ -22,59 +23,83 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import PYTHON, machine, timed, write_section  # noqa: E402
 
 PERFLAB = [PYTHON, "-m", "perflab", "cmd", "--quiet"]
-OVERHEAD_RUNS, OVERHEAD_TRIALS = (200, 2200), 5
-AGREE_ROUNDS, AGREE_RUNS = 7, 20
+OVERHEAD_RUNS, OVERHEAD_TRIALS = (200, 2200), 7
+AGREE_ROUNDS, AGREE_RUNS = 15, 10
 DRIFT_RUNS, DRIFT_TRIALS = 40, 3
 #: python3 itself, not a wrapper script such as a pyenv shim (which adds its own noise)
 PYTHON3 = os.path.realpath(PYTHON)
 DRIFT_CMD = "{py} -c 'sum(range(1500000))'"
 
 
-def perflab_medians(commands: list[str], runs: int, *extra: str) -> tuple[float, list[float]]:
-    """Run perflab cmd; (tool wall seconds, median wall seconds of each command)."""
+def perflab_medians(commands: list[str], runs: int, *extra: str
+                    ) -> tuple[float, list[float], float]:
+    """Run perflab cmd; (tool wall s, median wall s of each command, loop s per run).
+
+    The loop time per run is the span of the first command's runs (first start →
+    last end, from the results file) over the runs: the measuring loop alone,
+    without start-up, analysis and saving.
+    """
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "r.json"
         wall, _ = timed([*PERFLAB, "--runs", str(runs), "--json", str(out), *extra, *commands])
         data = json.loads(out.read_text())
-    return wall, [b["summary"]["median_s"] for b in data["benchmarks"]]
+    first = data["benchmarks"][0]["runs"]
+    span = first[-1]["started_s"] + first[-1]["wall_ns"] * 1e-9 - first[0]["started_s"]
+    return wall, [b["summary"]["median_s"] for b in data["benchmarks"]], span / len(first)
 
 
-def hyperfine_medians(commands: list[str], runs: int, *extra: str) -> tuple[float, list[float]]:
-    """Run hyperfine -N; (tool wall seconds, median wall seconds of each command)."""
+def hyperfine_medians(commands: list[str], runs: int, *extra: str
+                      ) -> tuple[float, list[float], float]:
+    """Run hyperfine -N; (tool wall s, median wall s of each command, nan: no timestamps)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "h.json"
         wall, _ = timed(["hyperfine", "-N", "--style", "none", "--runs", str(runs),
                          "--export-json", str(out), *extra, *commands])
         data = json.loads(out.read_text())
-    return wall, [statistics.median(r["times"]) for r in data["results"]]
+    return wall, [statistics.median(r["times"]) for r in data["results"]], math.nan
 
 
 TOOLS = {"perflab": perflab_medians, "hyperfine": hyperfine_medians}
 
 
 def overhead() -> dict[str, dict[str, float]]:
-    """Per-run cost of each tool on `true`: Δ tool wall time / Δ runs, and the reported median."""
-    walls: dict[tuple[str, int], list[float]] = {}
-    medians: dict[str, list[float]] = {name: [] for name in TOOLS}
-    for _ in range(OVERHEAD_TRIALS):
-        for runs in OVERHEAD_RUNS:
-            for name, tool in TOOLS.items():
-                wall, (median,) = tool(["true"], runs)
-                walls.setdefault((name, runs), []).append(wall)
-                medians[name].append(median)
+    """Per-run cost of each tool on `true` in paired trials (the tool going first alternates).
+
+    End to end: Δ tool wall time / Δ runs (start-up cancels out; analysis and
+    saving stay in). Loop: perflab's measuring loop alone (see :func:`perflab_medians`);
+    hyperfine's is its end-to-end figure, its analysis being a few sums.
+    """
+    cost: dict[str, dict[str, list[float]]] = {n: {"end": [], "loop": [], "median": []}
+                                               for n in TOOLS}
     low, high = OVERHEAD_RUNS
-    return {name: {"per_run": (statistics.median(walls[name, high])
-                               - statistics.median(walls[name, low])) / (high - low),
-                   "median": statistics.median(medians[name])} for name in TOOLS}
+    for trial in range(OVERHEAD_TRIALS):
+        for name in list(TOOLS) if trial % 2 == 0 else list(reversed(TOOLS)):
+            wall_low, _, _ = TOOLS[name](["true"], low)
+            wall_high, (median,), loop = TOOLS[name](["true"], high)
+            end = (wall_high - wall_low) / (high - low)
+            cost[name]["end"].append(end)
+            cost[name]["loop"].append(end if math.isnan(loop) else loop)
+            cost[name]["median"].append(median)
+    out = {name: {k: statistics.median(v) for k, v in c.items()} for name, c in cost.items()}
+    for kind in ("end", "loop"):
+        ratios = [a / b for a, b in zip(cost["perflab"][kind], cost["hyperfine"][kind])]
+        out[f"ratio_{kind}"] = {"median": statistics.median(ratios), "min": min(ratios),
+                                "max": max(ratios)}
+    return out
 
 
 def agreement(command: str) -> dict[str, float]:
-    """Median of the per-round medians of ``command`` by each tool, rounds alternating."""
+    """Paired rounds (the tool going first alternates): medians of each tool, and the
+    median and quartiles of the per-round perflab/hyperfine ratio (pairs cancel drift)."""
     medians: dict[str, list[float]] = {name: [] for name in TOOLS}
-    for _ in range(AGREE_ROUNDS):
-        for name, tool in TOOLS.items():
-            medians[name].append(tool([command], AGREE_RUNS)[1][0])
-    return {name: statistics.median(values) for name, values in medians.items()}
+    for round_ in range(AGREE_ROUNDS):
+        names = list(TOOLS) if round_ % 2 == 0 else list(reversed(TOOLS))
+        for name in names:
+            medians[name].append(TOOLS[name]([command], AGREE_RUNS)[1][0])
+    ratios = [a / b for a, b in zip(medians["perflab"], medians["hyperfine"])]
+    q1, q2, q3 = statistics.quantiles(ratios, n=4)
+    return {**{name: statistics.median(v) for name, v in medians.items()},
+            "ratio": statistics.median(ratios), "q1": q1, "q3": q3}
 
 
 def drift_trial(tool: str, interleave: bool) -> float:
@@ -149,24 +174,35 @@ def report(over: dict[str, dict[str, float]], agree: dict[str, dict[str, float]]
         "hyperfine `-N --runs N`). perflab spawns from a small helper process and times "
         "spawn → reap on the monotonic clock; hyperfine -N spawns from itself.", "",
         "### Per-run overhead on `true`", "",
-        f"Per-run cost = (tool wall time at {OVERHEAD_RUNS[1]} runs − at {OVERHEAD_RUNS[0]} "
-        f"runs) / the difference in runs, median of {OVERHEAD_TRIALS} alternating trials: "
-        "what each run costs the user, start-up excluded, analysis and saving included. "
-        "Reported median = what the tool says `true` takes.", "",
-        "| tool | per-run cost | reported median of `true` |", "|---|---:|---:|"]
-    lines += [f"| {name} | {ms(v['per_run'])} | {ms(v['median'])} |" for name, v in over.items()]
-    ratio = over["perflab"]["per_run"] / over["hyperfine"]["per_run"]
-    lines += ["", f"perflab / hyperfine per-run cost: **{ratio:.2f}**.", "",
+        f"Paired trials ({OVERHEAD_TRIALS}, the tool going first alternates), each tool run "
+        f"with {OVERHEAD_RUNS[0]} and {OVERHEAD_RUNS[1]} runs of `true`; medians over trials. "
+        "**Loop**: time per run of the measuring loop (perflab: first start → last end of its "
+        "runs, from the results file; hyperfine: its end-to-end figure, as its analysis is a "
+        "few sums). **End to end**: (tool wall time at the larger count − at the smaller) / "
+        "the difference in runs, so start-up cancels out but analysis and saving stay in "
+        "(perflab bootstraps the median and writes every run to JSON: O(runs) once at the "
+        "end). **Reported median**: what the tool says `true` takes.", "",
+        "| tool | loop per run | end to end per run | reported median of `true` |",
+        "|---|---:|---:|---:|"]
+    lines += [f"| {name} | {ms(over[name]['loop'])} | {ms(over[name]['end'])} | "
+              f"{ms(over[name]['median'])} |" for name in TOOLS]
+    loop, end = over["ratio_loop"], over["ratio_end"]
+    lines += ["", "perflab / hyperfine per paired trial: loop per run median "
+              f"**{loop['median']:.2f}** (range {loop['min']:.2f}–{loop['max']:.2f}); end to "
+              f"end median **{end['median']:.2f}** (range {end['min']:.2f}–{end['max']:.2f}).",
+              "",
               "### Agreement of medians", "",
-              f"{AGREE_ROUNDS} alternating rounds of {AGREE_RUNS} runs per tool; median of the "
-              f"round medians. `python3` is `{PYTHON3}` itself (on this machine the `python3` "
-              "on PATH is a pyenv shim, a shell script that adds its own start-up noise).", "",
-              "| command | perflab median | hyperfine -N median | perflab / hyperfine |",
-              "|---|---:|---:|---:|"]
+              f"{AGREE_ROUNDS} paired rounds of {AGREE_RUNS} runs per tool (which tool goes "
+              "first alternates); medians of the round medians, and the median and 25–75% "
+              "range of the per-round perflab / hyperfine ratio. `python3` is "
+              f"`{PYTHON3}` itself (on this machine the `python3` on PATH is a pyenv shim, "
+              "a shell script that adds its own start-up noise).", "",
+              "| command | perflab median | hyperfine -N median | perflab / hyperfine per round "
+              "(median) | 25–75% |", "|---|---:|---:|---:|---:|"]
     for command, v in agree.items():
         lines.append(f"| `{command}` | {ms(v['perflab'])} | {ms(v['hyperfine'])} | "
-                     f"{v['perflab'] / v['hyperfine']:.4f} |")
-    lines += ["", "### Drift: the same command twice, a CPU hog from halfway", "",
+                     f"{v['ratio']:.4f} | {v['q1']:.3f}–{v['q3']:.3f} |")
+    lines += ["", "### Drift: the same command twice, CPU hogs from a third of the way", "",
               f"A and B are the same command (`{DRIFT_CMD.replace('{py}', 'python3')}`), "
               f"{DRIFT_RUNS} runs each, with a `--prepare` hook that logs each run. When a third "
               "of all runs are done, the script starts two busy loops per core, so the rest of "

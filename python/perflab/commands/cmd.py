@@ -1,4 +1,9 @@
-"""``perflab cmd 'A' 'B' …``: whole-command benchmarks, interleaved, with CPU and memory per run."""
+"""``perflab cmd 'A' 'B' …``: whole-command benchmarks, interleaved, with CPU and memory.
+
+The command line only: options → specs and settings, then the engine
+(:mod:`perflab.measure.commands`), the statistics and table
+(:mod:`perflab.report.cmd_table`), the results file and the exit code.
+"""
 
 from __future__ import annotations
 
@@ -66,7 +71,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         dest="scans", metavar=("NAME LO HI", "STEP"),
                         help="a numeric parameter: NAME takes LO, LO+STEP, … HI (STEP 1)")
     parser.add_argument("-L", "--parameter-list", nargs=2, action="append", default=[],
-                        dest="lists", metavar=("NAME", "A,B,C"), help="a parameter of listed values")
+                        dest="lists", metavar=("NAME", "A,B,C"),
+                        help="a parameter of listed values")
     for hook, text in (("setup", "before all runs of each command"),
                        ("prepare", "before each run (untimed), e.g. to drop caches"),
                        ("conclude", "after each run (untimed)"),

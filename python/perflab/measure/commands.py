@@ -5,7 +5,10 @@ Design (DESIGN.md, "Statistical methods"):
       ``clone(CLONE_VFORK)`` + ``exec``, the path Rust's ``std::process`` and
       so hyperfine take) without a shell; wall time is read from the monotonic
       clock around spawn → reap, user/system time and max RSS come from
-      ``wait4`` (the rusage of the child and the descendants it waited for);
+      ``wait4`` (the rusage of the child and the descendants it waited for).
+      Processes start from a small helper process (see :class:`PosixSpawner`:
+      an honest max RSS) that runs whole batches of runs and hooks, so no
+      round trip per run adds to the cost of a run;
     * commands run interleaved in randomized blocks, every block running each
       command once in a fresh random order, so that drift hits all commands
       alike (Abedi & Brecht 2017, randomized multiple interleaved trials);
@@ -161,7 +164,9 @@ class PosixSpawner:
     In the helper each command runs with ``posix_spawn`` (glibc: clone(CLONE_VFORK)
     + exec, as Rust's std::process and so hyperfine), no shell, in its own
     process group so that a timeout or Ctrl-C kills all it started; the wall
-    time is the monotonic clock around spawn → reap. Output goes to /dev/null
+    time is the monotonic clock around spawn → reap, and the timeout is a
+    SIGALRM timer armed before the clock starts, so only spawn and ``wait4``
+    are inside a timing (as in hyperfine). Output goes to /dev/null
     unless ``show_output`` (then it streams to our stdout/stderr, never
     buffered); stdin is /dev/null or ``input_path``.
 
@@ -276,7 +281,6 @@ def _helper_main() -> None:  # pragma: no cover - runs in the helper process
     """
     import marshal
     import os
-    import select
     import signal
     import sys
     import time
@@ -290,7 +294,7 @@ def _helper_main() -> None:  # pragma: no cover - runs in the helper process
     rss_unit = 1 if sys.platform == "darwin" else 1024
     # bytes: posix_spawn then skips encoding the environment on every run
     env = {os.fsencode(k): os.fsencode(v) for k, v in os.environ.items()}
-    current, batch = [0], [None]
+    current, batch, timed_out, running = [0], [None], [False], [False]
 
     def send(message):
         data = marshal.dumps(message)
@@ -321,42 +325,39 @@ def _helper_main() -> None:  # pragma: no cover - runs in the helper process
             send(batch[0])
         os._exit(0)
 
-    def exited(pid, timeout):
-        if timeout is None:
-            return True
-        if hasattr(os, "pidfd_open"):
-            fd = os.pidfd_open(pid)
-            poller = select.poll()
-            poller.register(fd, select.POLLIN)
-            ready = poller.poll(timeout * 1000)
-            os.close(fd)
-            return bool(ready)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT):
-                return True
-            time.sleep(0.001)
-        return False
+    def alarm(signum, frame):
+        # the timer is armed before the spawn (to keep it out of the timed window);
+        # if it fires before the pid is known, try again in a millisecond
+        if current[0]:
+            timed_out[0] = True
+            kill_group(current[0])
+        elif running[0]:
+            signal.setitimer(signal.ITIMER_REAL, 0.001)
 
     def run(argv, timeout):
+        timed_out[0], running[0] = False, True
+        if timeout is not None:
+            signal.setitimer(signal.ITIMER_REAL, timeout)
         start = time.monotonic_ns()
         try:
             pid = os.posix_spawn(argv[0], argv, env, file_actions=actions, setpgroup=0)
         except OSError as exc:
+            running[0] = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
             return (0, 0, 0, 0, 0, False, start, exc.strerror or str(exc))
         current[0] = pid
-        timed_out = not exited(pid, timeout)
-        if timed_out:
-            kill_group(pid)
         _, status, usage = os.wait4(pid, 0)
         wall = time.monotonic_ns() - start
-        current[0] = 0
+        current[0], running[0] = 0, False
+        if timeout is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
         return (wall, round(usage.ru_utime * 1e9), round(usage.ru_stime * 1e9),
-                usage.ru_maxrss * rss_unit, os.waitstatus_to_exitcode(status), timed_out,
+                usage.ru_maxrss * rss_unit, os.waitstatus_to_exitcode(status), timed_out[0],
                 start, "")
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGALRM, alarm)
     while (request := receive()) is not None:
         items, ignore_all, codes = request
         batch[0] = []
