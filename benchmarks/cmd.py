@@ -212,7 +212,31 @@ def report(over: dict[str, dict[str, float]], agree: dict[str, dict[str, float]]
               "| setup | B/A ratio per trial |", "|---|---|"]
     lines += [f"| {name} | {', '.join(f'{r:.3f}' for r in values)} |"
               for name, values in ratios.items()]
-    return "\n".join(lines)
+    return "\n".join(lines + ["", *targets(over, agree, ratios)])
+
+
+def targets(over: dict[str, dict[str, float]], agree: dict[str, dict[str, float]],
+            ratios: dict[str, list[float]]) -> list[str]:
+    """The issue's three speed targets, each said met or not from the figures above."""
+    def verdict(ok: bool) -> str:
+        return "**met**" if ok else "**not met**"
+
+    loop = over["ratio_loop"]["median"]
+    lines = ["### Targets (issue 5)", "",
+             f"- Per-run overhead ≤ hyperfine -N's: {verdict(loop <= 1.0)} "
+             f"(loop per run ×{loop:.2f}, end to end ×{over['ratio_end']['median']:.2f})."]
+    for command, v in agree.items():
+        lines.append(f"- `{command}` medians within 1% of hyperfine -N: "
+                     f"{verdict(abs(v['ratio'] - 1) <= 0.01)} (×{v['ratio']:.4f}; rounds "
+                     f"{v['q1']:.3f}–{v['q3']:.3f}, the spread of this shared machine).")
+    spread = {name: max(abs(r - 1) for r in values) for name, values in ratios.items()}
+    inter = spread["perflab (interleaved)"]
+    lines.append(f"- Interleaving keeps A/B stable where sequential runs don't: "
+                 f"{verdict(inter < min(v for k, v in spread.items() if 'interleaved' not in k))}"
+                 f" (largest |B/A − 1|: interleaved {inter:.3f}, --no-interleave "
+                 f"{spread['perflab --no-interleave']:.3f}, hyperfine "
+                 f"{spread['hyperfine -N (sequential)']:.3f}).")
+    return lines
 
 
 def main() -> int:
