@@ -274,6 +274,12 @@ def _title(settings: dict[str, Any]) -> str:
     return "commands (one after another, --no-interleave)"
 
 
+def _ratio_cell(s: CommandSummary) -> str:
+    if s.reference:
+        return format_ratio(1.0)
+    return format_ratio(*s.ratio) if s.ratio else "–"
+
+
 def _rss_cell(s: CommandSummary, floor: int | None) -> str:
     if not s.ok:
         return "–"
@@ -288,7 +294,7 @@ def _row(s: CommandSummary, rss_floor_bytes: int | None = None) -> list[str]:
     cells += [format_time(v) if s.ok else "–" for v in (s.user_s, s.sys_s, s.total_s)]
     cells += [_real_cell(s), f"{s.cpu_wall:.2f}" if math.isfinite(s.cpu_wall) else "–",
               _rss_cell(s, rss_floor_bytes),
-              format_ratio(*s.ratio) if s.ratio else "–", _notes(s)]
+              _ratio_cell(s), _notes(s)]
     return cells
 
 
