@@ -138,6 +138,10 @@ class CommandRun:
         ok: False when the run failed (non-zero exit not ignored, timeout).
         warmup: True for warmup runs, which never enter summaries.
         timed_out: True when the run hit ``--timeout`` and was killed (it counts as failed).
+        clock_skew_ns: largest disagreement of MONOTONIC with REALTIME, RAW and the TSC
+            over the batch of runs this run belonged to, ns; None if unchecked.
+        flagged: "clock:<name>" when that disagreement exceeded the tolerance; such
+            runs are kept in the file and excluded from summaries.
     """
 
     index: int
@@ -150,6 +154,8 @@ class CommandRun:
     ok: bool = True
     warmup: bool = False
     timed_out: bool = False
+    clock_skew_ns: int | None = None
+    flagged: str | None = None
 
 
 @dataclass

@@ -172,6 +172,17 @@ def test_threads_mode_at_twice_the_rate_flags_every_window(tmp_path: Path) -> No
     assert windows and all(s["flagged"] == "clock:tsc" for s in windows)
 
 
+def test_cmd_at_twice_the_rate_flags_and_excludes_every_run(tmp_path: Path) -> None:
+    """perflab cmd checks the clocks per batch of runs, in the parent (which reads the TSC)."""
+    done = _perflab("cmd", "--runs", "6", "--warmup", "0", "--quiet", "--json", "r.json",
+                    "sleep 0.01", env=_env(FAKETIME="+0 x2"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    bench = json.loads((tmp_path / "r.json").read_text())["benchmarks"][0]
+    runs = [r for r in bench["runs"] if not r["warmup"]]
+    assert len(runs) == 6 and all(r["flagged"] == "clock:tsc" for r in runs)
+    assert "6 runs excluded: the clocks disagreed" in done.stdout
+
+
 def test_run_with_clock_steps_flags_and_excludes_the_samples_spanning_them(
         tmp_path: Path, offset_file: Path) -> None:
     stop = threading.Event()

@@ -40,6 +40,7 @@ from dataclasses import astuple, dataclass, field
 from typing import Any, Protocol
 
 from perflab.errors import UsageError
+from perflab.measure import integrity
 from perflab.measure.runner import NullProgress, Progress
 from perflab.model import Benchmark, CommandRun
 
@@ -711,6 +712,8 @@ class CommandRunner:
         self._next_check = -math.inf
         self._block_s: float | None = None
         self._half: float | None = None
+        self._skew: tuple[int | None, str | None] = (None, None)
+        self.monitor = integrity.Monitor(core) if (core := integrity.load_core()) else None
 
     def run(self) -> list[Benchmark]:
         """Measure every command; Ctrl-C stops early and keeps every finished run.
@@ -800,12 +803,25 @@ class CommandRunner:
         items = [item for state in plan for item in self._items(state)]
         outcomes: list[Outcome] = []
         began = self.clock()
+        check = self._clock_check()
         try:
             self.spawner.run_batch(items, self.settings.ignore_all, self.settings.ignore_codes,
                                    outcomes)
         finally:
+            self._skew = check()
             self._replay(plan, outcomes, warmup)
         self._block_s = (self.clock() - began) / blocks
+
+    def _clock_check(self) -> Callable[[], tuple[int | None, str | None]]:
+        """Start the clock cross-check of one batch (:mod:`perflab.measure.integrity`);
+        the returned function ends it: (skew ns, flag). Runs are checked per batch
+        because the spawning helper is kept free of the native core (its memory is the
+        floor of every max RSS), so every run of a batch whose clocks disagreed is flagged."""
+        if self.monitor is None:
+            return lambda: (None, None)
+        self.monitor.ready()
+        self.monitor.start()
+        return self.monitor.stop
 
     def _items(self, state: _State) -> list[Item]:
         """The batch items of one run: [prepare], the command, [conclude]."""
@@ -847,7 +863,8 @@ class CommandRunner:
                          wall_ns=outcome.wall_ns, user_ns=outcome.user_ns,
                          sys_ns=outcome.sys_ns, max_rss_bytes=outcome.max_rss_bytes,
                          exit_code=outcome.exit_code, ok=ok, warmup=warmup,
-                         timed_out=outcome.timed_out)
+                         timed_out=outcome.timed_out, clock_skew_ns=self._skew[0],
+                         flagged=self._skew[1])
         self._index += 1
         state.spent_s += outcome.wall_ns * 1e-9
         state.add(run)

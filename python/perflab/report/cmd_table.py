@@ -43,6 +43,7 @@ class CommandSummary:
         failed: timed runs that failed (timeout, signal, exit code not ignored).
         nonzero: successful runs whose non-zero exit was accepted (--ignore-failure).
         warmup: warmup runs (never in the statistics).
+        flagged: successful runs excluded because the clocks disagreed during their batch.
         median_s, ci_low_s, ci_high_s: median wall time and its bootstrap CI.
         mean_s, std_s: mean wall time and its sample standard deviation.
         mad_s: MAD of wall times (scaled by 1.4826); min_s / max_s: range.
@@ -62,6 +63,7 @@ class CommandSummary:
     failed: int = 0
     nonzero: int = 0
     warmup: int = 0
+    flagged: int = 0
     median_s: float = math.nan
     ci_low_s: float = math.nan
     ci_high_s: float = math.nan
@@ -100,8 +102,8 @@ class CommandSummary:
 
 
 def timed_runs(bench: Benchmark) -> list[CommandRun]:
-    """The successful, non-warmup runs: the ones in the statistics."""
-    return [r for r in bench.runs if r.ok and not r.warmup]
+    """The successful, non-warmup runs whose clocks agreed: the ones in the statistics."""
+    return [r for r in bench.runs if r.ok and not r.warmup and not r.flagged]
 
 
 def summarize_command(bench: Benchmark, confidence: float = 0.95, resamples: int = 2000,
@@ -122,7 +124,8 @@ def summarize_command(bench: Benchmark, confidence: float = 0.95, resamples: int
                        error=bench.error,
                        failed=sum(1 for r in bench.runs if not r.ok and not r.warmup),
                        nonzero=sum(1 for r in runs if r.exit_code),
-                       warmup=sum(1 for r in bench.runs if r.warmup))
+                       warmup=sum(1 for r in bench.runs if r.warmup),
+                       flagged=sum(1 for r in bench.runs if r.ok and not r.warmup and r.flagged))
     if not runs:
         return s
     wall = np.array([r.wall_ns for r in runs]) * 1e-9
@@ -209,6 +212,9 @@ def _warnings(s: CommandSummary, precision: float | None, overhead_s: float | No
                    "of the statistics")
     if s.nonzero:
         out.append(f"{s.nonzero} runs exited non-zero (accepted by --ignore-failure)")
+    if s.flagged:
+        out.append(f"{s.flagged} runs excluded: the clocks disagreed during them (see "
+                   "perflab doctor); they are kept in the results file")
     return out
 
 
