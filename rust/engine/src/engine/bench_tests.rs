@@ -23,12 +23,15 @@ fn report(name: &str, s: &StepResult) {
     let done = (c.successes + c.failures) as f64;
     let cpu: f64 = s.thread_cpu_s.iter().sum();
     println!(
-        "{name}: achieved {:.0}/s, {:.2} us CPU/request, send lag p99 {} us, dispatch lag p99 {} us, \
-         latency p99 {} us, failures {}, unsent {}, connections peak {}",
+        "{name}: achieved {:.0}/s, {:.2} us CPU/request, send lag p50 {} p99 {} us, \
+         dispatch lag p99 {} us, latency p50 {} p99 {} us, failures {}, unsent {}, \
+         connections peak {}",
         c.successes as f64 / s.recorded_s,
         cpu / done * 1e6,
+        summarize(&s.recorder.send_lag).p50_us,
         summarize(&s.recorder.send_lag).p99_us,
         summarize(&s.recorder.dispatch_lag).p99_us,
+        summarize(&s.recorder.latency).p50_us,
         summarize(&s.recorder.latency).p99_us,
         c.failures,
         c.unsent,

@@ -328,6 +328,10 @@ async fn open_loop(ctx: &Rc<Ctx>, arrival: Arrival) -> Result<(), String> {
     // requests that fell due meanwhile were held up by the server, not by
     // the generator.
     let mut wait_end = plan.t0;
+    // Wake-ups are planned at least BATCH apart, counted from the previous
+    // planned wake-up (not from when the thread got to run): at rates below
+    // 1/BATCH each request is then sent at its time, with no drift.
+    let mut next_wake = plan.t0;
     'requests: loop {
         let off = sched.next_offset_ns();
         if off >= horizon {
@@ -343,12 +347,14 @@ async fn open_loop(ctx: &Rc<Ctx>, arrival: Arrival) -> Result<(), String> {
             if t <= now {
                 break now;
             }
-            // Sleep at least BATCH so that at high rates one wake-up sends
-            // several due requests (fewer syscalls per request); the cost
-            // is at most BATCH of send lag, which is measured and included
-            // in latency.
+            // At high rates one wake-up sends every request due in the last
+            // BATCH (fewer wake-ups and syscalls per request); the cost is
+            // at most BATCH of send lag, which is measured and included in
+            // latency.
+            let wake = t.max(next_wake).min(now + TICK);
+            next_wake = wake + BATCH;
             timer
-                .sleep_until(t.max(now + BATCH).min(now + TICK))
+                .sleep_until(wake)
                 .await
                 .map_err(|e| format!("timerfd failed: {e}"))?;
         };
