@@ -72,7 +72,7 @@ def test_generator_limits_take_precedence_and_say_why() -> None:
     (cpu,) = ah.summarize_steps([step(1000.0, achieved=500.0, cpu=0.95)])
     assert cpu.verdict == "generator-limited" and "busy" in cpu.reasons[0]
     (late,) = ah.summarize_steps([step(1000.0, lag_us=2500.0)])
-    assert late.verdict == "generator-limited" and "2.5 ms" in late.reasons[0]
+    assert late.verdict == "generator-limited" and "2.50 ms" in late.reasons[0]
 
 
 def test_send_lag_from_busy_connections_is_the_servers() -> None:

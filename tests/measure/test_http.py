@@ -259,7 +259,8 @@ def test_a_target_gone_between_steps_ends_the_sweep_with_a_reason() -> None:
     sock.close()
     out = mh.run_sweep(plan, fake_engine([{"steps": [raw_step()], "interrupted": False}]))
     assert len(out.steps) == 1 and not out.interrupted
-    assert "connection refused before step 2" in out.target_lost
+    assert "stopped accepting connections before step 2" in out.target_lost
+    assert "connection refused" in out.target_lost
     assert "2 step(s) were skipped" in out.target_lost
 
 

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from perflab.model import Histogram, HttpStep
+from perflab.units import format_time
 
 #: Achieved/offered below this share means saturated (autobench's reading of the knee).
 ACHIEVED_SHARE = 0.95
@@ -42,6 +43,9 @@ CPU_BOUND = 0.9
 #: Send lag counts as the server's when at least this share of requests waited for a
 #: busy connection.
 POOL_WAIT_SHARE = 0.01
+#: The engine's open-loop dispatcher wakes at most this often (s): above 1/BATCH_S
+#: requests/s per thread, requests go out in batches (rust/engine/src/engine/runner.rs).
+BATCH_S = 500e-6
 
 OK, SATURATED, GENERATOR_LIMITED = "ok", "saturated", "generator-limited"
 _PERCENTILES = (("p50", "p50_us"), ("p90", "p90_us"), ("p99", "p99_us"),
@@ -81,6 +85,7 @@ class StepSummary:
         cpu_share: busiest engine thread's CPU time ÷ recorded time.
         connections: open loop: pool cap; closed loop: connection count.
         connections_peak: most connections open at once.
+        threads: engine threads used.
         unsent, unfinished, pool_waits: see :class:`perflab.model.HttpStep`.
         errors: failed requests by kind (connect_refused, read_timeout, …).
         failed_statuses: responses whose status was outside ``ok``, by status.
@@ -105,6 +110,7 @@ class StepSummary:
     cpu_share: float
     connections: int
     connections_peak: int
+    threads: int = 1
     unsent: int = 0
     unfinished: int = 0
     pool_waits: int = 0
@@ -160,7 +166,7 @@ def summarize_step(step: HttpStep, index: int = 0, ok: str = "200-299") -> StepS
         service_p99_s=_seconds(step.service_time, "p99_us"),
         cpu_share=_share(max(step.thread_cpu_s, default=math.nan), step.elapsed_s),
         connections=step.connections, connections_peak=step.connections_peak,
-        unsent=step.unsent, unfinished=step.unfinished, pool_waits=step.pool_waits,
+        threads=step.threads, unsent=step.unsent, unfinished=step.unfinished, pool_waits=step.pool_waits,
         errors=dict(step.errors),
         failed_statuses={code: n for code, n in step.status_counts.items()
                          if not any(lo <= int(code) <= hi for lo, hi in ranges)},
@@ -177,7 +183,7 @@ def generator_reasons(s: StepSummary) -> list[str]:
             POOL_WAIT_SHARE:
         lag = s.send_lag_p99_s
     if lag > SEND_LAG_LIMIT_S:
-        reasons.append(f"perflab sent late (p99 {lag * 1e3:.1f} ms)")
+        reasons.append(f"perflab sent late (p99 {format_time(lag)})")
     return reasons
 
 

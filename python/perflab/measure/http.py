@@ -316,8 +316,9 @@ def run_sweep(plan: Plan, engine: Engine | None = None, progress: ProgressFn | N
     try:
         for index in range(plan.steps):
             if index and (lost := _lost(plan)):
-                outcome.target_lost = f"{lost} before step {index + 1}; the remaining " \
-                                      f"{plan.steps - index} step(s) were skipped"
+                outcome.target_lost = (f"the target stopped accepting connections before step "
+                                       f"{index + 1} ({lost}); the remaining "
+                                       f"{plan.steps - index} step(s) were skipped")
                 break
             raw = _call(engine, plan.step_config(index), index, plan.steps, progress)
             outcome.address = raw.get("address", outcome.address)
@@ -337,7 +338,7 @@ def _lost(plan: Plan) -> str | None:
     try:
         check_reachable(plan.target, plan.connect_timeout_s)
     except UsageError as exc:
-        return str(exc).split(";")[0].replace("cannot", "the target stopped accepting: cannot")
+        return str(exc).split(";")[0]
     return None
 
 

@@ -103,7 +103,7 @@ def _latency(ax: Any, steps: Sequence[StepSummary], x_label: str, slo_s: float |
     ax.set_title("latency percentiles")
     ax.set_xlim(left=0)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="best", fontsize=8, framealpha=0.8)
 
 
 def _thousands(*axes: Any, digits: str = ",.0f") -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from perflab.analyze.http import (
     ACHIEVED_SHARE,
+    BATCH_S,
     CPU_BOUND,
     ERROR_LIMIT,
     GENERATOR_LIMITED,
@@ -119,11 +120,25 @@ def _problem_lines(summaries: Sequence[StepSummary]) -> list[str]:
         if s.unsent:
             lines.append(f"{s.label}: {s.unsent:,} requests were due but never sent: every "
                          "connection was busy until the step ended")
-    limited = [s.label for s in summaries if s.verdict == GENERATOR_LIMITED]
-    if limited:
-        lines.append(f"generator-limited ({', '.join(limited)}): perflab itself could not keep "
-                     "up, so these rows describe perflab, not the server; give it more "
-                     "--threads, a quieter machine, or a lower rate")
+    return lines + _generator_lines([s for s in summaries if s.verdict == GENERATOR_LIMITED])
+
+
+def _generator_lines(limited: Sequence[StepSummary]) -> list[str]:
+    """What generator-limited steps mean, and what to do: more threads when perflab was
+    busy, a quieter machine when it was late without being busy (it waited for a CPU)."""
+    if not limited:
+        return []
+    busy = [s.label for s in limited if s.cpu_share >= CPU_BOUND]
+    waiting = [s.label for s in limited if not s.cpu_share >= CPU_BOUND]
+    lines = [(f"generator-limited ({', '.join(s.label for s in limited)}): perflab itself could "
+             "not keep up, so these rows describe perflab, not the server")]
+    if busy:
+        lines.append(f"{', '.join(busy)}: an engine thread was busy all the time; give perflab "
+                     "more --threads (and cores), or offer less")
+    if waiting:
+        lines.append(f"{', '.join(waiting)}: perflab sent late while mostly idle, so its "
+                     "thread waited for a CPU: other programs keep this machine busy; close "
+                     "them or use a quieter machine (rerun to compare)")
     return lines
 
 
@@ -134,7 +149,7 @@ def _legend(summaries: Sequence[StepSummary], slo_s: float | None) -> list[str]:
     latency_from = ("from each request's intended send time (corrected for coordinated "
                     "omission, as wrk2 does)" if open_loop else
                     "from the request's write to its last byte")
-    return [
+    return _batch_lines(summaries) + [
         f"latency (p50…max) is of successful requests, {latency_from}",
         ("achieved = successful responses per second (warmup trimmed); error % = failed ÷ "
          "completed requests; conn err % = connections that ended in an error ÷ connections "
@@ -149,6 +164,18 @@ def _legend(summaries: Sequence[StepSummary], slo_s: float | None) -> list[str]:
     ]
 
 
+def _batch_lines(summaries: Sequence[StepSummary]) -> list[str]:
+    """Say where the open-loop dispatcher batched sends (and what that adds to latency)."""
+    batched = [s.label for s in summaries
+               if s.offered_rate and s.offered_rate / max(s.threads, 1) > 1 / BATCH_S]
+    if not batched:
+        return []
+    return [(f"above {1 / BATCH_S:,.0f} requests/s per engine thread ({', '.join(batched)}) "
+            f"perflab sends what fell due every {BATCH_S * 1e6:.0f} µs, to wake up less often: "
+            f"that adds 0–{BATCH_S * 1e3:g} ms to each latency (see send lag); the server's "
+            "own time is in the results file as service time")]
+
+
 def step_records(summaries: Sequence[StepSummary]) -> list[dict[str, Any]]:
     """Flat records for CSV: one per step, numbers in base units (s, requests/s)."""
     records = []
@@ -160,10 +187,10 @@ def step_records(summaries: Sequence[StepSummary]) -> list[dict[str, Any]]:
             "error_fraction": s.error_fraction,
             "connection_error_fraction": s.connection_error_fraction}
         record.update({f"latency_{k.replace('.', '')}_s": v for k, v in s.latency_s.items()})
-        record.update({"send_lag_p99_s": s.send_lag_p99_s, "service_p99_s": s.service_p99_s,
-                       "cpu_share": s.cpu_share, "unsent": s.unsent,
+        record.update({"send_lag_p99_s": s.send_lag_p99_s,
                        "dispatch_lag_p99_s": s.dispatch_lag_p99_s,
-                       "unfinished": s.unfinished, "verdict": s.verdict,
+                       "service_p99_s": s.service_p99_s, "cpu_share": s.cpu_share,
+                       "unsent": s.unsent, "unfinished": s.unfinished, "verdict": s.verdict,
                        "reasons": "; ".join(s.reasons), "interrupted": s.interrupted})
         records.append(record)
     return records
