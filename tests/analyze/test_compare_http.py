@@ -188,6 +188,18 @@ def test_steps_present_on_one_side_are_listed_and_empty_histograms_fail() -> Non
     assert {r.verdict for r in rows} == {"failed"}
 
 
+def test_an_unreadable_histogram_fails_its_rows_not_the_command() -> None:
+    rng = np.random.default_rng(7)
+    good = step(rng.lognormal(6, 0.3, 1000) + 1)
+    bad = step(rng.lognormal(6, 0.3, 1000) + 1)
+    bad.latency.encoded = "not base64!"
+    rows = cmp.compare_benchmark(http_bench(good), http_bench(bad), resamples=200)
+    latency = [r for r in rows if r.metric == "latency"]
+    assert len(latency) == 1 and latency[0].verdict == "failed"
+    assert "unreadable" in latency[0].notes[0]
+    assert any(r.metric == "rate" and r.verdict != "failed" for r in rows)  # still compared
+
+
 def test_geomean_uses_p50_of_http_steps_only() -> None:
     from perflab.model import Results
 

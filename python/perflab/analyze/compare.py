@@ -554,7 +554,12 @@ def compare_latencies(key: str, a: HttpStep, b: HttpStep, percentiles: Sequence[
     The Mann–Whitney U p-value of the two latency distributions is shared by
     the step's rows (one test in the Benjamini–Hochberg correction).
     """
-    hist_a, hist_b = decode_histogram(a.latency.encoded), decode_histogram(b.latency.encoded)
+    try:
+        hist_a, hist_b = (decode_histogram(a.latency.encoded),
+                          decode_histogram(b.latency.encoded))
+    except ValueError as exc:
+        return [Row(f"{key} latency", "http", "latency", "s", verdict=FAILED, primary=False,
+                    notes=[f"latency histogram unreadable: {exc}"])]
     rows = []
     p_value = mann_whitney_counts(hist_a, hist_b) if hist_a.total and hist_b.total else math.nan
     for pct in percentiles:
