@@ -325,7 +325,7 @@ def report(designs: list[Design], args: Args, seconds: float) -> str:
     lines = [
         "## perflab compare: A/A false alarms, sensitivity to a 5% slowdown, cost", "",
         f"Machine: {machine()}. Shared with four other engineers' builds, tests and "
-        "benchmarks while this ran (load average 3–4 on 2 CPUs): the numbers are noisy, "
+        "benchmarks while this ran (load average 3–8 on 2 CPUs): the numbers are noisy, "
         "and this machine is a hard case, not a typical one.", "",
         f"Command: `python benchmarks/compare.py {args.repetitions} {args.target_budget} "
         f"{args.aa_runs} {args.suite_budget}` ({seconds / 60:.0f} min in all).", "",

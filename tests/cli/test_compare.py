@@ -181,3 +181,36 @@ def test_run_compare_to_a_bad_file_fails_before_measuring(tmp_path: Path, perfla
     assert proc.returncode == 2
     assert "not valid JSON" in one_error_line(proc.stderr)
     assert not (tmp_path / "out.json").exists()
+
+
+def test_compares_real_perflab_cmd_results(tmp_path: Path, perflab_cli) -> None:
+    paths = [tmp_path / "a.json", tmp_path / "b.json"]
+    for path in paths:
+        proc = perflab_cli("cmd", "true", "--runs", "5", "--quiet", "--json", str(path))
+        assert proc.returncode == 0, proc.stderr
+    proc = perflab_cli("compare", *map(str, paths), "--json")
+    assert proc.returncode == 0, proc.stderr
+    (row,) = json.loads(proc.stdout)["rows"]
+    assert row["kind"] == "command" and row["a"]["units"] == 5
+    assert row["verdict"] in ("same", "inconclusive", "faster", "slower")
+
+
+def test_compares_real_perflab_http_results_step_by_step(tmp_path: Path, perflab_cli) -> None:
+    """Two short open-loop sweeps (0.5 s steps, ≤ 200 req/s) against one loopback target."""
+    from perflab import _core
+
+    if not hasattr(_core, "serve"):
+        pytest.skip("perflab._core built without the HTTP engine")
+    paths = [tmp_path / "a.json", tmp_path / "b.json"]
+    with _core.serve({"host": "127.0.0.1", "port": 0, "delay": "1ms"}) as server:
+        for path in paths:
+            proc = perflab_cli("http", f"http://{server.address}/", "--rate", "100,200",
+                               "--duration", "0.5s", "--warmup", "0.1s", "--threads", "1",
+                               "--quiet", "--json", str(path))
+            assert proc.returncode == 0, proc.stderr
+    proc = perflab_cli("compare", *map(str, paths), "--json", "--percentiles", "50,99")
+    assert proc.returncode == 0, proc.stderr
+    ids = [r["id"] for r in json.loads(proc.stdout)["rows"]]
+    assert [i.split("/ ")[1] for i in ids] == [
+        "open 100/s rate", "open 100/s p50", "open 100/s p99",
+        "open 200/s rate", "open 200/s p50", "open 200/s p99"]

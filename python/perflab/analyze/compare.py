@@ -565,8 +565,7 @@ def compare_latencies(key: str, a: HttpStep, b: HttpStep, percentiles: Sequence[
     for pct in percentiles:
         row = Row(f"{key} p{pct:g}", "http", f"p{pct:g}", "s", test_key=key,
                   primary=pct == 50, p_value=p_value,
-                  notes=["one run per side: the CI covers request-to-request noise, "
-                         "not run-to-run variation"])
+                  notes=["one run per side: the CI leaves out run-to-run variation"])
         rows.append(_latency_row(row, hist_a, hist_b, pct / 100, confidence, resamples,
                                  _rng(seed, row.id)))
     return rows

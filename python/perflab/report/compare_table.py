@@ -82,14 +82,14 @@ def _geomean_cell(suite: SuiteComparison) -> str:
 
 
 def _cost_cell(cost: dict[str, int]) -> str:
-    text = (f"{cost['benchmarks']:,} benchmarks, {cost['processes']:,} processes, "
-            f"{cost['samples']:,} samples")
-    return text + (f", {cost['requests']:,} requests" if cost.get("requests") else "")
+    parts = [f"{cost['benchmarks']:,} benchmarks"]
+    parts += [f"{cost[k]:,} {k}" for k in ("processes", "samples", "requests") if cost.get(k)]
+    return ", ".join(parts)
 
 
 def rows_table(suite: SuiteComparison) -> Table:
     """One row per compared metric: A, B (value ± CI), B/A (CI), p, q, verdict, units, notes."""
-    columns = ["benchmark", "A ± CI", "B ± CI", "B/A (95% CI)", "p (MWU)", "q (BH)", "verdict",
+    columns = ["benchmark", "A ± CI", "B ± CI", "B/A (95% CI)", "p", "q (BH)", "verdict",
                "units A/B", "notes"]
     table = Table("benchmarks", columns, align=["l", "r", "r", "r", "r", "r", "l", "r", "l"])
     table.rows = [_row_cells(r) for r in suite.rows]
