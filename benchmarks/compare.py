@@ -22,7 +22,9 @@ the interval's coverage.
 Usage: python benchmarks/compare.py [REPS [TARGET_BUDGET [AA_RUNS [SUITE_BUDGET]]]]
        (defaults 10 20s 4 3s). Writes benchmarks/results/compare.md.
        python benchmarks/compare.py --more-budget REPS BUDGET
-       adds an interleaved sensitivity pass with a larger budget to that file.
+       adds an interleaved sensitivity pass with a larger budget to that file;
+       python benchmarks/compare.py --aa-target RUNS BUDGET
+       adds an A/A pass of the target benchmark alone, in separate runs.
 """
 
 from __future__ import annotations
@@ -373,16 +375,50 @@ def more_budget(repetitions: int, budget: str) -> int:
         "Slowed benchmark, B/A (95% CI) per repetition: " + "; ".join(
             f"{r['verdict']} {r['ratio']['value']:.3f} ({r['ratio']['ci_low']:.3f}–"
             f"{r['ratio']['ci_high']:.3f})" for r in target if r["ratio"]) + "."]
+    _insert_section(lines)
+    return 0
+
+
+def aa_target(runs: int, budget: str) -> int:
+    """Append an A/A pass of the target alone in separate runs: run-to-run noise vs tight CIs."""
+    start = time.monotonic()
+    design, previous = Design("separate"), None
+    with tempfile.TemporaryDirectory(prefix="perflab-compare-") as tmp:
+        for i in range(runs + 1):
+            path = Path(tmp) / f"t{i}.json"
+            design.aa_walls.append(run_suite(Path(tmp), path, budget, only=TARGET))
+            if previous is not None:
+                design.aa.append(compare(previous, path))
+                design.aa_wide.append(compare(previous, path, WIDE))
+            previous = path
+    rows = [_row(res, TARGET) for res in design.aa]
+    lines = [
+        f"### separate runs, `{TARGET}` alone, `--budget {budget}`: A/A with tight CIs", "",
+        f"Command: `python benchmarks/compare.py --aa-target {runs} {budget}` "
+        f"({(time.monotonic() - start) / 60:.0f} min): {runs + 1} runs of the unchanged "
+        "benchmark one after the other, each compared with the previous one.", "",
+        f"* called faster or slower at ±2%: **{_share(*_rate(design.aa))}**; "
+        f"at ±5%: {_share(*_rate(design.aa_wide))}",
+        "* B/A (95% CI) per comparison: " + "; ".join(
+            f"{r['verdict']} {r['ratio']['value']:.3f} ({r['ratio']['ci_low']:.3f}–"
+            f"{r['ratio']['ci_high']:.3f})" for r in rows if r["ratio"]) + "."]
+    _insert_section(lines)
+    return 0
+
+
+def _insert_section(lines: list[str]) -> None:
+    """Insert a section before the synthetic check in results/compare.md, and echo it."""
     path = Path(__file__).resolve().parent / "results" / "compare.md"
     head, sep, tail = path.read_text().partition("### Synthetic check")
     path.write_text(head + "\n".join(lines) + "\n\n" + sep + tail)
     print("\n".join(lines))
-    return 0
 
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--more-budget"]:
         return more_budget(int(argv[1]), argv[2])
+    if argv[:1] == ["--aa-target"]:
+        return aa_target(int(argv[1]), argv[2])
     defaults = Args()
     names = ("repetitions", "target_budget", "aa_runs", "suite_budget")
     args = Args(*[type(getattr(defaults, n))(v) for n, v in zip(names, argv)])

@@ -211,6 +211,34 @@ def test_suite_lists_missing_benchmarks_and_counts_verdicts() -> None:
     assert suite.geomean.value == pytest.approx(math.sqrt(1.1), rel=0.02)
 
 
+def drifting(name: str, start: float, end: float, seed: int) -> Benchmark:
+    """Process medians moving steadily from ``start`` to ``end`` × 1 µs in run order."""
+    rng = np.random.default_rng(seed)
+    return make_bench(name, [list(1e-6 * f * np.exp(rng.normal(0, 0.005, 20)))
+                             for f in np.linspace(start, end, 16)])
+
+
+def test_a_run_whose_machine_changed_is_flagged() -> None:
+    """A/A where A's machine got 10% slower during its run: CIs inside a run can't see
+    how far two runs apart in time may differ, so the drift is reported."""
+    a = [drifting(f"b{i}", 1.0, 1.1, i) for i in range(3)]
+    b = [drifting(f"b{i}", 1.0, 1.0, 10 + i) for i in range(3)]
+    suite = cmp.compare_results(results(*a), results(*b), resamples=300)
+    for row in suite.rows:
+        assert row.drift.keys() == {"A"} and row.drift["A"] == pytest.approx(0.07, abs=0.02)
+        assert any(n.startswith("A drifted +") for n in row.notes)
+    (warning,) = [w for w in suite.warnings if "changed during its run" in w]
+    assert warning.startswith("A's machine changed during its run: 3 of 3 benchmarks")
+
+
+def test_steady_runs_are_not_called_drifting() -> None:
+    flagged = 0
+    for seed in range(20):
+        a, b = pair(0.0, processes=12, samples=20, sigma=0.01, between=0.01, seed=seed)
+        flagged += bool(one(a, b).drift)
+    assert flagged <= 1
+
+
 def test_no_benchmark_in_common_is_a_usage_error() -> None:
     a, _ = pair(0.0, name="x")
     _, b = pair(0.0, name="y")

@@ -53,6 +53,10 @@ DEFAULT_THRESHOLD = 0.02
 DEFAULT_PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 #: Share of benchmarks moving the same way above which the move looks machine-wide.
 MACHINE_WIDE_SHARE = 0.8
+#: p-value below which a move between the halves of a run counts as drift.
+DRIFT_P = 0.01
+#: Share of a side's benchmarks that drifted above which the whole run is called drifting.
+DRIFTING_RUN_SHARE = 0.2
 
 
 @dataclass
@@ -90,6 +94,8 @@ class Row:
         verdict: one of :data:`VERDICTS`.
         primary: True when the row enters the geometric mean.
         notes: plain-words caveats.
+        drift: side ("A"/"B") → relative change within that side's run, where it
+            exceeded the threshold beyond noise (see :func:`within_run_drift`).
         log_replicates: bootstrap replicates of log(B/A), shape (B,), or None.
     """
 
@@ -107,6 +113,7 @@ class Row:
     verdict: str = INCONCLUSIVE
     primary: bool = True
     notes: list[str] = field(default_factory=list)
+    drift: dict[str, float] = field(default_factory=dict)
     log_replicates: np.ndarray | None = field(default=None, repr=False)
 
 
@@ -330,8 +337,10 @@ def _side(median: float, reps: np.ndarray, groups: list[np.ndarray], confidence:
 
 
 def compare_timed(a: Benchmark, b: Benchmark, confidence: float = 0.95, resamples: int = 2000,
-                  seed: int = 0) -> Row:
+                  seed: int = 0, threshold: float = DEFAULT_THRESHOLD) -> Row:
     """Compare one python or command benchmark in A and B (see :func:`compare_groups`).
+
+    Also checks each side for drift within its run (see :func:`within_run_drift`).
 
     Returns:
         A row; its verdict is "failed" when a side has no usable data.
@@ -344,7 +353,37 @@ def compare_timed(a: Benchmark, b: Benchmark, confidence: float = 0.95, resample
     if missing:
         row.verdict, row.primary, row.notes = FAILED, False, missing
         return row
+    for side, groups in (("A", groups_a), ("B", groups_b)):
+        change, p_value = within_run_drift(groups)
+        if abs(change) > threshold and p_value < DRIFT_P:
+            row.drift[side] = change
+            row.notes.append(f"{side} drifted {change:+.1%} from the first to the second half "
+                             "of its processes: the machine changed during the run")
     return compare_groups(row, groups_a, groups_b, confidence, resamples, _rng(seed, a.id))
+
+
+def within_run_drift(groups: list[np.ndarray]) -> tuple[float, float]:
+    """How much a benchmark's time moved during its run, and whether that is beyond noise.
+
+    Processes are taken in the order they ran (the order of the results file);
+    the pooled median of the second half is compared with the first half's, and
+    a Mann–Whitney U test on their per-process medians says whether the move
+    is more than process-to-process noise. A machine that changes during a run
+    (other programs' load, frequency, thermals) changes between runs too, and
+    CIs computed inside one run don't cover that. O(N log N).
+
+    Args:
+        groups: per-process values in run order, P arrays.
+
+    Returns:
+        (second half / first half − 1, p-value); (0, NaN) for fewer than 4 processes.
+    """
+    if len(groups) < 4:
+        return 0.0, math.nan
+    half = len(groups) // 2
+    early, late = groups[:half], groups[half:]
+    change = stats.pooled_median(late) / stats.pooled_median(early) - 1
+    return change, mann_whitney_p([np.median(g) for g in early], [np.median(g) for g in late])
 
 
 # --------------------------------------------------------------------------- HdrHistogram
@@ -723,7 +762,7 @@ def compare_benchmark(a: Benchmark, b: Benchmark, threshold: float = DEFAULT_THR
     if a.kind == "http":
         rows = compare_http(a, b, percentiles, confidence, resamples, seed)
     else:
-        rows = [compare_timed(a, b, confidence, resamples, seed)]
+        rows = [compare_timed(a, b, confidence, resamples, seed, threshold)]
     for row in rows:
         if row.verdict != FAILED and row.ratio is not None:
             row.verdict = verdict(row.ratio.low, row.ratio.high, threshold, row.higher_is_better)
@@ -791,16 +830,31 @@ def _apply_bh(rows: list[Row]) -> None:
 
 
 def _suite_warnings(suite: SuiteComparison, primary: list[Row]) -> list[str]:
-    """A move shared by nearly every benchmark hints at the machine, not the code."""
+    """A run that drifted, or a move shared by nearly every benchmark, hints at the machine."""
+    out = _drift_warnings(suite)
     if len(primary) < 5:
-        return []
-    out = []
+        return out
     for word in (SLOWER, FASTER):
         share = sum(r.verdict == word for r in primary) / len(primary)
         if share >= MACHINE_WIDE_SHARE:
             out.append(f"{share:.0%} of the benchmarks are {word}: a machine-wide change "
                        "(load, CPU frequency, thermal state, interpreter) is a likelier cause "
                        "than the code; check the environment notes and re-run both")
+    return out
+
+
+def _drift_warnings(suite: SuiteComparison) -> list[str]:
+    timed = [r for r in suite.rows if r.kind in ("python", "command") and r.ratio is not None]
+    out = []
+    for side in ("A", "B"):
+        moved = [r.drift[side] for r in timed if side in r.drift]
+        if len(moved) >= 2 and len(moved) >= DRIFTING_RUN_SHARE * len(timed):
+            out.append(f"{side}'s machine changed during its run: {len(moved)} of {len(timed)} "
+                       f"benchmarks moved by more than ±{suite.threshold:.0%} (up to "
+                       f"{max(moved, key=abs):+.1%}) between the first and second half of "
+                       "their processes. Runs made at different times differ by as much, which "
+                       "CIs computed inside each run don't cover: measure A and B interleaved, "
+                       "or raise --threshold")
     return out
 
 

@@ -119,7 +119,7 @@ def row_record(row: Row) -> dict[str, Any]:
             "higher_is_better": row.higher_is_better, "a": _side_dict(row.a),
             "b": _side_dict(row.b), "ratio": _estimate_dict(row.ratio), "p_value": row.p_value,
             "q_value": row.q_value, "verdict": row.verdict, "in_geomean": row.primary,
-            "notes": list(row.notes)}
+            "drift": dict(row.drift), "notes": list(row.notes)}
 
 
 def comparison_document(suite: SuiteComparison, name_a: str, name_b: str,
