@@ -173,6 +173,20 @@ def test_run_compare_to_runs_and_compares_in_one_go(tmp_path: Path, perflab_cli)
     assert "| g/total |" in proc.stdout
 
 
+def test_run_compare_to_gates_with_fail_on(tmp_path: Path, perflab_cli) -> None:
+    bench = tmp_path / "bench.py"
+    bench.write_text("import perflab\n@perflab.bench\ndef f():\n    return sum(range(50))\n")
+    base = tmp_path / "base.json"
+    assert perflab_cli("run", str(bench), "--json", str(base), *FAST).returncode == 0
+    # Two processes a side never give a faster/slower/same verdict: always inconclusive.
+    proc = perflab_cli("run", str(bench), "--json", str(tmp_path / "new.json"), *FAST,
+                       "--compare-to", str(base), "--fail-on", "inconclusive")
+    assert proc.returncode == 1, proc.stderr
+    assert "gate: --fail-on inconclusive tripped" in proc.stderr
+    alone = perflab_cli("run", str(bench), *FAST, "--fail-on", "slower")
+    assert alone.returncode == 2 and "--fail-on needs --compare-to" in one_error_line(alone.stderr)
+
+
 def test_run_compare_to_a_bad_file_fails_before_measuring(tmp_path: Path, perflab_cli) -> None:
     bench = tmp_path / "bench.py"
     bench.write_text("import perflab\n@perflab.bench\ndef f():\n    pass\n")

@@ -115,20 +115,22 @@ def main(args: argparse.Namespace) -> int:
     return gate(emit(suite, args.a, args.b, args.format, args.json, fail_on), fail_on)
 
 
-def compare_after_run(baseline_path: str, baseline: Any, results: Any, fmt: str) -> int:
+def compare_after_run(baseline_path: str, baseline: Any, results: Any, fmt: str,
+                      threshold: float = 0.02, fail_on: list[str] | None = None) -> int:
     """``perflab run --compare-to A.json``: compare fresh results with a loaded baseline.
 
-    Prints the comparison in ``fmt`` (table, markdown or csv) with the default
-    threshold; never gates (use ``perflab compare --fail-on`` on the saved file).
+    Prints the comparison in ``fmt`` (table, markdown or csv) against noise
+    threshold ``threshold`` and applies the ``fail_on`` gate as ``perflab
+    compare --fail-on`` does.
 
     Returns:
-        0.
+        1 when the gate tripped (one ``gate:`` line on stderr), else 0.
 
     Raises:
         UsageError: no benchmark in common.
     """
     from perflab.analyze.compare import compare_results
 
-    suite = compare_results(baseline, results, names=(baseline_path, "this run"))
-    emit(suite, baseline_path, "this run", fmt, None, [])
-    return 0
+    fail_on = fail_on or []
+    suite = compare_results(baseline, results, threshold, names=(baseline_path, "this run"))
+    return gate(emit(suite, baseline_path, "this run", fmt, None, fail_on), fail_on)

@@ -36,6 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.add_argument("--compare-to", metavar="A.json", help="after the run, compare its "
                         "results with this baseline (as perflab compare A.json NEW.json)")
+    parser.add_argument("--threshold", default="2%", help="with --compare-to: the noise "
+                        "threshold of the verdicts (2%%)")
+    parser.add_argument("--fail-on", metavar="VERDICTS", default="", help="with --compare-to: "
+                        "exit 1 when a verdict is one of these, e.g. slower or "
+                        "slower,inconclusive (as perflab compare --fail-on)")
 
 
 def parse_precision(text: str) -> float:
@@ -88,6 +93,7 @@ def main(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     baseline = model.load(args.compare_to) if args.compare_to else None
+    gate = _gate_options(args)
     bench_file = load_file(args.file)
     cases = select(expand(bench_file), args.filter)
     started = dt.datetime.now(dt.timezone.utc)
@@ -108,13 +114,27 @@ def main(args: argparse.Namespace) -> int:
     environment.finish(env)
     path = _save_and_print(results, args, settings.precision)
     sys.stderr.write(f"results saved to {path}\n")
+    tripped = 0
     if baseline is not None:
         from perflab.commands.compare import compare_after_run
 
-        compare_after_run(args.compare_to, baseline, results, args.format)
+        tripped = compare_after_run(args.compare_to, baseline, results, args.format, *gate)
     if runner.interrupted:
         return 130
-    return 1 if any(b.failed for b in results.benchmarks) else 0
+    return 1 if tripped or any(b.failed for b in results.benchmarks) else 0
+
+
+def _gate_options(args: argparse.Namespace) -> tuple[float, list[str]]:
+    """(threshold, fail-on verdicts) of --compare-to, checked before anything runs.
+
+    Raises:
+        UsageError: a bad value, or --fail-on without --compare-to.
+    """
+    from perflab.commands.compare import parse_fail_on, parse_threshold
+
+    if args.fail_on and not args.compare_to:
+        raise UsageError("--fail-on needs --compare-to A.json (the results to compare with)")
+    return parse_threshold(args.threshold), parse_fail_on(args.fail_on) if args.fail_on else []
 
 
 def _progress(precision: float, quiet: bool):  # type: ignore[no-untyped-def]
