@@ -9,20 +9,26 @@ CARGO   ?= cargo
 export CARGO_TARGET_DIR := $(CURDIR)/rust/target
 RUST_SOURCES := $(shell find rust -name '*.rs' -o -name Cargo.toml | grep -v '^rust/target')
 
-.PHONY: all build demo test test-rust test-python system-deps bench clean
+.PHONY: all build demo test test-rust test-python system-deps bench-deps bench clean
 
 all: build
 
 $(STAMPS):
 	mkdir -p $(STAMPS)
 
-# Debian packages the tests need: libfaketime (clock fault injection), nginx, wrk
-# and hyperfine (peers in benchmarks). Installed only where missing.
+# Debian packages the tests need: libfaketime (clock fault injection) and openssl
+# (a self-signed certificate for the https test). Installed only where missing.
 $(STAMPS)/system-deps: | $(STAMPS)
-	@if ! ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then \
+	@missing=; ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || missing=libfaketime; \
+	command -v openssl >/dev/null 2>&1 || missing="$$missing openssl"; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	    apt-get install -y -qq libfaketime >/dev/null; \
-	  else echo "note: libfaketime missing and not root; its tests will be skipped"; fi; fi
+	    apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "note: $$missing missing and not root; their tests will be skipped"; fi; fi
+	touch $@
+
+# The peers the benchmarks run beside perflab: hyperfine, nginx and wrk (Debian).
+$(STAMPS)/bench-deps: | $(STAMPS)
 	@if ! command -v hyperfine >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	    apt-get install -y -qq hyperfine >/dev/null || echo "note: hyperfine not installed;" \
@@ -43,6 +49,7 @@ $(STAMPS)/system-deps: | $(STAMPS)
 	touch $@
 
 system-deps: $(STAMPS)/system-deps
+bench-deps: $(STAMPS)/bench-deps
 
 $(STAMPS)/venv: pyproject.toml | $(STAMPS)
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -70,7 +77,7 @@ test-python: build
 
 # Benchmarks need the optimised native core: one release build, then the debug
 # build is redone by the next `make build`.
-bench: $(STAMPS)/venv
+bench: $(STAMPS)/venv $(STAMPS)/bench-deps
 	. $(VENV)/bin/activate && maturin develop -q --release
 	rm -f $(STAMPS)/build
 	$(PY) benchmarks/run_all.py
