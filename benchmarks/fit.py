@@ -53,7 +53,7 @@ KNOWN = {"O(n)": (2e-6, 5e-8), "O(n log n)": (1e-6, 4e-9), "O(n^2)": (1e-5, 1e-1
 STRATEGIES = ["lock", "spin", "deque", "lifoqueue"]
 THREADS = [1, 2, 4, 8, 12]
 E2E_CONNECTIONS = "1,2,3,4,6,8,12,16,24,32"
-E2E_CHART = ROOT / "docs" / "readme" / "fit-usl-serve.png"
+E2E_CHART = ROOT / "docs" / "fit-usl-serve.png"
 
 
 def fit_json(args: list[str]) -> tuple[float, dict]:
@@ -241,7 +241,7 @@ def end_to_end_section(folder: Path) -> str:
         f"Fit: α = {fit['alpha']:.3g} ({fit['alpha_ci_low']:.3g}–{fit['alpha_ci_high']:.3g}), "
         f"β = {fit['beta']:.3g}, γ = {fit['gamma']:,.0f}/s, N* = {fit['peak_load']:.3g}, "
         f"X(N*) = {fit['peak_throughput']:,.0f}/s, R² = {fit['r_squared']:.3f}. "
-        f"Reading: {fit['reading']}. Chart: docs/readme/{E2E_CHART.name}.")
+        f"Reading: {fit['reading']}. Chart: docs/{E2E_CHART.name}.")
     plateau = max(fit["points"]["X"])
     lines.append(
         f"\nThe lock makes a hard knee (throughput grows linearly, then stays flat at "

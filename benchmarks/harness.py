@@ -12,6 +12,7 @@ Usage: python benchmarks/harness.py [ROUNDS]   (writes benchmarks/results/harnes
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import statistics
@@ -26,11 +27,12 @@ from common import PYTHON, ROOT, machine, median_wall, timed, write_section  # n
 SETUP = "D = {i: i for i in range(1000)}; K = 500"
 STATEMENTS = {"sum_range": "sum(range(1000))", "dict_get": "D.get(K)", "empty": "pass"}
 WORKLOADS = ROOT / "benchmarks" / "workloads" / "harness_bench.py"
+_SERIAL = itertools.count()
 
 
 def run_perflab(tmp: Path, name: str) -> dict[str, float]:
     """perflab on one workload: wall time to result, median, CI half-width, loop overhead."""
-    out = tmp / f"perflab-{name}.json"
+    out = tmp / f"perflab-{name}-{next(_SERIAL)}.json"
     wall, _ = timed([PYTHON, "-m", "perflab", "run", str(WORKLOADS), "--filter", name,
                      "--json", str(out), "--quiet", "--no-alloc"])
     summary = json.loads(out.read_text())["benchmarks"][0]["summary"]
@@ -41,7 +43,7 @@ def run_perflab(tmp: Path, name: str) -> dict[str, float]:
 
 def run_pyperf(tmp: Path, name: str) -> dict[str, float]:
     """pyperf timeit with its defaults (20 processes × 3 values, 1 warmup)."""
-    out = tmp / f"pyperf-{name}.json"
+    out = tmp / f"pyperf-{name}-{next(_SERIAL)}.json"  # pyperf never overwrites -o
     wall, _ = timed([PYTHON, "-m", "pyperf", "timeit", "--quiet", "-s", SETUP,
                      STATEMENTS[name], "-o", str(out)])
     import pyperf
