@@ -202,6 +202,9 @@ class HttpStep:
         thread_cpu_s: CPU seconds used by each engine thread in the step.
         latency / service_time / send_lag / failed_latency: HdrHistograms.
         interrupted: True when Ctrl-C or a fault ended the step early.
+        clock_skew_ns: largest disagreement of MONOTONIC with REALTIME, RAW and the TSC
+            over the step, ns (None: unchecked); flagged: "clock:<name>" when it
+            exceeded the tolerance — the step's rates and latencies are then unusable.
         failures: recorded requests that failed (a status outside --ok, or an error).
         unsent: requests due in the recorded window but never sent because every
             connection was busy until the step ended (a sign of saturation).
@@ -237,6 +240,8 @@ class HttpStep:
     send_lag: Histogram = field(default_factory=Histogram)
     failed_latency: Histogram = field(default_factory=Histogram)
     interrupted: bool = False
+    clock_skew_ns: int | None = None
+    flagged: str | None = None
     failures: int = 0
     unsent: int = 0
     unfinished: int = 0

@@ -183,6 +183,19 @@ def test_cmd_at_twice_the_rate_flags_and_excludes_every_run(tmp_path: Path) -> N
     assert "6 runs excluded: the clocks disagreed" in done.stdout
 
 
+def test_http_at_twice_the_rate_flags_the_step(tmp_path: Path) -> None:
+    """perflab http brackets each step with the clock cross-check; the target runs unfaked."""
+    from perflab import _core
+
+    with _core.serve({"port": 0}) as server:
+        done = _perflab("http", f"http://{server.address}/", "--rate", "200", "--duration",
+                        "1s", "--json", "r.json", env=_env(FAKETIME="+0 x2"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (step,) = json.loads((tmp_path / "r.json").read_text())["benchmarks"][0]["steps"]
+    assert step["flagged"] == "clock:tsc"
+    assert "the clocks disagreed during this step" in done.stdout
+
+
 def test_run_with_clock_steps_flags_and_excludes_the_samples_spanning_them(
         tmp_path: Path, offset_file: Path) -> None:
     stop = threading.Event()

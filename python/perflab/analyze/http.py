@@ -119,6 +119,8 @@ class StepSummary:
     verdict: str = OK
     reasons: list[str] = field(default_factory=list)
     interrupted: bool = False
+    clock_skew_ns: int | None = None
+    flagged: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (seconds, requests/s), with units named."""
@@ -170,7 +172,7 @@ def summarize_step(step: HttpStep, index: int = 0, ok: str = "200-299") -> StepS
         errors=dict(step.errors),
         failed_statuses={code: n for code, n in step.status_counts.items()
                          if not any(lo <= int(code) <= hi for lo, hi in ranges)},
-        interrupted=step.interrupted)
+        interrupted=step.interrupted, clock_skew_ns=step.clock_skew_ns, flagged=step.flagged)
 
 
 def generator_reasons(s: StepSummary) -> list[str]:
@@ -249,8 +251,9 @@ class Capacity:
 
 
 def capacity(summaries: Sequence[StepSummary]) -> Capacity | None:
-    """The heaviest ok step below the first saturated one, or None when none was ok."""
-    ok = [s for s in summaries if s.verdict == OK]
+    """The heaviest ok step below the first saturated one, or None when none was ok.
+    Steps whose clocks disagreed (``flagged``) never count as ok here."""
+    ok = [s for s in summaries if s.verdict == OK and not s.flagged]
     if not ok:
         return None
     best = max(ok, key=lambda s: s.load)

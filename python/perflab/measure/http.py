@@ -313,6 +313,7 @@ def run_sweep(plan: Plan, engine: Engine | None = None, progress: ProgressFn | N
     if engine is None:
         from perflab._core import http_run as engine
     outcome = SweepOutcome()
+    monitor = _clock_monitor()
     try:
         for index in range(plan.steps):
             if index and (lost := _lost(plan)):
@@ -320,9 +321,13 @@ def run_sweep(plan: Plan, engine: Engine | None = None, progress: ProgressFn | N
                                        f"{index + 1} ({lost}); the remaining "
                                        f"{plan.steps - index} step(s) were skipped")
                 break
+            monitor.start()
             raw = _call(engine, plan.step_config(index), index, plan.steps, progress)
+            skew, flag = monitor.stop()
             outcome.address = raw.get("address", outcome.address)
-            outcome.steps += [step_from_raw(s) for s in raw["steps"]]
+            for step in (steps := [step_from_raw(s) for s in raw["steps"]]):
+                step.clock_skew_ns, step.flagged = skew, flag
+            outcome.steps += steps
             outcome.interrupted = bool(raw.get("interrupted"))
             if on_step:
                 on_step(outcome)
@@ -331,6 +336,17 @@ def run_sweep(plan: Plan, engine: Engine | None = None, progress: ProgressFn | N
     except KeyboardInterrupt:
         outcome.interrupted = True
     return outcome
+
+
+def _clock_monitor() -> Any:
+    """The clock cross-check of :mod:`perflab.measure.integrity`, one bracket per step (the
+    engine's per-request timestamps come from one clock, MONOTONIC; a step during which
+    it disagreed with REALTIME, RAW or the TSC has untrustworthy rates and latencies)."""
+    from perflab.measure import integrity
+
+    monitor = integrity.Monitor()
+    monitor.ready()
+    return monitor
 
 
 def _lost(plan: Plan) -> str | None:

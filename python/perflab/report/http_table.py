@@ -120,6 +120,11 @@ def _problem_lines(summaries: Sequence[StepSummary]) -> list[str]:
         if s.unsent:
             lines.append(f"{s.label}: {s.unsent:,} requests were due but never sent: every "
                          "connection was busy until the step ended")
+        if s.flagged:
+            lines.append(f"{s.label}: the clocks disagreed during this step by "
+                         f"{(s.clock_skew_ns or 0) / 1e6:,.3f} ms ({s.flagged}): its rates and "
+                         "latencies are unusable and it is left out of the capacity estimate; "
+                         "run perflab doctor")
     return lines + _generator_lines([s for s in summaries if s.verdict == GENERATOR_LIMITED])
 
 
