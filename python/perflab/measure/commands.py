@@ -26,6 +26,7 @@ one is :class:`PosixSpawner`, tests use a fake that advances a fake clock.
 
 from __future__ import annotations
 
+import abc
 import math
 import os
 import random
@@ -128,13 +129,13 @@ def _run_items(run: Callable[..., tuple[Any, ...]], items: Sequence[Item], ignor
             return
 
 
-class SerialSpawner:
+class SerialSpawner(abc.ABC):
     """A :class:`Spawner` from a one-process ``run(argv, timeout_s) -> Outcome``, in this
     process (for fakes in tests; the batch rules are the helper's, :func:`_run_items`)."""
 
+    @abc.abstractmethod
     def run(self, argv: Sequence[str], timeout_s: float | None) -> Outcome:
         """Run one process. Raises OSError when it can't be started."""
-        raise NotImplementedError
 
     def run_batch(self, items: Sequence[Item], ignore_all: bool, ignore_codes: frozenset[int],
                   outcomes: list[Outcome]) -> None:
