@@ -47,3 +47,22 @@ def perflab_cli():
                               text=True, timeout=timeout, cwd=cwd, **kw)  # type: ignore[call-overload]
 
     return run
+
+
+def _sigint_default() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def popen_perflab(args: list[str], **kwargs: object):  # type: ignore[no-untyped-def]
+    """Start ``python -m perflab ARGS`` as a user's terminal would: with SIGINT at its default.
+
+    A background job of a non-interactive shell (how CI may start the suite) inherits
+    SIGINT ignored, and Python then never turns Ctrl-C into KeyboardInterrupt; the
+    Ctrl-C tests need the real behaviour, so the child gets SIG_DFL back before exec.
+    """
+    import subprocess
+
+    return subprocess.Popen([sys.executable, "-m", "perflab", *args],
+                            preexec_fn=_sigint_default, **kwargs)  # type: ignore[call-overload]

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import popen_perflab
+
 QUIET = ["--quiet", "--runs", "3"]
 
 
@@ -134,7 +136,7 @@ def test_gigabytes_of_output_are_discarded_or_streamed(tmp_path: Path, perflab_c
     result = perflab_cli("cmd", flood, "--json", str(out), "--quiet", "--runs", "2")
     assert result.returncode == 0, result.stderr
     assert len(result.stdout) < 20_000
-    proc = subprocess.Popen([sys.executable, "-m", "perflab", "cmd", flood, "--show-output",
+    proc = popen_perflab(["cmd", flood, "--show-output",
                              "--json", str(out), "--quiet", "--runs", "2"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -158,7 +160,7 @@ def test_show_output_and_input_file(tmp_path: Path, perflab_cli) -> None:
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_or_sigterm_keeps_finished_runs(tmp_path: Path, sig: int) -> None:
     out, log = tmp_path / "r.json", tmp_path / "log"
-    proc = subprocess.Popen([sys.executable, "-m", "perflab", "cmd", "sleep 0.05", "--quiet",
+    proc = popen_perflab(["cmd", "sleep 0.05", "--quiet",
                              "--runs", "100000", "--budget", "10m", "--json", str(out),
                              "--prepare", f"echo x >> {log}"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from perflab import _core
+from tests.conftest import popen_perflab
 
 FAST = ["--duration", "0.5s", "--warmup", "0.1s", "--threads", "1", "--quiet"]
 
@@ -110,7 +111,7 @@ def test_more_connections_than_the_open_file_limit_names_ulimit(server: Any,
 
 def test_ctrl_c_keeps_the_steps_measured(tmp_path: Path, server: Any) -> None:
     out = tmp_path / "int.json"
-    proc = subprocess.Popen([sys.executable, "-m", "perflab", "http", f"http://{server.address}/",
+    proc = popen_perflab(["http", f"http://{server.address}/",
                              "--rate", "100,100,100", "--duration", "1s", "--warmup", "0.1s",
                              "--threads", "1", "--quiet", "--json", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -125,12 +126,12 @@ def test_ctrl_c_keeps_the_steps_measured(tmp_path: Path, server: Any) -> None:
 
 
 def test_a_server_killed_mid_sweep_ends_it_with_results_kept(tmp_path: Path) -> None:
-    serve = subprocess.Popen([sys.executable, "-m", "perflab", "serve", "--port", "0"],
+    serve = popen_perflab(["serve", "--port", "0"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         address = serve.stdout.readline().split("http://")[1].split("/")[0]  # type: ignore[union-attr]
         out = tmp_path / "killed.json"
-        http = subprocess.Popen([sys.executable, "-m", "perflab", "http", f"http://{address}/",
+        http = popen_perflab(["http", f"http://{address}/",
                                  "--rate", "100,100,100", "--duration", "1s", "--warmup", "0.1s",
                                  "--threads", "1", "--quiet", "--json", str(out)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

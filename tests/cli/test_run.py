@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import popen_perflab
+
 FAST = ["--budget", "0.6s", "--min-processes", "2", "--process-time", "20ms", "--quiet",
         "--no-alloc"]
 
@@ -201,7 +203,7 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path: Path) -> None:
             return sum(range(100))
     """)
     out = tmp_path / "r.json"
-    proc = subprocess.Popen([sys.executable, "-m", "perflab", "run", str(bench), "--json",
+    proc = popen_perflab(["run", str(bench), "--json",
                              str(out), "--quiet", "--budget", "60s", "--precision", "0.0001%",
                              "--process-time", "50ms"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)

@@ -13,9 +13,11 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import popen_perflab
+
 
 def start(*argv: str) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "perflab", "serve", "--port", "0", *argv],
+    proc = popen_perflab(["serve", "--port", "0", *argv],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stdout.readline()  # type: ignore[union-attr]
     assert line.startswith("perflab serve listening on http://127.0.0.1:"), line
