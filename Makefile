@@ -70,10 +70,10 @@ demo: build
 test: build system-deps test-rust test-python
 
 test-rust:
-	cd rust && $(CARGO) test -q -p perflab-engine
+	cd rust && $(CARGO) test -q -p perflab-engine --lib
 
 test-python: build
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest tests
 
 # Benchmarks need the optimised native core: one release build, then the debug
 # build is redone by the next `make build`.
