@@ -31,8 +31,26 @@ PREEMPTED = 0.90
 BUSY_FRACTION = 0.05
 
 
+class MedianCI:
+    """What summaries with ``median_s``, ``ci_low_s`` and ``ci_high_s`` (seconds) share."""
+
+    median_s: float
+    ci_low_s: float
+    ci_high_s: float
+
+    @property
+    def ok(self) -> bool:
+        """True when there is a median to show."""
+        return math.isfinite(self.median_s)
+
+    @property
+    def relative_half_width(self) -> float:
+        """CI half-width / median (nan when there is no median)."""
+        return (self.ci_high_s - self.ci_low_s) / 2 / self.median_s if self.ok else math.nan
+
+
 @dataclass
-class Summary:
+class Summary(MedianCI):
     """Derived statistics of one benchmark. Times in seconds per op, sizes in bytes.
 
     Attributes:
@@ -95,16 +113,6 @@ class Summary:
     stop_reason: str = ""
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        """True when there is a median to show."""
-        return math.isfinite(self.median_s)
-
-    @property
-    def relative_half_width(self) -> float:
-        """CI half-width / median (nan when there is no median)."""
-        return (self.ci_high_s - self.ci_low_s) / 2 / self.median_s if self.ok else math.nan
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (seconds, bytes), with ``unit`` named."""

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from perflab.analyze import stats
-from perflab.analyze.summary import UNSTABLE_SPREAD
+from perflab.analyze.summary import MedianCI, UNSTABLE_SPREAD
 from perflab.model import Benchmark, CommandRun
 from perflab.report.table import Table
 from perflab.units import format_bytes, format_ratio, format_time
@@ -34,7 +34,7 @@ _SHORT_STOP = {"precision": "", "budget": "budget hit", "max-runs": "max runs",
 
 
 @dataclass
-class CommandSummary:
+class CommandSummary(MedianCI):
     """Derived statistics of one command. Times in seconds per run, sizes in bytes.
 
     Attributes:
@@ -85,16 +85,6 @@ class CommandSummary:
     stop_reason: str = ""
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """True when there is a median to show."""
-        return math.isfinite(self.median_s)
-
-    @property
-    def relative_half_width(self) -> float:
-        """CI half-width / median (nan without a median)."""
-        return (self.ci_high_s - self.ci_low_s) / 2 / self.median_s if self.ok else math.nan
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (seconds, bytes), with ``unit`` named."""
