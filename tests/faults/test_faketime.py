@@ -105,8 +105,13 @@ def test_doctor_reports_a_step_of_every_clock_with_its_size_and_time(offset_file
     assert len(big) == 1, steps
     (step,) = big
     assert step["against"] == "tsc"
-    for clock in ("monotonic", "realtime"):
-        assert step["sizes_ns"][clock] == pytest.approx(1e9, abs=5e6)
+    assert step["sizes_ns"]["monotonic"] == pytest.approx(1e9, abs=5e6)
+    # libfaketime re-reads the offset file on every call, so the step can land between
+    # the probe's MONOTONIC and REALTIME reads: REALTIME's +1 s then shows in that window
+    # or the next one. Either way it is reported once, with the right size.
+    realtime = [s["sizes_ns"]["realtime"] for s in steps
+                if abs(s["sizes_ns"].get("realtime", 0)) > 100_000_000]
+    assert realtime == [pytest.approx(1e9, abs=5e6)], steps
     assert 0.2 < step["offset_s"] < 2.0
     from datetime import datetime
 
