@@ -63,6 +63,16 @@ def test_max_rss_and_cpu_time_come_from_wait4(spawner: PosixSpawner) -> None:
     assert busy.user_ns + busy.sys_ns >= 0.25e9 and busy.user_ns > busy.sys_ns
 
 
+def test_commands_start_with_default_signal_dispositions(spawner: PosixSpawner) -> None:
+    # The helper ignores SIGINT (perflab handles Ctrl-C) and Python ignores
+    # SIGPIPE; ignored signals survive exec, so without a reset `yes | head`
+    # would see EPIPE errors instead of dying quietly, as under a shell.
+    for sig in (signal.SIGINT, signal.SIGPIPE, signal.SIGXFSZ):
+        bit = 1 << (sig - 1)
+        check = sh(f'test $(( 0x$(grep SigIgn /proc/$$/status | cut -f2) & {bit} )) -eq 0')
+        assert spawner.run(check, 10).exit_code == 0, sig.name
+
+
 def test_input_file_feeds_stdin_else_it_is_empty(tmp_path: Path) -> None:
     data = tmp_path / "in.txt"
     data.write_text("hello\n")

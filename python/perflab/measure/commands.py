@@ -297,6 +297,9 @@ def _helper_main() -> None:  # pragma: no cover - runs in the helper process
     # bytes: posix_spawn then skips encoding the environment on every run
     env = {os.fsencode(k): os.fsencode(v) for k, v in os.environ.items()}
     current, batch, timed_out, running = [0], [None], [False], [False]
+    # ignored signals survive exec: give commands SIGINT (ignored here) and SIGPIPE,
+    # SIGXFSZ (ignored by Python) at their defaults, as subprocess's restore_signals does
+    defaults = (signal.SIGINT, signal.SIGPIPE, signal.SIGXFSZ)
 
     def send(message):
         data = marshal.dumps(message)
@@ -342,7 +345,8 @@ def _helper_main() -> None:  # pragma: no cover - runs in the helper process
             signal.setitimer(signal.ITIMER_REAL, timeout)
         start = time.monotonic_ns()
         try:
-            pid = os.posix_spawn(argv[0], argv, env, file_actions=actions, setpgroup=0)
+            pid = os.posix_spawn(argv[0], argv, env, file_actions=actions, setpgroup=0,
+                                 setsigdef=defaults)
         except OSError as exc:
             running[0] = False
             signal.setitimer(signal.ITIMER_REAL, 0)
