@@ -142,6 +142,9 @@ class CommandRun:
             over the batch of runs this run belonged to, ns; None if unchecked.
         flagged: "clock:<name>" when that disagreement exceeded the tolerance; such
             runs are kept in the file and excluded from summaries.
+        block: the interleaving block the run belonged to (each block runs every
+            active command once, in random order; ratios pair runs by block); None
+            for ``--no-interleave`` runs and files written before blocks were kept.
     """
 
     index: int
@@ -156,6 +159,7 @@ class CommandRun:
     timed_out: bool = False
     clock_skew_ns: int | None = None
     flagged: str | None = None
+    block: int | None = None
 
 
 @dataclass

@@ -103,6 +103,58 @@ def test_ratio_ci_rejects_zero_denominator() -> None:
         stats.ratio_ci([[1.0]], [[0.0]])
 
 
+def test_block_ratio_ci_pairs_blocks_so_shared_drift_cancels() -> None:
+    rng = np.random.default_rng(3)
+    drift = np.repeat([1.0, 2.5, 1.4, 3.0], 25)  # the machine's speed, block by block
+    a = drift * rng.lognormal(0, 0.01, drift.size)
+    b = 1.2 * drift * rng.lognormal(0, 0.01, drift.size)
+    blocks = list(range(drift.size))
+    paired = stats.block_ratio_ci(b, blocks, a, blocks, rng=np.random.default_rng(0))
+    independent = stats.ratio_ci([b], [a], rng=np.random.default_rng(0))
+    assert paired.low <= 1.2 <= paired.high
+    assert paired.high - paired.low < (independent.high - independent.low) / 5
+
+
+def test_block_ratio_ci_pairs_only_blocks_both_ran_in() -> None:
+    # B missed blocks 0-2 (say it failed to start there); A's runs in them are not paired.
+    a, a_blocks = np.array([9.0, 9.0, 9.0] + [1.0] * 10), list(range(13))
+    b, b_blocks = np.array([2.0] * 10), list(range(3, 13))
+    est = stats.block_ratio_ci(b, b_blocks, a, a_blocks, rng=np.random.default_rng(1))
+    assert est.value == pytest.approx(2.0)  # the point uses every run of each command
+    assert est.low == pytest.approx(2.0) and est.high == pytest.approx(2.0)
+
+
+def test_block_ratio_ci_without_blocks_is_the_independent_bootstrap() -> None:
+    rng = np.random.default_rng(5)
+    a, b = rng.lognormal(0, 0.1, 40), 1.5 * rng.lognormal(0, 0.1, 30)
+    got = stats.block_ratio_ci(b, [None] * 30, a, [None] * 40, rng=np.random.default_rng(2))
+    want = stats.ratio_ci([b], [a], rng=np.random.default_rng(2))
+    assert (got.value, got.low, got.high) == (want.value, want.low, want.high)
+
+
+def test_block_ratio_ci_rejects_bad_input() -> None:
+    with pytest.raises(ValueError):
+        stats.block_ratio_ci([1.0, 2.0], [0], [1.0], [0])
+    with pytest.raises(ValueError):
+        stats.block_ratio_ci([1.0], [0], [0.0], [0])
+    with pytest.raises(ValueError):
+        stats.block_ratio_ci([], [], [1.0], [0])
+
+
+@settings(max_examples=30, deadline=None)
+@given(values=st.lists(st.floats(0.5, 2.0), min_size=5, max_size=40),
+       ratio=st.floats(0.2, 5.0), seed=st.integers(0, 2**16))
+def test_block_ratio_ci_of_an_exact_multiple_is_that_multiple(values: list[float], ratio: float,
+                                                               seed: int) -> None:
+    # Each block's B run is exactly ratio × its A run: whatever blocks a
+    # replicate draws, ratio × the median of the drawn A runs is the median of B.
+    a = np.array(values)
+    blocks = list(range(a.size))
+    est = stats.block_ratio_ci(ratio * a, blocks, a, blocks, rng=np.random.default_rng(seed))
+    assert est.low == pytest.approx(ratio) and est.high == pytest.approx(ratio)
+    assert est.value == pytest.approx(ratio)
+
+
 def test_sum_of_medians_adds_up() -> None:
     est, reps = stats.sum_of_medians_ci([[[1.0, 1.0, 1.0]], [[2.0, 2.0]]], resamples=50)
     assert est.value == 3.0 and reps.shape == (50,) and np.all(reps == 3.0)

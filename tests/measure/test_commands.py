@@ -87,6 +87,45 @@ def test_interleaved_blocks_run_every_command_once_in_varying_order() -> None:
     assert len(set(blocks)) > 1, "the order within blocks must be randomized"
 
 
+def test_each_interleaved_run_records_its_block_and_sequential_runs_none() -> None:
+    engine, _ = runner([spec("A"), spec("B")], min_runs=6, max_runs=6, warmup=1,
+                       precision=1e-9)
+    benches = engine.run()
+    timed = {b.name: [r.block for r in b.runs if not r.warmup] for b in benches}
+    assert timed["A"] == timed["B"] and len(set(timed["A"])) == 6
+    runs = sorted((r for b in benches for r in b.runs if not r.warmup), key=lambda r: r.index)
+    assert [r.block for r in runs] == sorted(r.block for r in runs), "blocks follow time"
+    engine, _ = runner([spec("A"), spec("B")], min_runs=3, max_runs=3, interleave=False)
+    assert {r.block for b in engine.run() for r in b.runs} == {None}
+
+
+def test_drift_common_to_both_commands_cancels_in_the_ratio_ci() -> None:
+    # The machine slows 3× for the second half of the runs; B is always 1.1× A.
+    # Paired by block, the ratio's CI stays tight around 1.1; resampled
+    # independently, the drift would make it span most of 1.1 × [1/3, 3].
+    calls = {"A": 0, "B": 0}
+
+    def drifting(base: float) -> Callable[[int], Outcome]:
+        def run(n: int) -> Outcome:
+            calls["A" if base == 10 else "B"] += 1
+            slow = 3.0 if n > 30 else 1.0
+            return Outcome(int(base * slow * MS * (1 + 0.001 * (n % 7))))
+        return run
+
+    engine, _ = runner([spec("A"), spec("B")], {"A": drifting(10), "B": drifting(11)},
+                       min_runs=60, max_runs=60, precision=1e-9)
+    benches = engine.run()
+    paired = summarize_commands(benches, reference=0)[1].ratio
+    assert paired is not None
+    assert paired[1] <= 1.1 <= paired[2] or abs(paired[0] - 1.1) < 0.02
+    assert paired[2] - paired[1] < 0.05
+    for bench in benches:
+        for run in bench.runs:
+            run.block = None
+    independent = summarize_commands(benches, reference=0)[1].ratio
+    assert independent is not None and independent[2] - independent[1] > 1.0
+
+
 def test_no_interleave_runs_all_of_a_then_all_of_b() -> None:
     engine, _ = runner([spec("A"), spec("B")], min_runs=5, max_runs=5, interleave=False)
     assert order(engine.run()) == ["A"] * 5 + ["B"] * 5

@@ -8,7 +8,9 @@ Methods:
     * intervals: percentile bootstrap (Efron & Tibshirani 1993); with more than
       one process, a hierarchical (two-stage) bootstrap that resamples
       processes, then samples within each chosen process (Davison & Hinkley
-      1997, §3.8), because samples inside one process are not independent.
+      1997, §3.8), because samples inside one process are not independent;
+    * ratios of interleaved runs: a paired bootstrap that resamples whole
+      interleaving blocks (:func:`block_ratio_ci`).
 """
 
 from __future__ import annotations
@@ -243,6 +245,65 @@ def ratio_ci(numerator: Sequence[np.ndarray], denominator: Sequence[np.ndarray],
     with np.errstate(divide="ignore", invalid="ignore"):
         reps = num / den
     return percentile_ci(reps, pooled_median(numerator) / denominator_median, confidence)
+
+
+#: fewest blocks both commands ran in for :func:`block_ratio_ci` to pair them
+MIN_PAIRED_BLOCKS = 5
+
+
+def block_ratio_ci(numerator: Sequence[float] | np.ndarray,
+                   numerator_blocks: Sequence[int | None],
+                   denominator: Sequence[float] | np.ndarray,
+                   denominator_blocks: Sequence[int | None], confidence: float = 0.95,
+                   resamples: int = 2000, rng: np.random.Generator | None = None) -> Estimate:
+    """Ratio of medians numerator/denominator, bootstrapped by interleaving block.
+
+    With interleaved runs each block holds one run of every command, in random
+    order, so a slow stretch of the machine hits both runs of a block. The
+    replicates draw whole blocks with replacement and keep both commands' runs
+    of each drawn block together (a paired bootstrap: Efron & Tibshirani 1993,
+    ch. 7; randomised interleaving as in Kalibera & Jones 2013, "Rigorous
+    benchmarking in reasonable time"), so drift common to both cancels in the
+    ratio instead of widening its CI. The point estimate is the ratio of the
+    two full-sample medians. Without at least :data:`MIN_PAIRED_BLOCKS` blocks in
+    common (sequential runs have no blocks), both sides are resampled
+    independently, as :func:`ratio_ci` does.
+
+    Args:
+        numerator, denominator: one value per run (e.g. wall seconds), shapes (n,), (m,).
+        numerator_blocks, denominator_blocks: the block of each run, or None; a
+            command has at most one run per block.
+
+    Returns:
+        Estimate of the ratio (unitless).
+
+    Raises:
+        ValueError: on empty input, mismatched lengths, or a zero denominator median.
+    """
+    num, den = _array(numerator), _array(denominator)
+    if len(numerator_blocks) != num.size or len(denominator_blocks) != den.size:
+        raise ValueError("one block per value is needed")
+    den_median = float(np.median(den))
+    if den_median == 0:
+        raise ValueError("ratio against a zero median")
+    rng = rng or np.random.default_rng()
+    where = {b: i for i, b in enumerate(denominator_blocks) if b is not None}
+    pairs = [(i, where[b]) for i, b in enumerate(numerator_blocks)
+             if b is not None and b in where]
+    if len(pairs) < MIN_PAIRED_BLOCKS:
+        return ratio_ci([num], [den], confidence, resamples, rng)
+    index = np.array(pairs)
+    paired_num, paired_den = num[index[:, 0]], den[index[:, 1]]
+    n = len(pairs)
+    chunk = max(1, _CHUNK_ELEMENTS // n)
+    reps = np.empty(resamples)
+    for start in range(0, resamples, chunk):
+        b = min(chunk, resamples - start)
+        drawn = rng.integers(0, n, size=(b, n))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            reps[start:start + b] = (np.median(paired_num[drawn], axis=1)
+                                     / np.median(paired_den[drawn], axis=1))
+    return percentile_ci(reps, float(np.median(num)) / den_median, confidence)
 
 
 def sum_of_medians_ci(parts: Sequence[Sequence[np.ndarray]], confidence: float = 0.95,

@@ -663,6 +663,7 @@ class _State:
     set_up: bool = False
     timed: int = 0
     ok_walls: list[float] = field(default_factory=list)
+    ok_blocks: list[int | None] = field(default_factory=list)
 
     def add(self, run: CommandRun) -> None:
         """Keep the run and the counters the stopping rule reads every batch (O(1))."""
@@ -671,6 +672,7 @@ class _State:
             self.timed += 1
             if run.ok:
                 self.ok_walls.append(run.wall_ns * 1e-9)
+                self.ok_blocks.append(run.block)
 
 
 class CommandRunner:
@@ -713,6 +715,7 @@ class CommandRunner:
         self.start_errors = 0
         self._t0 = clock()
         self._index = 0
+        self._blocks_started = 0
         self._checks = 0
         self._next_check = -math.inf
         self._block_s: float | None = None
@@ -800,12 +803,14 @@ class CommandRunner:
     def _blocks(self, states: list[_State], blocks: int, warmup: bool = False) -> None:
         """Run ``blocks`` blocks (each active command once, in a fresh random order) as
         one batch, then record what ran, even when Ctrl-C cut the batch short."""
-        plan: list[_State] = []
+        plan: list[tuple[_State, int | None]] = []
         for _ in range(blocks):
             active = [s for s in states if not s.done]
             self.rng.shuffle(active)
-            plan += active
-        items = [item for state in plan for item in self._items(state)]
+            block = self._blocks_started if self.settings.interleave else None
+            self._blocks_started += 1
+            plan += [(state, block) for state in active]
+        items = [item for state, _ in plan for item in self._items(state)]
         outcomes: list[Outcome] = []
         began = self.clock()
         check = self._clock_check()
@@ -835,14 +840,16 @@ class CommandRunner:
         items.append((state.spec.argv, timeout, True))
         return items + ([(hooks["conclude"], timeout, False)] if "conclude" in hooks else [])
 
-    def _replay(self, plan: list[_State], outcomes: list[Outcome], warmup: bool) -> None:
+    def _replay(self, plan: list[tuple[_State, int | None]], outcomes: list[Outcome],
+                warmup: bool) -> None:
         """Fold a batch's outcomes into the runs, in the order they ran."""
         pending = iter(outcomes)
-        for state in plan:
-            if not self._replay_run(state, pending, warmup):
+        for state, block in plan:
+            if not self._replay_run(state, pending, warmup, block):
                 return
 
-    def _replay_run(self, state: _State, pending: Iterator[Outcome], warmup: bool) -> bool:
+    def _replay_run(self, state: _State, pending: Iterator[Outcome], warmup: bool,
+                    block: int | None) -> bool:
         """One run's outcomes (prepare, command, conclude); False where the batch ended."""
         hooks = state.spec.hooks
         if "prepare" in hooks and not self._hook_ok(state, "prepare", next(pending, None)):
@@ -855,13 +862,14 @@ class CommandRunner:
             self._fail(state, f"can't be started: {outcome.error}; check that it is a program "
                        "for this machine (scripts need a #! line) or use --shell")
             return False
-        run = self._record(state, outcome, warmup)
+        run = self._record(state, outcome, warmup, block)
         if not run.ok and not self.settings.ignore_all:
             self._fail(state, self._run_failure(outcome))
             return False
         return "conclude" not in hooks or self._hook_ok(state, "conclude", next(pending, None))
 
-    def _record(self, state: _State, outcome: Outcome, warmup: bool) -> CommandRun:
+    def _record(self, state: _State, outcome: Outcome, warmup: bool,
+                block: int | None = None) -> CommandRun:
         ok = not outcome.timed_out and self.settings.accepts(outcome.exit_code)
         started = self.clock() if outcome.start_ns is None else outcome.start_ns * 1e-9
         run = CommandRun(index=self._index, started_s=started - self._t0,
@@ -869,7 +877,7 @@ class CommandRunner:
                          sys_ns=outcome.sys_ns, max_rss_bytes=outcome.max_rss_bytes,
                          exit_code=outcome.exit_code, ok=ok, warmup=warmup,
                          timed_out=outcome.timed_out, clock_skew_ns=self._skew[0],
-                         flagged=self._skew[1])
+                         flagged=self._skew[1], block=block)
         self._index += 1
         state.spent_s += outcome.wall_ns * 1e-9
         state.add(run)
@@ -966,8 +974,9 @@ class CommandRunner:
     def half_widths(self, active: list[_State]) -> list[float]:
         """Relative CI half-widths of each median and of each ratio to the reference.
 
-        Uses :func:`perflab.analyze.stats.median_ci` and ``ratio_ci`` (each run
-        is its own process, so one value per group: the ordinary bootstrap).
+        Uses :func:`perflab.analyze.stats.median_ci` (each run is its own
+        process, so one value per group: the ordinary bootstrap) and
+        ``block_ratio_ci`` (interleaved runs paired by block), as the table does.
         """
         import numpy as np
 
@@ -982,9 +991,9 @@ class CommandRunner:
         ref = self._reference(active, walls)
         for st in active:
             if st is not ref:
-                widths.append(stats.ratio_ci(walls[id(st)], walls[id(ref)],
-                                             self.settings.confidence, 1000, rng)
-                              .relative_half_width)
+                widths.append(stats.block_ratio_ci(st.ok_walls, st.ok_blocks, ref.ok_walls,
+                                                   ref.ok_blocks, self.settings.confidence,
+                                                   1000, rng).relative_half_width)
         return widths
 
     def _reference(self, active: list[_State], walls: dict[int, Any]) -> _State:

@@ -5,8 +5,9 @@ recomputable from its raw :class:`perflab.model.CommandRun` records);
 :func:`cmd_table` turns summaries into the neutral
 :class:`perflab.report.table.Table` that the console, Markdown and CSV writers
 render. Methods: median with a percentile bootstrap CI, ratios of medians with
-a bootstrap CI (:mod:`perflab.analyze.stats`; every run is its own process, so
-the hierarchical bootstrap reduces to the ordinary one), MAD, modified
+a bootstrap CI that resamples interleaving blocks, keeping both commands' runs
+of a block together (:mod:`perflab.analyze.stats`; every run is its own
+process, so the hierarchical bootstrap reduces to the ordinary one), MAD, modified
 z-score outliers (Iglewicz & Hoaglin 1993), and the user/system/total/real
 columns of Ruby's ``Benchmark.bm``.
 """
@@ -146,8 +147,9 @@ def summarize_commands(benches: Sequence[Benchmark], reference: int | None = Non
     """Summaries of all commands with ratios against the reference (default: the fastest).
 
     The ratio is this command's median / the reference's median with a
-    bootstrap CI (:func:`perflab.analyze.stats.ratio_ci`). A fixed default
-    seed makes re-rendering a file print the same CIs.
+    bootstrap CI that pairs interleaved runs by block
+    (:func:`perflab.analyze.stats.block_ratio_ci`). A fixed default seed makes
+    re-rendering a file print the same CIs.
 
     Args:
         benches: the commands' raw data.
@@ -166,11 +168,12 @@ def summarize_commands(benches: Sequence[Benchmark], reference: int | None = Non
     if ok:
         ref = reference if reference in ok else min(ok, key=lambda i: summaries[i].median_s)
         summaries[ref].reference = True
-        ref_wall = _walls(benches[ref])
+        ref_walls, ref_blocks = _walls(benches[ref])
         summaries[ref].ratio = (1.0, 1.0, 1.0)
         for i in ok:
             if i != ref:
-                est = stats.ratio_ci(_walls(benches[i]), ref_wall, confidence, 2000, rng)
+                est = stats.block_ratio_ci(*_walls(benches[i]), ref_walls, ref_blocks,
+                                           confidence, 2000, rng)
                 summaries[i].ratio = (est.value, est.low, est.high)
     overhead = float(np.median(spawn_overhead_ns)) * 1e-9 if len(spawn_overhead_ns) else None
     for s in summaries:
@@ -178,8 +181,10 @@ def summarize_commands(benches: Sequence[Benchmark], reference: int | None = Non
     return summaries
 
 
-def _walls(bench: Benchmark) -> list[np.ndarray]:
-    return [np.array([r.wall_ns for r in timed_runs(bench)]) * 1e-9]
+def _walls(bench: Benchmark) -> tuple[np.ndarray, list[int | None]]:
+    """Wall seconds of the runs in the statistics, shape (n,), and each run's block."""
+    runs = timed_runs(bench)
+    return np.array([r.wall_ns for r in runs]) * 1e-9, [r.block for r in runs]
 
 
 def _warnings(s: CommandSummary, precision: float | None, overhead_s: float | None
