@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from perflab.measure.commands import PosixSpawner
+from perflab.measure.commands import ENV_OFFSET_VAR, PosixSpawner
 
 SH = shutil.which("sh") or "/bin/sh"
 TRUE = shutil.which("true") or "/bin/true"
@@ -71,6 +71,22 @@ def test_commands_start_with_default_signal_dispositions(spawner: PosixSpawner) 
         bit = 1 << (sig - 1)
         check = sh(f'test $(( 0x$(grep SigIgn /proc/$$/status | cut -f2) & {bit} )) -eq 0')
         assert spawner.run(check, 10).exit_code == 0, sig.name
+
+
+def test_each_run_gets_an_environment_offset_of_random_length(tmp_path: Path) -> None:
+    def lengths(seed: int | None, runs: int = 20) -> list[int]:
+        log = tmp_path / f"log-{len(list(tmp_path.iterdir()))}"
+        spawner = PosixSpawner(seed=seed)
+        try:
+            for _ in range(runs):
+                spawner.run(sh(f'echo ${{#{ENV_OFFSET_VAR}}} >> {log}'), 10)
+        finally:
+            spawner.close()
+        return [int(x) for x in log.read_text().split()]
+
+    drawn = lengths(None)
+    assert all(0 <= n < 4096 for n in drawn) and len(set(drawn)) >= 15
+    assert lengths(7) == lengths(7), "the same seed draws the same offsets"
 
 
 def test_input_file_feeds_stdin_else_it_is_empty(tmp_path: Path) -> None:

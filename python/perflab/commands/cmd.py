@@ -102,7 +102,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default: .perflab/cmd-<time>.json)")
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
                         help="how to print the results on stdout")
-    parser.add_argument("--seed", type=int, help="seed the block order and the bootstrap")
+    parser.add_argument("--seed", type=int, help="seed the block order, the environment offsets "
+                        "and the bootstrap")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
 
 
@@ -183,7 +184,7 @@ def main(args: argparse.Namespace) -> int:
                       perflab_version=__version__, environment=env,
                       settings={**settings.to_dict(), "shell": shell, "input": args.input,
                                 "show_output": args.show_output})
-    spawner = PosixSpawner(show_output=args.show_output, input_path=args.input)
+    spawner = PosixSpawner(show_output=args.show_output, input_path=args.input, seed=args.seed)
     with _progress(settings.precision, args.quiet or args.show_output) as progress, \
             _terminate_as_interrupt():
         runner = CommandRunner(specs, settings, spawner, overhead, progress)

@@ -151,6 +151,10 @@ class SerialSpawner(abc.ABC):
         _run_items(one, items, ignore_all, ignore_codes, [])
 
 
+#: the environment variable whose random length varies each run's stack alignment
+ENV_OFFSET_VAR = "PERFLAB_RANDOMIZED_ENVIRONMENT_OFFSET"
+
+
 class PosixSpawner:
     """Spawns commands from a small helper process and reaps them with ``wait4``.
 
@@ -172,14 +176,25 @@ class PosixSpawner:
     unless ``show_output`` (then it streams to our stdout/stderr, never
     buffered); stdin is /dev/null or ``input_path``.
 
+    Each run gets :data:`ENV_OFFSET_VAR` set to 0–4,095 ``X`` characters, drawn
+    afresh per run: the size of the environment moves the initial stack, and
+    with it the alignment of everything on it, which can bias a command's time
+    by several percent one way for a whole benchmark (Mytkowicz et al. 2009,
+    "Producing wrong data without doing anything obviously wrong!"); varying it
+    turns that bias into noise that the medians average over. hyperfine does
+    the same with HYPERFINE_RANDOMIZED_ENVIRONMENT_OFFSET.
+
     Args:
         show_output: let commands write to our stdout and stderr.
         input_path: a file fed to each run's stdin (opened afresh per run).
+        seed: seed of the environment offsets (None: a random one).
     """
 
-    def __init__(self, show_output: bool = False, input_path: str | None = None) -> None:
+    def __init__(self, show_output: bool = False, input_path: str | None = None,
+                 seed: int | None = None) -> None:
         self.show_output = show_output
         self.input_path = input_path
+        self.seed = seed
         self._proc: Any = None
 
     def _start(self) -> None:
@@ -192,7 +207,8 @@ class PosixSpawner:
             inspect.getsource(f) + "\n" for f in (_stops, _run_items, _helper_main))
         self._proc = subprocess.Popen(
             [sys.executable, "-I", "-S", "-c", code + "_helper_main()\n", str(requests_r),
-             str(replies_w), "1" if self.show_output else "0", self.input_path or ""],
+             str(replies_w), "1" if self.show_output else "0", self.input_path or "",
+             "" if self.seed is None else str(self.seed)],
             stdin=subprocess.DEVNULL, pass_fds=(requests_r, replies_w))
         os.close(requests_r)
         os.close(replies_w)
@@ -273,7 +289,7 @@ def _read_exact(fd: int, size: int) -> bytes | None:
 
 
 def _helper_main() -> None:  # pragma: no cover - runs in the helper process
-    """The spawning helper: ``python -I -S -c <source> REQ_FD REPLY_FD SHOW_OUTPUT INPUT``.
+    """The spawning helper: ``python -I -S -c <source> REQ_FD REPLY_FD SHOW_OUTPUT INPUT SEED``.
 
     Reads batches (items, ignore_all, codes), answers the list of replies
     (wall_ns, user_ns, sys_ns, max_rss_bytes, exit_code, timed_out, start_ns,
@@ -289,6 +305,9 @@ def _helper_main() -> None:  # pragma: no cover - runs in the helper process
 
     requests, replies, show, stdin_path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], \
         sys.argv[4]
+    # a 64-bit LCG (Knuth's MMIX constants) draws each run's environment offset
+    # (see PosixSpawner); `random` would add to the helper's memory
+    lcg = [int(sys.argv[5]) if sys.argv[5] else int.from_bytes(os.urandom(8), "little")]
     devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
     actions = [(os.POSIX_SPAWN_OPEN, 0, stdin_path, os.O_RDONLY, 0) if stdin_path
                else (os.POSIX_SPAWN_DUP2, devnull, 0)]
@@ -340,12 +359,15 @@ def _helper_main() -> None:  # pragma: no cover - runs in the helper process
             signal.setitimer(signal.ITIMER_REAL, 0.001)
 
     def run(argv, timeout):
+        lcg[0] = (lcg[0] * 6364136223846793005 + 1442695040888963407) % 2**64
+        run_env = dict(env)
+        run_env[b"PERFLAB_RANDOMIZED_ENVIRONMENT_OFFSET"] = b"X" * ((lcg[0] >> 33) % 4096)
         timed_out[0], running[0] = False, True
         if timeout is not None:
             signal.setitimer(signal.ITIMER_REAL, timeout)
         start = time.monotonic_ns()
         try:
-            pid = os.posix_spawn(argv[0], argv, env, file_actions=actions, setpgroup=0,
+            pid = os.posix_spawn(argv[0], argv, run_env, file_actions=actions, setpgroup=0,
                                  setsigdef=defaults)
         except OSError as exc:
             running[0] = False
