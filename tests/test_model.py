@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -58,3 +59,25 @@ def test_nan_is_written_as_null(tmp_path: Path) -> None:
     results.environment["x"] = float("nan")
     path = model.save(results, tmp_path / "r.json")
     assert json.loads(path.read_text())["environment"]["x"] is None
+
+
+def test_json_types_converts_nested_dataclasses_tuples_and_non_finite_floats() -> None:
+    from dataclasses import dataclass
+
+    from perflab.model import json_types
+
+    @dataclass
+    class Inner:
+        pair: tuple[float, float]
+        label: str | None = None
+
+    @dataclass
+    class Outer:
+        items: list[Inner]
+        extra: dict[str, float]
+        flag: bool = True
+
+    value = Outer([Inner((1.5, math.nan)), Inner((math.inf, -2.0), "x")], {"a": -math.inf})
+    assert json_types(value) == {
+        "items": [{"pair": [1.5, None], "label": None}, {"pair": [None, -2.0], "label": "x"}],
+        "extra": {"a": None}, "flag": True}

@@ -70,13 +70,13 @@ def parse_percentiles(text: str) -> list[float]:
 def emit(suite: Any, name_a: str, name_b: str, fmt: str, json_to: str | None,
          fail_on: list[str]) -> list[str]:
     """Print the comparison (and write its JSON); return the ids that tripped the gate."""
-    from perflab.model import _nan_to_none
+    from perflab.model import json_types
     from perflab.report import compare_table, console
 
     tripped = suite.tripped(fail_on)
     if json_to:
         document = compare_table.comparison_document(suite, name_a, name_b, fail_on, tripped)
-        text = json.dumps(_nan_to_none(document), indent=1) + "\n"
+        text = json.dumps(json_types(document), indent=1) + "\n"
         if json_to == "-":
             sys.stdout.write(text)
             return tripped

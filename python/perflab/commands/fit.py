@@ -427,7 +427,7 @@ def _print(report: FitReport, fmt: str) -> None:
 def _write_json(report: FitReport, args: argparse.Namespace) -> None:
     """The fits, with the input and the command line; a single fit's keys also at top level."""
     from perflab import __version__
-    from perflab.model import _nan_to_none
+    from perflab.model import json_types
 
     doc: dict[str, Any] = {"kind": "fit", "fit": report.model, "sources": list(args.files),
                            "command_line": ["perflab", *sys.argv[1:]],
@@ -438,7 +438,7 @@ def _write_json(report: FitReport, args: argparse.Namespace) -> None:
         doc = {**report.fits[0], **doc}
     path = Path(args.json)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_nan_to_none(doc), indent=1, allow_nan=False) + "\n")
+    path.write_text(json.dumps(json_types(doc), indent=1, allow_nan=False) + "\n")
     sys.stderr.write(f"fit saved to {path}\n")
 
 
