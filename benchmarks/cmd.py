@@ -20,11 +20,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import numpy as np  # noqa: E402
 from common import PYTHON, machine, timed, write_section  # noqa: E402
 
+from perflab.analyze.stats import median_ci  # noqa: E402
+
 PERFLAB = [PYTHON, "-m", "perflab", "cmd", "--quiet"]
-OVERHEAD_RUNS, OVERHEAD_TRIALS = (200, 2200), 7
-AGREE_ROUNDS, AGREE_RUNS = 15, 10
+OVERHEAD_RUNS, OVERHEAD_TRIALS = (200, 2200), 11
+AGREE_ROUNDS, AGREE_RUNS = 30, 20
 DRIFT_RUNS, DRIFT_TRIALS = 40, 3
 #: python3 itself, not a wrapper script such as a pyenv shim (which adds its own noise)
 PYTHON3 = os.path.realpath(PYTHON)
@@ -83,8 +86,9 @@ def overhead() -> dict[str, dict[str, float]]:
     out = {name: {k: statistics.median(v) for k, v in c.items()} for name, c in cost.items()}
     for kind in ("end", "loop"):
         ratios = [a / b for a, b in zip(cost["perflab"][kind], cost["hyperfine"][kind])]
+        ci = median_ci([ratios], 0.95, 4000, np.random.default_rng(0))
         out[f"ratio_{kind}"] = {"median": statistics.median(ratios), "min": min(ratios),
-                                "max": max(ratios)}
+                                "max": max(ratios), "low": ci.low, "high": ci.high}
     return out
 
 
@@ -98,12 +102,15 @@ def agreement(command: str) -> dict[str, float]:
             medians[name].append(TOOLS[name]([command], AGREE_RUNS)[1][0])
     ratios = [a / b for a, b in zip(medians["perflab"], medians["hyperfine"])]
     q1, q2, q3 = statistics.quantiles(ratios, n=4)
+    ci = median_ci([ratios], 0.95, 4000, np.random.default_rng(0))
     return {**{name: statistics.median(v) for name, v in medians.items()},
-            "ratio": statistics.median(ratios), "q1": q1, "q3": q3}
+            "ratio": statistics.median(ratios), "q1": q1, "q3": q3, "low": ci.low,
+            "high": ci.high}
 
 
-def drift_trial(tool: str, interleave: bool) -> float:
-    """B/A ratio of two identical commands when CPU hogs start a third of the way through.
+def drift_trial(tool: str, interleave: bool) -> tuple[float, float, float]:
+    """B/A ratio of two identical commands when CPU hogs start a third of the way through,
+    with the tool's 95% CI of it (see :func:`_ratio`).
 
     Not halfway: each command would then have about as many fast runs as slow
     ones, and its median would flip between the two at random.
@@ -139,20 +146,24 @@ def _start_hogs(proc: subprocess.Popen[bytes], log: Path, runs: int
             for _ in range(2 * (os.cpu_count() or 1))]
 
 
-def _ratio(tool: str, tmp: Path) -> float:
+def _ratio(tool: str, tmp: Path) -> tuple[float, float, float]:
+    """(B/A, CI low, CI high); perflab's CI is its reported 95% CI of the ratio, hyperfine
+    reports none (nan)."""
     if tool == "perflab":
-        a, b = json.loads((tmp / "r.json").read_text())["benchmarks"]
-        return b["summary"]["median_s"] / a["summary"]["median_s"]
+        a, b = (bench["summary"] for bench in
+                json.loads((tmp / "r.json").read_text())["benchmarks"])
+        value, low, high = (b if a["reference"] else a)["ratio"]
+        return (value, low, high) if a["reference"] else (1 / value, 1 / high, 1 / low)
     a, b = json.loads((tmp / "h.json").read_text())["results"]
-    return statistics.median(b["times"]) / statistics.median(a["times"])
+    return statistics.median(b["times"]) / statistics.median(a["times"]), math.nan, math.nan
 
 
-def drift() -> dict[str, list[float]]:
-    """B/A ratios per setup, trials alternating between setups."""
+def drift() -> dict[str, list[tuple[float, float, float]]]:
+    """B/A ratios (with perflab's CI) per setup, trials alternating between setups."""
     setups = {"perflab (interleaved)": ("perflab", True),
               "perflab --no-interleave": ("perflab", False),
               "hyperfine -N (sequential)": ("hyperfine", False)}
-    ratios: dict[str, list[float]] = {name: [] for name in setups}
+    ratios: dict[str, list[tuple[float, float, float]]] = {name: [] for name in setups}
     for _ in range(DRIFT_TRIALS):
         for name, (tool, interleave) in setups.items():
             ratios[name].append(drift_trial(tool, interleave))
@@ -164,12 +175,12 @@ def ms(seconds: float) -> str:
 
 
 def report(over: dict[str, dict[str, float]], agree: dict[str, dict[str, float]],
-           ratios: dict[str, list[float]], hyperfine_version: str) -> str:
+           ratios: dict[str, list[tuple[float, float, float]]], hyperfine_version: str) -> str:
     lines = [
         "## perflab cmd vs hyperfine -N (issue 5)", "",
-        f"Machine: {machine()}. Shared 2-core machine with other engineers' builds and "
-        "tests running: absolute times are noisy, so the tools alternate round by round and "
-        "the table quotes medians and side-by-side ratios.", "",
+        f"Machine: {machine()}. A shared 2-core machine (other engineers' builds and "
+        "tests may run at the same time): absolute times are noisy, so the tools alternate "
+        "round by round and the table quotes medians and side-by-side ratios.", "",
         f"Command: `python benchmarks/cmd.py` ({hyperfine_version}; perflab `--runs N --quiet`, "
         "hyperfine `-N --runs N`). perflab spawns from a small helper process and times "
         "spawn → reap on the monotonic clock; hyperfine -N spawns from itself.", "",
@@ -188,48 +199,63 @@ def report(over: dict[str, dict[str, float]], agree: dict[str, dict[str, float]]
               f"{ms(over[name]['median'])} |" for name in TOOLS]
     loop, end = over["ratio_loop"], over["ratio_end"]
     lines += ["", "perflab / hyperfine per paired trial: loop per run median "
-              f"**{loop['median']:.2f}** (range {loop['min']:.2f}–{loop['max']:.2f}); end to "
-              f"end median **{end['median']:.2f}** (range {end['min']:.2f}–{end['max']:.2f}).",
+              f"**{loop['median']:.3f}** (95% CI {loop['low']:.3f}–{loop['high']:.3f}, range "
+              f"{loop['min']:.2f}–{loop['max']:.2f}); end to end median "
+              f"**{end['median']:.3f}** (95% CI {end['low']:.3f}–{end['high']:.3f}, range "
+              f"{end['min']:.2f}–{end['max']:.2f}).",
               "",
               "### Agreement of medians", "",
               f"{AGREE_ROUNDS} paired rounds of {AGREE_RUNS} runs per tool (which tool goes "
-              "first alternates); medians of the round medians, and the median and 25–75% "
-              "range of the per-round perflab / hyperfine ratio. `python3` is "
+              "first alternates); medians of the round medians, and the median, its 95% "
+              "bootstrap CI and the 25–75% range of the per-round perflab / hyperfine ratio. "
+              "`python3` is "
               f"`{PYTHON3}` itself (on this machine the `python3` on PATH is a pyenv shim, "
               "a shell script that adds its own start-up noise).", "",
               "| command | perflab median | hyperfine -N median | perflab / hyperfine per round "
-              "(median) | 25–75% |", "|---|---:|---:|---:|---:|"]
+              "(median) | 95% CI | 25–75% |", "|---|---:|---:|---:|---:|---:|"]
     for command, v in agree.items():
         lines.append(f"| `{command}` | {ms(v['perflab'])} | {ms(v['hyperfine'])} | "
-                     f"{v['ratio']:.4f} | {v['q1']:.3f}–{v['q3']:.3f} |")
+                     f"{v['ratio']:.4f} | {v['low']:.4f}–{v['high']:.4f} | "
+                     f"{v['q1']:.3f}–{v['q3']:.3f} |")
     lines += ["", "### Drift: the same command twice, CPU hogs from a third of the way", "",
               f"A and B are the same command (`{DRIFT_CMD.replace('{py}', 'python3')}`), "
               f"{DRIFT_RUNS} runs each, with a `--prepare` hook that logs each run. When a third "
               "of all runs are done, the script starts two busy loops per core, so the rest of "
               "the runs compete for the CPU (a third, not half: with half the runs slow, a "
               "median flips between the fast and the slow runs at random). B/A should be "
-              "1.00; sequential runs put most of A before the load and all of B under it.", "",
-              "| setup | B/A ratio per trial |", "|---|---|"]
-    lines += [f"| {name} | {', '.join(f'{r:.3f}' for r in values)} |"
-              for name, values in ratios.items()]
+              "1.00; sequential runs put most of A before the load and all of B under it. "
+              "perflab also reports a 95% CI for B/A: interleaved, it pairs the runs of each "
+              "block, so the load hits both sides of every pair; sequential, it cannot pair, "
+              "and a CI that misses 1.00 is a false verdict (hyperfine gives no CI).", "",
+              "| setup | B/A ratio per trial [perflab's 95% CI] | CIs that contain 1.00 |",
+              "|---|---|---:|"]
+    for name, values in ratios.items():
+        cells = [f"{r:.3f}" + ("" if math.isnan(lo) else f" [{lo:.3f}–{hi:.3f}]")
+                 for r, lo, hi in values]
+        covered = ("–" if all(math.isnan(lo) for _, lo, _ in values) else
+                   f"{sum(lo <= 1 <= hi for _, lo, hi in values)} of {len(values)}")
+        lines.append(f"| {name} | {', '.join(cells)} | {covered} |")
     return "\n".join(lines + ["", *targets(over, agree, ratios)])
 
 
 def targets(over: dict[str, dict[str, float]], agree: dict[str, dict[str, float]],
-            ratios: dict[str, list[float]]) -> list[str]:
+            ratios: dict[str, list[tuple[float, float, float]]]) -> list[str]:
     """The issue's three speed targets, each said met or not from the figures above."""
     def verdict(ok: bool) -> str:
         return "**met**" if ok else "**not met**"
 
-    loop = over["ratio_loop"]["median"]
+    loop, end = over["ratio_loop"], over["ratio_end"]
     lines = ["### Targets (issue 5)", "",
-             f"- Per-run overhead ≤ hyperfine -N's: {verdict(loop <= 1.0)} "
-             f"(loop per run ×{loop:.2f}, end to end ×{over['ratio_end']['median']:.2f})."]
+             f"- Per-run overhead ≤ hyperfine -N's: {verdict(loop['median'] <= 1.0)} "
+             f"(measuring loop per run ×{loop['median']:.3f}, 95% CI {loop['low']:.3f}–"
+             f"{loop['high']:.3f}; end to end, with the analysis and the JSON of every run, "
+             f"×{end['median']:.3f}, 95% CI {end['low']:.3f}–{end['high']:.3f})."]
     for command, v in agree.items():
         lines.append(f"- `{command}` medians within 1% of hyperfine -N: "
-                     f"{verdict(abs(v['ratio'] - 1) <= 0.01)} (×{v['ratio']:.4f}; rounds "
-                     f"{v['q1']:.3f}–{v['q3']:.3f}, the spread of this shared machine).")
-    spread = {name: max(abs(r - 1) for r in values) for name, values in ratios.items()}
+                     f"{verdict(abs(v['ratio'] - 1) <= 0.01)} (×{v['ratio']:.4f}, 95% CI "
+                     f"{v['low']:.4f}–{v['high']:.4f}; rounds {v['q1']:.3f}–{v['q3']:.3f}, "
+                     "the spread of this shared machine).")
+    spread = {name: max(abs(r - 1) for r, _, _ in values) for name, values in ratios.items()}
     inter = spread["perflab (interleaved)"]
     lines.append(f"- Interleaving keeps A/B stable where sequential runs don't: "
                  f"{verdict(inter < min(v for k, v in spread.items() if 'interleaved' not in k))}"

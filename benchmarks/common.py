@@ -14,10 +14,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 PYTHON = sys.executable
+#: 1-minute load average when the benchmark script started (how busy the machine was)
+LOAD_AT_START = os.getloadavg()[0]
 
 
 def machine() -> str:
-    """One line: CPU model, cores, kernel, Python, date."""
+    """One line: CPU model, cores, kernel, Python, date, load average at the start."""
     model = "unknown CPU"
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -27,7 +29,8 @@ def machine() -> str:
     except OSError:
         pass
     return (f"{model}, {os.cpu_count()} cores, Linux {platform.release()}, "
-            f"Python {platform.python_version()}, {dt.date.today().isoformat()}")
+            f"Python {platform.python_version()}, {dt.date.today().isoformat()}, "
+            f"load average {LOAD_AT_START:.2f} when the script started")
 
 
 def timed(cmd: list[str], **kw) -> tuple[float, subprocess.CompletedProcess[str]]:
