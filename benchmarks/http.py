@@ -344,8 +344,8 @@ def cpu_section(sweep: list[dict[str, Any]], closed: list[dict[str, float]],
     lines = ["### CPU per request against offered rate (open loop, one engine thread)", "",
              (f"`perflab http URL --rate R --threads 1 --duration 8s --warmup 2s`, one run per "
              f"rate, same nginx. Two costs explain the CPU per request. **The floor**: the "
-             f"closed-loop runs above do the same kernel work per request (one write, one "
-             f"read, two TCP segments) with a thread that never sleeps: **{us(floor)}**. "
+             f"closed-loop runs above do the same kernel work per request (one write and one "
+             f"read) with a thread that never sleeps: **{us(floor)}**. "
              f"**Sleeping**: an idle thread's 500 µs sleep costs **{us(sleep)}** of its own "
              f"CPU on this virtual machine (a bare loop of 500 µs sleeps, "
              f"{len(wake_costs)} measurements: {', '.join(us(c) for c in wake_costs)}; the "
