@@ -360,14 +360,13 @@ def _helper_main() -> None:  # pragma: no cover - runs in the helper process
 
     def run(argv, timeout):
         lcg[0] = (lcg[0] * 6364136223846793005 + 1442695040888963407) % 2**64
-        run_env = dict(env)
-        run_env[b"PERFLAB_RANDOMIZED_ENVIRONMENT_OFFSET"] = b"X" * ((lcg[0] >> 33) % 4096)
+        env[b"PERFLAB_RANDOMIZED_ENVIRONMENT_OFFSET"] = b"X" * ((lcg[0] >> 33) % 4096)
         timed_out[0], running[0] = False, True
         if timeout is not None:
             signal.setitimer(signal.ITIMER_REAL, timeout)
         start = time.monotonic_ns()
         try:
-            pid = os.posix_spawn(argv[0], argv, run_env, file_actions=actions, setpgroup=0,
+            pid = os.posix_spawn(argv[0], argv, env, file_actions=actions, setpgroup=0,
                                  setsigdef=defaults)
         except OSError as exc:
             running[0] = False
