@@ -6,7 +6,6 @@ threads test, which runs `perflab run` on sleeping benchmarks with tiny budgets.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import textwrap
 from pathlib import Path
@@ -264,17 +263,6 @@ def test_threads_run_reports_per_thread_count_and_feeds_usl(tmp_path: Path,
 # end to end against perflab serve
 
 
-def _http_engine_missing() -> bool:
-    """True when this build lacks the HTTP engine or its commands (issue 4)."""
-    try:
-        from perflab import _core
-    except ImportError:
-        return True
-    return (not hasattr(_core, "http_run") or not hasattr(_core, "serve")
-            or importlib.util.find_spec("perflab.commands.http") is None
-            or importlib.util.find_spec("perflab.commands.serve") is None)
-
-
 @pytest.fixture
 def serialized_server():
     """`perflab serve` on a free loopback port: 1 ms delay, a 0.2 ms global lock per request."""
@@ -295,8 +283,6 @@ def serialized_server():
         proc.wait(timeout=10)
 
 
-@pytest.mark.skipif(_http_engine_missing(), reason="this build has no perflab http / perflab "
-                    "serve (issue 4); the USL end-to-end fit needs both")
 def test_usl_of_a_closed_loop_sweep_against_a_serialization_point(
         tmp_path: Path, perflab_cli, serialized_server: str) -> None:
     sweep = tmp_path / "sweep.json"

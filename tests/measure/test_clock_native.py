@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-core = pytest.importorskip("perflab._core")
+from perflab import _core as core
 HAS_TSC = core.clock_read("tsc") is not None
 
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from perflab.measure import integrity, worker
 
-core = pytest.importorskip("perflab._core")
+from perflab import _core as core
 REL, ABS = integrity.REL_TOLERANCE, integrity.ABS_TOLERANCE_NS
 NS = 1_000_000_000
 
