@@ -136,49 +136,6 @@ def _selected(series: list[Any], names: list[str] | None) -> list[Any]:
 
 
 # ---------------------------------------------------------------------------
-# formatting
-
-
-def _num(value: float | None) -> str:
-    """Three significant digits; scientific notation for very small or large values."""
-    from perflab.units import format_quantity
-
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    if math.isinf(value):
-        return "∞" if value > 0 else "-∞"
-    if value and (abs(value) < 1e-3 or abs(value) >= 1e7):
-        return f"{value:.3g}"
-    return format_quantity(value)
-
-
-def _y(value: float, unit: str) -> str:
-    """A y value in its unit: rates as 1.2 k/s, times as 3.4 ms, else a number."""
-    from perflab.units import format_rate, format_time
-
-    if not math.isfinite(value):
-        return _num(value)
-    return format_rate(value) if unit == "/s" else format_time(value) if unit == "s" \
-        else _num(value)
-
-
-def _ci(est: Any, fmt: Callable[[float], str] = _num) -> str:
-    """'low – high' of an Estimate; "–" when there is no interval (no degrees of freedom)."""
-    if not (math.isfinite(est.ci_low) and math.isfinite(est.ci_high)):
-        return "–"
-    return f"{fmt(est.ci_low)} – {fmt(est.ci_high)}"
-
-
-def _time_est(est: Any) -> str:
-    """A time coefficient with its CI: '3.4 ns (3.2 ns – 3.6 ns)'; '–' for a term held at 0."""
-    from perflab.units import format_time
-
-    if est.value == 0 and est.std_error == 0:
-        return "–"
-    return f"{format_time(est.value)} ({_ci(est, format_time)})"
-
-
-# ---------------------------------------------------------------------------
 # USL
 
 
@@ -186,55 +143,19 @@ def _usl_report(sources: list[Any], args: argparse.Namespace) -> FitReport:
     """One coefficient table and one points table per series."""
     from perflab.analyze.fit_inputs import usl_series
     from perflab.analyze.models import fit_usl
+    from perflab.report.fit_tables import usl_points, usl_table
 
     series = _selected(_merged([usl_series(s, args.little) for s in sources]), args.series)
     report = FitReport("usl")
     for s in series:
         fit = _fitted(s, lambda s=s: fit_usl(s.x, s.y))
-        report.tables += [_usl_table(s, fit), _usl_points(s, fit)]
+        report.tables += [usl_table(s, fit), usl_points(s, fit)]
         report.fits.append({"series": s.name, "x_label": s.x_label, "y_label": s.y_label,
                             "points": {"N": s.x.tolist(), "X": s.y.tolist()},
                             "fitted": fit.predict(s.x).tolist(), **fit.to_dict(),
                             "notes": list(s.notes)})
         report.charts.append((s.name, lambda path, s=s, fit=fit: _usl_chart(s, fit, path)))
     return report
-
-
-def _usl_table(s: Any, fit: Any) -> Any:
-    """α, β, γ with SEs and CIs, N*, X(N*), γ/α and R²; reading and warnings below."""
-    from perflab.report.table import Table
-
-    y = lambda v: _y(v, s.y_unit)  # noqa: E731 - a formatter in the series' unit
-    level = f"{fit.level:.0%} CI"
-    table = Table(f"USL fit: {s.name}", ["quantity", "value", "std error", level, "meaning"],
-                  align=["l", "r", "r", "r", "l"])
-    table.rows = [
-        ["α (contention)", _num(fit.alpha.value), _num(fit.alpha.std_error), _ci(fit.alpha),
-         "share of the work that is serialized"],
-        ["β (coherency)", _num(fit.beta.value), _num(fit.beta.std_error), _ci(fit.beta),
-         "cost of keeping each pair of units in step"],
-        ["γ (X at N = 1)", y(fit.gamma.value), y(fit.gamma.std_error), _ci(fit.gamma, y),
-         "throughput of a single unit"],
-        ["peak N*", _num(fit.peak_load), "", "", "load where X peaks, √((1−α)/β)"],
-        ["X(N*)", y(fit.peak_throughput), "", "", "the highest throughput"],
-        ["Amdahl limit γ/α", y(fit.amdahl_limit), "", "", "ceiling of X if β were 0"],
-        ["R²", f"{fit.r_squared:.4f}", "", "", f"{fit.n_points} points, {s.x_label}"]]
-    table.footnotes = [f"reading: {fit.reading()}"] + [f"warning: {w}" for w in fit.warnings]
-    return table
-
-
-def _usl_points(s: Any, fit: Any) -> Any:
-    """Measured and fitted X at each N, with residuals."""
-    from perflab.report.table import Table
-
-    table = Table(f"points: {s.name}", ["N", "X measured", "X fitted", "residual", "residual %"],
-                  align=["r"] * 5)
-    for n, x, fitted, r in zip(s.x, s.y, fit.predict(s.x), fit.residuals):
-        load = f"{n:,.0f}" if n == round(n) else _num(float(n))
-        table.rows.append([load, _y(float(x), s.y_unit), _y(float(fitted), s.y_unit),
-                           _num(float(r)), f"{100 * r / x:+.1f}%"])
-    table.footnotes = [f"note: {n}" for n in s.notes]
-    return table
 
 
 def _usl_chart(s: Any, fit: Any, path: Path) -> Path:
@@ -253,7 +174,7 @@ def _complexity_report(sources: list[Any], args: argparse.Namespace) -> FitRepor
     """One table: best class and runner-up of every swept series, with CIs."""
     from perflab.analyze.fit_inputs import cost_series
     from perflab.analyze.models import fit_complexity
-    from perflab.report.table import Table
+    from perflab.report.fit_tables import complexity_table
 
     pooled = _merged([cost_series(s, args.param) for s in sources])
     series = [s for s in _selected(pooled, args.series) if s.param is not None]
@@ -262,39 +183,17 @@ def _complexity_report(sources: list[Any], args: argparse.Namespace) -> FitRepor
                          "sweeps the size parameter")
     models = [args.growth] if args.growth else None
     report = FitReport("complexity")
-    table = Table(f"complexity: time per call = a + b·g({series[0].param})",
-                  ["series", "rank", "growth g(n)", "a (95% CI)", "b (95% CI)", "Δ", "R²"],
-                  align=["l", "l", "l", "r", "r", "r", "r"])
+    fitted = []
     for s in series:
         fit = _fitted(s, lambda s=s: fit_complexity(s.x, s.y, s.weights, models=models))
-        table.rows += _complexity_rows(s, fit)
-        table.footnotes += [f"{s.name}: {fit.reading()}"]
-        table.footnotes += [f"{s.name}: warning: {w}" for w in fit.warnings]
+        fitted.append((s, fit))
         report.fits.append({"series": s.name, "param": s.param,
                             "points": {"n": s.x.tolist(), "cost": s.y.tolist()},
                             "fitted": fit.predict(s.x).tolist(),
                             "residuals": fit.residuals.tolist(), **fit.to_dict()})
         report.charts.append((s.name, lambda path, s=s, fit=fit: _complexity_chart(s, fit, path)))
-    weighted = "; points weighted by 1/SE² of each cost (a CSV without an se column: " \
-        "1/cost²)" if any(s.weights is not None for s in series) else ""
-    table.footnotes.append("a: constant cost (s); b: cost per unit of g(n) (s); Δ: the "
-                           "information criterion's distance to the best (< 2: hard to tell "
-                           f"apart, > 10: clearly worse){weighted}")
-    report.tables.append(table)
+    report.tables.append(complexity_table(fitted))
     return report
-
-
-def _complexity_rows(s: Any, fit: Any) -> list[list[str]]:
-    """The best and the runner-up class of one series."""
-    rows = []
-    for rank, cand in (("best", fit.best), ("runner-up", fit.runner_up)):
-        if cand is None:
-            continue
-        delta = cand.score - fit.best.score
-        rows.append([s.name if rank == "best" else "", rank, cand.model,
-                     _time_est(cand.a), _time_est(cand.b),
-                     f"{delta:.1f}", f"{fit.r_squared:.4f}" if rank == "best" else ""])
-    return rows
 
 
 def _complexity_chart(s: Any, fit: Any, path: Path) -> Path:
@@ -312,6 +211,7 @@ def _breakeven_report(sources: list[Any], args: argparse.Namespace) -> FitReport
     """Both sides' cost curves (cold + a + b·g(n)) and where they cross."""
     from perflab.analyze.fit_inputs import cost_series, pick
     from perflab.analyze.models import breakeven
+    from perflab.report.fit_tables import breakeven_table
 
     if not args.between:
         raise UsageError("--model breakeven needs the two benchmarks: --between A B")
@@ -325,7 +225,7 @@ def _breakeven_report(sources: list[Any], args: argparse.Namespace) -> FitReport
     result = _fitted(a, lambda: breakeven(
         fit_a, fit_b, a.cold, b.cold, cold_a_se=a.cold_se, cold_b_se=b.cold_se,
         labels=(a.name, b.name), search_range=search))
-    report = FitReport("breakeven", [_breakeven_table(a, b, result)])
+    report = FitReport("breakeven", [breakeven_table(a, b, result)])
     report.fits.append({"series": f"{a.name} vs {b.name}", "param": a.param or "calls",
                         **result.to_dict(), "cold_a_se": a.cold_se, "cold_b_se": b.cold_se,
                         "fit_a": fit_a.to_dict(), "fit_b": fit_b.to_dict()})
@@ -337,64 +237,20 @@ def _breakeven_report(sources: list[Any], args: argparse.Namespace) -> FitReport
 def _side_fits(a: Any, b: Any, growth: str | None) -> tuple[Any, Any, tuple[float, float] | None]:
     """Cost fits of both sides and the search range (None: the default range of breakeven)."""
     from perflab.analyze.models import fit_complexity
+    from perflab.analyze.models.breakeven import calls_search_range, per_call_fit
 
     if a.param is None:
-        high = _calls_range(a, b)
-        return _per_call_fit(a, high), _per_call_fit(b, high), (1.0, high)
+        high = calls_search_range(float(a.y[0]), float(b.y[0]), a.cold, b.cold)
+        return per_call_fit(*_warm(a), high), per_call_fit(*_warm(b), high), (1.0, high)
     models = [growth] if growth else None
     return (_fitted(a, lambda: fit_complexity(a.x, a.y, a.weights, models=models)),
             _fitted(b, lambda: fit_complexity(b.x, b.y, b.weights, models=models)), None)
 
 
-def _calls_range(a: Any, b: Any) -> float:
-    """Calls to search and draw: 100× the straight-line crossing of cold + n·warm, ≥ 1,000."""
-    slope = float(a.y[0] - b.y[0])
-    guess = abs((b.cold - a.cold) / slope) if slope else 0.0
-    return float(10 ** math.ceil(math.log10(max(1e3, 100 * guess))))
-
-
-def _per_call_fit(s: Any, high: float) -> Any:
-    """cost(n calls) = n·warm as an O(n) ComplexityFit with a = 0 (one point, not fitted).
-
-    The one-off cost is added by breakeven as ``cold``; the SE of warm comes
-    from the median's bootstrap CI, so the t quantile uses a large dof.
-    """
-    import numpy as np
-
-    from perflab.analyze.fit_inputs import Z95
-    from perflab.analyze.models import ComplexityCandidate, ComplexityFit, Estimate
-
-    warm = float(s.y[0])
+def _warm(s: Any) -> tuple[float, float]:
+    """(time per warm call, its SE) of a per-call series; SE 0 when unknown."""
     se = float(s.y_se[0]) if s.y_se is not None and math.isfinite(s.y_se[0]) else 0.0
-    zero = Estimate(0.0, 0.0, 0.0, 0.0)
-    slope = Estimate(warm, se, warm - Z95 * se, warm + Z95 * se)
-    cand = ComplexityCandidate("O(n)", zero, slope, np.diag([0.0, se**2]), 0.0, 0.0, 10**6)
-    return ComplexityFit(cand, None, math.inf, "none", (cand,), np.zeros(1), math.nan, 1,
-                         (1.0, high), 0.95, ())
-
-
-def _breakeven_table(a: Any, b: Any, result: Any) -> Any:
-    """One row per side: growth, one-off cost, a and b with CIs, total cost at n*."""
-    from perflab.report.table import Table
-    from perflab.units import format_time
-
-    n = a.param or "calls n"
-    table = Table(f"break-even: {a.name} vs {b.name} (total = cold + a + b·g({n}))",
-                  ["benchmark", "growth g(n)", "cold (one-off)", "a (95% CI)", "b (95% CI)",
-                   "total at n*"], align=["l", "l", "r", "r", "r", "r"])
-    at = result.n_star
-    for s, fit, cold, cost in ((a, result.fit_a, result.cold_a, result.cost_a),
-                               (b, result.fit_b, result.cold_b, result.cost_b)):
-        total = format_time(float(cost(at))) if at is not None else "–"
-        table.rows.append([s.name, fit.model, f"{format_time(cold)} ± {format_time(s.cold_se)}",
-                           _time_est(fit.a), _time_est(fit.b), total])
-    table.footnotes = [result.sentence()] + [f"warning: {w}" for w in result.warnings]
-    table.footnotes.append("cold: first call of a fresh process minus a warm call (median over "
-                           "processes ± its standard error); a, b: warm cost fitted over n")
-    if a.param is None:
-        table.footnotes.append("n counts calls in one fresh process: total = cold + n × time "
-                               "per call")
-    return table
+    return float(s.y[0]), se
 
 
 def _breakeven_chart(a: Any, b: Any, result: Any, path: Path) -> Path:

@@ -1,0 +1,397 @@
+"""Break-even: where two total-cost curves cold + a + b·g(n) cross, with a bootstrap CI."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, stats
+
+from perflab.analyze.models.complexity import (
+    COMPLEXITY_MODELS,
+    ComplexityCandidate,
+    ComplexityFit,
+    fit_complexity,
+)
+from perflab.analyze.models.core import LEVEL, ArrayLike, Estimate, fmt_count, sig_needed
+
+
+@dataclass(frozen=True, eq=False)
+class BreakEven:
+    """Where two total-cost curves cold + a + b·g(n) cross.
+
+    Attributes:
+        n_star: The crossing size n*, or None when the curves do not cross
+            within ``search_range``.
+        ci_low: Lower end of the parametric-bootstrap CI of n* (0 when some
+            draws have the "beyond" side cheaper everywhere), or None.
+        ci_high: Upper end (inf when some draws never cross), or None.
+        cheaper_beyond: Label of the cheaper side for n > n* (for every n
+            when there is no crossing); None when the curves coincide.
+        cheaper_below: Label of the cheaper side for n < n*.
+        crossings: Every crossing found, ascending; n_star is the last.
+        labels: (label of A, label of B).
+        fit_a: Cost fit of A.
+        fit_b: Cost fit of B.
+        cold_a: One-off cost added to A, unit of cost.
+        cold_b: One-off cost added to B, unit of cost.
+        search_range: (low, high) sizes searched for crossings.
+        level: Confidence level.
+        warnings: Extrapolation, multiple crossings, open-ended CI, …
+    """
+
+    n_star: float | None
+    ci_low: float | None
+    ci_high: float | None
+    cheaper_beyond: str | None
+    cheaper_below: str | None
+    crossings: tuple[float, ...]
+    labels: tuple[str, str]
+    fit_a: ComplexityFit
+    fit_b: ComplexityFit
+    cold_a: float
+    cold_b: float
+    search_range: tuple[float, float]
+    level: float
+    warnings: tuple[str, ...]
+
+    def cost_a(self, n: float | ArrayLike) -> np.ndarray:
+        """Total cost of A at size n: cold_a + a + b·g(n)."""
+        return self.cold_a + self.fit_a.predict(n)
+
+    def cost_b(self, n: float | ArrayLike) -> np.ndarray:
+        """Total cost of B at size n: cold_b + a + b·g(n)."""
+        return self.cold_b + self.fit_b.predict(n)
+
+    def sentence(self) -> str:
+        """E.g. "B is cheaper beyond n ≈ 31,000 (95% CI 22,000–45,000)"."""
+        if self.cheaper_beyond is None:
+            return f"{self.labels[0]} and {self.labels[1]} cost the same at every n searched"
+        if self.n_star is None:
+            lo, hi = self.search_range
+            return f"{self.cheaper_beyond} is cheaper at every n from {fmt_count(lo)} to {hi:.3g}: there is no break-even"
+        sig = sig_needed([self.n_star, self.ci_low or 0.0, self.ci_high or 0.0])
+        ci = (
+            f" ({self.level:.0%} CI {_ci_text(self.ci_low, self.ci_high, sig)})"
+            if self.ci_low is not None
+            else ""
+        )
+        return f"{self.cheaper_beyond} is cheaper beyond n ≈ {fmt_count(self.n_star, sig)}{ci}"
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready summary."""
+        return {
+            "n_star": self.n_star,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "cheaper_beyond": self.cheaper_beyond,
+            "cheaper_below": self.cheaper_below,
+            "crossings": list(self.crossings),
+            "labels": list(self.labels),
+            "model_a": self.fit_a.model,
+            "model_b": self.fit_b.model,
+            "cold_a": self.cold_a,
+            "cold_b": self.cold_b,
+            "level": self.level,
+            "sentence": self.sentence(),
+            "warnings": list(self.warnings),
+        }
+
+
+def _ci_text(lo: float | None, hi: float | None, sig: int) -> str:
+    """'22,000–45,000', with open ends spelled out."""
+    low = "below 1" if lo is None or lo < 1 else fmt_count(lo, sig)
+    high = "no crossing" if hi is None or not math.isfinite(hi) else fmt_count(hi, sig)
+    return f"{low}–{high}"
+
+
+def breakeven(
+    fit_a: ComplexityFit,
+    fit_b: ComplexityFit,
+    cold_a: float = 0.0,
+    cold_b: float = 0.0,
+    *,
+    cold_a_se: float = 0.0,
+    cold_b_se: float = 0.0,
+    labels: tuple[str, str] = ("A", "B"),
+    search_range: tuple[float, float] | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+    level: float = LEVEL,
+) -> BreakEven:
+    """The size n* where total costs cold + a + b·g(n) of A and B cross.
+
+    "Cold + n·warm" curves are the O(n) case: a per-call cost fitted over n
+    in a warm process plus the one-off cold cost (first call minus warm
+    call). Crossings are found on a log-spaced grid of 4,001 sizes over
+    ``search_range`` and refined by bisection; with several, n* is the last
+    (beyond it one side stays cheaper). The CI is a parametric bootstrap
+    (Efron & Tibshirani 1993, §6.5): (a, b) of each side drawn from
+    N(θ̂, Cov θ̂), cold costs from N(cold, se²), n* recomputed per draw and
+    percentiles taken; draws whose curves no longer cross count as n* = inf
+    (the crossing moved past the range) or 0 (moved below it). Cost
+    O(n_boot · 4,001).
+
+    Args:
+        fit_a: Cost fit of A (fit_complexity).
+        fit_b: Cost fit of B.
+        cold_a: One-off cost of A, unit of cost (s), ≥ 0.
+        cold_b: One-off cost of B.
+        cold_a_se: Standard error of cold_a, 0 when exact.
+        cold_b_se: Standard error of cold_b.
+        labels: Names of A and B used in the result and sentence.
+        search_range: (low, high) sizes to search; default
+            (min(1, smallest n), 1e6 × largest n).
+        n_boot: Bootstrap draws.
+        seed: Seed of the bootstrap's numpy Generator (results are repeatable).
+        level: Confidence level.
+
+    Returns:
+        A BreakEven.
+
+    Raises:
+        ValueError: NaN or negative cold costs or SEs, a bad search range, or
+            n_boot < 100.
+    """
+    _check_breakeven_args(cold_a, cold_b, cold_a_se, cold_b_se, n_boot)
+    lo, hi = search_range or _default_range(fit_a, fit_b)
+    if not (0 < lo < hi and math.isfinite(hi)):
+        raise ValueError(f"search_range must satisfy 0 < low < high < inf, got {(lo, hi)}.")
+    grid = np.geomspace(lo, hi, 4001)
+    sides = (_Side(fit_a, cold_a, cold_a_se), _Side(fit_b, cold_b, cold_b_se))
+    diff = sides[0].point(grid) - sides[1].point(grid)
+    crossings = _crossings(diff, grid, sides)
+    winner = _cheaper(diff[-1], labels)
+    below = _cheaper(diff[0], labels) if crossings else winner
+    ci = _bootstrap_ci(sides, grid, diff, n_boot, seed, level) if crossings else (None, None)
+    n_star = crossings[-1] if crossings else None
+    result = BreakEven(
+        n_star,
+        *ci,
+        winner,
+        below,
+        tuple(crossings),
+        labels,
+        fit_a,
+        fit_b,
+        cold_a,
+        cold_b,
+        (lo, hi),
+        level,
+        (),
+    )
+    return BreakEven(**{**result.__dict__, "warnings": _breakeven_warnings(result)})
+
+
+def breakeven_from_points(
+    n_a: ArrayLike,
+    cost_a: ArrayLike,
+    n_b: ArrayLike,
+    cost_b: ArrayLike,
+    cold_a: float = 0.0,
+    cold_b: float = 0.0,
+    *,
+    model: str | None = None,
+    weights_a: ArrayLike | None = None,
+    weights_b: ArrayLike | None = None,
+    **kwargs: object,
+) -> BreakEven:
+    """Fit both cost sweeps with fit_complexity, then call breakeven.
+
+    Args:
+        n_a: Sizes measured for A, shape (k,), > 0.
+        cost_a: Warm cost of A at each size, shape (k,), unit of cost (s).
+        n_b: Sizes measured for B, shape (m,).
+        cost_b: Warm cost of B at each size, shape (m,).
+        cold_a: One-off cost of A (first call minus warm call), s.
+        cold_b: One-off cost of B, s.
+        model: Force one growth class for both (e.g. "O(n)" for
+            "cold + n·warm"); chosen by AICc per side when None.
+        weights_a: Optional weights for A's points (see fit_complexity).
+        weights_b: Optional weights for B's points.
+        **kwargs: Passed to breakeven (labels, cold_a_se, n_boot, seed, …).
+
+    Returns:
+        A BreakEven.
+
+    Raises:
+        ValueError: As fit_complexity and breakeven.
+    """
+    models = None if model is None else [model]
+    fit_a = fit_complexity(n_a, cost_a, weights_a, models=models)
+    fit_b = fit_complexity(n_b, cost_b, weights_b, models=models)
+    return breakeven(fit_a, fit_b, cold_a, cold_b, **kwargs)  # type: ignore[arg-type]
+
+
+def _check_breakeven_args(
+    cold_a: float, cold_b: float, se_a: float, se_b: float, n_boot: int
+) -> None:
+    """Raise ValueError for NaN/negative cold costs or SEs and too few draws."""
+    for name, v in (
+        ("cold_a", cold_a),
+        ("cold_b", cold_b),
+        ("cold_a_se", se_a),
+        ("cold_b_se", se_b),
+    ):
+        if not (math.isfinite(v) and v >= 0):
+            raise ValueError(f"{name} must be a finite number ≥ 0 (seconds), got {v!r}.")
+    if n_boot < 100:
+        raise ValueError(f"n_boot must be ≥ 100 for a usable CI, got {n_boot}.")
+
+
+def _default_range(fit_a: ComplexityFit, fit_b: ComplexityFit) -> tuple[float, float]:
+    """(min(1, smallest n), 1e6 × largest n) over both fits."""
+    low = min(1.0, fit_a.n_range[0], fit_b.n_range[0])
+    return low, 1e6 * max(fit_a.n_range[1], fit_b.n_range[1])
+
+
+@dataclass(frozen=True, eq=False)
+class _Side:
+    """One side's total-cost curve and how to draw from its uncertainty."""
+
+    fit: ComplexityFit
+    cold: float
+    cold_se: float
+
+    def point(self, n: np.ndarray) -> np.ndarray:
+        """Total cost at the fitted coefficients; shape of n."""
+        return self.cold + self.fit.predict(n)
+
+    def draws(self, rng: np.random.Generator, k: int) -> np.ndarray:
+        """k draws of (a + cold, b), shape (k, 2)."""
+        best = self.fit.best
+        theta = rng.multivariate_normal(
+            [best.a.value, best.b.value], best.covariance, size=k, method="svd"
+        )
+        theta[:, 0] += self.cold + self.cold_se * rng.standard_normal(k)
+        return theta
+
+    def total(self, theta: np.ndarray, n: np.ndarray) -> np.ndarray:
+        """Total cost for draws theta (k, 2) at n of shape (k, m) or (k,)."""
+        g = COMPLEXITY_MODELS[self.fit.model](n)
+        shape = (-1,) + (1,) * (n.ndim - 1)
+        return theta[:, 0].reshape(shape) + theta[:, 1].reshape(shape) * g
+
+
+def _crossings(diff: np.ndarray, grid: np.ndarray, sides: tuple[_Side, _Side]) -> list[float]:
+    """Every sign change of diff on the grid, refined by Brent's method in log n."""
+    sign = np.sign(diff)
+    idx = np.nonzero(sign[:-1] * sign[1:] < 0)[0]
+
+    def f(log_n: float) -> float:
+        n = np.array([math.exp(log_n)])
+        return float(sides[0].point(n)[0] - sides[1].point(n)[0])
+
+    exact = [float(grid[i]) for i in np.nonzero(sign == 0)[0] if 0 < i < grid.size - 1]
+    found = [math.exp(optimize.brentq(f, math.log(grid[i]), math.log(grid[i + 1]))) for i in idx]
+    return sorted(found + exact)
+
+
+def _cheaper(diff: float, labels: tuple[str, str]) -> str | None:
+    """Label of the cheaper side given cost_a − cost_b."""
+    return labels[1] if diff > 0 else labels[0] if diff < 0 else None
+
+
+def _bootstrap_ci(
+    sides: tuple[_Side, _Side],
+    grid: np.ndarray,
+    diff: np.ndarray,
+    n_boot: int,
+    seed: int,
+    level: float,
+) -> tuple[float, float]:
+    """Percentile CI of the last crossing over parametric draws; see breakeven."""
+    rng = np.random.default_rng(seed)
+    ta, tb = sides[0].draws(rng, n_boot), sides[1].draws(rng, n_boot)
+    d = sides[0].total(ta, grid[None, :]) - sides[1].total(tb, grid[None, :])
+    n_star = _last_crossing(d, grid, sides, ta, tb)
+    missing = np.isnan(n_star)
+    beyond_sign = np.sign(diff[-1])
+    n_star[missing & (np.sign(d[:, 0]) == beyond_sign)] = 0.0
+    n_star[np.isnan(n_star)] = math.inf
+    q = np.quantile(n_star, [0.5 - level / 2, 0.5 + level / 2], method="inverted_cdf")
+    return float(q[0]), float(q[1])
+
+
+def _last_crossing(
+    d: np.ndarray,
+    grid: np.ndarray,
+    sides: tuple[_Side, _Side],
+    ta: np.ndarray,
+    tb: np.ndarray,
+) -> np.ndarray:
+    """Per draw, the last sign change of d (k, m) refined by 60 bisection steps; NaN if none."""
+    change = np.sign(d[:, :-1]) * np.sign(d[:, 1:]) <= 0
+    has = change.any(axis=1)
+    last = grid.size - 2 - np.argmax(change[:, ::-1], axis=1)
+    lo, hi = np.log(grid[last]), np.log(grid[last + 1])
+    sign_lo = np.sign(d[np.arange(d.shape[0]), last])
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        m = np.exp(mid)
+        same = np.sign(sides[0].total(ta, m) - sides[1].total(tb, m)) == sign_lo
+        lo, hi = np.where(same, mid, lo), np.where(same, hi, mid)
+    return np.where(has, np.exp(0.5 * (lo + hi)), np.nan)
+
+
+def _breakeven_warnings(r: BreakEven) -> tuple[str, ...]:
+    """Extrapolation, several crossings and open-ended CIs, in plain words."""
+    out = []
+    if len(r.crossings) > 1:
+        listed = ", ".join(fmt_count(c) for c in r.crossings)
+        out.append(f"the curves cross {len(r.crossings)} times (n ≈ {listed}); n* is the last one.")
+    low = max(r.fit_a.n_range[0], r.fit_b.n_range[0])
+    high = min(r.fit_a.n_range[1], r.fit_b.n_range[1])
+    if r.n_star is not None and not low <= r.n_star <= high:
+        out.append(
+            f"n* ≈ {fmt_count(r.n_star)} lies outside the sizes both benchmarks measured ({fmt_count(low)}–{fmt_count(high)}): "
+            f"it is an extrapolation; measure near n ≈ {fmt_count(r.n_star)} to confirm."
+        )
+    if r.ci_high is not None and (r.ci_low == 0.0 or not math.isfinite(r.ci_high)):
+        out.append(
+            "in part of the bootstrap the curves do not cross at all, so the CI is open-ended; measure more sizes."
+        )
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------
+# one call per side: cold + n·warm
+
+
+def calls_search_range(warm_a: float, warm_b: float, cold_a: float, cold_b: float) -> float:
+    """Calls to search and draw: 100× the straight-line crossing of cold + n·warm, ≥ 1,000.
+
+    Args:
+        warm_a / warm_b: time per warm call of A and B, s.
+        cold_a / cold_b: one-off cost of A and B, s.
+
+    Returns:
+        The upper end of the search range, a power of 10 (calls).
+    """
+    slope = warm_a - warm_b
+    guess = abs((cold_b - cold_a) / slope) if slope else 0.0
+    return float(10 ** math.ceil(math.log10(max(1e3, 100 * guess))))
+
+
+def per_call_fit(warm: float, warm_se: float, high: float, level: float = LEVEL) -> ComplexityFit:
+    """cost(n calls) = n·warm as an O(n) ComplexityFit with a = 0 (one point, not fitted).
+
+    The one-off cost is added by breakeven as ``cold``; ``warm_se`` comes from
+    the median's bootstrap CI, so the interval is a normal one (a large dof).
+
+    Args:
+        warm: time per warm call, s, > 0.
+        warm_se: its standard error, s (0 when unknown).
+        high: the largest number of calls searched.
+        level: confidence level.
+
+    Returns:
+        A ComplexityFit of class "O(n)" over n = 1 … high.
+    """
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    zero = Estimate(0.0, 0.0, 0.0, 0.0)
+    slope = Estimate(warm, warm_se, warm - z * warm_se, warm + z * warm_se)
+    cand = ComplexityCandidate("O(n)", zero, slope, np.diag([0.0, warm_se**2]), 0.0, 0.0, 10**6)
+    return ComplexityFit(cand, None, math.inf, "none", (cand,), np.zeros(1), math.nan, 1,
+                         (1.0, high), level, ())

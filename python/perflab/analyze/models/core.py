@@ -1,0 +1,134 @@
+"""The shared core of the model fits: the estimate type, input checks, least-squares helpers.
+
+Used by :mod:`.usl`, :mod:`.complexity` and :mod:`.breakeven`; nothing here
+fits a model by itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+LEVEL = 0.95
+ArrayLike = Sequence[float] | np.ndarray
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A fitted coefficient with its uncertainty.
+
+    Attributes:
+        value: Point estimate, in the coefficient's unit.
+        std_error: Standard error (NaN when no degrees of freedom are left;
+            0 for a coefficient held fixed).
+        ci_low: Lower bound of the two-sided t interval at the fit's level.
+        ci_high: Upper bound of that interval.
+    """
+
+    value: float
+    std_error: float
+    ci_low: float
+    ci_high: float
+
+    def contains(self, x: float) -> bool:
+        """Whether ``x`` lies inside [ci_low, ci_high] (False when the CI is NaN)."""
+        return bool(self.ci_low <= x <= self.ci_high)
+
+
+def t_quantile(level: float, dof: int) -> float:
+    """Two-sided Student t quantile t_{(1+level)/2, dof}; NaN when dof < 1."""
+    return float(stats.t.ppf(0.5 + level / 2.0, dof)) if dof >= 1 else math.nan
+
+
+def wald(value: float, se: float, t: float, floor: float = -math.inf,
+              ceiling: float = math.inf) -> Estimate:
+    """Wald interval value ± t·se, clipped to the parameter's bounds [floor, ceiling]."""
+    half = t * se
+    return Estimate(float(value), float(se), float(max(floor, value - half)),
+                    float(min(ceiling, value + half)))
+
+
+def fmt_percent(fraction: float) -> str:
+    """A fraction as a percentage with two significant digits, never in e-notation."""
+    pct = 100 * fraction
+    return f"{pct:.2g}%" if pct < 10 else f"{pct:.0f}%"
+
+
+def positive_array(values: ArrayLike, name: str) -> np.ndarray:
+    """1-D float array of finite, strictly positive values, or ValueError saying why."""
+    arr = np.asarray(values, dtype=float)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D sequence of numbers, got shape {arr.shape}.")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(
+            f"{name} contains NaN or infinite values; drop or re-measure those points."
+        )
+    if np.any(arr <= 0):
+        bad = arr[arr <= 0][0]
+        raise ValueError(
+            f"{name} must be > 0, got {bad:g}; remove points with zero or negative {name}."
+        )
+    return arr
+
+
+def paired(x: ArrayLike, y: ArrayLike, names: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
+    """Validate two positive arrays of equal length."""
+    xa, ya = positive_array(x, names[0]), positive_array(y, names[1])
+    if xa.size != ya.size:
+        raise ValueError(
+            f"{names[0]} has {xa.size} values but {names[1]} has {ya.size}; give one {names[1]} per {names[0]}."
+        )
+    return xa, ya
+
+
+def require_points(x: np.ndarray, needed: int, what: str) -> None:
+    """Raise unless there are at least ``needed`` points at ``needed`` distinct x values."""
+    if x.size < needed:
+        raise ValueError(
+            f"{what} has {needed} parameters but only {x.size} points were given; measure at least {needed} levels."
+        )
+    if np.unique(x).size < needed:
+        raise ValueError(
+            f"{what} needs at least {needed} distinct x values, got {np.unique(x).size}; measure more levels."
+        )
+
+
+def r_squared(y: np.ndarray, residuals: np.ndarray, weights: np.ndarray | None = None) -> float:
+    """Coefficient of determination 1 − SSR/SST (weighted when weights are given)."""
+    w = np.ones_like(y) if weights is None else weights
+    mean = np.sum(w * y) / np.sum(w)
+    sst = float(np.sum(w * (y - mean) ** 2))
+    return 1.0 - float(np.sum(w * residuals**2)) / sst if sst > 0 else math.nan
+
+
+def fmt_count(x: float, sig: int = 2) -> str:
+    """A count rounded to ``sig`` significant figures with thousands separators: 31,000."""
+    if not math.isfinite(x):
+        return "∞"
+    if x < 10:
+        return f"{x:.{sig}g}"
+    digits = sig - 1 - math.floor(math.log10(abs(x)))
+    return f"{round(x, digits):,.0f}"
+
+
+def sig_needed(values: Sequence[float]) -> int:
+    """Fewest significant figures (2–4) that keep distinct finite values distinct in print."""
+    finite = sorted({v for v in values if math.isfinite(v) and v >= 1})
+    for sig in (2, 3):
+        if len({fmt_count(v, sig) for v in finite}) == len(finite):
+            return sig
+    return 4
+
+
+
+def gram_inverse(design: np.ndarray) -> np.ndarray:
+    """(XᵀX)⁻¹ with columns equilibrated first: USL columns differ by ~N², far past pinv's rcond."""
+    norms = np.linalg.norm(design, axis=0)
+    scale = np.where(norms > 0, 1.0 / np.where(norms > 0, norms, 1.0), 0.0)
+    scaled = design * scale
+    return np.linalg.pinv(scaled.T @ scaled) * np.outer(scale, scale)
+

@@ -1,0 +1,162 @@
+"""Tables of ``perflab fit``: USL coefficients and points, complexity classes, break-even.
+
+Renders fits made by :mod:`perflab.analyze.models` into
+:class:`~perflab.report.table.Table` objects (printed by report.console);
+computes nothing. Numbers carry their unit (``261 ns``, ``143 k/s``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from perflab.report.table import Table
+from perflab.units import format_quantity, format_rate, format_time
+
+__all__ = ["breakeven_table", "complexity_table", "usl_points", "usl_table"]
+
+
+def _num(value: float | None) -> str:
+    """Three significant digits; scientific notation for very small or large values."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if math.isinf(value):
+        return "∞" if value > 0 else "-∞"
+    if value and (abs(value) < 1e-3 or abs(value) >= 1e7):
+        return f"{value:.3g}"
+    return format_quantity(value)
+
+
+def _y(value: float, unit: str) -> str:
+    """A y value in its unit: rates as 1.2 k/s, times as 3.4 ms, else a number."""
+    if not math.isfinite(value):
+        return _num(value)
+    return format_rate(value) if unit == "/s" else format_time(value) if unit == "s" \
+        else _num(value)
+
+
+def _ci(est: Any, fmt: Callable[[float], str] = _num) -> str:
+    """'low – high' of an Estimate; "–" when there is no interval (no degrees of freedom)."""
+    if not (math.isfinite(est.ci_low) and math.isfinite(est.ci_high)):
+        return "–"
+    return f"{fmt(est.ci_low)} – {fmt(est.ci_high)}"
+
+
+def _time_est(est: Any) -> str:
+    """A time coefficient with its CI: '3.4 ns (3.2 ns – 3.6 ns)'; '–' for a term held at 0."""
+    if est.value == 0 and est.std_error == 0:
+        return "–"
+    return f"{format_time(est.value)} ({_ci(est, format_time)})"
+
+
+# ---------------------------------------------------------------------------
+# USL
+
+
+def usl_table(s: Any, fit: Any) -> Table:
+    """α, β, γ with SEs and CIs, N*, X(N*), γ/α and R²; reading and warnings below.
+
+    Args:
+        s: the fitted series (perflab.analyze.fit_inputs.Series).
+        fit: its UslFit.
+    """
+    y = lambda v: _y(v, s.y_unit)  # noqa: E731 - a formatter in the series' unit
+    level = f"{fit.level:.0%} CI"
+    table = Table(f"USL fit: {s.name}", ["quantity", "value", "std error", level, "meaning"],
+                  align=["l", "r", "r", "r", "l"])
+    table.rows = [
+        ["α (contention)", _num(fit.alpha.value), _num(fit.alpha.std_error), _ci(fit.alpha),
+         "share of the work that is serialized"],
+        ["β (coherency)", _num(fit.beta.value), _num(fit.beta.std_error), _ci(fit.beta),
+         "cost of keeping each pair of units in step"],
+        ["γ (X at N = 1)", y(fit.gamma.value), y(fit.gamma.std_error), _ci(fit.gamma, y),
+         "throughput of a single unit"],
+        ["peak N*", _num(fit.peak_load), "", "", "load where X peaks, √((1−α)/β)"],
+        ["X(N*)", y(fit.peak_throughput), "", "", "the highest throughput"],
+        ["Amdahl limit γ/α", y(fit.amdahl_limit), "", "", "ceiling of X if β were 0"],
+        ["R²", f"{fit.r_squared:.4f}", "", "", f"{fit.n_points} points, {s.x_label}"]]
+    table.footnotes = [f"reading: {fit.reading()}"] + [f"warning: {w}" for w in fit.warnings]
+    return table
+
+
+def usl_points(s: Any, fit: Any) -> Table:
+    """Measured and fitted X at each N, with residuals."""
+    table = Table(f"points: {s.name}", ["N", "X measured", "X fitted", "residual", "residual %"],
+                  align=["r"] * 5)
+    for n, x, fitted, r in zip(s.x, s.y, fit.predict(s.x), fit.residuals):
+        load = f"{n:,.0f}" if n == round(n) else _num(float(n))
+        table.rows.append([load, _y(float(x), s.y_unit), _y(float(fitted), s.y_unit),
+                           _num(float(r)), f"{100 * r / x:+.1f}%"])
+    table.footnotes = [f"note: {n}" for n in s.notes]
+    return table
+
+
+# ---------------------------------------------------------------------------
+# complexity
+
+
+def complexity_table(fitted: Sequence[tuple[Any, Any]]) -> Table:
+    """One table: best class and runner-up of every swept series, with CIs.
+
+    Args:
+        fitted: (series, ComplexityFit) pairs; the first series names the parameter.
+    """
+    param = fitted[0][0].param
+    table = Table(f"complexity: time per call = a + b·g({param})",
+                  ["series", "rank", "growth g(n)", "a (95% CI)", "b (95% CI)", "Δ", "R²"],
+                  align=["l", "l", "l", "r", "r", "r", "r"])
+    for s, fit in fitted:
+        table.rows += _complexity_rows(s, fit)
+        table.footnotes += [f"{s.name}: {fit.reading()}"]
+        table.footnotes += [f"{s.name}: warning: {w}" for w in fit.warnings]
+    weighted = "; points weighted by 1/SE² of each cost (a CSV without an se column: " \
+        "1/cost²)" if any(s.weights is not None for s, _ in fitted) else ""
+    table.footnotes.append("a: constant cost (s); b: cost per unit of g(n) (s); Δ: the "
+                           "information criterion's distance to the best (< 2: hard to tell "
+                           f"apart, > 10: clearly worse){weighted}")
+    return table
+
+
+def _complexity_rows(s: Any, fit: Any) -> list[list[str]]:
+    """The best and the runner-up class of one series."""
+    rows = []
+    for rank, cand in (("best", fit.best), ("runner-up", fit.runner_up)):
+        if cand is None:
+            continue
+        delta = cand.score - fit.best.score
+        rows.append([s.name if rank == "best" else "", rank, cand.model,
+                     _time_est(cand.a), _time_est(cand.b),
+                     f"{delta:.1f}", f"{fit.r_squared:.4f}" if rank == "best" else ""])
+    return rows
+
+
+# ---------------------------------------------------------------------------
+# break-even
+
+
+def breakeven_table(a: Any, b: Any, result: Any) -> Table:
+    """One row per side: growth, one-off cost, a and b with CIs, total cost at n*.
+
+    Args:
+        a: series of side A (perflab.analyze.fit_inputs.Series).
+        b: series of side B.
+        result: their BreakEven.
+    """
+    n = a.param or "calls n"
+    table = Table(f"break-even: {a.name} vs {b.name} (total = cold + a + b·g({n}))",
+                  ["benchmark", "growth g(n)", "cold (one-off)", "a (95% CI)", "b (95% CI)",
+                   "total at n*"], align=["l", "l", "r", "r", "r", "r"])
+    at = result.n_star
+    for s, fit, cold, cost in ((a, result.fit_a, result.cold_a, result.cost_a),
+                               (b, result.fit_b, result.cold_b, result.cost_b)):
+        total = format_time(float(cost(at))) if at is not None else "–"
+        table.rows.append([s.name, fit.model, f"{format_time(cold)} ± {format_time(s.cold_se)}",
+                           _time_est(fit.a), _time_est(fit.b), total])
+    table.footnotes = [result.sentence()] + [f"warning: {w}" for w in result.warnings]
+    table.footnotes.append("cold: first call of a fresh process minus a warm call (median over "
+                           "processes ± its standard error); a, b: warm cost fitted over n")
+    if a.param is None:
+        table.footnotes.append("n counts calls in one fresh process: total = cold + n × time "
+                               "per call")
+    return table
