@@ -58,7 +58,7 @@ def test_specsdm91_matches_r_usl_summary() -> None:
     for name, (value, se) in published.items():
         est = getattr(fit, name)
         assert close(est.value, value), (name, est.value, value)
-        assert close(est.std_error, se), (name, est.std_error, se)
+        assert close(est.se, se), (name, est.se, se)
     assert close(fit.residual_std_error, 82.85) and fit.dof == 4
     assert fit.converged and fit.warnings == ()
 
@@ -79,7 +79,7 @@ def test_specsdm91_quadratic_matches_r_usl_1x() -> None:
     """tests/t03.Rout.save of smoeding/usl 1.x: Gunther's quadratic transform, γ = X(1)."""
     fit = fit_usl(*load("specsdm91"), method="quadratic")
     assert close(fit.alpha.value, 0.0170) and close(fit.beta.value, 7.89e-5)
-    assert fit.gamma.value == 64.9 and fit.gamma.std_error == 0.0 and fit.dof == 5
+    assert fit.gamma.value == 64.9 and fit.gamma.se == 0.0 and fit.dof == 5
     fitted = [64.9, 889.1, 1377.5, 1787.7, 1876.1, 1845.9, 1682.8]
     np.testing.assert_allclose(fit.predict(load("specsdm91")[0]), fitted, atol=0.05)
 
@@ -91,11 +91,11 @@ def test_raytracer_matches_r_usl_coefficients_and_standard_errors() -> None:
     assert close(fit.alpha.value, 0.057771) and close(fit.gamma.value, 21.848843)
     assert fit.beta.value == 0.0
     q = stats.t.ppf(0.95, n.size - 1)
-    assert close(fit.alpha.value - q * fit.alpha.std_error, 0.033677)
-    assert close(fit.alpha.value + q * fit.alpha.std_error, 0.081864)
-    assert close(q * fit.beta.std_error, 0.000214)
-    assert close(fit.gamma.value - q * fit.gamma.std_error, 17.868380)
-    assert close(fit.gamma.value + q * fit.gamma.std_error, 25.829306)
+    assert close(fit.alpha.value - q * fit.alpha.se, 0.033677)
+    assert close(fit.alpha.value + q * fit.alpha.se, 0.081864)
+    assert close(q * fit.beta.se, 0.000214)
+    assert close(fit.gamma.value - q * fit.gamma.se, 17.868380)
+    assert close(fit.gamma.value + q * fit.gamma.se, 25.829306)
 
 
 def test_raytracer_reading_and_warnings_without_coherency() -> None:
@@ -119,7 +119,7 @@ def test_cisco_matches_usl4j_and_schwartz_book() -> None:
 def test_fixed_gamma_fits_alpha_beta_only() -> None:
     n, x = load("specsdm91")
     fit = fit_usl(n, x, gamma=89.9952330)
-    assert fit.gamma.std_error == 0.0 and fit.dof == 5
+    assert fit.gamma.se == 0.0 and fit.dof == 5
     assert close(fit.alpha.value, 0.0277285) and close(fit.beta.value, 0.0001044)
 
 

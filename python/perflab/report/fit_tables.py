@@ -45,7 +45,7 @@ def _ci(est: Any, fmt: Callable[[float], str] = _num) -> str:
 
 def _time_est(est: Any) -> str:
     """A time coefficient with its CI: '3.4 ns (3.2 ns – 3.6 ns)'; '–' for a term held at 0."""
-    if est.value == 0 and est.std_error == 0:
+    if est.value == 0 and est.se == 0:
         return "–"
     return f"{format_time(est.value)} ({_ci(est, format_time)})"
 
@@ -66,11 +66,11 @@ def usl_table(s: Any, fit: Any) -> Table:
     table = Table(f"USL fit: {s.name}", ["quantity", "value", "std error", level, "meaning"],
                   align=["l", "r", "r", "r", "l"])
     table.rows = [
-        ["α (contention)", _num(fit.alpha.value), _num(fit.alpha.std_error), _ci(fit.alpha),
+        ["α (contention)", _num(fit.alpha.value), _num(fit.alpha.se), _ci(fit.alpha),
          "share of the work that is serialized"],
-        ["β (coherency)", _num(fit.beta.value), _num(fit.beta.std_error), _ci(fit.beta),
+        ["β (coherency)", _num(fit.beta.value), _num(fit.beta.se), _ci(fit.beta),
          "cost of keeping each pair of units in step"],
-        ["γ (X at N = 1)", y(fit.gamma.value), y(fit.gamma.std_error), _ci(fit.gamma, y),
+        ["γ (X at N = 1)", y(fit.gamma.value), y(fit.gamma.se), _ci(fit.gamma, y),
          "throughput of a single unit"],
         ["peak N*", _num(fit.peak_load), "", "", "load where X peaks, √((1−α)/β)"],
         ["X(N*)", y(fit.peak_throughput), "", "", "the highest throughput"],

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize
 
 from perflab.analyze.models.complexity import (
     COMPLEXITY_MODELS,
@@ -14,7 +14,15 @@ from perflab.analyze.models.complexity import (
     ComplexityFit,
     fit_complexity,
 )
-from perflab.analyze.models.core import LEVEL, ArrayLike, Estimate, fmt_count, sig_needed
+from perflab.analyze.models.core import (
+    LARGE_DOF,
+    LEVEL,
+    ArrayLike,
+    Estimate,
+    fmt_count,
+    sig_needed,
+    wald,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -389,9 +397,9 @@ def per_call_fit(warm: float, warm_se: float, high: float, level: float = LEVEL)
     Returns:
         A ComplexityFit of class "O(n)" over n = 1 … high.
     """
-    z = float(stats.norm.ppf(0.5 + level / 2))
-    zero = Estimate(0.0, 0.0, 0.0, 0.0)
-    slope = Estimate(warm, warm_se, warm - z * warm_se, warm + z * warm_se)
-    cand = ComplexityCandidate("O(n)", zero, slope, np.diag([0.0, warm_se**2]), 0.0, 0.0, 10**6)
+    zero = Estimate(0.0, 0.0, 0.0, level, 0.0)
+    slope = wald(warm, warm_se, level, LARGE_DOF)
+    cand = ComplexityCandidate("O(n)", zero, slope, np.diag([0.0, warm_se**2]), 0.0, 0.0,
+                               LARGE_DOF)
     return ComplexityFit(cand, None, math.inf, "none", (cand,), np.zeros(1), math.nan, 1,
                          (1.0, high), level, ())

@@ -140,11 +140,11 @@ class ComplexityFit:
         return {
             "model": self.model,
             "a": self.a.value,
-            "a_se": self.a.std_error,
+            "a_se": self.a.se,
             "a_ci_low": self.a.ci_low,
             "a_ci_high": self.a.ci_high,
             "b": self.b.value,
-            "b_se": self.b.std_error,
+            "b_se": self.b.se,
             "b_ci_low": self.b.ci_low,
             "b_ci_high": self.b.ci_high,
             "criterion": self.criterion,
@@ -233,8 +233,7 @@ def _fit_class(
     dof = n.size - p
     cov_scaled = gram_inverse(design * sw[:, None]) * (rss / dof)
     coef, cov = _unscale(coef, cov_scaled, 1.0 if p == 1 else float(np.max(np.abs(g))))
-    t = t_quantile(level, dof)
-    a, b = (wald(coef[i], math.sqrt(max(cov[i, i], 0.0)), t) for i in (0, 1))
+    a, b = (wald(coef[i], math.sqrt(max(cov[i, i], 0.0)), level, dof) for i in (0, 1))
     return ComplexityCandidate(model, a, b, cov, rss, _information(rss, n.size, p + 1, aicc), dof)
 
 

@@ -14,25 +14,33 @@ import numpy as np
 from scipy import stats
 
 LEVEL = 0.95
+#: Degrees of freedom that make a t interval a normal one (an SE from a bootstrap).
+LARGE_DOF = 10**6
 ArrayLike = Sequence[float] | np.ndarray
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A fitted coefficient with its uncertainty.
+    """A value with its confidence interval: every model parameter has this shape.
+
+    The fields are the ones every summary, ratio and parameter of perflab will
+    share (issue 13): value, CI low/high, level, and the standard error where
+    one is known.
 
     Attributes:
-        value: Point estimate, in the coefficient's unit.
-        std_error: Standard error (NaN when no degrees of freedom are left;
-            0 for a coefficient held fixed).
-        ci_low: Lower bound of the two-sided t interval at the fit's level.
+        value: Point estimate, in the quantity's unit.
+        ci_low: Lower bound of the two-sided interval at ``level``.
         ci_high: Upper bound of that interval.
+        level: Confidence level of the interval, e.g. 0.95.
+        se: Standard error, in the unit of ``value``; NaN when not known (or
+            when no degrees of freedom are left), 0 for a value held fixed.
     """
 
     value: float
-    std_error: float
     ci_low: float
     ci_high: float
+    level: float = LEVEL
+    se: float = math.nan
 
     def contains(self, x: float) -> bool:
         """Whether ``x`` lies inside [ci_low, ci_high] (False when the CI is NaN)."""
@@ -44,12 +52,15 @@ def t_quantile(level: float, dof: int) -> float:
     return float(stats.t.ppf(0.5 + level / 2.0, dof)) if dof >= 1 else math.nan
 
 
-def wald(value: float, se: float, t: float, floor: float = -math.inf,
-              ceiling: float = math.inf) -> Estimate:
-    """Wald interval value ± t·se, clipped to the parameter's bounds [floor, ceiling]."""
-    half = t * se
-    return Estimate(float(value), float(se), float(max(floor, value - half)),
-                    float(min(ceiling, value + half)))
+def wald(value: float, se: float, level: float, dof: int, floor: float = -math.inf,
+         ceiling: float = math.inf) -> Estimate:
+    """Wald t interval value ± t_{dof}·se at ``level``, clipped to the bounds [floor, ceiling].
+
+    ``dof`` = LARGE_DOF gives the normal interval; dof < 1 gives a NaN interval.
+    """
+    half = t_quantile(level, dof) * se
+    return Estimate(float(value), float(max(floor, value - half)),
+                    float(min(ceiling, value + half)), level, float(se))
 
 
 def fmt_percent(fraction: float) -> str:

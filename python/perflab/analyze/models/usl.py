@@ -157,7 +157,7 @@ class UslFit:
             est: Estimate = getattr(self, name)
             out |= {
                 name: est.value,
-                f"{name}_se": est.std_error,
+                f"{name}_se": est.se,
                 f"{name}_ci_low": est.ci_low,
                 f"{name}_ci_high": est.ci_high,
             }
@@ -317,12 +317,11 @@ def _usl_result(
     cov, free = cov_free
     resid = x - _usl(n, alpha, beta, gamma)
     dof = n.size - free
-    t = t_quantile(level, dof)
     se = np.sqrt(np.maximum(np.diag(cov), 0.0))
     est = (
-        wald(alpha, se[0], t, 0.0, 1.0),
-        wald(beta, se[1], t, 0.0),
-        wald(gamma, se[2], t, 0.0),
+        wald(alpha, se[0], level, dof, 0.0, 1.0),
+        wald(beta, se[1], level, dof, 0.0),
+        wald(gamma, se[2], level, dof, 0.0),
     )
     peak = _peak_load(alpha, beta)
     limit = gamma / alpha if alpha > 0 else math.inf
