@@ -232,7 +232,7 @@ def test_complexity_recovers_class_and_coefficients(
     scale = 1e-3 / COMPLEXITY_MODELS[model](np.array([2e4]))[0]  # cost up to ~b ms
     clean = (a + b * COMPLEXITY_MODELS[model](n) * scale * 1e3) * 1e-3
     sigma = 0.01 * clean
-    fit = fit_complexity(n, clean + sigma * rng.standard_normal(n.size), 1 / sigma**2, level=0.999)
+    fit = fit_complexity(n, clean + sigma * rng.standard_normal(n.size), sigma, level=0.999)
     true = next(c for c in fit.candidates if c.model == model)
     # the true class wins, or ties with the winner (ΔAICc < 2) and the fit says so
     if fit.model != model:
@@ -242,13 +242,17 @@ def test_complexity_recovers_class_and_coefficients(
 
 
 def test_complexity_ci_coverage_is_nominal() -> None:
-    """95% CIs of b cover the truth in 92–98% of 400 simulated sweeps."""
+    """95% CIs of b cover the truth in 92–98% of 400 simulated sweeps.
+
+    The noise is additive (SE 0.05 at every n) and the fit is told so: without
+    SEs it assumes relative errors, the right default for timings.
+    """
     rng = np.random.default_rng(7)
     n = np.linspace(10, 1000, 8)
     hits = 0
     for _ in range(400):
         cost = 0.5 + 0.002 * n + 0.05 * rng.standard_normal(n.size)
-        hits += fit_complexity(n, cost, models=["O(n)"]).b.contains(0.002)
+        hits += fit_complexity(n, cost, np.full(n.size, 0.05), models=["O(n)"]).b.contains(0.002)
     assert 0.92 <= hits / 400 <= 0.98
 
 
@@ -274,7 +278,7 @@ def test_complexity_falls_back_to_aic_with_four_points() -> None:
         ([1, 2, 3], [1, float("nan"), 3], {}, "NaN"),
         ([1, 2, 3], [1, 2], {}, "one cost per n"),
         ([1, 2, 3], [1, 2, 3], {"models": ["O(2^n)"]}, "unknown complexity model"),
-        ([1, 2, 3], [1, 2, 3], {"weights": [1, 1]}, "one weight per point"),
+        ([1, 2, 3], [1, 2, 3], {"se": [1, 1]}, "one standard error per point"),
         ([5, 5, 5], [1, 2, 3], {}, "distinct"),
     ],
 )
@@ -306,7 +310,7 @@ def test_breakeven_recovers_known_crossing(
     n = np.geomspace(10, 1e6, 9)
     a_cost, b_cost = 1e-4 + warm_a * n, 1e-4 + warm_b * n
     noisy = [c * (1 + 0.02 * rng.standard_normal(n.size)) for c in (a_cost, b_cost)]
-    w = [1 / (0.02 * c) ** 2 for c in (a_cost, b_cost)]
+    se = [0.02 * c for c in (a_cost, b_cost)]
     r = breakeven_from_points(
         n,
         noisy[0],
@@ -315,8 +319,8 @@ def test_breakeven_recovers_known_crossing(
         cold_gap + 0.01,
         0.01,
         model="O(n)",
-        weights_a=w[0],
-        weights_b=w[1],
+        se_a=se[0],
+        se_b=se[1],
         n_boot=500,
         seed=seed % 1000,
         level=0.999,

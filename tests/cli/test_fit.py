@@ -136,6 +136,22 @@ def test_complexity_picks_the_growth_class_with_a_runner_up(tmp_path: Path,
     assert chart.read_bytes().startswith(PNG)
 
 
+def test_complexity_of_the_issue_repro_is_no_class_fits(tmp_path: Path, perflab_cli) -> None:
+    """Issue 11 §3: this CSV gave "O(1) with R² 0.0000" and no warning."""
+    path = tmp_path / "repro.csv"
+    path.write_text("n,cost\n10,5.65179e-07\n100,2.71269e-06\n1000,2.04432e-05\n"
+                    "10000,0.000173292\n100000,0.00324726\n")
+    out = tmp_path / "c.json"
+    result = perflab_cli("fit", str(path), "--model", "complexity", "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "no class fits these points: O(n), the closest, misses n = 100,000 by +36%" \
+        in result.stdout
+    assert "closest" in result.stdout and "O(1) " not in result.stdout.split("closest")[1][:20]
+    data = json.loads(out.read_text())
+    assert data["verdict"] == "none" and data["model"] != "O(1)"
+    assert "O(1)" in data["contradicted"]
+
+
 def test_breakeven_includes_the_cold_cost(tmp_path: Path, perflab_cli) -> None:
     # generated: 5 ms one-off, then 100 ns/item; interpreted: 600 ns/item → n* = 10,000
     path = save_run(tmp_path, sweep("generated", 1e-7, 0.0, 5e-3)

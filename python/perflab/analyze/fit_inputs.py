@@ -53,8 +53,8 @@ class Series:
         y: X (throughput) or cost (s per call), shape (k,).
         x_label / y_label: axis labels with units, for tables and charts.
         y_unit: "/s" for rates, "s" for times, "" when unknown (CSV).
-        y_se: standard error of each y (or values proportional to it), shape (k,),
-            or None; the fits weigh points by 1/SE².
+        y_se: standard error of each y, shape (k,), or None when unknown; the
+            fits weigh points by 1/SE² (by 1/y², relative errors, without).
         cold: one-off cost of a fresh process (first call minus a warm call), s.
         cold_se: its standard error, s.
         param: the swept parameter's name; None for a per-call series (n = calls).
@@ -362,18 +362,20 @@ def cost_series(source: Results | CsvTable, param: str | None = None, required: 
 def _csv_cost_series(table: CsvTable) -> list[Series]:
     """CSV columns n, cost (s), optional name, se (standard error of cost, s) and cold.
 
-    Without ``se`` each cost's error is taken as proportional to the cost (a
-    constant relative error, typical of timings that span decades), so the
-    fit weighs points by 1/cost² instead of letting the largest n dominate.
+    Without ``se`` the SEs are unknown (``y_se`` None): the fit then takes
+    each cost's error as proportional to the cost (a constant relative error,
+    typical of timings that span decades) instead of letting the largest n
+    dominate.
     """
     table.require("n", "cost")
     n, cost = table.numbers("n"), table.numbers("cost")
-    se = table.numbers("se") if "se" in table.columns else np.abs(cost)
+    se = table.numbers("se") if "se" in table.columns else None
     cold = table.numbers("cold") if "cold" in table.columns else np.zeros_like(n)
     out = []
     for name, idx in _csv_groups(table).items():
         label = name or table.path.stem
-        out.append(Series(label, label, n[idx], cost[idx], "n", "cost", "s", se[idx],
+        out.append(Series(label, label, n[idx], cost[idx], "n", "cost", "s",
+                          None if se is None else se[idx],
                           cold=float(np.median(cold[idx])), param="n"))
     return out
 

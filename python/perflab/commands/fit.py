@@ -185,7 +185,7 @@ def _complexity_report(sources: list[Any], args: argparse.Namespace) -> FitRepor
     report = FitReport("complexity")
     fitted = []
     for s in series:
-        fit = _fitted(s, lambda s=s: fit_complexity(s.x, s.y, s.weights, models=models))
+        fit = _fitted(s, lambda s=s: fit_complexity(s.x, s.y, _known_se(s), models=models))
         fitted.append((s, fit))
         report.fits.append({"series": s.name, "param": s.param,
                             "points": {"n": s.x.tolist(), "cost": s.y.tolist()},
@@ -243,8 +243,13 @@ def _side_fits(a: Any, b: Any, growth: str | None) -> tuple[Any, Any, tuple[floa
         high = calls_search_range(float(a.y[0]), float(b.y[0]), a.cold, b.cold)
         return per_call_fit(*_warm(a), high), per_call_fit(*_warm(b), high), (1.0, high)
     models = [growth] if growth else None
-    return (_fitted(a, lambda: fit_complexity(a.x, a.y, a.weights, models=models)),
-            _fitted(b, lambda: fit_complexity(b.x, b.y, b.weights, models=models)), None)
+    return (_fitted(a, lambda: fit_complexity(a.x, a.y, _known_se(a), models=models)),
+            _fitted(b, lambda: fit_complexity(b.x, b.y, _known_se(b), models=models)), None)
+
+
+def _known_se(s: Any) -> Any:
+    """The series' standard errors when every one is a positive number, else None."""
+    return None if s.weights is None else s.y_se
 
 
 def _warm(s: Any) -> tuple[float, float]:

@@ -97,7 +97,7 @@ def usl_points(s: Any, fit: Any) -> Table:
 
 
 def complexity_table(fitted: Sequence[tuple[Any, Any]]) -> Table:
-    """One table: best class and runner-up of every swept series, with CIs.
+    """One table: the chosen (tied, or closest) class and the runner-up of every swept series.
 
     Args:
         fitted: (series, ComplexityFit) pairs; the first series names the parameter.
@@ -110,25 +110,36 @@ def complexity_table(fitted: Sequence[tuple[Any, Any]]) -> Table:
         table.rows += _complexity_rows(s, fit)
         table.footnotes += [f"{s.name}: {fit.reading()}"]
         table.footnotes += [f"{s.name}: warning: {w}" for w in fit.warnings]
-    weighted = "; points weighted by 1/SE² of each cost (a CSV without an se column: " \
-        "1/cost²)" if any(s.weights is not None for s, _ in fitted) else ""
-    table.footnotes.append("a: constant cost (s); b: cost per unit of g(n) (s); Δ: the "
-                           "information criterion's distance to the best (< 2: hard to tell "
-                           f"apart, > 10: clearly worse){weighted}")
+    weights = ("points weighted by 1/SE² of each cost" if all(f.se_known for _, f in fitted)
+               else "points weighted by their relative error (1/cost²; 1/SE² where the input "
+               "gives SEs)")
+    table.footnotes.append(
+        "rank: best (the data rule the other classes out), tied (the data cannot tell these "
+        "apart), closest (no class fits; the nearest one), runner-up, contradicted (ruled out "
+        "by the data); a: constant cost; b: cost per unit of g(n); Δ: the information "
+        f"criterion's distance to the first row; {weights}")
     return table
 
 
 def _complexity_rows(s: Any, fit: Any) -> list[list[str]]:
-    """The best and the runner-up class of one series."""
+    """The chosen class, every class tied with it, and the next one."""
+    shown = [fit.best] + [c for c in fit.candidates[1:] if c.model in fit.tied]
+    following = [c for c in fit.candidates if c not in shown][:1]
     rows = []
-    for rank, cand in (("best", fit.best), ("runner-up", fit.runner_up)):
-        if cand is None:
-            continue
-        delta = cand.score - fit.best.score
-        rows.append([s.name if rank == "best" else "", rank, cand.model,
-                     _time_est(cand.a), _time_est(cand.b),
-                     f"{delta:.1f}", f"{fit.r_squared:.4f}" if rank == "best" else ""])
+    for i, cand in enumerate(shown + following):
+        rows.append([s.name if i == 0 else "", _rank(fit, cand, i), cand.model,
+                     _time_est(cand.a), _time_est(cand.b), f"{cand.score - fit.best.score:.1f}",
+                     f"{fit.r_squared:.4f}" if i == 0 else ""])
     return rows
+
+
+def _rank(fit: Any, cand: Any, position: int) -> str:
+    """best / tied / closest for the first row, tied / contradicted / runner-up after."""
+    if position == 0:
+        return {"fits": "best", "tied": "tied", "none": "closest"}[fit.verdict]
+    if cand.model in fit.tied:
+        return "tied"
+    return "contradicted" if cand.model in fit.contradicted else "runner-up"
 
 
 # ---------------------------------------------------------------------------

@@ -19,10 +19,9 @@ from perflab.analyze.models.core import (
     LEVEL,
     ArrayLike,
     Estimate,
-    fmt_count,
-    sig_needed,
     wald,
 )
+from perflab.analyze.models.words import fmt_count, sig_needed
 
 
 @dataclass(frozen=True, eq=False)
@@ -201,8 +200,8 @@ def breakeven_from_points(
     cold_b: float = 0.0,
     *,
     model: str | None = None,
-    weights_a: ArrayLike | None = None,
-    weights_b: ArrayLike | None = None,
+    se_a: ArrayLike | None = None,
+    se_b: ArrayLike | None = None,
     **kwargs: object,
 ) -> BreakEven:
     """Fit both cost sweeps with fit_complexity, then call breakeven.
@@ -216,8 +215,9 @@ def breakeven_from_points(
         cold_b: One-off cost of B, s.
         model: Force one growth class for both (e.g. "O(n)" for
             "cold + n·warm"); chosen by AICc per side when None.
-        weights_a: Optional weights for A's points (see fit_complexity).
-        weights_b: Optional weights for B's points.
+        se_a: Standard error of each of A's costs (see fit_complexity);
+            None: relative errors.
+        se_b: Standard error of each of B's costs.
         **kwargs: Passed to breakeven (labels, cold_a_se, n_boot, seed, …).
 
     Returns:
@@ -227,8 +227,8 @@ def breakeven_from_points(
         ValueError: As fit_complexity and breakeven.
     """
     models = None if model is None else [model]
-    fit_a = fit_complexity(n_a, cost_a, weights_a, models=models)
-    fit_b = fit_complexity(n_b, cost_b, weights_b, models=models)
+    fit_a = fit_complexity(n_a, cost_a, se_a, models=models)
+    fit_b = fit_complexity(n_b, cost_b, se_b, models=models)
     return breakeven(fit_a, fit_b, cold_a, cold_b, **kwargs)  # type: ignore[arg-type]
 
 

@@ -1,96 +1,61 @@
-"""Complexity classes: cost(n) = a + b·g(n) for g in 1, log n, n, n log n, n², n³."""
+"""Complexity classes: cost(n) = a + b·g(n) for g in 1, log n, n, n log n, n², n³.
+
+Each class is fitted by weighted linear least squares (this module); which
+class the data support — one, several that cannot be told apart, or none —
+is decided by :mod:`.choice`.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from perflab.analyze.models.core import (
-    LEVEL,
-    ArrayLike,
-    Estimate,
-    gram_inverse,
-    paired,
-    positive_array,
-    r_squared,
-    require_points,
-    t_quantile,
-    wald,
+from perflab.analyze.models.choice import Choice, Verdict, choose
+from perflab.analyze.models.classes import (
+    COMPLEXITY_MODELS,
+    ComplexityCandidate,
+    fit_class,
 )
-
-
-def _log(n: np.ndarray) -> np.ndarray:
-    return np.log(n)
-
-
-COMPLEXITY_MODELS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "O(1)": np.ones_like,
-    "O(log n)": _log,
-    "O(n)": lambda n: n,
-    "O(n log n)": lambda n: n * np.log(n),
-    "O(n^2)": lambda n: n**2,
-    "O(n^3)": lambda n: n**3,
-}
-"""Growth terms g(n) of cost(n) = a + b·g(n); "O(1)" fits a alone (b ≡ 0)."""
-
-
-@dataclass(frozen=True, eq=False)
-class ComplexityCandidate:
-    """One growth class fitted to the data.
-
-    Attributes:
-        model: Name, a key of COMPLEXITY_MODELS.
-        a: Constant term, unit of cost (s).
-        b: Coefficient of g(n), unit of cost per unit of g; 0 ± 0 for "O(1)".
-        covariance: Covariance of (a, b), shape (2, 2).
-        rss: (Weighted) residual sum of squares, unit of cost².
-        score: Information criterion value (AICc, or AIC when n is too small).
-        dof: Residual degrees of freedom.
-    """
-
-    model: str
-    a: Estimate
-    b: Estimate
-    covariance: np.ndarray
-    rss: float
-    score: float
-    dof: int
-
-    def predict(self, n: float | ArrayLike) -> np.ndarray:
-        """cost(n) = a + b·g(n), unit of cost; shape of ``n``."""
-        n_arr = np.asarray(n, dtype=float)
-        return self.a.value + self.b.value * COMPLEXITY_MODELS[self.model](n_arr)
-
-    def band(self, n: float | ArrayLike, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
-        """Pointwise CI of the fitted mean cost by the delta method; each shape (k,)."""
-        n_arr = np.atleast_1d(np.asarray(n, dtype=float))
-        basis = np.column_stack([np.ones_like(n_arr), COMPLEXITY_MODELS[self.model](n_arr)])
-        se = np.sqrt(np.einsum("ij,jk,ik->i", basis, self.covariance, basis))
-        half = t_quantile(level, self.dof) * se
-        fit = self.predict(n_arr)
-        return fit - half, fit + half
+from perflab.analyze.models.core import LEVEL, ArrayLike, Estimate, paired, positive_array, require_points
 
 
 @dataclass(frozen=True, eq=False)
 class ComplexityFit:
-    """The growth class chosen for cost(n) = a + b·g(n), with the runner-up.
+    """The growth class the data support for cost(n) = a + b·g(n), and how firmly.
 
     Attributes:
-        best: The chosen candidate (lowest score).
-        runner_up: The second-best candidate, or None with a single class.
-        delta: runner_up.score − best.score (ΔAICc); < 2 means "hard to
-            tell apart", > 10 "clearly worse" (Burnham & Anderson 2002).
+        best: The chosen candidate; when ``verdict`` is "none", the closest.
+        runner_up: The next candidate in the ranking, or None with one class.
+        delta: runner_up.score − best.score (ΔAICc); how much worse the
+            runner-up's information criterion is (negative when O(1) is
+            chosen although a growth class scores better, see ``verdict``).
         criterion: "AICc", or "AIC" when too few points for AICc.
-        candidates: Every class fitted, best first.
+        candidates: Every class fitted, the chosen first, classes the data
+            contradict last.
         residuals: Observed − fitted cost of the best class, shape (k,), s.
-        r_squared: (Weighted) R² of the best class.
+        r_squared: Weighted R² of the best class (0 for O(1), by definition).
         n_points: Number of points.
         n_range: (min n, max n) of the data.
         level: Confidence level of the intervals.
         warnings: Plain-words reasons to doubt the choice.
+        verdict: "fits" (one class, the others ruled out), "tied" (the data
+            cannot tell ``tied`` apart) or "none" (no class describes the
+            points; ``best`` is only the closest).
+        tied: The classes the data cannot tell apart, ``best`` first; just
+            ``best`` when the verdict is "fits".
+        contradicted: Class → plain-words reason the data rule it out (e.g.
+            O(1) when the costs rise beyond their CIs).
+        why_none: Why no class fits ("" unless verdict is "none").
+        n: The sizes fitted, shape (k,).
+        cost: The costs fitted, shape (k,), unit of cost.
+        cost_se: Standard error of each cost, shape (k,): the input's own
+            when given, else estimated from the scatter of the fit (relative
+            error × cost); NaN when no degrees of freedom are left.
+        se_known: True when ``cost_se`` came with the input.
+        unit: Unit of cost ("s", or "" when unknown), for readings.
     """
 
     best: ComplexityCandidate
@@ -103,11 +68,20 @@ class ComplexityFit:
     n_points: int
     n_range: tuple[float, float]
     level: float
-    warnings: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
+    verdict: Verdict = "fits"
+    tied: tuple[str, ...] = ()
+    contradicted: dict[str, str] = field(default_factory=dict)
+    why_none: str = ""
+    n: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    cost: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    cost_se: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    se_known: bool = False
+    unit: str = "s"
 
     @property
     def model(self) -> str:
-        """Name of the chosen class, e.g. "O(n log n)"."""
+        """Name of the chosen (or closest) class, e.g. "O(n log n)"."""
         return self.best.model
 
     @property
@@ -120,6 +94,11 @@ class ComplexityFit:
         """Growth coefficient of the chosen class."""
         return self.best.b
 
+    @property
+    def confident(self) -> bool:
+        """True when one class fits and the data rule the others out."""
+        return self.verdict == "fits"
+
     def predict(self, n: float | ArrayLike) -> np.ndarray:
         """Fitted cost a + b·g(n) of the chosen class; shape of ``n``. O(len(n))."""
         return self.best.predict(n)
@@ -129,16 +108,27 @@ class ComplexityFit:
         return self.best.band(n, self.level)
 
     def reading(self) -> str:
-        """Plain words: "cost grows as O(n): 1.2e-06 s per unit (…); next best O(n log n), ΔAICc = 14"."""
-        text = f"cost grows as {self.model}: a = {self.a.value:.3g}, b = {self.b.value:.3g}"
+        """Plain words, e.g. "cost grows as O(n): 366 ns + 20.9 ns × n; next best …"."""
+        if self.verdict == "none":
+            return f"no class fits these points: {self.why_none}"
+        if self.verdict == "tied":
+            return _tied_reading(self)
+        if self.model == "O(1)":
+            text = f"cost does not grow measurably with n: {self.best.formula(self.unit)} (O(1))"
+        else:
+            text = f"cost grows as {self.model}: {self.best.formula(self.unit)}"
         if self.runner_up is None:
             return text
-        return text + f"; next best {self.runner_up.model}, Δ{self.criterion} = {self.delta:.1f}"
+        return text + f"; next best {self.runner_up.model} (Δ{self.criterion} = " \
+            f"{self.delta:.1f}), ruled out by the data"
 
     def to_dict(self) -> dict[str, object]:
         """Flat, JSON-ready summary of the choice and its coefficients."""
         return {
             "model": self.model,
+            "verdict": self.verdict,
+            "tied": list(self.tied),
+            "contradicted": dict(self.contradicted),
             "a": self.a.value,
             "a_se": self.a.se,
             "a_ci_low": self.a.ci_low,
@@ -157,55 +147,102 @@ class ComplexityFit:
         }
 
 
+def _tied_reading(fit: ComplexityFit) -> str:
+    """'cost grows as O(n) or O(n log n): the data cannot tell them apart …'."""
+    names = list(fit.tied)
+    listed = ", ".join(names[:-1]) + f" or {names[-1]}"
+    if fit.model == "O(1)":
+        return (f"cost may not grow with n (O(1), {fit.best.formula(fit.unit)}) or may grow as "
+                f"{' or '.join(names[1:])}: the growth is not clear at the 1% level; measure "
+                "a wider range of n or more precisely")
+    return (f"cost grows as {listed}: the data cannot tell them apart (closest "
+            f"{fit.model}: {fit.best.formula(fit.unit)})")
+
+
 def fit_complexity(
     n: ArrayLike,
     cost: ArrayLike,
-    weights: ArrayLike | None = None,
+    se: ArrayLike | None = None,
     *,
     models: Sequence[str] | None = None,
     level: float = LEVEL,
+    unit: str = "s",
 ) -> ComplexityFit:
-    """Choose the growth class of cost(n) = a + b·g(n) by AICc.
+    """Fit cost(n) = a + b·g(n) for each growth class and decide which the data support.
 
-    Each class is a (weighted) linear least-squares fit with a constant term,
-    unlike Google Benchmark's BigO which fits b·g(n) alone. Classes are
-    ranked by AICc = k·ln(RSS/k) + 2K + 2K(K+1)/(k−K−1), with k points and
-    K = p + 1 parameters (p coefficients plus the error variance). AICc,
-    not AIC or BIC, because sweeps have few sizes (5–15) where AIC
-    over-fits (Hurvich & Tsai 1989) and because we want the best predictor
-    rather than assume the true class is in the set, which BIC does
-    (Burnham & Anderson 2002). With k < 5 points AICc is undefined for the
-    2-coefficient classes and plain AIC is used, with a warning.
-    CIs are t intervals from cov = s²·(XᵀWX)⁻¹. O(k) per class.
+    Each class is a weighted linear least-squares fit with a constant term
+    (unlike Google Benchmark's BigO, which fits b·g(n) alone). Every point is
+    weighted by its own precision, so that costs spanning orders of
+    magnitude are not dominated by the largest n: by 1/SE² when each cost's
+    standard error is known (``se``; for perflab run input, from the
+    bootstrap CI of each median), else by 1/cost², i.e. least squares on
+    relative errors, the variance function of timings whose noise is a
+    constant share of the cost (Carroll & Ruppert 1988, "Transformation and
+    Weighting in Regression", ch. 2-3). CIs are t intervals from
+    cov = s²·(XᵀWX)⁻¹.
+
+    Classes are scored by AICc = k·ln(RSS/k) + 2K + 2K(K+1)/(k−K−1), with k
+    points and K = p + 1 parameters (Hurvich & Tsai 1989; Burnham & Anderson
+    2002), plain AIC with fewer than 5 points; the choice itself is made by
+    the tests of :func:`perflab.analyze.models.choice.choose`: O(1) only
+    while no growth is established, a class only when the data do not
+    contradict it, ties reported as ties, and "no class fits" when the best
+    class misses points by more than 20% (beyond 3 SE where known) or has a
+    weighted R² below 0.9. O(k) per class.
 
     Args:
         n: Input sizes, shape (k,), > 0.
         cost: Cost at each size, shape (k,), > 0 (seconds, bytes, …).
-        weights: Optional relative weights, shape (k,), > 0, e.g. 1/SE² of
-            each cost; needed when noise grows with cost.
+        se: Standard error of each cost, shape (k,), > 0, same unit; None
+            when unknown (relative errors are then assumed).
         models: Classes to consider (keys of COMPLEXITY_MODELS); all by default.
         level: Confidence level of the intervals.
+        unit: Unit of cost for the reading: "s" (times), "" (a bare number).
 
     Returns:
-        A ComplexityFit.
+        A ComplexityFit; read ``verdict`` before ``model``.
 
     Raises:
         ValueError: Fewer than 3 points or distinct sizes, mismatched lengths,
-            NaN, non-positive n, cost or weights, or an unknown class name.
+            NaN, non-positive n, cost or se, or an unknown class name.
     """
     n_arr, y = paired(n, cost, ("n", "cost"))
-    w = np.ones_like(y) if weights is None else positive_array(weights, "weights")
-    if w.size != y.size:
+    se_arr = None if se is None else positive_array(se, "se")
+    if se_arr is not None and se_arr.size != y.size:
         raise ValueError(
-            f"weights has {w.size} values for {y.size} points; give one weight per point."
+            f"se has {se_arr.size} values for {y.size} points; give one standard error per point."
         )
     require_points(n_arr, 3, "the complexity fit")
     names = _check_models(models)
+    w = 1.0 / (se_arr**2 if se_arr is not None else y**2)
     use_aicc = all(n_arr.size - (2 if m == "O(1)" else 3) - 1 > 0 for m in names)
-    cands = sorted(
-        (_fit_class(m, n_arr, y, w, level, use_aicc) for m in names), key=lambda c: c.score
+    cands = [fit_class(m, n_arr, y, w, level, use_aicc) for m in names]
+    choice = choose(cands, n_arr, y, se_arr, unit)
+    best = choice.ranked[0]
+    runner = choice.ranked[1] if len(choice.ranked) > 1 else None
+    resid = y - best.predict(n_arr)
+    fit = ComplexityFit(
+        best=best,
+        runner_up=runner,
+        delta=runner.score - best.score if runner else math.inf,
+        criterion="AICc" if use_aicc else "AIC",
+        candidates=choice.ranked,
+        residuals=resid,
+        r_squared=choice.r_squared,
+        n_points=n_arr.size,
+        n_range=(float(n_arr.min()), float(n_arr.max())),
+        level=level,
+        verdict=choice.verdict,
+        tied=choice.tied,
+        contradicted=choice.contradicted,
+        why_none=choice.why_none,
+        n=n_arr,
+        cost=y,
+        cost_se=se_arr if se_arr is not None else _scatter_se(best, y),
+        se_known=se_arr is not None,
+        unit=unit,
     )
-    return _complexity_result(cands, n_arr, y, w, level, "AICc" if use_aicc else "AIC")
+    return ComplexityFit(**{**fit.__dict__, "warnings": _complexity_warnings(fit, choice)})
 
 
 def _check_models(models: Sequence[str] | None) -> list[str]:
@@ -219,80 +256,24 @@ def _check_models(models: Sequence[str] | None) -> list[str]:
     return names
 
 
-def _fit_class(
-    model: str, n: np.ndarray, y: np.ndarray, w: np.ndarray, level: float, aicc: bool
-) -> ComplexityCandidate:
-    """Weighted least squares of y on [1, g(n)] (or [1] for O(1)); see fit_complexity."""
-    g = COMPLEXITY_MODELS[model](n)
-    cols = [np.ones_like(n)] if model == "O(1)" else [np.ones_like(n), g / np.max(np.abs(g))]
-    design = np.column_stack(cols)
-    sw = np.sqrt(w)
-    coef, *_ = np.linalg.lstsq(design * sw[:, None], y * sw, rcond=None)
-    resid = y - design @ coef
-    rss, p = float(np.sum(w * resid**2)), design.shape[1]
-    dof = n.size - p
-    cov_scaled = gram_inverse(design * sw[:, None]) * (rss / dof)
-    coef, cov = _unscale(coef, cov_scaled, 1.0 if p == 1 else float(np.max(np.abs(g))))
-    a, b = (wald(coef[i], math.sqrt(max(cov[i, i], 0.0)), level, dof) for i in (0, 1))
-    return ComplexityCandidate(model, a, b, cov, rss, _information(rss, n.size, p + 1, aicc), dof)
+def _scatter_se(best: ComplexityCandidate, y: np.ndarray) -> np.ndarray:
+    """SE of each cost from the fit's relative scatter: sqrt(RSS/dof) × cost (RSS of 1/cost² weights)."""
+    relative = math.sqrt(best.rss / best.dof) if best.dof > 0 else math.nan
+    return relative * y
 
 
-def _unscale(coef: np.ndarray, cov: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
-    """Undo the g(n)/scale column scaling; pad O(1) to (a, 0) and a 2×2 covariance."""
-    full, full_cov = np.zeros(2), np.zeros((2, 2))
-    k = coef.size
-    full[:k], full_cov[:k, :k] = coef, cov
-    s = np.array([1.0, 1.0 / scale])
-    return full * s, full_cov * np.outer(s, s)
-
-
-def _information(rss: float, k: int, params: int, aicc: bool) -> float:
-    """AIC = k·ln(RSS/k) + 2K, plus 2K(K+1)/(k−K−1) for AICc (Gaussian errors)."""
-    rss = max(rss, 1e-300)
-    aic = k * math.log(rss / k) + 2 * params
-    return aic + 2 * params * (params + 1) / (k - params - 1) if aicc else aic
-
-
-def _complexity_result(
-    cands: list[ComplexityCandidate],
-    n: np.ndarray,
-    y: np.ndarray,
-    w: np.ndarray,
-    level: float,
-    criterion: str,
-) -> ComplexityFit:
-    """Assemble a ComplexityFit with its warnings from ranked candidates."""
-    best = cands[0]
-    runner = cands[1] if len(cands) > 1 else None
-    delta = runner.score - best.score if runner else math.inf
-    resid = y - best.predict(n)
-    fit = ComplexityFit(
-        best,
-        runner,
-        delta,
-        criterion,
-        tuple(cands),
-        resid,
-        r_squared(y, resid, w),
-        n.size,
-        (float(n.min()), float(n.max())),
-        level,
-        (),
-    )
-    return ComplexityFit(**{**fit.__dict__, "warnings": _complexity_warnings(fit)})
-
-
-def _complexity_warnings(fit: ComplexityFit) -> tuple[str, ...]:
-    """Plain-words reasons to doubt the chosen class."""
+def _complexity_warnings(fit: ComplexityFit, choice: Choice) -> tuple[str, ...]:
+    """Plain-words reasons to doubt the chosen class (the verdict itself is in the reading)."""
     out = []
     if fit.criterion == "AIC":
         out.append(
-            f"only {fit.n_points} points: too few for AICc, so plain AIC chose the class; measure more sizes."
+            f"only {fit.n_points} points: too few for AICc, so plain AIC scored the classes; measure more sizes."
         )
-    if fit.runner_up is not None and fit.delta < 2:
+    if fit.verdict == "tied":
+        listed = ", ".join(fit.tied[:-1]) + f" and {fit.tied[-1]}"
         out.append(
-            f"{fit.model} and {fit.runner_up.model} fit about equally well (Δ{fit.criterion} = {fit.delta:.1f} < 2); "
-            "widen the range of n to tell them apart."
+            f"{listed} fit about equally well; widen the range of n or measure more precisely "
+            "to tell them apart."
         )
     if fit.n_range[1] / fit.n_range[0] < 10:
         out.append(
@@ -302,5 +283,5 @@ def _complexity_warnings(fit: ComplexityFit) -> tuple[str, ...]:
         out.append(
             f"the fitted {fit.model} coefficient b is negative: cost falls as n grows; check the measurements."
         )
+    out += list(choice.notes)
     return tuple(out)
-

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 LEVEL = 0.95
 #: Degrees of freedom that make a t interval a normal one (an SE from a bootstrap).
@@ -49,7 +49,7 @@ class Estimate:
 
 def t_quantile(level: float, dof: int) -> float:
     """Two-sided Student t quantile t_{(1+level)/2, dof}; NaN when dof < 1."""
-    return float(stats.t.ppf(0.5 + level / 2.0, dof)) if dof >= 1 else math.nan
+    return float(special.stdtrit(dof, 0.5 + level / 2.0)) if dof >= 1 else math.nan
 
 
 def wald(value: float, se: float, level: float, dof: int, floor: float = -math.inf,
@@ -61,12 +61,6 @@ def wald(value: float, se: float, level: float, dof: int, floor: float = -math.i
     half = t_quantile(level, dof) * se
     return Estimate(float(value), float(max(floor, value - half)),
                     float(min(ceiling, value + half)), level, float(se))
-
-
-def fmt_percent(fraction: float) -> str:
-    """A fraction as a percentage with two significant digits, never in e-notation."""
-    pct = 100 * fraction
-    return f"{pct:.2g}%" if pct < 10 else f"{pct:.0f}%"
 
 
 def positive_array(values: ArrayLike, name: str) -> np.ndarray:
@@ -114,26 +108,6 @@ def r_squared(y: np.ndarray, residuals: np.ndarray, weights: np.ndarray | None =
     mean = np.sum(w * y) / np.sum(w)
     sst = float(np.sum(w * (y - mean) ** 2))
     return 1.0 - float(np.sum(w * residuals**2)) / sst if sst > 0 else math.nan
-
-
-def fmt_count(x: float, sig: int = 2) -> str:
-    """A count rounded to ``sig`` significant figures with thousands separators: 31,000."""
-    if not math.isfinite(x):
-        return "∞"
-    if x < 10:
-        return f"{x:.{sig}g}"
-    digits = sig - 1 - math.floor(math.log10(abs(x)))
-    return f"{round(x, digits):,.0f}"
-
-
-def sig_needed(values: Sequence[float]) -> int:
-    """Fewest significant figures (2–4) that keep distinct finite values distinct in print."""
-    finite = sorted({v for v in values if math.isfinite(v) and v >= 1})
-    for sig in (2, 3):
-        if len({fmt_count(v, sig) for v in finite}) == len(finite):
-            return sig
-    return 4
-
 
 
 def gram_inverse(design: np.ndarray) -> np.ndarray:

@@ -13,8 +13,6 @@ from perflab.analyze.models.core import (
     LEVEL,
     ArrayLike,
     Estimate,
-    fmt_count,
-    fmt_percent,
     gram_inverse,
     paired,
     r_squared,
@@ -22,6 +20,7 @@ from perflab.analyze.models.core import (
     t_quantile,
     wald,
 )
+from perflab.analyze.models.words import fmt_count, fmt_percent
 
 
 def littles_law_concurrency(
