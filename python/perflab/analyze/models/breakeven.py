@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import optimize
@@ -21,23 +21,33 @@ from perflab.analyze.models.core import (
     Estimate,
     wald,
 )
+from perflab.analyze.models.measured import (
+    MeasuredOrder,
+    cheaper_side,
+    measured_orders,
+    measured_summary,
+    refutation_text,
+)
 from perflab.analyze.models.words import fmt_count, sig_needed
 
 
 @dataclass(frozen=True, eq=False)
 class BreakEven:
-    """Where two total-cost curves cold + a + b·g(n) cross.
+    """Where two total-cost curves cold + a + b·g(n) cross, if the measurements agree.
 
     Attributes:
-        n_star: The crossing size n*, or None when the curves do not cross
-            within ``search_range``.
+        n_star: The crossing size n*; None when the curves do not cross
+            within ``search_range``, or when the measurements refute the
+            fitted curves (``refuted``).
         ci_low: Lower end of the parametric-bootstrap CI of n* (0 when some
             draws have the "beyond" side cheaper everywhere), or None.
         ci_high: Upper end (inf when some draws never cross), or None.
         cheaper_beyond: Label of the cheaper side for n > n* (for every n
-            when there is no crossing); None when the curves coincide.
+            when there is no crossing); None when the curves coincide or the
+            fits are refuted.
         cheaper_below: Label of the cheaper side for n < n*.
-        crossings: Every crossing found, ascending; n_star is the last.
+        crossings: Every crossing of the fitted curves, ascending; n_star is
+            the last (kept when refuted, for the record).
         labels: (label of A, label of B).
         fit_a: Cost fit of A.
         fit_b: Cost fit of B.
@@ -45,7 +55,12 @@ class BreakEven:
         cold_b: One-off cost added to B, unit of cost.
         search_range: (low, high) sizes searched for crossings.
         level: Confidence level.
-        warnings: Extrapolation, multiple crossings, open-ended CI, …
+        warnings: Extrapolation, multiple crossings, open-ended CI, sides
+            without a fitting class, …
+        measured: The measured order at each size both sides measured.
+        refuted: True when at some measured size the measurements clearly
+            put the other side ahead than the fitted curves do: then no
+            break-even is claimed.
     """
 
     n_star: float | None
@@ -62,6 +77,8 @@ class BreakEven:
     search_range: tuple[float, float]
     level: float
     warnings: tuple[str, ...]
+    measured: tuple[MeasuredOrder, ...] = ()
+    refuted: bool = False
 
     def cost_a(self, n: float | ArrayLike) -> np.ndarray:
         """Total cost of A at size n: cold_a + a + b·g(n)."""
@@ -73,11 +90,16 @@ class BreakEven:
 
     def sentence(self) -> str:
         """E.g. "B is cheaper beyond n ≈ 31,000 (95% CI 22,000–45,000)"."""
+        if self.refuted:
+            return (f"no break-even claimed: the fitted curves contradict the measurements "
+                    f"({refutation_text(self.measured, self.labels, self.fit_a.unit)}); "
+                    f"{measured_summary(self.measured)}")
         if self.cheaper_beyond is None:
             return f"{self.labels[0]} and {self.labels[1]} cost the same at every n searched"
         if self.n_star is None:
             lo, hi = self.search_range
-            return f"{self.cheaper_beyond} is cheaper at every n from {fmt_count(lo)} to {hi:.3g}: there is no break-even"
+            return (f"{self.cheaper_beyond} is cheaper at every n from {fmt_count(lo)} to "
+                    f"{fmt_count(hi)}: there is no break-even")
         sig = sig_needed([self.n_star, self.ci_low or 0.0, self.ci_high or 0.0])
         ci = (
             f" ({self.level:.0%} CI {_ci_text(self.ci_low, self.ci_high, sig)})"
@@ -95,6 +117,8 @@ class BreakEven:
             "cheaper_beyond": self.cheaper_beyond,
             "cheaper_below": self.cheaper_below,
             "crossings": list(self.crossings),
+            "refuted": self.refuted,
+            "measured": [o.to_dict() for o in self.measured],
             "labels": list(self.labels),
             "model_a": self.fit_a.model,
             "model_b": self.fit_b.model,
@@ -132,13 +156,19 @@ def breakeven(
     "Cold + n·warm" curves are the O(n) case: a per-call cost fitted over n
     in a warm process plus the one-off cold cost (first call minus warm
     call). Crossings are found on a log-spaced grid of 4,001 sizes over
-    ``search_range`` and refined by bisection; with several, n* is the last
-    (beyond it one side stays cheaper). The CI is a parametric bootstrap
+    ``search_range`` and refined by Brent's method; with several, n* is the
+    last (beyond it one side stays cheaper). The CI is a parametric bootstrap
     (Efron & Tibshirani 1993, §6.5): (a, b) of each side drawn from
     N(θ̂, Cov θ̂), cold costs from N(cold, se²), n* recomputed per draw and
     percentiles taken; draws whose curves no longer cross count as n* = inf
-    (the crossing moved past the range) or 0 (moved below it). Cost
-    O(n_boot · 4,001).
+    (the crossing moved past the range) or 0 (moved below it).
+
+    Before anything is claimed, every size both fits measured is checked
+    (:func:`~perflab.analyze.models.measured.measured_orders`): if the
+    measured total costs clearly (beyond the CI of their difference) put the
+    other side ahead than the fitted curves do, the fits do not describe the
+    data, no n* is given (``refuted``), and the sentence reports the
+    measured order instead. Cost O(n_boot · 4,001).
 
     Args:
         fit_a: Cost fit of A (fit_complexity).
@@ -155,40 +185,38 @@ def breakeven(
         level: Confidence level.
 
     Returns:
-        A BreakEven.
+        A BreakEven; check ``refuted`` and ``warnings``.
 
     Raises:
         ValueError: NaN or negative cold costs or SEs, a bad search range, or
             n_boot < 100.
     """
     _check_breakeven_args(cold_a, cold_b, cold_a_se, cold_b_se, n_boot)
-    lo, hi = search_range or _default_range(fit_a, fit_b)
-    if not (0 < lo < hi and math.isfinite(hi)):
-        raise ValueError(f"search_range must satisfy 0 < low < high < inf, got {(lo, hi)}.")
-    grid = np.geomspace(lo, hi, 4001)
+    lo, hi = _search_range(search_range, fit_a, fit_b)
     sides = (_Side(fit_a, cold_a, cold_a_se), _Side(fit_b, cold_b, cold_b_se))
+    grid = np.geomspace(lo, hi, 4001)
     diff = sides[0].point(grid) - sides[1].point(grid)
     crossings = _crossings(diff, grid, sides)
-    winner = _cheaper(diff[-1], labels)
-    below = _cheaper(diff[0], labels) if crossings else winner
-    ci = _bootstrap_ci(sides, grid, diff, n_boot, seed, level) if crossings else (None, None)
-    n_star = crossings[-1] if crossings else None
-    result = BreakEven(
-        n_star,
-        *ci,
-        winner,
-        below,
-        tuple(crossings),
-        labels,
-        fit_a,
-        fit_b,
-        cold_a,
-        cold_b,
-        (lo, hi),
-        level,
-        (),
-    )
-    return BreakEven(**{**result.__dict__, "warnings": _breakeven_warnings(result)})
+    measured = measured_orders(fit_a, fit_b, (cold_a, cold_b), (cold_a_se, cold_b_se), labels,
+                               lambda n: sides[0].point(n) - sides[1].point(n), level)
+    result = BreakEven(None, None, None, None, None, tuple(crossings), labels, fit_a, fit_b,
+                       cold_a, cold_b, (lo, hi), level, (), measured)
+    if any(o.refutes for o in measured):
+        result = replace(result, refuted=True)
+    else:
+        result = _claim(result, sides, grid, diff, n_boot, seed)
+    return replace(result, warnings=_breakeven_warnings(result))
+
+
+def _claim(result: BreakEven, sides: tuple[_Side, _Side], grid: np.ndarray,
+           diff: np.ndarray, n_boot: int, seed: int) -> BreakEven:
+    """The result with n*, its bootstrap CI and the cheaper sides filled in."""
+    winner = cheaper_side(diff[-1], result.labels)
+    if not result.crossings:
+        return replace(result, cheaper_beyond=winner, cheaper_below=winner)
+    ci = _bootstrap_ci(sides, grid, diff, n_boot, seed, result.level)
+    return replace(result, n_star=result.crossings[-1], ci_low=ci[0], ci_high=ci[1],
+                   cheaper_beyond=winner, cheaper_below=cheaper_side(diff[0], result.labels))
 
 
 def breakeven_from_points(
@@ -248,10 +276,14 @@ def _check_breakeven_args(
         raise ValueError(f"n_boot must be ≥ 100 for a usable CI, got {n_boot}.")
 
 
-def _default_range(fit_a: ComplexityFit, fit_b: ComplexityFit) -> tuple[float, float]:
-    """(min(1, smallest n), 1e6 × largest n) over both fits."""
-    low = min(1.0, fit_a.n_range[0], fit_b.n_range[0])
-    return low, 1e6 * max(fit_a.n_range[1], fit_b.n_range[1])
+def _search_range(given: tuple[float, float] | None, fit_a: ComplexityFit,
+                  fit_b: ComplexityFit) -> tuple[float, float]:
+    """``given``, or (min(1, smallest n), 1e6 × largest n) over both fits; ValueError if bad."""
+    lo, hi = given or (min(1.0, fit_a.n_range[0], fit_b.n_range[0]),
+                       1e6 * max(fit_a.n_range[1], fit_b.n_range[1]))
+    if not (0 < lo < hi and math.isfinite(hi)):
+        raise ValueError(f"search_range must satisfy 0 < low < high < inf, got {(lo, hi)}.")
+    return lo, hi
 
 
 @dataclass(frozen=True, eq=False)
@@ -296,9 +328,6 @@ def _crossings(diff: np.ndarray, grid: np.ndarray, sides: tuple[_Side, _Side]) -
     return sorted(found + exact)
 
 
-def _cheaper(diff: float, labels: tuple[str, str]) -> str | None:
-    """Label of the cheaper side given cost_a − cost_b."""
-    return labels[1] if diff > 0 else labels[0] if diff < 0 else None
 
 
 def _bootstrap_ci(
@@ -344,23 +373,35 @@ def _last_crossing(
 
 
 def _breakeven_warnings(r: BreakEven) -> tuple[str, ...]:
-    """Extrapolation, several crossings and open-ended CIs, in plain words."""
-    out = []
-    if len(r.crossings) > 1:
+    """Sides without a fitting class, extrapolation, several crossings, open-ended CIs."""
+    out = [_side_warning(label, fit) for label, fit in zip(r.labels, (r.fit_a, r.fit_b))
+           if fit.verdict != "fits"]
+    if len(r.crossings) > 1 and not r.refuted:
         listed = ", ".join(fmt_count(c) for c in r.crossings)
         out.append(f"the curves cross {len(r.crossings)} times (n ≈ {listed}); n* is the last one.")
     low = max(r.fit_a.n_range[0], r.fit_b.n_range[0])
     high = min(r.fit_a.n_range[1], r.fit_b.n_range[1])
     if r.n_star is not None and not low <= r.n_star <= high:
         out.append(
-            f"n* ≈ {fmt_count(r.n_star)} lies outside the sizes both benchmarks measured ({fmt_count(low)}–{fmt_count(high)}): "
-            f"it is an extrapolation; measure near n ≈ {fmt_count(r.n_star)} to confirm."
+            f"n* ≈ {fmt_count(r.n_star)} lies outside the sizes both benchmarks measured "
+            f"({fmt_count(low)}–{fmt_count(high)}): it is an extrapolation; measure near "
+            f"n ≈ {fmt_count(r.n_star)} to confirm."
         )
     if r.ci_high is not None and (r.ci_low == 0.0 or not math.isfinite(r.ci_high)):
         out.append(
-            "in part of the bootstrap the curves do not cross at all, so the CI is open-ended; measure more sizes."
+            "in part of the bootstrap the curves do not cross at all, so the CI is open-ended; "
+            "measure more sizes."
         )
     return tuple(out)
+
+
+def _side_warning(label: str, fit: ComplexityFit) -> str:
+    """Why one side's cost curve is shaky: no class fits, or classes tied."""
+    if fit.verdict == "none":
+        return (f"{label}: no growth class fits its costs ({fit.why_none}), so its curve, and "
+                "any crossing, describe the points only roughly.")
+    return (f"{label}: the data cannot tell {' from '.join(fit.tied)} apart; the crossing "
+            f"assumes {fit.model}.")
 
 
 # ---------------------------------------------------------------------------

@@ -51,9 +51,8 @@ class ComplexityFit:
         why_none: Why no class fits ("" unless verdict is "none").
         n: The sizes fitted, shape (k,).
         cost: The costs fitted, shape (k,), unit of cost.
-        cost_se: Standard error of each cost, shape (k,): the input's own
-            when given, else estimated from the scatter of the fit (relative
-            error × cost); NaN when no degrees of freedom are left.
+        cost_se: Standard error of each cost, shape (k,), as given; NaN
+            when the input had none.
         se_known: True when ``cost_se`` came with the input.
         unit: Unit of cost ("s", or "" when unknown), for readings.
     """
@@ -238,7 +237,7 @@ def fit_complexity(
         why_none=choice.why_none,
         n=n_arr,
         cost=y,
-        cost_se=se_arr if se_arr is not None else _scatter_se(best, y),
+        cost_se=se_arr if se_arr is not None else np.full(y.size, math.nan),
         se_known=se_arr is not None,
         unit=unit,
     )
@@ -256,10 +255,6 @@ def _check_models(models: Sequence[str] | None) -> list[str]:
     return names
 
 
-def _scatter_se(best: ComplexityCandidate, y: np.ndarray) -> np.ndarray:
-    """SE of each cost from the fit's relative scatter: sqrt(RSS/dof) × cost (RSS of 1/cost² weights)."""
-    relative = math.sqrt(best.rss / best.dof) if best.dof > 0 else math.nan
-    return relative * y
 
 
 def _complexity_warnings(fit: ComplexityFit, choice: Choice) -> tuple[str, ...]:
