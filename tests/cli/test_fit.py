@@ -79,6 +79,38 @@ def test_usl_from_csv_reproduces_r_usl_and_writes_json_and_chart(tmp_path: Path,
     assert chart.read_bytes().startswith(PNG)
 
 
+def test_a_degenerate_usl_fit_is_named_in_words(tmp_path: Path, perflab_cli) -> None:
+    """Issue 11 §3: threads of a GIL-bound deque (benchmarks/results/fit.md) fitted α = 1."""
+    path = usl_csv(tmp_path, "1,4827217\n2,4063134\n4,3773787\n8,5070677\n12,4823274\n")
+    out, chart = tmp_path / "fit.json", tmp_path / "usl.png"
+    result = perflab_cli("fit", str(path), "--json", str(out), "--chart", str(chart))
+    assert result.returncode == 0, result.stderr
+    assert "warning: these points do not show USL behaviour: α is at its bound 1" in result.stdout
+    assert "contention ≈" not in result.stdout  # no reading of meaningless coefficients
+    data = json.loads(out.read_text())
+    assert data["degenerate"] and "do not show USL behaviour" in data["reading"]
+    assert chart.read_bytes().startswith(PNG)
+
+
+def test_readings_use_units_never_e_notation(tmp_path: Path, perflab_cli) -> None:
+    """Issue 14 §4: "γ/α ≈ 4.512e+06", "a = 6.71e-07" before."""
+    import re
+
+    steps = [model.HttpStep(offered_rate=None, connections=c, mode="closed", duration_s=1.0,
+                            warmup_s=0.0, elapsed_s=1.0, ok_responses=int(x),
+                            latency=model.Histogram(count=int(x), mean_us=c / x * 1e6))
+             for c, x in [(1, 200000), (2, 380000), (4, 690000), (8, 1160000), (16, 1780000)]]
+    path = save_run(tmp_path, [Benchmark(name="http://127.0.0.1:9/", kind="http", steps=steps)],
+                    kind="http")
+    usl = perflab_cli("fit", str(path))
+    assert usl.returncode == 0, usl.stderr
+    assert "levels off towards γ/α ≈ " in usl.stdout and " M/s" in usl.stdout
+    sizes = perflab_cli("fit", str(save_run(tmp_path, sweep("scan", 2e-8, 1e-6, 0.0))))
+    assert "cost grows as O(n): 1.00 µs + 20.0 ns × n" in sizes.stdout
+    for text in (usl.stdout, sizes.stdout):
+        assert not re.search(r"\d[eE][+-]?\d", text), text
+
+
 def test_usl_with_few_points_warns_in_plain_words(tmp_path: Path, perflab_cli) -> None:
     result = perflab_cli("fit", str(usl_csv(tmp_path, "1,100\n2,190\n4,330\n")))
     assert result.returncode == 0, result.stderr
@@ -206,6 +238,35 @@ def test_csv_with_missing_columns(tmp_path: Path, perflab_cli) -> None:
     result = perflab_cli("fit", str(path))
     assert result.returncode == 2
     assert "no column n, x (columns: threads, rate)" in one_error_line(result.stderr)
+
+
+@pytest.mark.parametrize("args, needs", [
+    ([], "a USL fit needs the columns N,X (optional: name), a complexity or break-even fit "
+         "needs the columns n,cost"),
+    (["--model", "usl"], "a USL fit needs the columns N,X (optional: name)"),
+    (["--model", "complexity"], "a complexity or break-even fit needs the columns n,cost "
+                                "(optional: name, se, cold)"),
+    (["--between", "a", "b"], "a complexity or break-even fit needs the columns n,cost"),
+])
+def test_csv_errors_name_the_columns_each_model_needs(tmp_path: Path, perflab_cli,
+                                                      args: list[str], needs: str) -> None:
+    """Issue 14 §4."""
+    path = tmp_path / "bad.csv"
+    path.write_text("threads,rate\n1,2\n")
+    result = perflab_cli("fit", str(path), *args)
+    assert result.returncode == 2
+    assert needs in one_error_line(result.stderr)
+
+
+def test_extra_cells_in_a_csv_row_are_an_error(tmp_path: Path, perflab_cli) -> None:
+    """Issue 12 §6: the third cell of line 3 was silently ignored."""
+    path = usl_csv(tmp_path, "1,100\n2,190,7\n4,330\n8,400\n")
+    result = perflab_cli("fit", str(path))
+    assert result.returncode == 2
+    assert "usl.csv:3: 3 cells but the header names 2 columns (n, x); delete the extra cells" \
+        in one_error_line(result.stderr)
+    trailing = perflab_cli("fit", str(usl_csv(tmp_path, "1,100,\n2,190\n4,330\n8,400\n")))
+    assert trailing.returncode == 0, trailing.stderr  # an empty trailing cell is harmless
 
 
 @pytest.mark.parametrize("args, message", [

@@ -40,6 +40,12 @@ Z95 = 1.959964
 SEND_LAG_SHARE = 0.10
 
 LittleTime = Literal["latency", "service"]
+#: What each model needs of a CSV, said when a column is missing.
+CSV_COLUMNS = {
+    ("n", "x"): "a USL fit needs the columns N,X (optional: name)",
+    ("n", "cost"): "a complexity or break-even fit needs the columns n,cost (optional: name, "
+                   "se, cold)",
+}
 
 
 @dataclass(frozen=True)
@@ -120,8 +126,9 @@ class CsvTable:
         missing = [n for n in names if n not in self.columns]
         if missing:
             found = ", ".join(self.columns) or "none"
+            needs = CSV_COLUMNS.get(names, "the header needs " + ", ".join(names))
             raise UsageError(f"{self.path}: CSV has no column {', '.join(missing)} (columns: "
-                             f"{found}); the header needs {', '.join(names)} (any case)")
+                             f"{found}); {needs} (header names in any case)")
 
 
 def read_source(path: str | Path) -> Results | CsvTable:
@@ -152,7 +159,11 @@ def _parse_csv(path: Path, text: str) -> CsvTable:
                          "or a CSV with a header row and at least one data row")
     header = [h.strip().lower() for h in rows[0][1]]
     columns: dict[str, list[str]] = {h: [] for h in header if h}
-    for _, row in rows[1:]:
+    for line, row in rows[1:]:
+        if any(cell.strip() for cell in row[len(header):]):
+            raise UsageError(f"{path}:{line}: {len(row)} cells but the header names "
+                             f"{len(header)} columns ({', '.join(header)}); delete the extra "
+                             "cells or name their column in the header")
         for h, cell in zip(header, row + [""] * (len(header) - len(row))):
             if h:
                 columns[h].append(cell.strip())

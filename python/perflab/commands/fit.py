@@ -89,14 +89,17 @@ def main(args: argparse.Namespace) -> int:
 
 def _default_model(args: argparse.Namespace, sources: list[Any]) -> str:
     """breakeven with --between; usl for http, threads and N,X CSV input; else complexity."""
-    from perflab.analyze.fit_inputs import CsvTable
+    from perflab.analyze.fit_inputs import CSV_COLUMNS, CsvTable
 
     if args.between:
         return "breakeven"
     first = sources[0]
     if isinstance(first, CsvTable):
         if "x" not in first.columns and "cost" not in first.columns:
-            first.require("n", "x")
+            found = ", ".join(first.columns) or "none"
+            raise UsageError(f"{first.path}: CSV has no column n, x (columns: {found}) nor n, "
+                             f"cost; {CSV_COLUMNS[('n', 'x')]}, {CSV_COLUMNS[('n', 'cost')]} "
+                             "(header names in any case)")
         return "usl" if "x" in first.columns else "complexity"
     threads = any(b.threads is not None for b in first.benchmarks)
     return "usl" if first.kind == "http" or threads else "complexity"
@@ -148,7 +151,7 @@ def _usl_report(sources: list[Any], args: argparse.Namespace) -> FitReport:
     series = _selected(_merged([usl_series(s, args.little) for s in sources]), args.series)
     report = FitReport("usl")
     for s in series:
-        fit = _fitted(s, lambda s=s: fit_usl(s.x, s.y))
+        fit = _fitted(s, lambda s=s: fit_usl(s.x, s.y, unit=s.y_unit))
         report.tables += [usl_table(s, fit), usl_points(s, fit)]
         report.fits.append({"series": s.name, "x_label": s.x_label, "y_label": s.y_label,
                             "points": {"N": s.x.tolist(), "X": s.y.tolist()},
@@ -159,11 +162,10 @@ def _usl_report(sources: list[Any], args: argparse.Namespace) -> FitReport:
 
 
 def _usl_chart(s: Any, fit: Any, path: Path) -> Path:
-    from perflab.report.fit_chart import usl_chart
+    from perflab.report.fit_chart import usl_chart, usl_title
 
-    title = (f"{s.name}: USL α = {fit.alpha.value:.3g}, β = {fit.beta.value:.3g}, "
-             f"γ = {fit.gamma.value:.3g}")
-    return usl_chart(fit, s.x, s.y, path, x_label=s.x_label, y_label=s.y_label, title=title)
+    return usl_chart(fit, s.x, s.y, path, x_label=s.x_label, y_label=s.y_label,
+                     title=usl_title(s.name, fit))
 
 
 # ---------------------------------------------------------------------------
@@ -173,7 +175,6 @@ def _usl_chart(s: Any, fit: Any, path: Path) -> Path:
 def _complexity_report(sources: list[Any], args: argparse.Namespace) -> FitReport:
     """One table: best class and runner-up of every swept series, with CIs."""
     from perflab.analyze.fit_inputs import cost_series
-    from perflab.analyze.models import fit_complexity
     from perflab.report.fit_tables import complexity_table
 
     pooled = _merged([cost_series(s, args.param) for s in sources])
@@ -185,7 +186,7 @@ def _complexity_report(sources: list[Any], args: argparse.Namespace) -> FitRepor
     report = FitReport("complexity")
     fitted = []
     for s in series:
-        fit = _fitted(s, lambda s=s: fit_complexity(s.x, s.y, _known_se(s), models=models))
+        fit = _cost_fit(s, models)
         fitted.append((s, fit))
         report.fits.append({"series": s.name, "param": s.param,
                             "points": {"n": s.x.tolist(), "cost": s.y.tolist()},
@@ -197,10 +198,10 @@ def _complexity_report(sources: list[Any], args: argparse.Namespace) -> FitRepor
 
 
 def _complexity_chart(s: Any, fit: Any, path: Path) -> Path:
-    from perflab.report.fit_chart import complexity_chart
+    from perflab.report.fit_chart import complexity_chart, complexity_title
 
     return complexity_chart(fit, s.x, s.y, path, x_label=f"{s.param} (size)",
-                            y_label="time per call (s)", title=f"{s.name}: {fit.model}")
+                            y_label="time per call (s)", title=complexity_title(s.name, fit))
 
 
 # ---------------------------------------------------------------------------
@@ -211,7 +212,7 @@ def _breakeven_report(sources: list[Any], args: argparse.Namespace) -> FitReport
     """Both sides' cost curves (cold + a + b·g(n)) and where they cross."""
     from perflab.analyze.fit_inputs import cost_series, pick
     from perflab.analyze.models import breakeven
-    from perflab.report.fit_tables import breakeven_table
+    from perflab.report.fit_tables import breakeven_points, breakeven_table
 
     if not args.between:
         raise UsageError("--model breakeven needs the two benchmarks: --between A B")
@@ -225,7 +226,8 @@ def _breakeven_report(sources: list[Any], args: argparse.Namespace) -> FitReport
     result = _fitted(a, lambda: breakeven(
         fit_a, fit_b, a.cold, b.cold, cold_a_se=a.cold_se, cold_b_se=b.cold_se,
         labels=(a.name, b.name), search_range=search))
-    report = FitReport("breakeven", [breakeven_table(a, b, result)])
+    points = breakeven_points(result)
+    report = FitReport("breakeven", [breakeven_table(a, b, result)] + ([points] if points else []))
     report.fits.append({"series": f"{a.name} vs {b.name}", "param": a.param or "calls",
                         **result.to_dict(), "cold_a_se": a.cold_se, "cold_b_se": b.cold_se,
                         "fit_a": fit_a.to_dict(), "fit_b": fit_b.to_dict()})
@@ -236,20 +238,21 @@ def _breakeven_report(sources: list[Any], args: argparse.Namespace) -> FitReport
 
 def _side_fits(a: Any, b: Any, growth: str | None) -> tuple[Any, Any, tuple[float, float] | None]:
     """Cost fits of both sides and the search range (None: the default range of breakeven)."""
-    from perflab.analyze.models import fit_complexity
     from perflab.analyze.models.breakeven import calls_search_range, per_call_fit
 
     if a.param is None:
         high = calls_search_range(float(a.y[0]), float(b.y[0]), a.cold, b.cold)
         return per_call_fit(*_warm(a), high), per_call_fit(*_warm(b), high), (1.0, high)
     models = [growth] if growth else None
-    return (_fitted(a, lambda: fit_complexity(a.x, a.y, _known_se(a), models=models)),
-            _fitted(b, lambda: fit_complexity(b.x, b.y, _known_se(b), models=models)), None)
+    return _cost_fit(a, models), _cost_fit(b, models), None
 
 
-def _known_se(s: Any) -> Any:
-    """The series' standard errors when every one is a positive number, else None."""
-    return None if s.weights is None else s.y_se
+def _cost_fit(s: Any, models: list[str] | None) -> Any:
+    """fit_complexity of one cost series, with its SEs when every one is a positive number."""
+    from perflab.analyze.models import fit_complexity
+
+    se = None if s.weights is None else s.y_se
+    return _fitted(s, lambda: fit_complexity(s.x, s.y, se, models=models, unit=s.y_unit))
 
 
 def _warm(s: Any) -> tuple[float, float]:
@@ -259,12 +262,12 @@ def _warm(s: Any) -> tuple[float, float]:
 
 
 def _breakeven_chart(a: Any, b: Any, result: Any, path: Path) -> Path:
-    from perflab.report.fit_chart import breakeven_chart
+    from perflab.report.fit_chart import breakeven_chart, breakeven_title
 
     points = {"points_a": (a.x, a.y), "points_b": (b.x, b.y)} if a.param else {}
     return breakeven_chart(result, path, x_label=a.param or "calls n",
-                           y_label="total cost (s)", title=f"{a.name} vs {b.name}\n"
-                           f"{result.sentence()}", **points)
+                           y_label="total cost (s)",
+                           title=breakeven_title(f"{a.name} vs {b.name}", result), **points)
 
 
 # ---------------------------------------------------------------------------

@@ -1,8 +1,11 @@
 """Charts of fitted models: USL, complexity and break-even (matplotlib, Agg).
 
 Each function draws the data, the fitted curve with its pointwise CI band
-(delta method, see perflab.analyze.models) and writes one PNG. matplotlib is
-imported inside the functions so that importing this module stays cheap.
+(delta method, see perflab.analyze.models) and writes one PNG. Numbers in
+titles and legends are formatted like the tables (``261 ns``, ``143 k/s``,
+never ``2.61e-07``); a fit whose points do not show USL behaviour, or that no
+growth class describes, says so on the chart. matplotlib is imported inside
+the functions so that importing this module stays cheap.
 """
 
 from __future__ import annotations
@@ -14,10 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from perflab.analyze.models.words import fmt_count, fmt_number, fmt_time, fmt_value
+
 if TYPE_CHECKING:
     from perflab.analyze.models import BreakEven, ComplexityFit, UslFit
 
-__all__ = ["breakeven_chart", "complexity_chart", "usl_chart"]
+__all__ = ["breakeven_chart", "breakeven_title", "complexity_chart", "complexity_title",
+           "usl_chart", "usl_title"]
 
 ArrayLike = Sequence[float] | np.ndarray
 
@@ -36,7 +42,7 @@ def _save(fig: Any, ax: Any, path: str | Path, title: str) -> Path:
     """Title, grid, legend, write the PNG and close the figure."""
     import matplotlib.pyplot as plt
 
-    ax.set_title(title)
+    ax.set_title(title, fontsize=12 if "\n" not in title else 9)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
@@ -44,6 +50,18 @@ def _save(fig: Any, ax: Any, path: str | Path, title: str) -> Path:
     fig.savefig(out)
     plt.close(fig)
     return out
+
+
+def _y_ticks(ax: Any, unit: str) -> None:
+    """Y tick labels in the unit, like the tables (10 µs, 4.00 M/s), never an offset "1e6"."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    def label(v: float, _pos: int) -> str:
+        return "0" if not v else fmt_time(v, 2) if unit == "s" else fmt_value(v, unit)
+
+    ax.yaxis.set_major_formatter(FuncFormatter(label))
+    if ax.get_yscale() == "log":
+        ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def _log_x_wanted(n: np.ndarray) -> bool:
@@ -91,8 +109,27 @@ def usl_chart(
     ax.set_xlim(0, top)
     ax.set_ylim(0, 1.15 * max(float(x_arr.max()), float(np.nanmax(fit.predict(grid)))))
     ax.set(xlabel=x_label, ylabel=y_label)
-    default = f"USL: α = {fit.alpha.value:.3g}, β = {fit.beta.value:.3g}, γ = {fit.gamma.value:.3g}"
-    return _save(fig, ax, path, title or default)
+    _y_ticks(ax, fit.unit)
+    if fit.degenerate:
+        _note(ax, "these points do not show USL behaviour:\n" +
+              "\n".join(f"• {reason}" for reason in fit.degenerate))
+    return _save(fig, ax, path, title or usl_title("", fit))
+
+
+def usl_title(name: str, fit: UslFit) -> str:
+    """'NAME: USL α = 0.0277, β = 1.04×10⁻⁴, γ = 90.0 /s'; the degenerate case says so."""
+    head = f"{name}: " if name else ""
+    if fit.degenerate:
+        return f"{head}USL fit, but these points do not show USL behaviour"
+    return (f"{head}USL α = {fmt_number(fit.alpha.value)}, β = {fmt_number(fit.beta.value)}, "
+            f"γ = {fmt_value(fit.gamma.value, fit.unit)}")
+
+
+def _note(ax: Any, text: str) -> None:
+    """A boxed red note in the upper left of the plot area."""
+    ax.text(0.02, 0.97, text, transform=ax.transAxes, va="top", ha="left", fontsize=8,
+            color="tab:red", bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.9,
+                                   "edgecolor": "tab:red"})
 
 
 def _usl_top(fit: UslFit, n: np.ndarray) -> float:
@@ -106,7 +143,8 @@ def _usl_top(fit: UslFit, n: np.ndarray) -> float:
 def _mark_peak(ax: Any, fit: UslFit, top: float) -> None:
     """A dotted vertical line at N* when it falls on the chart."""
     if math.isfinite(fit.peak_load) and fit.peak_load <= top:
-        label = f"peak N* ≈ {fit.peak_load:.3g}, X ≈ {fit.peak_throughput:.4g}"
+        label = (f"peak N* ≈ {fmt_count(fit.peak_load)}, "
+                 f"X ≈ {fmt_value(fit.peak_throughput, fit.unit)}")
         ax.axvline(fit.peak_load, ls=":", color="tab:red", label=label)
 
 
@@ -157,14 +195,28 @@ def complexity_chart(
     fig, ax = _figure()
     low, high = fit.band(grid)
     ax.fill_between(grid, low, high, alpha=0.25, label=f"{fit.level:.0%} CI of the fit")
-    ax.plot(grid, fit.predict(grid), lw=2, label=f"{fit.model} (best)")
+    rank = {"fits": "best", "tied": "tied", "none": "closest; no class fits"}[fit.verdict]
+    ax.plot(grid, fit.predict(grid), lw=2, label=f"{fit.model} ({rank})")
     if fit.runner_up is not None:
         label = f"{fit.runner_up.model} (runner-up, Δ{fit.criterion} = {fit.delta:.1f})"
         ax.plot(grid, fit.runner_up.predict(grid), "--", color="grey", label=label)
     ax.scatter(n_arr, y_arr, color="black", zorder=3, s=18, label="measured")
     _scale_axes(ax, log_x, y_arr)
     ax.set(xlabel=x_label, ylabel=y_label)
-    return _save(fig, ax, path, title or f"cost(n) = a + b·g(n): {fit.model}")
+    _y_ticks(ax, fit.unit)
+    if fit.verdict == "none":
+        _note(ax, f"no class fits these points:\n{fit.why_none}")
+    return _save(fig, ax, path, title or complexity_title("", fit))
+
+
+def complexity_title(name: str, fit: ComplexityFit) -> str:
+    """'NAME: O(n), 366 ns + 20.9 ns × n', 'NAME: O(n) or O(n log n)', 'NAME: no class fits'."""
+    head = f"{name}: " if name else "cost(n) = a + b·g(n): "
+    if fit.verdict == "none":
+        return f"{head}no class fits (closest {fit.model})"
+    if fit.verdict == "tied":
+        return f"{head}{' or '.join(fit.tied)} (the data cannot tell them apart)"
+    return f"{head}{fit.model}, {fit.best.formula(fit.unit)}"
 
 
 def _scale_axes(ax: Any, log_x: bool, y: np.ndarray) -> None:
@@ -205,14 +257,26 @@ def breakeven_chart(
         (result.labels[0], result.fit_a, result.cold_a, points_a, "tab:blue"),
         (result.labels[1], result.fit_b, result.cold_b, points_b, "tab:orange"),
     ):
-        _cost_curve(ax, grid, fit, cold, f"{label}: {fit.model} + cold cost {cold:.3g}", color)
+        _cost_curve(ax, grid, fit, cold, f"{label}: {fit.model} + cold cost {fmt_time(cold)}",
+                    color)
         if pts is not None:
             ax.scatter(pts[0], cold + np.asarray(pts[1], dtype=float), color=color, s=16, zorder=3)
     _mark_crossing(ax, result)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set(xlabel=x_label, ylabel=y_label)
-    return _save(fig, ax, path, title or result.sentence())
+    _y_ticks(ax, result.fit_a.unit)
+    if result.refuted:
+        _note(ax, "no break-even claimed: the fitted curves\ncontradict the measurements")
+    return _save(fig, ax, path, title or breakeven_title("", result))
+
+
+def breakeven_title(name: str, result: BreakEven) -> str:
+    """'NAME' over the break-even sentence, wrapped to fit the chart's width."""
+    import textwrap
+
+    lines = textwrap.wrap(result.sentence(), 95)
+    return "\n".join(([name] if name else []) + lines[:3])
 
 
 def _breakeven_grid(result: BreakEven) -> np.ndarray:
@@ -240,8 +304,8 @@ def _mark_crossing(ax: Any, result: BreakEven) -> None:
     """Vertical line at n* and a shaded span over its CI."""
     if result.n_star is None:
         return
-    rounded = float(f"{result.n_star:.3g}")
-    ax.axvline(result.n_star, color="tab:red", ls=":", label=f"break-even n* ≈ {rounded:,.6g}")
+    ax.axvline(result.n_star, color="tab:red", ls=":",
+               label=f"break-even n* ≈ {fmt_count(result.n_star, 3)}")
     if result.ci_low is not None and result.ci_high is not None and math.isfinite(result.ci_high):
         span = f"{result.level:.0%} CI of n*"
         ax.axvspan(max(result.ci_low, 1e-9), result.ci_high, color="tab:red", alpha=0.1, label=span)

@@ -11,32 +11,14 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from perflab.analyze.models.choice import MISS_SHARE
+from perflab.analyze.models.words import fmt_count, fmt_number, fmt_percent, fmt_time, fmt_value
 from perflab.report.table import Table
-from perflab.units import format_quantity, format_rate, format_time
 
-__all__ = ["breakeven_table", "complexity_table", "usl_points", "usl_table"]
-
-
-def _num(value: float | None) -> str:
-    """Three significant digits; scientific notation for very small or large values."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    if math.isinf(value):
-        return "∞" if value > 0 else "-∞"
-    if value and (abs(value) < 1e-3 or abs(value) >= 1e7):
-        return f"{value:.3g}"
-    return format_quantity(value)
+__all__ = ["breakeven_points", "breakeven_table", "complexity_table", "usl_points", "usl_table"]
 
 
-def _y(value: float, unit: str) -> str:
-    """A y value in its unit: rates as 1.2 k/s, times as 3.4 ms, else a number."""
-    if not math.isfinite(value):
-        return _num(value)
-    return format_rate(value) if unit == "/s" else format_time(value) if unit == "s" \
-        else _num(value)
-
-
-def _ci(est: Any, fmt: Callable[[float], str] = _num) -> str:
+def _ci(est: Any, fmt: Callable[[float], str] = fmt_number) -> str:
     """'low – high' of an Estimate; "–" when there is no interval (no degrees of freedom)."""
     if not (math.isfinite(est.ci_low) and math.isfinite(est.ci_high)):
         return "–"
@@ -47,7 +29,7 @@ def _time_est(est: Any) -> str:
     """A time coefficient with its CI: '3.4 ns (3.2 ns – 3.6 ns)'; '–' for a term held at 0."""
     if est.value == 0 and est.se == 0:
         return "–"
-    return f"{format_time(est.value)} ({_ci(est, format_time)})"
+    return f"{fmt_time(est.value)} ({_ci(est, fmt_time)})"
 
 
 # ---------------------------------------------------------------------------
@@ -61,18 +43,18 @@ def usl_table(s: Any, fit: Any) -> Table:
         s: the fitted series (perflab.analyze.fit_inputs.Series).
         fit: its UslFit.
     """
-    y = lambda v: _y(v, s.y_unit)  # noqa: E731 - a formatter in the series' unit
+    y = lambda v: fmt_value(v, s.y_unit)  # noqa: E731 - a formatter in the series' unit
     level = f"{fit.level:.0%} CI"
     table = Table(f"USL fit: {s.name}", ["quantity", "value", "std error", level, "meaning"],
                   align=["l", "r", "r", "r", "l"])
     table.rows = [
-        ["α (contention)", _num(fit.alpha.value), _num(fit.alpha.se), _ci(fit.alpha),
-         "share of the work that is serialized"],
-        ["β (coherency)", _num(fit.beta.value), _num(fit.beta.se), _ci(fit.beta),
+        ["α (contention)", fmt_number(fit.alpha.value), fmt_number(fit.alpha.se),
+         _ci(fit.alpha), "share of the work that is serialized"],
+        ["β (coherency)", fmt_number(fit.beta.value), fmt_number(fit.beta.se), _ci(fit.beta),
          "cost of keeping each pair of units in step"],
         ["γ (X at N = 1)", y(fit.gamma.value), y(fit.gamma.se), _ci(fit.gamma, y),
          "throughput of a single unit"],
-        ["peak N*", _num(fit.peak_load), "", "", "load where X peaks, √((1−α)/β)"],
+        ["peak N*", fmt_number(fit.peak_load), "", "", "load where X peaks, √((1−α)/β)"],
         ["X(N*)", y(fit.peak_throughput), "", "", "the highest throughput"],
         ["Amdahl limit γ/α", y(fit.amdahl_limit), "", "", "ceiling of X if β were 0"],
         ["R²", f"{fit.r_squared:.4f}", "", "", f"{fit.n_points} points, {s.x_label}"]]
@@ -85,9 +67,10 @@ def usl_points(s: Any, fit: Any) -> Table:
     table = Table(f"points: {s.name}", ["N", "X measured", "X fitted", "residual", "residual %"],
                   align=["r"] * 5)
     for n, x, fitted, r in zip(s.x, s.y, fit.predict(s.x), fit.residuals):
-        load = f"{n:,.0f}" if n == round(n) else _num(float(n))
-        table.rows.append([load, _y(float(x), s.y_unit), _y(float(fitted), s.y_unit),
-                           _num(float(r)), f"{100 * r / x:+.1f}%"])
+        load = f"{n:,.0f}" if n == round(n) else fmt_number(float(n))
+        table.rows.append([load, fmt_value(float(x), s.y_unit),
+                           fmt_value(float(fitted), s.y_unit), fmt_value(float(r), s.y_unit),
+                           f"{100 * r / x:+.1f}%"])
     table.footnotes = [f"note: {n}" for n in s.notes]
     return table
 
@@ -161,8 +144,10 @@ def breakeven_table(a: Any, b: Any, result: Any) -> Table:
     at = result.n_star
     for s, fit, cold, cost in ((a, result.fit_a, result.cold_a, result.cost_a),
                                (b, result.fit_b, result.cold_b, result.cost_b)):
-        total = format_time(float(cost(at))) if at is not None else "–"
-        table.rows.append([s.name, fit.model, f"{format_time(cold)} ± {format_time(s.cold_se)}",
+        total = fmt_time(float(cost(at))) if at is not None else "–"
+        growth = fit.model if fit.verdict == "fits" else \
+            f"{fit.model} ({'tied' if fit.verdict == 'tied' else 'closest; no class fits'})"
+        table.rows.append([s.name, growth, f"{fmt_time(cold)} ± {fmt_time(s.cold_se)}",
                            _time_est(fit.a), _time_est(fit.b), total])
     table.footnotes = [result.sentence()] + [f"warning: {w}" for w in result.warnings]
     table.footnotes.append("cold: first call of a fresh process minus a warm call (median over "
@@ -170,4 +155,28 @@ def breakeven_table(a: Any, b: Any, result: Any) -> Table:
     if a.param is None:
         table.footnotes.append("n counts calls in one fresh process: total = cold + n × time "
                                "per call")
+    return table
+
+
+def breakeven_points(result: Any) -> Table | None:
+    """Measured totals of both sides at each size both measured, and who is ahead; None if none.
+
+    Args:
+        result: a BreakEven whose fits carry their points.
+    """
+    if not result.measured:
+        return None
+    la, lb = result.labels
+    table = Table(f"measured: {la} vs {lb}", ["n", f"{la} total", f"{lb} total",
+                                               "cheaper (measured)", "cheaper (fitted curves)"],
+                  align=["r", "r", "r", "l", "l"])
+    for o in result.measured:
+        flag = " ✗" if o.refutes else ""
+        table.rows.append([fmt_count(o.n, 3), fmt_time(o.cost_a), fmt_time(o.cost_b),
+                           (o.cheaper or "not clear") + flag, o.fitted_cheaper or "equal"])
+    table.footnotes = [
+        "total: measured cost plus the one-off cost; cheaper (measured): the side whose total "
+        f"is lower beyond the {result.level:.0%} CI of the difference (without SEs: by more "
+        f"than {fmt_percent(MISS_SHARE)}); ✗: the measurements contradict the fitted curves "
+        "there, so no break-even is claimed"]
     return table

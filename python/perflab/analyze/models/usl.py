@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -20,7 +20,16 @@ from perflab.analyze.models.core import (
     t_quantile,
     wald,
 )
-from perflab.analyze.models.words import fmt_count, fmt_percent
+from perflab.analyze.models.words import fmt_count, fmt_percent, fmt_value
+
+#: The words that open the warning (and the chart's note) of a degenerate fit.
+NOT_USL = "these points do not show USL behaviour"
+#: α this close to its upper bound 1 counts as at the bound.
+ALPHA_BOUND = 1.0 - 1e-6
+#: R² at or below this: the curve explains too little of X.
+R2_USL = 0.5
+#: A point the curve misses by more than this share of its X (at least the median X).
+MISS_USL = 0.20
 
 
 def littles_law_concurrency(
@@ -95,6 +104,10 @@ class UslFit:
         n_range: (min N, max N) of the data.
         level: Confidence level of every interval.
         warnings: Plain-words reasons the data may not support the model.
+        degenerate: Why the points do not show USL behaviour (α at its
+            bound 1, R² ≤ 0.5, residuals beyond ±20% of X, a CI band wider
+            than the data); empty for a usable fit.
+        unit: Unit of X for readings: "/s" for rates, "" when unknown.
     """
 
     alpha: Estimate
@@ -114,6 +127,13 @@ class UslFit:
     n_range: tuple[float, float]
     level: float
     warnings: tuple[str, ...]
+    degenerate: tuple[str, ...] = ()
+    unit: str = ""
+
+    @property
+    def usable(self) -> bool:
+        """True when the fit converged and the points show USL behaviour."""
+        return self.converged and not self.degenerate
 
     def predict(self, n: float | ArrayLike) -> np.ndarray:
         """Fitted throughput X(N) in the unit of X; shape of ``n``. O(len(n))."""
@@ -137,14 +157,15 @@ class UslFit:
 
     def reading(self) -> str:
         """A plain-words interpretation, e.g. "contention ≈ 2.8% of work is serialized; …"."""
+        if self.degenerate:
+            return f"{NOT_USL} (see the warning), so α, β and N* mean nothing here"
         head = "" if self.converged else "the fit did not converge, so treat this as a guess: "
         text = f"contention ≈ {fmt_percent(self.alpha.value)} of work is serialized; "
         if math.isfinite(self.peak_load):
             tail = f"coherency cost dominates past N ≈ {fmt_count(self.peak_load)}"
         elif math.isfinite(self.amdahl_limit):
-            tail = (
-                f"no coherency cost measured, so X levels off towards γ/α ≈ {self.amdahl_limit:.4g}"
-            )
+            tail = ("no coherency cost measured, so X levels off towards γ/α ≈ "
+                    f"{fmt_value(self.amdahl_limit, self.unit)}")
         else:
             tail = "no coherency cost measured: scaling is linear over the data"
         return head + text + tail
@@ -172,6 +193,7 @@ class UslFit:
             "level": self.level,
             "reading": self.reading(),
             "warnings": list(self.warnings),
+            "degenerate": list(self.degenerate),
         }
 
 
@@ -183,6 +205,7 @@ def fit_usl(
     method: Literal["nls", "quadratic"] = "nls",
     level: float = LEVEL,
     max_nfev: int | None = None,
+    unit: str = "",
 ) -> UslFit:
     """Fit the Universal Scalability Law X(N) = γN / (1 + α(N−1) + βN(N−1)).
 
@@ -209,9 +232,18 @@ def fit_usl(
         method: "nls" or "quadratic", see above.
         level: Confidence level of the intervals.
         max_nfev: Cap on function evaluations for "nls" (None: scipy default).
+        unit: Unit of X for the reading: "/s" (a rate) or "" (a bare number).
+
+    Points that do not show USL behaviour are named, not fitted silently:
+    α at its upper bound 1 (X does not grow with N), R² ≤ 0.5, a point the
+    curve misses by more than 20% of its X (or of the median X, if larger),
+    or a CI band wider than the highest
+    X measured (it spans the chart) put the reasons in ``degenerate`` and a
+    warning "these points do not show USL behaviour: …"; the reading then
+    interprets nothing.
 
     Returns:
-        A UslFit; check ``converged`` and ``warnings``.
+        A UslFit; check ``usable``, ``degenerate`` and ``warnings``.
 
     Raises:
         ValueError: Mismatched lengths, NaN, non-positive N or X, fewer points
@@ -224,11 +256,17 @@ def fit_usl(
             f"gamma must be a finite number > 0, got {gamma!r}; omit it to fit γ from the data."
         )
     if method == "quadratic":
-        return _fit_usl_quadratic(n_arr, x_arr, gamma, level)
-    if method != "nls":
+        fit = _fit_usl_quadratic(n_arr, x_arr, gamma, level)
+    elif method == "nls":
+        require_points(n_arr, 3 if gamma is None else 2, "the USL")
+        fit = _fit_usl_nls(n_arr, x_arr, gamma, level, max_nfev)
+    else:
         raise ValueError(f"unknown USL method {method!r}; use 'nls' or 'quadratic'.")
-    require_points(n_arr, 3 if gamma is None else 2, "the USL")
-    return _fit_usl_nls(n_arr, x_arr, gamma, level, max_nfev)
+    reasons = _degenerate(fit, n_arr, x_arr)
+    warnings = fit.warnings if not reasons else (
+        f"{NOT_USL}: {'; '.join(reasons)}. Read nothing into α, β or N*: measure loads where "
+        "X still changes with N, or check the sweep.", *fit.warnings)
+    return replace(fit, degenerate=reasons, warnings=warnings, unit=unit)
 
 
 def _fit_usl_nls(
@@ -395,13 +433,37 @@ def _usl_range_warnings(fit: UslFit) -> list[str]:
     knee = 1.0 / fit.alpha.value if fit.alpha.value > 0 else math.inf
     if math.isfinite(knee) and top < knee and top < fit.peak_load:
         out.append(
-            f"no points past the knee N ≈ 1/α ≈ {fmt_count(knee)} (max N = {top:g}): the data is nearly linear, "
+            f"no points past the knee N ≈ 1/α ≈ {fmt_count(knee)} (max N = {fmt_count(top, 3)}): the data is nearly linear, "
             "so α and β are poorly determined; measure at higher load."
         )
     if math.isfinite(fit.peak_load) and top < fit.peak_load:
         out.append(
-            f"no points past the peak N* ≈ {fmt_count(fit.peak_load)} (max N = {top:g}): N* and X(N*) are "
+            f"no points past the peak N* ≈ {fmt_count(fit.peak_load)} (max N = {fmt_count(top, 3)}): N* and X(N*) are "
             f"extrapolated; measure beyond N ≈ {fmt_count(fit.peak_load)} to confirm."
         )
     return out
 
+
+
+def _degenerate(fit: UslFit, n: np.ndarray, x: np.ndarray) -> tuple[str, ...]:
+    """Plain-words reasons the points do not show USL behaviour (see fit_usl); () if they do."""
+    out = []
+    if fit.alpha.value >= ALPHA_BOUND:
+        out.append("α is at its bound 1: X does not grow with N")
+    if fit.r_squared <= R2_USL:
+        out.append(f"R² = {fit.r_squared:.2f} ≤ {R2_USL}")
+    # a miss counts against the larger of the point's X and the median X, so
+    # that the small X of the first loads (specsdm91's N = 1: 65 of 1,853)
+    # does not make a good fit "degenerate"
+    share = fit.residuals / np.maximum(x, np.median(x))
+    worst = int(np.argmax(np.abs(share)))
+    if abs(share[worst]) > MISS_USL:
+        sign = "+" if share[worst] > 0 else "−"
+        out.append(f"the curve misses N = {fmt_count(n[worst], 3)} by {sign}"
+                   f"{fmt_percent(abs(share[worst]))} of X (beyond ±{fmt_percent(MISS_USL)})")
+    if fit.dof >= 1:
+        low, high = fit.band(np.linspace(float(n.min()), float(n.max()), 200))
+        if float(np.nanmax(high - low)) >= float(x.max()):
+            out.append(f"the {fit.level:.0%} CI band of the curve is wider than the highest X "
+                       "measured: it spans the chart")
+    return tuple(out)

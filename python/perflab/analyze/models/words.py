@@ -70,9 +70,14 @@ def fmt_percent(fraction: float) -> str:
 
 
 def fmt_count(x: float, sig: int = 2) -> str:
-    """A count rounded to ``sig`` significant figures with thousands separators: 31,000."""
+    """A count rounded to ``sig`` significant figures with thousands separators: 31,000.
+
+    From 10⁷ up a power of ten: 1.0×10¹⁰.
+    """
     if not math.isfinite(x):
         return "∞"
+    if x >= 1e7:
+        return fmt_number(x, sig)
     if x < 10:
         return f"{x:.{sig}g}"
     digits = sig - 1 - math.floor(math.log10(abs(x)))
