@@ -17,7 +17,6 @@ from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
-
 from perflab.analyze.models import COMPLEXITY_MODELS, fit_complexity
 
 #: The true classes of the study.
@@ -79,7 +78,7 @@ def _curve(true: str, k: int, rng: np.random.Generator) -> tuple[np.ndarray, np.
     return n, share * c0 + b * g(n)
 
 
-def _solve(g, target: float, low: float) -> float:  # noqa: ANN001 - a growth term
+def _solve(g, target: float, low: float) -> float:
     """The n ≤ N_CAP where g(n) = target, by bisection in log n (N_CAP if out of reach)."""
     lo, hi = math.log(low), math.log(N_CAP)
     if g(np.array([N_CAP]))[0] < target:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-
 from perflab.analyze.models import breakeven, breakeven_from_points, fit_complexity
 from perflab.analyze.models.breakeven import per_call_fit
 from perflab.analyze.models.measured import measured_summary

@@ -241,11 +241,11 @@ def test_csv_with_missing_columns(tmp_path: Path, perflab_cli) -> None:
 
 
 @pytest.mark.parametrize("args, needs", [
-    ([], "a USL fit needs the columns N,X (optional: name), a complexity or break-even fit "
-         "needs the columns n,cost"),
+    ([], ("a USL fit needs the columns N,X (optional: name), a complexity or break-even fit "
+          "needs the columns n,cost")),
     (["--model", "usl"], "a USL fit needs the columns N,X (optional: name)"),
-    (["--model", "complexity"], "a complexity or break-even fit needs the columns n,cost "
-                                "(optional: name, se, cold)"),
+    (["--model", "complexity"], ("a complexity or break-even fit needs the columns n,cost "
+                                 "(optional: name, se, cold)")),
     (["--between", "a", "b"], "a complexity or break-even fit needs the columns n,cost"),
 ])
 def test_csv_errors_name_the_columns_each_model_needs(tmp_path: Path, perflab_cli,

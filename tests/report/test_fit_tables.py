@@ -6,10 +6,10 @@ import re
 
 import numpy as np
 import pytest
-
 from perflab.analyze.models import breakeven_from_points, fit_complexity, fit_usl
 from perflab.analyze.models.words import fmt_count, fmt_number, fmt_time, fmt_value
 from perflab.report.fit_tables import breakeven_points, complexity_table, usl_table
+
 from tests.analyze.test_models import load
 
 E_NOTATION = re.compile(r"\d[eE][+-]?\d")

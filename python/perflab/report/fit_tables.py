@@ -43,7 +43,7 @@ def usl_table(s: Any, fit: Any) -> Table:
         s: the fitted series (perflab.analyze.fit_inputs.Series).
         fit: its UslFit.
     """
-    y = lambda v: fmt_value(v, s.y_unit)  # noqa: E731 - a formatter in the series' unit
+    y = lambda v: fmt_value(v, s.y_unit)
     level = f"{fit.level:.0%} CI"
     table = Table(f"USL fit: {s.name}", ["quantity", "value", "std error", level, "meaning"],
                   align=["l", "r", "r", "r", "l"])
@@ -174,9 +174,9 @@ def breakeven_points(result: Any) -> Table | None:
         flag = " ✗" if o.refutes else ""
         table.rows.append([fmt_count(o.n, 3), fmt_time(o.cost_a), fmt_time(o.cost_b),
                            (o.cheaper or "not clear") + flag, o.fitted_cheaper or "equal"])
-    table.footnotes = [
+    table.footnotes = [(
         "total: measured cost plus the one-off cost; cheaper (measured): the side whose total "
         f"is lower beyond the {result.level:.0%} CI of the difference (without SEs: by more "
         f"than {fmt_percent(MISS_SHARE)}); ✗: the measurements contradict the fitted curves "
-        "there, so no break-even is claimed"]
+        "there, so no break-even is claimed")]
     return table

@@ -19,7 +19,14 @@ from perflab.analyze.models.classes import (
     ComplexityCandidate,
     fit_class,
 )
-from perflab.analyze.models.core import LEVEL, ArrayLike, Estimate, paired, positive_array, require_points
+from perflab.analyze.models.core import (
+    LEVEL,
+    ArrayLike,
+    Estimate,
+    paired,
+    positive_array,
+    require_points,
+)
 
 
 @dataclass(frozen=True, eq=False)

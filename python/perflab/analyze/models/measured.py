@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 from scipy import special
@@ -147,7 +148,7 @@ def measured_summary(orders: Sequence[MeasuredOrder]) -> str:
     if not clear:
         return "the measurements do not tell the two apart at any size both measured"
     sides = [o.cheaper for o in clear]
-    flips = sum(1 for x, y in zip(sides, sides[1:]) if x != y)
+    flips = sum(1 for x, y in pairwise(sides) if x != y)
     if flips == 0:
         return (f"{sides[0]} is measurably cheaper at every size where the difference is clear "
                 f"(n = {fmt_count(clear[0].n, 3)} to {fmt_count(clear[-1].n, 3)})")

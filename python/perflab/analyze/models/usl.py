@@ -264,8 +264,8 @@ def fit_usl(
         raise ValueError(f"unknown USL method {method!r}; use 'nls' or 'quadratic'.")
     reasons = _degenerate(fit, n_arr, x_arr)
     warnings = fit.warnings if not reasons else (
-        f"{NOT_USL}: {'; '.join(reasons)}. Read nothing into α, β or N*: measure loads where "
-        "X still changes with N, or check the sweep.", *fit.warnings)
+        (f"{NOT_USL}: {'; '.join(reasons)}. Read nothing into α, β or N*: measure loads where "
+         "X still changes with N, or check the sweep."), *fit.warnings)
     return replace(fit, degenerate=reasons, warnings=warnings, unit=unit)
 
 
