@@ -1,4 +1,4 @@
-"""perflab fit and threads mode: published fits, known curves, and contention (issue 7).
+"""perflab fit and threads mode: published fits, known curves, class choice, contention.
 
 Measures, on this machine, in one run:
   * published USL fits through the real entry point (`perflab fit CSV --json`):
@@ -10,6 +10,11 @@ Measures, on this machine, in one run:
   * known curves: `perflab fit` on CSVs generated from cost = a + b·g(n) and
     from two "cold + n·warm" curves with 2% noise (seeded): is the truth inside
     the 95% CIs?
+  * which class the complexity fit chooses (issue 11 §3): the confusion matrix
+    of 200 seeded synthetic sweeps per true class, O(1) to O(n²), 5–8 sizes,
+    2–10% noise, costs spanning 1–6 decades (tests/analyze/cost_trials.py),
+    with and without per-point SEs; and what `perflab fit` says of the
+    issue's repro CSV.
   * threads mode: examples/contention.py (shared stack by lock, spin lock,
     deque, LifoQueue at 1–12 threads) with perflab, beside a hand-rolled
     `threading` loop (what people write today: N threads, a barrier, a shared
@@ -35,6 +40,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import PYTHON, ROOT, machine, timed, write_section  # noqa: E402
+
+sys.path.insert(0, str(ROOT))
+from perflab.analyze.models.words import fmt_number  # noqa: E402
+from tests.analyze.cost_trials import TRUE_CLASSES, study  # noqa: E402
 
 DATA = ROOT / "tests" / "analyze" / "data"
 #: (dataset, coefficient, published value, source)
@@ -100,16 +109,17 @@ def _noisy_cost(model: str, rng: np.random.Generator) -> tuple[np.ndarray, np.nd
 def _coverage(model: str, seeds: int) -> tuple[float, float]:
     """Over ``seeds`` noisy draws: share with the class right, share with b in its 95% CI.
 
-    Uses the library (the same fit perflab fit runs, weights 1/cost² as for a
-    CSV without se) because 200 command-line runs would take minutes.
+    Uses the library (the same fit perflab fit runs on a CSV without se:
+    relative errors) because 200 command-line runs would take minutes. "Right"
+    means the class chosen, not merely ranked first.
     """
     from perflab.analyze.models import fit_complexity
 
     right = inside = 0
     for seed in range(seeds):
         n, cost = _noisy_cost(model, np.random.default_rng(seed))
-        fit = fit_complexity(n, cost, 1 / cost**2)
-        right += fit.model == model
+        fit = fit_complexity(n, cost)
+        right += fit.verdict == "fits" and fit.model == model
         inside += fit.model == model and fit.b.contains(KNOWN[model][1])
     return right / seeds, inside / max(right, 1)
 
@@ -124,8 +134,9 @@ def known_curves_section(folder: Path) -> str:
         path.write_text("n,cost\n" + "".join(f"{x:g},{float(y)!r}\n" for x, y in zip(n, cost)))
         fit = fit_json([str(path), "--model", "complexity"])[1]
         right, inside = _coverage(model, 200)
-        lines.append(f"| {model} | {fit['model']} | {fit['runner_up']} ({fit['delta']:.1f}) | "
-                     f"{b:.3g} | {fit['b']:.3g} ({fit['b_ci_low']:.3g}–{fit['b_ci_high']:.3g}) "
+        lines.append(f"| {model} | {fit['model']} ({fit['verdict']}) | {fit['runner_up']} "
+                     f"({fit['delta']:.1f}) | {fmt_number(b)} | {fmt_number(fit['b'])} "
+                     f"({fmt_number(fit['b_ci_low'])} – {fmt_number(fit['b_ci_high'])}) "
                      f"| {right:.0%} | {inside:.0%} |")
     rng = np.random.default_rng(7)
     # cold + n·warm: A 85 ms one-off + 0.8 µs/object, B 24 ms + 4.4 µs/object → n* ≈ 16,900
@@ -143,6 +154,52 @@ def known_curves_section(folder: Path) -> str:
                  f"— truth inside the CI: "
                  f"{'yes' if be['ci_low'] <= true_n <= be['ci_high'] else 'NO'}.")
     return "\n".join(lines)
+
+
+#: Columns of the confusion matrix: confident picks, ties, and "no class fits".
+CHOICES = ["O(1)", "O(log n)", "O(n)", "O(n log n)", "O(n^2)", "O(n^3)", "tied, truth named",
+           "tied, truth missing", "no class fits"]
+#: The issue's repro (n, cost): O(1) with R² 0.0000 before.
+REPRO = [(10, 5.65179e-07), (100, 2.71269e-06), (1000, 2.04432e-05), (10000, 0.000173292),
+         (100000, 0.00324726)]
+
+
+def confusion_section(folder: Path, trials: int = 200) -> str:
+    """Confusion matrices of the class choice, with and without SEs; the verdict by one rule."""
+    out = []
+    for known, what in ((False, "costs only (a CSV with n,cost: relative errors assumed)"),
+                        (True, "costs with their SEs (as perflab run gives: each SE itself "
+                               "estimated from 20 processes)")):
+        start = time.perf_counter()
+        results = study(trials, known)
+        took = time.perf_counter() - start
+        out += [f"**{what}**, {trials} trials per class ({took:.1f} s):", "",
+                "| true class | " + " | ".join(CHOICES) + " | right or no class fits | "
+                "wrong | verdict |", "|---|" + "---:|" * (len(CHOICES) + 3)]
+        for true in TRUE_CLASSES:
+            c = results[true]
+            ok = (c["right"] + c["none"]) / trials
+            verdict = "met" if ok >= 0.95 else "not met"
+            out.append(f"| {true} | " + " | ".join(str(c[k]) for k in CHOICES) +
+                       f" | {ok:.1%} | {c['wrong']} | {verdict} |")
+        out.append("")
+    path = folder / "repro.csv"
+    path.write_text("n,cost\n" + "".join(f"{n},{c}\n" for n, c in REPRO))
+    fit = fit_json([str(path), "--model", "complexity"])[1]
+    out.append(
+        "Rule: a trial is *right* when the fit chooses the true class, or names it among "
+        "classes it says it cannot tell apart; *wrong* when it chooses another class, or a tie "
+        "without the truth; the target is met for a class when right + \"no class fits\" "
+        "≥ 95% of its trials. Sweeps: 5–8 sizes from 10–1,000 up, lognormal noise of 2–10% "
+        "per point, costs spanning 1–6 decades (O(log n): what n up to 10¹² gives, under 1.5 "
+        "decades), a constant term of 0–50% of the smallest cost; seeds fixed "
+        "(tests/analyze/cost_trials.py).")
+    out.append(
+        f"\nThe issue's repro (`n,cost` 10 → 565 ns … 100,000 → 3.25 ms), before: "
+        f"\"O(1), R² 0.0000\", no warning. Now `perflab fit repro.csv --model complexity`: "
+        f"verdict `{fit['verdict']}`, \"{fit['reading']}\"; O(1) contradicted: "
+        f"\"{fit['contradicted'].get('O(1)', 'no')}\".")
+    return "\n".join(out)
 
 
 def hand_rolled(name: str, threads: int, seconds: float) -> float:
@@ -199,10 +256,11 @@ def contention_section(folder: Path, process_time: str) -> str:
     lines += ["", "| strategy | α (95% CI) | β | N* | reading |", "|---|---|---:|---:|---|"]
     for name in STRATEGIES:
         fit = fit_json([str(out), "--model", "usl", "--series", name])[1]
-        peak = "∞" if fit["peak_load"] is None else f"{fit['peak_load']:.3g}"
-        lines.append(f"| {name} | {fit['alpha']:.3g} ({fit['alpha_ci_low']:.3g}–"
-                     f"{fit['alpha_ci_high']:.3g}) | {fit['beta']:.3g} | {peak} | "
-                     f"{fit['reading']} |")
+        peak = "∞" if fit["peak_load"] is None else fmt_number(fit["peak_load"])
+        reading = fit["warnings"][0] if fit["degenerate"] else fit["reading"]
+        lines.append(f"| {name} | {fmt_number(fit['alpha'])} ({fmt_number(fit['alpha_ci_low'])}"
+                     f"–{fmt_number(fit['alpha_ci_high'])}) | {fmt_number(fit['beta'])} | "
+                     f"{peak} | {reading} |")
     overhead = statistics.median(p["loop_overhead_ns"] for b in data["benchmarks"]
                                  for p in b["processes"] if p.get("loop_overhead_ns"))
     lines.append(f"\nperflab run wall time for the 20 cases: {wall:.0f} s. Timer cost of threads "
@@ -238,8 +296,9 @@ def end_to_end_section(folder: Path) -> str:
         f"\nTarget: `perflab serve --delay 1ms --serialize 0.2ms --threads 2` (a global lock "
         f"held 0.2 ms per request: at most 5,000 responses/s). Sweep: `perflab http URL "
         f"--connections {E2E_CONNECTIONS} --duration 2s --warmup 0.4s --threads 1`. "
-        f"Fit: α = {fit['alpha']:.3g} ({fit['alpha_ci_low']:.3g}–{fit['alpha_ci_high']:.3g}), "
-        f"β = {fit['beta']:.3g}, γ = {fit['gamma']:,.0f}/s, N* = {fit['peak_load']:.3g}, "
+        f"Fit: α = {fmt_number(fit['alpha'])} ({fmt_number(fit['alpha_ci_low'])}–"
+        f"{fmt_number(fit['alpha_ci_high'])}), β = {fmt_number(fit['beta'])}, "
+        f"γ = {fit['gamma']:,.0f}/s, N* = {fmt_number(fit['peak_load'])}, "
         f"X(N*) = {fit['peak_throughput']:,.0f}/s, R² = {fit['r_squared']:.3f}. "
         f"Reading: {fit['reading']}. Chart: docs/{E2E_CHART.name}.")
     plateau = max(fit["points"]["X"])
@@ -258,13 +317,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         text = "\n\n".join([
-            "## perflab fit and threads mode (issue 7)",
+            "## perflab fit and threads mode (issues 7 and 11)",
             f"Machine: {machine()} (`nproc` = {nproc}); shared with other engineers' "
             "builds and tests while this ran, so timings are noisy: read ratios, not "
             "absolute rates.",
             f"Command: `python benchmarks/fit.py {process_time}`",
             "### Published USL fits, through `perflab fit`", published_section(folder),
             "### Known curves: complexity and break-even", known_curves_section(folder),
+            "### Which growth class: confusion matrix of the complexity fit (issue 11)",
+            confusion_section(folder),
             "### Threads mode: examples/contention.py (group stack) against a hand-rolled "
             "threading loop", contention_section(folder, process_time),
             "### End to end: USL of a `perflab http` closed-loop sweep against `perflab serve` "
