@@ -8,12 +8,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import optimize
 
-from perflab.analyze.models.complexity import (
-    COMPLEXITY_MODELS,
-    ComplexityCandidate,
-    ComplexityFit,
-    fit_complexity,
-)
+from perflab.analyze.models.classes import COMPLEXITY_MODELS, ComplexityCandidate
+from perflab.analyze.models.complexity import ComplexityFit, fit_complexity
 from perflab.analyze.models.core import (
     LARGE_DOF,
     LEVEL,

@@ -110,8 +110,9 @@ def choose(cands: list[ComplexityCandidate], n: np.ndarray, y: np.ndarray,
     k = n.size
     const = next((c for c in cands if c.model == "O(1)"), None)
     growth = [c for c in cands if c.model != "O(1)"]
-    contradicted = {c.model: f"its growth term b·g(n) comes out negative ({fmt_value(c.b.value, unit)}"
-                    " per unit): cost would fall as n grows" for c in growth if c.b.value <= 0}
+    contradicted = {c.model: (f"its growth term b·g(n) comes out negative "
+                              f"({fmt_value(c.b.value, unit)} per unit): cost would fall as n "
+                              "grows") for c in growth if c.b.value <= 0}
     p_growth = math.nan
     if const is not None and growth:
         top = min(growth, key=lambda c: c.rss)
@@ -121,7 +122,7 @@ def choose(cands: list[ComplexityCandidate], n: np.ndarray, y: np.ndarray,
             change = "grow" if top.b.value > 0 else "fall"
             contradicted["O(1)"] = trend or (f"the costs {change} with n: {top.model} fits "
                                               f"significantly better than a constant (p = "
-                                              f"{_p_text(p_growth)})")
+                                              f"{p_text(p_growth)})")
     allowed = sorted((c for c in cands if c.model not in contradicted), key=lambda c: c.score)
     if const is not None and "O(1)" not in contradicted:
         allowed = [const] + [c for c in allowed if c is not const]
@@ -242,6 +243,6 @@ def _signed(share: float) -> str:
     return f"{'+' if share > 0 else '−'}{fmt_percent(abs(share))}"
 
 
-def _p_text(p: float) -> str:
+def p_text(p: float) -> str:
     """p-values as people write them: 0.004, < 0.001."""
     return "< 0.001" if p < 0.001 else f"{p:.2g}"

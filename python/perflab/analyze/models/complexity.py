@@ -1,8 +1,9 @@
 """Complexity classes: cost(n) = a + b·g(n) for g in 1, log n, n, n log n, n², n³.
 
-Each class is fitted by weighted linear least squares (this module); which
-class the data support — one, several that cannot be told apart, or none —
-is decided by :mod:`.choice`.
+Each class is fitted by weighted linear least squares (:mod:`.classes`);
+which class the data support — one, several that cannot be told apart, or
+none — is decided by :mod:`.choice`; this module assembles the fit users see
+(:class:`ComplexityFit`: the verdict, its reading and warnings).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from perflab.analyze.models.choice import Choice, Verdict, choose
+from perflab.analyze.models.choice import Choice, Verdict, choose, p_text
 from perflab.analyze.models.classes import (
     COMPLEXITY_MODELS,
     ComplexityCandidate,
@@ -56,6 +57,8 @@ class ComplexityFit:
         contradicted: Class → plain-words reason the data rule it out (e.g.
             O(1) when the costs rise beyond their CIs).
         why_none: Why no class fits ("" unless verdict is "none").
+        p_growth: p-value of the test that the best growth class beats O(1)
+            only by chance (NaN when O(1) or no growth class was considered).
         n: The sizes fitted, shape (k,).
         cost: The costs fitted, shape (k,), unit of cost.
         cost_se: Standard error of each cost, shape (k,), as given; NaN
@@ -79,6 +82,7 @@ class ComplexityFit:
     tied: tuple[str, ...] = ()
     contradicted: dict[str, str] = field(default_factory=dict)
     why_none: str = ""
+    p_growth: float = math.nan
     n: np.ndarray = field(default_factory=lambda: np.zeros(0))
     cost: np.ndarray = field(default_factory=lambda: np.zeros(0))
     cost_se: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -121,6 +125,8 @@ class ComplexityFit:
             return _tied_reading(self)
         if self.model == "O(1)":
             text = f"cost does not grow measurably with n: {self.best.formula(self.unit)} (O(1))"
+            if math.isfinite(self.p_growth):
+                text += f"; no growth class fits significantly better (p = {p_text(self.p_growth)})"
         else:
             text = f"cost grows as {self.model}: {self.best.formula(self.unit)}"
         if self.runner_up is None:
@@ -135,6 +141,7 @@ class ComplexityFit:
             "verdict": self.verdict,
             "tied": list(self.tied),
             "contradicted": dict(self.contradicted),
+            "p_growth": self.p_growth,
             "a": self.a.value,
             "a_se": self.a.se,
             "a_ci_low": self.a.ci_low,
@@ -242,6 +249,7 @@ def fit_complexity(
         tied=choice.tied,
         contradicted=choice.contradicted,
         why_none=choice.why_none,
+        p_growth=choice.p_growth,
         n=n_arr,
         cost=y,
         cost_se=se_arr if se_arr is not None else np.full(y.size, math.nan),
