@@ -1,9 +1,9 @@
 """``perflab fit FILE…``: USL, complexity and break-even models fitted to measured data.
 
 Reads points with :mod:`perflab.analyze.fit_inputs`, fits them with
-:mod:`perflab.analyze.models`, prints tables (report.table.Table, rendered by
-report.console) and optionally writes ``--json`` and ``--chart`` files
-(:mod:`perflab.report.fit_chart`).
+:mod:`perflab.analyze.models`, prints the tables of
+:mod:`perflab.report.fit_tables` (rendered by report.console) and optionally
+writes ``--json`` and ``--chart`` files (:mod:`perflab.report.fit_chart`).
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ class BreakEven:
             fits are refuted.
         cheaper_below: Label of the cheaper side for n < n*.
         crossings: Every crossing of the fitted curves, ascending; n_star is
-            the last (kept when refuted, for the record).
+            the last. Kept when refuted (n_star is then None), for the record.
         labels: (label of A, label of B).
         fit_a: Cost fit of A.
         fit_b: Cost fit of B.
@@ -55,8 +55,8 @@ class BreakEven:
             without a fitting class, …
         measured: The measured order at each size both sides measured.
         refuted: True when at some measured size the measurements clearly
-            put the other side ahead than the fitted curves do: then no
-            break-even is claimed.
+            favour the side the fitted curves put behind: then no break-even
+            is claimed.
     """
 
     n_star: float | None
@@ -161,10 +161,10 @@ def breakeven(
 
     Before anything is claimed, every size both fits measured is checked
     (:func:`~perflab.analyze.models.measured.measured_orders`): if the
-    measured total costs clearly (beyond the CI of their difference) put the
-    other side ahead than the fitted curves do, the fits do not describe the
-    data, no n* is given (``refuted``), and the sentence reports the
-    measured order instead. Cost O(n_boot · 4,001).
+    measured total costs clearly (beyond the CI of their difference; without
+    SEs, by more than 20%) favour the side the fitted curves put behind, the
+    fits do not describe the data, no n* is given (``refuted``), and the
+    sentence reports the measured order instead. Cost O(n_boot · 4,001).
 
     Args:
         fit_a: Cost fit of A (fit_complexity).

@@ -54,7 +54,7 @@ class MeasuredOrder:
 
     @property
     def refutes(self) -> bool:
-        """True when the measurements clearly put the other side ahead than the fits do."""
+        """True when the measurements clearly favour the side the fitted curves put behind."""
         return self.cheaper is not None and self.cheaper != self.fitted_cheaper
 
     def to_dict(self) -> dict[str, object]:
