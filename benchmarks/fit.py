@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import PYTHON, ROOT, machine, timed, write_section  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
-from perflab.analyze.models.words import fmt_number  # noqa: E402
+from perflab.analyze.models.words import fmt_number, fmt_time  # noqa: E402
 from tests.analyze.cost_trials import TRUE_CLASSES, study  # noqa: E402
 
 DATA = ROOT / "tests" / "analyze" / "data"
@@ -125,8 +125,8 @@ def _coverage(model: str, seeds: int) -> tuple[float, float]:
 
 
 def known_curves_section(folder: Path) -> str:
-    lines = ["| true curve | `perflab fit` chose (seed 0) | runner-up (Δ AICc) | b true | "
-             "b fitted (95% CI) | class right, 200 seeds | b in its 95% CI, 200 seeds |",
+    lines = ["| true curve | `perflab fit` chose (seed 0) | runner-up (Δ AICc) | b true (s per "
+             "unit of g) | b fitted (95% CI) | class right, 200 seeds | b in its 95% CI, 200 seeds |",
              "|---|---|---|---:|---:|---:|---:|"]
     for model, (_, b) in KNOWN.items():
         n, cost = _noisy_cost(model, np.random.default_rng(0))
@@ -135,8 +135,8 @@ def known_curves_section(folder: Path) -> str:
         fit = fit_json([str(path), "--model", "complexity"])[1]
         right, inside = _coverage(model, 200)
         lines.append(f"| {model} | {fit['model']} ({fit['verdict']}) | {fit['runner_up']} "
-                     f"({fit['delta']:.1f}) | {fmt_number(b)} | {fmt_number(fit['b'])} "
-                     f"({fmt_number(fit['b_ci_low'])} – {fmt_number(fit['b_ci_high'])}) "
+                     f"({fit['delta']:.1f}) | {fmt_time(b)} | {fmt_time(fit['b'])} "
+                     f"({fmt_time(fit['b_ci_low'])} – {fmt_time(fit['b_ci_high'])}) "
                      f"| {right:.0%} | {inside:.0%} |")
     rng = np.random.default_rng(7)
     # cold + n·warm: A 85 ms one-off + 0.8 µs/object, B 24 ms + 4.4 µs/object → n* ≈ 16,900
