@@ -17,7 +17,7 @@ E_NOTATION = re.compile(r"\d[eE][+-]?\d")
 
 @pytest.mark.parametrize("value, text", [
     (0.0277, "0.0277"), (1.04e-4, "1.04×10⁻⁴"), (9.999e-6, "1.00×10⁻⁵"), (4.512e7, "4.51×10⁷"),
-    (1234.5, "1,234"), (float("inf"), "∞"), (float("nan"), "–"),
+    (1234.5, "1,234"), (0.99999, "1.00"), (float("inf"), "∞"), (float("nan"), "–"),
 ])
 def test_bare_numbers_never_use_e_notation(value: float, text: str) -> None:
     assert fmt_number(value) == text

@@ -36,6 +36,9 @@ def fmt_number(value: float, digits: int = 3) -> str:
         if round(abs(mantissa), digits - 1) >= 10:
             mantissa, exponent = mantissa / 10, exponent + 1
         return f"{mantissa:.{digits - 1}f}×10{str(exponent).translate(_SUPERSCRIPT)}"
+    rounded = float(f"{value:.{digits}g}")
+    if value and math.floor(math.log10(abs(rounded))) != math.floor(math.log10(abs(value))):
+        value = rounded  # 0.99999 rounds up a decade: "1.00", not "1.000"
     return format_quantity(value)
 
 
