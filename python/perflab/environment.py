@@ -267,3 +267,50 @@ def describe(env: dict[str, Any]) -> list[tuple[str, str]]:
         ("load average", " → ".join(_text(x) for x in loads) + " (1, 5, 15 min; start → end)"),
         ("clock checks", _integrity_text(env.get("clock_integrity"))),
     ] + [(key, json.dumps(value)) for key, value in env.items() if key not in _DESCRIBED]
+
+
+#: Fingerprint fields that matter for comparability, with what a difference means.
+_FINGERPRINT: tuple[tuple[str, str, str], ...] = (
+    ("hostname", "machine", "A and B were measured on different machines"),
+    ("cpu_model", "CPU", "times from different CPUs are not comparable"),
+    ("cpu_count", "CPU count", "scheduling and background noise differ"),
+    ("virtualization", "virtualization", "a hypervisor adds steal time and clock noise"),
+    ("clocksource.current", "clocksource", "timer cost and resolution differ"),
+    ("governor", "CPU frequency governor", "use 'performance' on both for stable clocks"),
+    ("kernel", "kernel", "system call costs may differ"),
+    ("python.implementation", "Python implementation", "the interpreter, not the code, "
+     "may explain the difference"),
+    ("python.version", "Python version", "the interpreter, not the code, may explain the "
+     "difference"),
+    ("perflab_version", "perflab version", "the measurement method may differ"),
+)
+
+
+def _dig(env: dict[str, Any], dotted: str) -> Any:
+    value: Any = env
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def environment_differences(env_a: dict[str, Any], env_b: dict[str, Any]) -> list[str]:
+    """Plain-words warnings where the fingerprints of A and B differ, or a machine was busy.
+
+    Fields missing on either side are not compared. A comparison across
+    machines is flagged, never refused.
+
+    Returns:
+        One sentence per difference, e.g. "CPU differs: A 'X', B 'Y': times
+        from different CPUs are not comparable".
+    """
+    out = []
+    for key, what, meaning in _FINGERPRINT:
+        va, vb = _dig(env_a, key), _dig(env_b, key)
+        if va is not None and vb is not None and va != vb:
+            out.append(f"{what} differs: A {va!r}, B {vb!r}: {meaning}")
+    for side, env in (("A", env_a), ("B", env_b)):
+        load, cpus = env.get("load_average_start"), env.get("cpu_count")
+        if load and cpus and load[0] >= cpus:
+            out.append(f"{side}'s machine was busy at the start (load {load[0]:g} on {cpus} "
+                       "CPUs): its numbers may be noisier")
+    return out

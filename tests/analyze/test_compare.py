@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from perflab import environment
 from perflab.analyze import compare as cmp
 from perflab.errors import UsageError
 from perflab.model import Benchmark, CommandRun, Results
@@ -284,12 +285,12 @@ def test_environment_differences_are_plain_words() -> None:
              "python": {"version": "3.13.0", "implementation": "CPython"},
              "clocksource": {"current": "hpet"}, "governor": "powersave",
              "load_average_start": [4.0, 3.0, 2.0]}
-    text = "\n".join(cmp.environment_differences(env_a, env_b))
+    text = "\n".join(environment.environment_differences(env_a, env_b))
     assert "different machines" in text and "CPU differs: A 'Intel X', B 'AMD Y'" in text
     assert "Python version differs" in text and "clocksource differs" in text
     assert "governor" not in text  # unknown in A: not compared
     assert "B's machine was busy" in text and "A's machine" not in text
-    assert cmp.environment_differences(env_a, env_a) == []
+    assert environment.environment_differences(env_a, env_a) == []
 
 
 @settings(max_examples=25, deadline=None)

@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perflab.analyze import compare as cmp
+from perflab.analyze import hdr
 from perflab.model import Benchmark, Histogram, HttpStep
 
 #: Encodings written by other HdrHistogram implementations, with what they hold.
@@ -80,21 +81,21 @@ def http_bench(*steps: HttpStep) -> Benchmark:
 @pytest.mark.parametrize("encoded, values, counts", FOREIGN)
 def test_decodes_what_other_implementations_wrote(encoded: str, values: list[int],
                                                   counts: list[int]) -> None:
-    hist = cmp.decode_histogram(encoded)
+    hist = hdr.decode_histogram(encoded)
     assert hist.values.tolist() == values and hist.counts.tolist() == counts
 
 
 def test_empty_and_corrupt_encodings() -> None:
-    assert cmp.decode_histogram("").total == 0
+    assert hdr.decode_histogram("").total == 0
     for bad in ("!!!", base64.b64encode(b"\x00" * 48).decode(), FOREIGN[0][0][:30]):
-        with pytest.raises(ValueError, match="not an HdrHistogram"):
-            cmp.decode_histogram(bad)
+        with pytest.raises(ValueError, match="not an HdrHistogram|not valid base64"):
+            hdr.decode_histogram(bad)
 
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.integers(1, 50_000_000), min_size=1, max_size=300))
 def test_round_trip_keeps_every_value_within_its_bucket(values: list[int]) -> None:
-    hist = cmp.decode_histogram(encode(values))
+    hist = hdr.decode_histogram(encode(values))
     assert hist.total == len(values)
     ranks = np.arange(1, len(values) + 1)
     exact = np.sort(values)
@@ -110,7 +111,7 @@ def test_quantiles_match_the_native_decoder_when_built() -> None:
     values = np.random.default_rng(1).lognormal(7, 1, 5000).astype(int) + 1
     encoded = encode(values.tolist())
     native = core.hdr_decode(encoded, [0.5, 0.9, 0.99, 0.999])
-    hist = cmp.decode_histogram(encoded)
+    hist = hdr.decode_histogram(encoded)
     for q, v in native["quantiles"].items():
         assert hist.quantile(q) == v
 
@@ -121,8 +122,8 @@ def test_quantiles_match_the_native_decoder_when_built() -> None:
 def test_mann_whitney_from_counts_equals_scipy_on_the_values(a: list[int], b: list[int]) -> None:
     from scipy import stats as sps
 
-    hist_a, hist_b = cmp.decode_histogram(encode(a)), cmp.decode_histogram(encode(b))
-    ours = cmp.mann_whitney_counts(hist_a, hist_b)
+    hist_a, hist_b = hdr.decode_histogram(encode(a)), hdr.decode_histogram(encode(b))
+    ours = hdr.mann_whitney_counts(hist_a, hist_b)
     va, vb = hist_a.at_rank(np.arange(1, len(a) + 1)), hist_b.at_rank(np.arange(1, len(b) + 1))
     if np.ptp(np.concatenate([va, vb])) == 0:
         assert math.isnan(ours)
@@ -133,8 +134,8 @@ def test_mann_whitney_from_counts_equals_scipy_on_the_values(a: list[int], b: li
 
 def test_quantile_replicates_centre_on_the_quantile_and_cover_it() -> None:
     rng = np.random.default_rng(0)
-    hist = cmp.decode_histogram(encode((rng.exponential(1000, 20_000) + 1).astype(int).tolist()))
-    reps = cmp.quantile_replicates(hist, 0.99, 4000, rng)
+    hist = hdr.decode_histogram(encode((rng.exponential(1000, 20_000) + 1).astype(int).tolist()))
+    reps = hdr.quantile_replicates(hist, 0.99, 4000, rng)
     assert np.median(reps) == pytest.approx(hist.quantile(0.99), rel=0.01)
     # p99 of 20,000 exponential values: relative standard error about 2%
     assert 0.005 < np.std(reps) / np.median(reps) < 0.05

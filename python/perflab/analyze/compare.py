@@ -6,7 +6,7 @@ CI, a p-value and a verdict; across the suite it adds the Benjamini–Hochberg
 correction, the geometric mean of the ratios with its CI, verdict counts,
 and plain-words warnings when the two environments differ.
 
-Methods (DESIGN.md, "Comparison"):
+Methods:
     * python benchmarks: ratio of pooled medians with a hierarchical bootstrap
       (processes, then samples within them; Davison & Hinkley 1997 §3.8);
       commands: each run is a process with one value (its wall time);
@@ -29,10 +29,7 @@ Methods (DESIGN.md, "Comparison"):
 
 from __future__ import annotations
 
-import base64
-import binascii
 import math
-import struct
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -41,8 +38,10 @@ from typing import Any
 import numpy as np
 
 from perflab.analyze import stats
+from perflab.analyze.hdr import HdrCounts, decode_histogram, mann_whitney_counts, quantile_replicates
 from perflab.analyze.stats import Estimate
 from perflab.analyze.summary import timing_groups
+from perflab.environment import environment_differences
 from perflab.errors import UsageError
 from perflab.model import Benchmark, HttpStep, Results
 
@@ -158,7 +157,7 @@ def verdict(low: float, high: float, threshold: float, higher_is_better: bool = 
     """The verdict of a CI [low, high] of B/A against the noise threshold t.
 
     Outside [1−t, 1+t] entirely: slower (or faster when higher is better) above,
-    faster below; inside entirely: same; otherwise inconclusive (DESIGN.md).
+    faster below; inside entirely: same; otherwise inconclusive.
 
     Args:
         low / high: CI bounds of the ratio B/A (dimensionless).
@@ -386,167 +385,6 @@ def within_run_drift(groups: list[np.ndarray]) -> tuple[float, float]:
     return change, mann_whitney_p([np.median(g) for g in early], [np.median(g) for g in late])
 
 
-# --------------------------------------------------------------------------- HdrHistogram
-
-
-_V2_COOKIE = 0x1C849303
-_V2_COMPRESSED_COOKIE = 0x1C849304
-_HEADER = struct.Struct(">iiiiqqd")
-
-
-@dataclass
-class HdrCounts:
-    """A decoded HdrHistogram: its non-empty buckets only.
-
-    Attributes:
-        values: highest equivalent value of each non-empty bucket, ascending,
-            in the histogram's unit (µs in perflab files); shape (K,).
-        counts: how many values fell in each bucket; shape (K,), int64.
-    """
-
-    values: np.ndarray
-    counts: np.ndarray
-
-    @property
-    def total(self) -> int:
-        """Number of recorded values."""
-        return int(self.counts.sum())
-
-    def at_rank(self, ranks: np.ndarray) -> np.ndarray:
-        """Values of the given 1-based ranks (clipped to [1, total]); shape of ``ranks``."""
-        cumulative = np.cumsum(self.counts)
-        ranks = np.clip(ranks, 1, cumulative[-1])
-        return self.values[np.searchsorted(cumulative, ranks, side="left")]
-
-    def quantile(self, q: float) -> float:
-        """HdrHistogram's value at quantile q in [0, 1]: the highest equivalent value of
-        the bucket holding rank max(1, ceil(q·N)), as the Rust and Java libraries report."""
-        return float(self.at_rank(np.array([max(1, math.ceil(q * self.total))]))[0])
-
-
-def _varints(data: bytes) -> list[int]:
-    """LEB128-64b9B varints (HdrHistogram's: the 9th byte carries 8 bits), ZigZag-decoded."""
-    out, value, shift, nbytes = [], 0, 0, 0
-    for byte in data:
-        nbytes += 1
-        if nbytes == 9:
-            value |= byte << 56
-        else:
-            value |= (byte & 0x7F) << shift
-            shift += 7
-        if nbytes == 9 or not byte & 0x80:
-            out.append((value >> 1) ^ -(value & 1))
-            value, shift, nbytes = 0, 0, 0
-    if nbytes:
-        raise ValueError("truncated varint in the counts payload")
-    return out
-
-
-def _bucket_values(indexes: np.ndarray, digits: int, lowest: int) -> np.ndarray:
-    """Highest equivalent value of each counts-array index (HdrHistogram's geometry)."""
-    half_magnitude = max((2 * 10**digits - 1).bit_length(), 1) - 1
-    unit = max(lowest, 1).bit_length() - 1
-    half = 1 << half_magnitude
-    bucket = (indexes >> half_magnitude) - 1
-    sub = (indexes & (half - 1)) + half
-    first = bucket < 0
-    sub = np.where(first, sub - half, sub)
-    bucket = np.where(first, 0, bucket)
-    return (sub << (bucket + unit)) + (np.int64(1) << (bucket + unit)) - 1
-
-
-def decode_histogram(encoded: str) -> HdrCounts:
-    """Decode a base64 HdrHistogram in the V2 (optionally deflate-compressed) encoding.
-
-    The format is HdrHistogram's documented wire encoding (Java
-    ``encodeIntoCompressedByteBuffer``): cookie, length, zlib payload of a
-    40-byte header (cookie, payload length, normalizing offset, significant
-    digits, lowest, highest, int-to-double ratio) and ZigZag varint counts
-    where a negative number is a run of empty buckets. O(buckets).
-
-    Args:
-        encoded: base64 text as written in :class:`perflab.model.Histogram`.
-
-    Returns:
-        The non-empty buckets (empty arrays for an empty histogram or "").
-
-    Raises:
-        ValueError: not base64, a foreign cookie, or a corrupt payload.
-    """
-    if not encoded:
-        return HdrCounts(np.zeros(0, np.int64), np.zeros(0, np.int64))
-    try:
-        raw = base64.b64decode(encoded, validate=True)
-        cookie, length = struct.unpack_from(">iI", raw)
-        if cookie & ~0xF0 == _V2_COMPRESSED_COOKIE:
-            raw = zlib.decompress(raw[8:8 + length])
-        cookie, size, offset, digits, lowest, _, ratio = _HEADER.unpack_from(raw)
-    except (binascii.Error, struct.error, zlib.error) as exc:
-        raise ValueError(f"not an HdrHistogram V2 encoding ({exc})") from None
-    if cookie & ~0xF0 != _V2_COOKIE or offset != 0 or not 0 <= digits <= 5 or lowest < 1:
-        raise ValueError("not an HdrHistogram V2 encoding (bad cookie or header)")
-    return _counts(_varints(raw[_HEADER.size:_HEADER.size + size]), digits, lowest)
-
-
-def _counts(numbers: list[int], digits: int, lowest: int) -> HdrCounts:
-    indexes, counts, index = [], [], 0
-    for number in numbers:
-        if number < 0:
-            index -= number
-        else:
-            if number:
-                indexes.append(index)
-                counts.append(number)
-            index += 1
-    values = _bucket_values(np.asarray(indexes, np.int64), digits, lowest)
-    return HdrCounts(values.astype(np.int64), np.asarray(counts, np.int64))
-
-
-def quantile_replicates(hist: HdrCounts, q: float, resamples: int,
-                        rng: np.random.Generator) -> np.ndarray:
-    """Bootstrap replicates of the q-quantile of a histogram, without drawing N values.
-
-    The m-th smallest of N draws from the histogram is F̂⁻¹(U) with
-    U ~ Beta(m, N−m+1), m = max(1, ceil(qN)) (the order-statistic form of
-    the bootstrap of a quantile). O(resamples · log K).
-
-    Returns:
-        Replicate quantiles, shape (resamples,), in the histogram's unit.
-    """
-    n = hist.total
-    m = max(1, math.ceil(q * n))
-    u = rng.beta(m, n - m + 1, size=resamples)
-    return hist.at_rank(np.ceil(u * n).astype(np.int64)).astype(float)
-
-
-def mann_whitney_counts(a: HdrCounts, b: HdrCounts) -> float:
-    """Two-sided Mann–Whitney U p-value of B against A from bucket counts.
-
-    Values in one bucket are ties; U counts pairs with a tie as ½, the normal
-    approximation uses the tie-corrected variance and a continuity
-    correction (as scipy's asymptotic method). O(K log K).
-
-    Returns:
-        The p-value, NaN when a side is empty or everything is tied.
-    """
-    from scipy import stats as sps
-
-    n_a, n_b = a.total, b.total
-    grid = np.union1d(a.values, b.values)
-    count_a = np.zeros(grid.size)
-    count_b = np.zeros(grid.size)
-    count_a[np.searchsorted(grid, a.values)] = a.counts
-    count_b[np.searchsorted(grid, b.values)] = b.counts
-    u = float(np.sum(count_b * (np.cumsum(count_a) - count_a + 0.5 * count_a)))
-    n = n_a + n_b
-    ties = count_a + count_b
-    variance = n_a * n_b / 12 * ((n + 1) - np.sum(ties**3 - ties) / (n * (n - 1))) if n > 1 else 0
-    if n_a == 0 or n_b == 0 or variance <= 0:
-        return math.nan
-    z = (abs(u - n_a * n_b / 2) - 0.5) / math.sqrt(variance)
-    return float(min(1.0, 2 * sps.norm.sf(max(z, 0.0))))
-
-
 # --------------------------------------------------------------------------- HTTP
 
 
@@ -659,55 +497,6 @@ def _steps_by_label(bench: Benchmark) -> dict[str, HttpStep]:
         label = step_label(step)
         n = sum(1 for k in out if k == label or k.startswith(label + " #"))
         out[label if n == 0 else f"{label} #{n + 1}"] = step
-    return out
-
-
-# --------------------------------------------------------------------------- environment
-
-#: Fingerprint fields that matter for comparability, with what a difference means.
-_FINGERPRINT: tuple[tuple[str, str, str], ...] = (
-    ("hostname", "machine", "A and B were measured on different machines"),
-    ("cpu_model", "CPU", "times from different CPUs are not comparable"),
-    ("cpu_count", "CPU count", "scheduling and background noise differ"),
-    ("virtualization", "virtualization", "a hypervisor adds steal time and clock noise"),
-    ("clocksource.current", "clocksource", "timer cost and resolution differ"),
-    ("governor", "CPU frequency governor", "use 'performance' on both for stable clocks"),
-    ("kernel", "kernel", "system call costs may differ"),
-    ("python.implementation", "Python implementation", "the interpreter, not the code, "
-     "may explain the difference"),
-    ("python.version", "Python version", "the interpreter, not the code, may explain the "
-     "difference"),
-    ("perflab_version", "perflab version", "the measurement method may differ"),
-)
-
-
-def _dig(env: dict[str, Any], dotted: str) -> Any:
-    value: Any = env
-    for part in dotted.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
-    return value
-
-
-def environment_differences(env_a: dict[str, Any], env_b: dict[str, Any]) -> list[str]:
-    """Plain-words warnings where the fingerprints of A and B differ, or a machine was busy.
-
-    Fields missing on either side are not compared. A comparison across
-    machines is flagged, never refused.
-
-    Returns:
-        One sentence per difference, e.g. "CPU differs: A 'X', B 'Y': times
-        from different CPUs are not comparable".
-    """
-    out = []
-    for key, what, meaning in _FINGERPRINT:
-        va, vb = _dig(env_a, key), _dig(env_b, key)
-        if va is not None and vb is not None and va != vb:
-            out.append(f"{what} differs: A {va!r}, B {vb!r}: {meaning}")
-    for side, env in (("A", env_a), ("B", env_b)):
-        load, cpus = env.get("load_average_start"), env.get("cpu_count")
-        if load and cpus and load[0] >= cpus:
-            out.append(f"{side}'s machine was busy at the start (load {load[0]:g} on {cpus} "
-                       "CPUs): its numbers may be noisier")
     return out
 
 

@@ -295,7 +295,7 @@ mod http_bindings {
 
     use perflab_engine::engine::recorder::{new_histogram, Histogram};
     use perflab_engine::engine::{
-        self, decode, encode, summarize, Arrival, Config, ErrorKind, LoadModel, OkStatus, Progress,
+        self, encode, summarize, Arrival, Config, ErrorKind, LoadModel, OkStatus, Progress,
         RequestSpec, RunResult, Snapshot, StepResult, StepSpec, Target,
     };
     use perflab_engine::server::{self, Delay, Fault, ServerConfig, ServerHandle, Stall};
@@ -745,11 +745,14 @@ mod http_bindings {
     ///
     /// Returns:
     ///     dict {count, min_us, p50_us, p90_us, p99_us, p999_us, max_us,
-    ///     mean_us, quantiles: {q: value}} (values in the histogram's
-    ///     unit, microseconds for perflab's).
+    ///     mean_us, quantiles: {q: value}, values: [v], counts: [n]}
+    ///     (values in the histogram's unit, microseconds for perflab's;
+    ///     `values` is the highest equivalent value of each non-empty
+    ///     bucket, ascending, and `counts` its count).
     ///
     /// Raises:
-    ///     ValueError: not base64, not an HdrHistogram, or a quantile
+    ///     ValueError: not base64, not an HdrHistogram, beyond the bounds
+    ///         of `crate::hdr_input` (sizes, range, digits), or a quantile
     ///         outside [0, 1].
     #[pyfunction]
     #[pyo3(signature = (encoded_b64, quantiles=None))]
@@ -758,8 +761,14 @@ mod http_bindings {
         encoded_b64: &str,
         quantiles: Option<Vec<f64>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let h = decode(encoded_b64).map_err(bad)?;
+        let h = crate::hdr_input::decode(encoded_b64).map_err(bad)?;
         let d = histogram_dict(py, &h)?;
+        let (values, counts): (Vec<u64>, Vec<u64>) = h
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+            .unzip();
+        d.set_item("values", values)?;
+        d.set_item("counts", counts)?;
         let qs = PyDict::new(py);
         for q in quantiles.unwrap_or_default() {
             if !(0.0..=1.0).contains(&q) {
@@ -787,7 +796,7 @@ mod http_bindings {
     pub fn hdr_merge(encoded: Vec<String>) -> PyResult<String> {
         let mut total = new_histogram();
         for e in &encoded {
-            let h = decode(e).map_err(bad)?;
+            let h = crate::hdr_input::decode(e).map_err(bad)?;
             total
                 .add(&h)
                 .map_err(|e| bad(format!("cannot merge histograms: {e:?}")))?;
@@ -1014,4 +1023,131 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     http_bindings::register(m)?; // http engine and serve
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
+}
+
+/// Bounded decoding of untrusted base64 HdrHistograms (results files are
+/// input from anyone): every size is checked before it is allocated.
+mod hdr_input {
+    use std::io::Read;
+
+    use base64::Engine;
+    use perflab_engine::engine::recorder::Histogram;
+
+    /// Longest base64 text accepted (perflab's histograms are a few KiB).
+    pub const MAX_ENCODED: usize = 4 << 20;
+    /// Largest V2 payload accepted after inflating, bytes.
+    pub const MAX_PAYLOAD: usize = 16 << 20;
+    /// Largest counts array a histogram may need (its memory is 8 bytes each).
+    pub const MAX_COUNTS: u64 = 1 << 21;
+    /// Highest trackable value accepted: 2^53 (µs: 285 years), exact in f64.
+    pub const MAX_HIGHEST: u64 = 1 << 53;
+    /// Cookies without their word-size bits (0xF0), which V2 ignores: other
+    /// implementations write 0x…03/0x…04 | size << 4, this crate reads 0x…13 only.
+    const V2: u32 = 0x1c84_9303;
+    const V2_DEFLATE: u32 = 0x1c84_9304;
+    const WORD_SIZE_BITS: u32 = 0xf0;
+    const HEADER: usize = 40;
+
+    fn be32(b: &[u8], at: usize) -> u32 {
+        u32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+    }
+
+    fn be64(b: &[u8], at: usize) -> u64 {
+        u64::from_be_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+    }
+
+    /// Length of the counts array HdrHistogram allocates for these bounds
+    /// (its `new_with_bounds` geometry), or None when it overflows.
+    pub fn counts_len(low: u64, high: u64, digits: u32) -> Option<u64> {
+        let largest = 2 * 10u64.pow(digits);
+        let magnitude = 64 - (largest - 1).leading_zeros();
+        let half = 1u64 << (magnitude - 1);
+        let unit = 63 - low.leading_zeros();
+        let mut untrackable = (1u128 << magnitude) << unit;
+        let mut buckets = 1u64;
+        while untrackable <= u128::from(high) {
+            untrackable <<= 1;
+            buckets += 1;
+        }
+        (buckets + 1).checked_mul(half)
+    }
+
+    /// Decode base64 V2 or V2-deflate bytes into a histogram, within bounds.
+    ///
+    /// # Errors
+    /// A message naming the bound or the defect: not base64, a foreign
+    /// cookie, a payload or counts array too large, a range beyond 2^53,
+    /// more than 5 significant digits, or a corrupt counts payload.
+    pub fn decode(b64: &str) -> Result<Histogram<u64>, String> {
+        let text = b64.trim();
+        if text.len() > MAX_ENCODED {
+            return Err(format!(
+                "histogram is {} bytes of base64, more than the {MAX_ENCODED} accepted",
+                text.len()
+            ));
+        }
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(|e| format!("histogram is not valid base64: {e}"))?;
+        if raw.len() < 8 {
+            return Err("not an HdrHistogram V2 encoding (too short)".into());
+        }
+        let mut plain = match be32(&raw, 0) & !WORD_SIZE_BITS {
+            V2 => raw,
+            V2_DEFLATE => {
+                let length = be32(&raw, 4) as usize;
+                let body = raw.get(8..8 + length).ok_or("compressed length beyond the data")?;
+                let mut out = Vec::new();
+                flate2::read::ZlibDecoder::new(body)
+                    .take(MAX_PAYLOAD as u64 + 1)
+                    .read_to_end(&mut out)
+                    .map_err(|e| format!("not an HdrHistogram V2 encoding (deflate: {e})"))?;
+                if out.len() > MAX_PAYLOAD {
+                    return Err(format!("histogram inflates beyond {MAX_PAYLOAD} bytes"));
+                }
+                out
+            }
+            other => return Err(format!("not an HdrHistogram V2 encoding (cookie {other:#x})")),
+        };
+        check_plain(&plain)?;
+        plain[0..4].copy_from_slice(&(V2 | 0x10).to_be_bytes());
+        hdrhistogram::serialization::Deserializer::new()
+            .deserialize(&mut std::io::Cursor::new(&plain))
+            .map_err(|e| format!("not an HdrHistogram V2 encoding: {e}"))
+    }
+
+    /// Check the header and the counts payload of an uncompressed V2 encoding.
+    fn check_plain(plain: &[u8]) -> Result<(), String> {
+        if plain.len() < HEADER || be32(plain, 0) & !WORD_SIZE_BITS != V2 {
+            return Err("not an HdrHistogram V2 encoding (bad inner cookie or header)".into());
+        }
+        let payload = be32(plain, 4) as usize;
+        let digits = be32(plain, 12);
+        let (low, high) = (be64(plain, 16), be64(plain, 24));
+        if payload > plain.len() - HEADER {
+            return Err("histogram payload is longer than its data (truncated?)".into());
+        }
+        if digits > 5 || low < 1 || high < low.saturating_mul(2) {
+            return Err(format!(
+                "histogram bounds are invalid (lowest {low}, highest {high}, {digits} digits)"
+            ));
+        }
+        if high > MAX_HIGHEST {
+            return Err(format!("histogram range up to {high} is beyond the 2^53 accepted"));
+        }
+        if counts_len(low, high, digits).is_none_or(|n| n > MAX_COUNTS) {
+            return Err(format!(
+                "histogram needs more than {MAX_COUNTS} buckets (range {low}..{high}, {digits} digits)"
+            ));
+        }
+        // ZigZag u64::MAX decodes to i64::MIN, which the decoder cannot negate.
+        let mut run = 0;
+        for &byte in &plain[HEADER..HEADER + payload] {
+            run = if byte == 0xff { run + 1 } else { 0 };
+            if run >= 9 {
+                return Err("histogram counts payload holds an impossible run length".into());
+            }
+        }
+        Ok(())
+    }
 }

@@ -1,0 +1,338 @@
+"""Every file perflab reads or writes goes through here: capped reads, checked writes.
+
+Reads: a file is stat'ed before it is opened, anything but a regular file (a
+folder, a FIFO, ``/dev/zero``) is refused, and at most ``limit`` bytes are read,
+so no input can hang perflab or grow its memory without bound.
+
+Writes: a destination is checked *before* anything is measured
+(:meth:`Destination.check`); the data is written to a temporary file beside
+it, flushed with fsync and renamed over the destination, so a crash or a full
+disk never leaves a partial or empty file under the user's name. perflab only
+replaces a file it wrote itself (a perflab JSON document or a PNG chart) or an
+empty one. ``/dev/stdout``-style targets (``-``, ``/dev/stdout``,
+``/dev/stderr``, ``/dev/null``, ``/dev/fd/N``, a FIFO) are written in place,
+never renamed over. When a write still fails after measuring, the data goes
+to a rescue file in the system temp folder and :class:`SaveError` (exit code
+:data:`EXIT_SAVE_FAILED`) names it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import stat
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from perflab.errors import PerflabError, UsageError
+
+#: Exit code when the measurement finished but its file could not be written where asked
+#: (the data is in the rescue file named by the error).
+EXIT_SAVE_FAILED = 3
+#: Largest results (JSON) file perflab reads, bytes.
+MAX_RESULTS_BYTES = 512 * 2**20
+#: Largest other input (CSV, --requests, --body-file, bench file), bytes.
+MAX_INPUT_BYTES = 64 * 2**20
+#: Targets written in place (never renamed over): stdout-style paths and pipes.
+_IN_PLACE_PREFIXES = ("/dev/fd/", "/proc/self/fd/")
+_IN_PLACE = ("/dev/stdout", "/dev/stderr", "/dev/null")
+#: How each kind of output file perflab writes starts (what makes an existing file "ours").
+_SIGNATURES = {"json": (b"{",), "png": (b"\x89PNG\r\n\x1a\n",)}
+
+
+class SaveError(PerflabError):
+    """The results were measured but could not be written where asked (exit code 3).
+
+    Attributes:
+        rescue: where the data was written instead, or None if that failed too.
+    """
+
+    exit_code = EXIT_SAVE_FAILED
+
+    def __init__(self, message: str, rescue: Path | None) -> None:
+        super().__init__(message)
+        self.rescue = rescue
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_bytes(path: str | os.PathLike[str], what: str, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes.
+
+    Args:
+        path: the file.
+        what: how to name it in messages, e.g. "--requests FILE" or the path.
+        limit: the largest accepted size, bytes.
+
+    Returns:
+        The file's contents.
+
+    Raises:
+        UsageError: missing, a folder, not a regular file (FIFO, device), larger than
+            ``limit``, or unreadable; the message says what to do.
+    """
+    path = Path(path)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise UsageError(f"{what}: no such file; check the path") from None
+    except OSError as exc:
+        raise UsageError(f"{what}: can't read it ({exc.strerror})") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise UsageError(f"{what}: is a folder, not a file; give the path of a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise UsageError(f"{what}: is not a regular file (a device, pipe or socket); "
+                         "save the data to a file and pass that")
+    if info.st_size > limit:
+        raise UsageError(f"{what}: is {info.st_size / 2**20:,.0f} MiB, more than the "
+                         f"{limit / 2**20:,.0f} MiB perflab reads; pass a smaller file")
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError as exc:
+        raise UsageError(f"{what}: can't read it ({exc.strerror})") from None
+    if len(data) > limit:  # grew between stat and read
+        raise UsageError(f"{what}: is larger than the {limit / 2**20:,.0f} MiB perflab reads")
+    return data
+
+
+def read_text(path: str | os.PathLike[str], what: str, limit: int = MAX_INPUT_BYTES) -> str:
+    """Like :func:`read_bytes`, decoded as UTF-8 (a BOM is dropped).
+
+    Raises:
+        UsageError: as :func:`read_bytes`, or not UTF-8 text (binary file).
+    """
+    data = read_bytes(path, what, limit)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{what}: is not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x}:"
+                         " a binary file?); pass a text file") from None
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def default_results_path(kind: str) -> Path:
+    """Where a results file goes without ``--json``: ``.perflab/{kind}-{stamp}.json``."""
+    return Path(".perflab") / f"{kind}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
+
+
+@dataclass(frozen=True)
+class Destination:
+    """A checked place to write one output file.
+
+    Attributes:
+        path: the file, or None for stdout (``-``).
+        option: the option that named it, for messages (e.g. "--json").
+        in_place: True for stdout-style targets and pipes: written directly, not renamed.
+    """
+
+    path: Path | None
+    option: str
+    in_place: bool = False
+
+    @property
+    def stdout(self) -> bool:
+        """True when the output goes to stdout (``-``)."""
+        return self.path is None
+
+    def __str__(self) -> str:
+        return "stdout" if self.path is None else str(self.path)
+
+    @classmethod
+    def check(cls, text: str | os.PathLike[str], option: str, kind: str = "json") -> Destination:
+        """Check a destination before anything is measured.
+
+        ``-`` means stdout. An existing path must be a regular file that perflab
+        wrote (or an empty one), or a stdout-style target; a new path needs a
+        folder that exists (or can be made) and is writable.
+
+        Args:
+            text: the user's path.
+            option: the option, for messages.
+            kind: "json" or "png": what an existing file must look like to be replaced.
+
+        Raises:
+            UsageError: a folder, a device or other non-regular file, a file that isn't
+                perflab's, or a folder that can't be written.
+        """
+        if str(text) == "-":
+            return cls(None, option)
+        path = Path(text)
+        shown = f"{option} {path}"
+        if str(path) in _IN_PLACE or str(path).startswith(_IN_PLACE_PREFIXES):
+            return cls(path, option, in_place=True)
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            if path.is_symlink():
+                raise UsageError(f"{shown}: is a link to nothing; give a plain file path") from None
+            _check_folder(path.parent, shown)
+            return cls(path, option)
+        except OSError as exc:
+            raise UsageError(f"{shown}: can't use it ({exc.strerror}); choose another "
+                             "path") from None
+        if stat.S_ISDIR(info.st_mode):
+            raise UsageError(f"{shown}: is a folder; give a file path inside it, e.g. "
+                             f"{path / ('results.' + kind)}")
+        if stat.S_ISFIFO(info.st_mode):
+            return cls(path, option, in_place=True)
+        if not stat.S_ISREG(info.st_mode):
+            raise UsageError(f"{shown}: exists and is not a regular file (a device or "
+                             "socket); perflab won't write into it: choose a file path")
+        if not _ours(path, kind):
+            raise UsageError(f"{shown}: exists and was not written by perflab; perflab only "
+                             "replaces its own files: remove it or choose another path")
+        if path.is_symlink():  # write the link's target, keep the link
+            path = Path(os.path.realpath(path))
+        _check_folder(path.parent, shown)
+        return cls(path, option)
+
+    def write(self, data: bytes) -> None:
+        """Write ``data`` whole: atomically (temp file, fsync, rename) or in place.
+
+        Raises:
+            OSError: the write failed; nothing partial is left under the name.
+        """
+        if self.path is None:
+            sys.stdout.flush()
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        elif self.in_place:
+            with open(self.path, "wb") as out:
+                out.write(data)
+        else:
+            atomic_write(self.path, data)
+
+
+def _check_folder(folder: Path, shown: str) -> None:
+    """The nearest existing ancestor of ``folder`` is a writable folder. Raises UsageError."""
+    probe = folder if str(folder) else Path(".")
+    while not probe.exists():
+        if probe.is_symlink() or probe.parent == probe:
+            raise UsageError(f"{shown}: its folder {folder} can't be made; choose another path")
+        probe = probe.parent
+    if not probe.is_dir():
+        raise UsageError(f"{shown}: {probe} is a file, so the folder {folder} can't be made; "
+                         "choose another path")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise UsageError(f"{shown}: the folder {probe} is not writable; choose another path")
+
+
+def _ours(path: Path, kind: str) -> bool:
+    """True for an empty file or one that starts like a perflab output of ``kind``."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    if not head:
+        return True
+    if kind == "json":
+        return head.lstrip().startswith(b"{") and b'"perflab"' in head
+    return head.startswith(_SIGNATURES.get(kind, (b"",)))
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temp file in the same folder, fsync and rename.
+
+    Parent folders are created. On any error the temp file is removed and the
+    error re-raised: ``path`` keeps its old content (or stays absent).
+
+    Raises:
+        OSError: from mkdir, write (ENOSPC, EFBIG, EROFS…), fsync or rename.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError:
+        pass  # some filesystems can't fsync a folder; the rename is done
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def rescue(data: bytes, destination: Destination, kind: str) -> Path | None:
+    """Write ``data`` to a new file in the system temp folder; its path, or None."""
+    suffix = destination.path.suffix if destination.path is not None else ".json"
+    try:
+        fd, name = tempfile.mkstemp(prefix=f"perflab-rescue-{kind}-", suffix=suffix or ".json")
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        return Path(name)
+    except OSError:
+        return None
+
+
+def save(destination: Destination, data: bytes | Callable[[], bytes], kind: str) -> None:
+    """Write an output file; on failure, rescue the data and raise :class:`SaveError`.
+
+    Args:
+        destination: a checked destination.
+        data: the bytes, or a function making them (called once).
+        kind: what is written ("run results", "chart", …), for the rescue file's name.
+
+    Raises:
+        SaveError: the write failed (exit code 3); the message names the rescue file.
+    """
+    payload = data() if callable(data) else data
+    try:
+        destination.write(payload)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        saved = rescue(payload, destination, kind.split()[0])
+        where = (f"they were saved to {saved} instead" if saved is not None
+                 else "and the rescue copy in the temp folder failed too")
+        raise SaveError(f"{destination.option} {destination}: can't write the {kind} "
+                        f"({reason}); {where}", saved) from None
+
+
+class Deferred:
+    """Collects a :class:`SaveError` so the table is printed before the error is raised.
+
+    Use: ``with Deferred() as later: later.run(save, …)``; print; ``later.raise_()``.
+    """
+
+    def __init__(self) -> None:
+        self.error: SaveError | None = None
+
+    def run(self, func: Callable[..., object], *args: object, **kwargs: object) -> object:
+        """Call ``func``; keep the first SaveError instead of raising it."""
+        try:
+            return func(*args, **kwargs)
+        except SaveError as exc:
+            self.error = self.error or exc
+            return None
+
+    def raise_(self) -> None:
+        """Raise the kept SaveError, if any."""
+        if self.error is not None:
+            raise self.error
