@@ -51,11 +51,14 @@ def main(args: argparse.Namespace) -> int:
     results = model.load(args.file)
     if args.env:
         print_environment(results)
-    if results.kind != "run":
-        import importlib
+    if results.kind == "cmd":
+        from perflab.commands import cmd
 
-        return int(importlib.import_module(f"perflab.commands.{results.kind}").render(
-            results, args.format))
+        return cmd.render(results, args.format)
+    if results.kind == "http":
+        from perflab.commands import http
+
+        return http.render(results, args.format)
     grouped = summarize_benchmarks(results.benchmarks,
                                    precision=results.settings.get("precision"))
     print_run(results, grouped, args.format)
