@@ -252,17 +252,14 @@ def _print(results: Any, summaries: list[Any], fmt: str) -> None:
     from perflab.report import console
     from perflab.report.cmd_table import cmd_table, summary_records
 
-    if fmt == "csv":
-        sys.stdout.write(console.csv_text(summary_records(summaries)))
-        return
-    table = cmd_table(summaries, results.spawn_overhead_ns, results.settings,
-                      results.rss_floor_bytes)
-    if results.interrupted:
-        table.footnotes.append("interrupted (Ctrl-C): the runs finished before it are shown")
-    if fmt == "markdown":
-        sys.stdout.write(console.markdown([table]))
-    else:
-        console.print_tables([table])
+    def tables() -> list[Any]:
+        table = cmd_table(summaries, results.spawn_overhead_ns, results.settings,
+                          results.rss_floor_bytes)
+        if results.interrupted:
+            table.footnotes.append("interrupted (Ctrl-C): the runs finished before it are shown")
+        return [table]
+
+    console.emit(fmt, tables, lambda: summary_records(summaries))
 
 
 def render(results: Any, fmt: str) -> int:

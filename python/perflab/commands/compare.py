@@ -82,12 +82,8 @@ def emit(suite: Any, name_a: str, name_b: str, fmt: str, json_to: str | None,
             return tripped
         with open(json_to, "w") as out:
             out.write(text)
-    if fmt == "csv":
-        sys.stdout.write(console.csv_text(compare_table.csv_records(suite)))
-    elif fmt == "markdown":
-        sys.stdout.write(console.markdown(compare_table.comparison_tables(suite, name_a, name_b)))
-    else:
-        console.print_tables(compare_table.comparison_tables(suite, name_a, name_b))
+    console.emit(fmt, lambda: compare_table.comparison_tables(suite, name_a, name_b),
+                 lambda: compare_table.csv_records(suite))
     return tripped
 
 

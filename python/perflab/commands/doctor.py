@@ -46,12 +46,7 @@ def print_report(report: Any, fmt: str) -> None:
     from perflab.report import console
     from perflab.report.doctor_table import check_records, doctor_tables
 
-    if fmt == "csv":
-        sys.stdout.write(console.csv_text(check_records(report)))
-    elif fmt == "markdown":
-        sys.stdout.write(console.markdown(doctor_tables(report)))
-    else:
-        console.print_tables(doctor_tables(report))
+    console.emit(fmt, lambda: doctor_tables(report), lambda: check_records(report))
 
 
 def main(args: argparse.Namespace) -> int:

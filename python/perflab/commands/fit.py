@@ -278,14 +278,8 @@ def _print(report: FitReport, fmt: str) -> None:
     """Tables on stdout as rich tables or Markdown; CSV prints one record per fit."""
     from perflab.report import console
 
-    if fmt == "csv":
-        flat = [{k: v for k, v in f.items() if not isinstance(v, (list, dict))}
-                for f in report.fits]
-        sys.stdout.write(console.csv_text(flat))
-    elif fmt == "markdown":
-        sys.stdout.write(console.markdown(report.tables))
-    else:
-        console.print_tables(report.tables)
+    console.emit(fmt, report.tables, lambda: [
+        {k: v for k, v in f.items() if not isinstance(v, (list, dict))} for f in report.fits])
 
 
 def _write_json(report: FitReport, args: argparse.Namespace) -> None:

@@ -186,15 +186,9 @@ def render(results: Any, fmt: str) -> int:
     from perflab.report.http_table import step_records, sweep_table
 
     summaries = _summaries(results)
-    if fmt == "csv":
-        sys.stdout.write(console.csv_text(step_records(summaries)))
-        return 0
-    table = sweep_table(results.benchmarks[0].name, summaries, results.settings.get("slo_s"),
-                        _notes(results))
-    if fmt == "markdown":
-        sys.stdout.write(console.markdown([table]))
-    else:
-        console.print_tables([table])
+    console.emit(fmt, lambda: [sweep_table(results.benchmarks[0].name, summaries,
+                                           results.settings.get("slo_s"), _notes(results))],
+                 lambda: step_records(summaries))
     return 0
 
 

@@ -21,14 +21,8 @@ def print_run(results: Any, grouped: dict[str, Any], fmt: str) -> None:
     from perflab.report import console
     from perflab.report.table import run_tables, summary_records
 
-    if fmt == "csv":
-        sys.stdout.write(console.csv_text(summary_records(grouped)))
-        return
-    tables = run_tables(results.benchmarks, grouped)
-    if fmt == "markdown":
-        sys.stdout.write(console.markdown(tables))
-    else:
-        console.print_tables(tables)
+    console.emit(fmt, lambda: run_tables(results.benchmarks, grouped),
+                 lambda: summary_records(grouped))
 
 
 def print_environment(results: Any) -> None:
