@@ -122,6 +122,12 @@ def default_results_path(kind: str) -> Path:
     return Path(".perflab") / f"{kind}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
 
 
+def results_destination(text: str | None, kind: str) -> Destination:
+    """The checked ``--json`` destination of a measuring command; without one,
+    :func:`default_results_path`. Raises UsageError (see :meth:`Destination.check`)."""
+    return Destination.check(text or default_results_path(kind), "--json")
+
+
 @dataclass(frozen=True)
 class Destination:
     """A checked place to write one output file.
@@ -278,18 +284,24 @@ def _umask() -> int:
     return mask
 
 
-def rescue(data: bytes, destination: Destination, kind: str) -> Path | None:
-    """Write ``data`` to a new file in the system temp folder; its path, or None."""
-    suffix = destination.path.suffix if destination.path is not None else ".json"
+def rescue(destination: Destination, kind: str, write: Callable[[Path], object]) -> Path | None:
+    """Write an output with ``write(path)`` to a new file in the system temp folder.
+
+    Returns:
+        The rescue file's path, or None when that failed too (its remains are removed).
+    """
+    suffix = (destination.path.suffix if destination.path is not None else "") or ".json"
     try:
-        fd, name = tempfile.mkstemp(prefix=f"perflab-rescue-{kind}-", suffix=suffix or ".json")
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        return Path(name)
+        fd, name = tempfile.mkstemp(prefix=f"perflab-rescue-{kind}-", suffix=suffix)
+        os.close(fd)
     except OSError:
         return None
+    try:
+        write(Path(name))
+    except OSError:
+        Path(name).unlink(missing_ok=True)
+        return None
+    return Path(name)
 
 
 def save(destination: Destination, data: bytes | Callable[[], bytes], kind: str) -> None:
@@ -298,7 +310,8 @@ def save(destination: Destination, data: bytes | Callable[[], bytes], kind: str)
     Args:
         destination: a checked destination.
         data: the bytes, or a function making them (called once).
-        kind: what is written ("run results", "chart", …), for the rescue file's name.
+        kind: what is written ("run results", "chart", …), for messages and the
+            rescue file's name.
 
     Raises:
         SaveError: the write failed (exit code 3); the message names the rescue file.
@@ -307,12 +320,53 @@ def save(destination: Destination, data: bytes | Callable[[], bytes], kind: str)
     try:
         destination.write(payload)
     except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        saved = rescue(payload, destination, kind.split()[0])
-        where = (f"they were saved to {saved} instead" if saved is not None
-                 else "and the rescue copy in the temp folder failed too")
-        raise SaveError(f"{destination.option} {destination}: can't write the {kind} "
-                        f"({reason}); {where}", saved) from None
+        _failed(destination, kind, exc, lambda path: path.write_bytes(payload))
+
+
+def save_file(destination: Destination, write: Callable[[Path], object], kind: str) -> None:
+    """Like :func:`save` for writers that take a path (e.g. matplotlib's ``savefig``).
+
+    ``write(path)`` is called with a temporary path; the file it makes is then
+    moved (or, for stdout-style targets, copied) to the destination.
+
+    Raises:
+        SaveError: the write failed; the rescue file (drawn again) is named.
+    """
+    folder = destination.path.parent if destination.path is not None and \
+        not destination.in_place else Path(tempfile.gettempdir())
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        suffix = (destination.path.suffix if destination.path is not None else "") or ".png"
+        fd, name = tempfile.mkstemp(prefix=".perflab-", suffix=suffix, dir=folder)
+        os.close(fd)
+    except OSError as exc:
+        _failed(destination, kind, exc, write)
+        return
+    tmp = Path(name)
+    try:
+        write(tmp)
+        if destination.in_place or destination.path is None:
+            destination.write(tmp.read_bytes())
+        else:
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+            os.chmod(tmp, 0o666 & ~_umask())
+            os.replace(tmp, destination.path)
+    except OSError as exc:
+        _failed(destination, kind, exc, write)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _failed(destination: Destination, kind: str, exc: OSError,
+            write: Callable[[Path], object]) -> None:
+    """Rescue the output into the temp folder with ``write`` and raise SaveError."""
+    reason = exc.strerror or type(exc).__name__
+    saved = rescue(destination, kind.split()[0], write)
+    where = (f"it was saved to {saved} instead" if saved is not None
+             else "and the rescue copy in the temp folder failed too")
+    raise SaveError(f"{destination.option} {destination}: can't write the {kind} "
+                    f"({reason}); {where}", saved) from None
 
 
 class Deferred:

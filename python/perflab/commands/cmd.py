@@ -99,7 +99,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reference", metavar="CMD", help="ratios against this command (its "
                         "text, or its 1-based number); default: the fastest")
     parser.add_argument("--json", metavar="FILE", help="write the results file here "
-                        "(default: .perflab/cmd-<time>.json)")
+                        "(default: .perflab/cmd-<time>.json); '-': JSON on stdout, no table")
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
                         help="how to print the results on stdout")
     parser.add_argument("--seed", type=int, help="seed the block order, the environment offsets "
@@ -163,8 +163,22 @@ def _specs(args: argparse.Namespace) -> list[Any]:
 
 
 def _check_input(path: str | None) -> None:
-    if path is not None and not Path(path).is_file():
-        raise UsageError(f"--input {path}: no such file; give a readable file to feed to stdin")
+    """--input is a regular readable file. Raises UsageError (missing, a folder, a device)."""
+    import os
+    import stat
+
+    if path is None:
+        return
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        raise UsageError(f"--input {path}: no such file; give a readable file to feed to "
+                         "stdin") from None
+    if stat.S_ISDIR(mode):
+        raise UsageError(f"--input {path}: is a folder; give a file to feed to stdin")
+    if not stat.S_ISREG(mode) or not os.access(path, os.R_OK):
+        raise UsageError(f"--input {path}: is not a readable regular file; save the input "
+                         "to a file and pass that")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -173,9 +187,12 @@ def main(args: argparse.Namespace) -> int:
     from perflab.measure.commands import CommandRunner, PosixSpawner, resolve_executable
     from perflab.model import Results
 
+    from perflab.files import results_destination
+
     specs = _specs(args)
     settings = _settings(args, specs)
     _check_input(args.input)
+    destination = results_destination(args.json, "cmd")
     shell = resolve_executable(args.shell_path, "--shell") if args.shell else None
     overhead = (shell, "-c", "") if shell else (resolve_executable("true", "true"),)
     env = environment.fingerprint(__version__)
@@ -193,8 +210,7 @@ def main(args: argparse.Namespace) -> int:
     results.spawn_overhead_ns, results.interrupted = runner.spawn_overhead_ns, runner.interrupted
     results.rss_floor_bytes = runner.rss_floor_bytes
     environment.finish(env)
-    path = _save_and_print(results, args)
-    sys.stderr.write(f"results saved to {path}\n")
+    _save_and_print(results, args, destination)
     return _exit_code(results, runner)
 
 
@@ -236,16 +252,21 @@ def _summaries(results: Any) -> list[Any]:
                               s.get("confidence", 0.95), s.get("precision"))
 
 
-def _save_and_print(results: Any, args: argparse.Namespace) -> Path:
+def _save_and_print(results: Any, args: argparse.Namespace, destination: Any) -> None:
+    """Save (a failed save is raised after the table is printed), print."""
     from perflab import model
+    from perflab.files import Deferred
 
     summaries = _summaries(results)
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = Path(args.json) if args.json else Path(".perflab") / f"cmd-{stamp}.json"
+    later = Deferred()
     # compact JSON: the C encoder keeps saving thousands of runs fast
-    model.save(results, path, {s.id: s.to_dict() for s in summaries}, indent=None)
-    _print(results, summaries, args.format)
-    return path
+    later.run(model.save, results, destination, {s.id: s.to_dict() for s in summaries},
+              indent=None)
+    if not destination.stdout:
+        _print(results, summaries, args.format)
+    later.raise_()
+    if not destination.stdout:
+        sys.stderr.write(f"results saved to {destination}\n")
 
 
 def _print(results: Any, summaries: list[Any], fmt: str) -> None:

@@ -67,23 +67,28 @@ def parse_percentiles(text: str) -> list[float]:
     return values
 
 
-def emit(suite: Any, name_a: str, name_b: str, fmt: str, json_to: str | None,
+def emit(suite: Any, name_a: str, name_b: str, fmt: str, json_to: Any,
          fail_on: list[str]) -> list[str]:
-    """Print the comparison (and write its JSON); return the ids that tripped the gate."""
+    """Print the comparison (and write its JSON to the checked destination ``json_to``,
+    a :class:`perflab.files.Destination` or None); return the ids that tripped the gate.
+
+    Raises:
+        SaveError: the JSON could not be written (after the table is printed).
+    """
+    from perflab.files import Deferred, save
     from perflab.model import json_types
     from perflab.report import compare_table, console
 
     tripped = suite.tripped(fail_on)
-    if json_to:
+    later = Deferred()
+    if json_to is not None:
         document = compare_table.comparison_document(suite, name_a, name_b, fail_on, tripped)
-        text = json.dumps(json_types(document), indent=1) + "\n"
-        if json_to == "-":
-            sys.stdout.write(text)
-            return tripped
-        with open(json_to, "w") as out:
-            out.write(text)
-    console.emit(fmt, lambda: compare_table.comparison_tables(suite, name_a, name_b),
-                 lambda: compare_table.csv_records(suite))
+        later.run(save, json_to, (json.dumps(json_types(document), indent=1, allow_nan=False)
+                                  + "\n").encode(), "comparison")
+    if json_to is None or not json_to.stdout:
+        console.emit(fmt, lambda: compare_table.comparison_tables(suite, name_a, name_b),
+                     lambda: compare_table.csv_records(suite))
+    later.raise_()
     return tripped
 
 
@@ -101,14 +106,16 @@ def main(args: argparse.Namespace) -> int:
     """Load both files, compare, print; exit 1 when the --fail-on gate trips, 2 on bad input."""
     from perflab import model
     from perflab.analyze.compare import compare_results
+    from perflab.files import Destination
 
     threshold = parse_threshold(args.threshold)
     fail_on = parse_fail_on(args.fail_on)
     percentiles = parse_percentiles(args.percentiles)
+    json_to = Destination.check(args.json, "--json") if args.json is not None else None
     a, b = model.load(args.a), model.load(args.b)
     suite = compare_results(a, b, threshold, seed=args.seed, percentiles=percentiles,
                             names=(args.a, args.b))
-    return gate(emit(suite, args.a, args.b, args.format, args.json, fail_on), fail_on)
+    return gate(emit(suite, args.a, args.b, args.format, json_to, fail_on), fail_on)
 
 
 def compare_after_run(baseline_path: str, baseline: Any, results: Any, fmt: str,

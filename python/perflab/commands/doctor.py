@@ -10,13 +10,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
+from perflab.errors import UsageError
 from perflab.units import parse_positive_duration
 
 #: Version of the doctor JSON document (not a results file: ``perflab show`` doesn't read it).
 DOCTOR_SCHEMA_VERSION = 1
+#: Longest clock probe accepted, s (a day: anything longer is a typo).
+MAX_DURATION_S = 86400.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,21 +53,26 @@ def print_report(report: Any, fmt: str) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Probe, print, save. Exit 1 when a check failed, 2 on bad input."""
+    from perflab.files import Deferred, Destination, save
     from perflab.measure import doctor
 
     duration = parse_positive_duration(args.duration, "--duration")
+    if duration > MAX_DURATION_S:
+        raise UsageError(f"--duration {args.duration} is longer than the {MAX_DURATION_S / 3600:g}"
+                         " h a clock probe may take; give e.g. 3s or 1m")
+    destination = Destination.check(args.json, "--json") if args.json else None
     sys.stderr.write(f"perflab doctor: probing this machine for about "
                      f"{duration * 4 / 3 + 1:.0f} s\n")
     report = doctor.run(duration, progress=lambda phase: sys.stderr.write(
         f"perflab doctor: {phase}…\n"))
-    text = json.dumps(document(report, sys.argv[1:]), indent=1, allow_nan=False) + "\n"
-    if args.json == "-":
-        sys.stdout.write(text)
-    else:
-        if args.json:
-            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.json).write_text(text)
+    later = Deferred()
+    if destination is not None:
+        data = (json.dumps(document(report, sys.argv[1:]), indent=1, allow_nan=False)
+                + "\n").encode()
+        later.run(save, destination, data, "doctor report")
+    if destination is None or not destination.stdout:
         print_report(report, args.format)
-        if args.json:
-            sys.stderr.write(f"report saved to {args.json}\n")
+    later.raise_()
+    if destination is not None and not destination.stdout:
+        sys.stderr.write(f"report saved to {destination}\n")
     return 1 if report.failed else 0

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from perflab import files
 from perflab.errors import UsageError
 
 MODELS = ("usl", "complexity", "breakeven")
@@ -44,7 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--little", choices=["latency", "service"], default="latency",
                         help="open-loop http steps: the mean time R in Little's law N = X·R "
                         "(default latency, from the intended send time)")
-    parser.add_argument("--json", metavar="FILE", help="write the fits as JSON here")
+    parser.add_argument("--json", metavar="FILE", help="write the fits as JSON here ('-': "
+                        "on stdout instead of the table)")
     parser.add_argument("--chart", metavar="PNG", help="draw the fit(s) into this PNG file "
                         "(several series: one file each, NAME-SERIES.png)")
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
@@ -72,6 +74,7 @@ def main(args: argparse.Namespace) -> int:
     """Read, fit, print, save. Exit 2 on bad input (one ``error:`` line)."""
     from perflab.analyze.fit_inputs import read_source
 
+    destination = files.Destination.check(args.json, "--json") if args.json else None
     sources = [read_source(path) for path in args.files]
     model = args.model or _default_model(args, sources)
     if args.between and model != "breakeven":
@@ -79,11 +82,14 @@ def main(args: argparse.Namespace) -> int:
     build = {"usl": _usl_report, "complexity": _complexity_report,
              "breakeven": _breakeven_report}[model]
     report = build(sources, args)
-    _print(report, args.format)
-    if args.json:
-        _write_json(report, args)
-    if args.chart:
-        _write_charts(report, Path(args.chart))
+    charts = _chart_destinations(report, args.chart) if args.chart else []
+    later = files.Deferred()
+    if destination is not None:
+        later.run(_write_json, report, args, destination)
+    if destination is None or not destination.stdout:
+        _print(report, args.format)
+    later.run(_write_charts, charts)
+    later.raise_()
     return 0
 
 
@@ -282,7 +288,7 @@ def _print(report: FitReport, fmt: str) -> None:
         {k: v for k, v in f.items() if not isinstance(v, (list, dict))} for f in report.fits])
 
 
-def _write_json(report: FitReport, args: argparse.Namespace) -> None:
+def _write_json(report: FitReport, args: argparse.Namespace, destination: Any) -> None:
     """The fits, with the input and the command line; a single fit's keys also at top level."""
     from perflab import __version__
     from perflab.model import json_types
@@ -294,17 +300,28 @@ def _write_json(report: FitReport, args: argparse.Namespace) -> None:
                            "perflab_version": __version__, "fits": report.fits}
     if len(report.fits) == 1:
         doc = {**report.fits[0], **doc}
-    path = Path(args.json)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(json_types(doc), indent=1, allow_nan=False) + "\n")
-    sys.stderr.write(f"fit saved to {path}\n")
+    doc = {"tool": "perflab", **doc}
+    files.save(destination, (json.dumps(json_types(doc), indent=1, allow_nan=False)
+                             + "\n").encode(), "fit")
+    if not destination.stdout:
+        sys.stderr.write(f"fit saved to {destination}\n")
 
 
-def _write_charts(report: FitReport, path: Path) -> None:
-    """One PNG per chart: ``path`` itself for one, ``stem-SERIES.png`` for several."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _chart_destinations(report: FitReport, text: str) -> list[tuple[Any, Any]]:
+    """(draw, checked destination) per chart: ``text`` itself for one chart,
+    ``stem-SERIES.png`` beside it for several. Raises UsageError."""
+    path = Path(text)
+    out = []
     for name, draw in report.charts:
         slug = re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower() or "series"
-        out = path if len(report.charts) == 1 else path.with_name(
+        target = path if len(report.charts) == 1 else path.with_name(
             f"{path.stem}-{slug}{path.suffix or '.png'}")
-        sys.stderr.write(f"chart saved to {draw(out)}\n")
+        out.append((draw, files.Destination.check(target, "--chart", "png")))
+    return out
+
+
+def _write_charts(charts: list[tuple[Any, Any]]) -> None:
+    """Draw each chart into its checked destination (via a temp file and a rename)."""
+    for draw, destination in charts:
+        files.save_file(destination, draw, "chart")
+        sys.stderr.write(f"chart saved to {destination}\n")

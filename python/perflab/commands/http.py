@@ -5,10 +5,8 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
-from pathlib import Path
 from typing import Any, Self
 
-from perflab.errors import UsageError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,6 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     req.add_argument("--method", help="HTTP method (GET)")
     req.add_argument("-H", "--header", action="append", metavar="'NAME: VALUE'",
                      help="extra request header; repeatable")
+    req.add_argument("--redact", action="append", default=[], metavar="NAME",
+                     help="a header whose value is a secret: never saved or printed "
+                     "(Authorization, Proxy-Authorization and Cookie always are); repeatable")
     body = req.add_mutually_exclusive_group()
     body.add_argument("--body", help="request body (text)")
     body.add_argument("--body-file", metavar="FILE", help="request body read from FILE (bytes)")
@@ -68,19 +69,27 @@ def main(args: argparse.Namespace) -> int:
     from perflab.commands.cmd import _terminate_as_interrupt
     from perflab.measure.http import check_reachable, plan_from_args, run_sweep
 
+    from perflab.files import Deferred, Destination, results_destination
+
     plan = plan_from_args(args)
     slo_s = _slo(args.slo)
+    path = results_destination(args.json, "http")
+    chart = Destination.check(args.chart, "--chart", "png") if args.chart else None
     check_reachable(plan.target, plan.connect_timeout_s)
     results = _results(plan, args, slo_s)
-    path = _json_path(args.json)
+    steps_saved = Deferred()  # a step's save may fail (disk full): measuring goes on
     with _live(args.quiet, plan) as live, _terminate_as_interrupt():
         outcome = run_sweep(plan, progress=live.update if live else None,
-                            on_step=lambda o: _step_done(results, o, path, live))
-    _save(results, outcome, path)
-    render(results, args.format)
-    sys.stderr.write(f"results saved to {path}\n")
-    if args.chart and results.benchmarks[0].steps:
-        _chart(results, args.chart)
+                            on_step=lambda o: _step_done(results, o, path, live, steps_saved))
+    later = Deferred()
+    later.run(_save, results, outcome, path)
+    if not path.stdout:
+        render(results, args.format)
+    later.raise_()
+    if not path.stdout:
+        sys.stderr.write(f"results saved to {path}\n")
+    if chart is not None and results.benchmarks[0].steps:
+        _chart(results, chart)
     return _exit_code(results)
 
 
@@ -90,14 +99,9 @@ def _slo(text: str | None) -> float | None:
     return None if text is None else parse_positive_duration(text, "--slo")
 
 
-def _json_path(text: str | None) -> Path:
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path(text) if text else Path(".perflab") / f"http-{stamp}.json"
-
-
 def _results(plan: Any, args: argparse.Namespace, slo_s: float | None) -> Any:
     """An empty results object with the settings and the benchmark to fill."""
-    from perflab import __version__, environment
+    from perflab import __version__, environment, redact
     from perflab.measure.http import request_label
     from perflab.model import Benchmark, Results
 
@@ -105,16 +109,17 @@ def _results(plan: Any, args: argparse.Namespace, slo_s: float | None) -> Any:
     settings = {k: v for k, v in config.items() if k not in ("body", "requests", "headers")}
     settings.update(rates=plan.rates, connections_list=plan.connections, slo_s=slo_s,
                     requests_file=args.requests, body_bytes=len(config.get("body") or b""),
-                    headers=[list(h) for h in config.get("headers", [])])
-    name = request_label(config, args.requests, config.get("requests"))
-    return Results(kind="http", command_line=["perflab", *sys.argv[1:]],
+                    headers=redact.headers(config.get("headers", []), args.redact),
+                    url=redact.url(config["url"]))
+    name = redact.url(request_label(config, args.requests, config.get("requests")))
+    return Results(kind="http", command_line=["perflab", *redact.argv(sys.argv[1:], args.redact)],
                    created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                    perflab_version=__version__,
                    environment=environment.fingerprint(__version__), settings=settings,
                    benchmarks=[Benchmark(name=name, kind="http")])
 
 
-def _save(results: Any, outcome: Any, path: Path) -> None:
+def _save(results: Any, outcome: Any, path: Any) -> None:
     """Copy the outcome into the results and write the file (atomic, every step)."""
     from perflab import model
 
@@ -128,8 +133,9 @@ def _save(results: Any, outcome: Any, path: Path) -> None:
     model.save(results, path, {bench.id: {"steps": [s.to_dict() for s in _summaries(results)]}})
 
 
-def _step_done(results: Any, outcome: Any, path: Path, live: _Live | None) -> None:
-    _save(results, outcome, path)
+def _step_done(results: Any, outcome: Any, path: Any, live: _Live | None,
+               saved: Any) -> None:
+    saved.run(_save, results, outcome, path)
     if live is not None:
         live.step_done(_summaries(results)[-1], len(outcome.steps))
 
@@ -149,16 +155,14 @@ def _exit_code(results: Any) -> int:
     return 1 if bench.error or not any(s.ok_responses for s in bench.steps) else 0
 
 
-def _chart(results: Any, path: str) -> None:
+def _chart(results: Any, destination: Any) -> None:
+    from perflab.files import save_file
     from perflab.report.http_chart import sweep_chart
 
-    try:
-        sweep_chart(_summaries(results), path, results.benchmarks[0].name,
-                    results.settings.get("slo_s"))
-    except OSError as exc:
-        raise UsageError(f"--chart {path}: can't write it ({exc.strerror}); choose another "
-                         "path") from None
-    sys.stderr.write(f"chart saved to {path}\n")
+    save_file(destination, lambda out: sweep_chart(
+        _summaries(results), out, results.benchmarks[0].name, results.settings.get("slo_s")),
+        "chart")
+    sys.stderr.write(f"chart saved to {destination}\n")
 
 
 def _notes(results: Any) -> list[str]:

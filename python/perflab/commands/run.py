@@ -16,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``perflab run``."""
     parser.add_argument("file", help="a .py file of @perflab.bench functions")
     parser.add_argument("--json", metavar="FILE", help="write the results file here "
-                        "(default: .perflab/run-<time>.json)")
+                        "(default: .perflab/run-<time>.json); '-': JSON on stdout, no table")
     parser.add_argument("--filter", metavar="PATTERN", action="append",
                         help="run only benchmarks whose id matches (shell pattern; a plain "
                         "word matches anywhere); repeatable")
@@ -86,12 +86,14 @@ def select(cases, patterns):  # type: ignore[no-untyped-def]
 def main(args: argparse.Namespace) -> int:
     """Measure, save, print. Exit 1 when a benchmark failed, 130 when interrupted."""
     from perflab import __version__, environment, model
+    from perflab.files import results_destination
     from perflab.measure import clocks
     from perflab.measure.runner import Runner
     from perflab.measure.suite import expand, load_file
     from perflab.model import Results
 
     settings = _settings(args)
+    destination = results_destination(args.json, "run")
     baseline = model.load(args.compare_to) if args.compare_to else None
     gate = _gate_options(args)
     bench_file = load_file(args.file)
@@ -112,8 +114,7 @@ def main(args: argparse.Namespace) -> int:
     _attach_units(results.benchmarks, bench_file)
     results.interrupted = runner.interrupted
     environment.finish(env)
-    path = _save_and_print(results, args, settings.precision)
-    sys.stderr.write(f"results saved to {path}\n")
+    _save_and_print(results, args, settings.precision, destination)
     tripped = 0
     if baseline is not None:
         from perflab.commands.compare import compare_after_run
@@ -154,15 +155,19 @@ def _attach_units(benches, bench_file) -> None:  # type: ignore[no-untyped-def]
         bench.metric_units = {k: units.get(k, "") for p in bench.processes for k in p.metrics}
 
 
-def _save_and_print(results, args, precision: float) -> Path:  # type: ignore[no-untyped-def]
+def _save_and_print(results, args, precision: float, destination) -> None:  # type: ignore[no-untyped-def]
+    """Save (a failed save is raised after the table is printed), print."""
     from perflab import model
     from perflab.analyze.summary import summarize_benchmarks
     from perflab.commands.show import print_run
+    from perflab.files import Deferred
 
     grouped = summarize_benchmarks(results.benchmarks, precision=precision)
     summaries = {s.id: s.to_dict() for group in grouped.values() for s in group}
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = Path(args.json) if args.json else Path(".perflab") / f"run-{stamp}.json"
-    model.save(results, path, summaries)
-    print_run(results, grouped, args.format)
-    return path
+    later = Deferred()
+    later.run(model.save, results, destination, summaries)
+    if not destination.stdout:
+        print_run(results, grouped, args.format)
+    later.raise_()
+    if not destination.stdout:
+        sys.stderr.write(f"results saved to {destination}\n")

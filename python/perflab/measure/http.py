@@ -135,22 +135,33 @@ def parse_url(url: str) -> Target:
     Raises:
         UsageError: no scheme or host, a scheme other than http/https, or a bad port.
     """
+    from perflab import redact
+
     url = url.strip()
+    shown = redact.url(url)  # messages never echo a password
     example = "e.g. http://127.0.0.1:8080/"
     if "://" not in url:
-        raise UsageError(f"URL {url!r} is malformed: write it as http://HOST[:PORT]/PATH, "
+        raise UsageError(f"URL {shown!r} is malformed: write it as http://HOST[:PORT]/PATH, "
                          f"{example}")
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise UsageError(f"URL {shown!r} is malformed ({exc}): a bad port (ports are 1-65535) "
+                         "or host (IPv6 in brackets, e.g. http://[::1]:8080/)") from None
     if parts.scheme.lower() not in ("http", "https"):
         raise UsageError(f"URL scheme {parts.scheme!r} is not supported; use http:// or https://")
     if not parts.hostname:
-        raise UsageError(f"URL {url!r} has no host; {example}")
-    try:
-        port = parts.port
-    except ValueError:
-        raise UsageError(f"URL {url!r} has a bad port; ports are 1-65535") from None
+        raise UsageError(f"URL {shown!r} has no host; {example}")
+    if "@" in parts.netloc:
+        raise UsageError(f"URL {shown!r} holds credentials (user:password@), which perflab "
+                         "does not send; pass them as a header, e.g. -H 'Authorization: Basic "
+                         "…' (redacted from files and output)")
+    if port == 0:
+        raise UsageError(f"URL {shown!r} has port 0, which no server listens on; give the "
+                         "server's port, 1-65535")
     default = 443 if parts.scheme.lower() == "https" else 80
-    return Target(url, parts.scheme.lower(), parts.hostname, port or default)
+    return Target(url, parts.scheme.lower(), parts.hostname, default if port is None else port)
 
 
 def check_reachable(target: Target, timeout_s: float) -> None:

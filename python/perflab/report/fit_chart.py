@@ -33,6 +33,7 @@ def _figure() -> tuple[Any, Any]:
     import matplotlib
 
     matplotlib.use("Agg", force=True)
+    matplotlib.rcParams["text.parse_math"] = False  # names are text: "$" is no formula
     import matplotlib.pyplot as plt
 
     return plt.subplots(figsize=(7, 4.5), dpi=110)

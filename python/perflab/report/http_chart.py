@@ -41,6 +41,7 @@ def sweep_chart(summaries: Sequence[StepSummary], path: str | Path, title: str,
     import matplotlib
 
     matplotlib.use("Agg", force=True)
+    matplotlib.rcParams["text.parse_math"] = False  # names are text: "$" is no formula
     import matplotlib.pyplot as plt
 
     if not summaries:
