@@ -49,7 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run perflab with ``argv`` (default ``sys.argv[1:]``); return the exit code.
 
     Exit codes: 0 success, 1 a benchmark failed (or a gate tripped),
-    2 usage or bad input, 130 interrupted before any result.
+    2 usage or bad input, 3 measured but the results file could not be written
+    (they are in the rescue file the error names), 130 interrupted.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     top = _top_parser().parse_args(argv[:1] if argv and not argv[0].startswith("-") else argv)
@@ -65,20 +66,48 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _Parser(prog=f"perflab {top.command}", description=COMMANDS[top.command])
     parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
     module.add_arguments(parser)
-    args = parser.parse_args(argv[1:])
+    args = parser.parse_args(attach_negative_values(parser, argv[1:]))
     return _guarded(module.main, args)
+
+
+def attach_negative_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """Join an option that takes one value with a following value that looks like an
+    option (``--budget -1s`` → ``--budget=-1s``), so that argparse passes it on and the
+    option's parser rejects it by its meaning ("must be above zero") instead of argparse
+    answering "expected one argument". Words that are options themselves are left alone.
+    """
+    takes_one = {s for a in parser._actions if a.nargs is None and a.option_strings  # noqa: SLF001
+                 for s in a.option_strings}
+    known = {s for a in parser._actions for s in a.option_strings}  # noqa: SLF001
+    out: list[str] = []
+    words = iter(argv)
+    for word in words:
+        if word == "--":
+            out += [word, *words]
+            break
+        if word in takes_one:
+            value = next(words, None)
+            if value is not None and value.startswith("-") and value != "-" and \
+                    value.split("=")[0] not in known:
+                out.append(f"{word}={value}" if word.startswith("--") else word + value)
+                continue
+            out += [word] if value is None else [word, value]
+            continue
+        out.append(word)
+    return out
 
 
 def _guarded(func, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
     """Call a subcommand; turn perflab errors into one ``error:`` line and an exit code."""
     from perflab.errors import PerflabError
+    from perflab.report.escape import terminal
 
     try:
         return int(func(args))
     except PerflabError as exc:
         if args.debug:
             raise
-        sys.stderr.write(f"error: {exc}\n")
+        sys.stderr.write(f"error: {terminal(exc, one_line=True)}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("error: interrupted\n")
@@ -86,8 +115,8 @@ def _guarded(func, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-
     except Exception as exc:  # noqa: BLE001 - last line of defence, no traceback
         if args.debug:
             raise
-        sys.stderr.write(f"error: internal error {type(exc).__name__}: {exc}; "
-                         "re-run with --debug and report it\n")
+        sys.stderr.write(f"error: internal error {type(exc).__name__}: "
+                         f"{terminal(exc, one_line=True)}; re-run with --debug and report it\n")
         return 1
 
 

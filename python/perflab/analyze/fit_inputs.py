@@ -137,17 +137,21 @@ def read_source(path: str | Path) -> Results | CsvTable:
     Raises:
         UsageError / ResultsFileError: missing, unreadable or empty files.
     """
-    from perflab import model
+    from perflab import files, model
 
     path = Path(path)
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(256).lstrip()
-    except OSError:
-        return model.load(path)  # raises the house error for a missing or unreadable path
-    if head.startswith(b"{"):
+    data = files.read_bytes(path, str(path), files.MAX_RESULTS_BYTES)
+    if data.lstrip().startswith(b"{"):
         return model.load(path)
-    return _parse_csv(path, path.read_text(errors="replace"))
+    if len(data) > files.MAX_INPUT_BYTES:
+        raise UsageError(f"{path}: a CSV of {len(data) / 2**20:,.0f} MiB is more than the "
+                         f"{files.MAX_INPUT_BYTES / 2**20:,.0f} MiB perflab reads")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: is neither a results file nor UTF-8 CSV text (byte "
+                         f"{exc.start} is 0x{data[exc.start]:02x}: a binary file?)") from None
+    return _parse_csv(path, text)
 
 
 def _parse_csv(path: Path, text: str) -> CsvTable:

@@ -46,6 +46,10 @@ class _IgnoreFailure(argparse.Action):
     def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
         from perflab.measure.commands import _CODES_RE
 
+        if values is not None and not _CODES_RE.match(values) and \
+                any(w.startswith(f"{s}=") for w in sys.argv for s in self.option_strings):
+            parser.error(f"{option}={values}: exit codes are whole numbers, comma separated, "
+                         "e.g. --ignore-failure=1,2 (or --ignore-failure alone for any code)")
         if values is not None and not _CODES_RE.match(values):
             namespace.commands = (namespace.commands or []) + [values]
             values = None

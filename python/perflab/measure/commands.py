@@ -543,7 +543,10 @@ def resolve_executable(name: str, command: str) -> str:
     path = os.path.abspath(name)
     if not os.path.exists(path):
         raise UsageError(f"command {command!r}: {name!r} does not exist; check the path")
-    if os.path.isdir(path) or not os.access(path, os.X_OK):
+    if os.path.isdir(path):
+        raise UsageError(f"command {command!r}: {name!r} is a folder, not a program; give "
+                         "the path of the program to run")
+    if not os.access(path, os.X_OK):
         raise UsageError(f"command {command!r}: permission denied running {name!r} "
                          f"(not an executable file); make it executable with chmod +x {name}")
     return path

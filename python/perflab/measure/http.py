@@ -204,12 +204,10 @@ def load_requests(path: str | Path) -> list[dict[str, Any]]:
     Raises:
         UsageError: missing file, bad JSON, unknown keys, wrong types, or no request.
     """
+    from perflab import files
+
     path = Path(path)
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--requests {path}: can't read it ({exc}); give a JSON lines "
-                         "file") from None
+    text = files.read_text(path, f"--requests {path}")
     if text.lstrip().startswith("["):
         items = [(1, item) for item in _json(text, path, 1)]
     else:
@@ -509,9 +507,8 @@ def _request_config(args: Any) -> dict[str, Any]:
 
 
 def _body(args: Any) -> bytes | str | None:
+    from perflab import files
+
     if args.body_file is None:
         return args.body
-    try:
-        return Path(args.body_file).read_bytes()
-    except OSError as exc:
-        raise UsageError(f"--body-file {args.body_file}: can't read it ({exc.strerror})") from None
+    return files.read_bytes(args.body_file, f"--body-file {args.body_file}")

@@ -8,6 +8,8 @@ This module must stay light: worker processes import it at start-up.
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import inspect
 import itertools
@@ -200,12 +202,24 @@ def load_file(path: str | os.PathLike[str]) -> BenchFile:
         BenchFileError: missing file, syntax error, or an exception at import;
             the message names the file and line.
     """
+    from perflab import files
+
     path = Path(path)
-    if not path.is_file():
-        raise BenchFileError(f"{path}: no such file; pass the path of a .py benchmark file")
+    try:  # a folder, a FIFO, a huge or binary file: one clear line, before importing
+        source = files.read_bytes(path, str(path))
+        source.decode("utf-8")
+    except UsageError as exc:
+        raise BenchFileError(str(exc)) from None
+    except UnicodeDecodeError:
+        raise BenchFileError(f"{path}: is not Python source (not UTF-8 text: a binary "
+                             "file?); pass the path of a .py benchmark file") from None
+    if b"\0" in source:
+        raise BenchFileError(f"{path}: is not Python source (it holds NUL bytes: a binary "
+                             "file?); pass the path of a .py benchmark file")
     _BENCHES.clear()
     _METRICS.clear()
     sys.path.insert(0, str(path.resolve().parent))
+    _protect_own_imports(str(path.resolve().parent))
     module_name = "perflab_benchfile_" + path.stem.replace("-", "_")
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
@@ -226,6 +240,33 @@ def load_file(path: str | os.PathLike[str]) -> BenchFile:
         raise BenchFileError(f"{path}{line}: importing it raised {type(exc).__name__}: {exc}; "
                              "fix the file and run again") from None
     return BenchFile(path, list(_BENCHES), list(_METRICS))
+
+
+class _OwnImports(importlib.abc.MetaPathFinder):
+    """Finds perflab's own dependencies (and the standard library) without the user's
+    folders, so a ``rich.py`` or ``numpy.py`` beside a benchmark file can't shadow them."""
+
+    def __init__(self) -> None:
+        self.user_paths: set[str] = set()
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        """A spec for a protected top-level name from sys.path less the user's folders."""
+        if path is not None or name not in _OWN_TOP_LEVEL and name not in sys.stdlib_module_names:
+            return None
+        clean = [p for p in sys.path if p not in self.user_paths and p not in ("", ".")]
+        return importlib.machinery.PathFinder.find_spec(name, clean, target)
+
+
+_OWN_TOP_LEVEL = frozenset({"perflab", "rich", "numpy", "scipy", "matplotlib", "markdown_it",
+                            "mdurl", "pygments", "fastjsonschema"})
+_OWN_IMPORTS = _OwnImports()
+
+
+def _protect_own_imports(folder: str) -> None:
+    """Keep ``folder`` (and the worker's current folder) from shadowing perflab's imports."""
+    _OWN_IMPORTS.user_paths.update({folder, os.getcwd()})
+    if _OWN_IMPORTS not in sys.meta_path:
+        sys.meta_path.insert(0, _OWN_IMPORTS)
 
 
 def _user_line(exc: BaseException, path: Path) -> str:
