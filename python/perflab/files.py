@@ -226,8 +226,13 @@ def _check_folder(folder: Path, shown: str) -> None:
     if not probe.is_dir():
         raise UsageError(f"{shown}: {probe} is a file, so the folder {folder} can't be made; "
                          "choose another path")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise UsageError(f"{shown}: the folder {probe} is not writable; choose another path")
+    try:  # a real probe: access() says yes to root on a read-only filesystem or in /proc
+        fd, name = tempfile.mkstemp(prefix=".perflab-probe-", dir=probe)
+        os.close(fd)
+        os.unlink(name)
+    except OSError as exc:
+        raise UsageError(f"{shown}: the folder {probe} is not writable ({exc.strerror}); "
+                         "choose another path") from None
 
 
 def _ours(path: Path, kind: str) -> bool:
