@@ -117,7 +117,7 @@ class SubprocessBackend:
         start = time.monotonic()
         with tempfile.TemporaryFile() as err:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "perflab.measure.worker"], stdin=subprocess.PIPE,
+                [sys.executable, "-P", "-m", "perflab.measure.worker"], stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL, stderr=err, pass_fds=(write_fd,), env=_worker_env())
             os.close(write_fd)
             try:

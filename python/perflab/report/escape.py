@@ -7,8 +7,8 @@ before it is shown:
   overrides that reorder text) become visible ``\\xNN`` / ``\\uNNNN`` escapes, so
   no escape sequence (colours, OSC window titles, OSC 8 links) reaches the
   terminal; rich markup is neutralized by :func:`rich_text`;
-* :func:`markdown_cell` — one line (newlines shown as ``\\n``), HTML tags,
-  backticks, link brackets and pipes escaped, for a GitHub table cell;
+* :func:`markdown_cell` — one line (newlines shown as ``\\x0a``), ``<`` as
+  ``&lt;`` (no HTML tag), backticks, link brackets and pipes escaped;
 * :func:`csv_cell` — a text starting with ``=``, ``+``, ``-``, ``@``, tab or CR
   is prefixed with ``'`` (OWASP's defence against spreadsheet formula
   injection); numbers are written in their shortest exact form;
@@ -26,7 +26,7 @@ from typing import Any
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _CONTROL_ALL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 #: Markdown that changes what a cell shows: code spans, links/images, HTML, cell breaks.
-_MARKDOWN_SPECIAL = re.compile(r"([\\`\[\]<|])")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`\[\]|])")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -55,7 +55,8 @@ def rich_text(text: Any, style: str = "") -> Any:
 def markdown_cell(text: Any) -> str:
     """One Markdown table cell: a single line, HTML and Markdown syntax escaped."""
     line = terminal(str(text).replace("\r\n", "\n"), one_line=True)
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", line)
+    # "<" as an entity: no renderer reads a tag from it (backslash escapes vary)
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", line).replace("<", "&lt;")
 
 
 def markdown_text(text: Any) -> str:
