@@ -74,7 +74,11 @@ def problem(exc: Any, document: Any) -> str:
     if rule == "maxLength":
         return f"{path}: is too long (more than {definition:,} characters)"
     if rule == "pattern":
-        return f"{path}: is not base64 text"
+        what = "base64 text" if path.endswith("encoded") else "a status list like 200-299,304" \
+            if path.endswith(".ok") else "in the expected form"
+        return f"{path}: is not {what}"
+    if rule == "propertyNames":
+        return f"{path}: its keys must be HTTP status codes (100-599)"
     return f"{path}: {exc.message.removeprefix('data.' + path).strip()}"
 
 

@@ -402,6 +402,9 @@ def _run_cost_series(members: list[Benchmark], param: str | None) -> Series | No
         s = _summary(bench)
         if s.ok:
             size = bench.params.get(param, 1) if param else 1
+            if isinstance(size, bool) or not isinstance(size, (int, float)):
+                raise UsageError(f"{bench.id}: parameter {param} is {size!r}, not a number; "
+                                 "a complexity fit needs numeric sizes (--param NAME)")
             rows.append((float(size), s.median_s, (s.ci_high_s - s.ci_low_s) / (2 * Z95), bench))
     if not rows:
         return None
