@@ -325,7 +325,7 @@ def save(destination: Destination, data: bytes | Callable[[], bytes], kind: str)
     try:
         destination.write(payload)
     except OSError as exc:
-        _failed(destination, kind, exc, lambda path: path.write_bytes(payload))
+        _failed(destination, kind, exc, lambda path: path.write_bytes(payload), payload)
 
 
 def save_file(destination: Destination, write: Callable[[Path], object], kind: str) -> None:
@@ -364,12 +364,24 @@ def save_file(destination: Destination, write: Callable[[Path], object], kind: s
 
 
 def _failed(destination: Destination, kind: str, exc: OSError,
-            write: Callable[[Path], object]) -> None:
-    """Rescue the output into the temp folder with ``write`` and raise SaveError."""
+            write: Callable[[Path], object], payload: bytes | None = None) -> None:
+    """Rescue the output into the temp folder with ``write`` and raise SaveError.
+
+    When no file can be written at all (the temp folder's disk is full too), a text
+    payload is printed on stderr between two marker lines: the last place it can go.
+    """
     reason = exc.strerror or type(exc).__name__
     saved = rescue(destination, kind.split()[0], write)
-    where = (f"it was saved to {saved} instead" if saved is not None
-             else "and the rescue copy in the temp folder failed too")
+    if saved is not None:
+        where = f"it was saved to {saved} instead"
+    elif payload is not None:
+        sys.stderr.write(f"perflab: no file could be written; the {kind} follow on stderr "
+                         "between this line and 'perflab: end'\n")
+        sys.stderr.write(payload.decode("utf-8", "replace").rstrip("\n") + "\n")
+        sys.stderr.write("perflab: end\n")
+        where = "the rescue copy in the temp folder failed too, so it was printed on stderr"
+    else:
+        where = "and the rescue copy in the temp folder failed too"
     raise SaveError(f"{destination.option} {destination}: can't write the {kind} "
                     f"({reason}); {where}", saved) from None
 

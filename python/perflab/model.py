@@ -433,6 +433,10 @@ def migrate(data: Any) -> dict[str, Any]:
     Raises:
         ResultsFileError: not a perflab results object, or a newer version.
     """
+    if isinstance(data, dict) and data.get("tool") == "perflab" and \
+            data.get("kind") in ("doctor", "compare", "fit"):
+        raise ResultsFileError(f"is a perflab {data['kind']} document, not a results file; "
+                               "pass a file written by perflab run, cmd or http --json")
     if not isinstance(data, dict) or data.get("tool") != "perflab" or "schema_version" not in data:
         raise ResultsFileError("is not a perflab results file (no 'tool: perflab' and "
                                "'schema_version'); pass a file written by perflab --json")

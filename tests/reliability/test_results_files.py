@@ -159,3 +159,19 @@ def test_load_in_process_raises_the_house_error(tmp_path: Path) -> None:
     path.write_text(path.read_text().replace('"wall_ns": ', '"wall_ns": -', 1))
     with pytest.raises(ResultsFileError, match=r"runs\[0\]\.wall_ns"):
         model.load(path)
+
+
+def test_published_schemas_describe_what_perflab_writes(tmp_path: Path) -> None:
+    from perflab import schema
+
+    run = write_valid(tmp_path, "run")
+    http = write_valid(tmp_path, "http")
+    for kind in ("run", "cmd", "http"):
+        assert schema.validate(json.loads(write_valid(tmp_path, kind).read_text())) is None
+    for name, argv in (("compare", ["compare", str(run), str(run)]), ("fit", ["fit", str(http)]),
+                       ("doctor", ["doctor", "--duration", "100ms"])):
+        out = tmp_path / f"{name}.json"
+        result = perflab(*argv, "--json", str(out))
+        assert result.returncode in (0, 1), result.stderr
+        assert schema.validate(json.loads(out.read_text()), name) is None
+        assert "is a perflab " + name in clean_failure(perflab("show", str(out)))

@@ -110,9 +110,13 @@ def test_disk_full_after_measuring_prints_the_table_and_leaves_no_partial_file(
     result = perflab(*CMD, "--json", str(out), "--format", "markdown",
                      preexec_fn=_file_size_limit(1000))
     line = clean_failure(result, files.EXIT_SAVE_FAILED)
-    assert "can't write the cmd results" in line
+    assert "can't write the cmd results" in line and "printed on stderr" in line
     assert "| true |" in result.stdout  # the table is printed anyway
     assert not out.exists() and leftovers(tmp_path) == []
+    # no file can be written at all (the limit holds for the temp folder too): the
+    # results are on stderr, the last place they can go
+    body = result.stderr.split("'perflab: end'\n")[1].split("perflab: end")[0]
+    assert json.loads(body)["benchmarks"][0]["name"] == "true"
 
 
 def test_a_save_that_fails_after_measuring_goes_to_a_rescue_file(tmp_path: Path) -> None:
