@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -206,14 +207,42 @@ class Destination:
             OSError: the write failed; nothing partial is left under the name.
         """
         if self.path is None:
-            sys.stdout.flush()
-            sys.stdout.buffer.write(data)
-            sys.stdout.buffer.flush()
+            _write_fd(1, data)
         elif self.in_place:
-            with open(self.path, "wb") as out:
-                out.write(data)
+            _write_in_place(self.path, data)
         else:
             atomic_write(self.path, data)
+
+
+def _write_fd(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to an open descriptor, after Python's own buffered output."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _write_in_place(path: Path, data: bytes) -> None:
+    """A stdout-style target: the process's own descriptor for /dev/stdout, /dev/fd/N…
+    (so its output stays in order with the table's), else opened without truncating;
+    a FIFO without a reader fails at once (ENXIO) instead of blocking.
+
+    Raises:
+        OSError: the target can't be opened or written.
+    """
+    text = str(path)
+    match = re.fullmatch(r"/(?:dev/fd|proc/self/fd)/(\d+)", text)
+    fd = {"/dev/stdout": 1, "/dev/stderr": 2}.get(text, int(match.group(1)) if match else None)
+    if fd is not None:
+        _write_fd(fd, data)
+        return
+    fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    try:
+        os.set_blocking(fd, True)
+        _write_fd(fd, data)
+    finally:
+        os.close(fd)
 
 
 def _check_folder(folder: Path, shown: str) -> None:

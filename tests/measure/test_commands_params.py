@@ -145,7 +145,7 @@ def test_programs_not_found_or_not_runnable(tmp_path: Path) -> None:
     script.write_text("#!/bin/sh\nexit 0\n")
     with pytest.raises(UsageError, match="permission denied.*chmod \\+x"):
         resolve_executable(str(script), str(script))
-    with pytest.raises(UsageError, match="permission denied"):
+    with pytest.raises(UsageError, match="is a folder, not a program"):
         resolve_executable(str(tmp_path), str(tmp_path))
     script.chmod(0o755)
     assert resolve_executable(str(script), str(script)) == str(script)

@@ -211,8 +211,7 @@ def _special(kind: str) -> Callable[[Path], None]:
 
 def _reading_cases() -> list[Case]:
     cases = []
-    readers = [("show", ["show", "{dir}/x.json"]), ("show --format csv",
-               ["show", "{dir}/x.json", "--format", "csv"]),
+    readers = [("show", ["show", "{dir}/x.json"]),
                ("compare", ["compare", "{dir}/x.json", "{dir}/x.json"]),
                ("fit", ["fit", "{dir}/x.json"])]
     for name, kind, edit in CRAFTED:

@@ -33,7 +33,6 @@ import math
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 

@@ -13,7 +13,6 @@ import datetime as dt
 import signal
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from perflab.errors import UsageError

@@ -6,7 +6,6 @@ import argparse
 import datetime as dt
 import fnmatch
 import sys
-from pathlib import Path
 
 from perflab.errors import UsageError
 from perflab.units import parse_positive_duration

@@ -80,10 +80,11 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(_hint(str(exc), config)) from None
     url = f"http://{server.address}/"
-    print(f"perflab serve listening on {url} ({describe(config)}); Ctrl-C stops it", flush=True)
     stats: dict[str, int] = {}
     try:
-        with _terminate_as_interrupt():
+        with _terminate_as_interrupt():  # before the address is printed: no SIGTERM race
+            print(f"perflab serve listening on {url} ({describe(config)}); Ctrl-C stops it",
+                  flush=True)
             while server.running:
                 stats = server.stats()
                 time.sleep(0.2)

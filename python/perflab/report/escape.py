@@ -81,13 +81,13 @@ def csv_cell(value: Any) -> Any:
     return "'" + text if text.startswith(_FORMULA_START) else text
 
 
-def shortest(value: float, digits: int = 15) -> str:
-    """The shortest decimal text that reads back as ``value`` rounded to ``digits``
-    significant digits: 0.00019999999999999998 → ``0.0002``; "" for NaN or inf.
+def shortest(value: float, digits: int = 12) -> str:
+    """The shortest decimal text of ``value`` at ``digits`` significant digits:
+    0.00019999999999999998 → ``0.0002``; "" for NaN or inf.
 
-    Floats computed in base units (2e-4 s from 200 µs × 1e-6) carry binary noise
-    in their 17th digit; 15 digits is the precision a double keeps exactly
-    through decimal text and back.
+    Figures computed in base units (2e-4 s from 200 µs × 1e-6) carry binary noise
+    in their last digits; 12 significant digits keep nanoseconds exact for times
+    below 1,000 s and are far beyond any figure's confidence interval.
     """
     if not math.isfinite(value):
         return ""
