@@ -111,3 +111,39 @@ def test_a_module_beside_the_bench_file_does_not_shadow_perflab(tmp_path: Path,
                             cwd=tmp_path, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "add" in result.stdout
+
+
+def test_run_with_markup_in_names_on_a_terminal(tmp_path: Path) -> None:
+    # was: `run` failed with MarkupError (the live progress parsed the name as markup)
+    import os
+
+    (tmp_path / "bench.py").write_text(
+        "import perflab\n\n\n@perflab.bench(name='closing [/] tag \\x1b[31m', group='[b]g[/]')"
+        "\ndef add():\n    return 1 + 1\n")
+    import threading
+
+    leader, follower = os.openpty()  # stderr is a terminal: the progress bars are drawn
+    chunks: list[bytes] = []
+
+    def drain() -> None:  # read while it runs, so a full terminal buffer never blocks it
+        try:
+            while chunk := os.read(leader, 65536):
+                chunks.append(chunk)
+        except OSError:
+            pass
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        result = subprocess.run([sys.executable, "-m", "perflab", "run", "bench.py", "--budget",
+                                 "0.5s", "--max-processes", "5", "--no-alloc", "--json",
+                                 str(tmp_path / "r.json")], stdout=subprocess.PIPE,
+                                stderr=follower, text=True, cwd=tmp_path, timeout=120)
+    finally:
+        os.close(follower)
+        reader.join(timeout=10)
+        os.close(leader)
+    drawn = b"".join(chunks)
+    assert result.returncode == 0, drawn.decode(errors="replace")[-2000:]
+    assert "closing [/] tag \\x1b[31m" in result.stdout
+    assert b"closing [/] tag \\x1b[31m" in drawn  # the bar shows the name, escaped

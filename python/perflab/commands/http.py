@@ -135,7 +135,8 @@ def _save(results: Any, outcome: Any, path: Any) -> None:
 
 def _step_done(results: Any, outcome: Any, path: Any, live: _Live | None,
                saved: Any) -> None:
-    saved.run(_save, results, outcome, path)
+    if not (path.stdout or path.in_place):  # a stream gets the whole file once, at the end
+        saved.run(_save, results, outcome, path)
     if live is not None:
         live.step_done(_summaries(results)[-1], len(outcome.steps))
 

@@ -22,8 +22,9 @@ class RichProgress:
         self._tasks: dict[str, Any] = {}
         console = make_console(stderr=True)
         self._progress = Progress(
-            TextColumn("{task.description}", justify="left"), BarColumn(bar_width=24),
-            TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console,
+            TextColumn("{task.description}", justify="left", markup=False),
+            BarColumn(bar_width=24), TextColumn("{task.fields[status]}", markup=False),
+            TimeElapsedColumn(), console=console,
             transient=False, disable=not (force or console.is_terminal))
 
     def __enter__(self) -> RichProgress:
@@ -35,8 +36,10 @@ class RichProgress:
 
     def start_case(self, case_id: str, budget_s: float) -> None:
         """Add a bar for the case; its total is the time budget."""
-        self._tasks[case_id] = self._progress.add_task(case_id, total=budget_s,
-                                                       status="starting")
+        from perflab.report.escape import terminal
+
+        self._tasks[case_id] = self._progress.add_task(terminal(case_id, one_line=True),
+                                                       total=budget_s, status="starting")
 
     def update_case(self, case_id: str, processes: int, spent_s: float,
                     half_width: float | None) -> None:
