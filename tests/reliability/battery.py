@@ -262,6 +262,8 @@ def _nasty_doc() -> dict[str, Any]:
     doc = document("cmd")
     runs = doc["benchmarks"][0]["runs"]
     doc["benchmarks"] = [dict(doc["benchmarks"][0], name=n, runs=runs) for n in NASTY]
+    doc["command_line"] = ["perflab", "cmd", *NASTY]
+    doc["environment"] = {"hostname": "\x1b]0;pwned\x07host", "cpu_model": "[red]cpu"}
     return doc
 
 
@@ -284,6 +286,8 @@ def _name_cases() -> list[Case]:
         out.append(Case("names", f"markup, escapes, HTML, formulas → show --format {fmt}",
                         ["show", "{dir}/x.json", "--format", fmt], frozenset({0}), setup,
                         check=_no_controls))
+    out.append(Case("names", "the same names → show --env", ["show", "{dir}/x.json", "--env"],
+                    frozenset({0}), setup, check=_no_controls))
     out.append(Case("names", "the same names → compare", ["compare", "{dir}/x.json",
                     "{dir}/x.json", "--format", "markdown"], frozenset({0}), setup,
                     check=_no_controls))
@@ -291,6 +295,12 @@ def _name_cases() -> list[Case]:
         out.append(Case("names", f"cmd {name!r}", ["cmd", name, "--runs", "3", "--quiet",
                         "--json", "{dir}/r.json"], frozenset({0}), outputs=("r.json",),
                         measured=True, check=_no_controls))
+    out.append(Case("names", "fit --chart of a series named '$\\frac{a$' (mathtext)",
+                    ["fit", "{dir}/d.csv", "--chart", "{dir}/c.png"], frozenset({0}),
+                    lambda f: (f / "d.csv").write_text(
+                        "name,N,X\n" + "".join(f"$\\frac{{a$,{n},{x}\n" for n, x in
+                                                ((1, 100), (2, 190), (4, 350), (8, 500)))),
+                    outputs=("c.png",)))
     for module in ("rich", "numpy", "json"):
         out.append(Case("names", f"a {module}.py beside the bench file → run",
                         ["run", "{dir}/bench.py", "--budget", "0.5s", "--max-processes", "5",

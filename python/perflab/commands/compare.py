@@ -96,7 +96,10 @@ def gate(tripped: list[str], fail_on: list[str]) -> int:
     """Exit code of the CI gate: 1 (with one stderr line) when something tripped, else 0."""
     if not tripped:
         return 0
-    shown = ", ".join(tripped[:5]) + (f" and {len(tripped) - 5} more" if len(tripped) > 5 else "")
+    from perflab.report.escape import terminal
+
+    shown = ", ".join(terminal(t, one_line=True) for t in tripped[:5]) + (
+        f" and {len(tripped) - 5} more" if len(tripped) > 5 else "")
     sys.stderr.write(f"gate: --fail-on {','.join(fail_on)} tripped by {len(tripped)} "
                      f"benchmark(s): {shown}\n")
     return 1

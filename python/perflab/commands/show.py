@@ -27,13 +27,14 @@ def print_run(results: Any, grouped: dict[str, Any], fmt: str) -> None:
 def print_environment(results: Any) -> None:
     """Print the command line, the environment fingerprint in words, and the settings."""
     from perflab.environment import describe
+    from perflab.report.escape import terminal
 
-    print("command line: " + " ".join(results.command_line))
-    print("created: " + results.created)
+    print(terminal("command line: " + " ".join(results.command_line), one_line=True))
+    print(terminal("created: " + results.created, one_line=True))
     print("environment:")
     for label, text in describe(results.environment):
-        print(f"  {label + ':':<16} {text}")
-    print("settings: " + json.dumps(results.settings, indent=2))
+        print(terminal(f"  {label + ':':<16} {text}", one_line=True))
+    print(terminal("settings: " + json.dumps(results.settings, indent=2)))
 
 
 def main(args: argparse.Namespace) -> int:
