@@ -34,7 +34,7 @@ from perflab.errors import PerflabError, UsageError
 #: (the data is in the rescue file named by the error).
 EXIT_SAVE_FAILED = 3
 #: Largest results (JSON) file perflab reads, bytes.
-MAX_RESULTS_BYTES = 512 * 2**20
+MAX_RESULTS_BYTES = 256 * 2**20
 #: Largest other input (CSV, --requests, --body-file, bench file), bytes.
 MAX_INPUT_BYTES = 64 * 2**20
 #: Targets written in place (never renamed over): stdout-style paths and pipes.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -50,3 +51,11 @@ def test_redaction_rules() -> None:
     assert redact.argv(["-H", "Cookie: a=b", "-HAuthorization:x", "--header=Accept: y"]) == \
         ["-H", f"Cookie: {redact.REDACTED}", f"-HAuthorization: {redact.REDACTED}",
          "--header=Accept: y"]
+
+
+def test_http_json_dash_writes_one_document_on_stdout(server: Any) -> None:
+    # a stream gets the whole results once, at the end (files are saved after every step)
+    result = perflab("http", f"http://{server.address}/", "--rate", "50,100", *FAST,
+                     "--json", "-")
+    assert result.returncode == 0, result.stderr
+    assert len(json.loads(result.stdout)["benchmarks"][0]["steps"]) == 2
