@@ -338,7 +338,8 @@ def rescue(destination: Destination, kind: str, write: Callable[[Path], object])
     return Path(name)
 
 
-def save(destination: Destination, data: bytes | Callable[[], bytes], kind: str) -> None:
+def save(destination: Destination, data: bytes | Callable[[], bytes], kind: str,
+         rescue_on_failure: bool = True) -> None:
     """Write an output file; on failure, rescue the data and raise :class:`SaveError`.
 
     Args:
@@ -346,6 +347,8 @@ def save(destination: Destination, data: bytes | Callable[[], bytes], kind: str)
         data: the bytes, or a function making them (called once).
         kind: what is written ("run results", "chart", …), for messages and the
             rescue file's name.
+        rescue_on_failure: False for a save that a later one supersedes (http saves
+            after every step): a failure then raises without a rescue file.
 
     Raises:
         SaveError: the write failed (exit code 3); the message names the rescue file.
@@ -354,6 +357,9 @@ def save(destination: Destination, data: bytes | Callable[[], bytes], kind: str)
     try:
         destination.write(payload)
     except OSError as exc:
+        if not rescue_on_failure:
+            raise SaveError(f"{destination.option} {destination}: can't write the {kind} "
+                            f"({exc.strerror or type(exc).__name__})", None) from None
         _failed(destination, kind, exc, lambda path: path.write_bytes(payload), payload)
 
 

@@ -459,7 +459,8 @@ _HISTOGRAMS = ("latency", "service_time", "send_lag", "failed_latency", "dispatc
 
 
 def save(results: Results, path: str | Path | Destination,
-         summaries: dict[str, dict[str, Any]] | None = None, indent: int | None = 1) -> Path | None:
+         summaries: dict[str, dict[str, Any]] | None = None, indent: int | None = 1,
+         rescue_on_failure: bool = True) -> Path | None:
     """Write ``results`` as JSON: atomically (temp file, fsync, rename) or to stdout.
 
     Args:
@@ -469,6 +470,7 @@ def save(results: Results, path: str | Path | Destination,
         summaries: derived summaries by benchmark id, written for convenience.
         indent: JSON indentation; None writes compact JSON with the C encoder
             (about 10× faster for files of many thousand raw records).
+        rescue_on_failure: see :func:`perflab.files.save`.
 
     Returns:
         The path written, None for stdout.
@@ -482,7 +484,7 @@ def save(results: Results, path: str | Path | Destination,
     dest = path if isinstance(path, Destination) else Destination.check(path, "--json")
     files.save(dest, lambda: (json.dumps(results.to_dict(summaries), indent=indent,
                                          allow_nan=False) + "\n").encode(),
-               f"{results.kind} results")
+               f"{results.kind} results", rescue_on_failure)
     return dest.path
 
 

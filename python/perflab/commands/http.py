@@ -119,7 +119,7 @@ def _results(plan: Any, args: argparse.Namespace, slo_s: float | None) -> Any:
                    benchmarks=[Benchmark(name=name, kind="http")])
 
 
-def _save(results: Any, outcome: Any, path: Any) -> None:
+def _save(results: Any, outcome: Any, path: Any, rescue_on_failure: bool = True) -> None:
     """Copy the outcome into the results and write the file (atomic, every step)."""
     from perflab import model
 
@@ -130,13 +130,14 @@ def _save(results: Any, outcome: Any, path: Any) -> None:
     bench.stop_reason = "interrupted" if outcome.interrupted else \
         "failed" if outcome.target_lost else "done"
     bench.error = outcome.target_lost
-    model.save(results, path, {bench.id: {"steps": [s.to_dict() for s in _summaries(results)]}})
+    model.save(results, path, {bench.id: {"steps": [s.to_dict() for s in _summaries(results)]}},
+               rescue_on_failure=rescue_on_failure)
 
 
 def _step_done(results: Any, outcome: Any, path: Any, live: _Live | None,
                saved: Any) -> None:
     if not (path.stdout or path.in_place):  # a stream gets the whole file once, at the end
-        saved.run(_save, results, outcome, path)
+        saved.run(_save, results, outcome, path, False)  # the final save rescues
     if live is not None:
         live.step_done(_summaries(results)[-1], len(outcome.steps))
 
