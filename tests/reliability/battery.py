@@ -579,7 +579,8 @@ def report(outcomes: list[Outcome], seconds: float) -> str:
             "A case is *handled* when perflab exits with the code the case allows (2 for "
             "bad input, 0 for what must work, 3 when a save fails after measuring) with one "
             "`error:` line and no traceback, within 60 s, the measured results load from "
-            "the destination or the rescue file the error names, and no file in the case's "
+            "the destination, from the rescue file the error names or, when no file can be "
+            "written at all, from stderr, and no file in the case's "
             "folder other than its declared outputs was created, changed or removed.", "",
             table(outcomes), ""]
     if bad:
