@@ -187,10 +187,9 @@ def _check_input(path: str | None) -> None:
 def main(args: argparse.Namespace) -> int:
     """Measure, save, print. Exit 1 when a command failed, 2 on bad input, 130 on Ctrl-C."""
     from perflab import __version__, environment
+    from perflab.files import results_destination
     from perflab.measure.commands import CommandRunner, PosixSpawner, resolve_executable
     from perflab.model import Results
-
-    from perflab.files import results_destination
 
     specs = _specs(args)
     settings = _settings(args, specs)

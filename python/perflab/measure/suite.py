@@ -196,7 +196,9 @@ def load_file(path: str | os.PathLike[str]) -> BenchFile:
     """Import a benchmark file and collect what it registered.
 
     The file's folder is put first on ``sys.path`` so it can import its
-    neighbours, as ``python FILE`` would.
+    neighbours, as ``python FILE`` would — except under the names of the standard
+    library and of perflab's own dependencies (rich, numpy, …), which always come
+    from the installation, so a ``rich.py`` beside the file can't break perflab.
 
     Raises:
         BenchFileError: missing file, syntax error, or an exception at import;
