@@ -81,3 +81,25 @@ def test_json_types_converts_nested_dataclasses_tuples_and_non_finite_floats() -
     assert json_types(value) == {
         "items": [{"pair": [1.5, None], "label": None}, {"pair": [None, -2.0], "label": "x"}],
         "extra": {"a": None}, "flag": True}
+
+
+def test_a_schema_1_http_file_loads_with_its_drain_marked_unknown(tmp_path: Path) -> None:
+    # Schema 1 counted responses that came while a step drained in ok_responses; the
+    # split is lost, so drained is unknown and drain_s is estimated from the wall time.
+    step = {"offered_rate": 1500.0, "connections": 1024, "mode": "open", "duration_s": 2.0,
+            "warmup_s": 0.4, "elapsed_s": 1.6, "requests_sent": 2905, "ok_responses": 2905,
+            "wall_s": 4.1}
+    data = {"schema_version": 1, "tool": "perflab", "kind": "http", "command_line": [],
+            "created": "2026-01-01T00:00:00+00:00", "perflab_version": "0.1.0",
+            "benchmarks": [{"name": "GET http://127.0.0.1:18601/", "kind": "http",
+                            "steps": [step]}]}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data))
+    loaded = model.load(path)
+    assert loaded.schema_version == model.SCHEMA_VERSION == 2
+    got = loaded.benchmarks[0].steps[0]
+    assert (got.ok_responses, got.drained, got.ok_from_warmup) == (2905, None, None)
+    assert got.drain_s == pytest.approx(4.1 - 2.0 - 0.03)
+    # Written again, it is a schema-2 file that loads the same.
+    again = model.load(model.save(loaded, tmp_path / "new.json")).benchmarks[0].steps[0]
+    assert (again.ok_responses, again.drained, again.drain_s) == (2905, None, got.drain_s)

@@ -24,10 +24,39 @@ from typing import Any, Callable
 from perflab.errors import ResultsFileError, UsageError
 from perflab.files import Destination
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: Short history of schema versions; older files load through ``_MIGRATIONS``.
-SCHEMA_HISTORY = {1: "first version: python, command and http benchmarks"}
-_MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+SCHEMA_HISTORY = {
+    1: "first version: python, command and http benchmarks",
+    2: "http steps: ok_responses counts responses completed inside the recorded window "
+       "only; drained, ok_from_warmup and drain_s added",
+}
+#: The engine starts load this long after a step begins (pre-opening connections).
+_HTTP_START_DELAY_S = 0.03
+
+
+def _http_accounting_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 1 → 2. A version-1 http step's ``ok_responses`` also counted the responses
+    that came while the step drained, which can no longer be told apart: ``drained`` and
+    ``ok_from_warmup`` become None (unknown), and ``drain_s`` is estimated from the wall
+    time (``wall_s`` − ``duration_s`` − the 30 ms start delay; thread start-up makes it a
+    few ms high), so that a step that drained long is still seen as saturated."""
+    def items(value: Any, key: str) -> list[Any]:
+        found = value.get(key) if isinstance(value, dict) else None
+        return [v for v in found if isinstance(v, dict)] if isinstance(found, list) else []
+
+    for bench in items(data, "benchmarks"):
+        for step in items(bench, "steps"):
+            step.setdefault("drained", None)
+            step.setdefault("ok_from_warmup", None)
+            wall, duration = step.get("wall_s"), step.get("duration_s")
+            if "drain_s" not in step and all(isinstance(v, (int, float)) and math.isfinite(v)
+                                             for v in (wall, duration)):
+                step["drain_s"] = max(0.0, wall - duration - _HTTP_START_DELAY_S)
+    return {**data, "schema_version": 2}
+
+
+_MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _http_accounting_v2}
 
 
 def _from_dict(cls: type, data: dict[str, Any]) -> Any:
@@ -191,6 +220,13 @@ class Histogram:
 class HttpStep:
     """One step of an HTTP load test: one offered rate (or connection count).
 
+    The step's *recorded requests* are those intended (open loop) or sent (closed loop)
+    after the warmup; its *recorded window* runs from the end of the warmup to the end
+    of the step, or to the stop when one cut it short. Every recorded request ends in
+    exactly one way, so that (with ``ok_in_window = ok_responses − ok_from_warmup``)::
+
+        requests_sent + unsent = ok_in_window + drained + failures + unfinished + unsent
+
     Attributes:
         offered_rate: requests/s the schedule asked for (None in closed loop).
         connections: connections used (the N of a closed-loop step).
@@ -198,24 +234,32 @@ class HttpStep:
         duration_s / warmup_s: planned length of the step (warmup included) and
             its trimmed, unrecorded start, s.
         elapsed_s: length of the recorded window, s (duration − warmup, shorter if
-            interrupted); rates are counts divided by it.
-        requests_sent: requests written after warmup.
-        status_counts: responses by HTTP status code (str keys).
+            interrupted); the achieved rate is ``ok_responses / elapsed_s``.
+        requests_sent: recorded requests handed to a connection (a failed connect is a
+            sent request that failed).
+        status_counts: responses to recorded requests by HTTP status code (str keys).
         errors: failed requests by kind (connect_refused, read_timeout, …).
-        ok_responses: responses whose status counted as success.
+        ok_responses: successful responses that completed inside the recorded window,
+            whichever request they answered (``ok_from_warmup`` of them answered warmup
+            requests).
         bytes_in / bytes_out: bytes read / written.
         connections_opened / connections_closed: connection churn.
         connection_errors: connections (or connect attempts) that ended in an error.
         thread_cpu_s: CPU seconds used by each engine thread in the step.
-        latency / service_time / send_lag / failed_latency: HdrHistograms.
+        latency / service_time / send_lag / failed_latency: HdrHistograms of recorded
+            requests; ``latency`` holds every successful one, drained ones included
+            (count = ok_responses − ok_from_warmup + drained).
         interrupted: True when Ctrl-C or a fault ended the step early.
         clock_skew_ns: largest disagreement of MONOTONIC with REALTIME, RAW and the TSC
             over the step, ns (None: unchecked); flagged: "clock:<name>" when it
             exceeded the tolerance — the step's rates and latencies are then unusable.
-        failures: recorded requests that failed (a status outside --ok, or an error).
-        unsent: requests due in the recorded window but never sent because every
-            connection was busy until the step ended (a sign of saturation).
-        unfinished: requests sent but cut off unanswered by a stop.
+        failures: recorded requests that failed (a status outside --ok, or an error),
+            whenever the failure came.
+        unsent: requests due in the recorded window but never handed to a connection:
+            every connection stayed busy until the step ended, or perflab fell more than
+            0.1 s behind (a sign of saturation).
+        unfinished: recorded requests still unanswered when the step was cut off: by a
+            stop, or ``--timeout`` after the step's end.
         connections_peak: most connections open at once (open loop: ``connections``
             is only the pool's cap).
         connect_failures: connect attempts that failed (TCP or TLS), whole step.
@@ -224,6 +268,14 @@ class HttpStep:
         wall_s: wall time the step took, drain of in-flight requests included, s.
         dispatch_lag: open loop: HdrHistogram of how late perflab's dispatcher found
             each request due (its own lateness, without waits for a free connection).
+        drained: successful responses to recorded requests that completed after the
+            recorded window, while the step drained (not in the achieved rate); None in
+            files from before schema 2, where ``ok_responses`` included them.
+        ok_from_warmup: of ``ok_responses``, answers to requests sent during the warmup
+            (None before schema 2).
+        drain_s: from the end of the recorded window until the last recorded request
+            was answered, failed or cut off, s (estimated from ``wall_s`` before schema
+            2): about one response time for a server that kept up.
     """
 
     offered_rate: float | None
@@ -258,6 +310,9 @@ class HttpStep:
     threads: int = 1
     wall_s: float = math.nan
     dispatch_lag: Histogram = field(default_factory=Histogram)
+    drained: int | None = 0
+    ok_from_warmup: int | None = 0
+    drain_s: float = math.nan
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HttpStep:
