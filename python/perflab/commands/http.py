@@ -226,7 +226,7 @@ class _Live:
         status = "warmup" if snap["in_warmup"] else (
             f"{snap['achieved_rate']:,.0f}/s ok, {snap['failures']:,} errors, "
             f"p99 {snap['p99_us'] / 1e3:,.2f} ms")
-        self.progress.update(self.tasks[index], completed=snap["elapsed_s"], status=status)
+        self.progress.update(self.tasks[index], completed=snap["wall_s"], status=status)
 
     def step_done(self, summary: Any, number: int) -> None:
         """One line for a finished step (kept above the bars, and in logs)."""

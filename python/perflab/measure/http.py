@@ -390,35 +390,28 @@ def histogram_from_raw(raw: dict[str, Any]) -> Histogram:
 
 
 def step_from_raw(raw: dict[str, Any]) -> HttpStep:
-    """One step of ``http_run``'s result → :class:`HttpStep`.
-
-    ``elapsed_s`` is the engine's ``recorded_s`` (the window rates divide by) and
-    ``wall_s`` its ``elapsed_s``; mode is "open", "open-poisson" or "closed".
-    """
+    """One step of ``http_run``'s result → :class:`HttpStep` (the same names on both
+    sides of the seam); mode is "open", "open-poisson" or "closed"."""
     mode = raw["mode"] if raw["mode"] == "closed" else (
         "open-poisson" if raw.get("arrival") == "poisson" else "open")
     hists = raw.get("histograms", {})
+    counts = {name: int(raw.get(name, 0)) for name in (
+        "requests_sent", "ok_responses", "ok_from_warmup", "drained", "failures", "unsent",
+        "unfinished", "bytes_in", "bytes_out", "connections_opened", "connections_closed",
+        "connections_peak", "connect_failures", "pool_waits")}
     return HttpStep(
         offered_rate=raw.get("offered_rate"), connections=int(raw["connections"]), mode=mode,
         duration_s=float(raw["duration_s"]), warmup_s=float(raw["warmup_s"]),
-        elapsed_s=float(raw["recorded_s"]), requests_sent=int(raw["requests_sent"]),
+        elapsed_s=float(raw["elapsed_s"]), wall_s=float(raw.get("wall_s", math.nan)),
+        drain_s=float(raw.get("drain_s", math.nan)), **counts,
         status_counts={str(k): int(v) for k, v in raw.get("status_counts", {}).items()},
         errors={k: int(v) for k, v in raw.get("errors", {}).items() if v},
-        ok_responses=int(raw["successes"]), bytes_in=int(raw.get("bytes_in", 0)),
-        bytes_out=int(raw.get("bytes_out", 0)),
-        connections_opened=int(raw.get("connections_opened", 0)),
-        connections_closed=int(raw.get("connections_closed", 0)),
         connection_errors=int(raw.get("connections_errored", 0)),
         thread_cpu_s=[float(x) for x in raw.get("thread_cpu_s", [])],
         **{name: histogram_from_raw(hists.get(name, {}))
            for name in ("latency", "service_time", "send_lag", "failed_latency",
                         "dispatch_lag")},
-        interrupted=bool(raw.get("interrupted")), failures=int(raw.get("failures", 0)),
-        unsent=int(raw.get("unsent", 0)), unfinished=int(raw.get("unfinished", 0)),
-        connections_peak=int(raw.get("connections_peak", 0)),
-        connect_failures=int(raw.get("connect_failures", 0)),
-        pool_waits=int(raw.get("pool_waits", 0)), threads=int(raw.get("threads", 1)),
-        wall_s=float(raw.get("elapsed_s", math.nan)))
+        interrupted=bool(raw.get("interrupted")), threads=int(raw.get("threads", 1)))
 
 
 def only_connect_errors(step: HttpStep) -> bool:

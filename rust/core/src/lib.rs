@@ -548,11 +548,14 @@ mod http_bindings {
         d.set_item("threads", s.threads)?;
         d.set_item("duration_s", s.duration_s)?;
         d.set_item("warmup_s", s.warmup_s)?;
-        d.set_item("recorded_s", s.recorded_s)?;
         d.set_item("elapsed_s", s.elapsed_s)?;
+        d.set_item("wall_s", s.wall_s)?;
+        d.set_item("drain_s", s.drain_s)?;
         d.set_item("interrupted", s.interrupted)?;
         d.set_item("requests_sent", c.requests_sent)?;
-        d.set_item("successes", c.successes)?;
+        d.set_item("ok_responses", c.ok_responses)?;
+        d.set_item("ok_from_warmup", c.ok_from_warmup)?;
+        d.set_item("drained", c.drained)?;
         d.set_item("failures", c.failures)?;
         d.set_item("unsent", c.unsent)?;
         d.set_item("unfinished", c.unfinished)?;
@@ -611,10 +614,10 @@ mod http_bindings {
         d.set_item("step", s.step)?;
         d.set_item("steps", s.steps)?;
         d.set_item("offered_rate", s.offered_rate)?;
-        d.set_item("elapsed_s", s.elapsed_s)?;
+        d.set_item("wall_s", s.wall_s)?;
         d.set_item("in_warmup", s.in_warmup)?;
         d.set_item("completed", s.completed)?;
-        d.set_item("successes", s.successes)?;
+        d.set_item("ok_responses", s.ok_responses)?;
         d.set_item("failures", s.failures)?;
         d.set_item("achieved_rate", s.achieved_rate)?;
         d.set_item("p99_us", s.p99_us)?;
@@ -639,7 +642,8 @@ mod http_bindings {
     ///         connections_list (list[int]): closed loop, one step each.
     ///         duration_s (float): length of each step incl. warmup (10).
     ///         warmup_s (float): unrecorded start of each step (0).
-    ///         threads (int): engine threads (default cores - 1, min 1).
+    ///         threads (int): engine threads (default cores - 1, min 1; at
+    ///             most the cores).
     ///         connect_timeout_s (float, 2), read_timeout_s (float, 10; from
     ///             request write to the last response byte).
     ///         ok (str | list[(int, int)]): success statuses ("200-299").
@@ -650,18 +654,25 @@ mod http_bindings {
     ///         requests (list[dict]): {method, path, headers, body} each,
     ///             sent round-robin.
     ///     progress: optional callable, called about every 100 ms with a
-    ///         dict {step, steps, offered_rate, elapsed_s, in_warmup,
-    ///         completed, successes, failures, achieved_rate (req/s),
-    ///         p99_us}. If it raises, the run stops and the error is raised.
+    ///         dict {step, steps, offered_rate, wall_s (since the step
+    ///         began), in_warmup, completed, ok_responses, failures,
+    ///         achieved_rate (req/s), p99_us}. If it raises, the run stops
+    ///         and the error is raised.
     ///
     /// Returns:
     ///     dict {url, address, interrupted (bool), histogram_unit ("us"),
     ///     steps: list of dicts {index, mode, arrival, offered_rate (req/s
     ///     or None), connections, threads, duration_s, warmup_s,
-    ///     recorded_s (divide counts by this for rates), elapsed_s,
-    ///     interrupted, requests_sent, successes, failures, unsent (due
-    ///     but never sent when the step ended), unfinished (cut off by a
-    ///     stop), status_counts {code: n}, errors {connect_refused,
+    ///     elapsed_s (the recorded window: achieved = ok_responses /
+    ///     elapsed_s), wall_s (the whole step, drain included), drain_s
+    ///     (from the window's end to the last recorded request's end),
+    ///     interrupted, requests_sent (recorded requests handed to a
+    ///     connection), ok_responses (OK responses completed inside the
+    ///     window), ok_from_warmup (of those, answers to warmup requests),
+    ///     drained (OK answers to recorded requests after the window),
+    ///     failures, unsent (due in the window but never sent),
+    ///     unfinished (cut off by a stop or --timeout after the step's
+    ///     end), status_counts {code: n}, errors {connect_refused,
     ///     connect_timeout, read_timeout, reset, closed_mid_response,
     ///     protocol, tls, other: n}, bytes_in, bytes_out,
     ///     connections_opened, connections_closed, connections_errored
@@ -675,11 +686,15 @@ mod http_bindings {
     ///     request due, without waits for a free connection),
     ///     failed_latency: {encoded_b64 (HdrHistogram V2 deflate, base64),
     ///     count, min_us, p50_us, p90_us, p99_us, p999_us, max_us,
-    ///     mean_us}}}}. requests_sent = successes + failures + unfinished.
+    ///     mean_us}}}}. requests_sent = ok_responses - ok_from_warmup +
+    ///     drained + failures + unfinished; connections_opened =
+    ///     connections_closed.
     ///
     /// Raises:
     ///     ValueError: bad config (unknown key, malformed URL, unsupported
-    ///         scheme, non-positive rate or duration, warmup >= duration,
+    ///         scheme, non-positive rate or duration, a rate above
+    ///         1,000,000 req/s per engine thread, more threads than cores,
+    ///         warmup >= duration,
     ///         more connections than `ulimit -n` allows, unresolvable
     ///         host). An unreachable server is not an error: its failures
     ///         are counted.

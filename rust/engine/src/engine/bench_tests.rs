@@ -20,13 +20,13 @@ fn env(key: &str, default: &str) -> String {
 
 fn report(name: &str, s: &StepResult) {
     let c = &s.recorder.counters;
-    let done = (c.successes + c.failures) as f64;
+    let done = (c.ok_responses + c.failures) as f64;
     let cpu: f64 = s.thread_cpu_s.iter().sum();
     println!(
         "{name}: achieved {:.0}/s, {:.2} us CPU/request, send lag p50 {} p99 {} us, \
          dispatch lag p99 {} us, latency p50 {} p99 {} us, failures {}, unsent {}, \
          connections peak {}",
-        c.successes as f64 / s.recorded_s,
+        c.ok_responses as f64 / s.elapsed_s,
         cpu / done * 1e6,
         summarize(&s.recorder.send_lag).p50_us,
         summarize(&s.recorder.send_lag).p99_us,

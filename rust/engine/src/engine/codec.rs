@@ -113,6 +113,62 @@ enum Chunk {
     EndLf,
 }
 
+fn chunk_error(what: &str) -> CodecError {
+    CodecError(format!("malformed chunked body: {what}"))
+}
+
+impl Chunk {
+    /// The state after byte `b` of the framing (not `Data` or `EndLf`,
+    /// which [`ResponseReader::feed_chunked`] handles); `size` accumulates
+    /// the hex size of the chunk being announced.
+    fn next(self, b: u8, size: &mut u64) -> Result<Chunk, CodecError> {
+        let expect = |want: u8, then: Chunk, what: &str| {
+            if b == want {
+                Ok(then)
+            } else {
+                Err(chunk_error(what))
+            }
+        };
+        match self {
+            Chunk::Size => match (b as char).to_digit(16) {
+                Some(_) if *size > (u64::MAX >> 8) => Err(chunk_error("chunk size overflows")),
+                Some(d) => {
+                    *size = *size * 16 + u64::from(d);
+                    Ok(Chunk::Size)
+                }
+                None if b == b';' || b == b' ' || b == b'\t' => Ok(Chunk::Ext),
+                None if b == b'\r' => Ok(Chunk::SizeLf),
+                None => Err(chunk_error("bad chunk size")),
+            },
+            Chunk::Ext => Ok(if b == b'\r' {
+                Chunk::SizeLf
+            } else {
+                Chunk::Ext
+            }),
+            Chunk::SizeLf => {
+                let then = if *size == 0 {
+                    Chunk::TrailerStart
+                } else {
+                    Chunk::Data(*size)
+                };
+                *size = 0;
+                expect(b'\n', then, "expected LF after chunk size")
+            }
+            Chunk::DataCr => expect(b'\r', Chunk::DataLf, "expected CRLF after chunk data"),
+            Chunk::DataLf => expect(b'\n', Chunk::Size, "expected CRLF after chunk data"),
+            Chunk::TrailerStart if b == b'\r' => Ok(Chunk::EndLf),
+            Chunk::TrailerStart | Chunk::Trailer => Ok(if b == b'\r' {
+                Chunk::TrailerLf
+            } else {
+                Chunk::Trailer
+            }),
+            Chunk::TrailerLf => expect(b'\n', Chunk::TrailerStart, "expected LF in trailer"),
+            // Handled by feed_chunked before it calls this.
+            Chunk::Data(_) | Chunk::EndLf => Ok(self),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     Head,
@@ -316,85 +372,26 @@ impl ResponseReader {
             return Ok(0);
         };
         let mut i = 0;
-        let err = |m: &str| Err(CodecError(format!("malformed chunked body: {m}")));
         while i < buf.len() {
-            let b = buf[i];
-            match st {
-                Chunk::Size => match (b as char).to_digit(16) {
-                    Some(d) => {
-                        if size > (u64::MAX >> 8) {
-                            return err("chunk size overflows");
-                        }
-                        size = size * 16 + d as u64;
-                    }
-                    None if b == b';' || b == b' ' || b == b'\t' => st = Chunk::Ext,
-                    None if b == b'\r' => st = Chunk::SizeLf,
-                    None => return err("bad chunk size"),
-                },
-                Chunk::Ext => {
-                    if b == b'\r' {
-                        st = Chunk::SizeLf;
-                    }
-                }
-                Chunk::SizeLf => {
-                    if b != b'\n' {
-                        return err("expected LF after chunk size");
-                    }
-                    st = if size == 0 {
-                        Chunk::TrailerStart
-                    } else {
-                        Chunk::Data(size)
-                    };
-                    size = 0;
-                }
-                Chunk::Data(left) => {
-                    let take = left.min((buf.len() - i) as u64);
-                    i += take as usize;
-                    st = if take == left {
-                        Chunk::DataCr
-                    } else {
-                        Chunk::Data(left - take)
-                    };
-                    continue;
-                }
-                Chunk::DataCr => {
-                    if b != b'\r' {
-                        return err("expected CRLF after chunk data");
-                    }
-                    st = Chunk::DataLf;
-                }
-                Chunk::DataLf => {
-                    if b != b'\n' {
-                        return err("expected CRLF after chunk data");
-                    }
-                    st = Chunk::Size;
-                }
-                Chunk::TrailerStart => {
-                    st = if b == b'\r' {
-                        Chunk::EndLf
-                    } else {
-                        Chunk::Trailer
-                    }
-                }
-                Chunk::Trailer => {
-                    if b == b'\r' {
-                        st = Chunk::TrailerLf;
-                    }
-                }
-                Chunk::TrailerLf => {
-                    if b != b'\n' {
-                        return err("expected LF in trailer");
-                    }
-                    st = Chunk::TrailerStart;
-                }
-                Chunk::EndLf => {
-                    if b != b'\n' {
-                        return err("expected final LF");
-                    }
-                    self.state = State::Done;
-                    return Ok(i + 1);
-                }
+            if let Chunk::Data(left) = st {
+                // Skip chunk data in one go rather than byte by byte.
+                let take = left.min((buf.len() - i) as u64);
+                i += take as usize;
+                st = if take == left {
+                    Chunk::DataCr
+                } else {
+                    Chunk::Data(left - take)
+                };
+                continue;
             }
+            if st == Chunk::EndLf {
+                if buf[i] != b'\n' {
+                    return Err(chunk_error("expected final LF"));
+                }
+                self.state = State::Done;
+                return Ok(i + 1);
+            }
+            st = st.next(buf[i], &mut size)?;
             i += 1;
         }
         self.state = State::Chunked(st, size);

@@ -64,14 +64,23 @@ pub struct Config {
     pub seed: u64,
 }
 
+/// The cores this process may run on (`available_parallelism`; 1 when
+/// unknown).
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// Default number of engine threads: the cores less one, at least one.
 pub fn default_threads() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(2)
-        .saturating_sub(1)
-        .max(1)
+    cores().saturating_sub(1).max(1)
 }
+
+/// Highest offered rate one engine thread accepts, requests/s: one request
+/// per microsecond. Every request costs its thread at least a write and a
+/// read system call plus the dispatcher's bookkeeping, more than 1 µs on
+/// any machine, so a higher rate could not be sent: it would only pile up
+/// as `unsent`.
+pub const MAX_RATE_PER_THREAD: f64 = 1e6;
 
 /// Largest automatic open-loop pool (all threads together).
 pub const AUTO_MAX_CONNECTIONS: usize = 1024;
@@ -108,10 +117,12 @@ impl Config {
     ///
     /// # Errors
     /// One line saying which value is wrong and what is accepted: no steps,
-    /// a rate that is not a positive finite number, a missing or zero
-    /// connection count, a non-positive duration, a warmup not shorter
-    /// than the duration, zero threads or timeouts, no requests, or more
-    /// connections than the open-file limit allows (naming `ulimit -n`).
+    /// a rate that is not a positive finite number or is above what the
+    /// engine threads can schedule ([`MAX_RATE_PER_THREAD`] each), a
+    /// missing or zero connection count, a non-positive duration, a warmup
+    /// not shorter than the duration, zero threads or more threads than
+    /// cores, zero timeouts, no requests, or more connections than the
+    /// open-file limit allows (naming `ulimit -n`).
     pub fn validate(&self) -> Result<(), String> {
         if self.steps.is_empty() {
             return Err("no steps to run: give at least one rate (or connection count)".into());
@@ -131,6 +142,14 @@ impl Config {
         if self.threads == 0 {
             return Err("threads must be at least 1".into());
         }
+        let cores = cores();
+        if self.threads > cores {
+            return Err(format!(
+                "threads {} is more than the {cores} cores of this machine: engine threads \
+                 beyond the cores only take turns on them; use --threads {cores} or fewer",
+                self.threads
+            ));
+        }
         if self.connect_timeout.is_zero() || self.read_timeout.is_zero() {
             return Err("connect and read timeouts must be positive".into());
         }
@@ -138,7 +157,7 @@ impl Config {
         for s in &self.steps {
             match self.model {
                 LoadModel::Open(_) => match s.rate {
-                    Some(r) if r.is_finite() && r > 0.0 => {}
+                    Some(r) if r.is_finite() && r > 0.0 => self.check_schedulable(s, r)?,
                     other => {
                         return Err(format!(
                             "rate must be a positive number of requests/s, got {other:?}"
@@ -157,6 +176,36 @@ impl Config {
             max_conns = max_conns.max(s.connections.unwrap_or(0));
         }
         super::sys::check_open_files(max_conns as u64)
+    }
+
+    /// A rate above what the step's engine threads can schedule is refused.
+    fn check_schedulable(&self, step: &StepSpec, rate: f64) -> Result<(), String> {
+        let threads = self.step_load(step).1;
+        let limit = MAX_RATE_PER_THREAD * threads as f64;
+        if rate <= limit {
+            return Ok(());
+        }
+        let more = if threads < cores() {
+            format!(", or use more --threads (up to the {} cores)", cores())
+        } else {
+            String::new()
+        };
+        Err(format!(
+            "rate {rate} requests/s is more than the load engine can schedule: at most \
+             {MAX_RATE_PER_THREAD:.0} requests/s per engine thread, {limit:.0}/s with \
+             {threads} here; offer less{more}"
+        ))
+    }
+
+    /// The (connections, engine threads) of a step: closed loop, its
+    /// connection count; open loop, the pool's cap (given, or
+    /// [`Config::auto_connections`]). Never more threads than connections.
+    pub fn step_load(&self, step: &StepSpec) -> (usize, usize) {
+        let n = match self.model {
+            LoadModel::Closed => step.connections.unwrap_or(1),
+            LoadModel::Open(_) => step.connections.unwrap_or_else(|| self.auto_connections()),
+        };
+        (n, self.threads.min(n).max(1))
     }
 
     /// The connection pool cap of an open-loop step with no explicit
@@ -191,6 +240,21 @@ mod tests {
         assert!(c.validate().unwrap_err().contains("rate"));
         c.steps[0].rate = Some(f64::NAN);
         assert!(c.validate().is_err());
+        let mut c = base.clone();
+        c.steps[0].rate = Some(1e10);
+        let err = c.validate().unwrap_err();
+        assert!(
+            err.contains("1000000 requests/s per engine thread"),
+            "{err}"
+        );
+        let mut c = base.clone();
+        c.threads = cores() + 1;
+        let err = c.validate().unwrap_err();
+        assert!(err.contains("cores") && err.contains("--threads"), "{err}");
+        let mut c = base.clone();
+        c.steps[0].rate = Some(MAX_RATE_PER_THREAD);
+        c.threads = 1;
+        assert!(c.validate().is_ok());
         let mut c = base.clone();
         c.duration = Duration::ZERO;
         assert!(c.validate().unwrap_err().contains("duration"));

@@ -17,6 +17,14 @@ fn serve(config: ServerConfig) -> ServerHandle {
     .unwrap()
 }
 
+/// A server answering every request after a fixed `delay`.
+fn delayed(delay: Duration) -> ServerHandle {
+    serve(ServerConfig {
+        delay: Some(Delay::Fixed(delay)),
+        ..Default::default()
+    })
+}
+
 fn open(h: &ServerHandle, rate: f64, duration_ms: u64) -> Config {
     let mut c = Config::open(&format!("http://{}/x", h.address()), rate).unwrap();
     c.duration = Duration::from_millis(duration_ms);
@@ -31,37 +39,48 @@ fn run_one(c: &Config) -> StepResult {
     r.steps.pop().unwrap()
 }
 
-/// Every issued request is accounted for exactly once.
-fn assert_balanced(s: &StepResult) {
-    let c = &s.recorder.counters;
+/// Every issued request is accounted for exactly once, every connection
+/// opened was closed, and the step ended within its duration plus the
+/// read timeout (plus the 30 ms pre-open delay and thread start-up/join,
+/// given 0.5 s here: a loaded 2-core test machine).
+fn assert_balanced(s: &StepResult, c: &Config) {
+    let k = &s.recorder.counters;
+    let ok_in_window = k.ok_responses - k.ok_from_warmup;
     assert_eq!(
-        c.requests_sent,
-        c.successes + c.failures + c.unfinished,
-        "{c:?}"
+        k.requests_sent,
+        ok_in_window + k.drained + k.failures + k.unfinished,
+        "{k:?}"
     );
-    assert_eq!(s.recorder.latency.len(), c.successes);
-    assert_eq!(s.recorder.failed_latency.len(), c.failures);
+    assert_eq!(s.recorder.latency.len(), ok_in_window + k.drained);
+    assert_eq!(s.recorder.failed_latency.len(), k.failures);
+    assert_eq!(k.connections_opened, k.connections_closed, "{k:?}");
+    let bound = (c.duration + c.read_timeout).as_secs_f64() + 0.5;
+    assert!(s.wall_s < bound, "step took {} s > {bound} s", s.wall_s);
+    assert!(
+        s.drain_s <= s.wall_s - s.elapsed_s,
+        "{} {}",
+        s.drain_s,
+        s.wall_s
+    );
 }
 
 #[test]
 fn fixed_delay_shows_in_latency_and_service_time() {
-    let h = serve(ServerConfig {
-        delay: Some(Delay::Fixed(Duration::from_millis(2))),
-        ..Default::default()
-    });
+    let h = delayed(Duration::from_millis(2));
     let mut c = open(&h, 400.0, 1000);
     c.warmup = Duration::from_millis(200);
     let s = run_one(&c);
-    assert_balanced(&s);
+    assert_balanced(&s, &c);
     let counters = &s.recorder.counters;
     // 0.8 s recorded at 400/s.
     assert!(
         (300..=340).contains(&counters.requests_sent),
         "{counters:?}"
     );
-    assert_eq!(counters.status_counts(), vec![(200, counters.successes)]);
+    let answered = counters.ok_responses - counters.ok_from_warmup + counters.drained;
+    assert_eq!(counters.status_counts(), vec![(200, answered)]);
     assert_eq!((counters.unsent, counters.failures), (0, 0));
-    assert!((s.recorded_s - 0.8).abs() < 1e-6);
+    assert!((s.elapsed_s - 0.8).abs() < 1e-6);
     let lat = summarize(&s.recorder.latency);
     let svc = summarize(&s.recorder.service_time);
     assert!(lat.p50_us >= 2000 && lat.p50_us < 8000, "{lat:?}");
@@ -72,7 +91,7 @@ fn fixed_delay_shows_in_latency_and_service_time() {
     assert!(summarize(&s.recorder.send_lag).p50_us < 1000);
     assert!(counters.bytes_out > 0 && counters.bytes_in > 0);
     assert_eq!(s.thread_cpu_s.len(), 1);
-    assert!(s.thread_cpu_s[0] > 0.0 && s.thread_cpu_s[0] < s.recorded_s);
+    assert!(s.thread_cpu_s[0] > 0.0 && s.thread_cpu_s[0] < s.elapsed_s);
     let back = decode(&encode(&s.recorder.latency)).unwrap();
     assert_eq!(summarize(&back), lat);
 }
@@ -87,7 +106,7 @@ fn stall_shows_in_latency_from_intended_time_but_not_in_service_time() {
     let mut c = open(&h, 500.0, 1200);
     c.steps[0].connections = Some(2);
     let s = run_one(&c);
-    assert_balanced(&s);
+    assert_balanced(&s, &c);
     let lat = summarize(&s.recorder.latency);
     let svc = summarize(&s.recorder.service_time);
     let lag = summarize(&s.recorder.send_lag);
@@ -114,13 +133,14 @@ fn error_rate_is_counted_and_kept_apart() {
         error_rate: 0.25,
         ..Default::default()
     });
-    let s = run_one(&open(&h, 1000.0, 600));
-    assert_balanced(&s);
-    let c = &s.recorder.counters;
-    let share = c.status[500] as f64 / c.requests_sent as f64;
-    assert!((share - 0.25).abs() < 0.07, "{share} of {c:?}");
-    assert_eq!(c.failures, c.status[500]);
-    assert_eq!(c.successes, c.status[200]);
+    let c = open(&h, 1000.0, 600);
+    let s = run_one(&c);
+    assert_balanced(&s, &c);
+    let k = &s.recorder.counters;
+    let share = k.status[500] as f64 / k.requests_sent as f64;
+    assert!((share - 0.25).abs() < 0.07, "{share} of {k:?}");
+    assert_eq!(k.failures, k.status[500]);
+    assert_eq!(k.ok_responses - k.ok_from_warmup + k.drained, k.status[200]);
 }
 
 #[test]
@@ -136,9 +156,9 @@ fn dead_server_counts_connect_refused_without_hanging() {
     let t = Instant::now();
     let s = run_one(&c);
     assert!(t.elapsed() < Duration::from_secs(2));
-    assert_balanced(&s);
+    assert_balanced(&s, &c);
     let k = &s.recorder.counters;
-    assert_eq!(k.successes, 0);
+    assert_eq!(k.ok_responses, 0);
     assert!(
         (50..=70).contains(&k.error(ErrorKind::ConnectRefused)),
         "{k:?}"
@@ -160,10 +180,10 @@ fn faults_end_as_read_timeout_and_closed_mid_response() {
     let mut c = open(&h, 20.0, 300);
     c.read_timeout = Duration::from_millis(200);
     let s = run_one(&c);
-    assert_balanced(&s);
+    assert_balanced(&s, &c);
     let k = &s.recorder.counters;
     assert!(
-        k.error(ErrorKind::ReadTimeout) >= 5 && k.successes == 0,
+        k.error(ErrorKind::ReadTimeout) >= 5 && k.ok_responses == 0,
         "{k:?}"
     );
     let h = serve(ServerConfig {
@@ -171,11 +191,12 @@ fn faults_end_as_read_timeout_and_closed_mid_response() {
         body_size: 100,
         ..Default::default()
     });
-    let s = run_one(&open(&h, 100.0, 300));
-    assert_balanced(&s);
+    let c = open(&h, 100.0, 300);
+    let s = run_one(&c);
+    assert_balanced(&s, &c);
     let k = &s.recorder.counters;
     assert!(
-        k.error(ErrorKind::ClosedMidResponse) >= 25 && k.successes == 0,
+        k.error(ErrorKind::ClosedMidResponse) >= 25 && k.ok_responses == 0,
         "{k:?}"
     );
 }
@@ -184,14 +205,11 @@ fn faults_end_as_read_timeout_and_closed_mid_response() {
 fn busy_connections_make_requests_wait_never_skip() {
     // One connection, 40 ms per response, 100 req/s offered: capacity is
     // 25/s, so requests queue and their send lag and latency grow.
-    let h = serve(ServerConfig {
-        delay: Some(Delay::Fixed(Duration::from_millis(40))),
-        ..Default::default()
-    });
+    let h = delayed(Duration::from_millis(40));
     let mut c = open(&h, 100.0, 500);
     c.steps[0].connections = Some(1);
     let s = run_one(&c);
-    assert_balanced(&s);
+    assert_balanced(&s, &c);
     let k = &s.recorder.counters;
     // Every one of the 50 intended requests was sent or is counted unsent.
     assert_eq!(k.requests_sent + k.unsent, 50, "{k:?}");
@@ -223,13 +241,13 @@ fn closed_loop_runs_n_connections_without_send_lag() {
     }];
     c.threads = 2;
     let s = run_one(&c);
-    assert_balanced(&s);
+    assert_balanced(&s, &c);
     assert_eq!(
         (s.mode, s.offered_rate, s.connections, s.threads),
         ("closed", None, 4, 2)
     );
     assert!(
-        s.recorder.counters.successes > 200,
+        s.recorder.counters.ok_responses > 200,
         "{:?}",
         s.recorder.counters
     );
@@ -253,9 +271,9 @@ fn poisson_sweep_runs_each_step_at_its_rate() {
     let r = run(&c, Arc::default(), Arc::default()).unwrap();
     assert_eq!(r.steps.len(), 2);
     for s in &r.steps {
-        assert_balanced(s);
-        let expect = s.offered_rate.unwrap() * s.recorded_s;
-        let got = s.recorder.counters.successes as f64;
+        assert_balanced(s, &c);
+        let expect = s.offered_rate.unwrap() * s.elapsed_s;
+        let got = s.recorder.counters.ok_responses as f64;
         // Poisson count: sd = sqrt(expect); allow 4 sd.
         assert!(
             (got - expect).abs() < 4.0 * expect.sqrt() + 2.0,
@@ -267,10 +285,7 @@ fn poisson_sweep_runs_each_step_at_its_rate() {
 
 #[test]
 fn stop_flag_ends_the_step_early_with_its_accounting() {
-    let h = serve(ServerConfig {
-        delay: Some(Delay::Fixed(Duration::from_millis(1))),
-        ..Default::default()
-    });
+    let h = delayed(Duration::from_millis(1));
     let mut c = open(&h, 200.0, 10_000);
     c.steps.push(c.steps[0]);
     let stop = Arc::new(AtomicBool::new(false));
@@ -290,7 +305,114 @@ fn stop_flag_ends_the_step_early_with_its_accounting() {
     assert!(r.interrupted);
     assert_eq!(r.steps.len(), 1, "no step starts after a stop");
     let s = &r.steps[0];
-    assert!(s.interrupted && s.recorded_s < 1.0, "{}", s.recorded_s);
-    assert_balanced(s);
-    assert!(s.recorder.counters.successes >= 40);
+    assert!(s.interrupted && s.elapsed_s < 1.0, "{}", s.elapsed_s);
+    assert_balanced(s, &c);
+    assert!(s.recorder.counters.ok_responses >= 40);
+}
+
+#[test]
+fn saturated_open_loop_achieves_no_more_than_the_server_serves() {
+    // One global lock held 5 ms per request: the server completes at most
+    // one response per 5 ms (200/s). Offered 600/s, the backlog grows; the
+    // responses to it come after the window and must not count in it.
+    let h = serve(ServerConfig {
+        serialize: Some(Duration::from_millis(5)),
+        ..Default::default()
+    });
+    let mut c = open(&h, 600.0, 700);
+    c.warmup = Duration::from_millis(200);
+    c.read_timeout = Duration::from_millis(400);
+    let s = run_one(&c);
+    assert_balanced(&s, &c);
+    let k = &s.recorder.counters;
+    // Completions 5 ms apart: at most window / 5 ms + 1 fit in the window.
+    let most = (s.elapsed_s / 0.005).floor() + 1.0;
+    assert!(
+        k.ok_responses as f64 <= most,
+        "{} > {most}: {k:?}",
+        k.ok_responses
+    );
+    assert!(k.ok_responses as f64 >= most / 2.0, "{k:?}");
+    // The backlog was answered after the window, failed or was cut off.
+    assert!(k.drained + k.unfinished + k.failures > 10, "{k:?}");
+    assert!(s.drain_s > 0.05, "drain {} s", s.drain_s);
+}
+
+#[test]
+fn closed_loop_counts_the_last_responses_as_drained() {
+    let h = delayed(Duration::from_millis(20));
+    let mut c = open(&h, 1.0, 300);
+    c.model = LoadModel::Closed;
+    c.steps = vec![StepSpec {
+        rate: None,
+        connections: Some(3),
+    }];
+    let s = run_one(&c);
+    assert_balanced(&s, &c);
+    let k = &s.recorder.counters;
+    // Each connection has a request in flight when the step ends: its
+    // answer comes within one 20 ms response, after the window.
+    assert!((1..=3).contains(&k.drained), "{k:?}");
+    assert!(s.drain_s > 0.0 && s.drain_s < 0.2, "drain {} s", s.drain_s);
+    // 3 connections × 300 ms / 20 ms, less the last ones.
+    assert!((30..=45).contains(&k.ok_responses), "{k:?}");
+}
+
+#[test]
+fn a_full_pool_never_stretches_the_step() {
+    // Responses take 2 s; a pool of 8 is full at once while 10^5
+    // requests/s fall due. The step still ends the read timeout (300 ms)
+    // after its end, every connection closed, every request counted.
+    let h = delayed(Duration::from_secs(2));
+    let mut c = open(&h, 1e5, 400);
+    c.steps[0].connections = Some(8);
+    c.warmup = Duration::from_millis(100);
+    c.read_timeout = Duration::from_millis(300);
+    let s = run_one(&c);
+    assert_balanced(&s, &c);
+    let k = &s.recorder.counters;
+    // 0.3 s recorded × 10^5/s fell due; a handful could be sent.
+    assert!(k.unsent + k.requests_sent == 30_000, "{k:?}");
+    assert!(k.unsent > 29_000 && k.ok_responses == 0, "{k:?}");
+    assert!(k.connections_opened >= 8, "{k:?}");
+}
+
+#[test]
+fn connections_without_work_never_hold_the_step() {
+    // Poisson arrivals at 0.01/s: no request falls in a 300 ms step, but
+    // the thread pre-opens a connection. Nothing is in flight at the end,
+    // so the step ends there (it used to wait for a pre-opened connection
+    // that had not finished connecting when the drain began, up to the
+    // connect and read timeouts).
+    let h = serve(ServerConfig::default());
+    let mut c = open(&h, 0.01, 300);
+    c.model = LoadModel::Open(Arrival::Poisson);
+    let s = run_one(&c);
+    assert_balanced(&s, &c);
+    assert!(s.wall_s < 0.8, "step took {} s", s.wall_s);
+    assert_eq!(s.recorder.counters.requests_sent, 0);
+}
+
+#[test]
+fn a_stop_is_seen_quickly_at_the_highest_rate() {
+    let h = serve(ServerConfig::default());
+    let c = open(&h, MAX_RATE_PER_THREAD, 10_000);
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        s2.store(true, Ordering::Relaxed);
+        Instant::now()
+    });
+    let r = run(&c, stop, Arc::default()).unwrap();
+    let late = stopper.join().unwrap().elapsed();
+    // The engine looks at the flag at least every 100 ms; 0.5 s allows for
+    // a loaded test machine.
+    assert!(
+        late < Duration::from_millis(500),
+        "ended {late:?} after the stop"
+    );
+    let s = &r.steps[0];
+    assert!(s.interrupted);
+    assert_balanced(s, &c);
 }

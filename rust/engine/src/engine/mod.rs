@@ -9,13 +9,15 @@
 //! (3 significant digits, µs); memory is constant in the run's length.
 //!
 //! Layout: [`schedule`] (intended times), [`codec`] (HTTP/1.1 bytes),
-//! [`conn`] (one connection), [`recorder`] (histograms, counters),
-//! `runner` (one engine thread), [`progress`] (live snapshots), and
-//! [`run`] here, which drives the steps.
+//! [`conn`] (one connection), [`recorder`] (histograms, counters and the
+//! accounting of every request), `runner` (one engine thread, the closed
+//! loop and the drain), `dispatch` (the open-loop dispatcher),
+//! [`progress`] (live snapshots), and [`run`] here, which drives the steps.
 
 pub mod codec;
 pub mod config;
 pub mod conn;
+mod dispatch;
 pub mod progress;
 pub mod recorder;
 mod runner;
@@ -32,18 +34,19 @@ mod e2e_tests;
 use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use codec::RequestSpec;
-pub use config::{default_threads, Config, LoadModel, StepSpec};
+pub use config::{cores, default_threads, Config, LoadModel, StepSpec, MAX_RATE_PER_THREAD};
 pub use progress::{Progress, Snapshot};
 pub use recorder::{decode, encode, summarize, Counters, ErrorKind, OkStatus, Recorder, Summary};
 pub use schedule::{Arrival, Schedule, SplitMix64};
 pub use url::{Scheme, Target};
 
 use conn::Connector;
-use runner::{run_thread, Shared, ThreadPlan};
+use runner::{run_thread, Shared, ThreadPlan, ThreadResult};
 
 /// A run could not start (bad input or setup); failures *during* a run are
 /// counted in the results instead.
@@ -84,15 +87,20 @@ pub struct StepResult {
     /// Warmup at the start of the step that was not recorded, s.
     pub warmup_s: f64,
     /// Length of the recorded window, s: `duration − warmup`, or less when
-    /// the step was interrupted. Divide counts by it for rates.
-    pub recorded_s: f64,
-    /// Wall time the step really took (including the drain of in-flight
-    /// requests), s.
+    /// the step was interrupted. The achieved rate is
+    /// `counters.ok_responses / elapsed_s`.
     pub elapsed_s: f64,
+    /// Wall time the step really took (pre-opening of connections and the
+    /// drain of in-flight requests included), s.
+    pub wall_s: f64,
+    /// How long after the recorded window the last recorded request was
+    /// answered, failed or cut off, s (0 when none was left in flight): a
+    /// server that kept up drains in about one response time.
+    pub drain_s: f64,
     /// The step was cut short by the stop flag.
     pub interrupted: bool,
     /// CPU time of each engine thread over the recorded window, s. A value
-    /// near `recorded_s` means that thread was CPU-bound
+    /// near `elapsed_s` means that thread was CPU-bound
     /// (generator-limited).
     pub thread_cpu_s: Vec<f64>,
     /// Histograms and counters, merged over threads.
@@ -184,6 +192,7 @@ fn prepare(
         seed: config.seed,
         stop,
         progress,
+        stopped_at: OnceLock::new(),
     })
 }
 
@@ -194,77 +203,116 @@ fn split(n: usize, parts: usize) -> Vec<usize> {
         .collect()
 }
 
+/// The instants of one step: `t0` (load starts), the end of the warmup
+/// and the end of the step.
+struct StepClock {
+    started: Instant,
+    t0: Instant,
+    warmup_end: Instant,
+    end: Instant,
+}
+
+impl StepClock {
+    fn start(config: &Config) -> Self {
+        let started = Instant::now();
+        let t0 = started + START_DELAY;
+        StepClock {
+            started,
+            t0,
+            warmup_end: t0 + config.warmup,
+            end: t0 + config.duration,
+        }
+    }
+}
+
 fn run_step(
     config: &Config,
     shared: &Arc<Shared>,
     index: usize,
     spec: &StepSpec,
 ) -> Result<StepResult, EngineError> {
-    let (connections, threads) = match config.model {
-        LoadModel::Closed => {
-            let n = spec.connections.unwrap_or(1);
-            (n, config.threads.min(n))
-        }
-        LoadModel::Open(_) => {
-            let n = spec
-                .connections
-                .unwrap_or_else(|| config.auto_connections());
-            (n, config.threads.min(n))
-        }
-    };
-    let shares = split(connections, threads);
-    let started = Instant::now();
-    let t0 = started + START_DELAY;
-    let warmup_end = t0 + config.warmup;
-    let end = t0 + config.duration;
+    let (connections, threads) = config.step_load(spec);
+    let clock = StepClock::start(config);
     shared.progress.begin_step(
         index,
         config.steps.len(),
         spec.rate,
-        t0,
+        clock.t0,
         config.warmup.as_secs_f64(),
     );
-    let handles = shares
-        .iter()
+    let handles = split(connections, threads)
+        .into_iter()
         .enumerate()
-        .map(|(thread, &conns)| {
+        .map(|(thread, conns)| {
             // About 2 ms of requests per connection in flight to start with.
             let per_thread = spec.rate.unwrap_or(0.0) / threads as f64;
-            let prewarm = ((per_thread * 0.002).ceil() as usize).clamp(1, conns);
             let plan = ThreadPlan {
                 thread,
                 threads,
                 rate: spec.rate,
                 connections: conns,
-                prewarm,
-                t0,
-                warmup_end,
-                end,
+                prewarm: ((per_thread * 0.002).ceil() as usize).clamp(1, conns),
+                t0: clock.t0,
+                warmup_end: clock.warmup_end,
+                end: clock.end,
             };
-            let shared = shared.clone();
-            std::thread::Builder::new()
-                .name(format!("perflab-engine-{thread}"))
-                .spawn(move || run_thread(shared, plan))
-                .map_err(|e| EngineError(format!("cannot start an engine thread: {e}")))
+            spawn_thread(shared, plan)
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let threads_done = join_threads(handles)?;
+    Ok(step_result(
+        config,
+        shared,
+        index,
+        spec,
+        (connections, threads),
+        &clock,
+        threads_done,
+    ))
+}
+
+fn spawn_thread(
+    shared: &Arc<Shared>,
+    plan: ThreadPlan,
+) -> Result<JoinHandle<Result<ThreadResult, String>>, EngineError> {
+    let shared = shared.clone();
+    std::thread::Builder::new()
+        .name(format!("perflab-engine-{}", plan.thread))
+        .spawn(move || run_thread(shared, plan))
+        .map_err(|e| EngineError(format!("cannot start an engine thread: {e}")))
+}
+
+fn join_threads(
+    handles: Vec<JoinHandle<Result<ThreadResult, String>>>,
+) -> Result<Vec<ThreadResult>, EngineError> {
+    handles
+        .into_iter()
+        .map(|h| {
+            h.join()
+                .map_err(|_| EngineError("an engine thread panicked".into()))?
+                .map_err(EngineError)
+        })
+        .collect()
+}
+
+/// Merge the threads' shares into the step's result.
+fn step_result(
+    config: &Config,
+    shared: &Shared,
+    index: usize,
+    spec: &StepSpec,
+    (connections, threads): (usize, usize),
+    clock: &StepClock,
+    done: Vec<ThreadResult>,
+) -> StepResult {
     let mut recorder = Recorder::default();
-    let mut thread_cpu_s = Vec::new();
-    let mut stopped_at: Option<Instant> = None;
-    for h in handles {
-        let r = h
-            .join()
-            .map_err(|_| EngineError("an engine thread panicked".into()))??;
+    for r in &done {
         recorder.merge(&r.recorder);
-        thread_cpu_s.push(r.cpu_s);
-        stopped_at = match (stopped_at, r.stopped_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
     }
-    let interrupted = stopped_at.is_some_and(|s| s < end);
-    let recorded_end = stopped_at.map_or(end, |s| s.min(end));
-    Ok(StepResult {
+    let stopped_at = shared.stopped_at.get().copied();
+    let window_end = stopped_at.map_or(clock.end, |s| s.min(clock.end));
+    let last = done.iter().filter_map(|r| r.last_completion).max();
+    StepResult {
         index,
         mode: config.model.mode_name(),
         arrival: match config.model {
@@ -278,14 +326,17 @@ fn run_step(
         threads,
         duration_s: config.duration.as_secs_f64(),
         warmup_s: config.warmup.as_secs_f64(),
-        recorded_s: recorded_end
-            .saturating_duration_since(warmup_end)
+        elapsed_s: window_end
+            .saturating_duration_since(clock.warmup_end)
             .as_secs_f64(),
-        elapsed_s: started.elapsed().as_secs_f64(),
-        interrupted,
-        thread_cpu_s,
+        wall_s: clock.started.elapsed().as_secs_f64(),
+        drain_s: last.map_or(0.0, |l| {
+            l.saturating_duration_since(window_end).as_secs_f64()
+        }),
+        interrupted: stopped_at.is_some_and(|s| s < clock.end),
+        thread_cpu_s: done.iter().map(|r| r.cpu_s).collect(),
         recorder,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -15,16 +15,17 @@ pub struct Snapshot {
     pub steps: usize,
     /// Offered rate of the step, req/s (None in closed loop).
     pub offered_rate: Option<f64>,
-    /// Seconds since the step started (warmup included).
-    pub elapsed_s: f64,
+    /// Wall seconds since the step started (warmup included).
+    pub wall_s: f64,
     /// True while the step is still in its warmup.
     pub in_warmup: bool,
-    /// Recorded (post-warmup) requests completed so far.
+    /// Responses and failures counted so far: `ok_responses + failures`.
     pub completed: u64,
-    /// Of those, successes and failures.
-    pub successes: u64,
+    /// OK responses completed inside the recorded window so far.
+    pub ok_responses: u64,
+    /// Recorded requests that failed so far.
     pub failures: u64,
-    /// Successful responses per second of recorded time so far.
+    /// `ok_responses` per second of recorded time so far.
     pub achieved_rate: f64,
     /// p99 of successful latency so far, µs (0 before any success).
     pub p99_us: u64,
@@ -49,10 +50,10 @@ impl Default for Progress {
             step: 0,
             steps: 0,
             offered_rate: None,
-            elapsed_s: 0.0,
+            wall_s: 0.0,
             in_warmup: false,
             completed: 0,
-            successes: 0,
+            ok_responses: 0,
             failures: 0,
             achieved_rate: 0.0,
             p99_us: 0,
@@ -87,7 +88,7 @@ impl Progress {
             ..Snapshot::clone(&g.snap)
         };
         g.snap.completed = 0;
-        g.snap.successes = 0;
+        g.snap.ok_responses = 0;
         g.snap.failures = 0;
         g.snap.achieved_rate = 0.0;
         g.snap.p99_us = 0;
@@ -97,11 +98,11 @@ impl Progress {
     }
 
     /// Add an engine thread's delta since its last publish.
-    pub fn publish(&self, successes: u64, failures: u64, latency: &Histogram<u64>) {
+    pub fn publish(&self, ok_responses: u64, failures: u64, latency: &Histogram<u64>) {
         let mut g = self.lock();
-        g.snap.successes += successes;
+        g.snap.ok_responses += ok_responses;
         g.snap.failures += failures;
-        g.snap.completed += successes + failures;
+        g.snap.completed += ok_responses + failures;
         let _ = g.latency.add(latency);
     }
 
@@ -110,11 +111,11 @@ impl Progress {
         let g = self.lock();
         let mut s = g.snap.clone();
         if let Some(start) = g.started {
-            s.elapsed_s = start.elapsed().as_secs_f64().max(0.0);
-            s.in_warmup = s.elapsed_s < g.warmup_s;
-            let recorded = s.elapsed_s - g.warmup_s;
+            s.wall_s = start.elapsed().as_secs_f64().max(0.0);
+            s.in_warmup = s.wall_s < g.warmup_s;
+            let recorded = s.wall_s - g.warmup_s;
             s.achieved_rate = if recorded > 0.0 {
-                s.successes as f64 / recorded
+                s.ok_responses as f64 / recorded
             } else {
                 0.0
             };
@@ -145,7 +146,7 @@ mod tests {
         p.publish(1, 2, &h);
         p.publish(3, 0, &h);
         let s = p.snapshot();
-        assert_eq!((s.completed, s.successes, s.failures), (6, 4, 2));
+        assert_eq!((s.completed, s.ok_responses, s.failures), (6, 4, 2));
         assert!((s.p99_us as i64 - 1000).abs() <= 1);
         p.begin_step(1, 2, Some(200.0), Instant::now(), 1.0);
         let s = p.snapshot();

@@ -119,17 +119,44 @@ impl OkStatus {
 }
 
 /// Counters of one step (or one thread's share of it).
+///
+/// The step's *recorded requests* are those whose intended send time (open
+/// loop) or send time (closed loop) falls after the warmup; the *recorded
+/// window* runs from the end of the warmup to the end of the step, or to
+/// the stop when one cut the step short. Every recorded request ends in
+/// exactly one of: an OK response inside the window, an OK response after
+/// it (`drained`), a failure, or `unfinished`; open loop adds the requests
+/// that fell due in the window but were never handed to a connection
+/// (`unsent`). So, with `ok_in_window = ok_responses - ok_from_warmup`:
+///
+/// ```text
+/// requests_sent + unsent
+///     = ok_in_window + drained + failures + unfinished + unsent
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Counters {
-    /// Requests whose bytes were (at least partly) written.
+    /// Recorded requests handed to a connection to be written (a request
+    /// whose connect failed was sent and failed).
     pub requests_sent: u64,
-    /// Responses by status code, index = code (0..1000).
+    /// Responses to recorded requests by status code, index = code (0..1000).
     pub status: Vec<u64>,
     /// Errors by [`ErrorKind`], index = position in [`ErrorKind::ALL`].
     pub errors: [u64; 8],
-    /// Requests answered with an OK status.
-    pub successes: u64,
-    /// Requests that failed: non-OK status or an error.
+    /// OK responses that *completed inside the recorded window*, whichever
+    /// request they answered: the achieved rate is this ÷ the window. It
+    /// includes `ok_from_warmup`.
+    pub ok_responses: u64,
+    /// Of `ok_responses`: answers to requests sent during the warmup (not
+    /// recorded requests; their latencies are not recorded). They balance
+    /// the recorded requests still in flight when the window ends, so that
+    /// the rate counts every response the server completed in the window.
+    pub ok_from_warmup: u64,
+    /// OK responses to recorded requests that completed after the window
+    /// ended, while the step drained: not in the achieved rate, but their
+    /// latencies are recorded (they are the slowest ones).
+    pub drained: u64,
+    /// Recorded requests that failed (non-OK status or an error), whenever
+    /// the failure came.
     pub failures: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
@@ -151,10 +178,12 @@ pub struct Counters {
     /// waited for one (their send lag then measures the server, not the
     /// generator).
     pub pool_waits: u64,
-    /// Requests whose intended time fell in the step but that were never
-    /// sent: backlog left when the step ended (all connections busy).
+    /// Requests whose intended time fell in the recorded window but that
+    /// were never handed to a connection: the backlog left when the
+    /// dispatcher gave up (every connection busy, or perflab too late).
     pub unsent: u64,
-    /// Requests sent but still unanswered when the step was cut off.
+    /// Recorded requests sent but still unanswered when the step was cut
+    /// off: by a stop, or `--timeout` after the step's end.
     pub unfinished: u64,
 }
 
@@ -164,7 +193,9 @@ impl Default for Counters {
             requests_sent: 0,
             status: vec![0; 1000],
             errors: [0; 8],
-            successes: 0,
+            ok_responses: 0,
+            ok_from_warmup: 0,
+            drained: 0,
             failures: 0,
             bytes_in: 0,
             bytes_out: 0,
@@ -190,7 +221,9 @@ impl Counters {
             *a += b;
         }
         self.requests_sent += o.requests_sent;
-        self.successes += o.successes;
+        self.ok_responses += o.ok_responses;
+        self.ok_from_warmup += o.ok_from_warmup;
+        self.drained += o.drained;
         self.failures += o.failures;
         self.bytes_in += o.bytes_in;
         self.bytes_out += o.bytes_out;
@@ -236,8 +269,9 @@ pub fn record(h: &mut Histogram<u64>, value: u64) {
 /// The histograms and counters of one step.
 #[derive(Clone, Debug)]
 pub struct Recorder {
-    /// Latency of successful requests from the *intended* send time to the
-    /// last response byte, µs (coordinated-omission corrected, as wrk2).
+    /// Latency of recorded requests answered OK, in the window or drained,
+    /// from the *intended* send time to the last response byte, µs
+    /// (coordinated-omission corrected, as wrk2).
     pub latency: Histogram<u64>,
     /// Service time: actual write start to last response byte, µs.
     pub service_time: Histogram<u64>,
@@ -267,17 +301,36 @@ impl Default for Recorder {
 }
 
 impl Recorder {
-    /// Record a complete response. Times in µs.
-    pub fn response(&mut self, status: u16, ok: bool, latency_us: u64, service_us: u64) {
+    /// Record a complete response to a recorded request; `drained` when it
+    /// completed after the recorded window. Times in µs.
+    pub fn response(
+        &mut self,
+        status: u16,
+        ok: bool,
+        drained: bool,
+        latency_us: u64,
+        service_us: u64,
+    ) {
         self.counters.status[(status as usize).min(999)] += 1;
         record(&mut self.service_time, service_us);
         if ok {
-            self.counters.successes += 1;
+            if drained {
+                self.counters.drained += 1;
+            } else {
+                self.counters.ok_responses += 1;
+            }
             record(&mut self.latency, latency_us);
         } else {
             self.counters.failures += 1;
             record(&mut self.failed_latency, latency_us);
         }
+    }
+
+    /// Count an OK response to a warmup request that completed inside the
+    /// recorded window (see [`Counters::ok_from_warmup`]).
+    pub fn warmup_response_in_window(&mut self) {
+        self.counters.ok_responses += 1;
+        self.counters.ok_from_warmup += 1;
     }
 
     /// Record a request that failed with `kind` after `latency_us` µs from
@@ -375,7 +428,7 @@ mod tests {
     fn percentiles_of_one_to_ten_thousand() {
         let mut r = Recorder::default();
         for v in 1..=10_000 {
-            r.response(200, true, v, v / 2);
+            r.response(200, true, false, v, v / 2);
         }
         let s = summarize(&r.latency);
         assert_eq!(s.count, 10_000);
@@ -391,19 +444,21 @@ mod tests {
     fn merging_threads_adds_counts_and_histograms() {
         let mut a = Recorder::default();
         let mut b = Recorder::default();
-        a.response(200, true, 100, 90);
-        b.response(500, false, 300, 250);
+        a.response(200, true, false, 100, 90);
+        a.response(200, true, true, 150, 90);
+        b.response(500, false, false, 300, 250);
         b.error(ErrorKind::Reset, 50);
         a.counters.requests_sent = 1;
         b.counters.requests_sent = 2;
         a.merge(&b);
         assert_eq!(a.counters.requests_sent, 3);
-        assert_eq!(a.counters.status_counts(), vec![(200, 1), (500, 1)]);
-        assert_eq!((a.counters.successes, a.counters.failures), (1, 2));
+        assert_eq!(a.counters.status_counts(), vec![(200, 2), (500, 1)]);
+        assert_eq!((a.counters.ok_responses, a.counters.drained), (1, 1));
+        assert_eq!(a.counters.failures, 2);
         assert_eq!(a.counters.error(ErrorKind::Reset), 1);
-        assert_eq!(a.latency.len(), 1);
+        assert_eq!(a.latency.len(), 2);
         assert_eq!(a.failed_latency.len(), 2);
-        assert_eq!(a.service_time.len(), 2);
+        assert_eq!(a.service_time.len(), 3);
     }
 
     #[test]
@@ -441,11 +496,11 @@ mod tests {
     fn memory_is_constant_in_request_count() {
         let mut r = Recorder::default();
         for v in 0..1_000_000u64 {
-            r.response(200, true, v % 5000, v % 4000);
+            r.response(200, true, false, v % 5000, v % 4000);
         }
         let size = r.latency.distinct_values();
         for v in 0..1_000_000u64 {
-            r.response(200, true, v % 5000, v % 4000);
+            r.response(200, true, false, v % 5000, v % 4000);
         }
         assert_eq!(r.latency.distinct_values(), size);
     }

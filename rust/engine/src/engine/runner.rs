@@ -1,20 +1,23 @@
 //! One engine thread running its share of one step on a current-thread
-//! tokio runtime.
-//!
-//! Open loop: a dispatcher walks the thread's [`Schedule`] and, at each
-//! intended time, hands the request to an idle connection, opens a new one
-//! while the pool is below its cap, or else *waits* for one to free up: the
-//! request is never skipped and its latency keeps growing from the intended
-//! time (coordinated-omission correction, as in wrk2). The backlog is just
-//! the schedule cursor, so memory stays constant.
+//! tokio runtime: the per-thread state and its accounting, the closed loop,
+//! and the drain at the end of the step. The open-loop dispatcher is in
+//! [`super::dispatch`].
 //!
 //! Closed loop: each connection sends its next request when the previous
 //! response ends; latency is then the service time (plus any connect).
+//!
+//! Accounting (see [`super::recorder::Counters`]): a response counts toward
+//! the achieved rate only when it completed inside the recorded window,
+//! which ends at the step's end or at the first moment an engine thread saw
+//! the stop flag. Recorded requests answered later are `drained`; those
+//! still unanswered `--timeout` after the step's end (or at a stop) are cut
+//! off as `unfinished`, and their connections are closed and counted, so a
+//! step always ends within its duration plus `--timeout`.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -22,12 +25,12 @@ use tokio::sync::Notify;
 
 use super::config::LoadModel;
 use super::conn::{Conn, Connector, Exchange, Outcome};
+use super::dispatch;
 use super::progress::Progress;
 use super::recorder::{new_histogram, record, ErrorKind, OkStatus, Recorder};
-use super::schedule::{Arrival, Schedule};
-use super::sys::{thread_cpu_time, PreciseTimer};
+use super::sys::thread_cpu_time;
 
-/// Everything the engine threads of a run share (read-only).
+/// Everything the engine threads of a run share.
 pub(crate) struct Shared {
     pub connector: Connector,
     /// Serialized requests and whether each is a HEAD.
@@ -38,6 +41,9 @@ pub(crate) struct Shared {
     pub seed: u64,
     pub stop: Arc<AtomicBool>,
     pub progress: Arc<Progress>,
+    /// When an engine thread first saw the stop flag: the recorded window
+    /// of the running step ends there (no step starts after a stop).
+    pub stopped_at: OnceLock<Instant>,
 }
 
 /// One thread's share of one step.
@@ -61,23 +67,13 @@ pub(crate) struct ThreadResult {
     pub recorder: Recorder,
     /// CPU time of this thread over the recorded part of the step, s.
     pub cpu_s: f64,
-    /// When this thread saw the stop flag, if it did.
-    pub stopped_at: Option<Instant>,
+    /// When this thread's last recorded request was answered, failed or
+    /// was cut off (None when it had none).
+    pub last_completion: Option<Instant>,
 }
 
-const TICK: Duration = Duration::from_millis(100);
-/// Shortest dispatcher sleep in open loop (see `open_loop`).
-///
-/// Measured at 20k req/s against nginx on a 2-vCPU VM (release build, CPU
-/// of the engine thread per request): 250 µs → ~11 µs, 500 µs → ~9.5 µs,
-/// 1 ms → ~7.6 µs, 2 ms → ~7.4 µs. Each wake-up of a sleeping thread costs a
-/// context switch (and on a VM an exit), so fewer, fuller wake-ups are
-/// cheaper; but the batch adds up to its length to the send lag, whose p99
-/// should stay under 1 ms. 500 µs keeps half of that budget for the rest.
-const BATCH: Duration = Duration::from_micros(500);
-/// Once the pool has its initial size, open at most one more connection
-/// per this interval while all are busy.
-const GROW_EVERY: Duration = Duration::from_millis(1);
+/// How often waiting loops look at the stop flag and publish progress.
+pub(crate) const TICK: Duration = Duration::from_millis(100);
 /// Closed-loop pause after a failed connect, so a dead target is not
 /// hammered in a tight loop.
 const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
@@ -95,15 +91,33 @@ pub(crate) fn run_thread(shared: Arc<Shared>, plan: ThreadPlan) -> Result<Thread
     local.block_on(&rt, drive(shared, plan))
 }
 
-struct Slot {
-    work: Cell<Option<Instant>>,
+/// A request handed to a connection: its intended send time and whether it
+/// is recorded (intended after the warmup).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Issued {
+    pub intended: Instant,
+    pub recorded: bool,
+}
+
+/// An open-loop connection's mailbox: the dispatcher gives it one request
+/// at a time; closing it ends the connection's task once it is idle.
+pub(crate) struct Slot {
+    work: Cell<Option<Issued>>,
     closed: Cell<bool>,
     notify: Notify,
 }
 
 impl Slot {
-    fn give(&self, intended: Instant) {
-        self.work.set(Some(intended));
+    pub fn new(first: Option<Issued>) -> Self {
+        Self {
+            work: Cell::new(first),
+            closed: Cell::new(false),
+            notify: Notify::new(),
+        }
+    }
+
+    pub fn give(&self, req: Issued) {
+        self.work.set(Some(req));
         self.notify.notify_one();
     }
 
@@ -112,10 +126,11 @@ impl Slot {
         self.notify.notify_one();
     }
 
-    async fn take(&self) -> Option<Instant> {
+    /// The next request, or None once the slot is closed and has no work.
+    pub async fn take(&self) -> Option<Issued> {
         loop {
-            if let Some(t) = self.work.take() {
-                return Some(t);
+            if let Some(req) = self.work.take() {
+                return Some(req);
             }
             if self.closed.get() {
                 return None;
@@ -130,20 +145,29 @@ struct State {
     delta_ok: u64,
     delta_failed: u64,
     delta_latency: Histogram<u64>,
+    /// Open loop: connections waiting for work, and every slot of the step.
     idle: Vec<Rc<Slot>>,
+    slots: Vec<Rc<Slot>>,
+    /// Connection tasks running.
     live: usize,
+    /// Connections with an open stream.
+    open_streams: u64,
+    /// Requests (recorded or not) handed to a connection and not yet done.
+    busy: u64,
+    /// Of those, the recorded ones.
     in_flight: u64,
     next_request: usize,
-    closing: bool,
     cpu_start: Option<Duration>,
-    stopped_at: Option<Instant>,
+    last_completion: Option<Instant>,
 }
 
-struct Ctx {
-    shared: Arc<Shared>,
-    plan: ThreadPlan,
+/// One engine thread's context for one step.
+pub(crate) struct Ctx {
+    pub shared: Arc<Shared>,
+    pub plan: ThreadPlan,
     st: RefCell<State>,
-    idle_notify: Notify,
+    /// Woken when an open-loop connection becomes idle.
+    pub idle_notify: Notify,
     done_notify: Notify,
 }
 
@@ -152,13 +176,48 @@ fn us(d: Duration) -> u64 {
 }
 
 impl Ctx {
-    fn stopped(&self) -> bool {
+    fn new(shared: Arc<Shared>, plan: ThreadPlan) -> Self {
+        Ctx {
+            st: RefCell::new(State {
+                rec: Recorder::default(),
+                delta_ok: 0,
+                delta_failed: 0,
+                delta_latency: new_histogram(),
+                idle: Vec::new(),
+                slots: Vec::new(),
+                live: 0,
+                open_streams: 0,
+                busy: 0,
+                in_flight: 0,
+                next_request: plan.thread % shared.requests.len(),
+                cpu_start: None,
+                last_completion: None,
+            }),
+            shared,
+            plan,
+            idle_notify: Notify::new(),
+            done_notify: Notify::new(),
+        }
+    }
+
+    /// True once the stop flag is set; the first thread to see it fixes
+    /// the end of the recorded window.
+    pub fn stopped(&self) -> bool {
         let s = self.shared.stop.load(Ordering::Relaxed);
         if s {
-            let mut st = self.st.borrow_mut();
-            st.stopped_at.get_or_insert_with(Instant::now);
+            self.shared.stopped_at.get_or_init(Instant::now);
         }
         s
+    }
+
+    /// The end of the recorded window as known now: the step's end, or the
+    /// stop if one was seen before it. A response recorded before the stop
+    /// is seen ended before it, so classifying it against this is exact.
+    pub fn window_end(&self) -> Instant {
+        self.shared
+            .stopped_at
+            .get()
+            .map_or(self.plan.end, |&s| s.min(self.plan.end))
     }
 
     fn next_request(&self) -> (&[u8], bool) {
@@ -169,44 +228,51 @@ impl Ctx {
         (bytes, *head)
     }
 
-    /// Count a request issued at intended time `t`; returns whether it is
-    /// recorded (after warmup).
-    fn issue(&self, t: Instant) -> bool {
+    /// Count a request intended at `t` as handed to a connection.
+    pub fn issue(&self, t: Instant) -> Issued {
         let recorded = t >= self.plan.warmup_end;
+        let mut st = self.st.borrow_mut();
+        st.busy += 1;
         if recorded {
-            let mut st = self.st.borrow_mut();
             st.rec.counters.requests_sent += 1;
             st.in_flight += 1;
         }
-        recorded
+        Issued {
+            intended: t,
+            recorded,
+        }
     }
 
-    fn record(&self, intended: Instant, recorded: bool, ex: &Exchange, open_loop: bool) {
+    fn record(&self, req: Issued, ex: &Exchange, open_loop: bool) {
+        let window_end = self.window_end();
+        let ok = matches!(ex.outcome, Outcome::Response(s) if self.shared.ok.contains(s));
+        let in_window = ex.end >= self.plan.warmup_end && ex.end < window_end;
         let mut guard = self.st.borrow_mut();
         let st = &mut *guard;
-        let c = &mut st.rec.counters;
-        // Connection events count over the whole step, warmup included.
-        c.connections_opened += ex.opened as u64;
-        c.connections_closed += ex.closed as u64;
-        c.connect_failures += ex.connect_failed as u64;
-        if matches!(ex.outcome, Outcome::Error(_)) {
-            c.connections_errored += 1;
+        count_connection_events(st, ex);
+        st.busy -= 1;
+        if st.busy == 0 {
+            self.done_notify.notify_one();
         }
-        if !recorded {
+        if !req.recorded {
+            if ok && in_window {
+                st.rec.warmup_response_in_window();
+                st.delta_ok += 1;
+            }
             return;
         }
         st.in_flight -= 1;
+        st.last_completion = st.last_completion.max(Some(ex.end));
         let c = &mut st.rec.counters;
         c.bytes_out += ex.bytes_out;
         c.bytes_in += ex.bytes_in;
-        let latency = us(ex.end.saturating_duration_since(intended));
+        let latency = us(ex.end.saturating_duration_since(req.intended));
         match ex.outcome {
             Outcome::Response(status) => {
-                let ok = self.shared.ok.contains(status);
-                st.rec
-                    .response(status, ok, latency, us(ex.end - ex.write_start));
+                let service = us(ex.end - ex.write_start);
+                st.rec.response(status, ok, !in_window, latency, service);
                 if ok {
-                    st.delta_ok += 1;
+                    st.delta_ok += u64::from(in_window);
                     record(&mut st.delta_latency, latency);
                 } else {
                     st.delta_failed += 1;
@@ -218,10 +284,8 @@ impl Ctx {
             }
         }
         if open_loop {
-            record(
-                &mut st.rec.send_lag,
-                us(ex.write_start.saturating_duration_since(intended)),
-            );
+            let lag = ex.write_start.saturating_duration_since(req.intended);
+            record(&mut st.rec.send_lag, us(lag));
         }
     }
 
@@ -237,64 +301,116 @@ impl Ctx {
         }
     }
 
-    fn add_live(&self) {
+    /// Record how late the dispatcher found a recorded request due, µs.
+    pub fn dispatch_lag(&self, lag: Duration) {
+        record(&mut self.st.borrow_mut().rec.dispatch_lag, us(lag));
+    }
+
+    /// Count a recorded request that waited for a free connection.
+    pub fn pool_wait(&self) {
+        self.st.borrow_mut().rec.counters.pool_waits += 1;
+    }
+
+    /// Count `n` recorded requests that fell due but were never sent.
+    pub fn unsent(&self, n: u64) {
+        self.st.borrow_mut().rec.counters.unsent += n;
+    }
+
+    /// Connection tasks running.
+    pub fn live(&self) -> usize {
+        self.st.borrow().live
+    }
+
+    /// An idle open-loop connection, if any.
+    pub fn pop_idle(&self) -> Option<Rc<Slot>> {
+        self.st.borrow_mut().idle.pop()
+    }
+
+    /// Mark an open-loop connection idle and wake the dispatcher.
+    fn make_idle(&self, slot: &Rc<Slot>) {
+        self.st.borrow_mut().idle.push(slot.clone());
+        self.idle_notify.notify_one();
+    }
+
+    /// A new connection task: count it live (and its slot, in open loop).
+    fn add_live(&self, slot: Option<&Rc<Slot>>) {
         let mut st = self.st.borrow_mut();
         st.live += 1;
         st.rec.counters.connections_peak = st.rec.counters.connections_peak.max(st.live as u64);
+        if let Some(slot) = slot {
+            st.slots.push(slot.clone());
+        }
+    }
+
+    /// A connection opened before the step's start (or failed to).
+    fn prewarmed(&self, opened: bool) {
+        let mut st = self.st.borrow_mut();
+        let c = &mut st.rec.counters;
+        c.connections_opened += u64::from(opened);
+        c.connect_failures += u64::from(!opened);
+        c.connections_errored += u64::from(!opened);
+        st.open_streams += u64::from(opened);
     }
 
     fn conn_closed(&self, was_open: bool) {
         let mut st = self.st.borrow_mut();
-        st.rec.counters.connections_closed += was_open as u64;
+        st.rec.counters.connections_closed += u64::from(was_open);
+        st.open_streams -= u64::from(was_open);
         st.live -= 1;
-        if st.live == 0 {
-            self.done_notify.notify_one();
+    }
+
+    /// End the step at `now`: what is still in flight is `unfinished`, and
+    /// the connections still open are closed (the tasks holding them are
+    /// dropped with the thread's event loop, idle or connecting ones too)
+    /// and counted closed. Nothing runs on this thread afterwards.
+    fn cut_off(&self, now: Instant) {
+        let mut st = self.st.borrow_mut();
+        if st.in_flight > 0 {
+            st.last_completion = st.last_completion.max(Some(now));
+        }
+        st.rec.counters.unfinished += std::mem::take(&mut st.in_flight);
+        st.rec.counters.connections_closed += std::mem::take(&mut st.open_streams);
+    }
+
+    fn finish(&self) -> ThreadResult {
+        let cpu_end = thread_cpu_time();
+        let mut st = self.st.borrow_mut();
+        ThreadResult {
+            cpu_s: st
+                .cpu_start
+                .map_or(0.0, |s| cpu_end.saturating_sub(s).as_secs_f64()),
+            recorder: std::mem::take(&mut st.rec),
+            last_completion: st.last_completion,
         }
     }
 }
 
+/// Connection events count over the whole step, warmup included.
+fn count_connection_events(st: &mut State, ex: &Exchange) {
+    let c = &mut st.rec.counters;
+    c.connections_opened += u64::from(ex.opened);
+    c.connections_closed += u64::from(ex.closed);
+    c.connect_failures += u64::from(ex.connect_failed);
+    c.connections_errored += u64::from(matches!(ex.outcome, Outcome::Error(_)));
+    st.open_streams += u64::from(ex.opened);
+    st.open_streams -= u64::from(ex.closed);
+}
+
 async fn drive(shared: Arc<Shared>, plan: ThreadPlan) -> Result<ThreadResult, String> {
-    let ctx = Rc::new(Ctx {
-        st: RefCell::new(State {
-            rec: Recorder::default(),
-            delta_ok: 0,
-            delta_failed: 0,
-            delta_latency: new_histogram(),
-            idle: Vec::new(),
-            live: 0,
-            in_flight: 0,
-            next_request: plan.thread % shared.requests.len(),
-            closing: false,
-            cpu_start: None,
-            stopped_at: None,
-        }),
-        shared,
-        plan,
-        idle_notify: Notify::new(),
-        done_notify: Notify::new(),
-    });
+    let ctx = Rc::new(Ctx::new(shared, plan));
     spawn_helpers(&ctx);
     match ctx.shared.model {
-        LoadModel::Open(arrival) => open_loop(&ctx, arrival).await?,
+        LoadModel::Open(arrival) => dispatch::open_loop(&ctx, arrival).await?,
         LoadModel::Closed => {
             for _ in 0..ctx.plan.connections {
-                ctx.add_live();
+                ctx.add_live(None);
                 tokio::task::spawn_local(closed_conn(ctx.clone()));
             }
         }
     }
     drain(&ctx).await;
     ctx.publish();
-    let cpu_end = thread_cpu_time();
-    let mut st = ctx.st.borrow_mut();
-    let cpu_s = st
-        .cpu_start
-        .map_or(0.0, |s| cpu_end.saturating_sub(s).as_secs_f64());
-    Ok(ThreadResult {
-        recorder: std::mem::take(&mut st.rec),
-        cpu_s,
-        stopped_at: st.stopped_at,
-    })
+    Ok(ctx.finish())
 }
 
 /// The progress publisher and the CPU-time sampler at the end of warmup.
@@ -314,115 +430,11 @@ fn spawn_helpers(ctx: &Rc<Ctx>) {
     });
 }
 
-async fn open_loop(ctx: &Rc<Ctx>, arrival: Arrival) -> Result<(), String> {
-    let plan = &ctx.plan;
-    let rate = plan.rate.unwrap_or(1.0);
-    let mut sched = Schedule::new(arrival, rate, plan.thread, plan.threads, ctx.shared.seed);
-    let mut timer = PreciseTimer::new().map_err(|e| format!("cannot create a timerfd: {e}"))?;
-    for _ in 0..plan.prewarm.min(plan.connections) {
-        spawn_open_conn(ctx, None);
-    }
-    let horizon = (plan.end - plan.t0).as_nanos() as u64;
-    let mut last_grow = plan.t0;
-    // When the dispatcher last stopped waiting for a free connection: the
-    // requests that fell due meanwhile were held up by the server, not by
-    // the generator.
-    let mut wait_end = plan.t0;
-    // Wake-ups are planned at least BATCH apart, counted from the previous
-    // planned wake-up (not from when the thread got to run): at rates below
-    // 1/BATCH each request is then sent at its time, with no drift.
-    let mut next_wake = plan.t0;
-    'requests: loop {
-        let off = sched.next_offset_ns();
-        if off >= horizon {
-            break;
-        }
-        let t = plan.t0 + Duration::from_nanos(off);
-        let due = loop {
-            let now = Instant::now();
-            if ctx.stopped() {
-                count_unsent(ctx, t, &mut sched, now.min(plan.end));
-                break 'requests;
-            }
-            if t <= now {
-                break now;
-            }
-            // At high rates one wake-up sends every request due in the last
-            // BATCH (fewer wake-ups and syscalls per request); the cost is
-            // at most BATCH of send lag, which is measured and included in
-            // latency.
-            let wake = t.max(next_wake).min(now + TICK);
-            next_wake = wake + BATCH;
-            timer
-                .sleep_until(wake)
-                .await
-                .map_err(|e| format!("timerfd failed: {e}"))?;
-        };
-        if t >= plan.warmup_end {
-            let lag = due.saturating_duration_since(t.max(wait_end));
-            record(&mut ctx.st.borrow_mut().rec.dispatch_lag, us(lag));
-        }
-        let mut waited = false;
-        loop {
-            let slot = ctx.st.borrow_mut().idle.pop();
-            if let Some(slot) = slot {
-                slot.give(t);
-                break;
-            }
-            // Grow the pool at once up to its initial size, then by at
-            // most one connection per GROW_EVERY: a burst of due requests
-            // (after a stall or a scheduling hiccup of this thread) should
-            // not open a connection per request.
-            let now = Instant::now();
-            let live = ctx.st.borrow().live;
-            let may_grow = live < plan.prewarm.max(1) || now >= last_grow + GROW_EVERY;
-            if live < plan.connections && may_grow {
-                spawn_open_conn(ctx, Some(t));
-                last_grow = now;
-                break;
-            }
-            // Every connection is busy: this request waits, its latency
-            // growing from its intended time; it is never skipped.
-            if ctx.stopped() || now >= plan.end {
-                count_unsent(ctx, t, &mut sched, now.min(plan.end));
-                break 'requests;
-            }
-            if !waited && t >= plan.warmup_end {
-                waited = true;
-                ctx.st.borrow_mut().rec.counters.pool_waits += 1;
-            }
-            let wait = if live < plan.connections {
-                GROW_EVERY
-            } else {
-                TICK
-            };
-            let _ =
-                tokio::time::timeout(wait.min(plan.end - now), ctx.idle_notify.notified()).await;
-            wait_end = Instant::now();
-        }
-    }
-    Ok(())
-}
-
-/// Count the requests due before `limit` (from `first` on) that were never
-/// sent, as `unsent`.
-fn count_unsent(ctx: &Ctx, first: Instant, sched: &mut Schedule, limit: Instant) {
-    let mut n = 0;
-    let mut t = first;
-    while t < limit {
-        n += (t >= ctx.plan.warmup_end) as u64;
-        t = ctx.plan.t0 + Duration::from_nanos(sched.next_offset_ns());
-    }
-    ctx.st.borrow_mut().rec.counters.unsent += n;
-}
-
-fn spawn_open_conn(ctx: &Rc<Ctx>, first: Option<Instant>) {
-    let slot = Rc::new(Slot {
-        work: Cell::new(first),
-        closed: Cell::new(false),
-        notify: Notify::new(),
-    });
-    ctx.add_live();
+/// Start an open-loop connection task: pre-opened (no first request) or
+/// with its first request.
+pub(crate) fn spawn_open_conn(ctx: &Rc<Ctx>, first: Option<Issued>) {
+    let slot = Rc::new(Slot::new(first));
+    ctx.add_live(Some(&slot));
     tokio::task::spawn_local(open_conn(ctx.clone(), slot, first.is_none()));
 }
 
@@ -432,26 +444,16 @@ async fn open_conn(ctx: Rc<Ctx>, slot: Rc<Slot>, prewarm: bool) {
         // Opened before the step starts; a failure here is retried (and
         // counted) by the first real request.
         let opened = conn.open(&ctx.shared.connector).await.is_ok();
-        let mut st = ctx.st.borrow_mut();
-        st.rec.counters.connections_opened += opened as u64;
-        st.rec.counters.connect_failures += !opened as u64;
-        st.rec.counters.connections_errored += !opened as u64;
-        st.idle.push(slot.clone());
-        drop(st);
-        ctx.idle_notify.notify_one();
+        ctx.prewarmed(opened);
+        ctx.make_idle(&slot);
     }
-    while let Some(t) = slot.take().await {
-        let (req, head) = ctx.next_request();
-        let recorded = ctx.issue(t);
+    while let Some(req) = slot.take().await {
+        let (bytes, head) = ctx.next_request();
         let ex = conn
-            .exchange(&ctx.shared.connector, req, head, ctx.shared.read_timeout)
+            .exchange(&ctx.shared.connector, bytes, head, ctx.shared.read_timeout)
             .await;
-        ctx.record(t, recorded, &ex, true);
-        if ctx.st.borrow().closing {
-            break;
-        }
-        ctx.st.borrow_mut().idle.push(slot.clone());
-        ctx.idle_notify.notify_one();
+        ctx.record(req, &ex, true);
+        ctx.make_idle(&slot);
     }
     ctx.conn_closed(conn.close());
 }
@@ -464,12 +466,12 @@ async fn closed_conn(ctx: Rc<Ctx>) {
         if t >= ctx.plan.end || ctx.stopped() {
             break;
         }
-        let (req, head) = ctx.next_request();
-        let recorded = ctx.issue(t);
+        let req = ctx.issue(t);
+        let (bytes, head) = ctx.next_request();
         let ex = conn
-            .exchange(&ctx.shared.connector, req, head, ctx.shared.read_timeout)
+            .exchange(&ctx.shared.connector, bytes, head, ctx.shared.read_timeout)
             .await;
-        ctx.record(t, recorded, &ex, false);
+        ctx.record(req, &ex, false);
         let connect_failed = matches!(
             ex.outcome,
             Outcome::Error(
@@ -486,29 +488,29 @@ async fn closed_conn(ctx: Rc<Ctx>) {
     ctx.conn_closed(conn.close());
 }
 
-/// Let in-flight requests finish (each is bounded by its timeouts); on
-/// stop, cut them off at once and count them as `unfinished`.
+/// Wait for the step's end (closed-loop connections stop sending there),
+/// then let the requests in flight finish until `--timeout` after it; at
+/// that deadline, or on a stop, cut them off (see [`Ctx::cut_off`]).
+/// Connections without a request (idle, or still connecting) never hold
+/// the step up.
 async fn drain(ctx: &Rc<Ctx>) {
     {
         let mut st = ctx.st.borrow_mut();
-        st.closing = true;
-        for slot in st.idle.drain(..) {
+        st.idle.clear();
+        for slot in &st.slots {
             slot.close();
         }
     }
-    let limit =
-        ctx.shared.connector.connect_timeout + ctx.shared.read_timeout + Duration::from_secs(1);
-    let deadline = Instant::now().max(ctx.plan.end) + limit;
+    let end = ctx.plan.end;
+    let deadline = end + ctx.shared.read_timeout;
     loop {
-        if ctx.st.borrow().live == 0 {
-            return;
-        }
         let now = Instant::now();
-        if ctx.stopped() || now >= deadline {
-            let mut st = ctx.st.borrow_mut();
-            st.rec.counters.unfinished += st.in_flight;
+        let done = now >= end && ctx.st.borrow().busy == 0;
+        if done || ctx.stopped() || now >= deadline {
+            ctx.cut_off(now);
             return;
         }
-        let _ = tokio::time::timeout(TICK.min(deadline - now), ctx.done_notify.notified()).await;
+        let next = if now < end { end } else { deadline };
+        let _ = tokio::time::timeout(TICK.min(next - now), ctx.done_notify.notified()).await;
     }
 }
