@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -242,3 +243,20 @@ def test_results_files_are_detected_by_their_json(tmp_path: Path) -> None:
     model.save(results("run", [make_bench("x", [[1e-6] * 5])]), path)
     assert isinstance(fi.read_source(path), Results)
     assert math.isclose(fi.Z95, 1.96, rel_tol=1e-3)
+
+
+def test_x_is_the_achieved_rate_of_the_window_never_the_drained_responses() -> None:
+    # Issue 11's repro: 1,450 responses inside the 1.6 s window, 1,455 more while the
+    # step drained for 1.7 s. X is 1,450 / 1.6 s, and the step is named as not steady.
+    saturated = replace(step("open", 1024, 1450, 1.6, 800.0, rate=1500.0), drained=1455,
+                        drain_s=1.7, ok_from_warmup=250)
+    bench = Benchmark(name="u", kind="http", steps=[saturated])
+    (series,) = fi.usl_series(results("http", [bench]))
+    assert series.y[0] == pytest.approx(1450 / 1.6)
+    assert series.x[0] == pytest.approx(1450 / 1.6 * 0.8)
+    assert any("1500/s ended behind (drained for 1.70 s after the step)" in n
+               for n in series.notes)
+    # A file from before the split is used as it was, with a note saying so.
+    old = replace(saturated, drained=None, ok_from_warmup=None)
+    (series,) = fi.usl_series(results("http", [Benchmark(name="u", kind="http", steps=[old])]))
+    assert any("predates" in n for n in series.notes)

@@ -22,16 +22,17 @@ def step(rate: float | None = 1000.0, achieved: float | None = None, failures: i
          p99_us: float = 2000.0, lag_us: float = 100.0, cpu: float = 0.2, mode: str = "open",
          connections: int = 64, dispatch: bool = True, pool_waits: int = 0,
          **extra: object) -> HttpStep:
-    """A 10 s step: achieved req/s of successes (default: the offered rate)."""
+    """A 10 s step: achieved req/s of successes (default: the offered rate); ``extra``
+    sets or overrides any other field."""
     ok = int(10 * (achieved if achieved is not None else rate or 1000.0))
-    return HttpStep(
+    fields: dict[str, object] = dict(
         offered_rate=rate, connections=connections, mode=mode, duration_s=11.0, warmup_s=1.0,
         elapsed_s=10.0, requests_sent=ok + failures, ok_responses=ok, failures=failures,
         latency=hist(p99_us), service_time=hist(p99_us * 0.9),
         send_lag=hist(lag_us) if mode != "closed" else Histogram(),
         dispatch_lag=hist(lag_us) if dispatch and mode != "closed" else Histogram(),
-        thread_cpu_s=[cpu * 10.0], connections_opened=10, pool_waits=pool_waits,
-        **extra)  # type: ignore[arg-type]
+        thread_cpu_s=[cpu * 10.0], connections_opened=10, pool_waits=pool_waits)
+    return HttpStep(**{**fields, **extra})  # type: ignore[arg-type]
 
 
 def verdicts(steps: list[HttpStep], slo_s: float | None = None) -> list[str]:
@@ -66,6 +67,53 @@ def test_saturation_rules() -> None:
     assert verdicts([step(1000.0, failures=50)]) == ["ok"]  # 0.5% errors
     assert verdicts([step(1000.0, p99_us=150_000)], slo_s=0.1) == ["saturated"]
     assert verdicts([step(1000.0, p99_us=150_000)]) == ["ok"]
+
+
+def test_achieved_counts_the_window_only_and_a_backlog_saturates() -> None:
+    # The repro of issue 11: 2,905 responses, but only 1,450 completed inside the 1.6 s
+    # window; the rest came while the step drained for 1.7 s.
+    repro = step(1500.0, achieved=0.0, elapsed_s=1.6, thread_cpu_s=[0.1], ok_responses=1450, ok_from_warmup=250,
+                 drained=1455, drain_s=1.7, requests_sent=2655)
+    (s,) = ah.summarize_steps([repro])
+    assert s.achieved_rate == pytest.approx(1450 / 1.6)
+    assert s.completed == 2655 and s.drained == 1455
+    assert s.verdict == "saturated" and any("drained for 1.70 s" in r for r in s.reasons)
+    assert ah.capacity([s]) is None
+    # A drain of up to 5% of the window is a server answering its last requests.
+    assert verdicts([step(1000.0, drained=20, drain_s=0.5)]) == ["ok"]
+    assert verdicts([step(1000.0, drained=20, drain_s=0.51)]) == ["saturated"]
+    assert verdicts([step(1000.0, unsent=1)]) == ["saturated"]
+    assert verdicts([step(1000.0, unfinished=1)]) == ["saturated"]
+    # Requests a Ctrl-C cut off say nothing about the server.
+    assert verdicts([step(1000.0, unfinished=5, interrupted=True)]) == ["ok"]
+
+
+def test_closed_loop_backlogs_saturate_too() -> None:
+    closed = {"mode": "closed", "rate": None, "connections": 8}
+    assert verdicts([step(**closed, drain_s=0.01)]) == ["ok"]
+    assert verdicts([step(**closed, drain_s=0.9)]) == ["saturated"]
+    assert verdicts([step(**closed, unfinished=8)]) == ["saturated"]
+
+
+def test_a_schema_1_step_is_read_as_it_was_counted() -> None:
+    # ok_responses then held the drained responses too: the rate is what it was, and
+    # the drain estimated from the wall time still marks the step saturated.
+    old = step(1500.0, achieved=0.0, elapsed_s=1.6, thread_cpu_s=[0.1], ok_responses=2905, drained=None,
+               ok_from_warmup=None, drain_s=1.7)
+    (s,) = ah.summarize_steps([old])
+    assert s.completed == 2905 and s.drained is None
+    assert s.verdict == "saturated"
+
+
+def test_a_server_far_behind_is_saturated_even_when_perflab_was_late() -> None:
+    # perflab 2.5 ms late at p99 cannot explain a 1.2 s backlog.
+    (s,) = ah.summarize_steps([step(1000.0, lag_us=2500.0, unsent=40, drain_s=1.2)])
+    assert s.verdict == "saturated" and ah.server_bound(s)
+    # ... but it can explain a backlog of the same size as its lateness,
+    assert verdicts([step(1000.0, lag_us=2500.0, unsent=1, drain_s=0.003)]) == \
+        ["generator-limited"]
+    # and a CPU-bound engine thread says nothing about the server.
+    assert verdicts([step(1000.0, cpu=0.95, unsent=40, drain_s=1.2)]) == ["generator-limited"]
 
 
 def test_generator_limits_take_precedence_and_say_why() -> None:

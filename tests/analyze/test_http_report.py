@@ -17,11 +17,11 @@ from .test_http import step
 SNAPSHOT = """\
 ### GET http://127.0.0.1:8080/
 
-| offered | achieved | error % | conn err % | p50 | p90 | p99 | p99.9 | max | send lag p99 | conns | verdict |
-|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
-| 1,000/s | 1,000/s | 0 | 0 | 500 µs | 1.00 ms | 2.00 ms | 3.00 ms | 4.00 ms | 100 µs | 0 of 64 | ok |
-| 2,000/s | 2,000/s | 2.44% | 0 | 500 µs | 1.00 ms | 2.00 ms | 3.00 ms | 4.00 ms | 100 µs | 0 of 64 | saturated: errors 2.4% |
-| 3,000/s | 3,000/s | 0 | 0 | 500 µs | 1.00 ms | 2.00 ms | 3.00 ms | 4.00 ms | 100 µs | 0 of 64 | generator-limited: engine thread 97% busy |
+| offered | achieved | drained | error % | conn err % | p50 | p90 | p99 | p99.9 | max | send lag p99 | conns | verdict |
+|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
+| 1,000/s | 1,000/s | 3 | 0 | 0 | 500 µs | 1.00 ms | 2.00 ms | 3.00 ms | 4.00 ms | 100 µs | 0 of 64 | ok |
+| 2,000/s | 2,000/s | 1,800 | 2.24% | 0 | 500 µs | 1.00 ms | 2.00 ms | 3.00 ms | 4.00 ms | 100 µs | 0 of 64 | saturated: errors 2.2%, drained for 1.20 s after the step |
+| 3,000/s | 3,000/s | – | 0 | 0 | 500 µs | 1.00 ms | 2.00 ms | 3.00 ms | 4.00 ms | 100 µs | 0 of 64 | generator-limited: engine thread 97% busy |
 
 - capacity estimate: 1,000 requests/s offered (achieved 1,000/s, p99 2.00 ms), the heaviest ok step
 - a note
@@ -33,10 +33,10 @@ SNAPSHOT = """\
 
 
 def sweep() -> list:
-    steps = [step(1000.0, status_counts={"200": 10000}),
-             step(2000.0, failures=500, status_counts={"200": 20000, "503": 300},
-                  errors={"read_timeout": 200}),
-             step(3000.0, cpu=0.97, unsent=42)]
+    steps = [step(1000.0, status_counts={"200": 10003}, drained=3, drain_s=0.002),
+             step(2000.0, failures=500, status_counts={"200": 21800, "503": 300},
+                  errors={"read_timeout": 200}, drained=1800, drain_s=1.2),
+             step(3000.0, cpu=0.97, unsent=42, drained=None, ok_from_warmup=None)]
     return summarize_steps(steps, 0.1)
 
 
@@ -58,7 +58,7 @@ def test_closed_loop_rows_show_connection_counts() -> None:
     summaries = summarize_steps([step(None, mode="closed", connections=n) for n in (2, 4)])
     table = sweep_table("t", summaries)
     assert [r[0] for r in table.rows] == ["2 conn", "4 conn"]
-    assert table.rows[0][9] == "–"  # no send lag in closed loop
+    assert table.rows[0][COLUMNS.index("send lag p99")] == "–"  # no send lag in closed loop
     assert "write to its last byte" in " ".join(table.footnotes)
 
 
@@ -70,7 +70,8 @@ def test_csv_records_use_base_units() -> None:
 
 
 def test_step_line() -> None:
-    assert step_line(sweep()[0]) == "1,000/s: achieved 1,000/s, errors 0, p99 2.00 ms, ok"
+    assert step_line(sweep()[0]) == ("1,000/s: achieved 1,000/s, drained 3, errors 0, p99 2.00 ms, "
+                                     "ok")
 
 
 def test_chart_is_written(tmp_path: Path) -> None:

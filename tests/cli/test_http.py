@@ -47,7 +47,7 @@ def test_sweep_prints_a_table_writes_results_and_a_chart(tmp_path: Path, server:
                          "--json", str(out), "--chart", str(chart), "--slo", "500ms",
                          "--format", "markdown")
     assert result.returncode == 0, result.stderr
-    assert "| offered | achieved | error % |" in result.stdout
+    assert "| offered | achieved | drained | error % |" in result.stdout
     assert "| 100/s |" in result.stdout and "| 200/s |" in result.stdout
     assert "capacity estimate" in result.stdout
     assert f"results saved to {out}" in result.stderr and chart.stat().st_size > 10_000

@@ -3,10 +3,13 @@
 Raw data → points; :mod:`perflab.analyze.models` does the fitting. Each input
 becomes named :class:`Series` of (x, y) points:
 
-* USL, (N, X): an http sweep (kind "http": X = successful responses / elapsed
-  time of each step; N = the connection count of closed-loop steps, or
-  Little's law N = X·R for open-loop steps, R the mean response time measured
-  from the intended send time), a threads sweep from ``perflab run``
+* USL, (N, X): an http sweep (kind "http": X = the achieved rate of each step,
+  successful responses completed inside its recorded window ÷ the window, as the
+  sweep table counts it, never the responses that came while the step drained;
+  N = the connection count of closed-loop steps, or Little's law N = X·R for
+  open-loop steps, R the mean response time measured from the intended send
+  time; open-loop steps that ended behind get a note), a threads sweep from
+  ``perflab run``
   (N = Benchmark.threads, X = total ops/s = 1 / median time per op), or a CSV
   with columns N, X (and optionally name).
 * cost, (n, seconds per call): parameter sweeps from ``perflab run`` (one
@@ -246,15 +249,24 @@ def _step_label(step: HttpStep) -> str:
 
 def _http_point(step: HttpStep, little: LittleTime, notes: list[str]
                 ) -> tuple[float, float] | None:
-    """(N, X) of one step, or None (with a note) when the step has no usable rate."""
+    """(N, X) of one step, or None (with a note) when the step has no usable rate.
+    X is the achieved rate of :func:`perflab.analyze.http.summarize_step`."""
+    from perflab.analyze.http import backlog_reasons, summarize_step
     from perflab.analyze.models import littles_law_concurrency
 
     if step.elapsed_s <= 0 or step.ok_responses <= 0:
         notes.append(f"step {_step_label(step)} left out: no successful responses")
         return None
-    rate = step.ok_responses / step.elapsed_s
+    summary = summarize_step(step)
+    rate = summary.achieved_rate
+    if step.drained is None:
+        notes.append(f"step {_step_label(step)}: its file predates the separate count of "
+                     "responses that came after a step ended, so X may include them")
     if step.mode == "closed":
         return float(step.connections), rate
+    if behind := backlog_reasons(summary):
+        notes.append(f"step {_step_label(step)} ended behind ({', '.join(behind)}): not a "
+                     "steady state, so its R, and N = X·R, grow with the step's length")
     mean_us = (step.latency if little == "latency" else step.service_time).mean_us
     if not math.isfinite(mean_us):
         notes.append(f"step {_step_label(step)} left out: no {little} time recorded")

@@ -14,12 +14,22 @@ omission). Verdicts:
   histogram fall back to the send lag when under 1% of requests waited for a
   connection.
 * **saturated**: achieved rate < 95% of the offered rate, or error % > 1%, or
-  p99 > the SLO. Once a step is saturated, every heavier step (higher rate or more
-  connections) is saturated too: a server past its capacity does not recover under
-  more load, so a heavier step that looks ok means the lighter one met a transient.
+  p99 > the SLO, or the step left a backlog (the accounting rule, the same in open
+  and closed loop): requests due but never sent, requests still unanswered when it
+  was cut off, or a drain (from the end of the recorded window to the last recorded
+  request's end) longer than 5% of the window. Once a step is saturated, every
+  heavier step (higher rate or more connections) is saturated too: a server past its
+  capacity does not recover under more load, so a heavier step that looks ok means
+  the lighter one met a transient. A step that backed up is saturated even when
+  perflab was also late, if its backlog (send lag p99 or drain) is at least 10× its
+  own dispatch lag p99 and no engine thread was CPU-bound: milliseconds of perflab
+  lateness cannot make a server fall seconds behind.
 * **ok**: neither.
 
-The capacity estimate is the heaviest ok step below the first saturated one.
+The achieved rate is the successful responses that completed inside the recorded
+window ÷ the window (responses that came while draining are counted apart, as
+``drained``). The capacity estimate is the heaviest ok step below the first
+saturated one.
 """
 
 from __future__ import annotations
@@ -44,8 +54,13 @@ CPU_BOUND = 0.9
 #: busy connection.
 POOL_WAIT_SHARE = 0.01
 #: The engine's open-loop dispatcher wakes at most this often (s): above 1/BATCH_S
-#: requests/s per thread, requests go out in batches (rust/engine/src/engine/runner.rs).
+#: requests/s per thread, requests go out in batches (rust/engine/src/engine/dispatch.rs).
 BATCH_S = 500e-6
+#: A drain longer than this share of the recorded window means the server fell behind:
+#: a server that keeps up drains in about one response time.
+DRAIN_SHARE = 0.05
+#: A backlog this many times perflab's own lateness is the server's doing.
+SERVER_BOUND_FACTOR = 10
 
 OK, SATURATED, GENERATOR_LIMITED = "ok", "saturated", "generator-limited"
 _PERCENTILES = (("p50", "p50_us"), ("p90", "p90_us"), ("p99", "p99_us"),
@@ -72,8 +87,14 @@ class StepSummary:
         mode: "open", "open-poisson" or "closed".
         load: what the sweep varies: the offered rate, or the connection count.
         offered_rate: open loop: req/s asked for; None in closed loop.
-        achieved_rate: successful responses per second of the recorded window.
-        completed: requests that got an answer or an error (successes + failures).
+        achieved_rate: successful responses completed inside the recorded window ÷ the
+            window.
+        completed: recorded requests that got an answer or an error, in the window or
+            while draining (successful + failed).
+        drained: successful responses to recorded requests that came after the window
+            (None: not recorded by perflab before schema 2).
+        drain_s: from the window's end to the last recorded request's end, s.
+        window_s: length of the recorded window, s.
         error_fraction: failed ÷ completed requests (NaN when none completed).
         connection_error_fraction: connections that ended in an error ÷ connections
             tried (opened + failed connects), whole step.
@@ -101,6 +122,9 @@ class StepSummary:
     offered_rate: float | None
     achieved_rate: float
     completed: int
+    drained: int | None
+    drain_s: float
+    window_s: float
     error_fraction: float
     connection_error_fraction: float
     latency_s: dict[str, float]
@@ -143,6 +167,14 @@ def ok_ranges(text: str) -> list[tuple[int, int]]:
     return ranges
 
 
+def answered_ok(step: HttpStep) -> int:
+    """Recorded requests answered with a success, in the window or drained: the count
+    of the latency histogram. Schema-1 files counted exactly that as ``ok_responses``."""
+    if step.drained is None or step.ok_from_warmup is None:
+        return step.ok_responses
+    return step.ok_responses - step.ok_from_warmup + step.drained
+
+
 def summarize_step(step: HttpStep, index: int = 0, ok: str = "200-299") -> StepSummary:
     """The figures of one step, without a verdict (see :func:`summarize_steps`).
 
@@ -152,7 +184,7 @@ def summarize_step(step: HttpStep, index: int = 0, ok: str = "200-299") -> StepS
         ok: the statuses that counted as success, e.g. "200-299,304".
     """
     ranges = ok_ranges(ok)
-    completed = step.ok_responses + step.failures
+    completed = answered_ok(step) + step.failures
     tried = step.connections_opened + step.connect_failures
     closed = step.mode == "closed" or step.offered_rate is None
     return StepSummary(
@@ -160,6 +192,7 @@ def summarize_step(step: HttpStep, index: int = 0, ok: str = "200-299") -> StepS
         load=float(step.connections if closed else step.offered_rate),  # type: ignore[arg-type]
         offered_rate=None if closed else step.offered_rate,
         achieved_rate=_share(step.ok_responses, step.elapsed_s), completed=completed,
+        drained=step.drained, drain_s=step.drain_s, window_s=step.elapsed_s,
         error_fraction=_share(step.failures, completed),
         connection_error_fraction=_share(step.connection_errors, tried),
         latency_s={name: _seconds(step.latency, key) for name, key in _PERCENTILES},
@@ -198,9 +231,36 @@ def saturation_reasons(s: StepSummary, slo_s: float | None = None) -> list[str]:
         reasons.append(f"errors {s.error_fraction:.1%}")
     if slo_s is not None and s.latency_s["p99"] > slo_s:
         reasons.append(f"p99 over the {slo_s * 1e3:g} ms SLO")
+    reasons += backlog_reasons(s)
     if s.completed == 0 and not reasons:
         reasons.append("no request completed")
     return reasons
+
+
+def backlog_reasons(s: StepSummary) -> list[str]:
+    """The accounting rule: the step ended with the server behind (empty when not):
+    requests never sent, requests cut off unanswered (a stop's cut-off excepted), or a
+    drain longer than :data:`DRAIN_SHARE` of the recorded window."""
+    reasons = []
+    if s.unsent:
+        reasons.append(f"{s.unsent:,} unsent")
+    if s.unfinished and not s.interrupted:
+        reasons.append(f"{s.unfinished:,} unfinished")
+    if s.drain_s > DRAIN_SHARE * s.window_s:
+        reasons.append(f"drained for {format_time(s.drain_s)} after the step")
+    return reasons
+
+
+def server_bound(s: StepSummary) -> bool:
+    """True when a step backed up far beyond what perflab's own lateness explains: a
+    backlog (see :func:`backlog_reasons`), no engine thread CPU-bound, and a send lag p99
+    or drain at least :data:`SERVER_BOUND_FACTOR` × the dispatch lag p99."""
+    if not backlog_reasons(s) or s.cpu_share >= CPU_BOUND:
+        return False
+    lag = s.dispatch_lag_p99_s if math.isfinite(s.dispatch_lag_p99_s) else 0.0
+    backlog = max(s.drain_s if math.isfinite(s.drain_s) else 0.0,
+                  s.send_lag_p99_s if math.isfinite(s.send_lag_p99_s) else 0.0)
+    return backlog >= SERVER_BOUND_FACTOR * lag
 
 
 def summarize_steps(steps: Sequence[HttpStep], slo_s: float | None = None,
@@ -217,11 +277,11 @@ def summarize_steps(steps: Sequence[HttpStep], slo_s: float | None = None,
     """
     summaries = [summarize_step(step, i, ok) for i, step in enumerate(steps)]
     for s in summaries:
-        s.reasons = generator_reasons(s)
-        if s.reasons:
-            s.verdict = GENERATOR_LIMITED
-        elif reasons := saturation_reasons(s, slo_s):
-            s.verdict, s.reasons = SATURATED, reasons
+        generator, saturation = generator_reasons(s), saturation_reasons(s, slo_s)
+        if generator and not (saturation and server_bound(s)):
+            s.verdict, s.reasons = GENERATOR_LIMITED, generator
+        elif saturation:
+            s.verdict, s.reasons = SATURATED, saturation
     knee = first_saturated(summaries)
     for s in summaries:
         if knee is not None and s.verdict == OK and s.load > knee.load:

@@ -15,6 +15,7 @@ from perflab.analyze.http import (
     ACHIEVED_SHARE,
     BATCH_S,
     CPU_BOUND,
+    DRAIN_SHARE,
     ERROR_LIMIT,
     GENERATOR_LIMITED,
     SATURATED,
@@ -26,7 +27,7 @@ from perflab.analyze.http import (
 from perflab.report.table import Table
 from perflab.units import format_time
 
-COLUMNS = ["offered", "achieved", "error %", "conn err %", "p50", "p90", "p99", "p99.9", "max",
+COLUMNS = ["offered", "achieved", "drained", "error %", "conn err %", "p50", "p90", "p99", "p99.9", "max",
            "send lag p99", "conns", "verdict"]
 
 
@@ -44,6 +45,10 @@ def _time(seconds: float) -> str:
     return format_time(seconds) if math.isfinite(seconds) else "–"
 
 
+def _count(value: int | None) -> str:
+    return "–" if value is None else f"{value:,}"
+
+
 def _verdict(s: StepSummary) -> str:
     text = s.verdict + (f": {', '.join(s.reasons)}" if s.reasons else "")
     return text + (" (interrupted)" if s.interrupted else "")
@@ -53,16 +58,18 @@ def _row(s: StepSummary) -> list[str]:
     lat = s.latency_s
     conns = f"{s.connections_peak}" if s.mode == "closed" else \
         f"{s.connections_peak} of {s.connections}"
-    return [s.label, _rate(s.achieved_rate), _percent(s.error_fraction),
+    return [s.label, _rate(s.achieved_rate), _count(s.drained), _percent(s.error_fraction),
             _percent(s.connection_error_fraction),
             *(_time(lat[k]) for k in ("p50", "p90", "p99", "p99.9", "max")),
             _time(s.send_lag_p99_s), conns, _verdict(s)]
 
 
 def step_line(s: StepSummary) -> str:
-    """One line for a finished step, e.g. "1,000/s: achieved 998/s, errors 0, p99 1.2 ms, ok"."""
-    return (f"{s.label}: achieved {_rate(s.achieved_rate)}, errors "
-            f"{_percent(s.error_fraction)}, p99 {_time(s.latency_s['p99'])}, {_verdict(s)}")
+    """One line for a finished step, e.g. "1,000/s: achieved 998/s, drained 2, errors 0,
+    p99 1.2 ms, ok"."""
+    return (f"{s.label}: achieved {_rate(s.achieved_rate)}, drained {_count(s.drained)}, "
+            f"errors {_percent(s.error_fraction)}, p99 {_time(s.latency_s['p99'])}, "
+            f"{_verdict(s)}")
 
 
 def sweep_table(title: str, summaries: Sequence[StepSummary], slo_s: float | None = None,
@@ -155,13 +162,18 @@ def _legend(summaries: Sequence[StepSummary], slo_s: float | None) -> list[str]:
                     "omission, as wrk2 does)" if open_loop else
                     "from the request's write to its last byte")
     return _batch_lines(summaries) + [
-        f"latency (p50…max) is of successful requests, {latency_from}",
-        ("achieved = successful responses per second (warmup trimmed); error % = failed ÷ "
-         "completed requests; conn err % = connections that ended in an error ÷ connections "
-         "tried; conns = most open at once" + (" of the pool's cap" if open_loop else "")),
+        (f"latency (p50…max) is of successful requests, {latency_from}, drained ones "
+         "included"),
+        ("achieved = successful responses completed inside the recorded window (warmup "
+         "trimmed) ÷ its length; drained = successful responses that came after the step "
+         "ended, while perflab waited for the requests in flight (not in achieved); error % "
+         "= failed ÷ completed requests; conn err % = connections that ended in an error ÷ "
+         "connections tried; conns = most open at once" +
+         (" of the pool's cap" if open_loop else "")),
         (f"saturated: achieved < {ACHIEVED_SHARE:.0%} of offered, or error % > "
-         f"{ERROR_LIMIT:.0%}{slo}; every heavier step after the first saturated one counts as "
-         "saturated too"),
+         f"{ERROR_LIMIT:.0%}{slo}, or the step ended behind: requests left unsent or "
+         f"unfinished, or a drain longer than {DRAIN_SHARE:.0%} of the step; every heavier "
+         "step after the first saturated one counts as saturated too"),
         (f"generator-limited: an engine thread was ≥ {CPU_BOUND:.0%} busy, or perflab's own "
          f"part of the send lag had a p99 > {SEND_LAG_LIMIT_S * 1e3:g} ms; send lag = actual "
          "− intended send time, which also holds waits for a free connection (the server's "
@@ -188,7 +200,8 @@ def step_records(summaries: Sequence[StepSummary]) -> list[dict[str, Any]]:
         record: dict[str, Any] = {
             "step": s.index + 1, "mode": s.mode, "offered_rate": s.offered_rate or "",
             "connections": s.connections, "connections_peak": s.connections_peak,
-            "achieved_rate": s.achieved_rate, "completed": s.completed,
+            "achieved_rate": s.achieved_rate, "drained": "" if s.drained is None else s.drained,
+            "drain_s": s.drain_s, "completed": s.completed,
             "error_fraction": s.error_fraction,
             "connection_error_fraction": s.connection_error_fraction}
         record.update({f"latency_{k.replace('.', '')}_s": v for k, v in s.latency_s.items()})
