@@ -223,9 +223,12 @@ class HttpStep:
     The step's *recorded requests* are those intended (open loop) or sent (closed loop)
     after the warmup; its *recorded window* runs from the end of the warmup to the end
     of the step, or to the stop when one cut it short. Every recorded request ends in
-    exactly one way, so that (with ``ok_in_window = ok_responses − ok_from_warmup``)::
+    exactly one way, so that the requests due in the window (open loop: ``requests_sent
+    + unsent``; closed loop: ``requests_sent``) are::
 
-        requests_sent + unsent = ok_in_window + drained + failures + unfinished + unsent
+        ok_in_window + drained + failures + unfinished + unsent
+
+    where ``ok_in_window = ok_responses − ok_from_warmup``.
 
     Attributes:
         offered_rate: requests/s the schedule asked for (None in closed loop).

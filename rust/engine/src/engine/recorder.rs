@@ -127,12 +127,14 @@ impl OkStatus {
 /// exactly one of: an OK response inside the window, an OK response after
 /// it (`drained`), a failure, or `unfinished`; open loop adds the requests
 /// that fell due in the window but were never handed to a connection
-/// (`unsent`). So, with `ok_in_window = ok_responses - ok_from_warmup`:
+/// (`unsent`). So the requests due in the window (open loop:
+/// `requests_sent + unsent`; closed loop: `requests_sent`) are
 ///
 /// ```text
-/// requests_sent + unsent
-///     = ok_in_window + drained + failures + unfinished + unsent
+/// ok_in_window + drained + failures + unfinished + unsent
 /// ```
+///
+/// where `ok_in_window = ok_responses - ok_from_warmup`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Counters {
     /// Recorded requests handed to a connection to be written (a request
