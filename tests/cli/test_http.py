@@ -86,6 +86,10 @@ def test_closed_loop_and_a_requests_file(tmp_path: Path, server: Any, perflab_cl
     (["http://127.0.0.1:1/", "--rate", "10", "--duration=-2s"], "above zero"),
     (["http://127.0.0.1:1/"], "give --rate"),
     (["http://127.0.0.1:1/", "--rate", "10", "--header", "nocolon"], "Name: value"),
+    # refused before the target is even tried (issue 12: 1e10 used to hang for minutes)
+    (["http://127.0.0.1:1/", "--rate", "1e10", "--threads", "1"],
+     "at most 1,000,000 requests/s per engine thread"),
+    (["http://127.0.0.1:1/", "--rate", "10", "--threads", "1000"], "more than the"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv: list[str], message: str, perflab_cli) -> None:
     result = perflab_cli("http", *argv, "--quiet", timeout=30)
@@ -123,6 +127,25 @@ def test_ctrl_c_keeps_the_steps_measured(tmp_path: Path, server: Any) -> None:
     steps = json.loads(out.read_text())["benchmarks"][0]["steps"]
     assert 1 <= len(steps) <= 2 and steps[0]["ok_responses"] > 0
     assert steps[-1]["interrupted"] or len(steps) == 1
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_the_highest_rate_at_once(tmp_path: Path, server: Any,
+                                                 sig: signal.Signals) -> None:
+    # A million requests/s (one thread's most) kept perflab busy; the signal still ends
+    # the step within the engine's 100 ms check, and what was measured is saved.
+    out = tmp_path / "fast.json"
+    proc = popen_perflab(["http", f"http://{server.address}/", "--rate", "1e6",
+                          "--duration", "20s", "--threads", "1", "--quiet", "--json", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    stdout, stderr = proc.communicate(timeout=30)
+    # 100 ms to see it, then the save, the table and interpreter exit on a busy machine.
+    assert time.monotonic() - sent < 5.0 and proc.returncode == 130, stderr
+    (step,) = json.loads(out.read_text())["benchmarks"][0]["steps"]
+    assert step["interrupted"] and step["connections_opened"] == step["connections_closed"]
 
 
 def test_a_server_killed_mid_sweep_ends_it_with_results_kept(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     load.add_argument("--warmup", help="unrecorded start of each step (1s, or a fifth of "
                       "--duration when that is shorter)")
     load.add_argument("--threads", type=int, help="engine threads, one event loop each "
-                      "(default: the cores less one, at least 1)")
+                      "(default: the cores less one, at least 1; at most the cores)")
     load.add_argument("--poisson", action="store_true", help="open loop: Poisson arrivals "
                       "(exponential gaps) instead of evenly spaced ones")
     load.add_argument("--seed", type=int, help="seed of the Poisson arrivals")

@@ -461,7 +461,26 @@ def plan_from_args(args: Any) -> Plan:
     if rates:
         config["arrival"] = "poisson" if args.poisson else "constant"
         config["connections"] = conns[0] if conns else None
-    return Plan(target, config, rates, [] if rates else conns, connect_timeout)
+    plan = Plan(target, config, rates, [] if rates else conns, connect_timeout)
+    check_plan(plan)
+    return plan
+
+
+def check_plan(plan: Plan) -> None:
+    """Have the engine check every step's config before anything is sent (the engine's
+    own rules, one source of truth: e.g. a rate above what its threads can schedule, more
+    threads than cores, more connections than ``ulimit -n`` allows).
+
+    Raises:
+        UsageError: the engine's one-line reason.
+    """
+    from perflab._core import http_check
+
+    for index in range(plan.steps):
+        try:
+            http_check(plan.step_config(index))
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
 
 
 def _warmup(text: str) -> float:

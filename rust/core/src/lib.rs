@@ -751,6 +751,19 @@ mod http_bindings {
         run_dict(py, &result, &url)
     }
 
+    /// Check an `http_run` config without sending anything: the checks
+    /// `http_run` makes before it starts (keys, URL, a rate above what the
+    /// engine threads can schedule, more threads than cores, warmup and
+    /// duration, more connections than `ulimit -n` allows, ...). The host is
+    /// not resolved.
+    ///
+    /// Raises:
+    ///     ValueError: what is wrong, in one line.
+    #[pyfunction]
+    pub fn http_check(config: &Bound<'_, PyDict>) -> PyResult<()> {
+        parse_run_config(config).map(|_| ())
+    }
+
     /// Summarize a base64 HdrHistogram (V2 or V2-deflate encoding, e.g.
     /// `histograms.latency.encoded_b64` of `http_run`).
     ///
@@ -1019,6 +1032,7 @@ mod http_bindings {
     /// Add this section's functions and classes to the module.
     pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_function(wrap_pyfunction!(http_run, m)?)?;
+        m.add_function(wrap_pyfunction!(http_check, m)?)?;
         m.add_function(wrap_pyfunction!(hdr_decode, m)?)?;
         m.add_function(wrap_pyfunction!(hdr_merge, m)?)?;
         m.add_function(wrap_pyfunction!(parse_duration_s, m)?)?;

@@ -82,6 +82,19 @@ pub fn default_threads() -> usize {
 /// as `unsent`.
 pub const MAX_RATE_PER_THREAD: f64 = 1e6;
 
+/// `1234567.0` → `"1,234,567"` (rounded to a whole number).
+fn thousands(x: f64) -> String {
+    let digits = format!("{:.0}", x.max(0.0));
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Largest automatic open-loop pool (all threads together).
 pub const AUTO_MAX_CONNECTIONS: usize = 1024;
 
@@ -191,9 +204,10 @@ impl Config {
             String::new()
         };
         Err(format!(
-            "rate {rate} requests/s is more than the load engine can schedule: at most \
-             {MAX_RATE_PER_THREAD:.0} requests/s per engine thread, {limit:.0}/s with \
-             {threads} here; offer less{more}"
+            "rate {rate:e} requests/s is more than the load engine can schedule: at most \
+             {} requests/s per engine thread, {}/s with {threads} here; offer less{more}",
+            thousands(MAX_RATE_PER_THREAD),
+            thousands(limit)
         ))
     }
 
@@ -243,10 +257,13 @@ mod tests {
         let mut c = base.clone();
         c.steps[0].rate = Some(1e10);
         let err = c.validate().unwrap_err();
+        assert!(err.contains("1e10 requests/s"), "{err}");
         assert!(
-            err.contains("1000000 requests/s per engine thread"),
+            err.contains("1,000,000 requests/s per engine thread"),
             "{err}"
         );
+        assert_eq!(thousands(999.0), "999");
+        assert_eq!(thousands(1234567.4), "1,234,567");
         let mut c = base.clone();
         c.threads = cores() + 1;
         let err = c.validate().unwrap_err();
