@@ -5,15 +5,21 @@ from __future__ import annotations
 import datetime as dt
 import os
 import platform
+import re
+import resource
+import signal
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 PYTHON = sys.executable
+PERFLAB = [PYTHON, "-m", "perflab"]
 #: 1-minute load average when the benchmark script started (how busy the machine was)
 LOAD_AT_START = os.getloadavg()[0]
 
@@ -52,3 +58,42 @@ def write_section(name: str, text: str) -> Path:
     path.write_text(text.rstrip() + "\n")
     print(text)
     return path
+
+
+@contextmanager
+def perflab_serve(*argv: str) -> Iterator[str]:
+    """`perflab serve --port 0 ARGS`; yields its URL."""
+    # SIGINT at its default even when this script runs in the background (where it is
+    # inherited ignored, and Python then keeps ignoring it): the way to stop serve is Ctrl-C
+    proc = subprocess.Popen([*PERFLAB, "serve", "--port", "0", *argv],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+        yield "http://" + line.split("http://")[1].split("/")[0] + "/"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=10)
+
+
+def child_cpu() -> float:
+    """CPU seconds (user + system) of the finished children of this process."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}
+
+
+def wrk(url: str, seconds: int, connections: int) -> dict[str, float]:
+    """One `wrk -t1` run: requests/s, whole-process CPU per request, latency p99 (s)."""
+    before = child_cpu()
+    proc = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", url],
+                          check=True, capture_output=True, text=True)
+    cpu = child_cpu() - before
+    text = proc.stdout
+    requests = int(re.search(r"(\d+) requests in", text).group(1))  # type: ignore[union-attr]
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))  # type: ignore[union-attr]
+    value, unit = re.search(r"\s99%\s+([\d.]+)(us|ms|s|m)", text).groups()  # type: ignore[union-attr]
+    return {"rate": rate, "cpu_per_request_s": cpu / requests,
+            "p99_s": float(value) * _UNITS[unit], "requests": requests}

@@ -25,9 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import resource
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
@@ -40,9 +38,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import PYTHON, machine, write_section
+from common import PERFLAB, machine, perflab_serve, wrk, write_section
 
-PERFLAB = [PYTHON, "-m", "perflab"]
 CONNECTIONS, OPEN_RATE = 50, 20_000
 CO_RATE, CO_DELAY_S, CO_STALL_S, CO_PERIOD_S = 500, 1e-3, 1.0, 10.0
 NGINX_CONF = """
@@ -96,27 +93,6 @@ def nginx() -> Iterator[str]:
             proc.wait(timeout=10)
 
 
-@contextmanager
-def perflab_serve(*argv: str) -> Iterator[str]:
-    """`perflab serve --port 0 ARGS`; yields its URL."""
-    # SIGINT at its default even when this script runs in the background (where it is
-    # inherited ignored, and Python then keeps ignoring it): the way to stop serve is Ctrl-C
-    proc = subprocess.Popen([*PERFLAB, "serve", "--port", "0", *argv],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
-        line = proc.stdout.readline()  # type: ignore[union-attr]
-        yield "http://" + line.split("http://")[1].split("/")[0] + "/"
-    finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=10)
-
-
-def child_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def perflab_http(url: str, *argv: str) -> dict[str, Any]:
     """One `perflab http` run (quiet, one engine thread); its only step, with
     ``cpu_per_request_s`` = engine thread CPU ÷ completed requests (recorded window)."""
@@ -131,23 +107,6 @@ def perflab_http(url: str, *argv: str) -> dict[str, Any]:
     return step
 
 
-_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}
-
-
-def wrk(url: str, seconds: int, connections: int = CONNECTIONS) -> dict[str, float]:
-    """One `wrk -t1` run: requests/s, whole-process CPU per request, latency p99 (s)."""
-    before = child_cpu()
-    proc = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", url],
-                          check=True, capture_output=True, text=True)
-    cpu = child_cpu() - before
-    text = proc.stdout
-    requests = int(re.search(r"(\d+) requests in", text).group(1))  # type: ignore[union-attr]
-    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))  # type: ignore[union-attr]
-    value, unit = re.search(r"\s99%\s+([\d.]+)(us|ms|s|m)", text).groups()  # type: ignore[union-attr]
-    return {"rate": rate, "cpu_per_request_s": cpu / requests,
-            "p99_s": float(value) * _UNITS[unit], "requests": requests}
-
-
 def closed_loop(url: str, rounds: int) -> dict[str, list[dict[str, float]]]:
     """Rounds of perflab --connections 50 and wrk -t1 -c50, the first tool alternating."""
     runs: dict[str, list[dict[str, float]]] = {"perflab": [], "wrk": []}
@@ -158,7 +117,7 @@ def closed_loop(url: str, rounds: int) -> dict[str, list[dict[str, float]]]:
                 runs[tool].append(perflab_http(url, "--connections", str(CONNECTIONS),
                                                "--duration", "6s", "--warmup", "1s"))
             else:
-                runs[tool].append(wrk(url, 5))
+                runs[tool].append(wrk(url, 5, CONNECTIONS))
     return runs
 
 
@@ -275,7 +234,7 @@ def co_test() -> dict[str, Any]:
         args = ["--rate", str(CO_RATE), "--duration", "32s", "--warmup", "2s", "--timeout", "5s"]
         step = perflab_http(url, *args)
         capped = perflab_http(url, *args, "--connections", str(CONNECTIONS))
-        peer = wrk(url, 30)
+        peer = wrk(url, 30, CONNECTIONS)
     return {"perflab": step, "capped": capped, "wrk": peer, "expected_p99_s": expected_co_p99()}
 
 
