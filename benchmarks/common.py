@@ -91,9 +91,12 @@ def wrk(url: str, seconds: int, connections: int) -> dict[str, float]:
     proc = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", url],
                           check=True, capture_output=True, text=True)
     cpu = child_cpu() - before
-    text = proc.stdout
-    requests = int(re.search(r"(\d+) requests in", text).group(1))  # type: ignore[union-attr]
-    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))  # type: ignore[union-attr]
-    value, unit = re.search(r"\s99%\s+([\d.]+)(us|ms|s|m)", text).groups()  # type: ignore[union-attr]
-    return {"rate": rate, "cpu_per_request_s": cpu / requests,
-            "p99_s": float(value) * _UNITS[unit], "requests": requests}
+
+    def find(pattern: str) -> tuple[str, ...]:
+        return re.search(pattern, proc.stdout).groups()  # type: ignore[union-attr]
+
+    requests = int(find(r"(\d+) requests in")[0])
+    value, unit = find(r"\s99%\s+([\d.]+)(us|ms|s|m)")
+    return {"rate": float(find(r"Requests/sec:\s+([\d.]+)")[0]),
+            "cpu_per_request_s": cpu / requests, "p99_s": float(value) * _UNITS[unit],
+            "requests": requests}

@@ -72,8 +72,8 @@ def test_saturation_rules() -> None:
 def test_achieved_counts_the_window_only_and_a_backlog_saturates() -> None:
     # The repro of issue 11: 2,905 responses, but only 1,450 completed inside the 1.6 s
     # window; the rest came while the step drained for 1.7 s.
-    repro = step(1500.0, achieved=0.0, elapsed_s=1.6, thread_cpu_s=[0.1], ok_responses=1450, ok_from_warmup=250,
-                 drained=1455, drain_s=1.7, requests_sent=2655)
+    repro = step(1500.0, achieved=0.0, elapsed_s=1.6, thread_cpu_s=[0.1], ok_responses=1450,
+                 ok_from_warmup=250, drained=1455, drain_s=1.7, requests_sent=2655)
     (s,) = ah.summarize_steps([repro])
     assert s.achieved_rate == pytest.approx(1450 / 1.6)
     assert s.completed == 2655 and s.drained == 1455
@@ -98,8 +98,8 @@ def test_closed_loop_backlogs_saturate_too() -> None:
 def test_a_schema_1_step_is_read_as_it_was_counted() -> None:
     # ok_responses then held the drained responses too: the rate is what it was, and
     # the drain estimated from the wall time still marks the step saturated.
-    old = step(1500.0, achieved=0.0, elapsed_s=1.6, thread_cpu_s=[0.1], ok_responses=2905, drained=None,
-               ok_from_warmup=None, drain_s=1.7)
+    old = step(1500.0, achieved=0.0, elapsed_s=1.6, thread_cpu_s=[0.1], ok_responses=2905,
+               drained=None, ok_from_warmup=None, drain_s=1.7)
     (s,) = ah.summarize_steps([old])
     assert s.completed == 2905 and s.drained is None
     assert s.verdict == "saturated"

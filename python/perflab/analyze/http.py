@@ -201,7 +201,8 @@ def summarize_step(step: HttpStep, index: int = 0, ok: str = "200-299") -> StepS
         service_p99_s=_seconds(step.service_time, "p99_us"),
         cpu_share=_share(max(step.thread_cpu_s, default=math.nan), step.elapsed_s),
         connections=step.connections, connections_peak=step.connections_peak,
-        threads=step.threads, unsent=step.unsent, unfinished=step.unfinished, pool_waits=step.pool_waits,
+        threads=step.threads, unsent=step.unsent, unfinished=step.unfinished,
+        pool_waits=step.pool_waits,
         errors=dict(step.errors),
         failed_statuses={code: n for code, n in step.status_counts.items()
                          if not any(lo <= int(code) <= hi for lo, hi in ranges)},

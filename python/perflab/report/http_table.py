@@ -27,8 +27,8 @@ from perflab.analyze.http import (
 from perflab.report.table import Table
 from perflab.units import format_time
 
-COLUMNS = ["offered", "achieved", "drained", "error %", "conn err %", "p50", "p90", "p99", "p99.9", "max",
-           "send lag p99", "conns", "verdict"]
+COLUMNS = ["offered", "achieved", "drained", "error %", "conn err %", "p50", "p90", "p99",
+           "p99.9", "max", "send lag p99", "conns", "verdict"]
 
 
 def _rate(value: float | None) -> str:

@@ -7,9 +7,10 @@
 //! (coordinated-omission correction, as in wrk2). The backlog is just the
 //! schedule cursor, so memory stays constant.
 //!
-//! Dispatching ends at the step's end, at a stop, or when the dispatcher
-//! is still behind [`GRACE`] after the end; whatever fell due in the
-//! recorded window and was not handed out is counted `unsent`, in O(1).
+//! Dispatching ends at the step's end (when every connection is busy), at
+//! a stop, or when the dispatcher is still behind [`GRACE`] after the end;
+//! whatever fell due in the recorded window and was not handed out is
+//! counted `unsent`, in O(1).
 
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -30,10 +31,11 @@ const BATCH: Duration = Duration::from_micros(500);
 /// Once the pool has its initial size, open at most one more connection
 /// per this interval while all are busy.
 const GROW_EVERY: Duration = Duration::from_millis(1);
-/// How late after the step's end the dispatcher may still hand out a
-/// request that fell due before it (a thread preempted at the very end
-/// should not turn its last requests into `unsent`); past it, the rest is
-/// unsent, so a generator that fell behind cannot stretch the step.
+/// How late after the step's end the dispatcher may still hand a free
+/// connection a request that fell due before it (a thread preempted at the
+/// very end should not turn its last requests into `unsent`); past it, the
+/// rest is unsent, so a generator that fell behind cannot stretch the step.
+/// Waiting for a busy connection ends at the step's end itself.
 pub const GRACE: Duration = TICK;
 
 /// The state of one thread's dispatcher during one step.
@@ -43,7 +45,8 @@ struct Dispatcher {
     timer: PreciseTimer,
     /// The step's length, ns: intended times at or past it are not sent.
     horizon_ns: u64,
-    /// Dispatching ends here: [`GRACE`] after the step's end.
+    /// Dispatching to free connections ends here: [`GRACE`] after the
+    /// step's end.
     give_up: Instant,
     last_grow: Instant,
     /// When the dispatcher last stopped waiting for a free connection: the
@@ -146,8 +149,9 @@ impl Dispatcher {
                 return true;
             }
             // Every connection is busy: this request waits, its latency
-            // growing from its intended time; it is never skipped.
-            if ctx.stopped() || now >= self.give_up {
+            // growing from its intended time; it is never skipped. A wait
+            // that reaches the step's end leaves the rest unsent.
+            if ctx.stopped() || now >= plan.end {
                 return false;
             }
             if !waited && t >= plan.warmup_end {
@@ -159,7 +163,7 @@ impl Dispatcher {
             } else {
                 TICK
             };
-            let wait = wait.min(self.give_up - now);
+            let wait = wait.min(plan.end - now);
             let _ = tokio::time::timeout(wait, ctx.idle_notify.notified()).await;
             self.wait_end = Instant::now();
         }

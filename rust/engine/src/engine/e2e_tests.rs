@@ -395,6 +395,8 @@ fn connections_without_work_never_hold_the_step() {
 
 #[test]
 fn a_stop_is_seen_quickly_at_the_highest_rate() {
+    // Both cores flat out for 0.3 s: not beside the timer-precision test.
+    let _alone = cores_test_lock();
     let h = serve(ServerConfig::default());
     let c = open(&h, MAX_RATE_PER_THREAD, 10_000);
     let stop = Arc::new(AtomicBool::new(false));

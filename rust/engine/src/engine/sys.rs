@@ -166,22 +166,35 @@ mod tests {
 
     #[test]
     fn precise_timer_wakes_close_to_deadline() {
+        let _alone = super::super::cores_test_lock();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         rt.block_on(async {
             let mut t = PreciseTimer::new().unwrap();
-            let mut worst = Duration::ZERO;
-            for _ in 0..50 {
-                let deadline = Instant::now() + Duration::from_micros(300);
-                t.sleep_until(deadline).await.unwrap();
-                let now = Instant::now();
-                assert!(now >= deadline);
-                worst = worst.max(now - deadline);
+            // The median lateness of 50 sleeps of 300 µs, best of 3 rounds:
+            // tokio's 1 ms timer wheel would put it near 0.5 ms or more; a
+            // timerfd wakes within tens of µs. The best of three rounds, and
+            // the median rather than the worst, keep a loaded test machine
+            // (a thread waiting for a CPU now and then) from failing it.
+            let mut best = Duration::MAX;
+            for _ in 0..3 {
+                let mut late = Vec::new();
+                for _ in 0..50 {
+                    let deadline = Instant::now() + Duration::from_micros(300);
+                    t.sleep_until(deadline).await.unwrap();
+                    let now = Instant::now();
+                    assert!(now >= deadline);
+                    late.push(now - deadline);
+                }
+                late.sort();
+                best = best.min(late[late.len() / 2]);
             }
-            // tokio's own timer would be ~1 ms late; allow scheduler noise.
-            assert!(worst < Duration::from_millis(5), "worst lateness {worst:?}");
+            assert!(
+                best < Duration::from_micros(250),
+                "median lateness {best:?}"
+            );
             t.sleep_until(Instant::now() - Duration::from_millis(1))
                 .await
                 .unwrap();
