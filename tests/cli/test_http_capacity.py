@@ -69,8 +69,9 @@ def closed_loop_rate(url: str, out: Path) -> float:
     results = http(url, out, "--connections", "4", "--duration", "2s")
     (summary,) = summarize_steps(results.benchmarks[0].steps)
     assert summary.verdict == "ok", summary.reasons
-    # Within the lock's limit, and not far below it (else the bounds below mean little).
-    assert 0.8 / SERIALIZE_S < summary.achieved_rate <= 1.01 / SERIALIZE_S
+    # Within the lock's limit; and a sanity floor only, since on a loaded machine the
+    # server's thread waits for a CPU while holding the lock (159/s seen at load 4).
+    assert 0.5 / SERIALIZE_S < summary.achieved_rate <= 1.01 / SERIALIZE_S
     return summary.achieved_rate
 
 

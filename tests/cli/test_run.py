@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from perflab.model import SCHEMA_VERSION
 from tests.conftest import popen_perflab
 
 FAST = ["--budget", "0.6s", "--min-processes", "2", "--process-time", "20ms", "--quiet",
@@ -46,7 +47,7 @@ def test_good_run_prints_a_table_and_saves_results(tmp_path: Path, perflab_cli) 
     assert result.returncode == 0, result.stderr
     assert "total n=10" in result.stdout and "× best" in result.stdout
     data = json.loads(out.read_text())
-    assert data["schema_version"] == 1 and data["kind"] == "run"
+    assert data["schema_version"] == SCHEMA_VERSION and data["kind"] == "run"
     assert data["command_line"][:2] == ["perflab", "run"]
     assert data["environment"]["python"]["version"]
     bench0 = data["benchmarks"][0]
