@@ -6,24 +6,27 @@ Why these numbers:
 
 * ``--serialize 5ms``: one global lock held 5 ms per request, so the server completes at
   most one response per 5 ms: a capacity of at most 200/s, whatever the machine. Small
-  enough that the whole module offers at most 600 requests/s and runs in about 40 s; long
+  enough that the whole module offers at most 600 requests/s and runs in about 55 s; long
   enough beside the per-request overhead (~0.1 ms of lock hand-over and timer wake-up)
   that the closed-loop measurement comes within about 2% of 200/s.
-* The capacity is measured as ``perflab http --connections 4`` (closed loop): four
-  connections keep the lock always taken, so this is the server's real throughput. On a
-  machine other programs keep busy, the server's thread waits for a CPU now and then
-  while it holds the lock, and one 2 s measurement can come out up to 10% low (175 to
-  196/s in five runs at load 3 on 2 cores); the capacity is therefore the best of the
-  closed-loop runs made so far (one at the start, one before each sweep on its server).
+* The capacity is measured as ``perflab http --connections 16`` (closed loop): 16
+  requests queued at the lock are 80 ms of work, so the lock stays taken even when
+  perflab's thread waits tens of ms for a CPU (with 4 connections, 15 ms of queue, a
+  machine at load 5 measured 168-184/s in closed loop against 192/s in open loop, whose
+  queue is deep). The server's own thread also waits for a CPU now and then while it
+  holds the lock, so one measurement can still come out several % low on a busy machine,
+  and noise only ever slows a server down: the capacity is the best of the closed-loop
+  runs made so far (one at the start, then one right before each sweep on its server and
+  one right after it on a fresh server).
 * ``achieved ≤ 1.02 × capacity``: the issue's bound. An open-loop step at any load is
   served by the same lock, so it cannot complete responses faster than the closed loop
   did, give or take one response at each edge of its window (at most 5 ms / 0.8 s =
   0.6%) and the noise of the overhead between the two runs. Stricter and noise-free:
   ``ok_responses ≤ window / 5 ms + 1``, which the lock makes a certainty.
 * ``--timeout 1s`` bounds each overloaded step's drain to 1 s.
-* A fresh server for each sweep: the lock keeps serving the requests of clients that
-  timed out and left, so an overloaded step leaves seconds of backlog behind it, which
-  the next sweep's light step would otherwise meet.
+* A fresh server for each sweep (and for the measurement after it): the lock keeps
+  serving the requests of clients that timed out and left, so an overloaded step leaves
+  seconds of backlog behind it, which the next run would otherwise meet.
 """
 
 from __future__ import annotations
@@ -65,13 +68,13 @@ def http(url: str, out: Path, *args: str) -> model.Results:
 
 
 def closed_loop_rate(url: str, out: Path) -> float:
-    """The server's closed-loop throughput, responses/s (4 connections, 2 s)."""
-    results = http(url, out, "--connections", "4", "--duration", "2s")
+    """The server's closed-loop throughput, responses/s (16 connections, 2 s). Its verdict
+    is not asserted: 80 ms of queue drain in about 5% of the window, the rule's limit."""
+    results = http(url, out, "--connections", "16", "--duration", "2s")
     (summary,) = summarize_steps(results.benchmarks[0].steps)
-    assert summary.verdict == "ok", summary.reasons
-    # Within the lock's limit; and a sanity floor only, since on a loaded machine the
-    # server's thread waits for a CPU while holding the lock (159/s seen at load 4).
-    assert 0.5 / SERIALIZE_S < summary.achieved_rate <= 1.01 / SERIALIZE_S
+    # Never above the lock's limit. One run can come out far below it when another
+    # program hogs the machine (66/s seen once): the best of the runs is used.
+    assert summary.achieved_rate <= 1.01 / SERIALIZE_S
     return summary.achieved_rate
 
 
@@ -85,17 +88,22 @@ def capacities(tmp_path_factory: pytest.TempPathFactory) -> list[float]:
 @pytest.mark.parametrize("duration", ["1s", "2s", "5s"])
 def test_achieved_never_exceeds_the_closed_loop_capacity(capacities: list[float],
                                                          tmp_path: Path, duration: str) -> None:
-    rates = ",".join(f"{load * capacities[0]:.0f}" for load in LOADS)
     with serve() as url:
-        # A closed loop leaves at most 4 requests (20 ms) behind: the sweep may follow.
-        capacities.append(closed_loop_rate(url, tmp_path / "closed.json"))
+        # A closed loop leaves at most 16 requests (80 ms) behind: the sweep may follow.
+        capacities.append(closed_loop_rate(url, tmp_path / "before.json"))
+        rates = ",".join(f"{load * max(capacities):.0f}" for load in LOADS)
         results = http(url, tmp_path / "sweep.json", "--rate", rates, "--duration", duration,
                        "--timeout", "1s")
+    with serve() as url:
+        capacities.append(closed_loop_rate(url, tmp_path / "after.json"))
     capacity = max(capacities)
+    # The best measurement came near the lock's limit (else the bound below means little).
+    assert capacity > 0.8 / SERIALIZE_S, capacities
     steps = results.benchmarks[0].steps
     summaries = summarize_steps(steps)
-    table = json.dumps([(s.label, round(s.achieved_rate), s.drained, s.unsent, s.verdict,
-                         s.reasons) for s in summaries])
+    table = json.dumps({"capacities": capacities, "steps": [
+        (s.label, round(s.achieved_rate), s.drained, s.unsent, s.verdict, s.reasons)
+        for s in summaries]})
     for step, s in zip(steps, summaries):
         assert s.achieved_rate <= CAPACITY_SLACK * capacity, table
         assert step.ok_responses <= step.elapsed_s / SERIALIZE_S + 1, table

@@ -108,6 +108,7 @@ pub(crate) struct Slot {
 }
 
 impl Slot {
+    /// A slot holding its first request, or none (a pre-opened connection).
     pub fn new(first: Option<Issued>) -> Self {
         Self {
             work: Cell::new(first),
@@ -116,11 +117,13 @@ impl Slot {
         }
     }
 
+    /// Hand the (idle) connection its next request.
     pub fn give(&self, req: Issued) {
         self.work.set(Some(req));
         self.notify.notify_one();
     }
 
+    /// No more work: the connection's task ends once it is idle.
     fn close(&self) {
         self.closed.set(true);
         self.notify.notify_one();
