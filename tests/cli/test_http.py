@@ -5,6 +5,8 @@ issue 4; Ctrl-C and a server killed mid-sweep. Steps are 0.5-1 s at ≤ 300 req/
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import signal
 import socket
@@ -168,3 +170,19 @@ def test_a_server_killed_mid_sweep_ends_it_with_results_kept(tmp_path: Path) -> 
     assert "stopped accepting" in stdout
     steps = json.loads(out.read_text())["benchmarks"][0]["steps"]
     assert steps and steps[0]["ok_responses"] > 0
+
+
+def test_responses_that_all_came_while_draining_are_successes(tmp_path: Path,
+                                                              perflab_cli) -> None:
+    # Every response takes 1 s, the step 0.5 s: none completes inside the window, all
+    # are drained. The achieved rate is 0, the step saturated, and the run succeeded.
+    with _core.serve({"host": "127.0.0.1", "port": 0, "delay": "1s"}) as slow:
+        out = tmp_path / "slow.json"
+        result = perflab_cli("http", f"http://{slow.address}/", "--rate", "6", "--duration",
+                             "0.5s", "--warmup", "0s", "--threads", "1", "--quiet", "--json",
+                             str(out), "--format", "csv")
+    assert result.returncode == 0, result.stderr
+    (step,) = json.loads(out.read_text())["benchmarks"][0]["steps"]
+    assert (step["ok_responses"], step["drained"]) == (0, 3) and step["drain_s"] > 0.5
+    (record,) = csv.DictReader(io.StringIO(result.stdout))
+    assert float(record["achieved_rate"]) == 0 and record["verdict"] == "saturated"
