@@ -103,3 +103,14 @@ def test_a_schema_1_http_file_loads_with_its_drain_marked_unknown(tmp_path: Path
     # Written again, it is a schema-2 file that loads the same.
     again = model.load(model.save(loaded, tmp_path / "new.json")).benchmarks[0].steps[0]
     assert (again.ok_responses, again.drained, again.drain_s) == (2905, None, got.drain_s)
+
+
+def test_an_http_step_whose_times_were_not_measured_loads_as_nan(tmp_path: Path) -> None:
+    # NaN is written as null; it loads back as NaN, so that comparisons never meet None.
+    step = model.HttpStep(offered_rate=10.0, connections=1, mode="open", duration_s=1.0,
+                          warmup_s=0.0, elapsed_s=1.0)
+    results = model.Results(kind="http", command_line=[], created="2026-01-01T00:00:00+00:00",
+                            perflab_version="0.1.0",
+                            benchmarks=[model.Benchmark(name="u", kind="http", steps=[step])])
+    loaded = model.load(model.save(results, tmp_path / "r.json")).benchmarks[0].steps[0]
+    assert math.isnan(loaded.drain_s) and math.isnan(loaded.wall_s)

@@ -323,6 +323,9 @@ class HttpStep:
         step = _from_dict(cls, data)
         for name in ("latency", "service_time", "send_lag", "failed_latency", "dispatch_lag"):
             setattr(step, name, _from_dict(Histogram, data.get(name) or {}))
+        for name in ("wall_s", "drain_s"):  # NaN is written as null
+            if getattr(step, name) is None:
+                setattr(step, name, math.nan)
         return step
 
 
