@@ -69,8 +69,9 @@ demo: build
 
 test: build system-deps test-rust test-python
 
+# --examples: the speed probe (examples/speed.rs) is built too, so it can't rot.
 test-rust:
-	cd rust && $(CARGO) test -q -p perflab-engine --lib
+	cd rust && $(CARGO) test -q -p perflab-engine --lib --examples
 
 test-python: build
 	$(PY) -m pytest tests

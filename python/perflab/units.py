@@ -3,17 +3,10 @@
 from __future__ import annotations
 
 import math
-import re
 
 from perflab.errors import UsageError
 
 _TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
-_DURATION_RE = re.compile(r"^\s*([-+]?[0-9]*\.?[0-9]+(?:e[-+]?\d+)?)\s*(ns|us|µs|ms|s|m|min|h)?\s*$",
-                          re.I)
-#: Longest duration any option accepts, s (a year: anything longer is a typo or an attack).
-MAX_DURATION_S = 366 * 86400.0
-_DURATION_SCALE = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
-                   "min": 60.0, "h": 3600.0, None: 1.0}
 
 
 def _sig(value: float, digits: int = 3) -> str:
@@ -104,8 +97,11 @@ def format_ratio(ratio: float, low: float | None = None, high: float | None = No
 
 
 def parse_duration(text: str, option: str = "duration") -> float:
-    """Parse "5s", "100ms", "2m", "1.5" (seconds) into seconds; a sign is accepted, so
-    that callers reject a negative value by its meaning.
+    """Parse a duration into seconds with the tool's one duration grammar (the native
+    ``perflab._core.parse_duration_s``, which ``perflab serve``'s delays and stalls use
+    too): a bare number is seconds ("1.5"); units ns, us (µs), ms, s, m (min), h; compounds
+    from the largest unit down ("1m30s"). A sign is accepted, so that callers reject a
+    negative value by its meaning.
 
     Args:
         text: the user's text.
@@ -117,15 +113,12 @@ def parse_duration(text: str, option: str = "duration") -> float:
     Raises:
         UsageError: the text is not a duration, or longer than a year.
     """
-    match = _DURATION_RE.match(str(text))
-    if not match:
-        raise UsageError(f"{option} {text!r} is not a duration; write e.g. 500ms, 5s or 2m")
-    unit = match.group(2).lower() if match.group(2) else None
-    seconds = float(match.group(1)) * _DURATION_SCALE[unit if unit != "µs" else "µs"]
-    if not math.isfinite(seconds) or abs(seconds) > MAX_DURATION_S:
-        raise UsageError(f"{option} {text!r} is longer than any run can last (a year at most); "
-                         "write e.g. 500ms, 5s or 2m")
-    return seconds
+    from perflab._core import parse_duration_s
+
+    try:
+        return parse_duration_s(str(text), option)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def parse_positive_duration(text: str, option: str) -> float:

@@ -68,7 +68,9 @@ def busy_port() -> Any:
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--error-rate", "2"], "between 0 and 1"), (["--delay", "1xs"], "--delay 1xs"),
-    (["--stall", "10s/1s"], "shorter than its period"), (["--serialize", "3"], "needs a unit"),
+    (["--stall", "10s/1s"], "shorter than its period"),
+    (["--serialize", "-1ms"], '--serialize -1ms: "-1ms" must not be negative'),
+    (["--delay", "exp:5x"], '--delay exp:5x: "5x" is not a duration'),
     (["--body-size", "-1"], "0 or more"), (["--port", "70000"], "not a port"),
     (["--threads", "0"], "at least 1")])
 def test_bad_options_are_one_line_and_exit_2(argv: list[str], message: str, perflab_cli) -> None:

@@ -54,7 +54,7 @@ CPU_BOUND = 0.9
 #: busy connection.
 POOL_WAIT_SHARE = 0.01
 #: The engine's open-loop dispatcher wakes at most this often (s): above 1/BATCH_S
-#: requests/s per thread, requests go out in batches (rust/engine/src/engine/dispatch.rs).
+#: requests/s per thread, requests go out in batches (rust/engine/src/load/dispatch.rs).
 BATCH_S = 500e-6
 #: A drain longer than this share of the recorded window means the server fell behind:
 #: a server that keeps up drains in about one response time.

@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8080, help="port (8080; 0 picks a free one)")
     parser.add_argument("--delay", help="time each response waits: 1ms, uniform:1ms:5ms or "
-                        "exp:2ms (exponential with that mean)")
+                        "exp:2ms (exponential with that mean); a bare number is seconds")
     parser.add_argument("--stall", metavar="LENGTH/PERIOD", help="freeze every response for "
                         "LENGTH at the end of each PERIOD, e.g. 1s/10s")
     parser.add_argument("--error-rate", type=float, default=0.0, metavar="P",
@@ -103,6 +103,7 @@ def _hint(message: str, config: dict[str, Any]) -> str:
         return f"{message}; another program holds port {config['port']}: pick another with " \
                "--port, or --port 0 for a free one"
     for key in ("delay", "stall", "serialize"):
-        if key in config and repr(config[key]).strip("'") in message:
-            return f"--{key} {config[key]}: {message}"
+        prefix = f"serve config: {key}: "  # the native config reader names the key
+        if message.startswith(prefix):
+            return f"--{key} {config[key]}: {message[len(prefix):]}"
     return message

@@ -9,7 +9,7 @@ on Ctrl-C: the engine finishes the current step's accounting and returns it.
 
 Method: open-loop latency is measured from each request's intended send time
 (coordinated omission: Gil Tene, "How NOT to Measure Latency"; wrk2), see
-``rust/engine/src/engine/mod.rs``.
+``rust/engine/src/load/mod.rs``.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::*;
+use crate::cores_test_lock;
+use crate::hdr::{decode, encode, summarize};
 use crate::server::{self, Delay, Fault, ServerConfig, ServerHandle, Stall};
 
 fn serve(config: ServerConfig) -> ServerHandle {
@@ -51,8 +53,11 @@ fn assert_balanced(s: &StepResult, c: &Config) {
         ok_in_window + k.drained + k.failures + k.unfinished,
         "{k:?}"
     );
-    assert_eq!(s.recorder.latency.len(), ok_in_window + k.drained);
-    assert_eq!(s.recorder.failed_latency.len(), k.failures);
+    assert_eq!(
+        s.recorder.histograms.latency.len(),
+        ok_in_window + k.drained
+    );
+    assert_eq!(s.recorder.histograms.failed_latency.len(), k.failures);
     assert_eq!(k.connections_opened, k.connections_closed, "{k:?}");
     let bound = (c.duration + c.read_timeout).as_secs_f64() + 0.5;
     assert!(s.wall_s < bound, "step took {} s > {bound} s", s.wall_s);
@@ -78,21 +83,21 @@ fn fixed_delay_shows_in_latency_and_service_time() {
         "{counters:?}"
     );
     let answered = counters.ok_responses - counters.ok_from_warmup + counters.drained;
-    assert_eq!(counters.status_counts(), vec![(200, answered)]);
+    assert_eq!(counters.nonzero_statuses(), vec![(200, answered)]);
     assert_eq!((counters.unsent, counters.failures), (0, 0));
     assert!((s.elapsed_s - 0.8).abs() < 1e-6);
-    let lat = summarize(&s.recorder.latency);
-    let svc = summarize(&s.recorder.service_time);
+    let lat = summarize(&s.recorder.histograms.latency);
+    let svc = summarize(&s.recorder.histograms.service_time);
     assert!(lat.p50_us >= 2000 && lat.p50_us < 8000, "{lat:?}");
     assert!(
         svc.p50_us >= 2000 && svc.p50_us <= lat.p50_us + 50,
         "{svc:?}"
     );
-    assert!(summarize(&s.recorder.send_lag).p50_us < 1000);
+    assert!(summarize(&s.recorder.histograms.send_lag).p50_us < 1000);
     assert!(counters.bytes_out > 0 && counters.bytes_in > 0);
     assert_eq!(s.thread_cpu_s.len(), 1);
     assert!(s.thread_cpu_s[0] > 0.0 && s.thread_cpu_s[0] < s.elapsed_s);
-    let back = decode(&encode(&s.recorder.latency)).unwrap();
+    let back = decode(&encode(&s.recorder.histograms.latency)).unwrap();
     assert_eq!(summarize(&back), lat);
 }
 
@@ -107,9 +112,9 @@ fn stall_shows_in_latency_from_intended_time_but_not_in_service_time() {
     c.steps[0].connections = Some(2);
     let s = run_one(&c);
     assert_balanced(&s, &c);
-    let lat = summarize(&s.recorder.latency);
-    let svc = summarize(&s.recorder.service_time);
-    let lag = summarize(&s.recorder.send_lag);
+    let lat = summarize(&s.recorder.histograms.latency);
+    let svc = summarize(&s.recorder.histograms.service_time);
+    let lag = summarize(&s.recorder.histograms.send_lag);
     // Half of the step (600 of 1200 ms) is stalled; a request intended
     // during a stall waits for its end, 150 ms on average. So latency from
     // the intended time averages about 0.5 * 150 ms = 75 ms.
@@ -137,10 +142,13 @@ fn error_rate_is_counted_and_kept_apart() {
     let s = run_one(&c);
     assert_balanced(&s, &c);
     let k = &s.recorder.counters;
-    let share = k.status[500] as f64 / k.requests_sent as f64;
+    let share = k.status_counts[500] as f64 / k.requests_sent as f64;
     assert!((share - 0.25).abs() < 0.07, "{share} of {k:?}");
-    assert_eq!(k.failures, k.status[500]);
-    assert_eq!(k.ok_responses - k.ok_from_warmup + k.drained, k.status[200]);
+    assert_eq!(k.failures, k.status_counts[500]);
+    assert_eq!(
+        k.ok_responses - k.ok_from_warmup + k.drained,
+        k.status_counts[200]
+    );
 }
 
 #[test]
@@ -214,8 +222,8 @@ fn busy_connections_make_requests_wait_never_skip() {
     // Every one of the 50 intended requests was sent or is counted unsent.
     assert_eq!(k.requests_sent + k.unsent, 50, "{k:?}");
     assert!(k.unsent > 20, "{k:?}");
-    let lat = summarize(&s.recorder.latency);
-    let lag = summarize(&s.recorder.send_lag);
+    let lat = summarize(&s.recorder.histograms.latency);
+    let lag = summarize(&s.recorder.histograms.send_lag);
     assert!(lag.max_us > 200_000, "{lag:?}");
     assert!(lat.max_us >= lag.max_us, "{lat:?} {lag:?}");
     assert_eq!(s.connections, 1);
@@ -225,7 +233,7 @@ fn busy_connections_make_requests_wait_never_skip() {
         k.pool_waits + 1 >= k.requests_sent && k.pool_waits > 5,
         "{k:?}"
     );
-    let dispatch = summarize(&s.recorder.dispatch_lag);
+    let dispatch = summarize(&s.recorder.histograms.dispatch_lag);
     assert!(dispatch.count >= k.requests_sent, "{dispatch:?}");
     assert!(dispatch.p99_us < lag.max_us / 4, "{dispatch:?} {lag:?}");
 }
@@ -251,7 +259,7 @@ fn closed_loop_runs_n_connections_without_send_lag() {
         "{:?}",
         s.recorder.counters
     );
-    assert!(s.recorder.send_lag.is_empty());
+    assert!(s.recorder.histograms.send_lag.is_empty());
     assert!(s.recorder.counters.connections_opened >= 4);
 }
 

@@ -166,7 +166,7 @@ mod tests {
 
     #[test]
     fn precise_timer_wakes_close_to_deadline() {
-        let _alone = super::super::cores_test_lock();
+        let _alone = crate::cores_test_lock();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

@@ -20,15 +20,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
 use tokio::sync::Notify;
 
 use super::config::LoadModel;
 use super::conn::{Conn, Connector, Exchange, Outcome};
 use super::dispatch;
 use super::progress::Progress;
-use super::recorder::{new_histogram, record, ErrorKind, OkStatus, Recorder};
-use super::sys::thread_cpu_time;
+use super::recorder::{ErrorKind, OkStatus, Recorder};
+use crate::hdr::{new_histogram, record, Histogram};
+use crate::sys::thread_cpu_time;
 
 /// Everything the engine threads of a run share.
 pub(crate) struct Shared {
@@ -288,7 +288,7 @@ impl Ctx {
         }
         if open_loop {
             let lag = ex.write_start.saturating_duration_since(req.intended);
-            record(&mut st.rec.send_lag, us(lag));
+            record(&mut st.rec.histograms.send_lag, us(lag));
         }
     }
 
@@ -306,7 +306,10 @@ impl Ctx {
 
     /// Record how late the dispatcher found a recorded request due, µs.
     pub fn dispatch_lag(&self, lag: Duration) {
-        record(&mut self.st.borrow_mut().rec.dispatch_lag, us(lag));
+        record(
+            &mut self.st.borrow_mut().rec.histograms.dispatch_lag,
+            us(lag),
+        );
     }
 
     /// Count a recorded request that waited for a free connection.

@@ -8,11 +8,14 @@
 //! latencies go in their own histogram. All histograms are HdrHistograms
 //! (3 significant digits, µs); memory is constant in the run's length.
 //!
-//! Layout: [`schedule`] (intended times), [`codec`] (HTTP/1.1 bytes),
-//! [`conn`] (one connection), [`recorder`] (histograms, counters and the
-//! accounting of every request), `runner` (one engine thread, the closed
-//! loop and the drain), `dispatch` (the open-loop dispatcher),
-//! [`progress`] (live snapshots), and [`run`] here, which drives the steps.
+//! Layout: [`config`] (what to run), [`spec`] (the same from plain names
+//! and seconds, as Python gives it), [`url`], [`schedule`] (intended times), [`codec`]
+//! (HTTP/1.1 bytes), [`conn`] (one connection), [`tls`], [`recorder`]
+//! (histograms, counters and the accounting of every request), `runner`
+//! (one engine thread, the closed loop and the drain), `dispatch` (the
+//! open-loop dispatcher), [`progress`] (live snapshots), and [`run`] here,
+//! which drives the steps. Results ([`RunResult`], [`StepResult`]) derive
+//! `Serialize`: their field names are the names Python reads.
 
 pub mod codec;
 pub mod config;
@@ -22,27 +25,10 @@ pub mod progress;
 pub mod recorder;
 mod runner;
 pub mod schedule;
-pub mod sys;
+pub mod spec;
 pub mod tls;
 pub mod url;
 
-/// Held by the tests that time the machine (timer precision) and by the
-/// tests that load both cores flat out, so that `cargo test`'s parallel
-/// threads never run one beside the other.
-#[cfg(test)]
-pub(crate) static CORES_TEST_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// Take [`CORES_TEST_LOCK`] (a test that panicked while holding it does not
-/// poison the others).
-#[cfg(test)]
-pub(crate) fn cores_test_lock() -> std::sync::MutexGuard<'static, ()> {
-    CORES_TEST_LOCK
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-#[cfg(test)]
-mod bench_tests;
 #[cfg(test)]
 mod e2e_tests;
 
@@ -53,11 +39,14 @@ use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use serde::Serialize;
+
 pub use codec::RequestSpec;
 pub use config::{cores, default_threads, Config, LoadModel, StepSpec, MAX_RATE_PER_THREAD};
 pub use progress::{Progress, Snapshot};
-pub use recorder::{decode, encode, summarize, Counters, ErrorKind, OkStatus, Recorder, Summary};
+pub use recorder::{Counters, ErrorKind, Histograms, OkStatus, Recorder};
 pub use schedule::{Arrival, Schedule, SplitMix64};
+pub use spec::RunSpec;
 pub use url::{Scheme, Target};
 
 use conn::Connector;
@@ -82,8 +71,9 @@ impl From<String> for EngineError {
     }
 }
 
-/// The measurements of one step.
-#[derive(Clone, Debug)]
+/// The measurements of one step; serialized flat, the recorder's counters
+/// and `histograms` beside the fields here.
+#[derive(Clone, Debug, Serialize)]
 pub struct StepResult {
     /// 0-based position in the run.
     pub index: usize,
@@ -119,17 +109,25 @@ pub struct StepResult {
     /// (generator-limited).
     pub thread_cpu_s: Vec<f64>,
     /// Histograms and counters, merged over threads.
+    #[serde(flatten)]
     pub recorder: Recorder,
 }
 
+/// Unit of every histogram value: microseconds.
+pub const HISTOGRAM_UNIT: &str = "us";
+
 /// All steps run (a stop keeps the steps measured so far).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct RunResult {
     pub steps: Vec<StepResult>,
     /// The run was stopped before its last step ended.
     pub interrupted: bool,
-    /// The address connected to.
+    /// The address connected to ("host:port", "[v6]:port" when serialized).
     pub address: SocketAddr,
+    /// The target URL as the engine understood it.
+    pub url: String,
+    /// [`HISTOGRAM_UNIT`].
+    pub histogram_unit: &'static str,
 }
 
 /// Delay between starting the engine threads and the step's `t0`, used to
@@ -167,6 +165,8 @@ pub fn run(
         steps,
         interrupted,
         address: shared.connector.addr,
+        url: config.target.to_string(),
+        histogram_unit: HISTOGRAM_UNIT,
     })
 }
 

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use super::runner::{spawn_open_conn, Ctx, TICK};
 use super::schedule::{Arrival, Schedule};
-use super::sys::PreciseTimer;
+use crate::sys::PreciseTimer;
 
 /// Shortest dispatcher sleep in open loop.
 ///

@@ -3,14 +3,10 @@
 //! thread owns one [`Recorder`]; they are merged at step end. Memory is
 //! constant in the number of requests: nothing is stored per request.
 
-use std::io::Cursor;
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
 
-use base64::Engine as _;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
-pub use hdrhistogram::Histogram;
-
-/// Significant decimal digits kept by every histogram.
-pub const SIGFIG: u8 = 3;
+use crate::hdr::{new_histogram, record, serialize_report, Histogram};
 
 /// Kinds of failed requests (besides a response whose status is not OK).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,14 +131,20 @@ impl OkStatus {
 /// ```
 ///
 /// where `ok_in_window = ok_responses - ok_from_warmup`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Serialized (into `perflab._core.http_run`'s step dicts) under the field
+/// names, with `status_counts` as {code: n} for the non-zero codes and
+/// `errors` as {kind name: n} for every kind.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Counters {
     /// Recorded requests handed to a connection to be written (a request
     /// whose connect failed was sent and failed).
     pub requests_sent: u64,
     /// Responses to recorded requests by status code, index = code (0..1000).
-    pub status: Vec<u64>,
+    #[serde(serialize_with = "status_map")]
+    pub status_counts: Vec<u64>,
     /// Errors by [`ErrorKind`], index = position in [`ErrorKind::ALL`].
+    #[serde(serialize_with = "error_map")]
     pub errors: [u64; 8],
     /// OK responses that *completed inside the recorded window*, whichever
     /// request they answered: the achieved rate is this ÷ the window. It
@@ -193,7 +195,7 @@ impl Default for Counters {
     fn default() -> Self {
         Self {
             requests_sent: 0,
-            status: vec![0; 1000],
+            status_counts: vec![0; 1000],
             errors: [0; 8],
             ok_responses: 0,
             ok_from_warmup: 0,
@@ -216,7 +218,7 @@ impl Default for Counters {
 impl Counters {
     /// Add another thread's counters into these.
     pub fn merge(&mut self, o: &Counters) {
-        for (a, b) in self.status.iter_mut().zip(&o.status) {
+        for (a, b) in self.status_counts.iter_mut().zip(&o.status_counts) {
             *a += b;
         }
         for (a, b) in self.errors.iter_mut().zip(&o.errors) {
@@ -245,51 +247,39 @@ impl Counters {
     }
 
     /// Non-zero status counts as (code, count), ascending by code.
-    pub fn status_counts(&self) -> Vec<(u16, u64)> {
-        self.status
-            .iter()
-            .enumerate()
-            .filter(|(_, &n)| n > 0)
-            .map(|(c, &n)| (c as u16, n))
-            .collect()
+    pub fn nonzero_statuses(&self) -> Vec<(u16, u64)> {
+        nonzero(&self.status_counts).collect()
     }
 }
 
-/// A new empty auto-resizing histogram, 3 significant digits.
-pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new(SIGFIG).expect("3 significant digits is valid")
-}
-
-/// Record `value` in an auto-resizing histogram (`saturating_record` would
-/// clamp to the current size instead of growing).
-pub fn record(h: &mut Histogram<u64>, value: u64) {
-    if h.record(value).is_err() {
-        h.saturating_record(value);
-    }
-}
-
-/// The histograms and counters of one step.
-#[derive(Clone, Debug)]
-pub struct Recorder {
+/// The five histograms of one step, µs; serialized as {name: {count,
+/// min_us, p50_us, p90_us, p99_us, p999_us, max_us, mean_us, encoded_b64}}
+/// ([`crate::hdr::serialize_report`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct Histograms {
     /// Latency of recorded requests answered OK, in the window or drained,
     /// from the *intended* send time to the last response byte, µs
     /// (coordinated-omission corrected, as wrk2).
+    #[serde(serialize_with = "serialize_report")]
     pub latency: Histogram<u64>,
     /// Service time: actual write start to last response byte, µs.
+    #[serde(serialize_with = "serialize_report")]
     pub service_time: Histogram<u64>,
     /// Send lag: actual write start minus intended send time, µs.
+    #[serde(serialize_with = "serialize_report")]
     pub send_lag: Histogram<u64>,
     /// Dispatch lag (open loop): how late the dispatcher found each request
     /// due, µs: the generator's own lateness (timer, event loop, CPU),
     /// without any wait for a free connection, which is the server's.
+    #[serde(serialize_with = "serialize_report")]
     pub dispatch_lag: Histogram<u64>,
     /// Latency from the intended time of failed requests (non-OK status or
     /// error), µs.
+    #[serde(serialize_with = "serialize_report")]
     pub failed_latency: Histogram<u64>,
-    pub counters: Counters,
 }
 
-impl Default for Recorder {
+impl Default for Histograms {
     fn default() -> Self {
         Self {
             latency: new_histogram(),
@@ -297,9 +287,29 @@ impl Default for Recorder {
             send_lag: new_histogram(),
             dispatch_lag: new_histogram(),
             failed_latency: new_histogram(),
-            counters: Counters::default(),
         }
     }
+}
+
+impl Histograms {
+    /// Add another thread's histograms into these.
+    pub fn merge(&mut self, o: &Histograms) {
+        // Auto-resizing histograms never fail to add.
+        let _ = self.latency.add(&o.latency);
+        let _ = self.service_time.add(&o.service_time);
+        let _ = self.send_lag.add(&o.send_lag);
+        let _ = self.dispatch_lag.add(&o.dispatch_lag);
+        let _ = self.failed_latency.add(&o.failed_latency);
+    }
+}
+
+/// The histograms and counters of one step; serialized flat: the counters'
+/// fields, then `histograms`.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Recorder {
+    #[serde(flatten)]
+    pub counters: Counters,
+    pub histograms: Histograms,
 }
 
 impl Recorder {
@@ -313,18 +323,18 @@ impl Recorder {
         latency_us: u64,
         service_us: u64,
     ) {
-        self.counters.status[(status as usize).min(999)] += 1;
-        record(&mut self.service_time, service_us);
+        self.counters.status_counts[(status as usize).min(999)] += 1;
+        record(&mut self.histograms.service_time, service_us);
         if ok {
             if drained {
                 self.counters.drained += 1;
             } else {
                 self.counters.ok_responses += 1;
             }
-            record(&mut self.latency, latency_us);
+            record(&mut self.histograms.latency, latency_us);
         } else {
             self.counters.failures += 1;
-            record(&mut self.failed_latency, latency_us);
+            record(&mut self.histograms.failed_latency, latency_us);
         }
     }
 
@@ -341,90 +351,43 @@ impl Recorder {
         let i = ErrorKind::ALL.iter().position(|k| *k == kind).unwrap_or(7);
         self.counters.errors[i] += 1;
         self.counters.failures += 1;
-        record(&mut self.failed_latency, latency_us);
+        record(&mut self.histograms.failed_latency, latency_us);
     }
 
     /// Merge another recorder (another thread's) into this one.
     pub fn merge(&mut self, o: &Recorder) {
-        // Auto-resizing histograms never fail to add.
-        let _ = self.latency.add(&o.latency);
-        let _ = self.service_time.add(&o.service_time);
-        let _ = self.send_lag.add(&o.send_lag);
-        let _ = self.dispatch_lag.add(&o.dispatch_lag);
-        let _ = self.failed_latency.add(&o.failed_latency);
+        self.histograms.merge(&o.histograms);
         self.counters.merge(&o.counters);
     }
 }
 
-/// Percentile summary of a histogram, all values in µs.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Summary {
-    pub count: u64,
-    pub min_us: u64,
-    pub p50_us: u64,
-    pub p90_us: u64,
-    pub p99_us: u64,
-    pub p999_us: u64,
-    pub max_us: u64,
-    pub mean_us: f64,
+/// (code, count) of the non-zero entries of counts indexed by status code.
+fn nonzero(counts: &[u64]) -> impl Iterator<Item = (u16, u64)> + '_ {
+    counts
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .map(|(code, &n)| (code as u16, n))
 }
 
-/// Summarize `h` (zeros for an empty histogram). Percentiles are
-/// HdrHistogram's `value_at_quantile` (highest-equivalent value of the
-/// bucket holding the quantile), exact to 3 significant digits.
-pub fn summarize(h: &Histogram<u64>) -> Summary {
-    if h.is_empty() {
-        return Summary {
-            count: 0,
-            min_us: 0,
-            p50_us: 0,
-            p90_us: 0,
-            p99_us: 0,
-            p999_us: 0,
-            max_us: 0,
-            mean_us: 0.0,
-        };
+/// `status_counts` as {code: n}, non-zero codes ascending.
+fn status_map<S: Serializer>(counts: &[u64], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(nonzero(counts))
+}
+
+/// `errors` as {kind name: n}, every kind in [`ErrorKind::ALL`] order.
+fn error_map<S: Serializer>(errors: &[u64; 8], s: S) -> Result<S::Ok, S::Error> {
+    let mut map = s.serialize_map(Some(errors.len()))?;
+    for (kind, n) in ErrorKind::ALL.iter().zip(errors) {
+        map.serialize_entry(kind.name(), n)?;
     }
-    Summary {
-        count: h.len(),
-        min_us: h.min(),
-        p50_us: h.value_at_quantile(0.50),
-        p90_us: h.value_at_quantile(0.90),
-        p99_us: h.value_at_quantile(0.99),
-        p999_us: h.value_at_quantile(0.999),
-        max_us: h.max(),
-        mean_us: h.mean(),
-    }
-}
-
-/// Encode `h` in the standard HdrHistogram V2 compressed (deflate) format,
-/// then base64 (standard alphabet, padded): the form HdrHistogram tools in
-/// Java, C, Go, Python and JS read.
-pub fn encode(h: &Histogram<u64>) -> String {
-    let mut bytes = Vec::new();
-    V2DeflateSerializer::new()
-        .serialize(h, &mut bytes)
-        .expect("serializing to a Vec cannot fail for a valid histogram");
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-/// Decode a histogram produced by [`encode`] (or any V2 / V2-deflate
-/// encoding, base64).
-///
-/// # Errors
-/// A message for invalid base64 or an invalid histogram encoding.
-pub fn decode(b64: &str) -> Result<Histogram<u64>, String> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(b64.trim())
-        .map_err(|e| format!("histogram is not valid base64: {e}"))?;
-    Deserializer::new()
-        .deserialize(&mut Cursor::new(bytes))
-        .map_err(|e| format!("not an HdrHistogram V2 encoding: {e:?}"))
+    map.end()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hdr::summarize;
 
     #[test]
     fn percentiles_of_one_to_ten_thousand() {
@@ -432,7 +395,7 @@ mod tests {
         for v in 1..=10_000 {
             r.response(200, true, false, v, v / 2);
         }
-        let s = summarize(&r.latency);
+        let s = summarize(&r.histograms.latency);
         assert_eq!(s.count, 10_000);
         assert_eq!(s.min_us, 1);
         // HdrHistogram reports the bucket's highest equivalent value.
@@ -454,34 +417,13 @@ mod tests {
         b.counters.requests_sent = 2;
         a.merge(&b);
         assert_eq!(a.counters.requests_sent, 3);
-        assert_eq!(a.counters.status_counts(), vec![(200, 2), (500, 1)]);
+        assert_eq!(a.counters.nonzero_statuses(), vec![(200, 2), (500, 1)]);
         assert_eq!((a.counters.ok_responses, a.counters.drained), (1, 1));
         assert_eq!(a.counters.failures, 2);
         assert_eq!(a.counters.error(ErrorKind::Reset), 1);
-        assert_eq!(a.latency.len(), 2);
-        assert_eq!(a.failed_latency.len(), 2);
-        assert_eq!(a.service_time.len(), 3);
-    }
-
-    #[test]
-    fn encode_decode_round_trip_is_exact() {
-        let mut h = new_histogram();
-        for v in [0, 1, 17, 999, 1_000, 123_456, 3_600_000_000] {
-            h.record_n(v, v % 7 + 1).unwrap();
-        }
-        let b64 = encode(&h);
-        let back = decode(&b64).unwrap();
-        assert_eq!(back, h);
-        assert_eq!(summarize(&back), summarize(&h));
-        assert!(decode("!!!").unwrap_err().contains("base64"));
-        assert!(decode("AAAA").is_err());
-    }
-
-    #[test]
-    fn empty_histogram_summary_is_zero_and_encodes() {
-        let h = new_histogram();
-        assert_eq!(summarize(&h).count, 0);
-        assert_eq!(decode(&encode(&h)).unwrap().len(), 0);
+        assert_eq!(a.histograms.latency.len(), 2);
+        assert_eq!(a.histograms.failed_latency.len(), 2);
+        assert_eq!(a.histograms.service_time.len(), 3);
     }
 
     #[test]
@@ -500,10 +442,10 @@ mod tests {
         for v in 0..1_000_000u64 {
             r.response(200, true, false, v % 5000, v % 4000);
         }
-        let size = r.latency.distinct_values();
+        let size = r.histograms.latency.distinct_values();
         for v in 0..1_000_000u64 {
             r.response(200, true, false, v % 5000, v % 4000);
         }
-        assert_eq!(r.latency.distinct_values(), size);
+        assert_eq!(r.histograms.latency.distinct_values(), size);
     }
 }

@@ -188,7 +188,7 @@ impl Config {
             }
             max_conns = max_conns.max(s.connections.unwrap_or(0));
         }
-        super::sys::check_open_files(max_conns as u64)
+        crate::sys::check_open_files(max_conns as u64)
     }
 
     /// A rate above what the step's engine threads can schedule is refused.
@@ -226,8 +226,8 @@ impl Config {
     /// count: [`AUTO_MAX_CONNECTIONS`], lowered to fit the open-file limit,
     /// at least one per thread.
     pub fn auto_connections(&self) -> usize {
-        let fit = super::sys::open_file_limit()
-            .map(|l| l.saturating_sub(super::sys::FD_RESERVE) as usize)
+        let fit = crate::sys::open_file_limit()
+            .map(|l| l.saturating_sub(crate::sys::FD_RESERVE) as usize)
             .unwrap_or(AUTO_MAX_CONNECTIONS);
         AUTO_MAX_CONNECTIONS.min(fit).max(self.threads)
     }
@@ -286,7 +286,7 @@ mod tests {
         assert!(c.validate().is_err());
         let mut c = base;
         c.steps[0].connections = Some(usize::MAX / 4);
-        if super::super::sys::open_file_limit().is_some() {
+        if crate::sys::open_file_limit().is_some() {
             assert!(c.validate().unwrap_err().contains("ulimit -n"));
         }
     }

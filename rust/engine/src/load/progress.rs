@@ -3,12 +3,12 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
-use hdrhistogram::Histogram;
+use serde::Serialize;
 
-use super::recorder::new_histogram;
+use crate::hdr::{new_histogram, Histogram};
 
 /// A point-in-time view of the current step, for live display.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Snapshot {
     /// 0-based index of the running step.
     pub step: usize,

@@ -1,0 +1,313 @@
+//! `perflab serve`: an HTTP/1.1 keep-alive target with controlled behaviour
+//! (delay, periodic stalls, injected errors, faults, a serialization point),
+//! for demos, tests and users who want to validate their setup.
+//!
+//! Timing uses [`crate::sys::PreciseTimer`] (timerfd, µs precision) so that a `1ms`
+//! delay is 1 ms, not "1 to 2 ms" as with a 1 ms timer wheel: the
+//! coordinated-omission benchmark derives the expected percentiles from
+//! these values analytically.
+//!
+//! Layout: [`behaviour`] (delay, stall and fault, parsed from their text),
+//! `conn` (one connection: read, wait, answer) and, here, the config, the
+//! listener and the handle.
+
+use std::net::{SocketAddr, TcpListener as StdListener, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use tokio::net::TcpListener;
+
+pub mod behaviour;
+mod conn;
+
+pub use behaviour::{Delay, Fault, Stall};
+
+/// How the server behaves. Deserializable (`perflab._core.serve`'s config):
+/// every key optional, durations and distributions as text in the one
+/// duration grammar ([`crate::duration`]).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Host or IP to bind (`"127.0.0.1"`, `"::1"`).
+    pub host: String,
+    /// Port; 0 picks a free one (read it from [`ServerHandle::address`]).
+    pub port: u16,
+    /// Processing delay per request (None = answer at once).
+    pub delay: Option<Delay>,
+    pub stall: Option<Stall>,
+    /// Fraction of requests answered 500, drawn with a seeded RNG.
+    pub error_rate: f64,
+    /// Response body length, bytes.
+    pub body_size: usize,
+    pub fault: Fault,
+    /// A global mutex held this long per request (after the delay), so that
+    /// throughput saturates at 1/serialize: a contention point for USL tests.
+    #[serde(deserialize_with = "crate::duration::deserialize_text")]
+    pub serialize: Option<Duration>,
+    /// Worker threads of the server's runtime.
+    pub threads: usize,
+    pub seed: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            host: "127.0.0.1".into(),
+            port: 0,
+            delay: None,
+            stall: None,
+            error_rate: 0.0,
+            body_size: 0,
+            fault: Fault::None,
+            serialize: None,
+            threads: 1,
+            seed: 0x5EED,
+        }
+    }
+}
+
+/// Counters of what the server did; read them while it runs.
+#[derive(Debug, Default, Serialize)]
+pub struct ServerStats {
+    pub connections: AtomicU64,
+    pub requests: AtomicU64,
+    /// Requests answered 500 on purpose.
+    pub errors_injected: AtomicU64,
+}
+
+/// A running server. Dropping it stops the server.
+pub struct ServerHandle {
+    address: SocketAddr,
+    stop: Arc<AtomicBool>,
+    stats: Arc<ServerStats>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    /// The address actually bound (the real port when 0 was asked for).
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Live counters.
+    pub fn stats(&self) -> &ServerStats {
+        &self.stats
+    }
+
+    /// The flag that stops the server when set; shareable.
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        self.stop.clone()
+    }
+
+    /// Ask the server to stop (returns at once; see [`ServerHandle::join`]).
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// True once the server thread has ended.
+    pub fn is_finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(|t| t.is_finished())
+    }
+
+    /// Wait for the server thread to end (after [`ServerHandle::stop`]).
+    /// Open connections are dropped within about 100 ms of the stop.
+    pub fn join(&mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.stop();
+        self.join();
+    }
+}
+
+struct Responses {
+    ok_keep: Vec<u8>,
+    ok_close: Vec<u8>,
+    err_keep: Vec<u8>,
+    err_close: Vec<u8>,
+}
+
+impl Responses {
+    fn new(body_size: usize) -> Self {
+        let build = |status: &str, close: bool| {
+            let conn = if close { "Connection: close\r\n" } else { "" };
+            let mut r = format!(
+                "HTTP/1.1 {status}\r\nServer: perflab\r\n{conn}Content-Length: {body_size}\r\n\r\n"
+            )
+            .into_bytes();
+            r.resize(r.len() + body_size, b'x');
+            r
+        };
+        Self {
+            ok_keep: build("200 OK", false),
+            ok_close: build("200 OK", true),
+            err_keep: build("500 Internal Server Error", false),
+            err_close: build("500 Internal Server Error", true),
+        }
+    }
+}
+
+struct Ctx {
+    config: ServerConfig,
+    responses: Responses,
+    started: Instant,
+    lock: tokio::sync::Mutex<()>,
+    stats: Arc<ServerStats>,
+}
+
+/// Bind and start serving on a background thread.
+///
+/// # Errors
+/// A message when the config is invalid (error rate outside [0, 1], zero
+/// threads), the address does not resolve, or binding fails (port in use,
+/// permission).
+pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
+    if !(0.0..=1.0).contains(&config.error_rate) {
+        return Err(format!(
+            "error rate must be between 0 and 1, got {}",
+            config.error_rate
+        ));
+    }
+    if config.threads == 0 {
+        return Err("server threads must be at least 1".into());
+    }
+    let addr = (config.host.as_str(), config.port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve bind address {:?}: {e}", config.host))?
+        .next()
+        .ok_or_else(|| format!("bind address {:?} resolved to nothing", config.host))?;
+    let listener = StdListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let address = listener.local_addr().map_err(|e| e.to_string())?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.threads)
+        .thread_name("perflab-serve")
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the server runtime: {e}"))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let stats = Arc::new(ServerStats::default());
+    let ctx = Arc::new(Ctx {
+        responses: Responses::new(config.body_size),
+        config,
+        started: Instant::now(),
+        lock: tokio::sync::Mutex::new(()),
+        stats: stats.clone(),
+    });
+    let flag = stop.clone();
+    let thread = std::thread::Builder::new()
+        .name("perflab-serve-main".into())
+        .spawn(move || {
+            rt.block_on(accept_loop(listener, ctx, flag));
+            rt.shutdown_timeout(Duration::from_millis(100));
+        })
+        .map_err(|e| format!("cannot start the server thread: {e}"))?;
+    Ok(ServerHandle {
+        address,
+        stop,
+        stats,
+        thread: Some(thread),
+    })
+}
+
+async fn accept_loop(listener: StdListener, ctx: Arc<Ctx>, stop: Arc<AtomicBool>) {
+    let Ok(listener) = TcpListener::from_std(listener) else {
+        return;
+    };
+    let mut next_id = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let accepted = tokio::time::timeout(Duration::from_millis(50), listener.accept()).await;
+        if let Ok(Ok((stream, _))) = accepted {
+            next_id += 1;
+            ctx.stats.connections.fetch_add(1, Ordering::Relaxed);
+            tokio::spawn(conn::serve_conn(stream, ctx.clone(), next_id));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    fn get(addr: SocketAddr, request: &[u8]) -> String {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.write_all(request).unwrap();
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    #[test]
+    fn serves_body_on_ephemeral_port_and_stops() {
+        let mut h = start(ServerConfig {
+            body_size: 5,
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(h.address().ip().is_loopback() && h.address().port() != 0);
+        let r = get(
+            h.address(),
+            b"POST / HTTP/1.1\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc",
+        );
+        assert!(r.starts_with("HTTP/1.1 200 OK"), "{r}");
+        assert!(r.ends_with("\r\n\r\nxxxxx"), "{r}");
+        let r = get(h.address(), b"GARBAGE\r\n\r\n");
+        assert!(r.starts_with("HTTP/1.1 400"), "{r}");
+        assert_eq!(h.stats().requests.load(Ordering::Relaxed), 1);
+        h.stop();
+        h.join();
+        assert!(h.is_finished());
+        assert!(std::net::TcpStream::connect(h.address()).is_err());
+    }
+
+    #[test]
+    fn error_rate_one_always_answers_500_and_bad_config_is_refused() {
+        let h = start(ServerConfig {
+            error_rate: 1.0,
+            ..Default::default()
+        })
+        .unwrap();
+        let r = get(h.address(), b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n");
+        assert!(r.starts_with("HTTP/1.1 500"), "{r}");
+        assert!(start(ServerConfig {
+            error_rate: 1.5,
+            ..Default::default()
+        })
+        .is_err());
+        let taken = h.address().port();
+        let err = start(ServerConfig {
+            port: taken,
+            ..Default::default()
+        })
+        .err()
+        .unwrap();
+        assert!(err.contains("cannot listen"), "{err}");
+    }
+
+    #[test]
+    fn fixed_delay_is_precise() {
+        let h = start(ServerConfig {
+            delay: Some(Delay::Fixed(Duration::from_millis(3))),
+            ..Default::default()
+        })
+        .unwrap();
+        let t = Instant::now();
+        let r = get(h.address(), b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n");
+        let took = t.elapsed();
+        assert!(r.starts_with("HTTP/1.1 200"));
+        assert!(
+            took >= Duration::from_millis(3) && took < Duration::from_millis(50),
+            "{took:?}"
+        );
+    }
+}
