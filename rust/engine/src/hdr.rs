@@ -296,4 +296,31 @@ mod tests {
         assert_eq!(summarize(&h).count, 0);
         assert_eq!(decode(&encode(&h)).unwrap().len(), 0);
     }
+
+    #[test]
+    fn detail_lists_the_buckets_and_refuses_bad_quantiles() {
+        let mut h = new_histogram();
+        h.record_n(10, 3).unwrap();
+        h.record(2000).unwrap();
+        let d = detail(&h, &[0.5]).unwrap();
+        assert_eq!(d.values.len(), 2);
+        assert_eq!(d.counts, vec![3, 1]);
+        assert_eq!(d.quantiles, vec![(0.5, 10)]);
+        assert_eq!(d.summary, summarize(&h));
+        assert!(detail(&h, &[1.5]).unwrap_err().contains("outside [0, 1]"));
+        assert!(detail(&h, &[f64::NAN]).is_err());
+        let empty = detail(&new_histogram(), &[0.9]).unwrap();
+        assert_eq!((empty.quantiles, empty.values.len()), (vec![(0.9, 0)], 0));
+    }
+
+    #[test]
+    fn the_decoder_refuses_what_it_cannot_bound() {
+        let mut h = new_histogram();
+        h.record(5).unwrap();
+        assert_eq!(decode(&encode(&h)).unwrap(), h);
+        let huge = "A".repeat(MAX_ENCODED + 4);
+        assert!(decode(&huge).unwrap_err().contains("accepted"));
+        assert!(decode("AAAAAAAAAAAA").unwrap_err().contains("cookie"));
+        assert_eq!(counts_len(1, 2, 3).map(|n| n > 0), Some(true));
+    }
 }
