@@ -1,0 +1,175 @@
+"""Golden files: saved results of every kind render to the stored snapshots, byte for byte.
+
+Each case runs perflab in-process on the files in ``tests/golden/data`` (``perflab show``,
+``compare``, ``fit``; the doctor's tables from a saved doctor document; the summaries a
+results file is saved with) and compares its exit code, stdout and stderr with
+``tests/golden/snapshots/<case>.txt``. A refactor must leave every snapshot as it is.
+
+After an intended change of the output, regenerate the snapshots with one command and
+read their diff before committing it::
+
+    PERFLAB_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/golden
+
+How the data files were made is in tests/golden/README.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from perflab import cli, model
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data"
+SNAPSHOTS = HERE / "snapshots"
+UPDATE = os.environ.get("PERFLAB_UPDATE_GOLDEN") == "1"
+FORMATS = ("table", "markdown", "csv")
+RESULTS = ("run-a", "run-b", "run-synthetic-a", "run-synthetic-b", "cmd-a", "cmd-b", "cmd-c", "http-open", "http-closed",
+           "http-closed-b")
+COMPARISONS = {"run": ("run-a", "run-b"), "run-synthetic": ("run-synthetic-a", "run-synthetic-b"),
+               "cmd": ("cmd-b", "cmd-c"),
+               "http": ("http-closed", "http-closed-b")}
+FITS = {"complexity-run": ["run-a.json", "--model", "complexity", "--series", "sum_range"],
+        "breakeven-run": ["run-a.json", "--between", "sum_range", "sum_list"],
+        "usl-threads": ["run-a.json", "--model", "usl"],
+        "usl-http": ["http-closed.json"],
+        "usl-csv": ["usl.csv"],
+        "complexity-csv": ["cost.csv", "--model", "complexity"],
+        "breakeven-csv": ["cost.csv", "--between", "scan", "index"]}
+#: Significant digits kept of the floats of JSON documents: the last bits of a fit or a
+#: bootstrap may differ between BLAS builds, the figures a reader sees may not.
+DIGITS = 6
+
+
+def _rounded(value: Any) -> Any:
+    """JSON with floats to :data:`DIGITS` significant digits and no timestamps."""
+    if isinstance(value, float):
+        return float(f"{value:.{DIGITS}g}") if math.isfinite(value) else str(value)
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    if isinstance(value, dict):
+        return {k: "<time>" if k == "created" else _rounded(v) for k, v in value.items()}
+    return value
+
+
+def _json_text(text: str) -> str:
+    return json.dumps(_rounded(json.loads(text)), indent=1, ensure_ascii=False) + "\n"
+
+
+def _perflab(*argv: str) -> Callable[[], int]:
+    """A case that runs ``perflab ARGV`` in ``tests/golden/data``."""
+    def run() -> int:
+        return cli.main(list(argv))
+    run.argv = argv  # type: ignore[attr-defined]
+    return run
+
+
+def doctor_report(document: dict[str, Any]) -> Any:
+    """A DoctorReport rebuilt from a saved ``perflab doctor --json`` document."""
+    from perflab.measure import doctor as d
+
+    cross = dict(document["cross_checks"])
+    cross["steps"] = [d.Step(**s) for s in cross["steps"]]
+    return d.DoctorReport(
+        document["created"], document["duration_s"], document["elapsed_s"],
+        document["clocksource"], {k: d.ClockFigures(**v) for k, v in document["clocks"].items()},
+        d.CrossChecks(**cross), document["timer_slack_ns"],
+        [d.SleepFigures(**s) for s in document["sleep"]], d.CpuLoad(**document["cpu"]),
+        [d.Check(**c) for c in document["checks"]])
+
+
+def _doctor(fmt: str) -> Callable[[], int]:
+    def run() -> int:
+        from perflab.commands.doctor import print_report
+
+        report = doctor_report(json.loads((DATA / "doctor.json").read_text()))
+        if fmt == "json":
+            print(json.dumps(model.json_types(report.to_dict())))
+        else:
+            print_report(report, fmt)
+        return 0
+    return run
+
+
+def _summaries(name: str) -> Callable[[], int]:
+    """The summaries a results file is saved with, recomputed from its raw data."""
+    def run() -> int:
+        from perflab.analyze.summary import summarize_benchmarks
+        from perflab.commands import cmd, http
+
+        results = model.load(DATA / f"{name}.json")
+        if results.kind == "run":
+            grouped = summarize_benchmarks(results.benchmarks,
+                                           precision=results.settings.get("precision"))
+            out = {s.id: s.to_dict() for group in grouped.values() for s in group}
+        elif results.kind == "cmd":
+            out = {s.id: s.to_dict() for s in cmd._summaries(results)}  # noqa: SLF001
+        else:
+            out = {"steps": [s.to_dict() for s in http._summaries(results)]}  # noqa: SLF001
+        print(json.dumps(model.json_types(out)))
+        return 0
+    return run
+
+
+def _cases() -> dict[str, tuple[Callable[[], int], bool]]:
+    """Case name → (the call, whether its stdout is JSON)."""
+    cases: dict[str, tuple[Callable[[], int], bool]] = {}
+    for name in RESULTS:
+        for fmt in FORMATS:
+            cases[f"show-{name}.{fmt}"] = (_perflab("show", f"{name}.json", "--format", fmt),
+                                           False)
+        cases[f"summaries-{name}.json"] = (_summaries(name), True)
+    cases["show-run-a-env.table"] = (_perflab("show", "run-a.json", "--env"), False)
+    for kind, (a, b) in COMPARISONS.items():
+        for fmt in FORMATS:
+            cases[f"compare-{kind}.{fmt}"] = (_perflab("compare", f"{a}.json", f"{b}.json",
+                                                       "--format", fmt), False)
+        cases[f"compare-{kind}.json"] = (_perflab("compare", f"{a}.json", f"{b}.json",
+                                                  "--json"), True)
+    cases["compare-run-gate.table"] = (_perflab("compare", "run-a.json", "run-b.json",
+                                                "--fail-on", "slower,inconclusive"), False)
+    for name, argv in FITS.items():
+        for fmt in FORMATS:
+            cases[f"fit-{name}.{fmt}"] = (_perflab("fit", *argv, "--format", fmt), False)
+        cases[f"fit-{name}.json"] = (_perflab("fit", *argv, "--json", "-"), True)
+    for fmt in FORMATS:
+        cases[f"doctor.{fmt}"] = (_doctor(fmt), False)
+    cases["doctor.json"] = (_doctor("json"), True)
+    return cases
+
+
+CASES = _cases()
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_golden(case: str, capfd: pytest.CaptureFixture[str],
+                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The case's exit code, stdout and stderr are its snapshot's."""
+    call, is_json = CASES[case]
+    monkeypatch.chdir(DATA)
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setattr(sys, "argv", ["perflab", *getattr(call, "argv", ())])
+    code = call()
+    out, err = capfd.readouterr()
+    text = f"exit {code}\n--- stdout\n{_json_text(out) if is_json else out}--- stderr\n{err}"
+    path = SNAPSHOTS / f"{case}.txt"
+    if UPDATE:
+        SNAPSHOTS.mkdir(exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"no snapshot {path.name}; make it with PERFLAB_UPDATE_GOLDEN=1"
+    assert text == path.read_text(), (f"{case} renders differently from its snapshot; if "
+                                      "the change is intended, PERFLAB_UPDATE_GOLDEN=1")
+
+
+def test_every_snapshot_has_a_case() -> None:
+    """No stale snapshot lingers after a case is renamed or removed."""
+    stale = {p.name[:-4] for p in SNAPSHOTS.glob("*.txt")} - set(CASES)
+    assert not stale
