@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from perflab.analyze.cmd import summarize_commands
 from perflab.measure.commands import CommandRunner, CommandSpec, Outcome, SerialSpawner, Settings
-from perflab.report.cmd_table import summarize_commands
 
 MS = 1_000_000
 

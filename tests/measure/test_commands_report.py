@@ -8,7 +8,8 @@ import pytest
 
 from perflab.model import Benchmark, CommandRun
 from perflab.report import console
-from perflab.report.cmd_table import cmd_table, summarize_commands, summary_records
+from perflab.analyze.cmd import summarize_commands
+from perflab.report.cmd_table import cmd_table, summary_records
 
 MS = 1_000_000
 

@@ -247,7 +247,7 @@ def _progress(precision: float, quiet: bool) -> Any:
 
 
 def _summaries(results: Any) -> list[Any]:
-    from perflab.report.cmd_table import summarize_commands
+    from perflab.analyze.cmd import summarize_commands
 
     s = results.settings
     return summarize_commands(results.benchmarks, s.get("reference"), results.spawn_overhead_ns,

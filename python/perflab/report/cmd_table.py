@@ -1,228 +1,22 @@
-"""Statistics and tables of ``perflab cmd`` results: one row per command.
+"""The table of ``perflab cmd`` results: one row per command, then footnotes.
 
-:class:`CommandSummary` holds the derived statistics of one command (always
-recomputable from its raw :class:`perflab.model.CommandRun` records);
-:func:`cmd_table` turns summaries into the neutral
-:class:`perflab.report.table.Table` that the console, Markdown and CSV writers
-render. Methods: median with a percentile bootstrap CI, ratios of medians with
-a bootstrap CI that resamples interleaving blocks, keeping both commands' runs
-of a block together (:mod:`perflab.analyze.stats`; every run is its own
-process, so the hierarchical bootstrap reduces to the ordinary one), MAD, modified
-z-score outliers (Iglewicz & Hoaglin 1993), and the user/system/total/real
-columns of Ruby's ``Benchmark.bm``.
+:func:`cmd_table` turns :class:`perflab.analyze.cmd.CommandSummary` objects into the
+neutral :class:`perflab.report.table.Table` that the console, Markdown and CSV writers
+render; :func:`summary_records` makes the CSV records.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any
 
-import numpy as np
-
-from perflab.analyze import stats
-from perflab.analyze.summary import MedianCI, UNSTABLE_SPREAD
-from perflab.model import Benchmark, CommandRun
+from perflab.analyze.cmd import STOP_WORDS, CommandSummary, spawn_overhead_s
 from perflab.report.table import Table
 from perflab.units import format_bytes, format_ratio, format_time
 
-#: Spawn overhead above this fraction of a command's median gets a warning.
-NEAR_SPAWN_COST = 0.30
 _NOTE = {"unstable": "unstable", "near the spawn cost": "spawn-bound"}
-_SHORT_STOP = {"precision": "", "budget": "budget hit", "max-runs": "max runs",
-               "failed": "FAILED", "interrupted": "interrupted", "done": ""}
-
-
-@dataclass
-class CommandSummary(MedianCI):
-    """Derived statistics of one command. Times in seconds per run, sizes in bytes.
-
-    Attributes:
-        id / label: identify the command (``Benchmark.id`` / ``Benchmark.label``).
-        runs: successful timed runs (the ones in the statistics).
-        failed: timed runs that failed (timeout, signal, exit code not ignored).
-        nonzero: successful runs whose non-zero exit was accepted (--ignore-failure).
-        warmup: warmup runs (never in the statistics).
-        flagged: successful runs excluded because the clocks disagreed during their batch.
-        median_s, ci_low_s, ci_high_s: median wall time and its bootstrap CI.
-        mean_s, std_s: mean wall time and its sample standard deviation.
-        mad_s: MAD of wall times (scaled by 1.4826); min_s / max_s: range.
-        user_s, sys_s, total_s, real_s: mean user, system, user+system and wall
-            time per run (Ruby's ``Benchmark.bm`` columns).
-        cpu_wall: total CPU / total wall time over the runs.
-        max_rss_bytes: median over runs of each run's peak RSS; max_rss_peak_bytes: the largest.
-        outliers: runs with |modified z| > 3.5 (flagged, kept in the statistics).
-        ratio: (median / reference median, CI low, CI high), or None.
-        reference: True for the row the ratios are taken against.
-        stop_reason / error / warnings: why it stopped, failure, plain-words warnings.
-    """
-
-    id: str
-    label: str
-    runs: int = 0
-    failed: int = 0
-    nonzero: int = 0
-    warmup: int = 0
-    flagged: int = 0
-    median_s: float = math.nan
-    ci_low_s: float = math.nan
-    ci_high_s: float = math.nan
-    mean_s: float = math.nan
-    std_s: float = math.nan
-    mad_s: float = math.nan
-    min_s: float = math.nan
-    max_s: float = math.nan
-    user_s: float = math.nan
-    sys_s: float = math.nan
-    total_s: float = math.nan
-    real_s: float = math.nan
-    cpu_wall: float = math.nan
-    max_rss_bytes: float = math.nan
-    max_rss_peak_bytes: float = math.nan
-    outliers: int = 0
-    ratio: tuple[float, float, float] | None = None
-    reference: bool = False
-    stop_reason: str = ""
-    error: str | None = None
-    warnings: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form (seconds, bytes), with ``unit`` named."""
-        return {"unit": "s/run", **asdict(self)}
-
-
-def timed_runs(bench: Benchmark) -> list[CommandRun]:
-    """The successful, non-warmup runs whose clocks agreed: the ones in the statistics."""
-    return [r for r in bench.runs if r.ok and not r.warmup and not r.flagged]
-
-
-def summarize_command(bench: Benchmark, confidence: float = 0.95, resamples: int = 2000,
-                      rng: np.random.Generator | None = None) -> CommandSummary:
-    """Statistics of one command from its runs (no ratios; see :func:`summarize_commands`).
-
-    Args:
-        bench: a Benchmark of kind "command" with its ``runs``.
-        confidence: CI level.
-        resamples: bootstrap replicates.
-        rng: random generator of the bootstrap.
-
-    Returns:
-        The summary; without successful runs only counts, stop reason and error are set.
-    """
-    runs = timed_runs(bench)
-    s = CommandSummary(bench.id, bench.label, runs=len(runs), stop_reason=bench.stop_reason,
-                       error=bench.error,
-                       failed=sum(1 for r in bench.runs if not r.ok and not r.warmup),
-                       nonzero=sum(1 for r in runs if r.exit_code),
-                       warmup=sum(1 for r in bench.runs if r.warmup),
-                       flagged=sum(1 for r in bench.runs if r.ok and not r.warmup and r.flagged))
-    if not runs:
-        return s
-    wall = np.array([r.wall_ns for r in runs]) * 1e-9
-    est = stats.median_ci([wall], confidence, resamples, rng)
-    s.median_s, s.ci_low_s, s.ci_high_s = est.value, est.low, est.high
-    s.mean_s, s.std_s = float(wall.mean()), float(wall.std(ddof=1)) if wall.size > 1 else 0.0
-    s.mad_s, s.min_s, s.max_s = stats.mad(wall), float(wall.min()), float(wall.max())
-    s.outliers = int(stats.outlier_mask(wall).sum())
-    _fill_cpu(s, runs)
-    return s
-
-
-def _fill_cpu(s: CommandSummary, runs: Sequence[CommandRun]) -> None:
-    """Ruby-``Benchmark.bm`` means per run, CPU/wall and RSS."""
-    user = np.array([r.user_ns for r in runs]) * 1e-9
-    system = np.array([r.sys_ns for r in runs]) * 1e-9
-    s.user_s, s.sys_s = float(user.mean()), float(system.mean())
-    s.total_s, s.real_s = s.user_s + s.sys_s, s.mean_s
-    s.cpu_wall = s.total_s / s.real_s if s.real_s > 0 else math.nan
-    rss = [r.max_rss_bytes for r in runs]
-    s.max_rss_bytes, s.max_rss_peak_bytes = float(np.median(rss)), float(max(rss))
-
-
-def summarize_commands(benches: Sequence[Benchmark], reference: int | None = None,
-                       spawn_overhead_ns: Sequence[int] = (), confidence: float = 0.95,
-                       precision: float | None = None, seed: int | None = 0
-                       ) -> list[CommandSummary]:
-    """Summaries of all commands with ratios against the reference (default: the fastest).
-
-    The ratio is this command's median / the reference's median with a
-    bootstrap CI that pairs interleaved runs by block
-    (:func:`perflab.analyze.stats.block_ratio_ci`). A fixed default seed makes
-    re-rendering a file print the same CIs.
-
-    Args:
-        benches: the commands' raw data.
-        reference: index of the reference command, or None for the lowest median.
-        spawn_overhead_ns: empty-process wall times, for the "near the spawn cost" warning.
-        confidence: CI level.
-        precision: the run's target, to word the "stopped before precision" warning.
-        seed: bootstrap seed.
-
-    Returns:
-        Summaries in input order.
-    """
-    rng = np.random.default_rng(seed)
-    summaries = [summarize_command(b, confidence, rng=rng) for b in benches]
-    ok = [i for i, s in enumerate(summaries) if s.ok]
-    if ok:
-        ref = reference if reference in ok else min(ok, key=lambda i: summaries[i].median_s)
-        summaries[ref].reference = True
-        ref_walls, ref_blocks = _walls(benches[ref])
-        summaries[ref].ratio = (1.0, 1.0, 1.0)
-        for i in ok:
-            if i != ref:
-                est = stats.block_ratio_ci(*_walls(benches[i]), ref_walls, ref_blocks,
-                                           confidence, 2000, rng)
-                summaries[i].ratio = (est.value, est.low, est.high)
-    overhead = float(np.median(spawn_overhead_ns)) * 1e-9 if len(spawn_overhead_ns) else None
-    for s in summaries:
-        s.warnings = _warnings(s, precision, overhead)
-    return summaries
-
-
-def _walls(bench: Benchmark) -> tuple[np.ndarray, list[int | None]]:
-    """Wall seconds of the runs in the statistics, shape (n,), and each run's block."""
-    runs = timed_runs(bench)
-    return np.array([r.wall_ns for r in runs]) * 1e-9, [r.block for r in runs]
-
-
-def _warnings(s: CommandSummary, precision: float | None, overhead_s: float | None
-              ) -> list[str]:
-    """Plain-words warnings about how far the numbers can be trusted."""
-    out = []
-    if s.ok and s.mad_s > UNSTABLE_SPREAD * s.median_s:
-        out.append(f"unstable: runs vary by ±{s.mad_s / s.median_s:.0%} (MAD/median); "
-                   "close other programs, or use --prepare to reset state between runs")
-    if s.ok and precision is not None and s.stop_reason in ("budget", "max-runs") \
-            and max(s.relative_half_width, _ratio_half(s)) > precision:
-        out.append(f"{_SHORT_STOP[s.stop_reason]} before precision: median ±"
-                   f"{s.relative_half_width:.1%}{_ratio_width(s)} reached, ±{precision:.1%} "
-                   "asked; raise --budget or --max-runs")
-    if s.ok and overhead_s is not None and overhead_s > NEAR_SPAWN_COST * s.median_s:
-        out.append(f"near the spawn cost: spawning an empty process alone takes "
-                   f"{overhead_s / s.median_s:.0%} of its time")
-    if s.failed:
-        out.append(f"{s.failed} failed runs (timeout, signal or exit code) are left out "
-                   "of the statistics")
-    if s.nonzero:
-        out.append(f"{s.nonzero} runs exited non-zero (accepted by --ignore-failure)")
-    if s.flagged:
-        out.append(f"{s.flagged} runs excluded: the clocks disagreed during them (see "
-                   "perflab doctor); they are kept in the results file")
-    return out
-
-
-def _ratio_half(s: CommandSummary) -> float:
-    """Relative half-width of the ratio's CI (0 for the reference or without a ratio)."""
-    if s.ratio is None or s.reference:
-        return 0.0
-    value, low, high = s.ratio
-    return (high - low) / 2 / value
-
-
-def _ratio_width(s: CommandSummary) -> str:
-    return f", ratio ±{_ratio_half(s):.1%}" if _ratio_half(s) else ""
 
 
 def _median_cell(s: CommandSummary) -> str:
@@ -234,7 +28,7 @@ def _real_cell(s: CommandSummary) -> str:
 
 
 def _notes(s: CommandSummary) -> str:
-    parts = [_SHORT_STOP.get(s.stop_reason, s.stop_reason)]
+    parts = [STOP_WORDS.get(s.stop_reason, s.stop_reason)]
     parts += ["reference"] if s.reference else []
     parts += [f"{s.outliers} outliers"] if s.outliers else []
     parts += [_NOTE[w.split(":")[0]] for w in s.warnings if w.split(":")[0] in _NOTE]
@@ -318,11 +112,10 @@ def _footnotes(summaries: Sequence[CommandSummary], spawn_overhead_ns: Sequence[
 
 def spawn_overhead_line(spawn_overhead_ns: Sequence[int]) -> str:
     """One line: median and 5th–95th percentile of the empty-process wall time."""
-    values = np.asarray(spawn_overhead_ns, dtype=float) * 1e-9
-    p5, p50, p95 = np.percentile(values, [5, 50, 95])
-    return (f"spawn overhead (an empty process, {len(values)} runs): median "
-            f"{format_time(float(p50))}, 5–95% {format_time(float(p5))}–"
-            f"{format_time(float(p95))}; included in every time above, not subtracted")
+    p5, p50, p95 = spawn_overhead_s(spawn_overhead_ns)
+    return (f"spawn overhead (an empty process, {len(spawn_overhead_ns)} runs): median "
+            f"{format_time(p50)}, 5–95% {format_time(p5)}–{format_time(p95)}; included in "
+            "every time above, not subtracted")
 
 
 def summary_records(summaries: Sequence[CommandSummary]) -> list[dict[str, object]]:
