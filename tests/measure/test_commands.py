@@ -11,7 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perflab.analyze.cmd import summarize_commands
-from perflab.measure.commands import CommandRunner, CommandSpec, Outcome, SerialSpawner, Settings
+from perflab.measure.commands import CommandRunner, CommandSettings
+from perflab.measure.parameters import CommandSpec
+from perflab.measure.spawn import SerialSpawner, SpawnOutcome
 
 MS = 1_000_000
 
@@ -27,13 +29,13 @@ class FakeClock:
 
 
 class FakeSpawner(SerialSpawner):
-    """Answers each argv from a behaviour ``(call number) -> Outcome`` and advances the clock.
+    """Answers each argv from a behaviour ``(call number) -> SpawnOutcome`` and advances the clock.
 
     Hooks (``sh -c TEXT``) are keyed by TEXT, commands by argv[0]; unknown keys take 1 ms.
     """
 
     def __init__(self, clock: FakeClock,
-                 behaviours: dict[str, Callable[[int], Outcome]] | None = None) -> None:
+                 behaviours: dict[str, Callable[[int], SpawnOutcome]] | None = None) -> None:
         self.clock = clock
         self.behaviours = behaviours or {}
         self.calls: list[str] = []
@@ -43,9 +45,9 @@ class FakeSpawner(SerialSpawner):
         key = argv[-1] if argv[0] == "/bin/sh" else argv[0]
         self.calls.append(key)
         n = self.counts[key] = self.counts.get(key, 0) + 1
-        outcome = self.behaviours.get(key, lambda _: Outcome(MS))(n)
+        outcome = self.behaviours.get(key, lambda _: SpawnOutcome(MS))(n)
         if timeout_s is not None and outcome.wall_ns > timeout_s * 1e9:
-            outcome = Outcome(int(timeout_s * 1e9), exit_code=-9, timed_out=True)
+            outcome = SpawnOutcome(int(timeout_s * 1e9), exit_code=-9, timed_out=True)
         outcome = dataclasses.replace(outcome, start_ns=round(self.clock.now * 1e9))
         self.clock.now += outcome.wall_ns * 1e-9
         return outcome
@@ -56,20 +58,20 @@ def spec(name: str, **hooks: str) -> CommandSpec:
                        {h: ("/bin/sh", "-c", text) for h, text in hooks.items()})
 
 
-def constant(ms: float, **kw) -> Callable[[int], Outcome]:  # type: ignore[no-untyped-def]
-    return lambda n: Outcome(int(ms * MS), **kw)
+def constant(ms: float, **kw) -> Callable[[int], SpawnOutcome]:  # type: ignore[no-untyped-def]
+    return lambda n: SpawnOutcome(int(ms * MS), **kw)
 
 
-def noisy(ms: float, spread: float, seed: int) -> Callable[[int], Outcome]:
+def noisy(ms: float, spread: float, seed: int) -> Callable[[int], SpawnOutcome]:
     rng = np.random.default_rng(seed)
-    return lambda n: Outcome(int(ms * MS * rng.lognormal(0, spread)))
+    return lambda n: SpawnOutcome(int(ms * MS * rng.lognormal(0, spread)))
 
 
 def runner(specs, behaviours=None, **kw):  # type: ignore[no-untyped-def]
     clock = FakeClock()
     spawner = FakeSpawner(clock, behaviours)
     kw.setdefault("seed", 1)
-    return CommandRunner(specs, Settings(**kw), spawner, clock=clock), spawner
+    return CommandRunner(specs, CommandSettings(**kw), spawner, clock=clock), spawner
 
 
 def order(benches) -> list[str]:  # type: ignore[no-untyped-def]
@@ -105,11 +107,11 @@ def test_drift_common_to_both_commands_cancels_in_the_ratio_ci() -> None:
     # independently, the drift would make it span most of 1.1 × [1/3, 3].
     calls = {"A": 0, "B": 0}
 
-    def drifting(base: float) -> Callable[[int], Outcome]:
-        def run(n: int) -> Outcome:
+    def drifting(base: float) -> Callable[[int], SpawnOutcome]:
+        def run(n: int) -> SpawnOutcome:
             calls["A" if base == 10 else "B"] += 1
             slow = 3.0 if n > 30 else 1.0
-            return Outcome(int(base * slow * MS * (1 + 0.001 * (n % 7))))
+            return SpawnOutcome(int(base * slow * MS * (1 + 0.001 * (n % 7))))
         return run
 
     engine, _ = runner([spec("A"), spec("B")], {"A": drifting(10), "B": drifting(11)},
@@ -175,8 +177,8 @@ def test_max_runs_stops_noisy_commands() -> None:
     assert bench.stop_reason == "max-runs" and len(bench.runs) == 15
 
 
-def fails_at(k: int, code: int = 1) -> Callable[[int], Outcome]:
-    return lambda n: Outcome(MS, exit_code=code if n >= k else 0)
+def fails_at(k: int, code: int = 1) -> Callable[[int], SpawnOutcome]:
+    return lambda n: SpawnOutcome(MS, exit_code=code if n >= k else 0)
 
 
 def test_nonzero_exit_fails_that_command_and_the_others_go_on() -> None:
@@ -212,8 +214,8 @@ def test_timeout_kills_the_run_and_counts_it_failed() -> None:
 
 
 def test_ignore_failure_keeps_timeouts_apart_from_the_statistics() -> None:
-    def sometimes_hangs(n: int) -> Outcome:
-        return Outcome(5000 * MS if n % 4 == 0 else 10 * MS)
+    def sometimes_hangs(n: int) -> SpawnOutcome:
+        return SpawnOutcome(5000 * MS if n % 4 == 0 else 10 * MS)
 
     engine, _ = runner([spec("A")], {"A": sometimes_hangs}, timeout_s=1, ignore_all=True,
                        max_runs=40, budget_s=1e9)
@@ -256,7 +258,8 @@ def test_a_failing_prepare_fails_the_command_but_cleanup_still_runs() -> None:
 
 
 def test_warmup_runs_are_recorded_but_kept_out_of_the_statistics() -> None:
-    engine, _ = runner([spec("A")], {"A": lambda n: Outcome(100 * MS if n <= 2 else 10 * MS)},
+    engine, _ = runner([spec("A")],
+                       {"A": lambda n: SpawnOutcome(100 * MS if n <= 2 else 10 * MS)},
                        warmup=2, min_runs=10)
     (a,) = engine.run()
     assert [r.warmup for r in a.runs[:3]] == [True, True, False]
@@ -265,10 +268,10 @@ def test_warmup_runs_are_recorded_but_kept_out_of_the_statistics() -> None:
 
 
 def test_ctrl_c_keeps_the_runs_measured_so_far_and_cleans_up() -> None:
-    def interrupt_at_7(n: int) -> Outcome:
+    def interrupt_at_7(n: int) -> SpawnOutcome:
         if n == 7:
             raise KeyboardInterrupt
-        return Outcome(MS)
+        return SpawnOutcome(MS)
 
     specs = [spec("A", cleanup="clean"), spec("B")]
     engine, spawner = runner(specs, {"A": interrupt_at_7}, min_runs=50, max_runs=50)
@@ -280,7 +283,7 @@ def test_ctrl_c_keeps_the_runs_measured_so_far_and_cleans_up() -> None:
 
 
 def test_a_command_that_cannot_start_is_a_start_error() -> None:
-    def enoexec(n: int) -> Outcome:
+    def enoexec(n: int) -> SpawnOutcome:
         raise OSError(8, "Exec format error")
 
     engine, _ = runner([spec("A"), spec("B")], {"A": enoexec})
@@ -293,7 +296,7 @@ def test_spawn_overhead_is_probed_first_and_never_subtracted() -> None:
     clock = FakeClock()
     spawner = FakeSpawner(clock, {"true": constant(0.5, max_rss_bytes=9_000_000),
                                   "A": constant(10)})
-    engine = CommandRunner([spec("A")], Settings(overhead_runs=5), spawner, ("true",),
+    engine = CommandRunner([spec("A")], CommandSettings(overhead_runs=5), spawner, ("true",),
                            clock=clock)
     (a,) = engine.run()
     assert spawner.calls[:5] == ["true"] * 5

@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perflab.errors import UsageError
-from perflab.measure.commands import (command_argv, expand, parse_codes, parse_list,
-                                      parse_scan, resolve_executable, substitute)
+from perflab.measure.commands import parse_codes
+from perflab.measure.parameters import (command_argv, expand_commands, parse_list, parse_scan,
+                                        resolve_executable, substitute)
 
 NO_HOOKS: dict[str, str | None] = {"setup": None, "prepare": None, "conclude": None,
                                    "cleanup": None}
@@ -86,7 +87,7 @@ def test_substitute_leaves_other_braces_alone() -> None:
 
 def test_expand_is_commands_times_every_combination() -> None:
     params = [parse_scan(["n", "1", "2"]), parse_list(["m", "a,b"])]
-    specs = expand(["echo {n} {m}", "true {n}{m}"], params, NO_HOOKS)
+    specs = expand_commands(["echo {n} {m}", "true {n}{m}"], params, NO_HOOKS)
     assert [s.name for s in specs] == ["echo 1 a", "echo 1 b", "echo 2 a", "echo 2 b",
                                        "true 1a", "true 1b", "true 2a", "true 2b"]
     assert specs[1].params == {"n": 1, "m": "b"}
@@ -95,37 +96,38 @@ def test_expand_is_commands_times_every_combination() -> None:
 
 
 def test_repeated_commands_get_distinct_names() -> None:
-    specs = expand(["{py} -c pass"], [parse_list(["py", "python3,python3"])], NO_HOOKS)
+    specs = expand_commands(["{py} -c pass"], [parse_list(["py", "python3,python3"])], NO_HOOKS)
     assert [s.name for s in specs] == ["python3 -c pass", "python3 -c pass #2"]
     assert specs[0].argv == specs[1].argv
     assert specs[0].to_benchmark().id != specs[1].to_benchmark().id
 
 
 def test_a_command_without_placeholders_runs_once() -> None:
-    specs = expand(["true", "sleep {n}"], [parse_scan(["n", "0", "1"])], NO_HOOKS)
+    specs = expand_commands(["true", "sleep {n}"], [parse_scan(["n", "0", "1"])], NO_HOOKS)
     assert [(s.name, s.params) for s in specs] == [("true", {}), ("sleep 0", {"n": 0}),
                                                    ("sleep 1", {"n": 1})]
 
 
 def test_hooks_run_through_sh_with_parameters_substituted() -> None:
     hooks = {**NO_HOOKS, "prepare": "echo {n} | cat"}
-    (spec,) = expand(["sleep {n}"], [parse_scan(["n", "0", "0"])], hooks)
+    (spec,) = expand_commands(["sleep {n}"], [parse_scan(["n", "0", "0"])], hooks)
     assert spec.hooks["prepare"][1:] == ("-c", "echo 0 | cat") and "setup" not in spec.hooks
 
 
 def test_parameters_must_be_used_and_given_once() -> None:
     with pytest.raises(UsageError, match="not used"):
-        expand(["true"], [parse_scan(["n", "1", "2"])], NO_HOOKS)
+        expand_commands(["true"], [parse_scan(["n", "1", "2"])], NO_HOOKS)
     with pytest.raises(UsageError, match="given twice"):
-        expand(["true {n}"], [parse_scan(["n", "1", "2"]), parse_list(["n", "a"])], NO_HOOKS)
-    expand(["true"], [parse_scan(["n", "1", "2"])], {**NO_HOOKS, "setup": "echo {n}"})
+        expand_commands(["true {n}"], [parse_scan(["n", "1", "2"]), parse_list(["n", "a"])],
+                        NO_HOOKS)
+    expand_commands(["true"], [parse_scan(["n", "1", "2"])], {**NO_HOOKS, "setup": "echo {n}"})
 
 
 def test_no_command_and_empty_command() -> None:
     with pytest.raises(UsageError, match="no command given"):
-        expand([], [], NO_HOOKS)
+        expand_commands([], [], NO_HOOKS)
     with pytest.raises(UsageError, match="empty command"):
-        expand(["  "], [], NO_HOOKS)
+        expand_commands(["  "], [], NO_HOOKS)
 
 
 def test_split_like_sh_without_a_shell_and_sh_c_with_one() -> None:

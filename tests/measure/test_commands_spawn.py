@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from perflab.measure.commands import ENV_OFFSET_VAR, PosixSpawner
+from perflab.measure.spawn import PosixSpawner
+from perflab.measure.spawn_helper import ENV_OFFSET_VAR
 
 SH = shutil.which("sh") or "/bin/sh"
 TRUE = shutil.which("true") or "/bin/true"

@@ -1,8 +1,9 @@
 """``perflab cmd 'A' 'B' …``: whole-command benchmarks, interleaved, with CPU and memory.
 
-The command line only: options → specs and settings, then the engine
-(:mod:`perflab.measure.commands`), the statistics and table
-(:mod:`perflab.report.cmd_table`), the results file and the exit code.
+The command line only: options → specs (:mod:`perflab.measure.parameters`) and
+settings, then the engine (:mod:`perflab.measure.commands`), the statistics
+(:mod:`perflab.analyze.cmd`), the table (:mod:`perflab.report.cmd_table`), the results
+file and the exit code.
 """
 
 from __future__ import annotations
@@ -43,13 +44,13 @@ class _IgnoreFailure(argparse.Action):
     """``--ignore-failure[=CODES]``: a following word that isn't a code list is a command."""
 
     def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
-        from perflab.measure.commands import _CODES_RE
+        from perflab.measure.commands import is_code_list
 
-        if values is not None and not _CODES_RE.match(values) and \
+        if values is not None and not is_code_list(values) and \
                 any(w.startswith(f"{s}=") for w in sys.argv for s in self.option_strings):
             parser.error(f"{option}={values}: exit codes are whole numbers, comma separated, "
                          "e.g. --ignore-failure=1,2 (or --ignore-failure alone for any code)")
-        if values is not None and not _CODES_RE.match(values):
+        if values is not None and not is_code_list(values):
             namespace.commands = (namespace.commands or []) + [values]
             values = None
         namespace.ignore_failure = "all" if values is None else values
@@ -111,7 +112,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _parameters(args: argparse.Namespace) -> list[Any]:
-    from perflab.measure.commands import parse_list, parse_scan
+    from perflab.measure.parameters import parse_list, parse_scan
 
     return [parse_scan(t) for t in args.scans] + [parse_list(t) for t in args.lists]
 
@@ -119,7 +120,7 @@ def _parameters(args: argparse.Namespace) -> list[Any]:
 def _settings(args: argparse.Namespace, specs: list[Any]) -> Any:
     """Settings from the options. Raises UsageError on bad values."""
     from perflab.commands.run import parse_precision
-    from perflab.measure.commands import Settings, parse_codes
+    from perflab.measure.commands import CommandSettings, parse_codes
 
     if args.runs is not None:
         args.min_runs = args.max_runs = args.runs
@@ -130,7 +131,7 @@ def _settings(args: argparse.Namespace, specs: list[Any]) -> Any:
     codes = parse_codes(None if args.ignore_failure in (None, "all") else args.ignore_failure)
     timeout = None if args.timeout.strip() in ("0", "0s") else parse_positive_duration(
         args.timeout, "--timeout")
-    return Settings(precision=parse_precision(args.precision), min_runs=args.min_runs,
+    return CommandSettings(precision=parse_precision(args.precision), min_runs=args.min_runs,
                     max_runs=args.max_runs, budget_s=parse_positive_duration(args.budget,
                                                                              "--budget"),
                     timeout_s=timeout, warmup=args.warmup, interleave=not args.no_interleave,
@@ -153,16 +154,17 @@ def _reference_index(text: str | None, specs: list[Any]) -> int | None:
 
 def _specs(args: argparse.Namespace) -> list[Any]:
     """Commands × parameters, resolved; the --reference command added when it is new."""
-    from perflab.measure.commands import HOOKS, expand
+    from perflab.measure.commands import HOOKS
+    from perflab.measure.parameters import expand_commands
 
     hooks = {h: getattr(args, h) for h in HOOKS}
     shell = args.shell_path if args.shell else None
     commands = list(args.commands or [])
     if args.reference and not args.reference.isdigit() and args.reference not in commands:
-        probe = expand(commands, _parameters(args), hooks, shell) if commands else []
+        probe = expand_commands(commands, _parameters(args), hooks, shell) if commands else []
         if not any(args.reference in (s.name, s.text) for s in probe):
             commands.insert(0, args.reference)
-    return expand(commands, _parameters(args), hooks, shell)
+    return expand_commands(commands, _parameters(args), hooks, shell)
 
 
 def _check_input(path: str | None) -> None:
@@ -188,7 +190,9 @@ def main(args: argparse.Namespace) -> int:
     """Measure, save, print. Exit 1 when a command failed, 2 on bad input, 130 on Ctrl-C."""
     from perflab import __version__, environment
     from perflab.files import results_destination
-    from perflab.measure.commands import CommandRunner, PosixSpawner, resolve_executable
+    from perflab.measure.commands import CommandRunner
+    from perflab.measure.parameters import resolve_executable
+    from perflab.measure.spawn import PosixSpawner
     from perflab.model import Results
 
     specs = _specs(args)
