@@ -74,7 +74,7 @@ def _perflab(*argv: str) -> Callable[[], int]:
 
 def doctor_report(document: dict[str, Any]) -> Any:
     """A DoctorReport rebuilt from a saved ``perflab doctor --json`` document."""
-    from perflab.measure import doctor as d
+    from perflab import doctor_model as d
 
     cross = dict(document["cross_checks"])
     cross["steps"] = [d.Step(**s) for s in cross["steps"]]

@@ -12,7 +12,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from perflab import environment
-from perflab.measure import doctor, verdicts
+from perflab import doctor_model
+from perflab.analyze import doctor_verdicts
+from perflab.measure import doctor
 from perflab.report import console
 from perflab.report.doctor_table import check_records, doctor_tables
 
@@ -93,18 +95,18 @@ class FakeNative:
         return self.ntp
 
 
-def _check(report: doctor.DoctorReport, name: str) -> doctor.Check:
+def _check(report: doctor_model.DoctorReport, name: str) -> doctor_model.Check:
     return next(c for c in report.checks if c.name == name)
 
 
 @pytest.fixture(scope="module")
-def healthy() -> doctor.DoctorReport:
+def healthy() -> doctor_model.DoctorReport:
     ntp = {"state": 0, "status": 0, "synchronised": True, "freq_ppm": 12.5, "offset_ns": 0,
            "maxerror_us": 10, "esterror_us": 2}
     return doctor.run(1.0, FakeNative(Timeline(), ntp=ntp))
 
 
-def test_a_healthy_machine_passes_the_clock_checks(healthy: doctor.DoctorReport) -> None:
+def test_a_healthy_machine_passes_the_clock_checks(healthy: doctor_model.DoctorReport) -> None:
     for name in ("clock_steps", "rate_vs_tsc", "slewing", "suspend", "backward_steps", "ntp",
                  "read_cost", "resolution", "sleep"):
         assert _check(healthy, name).status == "ok", _check(healthy, name)
@@ -114,7 +116,7 @@ def test_a_healthy_machine_passes_the_clock_checks(healthy: doctor.DoctorReport)
     assert {c.status for c in healthy.checks} <= {"ok", "warn", "fail", "n/a"}
 
 
-def test_the_json_document_has_the_promised_keys(healthy: doctor.DoctorReport) -> None:
+def test_the_json_document_has_the_promised_keys(healthy: doctor_model.DoctorReport) -> None:
     data = json.loads(json.dumps(healthy.to_dict()))
     assert {"clocksource", "clocks", "checks", "cross_checks", "sleep", "cpu"} <= set(data)
     assert {"read_cost_ns", "resolution_ns"} <= set(data["clocks"]["monotonic"])
@@ -123,7 +125,7 @@ def test_the_json_document_has_the_promised_keys(healthy: doctor.DoctorReport) -
 
 
 def test_resolution_verdict_names_the_shortest_resolvable_timing(
-        healthy: doctor.DoctorReport) -> None:
+        healthy: doctor_model.DoctorReport) -> None:
     mono = healthy.clocks["monotonic"]
     floor = (mono.python_read_cost_ns + 20) / 0.001 * 1e-9
     from perflab.units import format_time
@@ -207,7 +209,7 @@ def test_sleep_overshoot_verdicts(overshoot: int, status: str) -> None:
     assert report.sleep[1].p50_ns == 1 * MS + overshoot
 
 
-def _with_cpu(report: doctor.DoctorReport, **changes: Any) -> doctor.DoctorReport:
+def _with_cpu(report: doctor_model.DoctorReport, **changes: Any) -> doctor_model.DoctorReport:
     import dataclasses
 
     return dataclasses.replace(report, cpu=dataclasses.replace(report.cpu, **changes))
@@ -226,9 +228,9 @@ def _with_cpu(report: doctor.DoctorReport, **changes: Any) -> doctor.DoctorRepor
     ({"involuntary_switches": 1000}, "context_switches", "warn"),
     ({"involuntary_switches": 2}, "context_switches", "ok"),
 ])
-def test_cpu_and_load_verdicts(healthy: doctor.DoctorReport, changes: dict[str, Any],
+def test_cpu_and_load_verdicts(healthy: doctor_model.DoctorReport, changes: dict[str, Any],
                                name: str, status: str) -> None:
-    check = next(c for c in verdicts.verdicts(_with_cpu(healthy, **changes)) if c.name == name)
+    check = next(c for c in doctor_verdicts.verdicts(_with_cpu(healthy, **changes)) if c.name == name)
     assert check.status == status, check
     if status != "ok":
         assert check.action, "a warning says what to do"
