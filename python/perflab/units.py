@@ -127,3 +127,35 @@ def parse_positive_duration(text: str, option: str) -> float:
     if seconds <= 0:
         raise UsageError(f"{option} must be above zero, got {text!r}; write e.g. 500ms or 5s")
     return seconds
+
+
+def parse_fraction(text: str, option: str, example_percent: str, example_fraction: str,
+                   allow_zero: bool = False) -> float:
+    """Parse a share written as a percentage ("2%") or a fraction ("0.02") into a fraction.
+
+    The one parser of percentages (``--precision``, ``--threshold``).
+
+    Args:
+        text: the user's text.
+        option: the option name for the error message.
+        example_percent / example_fraction: examples the error message suggests ("1%",
+            "0.005").
+        allow_zero: accept 0 (the range is then [0, 1), else (0, 1)).
+
+    Returns:
+        The fraction: 0.02 for "2%" or "0.02".
+
+    Raises:
+        UsageError: not a number, or outside the range.
+    """
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise UsageError(f"{option} {text!r} is not a number; write e.g. {example_percent} or "
+                         f"{example_fraction}") from None
+    if allow_zero and not 0 <= value < 1:
+        raise UsageError(f"{option} {text!r} must be at least 0% and below 100%, e.g. "
+                         f"{example_percent}")
+    if not allow_zero and not 0 < value < 1:
+        raise UsageError(f"{option} {text!r} must be between 0% and 100%, e.g. {example_percent}")
+    return value

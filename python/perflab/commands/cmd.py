@@ -119,8 +119,8 @@ def _parameters(args: argparse.Namespace) -> list[Any]:
 
 def _settings(args: argparse.Namespace, specs: list[Any]) -> Any:
     """Settings from the options. Raises UsageError on bad values."""
-    from perflab.commands.run import parse_precision
     from perflab.measure.commands import CommandSettings, parse_codes
+    from perflab.units import parse_fraction
 
     if args.runs is not None:
         args.min_runs = args.max_runs = args.runs
@@ -131,12 +131,14 @@ def _settings(args: argparse.Namespace, specs: list[Any]) -> Any:
     codes = parse_codes(None if args.ignore_failure in (None, "all") else args.ignore_failure)
     timeout = None if args.timeout.strip() in ("0", "0s") else parse_positive_duration(
         args.timeout, "--timeout")
-    return CommandSettings(precision=parse_precision(args.precision), min_runs=args.min_runs,
-                    max_runs=args.max_runs, budget_s=parse_positive_duration(args.budget,
-                                                                             "--budget"),
-                    timeout_s=timeout, warmup=args.warmup, interleave=not args.no_interleave,
-                    ignore_all=args.ignore_failure == "all", ignore_codes=codes or frozenset(),
-                    reference=_reference_index(args.reference, specs), seed=args.seed)
+    precision = parse_fraction(args.precision, "--precision", "1%", "0.005")
+    return CommandSettings(precision=precision, min_runs=args.min_runs, max_runs=args.max_runs,
+                           budget_s=parse_positive_duration(args.budget, "--budget"),
+                           timeout_s=timeout, warmup=args.warmup,
+                           interleave=not args.no_interleave,
+                           ignore_all=args.ignore_failure == "all",
+                           ignore_codes=codes or frozenset(),
+                           reference=_reference_index(args.reference, specs), seed=args.seed)
 
 
 def _reference_index(text: str | None, specs: list[Any]) -> int | None:

@@ -35,13 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def parse_threshold(text: str) -> float:
     """"2%" or "0.02" → 0.02. Raises UsageError outside [0, 1)."""
-    try:
-        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise UsageError(f"--threshold {text!r} is not a number; write e.g. 2% or 0.02") from None
-    if not 0 <= value < 1:
-        raise UsageError(f"--threshold {text!r} must be at least 0% and below 100%, e.g. 2%")
-    return value
+    from perflab.units import parse_fraction
+
+    return parse_fraction(text, "--threshold", "2%", "0.02", allow_zero=True)
 
 
 def parse_fail_on(text: str) -> list[str]:
