@@ -7,7 +7,7 @@ import io
 import math
 from pathlib import Path
 
-from perflab.analyze.http import summarize_steps
+from perflab.analyze.http import Sweep, capacity, summarize_steps
 from perflab.report import console
 from perflab.report.http_chart import sweep_chart
 from perflab.report.http_table import COLUMNS, step_line, step_records, sweep_table
@@ -32,6 +32,10 @@ SNAPSHOT = """\
 """
 
 
+def swept(name: str, summaries: list, slo_s: float | None = None) -> Sweep:
+    return Sweep(name, summaries, capacity(summaries), slo_s)
+
+
 def sweep() -> list:
     steps = [step(1000.0, status_counts={"200": 10003}, drained=3, drain_s=0.002),
              step(2000.0, failures=500, status_counts={"200": 21800, "503": 300},
@@ -41,14 +45,14 @@ def sweep() -> list:
 
 
 def test_markdown_snapshot() -> None:
-    table = sweep_table("GET http://127.0.0.1:8080/", sweep(), 0.1, ["a note"])
+    table = sweep_table(swept("GET http://127.0.0.1:8080/", sweep(), 0.1), ["a note"])
     text = console.markdown([table])
     assert text.startswith(SNAPSHOT)
     assert "p99 > the 100 ms SLO" in text and "coordinated omission" in text
 
 
 def test_rich_table_has_every_column_and_a_row_per_step(capsys) -> None:  # type: ignore[no-untyped-def]
-    console.print_tables([sweep_table("t", sweep())])
+    console.print_tables([sweep_table(swept("t", sweep()))])
     out = capsys.readouterr().out
     assert all(c in out for c in COLUMNS)
     assert out.count("/s ") >= 6 and "capacity estimate" in out
@@ -56,7 +60,7 @@ def test_rich_table_has_every_column_and_a_row_per_step(capsys) -> None:  # type
 
 def test_closed_loop_rows_show_connection_counts() -> None:
     summaries = summarize_steps([step(None, mode="closed", connections=n) for n in (2, 4)])
-    table = sweep_table("t", summaries)
+    table = sweep_table(swept("t", summaries))
     assert [r[0] for r in table.rows] == ["2 conn", "4 conn"]
     assert table.rows[0][COLUMNS.index("send lag p99")] == "–"  # no send lag in closed loop
     assert "write to its last byte" in " ".join(table.footnotes)
@@ -77,9 +81,9 @@ def test_step_line() -> None:
 def test_chart_is_written(tmp_path: Path) -> None:
     import matplotlib.image
 
-    path = sweep_chart(sweep(), tmp_path / "sweep.png", "GET http://127.0.0.1:8080/", 0.1)
+    path = sweep_chart(swept("GET http://127.0.0.1:8080/", sweep(), 0.1), tmp_path / "sweep.png")
     image = matplotlib.image.imread(path)
     assert image.shape[1] > image.shape[0] > 400  # two panels side by side
     closed = summarize_steps([step(None, mode="closed", connections=n) for n in (1, 2)])
-    assert sweep_chart(closed, tmp_path / "closed.png", "t").stat().st_size > 10_000
+    assert sweep_chart(swept("t", closed), tmp_path / "closed.png").stat().st_size > 10_000
     assert not math.isnan(closed[0].achieved_rate)

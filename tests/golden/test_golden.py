@@ -102,8 +102,8 @@ def _doctor(fmt: str) -> Callable[[], int]:
 def _summaries(name: str) -> Callable[[], int]:
     """The summaries a results file is saved with, recomputed from its raw data."""
     def run() -> int:
+        from perflab.analyze import cmd, http
         from perflab.analyze.summary import summarize_benchmarks
-        from perflab.commands import cmd, http
 
         results = model.load(DATA / f"{name}.json")
         if results.kind == "run":
@@ -111,9 +111,9 @@ def _summaries(name: str) -> Callable[[], int]:
                                            precision=results.settings.get("precision"))
             out = {s.id: s.to_dict() for group in grouped.values() for s in group}
         elif results.kind == "cmd":
-            out = {s.id: s.to_dict() for s in cmd._summaries(results)}  # noqa: SLF001
+            out = {s.id: s.to_dict() for s in cmd.summarize_results(results)}
         else:
-            out = {"steps": [s.to_dict() for s in http._summaries(results)]}  # noqa: SLF001
+            out = {"steps": [s.to_dict() for s in http.summarize_results(results).steps]}
         print(json.dumps(model.json_types(out)))
         return 0
     return run

@@ -21,7 +21,7 @@ import numpy as np
 
 from perflab.analyze import stats
 from perflab.analyze.summary import UNSTABLE_SPREAD, MedianCI
-from perflab.model import Benchmark, CommandRun
+from perflab.model import Benchmark, CommandRun, Results
 
 #: Spawn overhead above this fraction of a command's median gets a warning.
 NEAR_SPAWN_COST = 0.30
@@ -175,6 +175,14 @@ def summarize_commands(benches: Sequence[Benchmark], reference: int | None = Non
     for s in summaries:
         s.warnings = _warnings(s, precision, overhead)
     return summaries
+
+
+def summarize_results(results: Results) -> list[CommandSummary]:
+    """The summaries of a ``cmd`` results file, with the reference, confidence and
+    precision its settings recorded (see :func:`summarize_commands`)."""
+    s = results.settings
+    return summarize_commands(results.benchmarks, s.get("reference"), results.spawn_overhead_ns,
+                              s.get("confidence", 0.95), s.get("precision"))
 
 
 def _walls(bench: Benchmark) -> tuple[np.ndarray, list[int | None]]:

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from perflab.model import Histogram, HttpStep
+from perflab.model import Histogram, HttpStep, Results
 from perflab.units import format_time
 
 #: Achieved/offered below this share means saturated (autobench's reading of the knee).
@@ -49,7 +49,7 @@ ERROR_LIMIT = 0.01
 #: perflab's own send lag (dispatch lag) p99 above this (s) means generator-limited.
 SEND_LAG_LIMIT_S = 1e-3
 #: An engine thread busy at least this share of the recorded time was CPU-bound.
-CPU_BOUND = 0.9
+ENGINE_BUSY = 0.9
 #: Send lag counts as the server's when at least this share of requests waited for a
 #: busy connection.
 POOL_WAIT_SHARE = 0.01
@@ -209,10 +209,15 @@ def summarize_step(step: HttpStep, index: int = 0, ok: str = "200-299") -> StepS
         interrupted=step.interrupted, clock_skew_ns=step.clock_skew_ns, flagged=step.flagged)
 
 
+def engine_busy(s: StepSummary) -> bool:
+    """True when an engine thread was CPU-bound during the step (≥ :data:`ENGINE_BUSY`)."""
+    return s.cpu_share >= ENGINE_BUSY
+
+
 def generator_reasons(s: StepSummary) -> list[str]:
     """Why perflab, not the server, limited this step (empty when it did not)."""
     reasons = []
-    if s.cpu_share >= CPU_BOUND:
+    if engine_busy(s):
         reasons.append(f"engine thread {s.cpu_share:.0%} busy")
     lag = s.dispatch_lag_p99_s
     if math.isnan(lag) and not _share(s.pool_waits, s.completed + s.unfinished) >= \
@@ -256,7 +261,7 @@ def server_bound(s: StepSummary) -> bool:
     """True when a step backed up far beyond what perflab's own lateness explains: a
     backlog (see :func:`backlog_reasons`), no engine thread CPU-bound, and a send lag p99
     or drain at least :data:`SERVER_BOUND_FACTOR` × the dispatch lag p99."""
-    if not backlog_reasons(s) or s.cpu_share >= CPU_BOUND:
+    if not backlog_reasons(s) or engine_busy(s):
         return False
     lag = s.dispatch_lag_p99_s if math.isfinite(s.dispatch_lag_p99_s) else 0.0
     backlog = max(s.drain_s if math.isfinite(s.drain_s) else 0.0,
@@ -322,3 +327,29 @@ def capacity(summaries: Sequence[StepSummary]) -> Capacity | None:
     saturated = any(s.verdict == SATURATED for s in heavier)
     return Capacity(best, at_least=not saturated,
                     limited_by_perflab=not saturated and bool(heavier))
+
+
+@dataclass
+class Sweep:
+    """The figures of an ``http`` results file, ready to render.
+
+    Attributes:
+        name: the benchmark's name (the request, e.g. "GET http://127.0.0.1:8080/").
+        steps: one summary with its verdict per step, in run order.
+        capacity: the capacity estimate (None: no step was ok).
+        slo_s: the p99 SLO the verdicts used, s (None: none).
+    """
+
+    name: str
+    steps: list[StepSummary]
+    capacity: Capacity | None
+    slo_s: float | None = None
+
+
+def summarize_results(results: Results) -> Sweep:
+    """The sweep of an ``http`` results file (its one benchmark), with the SLO and the
+    success statuses its settings recorded."""
+    settings = results.settings
+    steps = summarize_steps(results.benchmarks[0].steps, settings.get("slo_s"),
+                            settings.get("ok") or "200-299")
+    return Sweep(results.benchmarks[0].name, steps, capacity(steps), settings.get("slo_s"))

@@ -252,43 +252,23 @@ def _progress(precision: float, quiet: bool) -> Any:
     return RichProgress(precision)
 
 
-def _summaries(results: Any) -> list[Any]:
-    from perflab.analyze.cmd import summarize_commands
-
-    s = results.settings
-    return summarize_commands(results.benchmarks, s.get("reference"), results.spawn_overhead_ns,
-                              s.get("confidence", 0.95), s.get("precision"))
-
-
 def _save_and_print(results: Any, args: argparse.Namespace, destination: Any) -> None:
     """Save (a failed save is raised after the table is printed), print."""
     from perflab import model
+    from perflab.analyze.cmd import summarize_results
     from perflab.files import Deferred
+    from perflab.report.cmd_table import print_cmd
 
-    summaries = _summaries(results)
+    summaries = summarize_results(results)
     later = Deferred()
     # compact JSON: the C encoder keeps saving thousands of runs fast
     later.run(model.save, results, destination, {s.id: s.to_dict() for s in summaries},
               indent=None)
     if not destination.stdout:
-        _print(results, summaries, args.format)
+        print_cmd(results, summaries, args.format)
     later.raise_()
     if not destination.stdout:
         sys.stderr.write(f"results saved to {destination}\n")
-
-
-def _print(results: Any, summaries: list[Any], fmt: str) -> None:
-    from perflab.report import console
-    from perflab.report.cmd_table import cmd_table, summary_records
-
-    def tables() -> list[Any]:
-        table = cmd_table(summaries, results.spawn_overhead_ns, results.settings,
-                          results.rss_floor_bytes)
-        if results.interrupted:
-            table.footnotes.append("interrupted (Ctrl-C): the runs finished before it are shown")
-        return [table]
-
-    console.emit(fmt, tables, lambda: summary_records(summaries))
 
 
 def render(results: Any, fmt: str) -> int:
@@ -297,5 +277,8 @@ def render(results: Any, fmt: str) -> int:
     Returns:
         Exit code 0.
     """
-    _print(results, _summaries(results), fmt)
+    from perflab.analyze.cmd import summarize_results
+    from perflab.report.cmd_table import print_cmd
+
+    print_cmd(results, summarize_results(results), fmt)
     return 0

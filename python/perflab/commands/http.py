@@ -122,6 +122,7 @@ def _results(plan: Any, args: argparse.Namespace, slo_s: float | None) -> Any:
 def _save(results: Any, outcome: Any, path: Any, rescue_on_failure: bool = True) -> None:
     """Copy the outcome into the results and write the file (atomic, every step)."""
     from perflab import model
+    from perflab.analyze.http import summarize_results
 
     bench = results.benchmarks[0]
     bench.steps = list(outcome.steps)
@@ -130,7 +131,8 @@ def _save(results: Any, outcome: Any, path: Any, rescue_on_failure: bool = True)
     bench.stop_reason = "interrupted" if outcome.interrupted else \
         "failed" if outcome.target_lost else "done"
     bench.error = outcome.target_lost
-    model.save(results, path, {bench.id: {"steps": [s.to_dict() for s in _summaries(results)]}},
+    steps = summarize_results(results).steps
+    model.save(results, path, {bench.id: {"steps": [s.to_dict() for s in steps]}},
                rescue_on_failure=rescue_on_failure)
 
 
@@ -139,15 +141,9 @@ def _step_done(results: Any, outcome: Any, path: Any, live: _Live | None,
     if not (path.stdout or path.in_place):  # a stream gets the whole file once, at the end
         saved.run(_save, results, outcome, path, False)  # the final save rescues
     if live is not None:
-        live.step_done(_summaries(results)[-1], len(outcome.steps))
+        from perflab.analyze.http import summarize_results
 
-
-def _summaries(results: Any) -> list[Any]:
-    from perflab.analyze.http import summarize_steps
-
-    settings = results.settings
-    return summarize_steps(results.benchmarks[0].steps, settings.get("slo_s"),
-                           settings.get("ok") or "200-299")
+        live.step_done(summarize_results(results).steps[-1], len(outcome.steps))
 
 
 def _exit_code(results: Any) -> int:
@@ -160,24 +156,12 @@ def _exit_code(results: Any) -> int:
 
 
 def _chart(results: Any, destination: Any) -> None:
+    from perflab.analyze.http import summarize_results
     from perflab.files import save_file
     from perflab.report.http_chart import sweep_chart
 
-    save_file(destination, lambda out: sweep_chart(
-        _summaries(results), out, results.benchmarks[0].name, results.settings.get("slo_s")),
-        "chart")
+    save_file(destination, lambda out: sweep_chart(summarize_results(results), out), "chart")
     sys.stderr.write(f"chart saved to {destination}\n")
-
-
-def _notes(results: Any) -> list[str]:
-    bench = results.benchmarks[0]
-    notes = [bench.error] if bench.error else []
-    if results.interrupted:
-        notes.append("interrupted (Ctrl-C): the steps measured until then are shown, the last "
-                     "one cut short")
-    if not bench.steps:
-        notes.append("no step was measured")
-    return notes
 
 
 def render(results: Any, fmt: str) -> int:
@@ -190,13 +174,10 @@ def render(results: Any, fmt: str) -> int:
     Returns:
         Exit code 0.
     """
-    from perflab.report import console
-    from perflab.report.http_table import step_records, sweep_table
+    from perflab.analyze.http import summarize_results
+    from perflab.report.http_table import print_http
 
-    summaries = _summaries(results)
-    console.emit(fmt, lambda: [sweep_table(results.benchmarks[0].name, summaries,
-                                           results.settings.get("slo_s"), _notes(results))],
-                 lambda: step_records(summaries))
+    print_http(results, summarize_results(results), fmt)
     return 0
 
 

@@ -13,6 +13,7 @@ from dataclasses import asdict
 from typing import Any
 
 from perflab.analyze.cmd import STOP_WORDS, CommandSummary, spawn_overhead_s
+from perflab.model import Results
 from perflab.report.table import Table
 from perflab.units import format_bytes, format_ratio, format_time
 
@@ -127,3 +128,23 @@ def summary_records(summaries: Sequence[CommandSummary]) -> list[dict[str, objec
         record["error"] = s.error or ""
         records.append(record)
     return records
+
+
+def print_cmd(results: Results, summaries: Sequence[CommandSummary], fmt: str) -> None:
+    """Print a ``cmd`` run's table on stdout as a rich table, Markdown or CSV.
+
+    Args:
+        results: the results file (settings, spawn overhead, RSS floor, interruption).
+        summaries: its summaries (:func:`perflab.analyze.cmd.summarize_results`).
+        fmt: "table", "markdown" or "csv".
+    """
+    from perflab.report import console
+
+    def tables() -> list[Table]:
+        table = cmd_table(summaries, results.spawn_overhead_ns, results.settings,
+                          results.rss_floor_bytes)
+        if results.interrupted:
+            table.footnotes.append("interrupted (Ctrl-C): the runs finished before it are shown")
+        return [table]
+
+    console.emit(fmt, tables, lambda: summary_records(summaries))

@@ -14,22 +14,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perflab.analyze.http import GENERATOR_LIMITED, SATURATED, StepSummary, capacity
+from perflab.analyze.http import GENERATOR_LIMITED, SATURATED, Capacity, StepSummary, Sweep
 
 _MARKERS = {"ok": ("o", "tab:green"), SATURATED: ("X", "tab:orange"),
             GENERATOR_LIMITED: ("s", "tab:gray")}
 _PERCENTILES = (("p50", "tab:blue", "-"), ("p99", "tab:purple", "-"), ("p99.9", "tab:red", "--"))
 
 
-def sweep_chart(summaries: Sequence[StepSummary], path: str | Path, title: str,
-                slo_s: float | None = None) -> Path:
+def sweep_chart(sweep: Sweep, path: str | Path) -> Path:
     """Draw the two-panel sweep chart and write it as a PNG.
 
     Args:
-        summaries: per-step summaries with verdicts (at least one), in run order.
+        sweep: the steps with their verdicts (at least one), the capacity estimate (a
+            dotted line) and the p99 SLO (a horizontal line when given); its name (the
+            request) is the figure's title.
         path: the PNG to write.
-        title: the figure's title (the URL).
-        slo_s: the p99 SLO, s, drawn as a horizontal line when given.
 
     Returns:
         The path written.
@@ -44,15 +43,15 @@ def sweep_chart(summaries: Sequence[StepSummary], path: str | Path, title: str,
     matplotlib.rcParams["text.parse_math"] = False  # names are text: "$" is no formula
     import matplotlib.pyplot as plt
 
-    if not summaries:
+    if not sweep.steps:
         raise ValueError("no steps to chart")
-    steps = sorted(summaries, key=lambda s: s.load)
+    steps = sorted(sweep.steps, key=lambda s: s.load)
     closed = all(s.offered_rate is None for s in steps)
     x_label = "connections (closed loop)" if closed else "offered rate (requests/s)"
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8), dpi=110)
-    _throughput(left, steps, closed, x_label)
-    _latency(right, steps, x_label, slo_s)
-    fig.suptitle(title, fontsize=11)
+    _throughput(left, steps, closed, x_label, sweep.capacity)
+    _latency(right, steps, x_label, sweep.slo_s, sweep.capacity)
+    fig.suptitle(sweep.name, fontsize=11)
     fig.tight_layout()
     out = Path(path)
     fig.savefig(out)
@@ -60,7 +59,8 @@ def sweep_chart(summaries: Sequence[StepSummary], path: str | Path, title: str,
     return out
 
 
-def _throughput(ax: Any, steps: Sequence[StepSummary], closed: bool, x_label: str) -> None:
+def _throughput(ax: Any, steps: Sequence[StepSummary], closed: bool, x_label: str,
+                cap: Capacity | None) -> None:
     """Left panel: achieved vs offered, x = y dashed, error % on the right axis."""
     x = [s.load for s in steps]
     ax.plot(x, [s.achieved_rate for s in steps], color="tab:green", label="achieved rate")
@@ -68,7 +68,7 @@ def _throughput(ax: Any, steps: Sequence[StepSummary], closed: bool, x_label: st
     if not closed:
         top = max(x)
         ax.plot([0, top], [0, top], "k--", linewidth=1, label="offered (x = y)")
-    _capacity_line(ax, steps)
+    _capacity_line(ax, cap)
     _thousands(ax.xaxis, ax.yaxis)
     ax.set_xlabel(x_label)
     ax.set_ylabel("achieved rate (successful responses/s)")
@@ -87,7 +87,8 @@ def _throughput(ax: Any, steps: Sequence[StepSummary], closed: bool, x_label: st
     ax.legend(handles + more, labels + more_labels, loc="upper left", fontsize=8)
 
 
-def _latency(ax: Any, steps: Sequence[StepSummary], x_label: str, slo_s: float | None) -> None:
+def _latency(ax: Any, steps: Sequence[StepSummary], x_label: str, slo_s: float | None,
+             cap: Capacity | None) -> None:
     """Right panel: p50, p99, p99.9 in ms on a log scale."""
     x = [s.load for s in steps]
     for name, color, style in _PERCENTILES:
@@ -96,7 +97,7 @@ def _latency(ax: Any, steps: Sequence[StepSummary], x_label: str, slo_s: float |
     if slo_s is not None:
         ax.axhline(slo_s * 1e3, color="black", linewidth=1, linestyle="-.",
                    label=f"SLO {slo_s * 1e3:g} ms")
-    _capacity_line(ax, steps)
+    _capacity_line(ax, cap)
     ax.set_yscale("log")
     _thousands(ax.xaxis, ax.yaxis, digits="g")
     ax.set_xlabel(x_label)
@@ -125,8 +126,7 @@ def _verdict_markers(ax: Any, steps: Sequence[StepSummary], y: Sequence[float]) 
             ax.scatter(xs, ys, marker=marker, color=color, zorder=3, label=f"step: {verdict}")
 
 
-def _capacity_line(ax: Any, steps: Sequence[StepSummary]) -> None:
-    cap = capacity(steps)
+def _capacity_line(ax: Any, cap: Capacity | None) -> None:
     if cap is not None:
         ax.axvline(cap.step.load, color="tab:green", linestyle=":", linewidth=1,
                    label=f"capacity estimate ({cap.step.label})")

@@ -14,7 +14,7 @@ from typing import Any
 from perflab.analyze.http import (
     ACHIEVED_SHARE,
     BATCH_S,
-    CPU_BOUND,
+    ENGINE_BUSY,
     DRAIN_SHARE,
     ERROR_LIMIT,
     GENERATOR_LIMITED,
@@ -22,8 +22,10 @@ from perflab.analyze.http import (
     SEND_LAG_LIMIT_S,
     Capacity,
     StepSummary,
-    capacity,
+    Sweep,
+    engine_busy,
 )
+from perflab.model import Results
 from perflab.report.table import Table
 from perflab.units import format_time
 
@@ -72,31 +74,56 @@ def step_line(s: StepSummary) -> str:
             f"{_verdict(s)}")
 
 
-def sweep_table(title: str, summaries: Sequence[StepSummary], slo_s: float | None = None,
-                notes: Sequence[str] = ()) -> Table:
+def sweep_table(sweep: Sweep, notes: Sequence[str] = ()) -> Table:
     """The sweep table: one row per step, then footnotes in plain words.
 
     Args:
-        title: shown above the table (the URL).
-        summaries: per-step summaries with verdicts, in run order.
-        slo_s: the p99 SLO used for verdicts, s, or None.
+        sweep: the steps with their verdicts, the capacity estimate and the SLO; the
+            table's title is the sweep's name (the request).
         notes: extra lines for the footnotes (e.g. why the sweep ended early).
 
     Returns:
         The table; columns are :data:`COLUMNS`.
     """
-    table = Table(title, list(COLUMNS), align=["r"] * (len(COLUMNS) - 1) + ["l"])
+    summaries = sweep.steps
+    table = Table(sweep.name, list(COLUMNS), align=["r"] * (len(COLUMNS) - 1) + ["l"])
     table.rows = [_row(s) for s in summaries]
-    table.footnotes = [*_capacity_lines(summaries), *notes, *_problem_lines(summaries),
-                       *_legend(summaries, slo_s)]
+    table.footnotes = [*_capacity_lines(sweep), *notes, *_problem_lines(summaries),
+                       *_legend(summaries, sweep.slo_s)]
     return table
 
 
-def _capacity_lines(summaries: Sequence[StepSummary]) -> list[str]:
+def results_notes(results: Results) -> list[str]:
+    """Lines about how the run ended: the target lost, an interruption, no step at all."""
+    bench = results.benchmarks[0]
+    notes = [bench.error] if bench.error else []
+    if results.interrupted:
+        notes.append("interrupted (Ctrl-C): the steps measured until then are shown, the last "
+                     "one cut short")
+    if not bench.steps:
+        notes.append("no step was measured")
+    return notes
+
+
+def print_http(results: Results, sweep: Sweep, fmt: str) -> None:
+    """Print an ``http`` run's sweep table on stdout as a rich table, Markdown or CSV.
+
+    Args:
+        results: the results file (for how the run ended).
+        sweep: its figures (:func:`perflab.analyze.http.summarize_results`).
+        fmt: "table", "markdown" or "csv".
+    """
+    from perflab.report import console
+
+    console.emit(fmt, lambda: [sweep_table(sweep, results_notes(results))],
+                 lambda: step_records(sweep.steps))
+
+
+def _capacity_lines(sweep: Sweep) -> list[str]:
     """The capacity estimate in plain words."""
-    cap = capacity(summaries)
+    cap = sweep.capacity
     if cap is None:
-        if any(s.verdict == SATURATED for s in summaries):
+        if any(s.verdict == SATURATED for s in sweep.steps):
             return [("capacity estimate: none — no step was ok and the server was already "
                      "saturated at the lightest load measured; sweep lower")]
         return ["capacity estimate: none — no step was ok"]
@@ -140,8 +167,8 @@ def _generator_lines(limited: Sequence[StepSummary]) -> list[str]:
     busy, a quieter machine when it was late without being busy (it waited for a CPU)."""
     if not limited:
         return []
-    busy = [s.label for s in limited if s.cpu_share >= CPU_BOUND]
-    waiting = [s.label for s in limited if not s.cpu_share >= CPU_BOUND]
+    busy = [s.label for s in limited if engine_busy(s)]
+    waiting = [s.label for s in limited if not engine_busy(s)]
     lines = [(f"generator-limited ({', '.join(s.label for s in limited)}): perflab itself could "
              "not keep up, so these rows describe perflab, not the server")]
     if busy:
@@ -174,7 +201,7 @@ def _legend(summaries: Sequence[StepSummary], slo_s: float | None) -> list[str]:
          f"{ERROR_LIMIT:.0%}{slo}, or the step ended behind: requests left unsent or "
          f"unfinished, or a drain longer than {DRAIN_SHARE:.0%} of the step; every heavier "
          "step after the first saturated one counts as saturated too"),
-        (f"generator-limited: an engine thread was ≥ {CPU_BOUND:.0%} busy, or perflab's own "
+        (f"generator-limited: an engine thread was ≥ {ENGINE_BUSY:.0%} busy, or perflab's own "
          f"part of the send lag had a p99 > {SEND_LAG_LIMIT_S * 1e3:g} ms; send lag = actual "
          "− intended send time, which also holds waits for a free connection (the server's "
          "doing when every connection is busy)"),
