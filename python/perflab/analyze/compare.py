@@ -650,3 +650,13 @@ def fail_on_words() -> tuple[str, ...]:
     """Words accepted by ``--fail-on``: the verdicts plus "missing" (ids only in A)."""
     return (*VERDICTS, "missing")
 
+
+def parse_fail_on(text: str) -> list[str]:
+    """"slower,inconclusive" → ["slower", "inconclusive"]. Raises UsageError on other words."""
+    words = [w.strip().lower() for w in text.split(",") if w.strip()]
+    bad = [w for w in words if w not in fail_on_words()]
+    if bad:
+        raise UsageError(f"--fail-on {', '.join(bad)}: not a verdict; use some of "
+                         f"{', '.join(fail_on_words())}, comma separated")
+    return words
+

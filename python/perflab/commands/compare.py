@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
 from perflab.errors import UsageError
@@ -41,15 +39,11 @@ def parse_threshold(text: str) -> float:
 
 
 def parse_fail_on(text: str) -> list[str]:
-    """"slower,inconclusive" → ["slower", "inconclusive"]. Raises UsageError on other words."""
-    from perflab.analyze.compare import fail_on_words
+    """See :func:`perflab.analyze.compare.parse_fail_on` (``perflab run --fail-on`` reads
+    it from here)."""
+    from perflab.analyze.compare import parse_fail_on as parse
 
-    words = [w.strip().lower() for w in text.split(",") if w.strip()]
-    bad = [w for w in words if w not in fail_on_words()]
-    if bad:
-        raise UsageError(f"--fail-on {', '.join(bad)}: not a verdict; use some of "
-                         f"{', '.join(fail_on_words())}, comma separated")
-    return words
+    return parse(text)
 
 
 def parse_percentiles(text: str) -> list[float]:
@@ -63,49 +57,12 @@ def parse_percentiles(text: str) -> list[float]:
     return values
 
 
-def emit(suite: Any, name_a: str, name_b: str, fmt: str, json_to: Any,
-         fail_on: list[str]) -> list[str]:
-    """Print the comparison (and write its JSON to the checked destination ``json_to``,
-    a :class:`perflab.files.Destination` or None); return the ids that tripped the gate.
-
-    Raises:
-        SaveError: the JSON could not be written (after the table is printed).
-    """
-    from perflab.files import Deferred, save
-    from perflab.model import json_types
-    from perflab.report import compare_table, console
-
-    tripped = suite.tripped(fail_on)
-    later = Deferred()
-    if json_to is not None:
-        document = compare_table.comparison_document(suite, name_a, name_b, fail_on, tripped)
-        later.run(save, json_to, (json.dumps(json_types(document), indent=1, allow_nan=False)
-                                  + "\n").encode(), "comparison")
-    if json_to is None or not json_to.stdout:
-        console.emit(fmt, lambda: compare_table.comparison_tables(suite, name_a, name_b),
-                     lambda: compare_table.csv_records(suite))
-    later.raise_()
-    return tripped
-
-
-def gate(tripped: list[str], fail_on: list[str]) -> int:
-    """Exit code of the CI gate: 1 (with one stderr line) when something tripped, else 0."""
-    if not tripped:
-        return 0
-    from perflab.report.escape import terminal
-
-    shown = ", ".join(terminal(t, one_line=True) for t in tripped[:5]) + (
-        f" and {len(tripped) - 5} more" if len(tripped) > 5 else "")
-    sys.stderr.write(f"gate: --fail-on {','.join(fail_on)} tripped by {len(tripped)} "
-                     f"benchmark(s): {shown}\n")
-    return 1
-
-
 def main(args: argparse.Namespace) -> int:
     """Load both files, compare, print; exit 1 when the --fail-on gate trips, 2 on bad input."""
     from perflab import model
-    from perflab.analyze.compare import compare_results
+    from perflab.analyze.compare import compare_results, parse_fail_on
     from perflab.files import Destination
+    from perflab.report.compare_table import gate, print_comparison
 
     threshold = parse_threshold(args.threshold)
     fail_on = parse_fail_on(args.fail_on)
@@ -114,7 +71,7 @@ def main(args: argparse.Namespace) -> int:
     a, b = model.load(args.a), model.load(args.b)
     suite = compare_results(a, b, threshold, seed=args.seed, percentiles=percentiles,
                             names=(args.a, args.b))
-    return gate(emit(suite, args.a, args.b, args.format, json_to, fail_on), fail_on)
+    return gate(print_comparison(suite, args.a, args.b, args.format, json_to, fail_on), fail_on)
 
 
 def compare_after_run(baseline_path: str, baseline: Any, results: Any, fmt: str,
@@ -132,7 +89,8 @@ def compare_after_run(baseline_path: str, baseline: Any, results: Any, fmt: str,
         UsageError: no benchmark in common.
     """
     from perflab.analyze.compare import compare_results
+    from perflab.report.compare_table import gate, print_comparison
 
     fail_on = fail_on or []
     suite = compare_results(baseline, results, threshold, names=(baseline_path, "this run"))
-    return gate(emit(suite, baseline_path, "this run", fmt, None, fail_on), fail_on)
+    return gate(print_comparison(suite, baseline_path, "this run", fmt, None, fail_on), fail_on)

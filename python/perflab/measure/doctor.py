@@ -36,7 +36,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from perflab import environment
-from perflab.doctor_model import (Check, ClockFigures, CpuLoad, CrossChecks, DoctorReport,
+from perflab.doctor_model import (ClockFigures, CpuLoad, CrossChecks, DoctorReport,
                                   SleepFigures, Step)
 
 #: Clocks in report order, with their Linux clock ids for Python reads (None: the TSC).

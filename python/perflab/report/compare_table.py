@@ -7,7 +7,9 @@ the pull-request Markdown say the same thing.
 
 from __future__ import annotations
 
+import json
 import math
+import sys
 from typing import Any
 
 from perflab.analyze.compare import VERDICTS, Row, Side, SuiteComparison
@@ -158,3 +160,41 @@ def csv_records(suite: SuiteComparison) -> list[dict[str, Any]]:
     out += [{"id": key, "verdict": "only in A"} for key in suite.only_in_a]
     out += [{"id": key, "verdict": "only in B"} for key in suite.only_in_b]
     return out
+
+
+def print_comparison(suite: SuiteComparison, name_a: str, name_b: str, fmt: str, json_to: Any,
+                     fail_on: list[str]) -> list[str]:
+    """Print the comparison (and write its JSON to the checked destination ``json_to``,
+    a :class:`perflab.files.Destination` or None); return the ids that tripped the gate.
+
+    Raises:
+        SaveError: the JSON could not be written (after the table is printed).
+    """
+    from perflab.files import Deferred, save
+    from perflab.model import json_types
+    from perflab.report import console
+
+    tripped = suite.tripped(fail_on)
+    later = Deferred()
+    if json_to is not None:
+        document = comparison_document(suite, name_a, name_b, fail_on, tripped)
+        later.run(save, json_to, (json.dumps(json_types(document), indent=1, allow_nan=False)
+                                  + "\n").encode(), "comparison")
+    if json_to is None or not json_to.stdout:
+        console.emit(fmt, lambda: comparison_tables(suite, name_a, name_b),
+                     lambda: csv_records(suite))
+    later.raise_()
+    return tripped
+
+
+def gate(tripped: list[str], fail_on: list[str]) -> int:
+    """Exit code of the CI gate: 1 (with one stderr line) when something tripped, else 0."""
+    if not tripped:
+        return 0
+    from perflab.report.escape import terminal
+
+    shown = ", ".join(terminal(t, one_line=True) for t in tripped[:5]) + (
+        f" and {len(tripped) - 5} more" if len(tripped) > 5 else "")
+    sys.stderr.write(f"gate: --fail-on {','.join(fail_on)} tripped by {len(tripped)} "
+                     f"benchmark(s): {shown}\n")
+    return 1
