@@ -292,7 +292,7 @@ def design_lines(design: Design) -> list[str]:
 
 def coverage_study(trials: int = 200) -> list[str]:
     """Synthetic: coverage and A/A alarms of the plain vs expanded percentile CI."""
-    from perflab.analyze import compare as cmp
+    from perflab.analyze import decisions
     from perflab.analyze import stats
 
     lines = ["| processes per side | process-to-process spread | CI coverage plain / expanded "
@@ -308,9 +308,9 @@ def coverage_study(trials: int = 200) -> list[str]:
                 reps = (stats.bootstrap_medians(gb, 1000, rng)
                         / stats.bootstrap_medians(ga, 1000, rng))
                 for j, est in enumerate((stats.percentile_ci(reps, point),
-                                         cmp.expanded_ratio_ci(point, reps, processes)[0])):
+                                         decisions.expanded_ratio_ci(point, reps, processes)[0])):
                     hits[j] += [est.low <= 1 <= est.high,
-                                _alarm(cmp.verdict(est.low, est.high, THRESHOLD))]
+                                _alarm(decisions.verdict(est.low, est.high, THRESHOLD))]
             hits /= trials
             lines.append(f"| {processes} | {label} | {hits[0, 0]:.1%} / {hits[1, 0]:.1%} | "
                          f"{hits[0, 1]:.1%} / {hits[1, 1]:.1%} |")

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from perflab import environment
 from perflab.analyze import compare as cmp
+from perflab.analyze import decisions
 from perflab.errors import UsageError
 from perflab.model import Benchmark, CommandRun, Results
 from tests.conftest import lognormal_groups, make_bench
@@ -51,15 +52,15 @@ def one(a: Benchmark, b: Benchmark, threshold: float = 0.02) -> cmp.Row:
     (1.02, 1.05, False, "inconclusive"), (0.0, math.inf, False, "inconclusive"),
     (math.nan, 1.0, False, "inconclusive")])
 def test_verdict_against_the_threshold(low: float, high: float, hib: bool, expected: str) -> None:
-    assert cmp.verdict(low, high, 0.02, hib) == expected
+    assert decisions.verdict(low, high, 0.02, hib) == expected
 
 
 def test_expansion_factor_widens_small_samples_and_vanishes_for_large() -> None:
-    assert cmp.expansion_factor(5) == pytest.approx(1.584, abs=0.01)
-    assert cmp.expansion_factor(20) == pytest.approx(1.096, abs=0.01)
-    assert cmp.expansion_factor(10_000) == pytest.approx(1.0, abs=0.001)
-    assert cmp.expansion_factor(1) == math.inf
-    factors = [cmp.expansion_factor(n) for n in range(2, 40)]
+    assert decisions.expansion_factor(5) == pytest.approx(1.584, abs=0.01)
+    assert decisions.expansion_factor(20) == pytest.approx(1.096, abs=0.01)
+    assert decisions.expansion_factor(10_000) == pytest.approx(1.0, abs=0.001)
+    assert decisions.expansion_factor(1) == math.inf
+    factors = [decisions.expansion_factor(n) for n in range(2, 40)]
     assert factors == sorted(factors, reverse=True)
 
 
@@ -264,16 +265,16 @@ def test_geometric_mean_of_a_uniform_slowdown() -> None:
 
 def test_benjamini_hochberg_matches_the_hand_computation() -> None:
     p = [0.01, 0.04, 0.03, 0.20, math.nan]
-    q = cmp.benjamini_hochberg(p)
+    q = decisions.benjamini_hochberg(p)
     # sorted p 0.01, 0.03, 0.04, 0.20 → p·m/rank 0.04, 0.06, 0.0533, 0.20 → step-up minimum
     assert q[:4] == pytest.approx([0.04, 0.0533333, 0.0533333, 0.20])
     assert math.isnan(q[4])
 
 
 def test_mann_whitney_p_edge_cases() -> None:
-    assert math.isnan(cmp.mann_whitney_p([], [1.0]))
-    assert math.isnan(cmp.mann_whitney_p([1.0, 1.0], [1.0]))
-    assert cmp.mann_whitney_p([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]) == pytest.approx(2 / 252)
+    assert math.isnan(decisions.mann_whitney_p([], [1.0]))
+    assert math.isnan(decisions.mann_whitney_p([1.0, 1.0], [1.0]))
+    assert decisions.mann_whitney_p([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]) == pytest.approx(2 / 252)
 
 
 def test_environment_differences_are_plain_words() -> None:
@@ -312,7 +313,7 @@ def test_swapping_a_and_b_inverts_the_ratio_and_mirrors_the_verdict(shift: float
 @given(low=st.floats(0.5, 1.5), width=st.floats(0, 0.5), t=st.floats(0, 0.2))
 def test_verdict_is_a_function_of_where_the_ci_lies(low: float, width: float, t: float) -> None:
     high = low + width
-    word = cmp.verdict(low, high, t)
+    word = decisions.verdict(low, high, t)
     assert (word == "slower") == (low > 1 + t)
     assert (word == "faster") == (high < 1 - t)
     assert (word == "same") == (low >= 1 - t and high <= 1 + t)

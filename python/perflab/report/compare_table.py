@@ -12,7 +12,8 @@ import math
 import sys
 from typing import Any
 
-from perflab.analyze.compare import VERDICTS, Row, Side, SuiteComparison
+from perflab.analyze.compare import Row, Side, SuiteComparison
+from perflab.analyze.decisions import VERDICTS
 from perflab.analyze.stats import Estimate
 from perflab.report.table import Table
 from perflab.units import format_rate, format_ratio, format_time
