@@ -12,7 +12,7 @@ from perflab.report import console
 from perflab.report.http_chart import sweep_chart
 from perflab.report.http_table import COLUMNS, step_line, step_records, sweep_table
 
-from .test_http import step
+from tests.analyze.test_http import step
 
 SNAPSHOT = """\
 ### GET http://127.0.0.1:8080/
