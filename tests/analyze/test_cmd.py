@@ -41,11 +41,15 @@ def test_ratios_against_the_fastest_or_the_reference() -> None:
     assert s_slow.reference and s_fast.ratio[0] == pytest.approx(0.5)
 
 
+def failed_bench() -> Benchmark:
+    """A command whose one run exited with status 1."""
+    return Benchmark(name="bad", kind="command", error="'bad': run exited with status 1",
+                     stop_reason="failed",
+                     runs=[CommandRun(index=0, started_s=0, wall_ns=MS, exit_code=1, ok=False)])
+
+
 def test_a_command_without_successful_runs_has_no_numbers() -> None:
-    failed = Benchmark(name="bad", kind="command", error="'bad': run exited with status 1",
-                       stop_reason="failed",
-                       runs=[CommandRun(index=0, started_s=0, wall_ns=MS, exit_code=1, ok=False)])
-    s_bad, s_ok = summarize_commands([failed, bench("ok", [5, 5, 5])])
+    s_bad, s_ok = summarize_commands([failed_bench(), bench("ok", [5, 5, 5])])
     assert not s_bad.ok and math.isnan(s_bad.median_s) and s_bad.failed == 1
     assert s_ok.ok and s_ok.reference
 

@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import math
 
 import pytest
 
 from perflab.analyze.cmd import summarize_commands
-from perflab.model import Benchmark, CommandRun
 from perflab.report import console
 from perflab.report.cmd_table import cmd_table, summary_records
 
-from tests.analyze.test_cmd import MS, bench
+from tests.analyze.test_cmd import MS, bench, failed_bench
 
 
 def test_a_command_without_successful_runs_shows_dashes_and_its_error() -> None:
-    failed = Benchmark(name="bad", kind="command", error="'bad': run exited with status 1",
-                       stop_reason="failed",
-                       runs=[CommandRun(index=0, started_s=0, wall_ns=MS, exit_code=1, ok=False)])
-    s_bad, s_ok = summarize_commands([failed, bench("ok", [5, 5, 5])])
-    assert not s_bad.ok and math.isnan(s_bad.median_s) and s_bad.failed == 1
+    s_bad, s_ok = summarize_commands([failed_bench(), bench("ok", [5, 5, 5])])
     table = cmd_table([s_bad, s_ok])
     assert table.rows[0][1] == "0 +1 failed" and table.rows[0][2] == "–"
     assert "FAILED" in table.rows[0][-1]
