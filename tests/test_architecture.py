@@ -1,0 +1,160 @@
+"""The architecture's rules, checked on the import graph (docs/architecture.md, "Layers").
+
+Every ``import`` of a perflab module in python/perflab, at module level or inside a
+function, is an edge of the graph (parsed with ``ast``; nothing is imported). The rules:
+
+* layers: a module imports only from its own layer or a lower one; ``measure`` and
+  ``report`` are side by side and never import each other (report only renders);
+* a command (``perflab.commands.X``) imports no other command;
+* no cycle anywhere: no module reaches itself through imports.
+
+The package's ``__init__`` (the public authoring API, ``perflab.bench``) is exempt from
+the layers: it stands above everything, as the door users come in by.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "python" / "perflab"
+#: Layer of each top-level room; higher layers may import lower ones, never the reverse.
+LAYERS = {"base": 0, "analyze": 1, "measure": 2, "report": 2, "commands": 3, "entry": 4}
+#: Rooms of the same layer that must not import each other.
+APART = {("measure", "report"), ("report", "measure")}
+ENTRY = {"perflab.cli", "perflab.__main__"}
+#: Edges still to be removed, in files another branch (i11-harness) is changing now; this
+#: set is emptied when that branch has landed.
+PENDING = {("perflab.environment", "perflab.measure.integrity"),
+           ("perflab.report.table", "perflab.measure.threads"),
+           ("perflab.commands.http", "perflab.commands.cmd"),
+           ("perflab.commands.serve", "perflab.commands.cmd"),
+           ("perflab.commands.run", "perflab.commands.compare"),
+           ("perflab.commands.run", "perflab.commands.show"),
+           ("perflab.commands.show", "perflab.commands.cmd"),
+           ("perflab.commands.show", "perflab.commands.http"),
+           ("perflab.measure.threads", "perflab.measure.worker")}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    """Every perflab module (and its native core, which has no source here) by name."""
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _resolve(name: str, known: dict[str, Path]) -> str:
+    """The module ``name`` refers to: itself, or the package holding a name imported
+    from it (``from perflab.analyze import stats`` → perflab.analyze.stats)."""
+    return name if name in known or name == "perflab._core" else name.rpartition(".")[0]
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> Iterator[tuple[str, int]]:
+    """(imported perflab module, line) for every import in the module's source."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "perflab":
+                    yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            if base.split(".")[0] != "perflab":
+                continue
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                yield (full if full in known or full == "perflab._core" else base), node.lineno
+
+
+def graph() -> dict[str, dict[str, int]]:
+    """module → {imported module: first line} (less the :data:`PENDING` edges)."""
+    known = modules()
+    out: dict[str, dict[str, int]] = {}
+    for name, path in known.items():
+        edges: dict[str, int] = {}
+        for target, line in imports(name, path, known):
+            target = _resolve(target, known)
+            if target != name and (name, target) not in PENDING:
+                edges.setdefault(target, line)
+        out[name] = edges
+    return out
+
+
+def room(module: str) -> str:
+    """analyze, measure, report, commands, entry, or base (everything else)."""
+    if module in ENTRY:
+        return "entry"
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 and parts[1] in LAYERS else "base"
+
+
+GRAPH = graph()
+
+
+def test_the_graph_sees_the_rooms() -> None:
+    """A guard on the parser: known edges are found, lazy imports included."""
+    assert "perflab.analyze.stats" in GRAPH["perflab.analyze.summary"]
+    assert "perflab.report.console" in GRAPH["perflab.commands.doctor"]  # inside a function
+    assert {room(m) for m in GRAPH} == set(LAYERS)
+
+
+def test_imports_never_run_up_a_layer() -> None:
+    wrong = []
+    for module, edges in GRAPH.items():
+        if module == "perflab":
+            continue
+        for target, line in edges.items():
+            if target == "perflab":  # __version__ and the like
+                continue
+            a, b = room(module), room(target)
+            if LAYERS[b] > LAYERS[a] or (a, b) in APART:
+                wrong.append(f"{module}:{line} ({a}) imports {target} ({b})")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_report_imports_nothing_from_measure() -> None:
+    wrong = [f"{m} imports {t}" for m, edges in GRAPH.items() if room(m) == "report"
+             for t in edges if room(t) == "measure"]
+    assert not wrong
+
+
+def test_commands_import_no_other_command() -> None:
+    wrong = [f"{m}:{line} imports {t}" for m, edges in GRAPH.items() if room(m) == "commands"
+             for t, line in edges.items()
+             if room(t) == "commands" and t != "perflab.commands"]
+    assert not wrong, "\n".join(wrong)
+
+
+def _cycle_from(start: str) -> list[str] | None:
+    """A path start → … → start through the graph, or None (depth-first)."""
+    stack: list[tuple[str, Iterator[str]]] = [(start, iter(GRAPH.get(start, ())))]
+    path, seen = [start], {start}
+    while stack:
+        node, children = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            path.pop()
+            continue
+        if child == start:
+            return [*path, start]
+        if child not in seen and child in GRAPH:
+            seen.add(child)
+            path.append(child)
+            stack.append((child, iter(GRAPH[child])))
+    return None
+
+
+@pytest.mark.parametrize("module", sorted(GRAPH))
+def test_no_import_cycle(module: str) -> None:
+    cycle = _cycle_from(module)
+    assert cycle is None, " → ".join(cycle or [])
