@@ -21,7 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
-from common import PYTHON, machine, timed, write_section  # noqa: E402
+from common import (PYTHON, RATIO_RULE, machine, ratio_verdict, timed,  # noqa: E402
+                    write_section)
 
 from perflab.analyze.stats import median_ci  # noqa: E402
 
@@ -240,32 +241,30 @@ def report(over: dict[str, dict[str, float]], agree: dict[str, dict[str, float]]
 
 def targets(over: dict[str, dict[str, float]], agree: dict[str, dict[str, float]],
             ratios: dict[str, list[tuple[float, float, float]]]) -> list[str]:
-    """The issue's three speed targets, each said met or not from the figures above."""
-    def verdict(ok: bool) -> str:
-        return "**met**" if ok else "**not met**"
-
+    """The issue's three speed targets, each judged from the figures above by the stated
+    rules (:func:`common.ratio_verdict` for the ratios with a CI)."""
     loop, end = over["ratio_loop"], over["ratio_end"]
-    overhead = (verdict(True) if loop["median"] <= 1.0 else
-                "**tied** (the 95% CI of the ratio contains 1: no difference shown either way)"
-                if loop["low"] <= 1.0 else verdict(False))
+    overhead = ratio_verdict(loop["low"], loop["high"], at_most=1.0)
     lines = ["### Targets (issue 5)", "",
-             f"- Per-run overhead ≤ hyperfine -N's: {overhead} "
+             f"- Per-run overhead ≤ hyperfine -N's: **{overhead}** "
              f"(measuring loop per run ×{loop['median']:.3f}, 95% CI {loop['low']:.3f}–"
              f"{loop['high']:.3f}; end to end, with the analysis and the JSON of every run, "
              f"×{end['median']:.3f}, 95% CI {end['low']:.3f}–{end['high']:.3f})."]
     for command, v in agree.items():
-        lines.append(f"- `{command}` medians within 1% of hyperfine -N: "
-                     f"{verdict(abs(v['ratio'] - 1) <= 0.01)} (×{v['ratio']:.4f}, 95% CI "
-                     f"{v['low']:.4f}–{v['high']:.4f}; rounds {v['q1']:.3f}–{v['q3']:.3f}, "
-                     "the spread of this shared machine).")
+        within = ratio_verdict(v["low"], v["high"], at_least=0.99, at_most=1.01)
+        lines.append(f"- `{command}` medians within 1% of hyperfine -N: **{within}** "
+                     f"(×{v['ratio']:.4f}, 95% CI {v['low']:.4f}–{v['high']:.4f}; rounds "
+                     f"{v['q1']:.3f}–{v['q3']:.3f}, the spread of this shared machine).")
     spread = {name: max(abs(r - 1) for r, _, _ in values) for name, values in ratios.items()}
     inter = spread["perflab (interleaved)"]
+    stable = inter < min(v for k, v in spread.items() if "interleaved" not in k)
     lines.append(f"- Interleaving keeps A/B stable where sequential runs don't: "
-                 f"{verdict(inter < min(v for k, v in spread.items() if 'interleaved' not in k))}"
+                 f"**{'met' if stable else 'not met'}**"
                  f" (largest |B/A − 1|: interleaved {inter:.3f}, --no-interleave "
                  f"{spread['perflab --no-interleave']:.3f}, hyperfine "
                  f"{spread['hyperfine -N (sequential)']:.3f}).")
-    return lines
+    return lines + ["", f"Rules: {RATIO_RULE}. Interleaving is **met** when its largest "
+                    "|B/A − 1| over the trials is below that of every sequential setup."]
 
 
 def main() -> int:

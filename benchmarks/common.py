@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 import platform
 import re
@@ -58,6 +59,26 @@ def write_section(name: str, text: str) -> Path:
     path.write_text(text.rstrip() + "\n")
     print(text)
     return path
+
+
+#: The rule every ratio target is judged by (quoted under each verdict list).
+RATIO_RULE = ("a ratio perflab / peer with a 95% CI whose interval contains 1 is **tied** "
+              "(no difference shown); otherwise the target is **met** when the whole CI lies "
+              "in the target's range and **not met** when it does not")
+
+
+def ratio_verdict(low: float, high: float, at_most: float = math.inf,
+                  at_least: float = 0.0) -> str:
+    """The verdict of a ratio target by :data:`RATIO_RULE`: "tied", "met" or "not met".
+
+    Args:
+        low / high: the 95% CI of the ratio perflab / peer.
+        at_most / at_least: the target's range, e.g. ``at_most=1.0`` for "no more than
+            the peer", ``at_least=0.99, at_most=1.01`` for "within 1%".
+    """
+    if low <= 1.0 <= high:
+        return "tied"
+    return "met" if at_least <= low and high <= at_most else "not met"
 
 
 @contextmanager
