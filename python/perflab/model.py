@@ -125,6 +125,16 @@ class Process:
             over the timed windows, ns; keys p50, p90, p99, p99.9, max, mean.
         gil_enabled: threads mode only: whether the GIL was enabled while the
             threads ran (False on a free-threaded interpreter); None if unknown.
+        layout: the memory-layout randomization this process got (``perflab run``
+            draws it per process; ``--seed`` repeats it): ``env_padding_bytes``
+            (length of a padding environment variable), ``hash_seed``
+            (PYTHONHASHSEED), ``heap_objects`` (small objects allocated before the
+            benchmark file was imported). Empty: no randomization (``--no-randomize``,
+            or a file written before it existed).
+        clock_skew_ns: largest disagreement of MONOTONIC with the other clocks over the
+            whole sampling phase of the process (first sample's start to last sample's
+            end), ns; None if unchecked. A step between two samples shows here only.
+        clock_flag: "clock:<name>" when that disagreement exceeded the tolerance.
         error: why the process failed, or None.
     """
 
@@ -146,6 +156,9 @@ class Process:
     thread_ops: list[int] = field(default_factory=list)
     latency_ns: dict[str, float] = field(default_factory=dict)
     gil_enabled: bool | None = None
+    layout: dict[str, int] = field(default_factory=dict)
+    clock_skew_ns: int | None = None
+    clock_flag: str | None = None
     error: str | None = None
 
     @classmethod
