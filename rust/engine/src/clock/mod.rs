@@ -245,9 +245,17 @@ impl Snapshot {
     /// about 4 vDSO reads + 2 rdtsc, ~0.1–0.3 µs.
     #[inline]
     pub fn take() -> Snapshot {
+        Snapshot::take_within(MAX_SNAPSHOT_WIDTH, 3).0
+    }
+
+    /// The tightest of up to `passes` passes, stopping at the first no wider
+    /// than `max_width`; and that pass's width (TSC ticks, or MONOTONIC ns
+    /// without a TSC): how far apart in time its clocks may have been read.
+    #[inline]
+    pub fn take_within(max_width: u64, passes: u32) -> (Snapshot, u64) {
         let (mut best, mut width) = Snapshot::take_once();
-        for _ in 0..2 {
-            if width <= MAX_SNAPSHOT_WIDTH {
+        for _ in 1..passes.max(1) {
+            if width <= max_width {
                 break;
             }
             let (snap, w) = Snapshot::take_once();
@@ -255,7 +263,7 @@ impl Snapshot {
                 (best, width) = (snap, w);
             }
         }
-        best
+        (best, width)
     }
 }
 
