@@ -217,3 +217,133 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path: Path) -> None:
     measured = [p for b in data["benchmarks"] for p in b["processes"] if p["samples"]]
     assert measured, "processes finished before Ctrl-C are kept"
     assert {b["stop_reason"] for b in data["benchmarks"]} == {"interrupted"}
+
+
+@pytest.mark.parametrize("sig,code", [("SIGTERM", 143), ("SIGHUP", 129)])
+def test_sigterm_and_sighup_stop_like_ctrl_c_and_exit_with_the_signals_code(
+        tmp_path: Path, sig: str, code: int) -> None:
+    """issue 12: SIGTERM/SIGHUP exited 143/129 at once and wrote nothing. Now: workers
+    stopped, finished samples kept, results saved and printed, exit 128 + the signal."""
+    import signal
+    import subprocess
+    import time
+
+    bench = write(tmp_path, """
+        @perflab.bench
+        def first():
+            return sum(range(100))
+    """)
+    out = tmp_path / "r.json"
+    proc = popen_perflab(["run", str(bench), "--json", str(out), "--quiet", "--budget", "60s",
+                          "--precision", "0.0001%", "--process-time", "50ms"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)  # generous: several worker processes finish in this time even on a busy CI box
+    proc.send_signal(getattr(signal, sig))
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == code, stderr
+    assert "first" in stdout and "interrupted" in stdout, "the table is printed"
+    data = json.loads(out.read_text())
+    assert data["interrupted"] is True
+    assert [p for p in data["benchmarks"][0]["processes"] if p["samples"]], "samples kept"
+
+
+@pytest.mark.parametrize("threads", ["[0, -1]", "[2.5]", "[]", "4"])
+def test_bad_thread_counts_are_bad_input(tmp_path: Path, perflab_cli, threads: str) -> None:
+    """issue 12: threads=[0, -1] gave a FAILED row and exit 1; it is bad input."""
+    bench = write(tmp_path, f"""
+        @perflab.bench(threads={threads})
+        def f():
+            pass
+    """)
+    result = perflab_cli("run", str(bench), *FAST)
+    line = one_error_line(result.stderr)
+    assert result.returncode == 2 and "bench.py:3: threads=" in line
+    assert "whole numbers from 1 to" in line or "list of thread counts" in line
+
+
+@pytest.mark.parametrize("option", [
+    ["--process-time", "1e30s"], ["--process-time", "20s", "--budget", "10s"],
+    ["--process-time", "60s", "--budget", "120s"], ["--budget", "1e400s"],
+    ["--timeout", "1e30s"]])
+def test_durations_that_cannot_fit_are_rejected(tmp_path: Path, perflab_cli,
+                                                option: list[str]) -> None:
+    """issue 12: --process-time 1e30s was accepted and ran far past --budget."""
+    bench = write(tmp_path, "@perflab.bench\ndef f():\n    pass\n")
+    result = perflab_cli("run", str(bench), *option)
+    line = one_error_line(result.stderr)
+    assert result.returncode == 2
+    assert "longer than any run can last" in line or "must fit in --budget" in line
+
+
+def test_sys_exit_in_a_benchmark_is_explained(tmp_path: Path, perflab_cli) -> None:
+    """issue 12: sys.exit(0) in a benchmark read "worker exited with status 0 (no output)"."""
+    result, _ = _failure_run(tmp_path, perflab_cli, """
+import os, sys
+@perflab.bench
+def exits():
+    sys.exit(0)
+
+@perflab.bench
+def leaves():
+    os._exit(0)
+""")
+    assert "'exits' called sys.exit(0) in first call: a benchmark must return" in result.stdout
+    assert "'leaves' ended its worker process (exit status 0) before the measurement " \
+        "finished" in result.stdout and "os._exit()" in result.stdout
+    assert "no output" not in result.stdout
+
+
+def test_sys_exit_at_import_is_bad_input(tmp_path: Path, perflab_cli) -> None:
+    bench = write(tmp_path, """
+        import sys
+
+        @perflab.bench
+        def f():
+            pass
+
+        sys.exit(main())
+    """.replace("main()", "0"))
+    result = perflab_cli("run", str(bench), *FAST)
+    line = one_error_line(result.stderr)
+    assert result.returncode == 2 and "bench.py:9: calls sys.exit(0) when imported" in line
+    assert "if __name__ == '__main__':" in line
+
+
+def test_each_worker_gets_its_own_recorded_layout(tmp_path: Path, perflab_cli) -> None:
+    """Layout randomization: every process gets a padding variable and a hash seed of its
+    own (recorded in the file and seen by the benchmark), --seed repeats the draws and
+    --no-randomize turns them off."""
+    bench = write(tmp_path, """
+        import os
+
+        @perflab.bench
+        def f():
+            return (len(os.environ.get("PERFLAB_RANDOMIZED_ENVIRONMENT_OFFSET", "")),
+                    os.environ.get("PYTHONHASHSEED"))
+
+        @perflab.metric(name="padding")
+        def padding(result):
+            return result[0]
+
+        @perflab.metric(name="hash_seed")
+        def hash_seed(result):
+            return int(result[1]) if result[1] else -1
+    """)
+
+    def layouts(*extra: str) -> list[dict]:
+        out = tmp_path / f"r{len(extra)}.json"
+        done = perflab_cli("run", str(bench), "--json", str(out), *FAST, "--budget", "30s",
+                           "--max-processes", "3", "--min-processes", "3", *extra)
+        assert done.returncode == 0, done.stderr
+        procs = json.loads(out.read_text())["benchmarks"][0]["processes"]
+        for p in procs:  # what the benchmark saw is what the file says it got
+            assert p["metrics"]["padding"] == p["layout"].get("env_padding_bytes", 0)
+            assert p["metrics"]["hash_seed"] == p["layout"].get("hash_seed", -1)
+        return [p["layout"] for p in procs]
+
+    first = layouts("--seed", "7")
+    assert len({(x["env_padding_bytes"], x["hash_seed"]) for x in first}) == 3
+    assert all(0 <= x["env_padding_bytes"] < 4096 and 0 <= x["heap_objects"] < 4096
+               for x in first)
+    assert layouts("--seed", "7", "--no-alloc") == first, "--seed repeats the draws"
+    assert layouts("--no-randomize") == [{}, {}, {}]

@@ -38,4 +38,8 @@ def test_flagged_samples_are_kept_in_the_file_and_excluded_with_a_note(
         "clock:tsc", "clock:tsc", "clock:tsc", None]
     done = perflab_cli("show", str(path))
     assert done.returncode == 0, done.stderr
-    assert "3 samples excluded: the clocks disagreed during them" in done.stdout
+    assert "samples excluded (the clocks disagreed during these samples" in done.stdout
+    assert ": f 3; check this machine with perflab doctor" in done.stdout
+    verbose = perflab_cli("show", str(path), "--verbose")
+    assert "f: 3 samples excluded: the clocks disagreed during them; check this machine" \
+        in verbose.stdout

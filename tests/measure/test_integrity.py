@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from perflab.measure import integrity, worker
+from perflab.measure import integrity, sampling, worker
+from perflab.model import Benchmark
 
 from perflab import _core as core
 REL, ABS = integrity.REL_TOLERANCE, integrity.ABS_TOLERANCE_NS
@@ -49,8 +50,10 @@ class FakeCore:
         return (b[0] - a[0]) / (b[1] - a[1])
 
     def ClockBracket(self, ticks: float | None, rel: float, abs_ns: int) -> FakeBracket:
-        self.bracket = FakeBracket(ticks, rel, abs_ns, self.results)
-        return self.bracket
+        """The first bracket made is the per-sample one; the second spans the process."""
+        made = FakeBracket(ticks, rel, abs_ns, self.results)
+        self.bracket = self.bracket or made
+        return made
 
 
 def test_monitor_without_the_native_core_checks_nothing() -> None:
@@ -174,11 +177,45 @@ def test_every_os_clock_at_the_wrong_rate_is_caught_only_by_the_tsc(d: int, fact
 
 def test_worker_samples_carry_skew_and_flag(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeCore([(40, "realtime", False), (-2_000_000, "tsc", True), (7, "tsc", False),
-                     (9, "tsc", False), (11, "tsc", False)])
-    monkeypatch.setattr(worker, "_MONITOR", integrity.Monitor(core=fake))
+                     (9, "tsc", False), (11, "tsc", False), (-2_000_070, "tsc", True)])
+    monkeypatch.setattr(sampling, "MONITOR", integrity.Monitor(core=fake))
     events: list[dict[str, object]] = []
     plan = {"sample_seconds": 0.0, "min_samples": 5, "max_samples": 5}
-    worker._sample(lambda: None, 3, worker.GcMonitor(), plan,
-                   lambda event, **f: events.append({"event": event, **f}))
+    span = worker._sample(lambda: None, 3, sampling.GcMonitor(), plan,
+                          lambda event, **f: events.append({"event": event, **f}))
     assert [(e["skew"], e["flag"]) for e in events] == [
         (40, None), (-2_000_000, "clock:tsc"), (7, None), (9, None), (11, None)]
+    assert span == (-2_000_070, "clock:tsc"), "the last comparison spans the whole phase"
+
+
+def test_a_clock_step_between_samples_is_caught_by_the_span(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """issue 11: a 1 s step that fell between two samples flagged nothing and said nothing.
+    No sample's bracket sees it; the bracket over the whole sampling phase does, and the
+    summary reports it as a note with no sample excluded."""
+    from perflab.analyze.summary import summarize
+    from perflab.measure.runner import CaseState, _apply_event
+    from perflab.measure.suite import BenchSpec, Case
+    from perflab.model import Process
+
+    fake = FakeCore([(10, "tsc", False)] * 4 + [(-1_000_000_000, "tsc", True)])
+    monkeypatch.setattr(sampling, "MONITOR", integrity.Monitor(core=fake))
+    events: list[dict[str, object]] = []
+    plan = {"sample_seconds": 0.0, "min_samples": 4, "max_samples": 4}
+    emit = lambda event, **f: events.append({"event": event, **f})  # noqa: E731
+    span = worker._sample(lambda: None, 100, sampling.GcMonitor(), plan, emit)
+    sampling.emit_done(emit, None, span)
+    assert all(e["flag"] is None for e in events if e["event"] == "sample")
+    state = CaseState(Case(BenchSpec(print, "f", ""), {}, 0), Benchmark(name="f"))
+    procs = []
+    for i in range(3):
+        proc = Process(i, 1, 0.0)
+        for event in events:
+            _apply_event(proc, state, {**event, "wall": event.get("wall", 0) or 1_000_000}
+                         if event["event"] == "sample" else event)
+        procs.append(proc)
+    assert procs[0].clock_flag == "clock:tsc" and procs[0].clock_skew_ns == -1_000_000_000
+    summary = summarize(Benchmark(name="f", processes=procs))
+    assert summary.flagged == 0 and summary.samples == 12, "no sample is excluded"
+    (note,) = [c for c in summary.warnings if c.kind == "clock step between samples"]
+    assert note.figure == "1 s" and "between samples of 3 processes" in note.text

@@ -99,3 +99,57 @@ def test_process_records_carry_calibration_and_samples() -> None:
     proc = bench.processes[0]
     assert proc.iterations == 10 and proc.loop_overhead_ns == 20.0 and len(proc.samples) == 30
     assert proc.timer_error_ns == 50.0 and proc.warmup_converged
+
+
+def test_the_stop_reason_and_the_summary_use_the_same_ci() -> None:
+    """issue 11: notes said "max processes" while the footnote said "budget hit before
+    precision: ±0.7% reached, ±1.0% asked": the stopping rule and the summary computed
+    different CIs. One estimate serves both now."""
+    from perflab.analyze.summary import median_estimate, summarize
+
+    for sigma, precision in ((0.05, 0.011), (0.05, 0.02), (0.2, 0.01)):
+        backend = FakeBackend({0: 1e-6}, sigma=sigma)
+        (bench,) = _runner(_cases(1), backend, precision=precision, min_processes=3,
+                           max_processes=8).run()
+        summary = summarize(bench, precision=precision, min_processes=3)
+        half = median_estimate(bench).relative_half_width
+        assert summary.relative_half_width == half
+        if bench.stop_reason == "precision":
+            assert half <= precision
+            assert "precision not reached" not in [c.kind for c in summary.warnings]
+        else:
+            assert bench.stop_reason == "max-processes" and half > precision
+            (caveat,) = [c for c in summary.warnings if c.kind == "precision not reached"]
+            assert f"stopped at --max-processes with ±{half:.1%}" in caveat.text
+
+
+def test_a_budget_spent_before_the_minimum_processes_says_so() -> None:
+    backend = FakeBackend({0: 1e-6}, sigma=0.001, seconds=2.0)
+    (bench,) = _runner(_cases(1), backend, budget_s=3.0, min_processes=5).run()
+    from perflab.analyze.summary import summarize
+
+    assert bench.stop_reason == "budget" and len(bench.processes) == 2
+    (caveat,) = [c for c in summarize(bench, precision=0.01, min_processes=5).warnings
+                 if c.kind == "precision not reached"]
+    assert "after 2 processes, fewer than --min-processes 5" in caveat.text
+
+
+def test_layouts_are_drawn_per_process_and_repeat_with_the_seed() -> None:
+    plans: list[dict[str, Any]] = []
+
+    class Recording(FakeBackend):
+        def run(self, plan: dict[str, Any], timeout_s: float, on_event: Any) -> Outcome:
+            plans.append(plan)
+            return super().run(plan, timeout_s, on_event)
+
+    def layouts(**settings: Any) -> list[dict[str, int]]:
+        plans.clear()
+        (bench,) = _runner(_cases(1), Recording({0: 1e-6}), min_processes=4, max_processes=4,
+                           precision=1e-9, **settings).run()
+        assert [p["layout"] for p in plans] == [p.layout for p in bench.processes]
+        return [p.layout for p in bench.processes]
+
+    first = layouts()
+    assert len({tuple(x.values()) for x in first}) == 4
+    assert layouts() == first
+    assert layouts(randomize=False) == [{}] * 4

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from perflab.analyze.summary import summarize_group
 from perflab.measure import threads
-from perflab.measure.worker import GcMonitor
+from perflab.measure.sampling import GcMonitor
 from perflab.model import Benchmark, Process, Sample
 from perflab.report.table import threads_table
 
@@ -62,22 +62,6 @@ def run_measure(call: Any, n: int, **extra: Any) -> list[dict[str, Any]]:
 
 # ---------------------------------------------------------------------------
 # pure helpers
-
-
-def test_jain_index_of_equal_and_of_monopolised_work() -> None:
-    assert threads.jain_index([5, 5, 5, 5]) == pytest.approx(1.0)
-    assert threads.jain_index([8, 0, 0, 0]) == pytest.approx(0.25)
-    assert threads.jain_index([3, 1]) == pytest.approx(16 / 20)
-    assert math.isnan(threads.jain_index([0, 0]))
-    with pytest.raises(ValueError):
-        threads.jain_index([])
-
-
-@PROPERTY
-@given(st.lists(st.integers(0, 10**6), min_size=1, max_size=16).filter(any))
-def test_jain_index_lies_between_one_over_n_and_one(ops: list[int]) -> None:
-    value = threads.jain_index(ops)
-    assert 1 / len(ops) - 1e-12 <= value <= 1 + 1e-12
 
 
 def test_latency_percentiles_are_nearest_rank() -> None:
@@ -240,16 +224,6 @@ def threaded_bench(name: str, n: int, per_op_s: float, ops: list[int], gil: bool
                              latency_ns={"p50": 1000.0 * (i + 1), "p99": 5000.0,
                                          "p99.9": 9000.0}))
     return Benchmark(name=name, group="g", threads=n, processes=procs)
-
-
-def test_thread_figures_take_medians_over_processes() -> None:
-    fig = threads.thread_figures(threaded_bench("lock", 4, 1e-6, [10, 20, 30, 40]))
-    assert fig is not None and fig.threads == 4
-    assert fig.latency_ns["p50"] == 2000.0
-    assert fig.min_max == pytest.approx(0.25)
-    assert fig.jain == pytest.approx(100**2 / (4 * 3000))
-    assert fig.gil_enabled is True
-    assert threads.thread_figures(Benchmark(name="plain")) is None
 
 
 def test_threads_table_shows_scaling_fairness_and_the_interpreter() -> None:

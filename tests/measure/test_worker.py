@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from perflab.measure import worker
+from perflab.measure import sampling, worker
 
 
 class FakeClock:
@@ -24,6 +24,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     fake = FakeClock()
     monkeypatch.setattr(worker, "_perf_ns", fake)
     monkeypatch.setattr(worker, "_cpu_ns", fake)
+    monkeypatch.setattr(sampling, "_perf_ns", fake)
     return fake
 
 
@@ -31,7 +32,7 @@ def test_calibration_reaches_the_target_with_few_extra_iterations(clock: FakeClo
     def op() -> None:
         clock.now += 1_000  # 1 µs per call
 
-    n = worker.calibrate(op, target_ns=2_000_000, gcmon=worker.GcMonitor())
+    n = worker.calibrate(op, target_ns=2_000_000, gcmon=sampling.GcMonitor())
     assert 2_000 <= n <= 2_000 * 1.3  # at least the target, at most 30% above
 
 
@@ -39,7 +40,7 @@ def test_calibration_of_a_slow_call_is_one_iteration(clock: FakeClock) -> None:
     def op() -> None:
         clock.now += 50_000_000
 
-    assert worker.calibrate(op, target_ns=2_000_000, gcmon=worker.GcMonitor()) == 1
+    assert worker.calibrate(op, target_ns=2_000_000, gcmon=sampling.GcMonitor()) == 1
 
 
 def test_warmup_stops_when_timings_stop_drifting(clock: FakeClock) -> None:
@@ -49,7 +50,7 @@ def test_warmup_stops_when_timings_stop_drifting(clock: FakeClock) -> None:
         calls["n"] += 1
         clock.now += int(1_000 + 4_000 * math.exp(-calls["n"] / 10))
 
-    count, converged = worker.warmup(op, 1, worker.GcMonitor(), max_s=10.0)
+    count, converged = worker.warmup(op, 1, sampling.GcMonitor(), max_s=10.0)
     # Windows of 5 differ by < 2% once 1574·e^(-k/10) < 20 ns, i.e. k ≈ 44.
     assert converged and 40 <= count <= 60
 
@@ -61,12 +62,12 @@ def test_warmup_is_bounded_in_time(clock: FakeClock) -> None:
         calls["n"] += 1
         clock.now += 1_000 * calls["n"]
 
-    count, converged = worker.warmup(op, 1, worker.GcMonitor(), max_s=0.01)
+    count, converged = worker.warmup(op, 1, sampling.GcMonitor(), max_s=0.01)
     assert not converged and count < 200
 
 
 def test_time_loop_counts_gc_collections(clock: FakeClock) -> None:
-    monitor = worker.GcMonitor()
+    monitor = sampling.GcMonitor()
 
     def op() -> None:
         clock.now += 10
@@ -87,7 +88,7 @@ def test_time_loop_counts_gc_collections(clock: FakeClock) -> None:
 def test_empty_like_accepts_the_same_calls(source: str) -> None:
     namespace: dict[str, object] = {}
     exec(source, namespace)
-    empty = worker.empty_like(namespace["f"])  # type: ignore[arg-type]
+    empty = sampling.empty_like(namespace["f"])  # type: ignore[arg-type]
     import inspect
 
     original = inspect.signature(namespace["f"])  # type: ignore[arg-type]

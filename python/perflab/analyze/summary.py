@@ -7,6 +7,7 @@ render summaries and never look at raw samples themselves.
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -29,6 +30,50 @@ CPU_BOUND = 0.95
 PREEMPTED = 0.90
 #: Warn about a busy machine when more than this fraction of samples were preempted.
 BUSY_FRACTION = 0.05
+
+
+@dataclass(frozen=True)
+class Caveat:
+    """One reason to trust a benchmark's numbers less, in plain words.
+
+    Attributes:
+        kind: one of :data:`CAVEATS` (e.g. "unstable"); benchmarks with the same
+            kind share one line in the default output.
+        figure: this benchmark's figure for it, short (e.g. "±8%", "0.15%").
+        text: the full sentence for this benchmark (``--verbose``), without the advice.
+    """
+
+    kind: str
+    figure: str
+    text: str
+
+
+#: kind → (what it means, shown once per kind; what to do, shown once per kind)
+CAVEATS = {
+    "precision not reached": ("the CI is wider than asked", "raise --budget for more"),
+    "unstable": ("samples vary by more than 5% (MAD/median)",
+                 "close other programs or raise --budget"),
+    "busy machine": ("over 5% of samples got under 90% of a core while the code is "
+                     "CPU-bound: other programs took the CPU, so times are inflated",
+                     "close them, or check with perflab doctor"),
+    "too short for the clock": ("the timer's error is over 0.1% of a sample",
+                                "give each call more work"),
+    "near the loop cost": ("the harness loop alone takes over 30% of the time per op",
+                           "time a batch of operations per call"),
+    "GC-dominated": ("over 10% of the time was garbage collection", ""),
+    "samples excluded": ("the clocks disagreed during these samples; they are kept in the "
+                         "file and left out of the statistics", "check this machine with "
+                         "perflab doctor"),
+    "clock step between samples": ("a clock stepped or ran at the wrong rate between two "
+                                   "samples of a process; no sample was affected",
+                                   "check this machine with perflab doctor"),
+}
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """"1 sample", "3 samples", "2 processes": a count with its noun in the right number
+    (``nouns``: the plural when it is not ``noun + "s"``)."""
+    return f"{count:,} {noun if count == 1 else nouns or noun + 's'}"
 
 
 class MedianCI:
@@ -75,8 +120,10 @@ class Summary(MedianCI):
         metric_ratio_best: metric → value / best value in the group.
         preempted: samples of a CPU-bound benchmark with CPU/wall below 0.9: another
             program held the core during them, so their wall time is inflated.
+        clock_steps_ns: per process whose clocks disagreed over the whole sampling
+            phase although no sample was flagged (a step between samples): the skew, ns.
         stop_reason: why measurement stopped.
-        warnings: plain-words warnings.
+        warnings: plain-words caveats (:class:`Caveat`).
         error: failure message, or None.
     """
 
@@ -110,8 +157,9 @@ class Summary(MedianCI):
     ratio_baseline: tuple[float, float, float] | None = None
     metric_ratio_best: dict[str, float] = field(default_factory=dict)
     preempted: int = 0
+    clock_steps_ns: list[int] = field(default_factory=list)
     stop_reason: str = ""
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Caveat] = field(default_factory=list)
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -129,21 +177,46 @@ def timing_groups(bench: Benchmark) -> list[np.ndarray]:
     return groups
 
 
+#: bootstrap replicates of a benchmark's median CI (the stopping rule and the summary use
+#: the same number and the same generator, so they always agree on the CI)
+RESAMPLES = 2000
+
+
+def median_estimate(bench: Benchmark, confidence: float = 0.95, resamples: int = RESAMPLES,
+                    rng: np.random.Generator | None = None) -> stats.Estimate | None:
+    """The pooled median time per op of ``bench`` with its hierarchical bootstrap CI, s.
+
+    Unless ``rng`` is given, the generator is seeded from the benchmark's id, so the
+    runner's stopping rule and every later summary of the same data compute the very
+    same interval (one source of truth for "precision reached"). None when no sample
+    is usable.
+    """
+    groups = timing_groups(bench)
+    if not groups:
+        return None
+    rng = rng or np.random.default_rng([0, zlib.crc32(bench.id.encode())])
+    return stats.median_ci(groups, confidence, resamples, rng)
+
+
 def _median(values: Sequence[float | None]) -> float:
     finite = [v for v in values if v is not None]
     return float(np.median(finite)) if finite else math.nan
 
 
-def summarize(bench: Benchmark, confidence: float = 0.95, resamples: int = 2000,
-              rng: np.random.Generator | None = None, precision: float | None = None) -> Summary:
+def summarize(bench: Benchmark, confidence: float = 0.95, resamples: int = RESAMPLES,
+              rng: np.random.Generator | None = None, precision: float | None = None,
+              min_processes: int | None = None) -> Summary:
     """Statistics of one python-engine benchmark (no group ratios; see :func:`summarize_group`).
 
     Args:
         bench: raw data.
         confidence: CI level.
         resamples: bootstrap replicates.
-        rng: random generator for the bootstrap.
-        precision: the run's target, to word the budget warning.
+        rng: a generator for the bootstrap instead of the benchmark's own (see
+            :func:`median_estimate`).
+        precision: the run's target, to word the precision caveat.
+        min_processes: the run's minimum process count, to say why precision was not
+            claimed when fewer processes ran.
 
     Returns:
         A Summary; without samples, only identity, error and stop reason are set.
@@ -151,18 +224,18 @@ def summarize(bench: Benchmark, confidence: float = 0.95, resamples: int = 2000,
     summary = Summary(bench.id, bench.label, bench.group, bench.stage, bench.baseline,
                       stop_reason=bench.stop_reason, error=bench.error,
                       metric_units=dict(bench.metric_units))
-    groups = timing_groups(bench)
-    if not groups:
+    est = median_estimate(bench, confidence, resamples, rng)
+    if est is None:
         summary.flagged = sum(1 for p in bench.processes for s in p.samples if s.flagged)
         if summary.flagged:
-            summary.warnings = [f"all {summary.flagged} samples excluded: the clocks disagreed "
-                                "during them; check this machine with perflab doctor"]
+            summary.warnings = [Caveat("samples excluded", f"all {summary.flagged:,}",
+                                       f"all {plural(summary.flagged, 'sample')} excluded: "
+                                       "the clocks disagreed during them")]
         return summary
-    est = stats.median_ci(groups, confidence, resamples, rng)
     summary.median_s, summary.ci_low_s, summary.ci_high_s = est.value, est.low, est.high
-    _fill_spread(summary, np.concatenate(groups))
+    _fill_spread(summary, np.concatenate(timing_groups(bench)))
     _fill_process_figures(summary, bench)
-    summary.warnings = _warnings(summary, precision)
+    summary.warnings = _caveats(summary, precision, min_processes)
     return summary
 
 
@@ -193,6 +266,8 @@ def _fill_process_figures(summary: Summary, bench: Benchmark) -> None:
     blocks = [p.alloc_blocks for p in procs if p.alloc_blocks is not None]
     summary.alloc_blocks = _median(blocks) if blocks else None
     summary.preempted = _preempted(samples)
+    summary.clock_steps_ns = [p.clock_skew_ns or 0 for p in procs
+                              if p.clock_flag and not any(x.flagged for x in p.samples)]
     names = sorted({k for p in procs for k in p.metrics})
     summary.metrics = {k: _median([p.metrics.get(k) for p in procs]) for k in names}
 
@@ -207,53 +282,93 @@ def _preempted(samples: Sequence[Any]) -> int:
     return int((ratios < PREEMPTED).sum())
 
 
-def _warnings(s: Summary, precision: float | None) -> list[str]:
-    """Plain-words warnings about how far the numbers can be trusted."""
+def _caveats(s: Summary, precision: float | None, min_processes: int | None) -> list[Caveat]:
+    """Plain-words caveats about how far the numbers can be trusted."""
     out = []
+    stop = _stop_caveat(s, precision, min_processes)
+    if stop:
+        out.append(stop)
     if s.mad_s > UNSTABLE_SPREAD * s.median_s:
-        out.append(f"unstable: samples vary by ±{s.mad_s / s.median_s:.0%} (MAD/median); "
-                   "close other programs or raise --budget")
-    if s.timer_error_fraction > 0.001:
-        out.append(f"too short for the clock: timer error is {s.timer_error_fraction:.2%} "
-                   "of a sample")
-    if s.loop_overhead_s > OVERHEAD_HEAVY * s.median_s:
-        out.append(f"near the loop cost: the harness loop alone takes "
-                   f"{s.loop_overhead_s / s.median_s:.0%} of the time per op")
-    if s.gc_time_fraction > GC_DOMINATED:
-        out.append(f"GC-dominated: {s.gc_time_fraction:.0%} of the time was garbage collection")
-    if s.stop_reason in ("budget", "max-processes") and precision is not None:
-        out.append(f"budget hit before precision: ±{s.relative_half_width:.1%} reached, "
-                   f"±{precision:.1%} asked; raise --budget for more")
+        figure = f"±{s.mad_s / s.median_s:.0%}"
+        out.append(Caveat("unstable", figure, f"samples vary by {figure} (MAD/median)"))
     if s.preempted > BUSY_FRACTION * s.samples:
-        out.append(f"busy machine: {s.preempted / s.samples:.0%} of samples got under 90% of a "
-                   "core (CPU/wall < 0.9) while the code is CPU-bound; other programs took "
-                   "the CPU, so times are inflated. Close them, or check with perflab doctor")
+        figure = f"{s.preempted / s.samples:.0%}"
+        out.append(Caveat("busy machine", figure, f"{figure} of samples got under 90% of a "
+                          "core (CPU/wall < 0.9) while the code is CPU-bound"))
+    if s.timer_error_fraction > 0.001:
+        figure = f"{s.timer_error_fraction:.2%}"
+        out.append(Caveat("too short for the clock", figure,
+                          f"timer error is {figure} of a sample"))
+    if s.loop_overhead_s > OVERHEAD_HEAVY * s.median_s:
+        figure = f"{s.loop_overhead_s / s.median_s:.0%}"
+        out.append(Caveat("near the loop cost", figure,
+                          f"the harness loop alone takes {figure} of the time per op"))
+    if s.gc_time_fraction > GC_DOMINATED:
+        figure = f"{s.gc_time_fraction:.0%}"
+        out.append(Caveat("GC-dominated", figure,
+                          f"{figure} of the time was garbage collection"))
     if s.flagged:
-        out.append(f"{s.flagged} samples excluded: the clocks disagreed during them")
+        out.append(Caveat("samples excluded", f"{s.flagged:,}",
+                          f"{plural(s.flagged, 'sample')} excluded: the clocks disagreed "
+                          "during them"))
+    if s.clock_steps_ns:
+        worst = max(s.clock_steps_ns, key=abs)
+        figure = f"{abs(worst) / 1e9:.3g} s"
+        out.append(Caveat("clock step between samples", figure,
+                          f"the clocks disagreed by up to {figure} between samples of "
+                          f"{plural(len(s.clock_steps_ns), 'process', 'processes')} (no sample affected)"))
     return out
 
 
+def _stop_caveat(s: Summary, precision: float | None, min_processes: int | None
+                 ) -> Caveat | None:
+    """Why the run stopped before the asked precision, worded from the stop reason the
+    runner recorded and the same CI it decided on (:func:`median_estimate`)."""
+    if precision is None or s.stop_reason not in ("budget", "max-processes"):
+        return None
+    reached = s.relative_half_width
+    figure = f"±{reached:.1%}"
+    where = "at the budget" if s.stop_reason == "budget" else "at --max-processes"
+    if reached <= precision:
+        if min_processes is None or s.processes >= min_processes:
+            return None
+        return Caveat("precision not reached", figure,
+                      f"stopped {where} after {plural(s.processes, 'process', 'processes')}, fewer than "
+                      f"--min-processes {min_processes}; {figure} is not yet trustworthy")
+    return Caveat("precision not reached", figure,
+                  f"stopped {where} with {figure}, ±{precision:.1%} asked")
+
+
 def summarize_group(benches: Sequence[Benchmark], confidence: float = 0.95,
-                    resamples: int = 2000, seed: int | None = None,
-                    precision: float | None = None) -> list[Summary]:
+                    resamples: int = RESAMPLES, seed: int | None = None,
+                    precision: float | None = None, min_processes: int | None = None
+                    ) -> list[Summary]:
     """Summaries of one group's benchmarks with ratios against the best and the baseline.
 
-    The best is the benchmark with the lowest median (among those of the same
-    stage); ratios are B/A of medians with a hierarchical bootstrap CI
-    (:func:`perflab.analyze.stats.ratio_ci`). Metric "× best" is value / best
-    value, lower or higher being better as the metric says.
+    Like is compared with like: the best and the baseline are looked up among the
+    benchmarks of the same stage and the same thread count (threads mode), so a
+    benchmark on 8 threads is compared with the baseline on 8 threads. The best is
+    the benchmark with the lowest median; ratios are B/A of medians with a
+    hierarchical bootstrap CI (:func:`perflab.analyze.stats.ratio_ci`); a
+    benchmark's ratio to itself is exactly 1 with no CI. Metric "× best" is
+    value / best value, lower or higher being better as the metric says.
 
     Returns:
         Summaries in input order.
     """
     rng = np.random.default_rng(seed)
-    summaries = [summarize(b, confidence, resamples, rng, precision) for b in benches]
-    by_stage: dict[str | None, list[int]] = {}
-    for i, s in enumerate(summaries):
-        by_stage.setdefault(s.stage, []).append(i)
-    for members in by_stage.values():
+    summaries = [summarize(b, confidence, resamples, None, precision, min_processes)
+                 for b in benches]
+    alike: dict[tuple[str | None, int | None], list[int]] = {}
+    for i, (s, b) in enumerate(zip(summaries, benches)):
+        alike.setdefault((s.stage, b.threads), []).append(i)
+    for members in alike.values():
         _ratios(benches, summaries, members, confidence, resamples, rng)
     return summaries
+
+
+#: the ratio of a benchmark to itself: exactly 1, no CI to show
+SELF_RATIO = (1.0, math.nan, math.nan)
 
 
 def _ratios(benches: Sequence[Benchmark], summaries: list[Summary], members: list[int],
@@ -264,18 +379,25 @@ def _ratios(benches: Sequence[Benchmark], summaries: list[Summary], members: lis
     best = min(ok, key=lambda i: summaries[i].median_s)
     baselines = [i for i in ok if summaries[i].baseline]
     for i in ok:
-        groups = timing_groups(benches[i])
-        est = stats.ratio_ci(groups, timing_groups(benches[best]), confidence, resamples, rng)
-        summaries[i].ratio_best = (est.value, est.low, est.high)
+        summaries[i].ratio_best = _ratio(benches, i, best, confidence, resamples, rng)
         if baselines:
-            est = stats.ratio_ci(groups, timing_groups(benches[baselines[0]]), confidence,
-                                 resamples, rng)
-            summaries[i].ratio_baseline = (est.value, est.low, est.high)
+            summaries[i].ratio_baseline = _ratio(benches, i, baselines[0], confidence,
+                                                 resamples, rng)
     for name in {k for i in ok for k in summaries[i].metrics}:
         values = {i: summaries[i].metrics[name] for i in ok if name in summaries[i].metrics}
         best_value = min(values.values())
         for i, v in values.items():
             summaries[i].metric_ratio_best[name] = v / best_value if best_value else math.nan
+
+
+def _ratio(benches: Sequence[Benchmark], i: int, j: int, confidence: float, resamples: int,
+           rng: np.random.Generator) -> tuple[float, float, float]:
+    """(median ratio, low, high) of benchmark i over benchmark j; SELF_RATIO when i is j."""
+    if i == j:
+        return SELF_RATIO
+    est = stats.ratio_ci(timing_groups(benches[i]), timing_groups(benches[j]), confidence,
+                         resamples, rng)
+    return est.value, est.low, est.high
 
 
 @dataclass
@@ -299,7 +421,7 @@ class StagedRow:
 
 
 def staged_rows(benches: Sequence[Benchmark], summaries: Sequence[Summary],
-                confidence: float = 0.95, resamples: int = 2000, seed: int | None = None
+                confidence: float = 0.95, resamples: int = RESAMPLES, seed: int | None = None
                 ) -> tuple[list[str], list[StagedRow]]:
     """Pivot a staged group: one row per name, one column per stage, plus the total.
 
@@ -329,6 +451,9 @@ def staged_rows(benches: Sequence[Benchmark], summaries: Sequence[Summary],
     if complete:
         best = min(complete, key=lambda r: r.total[0] if r.total else math.inf)
         for row in complete:
+            if row is best:
+                row.ratio_best = SELF_RATIO
+                continue
             est = stats.percentile_ci(replicates[row.name] / replicates[best.name],
                                       row.total[0] / best.total[0], confidence)
             row.ratio_best = (est.value, est.low, est.high)
@@ -344,11 +469,12 @@ def by_group(benches: Sequence[Benchmark]) -> dict[str, list[Benchmark]]:
 
 
 def summarize_benchmarks(benches: Sequence[Benchmark], confidence: float = 0.95,
-                         seed: int | None = 0, precision: float | None = None
-                         ) -> dict[str, list[Summary]]:
+                         seed: int | None = 0, precision: float | None = None,
+                         min_processes: int | None = None) -> dict[str, list[Summary]]:
     """Summaries of python-engine benchmarks, by group (see :func:`summarize_group`).
 
     A fixed default seed makes re-rendering a file print the same CIs.
     """
-    return {group: summarize_group(members, confidence, seed=seed, precision=precision)
+    return {group: summarize_group(members, confidence, seed=seed, precision=precision,
+                                   min_processes=min_processes)
             for group, members in by_group(benches).items()}

@@ -28,11 +28,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "benchmark at least (5)")
     parser.add_argument("--max-processes", type=int, default=60, help="at most (60)")
     parser.add_argument("--process-time", default="100ms", help="sampling time per process")
-    parser.add_argument("--seed", type=int, help="seed the interleaving order and bootstrap")
+    parser.add_argument("--seed", type=int, help="seed the interleaving order and each "
+                        "process's layout randomization (repeats them exactly)")
+    parser.add_argument("--no-randomize", action="store_true", help="give every worker "
+                        "process the same memory layout (no padding variable, inherited hash "
+                        "seed, no heap padding); by default each gets its own")
     parser.add_argument("--no-alloc", action="store_true", help="skip the tracemalloc pass")
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
                         help="how to print the results on stdout")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
+    parser.add_argument("--verbose", action="store_true", help="every warning of every "
+                        "benchmark in full (by default warnings are grouped by kind)")
     parser.add_argument("--compare-to", metavar="A.json", help="after the run, compare its "
                         "results with this baseline (as perflab compare A.json NEW.json)")
     parser.add_argument("--threshold", default="2%", help="with --compare-to: the noise "
@@ -58,12 +64,18 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
     if args.min_processes < 1 or args.max_processes < args.min_processes:
         raise UsageError("--min-processes must be ≥ 1 and ≤ --max-processes")
-    return Settings(precision=parse_precision(args.precision),
-                    budget_s=parse_positive_duration(args.budget, "--budget"),
-                    timeout_s=parse_positive_duration(args.timeout, "--timeout"),
-                    min_processes=args.min_processes, max_processes=args.max_processes,
-                    process_seconds=parse_positive_duration(args.process_time, "--process-time"),
-                    allocations=not args.no_alloc, seed=args.seed)
+    budget = parse_positive_duration(args.budget, "--budget")
+    timeout = parse_positive_duration(args.timeout, "--timeout")
+    process = parse_positive_duration(args.process_time, "--process-time")
+    if process > budget or process >= timeout:
+        raise UsageError(f"--process-time {args.process_time} must fit in --budget "
+                         f"{args.budget} and be below --timeout {args.timeout} (a worker "
+                         "samples that long); lower it or raise the others")
+    return Settings(precision=parse_precision(args.precision), budget_s=budget,
+                    timeout_s=timeout, min_processes=args.min_processes,
+                    max_processes=args.max_processes, process_seconds=process,
+                    allocations=not args.no_alloc, seed=args.seed,
+                    randomize=not args.no_randomize)
 
 
 def select(cases, patterns):  # type: ignore[no-untyped-def]
@@ -83,9 +95,12 @@ def select(cases, patterns):  # type: ignore[no-untyped-def]
 
 
 def main(args: argparse.Namespace) -> int:
-    """Measure, save, print. Exit 1 when a benchmark failed, 130 when interrupted."""
+    """Measure, save, print. Exit 1 when a benchmark failed; when Ctrl-C, SIGTERM or
+    SIGHUP stopped the run (what was measured is saved and printed), 128 + the signal
+    (130, 143, 129)."""
     from perflab import __version__, environment, model
     from perflab.files import results_destination
+    from perflab.interrupts import StopSignals
     from perflab.measure import clocks
     from perflab.measure.runner import Runner
     from perflab.measure.suite import expand, load_file
@@ -106,21 +121,24 @@ def main(args: argparse.Namespace) -> int:
                       environment=env, settings={**settings.to_dict(), "timer": timer.to_dict(),
                                                  "sample_target_ns": target_ns})
     progress = _progress(settings.precision, args.quiet)
-    with progress:
-        runner = Runner(str(bench_file.path), cases, settings, target_ns, timer.error_ns,
-                        progress=progress)
-        results.benchmarks = runner.run()
-    _attach_units(results.benchmarks, bench_file)
-    results.interrupted = runner.interrupted
-    environment.finish(env)
-    _save_and_print(results, args, settings.precision, destination)
-    tripped = 0
-    if baseline is not None:
-        from perflab.commands.compare import compare_after_run
+    with StopSignals() as stop:
+        with progress:
+            runner = Runner(str(bench_file.path), cases, settings, target_ns, timer.error_ns,
+                            progress=progress)
+            results.benchmarks = runner.run()
+        stop.shield()
+        _attach_units(results.benchmarks, bench_file)
+        results.interrupted = runner.interrupted
+        environment.finish(env)
+        _save_and_print(results, args, settings.precision, destination)
+        tripped = 0
+        if baseline is not None:
+            from perflab.commands.compare import compare_after_run
 
-        tripped = compare_after_run(args.compare_to, baseline, results, args.format, *gate)
-    if runner.interrupted:
-        return 130
+            tripped = compare_after_run(args.compare_to, baseline, results, args.format, *gate)
+    stopped = stop.exit_code(runner.interrupted)
+    if stopped is not None:
+        return stopped
     return 1 if tripped or any(b.failed for b in results.benchmarks) else 0
 
 
@@ -140,7 +158,7 @@ def _gate_options(args: argparse.Namespace) -> tuple[float, list[str]]:
 def _progress(precision: float, quiet: bool):  # type: ignore[no-untyped-def]
     """The live display on stderr, or a silent one with --quiet."""
     if quiet:
-        from perflab.measure.runner import NullProgress
+        from perflab.measure.progress import NullProgress
 
         return NullProgress()
     from perflab.report.progress import RichProgress
@@ -158,15 +176,16 @@ def _save_and_print(results, args, precision: float, destination) -> None:  # ty
     """Save (a failed save is raised after the table is printed), print."""
     from perflab import model
     from perflab.analyze.summary import summarize_benchmarks
-    from perflab.commands.show import print_run
     from perflab.files import Deferred
+    from perflab.report.run_output import print_run
 
-    grouped = summarize_benchmarks(results.benchmarks, precision=precision)
+    grouped = summarize_benchmarks(results.benchmarks, precision=precision,
+                                   min_processes=results.settings.get("min_processes"))
     summaries = {s.id: s.to_dict() for group in grouped.values() for s in group}
     later = Deferred()
     later.run(model.save, results, destination, summaries)
     if not destination.stdout:
-        print_run(results, grouped, args.format)
+        print_run(results, grouped, args.format, args.verbose)
     later.raise_()
     if not destination.stdout:
         sys.stderr.write(f"results saved to {destination}\n")

@@ -13,15 +13,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table")
     parser.add_argument("--env", action="store_true", help="also print the environment "
                         "fingerprint and the settings")
-
-
-def print_run(results: Any, grouped: dict[str, Any], fmt: str) -> None:
-    """Print a run's tables on stdout as a rich table, Markdown or CSV."""
-    from perflab.report import console
-    from perflab.report.table import run_tables, summary_records
-
-    console.emit(fmt, lambda: run_tables(results.benchmarks, grouped),
-                 lambda: summary_records(grouped))
+    parser.add_argument("--verbose", action="store_true", help="every warning of every "
+                        "benchmark in full (by default warnings are grouped by kind)")
 
 
 def print_environment(results: Any) -> None:
@@ -41,6 +34,7 @@ def main(args: argparse.Namespace) -> int:
     """Load, summarize and print. Exit 2 on a bad file."""
     from perflab import model
     from perflab.analyze.summary import summarize_benchmarks
+    from perflab.report.run_output import print_run
 
     results = model.load(args.file)
     if args.env:
@@ -54,6 +48,7 @@ def main(args: argparse.Namespace) -> int:
 
         return http.render(results, args.format)
     grouped = summarize_benchmarks(results.benchmarks,
-                                   precision=results.settings.get("precision"))
-    print_run(results, grouped, args.format)
+                                   precision=results.settings.get("precision"),
+                                   min_processes=results.settings.get("min_processes"))
+    print_run(results, grouped, args.format, args.verbose)
     return 0

@@ -36,7 +36,7 @@ from typing import Any
 from perflab.errors import UsageError
 from perflab.measure import integrity
 from perflab.measure.parameters import CommandSpec
-from perflab.measure.runner import NullProgress, Progress
+from perflab.measure.progress import NullProgress, Progress
 from perflab.measure.spawn import Item, PosixSpawner, SpawnOutcome, Spawner
 from perflab.model import Benchmark, CommandRun
 

@@ -60,7 +60,9 @@ class Monitor:
 
     Create it as early as possible (the TSC calibration starts then), call
     :meth:`ready` once before sampling, then :meth:`start` before and
-    :meth:`stop` after each sample.
+    :meth:`stop` after each sample, and :meth:`span` once after the last: the
+    clocks compared over the whole sampling phase catch a step that fell between
+    two samples, which no sample's bracket sees.
 
     Args:
         core: the native module; by default ``perflab._core`` is loaded. With
@@ -71,6 +73,7 @@ class Monitor:
         self._core = load_core() if core is ... else core
         self._start_ref = self._core.tsc_reference() if self._core else None
         self._bracket: Any = None
+        self._span: Any = None
         self.ticks_per_ns: float | None = None
 
     def ready(self) -> None:
@@ -84,6 +87,8 @@ class Monitor:
         self.ticks_per_ns = self._rate()
         self._bracket = self._core.ClockBracket(self.ticks_per_ns, REL_TOLERANCE,
                                                 ABS_TOLERANCE_NS)
+        # a bracket snapshots the clocks when it is made: this one spans all the samples
+        self._span = self._core.ClockBracket(self.ticks_per_ns, REL_TOLERANCE, ABS_TOLERANCE_NS)
         self.start = self._bracket.start  # type: ignore[method-assign]
 
     def _rate(self) -> float | None:
@@ -109,6 +114,18 @@ class Monitor:
         if self._bracket is None:
             return None, None
         skew, clock, flagged = self._bracket.stop()
+        return skew, FLAG_PREFIX + clock if flagged else None
+
+    def span(self) -> tuple[int | None, str | None]:
+        """Compare the clocks from :meth:`ready` (before the first sample) to now.
+
+        Returns:
+            (skew_ns, flag) over the whole span, as :meth:`stop` words them; a flag
+            here with no flagged sample means the clocks disagreed between samples.
+        """
+        if self._span is None:
+            return None, None
+        skew, clock, flagged = self._span.stop()
         return skew, FLAG_PREFIX + clock if flagged else None
 
 

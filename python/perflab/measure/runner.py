@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from perflab.measure.layout import Layout, from_environment
+from perflab.measure.progress import NullProgress, Progress
 from perflab.measure.suite import Case
 from perflab.model import Benchmark, Process, Sample
 
@@ -53,7 +55,9 @@ class Settings:
         timeout_s: a process running longer is killed and the benchmark fails.
         allocations: run the tracemalloc pass.
         confidence: CI level.
-        seed: seed for interleaving order and bootstrap (None: random).
+        seed: seed for interleaving order and layout draws (None: random).
+        randomize: give each worker process its own memory layout
+            (:mod:`perflab.measure.layout`).
     """
 
     precision: float = 0.01
@@ -69,6 +73,7 @@ class Settings:
     allocations: bool = True
     confidence: float = 0.95
     seed: int | None = None
+    randomize: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -118,7 +123,8 @@ class SubprocessBackend:
         with tempfile.TemporaryFile() as err:
             proc = subprocess.Popen(
                 [sys.executable, "-P", "-m", "perflab.measure.worker"], stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL, stderr=err, pass_fds=(write_fd,), env=_worker_env())
+                stdout=subprocess.DEVNULL, stderr=err, pass_fds=(write_fd,),
+                env=_worker_env(plan.get("layout")))
             os.close(write_fd)
             try:
                 assert proc.stdin is not None
@@ -140,11 +146,14 @@ class SubprocessBackend:
         return outcome
 
 
-def _worker_env() -> dict[str, str]:
-    """The worker's environment: ours, with this perflab first on PYTHONPATH."""
+def _worker_env(layout: dict[str, int] | None = None) -> dict[str, str]:
+    """The worker's environment: ours, with this perflab first on PYTHONPATH and the
+    process's layout randomization (padding variable, hash seed) when it has one."""
     env = dict(os.environ)
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    if layout:
+        env.update(Layout(**layout).environment())
     return env
 
 
@@ -177,40 +186,6 @@ def _reap(proc: subprocess.Popen[bytes], kill: bool) -> int | None:
         proc.kill()
         proc.wait()
         return None
-
-
-class Progress(Protocol):
-    """Receives progress of the run (the console shows it; tests ignore it)."""
-
-    def start_case(self, case_id: str, budget_s: float) -> None:
-        """A case is about to be measured."""
-
-    def update_case(self, case_id: str, processes: int, spent_s: float,
-                    half_width: float | None) -> None:
-        """A process of the case finished; ``half_width`` is relative (0.01 = 1%)."""
-
-    def finish_case(self, case_id: str, reason: str) -> None:
-        """The case stopped for ``reason``."""
-
-
-class NullProgress:
-    """A Progress that shows nothing (also usable as a context manager, like RichProgress)."""
-
-    def __enter__(self) -> NullProgress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        """Nothing to close."""
-
-    def start_case(self, case_id: str, budget_s: float) -> None:
-        """Ignore."""
-
-    def update_case(self, case_id: str, processes: int, spent_s: float,
-                    half_width: float | None) -> None:
-        """Ignore."""
-
-    def finish_case(self, case_id: str, reason: str) -> None:
-        """Ignore."""
 
 
 @dataclass
@@ -250,6 +225,7 @@ class Runner:
         self.progress = progress or NullProgress()
         self.clock = clock
         self.rng = random.Random(settings.seed)
+        self.layouts = from_environment(settings.seed) if settings.randomize else None
         self.states = [CaseState(c, c.to_benchmark()) for c in cases]
         self._t0 = clock()
         self._next_index = 0
@@ -288,24 +264,25 @@ class Runner:
                 self._run_process(state)
                 self._decide(state)
 
-    def _plan(self, state: CaseState) -> dict[str, Any]:
-        """The JSON plan a worker receives."""
+    def _plan(self, state: CaseState, layout: dict[str, int]) -> dict[str, Any]:
+        """The JSON plan a worker receives (``layout``: its randomization, {} for none)."""
         s = self.settings
         return {"file": self.file, "index": state.case.index, "params": state.case.params,
                 "threads": state.case.threads, "iterations": state.iterations,
                 "sample_target_ns": self.sample_target_ns, "warmup_max_s": s.warmup_max_s,
                 "sample_seconds": s.process_seconds, "min_samples": s.min_samples,
-                "max_samples": s.max_samples, "allocations": s.allocations}
+                "max_samples": s.max_samples, "allocations": s.allocations, "layout": layout}
 
     def _run_process(self, state: CaseState) -> None:
         """Run one worker for ``state`` and fold its events into a Process record."""
+        layout = self.layouts.next().to_dict() if self.layouts else {}
         proc = Process(index=self._next_index, pid=0, started_s=self.clock() - self._t0,
-                       timer_error_ns=self.timer_error_ns)
+                       timer_error_ns=self.timer_error_ns, layout=layout)
         self._next_index += 1
         state.bench.processes.append(proc)
         outcome = Outcome()
         try:
-            outcome = self.backend.run(self._plan(state), self.settings.timeout_s,
+            outcome = self.backend.run(self._plan(state, layout), self.settings.timeout_s,
                                        lambda ev: _apply_event(proc, state, ev))
         finally:
             state.spent_s += outcome.wall_s or (self.clock() - self._t0 - proc.started_s)
@@ -315,26 +292,16 @@ class Runner:
 
     def _decide(self, state: CaseState) -> None:
         """Stop the case when it failed, met the precision, or ran out of budget/processes."""
-        from perflab.analyze.summary import timing_groups
-        from perflab.analyze.stats import median_ci
+        from perflab.analyze.summary import median_estimate
 
         s, bench = self.settings, state.bench
-        half = None
-        groups = timing_groups(bench)
-        if groups:
-            half = median_ci(groups, s.confidence, 1000,
-                             _np_rng(s.seed, len(bench.processes))).relative_half_width
+        est = median_estimate(bench, s.confidence)
+        half = est.relative_half_width if est is not None else None
         self.progress.update_case(bench.id, len(bench.processes), state.spent_s, half)
         reason = _stop_reason(bench, half, state.spent_s, s)
         if reason:
             state.done, bench.stop_reason = True, reason
             self.progress.finish_case(bench.id, reason)
-
-
-def _np_rng(seed: int | None, salt: int) -> Any:
-    import numpy as np
-
-    return np.random.default_rng(None if seed is None else [seed, salt])
 
 
 def _stop_reason(bench: Benchmark, half: float | None, spent_s: float, s: Settings) -> str | None:
@@ -376,6 +343,7 @@ def _apply_event(proc: Process, state: CaseState, event: Event) -> None:
     elif kind == "done":
         proc.steal_ns = event.get("steal_ns")
         proc.involuntary_switches = event.get("involuntary_switches")
+        proc.clock_skew_ns, proc.clock_flag = event.get("clock_skew"), event.get("clock_flag")
 
 
 def _failure(outcome: Outcome, timeout_s: float) -> str | None:
@@ -385,6 +353,10 @@ def _failure(outcome: Outcome, timeout_s: float) -> str | None:
     errors = [e for e in outcome.events if e["event"] == "error"]
     if errors:
         e = errors[-1]
+        if e["type"] == "SystemExit":
+            return (f"called sys.exit({e['message']}) in {e['phase']}: a benchmark must "
+                    "return, not end its process. Remove the call (or move it under "
+                    "if __name__ == '__main__':)")
         return (f"raised {e['type']} in {e['phase']}: {e['message']}. "
                 "Fix the benchmark or skip it with --filter")
     if outcome.timed_out:
@@ -395,6 +367,9 @@ def _failure(outcome: Outcome, timeout_s: float) -> str | None:
         return (f"killed its worker with {name}; the benchmark crashed the interpreter "
                 "(abort or segfault). Fix it or skip it with --filter")
     if outcome.returncode or not any(e["event"] == "done" for e in outcome.events):
-        tail = outcome.stderr.strip().splitlines()[-1:] or ["no output"]
-        return f"worker exited with status {outcome.returncode} ({tail[0]})"
+        tail = outcome.stderr.strip().splitlines()[-1:]
+        said = f"; its last words: {tail[0]}" if tail else ""
+        return (f"ended its worker process (exit status {outcome.returncode}) before the "
+                f"measurement finished, without raising{said}. A benchmark must return: "
+                "look for os._exit(), os.kill() or exec in it, or skip it with --filter")
     return None

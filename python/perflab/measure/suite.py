@@ -132,6 +132,8 @@ def bench(func: Callable[..., Any] | None = None, *, name: str | None = None, gr
     Raises:
         UsageError: a param value that isn't a JSON scalar.
     """
+    counts = _thread_counts(threads)
+
     def register(f: Callable[..., Any]) -> Callable[..., Any]:
         plist = {k: list(v) for k, v in (params or {}).items()}
         for key, values in plist.items():
@@ -140,10 +142,31 @@ def bench(func: Callable[..., Any] | None = None, *, name: str | None = None, gr
                 raise UsageError(f"benchmark {f.__name__!r}: param {key!r} needs a non-empty "
                                  f"list of numbers/strings/bools, got {bad or values!r}")
         _BENCHES.append(BenchSpec(f, name or f.__name__, group, stage, setup, plist, baseline,
-                                  list(threads) if threads is not None else None))
+                                  counts))
         return f
 
     return register(func) if func is not None else register
+
+
+#: most threads a benchmark may ask for in threads mode
+MAX_THREADS = 1024
+
+
+def _thread_counts(threads: Iterable[int] | None) -> list[int] | None:
+    """``threads`` as a list of thread counts, checked. Raises UsageError."""
+    if threads is None:
+        return None
+    try:
+        counts = list(threads)
+    except TypeError:
+        raise UsageError(f"threads={threads!r} must be a list of thread counts, "
+                         "e.g. threads=[1, 2, 4, 8]") from None
+    bad = [n for n in counts if isinstance(n, bool) or not isinstance(n, int)
+           or not 1 <= n <= MAX_THREADS]
+    if bad or not counts:
+        raise UsageError(f"threads={counts!r}: thread counts must be whole numbers from 1 to "
+                         f"{MAX_THREADS}, e.g. threads=[1, 2, 4, 8]")
+    return counts
 
 
 def metric(func: Callable[[Any], float | None] | None = None, *, name: str | None = None,
@@ -233,12 +256,16 @@ def load_file(path: str | os.PathLike[str]) -> BenchFile:
     except SyntaxError as exc:
         raise BenchFileError(f"{path}:{exc.lineno}: syntax error: {exc.msg}; "
                              "fix the file and run again") from None
-    except UsageError:
-        raise
+    except UsageError as exc:
+        raise BenchFileError(f"{path}{_user_line(exc, path)}: {exc}") from None
     except BaseException as exc:  # noqa: BLE001 - user code may raise anything at import
         if isinstance(exc, KeyboardInterrupt):
             raise
         line = _user_line(exc, path)
+        if isinstance(exc, SystemExit):
+            raise BenchFileError(f"{path}{line}: calls sys.exit({exc.code!r}) when imported; "
+                                 "perflab imports the file to find its benchmarks, so move "
+                                 "that call under if __name__ == '__main__':") from None
         raise BenchFileError(f"{path}{line}: importing it raised {type(exc).__name__}: {exc}; "
                              "fix the file and run again") from None
     return BenchFile(path, list(_BENCHES), list(_METRICS))

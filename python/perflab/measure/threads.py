@@ -24,7 +24,10 @@ them; an operation counts in the batch, and so the window, in which it
 completed. Each window is bracketed by the clock cross-check of
 :mod:`perflab.measure.integrity`, as every normal-mode sample is.
 
-This module imports only the standard library: workers must start fast.
+This module imports only the standard library (and the worker's shared sampling
+pieces, :mod:`perflab.measure.sampling`): workers must start fast. How the
+processes of a benchmark fold into figures (fairness, latency) is analysis:
+:mod:`perflab.analyze.threads`.
 """
 
 from __future__ import annotations
@@ -32,7 +35,6 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-import resource
 import statistics
 import sys
 import threading
@@ -41,6 +43,11 @@ from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from perflab.analyze.threads import LATENCY_BATCH_NS as BATCH_NS
+from perflab.analyze.threads import MAX_BATCH
+from perflab.measure import sampling
+from perflab.measure.sampling import allocations, emit_done, empty_like
 
 _perf_ns = time.perf_counter_ns
 _cpu_ns = time.process_time_ns
@@ -56,10 +63,6 @@ TIMER_PROBE_S = 0.01
 #: mode's 2% because thread scheduling makes windows noisier.
 WARMUP_WINDOWS = 3
 WARMUP_TOLERANCE = 0.05
-#: A thread's untimed batch grows until it lasts this long, ns: the timed call's
-#: two clock reads and append (~100–400 ns) are then under 1% of the work.
-BATCH_NS = 40_000
-MAX_BATCH = 1 << 20
 PERCENTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p99.9", 0.999))
 
 
@@ -74,25 +77,6 @@ def gil_enabled() -> bool:
     """
     check = getattr(sys, "_is_gil_enabled", None)
     return True if check is None else bool(check())
-
-
-def jain_index(ops: Sequence[float]) -> float:
-    """Jain's fairness index (Σx)² / (n·Σx²) (Jain, Chiu & Hawe 1984, DEC-TR-301). O(n).
-
-    Args:
-        ops: work done by each of n threads, shape (n,), ≥ 0.
-
-    Returns:
-        1.0 when every thread did the same work, 1/n when one thread did it
-        all; NaN when nobody did any.
-
-    Raises:
-        ValueError: on empty input.
-    """
-    if not ops:
-        raise ValueError("jain_index needs the work of at least one thread")
-    squares = sum(x * x for x in ops)
-    return sum(ops) ** 2 / (len(ops) * squares) if squares else math.nan
 
 
 def latency_percentiles(values: Sequence[int]) -> dict[str, float]:
@@ -119,7 +103,7 @@ class Crew:
     (~100–400 ns) to each op and distort fast operations several-fold. So each
     thread runs a batch of ``k`` untimed calls, then one timed call whose
     duration goes to the thread's ``array('q')`` (8 bytes a sample, no objects
-    kept); ``k`` doubles until a batch lasts :data:`BATCH_NS`, which puts the
+    kept); ``k`` doubles until a batch lasts ``BATCH_NS``, which puts the
     timer's cost under 1% of throughput (JMH's SampleTime mode samples the
     same way). Ops are counted per batch in ``counts`` and read by the
     coordinating thread at window edges; a batch of at most ~``BATCH_NS``
@@ -286,7 +270,7 @@ def run_windows(crew: Crew, gcmon: Any, plan: dict[str, Any], emit: Callable[...
     emit("calibrated", iterations=max(1, round((sum(mark.ops)) / max(count, 1))))
     emit("warmup", samples=count, converged=converged)
     first, deadline, samples = mark, mark.wall_ns + plan["sample_seconds"] * 1e9, 0
-    monitor = clock_monitor()
+    monitor = sampling.MONITOR
     monitor.ready()
     monitor.start()
     while crew.running[0] and samples < plan["max_samples"] and (
@@ -300,15 +284,6 @@ def run_windows(crew: Crew, gcmon: Any, plan: dict[str, Any], emit: Callable[...
             samples += 1
         mark = end
     return first, mark
-
-
-def clock_monitor() -> Any:
-    """The worker's per-sample clock cross-check (:mod:`perflab.measure.integrity`): each
-    window is bracketed like a normal-mode sample, so a clock step or a clock running at
-    the wrong rate flags the windows it touched."""
-    from perflab.measure.worker import _MONITOR
-
-    return _MONITOR
 
 
 def measure(call: Callable[[], Any], func: Callable[..., Any], args: tuple[Any, ...],
@@ -330,8 +305,6 @@ def measure(call: Callable[[], Any], func: Callable[..., Any], args: tuple[Any, 
         Whatever the benchmark raises in any thread (after the windows
         measured so far were emitted).
     """
-    from perflab.measure.worker import allocations, empty_like
-
     threads = plan["threads"]
     if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
         raise ValueError(f"threads={threads!r}: thread counts must be whole numbers ≥ 1, "
@@ -343,6 +316,7 @@ def measure(call: Callable[[], Any], func: Callable[..., Any], args: tuple[Any, 
     crew.start()
     try:
         first, last = run_windows(crew, gcmon, plan, emit)
+        span = sampling.MONITOR.span()
         gil = gil_enabled()
     finally:
         crew.stop()
@@ -350,7 +324,7 @@ def measure(call: Callable[[], Any], func: Callable[..., Any], args: tuple[Any, 
     if plan.get("allocations", True):
         peak, blocks = allocations(call)
         emit("alloc", peak_bytes=peak, blocks=blocks)
-    _done(emit, steal0)
+    emit_done(emit, steal0, span)
 
 
 def _spread(crew: Crew, first: Mark, last: Mark) -> dict[str, Any]:
@@ -360,51 +334,3 @@ def _spread(crew: Crew, first: Mark, last: Mark) -> dict[str, Any]:
         pooled.extend(lat[lo:hi])
     return {"ops": [hi - lo for lo, hi in zip(first.ops, last.ops)],
             "latency_ns": latency_percentiles(pooled)}
-
-
-def _done(emit: Callable[..., None], steal0: int | None) -> None:
-    """The ``done`` event: context switches and machine steal time over the process."""
-    from perflab.measure.worker import _steal_ns
-
-    steal1 = _steal_ns()
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    emit("done", involuntary_switches=usage.ru_nivcsw,
-         steal_ns=None if steal0 is None or steal1 is None else steal1 - steal0)
-
-
-@dataclass(frozen=True)
-class ThreadFigures:
-    """What threads mode measured for one benchmark, folded across its processes.
-
-    Each figure is the median over processes of the per-process value.
-
-    Attributes:
-        threads: the thread count N.
-        latency_ns: per-op latency percentiles, ns (p50, p90, p99, p99.9, max, mean).
-        min_max: ops of the slowest thread / ops of the fastest (1 = equal).
-        jain: Jain's fairness index of ops per thread (1 = equal, 1/N = one did all).
-        gil_enabled: False when every process ran without the GIL; None if unknown.
-    """
-
-    threads: int
-    latency_ns: dict[str, float]
-    min_max: float
-    jain: float
-    gil_enabled: bool | None
-
-
-def thread_figures(bench: Any) -> ThreadFigures | None:
-    """Fold the processes of a threads-mode :class:`perflab.model.Benchmark`; None when
-    it has no threads data (not threads mode, or every process failed first)."""
-    procs = [p for p in bench.processes if p.thread_ops and sum(p.thread_ops)]
-    if bench.threads is None or not procs:
-        return None
-    keys = sorted({k for p in procs for k in p.latency_ns})
-    latency = {k: statistics.median([p.latency_ns[k] for p in procs if k in p.latency_ns])
-               for k in keys}
-    flags = {p.gil_enabled for p in procs}
-    return ThreadFigures(
-        bench.threads, latency,
-        statistics.median(min(p.thread_ops) / max(p.thread_ops) for p in procs),
-        statistics.median(jain_index(p.thread_ops) for p in procs),
-        None if None in flags else any(flags))

@@ -6,6 +6,7 @@ pipe (fd given in the plan), so whatever the benchmark prints can't corrupt
 the protocol and samples measured before a hang or crash are not lost.
 
 Sequence in each process (pyperf and JMH use the same outline):
+    import → layout randomization (:mod:`perflab.measure.layout`) → benchmark file
     import → setup (untimed) → first call (the cold time) → metrics →
     calibration (first process of a case only) → warmup until the timings stop
     drifting (bounded) → loop overhead with an empty callable → samples →
@@ -18,41 +19,23 @@ from __future__ import annotations
 
 import functools
 import gc
-import inspect
 import itertools
 import json
 import os
-import resource
 import sys
 import time
 import traceback
-import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
-from perflab.measure.integrity import Monitor
+from perflab.measure import sampling
+from perflab.measure.layout import heap_padding
+from perflab.measure.sampling import GcMonitor, allocations, emit_done, empty_like, steal_ns
 
 _perf_ns = time.perf_counter_ns
 _cpu_ns = time.process_time_ns
-#: The clock cross-check of every sample; created at import so that its TSC
-#: calibration spans all the work done before sampling.
-_MONITOR = Monitor()
-
-
-class GcMonitor:
-    """Counts garbage collections and their duration via ``gc.callbacks``."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.ns = 0
-        self._start = 0
-
-    def __call__(self, phase: str, info: dict[str, Any]) -> None:
-        if phase == "start":
-            self._start = _perf_ns()
-        else:
-            self.count += 1
-            self.ns += _perf_ns() - self._start
+#: the small objects of the process's layout randomization, alive until it exits
+_HEAP_PADDING: list[Any] = []
 
 
 class Emitter:
@@ -72,10 +55,6 @@ class PhaseError(Exception):
         super().__init__(phase)
         self.phase = phase
         self.exc = exc
-
-
-def _empty(*args: Any, **kwargs: Any) -> None:
-    """The empty callable whose cost is the harness loop's own overhead."""
 
 
 def time_loop(call: Callable[[], Any], n: int, gcmon: GcMonitor) -> tuple[int, int, int, int]:
@@ -133,38 +112,6 @@ def warmup(call: Callable[[], Any], n: int, gcmon: GcMonitor, max_s: float,
             return len(walls), False
 
 
-def empty_like(func: Callable[..., Any]) -> Callable[..., Any]:
-    """An empty function with ``func``'s parameter list (defaults become None).
-
-    Calling it costs what calling ``func`` costs before its body runs, so the
-    loop overhead is measured with the same argument binding as the benchmark
-    (BenchmarkDotNet's "overhead" method follows the same idea).
-    """
-    try:
-        sig = inspect.signature(func)
-    except (TypeError, ValueError):
-        return _empty
-    parts, star_seen = [], False
-    for p in sig.parameters.values():
-        if p.kind is p.VAR_POSITIONAL:
-            parts.append(f"*{p.name}")
-            star_seen = True
-        elif p.kind is p.VAR_KEYWORD:
-            parts.append(f"**{p.name}")
-        else:
-            if p.kind is p.KEYWORD_ONLY and not star_seen:
-                parts.append("*")
-                star_seen = True
-            parts.append(p.name + ("=None" if p.default is not p.empty else ""))
-            if p.kind is p.POSITIONAL_ONLY and all(
-                    q.kind is not q.POSITIONAL_ONLY for q in list(sig.parameters.values())[
-                        list(sig.parameters).index(p.name) + 1:]):
-                parts.append("/")
-    namespace: dict[str, Any] = {}
-    exec(f"def _empty_like({', '.join(parts)}):\n    pass", namespace)  # noqa: S102
-    return namespace["_empty_like"]
-
-
 def loop_overhead(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                   n: int, gcmon: GcMonitor, samples: int = 7) -> float:
     """Median ns per op of the harness loop around an empty callable of the same shape."""
@@ -174,46 +121,12 @@ def loop_overhead(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
     return walls[samples // 2] / n
 
 
-def allocations(call: Callable[[], Any], calls: int = 3) -> tuple[float, float]:
-    """tracemalloc pass: (peak traced bytes growth per call, live blocks left per call).
-
-    Run after timing so tracing (which slows allocation several-fold) never
-    touches a timed sample. Blocks count what survives the call (including the
-    result); blocks allocated and freed inside the call are not countable
-    with tracemalloc.
-    """
-    tracemalloc.start()
-    try:
-        peaks, blocks = [], []
-        for _ in range(calls):
-            gc.collect()
-            base = tracemalloc.get_traced_memory()[0]
-            tracemalloc.reset_peak()
-            before = sys.getallocatedblocks()
-            result = call()
-            blocks.append(sys.getallocatedblocks() - before)
-            peaks.append(tracemalloc.get_traced_memory()[1] - base)
-            del result
-    finally:
-        tracemalloc.stop()
-    return float(sorted(peaks)[calls // 2]), float(max(0, sorted(blocks)[calls // 2]))
-
-
-def _steal_ns() -> int | None:
-    """Machine-wide CPU steal time so far, ns, from /proc/stat (None if unavailable)."""
-    try:
-        with open("/proc/stat") as f:
-            fields = f.readline().split()
-        return int(fields[8]) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 def _phase(name: str, fn: Callable[[], Any]) -> Any:
-    """Run ``fn``; wrap anything it raises as PhaseError(name)."""
+    """Run ``fn``; wrap anything it raises as PhaseError(name), ``sys.exit()`` included
+    (SystemExit is not an Exception, and would otherwise end the worker silently)."""
     try:
         return fn()
-    except Exception as exc:  # noqa: BLE001 - the benchmark may raise anything
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the benchmark may raise anything
         raise PhaseError(name, exc) from exc
 
 
@@ -221,7 +134,8 @@ def measure(plan: dict[str, Any], emit: Emitter) -> None:
     """Measure the case described by ``plan`` and emit events. Raises PhaseError."""
     from perflab.measure.suite import call_setup, load_file
 
-    steal0 = _steal_ns()
+    steal0 = steal_ns()
+    _HEAP_PADDING.extend(heap_padding(plan.get("layout", {}).get("heap_objects", 0)))
     bench_file = load_file(plan["file"])
     spec = bench_file.benches[plan["index"]]
     params = plan["params"]
@@ -251,32 +165,34 @@ def measure(plan: dict[str, Any], emit: Emitter) -> None:
     count, converged = _phase("warmup", lambda: warmup(call, n, gcmon, plan["warmup_max_s"]))
     emit("warmup", samples=count, converged=converged)
     emit("overhead", ns_per_op=loop_overhead(spec.func, args, params, n, gcmon))
-    _phase("sampling", lambda: _sample(call, n, gcmon, plan, emit))
+    span = _phase("sampling", lambda: _sample(call, n, gcmon, plan, emit))
     if plan.get("allocations", True):
         peak, blocks = _phase("allocation pass", lambda: allocations(call))
         emit("alloc", peak_bytes=peak, blocks=blocks)
-    steal1 = _steal_ns()
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    emit("done", involuntary_switches=usage.ru_nivcsw,
-         steal_ns=None if steal0 is None or steal1 is None else steal1 - steal0)
+    emit_done(emit, steal0, span)
 
 
 def _sample(call: Callable[[], Any], n: int, gcmon: GcMonitor, plan: dict[str, Any],
-            emit: Emitter) -> None:
+            emit: Emitter) -> tuple[int | None, str | None]:
     """Timed samples until the process's time slice is spent (and a minimum count is met).
 
     Each sample is bracketed by the clock cross-check (:mod:`perflab.measure.integrity`);
     its skew and flag travel with the sample event.
+
+    Returns:
+        The cross-check over the whole sampling phase: (skew ns, flag).
     """
-    _MONITOR.ready()
+    monitor = sampling.MONITOR
+    monitor.ready()
     deadline = _perf_ns() + plan["sample_seconds"] * 1e9
     count = 0
     while count < plan["max_samples"] and (count < plan["min_samples"] or _perf_ns() < deadline):
-        _MONITOR.start()
+        monitor.start()
         wall, cpu, gcs, gcns = time_loop(call, n, gcmon)
-        skew, flag = _MONITOR.stop()
+        skew, flag = monitor.stop()
         emit("sample", n=n, wall=wall, cpu=cpu, gc=gcs, gc_ns=gcns, skew=skew, flag=flag)
         count += 1
+    return monitor.span()
 
 
 def main() -> int:

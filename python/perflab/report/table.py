@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from perflab.analyze.summary import StagedRow, Summary
+from perflab.analyze.summary import CAVEATS, StagedRow, Summary
+from perflab.analyze.threads import LATENCY_BATCH_NS, MAX_BATCH
 from perflab.model import Benchmark
 from perflab.units import format_bytes, format_quantity, format_rate, format_ratio, format_time
 
@@ -44,16 +45,31 @@ def _ratio_cell(ratio: tuple[float, float, float] | None) -> str:
     return format_ratio(*ratio) if ratio else "–"
 
 
-def _time_ci(s: Summary) -> str:
-    if not s.ok:
+#: a CI is printed as "low–high" instead of "± x%" when its two sides differ by more
+#: than this fraction of the whole interval and by more than ASYMMETRY_FLOOR of the value
+ASYMMETRY = 0.25
+ASYMMETRY_FLOOR = 0.005
+
+
+def estimate_cell(value: float, low: float, high: float, fmt: Any = format_time) -> str:
+    """A value with its CI: ``1.23 ms ± 0.8%``, or ``663 ns (585 ns–7.83 µs)`` when the
+    CI is asymmetric (a "±" would hide that one side is far longer than the other)."""
+    if not (math.isfinite(value) and value):
         return "–"
-    return f"{format_time(s.median_s)} ± {s.relative_half_width:.1%}"
+    up, down = high - value, value - low
+    if abs(up - down) > ASYMMETRY * (up + down) and abs(up - down) > ASYMMETRY_FLOOR * value:
+        return f"{fmt(value)} ({fmt(low)}–{fmt(high)})"
+    return f"{fmt(value)} ± {(high - low) / 2 / value:.1%}"
+
+
+def _time_ci(s: Summary) -> str:
+    return estimate_cell(s.median_s, s.ci_low_s, s.ci_high_s) if s.ok else "–"
 
 
 def _notes(s: Summary, baseline: bool = True) -> str:
-    """Short notes: why it stopped early, warning keywords, many outliers, baseline."""
+    """Short notes: why it stopped early, caveat kinds, many outliers, baseline."""
     parts = [_SHORT_STOP.get(s.stop_reason, s.stop_reason)]
-    parts += [w.split(":")[0] for w in s.warnings if not w.startswith("budget hit")]
+    parts += [c.kind for c in s.warnings if c.kind != "precision not reached"]
     if s.samples and s.outliers > MANY_OUTLIERS * s.samples:
         parts.append(f"{s.outliers / s.samples:.0%} outliers")
     if s.baseline and baseline:
@@ -74,23 +90,29 @@ def _metric_names(summaries: Sequence[Summary]) -> list[str]:
     return sorted({k for s in summaries for k in s.metrics})
 
 
-def group_table(title: str, summaries: Sequence[Summary]) -> Table:
+def group_table(title: str, summaries: Sequence[Summary], threaded: bool = False,
+                verbose: bool = False) -> Table:
     """The per-group table of ``perflab run`` (one row per benchmark).
 
     Columns: benchmark, time/op ± CI, per 1,000 ops, ops/s, CPU/wall, × best,
-    [× baseline], each metric and its × best, alloc/op, GC/1k ops, notes.
+    [× baseline], each metric and its × best, alloc/op, GC/1k ops, notes. In a
+    group with thread counts (``threaded``) the ratios compare like with like (the
+    same thread count) and their headers say so. Caveats are grouped by kind
+    unless ``verbose``.
     """
     metrics = _metric_names(summaries)
     has_baseline = any(s.ratio_baseline for s in summaries)
-    columns = ["benchmark", "time/op ± CI", "per 1,000 ops", "ops/s", "CPU/wall", "× best"]
-    columns += ["× baseline"] if has_baseline else []
+    alike = " (same threads)" if threaded else ""
+    columns = ["benchmark", "time/op ± CI", "per 1,000 ops", "ops/s", "CPU/wall",
+               f"× best{alike}"]
+    columns += [f"× baseline{alike}"] if has_baseline else []
     for m in metrics:
         columns += [m, f"{m} × best"]
     columns += ["alloc/op", "GC/1k ops", "notes"]
     table = Table(title, columns, align=["l"] + ["r"] * (len(columns) - 2) + ["l"])
     for s in summaries:
         table.rows.append(_group_row(s, metrics, has_baseline))
-    table.footnotes = _footnotes(summaries)
+    table.footnotes = _footnotes(summaries, verbose)
     return table
 
 
@@ -114,13 +136,9 @@ def _name(s: Summary) -> str:
     return f"{s.label} [{s.stage}]" if s.stage else s.label
 
 
-def _footnotes(summaries: Sequence[Summary]) -> list[str]:
-    lines = []
-    for s in summaries:
-        name = _name(s)
-        if s.error:
-            lines.append(f"{name}: {s.error}")
-        lines += [f"{name}: {w}" for w in s.warnings]
+def _footnotes(summaries: Sequence[Summary], verbose: bool = False) -> list[str]:
+    lines = [f"{_name(s)}: {s.error}" for s in summaries if s.error]
+    lines += caveat_lines([(_name(s), s.warnings) for s in summaries], verbose)
     measured = [s for s in summaries if s.ok]
     if measured:
         lines.append("loop overhead per op (included in time/op, not subtracted): " + ", ".join(
@@ -133,8 +151,36 @@ def _footnotes(summaries: Sequence[Summary]) -> list[str]:
     return lines
 
 
+def caveat_lines(named: Sequence[tuple[str, Sequence[Any]]], verbose: bool = False) -> list[str]:
+    """Caveats as footnote lines: by default one line per kind, naming every affected
+    benchmark with its figure, the meaning and the advice once; with ``verbose``
+    one line per benchmark and caveat, in full.
+
+    Args:
+        named: (benchmark name, its caveats) pairs, in table order.
+    """
+    if verbose:
+        lines = []
+        for name, caveats in named:
+            for c in caveats:
+                advice = CAVEATS.get(c.kind, ("", ""))[1]
+                text = c.text if c.kind in c.text else f"{c.kind}: {c.text}"
+                lines.append(f"{name}: {text}" + (f"; {advice}" if advice else ""))
+        return lines
+    by_kind: dict[str, list[str]] = {}
+    for name, caveats in named:
+        for c in caveats:
+            by_kind.setdefault(c.kind, []).append(f"{name} {c.figure}")
+    lines = []
+    for kind in sorted(by_kind, key=lambda k: list(CAVEATS).index(k) if k in CAVEATS else 99):
+        meaning, advice = CAVEATS.get(kind, ("", ""))
+        line = f"{kind}" + (f" ({meaning})" if meaning else "") + ": " + ", ".join(by_kind[kind])
+        lines.append(line + (f"; {advice}" if advice else ""))
+    return lines
+
+
 def staged_table(title: str, stage_names: list[str], rows: Sequence[StagedRow],
-                 metric_units: dict[str, str]) -> Table:
+                 metric_units: dict[str, str], verbose: bool = False) -> Table:
     """The table of a staged group (e.g. Northwind serialization): one row per name.
 
     Columns: name, each metric and its × best, each stage's time/op ± CI,
@@ -155,19 +201,16 @@ def staged_table(title: str, stage_names: list[str], rows: Sequence[StagedRow],
         cells += [_time_ci(row.stages[st]) if st in row.stages else "–" for st in stage_names]
         cells += [_total_cell(row.total), _ratio_cell(row.ratio_best), _staged_notes(row)]
         table.rows.append(cells)
-    table.footnotes = _footnotes([s for r in rows for s in r.stages.values()])
+    table.footnotes = _footnotes([s for r in rows for s in r.stages.values()], verbose)
     return table
 
 
 def _total_cell(total: tuple[float, float, float] | None) -> str:
-    if not total:
-        return "–"
-    value, low, high = total
-    return f"{format_time(value)} ± {(high - low) / 2 / value:.1%}"
+    return estimate_cell(*total) if total else "–"
 
 
 def run_tables(benches: Sequence[Benchmark], grouped: dict[str, list[Summary]],
-               seed: int | None = 0) -> list[Table]:
+               seed: int | None = 0, verbose: bool = False) -> list[Table]:
     """One table per group of a ``perflab run``: staged groups pivot by stage."""
     from perflab.analyze.summary import by_group, staged_rows
 
@@ -178,9 +221,10 @@ def run_tables(benches: Sequence[Benchmark], grouped: dict[str, list[Summary]],
         if any(s.stage for s in summaries):
             units = {k: v for s in summaries for k, v in s.metric_units.items()}
             stage_names, rows = staged_rows(members, summaries, seed=seed)
-            tables.append(staged_table(title, stage_names, rows, units))
+            tables.append(staged_table(title, stage_names, rows, units, verbose))
         else:
-            tables.append(group_table(title, summaries))
+            threaded = any(b.threads is not None for b in members)
+            tables.append(group_table(title, summaries, threaded, verbose))
         if any(b.threads is not None for b in members):
             tables.append(threads_table(f"{title}: threads", members, summaries))
     return tables
@@ -197,7 +241,7 @@ def threads_table(title: str, benches: Sequence[Benchmark], summaries: Sequence[
     """
     from dataclasses import replace
 
-    from perflab.measure.threads import thread_figures
+    from perflab.analyze.threads import thread_figures
 
     columns = ["benchmark", "threads", "ops/s ± CI", "ops/s per thread", "× 1 thread", "p50",
                "p99", "p99.9", "min/max", "Jain", "CPU/wall"]
@@ -212,7 +256,8 @@ def threads_table(title: str, benches: Sequence[Benchmark], summaries: Sequence[
         lat = [format_time(fig.latency_ns.get(k, math.nan) * 1e-9)
                for k in ("p50", "p99", "p99.9")]
         table.rows.append([label, str(fig.threads),
-                           f"{format_rate(1 / s.median_s)} ± {s.relative_half_width:.1%}",
+                           estimate_cell(1 / s.median_s, 1 / s.ci_high_s, 1 / s.ci_low_s,
+                                         format_rate),
                            format_rate(1 / s.median_s / fig.threads),
                            format_ratio(single[label] / s.median_s) if label in single else "–",
                            *lat, f"{fig.min_max:.2f}", f"{fig.jain:.3f}", f"{s.cpu_wall:.2f}"])
@@ -229,10 +274,14 @@ def _threads_footnotes(figures: Sequence[Any], summaries: Sequence[Summary]) -> 
                    "scale" if gil == {True} else "GIL state unknown or mixed across processes")
     overhead = [s.loop_overhead_s for s in summaries if s.ok and math.isfinite(s.loop_overhead_s)]
     lines = [f"interpreter: {interpreter}"]
+    lines.append(f"latency: each thread times one call (two perf_counter_ns reads) between "
+                 f"batches of untimed calls; batches double until one lasts "
+                 f"{format_time(LATENCY_BATCH_NS * 1e-9)} (at most {MAX_BATCH:,} calls), so the "
+                 "percentiles sample calls rather than time every one")
     if overhead:
-        lines.append(f"every call is timed (two perf_counter_ns reads): the timed loop around an "
-                     f"empty call costs {format_time(sorted(overhead)[len(overhead) // 2])} per "
-                     "op, included in ops/s and latencies, not subtracted")
+        lines.append(f"this loop around an empty call costs "
+                     f"{format_time(sorted(overhead)[len(overhead) // 2])} per op, included in "
+                     "ops/s and latencies, not subtracted")
     lines.append("fairness: min/max = ops of the least / most productive thread; Jain = "
                  "(Σx)²/(N·Σx²), 1 = equal shares, 1/N = one thread did all the work")
     lines.append("scaling model: perflab fit RESULTS.json --model usl")

@@ -1,0 +1,88 @@
+"""The run tables: CI cells, ratios, caveat footnotes and the threads table's wording."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from perflab.analyze.summary import Caveat, summarize_group
+from perflab.report.table import caveat_lines, estimate_cell, group_table, threads_table
+from tests.conftest import lognormal_groups, make_bench
+from tests.measure.test_threads import threaded_bench
+
+
+def test_an_asymmetric_ci_is_printed_low_to_high() -> None:
+    """issue 11: "663 ns ± 546.5%" for a CI of 585 ns–7.83 µs."""
+    assert estimate_cell(663e-9, 585e-9, 7.83e-6) == "663 ns (585 ns–7.83 µs)"
+    assert estimate_cell(1e-3, 0.99e-3, 1.01e-3) == "1.00 ms ± 1.0%"
+    # a small asymmetry in a tight CI still reads as ± (sides 0.8% and 1.2%)
+    assert estimate_cell(1e-3, 0.992e-3, 1.012e-3) == "1.00 ms ± 1.0%"
+    assert estimate_cell(math.nan, 1, 2) == "–"
+
+
+def test_a_one_benchmark_group_prints_no_ratio_ci_to_itself() -> None:
+    """issue 11: "1.00× (0.58–1.71)" in a group of one."""
+    (summary,) = summarize_group([make_bench("only", lognormal_groups(1e-6, 5, 20, sigma=0.3))])
+    table = group_table("g", [summary])
+    assert table.rows[0][table.columns.index("× best")] == "1.00×"
+
+
+def test_the_best_and_the_baseline_have_bare_ratios_to_themselves() -> None:
+    fast = make_bench("fast", lognormal_groups(1e-6, 6, 30, seed=1), baseline=True)
+    slow = make_bench("slow", lognormal_groups(2e-6, 6, 30, seed=2))
+    table = group_table("g", summarize_group([fast, slow], seed=0))
+    best, base = table.columns.index("× best"), table.columns.index("× baseline")
+    assert table.rows[0][best] == "1.00×" and table.rows[0][base] == "1.00×"
+    assert table.rows[1][best].startswith("2.0") and "(" in table.rows[1][best]
+
+
+def test_threads_compare_with_the_baseline_on_the_same_thread_count() -> None:
+    """issue 11: "spinning ×8t × baseline 2.27×" came from the baseline's 1-thread row
+    while the same thread counts differed 19×."""
+    lock = [threaded_bench("lock", n, 1e-6 / n, [100] * n) for n in (1, 8)]
+    spin = [threaded_bench("spin", n, 2e-6 / n * (19 if n == 8 else 1), [100] * n)
+            for n in (1, 8)]
+    for bench in lock:
+        bench.baseline = True
+    benches = lock + spin
+    summaries = summarize_group(benches, seed=0)
+    table = group_table("g", summaries, threaded=True)
+    column = table.columns.index("× baseline (same threads)")
+    assert "× best (same threads)" in table.columns
+    cells = {row[0]: row[column] for row in table.rows}
+    assert cells["spin ×1t"].startswith("2.0") and cells["spin ×8t"].startswith("38.")
+    assert cells["lock ×8t"] == "1.00×"
+
+
+def test_the_threads_footnote_says_what_the_code_times() -> None:
+    """issue 11: it said "every call is timed"; one call between untimed batches is."""
+    benches = [threaded_bench("lock", 2, 1e-6, [100, 100])]
+    lines = threads_table("t", benches, summarize_group(benches, seed=0)).footnotes
+    text = " ".join(lines)
+    assert "every call is timed" not in text
+    assert "times one call (two perf_counter_ns reads) between batches of untimed calls" in text
+    assert "40.0 µs" in text
+
+
+def test_caveats_are_grouped_by_kind_with_the_advice_once() -> None:
+    """issue 14: the same sentence per benchmark, 24 bullets in the demo."""
+    named = [(f"b{i}", [Caveat("unstable", f"±{6 + i}%", f"samples vary by ±{6 + i}%"),
+                        Caveat("precision not reached", "±2.0%", "stopped at the budget")])
+             for i in range(3)]
+    lines = caveat_lines(named)
+    assert len(lines) == 2
+    assert lines[0].startswith("precision not reached (the CI is wider than asked): "
+                               "b0 ±2.0%, b1 ±2.0%, b2 ±2.0%; raise --budget")
+    assert lines[1].count("close other programs") == 1 and "b2 ±8%" in lines[1]
+    verbose = caveat_lines(named, verbose=True)
+    assert len(verbose) == 6 and verbose[0] == "b0: unstable: samples vary by ±6%; close " \
+        "other programs or raise --budget"
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_counts_agree_with_their_nouns(n: int) -> None:
+    from perflab.analyze.summary import plural
+
+    assert plural(n, "sample") == ("1 sample" if n == 1 else "2 samples")
+    assert plural(n, "process", "processes") == ("1 process" if n == 1 else "2 processes")
