@@ -1,9 +1,10 @@
 """The harness runner: spawns worker processes, interleaves them, decides when to stop.
 
-Design (DESIGN.md, "Statistical methods"):
+Design (README, "How perflab measures"):
     * the process is the unit of replication: every case runs in several fresh
       worker processes (pyperf does the same to average out ASLR and hash
-      randomisation);
+      randomisation), each with its own memory layout (:mod:`perflab.measure.layout`),
+      so that layout bias becomes variation the CI includes;
     * cases of one group run interleaved in randomised order, round after
       round, so that machine drift hits them all alike (Abedi & Brecht 2017,
       "Conducting Repeatable Experiments in Highly Variable Cloud Computing
