@@ -153,3 +153,20 @@ def test_layouts_are_drawn_per_process_and_repeat_with_the_seed() -> None:
     assert len({tuple(x.values()) for x in first}) == 4
     assert layouts() == first
     assert layouts(randomize=False) == [{}] * 4
+
+
+def test_only_the_first_processes_run_the_allocation_pass() -> None:
+    from perflab.measure.runner import ALLOCATION_PROCESSES
+
+    flags: list[bool] = []
+
+    class Tracing(FakeBackend):
+        def run(self, plan: dict[str, Any], timeout_s: float, on_event: Any) -> Outcome:
+            flags.append(plan["allocations"])
+            if plan["allocations"]:
+                on_event({"event": "alloc", "peak_bytes": 100.0, "blocks": 1.0})
+            return super().run(plan, timeout_s, on_event)
+
+    _runner(_cases(1), Tracing({0: 1e-6}), min_processes=6, max_processes=6,
+            precision=1e-9).run()
+    assert flags == [True] * ALLOCATION_PROCESSES + [False] * (6 - ALLOCATION_PROCESSES)

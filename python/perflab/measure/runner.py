@@ -41,6 +41,11 @@ from perflab.model import Benchmark, Process, Sample
 Event = dict[str, Any]
 
 
+#: processes of a case that run the tracemalloc pass: it is untimed but slow (tracing
+#: slows allocation several-fold), and a few processes give a steady median
+ALLOCATION_PROCESSES = 3
+
+
 @dataclass
 class Settings:
     """Measurement settings of ``perflab run``.
@@ -54,7 +59,8 @@ class Settings:
         min_sample_ns: floor on one sample's duration, ns (≥ the timer floor).
         warmup_max_s: time bound of warmup per process, s.
         timeout_s: a process running longer is killed and the benchmark fails.
-        allocations: run the tracemalloc pass.
+        allocations: run the tracemalloc pass (in the first ALLOCATION_PROCESSES
+            processes of each case; the summary takes the median over processes).
         confidence: CI level.
         seed: seed for interleaving order and layout draws (None: random).
         randomize: give each worker process its own memory layout
@@ -268,11 +274,13 @@ class Runner:
     def _plan(self, state: CaseState, layout: dict[str, int]) -> dict[str, Any]:
         """The JSON plan a worker receives (``layout``: its randomization, {} for none)."""
         s = self.settings
+        traced = sum(1 for p in state.bench.processes if p.alloc_peak_bytes is not None)
         return {"file": self.file, "index": state.case.index, "params": state.case.params,
                 "threads": state.case.threads, "iterations": state.iterations,
                 "sample_target_ns": self.sample_target_ns, "warmup_max_s": s.warmup_max_s,
                 "sample_seconds": s.process_seconds, "min_samples": s.min_samples,
-                "max_samples": s.max_samples, "allocations": s.allocations, "layout": layout}
+                "max_samples": s.max_samples,
+                "allocations": s.allocations and traced < ALLOCATION_PROCESSES, "layout": layout}
 
     def _run_process(self, state: CaseState) -> None:
         """Run one worker for ``state`` and fold its events into a Process record."""
