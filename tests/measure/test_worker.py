@@ -94,3 +94,18 @@ def test_empty_like_accepts_the_same_calls(source: str) -> None:
     original = inspect.signature(namespace["f"])  # type: ignore[arg-type]
     assert [p.kind for p in inspect.signature(empty).parameters.values()] == \
         [p.kind for p in original.parameters.values()]
+
+
+def test_warmup_of_long_samples_needs_fewer_of_them(clock: FakeClock) -> None:
+    """A window need not span more than WARMUP_WINDOW_NS: 20 ms samples that do not drift
+    converge after 2 windows of 2, not 2 of 5 (more processes then fit the budget)."""
+    def op() -> None:
+        clock.now += 20_000_000
+
+    count, converged = worker.warmup(op, 1, sampling.GcMonitor(), max_s=10.0)
+    assert converged and count == 4
+
+    def fast() -> None:
+        clock.now += 1_000
+
+    assert worker.warmup(fast, 1, sampling.GcMonitor(), max_s=10.0) == (10, True)

@@ -22,6 +22,7 @@ import gc
 import itertools
 import json
 import os
+import statistics
 import sys
 import time
 import traceback
@@ -91,10 +92,18 @@ def calibrate(call: Callable[[], Any], target_ns: float, gcmon: GcMonitor,
     return max_iterations
 
 
+#: a warmup window need not span more than this, ns: with long samples it holds fewer
+#: of them (down to 2), since a call of tens of ms has warmed the caches and the
+#: interpreter's specializations long before five calls
+WARMUP_WINDOW_NS = 25_000_000
+
+
 def warmup(call: Callable[[], Any], n: int, gcmon: GcMonitor, max_s: float,
            window: int = 5, tolerance: float = 0.02) -> tuple[int, bool]:
-    """Run samples until the median of the last ``window`` is within ``tolerance``
-    of the window before it (the timings stopped drifting), or ``max_s`` passed.
+    """Run samples until the median of the last window is within ``tolerance`` of the
+    window before it (the timings stopped drifting), or ``max_s`` passed. A window is
+    ``window`` samples, fewer (at least 2) when that many would span more than
+    :data:`WARMUP_WINDOW_NS`.
 
     Returns:
         (warmup samples run, converged?).
@@ -103,9 +112,10 @@ def warmup(call: Callable[[], Any], n: int, gcmon: GcMonitor, max_s: float,
     walls: list[int] = []
     while True:
         walls.append(time_loop(call, n, gcmon)[0])
-        if len(walls) >= 2 * window:
-            last = sorted(walls[-window:])[window // 2]
-            prev = sorted(walls[-2 * window:-window])[window // 2]
+        k = max(2, min(window, int(WARMUP_WINDOW_NS / max(statistics.median(walls), 1)) + 1))
+        if len(walls) >= 2 * k:
+            last = statistics.median(walls[-k:])
+            prev = statistics.median(walls[-2 * k:-k])
             if abs(last - prev) <= tolerance * last:
                 return len(walls), True
         if _perf_ns() >= deadline:
