@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perflab.analyze import stats
+from tests.conftest import lognormal_groups
 
 finite = st.floats(min_value=1e-9, max_value=1e3, allow_nan=False, allow_infinity=False)
 groups_strategy = st.lists(st.lists(finite, min_size=1, max_size=20), min_size=1, max_size=6)
@@ -165,3 +166,31 @@ def test_bootstrap_rejects_empty_groups() -> None:
         stats.bootstrap_medians([])
     with pytest.raises(ValueError):
         stats.bootstrap_medians([[1.0], []])
+
+
+def test_expansion_is_hesterbergs_small_sample_factor() -> None:
+    from perflab.analyze.stats import expansion
+
+    assert expansion(5) == pytest.approx(1.584, abs=1e-3)
+    assert expansion(60) == pytest.approx(1.030, abs=1e-3)
+    assert expansion(1) == 1.0
+
+
+def test_with_few_processes_the_expanded_ci_covers_what_a_repeat_run_gives() -> None:
+    """issue 11: runs disagreed with each other's CIs. When processes differ (each has its
+    own layout), a percentile bootstrap over 5 processes is too narrow; the expanded one
+    covers the true median at about its level. 200 seeded trials."""
+    from perflab.analyze.stats import median_ci
+
+    truth, hits_raw, hits_expanded = 1e-3, 0, 0
+    for seed in range(200):
+        groups = lognormal_groups(truth, processes=5, samples=20, sigma=0.01, between=0.03,
+                                  seed=seed)
+        rng = np.random.default_rng(seed)
+        raw = median_ci(groups, resamples=1000, rng=rng)
+        wide = median_ci(groups, resamples=1000, rng=np.random.default_rng(seed),
+                         small_sample=True)
+        hits_raw += raw.low <= truth <= raw.high
+        hits_expanded += wide.low <= truth <= wide.high
+    assert hits_raw / 200 < 0.88, "the raw interval under-covers with 5 processes"
+    assert hits_expanded / 200 >= 0.91

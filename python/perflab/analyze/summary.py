@@ -186,16 +186,19 @@ def median_estimate(bench: Benchmark, confidence: float = 0.95, resamples: int =
                     rng: np.random.Generator | None = None) -> stats.Estimate | None:
     """The pooled median time per op of ``bench`` with its hierarchical bootstrap CI, s.
 
-    Unless ``rng`` is given, the generator is seeded from the benchmark's id, so the
-    runner's stopping rule and every later summary of the same data compute the very
-    same interval (one source of truth for "precision reached"). None when no sample
-    is usable.
+    The CI is widened for the number of processes (:func:`perflab.analyze.stats.expansion`):
+    the processes are the units the bootstrap resamples, each with its own memory
+    layout, and a percentile interval over a handful of units is too narrow to say
+    where a repeat run would land. Unless ``rng`` is given, the generator is seeded
+    from the benchmark's id, so the runner's stopping rule and every later summary of
+    the same data compute the very same interval (one source of truth for "precision
+    reached"). None when no sample is usable.
     """
     groups = timing_groups(bench)
     if not groups:
         return None
     rng = rng or np.random.default_rng([0, zlib.crc32(bench.id.encode())])
-    return stats.median_ci(groups, confidence, resamples, rng)
+    return stats.median_ci(groups, confidence, resamples, rng, small_sample=True)
 
 
 def _median(values: Sequence[float | None]) -> float:
@@ -395,8 +398,9 @@ def _ratio(benches: Sequence[Benchmark], i: int, j: int, confidence: float, resa
     """(median ratio, low, high) of benchmark i over benchmark j; SELF_RATIO when i is j."""
     if i == j:
         return SELF_RATIO
-    est = stats.ratio_ci(timing_groups(benches[i]), timing_groups(benches[j]), confidence,
-                         resamples, rng)
+    num, den = timing_groups(benches[i]), timing_groups(benches[j])
+    est = stats.ratio_ci(num, den, confidence, resamples, rng)
+    est = stats.expand(est, stats.expansion(min(len(num), len(den)), confidence))
     return est.value, est.low, est.high
 
 
@@ -445,8 +449,11 @@ def staged_rows(benches: Sequence[Benchmark], summaries: Sequence[Summary],
     complete = [r for r in rows.values()
                 if len(parts.get(r.name, [])) == len(stage_names) and stage_names]
     replicates = {}
+    units = {}  # the fewest processes behind any stage of the row (see median_estimate)
     for row in complete:
         est, reps = stats.sum_of_medians_ci(parts[row.name], confidence, resamples, rng)
+        units[row.name] = min(len(groups) for groups in parts[row.name])
+        est = stats.expand(est, stats.expansion(units[row.name], confidence))
         row.total, replicates[row.name] = (est.value, est.low, est.high), reps
     if complete:
         best = min(complete, key=lambda r: r.total[0] if r.total else math.inf)
@@ -456,6 +463,8 @@ def staged_rows(benches: Sequence[Benchmark], summaries: Sequence[Summary],
                 continue
             est = stats.percentile_ci(replicates[row.name] / replicates[best.name],
                                       row.total[0] / best.total[0], confidence)
+            est = stats.expand(est, stats.expansion(min(units[row.name], units[best.name]),
+                                                    confidence))
             row.ratio_best = (est.value, est.low, est.high)
     return stage_names, list(rows.values())
 
