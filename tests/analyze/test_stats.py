@@ -194,3 +194,9 @@ def test_with_few_processes_the_expanded_ci_covers_what_a_repeat_run_gives() -> 
         hits_expanded += wide.low <= truth <= wide.high
     assert hits_raw / 200 < 0.88, "the raw interval under-covers with 5 processes"
     assert hits_expanded / 200 >= 0.91
+
+
+def test_a_widened_ci_of_a_time_never_reaches_below_zero() -> None:
+    est = stats.expand(stats.Estimate(1.0, 0.5, 1.6), stats.expansion(2))
+    assert 0 < est.low < 0.5 and est.high > 1.6
+    assert est.low * est.high == pytest.approx((0.5 * 1.6) ** stats.expansion(2), rel=1e-9)

@@ -15,7 +15,8 @@ Methods:
       resampled are few (it behaves like a z-interval with a (n−1)/n variance);
       :func:`expand` widens an interval by Hesterberg's small-sample factor
       √(n/(n−1))·t(n−1)/z (Hesterberg 2015, "What teachers should know about the
-      bootstrap", the expanded percentile interval).
+      bootstrap", the expanded percentile interval), on a log scale for positive
+      quantities.
 """
 
 from __future__ import annotations
@@ -228,9 +229,13 @@ def expansion(units: int, confidence: float = 0.95) -> float:
 
 
 def expand(est: Estimate, factor: float) -> Estimate:
-    """``est`` with each side of its CI stretched by ``factor`` about the point."""
-    return Estimate(est.value, est.value - factor * (est.value - est.low),
-                    est.value + factor * (est.high - est.value), est.confidence)
+    """``est`` with each side of its CI stretched by ``factor`` about the point: on a log
+    scale when the value and its CI are positive (times and ratios: a CI never reaches
+    below zero), else linearly."""
+    v, lo, hi = est.value, est.low, est.high
+    if v > 0 and lo > 0 and hi > 0:
+        return Estimate(v, v * (lo / v) ** factor, v * (hi / v) ** factor, est.confidence)
+    return Estimate(v, v - factor * (v - lo), v + factor * (hi - v), est.confidence)
 
 
 def median_ci(groups: Sequence[Sequence[float] | np.ndarray], confidence: float = 0.95,
