@@ -131,7 +131,39 @@ def report(rows: dict[str, dict[str, dict[str, float]]], help_s: float, bare_s: 
     lines += ["", "### Start-up", "",
               f"`perflab --help`: {help_s * 1e3:.0f} ms median of 15 runs "
               f"(bare `python -c pass`: {bare_s * 1e3:.0f} ms)."]
+    lines += ["", "### Verdicts", "", *verdicts(rows, over, help_s)]
     return "\n".join(lines)
+
+
+#: issue 2's targets: perflab reaches ±1% in at most this share of pyperf's default wall
+#: time; medians net of loop overhead agree within AGREE; `perflab --help` within START_S
+TIME_SHARE, AGREE, START_S = 1 / 3, 0.03, 0.150
+
+
+def verdicts(rows: dict[str, dict[str, dict[str, float]]], over: dict[str, float],
+             help_s: float) -> list[str]:
+    """One line per target, its figures and "met"/"not met" by the stated rule."""
+    out = []
+    for name, r in rows.items():
+        share = r["perflab"]["wall_s"] / r["pyperf"]["wall_s"]
+        reached = r["perflab"]["half_width"] <= 0.01
+        ok = share <= TIME_SHARE and reached
+        out.append(f"- time to result, `{STATEMENTS[name]}`: perflab took {share:.2f} of "
+                   f"pyperf's wall time (target ≤ {TIME_SHARE:.2f}) and reached "
+                   f"±{r['perflab']['half_width']:.2%} (target ±1%): "
+                   f"**{'met' if ok else 'not met'}**")
+    for name, r in rows.items():
+        if name == "empty":
+            continue
+        net = {t: r[t]["median_s"] - over[t] for t in over}
+        for peer in ("pyperf", "timeit"):
+            ratio = net["perflab"] / net[peer]
+            out.append(f"- agreement with {peer}, `{STATEMENTS[name]}`, net of loop overhead: "
+                       f"{ratio:.3f} (target within ±{AGREE:.0%}): "
+                       f"**{'met' if abs(ratio - 1) <= AGREE else 'not met'}**")
+    out.append(f"- start-up, `perflab --help`: {help_s * 1e3:.0f} ms (target ≤ "
+               f"{START_S * 1e3:.0f} ms): **{'met' if help_s <= START_S else 'not met'}**")
+    return out
 
 
 if __name__ == "__main__":
