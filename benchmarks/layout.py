@@ -74,6 +74,12 @@ NEGLIGIBLE = 0.01
 BLOCKS = 12
 
 Config = tuple[list[str], dict[str, str]]  # (probe features, environment)
+#: every lockstep or in-process ratio measured: (experiment, comparison, workload, ratio CI)
+RECORDS: list[tuple[str, str, str, tuple[float, float, float]]] = []
+#: experiment 5: workload → (spread with a fixed layout, spread with perflab's draws)
+SPREADS: dict[str, tuple[float, float]] = {}
+#: experiment 6: workload → (mean ÷ median, 100 ms batches ÷ median) ratio CIs
+STATISTIC: dict[str, tuple[tuple[float, float, float], tuple[float, float, float]]] = {}
 
 
 def env_of(padding: int = 0, hashseed: str = "", heap: int = 0) -> dict[str, str]:
@@ -149,13 +155,18 @@ def verdict(ratio: tuple[float, float, float]) -> str:
 
 
 def spread(ratios: list[float]) -> float:
-    """Process-to-process spread of one process's figure: SD of log ratio / √2 (a ratio
-    of two processes carries two processes' variation)."""
-    return float(np.std(np.log(ratios), ddof=1) / math.sqrt(2))
+    """Process-to-process spread of one process's figure: robust SD (1.4826 × MAD) of the
+    log ratios ÷ √2 (a ratio of two processes carries two processes' variation)."""
+    logs = np.log(ratios)
+    return float(1.4826 * np.median(np.abs(logs - np.median(logs))) / math.sqrt(2))
 
 
-def cell(ratios: list[float], rng: np.random.Generator) -> str:
+def cell(ratios: list[float], rng: np.random.Generator,
+         record: tuple[str, str, str] | None = None) -> str:
+    """A ratio cell; ``record`` (experiment, comparison, workload) keeps it for the findings."""
     r = ratio_ci(ratios, rng)
+    if record:
+        RECORDS.append((*record, r))
     return f"{r[0]:.3f} ({r[1]:.3f}–{r[2]:.3f}) **{verdict(r)}**"
 
 
@@ -165,8 +176,8 @@ def comparison_table(title: str, intro: str, rows: list[tuple[str, Config, Confi
     lines = [f"### {title}", "", intro, "", "| comparison | " + " | ".join(workloads) + " |",
              "|---|" + "---:|" * len(workloads)]
     for label, a, b in rows:
-        cells = [cell(pair_ratios(wl, a, b, pairs, f"{title}: {label} {wl}"), rng)
-                 for wl in workloads]
+        cells = [cell(pair_ratios(wl, a, b, pairs, f"{title}: {label} {wl}"), rng,
+                      (title, label, wl)) for wl in workloads]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -186,7 +197,7 @@ def within_section(workloads: list[str], repeats: int, rng: np.random.Generator)
                 out = subprocess.run([PYTHON, str(PROBE), "--alternate", wl, "1.2", feature],
                                      capture_output=True, text=True, check=True, env=env_of())
                 ratios.append(json.loads(out.stdout)["ratio"])
-            cells.append(cell(ratios, rng))
+            cells.append(cell(ratios, rng, ("1b", f"{feature}, inside one process", wl)))
         lines.append(f"| {feature} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -200,20 +211,21 @@ def layout_draw(rng: random.Random) -> Config:
 def randomized_section(workloads: list[str], pairs: int, rng: random.Random) -> str:
     """Experiment 5: spread between processes with and without perflab's randomization."""
     lines = ["### 5. How much process-to-process spread layout randomization adds", "",
-             "Spread of one process's CPU median per call (SD of the log ratio of a lockstep "
-             "pair ÷ √2): two plain processes with one fixed environment (ASLR alone), and two "
-             "whose environment padding, hash seed and heap objects are drawn as perflab "
-             "draws them.", "",
+             "Spread of one process's CPU median per call (robust SD, 1.4826 × MAD, of the log "
+             "ratio of a lockstep pair ÷ √2), over twice as many pairs as elsewhere: two plain "
+             "processes with one fixed environment (ASLR alone), and two whose environment "
+             "padding, hash seed and heap objects are drawn as perflab draws them.", "",
              "| workload | fixed layout (ASLR only) | perflab's randomization | "
              "added spread (√ of the difference of squares) |", "|---|---:|---:|---:|"]
     plain = ([], env_of())
     for wl in workloads:
-        fixed = spread(pair_ratios(wl, plain, plain, pairs, f"spread fixed {wl}"))
+        fixed = spread(pair_ratios(wl, plain, plain, 2 * pairs, f"spread fixed {wl}"))
         drawn = []
-        for _ in range(pairs):
+        for _ in range(2 * pairs):
             a, b = lockstep(wl, [layout_draw(rng), layout_draw(rng)])
             drawn.append(a["cpu_median_ns"] / b["cpu_median_ns"])
         randomized = spread(drawn)
+        SPREADS[wl] = (fixed, randomized)
         added = math.sqrt(max(randomized ** 2 - fixed ** 2, 0.0))
         lines.append(f"| {wl} | {fixed:.2%} | {randomized:.2%} | {added:.2%} |")
     return "\n".join(lines)
@@ -241,6 +253,7 @@ def statistic_section(workloads: list[str], repeats: int, rng: np.random.Generat
                     acc, n = 0, 0
             means.append(statistics.mean(calls) / med)
             batches.append(statistics.median(groups) / med)
+        STATISTIC[wl] = (ratio_ci(means, rng), ratio_ci(batches, rng))
         lines.append(f"| {wl} | {cell(means, rng)} | {cell(batches, rng)} |")
     return "\n".join(lines)
 
@@ -295,11 +308,51 @@ def main(argv: list[str]) -> int:
         sections.append(randomized_section(wls, pairs, rng))
     if "statistic" in only:
         sections.append(statistic_section(wls, max(4, pairs // 2), nrng))
+    sections.insert(1, findings(load))
     end = os.getloadavg()
     sections.append(f"Wall time of the script: {(time.monotonic() - t0) / 60:.0f} min; load "
                     f"average {load[0]:.2f} at the start, {end[0]:.2f} at the end.")
     write_section("layout", "\n\n".join(sections))
     return 0
+
+
+def findings(load: tuple[float, float, float]) -> str:
+    """The findings in words, each sentence computed from the figures below it."""
+    lines = ["### Findings (computed from the tables below)", ""]
+    tested = [r for r in RECORDS if not r[1].startswith("plain ÷ plain")]
+    if tested:
+        biggest = max(tested, key=lambda r: abs(math.log(r[3][0])))
+        resolved = [r for r in tested if verdict(r[3]) in ("lower", "higher")]
+        lines.append(
+            "- **No part of perflab's worker, environment size, hash seed or heap padding is "
+            "shown to move the median**" if not resolved else
+            f"- **{len(resolved)} comparison(s) moved the median beyond ±{NEGLIGIBLE:.0%}**: "
+            + "; ".join(f"{r[1]} on {r[2]} {r[3][0]:.3f}" for r in resolved))
+        lines[-1] += (f" ({len(tested)} comparisons; the largest median effect was "
+                      f"{biggest[3][0] - 1:+.1%}, {biggest[1]} on {biggest[2]}; CIs "
+                      f"{min(r[3][1] for r in tested):.3f}–{max(r[3][2] for r in tested):.3f}"
+                      " at the extremes).")
+    if SPREADS:
+        fixed = [v[0] for v in SPREADS.values()]
+        drawn = [v[1] for v in SPREADS.values()]
+        lines.append(f"- **Two processes with the same environment differ**: the spread of one "
+                     f"process's median is {min(fixed):.1%}–{max(fixed):.1%} with ASLR alone, "
+                     f"{min(drawn):.1%}–{max(drawn):.1%} with perflab's layout draws. A run "
+                     "of a few processes samples only a few layouts, so its median carries "
+                     "that spread divided by √processes; a CI that resamples a handful of "
+                     "processes without a small-sample correction is narrower than that.")
+    if STATISTIC:
+        batch = [v[1][0] for v in STATISTIC.values()]
+        text = (f"- **The statistic**: at load average {load[0]:.1f} the median of 100 ms "
+                f"batches (what pyperf averages) was {min(batch):.3f}–{max(batch):.3f}× the "
+                "median of single calls (perflab's statistic for calls over 2 ms)")
+        lines.append(text + (": some calls are much slower than the typical one (on a shared "
+                             "machine, those that meet another program's burst); batches "
+                             "average them in, the median of single calls leaves them out."
+                             if max(batch) > 1 + 2 * NEGLIGIBLE else
+                             ": within 2%, so the statistic does not explain a gap of 5–10% "
+                             "at this load."))
+    return "\n".join(lines)
 
 
 def header(load: tuple[float, float, float], pairs: int, args: argparse.Namespace) -> str:

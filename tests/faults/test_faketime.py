@@ -153,7 +153,8 @@ def test_run_at_twice_the_rate_flags_and_excludes_every_sample(tmp_path: Path) -
         # the bracket, which holds the timed loop (wall) and can't be shorter.
         assert s["clock_skew_ns"] <= -0.45 * s["wall_ns"]
     assert bench["summary"]["flagged"] == len(samples) and bench["summary"]["samples"] == 0
-    assert f"all {len(samples)} samples excluded: the clocks disagreed" in done.stdout
+    assert f"samples excluded (the clocks disagreed during these samples; they are kept in " \
+        f"the file and left out of the statistics): add all {len(samples)}" in done.stdout
 
 
 THREADS_BENCH = """
@@ -230,8 +231,11 @@ def test_run_with_clock_steps_flags_and_excludes_the_samples_spanning_them(
         assert steps == pytest.approx(round(steps), abs=0.1), s
     for s in samples:
         if not s["flagged"]:
-            assert abs(s["clock_skew_ns"]) < 5_000 + 1e-3 * s["wall_ns"]
+            # within the tolerance plus the widths of its two snapshots (libfaketime reads
+            # its offset file on every clock call, so they are wide): far below one step
+            assert abs(s["clock_skew_ns"]) < 1_000_000
     summary = bench["summary"]
     assert summary["flagged"] == len(flagged)
     assert summary["samples"] == len(samples) - len(flagged)
-    assert f"{len(flagged)} samples excluded: the clocks disagreed" in done.stdout
+    assert f"samples excluded (the clocks disagreed during these samples; they are kept in " \
+        f"the file and left out of the statistics): add {len(flagged)}" in done.stdout
