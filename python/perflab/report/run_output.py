@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 
@@ -18,11 +17,5 @@ def print_run(results: Any, grouped: dict[str, Any], fmt: str, verbose: bool = F
     from perflab.report import console
     from perflab.report.table import run_tables, summary_records
 
-    if fmt == "csv":
-        sys.stdout.write(console.csv_text(summary_records(grouped)))
-        return
-    tables = run_tables(results.benchmarks, grouped, verbose=verbose)
-    if fmt == "markdown":
-        sys.stdout.write(console.markdown(tables))
-    else:
-        console.print_tables(tables)
+    console.emit(fmt, lambda: run_tables(results.benchmarks, grouped, verbose=verbose),
+                 lambda: summary_records(grouped))
