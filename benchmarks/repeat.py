@@ -13,7 +13,11 @@ differ by more than a 95% half-width with probability 2·Φ(−1.96/√2) ≈ 17
 target ≥ 80% on every workload. Because run 1 may be a lucky or unlucky
 reference, the same fraction is also given over every ordered pair of runs, and
 over every pair again with the CI perflab printed before it widened CIs for the
-number of processes (same raw data: perflab.analyze.stats.expansion).
+number of processes (same raw data: perflab.analyze.stats.expansion), and over
+the runs in which perflab did not warn of a busy machine (over 5% of samples with
+under 90% of a core: another program took the CPU), and over the runs that found
+the machine at its usual speed (a fixed loop timed before each run, within ±5% of
+its median): these two tell the CI's own quality apart from the machine's swings.
 `--no-randomize` runs (the harness before layout randomization: every worker
 of a run shares one layout) are measured the same way for comparison.
 
@@ -43,10 +47,26 @@ from perflab.analyze.summary import RESAMPLES, timing_groups  # noqa: E402
 
 BENCH_FILE = ROOT / "benchmarks" / "workloads" / "classic_bench.py"
 TARGET = 0.80
+#: a run met the machine at its usual speed when the speed probe was within this of its median
+STEADY = 0.05
+
+
+def machine_speed() -> float:
+    """How fast this machine runs Python right now: the best of 5 timings of a fixed
+    10 ms loop, s (lower is faster). On a shared machine it swings with other programs'
+    load, which no benchmark's CI can foresee."""
+    def loop() -> float:
+        t0 = time.perf_counter()
+        for _ in range(100):
+            sum(range(1000))
+        return time.perf_counter() - t0
+
+    return min(loop() for _ in range(5))
 
 
 def run_once(workdir: Path, rng: random.Random, extra: list[str]) -> dict[str, dict]:
     """One `perflab run` in a fresh environment and folder; per workload its summary."""
+    speed = machine_speed()
     depth = rng.randint(0, 4)
     folder = workdir
     for _ in range(depth):
@@ -66,8 +86,9 @@ def run_once(workdir: Path, rng: random.Random, extra: list[str]) -> dict[str, d
         figures[bench.name] = {"median": s["median_s"], "low": s["ci_low_s"],
                                "high": s["ci_high_s"], "processes": s["processes"],
                                "stop": s["stop_reason"], "raw_low": plain.low,
-                               "raw_high": plain.high}
-    figures["_wall"] = {"s": wall}
+                               "raw_high": plain.high,
+                               "busy": any(w["kind"] == "busy machine" for w in s["warnings"])}
+    figures["_wall"] = {"s": wall, "speed": speed}
     return figures
 
 
@@ -89,32 +110,46 @@ def agreement(runs: list[dict], low: str = "low", high: str = "high") -> tuple[f
     return sum(inside) / len(inside), sum(pairs) / len(pairs)
 
 
-def series(count: int, extra: list[str], rng: random.Random, label: str) -> list[dict]:
+def series(count: int, extra: list[str], rng: random.Random, label: str, keep: Path
+           ) -> list[dict]:
+    """``count`` runs, their results files kept under ``keep``."""
     out = []
-    with tempfile.TemporaryDirectory(prefix="perflab-repeat-") as tmp:
-        for i in range(count):
-            out.append(run_once(Path(tmp) / f"run{i}", rng, extra))
-            print(f"  {label}: run {i + 1}/{count} ({out[-1]['_wall']['s']:.0f} s)",
-                  file=sys.stderr, flush=True)
+    for i in range(count):
+        out.append(run_once(keep / label.strip("-") / f"run{i}", rng, extra))
+        print(f"  {label}: run {i + 1}/{count} ({out[-1]['_wall']['s']:.0f} s)",
+              file=sys.stderr, flush=True)
     return out
 
 
 def table(title: str, results: list[dict], with_verdict: bool) -> list[str]:
     names = [k for k in results[0] if not k.startswith("_")]
+    speeds = [r["_wall"]["speed"] for r in results]
+    usual_speed = statistics.median(speeds)
+    steady = [abs(v / usual_speed - 1) <= STEADY for v in speeds]
     lines = [f"### {title}", "",
              "| workload | median of run 1 | its 95% CI | runs 2.. inside it | every pair | "
-             "every pair, CI without the expansion | run medians min–max | median CI ± | "
-             "processes (median) |" + (" verdict |" if with_verdict else ""),
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---|" if with_verdict else "")]
+             "every pair, CI without the expansion | every pair of runs perflab did not call "
+             f"busy | every pair of runs at the usual machine speed (±{STEADY:.0%}) | run medians "
+             "min–max | median CI ± | processes (median) |"
+             + (" verdict |" if with_verdict else ""),
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+             + ("---|" if with_verdict else "")]
     for name in names:
         runs = [r[name] for r in results]
         first, pairs = agreement(runs)
         raw_pairs = agreement(runs, "raw_low", "raw_high")[1]
+        quiet = [r for r in runs if not r["busy"]]
+        quiet_pairs = (f"{agreement(quiet)[1]:.0%} ({len(quiet)} runs)" if len(quiet) > 2
+                       else f"– ({len(quiet)} runs)")
+        usual = [r for r, ok in zip(runs, steady) if ok]
+        usual_pairs = (f"{agreement(usual)[1]:.0%} ({len(usual)} runs)" if len(usual) > 2
+                       else f"– ({len(usual)} runs)")
         meds = [r["median"] for r in runs]
         half = statistics.median((r["high"] - r["low"]) / 2 / r["median"] for r in runs)
         row = (f"| {name} | {runs[0]['median'] * 1e3:.3f} ms | {runs[0]['low'] * 1e3:.3f}–"
                f"{runs[0]['high'] * 1e3:.3f} | {first:.0%} ({round(first * (len(runs) - 1))}/"
-               f"{len(runs) - 1}) | {pairs:.0%} | {raw_pairs:.0%} | "
+               f"{len(runs) - 1}) | {pairs:.0%} | {raw_pairs:.0%} | {quiet_pairs} | "
+               f"{usual_pairs} | "
                f"{min(meds) * 1e3:.3f}–{max(meds) * 1e3:.3f} | "
                f"±{half:.1%} | {statistics.median(r['processes'] for r in runs):.0f} |")
         if with_verdict:
@@ -122,7 +157,9 @@ def table(title: str, results: list[dict], with_verdict: bool) -> list[str]:
         lines.append(row)
     walls = [r["_wall"]["s"] for r in results]
     lines += ["", f"Wall time per run (all five workloads): median {statistics.median(walls):.0f} s, "
-              f"range {min(walls):.0f}–{max(walls):.0f} s."]
+              f"range {min(walls):.0f}–{max(walls):.0f} s. Machine speed before each run "
+              f"(best of 5 of a fixed loop): {min(speeds) * 1e3:.1f}–{max(speeds) * 1e3:.1f} ms, "
+              f"{sum(steady)} of {len(speeds)} runs within ±{STEADY:.0%} of the median."]
     return lines
 
 
@@ -139,8 +176,9 @@ def main(argv: list[str]) -> int:
     load = os.getloadavg()
     t0 = time.monotonic()
     rng = random.Random(2026)
-    randomized = series(runs, extra, rng, "default")
-    baseline = series(baseline_runs, extra + ["--no-randomize"], rng, "--no-randomize") \
+    keep = Path(tempfile.mkdtemp(prefix="perflab-repeat-"))
+    randomized = series(runs, extra, rng, "default", keep)
+    baseline = series(baseline_runs, extra + ["--no-randomize"], rng, "--no-randomize", keep) \
         if baseline_runs > 1 else []
     end = os.getloadavg()
     lines = ["## Repeat-run agreement (issue 11)", "", f"Machine: {machine()}.", "",
@@ -157,7 +195,8 @@ def main(argv: list[str]) -> int:
         lines += [""] + table(f"Without it (`--no-randomize`), {len(baseline)} runs, for "
                               "comparison", baseline, False)
     lines += ["", f"Load average {load[0]:.2f} at the start, {end[0]:.2f} at the end; the "
-              f"script took {(time.monotonic() - t0) / 60:.0f} min."]
+              f"script took {(time.monotonic() - t0) / 60:.0f} min; the results files are in "
+              f"`{keep}`."]
     write_section("repeat", "\n".join(lines))
     return 0
 
