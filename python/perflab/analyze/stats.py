@@ -11,12 +11,21 @@ Methods:
       1997, §3.8), because samples inside one process are not independent;
     * ratios of interleaved runs: a paired bootstrap that resamples whole
       interleaving blocks (:func:`block_ratio_ci`);
-    * few processes: the percentile bootstrap is too narrow when the units
-      resampled are few (it behaves like a z-interval with a (n−1)/n variance);
-      :func:`expand` widens an interval by Hesterberg's small-sample factor
-      √(n/(n−1))·t(n−1)/z (Hesterberg 2015, "What teachers should know about the
-      bootstrap", the expanded percentile interval), on a log scale for positive
-      quantities.
+    * the median of a run of several processes: a one-way random-effects
+      (two-level) model on the log scale, log m_i = μ + b_i + e_i, where m_i is
+      process i's median, b_i its layout/process effect (variance σ_b²) and e_i
+      the error of its median (variance σ_w²/n). The mean of the P log medians
+      has variance σ_b²/P + σ_w²/(nP), and the sample variance of the log medians
+      divided by P estimates exactly that, with P − 1 degrees of freedom; the CI
+      is the t-interval exp(±t_{P−1}·s/√P) around the geometric mean of the
+      process medians
+      (:func:`process_location`; Searle, Casella & McCulloch 1992, "Variance
+      Components", §3.5 on the balanced one-way model; Kalibera & Jones 2013,
+      "Rigorous benchmarking in reasonable time", §3, who build a benchmark's
+      CI from the per-execution means the same way). It describes where a
+      repeat run's median lands, which a bootstrap over a handful of processes
+      does not; ratios and sums combine such locations with the delta method and
+      Welch–Satterthwaite degrees of freedom (:class:`LogLocation`).
 """
 
 from __future__ import annotations
@@ -214,39 +223,12 @@ def percentile_ci(replicates: np.ndarray, point: float, confidence: float = 0.95
     return Estimate(point, float(low), float(high), confidence)
 
 
-def expansion(units: int, confidence: float = 0.95) -> float:
-    """Hesterberg's small-sample factor √(n/(n−1))·t_{n−1}/z for a percentile bootstrap
-    interval over ``units`` resampled units (1 when there are fewer than 2 units: one
-    unit gives no spread to widen). E.g. 1.58 for 5 units, 1.22 for 10, 1.03 for 60.
-    O(1)."""
-    if units < 2:
-        return 1.0
-    from scipy import stats as sps
-
-    tail = 0.5 + confidence / 2
-    return float(math.sqrt(units / (units - 1)) * sps.t.ppf(tail, units - 1)
-                 / sps.norm.ppf(tail))
-
-
-def expand(est: Estimate, factor: float) -> Estimate:
-    """``est`` with each side of its CI stretched by ``factor`` about the point: on a log
-    scale when the value and its CI are positive (times and ratios: a CI never reaches
-    below zero), else linearly."""
-    v, lo, hi = est.value, est.low, est.high
-    if v > 0 and lo > 0 and hi > 0:
-        return Estimate(v, v * (lo / v) ** factor, v * (hi / v) ** factor, est.confidence)
-    return Estimate(v, v - factor * (v - lo), v + factor * (hi - v), est.confidence)
-
-
 def median_ci(groups: Sequence[Sequence[float] | np.ndarray], confidence: float = 0.95,
-              resamples: int = 2000, rng: np.random.Generator | None = None,
-              small_sample: bool = False) -> Estimate:
+              resamples: int = 2000, rng: np.random.Generator | None = None) -> Estimate:
     """Pooled median with a hierarchical bootstrap CI. See :func:`bootstrap_medians`.
 
     Args:
         groups: per-process values, e.g. seconds per op; P ≥ 1 non-empty arrays.
-        small_sample: widen the CI by :func:`expansion` of P (the processes are the
-            units the bootstrap resamples first).
 
     Returns:
         Estimate in the unit of the values.
@@ -255,8 +237,93 @@ def median_ci(groups: Sequence[Sequence[float] | np.ndarray], confidence: float 
         ValueError: on empty input.
     """
     reps = bootstrap_medians(groups, resamples, rng)
-    est = percentile_ci(reps, pooled_median(groups), confidence)
-    return expand(est, expansion(len(groups), confidence)) if small_sample else est
+    return percentile_ci(reps, pooled_median(groups), confidence)
+
+
+@dataclass(frozen=True)
+class LogLocation:
+    """A positive location (a median time, a ratio, a sum of medians) with the standard
+    error of its logarithm and that error's degrees of freedom.
+
+    Attributes:
+        value: the point estimate (> 0), in the unit of the data.
+        se_log: standard error of log(value) (unitless, ≥ 0).
+        df: degrees of freedom of ``se_log`` (> 0; P − 1 for P processes).
+    """
+
+    value: float
+    se_log: float
+    df: float
+
+    def ci(self, confidence: float = 0.95) -> Estimate:
+        """The t-interval value·exp(±t_df·se_log): positive and, on a log scale, symmetric."""
+        from scipy import stats as sps
+
+        t = float(sps.t.ppf(0.5 + confidence / 2, self.df))
+        spread = math.exp(t * self.se_log)
+        return Estimate(self.value, self.value / spread, self.value * spread, confidence)
+
+    def __truediv__(self, other: LogLocation) -> LogLocation:
+        """The ratio of two independent locations: variances of the logs add; the degrees
+        of freedom by Welch–Satterthwaite."""
+        return _combine(self.value / other.value,
+                        [(self.se_log ** 2, self.df), (other.se_log ** 2, other.df)])
+
+
+def _combine(value: float, terms: Sequence[tuple[float, float]]) -> LogLocation:
+    """A location whose log-variance is the sum of independent ``terms`` (variance, df);
+    Welch–Satterthwaite degrees of freedom (Satterthwaite 1946)."""
+    variance = sum(v for v, _ in terms)
+    denominator = sum(v * v / df for v, df in terms)
+    df = variance * variance / denominator if denominator > 0 else min(df for _, df in terms)
+    return LogLocation(value, math.sqrt(variance), df)
+
+
+def process_location(groups: Sequence[Sequence[float] | np.ndarray]) -> LogLocation | None:
+    """The median of P ≥ 2 processes: the geometric mean of the process medians (the
+    mean of their logs, μ of the random-effects model), with the standard error of its
+    log: the sample standard deviation of the P log process medians over √P, P − 1
+    degrees of freedom (see the module docstring for the model and its sources). It
+    includes the process-to-process spread (memory layout, hash seed, the machine's
+    state when the process ran) as well as each median's own sampling error. The
+    pooled median of all samples would be a less efficient estimate of μ (about π/2
+    times the variance when processes differ more than samples do) that this standard
+    error would understate. O(N).
+
+    Args:
+        groups: per-process values > 0, e.g. seconds per op; P arrays, none empty.
+
+    Returns:
+        The location, or None with fewer than 2 processes, a non-positive median, or
+        medians all equal (no between-process spread can be estimated; callers fall
+        back to the within-process bootstrap).
+
+    Raises:
+        ValueError: on an empty group.
+    """
+    if len(groups) < 2:
+        return None
+    medians = np.array([float(np.median(_array(g))) for g in groups])
+    if np.any(medians <= 0):
+        return None
+    logs = np.log(medians)
+    se = float(np.std(logs, ddof=1) / math.sqrt(len(logs)))
+    if se == 0:
+        return None
+    return LogLocation(math.exp(float(np.mean(logs))), se, len(logs) - 1)
+
+
+def location_sum(parts: Sequence[LogLocation]) -> LogLocation:
+    """The sum of independent positive locations (e.g. a serializer's stage medians): the
+    delta method gives Var(Σ v_k) ≈ Σ (v_k·se_k)², Welch–Satterthwaite its df. O(k).
+
+    Raises:
+        ValueError: on no parts.
+    """
+    if not parts:
+        raise ValueError("a sum needs at least one part")
+    total = sum(p.value for p in parts)
+    return _combine(total, [((p.value * p.se_log / total) ** 2, p.df) for p in parts])
 
 
 def ratio_ci(numerator: Sequence[np.ndarray], denominator: Sequence[np.ndarray],

@@ -184,21 +184,28 @@ RESAMPLES = 2000
 
 def median_estimate(bench: Benchmark, confidence: float = 0.95, resamples: int = RESAMPLES,
                     rng: np.random.Generator | None = None) -> stats.Estimate | None:
-    """The pooled median time per op of ``bench`` with its hierarchical bootstrap CI, s.
+    """The median time per op of ``bench`` with its CI, s.
 
-    The CI is widened for the number of processes (:func:`perflab.analyze.stats.expansion`):
-    the processes are the units the bootstrap resamples, each with its own memory
-    layout, and a percentile interval over a handful of units is too narrow to say
-    where a repeat run would land. Unless ``rng`` is given, the generator is seeded
-    from the benchmark's id, so the runner's stopping rule and every later summary of
-    the same data compute the very same interval (one source of truth for "precision
+    With two processes or more, this is the geometric mean of the processes' medians
+    with the random-effects t-interval (:func:`perflab.analyze.stats.process_location`);
+    with one, the median of its samples with the bootstrap CI. Each process
+    has its own memory layout and meets the machine in its own state, so the spread
+    between processes is what a repeat run's median varies by, and it is estimated
+    with P − 1 degrees of freedom. With one process only the within-process
+    hierarchical bootstrap is possible (it cannot see that spread; the stop caveat
+    says so). The bootstrap generator is seeded from the benchmark's id unless
+    ``rng`` is given, so the runner's stopping rule and every later summary of the
+    same data compute the very same interval (one source of truth for "precision
     reached"). None when no sample is usable.
     """
     groups = timing_groups(bench)
     if not groups:
         return None
+    location = stats.process_location(groups)
+    if location is not None:
+        return location.ci(confidence)
     rng = rng or np.random.default_rng([0, zlib.crc32(bench.id.encode())])
-    return stats.median_ci(groups, confidence, resamples, rng, small_sample=True)
+    return stats.median_ci(groups, confidence, resamples, rng)
 
 
 def _median(values: Sequence[float | None]) -> float:
@@ -351,8 +358,8 @@ def summarize_group(benches: Sequence[Benchmark], confidence: float = 0.95,
     Like is compared with like: the best and the baseline are looked up among the
     benchmarks of the same stage and the same thread count (threads mode), so a
     benchmark on 8 threads is compared with the baseline on 8 threads. The best is
-    the benchmark with the lowest median; ratios are B/A of medians with a
-    hierarchical bootstrap CI (:func:`perflab.analyze.stats.ratio_ci`); a
+    the benchmark with the lowest median; ratios are B/A of medians with the CI of
+    two independent random-effects locations (see :func:`_ratio`); a
     benchmark's ratio to itself is exactly 1 with no CI. Metric "× best" is
     value / best value, lower or higher being better as the metric says.
 
@@ -395,12 +402,17 @@ def _ratios(benches: Sequence[Benchmark], summaries: list[Summary], members: lis
 
 def _ratio(benches: Sequence[Benchmark], i: int, j: int, confidence: float, resamples: int,
            rng: np.random.Generator) -> tuple[float, float, float]:
-    """(median ratio, low, high) of benchmark i over benchmark j; SELF_RATIO when i is j."""
+    """(median ratio, low, high) of benchmark i over benchmark j; SELF_RATIO when i is j.
+    The CI combines both benchmarks' random-effects errors (:class:`stats.LogLocation`);
+    with a single process on either side, the hierarchical bootstrap of the ratio."""
     if i == j:
         return SELF_RATIO
     num, den = timing_groups(benches[i]), timing_groups(benches[j])
-    est = stats.ratio_ci(num, den, confidence, resamples, rng)
-    est = stats.expand(est, stats.expansion(min(len(num), len(den)), confidence))
+    a, b = stats.process_location(num), stats.process_location(den)
+    if a is not None and b is not None:
+        est = (a / b).ci(confidence)
+    else:
+        est = stats.ratio_ci(num, den, confidence, resamples, rng)
     return est.value, est.low, est.high
 
 
@@ -429,8 +441,10 @@ def staged_rows(benches: Sequence[Benchmark], summaries: Sequence[Summary],
                 ) -> tuple[list[str], list[StagedRow]]:
     """Pivot a staged group: one row per name, one column per stage, plus the total.
 
-    The total is the sum of the stage medians with a bootstrap CI; "× best" is
-    total / the lowest total, with the CI of that ratio from paired replicates.
+    The total is the sum of the stage medians; its CI and that of "× best" (total /
+    the lowest total) combine the stages' random-effects errors
+    (:func:`perflab.analyze.stats.location_sum`); when a stage ran in one process
+    only, the bootstrap of the sum and of the ratio of totals stand in.
 
     Returns:
         (stage names in first-seen order, rows in first-seen order).
@@ -448,25 +462,42 @@ def staged_rows(benches: Sequence[Benchmark], summaries: Sequence[Summary],
             parts.setdefault(bench.label, []).append(timing_groups(bench))
     complete = [r for r in rows.values()
                 if len(parts.get(r.name, [])) == len(stage_names) and stage_names]
+    totals: dict[str, stats.LogLocation | None] = {}
     replicates = {}
-    units = {}  # the fewest processes behind any stage of the row (see median_estimate)
     for row in complete:
-        est, reps = stats.sum_of_medians_ci(parts[row.name], confidence, resamples, rng)
-        units[row.name] = min(len(groups) for groups in parts[row.name])
-        est = stats.expand(est, stats.expansion(units[row.name], confidence))
-        row.total, replicates[row.name] = (est.value, est.low, est.high), reps
+        locations = [stats.process_location(groups) for groups in parts[row.name]]
+        if all(loc is not None for loc in locations):
+            totals[row.name] = stats.location_sum([loc for loc in locations if loc])
+            est = totals[row.name].ci(confidence)  # type: ignore[union-attr]
+        else:  # a stage with one process: the bootstrap of the sum
+            totals[row.name] = None
+            est, replicates[row.name] = stats.sum_of_medians_ci(parts[row.name], confidence,
+                                                                resamples, rng)
+        row.total = (est.value, est.low, est.high)
     if complete:
         best = min(complete, key=lambda r: r.total[0] if r.total else math.inf)
         for row in complete:
             if row is best:
                 row.ratio_best = SELF_RATIO
                 continue
-            est = stats.percentile_ci(replicates[row.name] / replicates[best.name],
-                                      row.total[0] / best.total[0], confidence)
-            est = stats.expand(est, stats.expansion(min(units[row.name], units[best.name]),
-                                                    confidence))
+            mine, theirs = totals[row.name], totals[best.name]
+            if mine is not None and theirs is not None:
+                est = (mine / theirs).ci(confidence)
+            else:
+                est = stats.percentile_ci(_replicates(replicates, row.name, parts, rng)
+                                          / _replicates(replicates, best.name, parts, rng),
+                                          row.total[0] / best.total[0], confidence)
             row.ratio_best = (est.value, est.low, est.high)
     return stage_names, list(rows.values())
+
+
+def _replicates(replicates: dict[str, np.ndarray], name: str,
+                parts: dict[str, list[list[np.ndarray]]], rng: np.random.Generator
+                ) -> np.ndarray:
+    """Bootstrap replicates of a staged row's total, computed when first needed."""
+    if name not in replicates:
+        replicates[name] = stats.sum_of_medians_ci(parts[name], rng=rng)[1]
+    return replicates[name]
 
 
 def by_group(benches: Sequence[Benchmark]) -> dict[str, list[Benchmark]]:

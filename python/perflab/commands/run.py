@@ -24,8 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget", default="10s", help="time budget per benchmark (10s)")
     parser.add_argument("--timeout", default="60s", help="kill a worker process running longer "
                         "than this and fail the benchmark (60s)")
-    parser.add_argument("--min-processes", type=int, default=5, help="fresh processes per "
-                        "benchmark at least (5)")
+    parser.add_argument("--min-processes", type=int, default=10, help="fresh processes per "
+                        "benchmark at least (10): the CI is estimated from the spread "
+                        "between processes, so it needs several")
     parser.add_argument("--max-processes", type=int, default=60, help="at most (60)")
     parser.add_argument("--process-time", default="100ms", help="sampling time per process")
     parser.add_argument("--seed", type=int, help="seed the interleaving order and each "

@@ -69,10 +69,10 @@ class Settings:
 
     precision: float = 0.01
     budget_s: float = 10.0
-    min_processes: int = 5
+    min_processes: int = 10
     max_processes: int = 60
     process_seconds: float = 0.1
-    min_samples: int = 5
+    min_samples: int = 3
     max_samples: int = 2000
     min_sample_ns: float = 2e6
     warmup_max_s: float = 0.25
