@@ -12,8 +12,8 @@ inside run 1's CI. With equal standard errors the ideal is ≈ 83% (two medians
 differ by more than a 95% half-width with probability 2·Φ(−1.96/√2) ≈ 17%);
 target ≥ 80% on every workload. Because run 1 may be a lucky or unlucky
 reference, the same fraction is also given over every ordered pair of runs, and
-over every pair again with the CI perflab printed before it widened CIs for the
-number of processes (same raw data: perflab.analyze.stats.expansion), and over
+over every pair again with the CI perflab printed before (a hierarchical bootstrap
+over the processes, same raw data: perflab.analyze.stats.median_ci), and over
 the runs in which perflab did not warn of a busy machine (over 5% of samples with
 under 90% of a core: another program took the CPU), and over the runs that found
 the machine at its usual speed (a fixed loop timed before each run, within ±5% of
@@ -21,8 +21,12 @@ its median): these two tell the CI's own quality apart from the machine's swings
 `--no-randomize` runs (the harness before layout randomization: every worker
 of a run shares one layout) are measured the same way for comparison.
 
-Usage: python benchmarks/repeat.py [--quick] [--runs N] [--baseline-runs N]
-Writes benchmarks/results/repeat.md; every verdict is printed by the rule above.
+Usage: python benchmarks/repeat.py [--quick] [--runs N] [--baseline-runs N] [--workloads a,b]
+           [--save PART.json]          (measure; with --save, write the figures, not the table)
+       python benchmarks/repeat.py --merge PART.json [PART.json …]   (the table from parts)
+On a shared machine the measurement can be split by workload into parts, each run in
+its own quiet window, and merged. Writes benchmarks/results/repeat.md; every verdict is
+printed by the rule above.
 """
 
 from __future__ import annotations
@@ -82,18 +86,20 @@ def run_once(workdir: Path, rng: random.Random, extra: list[str]) -> dict[str, d
     figures = {}
     for bench, raw in zip(model.load(out).benchmarks, data["benchmarks"]):
         s = raw["summary"]
-        plain = unexpanded(bench)
+        plain = bootstrap_ci(bench)
         figures[bench.name] = {"median": s["median_s"], "low": s["ci_low_s"],
                                "high": s["ci_high_s"], "processes": s["processes"],
                                "stop": s["stop_reason"], "raw_low": plain.low,
                                "raw_high": plain.high,
-                               "busy": any(w["kind"] == "busy machine" for w in s["warnings"])}
-    figures["_wall"] = {"s": wall, "speed": speed}
+                               "busy": any(w["kind"] == "busy machine" for w in s["warnings"]),
+                               "speed": speed}
+    figures["_wall"] = {"s": wall}
     return figures
 
 
-def unexpanded(bench: "model.Benchmark") -> "stats.Estimate":
-    """The CI perflab printed before the small-sample expansion (same bootstrap draws)."""
+def bootstrap_ci(bench: "model.Benchmark") -> "stats.Estimate":
+    """The CI perflab printed before the random-effects interval: the hierarchical
+    bootstrap over processes, then samples (same raw data)."""
     import zlib
 
     import numpy as np
@@ -121,14 +127,23 @@ def series(count: int, extra: list[str], rng: random.Random, label: str, keep: P
     return out
 
 
+def wilson(hits: int, trials: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a share hits/trials (Wilson 1927): how far a share of
+    19 tries can be from the share a long series would give."""
+    if trials == 0:
+        return 0.0, 1.0
+    p = hits / trials
+    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * (p * (1 - p) / trials + z * z / (4 * trials * trials)) ** 0.5 / (1 + z * z / trials)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
 def table(title: str, results: list[dict], with_verdict: bool) -> list[str]:
     names = [k for k in results[0] if not k.startswith("_")]
-    speeds = [r["_wall"]["speed"] for r in results]
-    usual_speed = statistics.median(speeds)
-    steady = [abs(v / usual_speed - 1) <= STEADY for v in speeds]
+    speeds = [r[names[0]]["speed"] for r in results]
     lines = [f"### {title}", "",
-             "| workload | median of run 1 | its 95% CI | runs 2.. inside it | every pair | "
-             "every pair, CI without the expansion | every pair of runs perflab did not call "
+             "| workload | median of run 1 | its 95% CI | runs 2.. inside it (95% CI of the share) | every pair | "
+             "every pair, bootstrap CI (before) | every pair of runs perflab did not call "
              f"busy | every pair of runs at the usual machine speed (±{STEADY:.0%}) | run medians "
              "min–max | median CI ± | processes (median) |"
              + (" verdict |" if with_verdict else ""),
@@ -141,14 +156,17 @@ def table(title: str, results: list[dict], with_verdict: bool) -> list[str]:
         quiet = [r for r in runs if not r["busy"]]
         quiet_pairs = (f"{agreement(quiet)[1]:.0%} ({len(quiet)} runs)" if len(quiet) > 2
                        else f"– ({len(quiet)} runs)")
-        usual = [r for r, ok in zip(runs, steady) if ok]
+        usual_speed = statistics.median(r["speed"] for r in runs)
+        usual = [r for r in runs if abs(r["speed"] / usual_speed - 1) <= STEADY]
         usual_pairs = (f"{agreement(usual)[1]:.0%} ({len(usual)} runs)" if len(usual) > 2
                        else f"– ({len(usual)} runs)")
         meds = [r["median"] for r in runs]
         half = statistics.median((r["high"] - r["low"]) / 2 / r["median"] for r in runs)
+        inside = round(first * (len(runs) - 1))
+        low, high = wilson(inside, len(runs) - 1)
         row = (f"| {name} | {runs[0]['median'] * 1e3:.3f} ms | {runs[0]['low'] * 1e3:.3f}–"
-               f"{runs[0]['high'] * 1e3:.3f} | {first:.0%} ({round(first * (len(runs) - 1))}/"
-               f"{len(runs) - 1}) | {pairs:.0%} | {raw_pairs:.0%} | {quiet_pairs} | "
+               f"{runs[0]['high'] * 1e3:.3f} | {first:.0%} ({inside}/{len(runs) - 1}; "
+               f"{low:.0%}–{high:.0%}) | {pairs:.0%} | {raw_pairs:.0%} | {quiet_pairs} | "
                f"{usual_pairs} | "
                f"{min(meds) * 1e3:.3f}–{max(meds) * 1e3:.3f} | "
                f"±{half:.1%} | {statistics.median(r['processes'] for r in runs):.0f} |")
@@ -156,11 +174,62 @@ def table(title: str, results: list[dict], with_verdict: bool) -> list[str]:
             row += f" {'met' if first >= TARGET else 'not met'} (≥ {TARGET:.0%}) |"
         lines.append(row)
     walls = [r["_wall"]["s"] for r in results]
-    lines += ["", f"Wall time per run (all five workloads): median {statistics.median(walls):.0f} s, "
-              f"range {min(walls):.0f}–{max(walls):.0f} s. Machine speed before each run "
-              f"(best of 5 of a fixed loop): {min(speeds) * 1e3:.1f}–{max(speeds) * 1e3:.1f} ms, "
-              f"{sum(steady)} of {len(speeds)} runs within ±{STEADY:.0%} of the median."]
+    usual_speed = statistics.median(speeds)
+    steady = sum(abs(v / usual_speed - 1) <= STEADY for v in speeds)
+    lines += ["", f"Wall time per run (all {len(names)} workloads): median "
+              f"{statistics.median(walls):.0f} s, range {min(walls):.0f}–{max(walls):.0f} s. "
+              f"Machine speed before each run (best of 5 of a fixed loop): "
+              f"{min(speeds) * 1e3:.1f}–{max(speeds) * 1e3:.1f} ms, {steady} of {len(speeds)} "
+              f"runs within ±{STEADY:.0%} of the median."]
     return lines
+
+
+def merge(parts: list[dict]) -> dict:
+    """Parts measured in separate windows (disjoint workloads, the same number of runs) as
+    one measurement: run i of the whole is run i of every part; its wall time is their sum."""
+    def join(key: str) -> list[dict]:
+        count = min(len(p[key]) for p in parts)
+        out = []
+        for i in range(count):
+            run: dict = {"_wall": {"s": sum(p[key][i]["_wall"]["s"] for p in parts)}}
+            for p in parts:
+                run.update({k: v for k, v in p[key][i].items() if not k.startswith("_")})
+            out.append(run)
+        return out
+
+    return {"randomized": join("randomized"), "baseline": join("baseline"),
+            "quick": any(p["quick"] for p in parts),
+            "loads": [(p["load_start"], p["load_end"]) for p in parts],
+            "minutes": [p["minutes"] for p in parts], "keep": [p["keep"] for p in parts],
+            "commands": [p["command"] for p in parts]}
+
+
+def render(m: dict) -> str:
+    """The results section from a (merged) measurement."""
+    runs, baseline = m["randomized"], m["baseline"]
+    quick = m["quick"]
+    loads = "; ".join(f"{a:.2f} at the start, {b:.2f} at the end" for a, b in m["loads"])
+    where = machine().rsplit(", load average", 1)[0]  # the loads of the parts come below
+    lines = ["## Repeat-run agreement (issue 11)", "", f"Machine: {where}.", "",
+             "Command: " + "; then ".join(f"`{c}`" for c in m["commands"]) + (
+                 "; then `python benchmarks/repeat.py --merge` of the parts" if
+                 len(m["commands"]) > 1 else "") + ": `perflab run "
+             "benchmarks/workloads/classic_bench.py` with default settings "
+             f"({'--budget 2s, ' if quick else ''}--precision 1%), {len(runs)} times, each in a "
+             "different environment (a variable of 0–4 KiB) and working directory (0–4 "
+             "folders deep, names of 1–40 characters).", "",
+             f"Rule: a workload **meets** the target when at least {TARGET:.0%} of runs 2.. "
+             "have their median inside run 1's 95% CI (≈ 83% is ideal for equal standard "
+             f"errors; with {len(runs) - 1} tries the share itself is uncertain, its 95% Wilson "
+             "interval is given). \"every pair\" is the same share over every ordered pair of runs.", ""]
+    lines += table(f"With layout randomization (default), {len(runs)} runs", runs, True)
+    if len(baseline) > 1:
+        lines += [""] + table(f"Without it (`--no-randomize`), {len(baseline)} runs, for "
+                              "comparison", baseline, False)
+    lines += ["", f"Load average {loads}; the measurement took "
+              f"{' + '.join(f'{x:.0f}' for x in m['minutes'])} min; the results files are in "
+              + ", ".join(f"`{k}`" for k in m["keep"]) + "."]
+    return "\n".join(lines)
 
 
 def main(argv: list[str]) -> int:
@@ -170,9 +239,21 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--baseline-runs", type=int, default=10,
                         help="runs with --no-randomize for comparison (0: none)")
+    parser.add_argument("--workloads", help="only these workloads (comma-separated)")
+    parser.add_argument("--save", metavar="PART.json", help="write the figures here instead "
+                        "of the results file (merge the parts with --merge)")
+    parser.add_argument("--merge", nargs="+", metavar="PART.json",
+                        help="write the results file from parts measured with --save")
     args = parser.parse_args(argv)
+    if args.merge:
+        write_section("repeat", render(merge([json.loads(Path(p).read_text())
+                                              for p in args.merge])))
+        return 0
     runs, baseline_runs = (4, 3) if args.quick else (args.runs, args.baseline_runs)
     extra = ["--budget", "2s"] if args.quick else []
+    if args.workloads:
+        for name in args.workloads.split(","):
+            extra += ["--filter", f"{name}/*"]
     load = os.getloadavg()
     t0 = time.monotonic()
     rng = random.Random(2026)
@@ -180,24 +261,15 @@ def main(argv: list[str]) -> int:
     randomized = series(runs, extra, rng, "default", keep)
     baseline = series(baseline_runs, extra + ["--no-randomize"], rng, "--no-randomize", keep) \
         if baseline_runs > 1 else []
-    end = os.getloadavg()
-    lines = ["## Repeat-run agreement (issue 11)", "", f"Machine: {machine()}.", "",
-             f"Command: `python benchmarks/repeat.py{' --quick' if args.quick else ''}`: "
-             f"`perflab run benchmarks/workloads/classic_bench.py` with default settings "
-             f"({'--budget 2s, ' if args.quick else ''}--precision 1%), {runs} times, each in a "
-             "different environment (a variable of 0–4 KiB) and working directory (0–4 "
-             "folders deep, names of 1–40 characters).", "",
-             f"Rule: a workload **meets** the target when at least {TARGET:.0%} of runs 2.. "
-             "have their median inside run 1's 95% CI (≈ 83% is ideal for equal standard "
-             "errors). \"every pair\" is the same share over every ordered pair of runs.", ""]
-    lines += table(f"With layout randomization (default), {runs} runs", randomized, True)
-    if baseline:
-        lines += [""] + table(f"Without it (`--no-randomize`), {len(baseline)} runs, for "
-                              "comparison", baseline, False)
-    lines += ["", f"Load average {load[0]:.2f} at the start, {end[0]:.2f} at the end; the "
-              f"script took {(time.monotonic() - t0) / 60:.0f} min; the results files are in "
-              f"`{keep}`."]
-    write_section("repeat", "\n".join(lines))
+    part = {"randomized": randomized, "baseline": baseline, "quick": args.quick,
+            "load_start": load[0], "load_end": os.getloadavg()[0],
+            "minutes": (time.monotonic() - t0) / 60, "keep": str(keep),
+            "command": " ".join(["python benchmarks/repeat.py", *argv])}
+    if args.save:
+        Path(args.save).write_text(json.dumps(part))
+        print(f"figures saved to {args.save}", file=sys.stderr)
+    else:
+        write_section("repeat", render(merge([part])))
     return 0
 
 
