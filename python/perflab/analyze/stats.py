@@ -207,6 +207,13 @@ def pooled_median(groups: Sequence[Sequence[float] | np.ndarray]) -> float:
     return float(np.median(_array(np.concatenate([np.asarray(g, float) for g in groups]))))
 
 
+def z_quantile(confidence: float = 0.95) -> float:
+    """The standard normal quantile of a two-sided ``confidence`` interval (1.96 for 0.95)."""
+    from scipy import stats as sps
+
+    return float(sps.norm.ppf(0.5 + confidence / 2))
+
+
 def percentile_ci(replicates: np.ndarray, point: float, confidence: float = 0.95) -> Estimate:
     """Percentile bootstrap CI around ``point`` from bootstrap ``replicates`` (shape (B,)).
 

@@ -101,6 +101,7 @@ class Summary(MedianCI):
     Attributes:
         id / label / group / stage: identify the benchmark.
         median_s, ci_low_s, ci_high_s: median time per op and its 95% CI.
+        median_se_s: the standard error of median_s (what a fit weighs it by), s.
         mad_s, cv: spread of per-sample times per op (MAD scaled by 1.4826).
         processes, samples: counts that entered the statistics.
         flagged: samples excluded for clock disagreement (kept in the file).
@@ -135,6 +136,7 @@ class Summary(MedianCI):
     median_s: float = math.nan
     ci_low_s: float = math.nan
     ci_high_s: float = math.nan
+    median_se_s: float = math.nan
     mad_s: float = math.nan
     cv: float = math.nan
     processes: int = 0
@@ -198,14 +200,24 @@ def median_estimate(bench: Benchmark, confidence: float = 0.95, resamples: int =
     same data compute the very same interval (one source of truth for "precision
     reached"). None when no sample is usable.
     """
+    found = _median_and_se(bench, confidence, resamples, rng)
+    return found[0] if found else None
+
+
+def _median_and_se(bench: Benchmark, confidence: float, resamples: int,
+                   rng: np.random.Generator | None) -> tuple[stats.Estimate, float] | None:
+    """(:func:`median_estimate`, the standard error of its median in seconds: median ×
+    the SE of its log with several processes, the bootstrap CI's half-width / z with
+    one); None when no sample is usable."""
     groups = timing_groups(bench)
     if not groups:
         return None
     location = stats.process_location(groups)
     if location is not None:
-        return location.ci(confidence)
+        return location.ci(confidence), location.value * location.se_log
     rng = rng or np.random.default_rng([0, zlib.crc32(bench.id.encode())])
-    return stats.median_ci(groups, confidence, resamples, rng)
+    est = stats.median_ci(groups, confidence, resamples, rng)
+    return est, est.half_width / stats.z_quantile(confidence)
 
 
 def _median(values: Sequence[float | None]) -> float:
@@ -234,14 +246,15 @@ def summarize(bench: Benchmark, confidence: float = 0.95, resamples: int = RESAM
     summary = Summary(bench.id, bench.label, bench.group, bench.stage, bench.baseline,
                       stop_reason=bench.stop_reason, error=bench.error,
                       metric_units=dict(bench.metric_units))
-    est = median_estimate(bench, confidence, resamples, rng)
-    if est is None:
+    found = _median_and_se(bench, confidence, resamples, rng)
+    if found is None:
         summary.flagged = sum(1 for p in bench.processes for s in p.samples if s.flagged)
         if summary.flagged:
             summary.warnings = [Caveat("samples excluded", f"all {summary.flagged:,}",
                                        f"all {plural(summary.flagged, 'sample')} excluded: "
                                        "the clocks disagreed during them")]
         return summary
+    est, summary.median_se_s = found
     summary.median_s, summary.ci_low_s, summary.ci_high_s = est.value, est.low, est.high
     _fill_spread(summary, np.concatenate(timing_groups(bench)))
     _fill_process_figures(summary, bench)
