@@ -11,9 +11,10 @@ drift hits them alike):
 * a plain loop: PLAIN_PROCESSES fresh processes, each timing PLAIN_CALLS calls
   one by one with perf_counter_ns after PLAIN_WARMUP untimed calls.
 
-Each tool's figure per round is its median time per call (perflab: its median;
-pyperf: the median of its values; plain loop: the median of every timed call);
-pyperf's mean (its headline) and the plain loop's mean are shown beside them.
+Each tool's figure per round is its median time per call (perflab: its median, the
+geometric mean of its processes' medians; pyperf: the median of its values; plain
+loop: the geometric mean of its processes' medians, perflab's statistic); pyperf's
+mean (its headline), the plain loop's pooled median and mean are shown beside them.
 The figures are averaged over the rounds; the ratios are perflab / peer.
 
 Rules (printed by this script): perflab **agrees** with a peer when the averaged
@@ -71,15 +72,23 @@ def pyperf(tmp: Path, name: str, serial: int) -> dict[str, float]:
 
 
 def plain(name: str) -> dict[str, float]:
+    """PLAIN_PROCESSES fresh processes of the plain loop. Its figure is the same statistic
+    as perflab's (the geometric mean of the processes' medians), so that a difference is
+    the harness's, not the statistic's: on a machine whose speed swings from process to
+    process, the pooled median of all calls (also kept) follows whichever speed most
+    processes met."""
     t0 = time.monotonic()
     calls: list[float] = []
+    medians: list[float] = []
     for _ in range(PLAIN_PROCESSES):
         _, done = timed([PYTHON, str(WORKLOADS_DIR / "classic_plain.py"), name,
                          str(PLAIN_CALLS), str(PLAIN_WARMUP)])
-        calls += [ns * 1e-9 for ns in json.loads(done.stdout)]
-    return {"wall_s": time.monotonic() - t0, "median_s": statistics.median(calls),
-            "mean_s": statistics.mean(calls), "half": float("nan"),
-            "processes": PLAIN_PROCESSES}
+        mine = [ns * 1e-9 for ns in json.loads(done.stdout)]
+        calls += mine
+        medians.append(statistics.median(mine))
+    return {"wall_s": time.monotonic() - t0, "median_s": statistics.geometric_mean(medians),
+            "pooled_median_s": statistics.median(calls), "mean_s": statistics.mean(calls),
+            "half": float("nan"), "processes": PLAIN_PROCESSES}
 
 
 def rounds_of(names: list[str], rounds: int, rng: random.Random) -> dict[str, dict[str, list]]:
@@ -114,13 +123,16 @@ def report(seen: dict[str, dict[str, list]], rounds: int, quick: bool,
              f"settings) and a plain loop ({PLAIN_PROCESSES} fresh processes × {PLAIN_CALLS} "
              f"calls timed one by one after {PLAIN_WARMUP} untimed) run each workload once, "
              "in random order. Figures are means over the rounds of each run's median time "
-             "per call.", "",
+             "per call; perflab's median and the plain loop's are the same statistic (the "
+             "geometric mean of the processes' medians); pyperf's median is the median of its "
+             "values (each the mean of a ≥ 100 ms batch).", "",
              f"Rules: perflab **agrees** with a peer when perflab ÷ peer is within ±{AGREE:.0%}; "
              f"its cost **meets** the target when its wall time is at most {COST:.0%} of "
              "pyperf's and it reached ±1%.", "",
              "### Medians", "",
-             "| workload | perflab | pyperf median | pyperf mean | plain median | plain mean "
-             "| perflab ÷ pyperf | perflab ÷ plain |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| workload | perflab | pyperf median | pyperf mean | plain loop | plain pooled "
+             "median | plain mean | perflab ÷ pyperf | perflab ÷ plain |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, tools in seen.items():
         p, q, r = (tools[t] for t in ("perflab", "pyperf", "plain"))
         mp, mq, mr = (mean_of(x, "median_s") for x in (p, q, r))
@@ -131,6 +143,7 @@ def report(seen: dict[str, dict[str, list]], rounds: int, quick: bool,
 
         lines.append(f"| {name} | {mp * 1e3:.3f} ms | {mq * 1e3:.3f} ms | "
                      f"{mean_of(q, 'mean_s') * 1e3:.3f} ms | {mr * 1e3:.3f} ms | "
+                     f"{mean_of(r, 'pooled_median_s') * 1e3:.3f} ms | "
                      f"{mean_of(r, 'mean_s') * 1e3:.3f} ms | {ratio(mp, mq)} | {ratio(mp, mr)} |")
     lines += ["", "### Wall time", "",
               "| workload | perflab wall | perflab CI ± | perflab processes | pyperf wall | "

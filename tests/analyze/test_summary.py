@@ -66,3 +66,15 @@ def test_staged_rows_total_the_stages() -> None:
     assert stages == ["ser", "de"]
     assert rows[0].total[0] == pytest.approx(3e-3) and rows[1].total[0] == pytest.approx(6e-3)
     assert rows[1].ratio_best[0] == pytest.approx(2.0)
+
+
+def test_precision_not_reached_says_how_much_the_processes_differ() -> None:
+    """issue 11: the demo must say once why it did not reach the asked precision."""
+    bench = make_bench("b", lognormal_groups(1e-3, 12, 8, sigma=0.01, between=0.2, seed=3))
+    bench.stop_reason = "budget"
+    s = summarize(bench, precision=0.02)
+    (caveat,) = [c for c in s.warnings if c.kind == "precision not reached"]
+    assert 0.1 < s.process_spread < 0.4  # 12 draws of a 0.2 SD
+    assert f"processes ±{s.process_spread:.1%}" in caveat.figure
+    assert "the processes' medians differ by" in caveat.text
+    assert s.median_se_s == pytest.approx(s.median_s * s.process_spread / 12 ** 0.5)

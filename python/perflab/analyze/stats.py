@@ -310,14 +310,21 @@ def process_location(groups: Sequence[Sequence[float] | np.ndarray]) -> LogLocat
     """
     if len(groups) < 2:
         return None
+    spread = process_spread(groups)
+    if not spread > 0:  # nan (a non-positive median) or 0 (medians all equal)
+        return None
+    logs = np.log([float(np.median(_array(g))) for g in groups])
+    return LogLocation(math.exp(float(np.mean(logs))), spread / math.sqrt(len(logs)),
+                       len(logs) - 1)
+
+
+def process_spread(groups: Sequence[Sequence[float] | np.ndarray]) -> float:
+    """How much P processes' medians differ: the sample SD of their logs (≈ a relative SD
+    for small spreads); nan with fewer than 2 processes or a non-positive median. O(N)."""
     medians = np.array([float(np.median(_array(g))) for g in groups])
-    if np.any(medians <= 0):
-        return None
-    logs = np.log(medians)
-    se = float(np.std(logs, ddof=1) / math.sqrt(len(logs)))
-    if se == 0:
-        return None
-    return LogLocation(math.exp(float(np.mean(logs))), se, len(logs) - 1)
+    if medians.size < 2 or np.any(medians <= 0):
+        return math.nan
+    return float(np.std(np.log(medians), ddof=1))
 
 
 def location_sum(parts: Sequence[LogLocation]) -> LogLocation:

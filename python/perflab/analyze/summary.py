@@ -50,7 +50,10 @@ class Caveat:
 
 #: kind → (what it means, shown once per kind; what to do, shown once per kind)
 CAVEATS = {
-    "precision not reached": ("the CI is wider than asked", "raise --budget for more"),
+    "precision not reached": ("the CI is wider than asked; in brackets, how much the "
+                              "processes' medians differ: a busy or virtual machine's speed "
+                              "swings from process to process",
+                              "raise --budget for more processes, or quiet the machine"),
     "unstable": ("samples vary by more than 5% (MAD/median)",
                  "close other programs or raise --budget"),
     "busy machine": ("over 5% of samples got under 90% of a core while the code is "
@@ -102,6 +105,8 @@ class Summary(MedianCI):
         id / label / group / stage: identify the benchmark.
         median_s, ci_low_s, ci_high_s: median time per op and its 95% CI.
         median_se_s: the standard error of median_s (what a fit weighs it by), s.
+        process_spread: how much the processes' medians differ: the SD of their logs
+            (≈ a relative SD; nan with fewer than 2 processes).
         mad_s, cv: spread of per-sample times per op (MAD scaled by 1.4826).
         processes, samples: counts that entered the statistics.
         flagged: samples excluded for clock disagreement (kept in the file).
@@ -137,6 +142,7 @@ class Summary(MedianCI):
     ci_low_s: float = math.nan
     ci_high_s: float = math.nan
     median_se_s: float = math.nan
+    process_spread: float = math.nan
     mad_s: float = math.nan
     cv: float = math.nan
     processes: int = 0
@@ -256,7 +262,9 @@ def summarize(bench: Benchmark, confidence: float = 0.95, resamples: int = RESAM
         return summary
     est, summary.median_se_s = found
     summary.median_s, summary.ci_low_s, summary.ci_high_s = est.value, est.low, est.high
-    _fill_spread(summary, np.concatenate(timing_groups(bench)))
+    groups = timing_groups(bench)
+    _fill_spread(summary, np.concatenate(groups))
+    summary.process_spread = stats.process_spread(groups)
     _fill_process_figures(summary, bench)
     summary.warnings = _caveats(summary, precision, min_processes)
     return summary
@@ -358,8 +366,12 @@ def _stop_caveat(s: Summary, precision: float | None, min_processes: int | None
         return Caveat("precision not reached", figure,
                       f"stopped {where} after {plural(s.processes, 'process', 'processes')}, fewer than "
                       f"--min-processes {min_processes}; {figure} is not yet trustworthy")
-    return Caveat("precision not reached", figure,
-                  f"stopped {where} with {figure}, ±{precision:.1%} asked")
+    spread = (f"; the processes' medians differ by {s.process_spread:.1%} (SD)"
+              if math.isfinite(s.process_spread) else "")
+    return Caveat("precision not reached",
+                  figure + (f" (processes ±{s.process_spread:.1%})"
+                            if math.isfinite(s.process_spread) else ""),
+                  f"stopped {where} with {figure}, ±{precision:.1%} asked{spread}")
 
 
 def summarize_group(benches: Sequence[Benchmark], confidence: float = 0.95,
