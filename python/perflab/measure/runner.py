@@ -5,7 +5,7 @@ Design (README, "How perflab measures"):
       worker processes (pyperf does the same to average out ASLR and hash
       randomisation), each with its own memory layout (:mod:`perflab.measure.layout`),
       so that layout bias becomes variation the CI includes;
-    * cases of one group run interleaved in randomised order, round after
+    * all cases of a run are interleaved in randomised order, round after
       round, so that machine drift hits them all alike (Abedi & Brecht 2017,
       "Conducting Repeatable Experiments in Highly Variable Cloud Computing
       Environments", randomized multiple interleaved trials);
@@ -239,14 +239,13 @@ class Runner:
         self.interrupted = False
 
     def run(self) -> list[Benchmark]:
-        """Measure every case, group by group. Ctrl-C stops early and keeps what was measured.
+        """Measure every case, all interleaved. Ctrl-C stops early and keeps what was measured.
 
         Returns:
             One Benchmark per case, in case order, failed ones with ``error`` set.
         """
         try:
-            for group in self._groups():
-                self._run_group(group)
+            self._run_rounds(self.states)
         except KeyboardInterrupt:
             self.interrupted = True
             for state in self.states:
@@ -254,18 +253,15 @@ class Runner:
                     state.bench.stop_reason = "interrupted"
         return [s.bench for s in self.states]
 
-    def _groups(self) -> list[list[CaseState]]:
-        """Cases grouped by their group name, in order of first appearance."""
-        groups: dict[str, list[CaseState]] = {}
-        for state in self.states:
-            groups.setdefault(state.case.spec.group, []).append(state)
-        return list(groups.values())
-
-    def _run_group(self, group: list[CaseState]) -> None:
-        """Rounds of one process per active case, in a fresh random order each round."""
-        for state in group:
+    def _run_rounds(self, states: list[CaseState]) -> None:
+        """Rounds of one process per active case, in a fresh random order each round. Every
+        case of the run takes part in every round (not group after group), so each one's
+        processes meet the machine over the whole run: a host whose speed swings over tens
+        of seconds then shows in every benchmark's process spread, hence in its CI,
+        instead of biasing whichever group ran during a slow stretch."""
+        for state in states:
             self.progress.start_case(state.bench.id, self.settings.budget_s)
-        while active := [s for s in group if not s.done]:
+        while active := [s for s in states if not s.done]:
             self.rng.shuffle(active)
             for state in active:
                 self._run_process(state)
