@@ -201,13 +201,19 @@ def merge(parts: list[dict]) -> dict:
             "quick": any(p["quick"] for p in parts),
             "loads": [(p["load_start"], p["load_end"]) for p in parts],
             "minutes": [p["minutes"] for p in parts], "keep": [p["keep"] for p in parts],
-            "commands": [p["command"] for p in parts]}
+            "commands": [p["command"] for p in parts],
+            "budgets": [p.get("budget") for p in parts]}
+
+
+def budget_text(m: dict) -> str:
+    """", --budget 8s" when the parts ran with a budget other than perflab's default."""
+    budgets = sorted({b for b in m["budgets"] if b})
+    return f"; but --budget {' / '.join(budgets)}" if budgets else ""
 
 
 def render(m: dict) -> str:
     """The results section from a (merged) measurement."""
     runs, baseline = m["randomized"], m["baseline"]
-    quick = m["quick"]
     loads = "; ".join(f"{a:.2f} at the start, {b:.2f} at the end" for a, b in m["loads"])
     where = machine().rsplit(", load average", 1)[0]  # the loads of the parts come below
     lines = ["## Repeat-run agreement (issue 11)", "", f"Machine: {where}.", "",
@@ -215,7 +221,7 @@ def render(m: dict) -> str:
                  "; then `python benchmarks/repeat.py --merge` of the parts" if
                  len(m["commands"]) > 1 else "") + ": `perflab run "
              "benchmarks/workloads/classic_bench.py` with default settings "
-             f"({'--budget 2s, ' if quick else ''}--precision 1%), {len(runs)} times, each in a "
+             f"(--precision 1%{budget_text(m)}), {len(runs)} times, each in a "
              "different environment (a variable of 0–4 KiB) and working directory (0–4 "
              "folders deep, names of 1–40 characters).", "",
              f"Rule: a workload **meets** the target when at least {TARGET:.0%} of runs 2.. "
@@ -240,6 +246,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--baseline-runs", type=int, default=10,
                         help="runs with --no-randomize for comparison (0: none)")
     parser.add_argument("--workloads", help="only these workloads (comma-separated)")
+    parser.add_argument("--budget", help="perflab's --budget per benchmark (default: its own, "
+                        "10s), to fit the runs in a quiet window")
     parser.add_argument("--save", metavar="PART.json", help="write the figures here instead "
                         "of the results file (merge the parts with --merge)")
     parser.add_argument("--merge", nargs="+", metavar="PART.json",
@@ -250,7 +258,8 @@ def main(argv: list[str]) -> int:
                                               for p in args.merge])))
         return 0
     runs, baseline_runs = (4, 3) if args.quick else (args.runs, args.baseline_runs)
-    extra = ["--budget", "2s"] if args.quick else []
+    budget = "2s" if args.quick else args.budget
+    extra = ["--budget", budget] if budget else []
     if args.workloads:
         for name in args.workloads.split(","):
             extra += ["--filter", f"{name}/*"]
@@ -264,7 +273,7 @@ def main(argv: list[str]) -> int:
     part = {"randomized": randomized, "baseline": baseline, "quick": args.quick,
             "load_start": load[0], "load_end": os.getloadavg()[0],
             "minutes": (time.monotonic() - t0) / 60, "keep": str(keep),
-            "command": " ".join(["python benchmarks/repeat.py", *argv])}
+            "command": " ".join(["python benchmarks/repeat.py", *argv]), "budget": budget}
     if args.save:
         Path(args.save).write_text(json.dumps(part))
         print(f"figures saved to {args.save}", file=sys.stderr)
