@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import statistics
@@ -138,21 +139,60 @@ def wilson(hits: int, trials: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def machine_factors(results: list[dict], names: list[str]) -> list[float]:
+    """Each run's speed factor common to all its workloads: the geometric mean over the
+    workloads of (its median ÷ that workload's geometric mean over the runs). A run that
+    met a slower machine has a factor above 1 for every workload alike."""
+    centre = {n: statistics.geometric_mean([r[n]["median"] for r in results]) for n in names}
+    return [statistics.geometric_mean([r[n]["median"] / centre[n] for n in names])
+            for r in results]
+
+
+def common_factor_lines(results: list[dict], names: list[str]) -> list[str]:
+    """How much of the run-to-run variation all workloads share, in words and figures."""
+    if len(names) < 2 or len(results) < 3:
+        return []
+    logs = {n: [math.log(r[n]["median"]) for r in results] for n in names}
+    corr = [statistics.correlation(logs[a], logs[b])
+            for i, a in enumerate(names) for b in names[i + 1:]]
+    factors = [math.log(f) for f in machine_factors(results, names)]
+    resid = {n: [x - f for x, f in zip(logs[n], factors)] for n in names}
+    se = {n: statistics.mean(math.log(r[n]["high"] / r[n]["low"]) / 2 / 1.96 for r in results)
+          for n in names}
+    return ["", f"Between runs, the workloads' medians move together: their logs correlate "
+            f"{min(corr):.2f}–{max(corr):.2f} across the runs. The part they share (each run's "
+            f"machine factor) varies by {statistics.stdev(factors):.1%} (SD) from run to run; "
+            "what is left of each workload's run-to-run variation varies by "
+            f"{min(statistics.stdev(v) for v in resid.values()):.1%}–"
+            f"{max(statistics.stdev(v) for v in resid.values()):.1%}, against a standard error "
+            f"of {min(se.values()):.1%}–{max(se.values()):.1%} that the runs' CIs imply. "
+            "\"every pair, machine factor removed\" is the agreement once each run's median "
+            "and CI are divided by its run's factor: the share a CI can reach when the machine "
+            "runs at one speed from run to run (slightly optimistic: the factor is estimated "
+            f"from the same {len(names)} workloads). No single run can see that factor: all its "
+            "benchmarks share it, so it cancels in ratios between benchmarks of one run."]
+
+
 def table(title: str, results: list[dict], with_verdict: bool) -> list[str]:
     names = [k for k in results[0] if not k.startswith("_")]
+    factors = machine_factors(results, names)
     speeds = [r[names[0]]["speed"] for r in results]
     lines = [f"### {title}", "",
              "| workload | median of run 1 | its 95% CI | runs 2.. inside it (95% CI of the share) | every pair | "
-             "every pair, bootstrap CI (before) | every pair of runs perflab did not call "
+             "every pair, bootstrap CI (before) | every pair, machine factor removed | "
+             "every pair of runs perflab did not call "
              f"busy | every pair of runs at the usual machine speed (±{STEADY:.0%}) | run medians "
              "min–max | median CI ± | processes (median) |"
              + (" verdict |" if with_verdict else ""),
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
              + ("---|" if with_verdict else "")]
     for name in names:
         runs = [r[name] for r in results]
         first, pairs = agreement(runs)
         raw_pairs = agreement(runs, "raw_low", "raw_high")[1]
+        steady_runs = [{**r, **{k: r[k] / f for k in ("median", "low", "high")}}
+                       for r, f in zip(runs, factors)]
+        steady_pairs = agreement(steady_runs)[1]
         quiet = [r for r in runs if not r["busy"]]
         quiet_pairs = (f"{agreement(quiet)[1]:.0%} ({len(quiet)} runs)" if len(quiet) > 2
                        else f"– ({len(quiet)} runs)")
@@ -166,7 +206,8 @@ def table(title: str, results: list[dict], with_verdict: bool) -> list[str]:
         low, high = wilson(inside, len(runs) - 1)
         row = (f"| {name} | {runs[0]['median'] * 1e3:.3f} ms | {runs[0]['low'] * 1e3:.3f}–"
                f"{runs[0]['high'] * 1e3:.3f} | {first:.0%} ({inside}/{len(runs) - 1}; "
-               f"{low:.0%}–{high:.0%}) | {pairs:.0%} | {raw_pairs:.0%} | {quiet_pairs} | "
+               f"{low:.0%}–{high:.0%}) | {pairs:.0%} | {raw_pairs:.0%} | {steady_pairs:.0%} | "
+               f"{quiet_pairs} | "
                f"{usual_pairs} | "
                f"{min(meds) * 1e3:.3f}–{max(meds) * 1e3:.3f} | "
                f"±{half:.1%} | {statistics.median(r['processes'] for r in runs):.0f} |")
@@ -181,7 +222,7 @@ def table(title: str, results: list[dict], with_verdict: bool) -> list[str]:
               f"Machine speed before each run (best of 5 of a fixed loop): "
               f"{min(speeds) * 1e3:.1f}–{max(speeds) * 1e3:.1f} ms, {steady} of {len(speeds)} "
               f"runs within ±{STEADY:.0%} of the median."]
-    return lines
+    return lines + common_factor_lines(results, names)
 
 
 def merge(parts: list[dict]) -> dict:
