@@ -34,8 +34,6 @@ PENDING = {("perflab.environment", "perflab.measure.integrity"),
            ("perflab.commands.serve", "perflab.commands.cmd"),
            ("perflab.commands.run", "perflab.commands.compare"),
            ("perflab.commands.run", "perflab.commands.show"),
-           ("perflab.commands.show", "perflab.commands.cmd"),
-           ("perflab.commands.show", "perflab.commands.http"),
            ("perflab.measure.threads", "perflab.measure.worker")}
 
 
