@@ -6,7 +6,8 @@ function, is an edge of the graph (parsed with ``ast``; nothing is imported). Th
 * layers: a module imports only from its own layer or a lower one; ``measure`` and
   ``report`` are side by side and never import each other (report only renders);
 * a command (``perflab.commands.X``) imports no other command;
-* no cycle anywhere: no module reaches itself through imports.
+* no cycle anywhere: no module reaches itself through imports;
+* no room over :data:`MAX_LINES` lines: no Python or Rust source file outside the tests.
 
 The package's ``__init__`` (the public authoring API, ``perflab.bench``) is exempt from
 the layers: it stands above everything, as the door users come in by.
@@ -156,3 +157,23 @@ def _cycle_from(start: str) -> list[str] | None:
 def test_no_import_cycle(module: str) -> None:
     cycle = _cycle_from(module)
     assert cycle is None, " → ".join(cycle or [])
+
+
+ROOT = PACKAGE.parents[1]
+#: The longest a source file may grow before it is split by concept.
+MAX_LINES = 600
+
+
+def _sources() -> Iterator[Path]:
+    """Python and Rust sources outside tests: python/, rust/*/src, benchmarks/."""
+    yield from PACKAGE.rglob("*.py")
+    yield from (ROOT / "benchmarks").rglob("*.py")
+    yield from (p for p in (ROOT / "rust").glob("*/src/**/*.rs")
+                if "test" not in p.stem)
+
+
+def test_no_room_over_600_lines() -> None:
+    assert sum(1 for _ in _sources()) > 50  # a guard: the sources are found
+    long = [f"{p.relative_to(ROOT)}: {n} lines" for p in _sources()
+            if (n := len(p.read_text().splitlines())) > MAX_LINES]
+    assert not long, "split by concept: " + ", ".join(long)
