@@ -260,3 +260,19 @@ def test_x_is_the_achieved_rate_of_the_window_never_the_drained_responses() -> N
     old = replace(saturated, drained=None, ok_from_warmup=None)
     (series,) = fi.usl_series(results("http", [Benchmark(name="u", kind="http", steps=[old])]))
     assert any("predates" in n for n in series.notes)
+
+
+def test_merge_series_pools_points_by_name_sorted_by_x() -> None:
+    def series(name: str, x: list[float], se: list[float] | None, note: str) -> fi.Series:
+        return fi.Series(name, name, np.array(x), np.array(x) * 10, "N", "X",
+                         y_se=None if se is None else np.array(se), notes=(note,))
+
+    first = [series("a", [4, 1], [0.4, 0.1], "first"), series("b", [2], None, "b")]
+    merged = fi.merge_series([first, [series("a", [2], [0.2], "second")]])
+    assert [s.name for s in merged] == ["a", "b"]
+    a = merged[0]
+    assert a.x.tolist() == [1, 2, 4] and a.y.tolist() == [10, 20, 40]
+    assert a.y_se is not None and a.y_se.tolist() == [0.1, 0.2, 0.4]
+    assert a.notes == ("first", "second")
+    again = fi.merge_series([[series("a", [1], [0.1], "x")], [series("a", [2], None, "y")]])
+    assert again[0].y_se is None  # an SE known for only some points is not kept

@@ -453,6 +453,30 @@ def one_off_cost(points: list[tuple[Benchmark, float]]) -> tuple[float, float]:
     return max(0.0, float(np.median(diffs))), se
 
 
+def merge_series(lists: list[list[Series]]) -> list[Series]:
+    """Series of several files pooled by name: points concatenated, then sorted by x
+    (stable); notes kept, in order; ``y_se`` kept only when every part has one.
+
+    Args:
+        lists: the series of each source (:func:`usl_series`, :func:`cost_series`).
+
+    Returns:
+        One series per name, in order of first appearance.
+    """
+    out: dict[str, Series] = {}
+    for s in (s for lst in lists for s in lst):
+        if s.name in out:
+            prev = out[s.name]
+            se = (None if prev.y_se is None or s.y_se is None
+                  else np.concatenate([prev.y_se, s.y_se]))
+            s = replace(prev, x=np.concatenate([prev.x, s.x]), y=np.concatenate([prev.y, s.y]),
+                        y_se=se, notes=prev.notes + s.notes)
+        order = np.argsort(s.x, kind="stable")
+        out[s.name] = replace(s, x=s.x[order], y=s.y[order],
+                              y_se=None if s.y_se is None else s.y_se[order])
+    return list(out.values())
+
+
 def pick(series: list[Series], name: str) -> Series:
     """The series called ``name``: its full name, or its bare benchmark name when unique.
 

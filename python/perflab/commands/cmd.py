@@ -269,16 +269,3 @@ def _save_and_print(results: Any, args: argparse.Namespace, destination: Any) ->
     later.raise_()
     if not destination.stdout:
         sys.stderr.write(f"results saved to {destination}\n")
-
-
-def render(results: Any, fmt: str) -> int:
-    """Re-render a saved ``cmd`` results file (``perflab show``) as table, markdown or csv.
-
-    Returns:
-        Exit code 0.
-    """
-    from perflab.analyze.cmd import summarize_results
-    from perflab.report.cmd_table import print_cmd
-
-    print_cmd(results, summarize_results(results), fmt)
-    return 0

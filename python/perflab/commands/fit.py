@@ -15,7 +15,7 @@ import math
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -119,24 +119,6 @@ def _fitted(series: Any, fit: Callable[[], Any]) -> Any:
         raise UsageError(f"{series.name}: {exc}") from None
 
 
-def _merged(lists: list[list[Any]]) -> list[Any]:
-    """Series of several files pooled by name (points concatenated, sorted by x)."""
-    import numpy as np
-
-    out: dict[str, Any] = {}
-    for s in (s for lst in lists for s in lst):
-        if s.name in out:
-            prev = out[s.name]
-            se = (None if prev.y_se is None or s.y_se is None
-                  else np.concatenate([prev.y_se, s.y_se]))
-            s = replace(prev, x=np.concatenate([prev.x, s.x]), y=np.concatenate([prev.y, s.y]),
-                        y_se=se, notes=prev.notes + s.notes)
-        order = np.argsort(s.x, kind="stable")
-        out[s.name] = replace(s, x=s.x[order], y=s.y[order],
-                              y_se=None if s.y_se is None else s.y_se[order])
-    return list(out.values())
-
-
 def _selected(series: list[Any], names: list[str] | None) -> list[Any]:
     """Only the series named by --series (full or bare names), in that order."""
     from perflab.analyze.fit_inputs import pick
@@ -150,11 +132,11 @@ def _selected(series: list[Any], names: list[str] | None) -> list[Any]:
 
 def _usl_report(sources: list[Any], args: argparse.Namespace) -> FitReport:
     """One coefficient table and one points table per series."""
-    from perflab.analyze.fit_inputs import usl_series
+    from perflab.analyze.fit_inputs import merge_series, usl_series
     from perflab.analyze.models import fit_usl
     from perflab.report.fit_tables import usl_points, usl_table
 
-    series = _selected(_merged([usl_series(s, args.little) for s in sources]), args.series)
+    series = _selected(merge_series([usl_series(s, args.little) for s in sources]), args.series)
     report = FitReport("usl")
     for s in series:
         fit = _fitted(s, lambda s=s: fit_usl(s.x, s.y, unit=s.y_unit))
@@ -180,10 +162,10 @@ def _usl_chart(s: Any, fit: Any, path: Path) -> Path:
 
 def _complexity_report(sources: list[Any], args: argparse.Namespace) -> FitReport:
     """One table: best class and runner-up of every swept series, with CIs."""
-    from perflab.analyze.fit_inputs import cost_series
+    from perflab.analyze.fit_inputs import cost_series, merge_series
     from perflab.report.fit_tables import complexity_table
 
-    pooled = _merged([cost_series(s, args.param) for s in sources])
+    pooled = merge_series([cost_series(s, args.param) for s in sources])
     series = [s for s in _selected(pooled, args.series) if s.param is not None]
     if not series:
         raise UsageError("no usable data for a complexity fit: none of the chosen benchmarks "
@@ -216,13 +198,13 @@ def _complexity_chart(s: Any, fit: Any, path: Path) -> Path:
 
 def _breakeven_report(sources: list[Any], args: argparse.Namespace) -> FitReport:
     """Both sides' cost curves (cold + a + b·g(n)) and where they cross."""
-    from perflab.analyze.fit_inputs import cost_series, pick
+    from perflab.analyze.fit_inputs import cost_series, merge_series, pick
     from perflab.analyze.models import breakeven
     from perflab.report.fit_tables import breakeven_points, breakeven_table
 
     if not args.between:
         raise UsageError("--model breakeven needs the two benchmarks: --between A B")
-    pooled = _merged([cost_series(s, args.param, required=False) for s in sources])
+    pooled = merge_series([cost_series(s, args.param, required=False) for s in sources])
     a, b = (pick(pooled, name) for name in args.between)
     if (a.param is None) != (b.param is None):
         swept = a if a.param else b

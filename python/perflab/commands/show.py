@@ -40,13 +40,17 @@ def main(args: argparse.Namespace) -> int:
     if args.env:
         print_environment(results)
     if results.kind == "cmd":
-        from perflab.commands import cmd
+        from perflab.analyze import cmd
+        from perflab.report.cmd_table import print_cmd
 
-        return cmd.render(results, args.format)
+        print_cmd(results, cmd.summarize_results(results), args.format)
+        return 0
     if results.kind == "http":
-        from perflab.commands import http
+        from perflab.analyze import http
+        from perflab.report.http_table import print_http
 
-        return http.render(results, args.format)
+        print_http(results, http.summarize_results(results), args.format)
+        return 0
     grouped = summarize_benchmarks(results.benchmarks,
                                    precision=results.settings.get("precision"),
                                    min_processes=results.settings.get("min_processes"))

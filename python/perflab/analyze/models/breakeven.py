@@ -8,13 +8,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import optimize
 
+from perflab.analyze.estimate import LEVEL, Estimate
 from perflab.analyze.models.classes import COMPLEXITY_MODELS, ComplexityCandidate
 from perflab.analyze.models.complexity import ComplexityFit, fit_complexity
 from perflab.analyze.models.core import (
     LARGE_DOF,
-    LEVEL,
     ArrayLike,
-    Estimate,
     wald,
 )
 from perflab.analyze.models.measured import (

@@ -12,10 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perflab.analyze.estimate import LEVEL, Estimate
 from perflab.analyze.models.core import (
-    LEVEL,
     ArrayLike,
-    Estimate,
     gram_inverse,
     t_quantile,
     wald,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from perflab.analyze.estimate import LEVEL, Estimate
 from perflab.analyze.models.choice import Choice, Verdict, choose, p_text
 from perflab.analyze.models.classes import (
     COMPLEXITY_MODELS,
@@ -21,9 +22,7 @@ from perflab.analyze.models.classes import (
     fit_class,
 )
 from perflab.analyze.models.core import (
-    LEVEL,
     ArrayLike,
-    Estimate,
     paired,
     positive_array,
     require_points,

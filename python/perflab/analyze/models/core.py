@@ -1,4 +1,4 @@
-"""The shared core of the model fits: the estimate type, input checks, least-squares helpers.
+"""The shared core of the model fits: input checks, least-squares helpers, Wald intervals.
 
 Used by :mod:`.usl`, :mod:`.complexity` and :mod:`.breakeven`; nothing here
 fits a model by itself.
@@ -8,43 +8,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
 
-LEVEL = 0.95
+from perflab.analyze.estimate import Estimate
+
 #: Degrees of freedom that make a t interval a normal one (an SE from a bootstrap).
 LARGE_DOF = 10**6
 ArrayLike = Sequence[float] | np.ndarray
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A value with its confidence interval: every model parameter has this shape.
-
-    The fields are the ones every summary, ratio and parameter of perflab will
-    share (issue 13): value, CI low/high, level, and the standard error where
-    one is known.
-
-    Attributes:
-        value: Point estimate, in the quantity's unit.
-        ci_low: Lower bound of the two-sided interval at ``level``.
-        ci_high: Upper bound of that interval.
-        level: Confidence level of the interval, e.g. 0.95.
-        se: Standard error, in the unit of ``value``; NaN when not known (or
-            when no degrees of freedom are left), 0 for a value held fixed.
-    """
-
-    value: float
-    ci_low: float
-    ci_high: float
-    level: float = LEVEL
-    se: float = math.nan
-
-    def contains(self, x: float) -> bool:
-        """Whether ``x`` lies inside [ci_low, ci_high] (False when the CI is NaN)."""
-        return bool(self.ci_low <= x <= self.ci_high)
 
 
 def t_quantile(level: float, dof: int) -> float:

@@ -9,10 +9,9 @@ from typing import Literal
 import numpy as np
 from scipy import optimize
 
+from perflab.analyze.estimate import LEVEL, Estimate
 from perflab.analyze.models.core import (
-    LEVEL,
     ArrayLike,
-    Estimate,
     gram_inverse,
     paired,
     r_squared,

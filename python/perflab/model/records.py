@@ -1,62 +1,20 @@
-"""The results model: raw data of every engine in one versioned JSON file.
+"""The records of the results model: the raw data of every engine, as dataclasses.
 
 Raw data, statistics and presentation are separate types (hyperfine's
 TimingResult → BenchmarkResult → exporters; pyperf's Run → Benchmark → Suite):
-this module holds only raw data and its (de)serialization. Summaries are
-derived by :mod:`perflab.analyze.stats` and written beside the raw data for
-convenience, but ignored on load and always recomputed. Files are untrusted input:
-:func:`load` checks them against the published JSON Schema
-(``perflab/schemas/results.schema.json``, described in docs/results-format.md).
-
-Files are plain JSON (never pickle: a results file must be safe to open from a
-stranger). Times are integer nanoseconds in raw records and float seconds in
-summaries; sizes are bytes.
+this module holds only raw data and its conversion to and from JSON types.
+Times are integer nanoseconds in raw records and float seconds in summaries;
+sizes are bytes. Reading and writing files is :mod:`perflab.model.results_file`;
+schema versions and migrations are :mod:`perflab.model.versions`.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field, fields, is_dataclass
-from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from perflab.errors import ResultsFileError, UsageError
-from perflab.files import Destination
-
-SCHEMA_VERSION = 2
-#: Short history of schema versions; older files load through ``_MIGRATIONS``.
-SCHEMA_HISTORY = {
-    1: "first version: python, command and http benchmarks",
-    2: "http steps: ok_responses counts responses completed inside the recorded window "
-       "only; drained, ok_from_warmup and drain_s added",
-}
-#: The engine starts load this long after a step begins (pre-opening connections).
-_HTTP_START_DELAY_S = 0.03
-
-
-def _http_accounting_v2(data: dict[str, Any]) -> dict[str, Any]:
-    """Schema 1 → 2. A version-1 http step's ``ok_responses`` also counted the responses
-    that came while the step drained, which can no longer be told apart: ``drained`` and
-    ``ok_from_warmup`` become None (unknown), and ``drain_s`` is estimated from the wall
-    time (``wall_s`` − ``duration_s`` − the 30 ms start delay; thread start-up makes it a
-    few ms high), so that a step that drained long is still seen as saturated."""
-    def items(value: Any, key: str) -> list[Any]:
-        found = value.get(key) if isinstance(value, dict) else None
-        return [v for v in found if isinstance(v, dict)] if isinstance(found, list) else []
-
-    for bench in items(data, "benchmarks"):
-        for step in items(bench, "steps"):
-            step.setdefault("drained", None)
-            step.setdefault("ok_from_warmup", None)
-            wall, duration = step.get("wall_s"), step.get("duration_s")
-            if "drain_s" not in step and all(isinstance(v, (int, float)) and math.isfinite(v)
-                                             for v in (wall, duration)):
-                step["drain_s"] = max(0.0, wall - duration - _HTTP_START_DELAY_S)
-    return {**data, "schema_version": 2}
-
-
-_MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _http_accounting_v2}
+from perflab.model.versions import SCHEMA_VERSION, migrate
 
 
 def _from_dict(cls: type, data: dict[str, Any]) -> Any:
@@ -499,174 +457,3 @@ def json_types(value: Any) -> Any:
     if names is not None:
         return {name: json_types(getattr(value, name)) for name in names}
     return value
-
-
-def migrate(data: Any) -> dict[str, Any]:
-    """Check a loaded JSON document and migrate it to :data:`SCHEMA_VERSION`.
-
-    Raises:
-        ResultsFileError: not a perflab results object, or a newer version.
-    """
-    if isinstance(data, dict) and data.get("tool") == "perflab" and \
-            data.get("kind") in ("doctor", "compare", "fit"):
-        raise ResultsFileError(f"is a perflab {data['kind']} document, not a results file; "
-                               "pass a file written by perflab run, cmd or http --json")
-    if not isinstance(data, dict) or data.get("tool") != "perflab" or "schema_version" not in data:
-        raise ResultsFileError("is not a perflab results file (no 'tool: perflab' and "
-                               "'schema_version'); pass a file written by perflab --json")
-    version = data["schema_version"]
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise ResultsFileError(f"has schema_version {version!r}, which is not a version "
-                               "number (a whole number from 1); the file was edited or damaged")
-    if version > SCHEMA_VERSION:
-        raise ResultsFileError(f"has schema_version {version!r}, newer than this perflab "
-                               f"knows ({SCHEMA_VERSION}); upgrade perflab to read it")
-    while version < SCHEMA_VERSION:
-        data = _MIGRATIONS[version](data)
-        version = data["schema_version"]
-    return data
-
-
-#: The benchmark kind each results kind holds.
-BENCHMARK_KIND = {"run": "python", "cmd": "command", "http": "http"}
-_HISTOGRAMS = ("latency", "service_time", "send_lag", "failed_latency", "dispatch_lag")
-
-
-def save(results: Results, path: str | Path | Destination,
-         summaries: dict[str, dict[str, Any]] | None = None, indent: int | None = 1,
-         rescue_on_failure: bool = True) -> Path | None:
-    """Write ``results`` as JSON: atomically (temp file, fsync, rename) or to stdout.
-
-    Args:
-        results: what to write.
-        path: destination (checked with :meth:`perflab.files.Destination.check` when a
-            plain path is given); ``-`` writes to stdout; parent folders are created.
-        summaries: derived summaries by benchmark id, written for convenience.
-        indent: JSON indentation; None writes compact JSON with the C encoder
-            (about 10× faster for files of many thousand raw records).
-        rescue_on_failure: see :func:`perflab.files.save`.
-
-    Returns:
-        The path written, None for stdout.
-
-    Raises:
-        UsageError: the destination is unusable (a folder, a device, a foreign file).
-        SaveError: the write failed; the data is in the rescue file the error names.
-    """
-    from perflab import files
-
-    dest = path if isinstance(path, Destination) else Destination.check(path, "--json")
-    files.save(dest, lambda: (json.dumps(results.to_dict(summaries), indent=indent,
-                                         allow_nan=False) + "\n").encode(),
-               f"{results.kind} results", rescue_on_failure)
-    return dest.path
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def parse_json(data: bytes, where: str) -> Any:
-    """Strict JSON (no NaN or Infinity, finite floats) from untrusted bytes.
-
-    Raises:
-        ResultsFileError: not UTF-8, not valid JSON, nested too deeply, or a number
-            out of range; the message names ``where`` and what to do.
-    """
-    def finite(text: str) -> float:
-        value = float(text)
-        if not math.isfinite(value):
-            raise ValueError(f"number {text[:20]} is out of range")
-        return value
-
-    try:
-        return json.loads(data.decode("utf-8-sig"), parse_constant=_reject_constant,
-                          parse_float=finite)
-    except UnicodeDecodeError:
-        raise ResultsFileError(f"{where}: is not text (a binary file?); pass a results file "
-                               "written by perflab --json") from None
-    except json.JSONDecodeError as exc:
-        raise ResultsFileError(f"{where}: not valid JSON (truncated?) at line {exc.lineno}: "
-                               f"{exc.msg}; re-run the benchmark to write it again") from None
-    except RecursionError:
-        raise ResultsFileError(f"{where}: nested too deeply to be a perflab file") from None
-    except ValueError as exc:
-        raise ResultsFileError(f"{where}: not valid JSON ({exc})") from None
-
-
-def _check_kinds(data: dict[str, Any]) -> str | None:
-    """Cross-field checks the schema can't state; one line or None."""
-    expected = BENCHMARK_KIND[data["kind"]]
-    for i, bench in enumerate(data["benchmarks"]):
-        kind = bench.get("kind", "python")
-        if kind != expected:
-            return (f"benchmarks[{i}].kind: is {kind!r} in a {data['kind']!r} file, which holds "
-                    f"{expected!r} benchmarks only")
-    reference = data.get("settings", {}).get("reference")
-    if reference is not None and reference >= len(data["benchmarks"]):
-        return f"settings.reference: {reference} is not the index of a benchmark"
-    if data["kind"] == "http" and len(data["benchmarks"]) > 1:
-        return "benchmarks: an 'http' file holds one benchmark"
-    return None
-
-
-def _trust_histograms(results: Results) -> None:
-    """Recompute every histogram's stored count and percentiles from its encoding.
-
-    Raises:
-        ResultsFileError: an encoding that isn't a bounded HdrHistogram (JSON path named).
-    """
-    from perflab import _core
-
-    for i, bench in enumerate(results.benchmarks):
-        for j, step in enumerate(bench.steps):
-            for name in _HISTOGRAMS:
-                hist = getattr(step, name)
-                if not hist.encoded:
-                    setattr(step, name, Histogram())
-                    continue
-                try:
-                    decoded = _core.hdr_decode(hist.encoded)
-                except ValueError as exc:
-                    raise ResultsFileError(f"benchmarks[{i}].steps[{j}].{name}.encoded: "
-                                           f"{exc}") from None
-                setattr(step, name, Histogram(hist.encoded, **{
-                    k: decoded[k] if k == "count" or decoded["count"] else math.nan
-                    for k in ("count", "min_us", "mean_us", "p50_us", "p90_us", "p99_us",
-                              "p999_us", "max_us")}))
-
-
-def load(path: str | Path) -> Results:
-    """Read a results file written by any perflab version up to this one.
-
-    The file is size-limited before it is read, parsed as strict JSON, checked
-    against the published schema (``perflab/schemas/results.schema.json``) and
-    for cross-field consistency; stored summaries are ignored and histogram
-    percentiles recomputed from the encoded histograms.
-
-    Raises:
-        ResultsFileError: missing, unreadable, too large, not JSON, foreign, too new,
-            or invalid; the message names the file, the JSON path and what to do.
-    """
-    from perflab import files, schema
-
-    path = Path(path)
-    try:
-        data = files.read_bytes(path, str(path), files.MAX_RESULTS_BYTES)
-    except UsageError as exc:
-        raise ResultsFileError(str(exc)) from None
-    document = parse_json(data, str(path))
-    try:
-        document = migrate(document)
-    except ResultsFileError as exc:
-        raise ResultsFileError(f"{path}: {exc}") from None
-    problem = schema.validate(document) or _check_kinds(document)
-    if problem:
-        raise ResultsFileError(f"{path}: {problem}; the file was damaged or edited: use "
-                               "the file perflab wrote, or re-run the benchmark")
-    results = Results.from_dict(document)
-    try:
-        _trust_histograms(results)
-    except ResultsFileError as exc:
-        raise ResultsFileError(f"{path}: {exc}; the file was damaged or edited") from None
-    return results

@@ -1,0 +1,23 @@
+"""The results model: raw data of every engine in one versioned JSON file.
+
+Raw data, statistics and presentation are separate types (hyperfine's
+TimingResult → BenchmarkResult → exporters; pyperf's Run → Benchmark → Suite):
+this package holds only raw data and its (de)serialization. Summaries are
+derived by :mod:`perflab.analyze.stats` and written beside the raw data for
+convenience, but ignored on load and always recomputed. Files are untrusted input:
+:func:`load` checks them against the published JSON Schema
+(``perflab/schemas/results.schema.json``, described in docs/results-format.md).
+
+Rooms: :mod:`~perflab.model.records` (the dataclasses), :mod:`~perflab.model.versions`
+(schema versions and migrations), :mod:`~perflab.model.results_file` (save and load).
+Everything public is importable from ``perflab.model`` itself.
+"""
+
+from perflab.model.records import (Benchmark, CommandRun, Histogram, HttpStep, Process,
+                                   Results, Sample, json_types)
+from perflab.model.results_file import BENCHMARK_KIND, load, parse_json, save
+from perflab.model.versions import SCHEMA_HISTORY, SCHEMA_VERSION, migrate
+
+__all__ = ["BENCHMARK_KIND", "SCHEMA_HISTORY", "SCHEMA_VERSION", "Benchmark", "CommandRun",
+           "Histogram", "HttpStep", "Process", "Results", "Sample", "json_types", "load",
+           "migrate", "parse_json", "save"]
