@@ -109,6 +109,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="seed the block order, the environment offsets "
                         "and the bootstrap")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
+    from perflab.history import record
+
+    record.add_arguments(parser)
 
 
 def _parameters(args: argparse.Namespace) -> list[Any]:
@@ -258,6 +261,7 @@ def _save_and_print(results: Any, args: argparse.Namespace, destination: Any) ->
     from perflab.analyze.cmd import summarize_results
     from perflab.files import Deferred
     from perflab.report.cmd_table import print_cmd
+    from perflab.history.record import record_results
 
     summaries = summarize_results(results)
     later = Deferred()
@@ -266,6 +270,7 @@ def _save_and_print(results: Any, args: argparse.Namespace, destination: Any) ->
               indent=None)
     if not destination.stdout:
         print_cmd(results, summaries, args.format)
+    record_results(args, results, {s.id: s.to_dict() for s in summaries}, destination)
     later.raise_()
     if not destination.stdout:
         sys.stderr.write(f"results saved to {destination}\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import fnmatch
+import math
 import sys
 
 from perflab.errors import UsageError
@@ -33,13 +34,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
                         help="how to print the results on stdout")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
-    parser.add_argument("--compare-to", metavar="A.json", help="after the run, compare its "
-                        "results with this baseline (as perflab compare A.json NEW.json)")
+    parser.add_argument("--compare-to", metavar="A.json|last|RUN|REF", help="after the run, "
+                        "compare its results with this baseline: a results file, or from "
+                        "history the newest earlier run, a run id or a git ref (as perflab "
+                        "compare --to)")
     parser.add_argument("--threshold", default="2%", help="with --compare-to: the noise "
-                        "threshold of the verdicts (2%%)")
+                        "threshold of the verdicts (2%%); auto: from the run-to-run spread "
+                        "recorded in history")
     parser.add_argument("--fail-on", metavar="VERDICTS", default="", help="with --compare-to: "
                         "exit 1 when a verdict is one of these, e.g. slower or "
                         "slower,inconclusive (as perflab compare --fail-on)")
+    from perflab.history import record
+
+    record.add_arguments(parser)
 
 
 def parse_precision(text: str) -> float:
@@ -84,7 +91,7 @@ def select(cases, patterns):  # type: ignore[no-untyped-def]
 
 def main(args: argparse.Namespace) -> int:
     """Measure, save, print. Exit 1 when a benchmark failed, 130 when interrupted."""
-    from perflab import __version__, environment, model
+    from perflab import __version__, environment
     from perflab.files import results_destination
     from perflab.measure import clocks
     from perflab.measure.runner import Runner
@@ -93,12 +100,12 @@ def main(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     destination = results_destination(args.json, "run")
-    baseline = model.load(args.compare_to) if args.compare_to else None
     gate = _gate_options(args)
     bench_file = load_file(args.file)
     cases = select(expand(bench_file), args.filter)
     started = dt.datetime.now(dt.timezone.utc)
     env = environment.fingerprint(__version__)
+    baseline_name, baseline, gate = _baseline(args, cases, env, gate)
     timer = clocks.measure_timer()
     target_ns = max(timer.min_sample_ns, settings.min_sample_ns)
     results = Results(kind="run", command_line=["perflab", *sys.argv[1:]],
@@ -118,7 +125,7 @@ def main(args: argparse.Namespace) -> int:
     if baseline is not None:
         from perflab.commands.compare import compare_after_run
 
-        tripped = compare_after_run(args.compare_to, baseline, results, args.format, *gate)
+        tripped = compare_after_run(baseline_name, baseline, results, args.format, *gate)
     if runner.interrupted:
         return 130
     return 1 if tripped or any(b.failed for b in results.benchmarks) else 0
@@ -134,7 +141,26 @@ def _gate_options(args: argparse.Namespace) -> tuple[float, list[str]]:
 
     if args.fail_on and not args.compare_to:
         raise UsageError("--fail-on needs --compare-to A.json (the results to compare with)")
-    return parse_threshold(args.threshold), parse_fail_on(args.fail_on) if args.fail_on else []
+    auto = args.threshold.strip().lower() == "auto"
+    return (math.nan if auto else parse_threshold(args.threshold),
+            parse_fail_on(args.fail_on) if args.fail_on else [])
+
+
+def _baseline(args: argparse.Namespace, cases, env, gate):  # type: ignore[no-untyped-def]
+    """(name, results, gate) of --compare-to, resolved before anything is measured: a file
+    or a run from history; an automatic threshold (NaN in ``gate``) is set from history
+    and its explanation added to the gate as its third item."""
+    if not args.compare_to:
+        return None, None, gate
+    from perflab.history import baseline, record
+
+    db = record.database_path(args)
+    name, results = baseline.baseline_for(db, args.compare_to, "run", {c.id for c in cases})
+    threshold, fail_on = gate
+    if math.isnan(threshold):
+        threshold, note = baseline.threshold_before_run(db, [c.id for c in cases], env)
+        return name, results, (threshold, fail_on, note)
+    return name, results, gate
 
 
 def _progress(precision: float, quiet: bool):  # type: ignore[no-untyped-def]
@@ -160,6 +186,7 @@ def _save_and_print(results, args, precision: float, destination) -> None:  # ty
     from perflab.analyze.summary import summarize_benchmarks
     from perflab.commands.show import print_run
     from perflab.files import Deferred
+    from perflab.history.record import record_results
 
     grouped = summarize_benchmarks(results.benchmarks, precision=precision)
     summaries = {s.id: s.to_dict() for group in grouped.values() for s in group}
@@ -167,6 +194,7 @@ def _save_and_print(results, args, precision: float, destination) -> None:  # ty
     later.run(model.save, results, destination, summaries)
     if not destination.stdout:
         print_run(results, grouped, args.format)
+    record_results(args, results, summaries, destination)
     later.raise_()
     if not destination.stdout:
         sys.stderr.write(f"results saved to {destination}\n")
