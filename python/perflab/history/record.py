@@ -38,8 +38,16 @@ def add_arguments(parser: argparse.ArgumentParser, recording: bool = True) -> No
     if recording:
         parser.add_argument("--no-history", action="store_true",
                             help="don't record this run in the history database")
-        parser.add_argument("--tag", action="append", default=[], metavar="WORD",
+        parser.add_argument("--tag", action="append", default=[], metavar="WORD", type=_tag,
                             help="label this run in history (repeatable), e.g. --tag nightly")
+
+
+def _tag(text: str) -> str:
+    """argparse type of --tag: one checked tag (see :func:`check_tags`)."""
+    try:
+        return check_tags([text])[0]
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1]) from None
 
 
 def database_path(args: argparse.Namespace) -> Path | None:
@@ -98,24 +106,25 @@ def fingerprint_hash(env: dict[str, Any]) -> str:
 
 
 def make_record(kind: str, document: dict[str, Any], rows: list[Any], tags: list[str],
-                results_path: Any) -> Any:
+                results_path: Any, git: bool = True) -> Any:
     """A :class:`perflab.history.store.RunRecord` from a results (or doctor) document.
 
-    The git state is read from the current directory.
+    The git state is read from the current directory when ``git`` is True (False for
+    an imported file: the commit it was measured at is unknown, so none is recorded).
     """
     from perflab.history import gitinfo
     from perflab.history.store import RunRecord
 
     env = document.get("environment") if isinstance(document.get("environment"), dict) else {}
-    git = gitinfo.state()
+    state = gitinfo.state() if git else gitinfo.GitState()
     argv = document.get("command_line")
     return RunRecord(
         kind=kind, created=str(document.get("created") or _now()), fingerprint=fingerprint_hash(env),
         hostname=env.get("hostname"), command_line=argv if isinstance(argv, list) else [],
         document=json.dumps(document, allow_nan=False, separators=(",", ":")).encode(),
         results_path=None if results_path is None else str(Path(results_path).resolve()),
-        git_commit=git.commit, git_branch=git.branch, git_dirty=git.dirty,
-        git_time=git.commit_time, tags=tags, rows=rows)
+        git_commit=state.commit, git_branch=state.branch, git_dirty=state.dirty,
+        git_time=state.commit_time, tags=tags, rows=rows)
 
 
 def _now() -> str:
