@@ -54,7 +54,7 @@ bench-deps: $(STAMPS)/bench-deps
 $(STAMPS)/venv: pyproject.toml | $(STAMPS)
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.7,<2" numpy scipy rich matplotlib fastjsonschema pytest hypothesis pyperf \
+	$(PIP) install -q "maturin>=1.7,<2" numpy scipy rich matplotlib fastjsonschema ruptures pytest hypothesis pyperf \
 	  orjson msgpack cbor2
 	touch $@
 

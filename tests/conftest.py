@@ -66,3 +66,11 @@ def popen_perflab(args: list[str], **kwargs: object):  # type: ignore[no-untyped
 
     return subprocess.Popen([sys.executable, "-m", "perflab", *args],
                             preexec_fn=_sigint_default, **kwargs)  # type: ignore[call-overload]
+
+
+@pytest.fixture(autouse=True)
+def _private_history(tmp_path_factory, monkeypatch):  # type: ignore[no-untyped-def]
+    """Every test records into its own history database (never the repository's
+    .perflab/history.sqlite); tests of history itself pass --history or set it again."""
+    monkeypatch.setenv("PERFLAB_HISTORY", str(tmp_path_factory.mktemp("history")
+                                              / "history.sqlite"))
