@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 #: Penalty factor of PELT (see the module doc).
-PENALTY_FACTOR = 4.0
+PENALTY_FACTOR = 5.0
 #: Smallest relative step reported (fraction).
 MIN_STEP = 0.01
 #: Fewest points on each side of a change.

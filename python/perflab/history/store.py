@@ -185,6 +185,9 @@ class Store:
         try:
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             self.db.execute("PRAGMA foreign_keys = ON")
+            # WAL + NORMAL: a commit survives a crash of perflab (not of the OS); each
+            # run still goes in whole or not at all
+            self.db.execute("PRAGMA synchronous = NORMAL")
             self._migrate()
         except sqlite3.DatabaseError as exc:
             self.db.close()
