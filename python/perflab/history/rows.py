@@ -58,23 +58,19 @@ def recompute(results: Results) -> dict[str, dict[str, Any]]:
         ``CommandSummary.to_dict()`` for cmd, ``{"steps": [StepSummary.to_dict()]}``
         for http).
     """
-    settings = results.settings
     if results.kind == "run":
         from perflab.analyze.summary import summarize_benchmarks
 
-        grouped = summarize_benchmarks(results.benchmarks, precision=settings.get("precision"))
+        grouped = summarize_benchmarks(results.benchmarks,
+                                       precision=results.settings.get("precision"))
         return {s.id: s.to_dict() for group in grouped.values() for s in group}
     if results.kind == "cmd":
-        from perflab.report.cmd_table import summarize_commands
+        from perflab.analyze.cmd import summarize_results
 
-        return {s.id: s.to_dict() for s in summarize_commands(
-            results.benchmarks, settings.get("reference"), results.spawn_overhead_ns,
-            settings.get("confidence", 0.95), settings.get("precision"))}
-    from perflab.analyze.http import summarize_steps
+        return {s.id: s.to_dict() for s in summarize_results(results)}
+    from perflab.analyze.http import summarize_results as sweep
 
-    return {b.id: {"steps": [s.to_dict() for s in summarize_steps(
-        b.steps, settings.get("slo_s"), settings.get("ok") or "200-299")]}
-        for b in results.benchmarks}
+    return {results.benchmarks[0].id: {"steps": [s.to_dict() for s in sweep(results).steps]}}
 
 
 def summary_rows(results: Results, summaries: dict[str, dict[str, Any]]) -> list[SummaryRow]:
