@@ -23,6 +23,7 @@ COMMANDS = {
     "fit": "fit USL, complexity or break-even models to results",
     "show": "re-render a saved results file",
     "history": "recorded runs, trends and change points from the history database",
+    "report": "one self-contained HTML report of results files and history",
 }
 
 

@@ -31,12 +31,13 @@ def _scale(trend: Trend) -> tuple[str, float]:
     return time_unit_for(sorted(values)[len(values) // 2] if values else 1.0)
 
 
-def trend_chart(trends: Sequence[Trend], path: str | Path) -> Path:
-    """Draw the trends (at most :data:`MAX_PANELS`) and write a PNG.
+def trend_chart(trends: Sequence[Trend], path: str | Path, fmt: str = "png") -> Path:
+    """Draw the trends (at most :data:`MAX_PANELS`) and write a PNG (or ``fmt``: "svg").
 
     Args:
         trends: one per panel, each with at least one point.
-        path: the PNG to write.
+        path: the file to write.
+        fmt: "png" or "svg".
 
     Returns:
         The path written.
@@ -47,7 +48,8 @@ def trend_chart(trends: Sequence[Trend], path: str | Path) -> Path:
     """
     import matplotlib
 
-    matplotlib.use("Agg")
+    matplotlib.use("Agg", force=True)
+    matplotlib.rcParams["text.parse_math"] = False  # names are text: "$" is no formula
     import matplotlib.pyplot as plt
 
     if not trends:
@@ -58,7 +60,7 @@ def trend_chart(trends: Sequence[Trend], path: str | Path) -> Path:
         for ax, trend in zip(axes[:, 0], trends):
             _panel(ax, trend)
         fig.tight_layout()
-        fig.savefig(path, format="png", dpi=100)
+        fig.savefig(path, format=fmt, dpi=100)
     finally:
         plt.close(fig)
     return Path(path)
@@ -95,7 +97,7 @@ def _panel(ax, trend: Trend) -> None:  # type: ignore[no-untyped-def]
     ax.set_xticks(xs[::step], labels[::step], rotation=60, fontsize=7)
     ax.set_xlim(-0.6, len(xs) - 0.4)
     title = trend.bench if len(trend.bench) <= TITLE_CHARS else trend.bench[:TITLE_CHARS] + "…"
-    ax.set_title(title.replace("$", r"\$"), fontsize=10, loc="left")  # no mathtext
+    ax.set_title(title, fontsize=10, loc="left")
     ax.set_ylabel(f"{trend.metric} ({name})")
     ax.set_xlabel("runs in commit order")
     ax.grid(alpha=0.3)
