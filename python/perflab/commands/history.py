@@ -42,7 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "followed (default: time; p50 for HTTP steps)")
     parser.add_argument("--limit", type=int, default=30, help="rows shown per table (30; "
                         "0: all); change points always use the whole history")
-    parser.add_argument("--chart", metavar="PNG", help="with BENCHMARK: draw the trend chart")
+    parser.add_argument("--chart", nargs="?", const="trend.png", metavar="PNG",
+                        help="with BENCHMARK: draw the trend chart into PNG (trend.png)")
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table")
     parser.add_argument("--import", dest="import_files", nargs="+", metavar="FILE",
                         help="record these results files (run, cmd, http) in history")
