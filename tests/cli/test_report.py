@@ -74,3 +74,26 @@ def test_bad_input_and_foreign_files(tmp_path: Path, perflab_cli) -> None:  # ty
     out = tmp_path / "mine.html"
     for _ in range(2):
         assert perflab_cli("report", str(path), "-o", str(out)).returncode == 0
+
+
+def test_chart_png_of_run_cmd_and_compare(tmp_path: Path, perflab_cli) -> None:  # type: ignore[no-untyped-def]
+    a = model.save(results({"x": 1e-6, "y": 2e-6}, seed=1), tmp_path / "a.json")
+    b = model.save(results({"x": 1.2e-6, "y": 2e-6}, seed=2), tmp_path / "b.json")
+    cmp = perflab_cli("compare", str(a), str(b), "--chart", str(tmp_path / "cmp.png"))
+    assert cmp.returncode == 0, cmp.stderr
+    assert (tmp_path / "cmp.png").read_bytes().startswith(b"\x89PNG")
+    bench = tmp_path / "bench.py"
+    bench.write_text("import perflab\n@perflab.bench\ndef f():\n    return sum(range(50))\n")
+    run = perflab_cli("run", str(bench), "--budget", "0.5s", "--min-processes", "2",
+                      "--process-time", "20ms", "--quiet", "--no-alloc", "--json",
+                      str(tmp_path / "r.json"), "--chart", str(tmp_path / "run.png"))
+    assert run.returncode == 0, run.stderr
+    assert f"chart saved to {tmp_path / 'run.png'}" in run.stderr
+    cmd = perflab_cli("cmd", "true", "--min-runs", "5", "--max-runs", "6", "--quiet", "--json",
+                      str(tmp_path / "c.json"), "--chart", str(tmp_path / "cmd.png"))
+    assert cmd.returncode == 0, cmd.stderr
+    assert (tmp_path / "cmd.png").stat().st_size > 5000
+    foreign = tmp_path / "photo.png"
+    foreign.write_bytes(b"not a png of perflab's")
+    bad = perflab_cli("compare", str(a), str(b), "--chart", str(foreign))
+    assert bad.returncode == 2 and "not written by perflab" in one_error_line(bad.stderr)

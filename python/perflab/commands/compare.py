@@ -33,6 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="latency percentiles compared for HTTP steps (50,90,99,99.9)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (0); the same "
                         "seed prints the same CIs")
+    parser.add_argument("--chart", metavar="PNG", help="draw B/A with its CI per benchmark "
+                        "(a forest plot) into this PNG")
     from perflab.history import record
 
     record.add_arguments(parser, recording=False)
@@ -77,12 +79,18 @@ def main(args: argparse.Namespace) -> int:
     fail_on = parse_fail_on(args.fail_on)
     percentiles = parse_percentiles(args.percentiles)
     json_to = Destination.check(args.json, "--json") if args.json is not None else None
+    chart = Destination.check(args.chart, "--chart", "png") if args.chart else None
     sides = compare_sides(record.database_path(args), args.to, args.files, args.threshold)
     suite = compare_results(sides.a, sides.b, sides.threshold, seed=args.seed,
                             percentiles=percentiles, names=(sides.name_a, sides.name_b))
     if sides.note:
         suite.warnings.insert(0, sides.note)
-    return gate(print_comparison(suite, sides.name_a, sides.name_b, args.format, json_to, fail_on), fail_on)
+    tripped = print_comparison(suite, sides.name_a, sides.name_b, args.format, json_to, fail_on)
+    if chart is not None:
+        from perflab.report.result_charts import compare_chart, write_chart
+
+        write_chart(chart, lambda out: compare_chart(suite, sides.name_a, sides.name_b, out))
+    return gate(tripped, fail_on)
 
 
 def compare_after_run(baseline_path: str, baseline: Any, results: Any, fmt: str,

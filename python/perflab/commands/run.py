@@ -44,6 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-on", metavar="VERDICTS", default="", help="with --compare-to: "
                         "exit 1 when a verdict is one of these, e.g. slower or "
                         "slower,inconclusive (as perflab compare --fail-on)")
+    parser.add_argument("--chart", metavar="PNG", help="draw each benchmark's samples and "
+                        "per-process medians into this PNG")
     from perflab.history import record
 
     record.add_arguments(parser)
@@ -92,7 +94,7 @@ def select(cases, patterns):  # type: ignore[no-untyped-def]
 def main(args: argparse.Namespace) -> int:
     """Measure, save, print. Exit 1 when a benchmark failed, 130 when interrupted."""
     from perflab import __version__, environment
-    from perflab.files import results_destination
+    from perflab.files import Destination, results_destination
     from perflab.measure import clocks
     from perflab.measure.runner import Runner
     from perflab.measure.suite import expand, load_file
@@ -101,6 +103,7 @@ def main(args: argparse.Namespace) -> int:
     settings = _settings(args)
     destination = results_destination(args.json, "run")
     gate = _gate_options(args)
+    chart = Destination.check(args.chart, "--chart", "png") if args.chart else None
     bench_file = load_file(args.file)
     cases = select(expand(bench_file), args.filter)
     started = dt.datetime.now(dt.timezone.utc)
@@ -121,6 +124,10 @@ def main(args: argparse.Namespace) -> int:
     results.interrupted = runner.interrupted
     environment.finish(env)
     _save_and_print(results, args, settings.precision, destination)
+    if chart is not None:
+        from perflab.report.result_charts import run_chart, write_chart
+
+        write_chart(chart, lambda out: run_chart(results.benchmarks, out))
     tripped = 0
     if baseline is not None:
         from perflab.commands.compare import compare_after_run

@@ -8,7 +8,8 @@ names are searchable and matplotlib escapes them as XML; math text is off so a
 ``$`` in a name is just a character. Point clouds are thinned to
 :data:`MAX_POINTS` per row (seeded) to bound the file's size.
 
-Every function returns one ``<svg …>…</svg>`` string.
+Each ``*_figure`` function returns a matplotlib figure; :func:`to_svg` turns it into one
+``<svg …>…</svg>`` string for the page, :func:`save_png` into a PNG (``--chart``).
 """
 
 from __future__ import annotations
@@ -41,13 +42,17 @@ def _pyplot() -> Any:
 
 def _plain_log(*axes: Any) -> None:
     """Plain numbers on log axes ("0.5", "2", "1000"): with math text off, matplotlib's
-    default log labels would show their TeX source."""
-    from matplotlib.ticker import FuncFormatter, LogFormatter
+    default log labels would show their TeX source. Minor ticks 2 and 5 of each decade
+    are labelled too, so a span of less than a decade still has numbers."""
+    from matplotlib.ticker import FuncFormatter
+
+    def minor(value: float, _: object) -> str:
+        lead = value / 10 ** math.floor(math.log10(value) + 1e-9) if value > 0 else 0
+        return f"{value:g}" if round(lead, 6) in (2.0, 5.0) else ""
 
     for axis in axes:
         axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        # within two decades, label some minor ticks too (plain text, not math text)
-        axis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
+        axis.set_minor_formatter(FuncFormatter(minor))
 
 
 def _label(text: str) -> str:
@@ -87,9 +92,9 @@ def _thin(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return values if values.size <= MAX_POINTS else rng.choice(values, MAX_POINTS, replace=False)
 
 
-def distribution_chart(title: str, names: Sequence[str], samples: Sequence[Sequence[float]],
+def distribution_figure(title: str, names: Sequence[str], samples: Sequence[Sequence[float]],
                        points: Sequence[Sequence[float]], point_label: str,
-                       axis: str = "time per op") -> str:
+                       axis: str = "time per op") -> Any:
     """Box plots of ``samples`` per row with ``points`` drawn over them.
 
     Args:
@@ -101,7 +106,7 @@ def distribution_chart(title: str, names: Sequence[str], samples: Sequence[Seque
         axis: what the values are, for the axis label ("time per op", "wall time per run").
 
     Returns:
-        The SVG.
+        The matplotlib figure (see :func:`to_svg`, :func:`save_png`).
     """
     plt = _pyplot()
     unit, factor = _scale([v for row in samples for v in row] or [1.0])
@@ -123,11 +128,11 @@ def distribution_chart(title: str, names: Sequence[str], samples: Sequence[Seque
     ax.grid(axis="x", alpha=0.3)
     if any(len(p) for p in points):
         ax.legend(fontsize=7, loc="lower right")
-    return to_svg(fig)
+    return fig
 
 
-def forest_chart(title: str, names: Sequence[str],
-                 ratios: Sequence[tuple[float, float, float] | None], reference: str) -> str:
+def forest_figure(title: str, names: Sequence[str],
+                 ratios: Sequence[tuple[float, float, float] | None], reference: str) -> Any:
     """A forest plot: each row's ratio with its CI on a log axis, a line at 1.
 
     Args:
@@ -137,7 +142,7 @@ def forest_chart(title: str, names: Sequence[str],
         reference: what the ratios are against, for the axis label.
 
     Returns:
-        The SVG.
+        The matplotlib figure (see :func:`to_svg`, :func:`save_png`).
     """
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9, 0.9 + 0.4 * len(names)))
@@ -155,11 +160,11 @@ def forest_chart(title: str, names: Sequence[str],
     ax.set_xlabel(f"ratio to {reference} (95% CI, log scale)")
     ax.set_title(title, fontsize=10, loc="left")
     ax.grid(axis="x", which="both", alpha=0.3)
-    return to_svg(fig)
+    return fig
 
 
-def cold_warm_chart(title: str, names: Sequence[str], cold_s: Sequence[float],
-                    warm_s: Sequence[float]) -> str:
+def cold_warm_figure(title: str, names: Sequence[str], cold_s: Sequence[float],
+                    warm_s: Sequence[float]) -> Any:
     """The first call in a fresh process (cold) beside the steady-state median (warm),
     per row, on a log axis (seconds)."""
     plt = _pyplot()
@@ -179,11 +184,11 @@ def cold_warm_chart(title: str, names: Sequence[str], cold_s: Sequence[float],
     ax.set_title(title, fontsize=10, loc="left")
     ax.grid(axis="x", which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="best")
-    return to_svg(fig)
+    return fig
 
 
-def user_sys_chart(title: str, names: Sequence[str], user_s: Sequence[float],
-                   sys_s: Sequence[float], wall_s: Sequence[float]) -> str:
+def user_sys_figure(title: str, names: Sequence[str], user_s: Sequence[float],
+                   sys_s: Sequence[float], wall_s: Sequence[float]) -> Any:
     """Median user and system CPU seconds per run as stacked bars, the median wall
     time as a black tick (a bar longer than the tick: the command used several cores)."""
     plt = _pyplot()
@@ -202,10 +207,10 @@ def user_sys_chart(title: str, names: Sequence[str], user_s: Sequence[float],
     ax.set_title(title, fontsize=10, loc="left")
     ax.legend(fontsize=7, loc="lower right")
     ax.grid(axis="x", alpha=0.3)
-    return to_svg(fig)
+    return fig
 
 
-def spectrum_chart(title: str, steps: Sequence[tuple[str, np.ndarray, np.ndarray]]) -> str:
+def spectrum_figure(title: str, steps: Sequence[tuple[str, np.ndarray, np.ndarray]]) -> Any:
     """The latency percentile spectrum of each step, as HdrHistogram plots it.
 
     Args:
@@ -214,7 +219,7 @@ def spectrum_chart(title: str, steps: Sequence[tuple[str, np.ndarray, np.ndarray
             :func:`perflab.analyze.hdr.decode_histogram`.
 
     Returns:
-        The SVG: latency (log) against 1/(1 − q) (log), ticks at 50%, 90%, 99%, 99.9%…
+        The figure: latency (log) against 1/(1 − q) (log), ticks at 50%, 90%, 99%, 99.9%….
     """
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9, 4.2))
@@ -241,4 +246,14 @@ def spectrum_chart(title: str, steps: Sequence[tuple[str, np.ndarray, np.ndarray
     ax.grid(which="both", alpha=0.3)
     if steps:
         ax.legend(fontsize=7, loc="upper left", ncol=2)
-    return to_svg(fig)
+    return fig
+
+
+def save_png(fig: Any, path: str | Path) -> Path:
+    """Write a figure as a PNG (100 dpi) and close it. Raises OSError."""
+    plt = _pyplot()
+    try:
+        fig.savefig(path, format="png", dpi=100, bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    return Path(path)

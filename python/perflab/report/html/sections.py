@@ -12,12 +12,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from perflab.model import Results
 from perflab.report.html import charts
 from perflab.report.html.page import (Section, command_html, figure_html, pairs_html, paragraph,
                                       table_html)
+from perflab.report.result_charts import per_op
 from perflab.report.table import Table
 from perflab.units import format_time
 
@@ -51,17 +50,6 @@ def header(results: Results, name: str) -> list[str]:
 # ------------------------------------------------------------------ run
 
 
-def _per_op(bench: Any) -> tuple[list[float], list[float]]:
-    """(every unflagged sample's seconds per op, each process's median), seconds."""
-    samples, medians = [], []
-    for process in bench.processes:
-        values = [s.per_op_s for s in process.samples if not s.flagged]
-        samples += values
-        if values:
-            medians.append(float(np.median(values)))
-    return samples, medians
-
-
 def run_sections(results: Results, name: str) -> list[Section]:
     """A ``run`` file: per group its table, the distribution of samples and per-process
     medians, the ratios to the group's best as a forest plot, and cold vs warm."""
@@ -80,20 +68,20 @@ def run_sections(results: Results, name: str) -> list[Section]:
             continue
         label = f"group {group}" if group else "benchmarks"
         labels = [s.label or s.id for s in shown]
-        data = [_per_op(benches[s.id]) for s in shown]
-        section.blocks.append(figure_html(charts.distribution_chart(
+        data = [per_op(benches[s.id]) for s in shown]
+        section.blocks.append(figure_html(charts.to_svg(charts.distribution_figure(
             f"{label}: time per op", labels, [d[0] for d in data], [d[1] for d in data],
-            "per-process median"), f"{label}: box of the samples' time per op (whiskers at "
+            "per-process median")), f"{label}: box of the samples' time per op (whiskers at "
             "1.5 IQR), dots the medians of each worker process", "distribution"))
         if len(shown) > 1:
-            section.blocks.append(figure_html(charts.forest_chart(
+            section.blocks.append(figure_html(charts.to_svg(charts.forest_figure(
                 f"{label}: ratio to the fastest", labels, [s.ratio_best for s in shown],
-                "the fastest"), f"{label}: each benchmark's median over the group's fastest, "
+                "the fastest")), f"{label}: each benchmark's median over the group's fastest, "
                 "with its 95% bootstrap CI", "forest"))
         if any(math.isfinite(s.cold_s) for s in shown):
-            section.blocks.append(figure_html(charts.cold_warm_chart(
+            section.blocks.append(figure_html(charts.to_svg(charts.cold_warm_figure(
                 f"{label}: cold vs warm", labels, [s.cold_s for s in shown],
-                [s.median_s for s in shown]), f"{label}: the first call in a fresh process "
+                [s.median_s for s in shown])), f"{label}: the first call in a fresh process "
                 "against the steady-state median", "cold-warm"))
         section.blocks.append(_figures_table(f"{label}: exact figures", shown))
     return [section]
@@ -116,12 +104,12 @@ def cmd_sections(results: Results, name: str) -> list[Section]:
     if shown:
         labels = [s.label for s, _ in shown]
         walls = [[r.wall_ns * 1e-9 for r in timed_runs(b)] for _, b in shown]
-        section.blocks.append(figure_html(charts.distribution_chart(
-            "wall time per run", labels, walls, walls, "run", "wall time per run"),
+        section.blocks.append(figure_html(charts.to_svg(charts.distribution_figure(
+            "wall time per run", labels, walls, walls, "run", "wall time per run")),
             "box of each command's wall times per run, every run a dot", "distribution"))
-        section.blocks.append(figure_html(charts.user_sys_chart(
+        section.blocks.append(figure_html(charts.to_svg(charts.user_sys_figure(
             "CPU time per run", labels, [s.user_s for s, _ in shown],
-            [s.sys_s for s, _ in shown], [s.median_s for s, _ in shown]),
+            [s.sys_s for s, _ in shown], [s.median_s for s, _ in shown])),
             "median user and system CPU time per run; the tick is the median wall time",
             "user-sys"))
         section.blocks.append(_figures_table("exact figures", [s for s, _ in shown]))
@@ -156,8 +144,8 @@ def http_sections(results: Results, name: str) -> list[Section]:
             if counts is not None and counts.counts.size:
                 spectra.append((summary.label, counts.values, counts.counts))
         if spectra:
-            section.blocks.append(figure_html(charts.spectrum_chart(
-                "latency by percentile", spectra), "each step's latency percentile "
+            section.blocks.append(figure_html(charts.to_svg(charts.spectrum_figure(
+                "latency by percentile", spectra)), "each step's latency percentile "
                 "spectrum from its HdrHistogram (from the intended send time)", "spectrum"))
     errors = Table("errors by kind", ["step", "kind", "requests"], align=["l", "l", "r"])
     for s in sweep.steps:
