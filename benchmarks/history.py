@@ -84,6 +84,40 @@ def cli_median(args: list[str], repeats: int = 5) -> float:
     return statistics.median(timed([*PERFLAB, *args])[0] for _ in range(repeats))
 
 
+def report_figures(folder: Path, db: Path) -> dict[str, float]:
+    """Write a report of one synthetic run (12 benchmarks) plus the 12 trends of the
+    database; time its writing (median of 3) and its loading in headless chromium."""
+    import shutil
+
+    from perflab import model
+    from perflab.analyze.summary import summarize_benchmarks
+
+    run = synthetic_results(np.random.default_rng(1))
+    grouped = summarize_benchmarks(run.benchmarks, precision=0.01)
+    model.save(run, folder / "run.json", {s.id: s.to_dict() for g in grouped.values() for s in g})
+    out = folder / "report.html"
+    argv = ["report", str(folder / "run.json"), "--history", "--database", str(db), "-o",
+            str(out)]
+    write_s = cli_median(argv, 3)
+    figures = {"write_s": write_s, "bytes": out.stat().st_size,
+               "charts": out.read_text().count("<figure"), "load_s": math.nan}
+    browser = shutil.which("chromium")
+    if browser:
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as pw:
+            chromium = pw.chromium.launch(executable_path=browser, args=["--no-sandbox"])
+            page = chromium.new_page()
+            times = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                page.goto(out.as_uri(), wait_until="load")
+                times.append(time.perf_counter() - t0)
+            figures["load_s"] = statistics.median(times)
+            chromium.close()
+    return figures
+
+
 def detection(seeds: int) -> tuple[list[str], list[str]]:
     """Markdown rows: flat histories (false change share), one-step histories (found share)."""
     flat, step = [], []
@@ -128,6 +162,7 @@ def main(argv: list[str]) -> int:
             got = trend.build(store, "g/b3", "time")
             q_trend = time.perf_counter() - t0
         changes = ", ".join(f"run {c.index} ({c.point.ratio - 1:+.1%})" for c in got.changes)
+        report = report_figures(Path(tmp), db)
         list_s = cli_median(["history", "--history", str(db)])
         trend_s = cli_median(["history", "g/b3", "--history", str(db)])
         help_s = cli_median(["--version"])
@@ -158,6 +193,18 @@ End-to-end times are medians of 5 invocations and include Python start-up
 | database size per run | ≤ 64 KiB | {size / runs / 1024:.1f} KiB | {verdict(size / runs, 65536)} |
 
 Change points found in the {runs:,}-run trend of g/b3: {changes or "none"}.
+
+### The HTML report
+
+`perflab report run.json --history --database <that database> -o report.html`: one run of
+{BENCHES} benchmarks (its tables and {report["charts"]} charts in all, with one trend per
+benchmark over the newest 200 of the {runs:,} runs, change points from all of them).
+
+| check | target | measured | verdict |
+|---|---|---:|---|
+| report size | ≤ 5 MB | {report["bytes"] / 2**20:.2f} MB | {verdict(report["bytes"], 5 * 2**20)} |
+| writing it (`perflab report`, median of 3) | | {report["write_s"]:.1f} s | |
+| loading it in headless chromium (to the load event, median of 3) | | {report["load_s"] * 1e3:.0f} ms | |
 
 ### Change points on synthetic histories
 

@@ -40,8 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--until", metavar="DATE", help="only runs started up to DATE")
     parser.add_argument("--metric", choices=_METRICS, help="with BENCHMARK: the figure "
                         "followed (default: time; p50 for HTTP steps)")
-    parser.add_argument("--limit", type=int, default=30, help="rows shown per table (30; "
-                        "0: all); change points always use the whole history")
+    parser.add_argument("--limit", type=int, default=30, help="rows shown per table and runs "
+                        "per chart (30; 0: all); change points always use the whole history")
     parser.add_argument("--chart", nargs="?", const="trend.png", metavar="PNG",
                         help="with BENCHMARK: draw the trend chart into PNG (trend.png)")
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table")
@@ -118,7 +118,8 @@ def _trends(args: argparse.Namespace, store: Any, chart: Any) -> int:
         from perflab.files import save_file
         from perflab.report.history_chart import MAX_PANELS, trend_chart
 
-        save_file(chart, lambda out: trend_chart(trends, out), "chart")
+        shown = [trend.window(t, args.limit) for t in trends]
+        save_file(chart, lambda out: trend_chart(shown, out), "chart")
         more = f" (the first {MAX_PANELS} of {len(trends)} benchmarks)" \
             if len(trends) > MAX_PANELS else ""
         sys.stderr.write(f"chart saved to {chart}{more}\n")

@@ -158,8 +158,8 @@ def auto_threshold(store: Store, keys: list[tuple[str, str]], fingerprint: str,
                           f"so the default ±{FALLBACK:.1%} was used")
     sigma = float(np.median(sigmas))
     threshold = min(MAX_AUTO, max(MIN_AUTO, 1.96 * math.sqrt(2) * sigma))
-    return threshold, (f"threshold auto: ±{threshold:.1%} = 1.96·√2·σ, σ = {sigma:.2%} run-to-"
-                       f"run spread of the median, from {len(sigmas)} benchmark(s) with ≥ "
+    return threshold, (f"threshold auto: ±{threshold:.1%} = 1.96·√2·σ, σ = {sigma:.2%} "
+                       f"run-to-run spread of the median, from {len(sigmas)} benchmark(s) with ≥ "
                        f"{MIN_RUNS} earlier runs on this fingerprint ({fingerprint[:8]}); "
                        f"bounded to [{MIN_AUTO:.1%}, {MAX_AUTO:.0%}]")
 
@@ -268,8 +268,8 @@ def compare_sides(db: Any, to: str | None, files: list[str], threshold_text: str
 
 
 def baseline_for(db: Any, spec: str, kind: str, bench_ids: set[str]) -> tuple[str, Any]:
-    """``run --compare-to SPEC``: a results file, or (when no such file exists and SPEC is
-    not a path ending in .json) a run picked from history by :func:`pick`.
+    """``run --compare-to SPEC``: a results file (when SPEC exists or ends in .json), else
+    a run picked from history by :func:`pick` ("last", a run id or a git ref).
 
     Returns:
         (name for the table, :class:`perflab.model.Results`).
@@ -279,8 +279,7 @@ def baseline_for(db: Any, spec: str, kind: str, bench_ids: set[str]) -> tuple[st
     """
     from perflab import model
 
-    if Path(spec).exists() or spec.endswith(".json") or "/" in spec and spec != "last" and \
-            db is None:
+    if Path(spec).exists() or spec.endswith(".json"):
         return spec, model.load(spec)
     if db is None:
         raise UsageError(f"--compare-to {spec}: no such file, and history is off "

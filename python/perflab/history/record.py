@@ -119,7 +119,8 @@ def make_record(kind: str, document: dict[str, Any], rows: list[Any], tags: list
     state = gitinfo.state() if git else gitinfo.GitState()
     argv = document.get("command_line")
     return RunRecord(
-        kind=kind, created=str(document.get("created") or _now()), fingerprint=fingerprint_hash(env),
+        kind=kind, created=str(document.get("created") or _now()),
+        fingerprint=fingerprint_hash(env),
         hostname=env.get("hostname"), command_line=argv if isinstance(argv, list) else [],
         document=json.dumps(document, allow_nan=False, separators=(",", ":")).encode(),
         results_path=None if results_path is None else str(Path(results_path).resolve()),
@@ -157,10 +158,8 @@ def record_results(args: argparse.Namespace, results: Any, summaries: dict[str, 
             summaries = recompute(results)
         rows = summary_rows(results, summaries)
         document = results.to_dict(summaries)
-        where = getattr(destination, "path", None) if not getattr(destination, "in_place",
-                                                                  False) else None
         return _insert(path, make_record(results.kind, document, rows,
-                                         getattr(args, "tag", []) or [], where))
+                                         getattr(args, "tag", []) or [], _where(destination)))
     except Exception as exc:  # noqa: BLE001 - history must never fail a measurement
         _warn(path, exc)
         return None
@@ -177,13 +176,18 @@ def record_document(args: argparse.Namespace, kind: str, document: dict[str, Any
     if path is None:
         return None
     try:
-        where = getattr(destination, "path", None) if not getattr(destination, "in_place",
-                                                                  False) else None
         return _insert(path, make_record(kind, document, [], getattr(args, "tag", []) or [],
-                                         where))
+                                         _where(destination)))
     except Exception as exc:  # noqa: BLE001 - history must never fail a measurement
         _warn(path, exc)
         return None
+
+
+def _where(destination: Any) -> Path | None:
+    """The results file's path, None for stdout and stdout-style targets."""
+    if destination is None or getattr(destination, "in_place", False):
+        return None
+    return getattr(destination, "path", None)
 
 
 def _insert(path: Path, record: Any) -> int:
@@ -197,5 +201,5 @@ def _warn(path: Path, exc: BaseException) -> None:
     from perflab.report.escape import terminal
 
     sys.stderr.write(terminal(f"warning: not recorded in history {path}: {exc}; the results "
-                              "file is complete (record it later with perflab history --import "
-                              "FILE, or pass --no-history)", one_line=True) + "\n")
+                              "file is not affected (record it later with perflab history "
+                              "--import FILE, or pass --no-history)", one_line=True) + "\n")

@@ -285,10 +285,14 @@ class Store:
             argv = json.loads(str(row[9]))
         except ValueError:
             argv = []
-        return RunInfo(int(row[0]), str(row[1]), str(row[2]), row[3], row[4],  # type: ignore[arg-type]
-                       None if row[5] is None else bool(row[5]), row[6], str(row[7]),  # type: ignore[arg-type]
-                       row[8], [str(a) for a in argv] if isinstance(argv, list) else [],  # type: ignore[arg-type]
-                       row[10], str(row[11]), int(row[12]), int(row[13]), tuple(sorted(tags)))  # type: ignore[arg-type]
+        def text(value: object) -> str | None:
+            return None if value is None else str(value)
+
+        return RunInfo(int(str(row[0])), str(row[1]), str(row[2]), text(row[3]), text(row[4]),
+                       None if row[5] is None else bool(row[5]), text(row[6]), str(row[7]),
+                       text(row[8]), [str(a) for a in argv] if isinstance(argv, list) else [],
+                       text(row[10]), str(row[11]), int(str(row[12])), int(str(row[13])),
+                       tuple(sorted(tags)))
 
     def runs(self, *, kind: str | None = None, bench_glob: str | None = None,
              tag: str | None = None, branch: str | None = None, fingerprint: str | None = None,

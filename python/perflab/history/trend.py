@@ -98,3 +98,16 @@ def build(store: Store, bench: str, metric: str, fingerprint: str | None = None,
     moved = [i for i in range(1, len(points))
              if points[i].run.fingerprint != points[i - 1].run.fingerprint]
     return Trend(bench, metric, unit, points, changes, moved)
+
+
+def window(trend: Trend, last: int | None) -> Trend:
+    """The last ``last`` points of a trend (all when None or 0), with the change points and
+    fingerprint changes inside them re-indexed; the detection itself stays the one over
+    the whole history."""
+    if not last or len(trend.points) <= last:
+        return trend
+    first = len(trend.points) - last
+    changes = [Change(c.point, c.index - first, c.last_before, c.first_after)
+               for c in trend.changes if c.index >= first]
+    return Trend(trend.bench, trend.metric, trend.unit, trend.points[first:], changes,
+                 [i - first for i in trend.fingerprint_changes if i > first])

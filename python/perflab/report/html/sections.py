@@ -170,8 +170,13 @@ def doctor_section(document: dict[str, Any], where: str) -> Section:
     return Section("doctor: can this machine's clocks be trusted?", [table_html(table)])
 
 
+#: Runs drawn per trend chart (the newest; change points come from the whole history).
+TREND_POINTS = 200
+
+
 def history_sections(trends: Sequence[Any], more: int) -> list[Section]:
-    """Trends with change points: one chart per benchmark and its table.
+    """Trends with change points: one chart per benchmark (its newest
+    :data:`TREND_POINTS` runs) and its table (the newest 20).
 
     Args:
         trends: :class:`perflab.history.trend.Trend` objects with points.
@@ -181,9 +186,12 @@ def history_sections(trends: Sequence[Any], more: int) -> list[Section]:
     from perflab.report.history_table import trend_table
 
     section = Section("history: trends and change points")
+    from perflab.history.trend import window
+
     for trend in trends:
+        shown = window(trend, TREND_POINTS)
         section.blocks.append(figure_html(charts.file_svg(
-            lambda p, t=trend: trend_chart([t], p, "svg")),
+            lambda p, t=shown: trend_chart([t], p, "svg")),
                                           f"{trend.bench}: {trend.metric} per run in commit "
                                           "order; red: change points, grey: fingerprint "
                                           "changes", "trend"))
