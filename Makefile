@@ -16,11 +16,13 @@ all: build
 $(STAMPS):
 	mkdir -p $(STAMPS)
 
-# Debian packages the tests need: libfaketime (clock fault injection) and openssl
-# (a self-signed certificate for the https test). Installed only where missing.
-$(STAMPS)/system-deps: | $(STAMPS)
+# Debian packages the tests need: libfaketime (clock fault injection), openssl
+# (a self-signed certificate for the https test) and chromium (the HTML report's
+# browser test, driven by Playwright). Installed only where missing.
+$(STAMPS)/system-deps: Makefile | $(STAMPS)
 	@missing=; ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || missing=libfaketime; \
 	command -v openssl >/dev/null 2>&1 || missing="$$missing openssl"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	    apt-get install -y -qq $$missing >/dev/null; \
@@ -54,7 +56,7 @@ bench-deps: $(STAMPS)/bench-deps
 $(STAMPS)/venv: pyproject.toml | $(STAMPS)
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.7,<2" numpy scipy rich matplotlib fastjsonschema pytest hypothesis pyperf \
+	$(PIP) install -q "maturin>=1.7,<2" numpy scipy rich matplotlib fastjsonschema ruptures pytest hypothesis pyperf playwright \
 	  orjson msgpack cbor2
 	touch $@
 

@@ -66,3 +66,14 @@ def popen_perflab(args: list[str], **kwargs: object):  # type: ignore[no-untyped
 
     return subprocess.Popen([sys.executable, "-m", "perflab", *args],
                             preexec_fn=_sigint_default, **kwargs)  # type: ignore[call-overload]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_history(tmp_path_factory):  # type: ignore[no-untyped-def]
+    """Every perflab the tests start records into a history database of this session
+    (never the repository's .perflab/history.sqlite), module-scoped fixtures included;
+    tests of history itself pass --history or set PERFLAB_HISTORY again."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PERFLAB_HISTORY", str(tmp_path_factory.mktemp("history")
+                                            / "history.sqlite"))
+        yield

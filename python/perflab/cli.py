@@ -22,6 +22,8 @@ COMMANDS = {
     "compare": "compare two results files: faster, slower, same or inconclusive",
     "fit": "fit USL, complexity or break-even models to results",
     "show": "re-render a saved results file",
+    "history": "recorded runs, trends and change points from the history database",
+    "report": "one self-contained HTML report of results files and history",
 }
 
 

@@ -109,6 +109,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="seed the block order, the environment offsets "
                         "and the bootstrap")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
+    parser.add_argument("--chart", metavar="PNG", help="draw each command's wall times per "
+                        "run into this PNG")
+    from perflab.history import record
+
+    record.add_arguments(parser)
 
 
 def _parameters(args: argparse.Namespace) -> list[Any]:
@@ -191,7 +196,7 @@ def _check_input(path: str | None) -> None:
 def main(args: argparse.Namespace) -> int:
     """Measure, save, print. Exit 1 when a command failed, 2 on bad input, 130 on Ctrl-C."""
     from perflab import __version__, environment
-    from perflab.files import results_destination
+    from perflab.files import Destination, results_destination
     from perflab.measure.commands import CommandRunner
     from perflab.measure.parameters import resolve_executable
     from perflab.measure.spawn import PosixSpawner
@@ -201,6 +206,7 @@ def main(args: argparse.Namespace) -> int:
     settings = _settings(args, specs)
     _check_input(args.input)
     destination = results_destination(args.json, "cmd")
+    chart = Destination.check(args.chart, "--chart", "png") if args.chart else None
     shell = resolve_executable(args.shell_path, "--shell") if args.shell else None
     overhead = (shell, "-c", "") if shell else (resolve_executable("true", "true"),)
     env = environment.fingerprint(__version__)
@@ -219,6 +225,10 @@ def main(args: argparse.Namespace) -> int:
     results.rss_floor_bytes = runner.rss_floor_bytes
     environment.finish(env)
     _save_and_print(results, args, destination)
+    if chart is not None:
+        from perflab.report.result_charts import cmd_chart, write_chart
+
+        write_chart(chart, lambda out: cmd_chart(results.benchmarks, out))
     return _exit_code(results, runner)
 
 
@@ -258,6 +268,7 @@ def _save_and_print(results: Any, args: argparse.Namespace, destination: Any) ->
     from perflab.analyze.cmd import summarize_results
     from perflab.files import Deferred
     from perflab.report.cmd_table import print_cmd
+    from perflab.history.record import record_results
 
     summaries = summarize_results(results)
     later = Deferred()
@@ -266,6 +277,7 @@ def _save_and_print(results: Any, args: argparse.Namespace, destination: Any) ->
               indent=None)
     if not destination.stdout:
         print_cmd(results, summaries, args.format)
+    record_results(args, results, {s.id: s.to_dict() for s in summaries}, destination)
     later.raise_()
     if not destination.stdout:
         sys.stderr.write(f"results saved to {destination}\n")

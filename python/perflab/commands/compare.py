@@ -12,10 +12,14 @@ _FORMATS = ("table", "markdown", "csv")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``perflab compare``."""
-    parser.add_argument("a", metavar="A.json", help="the baseline results file")
-    parser.add_argument("b", metavar="B.json", help="the results to judge against A")
+    parser.add_argument("files", nargs="*", metavar="FILE", help="A.json B.json: the baseline "
+                        "and the results to judge against it; with --to: at most B.json")
+    parser.add_argument("--to", metavar="last|RUN|REF", help="pick the baseline A from "
+                        "history: the newest earlier run, a run id (perflab history lists "
+                        "them) or a git ref; B is the file given, else the newest recorded run")
     parser.add_argument("--threshold", default="2%", help="noise threshold t: changes "
-                        "within ±t count as the same, e.g. 2%% or 0.05 (default 2%%)")
+                        "within ±t count as the same, e.g. 2%% or 0.05 (default 2%%); auto: "
+                        "from the run-to-run spread recorded in history on this machine")
     parser.add_argument("--format", choices=_FORMATS, default="table",
                         help="table on the terminal, markdown for a pull-request comment, csv")
     parser.add_argument("--json", nargs="?", const="-", metavar="FILE",
@@ -29,6 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="latency percentiles compared for HTTP steps (50,90,99,99.9)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (0); the same "
                         "seed prints the same CIs")
+    parser.add_argument("--chart", metavar="PNG", help="draw B/A with its CI per benchmark "
+                        "(a forest plot) into this PNG")
+    from perflab.history import record
+
+    record.add_arguments(parser, recording=False)
 
 
 def parse_threshold(text: str) -> float:
@@ -59,28 +68,40 @@ def parse_percentiles(text: str) -> list[float]:
 
 def main(args: argparse.Namespace) -> int:
     """Load both files, compare, print; exit 1 when the --fail-on gate trips, 2 on bad input."""
-    from perflab import model
     from perflab.analyze.compare import compare_results, parse_fail_on
     from perflab.files import Destination
+    from perflab.history import record
+    from perflab.history.baseline import compare_sides
     from perflab.report.compare_table import gate, print_comparison
 
-    threshold = parse_threshold(args.threshold)
+    if args.threshold.strip().lower() != "auto":
+        parse_threshold(args.threshold)
     fail_on = parse_fail_on(args.fail_on)
     percentiles = parse_percentiles(args.percentiles)
     json_to = Destination.check(args.json, "--json") if args.json is not None else None
-    a, b = model.load(args.a), model.load(args.b)
-    suite = compare_results(a, b, threshold, seed=args.seed, percentiles=percentiles,
-                            names=(args.a, args.b))
-    return gate(print_comparison(suite, args.a, args.b, args.format, json_to, fail_on), fail_on)
+    chart = Destination.check(args.chart, "--chart", "png") if args.chart else None
+    sides = compare_sides(record.database_path(args), args.to, args.files, args.threshold)
+    suite = compare_results(sides.a, sides.b, sides.threshold, seed=args.seed,
+                            percentiles=percentiles, names=(sides.name_a, sides.name_b))
+    if sides.note:
+        suite.warnings.insert(0, sides.note)
+    tripped = print_comparison(suite, sides.name_a, sides.name_b, args.format, json_to, fail_on)
+    if chart is not None:
+        from perflab.report.result_charts import compare_chart, write_chart
+
+        write_chart(chart, lambda out: compare_chart(suite, sides.name_a, sides.name_b, out))
+    return gate(tripped, fail_on)
 
 
 def compare_after_run(baseline_path: str, baseline: Any, results: Any, fmt: str,
-                      threshold: float = 0.02, fail_on: list[str] | None = None) -> int:
+                      threshold: float = 0.02, fail_on: list[str] | None = None,
+                      note: str | None = None) -> int:
     """``perflab run --compare-to A.json``: compare fresh results with a loaded baseline.
 
     Prints the comparison in ``fmt`` (table, markdown or csv) against noise
     threshold ``threshold`` and applies the ``fail_on`` gate as ``perflab
-    compare --fail-on`` does.
+    compare --fail-on`` does; ``note`` (how an automatic threshold was chosen) heads
+    the footnotes.
 
     Returns:
         1 when the gate tripped (one ``gate:`` line on stderr), else 0.
@@ -93,4 +114,6 @@ def compare_after_run(baseline_path: str, baseline: Any, results: Any, fmt: str,
 
     fail_on = fail_on or []
     suite = compare_results(baseline, results, threshold, names=(baseline_path, "this run"))
+    if note:
+        suite.warnings.insert(0, note)
     return gate(print_comparison(suite, baseline_path, "this run", fmt, None, fail_on), fail_on)

@@ -31,6 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "the tables) when FILE is omitted or '-'")
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
                         help="how to print the report on stdout (csv: the checks only)")
+    from perflab.history import record
+
+    record.add_arguments(parser)
 
 
 def document(report: Any, argv: list[str]) -> dict[str, Any]:
@@ -66,12 +69,15 @@ def main(args: argparse.Namespace) -> int:
     report = doctor.run(duration, progress=lambda phase: sys.stderr.write(
         f"perflab doctor: {phase}…\n"))
     later = Deferred()
+    doc = document(report, sys.argv[1:])
     if destination is not None:
-        data = (json.dumps(document(report, sys.argv[1:]), indent=1, allow_nan=False)
-                + "\n").encode()
+        data = (json.dumps(doc, indent=1, allow_nan=False) + "\n").encode()
         later.run(save, destination, data, "doctor report")
     if destination is None or not destination.stdout:
         print_report(report, args.format)
+    from perflab.history.record import record_document
+
+    record_document(args, "doctor", doc, destination)
     later.raise_()
     if destination is not None and not destination.stdout:
         sys.stderr.write(f"report saved to {destination}\n")

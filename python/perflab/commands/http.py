@@ -58,6 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
                      help="how to print the results on stdout")
     out.add_argument("--quiet", action="store_true", help="no live progress on stderr")
+    from perflab.history import record
+
+    record.add_arguments(out)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -85,6 +88,10 @@ def main(args: argparse.Namespace) -> int:
     later.run(_save, results, outcome, path)
     if not path.stdout:
         render(results, args.format)
+    if results.benchmarks[0].steps:
+        from perflab.history.record import record_results
+
+        record_results(args, results, None, path)
     later.raise_()
     if not path.stdout:
         sys.stderr.write(f"results saved to {path}\n")

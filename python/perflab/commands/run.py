@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import fnmatch
+import math
 import sys
 
 from perflab.errors import UsageError
@@ -40,13 +41,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.add_argument("--verbose", action="store_true", help="every warning of every "
                         "benchmark in full (by default warnings are grouped by kind)")
-    parser.add_argument("--compare-to", metavar="A.json", help="after the run, compare its "
-                        "results with this baseline (as perflab compare A.json NEW.json)")
+    parser.add_argument("--compare-to", metavar="A.json|last|RUN|REF", help="after the run, "
+                        "compare its results with this baseline: a results file, or from "
+                        "history the newest earlier run, a run id or a git ref (as perflab "
+                        "compare --to)")
     parser.add_argument("--threshold", default="2%", help="with --compare-to: the noise "
-                        "threshold of the verdicts (2%%)")
+                        "threshold of the verdicts (2%%); auto: from the run-to-run spread "
+                        "recorded in history")
     parser.add_argument("--fail-on", metavar="VERDICTS", default="", help="with --compare-to: "
                         "exit 1 when a verdict is one of these, e.g. slower or "
                         "slower,inconclusive (as perflab compare --fail-on)")
+    parser.add_argument("--chart", metavar="PNG", help="draw each benchmark's samples and "
+                        "per-process medians into this PNG")
+    from perflab.history import record
+
+    record.add_arguments(parser)
 
 
 def parse_precision(text: str) -> float:
@@ -99,8 +108,8 @@ def main(args: argparse.Namespace) -> int:
     """Measure, save, print. Exit 1 when a benchmark failed; when Ctrl-C, SIGTERM or
     SIGHUP stopped the run (what was measured is saved and printed), 128 + the signal
     (130, 143, 129)."""
-    from perflab import __version__, environment, model
-    from perflab.files import results_destination
+    from perflab import __version__, environment
+    from perflab.files import Destination, results_destination
     from perflab.interrupts import StopSignals
     from perflab.measure import clocks
     from perflab.measure.runner import Runner
@@ -109,12 +118,13 @@ def main(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     destination = results_destination(args.json, "run")
-    baseline = model.load(args.compare_to) if args.compare_to else None
     gate = _gate_options(args)
+    chart = Destination.check(args.chart, "--chart", "png") if args.chart else None
     bench_file = load_file(args.file)
     cases = select(expand(bench_file), args.filter)
     started = dt.datetime.now(dt.timezone.utc)
     env = environment.fingerprint(__version__)
+    baseline_name, baseline, gate = _baseline(args, cases, env, gate)
     timer = clocks.measure_timer()
     target_ns = max(timer.min_sample_ns, settings.min_sample_ns)
     results = Results(kind="run", command_line=["perflab", *sys.argv[1:]],
@@ -132,11 +142,15 @@ def main(args: argparse.Namespace) -> int:
         results.interrupted = runner.interrupted
         environment.finish(env)
         _save_and_print(results, args, settings.precision, destination)
+        if chart is not None:
+            from perflab.report.result_charts import run_chart, write_chart
+
+            write_chart(chart, lambda out: run_chart(results.benchmarks, out))
         tripped = 0
         if baseline is not None:
             from perflab.commands.compare import compare_after_run
 
-            tripped = compare_after_run(args.compare_to, baseline, results, args.format, *gate)
+            tripped = compare_after_run(baseline_name, baseline, results, args.format, *gate)
     stopped = stop.exit_code(runner.interrupted)
     if stopped is not None:
         return stopped
@@ -153,7 +167,26 @@ def _gate_options(args: argparse.Namespace) -> tuple[float, list[str]]:
 
     if args.fail_on and not args.compare_to:
         raise UsageError("--fail-on needs --compare-to A.json (the results to compare with)")
-    return parse_threshold(args.threshold), parse_fail_on(args.fail_on) if args.fail_on else []
+    auto = args.threshold.strip().lower() == "auto"
+    return (math.nan if auto else parse_threshold(args.threshold),
+            parse_fail_on(args.fail_on) if args.fail_on else [])
+
+
+def _baseline(args: argparse.Namespace, cases, env, gate):  # type: ignore[no-untyped-def]
+    """(name, results, gate) of --compare-to, resolved before anything is measured: a file
+    or a run from history; an automatic threshold (NaN in ``gate``) is set from history
+    and its explanation added to the gate as its third item."""
+    if not args.compare_to:
+        return None, None, gate
+    from perflab.history import baseline, record
+
+    db = record.database_path(args)
+    name, results = baseline.baseline_for(db, args.compare_to, "run", {c.id for c in cases})
+    threshold, fail_on = gate
+    if math.isnan(threshold):
+        threshold, note = baseline.threshold_before_run(db, [c.id for c in cases], env)
+        return name, results, (threshold, fail_on, note)
+    return name, results, gate
 
 
 def _progress(precision: float, quiet: bool):  # type: ignore[no-untyped-def]
@@ -178,6 +211,7 @@ def _save_and_print(results, args, precision: float, destination) -> None:  # ty
     from perflab import model
     from perflab.analyze.summary import summarize_benchmarks
     from perflab.files import Deferred
+    from perflab.history.record import record_results
     from perflab.report.run_output import print_run
 
     grouped = summarize_benchmarks(results.benchmarks, precision=precision,
@@ -187,6 +221,7 @@ def _save_and_print(results, args, precision: float, destination) -> None:  # ty
     later.run(model.save, results, destination, summaries)
     if not destination.stdout:
         print_run(results, grouped, args.format, args.verbose)
+    record_results(args, results, summaries, destination)
     later.raise_()
     if not destination.stdout:
         sys.stderr.write(f"results saved to {destination}\n")

@@ -15,9 +15,9 @@ Everything public is importable from ``perflab.model`` itself.
 
 from perflab.model.records import (Benchmark, CommandRun, Histogram, HttpStep, Process,
                                    Results, Sample, json_types)
-from perflab.model.results_file import BENCHMARK_KIND, load, parse_json, save
+from perflab.model.results_file import BENCHMARK_KIND, load, load_bytes, parse_json, save
 from perflab.model.versions import SCHEMA_HISTORY, SCHEMA_VERSION, migrate
 
 __all__ = ["BENCHMARK_KIND", "SCHEMA_HISTORY", "SCHEMA_VERSION", "Benchmark", "CommandRun",
            "Histogram", "HttpStep", "Process", "Results", "Sample", "json_types", "load",
-           "migrate", "parse_json", "save"]
+           "load_bytes", "migrate", "parse_json", "save"]

@@ -140,13 +140,24 @@ def load(path: str | Path) -> Results:
         ResultsFileError: missing, unreadable, too large, not JSON, foreign, too new,
             or invalid; the message names the file, the JSON path and what to do.
     """
-    from perflab import files, schema
+    from perflab import files
 
     path = Path(path)
     try:
         data = files.read_bytes(path, str(path), files.MAX_RESULTS_BYTES)
     except UsageError as exc:
         raise ResultsFileError(str(exc)) from None
+    return load_bytes(data, path)
+
+
+def load_bytes(data: bytes, path: str | Path) -> Results:
+    """Like :func:`load`, from a results file's bytes (e.g. kept in the history database);
+    ``path`` names it in messages. Raises ResultsFileError as :func:`load` does."""
+    from perflab import files, schema
+
+    if len(data) > files.MAX_RESULTS_BYTES:
+        raise ResultsFileError(f"{path}: larger than the {files.MAX_RESULTS_BYTES >> 20} MiB "
+                               "perflab reads")
     document = parse_json(data, str(path))
     try:
         document = migrate(document)

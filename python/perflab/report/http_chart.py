@@ -100,6 +100,9 @@ def _latency(ax: Any, steps: Sequence[StepSummary], x_label: str, slo_s: float |
     _capacity_line(ax, cap)
     ax.set_yscale("log")
     _thousands(ax.xaxis, ax.yaxis, digits="g")
+    from matplotlib.ticker import LogFormatter  # minor labels in plain text, not TeX source
+
+    ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
     ax.set_xlabel(x_label)
     ax.set_ylabel("latency of successful requests (ms, log scale)")
     ax.set_title("latency percentiles")

@@ -1,0 +1,169 @@
+"""``perflab history [BENCHMARK]``: recorded runs, a benchmark's trend, import and export.
+
+Without BENCHMARK: the recorded runs, newest first, filtered by kind, tag,
+branch, fingerprint and date. With BENCHMARK (a shell pattern; a plain word
+matches anywhere): each matching benchmark's trend in commit order with its
+change points, and with ``--chart PNG`` the trend chart. ``--import FILES…``
+records existing results files; ``--export FOLDER`` writes the selected runs'
+results files back out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from perflab.errors import UsageError
+
+_KINDS = ("run", "cmd", "http", "doctor")
+_METRICS = ("time", "p50", "p99", "rate")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``perflab history``."""
+    from perflab.history import record
+
+    parser.add_argument("benchmark", nargs="?", metavar="BENCHMARK", help="show the trend of "
+                        "the benchmarks whose id matches (shell pattern, e.g. 'northwind/*'; "
+                        "a plain word matches anywhere)")
+    record.add_arguments(parser, recording=False)
+    parser.add_argument("--kind", choices=_KINDS, help="only runs of this command")
+    parser.add_argument("--tag", help="only runs with this tag")
+    parser.add_argument("--branch", help="only runs on this git branch")
+    parser.add_argument("--commit", help="only runs at this commit (or an id prefix)")
+    parser.add_argument("--fingerprint", help="only runs with this fingerprint hash (or a "
+                        "prefix); the trend then ignores runs from other machines")
+    parser.add_argument("--since", metavar="DATE", help="only runs started at or after "
+                        "DATE (ISO 8601, e.g. 2026-11-01)")
+    parser.add_argument("--until", metavar="DATE", help="only runs started up to DATE")
+    parser.add_argument("--metric", choices=_METRICS, help="with BENCHMARK: the figure "
+                        "followed (default: time; p50 for HTTP steps)")
+    parser.add_argument("--limit", type=int, default=30, help="rows shown per table and runs "
+                        "per chart (30; 0: all); change points always use the whole history")
+    parser.add_argument("--chart", nargs="?", const="trend.png", metavar="PNG",
+                        help="with BENCHMARK: draw the trend chart into PNG (trend.png)")
+    parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table")
+    parser.add_argument("--import", dest="import_files", nargs="+", metavar="FILE",
+                        help="record these results files (run, cmd, http) in history")
+    parser.add_argument("--export", metavar="FOLDER", help="write the selected runs' results "
+                        "files into FOLDER as <kind>-<run>.json")
+    parser.add_argument("--import-tag", action="append", default=[], metavar="WORD",
+                        help="with --import: tag the imported runs")
+
+
+def _database(args: argparse.Namespace) -> Path:
+    from perflab.history import record
+
+    path = record.database_path(args)
+    if path is None:
+        raise UsageError("history is off (PERFLAB_HISTORY=off); pass --history PATH")
+    return path
+
+
+def main(args: argparse.Namespace) -> int:
+    """List, trend, chart, import or export. Exit 2 on bad input or a missing database."""
+    from perflab.history.store import Store
+
+    if args.limit < 0:
+        raise UsageError("--limit must be 0 (all) or more")
+    if args.import_files:
+        return _import(args)
+    chart = None
+    if args.chart:
+        if not args.benchmark:
+            raise UsageError("--chart draws a benchmark's trend: give BENCHMARK, e.g. "
+                             "perflab history 'northwind/*' --chart trend.png")
+        from perflab.files import Destination
+
+        chart = Destination.check(args.chart, "--chart", "png")
+    with Store(_database(args), create=False) as store:
+        if args.export:
+            return _export(args, store)
+        if args.benchmark:
+            return _trends(args, store, chart)
+        runs = store.runs(**_filters(args), limit=args.limit or None)
+        total = store.count()
+    from perflab.report import console
+    from perflab.report.history_table import run_records, runs_table
+
+    console.emit(args.format, lambda: [runs_table(runs, total, store.path)],
+                 lambda: run_records(runs))
+    return 0
+
+
+def _filters(args: argparse.Namespace) -> dict[str, Any]:
+    return {"kind": args.kind, "tag": args.tag, "branch": args.branch,
+            "fingerprint": args.fingerprint, "since": args.since, "until": args.until,
+            "commit": args.commit}
+
+
+def _trends(args: argparse.Namespace, store: Any, chart: Any) -> int:
+    from perflab.history import trend
+    from perflab.report import console
+    from perflab.report.history_table import trend_records, trend_table
+
+    pairs = trend.matching(store, args.benchmark, args.metric)
+    if not pairs:
+        known = [b for b, _, _ in store.benchmarks()][:3]
+        raise UsageError(f"no recorded benchmark matches {args.benchmark!r}"
+                         + (f"; ids are like {', '.join(repr(k) for k in known)}" if known
+                            else "; history holds no benchmark yet"))
+    trends = [trend.build(store, bench, metric, args.fingerprint) for bench, metric in pairs]
+    trends = [t for t in trends if t.points]
+    console.emit(args.format, lambda: [trend_table(t, args.limit or None) for t in trends],
+                 lambda: trend_records(trends))
+    if chart is not None:
+        from perflab.files import save_file
+        from perflab.report.history_chart import MAX_PANELS, trend_chart
+
+        shown = [trend.window(t, args.limit) for t in trends]
+        save_file(chart, lambda out: trend_chart(shown, out), "chart")
+        more = f" (the first {MAX_PANELS} of {len(trends)} benchmarks)" \
+            if len(trends) > MAX_PANELS else ""
+        sys.stderr.write(f"chart saved to {chart}{more}\n")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    """Record results files; each bad file is one error line, the others still go in."""
+    from perflab import model
+    from perflab.errors import PerflabError
+    from perflab.history import record
+    from perflab.history.rows import recompute, summary_rows
+    from perflab.history.store import Store
+    from perflab.report.escape import terminal
+
+    tags = record.check_tags(args.import_tag)
+    failed = 0
+    with Store(_database(args)) as store:
+        for name in args.import_files:
+            try:
+                results = model.load(name)
+                summaries = recompute(results)
+                made = record.make_record(results.kind, results.to_dict(summaries),
+                                          summary_rows(results, summaries), tags, name,
+                                          git=False)
+                run_id = store.add(made)
+            except PerflabError as exc:
+                failed += 1
+                sys.stderr.write(f"error: {terminal(exc, one_line=True)}\n")
+                continue
+            sys.stderr.write(terminal(f"recorded {name} as run #{run_id}", one_line=True) + "\n")
+    return 2 if failed else 0
+
+
+def _export(args: argparse.Namespace, store: Any) -> int:
+    """Write each selected run's results file into the folder (perflab's own files only)."""
+    from perflab.files import Destination, save
+
+    folder = Path(args.export)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"--export {folder}: is a file; give a folder")
+    runs = store.runs(**_filters(args), limit=args.limit or None)
+    for run in runs:
+        target = Destination.check(folder / f"{run.kind}-{run.id}.json", "--export")
+        save(target, store.document(run.id) + b"\n", f"{run.kind} results")
+    sys.stderr.write(f"exported {len(runs)} runs to {folder}\n")
+    return 0

@@ -1,0 +1,68 @@
+"""The git state of the current directory: commit, branch, dirty flag, commit time.
+
+Read with the ``git`` command (plumbing: ``rev-parse``, ``show -s``, ``status
+--porcelain``), each call bounded by :data:`GIT_TIMEOUT_S`; anything that fails
+(no git, not a repository, a timeout) gives None fields, never an error: history
+is recorded without git then.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+
+#: Longest a single git call may take, s (a huge repository's ``status`` is the slow one).
+GIT_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class GitState:
+    """Where the measured code came from.
+
+    Attributes:
+        commit: the full 40-hex commit id of HEAD, or None outside a repository.
+        branch: the branch name, "HEAD" when detached, or None.
+        dirty: True when tracked files differ from HEAD (untracked files are ignored),
+            None when unknown.
+        commit_time: the committer date of HEAD, ISO-8601 with offset, or None.
+    """
+
+    commit: str | None = None
+    branch: str | None = None
+    dirty: bool | None = None
+    commit_time: str | None = None
+
+
+def _git(args: list[str], cwd: str | None) -> str | None:
+    """The stripped stdout of ``git args`` or None on any failure."""
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
+                              timeout=GIT_TIMEOUT_S, check=False,
+                              env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def state(cwd: str | None = None) -> GitState:
+    """The git state of the repository containing ``cwd`` (default: the current directory).
+
+    Returns:
+        A :class:`GitState`; all None outside a repository or without git.
+    """
+    commit = _git(["rev-parse", "--verify", "-q", "HEAD"], cwd)
+    if not commit:
+        return GitState()
+    branch = _git(["rev-parse", "--abbrev-ref", "HEAD"], cwd)
+    status = _git(["status", "--porcelain", "--untracked-files=no"], cwd)
+    return GitState(commit=commit, branch=branch,
+                    dirty=None if status is None else bool(status),
+                    commit_time=_git(["show", "-s", "--format=%cI", "HEAD"], cwd))
+
+
+def resolve(ref: str, cwd: str | None = None) -> str | None:
+    """The full commit id a git ref (branch, tag, ``HEAD~2``, short id) names, or None."""
+    if ref.startswith("-"):  # never let a ref be read as an option
+        return None
+    return _git(["rev-parse", "--verify", "-q", f"{ref}^{{commit}}"], cwd)

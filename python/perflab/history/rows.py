@@ -1,0 +1,107 @@
+"""One summary row per benchmark (and per HTTP step) of a run, for fast history queries.
+
+The rows are derived from the summaries the measuring command computed (the
+same ones written into the results file), or recomputed from the raw data for
+``perflab history --import``. Times are seconds; an HTTP step gives one row per
+latency percentile (p50, p99, seconds, no CI: the HdrHistogram's percentile
+itself) and one for the achieved rate (1/s).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from perflab.model import Results
+
+#: HTTP latency percentiles kept in history.
+HTTP_PERCENTILES = ("p50", "p99")
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """One benchmark's headline figure in one run.
+
+    Attributes:
+        bench: the benchmark id (:attr:`perflab.model.Benchmark.id`); for HTTP,
+            ``"<id> <step label>"``.
+        metric: "time" (python, command), "p50"/"p99" latency or "rate" (HTTP).
+        unit: "s" or "1/s".
+        value: the median time (s), latency percentile (s) or achieved rate (1/s);
+            NaN when the benchmark failed without data.
+        ci_low / ci_high: its 95% CI, NaN when there is none.
+        units: independent units behind it: processes, runs or requests.
+        failed: True when the benchmark failed.
+    """
+
+    bench: str
+    metric: str
+    unit: str
+    value: float
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+    units: int = 0
+    failed: bool = False
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value) else math.nan
+
+
+def recompute(results: Results) -> dict[str, dict[str, Any]]:
+    """The summaries a measuring command writes, recomputed from raw data (for import).
+
+    Returns:
+        Benchmark id → summary dict (``Summary.to_dict()`` for run,
+        ``CommandSummary.to_dict()`` for cmd, ``{"steps": [StepSummary.to_dict()]}``
+        for http).
+    """
+    if results.kind == "run":
+        from perflab.analyze.summary import summarize_benchmarks
+
+        grouped = summarize_benchmarks(results.benchmarks,
+                                       precision=results.settings.get("precision"))
+        return {s.id: s.to_dict() for group in grouped.values() for s in group}
+    if results.kind == "cmd":
+        from perflab.analyze.cmd import summarize_results
+
+        return {s.id: s.to_dict() for s in summarize_results(results)}
+    from perflab.analyze.http import summarize_results as sweep
+
+    return {results.benchmarks[0].id: {"steps": [s.to_dict() for s in sweep(results).steps]}}
+
+
+def summary_rows(results: Results, summaries: dict[str, dict[str, Any]]) -> list[SummaryRow]:
+    """The rows of one run.
+
+    Args:
+        results: the run's raw data (for ids and failures).
+        summaries: benchmark id → summary dict, as written into the results file
+            (see :func:`recompute`).
+
+    Returns:
+        One row per benchmark (python, command) or per HTTP step and metric, in file order;
+        a benchmark without a summary gives a failed row with NaN values.
+    """
+    rows: list[SummaryRow] = []
+    for bench in results.benchmarks:
+        summary = summaries.get(bench.id) or {}
+        if bench.kind == "http":
+            for step in summary.get("steps") or []:
+                name = f"{bench.id} {step.get('label', '')}".strip()
+                latency = step.get("latency_s") or {}
+                count = int(_number(step.get("completed")) if math.isfinite(
+                    _number(step.get("completed"))) else 0)
+                rows += [SummaryRow(name, p, "s", _number(latency.get(p)), units=count,
+                                    failed=bench.failed) for p in HTTP_PERCENTILES]
+                rows.append(SummaryRow(name, "rate", "1/s", _number(step.get("achieved_rate")),
+                                       units=count, failed=bench.failed))
+            continue
+        units = summary.get("processes", summary.get("runs", 0))
+        rows.append(SummaryRow(bench.id, "time", "s", _number(summary.get("median_s")),
+                               _number(summary.get("ci_low_s")), _number(summary.get("ci_high_s")),
+                               int(units) if isinstance(units, int) else 0,
+                               bench.failed or bool(summary.get("error"))))
+    return rows

@@ -1,0 +1,259 @@
+"""Charts of the HTML report as inline SVG, drawn server-side with matplotlib.
+
+Why SVG from matplotlib rather than a JavaScript library: the report must open
+from disk with no network, print, and show its charts with JavaScript off; an
+inlined Plotly bundle alone is about 4.5 MB, while these charts are 10–100 KB
+each and need no script at all. Text stays text (``svg.fonttype = none``), so
+names are searchable and matplotlib escapes them as XML; math text is off so a
+``$`` in a name is just a character. Point clouds are thinned to
+:data:`MAX_POINTS` per row (seeded) to bound the file's size.
+
+Each ``*_figure`` function returns a matplotlib figure; :func:`to_svg` turns it into one
+``<svg …>…</svg>`` string for the page, :func:`save_png` into a PNG (``--chart``).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: Most points drawn per row of a distribution (a seeded sample of the rest).
+MAX_POINTS = 300
+#: Longest label drawn, characters.
+LABEL_CHARS = 48
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    matplotlib.rcParams.update({"text.parse_math": False, "svg.fonttype": "none",
+                                "svg.hashsalt": "perflab"})
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _plain_log(*axes: Any) -> None:
+    """Plain numbers on log axes ("0.5", "2", "1000"): with math text off, matplotlib's
+    default log labels would show their TeX source. Minor ticks 2 and 5 of each decade
+    are labelled too, so a span of less than a decade still has numbers."""
+    from matplotlib.ticker import FuncFormatter
+
+    def minor(value: float, _: object) -> str:
+        lead = value / 10 ** math.floor(math.log10(value) + 1e-9) if value > 0 else 0
+        return f"{value:g}" if round(lead, 6) in (2.0, 5.0) else ""
+
+    for axis in axes:
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(FuncFormatter(minor))
+
+
+def _label(text: str) -> str:
+    return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"
+
+
+def to_svg(fig: Any) -> str:
+    """The figure as an inline ``<svg>`` element (XML prolog and DOCTYPE dropped); closes it."""
+    plt = _pyplot()
+    buffer = io.StringIO()
+    try:
+        fig.savefig(buffer, format="svg", bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]
+
+
+def file_svg(draw: Callable[[Path], object]) -> str:
+    """An SVG from a chart function that writes a file (``draw(path)``), e.g. the sweep chart."""
+    _pyplot()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "chart.svg"
+        draw(path)
+        text = path.read_text(encoding="utf-8")
+    return text[text.index("<svg"):]
+
+
+def _scale(values: Sequence[float]) -> tuple[str, float]:
+    from perflab.units import time_unit_for
+
+    finite = sorted(v for v in values if math.isfinite(v))
+    return time_unit_for(finite[len(finite) // 2] if finite else 1.0)
+
+
+def _thin(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    return values if values.size <= MAX_POINTS else rng.choice(values, MAX_POINTS, replace=False)
+
+
+def distribution_figure(title: str, names: Sequence[str], samples: Sequence[Sequence[float]],
+                       points: Sequence[Sequence[float]], point_label: str,
+                       axis: str = "time per op") -> Any:
+    """Box plots of ``samples`` per row with ``points`` drawn over them.
+
+    Args:
+        title: the chart's title.
+        names: one label per row.
+        samples: per row, values in seconds (the box: quartiles, whiskers at 1.5 IQR).
+        points: per row, values in seconds drawn as dots (e.g. per-process medians).
+        point_label: legend text of the dots.
+        axis: what the values are, for the axis label ("time per op", "wall time per run").
+
+    Returns:
+        The matplotlib figure (see :func:`to_svg`, :func:`save_png`).
+    """
+    plt = _pyplot()
+    unit, factor = _scale([v for row in samples for v in row] or [1.0])
+    rng = np.random.default_rng(0)
+    fig, ax = plt.subplots(figsize=(9, 0.9 + 0.45 * len(names)))
+    rows = [np.asarray(s, dtype=float) / factor for s in samples]
+    if any(r.size for r in rows):
+        ax.boxplot([_thin(r, rng) if r.size else np.array([np.nan]) for r in rows],
+                   vert=False, widths=0.6, showfliers=False,
+                   medianprops={"color": "tab:blue"})
+    for i, row in enumerate(points, start=1):
+        values = _thin(np.asarray(row, dtype=float) / factor, rng)
+        ax.scatter(values, i + rng.uniform(-0.18, 0.18, values.size), s=9, alpha=0.6,
+                   color="tab:orange", label=point_label if i == 1 else None, zorder=3)
+    ax.set_yticks(range(1, len(names) + 1), [_label(n) for n in names], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"{axis} ({unit})")
+    ax.set_title(title, fontsize=10, loc="left")
+    ax.grid(axis="x", alpha=0.3)
+    if any(len(p) for p in points):
+        ax.legend(fontsize=7, loc="lower right")
+    return fig
+
+
+def forest_figure(title: str, names: Sequence[str],
+                 ratios: Sequence[tuple[float, float, float] | None], reference: str) -> Any:
+    """A forest plot: each row's ratio with its CI on a log axis, a line at 1.
+
+    Args:
+        title: the chart's title.
+        names: one label per row.
+        ratios: (ratio, low, high) per row, None where there is none (drawn empty).
+        reference: what the ratios are against, for the axis label.
+
+    Returns:
+        The matplotlib figure (see :func:`to_svg`, :func:`save_png`).
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(9, 0.9 + 0.4 * len(names)))
+    for i, ratio in enumerate(ratios):
+        if ratio is None or not all(math.isfinite(v) and v > 0 for v in ratio):
+            continue
+        r, low, high = ratio
+        ax.errorbar([r], [i], xerr=[[r - low], [high - r]], fmt="o", color="tab:blue",
+                    capsize=3, ms=5)
+    ax.axvline(1.0, color="0.4", ls="--", lw=1)
+    ax.set_xscale("log")
+    _plain_log(ax.xaxis)
+    ax.set_yticks(range(len(names)), [_label(n) for n in names], fontsize=8)
+    ax.set_ylim(len(names) - 0.5, -0.5)
+    ax.set_xlabel(f"ratio to {reference} (95% CI, log scale)")
+    ax.set_title(title, fontsize=10, loc="left")
+    ax.grid(axis="x", which="both", alpha=0.3)
+    return fig
+
+
+def cold_warm_figure(title: str, names: Sequence[str], cold_s: Sequence[float],
+                    warm_s: Sequence[float]) -> Any:
+    """The first call in a fresh process (cold) beside the steady-state median (warm),
+    per row, on a log axis (seconds)."""
+    plt = _pyplot()
+    unit, factor = _scale(list(warm_s))
+    fig, ax = plt.subplots(figsize=(9, 0.9 + 0.4 * len(names)))
+    y = np.arange(len(names))
+    cold = np.asarray(cold_s, dtype=float) / factor
+    warm = np.asarray(warm_s, dtype=float) / factor
+    ax.hlines(y, np.fmin(cold, warm), np.fmax(cold, warm), color="0.7", lw=2)
+    ax.scatter(cold, y, color="tab:red", label="cold: first call", zorder=3)
+    ax.scatter(warm, y, color="tab:blue", label="warm: median", zorder=3)
+    ax.set_xscale("log")
+    _plain_log(ax.xaxis)
+    ax.set_yticks(y, [_label(n) for n in names], fontsize=8)
+    ax.set_ylim(len(names) - 0.5, -0.5)
+    ax.set_xlabel(f"time per call ({unit}, log scale)")
+    ax.set_title(title, fontsize=10, loc="left")
+    ax.grid(axis="x", which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    return fig
+
+
+def user_sys_figure(title: str, names: Sequence[str], user_s: Sequence[float],
+                   sys_s: Sequence[float], wall_s: Sequence[float]) -> Any:
+    """Median user and system CPU seconds per run as stacked bars, the median wall
+    time as a black tick (a bar longer than the tick: the command used several cores)."""
+    plt = _pyplot()
+    unit, factor = _scale(list(wall_s))
+    fig, ax = plt.subplots(figsize=(9, 0.9 + 0.4 * len(names)))
+    y = np.arange(len(names))
+    user = np.nan_to_num(np.asarray(user_s, dtype=float) / factor)
+    system = np.nan_to_num(np.asarray(sys_s, dtype=float) / factor)
+    ax.barh(y, user, color="tab:blue", label="user")
+    ax.barh(y, system, left=user, color="tab:orange", label="sys")
+    ax.scatter(np.asarray(wall_s, dtype=float) / factor, y, marker="|", s=300, color="black",
+               label="wall (median)", zorder=3)
+    ax.set_yticks(y, [_label(n) for n in names], fontsize=8)
+    ax.set_ylim(len(names) - 0.5, -0.5)
+    ax.set_xlabel(f"CPU time per run ({unit})")
+    ax.set_title(title, fontsize=10, loc="left")
+    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def spectrum_figure(title: str, steps: Sequence[tuple[str, np.ndarray, np.ndarray]]) -> Any:
+    """The latency percentile spectrum of each step, as HdrHistogram plots it.
+
+    Args:
+        title: the chart's title.
+        steps: (label, bucket values in µs ascending, counts) per step, from
+            :func:`perflab.analyze.hdr.decode_histogram`.
+
+    Returns:
+        The figure: latency (log) against 1/(1 − q) (log), ticks at 50%, 90%, 99%, 99.9%….
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    top = 1.0
+    for label, values, counts in steps:
+        total = counts.sum()
+        if not total:
+            continue
+        q = np.cumsum(counts) / total
+        below = np.concatenate([[0.0], q[:-1]])  # the bucket's lower quantile
+        x = 1 / np.clip(1 - below, 1 / total, None)
+        ax.step(x, values / 1000, where="post", label=_label(label), lw=1.2)
+        top = max(top, float(x.max()))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _plain_log(ax.yaxis, ax.xaxis)  # the x labels are then set to percentiles below
+    ticks = [t for t in (1, 2, 10, 100, 1000, 10000, 100000) if t <= top * 1.01]
+    names = {1: "0%", 2: "50%", 10: "90%", 100: "99%", 1000: "99.9%", 10000: "99.99%",
+             100000: "99.999%"}
+    ax.set_xticks(ticks, [names[t] for t in ticks])
+    ax.set_xlabel("percentile")
+    ax.set_ylabel("latency (ms, log scale)")
+    ax.set_title(title, fontsize=10, loc="left")
+    ax.grid(which="both", alpha=0.3)
+    if steps:
+        ax.legend(fontsize=7, loc="upper left", ncol=2)
+    return fig
+
+
+def save_png(fig: Any, path: str | Path) -> Path:
+    """Write a figure as a PNG (100 dpi) and close it. Raises OSError."""
+    plt = _pyplot()
+    try:
+        fig.savefig(path, format="png", dpi=100, bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    return Path(path)

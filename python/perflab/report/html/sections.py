@@ -1,0 +1,210 @@
+"""The HTML report's sections, by kind: run, cmd, http, doctor, history, environment.
+
+Each builder takes loaded results (or history trends) and returns
+:class:`perflab.report.html.page.Section` objects; summaries are recomputed from
+the raw data with the same functions (and seeds) the commands use, so the page
+shows the figures the terminal showed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from perflab.model import Results
+from perflab.report.html import charts
+from perflab.report.html.page import (Section, command_html, figure_html, pairs_html, paragraph,
+                                      table_html)
+from perflab.report.result_charts import per_op
+from perflab.report.table import Table
+from perflab.units import format_time
+
+
+def _figures(summary: Any) -> dict[str, float | str]:
+    return {"id": summary.id, "median-s": float(summary.median_s),
+            "ci-low-s": float(summary.ci_low_s), "ci-high-s": float(summary.ci_high_s)}
+
+
+def _figures_table(title: str, summaries: Sequence[Any]) -> str:
+    """The exact figures of each benchmark (median and CI), readable by tools."""
+    table = Table(title, ["benchmark", "median", "95% CI"], align=["l", "r", "l"])
+    for s in summaries:
+        table.rows.append([s.id, format_time(s.median_s),
+                           f"{format_time(s.ci_low_s)} – {format_time(s.ci_high_s)}"])
+    return table_html(table, [_figures(s) for s in summaries], "figures")
+
+
+def header(results: Results, name: str) -> list[str]:
+    """The command line, start time and environment of one results file."""
+    from perflab.environment import describe
+
+    return [paragraph(f"{results.kind} results from {name}, started {results.created}, "
+                      f"perflab {results.perflab_version}"
+                      + (" (interrupted: partial)" if results.interrupted else "")),
+            command_html(results.command_line),
+            "<details><summary>environment fingerprint</summary>"
+            + pairs_html(describe(results.environment)) + "</details>"]
+
+
+# ------------------------------------------------------------------ run
+
+
+def run_sections(results: Results, name: str) -> list[Section]:
+    """A ``run`` file: per group its table, the distribution of samples and per-process
+    medians, the ratios to the group's best as a forest plot, and cold vs warm."""
+    from perflab.analyze.summary import by_group, summarize_benchmarks
+    from perflab.report.table import run_tables
+
+    grouped = summarize_benchmarks(results.benchmarks,
+                                   precision=results.settings.get("precision"))
+    section = Section(f"run: {name}", header(results, name))
+    section.blocks += [table_html(t) for t in run_tables(results.benchmarks, grouped)]
+    members = by_group(results.benchmarks)
+    for group, summaries in grouped.items():
+        benches = {b.id: b for b in members[group]}
+        shown = [s for s in summaries if s.ok]
+        if not shown:
+            continue
+        label = f"group {group}" if group else "benchmarks"
+        labels = [s.label or s.id for s in shown]
+        data = [per_op(benches[s.id]) for s in shown]
+        section.blocks.append(figure_html(charts.to_svg(charts.distribution_figure(
+            f"{label}: time per op", labels, [d[0] for d in data], [d[1] for d in data],
+            "per-process median")), f"{label}: box of the samples' time per op (whiskers at "
+            "1.5 IQR), dots the medians of each worker process", "distribution"))
+        if len(shown) > 1:
+            section.blocks.append(figure_html(charts.to_svg(charts.forest_figure(
+                f"{label}: ratio to the fastest", labels, [s.ratio_best for s in shown],
+                "the fastest")), f"{label}: each benchmark's median over the group's fastest, "
+                "with its 95% bootstrap CI", "forest"))
+        if any(math.isfinite(s.cold_s) for s in shown):
+            section.blocks.append(figure_html(charts.to_svg(charts.cold_warm_figure(
+                f"{label}: cold vs warm", labels, [s.cold_s for s in shown],
+                [s.median_s for s in shown])), f"{label}: the first call in a fresh process "
+                "against the steady-state median", "cold-warm"))
+        section.blocks.append(_figures_table(f"{label}: exact figures", shown))
+    return [section]
+
+
+# ------------------------------------------------------------------ cmd
+
+
+def cmd_sections(results: Results, name: str) -> list[Section]:
+    """A ``cmd`` file: the table, run-time distributions, user/sys split (max RSS is a
+    column of the table)."""
+    from perflab.analyze.cmd import summarize_results, timed_runs
+    from perflab.report.cmd_table import cmd_table
+
+    summaries = summarize_results(results)
+    section = Section(f"cmd: {name}", header(results, name))
+    section.blocks.append(table_html(cmd_table(summaries, results.spawn_overhead_ns,
+                                               results.settings, results.rss_floor_bytes)))
+    shown = [(s, b) for s, b in zip(summaries, results.benchmarks) if s.ok]
+    if shown:
+        labels = [s.label for s, _ in shown]
+        walls = [[r.wall_ns * 1e-9 for r in timed_runs(b)] for _, b in shown]
+        section.blocks.append(figure_html(charts.to_svg(charts.distribution_figure(
+            "wall time per run", labels, walls, walls, "run", "wall time per run")),
+            "box of each command's wall times per run, every run a dot", "distribution"))
+        section.blocks.append(figure_html(charts.to_svg(charts.user_sys_figure(
+            "CPU time per run", labels, [s.user_s for s, _ in shown],
+            [s.sys_s for s, _ in shown], [s.median_s for s, _ in shown])),
+            "median user and system CPU time per run; the tick is the median wall time",
+            "user-sys"))
+        section.blocks.append(_figures_table("exact figures", [s for s, _ in shown]))
+    return [section]
+
+
+# ------------------------------------------------------------------ http
+
+
+def http_sections(results: Results, name: str) -> list[Section]:
+    """An ``http`` file: the sweep table, the sweep chart, each step's latency percentile
+    spectrum from its HdrHistogram, and errors by kind."""
+    from perflab.analyze.hdr import decode_histogram
+    from perflab.analyze.http import summarize_results
+    from perflab.report.http_chart import sweep_chart
+    from perflab.report.http_table import results_notes, sweep_table
+
+    sweep = summarize_results(results)
+    section = Section(f"http: {name}", header(results, name))
+    data = [{"step": s.label, "achieved-rate": float(s.achieved_rate),
+             "p50-s": float(s.latency_s["p50"]), "p99-s": float(s.latency_s["p99"])}
+            for s in sweep.steps]
+    section.blocks.append(table_html(sweep_table(sweep, results_notes(results)), data,
+                                     "figures"))
+    if sweep.steps:
+        section.blocks.append(figure_html(charts.file_svg(lambda p: sweep_chart(sweep, p)),
+                                          "achieved vs offered rate, and latency percentiles "
+                                          "against the rate, with each step's verdict", "sweep"))
+        spectra = []
+        for step, summary in zip(results.benchmarks[0].steps, sweep.steps):
+            counts = decode_histogram(step.latency.encoded) if step.latency.encoded else None
+            if counts is not None and counts.counts.size:
+                spectra.append((summary.label, counts.values, counts.counts))
+        if spectra:
+            section.blocks.append(figure_html(charts.to_svg(charts.spectrum_figure(
+                "latency by percentile", spectra)), "each step's latency percentile "
+                "spectrum from its HdrHistogram (from the intended send time)", "spectrum"))
+    errors = Table("errors by kind", ["step", "kind", "requests"], align=["l", "l", "r"])
+    for s in sweep.steps:
+        errors.rows += [[s.label, kind, f"{n:,}"] for kind, n in sorted(s.errors.items())]
+        errors.rows += [[s.label, f"status {code}", f"{n:,}"]
+                        for code, n in sorted(s.failed_statuses.items())]
+    section.blocks.append(table_html(errors) if errors.rows else paragraph("no failed request"))
+    return [section]
+
+
+# ------------------------------------------------------------------ doctor, history
+
+
+def doctor_section(document: dict[str, Any], where: str) -> Section:
+    """The doctor's verdicts from a doctor JSON document (file or history)."""
+    table = Table(f"checks ({where}, started {document.get('created', '?')})",
+                  ["check", "status", "evidence", "what to do"])
+    for check in document.get("checks") or []:
+        if isinstance(check, dict):
+            table.rows.append([str(check.get(k, "")) for k in ("name", "status", "detail",
+                                                              "action")])
+    return Section("doctor: can this machine's clocks be trusted?", [table_html(table)])
+
+
+#: Runs drawn per trend chart (the newest; change points come from the whole history).
+TREND_POINTS = 200
+
+
+def history_sections(trends: Sequence[Any], more: int) -> list[Section]:
+    """Trends with change points: one chart per benchmark (its newest
+    :data:`TREND_POINTS` runs) and its table (the newest 20).
+
+    Args:
+        trends: :class:`perflab.history.trend.Trend` objects with points.
+        more: how many matching benchmarks were left out (shown in a line).
+    """
+    from perflab.report.history_chart import trend_chart
+    from perflab.report.history_table import trend_table
+
+    section = Section("history: trends and change points")
+    from perflab.history.trend import window
+
+    for trend in trends:
+        shown = window(trend, TREND_POINTS)
+        section.blocks.append(figure_html(charts.file_svg(
+            lambda p, t=shown: trend_chart([t], p, "svg")),
+                                          f"{trend.bench}: {trend.metric} per run in commit "
+                                          "order; red: change points, grey: fingerprint "
+                                          "changes", "trend"))
+        section.blocks.append(table_html(trend_table(trend, 20)))
+    if more:
+        section.blocks.append(paragraph(f"{more} more matching benchmarks are not shown; "
+                                        "narrow the pattern of --history"))
+    if not trends:
+        section.blocks.append(paragraph("no recorded benchmark matches"))
+    return [section]
+
+
+def results_sections(results: Results, name: str) -> list[Section]:
+    """The sections of one results file, by its kind."""
+    build = {"run": run_sections, "cmd": cmd_sections, "http": http_sections}[results.kind]
+    return build(results, name)

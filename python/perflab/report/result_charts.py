@@ -1,0 +1,116 @@
+"""``--chart PNG`` of ``perflab run``, ``perflab cmd`` and ``perflab compare``.
+
+The same figures as the HTML report (:mod:`perflab.report.html.charts`), written as
+PNG: ``run`` draws every benchmark's samples (box) and per-process medians (dots);
+``cmd`` each command's wall time per run; ``compare`` a forest plot of B/A with its
+95% CI per compared row, the noise threshold's "same" band shaded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perflab.report.html import charts
+
+
+def per_op(bench: Any) -> tuple[list[float], list[float]]:
+    """(every unflagged sample's seconds per op, each worker process's median), seconds.
+
+    Args:
+        bench: a python-engine :class:`perflab.model.Benchmark`.
+    """
+    samples, medians = [], []
+    for process in bench.processes:
+        values = [s.per_op_s for s in process.samples if not s.flagged]
+        samples += values
+        if values:
+            medians.append(float(np.median(values)))
+    return samples, medians
+
+
+def run_chart(benches: Sequence[Any], path: str | Path) -> Path:
+    """The run's distributions: one row per benchmark that measured something.
+
+    Raises:
+        ValueError: no benchmark has samples.
+        OSError: the file can't be written.
+    """
+    rows = [(b.id, *per_op(b)) for b in benches]
+    rows = [r for r in rows if r[1]]
+    if not rows:
+        raise ValueError("no benchmark measured anything to chart")
+    return charts.save_png(charts.distribution_figure(
+        "time per op: samples (box) and per-process medians (dots)", [r[0] for r in rows],
+        [r[1] for r in rows], [r[2] for r in rows], "per-process median"), path)
+
+
+def cmd_chart(benches: Sequence[Any], path: str | Path) -> Path:
+    """Each command's wall times per run (box and dots).
+
+    Raises:
+        ValueError: no command has a timed run.
+        OSError: the file can't be written.
+    """
+    from perflab.analyze.cmd import timed_runs
+
+    rows = [(b.label, [r.wall_ns * 1e-9 for r in timed_runs(b)]) for b in benches]
+    rows = [r for r in rows if r[1]]
+    if not rows:
+        raise ValueError("no command has a timed run to chart")
+    walls = [r[1] for r in rows]
+    return charts.save_png(charts.distribution_figure(
+        "wall time per run", [r[0] for r in rows], walls, walls, "run", "wall time per run"),
+        path)
+
+
+def compare_chart(suite: Any, name_a: str, name_b: str, path: str | Path) -> Path:
+    """A forest plot of B/A per compared row with the ±threshold band.
+
+    Args:
+        suite: a :class:`perflab.analyze.compare.SuiteComparison`.
+        name_a / name_b: the two sides' names, for the title.
+        path: the PNG to write.
+
+    Raises:
+        ValueError: no row has a ratio.
+        OSError: the file can't be written.
+    """
+    rows = [r for r in suite.rows if r.ratio is not None and math.isfinite(r.ratio.value)]
+    if not rows:
+        raise ValueError("no compared row has a ratio to chart")
+    names = [r.id if r.metric in ("time", "") else f"{r.id} {r.metric}" for r in rows]
+    fig = charts.forest_figure(f"B = {name_b} against A = {name_a}", names,
+                               [(r.ratio.value, r.ratio.low, r.ratio.high) for r in rows], "A")
+    ax = fig.axes[0]
+    t = suite.threshold
+    ax.axvspan(1 - t, 1 + t, color="tab:green", alpha=0.12,
+               label=f"same: within ±{t:.1%}")
+    for i, row in enumerate(rows):
+        ax.annotate(row.verdict, (1.0, i), xycoords=("axes fraction", "data"),
+                    xytext=(4, 0), textcoords="offset points", va="center", fontsize=7)
+    ax.legend(fontsize=7, loc="best")
+    return charts.save_png(fig, path)
+
+
+def write_chart(destination: Any, draw: Any) -> None:
+    """Draw a chart into a checked ``--chart`` destination (``draw(path)``) and say where;
+    nothing to draw is one ``note:`` line on stderr, not an error.
+
+    Raises:
+        SaveError: the PNG could not be written (the rescue file is named).
+    """
+    import sys
+
+    from perflab.files import save_file
+
+    try:
+        save_file(destination, draw, "chart")
+    except ValueError as exc:
+        sys.stderr.write(f"note: no chart written: {exc}\n")
+        return
+    sys.stderr.write(f"chart saved to {destination}\n")

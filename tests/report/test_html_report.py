@@ -1,0 +1,126 @@
+"""`perflab report`: the self-contained HTML page, opened in a real headless Chromium.
+
+The page is built by the real entry point from a synthetic run file (one benchmark
+named like a script tag), an http file measured against `perflab serve` (0.3 s
+steps), and a history of six runs. Chromium is Debian's (the Makefile installs it,
+as root, where missing), driven by Playwright's Python API with that executable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from perflab import _core, model
+from perflab.analyze.summary import summarize_benchmarks
+from perflab.history.store import Store
+from tests.history.helpers import add, results
+
+NASTY = "<script>alert(1)</script>"
+
+
+def chromium() -> str:
+    """Debian's chromium, or a skip saying why it can't be there."""
+    found = shutil.which("chromium")
+    if found:
+        return found
+    if os.geteuid() != 0:
+        pytest.skip("chromium is not installed and make could not install it: apt-get needs "
+                    "root (run make test as root, or apt-get install chromium)")
+    pytest.fail("chromium is missing although make runs as root: the Makefile's system-deps "
+                "step should have installed it")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: Any) -> dict[str, Any]:
+    """Write the inputs and the report; return paths and what the page must show."""
+    tmp = tmp_path_factory.mktemp("report")
+    run = results({NASTY: 1e-6, "plain": 3e-6}, seed=3)
+    grouped = summarize_benchmarks(run.benchmarks, precision=0.01)
+    summaries = {s.id: s.to_dict() for g in grouped.values() for s in g}
+    model.save(run, tmp / "run.json", summaries)
+    with _core.serve({"host": "127.0.0.1", "port": 0, "delay": "1ms"}) as server:
+        http = subprocess.run([sys.executable, "-m", "perflab", "http",
+                               f"http://{server.address}/", "--rate", "100:200:100",
+                               "--duration", "0.3s", "--warmup", "0.1s", "--threads", "1",
+                               "--quiet", "--json", str(tmp / "http.json"), "--no-history"],
+                              capture_output=True, text=True, timeout=60)
+    assert http.returncode == 0, http.stderr
+    db = tmp / "h.sqlite"
+    with Store(db) as store:
+        for i, level in enumerate([1.0, 1.0, 1.0, 1.3, 1.3, 1.3]):
+            add(store, results({"plain": 3e-6 * level}, seed=i), commit=f"{i:x}" * 40,
+                time=f"2026-01-0{i + 1}T00:00:00+00:00")
+    out = tmp / "report.html"
+    proc = subprocess.run([sys.executable, "-m", "perflab", "report", str(tmp / "run.json"),
+                           str(tmp / "http.json"), "--history", "--database", str(db),
+                           "-o", str(out)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return {"page": out, "summaries": summaries, "http": json.loads((tmp / "http.json")
+                                                                     .read_text())}
+
+
+def test_the_file_is_self_contained_small_and_escapes_names(report: dict[str, Any]) -> None:
+    text = report["page"].read_text()
+    assert text.startswith("<!DOCTYPE html><!-- perflab report -->")
+    assert "<script" not in text.replace("&lt;script", "")  # no script, the name escaped
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", text)
+    assert len(text.encode()) < 5 * 2**20
+
+
+def test_chromium_renders_every_chart_offline_with_the_files_figures(report: dict[str, Any]
+                                                                     ) -> None:
+    from playwright.sync_api import sync_playwright
+
+    url = report["page"].resolve().as_uri()
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            requests, problems, dialogs = [], [], []
+            page.on("request", lambda r: requests.append(r.url))
+            page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            page.goto(url, wait_until="load")
+            assert problems == [] and dialogs == []
+            assert requests == [url], "the page made a request"
+            charts = page.eval_on_selector_all(
+                "figure[data-chart]", "fs => fs.map(f => [f.dataset.chart, "
+                "f.querySelectorAll('svg').length, f.querySelector('svg').getBBox().width])")
+            kinds = sorted(kind for kind, _, _ in charts)
+            # run: distribution, forest, cold-warm; http: sweep, spectrum; one trend
+            assert kinds == ["cold-warm", "distribution", "forest", "spectrum", "sweep", "trend"]
+            assert all(count == 1 and width > 100 for _, count, width in charts)
+            figures = page.eval_on_selector_all(
+                "table.figures tr[data-id]",
+                "rs => rs.map(r => [r.dataset.id, Number(r.dataset.medianS)])")
+            assert len(figures) == 2
+            for bench_id, median in figures:
+                assert median == pytest.approx(report["summaries"][bench_id]["median_s"],
+                                               rel=1e-12)
+            steps = page.eval_on_selector_all(
+                "table.figures tr[data-step]",
+                "rs => rs.map(r => [r.dataset.step, Number(r.dataset.achievedRate)])")
+            saved = report["http"]["benchmarks"][0]["summary"]["steps"]
+            assert [s for s, _ in steps] == [s["label"] for s in saved]
+            assert [r for _, r in steps] == pytest.approx([s["achieved_rate"] for s in saved])
+            assert page.get_by_text(NASTY, exact=True).count() >= 1  # shown as text
+            assert "change point in 22222222..33333333" in page.inner_text("body")
+            rows_with_js = page.locator("table tr").count()
+
+            plain = browser.new_context(java_script_enabled=False).new_page()
+            plain.goto(url, wait_until="load")
+            assert plain.locator("table tr").count() == rows_with_js > 10
+            assert plain.locator("figure[data-chart] svg").count() == len(charts)
+        finally:
+            browser.close()
