@@ -44,7 +44,8 @@ def metric_entry(name: str, dur_ns: int) -> str:
     """One Server-Timing metric: ``name;dur=ms`` (3 decimals at most).
 
     A name that isn't an RFC 9110 token is written with its non-token characters as
-    ``_`` and the original (printable ASCII only, quotes dropped) in ``desc``.
+    ``_`` and the original (printable ASCII only, quotes dropped) in ``desc``; both
+    are cut to 64 characters.
 
     Args:
         name: the span name.
@@ -52,7 +53,7 @@ def metric_entry(name: str, dur_ns: int) -> str:
     """
     token = _NOT_TOKEN.sub("_", name)[:_MAX_NAME] or "_"
     entry = f"{token};dur={dur_ns / 1e6:.3f}".rstrip("0").rstrip(".")
-    if token != name:
+    if token != name[:_MAX_NAME]:
         entry += f';desc="{_NOT_QDTEXT.sub("", name)[:_MAX_NAME]}"'
     return entry
 
