@@ -314,14 +314,16 @@ def compare_latencies(key: str, a: HttpStep, b: HttpStep, percentiles: Sequence[
 
 
 def _latency_row(row: Row, hist_a: HdrCounts, hist_b: HdrCounts, q: float, confidence: float,
-                 resamples: int, rng: np.random.Generator) -> Row:
+                 resamples: int, rng: np.random.Generator, scale_s: float = 1e-6) -> Row:
+    """Fill ``row`` with the q-quantiles of two histograms (values × ``scale_s`` = s:
+    1e-6 for the µs of HTTP steps, 1e-9 for the ns of trace spans), their CIs and B/A."""
     if not hist_a.total or not hist_b.total:
         row.verdict, row.primary, row.notes = FAILED, False, ["no recorded latency on a side"]
         return row
     sides = []
     for hist in (hist_a, hist_b):
-        reps = quantile_replicates(hist, q, resamples, rng) * 1e-6
-        ci = stats.percentile_ci(reps, hist.quantile(q) * 1e-6, confidence)
+        reps = quantile_replicates(hist, q, resamples, rng) * scale_s
+        ci = stats.percentile_ci(reps, hist.quantile(q) * scale_s, confidence)
         sides.append((Side(ci.value, ci.low, ci.high, hist.total, hist.total), reps))
     (row.a, reps_a), (row.b, reps_b) = sides
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -407,7 +409,8 @@ def compare_benchmark(a: Benchmark, b: Benchmark, threshold: float = DEFAULT_THR
     """Rows comparing one benchmark of A with its match in B, verdicts included.
 
     Returns:
-        One row (python, command) or several (http: per step and metric);
+        One row (python, command) or several (http: per step and metric; trace: per
+        percentile of the span's durations);
         a "failed" row when the kinds differ.
     """
     if a.kind != b.kind:
@@ -415,6 +418,10 @@ def compare_benchmark(a: Benchmark, b: Benchmark, threshold: float = DEFAULT_THR
                     notes=[f"A measured it as {a.kind!r}, B as {b.kind!r}"])]
     if a.kind == "http":
         rows = compare_http(a, b, percentiles, confidence, resamples, seed)
+    elif a.kind == "trace":
+        from perflab.trace.compare import compare_spans
+
+        rows = compare_spans(a, b, percentiles, confidence, resamples, seed)
     else:
         rows = [compare_timed(a, b, confidence, resamples, seed, threshold)]
     for row in rows:

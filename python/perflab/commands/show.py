@@ -53,6 +53,10 @@ def main(args: argparse.Namespace) -> int:
         from perflab.commands import http
 
         return http.render(results, args.format)
+    if results.kind == "trace":
+        from perflab.trace.table import render
+
+        return render(results, args.format)
     grouped = summarize_benchmarks(results.benchmarks,
                                    precision=results.settings.get("precision"))
     print_run(results, grouped, args.format)
