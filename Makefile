@@ -55,7 +55,7 @@ $(STAMPS)/venv: pyproject.toml | $(STAMPS)
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q "maturin>=1.7,<2" numpy scipy rich matplotlib fastjsonschema pytest hypothesis pyperf \
-	  orjson msgpack cbor2 opentelemetry-sdk
+	  orjson msgpack cbor2 opentelemetry-sdk uvicorn
 	touch $@
 
 $(STAMPS)/build: $(STAMPS)/venv $(RUST_SOURCES) pyproject.toml | $(STAMPS)

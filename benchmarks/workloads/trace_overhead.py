@@ -1,9 +1,10 @@
 """Workloads of benchmarks/trace.py: the cost of one span, perflab.trace beside OpenTelemetry.
 
 Every case times the same call, ``call(f)`` → ``f()``, where ``f`` is an empty
-function: plain, or wrapped by one tracer. A span's overhead is a case's median
-less the plain call's. The ``block`` cases time ``with cm: pass`` the same way
-against ``contextlib.nullcontext``. Recording on or off is set per worker
+function: plain, or wrapped by one tracer's decorator. A span's overhead is a
+case's median less the plain call's. The ``block`` cases time ``with
+make(name): pass`` the same way against a C-level context manager (an
+uncontended lock fetched by ``dict.get``). Recording on or off is set per worker
 process by the setup (untimed).
 
     perflab run benchmarks/workloads/trace_overhead.py
@@ -11,11 +12,14 @@ process by the setup (untimed).
 
 from __future__ import annotations
 
-import contextlib
+import threading
 
 import perflab
 
 GROUP = "trace"
+#: The blocks' baseline: ``with _LOCKS.get(None): pass``, a C call returning a C context
+#: manager (an uncontended lock): the with statement's own cost, nearly nothing else.
+_LOCKS = {None: threading.Lock()}
 
 
 def empty():
@@ -27,9 +31,11 @@ def call(f):
     return f()
 
 
-def block(cm):
-    """The timed body of every context-manager case."""
-    with cm:
+def block(spec):
+    """The timed body of every context-manager case: ``with make(name): pass``, the
+    way each library is written in application code."""
+    make, name = spec
+    with make(name):
         pass
 
 
@@ -44,7 +50,7 @@ def _perflab_block(on: bool):
     import perflab.trace
 
     perflab.trace.enable(on)
-    return perflab.trace.span("overhead.block")
+    return perflab.trace.span, "overhead.block"
 
 
 class _NullExporter:
@@ -80,10 +86,14 @@ def _otel(processor: str):
     return _otel_tracer(processor).start_as_current_span("overhead")(empty)
 
 
-def _otel_noop():
+def _noop_tracer():
     from opentelemetry.trace import NoOpTracer
 
-    return NoOpTracer().start_as_current_span("overhead")(empty)
+    return NoOpTracer()
+
+
+def _otel_noop():
+    return _noop_tracer().start_as_current_span("overhead")(empty)
 
 
 CASES = {
@@ -95,14 +105,15 @@ CASES = {
     "otel sdk + perflab bridge": lambda: _otel("perflab"),
 }
 BLOCKS = {
-    "nullcontext": contextlib.nullcontext,
+    "c lock": lambda: (_LOCKS.get, None),
     "perflab span on": lambda: _perflab_block(True),
     "perflab span off": lambda: _perflab_block(False),
-    "otel span batch": lambda: _otel_tracer("batch").start_as_current_span("overhead.block"),
+    "otel span batch": lambda: (_otel_tracer("batch").start_as_current_span, "overhead.block"),
+    "otel no-op span": lambda: (_noop_tracer().start_as_current_span, "overhead.block"),
 }
 
 for _name, _setup in CASES.items():
     perflab.bench(call, name=_name, group=GROUP, setup=_setup, baseline=_name == "plain call")
 for _name, _setup in BLOCKS.items():
     perflab.bench(block, name=_name, group=GROUP + "-block", setup=_setup,
-                  baseline=_name == "nullcontext")
+                  baseline=_name == "c lock")

@@ -113,3 +113,18 @@ def test_a_bad_perflab_trace_dump_warns_and_the_program_runs(tmp_path):
     assert proc.returncode == 0 and proc.stdout.strip() == "ran"
     assert "PERFLAB_TRACE_DUMP='x.json,never' ignored" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_perflab_trace_dump_writes_on_sigterm(tmp_path):
+    import signal
+
+    out = tmp_path / "term.json"
+    code = ("import perflab, sys, time\n@perflab.trace('busy')\ndef f(): pass\nf()\n"
+            "print('ready', flush=True)\ntime.sleep(60)")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            env={"PATH": os.environ.get("PATH", ""),
+                                 "PERFLAB_TRACE_DUMP": f"{out},1h"})
+    assert proc.stdout.readline().strip() == "ready"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == -signal.SIGTERM  # still ended by SIGTERM
+    assert model.load(out).benchmarks[0].span.count == 1

@@ -133,6 +133,17 @@ def test_asgi_header_only_with_the_token_and_concurrent_requests_do_not_mix():
         assert value.count("db;") == 1 and value.count("render;") == 1
 
 
+def test_each_form_has_the_call_signature_servers_look_for():
+    import inspect
+
+    asgi, wsgi = ServerTimingMiddleware(asgi_app), ServerTimingMiddleware(wsgi_app)
+    assert inspect.iscoroutinefunction(asgi.__call__)  # how uvicorn tells ASGI 3 apps
+    assert not inspect.iscoroutinefunction(wsgi.__call__)
+    assert isinstance(asgi, ServerTimingMiddleware) and isinstance(wsgi, ServerTimingMiddleware)
+    assert inspect.iscoroutinefunction(
+        ServerTimingMiddleware(wsgi_app, interface="asgi").__call__)
+
+
 def test_asgi_lifespan_and_websocket_pass_through():
     seen = []
 

@@ -206,12 +206,14 @@ print(sorted(snap), snap["(other spans)"]["count"], perflab.trace.limits(), len(
 
 
 def test_perflab_trace_0_disables_at_import():
-    script = ("import perflab\n@perflab.trace('x')\ndef f(): return 7\n"
-              "print(f(), perflab.trace.enabled(), perflab.trace.snapshot())")
+    script = ("import perflab\ndef g(): return 7\nf = perflab.trace('x')(g)\n"
+              "with perflab.span('b'): pass\n"
+              "print(f(), f is g, perflab.trace.enabled(), perflab.trace.snapshot())")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env={"PERFLAB_TRACE": "0", "PATH": "/usr/bin:/bin"}, check=True,
                          timeout=60).stdout
-    assert out.strip() == "7 False {}"
+    # Off at start: the decorator returns the function itself (no cost at all).
+    assert out.strip() == "7 True False {}"
 
 
 def test_spans_closed_in_another_context_do_not_corrupt_nesting():

@@ -25,8 +25,11 @@ under ``"(other spans)"`` after one RuntimeWarning). Nesting follows
 
 Environment (read when this module is first imported):
 
-* ``PERFLAB_TRACE=0`` turns recording off; decorators stay in place and cost
-  one flag check (see BENCHMARKS.md for the figures).
+* ``PERFLAB_TRACE=0`` turns recording off. Decorators stay in place and cost
+  nothing: while it is set, :func:`trace` returns the function itself (so a later
+  ``enable()`` records spans, blocks and functions decorated after it, not those).
+  ``enable(False)`` at run time leaves the wrappers in place, each costing one flag
+  check (figures in BENCHMARKS.md).
 * ``PERFLAB_TRACE_DUMP=path,interval`` (e.g. ``trace.json,30s``) dumps every
   interval and at exit, from a daemon thread.
 * ``PERFLAB_TRACE_MAX_NAMES=N`` caps distinct names (1..100000).
@@ -97,6 +100,8 @@ def _decorate(func: Callable[..., Any], name: str) -> Any:
     if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
         raise TypeError(f"perflab.trace: {name!r} is a generator function, whose calls "
                         "return at once; time the work inside it with perflab.trace.span()")
+    if _OFF_AT_START:
+        return func
     if inspect.iscoroutinefunction(func):
         block = _core.span(name)
 
@@ -210,9 +215,13 @@ class _CallableModule(types.ModuleType):
         return trace(name)
 
 
+#: PERFLAB_TRACE=0 (or false/off/no) when this module was imported.
+_OFF_AT_START = os.environ.get("PERFLAB_TRACE", "").strip().lower() in ("0", "false", "off", "no")
+
+
 def _configure_from_environment() -> None:
     """Apply PERFLAB_TRACE and PERFLAB_TRACE_DUMP; bad values warn, never raise."""
-    if os.environ.get("PERFLAB_TRACE", "").strip().lower() in ("0", "false", "off", "no"):
+    if _OFF_AT_START:
         enable(False)
     spec = os.environ.get("PERFLAB_TRACE_DUMP", "").strip()
     if spec:

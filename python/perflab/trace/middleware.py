@@ -97,6 +97,15 @@ class ServerTimingMiddleware:
         ValueError: ``interface`` is not "wsgi", "asgi" or None.
     """
 
+    def __new__(cls, app: Callable[..., Any], token: str | None = None, name: str = "app",
+                interface: str | None = None) -> ServerTimingMiddleware:
+        """An instance of the WSGI or the ASGI form (servers tell ASGI 3 apps by an
+        ``async def __call__``, so each form has its own)."""
+        if cls is ServerTimingMiddleware:
+            asgi = _is_asgi(app) if interface is None else interface == "asgi"
+            cls = _AsgiServerTiming if asgi else _WsgiServerTiming
+        return super().__new__(cls)
+
     def __init__(self, app: Callable[..., Any], token: str | None = None, name: str = "app",
                  interface: str | None = None) -> None:
         if not callable(app):
@@ -110,7 +119,6 @@ class ServerTimingMiddleware:
                              "'wsgi', 'asgi' or None")
         self.app, self.name = app, name
         self._token = token.encode() if token else None
-        self._asgi = _is_asgi(app) if interface is None else interface == "asgi"
         self._id = _core.trace_register(name)[0]
 
     def _allowed(self, given: bytes | str | None) -> bool:
@@ -143,14 +151,8 @@ class ServerTimingMiddleware:
             except Exception:  # noqa: BLE001
                 pass
 
-    def __call__(self, *args: Any) -> Any:
-        """Serve one request (WSGI: ``(environ, start_response)``; ASGI:
-        ``(scope, receive, send)``, returning a coroutine)."""
-        if self._asgi:
-            return self._asgi_call(*args)
-        return self._wsgi_call(*args)
-
     def _wsgi_call(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        """Serve one WSGI request."""
         allowed = self._allowed(environ.get(_WSGI_TOKEN_KEY))
         request = self._begin(allowed)
         if not allowed or request is None:
@@ -175,6 +177,7 @@ class ServerTimingMiddleware:
 
     async def _asgi_call(self, scope: dict[str, Any], receive: Callable[..., Any],
                          send: Callable[..., Any]) -> None:
+        """Serve one ASGI connection scope (only "http" scopes are timed)."""
         if scope.get("type") != "http":
             await self.app(scope, receive, send)
             return
@@ -204,3 +207,20 @@ class ServerTimingMiddleware:
             await self.app(scope, receive, send_with_timing)
         finally:
             self._end(request)
+
+
+class _WsgiServerTiming(ServerTimingMiddleware):
+    """The WSGI form of :class:`ServerTimingMiddleware`."""
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        """Serve one WSGI request."""
+        return self._wsgi_call(environ, start_response)
+
+
+class _AsgiServerTiming(ServerTimingMiddleware):
+    """The ASGI 3 form of :class:`ServerTimingMiddleware`."""
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable[..., Any],
+                       send: Callable[..., Any]) -> None:
+        """Serve one ASGI connection scope."""
+        await self._asgi_call(scope, receive, send)

@@ -5,7 +5,7 @@ A trace file is a results file (``perflab/schemas/results.schema.json``) of kind
 count, exact totals and the duration and self-time HdrHistograms in ns), so that
 ``perflab show`` and ``perflab compare`` read it like any other. Periodic dumps
 (``PERFLAB_TRACE_DUMP=path,interval``) rewrite the same file atomically, each time
-with everything recorded since the process started.
+with everything recorded since the process started, and once more at exit or SIGTERM.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import datetime as dt
 import os
+import signal
 import sys
 import threading
 import warnings
@@ -119,11 +120,27 @@ class PeriodicDump:
                                         daemon=True)
 
     def start(self) -> PeriodicDump:
-        """Start the thread and register the dump at exit; returns self."""
+        """Start the thread and register the last dump at exit and on SIGTERM; returns self.
+
+        SIGTERM (how servers and process managers stop a service) ends a process
+        without running atexit, so where SIGTERM still has its default action and this
+        is the main thread, a handler is installed that dumps, then lets SIGTERM end the
+        process as before. Servers that install their own handler and restore the old
+        one before re-raising the signal (uvicorn does) reach it too.
+        """
         atexit.register(self.stop)
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, self._on_sigterm)
         if self.interval_s != float("inf"):
             self._thread.start()
         return self
+
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        """Dump, then end the process by SIGTERM's default action."""
+        self.stop()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
 
     def dump_now(self) -> bool:
         """Write the file now; True when written."""

@@ -527,5 +527,7 @@ pub fn register_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(trace_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(trace_reset, m)?)?;
-    m.add_function(wrap_pyfunction!(trace_limits, m)?)
+    m.add_function(wrap_pyfunction!(trace_limits, m)?)?;
+    // Timing figures of a debug build mean nothing: benchmarks/trace.py checks this.
+    m.add("trace_debug_build", cfg!(debug_assertions))
 }
