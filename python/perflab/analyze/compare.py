@@ -20,7 +20,9 @@ Methods (the verdict rule and the tests are :mod:`perflab.analyze.decisions`'s):
     * HTTP steps: latency percentiles from the HdrHistograms, their CIs from
       the order-statistic bootstrap (the m-th of N draws is F⁻¹(U), U ~
       Beta(m, N−m+1)); achieved rate by the exact Poisson rate-ratio test
-      (conditional binomial, Clopper–Pearson CI; Przyborowski & Wilenski 1940).
+      (conditional binomial, Clopper–Pearson CI; Przyborowski & Wilenski 1940);
+    * trace spans (``perflab.trace`` dumps): each span name's duration percentiles,
+      the same way as HTTP latencies.
 """
 
 from __future__ import annotations
@@ -367,6 +369,52 @@ def _steps_by_label(bench: Benchmark) -> dict[str, HttpStep]:
     return out
 
 
+# --------------------------------------------------------------------------- trace
+
+
+def compare_spans(a: Benchmark, b: Benchmark, percentiles: Sequence[float], confidence: float,
+                  resamples: int, seed: int) -> list[Row]:
+    """Rows comparing one span name of two trace files (``perflab.trace.dump``).
+
+    Method: as HTTP latencies (:func:`compare_latencies`): each percentile of the
+    span's duration HdrHistogram (ns) with its order-statistic bootstrap CI, B/A with
+    the expanded-percentile CI, one Mann–Whitney U test per span shared by its rows.
+    Spans of one process are not independent runs: the CI leaves out
+    process-to-process variation, which a note says.
+
+    Args:
+        a / b: benchmarks of kind "trace" (their ``span`` set).
+        percentiles: of the durations, e.g. (50, 90, 99, 99.9).
+        confidence: CI level.
+        resamples: bootstrap replicates.
+        seed: bootstrap seed (each row derives its stream from its id).
+
+    Returns:
+        One row per percentile (metric "p50", …, unit "s"; p50 is the primary row),
+        or one "failed" row when a side has no span data or an unreadable histogram.
+    """
+    key = a.id
+    if a.span is None or b.span is None:
+        return [Row(key, "trace", "duration", "s", verdict=FAILED, primary=False,
+                    notes=["no span data on a side"])]
+    try:
+        hist_a = decode_histogram(a.span.duration.encoded)
+        hist_b = decode_histogram(b.span.duration.encoded)
+    except ValueError as exc:
+        return [Row(key, "trace", "duration", "s", verdict=FAILED, primary=False,
+                    notes=[f"duration histogram unreadable: {exc}"])]
+    p_value = mann_whitney_counts(hist_a, hist_b) if hist_a.total and hist_b.total else math.nan
+    rows = []
+    for pct in percentiles:
+        row = Row(f"{key} p{pct:g}", "trace", f"p{pct:g}", "s", test_key=key,
+                  primary=pct == 50, p_value=p_value,
+                  notes=["spans of one process per side: the CI leaves out "
+                         "process-to-process variation"])
+        rows.append(_latency_row(row, hist_a, hist_b, pct / 100, confidence, resamples,
+                                 _rng(seed, row.id), scale_s=1e-9))
+    return rows
+
+
 # --------------------------------------------------------------------------- suite
 
 
@@ -419,8 +467,6 @@ def compare_benchmark(a: Benchmark, b: Benchmark, threshold: float = DEFAULT_THR
     if a.kind == "http":
         rows = compare_http(a, b, percentiles, confidence, resamples, seed)
     elif a.kind == "trace":
-        from perflab.trace.compare import compare_spans
-
         rows = compare_spans(a, b, percentiles, confidence, resamples, seed)
     else:
         rows = [compare_timed(a, b, confidence, resamples, seed, threshold)]

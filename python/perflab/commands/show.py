@@ -54,9 +54,10 @@ def main(args: argparse.Namespace) -> int:
 
         return http.render(results, args.format)
     if results.kind == "trace":
-        from perflab.trace.table import render
+        from perflab.report.trace_table import print_trace
 
-        return render(results, args.format)
+        print_trace(results, args.format)
+        return 0
     grouped = summarize_benchmarks(results.benchmarks,
                                    precision=results.settings.get("precision"))
     print_run(results, grouped, args.format)

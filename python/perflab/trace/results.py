@@ -44,8 +44,11 @@ def build(started: str | None = None) -> Results:
         Results with one benchmark per span name (in first-registered order), its
         settings {pid, enabled, max_names, refused_names}.
     """
-    from perflab import __version__
     from perflab.environment import fingerprint
+
+    # The native core's version is the package's (one workspace version); importing
+    # perflab.__version__ here would close an import cycle through perflab's lazy hook.
+    version = _core.__version__
 
     max_names, refused = _core.trace_limits()
     benchmarks = [
@@ -55,7 +58,7 @@ def build(started: str | None = None) -> Results:
         for entry in _core.trace_snapshot()]
     now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     return Results(kind="trace", command_line=list(sys.argv), created=started or now,
-                   perflab_version=__version__, environment=fingerprint(__version__),
+                   perflab_version=version, environment=fingerprint(version),
                    settings={"pid": os.getpid(), "enabled": _core.trace_enabled(),
                              "max_names": max_names, "refused_names": refused,
                              "dumped": now},

@@ -81,13 +81,8 @@ def trace_records(results: Results) -> list[dict[str, Any]]:
             for b in _spans(results) if b.span is not None]
 
 
-def render(results: Results, fmt: str) -> int:
-    """Print a trace file (``perflab show``): table, Markdown or CSV on stdout.
-
-    Returns:
-        Exit code 0.
-    """
+def print_trace(results: Results, fmt: str) -> None:
+    """Print a trace file (``perflab show``): table, Markdown or CSV on stdout."""
     from perflab.report import console
 
     console.emit(fmt, lambda: [trace_table(results)], lambda: trace_records(results))
-    return 0
