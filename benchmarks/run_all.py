@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SECTIONS = ["harness", "doctor", "cmd", "http", "http_capacity", "compare", "fit"]
+SECTIONS = ["harness", "doctor", "cmd", "http", "http_capacity", "compare", "fit", "trace",
+            "trace_app"]
 HEADER = """# perflab benchmarks
 
 perflab measured beside its peers (timeit, pyperf, hyperfine, wrk, nginx) on the

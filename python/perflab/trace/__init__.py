@@ -123,19 +123,13 @@ def _decorate(func: Callable[..., Any], name: str) -> Any:
     return wrapper
 
 
-def span(name: str) -> Any:
-    """The context manager ``with span(name):`` timing a block as a span.
-
-    One reusable, stateless object per name (cached): entering pushes a frame
-    on the current context, leaving records duration and self time (ns). It
-    never raises into the block; an exception in the block propagates and the
-    span is still recorded.
-
-    Args:
-        name: the span name (str); another type is used as ``str(name)`` after a
-            RuntimeWarning.
-    """
-    return _core.span(name)
+#: ``with span(name):`` times a block as a span: the native ``_core.span`` itself (no
+#: Python frame in between), returning one reusable, stateless context manager per name
+#: (cached). Entering pushes a frame on the current context; leaving records the
+#: block's duration and self time (ns), also when the block raises (the exception
+#: propagates). A name that is not a str is used as ``str(name)`` after a
+#: RuntimeWarning: it never raises into the traced code.
+span = _core.span
 
 
 def snapshot() -> dict[str, dict[str, Any]]:

@@ -308,9 +308,12 @@ fn trace_register(py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<(u32, boo
     Ok((id, id == 0))
 }
 
-/// The `Span` for `name`, cached per name. A name that is not a str is
-/// used as `str(name)` after a RuntimeWarning (never an exception in the
-/// traced code).
+/// span(name) -> Span: the context manager of `with perflab.span(name):`.
+///
+/// One reusable, stateless object per name (cached). Leaving the block records
+/// its duration and self time (ns: the duration less its direct child spans'),
+/// also when the block raises. A name that is not a str is used as `str(name)`
+/// after a RuntimeWarning: never an exception in the traced code.
 #[pyfunction]
 fn span(py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<Span>> {
     let cache = SPANS.get_or_init(py, || PyDict::new(py).unbind()).bind(py);
@@ -426,7 +429,7 @@ impl Request {
 
     /// The sums so far: `[(name, total_ns, count)]` in first-seen order,
     /// then the request's own elapsed time as `(None, elapsed_ns, 1)`.
-    fn timing(&self, py: Python<'_>) -> Vec<(Option<String>, u64, u32)> {
+    fn timing(&self) -> Vec<(Option<String>, u64, u32)> {
         let names = trace::registry().names();
         let mut out: Vec<(Option<String>, u64, u32)> = self
             .collector
@@ -436,7 +439,6 @@ impl Request {
             .into_iter()
             .map(|(id, ns, n)| (names.get(id as usize).cloned(), ns, n))
             .collect();
-        let _ = py;
         out.push((None, now_ns().saturating_sub(self.start_ns), 1));
         out
     }
