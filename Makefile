@@ -57,7 +57,7 @@ $(STAMPS)/venv: pyproject.toml | $(STAMPS)
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q "maturin>=1.7,<2" numpy scipy rich matplotlib fastjsonschema ruptures pytest hypothesis pyperf playwright \
-	  orjson msgpack cbor2
+	  orjson msgpack cbor2 opentelemetry-sdk uvicorn
 	touch $@
 
 $(STAMPS)/build: $(STAMPS)/venv $(RUST_SOURCES) pyproject.toml | $(STAMPS)

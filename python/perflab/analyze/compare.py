@@ -20,7 +20,9 @@ Methods (the verdict rule and the tests are :mod:`perflab.analyze.decisions`'s):
     * HTTP steps: latency percentiles from the HdrHistograms, their CIs from
       the order-statistic bootstrap (the m-th of N draws is F⁻¹(U), U ~
       Beta(m, N−m+1)); achieved rate by the exact Poisson rate-ratio test
-      (conditional binomial, Clopper–Pearson CI; Przyborowski & Wilenski 1940).
+      (conditional binomial, Clopper–Pearson CI; Przyborowski & Wilenski 1940);
+    * trace spans (``perflab.trace`` dumps): each span name's duration percentiles,
+      the same way as HTTP latencies.
 """
 
 from __future__ import annotations
@@ -314,14 +316,16 @@ def compare_latencies(key: str, a: HttpStep, b: HttpStep, percentiles: Sequence[
 
 
 def _latency_row(row: Row, hist_a: HdrCounts, hist_b: HdrCounts, q: float, confidence: float,
-                 resamples: int, rng: np.random.Generator) -> Row:
+                 resamples: int, rng: np.random.Generator, scale_s: float = 1e-6) -> Row:
+    """Fill ``row`` with the q-quantiles of two histograms (values × ``scale_s`` = s:
+    1e-6 for the µs of HTTP steps, 1e-9 for the ns of trace spans), their CIs and B/A."""
     if not hist_a.total or not hist_b.total:
         row.verdict, row.primary, row.notes = FAILED, False, ["no recorded latency on a side"]
         return row
     sides = []
     for hist in (hist_a, hist_b):
-        reps = quantile_replicates(hist, q, resamples, rng) * 1e-6
-        ci = stats.percentile_ci(reps, hist.quantile(q) * 1e-6, confidence)
+        reps = quantile_replicates(hist, q, resamples, rng) * scale_s
+        ci = stats.percentile_ci(reps, hist.quantile(q) * scale_s, confidence)
         sides.append((Side(ci.value, ci.low, ci.high, hist.total, hist.total), reps))
     (row.a, reps_a), (row.b, reps_b) = sides
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -363,6 +367,52 @@ def _steps_by_label(bench: Benchmark) -> dict[str, HttpStep]:
         n = sum(1 for k in out if k == label or k.startswith(label + " #"))
         out[label if n == 0 else f"{label} #{n + 1}"] = step
     return out
+
+
+# --------------------------------------------------------------------------- trace
+
+
+def compare_spans(a: Benchmark, b: Benchmark, percentiles: Sequence[float], confidence: float,
+                  resamples: int, seed: int) -> list[Row]:
+    """Rows comparing one span name of two trace files (``perflab.trace.dump``).
+
+    Method: as HTTP latencies (:func:`compare_latencies`): each percentile of the
+    span's duration HdrHistogram (ns) with its order-statistic bootstrap CI, B/A with
+    the expanded-percentile CI, one Mann–Whitney U test per span shared by its rows.
+    Spans of one process are not independent runs: the CI leaves out
+    process-to-process variation, which a note says.
+
+    Args:
+        a / b: benchmarks of kind "trace" (their ``span`` set).
+        percentiles: of the durations, e.g. (50, 90, 99, 99.9).
+        confidence: CI level.
+        resamples: bootstrap replicates.
+        seed: bootstrap seed (each row derives its stream from its id).
+
+    Returns:
+        One row per percentile (metric "p50", …, unit "s"; p50 is the primary row),
+        or one "failed" row when a side has no span data or an unreadable histogram.
+    """
+    key = a.id
+    if a.span is None or b.span is None:
+        return [Row(key, "trace", "duration", "s", verdict=FAILED, primary=False,
+                    notes=["no span data on a side"])]
+    try:
+        hist_a = decode_histogram(a.span.duration.encoded)
+        hist_b = decode_histogram(b.span.duration.encoded)
+    except ValueError as exc:
+        return [Row(key, "trace", "duration", "s", verdict=FAILED, primary=False,
+                    notes=[f"duration histogram unreadable: {exc}"])]
+    p_value = mann_whitney_counts(hist_a, hist_b) if hist_a.total and hist_b.total else math.nan
+    rows = []
+    for pct in percentiles:
+        row = Row(f"{key} p{pct:g}", "trace", f"p{pct:g}", "s", test_key=key,
+                  primary=pct == 50, p_value=p_value,
+                  notes=["spans of one process per side: the CI leaves out "
+                         "process-to-process variation"])
+        rows.append(_latency_row(row, hist_a, hist_b, pct / 100, confidence, resamples,
+                                 _rng(seed, row.id), scale_s=1e-9))
+    return rows
 
 
 # --------------------------------------------------------------------------- suite
@@ -407,7 +457,8 @@ def compare_benchmark(a: Benchmark, b: Benchmark, threshold: float = DEFAULT_THR
     """Rows comparing one benchmark of A with its match in B, verdicts included.
 
     Returns:
-        One row (python, command) or several (http: per step and metric);
+        One row (python, command) or several (http: per step and metric; trace: per
+        percentile of the span's durations);
         a "failed" row when the kinds differ.
     """
     if a.kind != b.kind:
@@ -415,6 +466,8 @@ def compare_benchmark(a: Benchmark, b: Benchmark, threshold: float = DEFAULT_THR
                     notes=[f"A measured it as {a.kind!r}, B as {b.kind!r}"])]
     if a.kind == "http":
         rows = compare_http(a, b, percentiles, confidence, resamples, seed)
+    elif a.kind == "trace":
+        rows = compare_spans(a, b, percentiles, confidence, resamples, seed)
     else:
         rows = [compare_timed(a, b, confidence, resamples, seed, threshold)]
     for row in rows:

@@ -51,6 +51,11 @@ def main(args: argparse.Namespace) -> int:
 
         print_http(results, http.summarize_results(results), args.format)
         return 0
+    if results.kind == "trace":
+        from perflab.report.trace_table import print_trace
+
+        print_trace(results, args.format)
+        return 0
     grouped = summarize_benchmarks(results.benchmarks,
                                    precision=results.settings.get("precision"),
                                    min_processes=results.settings.get("min_processes"))

@@ -301,13 +301,61 @@ class HttpStep:
 
 
 @dataclass
+class SpanHistogram:
+    """An HdrHistogram of span times in the standard V2 compressed encoding, base64,
+    **nanoseconds** (2 significant digits), with its summary.
+
+    Attributes:
+        encoded: base64 of the V2-deflate serialization.
+        count: recorded spans.
+        min_ns … max_ns: summary recomputed from ``encoded`` on load, ns.
+    """
+
+    encoded: str = ""
+    count: int = 0
+    min_ns: float = math.nan
+    mean_ns: float = math.nan
+    p50_ns: float = math.nan
+    p90_ns: float = math.nan
+    p99_ns: float = math.nan
+    p999_ns: float = math.nan
+    max_ns: float = math.nan
+
+
+@dataclass
+class TraceSpan:
+    """One span name of a ``trace`` file (written by ``perflab.trace.dump``).
+
+    Attributes:
+        count: spans recorded.
+        total_ns / self_total_ns: exact sums of their durations / self times, ns.
+        duration: HdrHistogram of each span's wall duration, ns.
+        self_time: HdrHistogram of each span's duration less its direct child spans', ns.
+    """
+
+    count: int = 0
+    total_ns: int = 0
+    self_total_ns: int = 0
+    duration: SpanHistogram = field(default_factory=SpanHistogram)
+    self_time: SpanHistogram = field(default_factory=SpanHistogram)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TraceSpan:
+        """Build from the JSON form. Raises TypeError/KeyError on malformed data."""
+        span = _from_dict(cls, data)
+        for name in ("duration", "self_time"):
+            setattr(span, name, _from_dict(SpanHistogram, data.get(name) or {}))
+        return span
+
+
+@dataclass
 class Benchmark:
     """Raw data of one benchmark (one case: name + params) from any engine.
 
     Attributes:
         name: the benchmark's name (function name, command, or URL).
         group: benchmarks in one group are compared with each other.
-        kind: "python", "command" or "http".
+        kind: "python", "command", "http" or "trace".
         params: parameter values of this case (JSON scalars).
         stage: a column of a staged group (e.g. "serialize"), or None.
         baseline: True for the group's baseline.
@@ -315,6 +363,7 @@ class Benchmark:
         processes: python engine data, one entry per worker process.
         runs: command engine data, one entry per run.
         steps: http engine data, one entry per step.
+        span: trace data (kind "trace": one benchmark per span name), else None.
         threads: thread count of a threads-mode case, else None.
         stop_reason: "precision", "budget", "max-processes", "max-runs",
             "failed", "interrupted" or "done".
@@ -334,6 +383,7 @@ class Benchmark:
     threads: int | None = None
     stop_reason: str = "done"
     error: str | None = None
+    span: TraceSpan | None = None
 
     @property
     def id(self) -> str:
@@ -366,6 +416,8 @@ class Benchmark:
         bench.processes = [Process.from_dict(p) for p in data.get("processes", [])]
         bench.runs = [_from_dict(CommandRun, r) for r in data.get("runs", [])]
         bench.steps = [HttpStep.from_dict(s) for s in data.get("steps", [])]
+        if data.get("span") is not None:
+            bench.span = TraceSpan.from_dict(data["span"])
         return bench
 
 
@@ -374,7 +426,7 @@ class Results:
     """One invocation's results: what ran, where, how, and every raw record.
 
     Attributes:
-        kind: the engine: "run", "cmd" or "http".
+        kind: the engine: "run", "cmd" or "http"; "trace" for a ``perflab.trace`` dump.
         command_line: the exact argv of the invocation.
         created: ISO-8601 UTC time the invocation started.
         perflab_version: the version that wrote the file.

@@ -15,12 +15,12 @@ from typing import Any
 
 from perflab.errors import ResultsFileError, UsageError
 from perflab.files import Destination
-from perflab.model.records import Histogram, Results
+from perflab.model.records import Histogram, Results, SpanHistogram
 from perflab.model.versions import migrate
 
 
 #: The benchmark kind each results kind holds.
-BENCHMARK_KIND = {"run": "python", "cmd": "command", "http": "http"}
+BENCHMARK_KIND = {"run": "python", "cmd": "command", "http": "http", "trace": "trace"}
 _HISTOGRAMS = ("latency", "service_time", "send_lag", "failed_latency", "dispatch_lag")
 
 
@@ -102,30 +102,45 @@ def _check_kinds(data: dict[str, Any]) -> str | None:
     return None
 
 
+_SUMMARY_KEYS = ("min", "mean", "p50", "p90", "p99", "p999", "max")
+
+
+def _trusted(owner: Any, name: str, where: str, unit: str) -> None:
+    """Replace ``owner.name`` (a :class:`Histogram`, or a :class:`SpanHistogram` when
+    ``unit`` is "ns") by one whose count and percentiles are recomputed from its encoding.
+
+    Raises:
+        ResultsFileError: an encoding that isn't a bounded HdrHistogram (``where`` named).
+    """
+    from perflab import _core
+
+    cls = SpanHistogram if unit == "ns" else Histogram
+    hist = getattr(owner, name)
+    if not hist.encoded:
+        setattr(owner, name, cls())
+        return
+    try:
+        decoded = _core.hdr_decode(hist.encoded)  # unit-agnostic; its keys say _us
+    except ValueError as exc:
+        raise ResultsFileError(f"{where}.{name}.encoded: {exc}") from None
+    setattr(owner, name, cls(hist.encoded, decoded["count"], **{
+        f"{k}_{unit}": decoded[f"{k}_us"] if decoded["count"] else math.nan
+        for k in _SUMMARY_KEYS}))
+
+
 def _trust_histograms(results: Results) -> None:
     """Recompute every histogram's stored count and percentiles from its encoding.
 
     Raises:
         ResultsFileError: an encoding that isn't a bounded HdrHistogram (JSON path named).
     """
-    from perflab import _core
-
     for i, bench in enumerate(results.benchmarks):
         for j, step in enumerate(bench.steps):
             for name in _HISTOGRAMS:
-                hist = getattr(step, name)
-                if not hist.encoded:
-                    setattr(step, name, Histogram())
-                    continue
-                try:
-                    decoded = _core.hdr_decode(hist.encoded)
-                except ValueError as exc:
-                    raise ResultsFileError(f"benchmarks[{i}].steps[{j}].{name}.encoded: "
-                                           f"{exc}") from None
-                setattr(step, name, Histogram(hist.encoded, **{
-                    k: decoded[k] if k == "count" or decoded["count"] else math.nan
-                    for k in ("count", "min_us", "mean_us", "p50_us", "p90_us", "p99_us",
-                              "p999_us", "max_us")}))
+                _trusted(step, name, f"benchmarks[{i}].steps[{j}]", "us")
+        if bench.span is not None:
+            for name in ("duration", "self_time"):
+                _trusted(bench.span, name, f"benchmarks[{i}].span", "ns")
 
 
 def load(path: str | Path) -> Results:

@@ -10,6 +10,7 @@ mod duration;
 mod hdr;
 mod http;
 mod serve;
+mod trace;
 
 use pyo3::prelude::*;
 
@@ -21,6 +22,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     hdr::register(m)?; // HdrHistograms read back from results files
     http::register(m)?; // the load engine (perflab http)
     serve::register(m)?; // the target (perflab serve)
+    trace::register_module(m)?; // perflab.trace: spans and their recorder
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

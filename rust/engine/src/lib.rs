@@ -4,8 +4,9 @@
 //! Layout: [`clock`] (clock probes, the per-sample bracket, doctor's probe),
 //! [`duration`] (the one duration grammar of every option), [`load`] (the
 //! HTTP load engine), [`server`] (the `perflab serve` target), [`hdr`]
-//! (bounded decoding of untrusted HdrHistograms) and [`sys`] (thin OS
-//! helpers shared by the engine and the server).
+//! (bounded decoding of untrusted HdrHistograms), [`sys`] (thin OS
+//! helpers shared by the engine and the server) and [`trace`] (the span
+//! recorder of `perflab.trace`).
 
 pub mod clock;
 pub mod duration;
@@ -13,6 +14,7 @@ pub mod hdr;
 pub mod load;
 pub mod server;
 pub mod sys;
+pub mod trace;
 
 /// Held by the tests that time the machine (timer precision) and by the
 /// tests that load both cores flat out, so that `cargo test`'s parallel

@@ -1,0 +1,119 @@
+"""Workloads of benchmarks/trace.py: the cost of one span, perflab.trace beside OpenTelemetry.
+
+Every case times the same call, ``call(f)`` → ``f()``, where ``f`` is an empty
+function: plain, or wrapped by one tracer's decorator. A span's overhead is a
+case's median less the plain call's. The ``block`` cases time ``with
+make(name): pass`` the same way against a C-level context manager (an
+uncontended lock fetched by ``dict.get``). Recording on or off is set per worker
+process by the setup (untimed).
+
+    perflab run benchmarks/workloads/trace_overhead.py
+"""
+
+from __future__ import annotations
+
+import threading
+
+import perflab
+
+GROUP = "trace"
+#: The blocks' baseline: ``with _LOCKS.get(None): pass``, a C call returning a C context
+#: manager (an uncontended lock): the with statement's own cost, nearly nothing else.
+_LOCKS = {None: threading.Lock()}
+
+
+def empty():
+    """The traced function: does nothing, so all that is timed is the wrapper."""
+
+
+def call(f):
+    """The timed body of every decorator case."""
+    return f()
+
+
+def block(spec):
+    """The timed body of every context-manager case: ``with make(name): pass``, the
+    way each library is written in application code."""
+    make, name = spec
+    with make(name):
+        pass
+
+
+def _perflab(on: bool):
+    import perflab.trace
+
+    perflab.trace.enable(on)
+    return perflab.trace("overhead")(empty)
+
+
+def _perflab_block(on: bool):
+    import perflab.trace
+
+    perflab.trace.enable(on)
+    return perflab.trace.span, "overhead.block"
+
+
+class _NullExporter:
+    """A SpanExporter that drops every span (no I/O: only the SDK's own cost remains)."""
+
+    def export(self, spans):
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self):
+        pass
+
+    def force_flush(self, timeout_millis=30000):
+        return True
+
+
+def _otel_tracer(processor: str):
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider()
+    if processor == "batch":
+        provider.add_span_processor(BatchSpanProcessor(_NullExporter()))
+    else:
+        from perflab.trace import PerflabSpanProcessor
+
+        provider.add_span_processor(PerflabSpanProcessor())
+    return provider.get_tracer("bench")
+
+
+def _otel(processor: str):
+    return _otel_tracer(processor).start_as_current_span("overhead")(empty)
+
+
+def _noop_tracer():
+    from opentelemetry.trace import NoOpTracer
+
+    return NoOpTracer()
+
+
+def _otel_noop():
+    return _noop_tracer().start_as_current_span("overhead")(empty)
+
+
+CASES = {
+    "plain call": lambda: empty,
+    "perflab.trace on": lambda: _perflab(True),
+    "perflab.trace off": lambda: _perflab(False),
+    "otel sdk batch": lambda: _otel("batch"),
+    "otel no-op tracer": _otel_noop,
+    "otel sdk + perflab bridge": lambda: _otel("perflab"),
+}
+BLOCKS = {
+    "c lock": lambda: (_LOCKS.get, None),
+    "perflab span on": lambda: _perflab_block(True),
+    "perflab span off": lambda: _perflab_block(False),
+    "otel span batch": lambda: (_otel_tracer("batch").start_as_current_span, "overhead.block"),
+    "otel no-op span": lambda: (_noop_tracer().start_as_current_span, "overhead.block"),
+}
+
+for _name, _setup in CASES.items():
+    perflab.bench(call, name=_name, group=GROUP, setup=_setup, baseline=_name == "plain call")
+for _name, _setup in BLOCKS.items():
+    perflab.bench(block, name=_name, group=GROUP + "-block", setup=_setup,
+                  baseline=_name == "c lock")

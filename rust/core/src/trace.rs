@@ -1,0 +1,535 @@
+//! Bindings of `perflab.trace`: the hot path of every traced call.
+//!
+//! * [`Traced`] wraps a function: `__call__` reads the clock, calls it,
+//!   reads the clock and records, all without a Python frame of its own;
+//!   `__get__` binds it as a method.
+//! * [`Span`] is the `with perflab.span(name):` context manager, stateless
+//!   (one object per name, cached by [`span`]), so it can be reused,
+//!   nested and shared between threads.
+//! * The span being run is kept in a `contextvars.ContextVar` as a
+//!   [`Frame`], so nesting follows the call stack in threads and in
+//!   asyncio tasks alike (each task has its own context): a child adds its
+//!   duration to its parent's `child_ns`, and the parent records
+//!   `duration − child_ns` as its self time.
+//! * A [`Request`] (the Server-Timing middleware's) is a root frame with a
+//!   [`Collector`]: every span under it also adds its duration, by name,
+//!   to that request's sums.
+//!
+//! Recording itself is the engine's ([`perflab_engine::trace`]): lock-free
+//! per-thread HdrHistograms merged on read. Nothing here raises into the
+//! traced code: a failure of the recorder skips the recording.
+
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::{Mutex, OnceLock};
+
+use perflab_engine::trace::{self, now_ns, SpanReport, OVERFLOW_NAME};
+use pyo3::exceptions::{PyRuntimeWarning, PyTypeError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyString, PyTuple};
+
+use crate::convert::to_py;
+
+/// Recording on or off (`PERFLAB_TRACE=0` turns it off at import).
+static ENABLED: AtomicBool = AtomicBool::new(true);
+/// The warning about the cap on names was given.
+static WARNED_CAP: AtomicBool = AtomicBool::new(false);
+/// Most distinct names one request's Server-Timing sums keep.
+const MAX_REQUEST_NAMES: usize = 64;
+
+static FRAME_VAR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+// The contextvars C API (CPython ≥ 3.7). It is outside the limited API that
+// abi3 builds see, though every CPython exports it, so it is declared here.
+#[allow(non_snake_case)]
+mod cv {
+    use pyo3::ffi::PyObject;
+    use std::ffi::{c_char, c_int};
+    extern "C" {
+        pub fn PyContextVar_New(name: *const c_char, def: *mut PyObject) -> *mut PyObject;
+        pub fn PyContextVar_Get(
+            var: *mut PyObject,
+            default_value: *mut PyObject,
+            value: *mut *mut PyObject,
+        ) -> c_int;
+        pub fn PyContextVar_Set(var: *mut PyObject, value: *mut PyObject) -> *mut PyObject;
+        pub fn PyContextVar_Reset(var: *mut PyObject, token: *mut PyObject) -> c_int;
+    }
+}
+static SPANS: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+static METHOD_TYPE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+fn frame_var(py: Python<'_>) -> *mut ffi::PyObject {
+    FRAME_VAR
+        .get_or_init(py, || {
+            // SAFETY: a C string literal and no default: PyContextVar_New
+            // returns a new reference (or NULL on memory exhaustion, which
+            // from_owned_ptr would not accept: panic is the only way out).
+            unsafe {
+                Bound::from_owned_ptr(
+                    py,
+                    cv::PyContextVar_New(c"perflab.trace.frame".as_ptr(), null_mut()),
+                )
+                .unbind()
+            }
+        })
+        .as_ptr()
+}
+
+/// The innermost span running in the current context, if any.
+fn current(py: Python<'_>) -> Option<Bound<'_, Frame>> {
+    let mut value = null_mut();
+    // SAFETY: the var is a ContextVar; `value` receives a new reference.
+    if unsafe { cv::PyContextVar_Get(frame_var(py), null_mut(), &mut value) } < 0 {
+        let _ = PyErr::take(py);
+        return None;
+    }
+    // SAFETY: a new reference or NULL; only Frames are ever set.
+    unsafe { Bound::from_owned_ptr_or_opt(py, value).map(|v| v.cast_into_unchecked()) }
+}
+
+/// One running span: what its children and its own end need.
+#[pyclass(module = "perflab._core", frozen)]
+pub struct Frame {
+    id: u32,
+    start_ns: AtomicU64,
+    child_ns: AtomicU64,
+    parent: Option<Py<Frame>>,
+    collector: Option<Py<Collector>>,
+    /// The ContextVar token that restores the parent.
+    token: OnceLock<Py<PyAny>>,
+}
+
+/// Open a span of `id` in the current context: its frame is set as the
+/// current one. None when the context could not be changed (the span is
+/// then not recorded).
+fn enter<'py>(py: Python<'py>, id: u32) -> Option<Bound<'py, Frame>> {
+    let parent = current(py);
+    let collector = parent
+        .as_ref()
+        .and_then(|p| p.get().collector.as_ref().map(|c| c.clone_ref(py)));
+    let frame = Bound::new(
+        py,
+        Frame {
+            id,
+            start_ns: AtomicU64::new(0),
+            child_ns: AtomicU64::new(0),
+            parent: parent.map(Bound::unbind),
+            collector,
+            token: OnceLock::new(),
+        },
+    )
+    .ok()?;
+    // SAFETY: a ContextVar and a live object; returns a new reference.
+    let token = unsafe { cv::PyContextVar_Set(frame_var(py), frame.as_ptr()) };
+    // SAFETY: a new reference or NULL.
+    let token = unsafe { Bound::from_owned_ptr_or_opt(py, token) };
+    let Some(token) = token else {
+        let _ = PyErr::take(py);
+        return None;
+    };
+    let _ = frame.get().token.set(token.unbind());
+    frame.get().start_ns.store(now_ns(), Relaxed);
+    Some(frame)
+}
+
+/// Close `frame` at `end_ns`: restore its parent as the current span and
+/// record its duration and self time. Returns the duration, ns.
+fn exit(py: Python<'_>, frame: &Bound<'_, Frame>, end_ns: u64) -> u64 {
+    let f = frame.get();
+    if let Some(token) = f.token.get() {
+        // SAFETY: a ContextVar and its token.
+        if unsafe { cv::PyContextVar_Reset(frame_var(py), token.as_ptr()) } < 0 {
+            // Closed in another context than it was opened in (a
+            // generator, a callback): put its parent back by hand.
+            let _ = PyErr::take(py);
+            let parent = f.parent.as_ref().map_or(py.None().as_ptr(), |p| p.as_ptr());
+            // SAFETY: as above; the token returned is dropped at once.
+            let t = unsafe { cv::PyContextVar_Set(frame_var(py), parent) };
+            // SAFETY: a new reference or NULL.
+            drop(unsafe { Bound::from_owned_ptr_or_opt(py, t) });
+            let _ = PyErr::take(py);
+        }
+    }
+    let duration = end_ns.saturating_sub(f.start_ns.load(Relaxed));
+    let self_ns = duration.saturating_sub(f.child_ns.load(Relaxed));
+    if let Some(parent) = &f.parent {
+        parent.get().child_ns.fetch_add(duration, Relaxed);
+    }
+    trace::record(f.id, duration, self_ns);
+    if let Some(c) = &f.collector {
+        c.get().add(f.id, duration);
+    }
+    duration
+}
+
+/// A traced function: `perflab.trace("name")(func)`.
+#[pyclass(module = "perflab._core", frozen, dict, weakref)]
+pub struct Traced {
+    func: Py<PyAny>,
+    id: u32,
+    name: Py<PyString>,
+}
+
+#[pymethods]
+impl Traced {
+    /// Wrap `func` under span name id `id` (from `trace_register`).
+    #[new]
+    fn new(func: Py<PyAny>, id: u32, name: Py<PyString>) -> Self {
+        Self { func, id, name }
+    }
+
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let func = self.func.bind(py);
+        if !ENABLED.load(Relaxed) {
+            return func.call(args, kwargs).map(Bound::unbind);
+        }
+        let Some(frame) = enter(py, self.id) else {
+            return func.call(args, kwargs).map(Bound::unbind);
+        };
+        let result = func.call(args, kwargs);
+        exit(py, &frame, now_ns());
+        result.map(Bound::unbind)
+    }
+
+    /// Bind as a method (`obj.method` → a bound method of this wrapper).
+    fn __get__(
+        slf: &Bound<'_, Self>,
+        instance: Option<&Bound<'_, PyAny>>,
+        owner: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let _ = owner;
+        let py = slf.py();
+        match instance {
+            Some(obj) if !obj.is_none() => {
+                let method_type = METHOD_TYPE.import(py, "types", "MethodType")?;
+                Ok(method_type.call1((slf, obj))?.unbind())
+            }
+            _ => Ok(slf.clone().into_any().unbind()),
+        }
+    }
+
+    /// The wrapped function.
+    #[getter]
+    fn __wrapped__(&self, py: Python<'_>) -> Py<PyAny> {
+        self.func.clone_ref(py)
+    }
+
+    /// The span name.
+    #[getter]
+    fn span_name(&self, py: Python<'_>) -> Py<PyString> {
+        self.name.clone_ref(py)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "<perflab.trace {} of {}>",
+            self.name.bind(py).repr()?,
+            self.func.bind(py).repr()?
+        ))
+    }
+}
+
+/// `with perflab.span("name"):` — one reusable object per name.
+#[pyclass(module = "perflab._core", frozen)]
+pub struct Span {
+    id: u32,
+    name: Py<PyString>,
+}
+
+#[pymethods]
+impl Span {
+    fn __enter__(slf: &Bound<'_, Self>) -> Py<Span> {
+        if ENABLED.load(Relaxed) {
+            let _ = enter(slf.py(), slf.get().id);
+        }
+        slf.clone().unbind()
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, PyTuple>) -> bool {
+        let end = now_ns();
+        if let Some(frame) = current(py) {
+            if frame.get().id == self.id && frame.get().token.get().is_some() {
+                exit(py, &frame, end);
+            }
+        }
+        false
+    }
+
+    /// The span name.
+    #[getter]
+    fn name(&self, py: Python<'_>) -> Py<PyString> {
+        self.name.clone_ref(py)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("<perflab.span {}>", self.name.bind(py).repr()?))
+    }
+}
+
+/// Register a name; warn once when the cap on names is reached.
+fn register(py: Python<'_>, name: &str) -> u32 {
+    let r = trace::register(name);
+    if r.overflowed && !WARNED_CAP.swap(true, Relaxed) {
+        let cap = trace::registry().max_names;
+        let msg = format!(
+            "perflab.trace: more than {cap} distinct span names; {name:?} and every later \
+             new name are counted under {OVERFLOW_NAME:?} (set PERFLAB_TRACE_MAX_NAMES to \
+             keep more, or use fewer names: a name per query text or URL grows without bound)"
+        );
+        let category = py.get_type::<PyRuntimeWarning>();
+        let _ = PyErr::warn(py, &category, &std::ffi::CString::new(msg).unwrap_or_default(), 2);
+    }
+    r.id
+}
+
+/// Register a span name: `(id, overflowed)`; id 0 is the overflow name.
+///
+/// Raises:
+///     TypeError: the name is not a str.
+#[pyfunction]
+fn trace_register(py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<(u32, bool)> {
+    let text = name.cast::<PyString>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "a span name must be a str, not {}",
+            name.get_type().name().map_or("?".into(), |n| n.to_string())
+        ))
+    })?;
+    let id = register(py, &text.to_string_lossy());
+    Ok((id, id == 0))
+}
+
+/// span(name) -> Span: the context manager of `with perflab.span(name):`.
+///
+/// One reusable, stateless object per name (cached). Leaving the block records
+/// its duration and self time (ns: the duration less its direct child spans'),
+/// also when the block raises. A name that is not a str is used as `str(name)`
+/// after a RuntimeWarning: never an exception in the traced code.
+#[pyfunction]
+fn span(py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<Span>> {
+    let cache = SPANS.get_or_init(py, || PyDict::new(py).unbind()).bind(py);
+    if let Ok(text) = name.cast::<PyString>() {
+        if let Some(hit) = cache.get_item(text)? {
+            // SAFETY: only Spans are stored in the cache.
+            return Ok(unsafe { hit.cast_into_unchecked::<Span>() }.unbind());
+        }
+        let id = register(py, &text.to_string_lossy());
+        let made = Py::new(
+            py,
+            Span {
+                id,
+                name: text.clone().unbind(),
+            },
+        )?;
+        if id != 0 {
+            cache.set_item(text, &made)?; // overflowing names are not kept
+        }
+        return Ok(made);
+    }
+    let shown = name.str()?;
+    let category = py.get_type::<PyRuntimeWarning>();
+    let msg = format!(
+        "perflab.span: a span name must be a str, not {}; using {:?}",
+        name.get_type().name()?,
+        shown.to_string_lossy()
+    );
+    let _ = PyErr::warn(py, &category, &std::ffi::CString::new(msg).unwrap_or_default(), 2);
+    span(py, shown.as_any())
+}
+
+/// Per-request sums of span durations by name (for Server-Timing).
+#[pyclass(module = "perflab._core", frozen)]
+pub struct Collector {
+    sums: Mutex<Vec<(u32, u64, u32)>>,
+}
+
+impl Collector {
+    fn add(&self, id: u32, duration_ns: u64) {
+        let Ok(mut sums) = self.sums.lock() else {
+            return;
+        };
+        if let Some(e) = sums.iter_mut().find(|e| e.0 == id) {
+            e.1 += duration_ns;
+            e.2 += 1;
+        } else if sums.len() < MAX_REQUEST_NAMES {
+            sums.push((id, duration_ns, 1));
+        } else if let Some(e) = sums.iter_mut().find(|e| e.0 == 0) {
+            e.1 += duration_ns;
+            e.2 += 1;
+        } else if let Some(last) = sums.last_mut() {
+            *last = (0, last.1 + duration_ns, last.2 + 1);
+        }
+    }
+}
+
+/// One served request: a root span (the app's) and, when asked, the
+/// sums behind its Server-Timing header.
+#[pyclass(module = "perflab._core", frozen)]
+pub struct Request {
+    frame: Option<Py<Frame>>,
+    collector: Option<Py<Collector>>,
+    start_ns: u64,
+    ended: AtomicBool,
+}
+
+#[pymethods]
+impl Request {
+    /// Begin a request in the current context: a span of `id` (recorded
+    /// when tracing is on) and, with `collect`, the per-request sums.
+    #[new]
+    fn new(py: Python<'_>, id: u32, collect: bool) -> PyResult<Self> {
+        let collector = if collect {
+            Some(Py::new(
+                py,
+                Collector {
+                    sums: Mutex::new(Vec::new()),
+                },
+            )?)
+        } else {
+            None
+        };
+        let frame = if ENABLED.load(Relaxed) || collect {
+            let parent = current(py).map(Bound::unbind);
+            let frame = Bound::new(
+                py,
+                Frame {
+                    id,
+                    start_ns: AtomicU64::new(now_ns()),
+                    child_ns: AtomicU64::new(0),
+                    parent,
+                    collector: collector.as_ref().map(|c| c.clone_ref(py)),
+                    token: OnceLock::new(),
+                },
+            )?;
+            // SAFETY: as in `enter`.
+            let token = unsafe { cv::PyContextVar_Set(frame_var(py), frame.as_ptr()) };
+            // SAFETY: a new reference or NULL (then the error is raised).
+            let token = unsafe { Bound::from_owned_ptr_or_err(py, token) }?;
+            let _ = frame.get().token.set(token.unbind());
+            Some(frame.unbind())
+        } else {
+            None
+        };
+        Ok(Self {
+            frame,
+            collector,
+            start_ns: now_ns(),
+            ended: AtomicBool::new(false),
+        })
+    }
+
+    /// The sums so far: `[(name, total_ns, count)]` in first-seen order,
+    /// then the request's own elapsed time as `(None, elapsed_ns, 1)`.
+    fn timing(&self) -> Vec<(Option<String>, u64, u32)> {
+        let names = trace::registry().names();
+        let mut out: Vec<(Option<String>, u64, u32)> = self
+            .collector
+            .as_ref()
+            .and_then(|c| c.get().sums.lock().ok().map(|s| s.clone()))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(id, ns, n)| (names.get(id as usize).cloned(), ns, n))
+            .collect();
+        out.push((None, now_ns().saturating_sub(self.start_ns), 1));
+        out
+    }
+
+    /// End the request: restore the context and record the root span
+    /// (when tracing is on). A second call does nothing.
+    fn end(&self, py: Python<'_>) {
+        if self.ended.swap(true, Relaxed) {
+            return;
+        }
+        if let Some(frame) = &self.frame {
+            let frame = frame.bind(py);
+            if ENABLED.load(Relaxed) {
+                exit(py, frame, now_ns());
+            } else if let Some(token) = frame.get().token.get() {
+                // SAFETY: as in `exit`.
+                if unsafe { cv::PyContextVar_Reset(frame_var(py), token.as_ptr()) } < 0 {
+                    let _ = PyErr::take(py);
+                }
+            }
+        }
+    }
+}
+
+/// Record one finished span from elsewhere (the OpenTelemetry bridge):
+/// its duration and self time, ns; also added to the Server-Timing sums
+/// of the request running in the current context, if any.
+#[pyfunction]
+fn trace_record(py: Python<'_>, id: u32, duration_ns: u64, self_ns: u64) {
+    if !ENABLED.load(Relaxed) {
+        return;
+    }
+    trace::record(id, duration_ns, self_ns.min(duration_ns));
+    if let Some(frame) = current(py) {
+        if let Some(c) = &frame.get().collector {
+            c.get().add(id, duration_ns);
+        }
+    }
+}
+
+/// Turn recording on or off; returns the previous state.
+#[pyfunction]
+fn trace_enable(on: bool) -> bool {
+    ENABLED.swap(on, Relaxed)
+}
+
+/// Whether recording is on.
+#[pyfunction]
+fn trace_enabled() -> bool {
+    ENABLED.load(Relaxed)
+}
+
+/// Every span name with at least one span since the last reset: a list of
+/// dicts {name, count, total_ns, self_total_ns, duration, self_time}, the
+/// histograms as {count, min_ns, mean_ns, p50_ns, p90_ns, p99_ns, p999_ns,
+/// max_ns, encoded_b64} (HdrHistogram V2-deflate, ns, 2 significant
+/// digits). Merging runs with the GIL released.
+#[pyfunction]
+fn trace_snapshot(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let reports: Vec<SpanReport> =
+        py.detach(|| trace::snapshot().iter().map(SpanReport::from).collect());
+    to_py(py, &reports)
+}
+
+/// Start the next snapshots from zero (names stay registered).
+#[pyfunction]
+fn trace_reset(py: Python<'_>) {
+    py.detach(trace::reset);
+}
+
+/// `(max_names, refused)`: the cap on distinct names and how many new
+/// names were refused because of it.
+#[pyfunction]
+fn trace_limits() -> (usize, u64) {
+    let r = trace::registry();
+    (r.max_names, r.refused())
+}
+
+/// Add this module's functions and classes.
+pub fn register_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Traced>()?;
+    m.add_class::<Span>()?;
+    m.add_class::<Request>()?;
+    m.add_function(wrap_pyfunction!(span, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_register, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_record, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_enable, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_snapshot, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_reset, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_limits, m)?)?;
+    // Timing figures of a debug build mean nothing: benchmarks/trace.py checks this.
+    m.add("trace_debug_build", cfg!(debug_assertions))
+}
