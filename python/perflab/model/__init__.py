@@ -19,5 +19,5 @@ from perflab.model.results_file import BENCHMARK_KIND, load, load_bytes, parse_j
 from perflab.model.versions import SCHEMA_HISTORY, SCHEMA_VERSION, migrate
 
 __all__ = ["BENCHMARK_KIND", "SCHEMA_HISTORY", "SCHEMA_VERSION", "Benchmark", "CommandRun",
-           "Histogram", "HttpStep", "Process", "Results", "Sample", "SpanHistogram", "TraceSpan", "json_types", "load",
-           "load_bytes", "migrate", "parse_json", "save"]
+           "Histogram", "HttpStep", "Process", "Results", "Sample", "SpanHistogram",
+           "TraceSpan", "json_types", "load", "load_bytes", "migrate", "parse_json", "save"]
