@@ -4,11 +4,10 @@ event loop, created once per worker process (or per in-process repetition).
 :func:`on_loop` turns the coroutine function into a plain function the harness loop can
 time (``loop.run_until_complete(func(*args, **kwargs))``), and builds the matching empty
 callable for the loop-overhead measurement: an empty ``async def`` with the benchmark's
-parameter list, run on the same loop. The overhead therefore includes creating the
-coroutine and one trip through the loop's scheduler, so the time per call that perflab
-reports (sample time per call minus overhead) is the coroutine body's own cost,
-including whatever it awaits. pyperf's ``bench_async_func`` also runs every call on one
-loop, but subtracts nothing.
+parameter list, run on the same loop. The time per call therefore includes creating the
+coroutine and its trip through the loop's scheduler; the overhead (what that trip costs
+with an empty body) is reported beside it, and the summary warns when it is a large
+share, as for sync code. pyperf's ``bench_async_func`` also runs every call on one loop.
 
 Standard library only, and asyncio only when a benchmark is async: every worker imports
 this module and must start fast. uvloop is imported when asked for.
