@@ -69,7 +69,7 @@ def test_runner_script_is_measured_in_fresh_workers(tmp_path):
     data = json.loads(out.read_text())
     assert {b["name"] for b in data["benchmarks"]} == {"sorted 100", "hop"}
     pids = {p["pid"] for b in data["benchmarks"] for p in b["processes"]}
-    assert len(pids) >= 4  # fresh workers, not the script's process
+    assert len(pids) >= 2  # a fresh worker per process, not the script's one process
     assert "sorted 100" in run.stdout
 
     loaded = perflab.load(out)

@@ -7,6 +7,7 @@ rounds, groups, files), what the user sees, and exit codes.
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -50,8 +51,9 @@ def test_fixture_measures_with_the_harness_and_returns_the_result(pytester):
     assert process["loop_overhead_ns"] > 0 and process["alloc_peak_bytes"] is not None
     assert len(process["samples"]) >= 5 and all(s["cpu_ns"] > 0 for s in process["samples"])
     assert bench["stop_reason"] in ("budget", "precision")
-    assert _results(out)["settings"]["mode"] == "pytest in-process"
-    result.stdout.fnmatch_lines(["*perflab: 1 benchmark(s), in-process*", "*test_add*"])
+    assert _results(out)["settings"]["modes"] == {"math/test_add": "in-process"}
+    result.stdout.fnmatch_lines(["*perflab: 1 benchmark(s) measured in-process*",
+                                 "*test_add*"])
 
 
 def test_pedantic_fixes_rounds_iterations_and_runs_setup_each_round(pytester):
@@ -98,7 +100,7 @@ def test_only_skip_and_disable(pytester):
         calls = []
 
         def test_bench(perflab_bench):
-            perflab_bench(calls.append, 1)
+            perflab_bench(abs, -1)
 
         def test_count_calls():
             pass
@@ -165,3 +167,25 @@ def test_async_benchmark_in_pytest(pytester):
     pytester.runpytest(*FAST, f"--perflab-json={out}").assert_outcomes(passed=1)
     [process, *_] = _bench(_results(out), "test_hop")["processes"]
     assert process["samples"] and process["loop_overhead_ns"] > 1000
+
+
+def test_fresh_processes_measure_in_child_pytests(pytester):
+    pytester.makepyfile("""
+        import os
+
+        def test_pid(perflab_bench):
+            assert perflab_bench(os.getpid) == os.getpid()
+
+        def test_here(perflab_bench):
+            perflab_bench.pedantic(int, rounds=2)
+    """)
+    out = pytester.path / "r.json"
+    result = pytester.runpytest(*FAST, "--perflab-processes=2", f"--perflab-json={out}")
+    result.assert_outcomes(passed=2)
+    data = _results(out)
+    pids = {p["pid"] for p in _bench(data, "test_pid")["processes"]}
+    assert len(pids) == 2 and os.getpid() not in pids
+    assert all(p["samples"] for p in _bench(data, "test_pid")["processes"])
+    assert data["settings"]["modes"] == {"test_pid": "fresh processes",
+                                         "test_here": "in-process"}  # pedantic stays here
+    result.stdout.fnmatch_lines(["*1 benchmark(s) measured fresh processes*: test_pid"])

@@ -151,8 +151,9 @@ class Runner:
     bench_async_func = bench_func
 
     def run(self, argv: Sequence[str] | None = None, script: str | None = None) -> int:
-        """Measure the registered functions with ``perflab run SCRIPT ARGV`` and print
-        the table; returns its exit code (0, 1 when a benchmark failed, 2 on bad input).
+        """Measure the registered functions with ``perflab run SCRIPT ARGV`` (a child
+        process, whose table and messages go to our stdout and stderr); returns its exit
+        code (0, 1 when a benchmark failed, 2 on bad input, 130 interrupted).
 
         ``argv`` defaults to ``sys.argv[1:]``; ``script`` to the ``__main__`` module's
         file. Inside a worker (the script imported, not run) there is nothing to do and
@@ -168,9 +169,15 @@ class Runner:
         if not path or not Path(path).is_file():
             raise UsageError("Runner.run() needs the script's file: run it as "
                              "`python bench.py`, or pass script=")
-        from perflab.cli import main as cli_main
+        import subprocess
 
-        return cli_main(["run", str(path), *(sys.argv[1:] if argv is None else argv)])
+        command = [sys.executable, "-m", "perflab", "run", str(path),
+                   *(sys.argv[1:] if argv is None else argv)]
+        proc = subprocess.Popen(command)
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:  # perflab run got the Ctrl-C too: it saves, then exits
+            return proc.wait()
 
 
 def load(path: str | Path) -> Any:

@@ -20,6 +20,13 @@ from perflab.errors import UsageError
 IGNORED_MARKER_KEYS = frozenset({"min_time", "min_rounds", "timer", "disable_gc", "warmup",
                                  "warmup_iterations", "calibration_precision", "cprofile"})
 
+#: sampling time of one repetition, s: half of ``perflab run``'s per-process time, so that
+#: a test's small budget still holds several repetitions (the CI is formed over them)
+PROCESS_SECONDS = 0.05
+#: warmup bound of one repetition, s (``perflab run``: 0.25 s): repetitions after the first
+#: run in a process that is already warm, and a small budget should go to repetitions
+WARMUP_MAX_S = 0.05
+
 
 def add_benchmark_options(parser: pytest.Parser) -> None:
     """Register pytest-benchmark's mapped options (only when it is not installed)."""
@@ -95,7 +102,8 @@ def merged_options(config: pytest.Config) -> dict[str, Any]:
     budget = (parse_positive_duration(f"{max_time}s", "--benchmark-max-time") if max_time
               else parse_positive_duration(_opt(config, "perflab_budget"), "--perflab-budget"))
     settings = Settings(precision=parse_precision(_opt(config, "perflab_precision")),
-                        budget_s=budget)
+                        budget_s=budget, process_seconds=PROCESS_SECONDS,
+                        warmup_max_s=WARMUP_MAX_S)
     compare = _opt(config, "perflab_compare") or _opt(config, "benchmark_compare")
     fail_on_text = _opt(config, "perflab_fail_on") or ""
     threshold = parse_threshold(_opt(config, "perflab_threshold"))

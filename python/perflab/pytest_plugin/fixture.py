@@ -29,6 +29,10 @@ class BenchOptions:
         timer_error_ns: the timer's error, ns, recorded with each repetition.
         disabled: True to call the function once without timing (xdist, --perflab-disable).
         event_loop: the event loop of async benchmarks: "asyncio" or "uvloop".
+        processes: N > 0: re-measure each (non-pedantic) benchmark in N fresh child
+            pytest processes instead of in this one (``--perflab-processes``).
+        child_argv: the child pytest's command, less the test's node id.
+        rootdir: the folder children run in (node ids are relative to it).
     """
 
     settings: Any
@@ -36,6 +40,9 @@ class BenchOptions:
     timer_error_ns: float
     disabled: bool = False
     event_loop: str = "asyncio"
+    processes: int = 0
+    child_argv: list[str] | None = None
+    rootdir: str | None = None
 
 
 class PerflabBench:
@@ -61,8 +68,9 @@ class PerflabBench:
     """
 
     def __init__(self, name: str, group: str, baseline: bool, options: BenchOptions,
-                 record: Callable[[Any, dict[str, Any]], None]) -> None:
+                 record: Callable[[Any, dict[str, Any]], None], nodeid: str = "") -> None:
         self.name, self.group, self.baseline = name, group, baseline
+        self.nodeid = nodeid
         self.options = options
         self.extra_info: dict[str, Any] = {}
         self.result: Any = None
@@ -119,40 +127,55 @@ class PerflabBench:
         if self.result is not None:
             raise UsageError(f"{self.name}: the benchmark fixture can measure only one "
                              "function per test; split the test in two")
-        if self.disabled:
-            from perflab.measure import aio
-
-            if aio.is_async(func):
-                import asyncio
-
-                return asyncio.run(func(*args, **kwargs))
-            return func(*args, **kwargs)
-        from dataclasses import replace
-
-        from perflab.measure.inprocess import InProcessBackend
-        from perflab.measure.runner import Runner
-        from perflab.measure.suite import BenchSpec, Case, MetricSpec
+        from perflab.measure.suite import MetricSpec
+        from perflab.pytest_plugin import children
 
         first: list[Any] = []
         keep = MetricSpec(lambda value: first.append(value), "__result__")
+        extra = {"event_loop": self.options.event_loop, **extra}
+        if self.disabled:
+            return children.call_once(func, args, kwargs)
+        if children.child_plan() is not None:  # a child pytest: one repetition, then exit
+            children.measure_here(func, args, kwargs, extra, keep)
+            return first[0] if first else None
+        fresh = self.options.processes > 0 and processes is None
+        if fresh:  # the parent: the result for the test's asserts, timings from children
+            value = children.call_once(func, args, kwargs)
+            backend: Any = children.backend(self.options, self.nodeid)
+            processes = self.options.processes
+        else:
+            from perflab.measure.inprocess import InProcessBackend
+
+            backend = InProcessBackend(func, args, kwargs, extra, [keep])
+        bench = self._run(func, backend, processes)
+        self.result = bench
+        self._record(bench, {"extra_info": self.extra_info, "pedantic": bool(extra.get(
+            "iterations")), "mode": "fresh processes" if fresh else "in-process"})
+        if getattr(backend, "error", None) is not None:
+            raise backend.error
+        if fresh and bench.error:
+            raise RuntimeError(bench.error)
+        return value if fresh else (first[0] if first else None)
+
+    def _run(self, func: Callable[..., Any], backend: Any, processes: int | None) -> Any:
+        """The harness runner over this one benchmark; its Benchmark record."""
+        from dataclasses import replace
+
+        from perflab.measure.runner import Runner
+        from perflab.measure.suite import BenchSpec, Case
+
         settings = self.options.settings
         if processes is not None:
             settings = replace(settings, min_processes=processes, max_processes=processes,
                                budget_s=1e9)
-        backend = InProcessBackend(func, args, kwargs,
-                                   {"event_loop": self.options.event_loop, **extra}, [keep])
         spec = BenchSpec(func, self.name, self.group, baseline=self.baseline)
         runner = Runner(f"<pytest {self.name}>", [Case(spec, {}, 0)], settings,
                         self.options.sample_target_ns, self.options.timer_error_ns,
                         backend=backend)
         [bench] = runner.run()
-        self.result = bench
-        self._record(bench, {"extra_info": self.extra_info, "pedantic": processes is not None})
-        if backend.error is not None:
-            raise backend.error
         if runner.interrupted:
             raise KeyboardInterrupt
-        return first[0] if first else None
+        return bench
 
     @property
     def stats(self) -> Stats | None:

@@ -42,6 +42,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="target 95%% CI half-width of each median (2%%)")
     group.addoption("--perflab-budget", default="2s", metavar="TIME",
                     help="time budget per benchmark (2s)")
+    group.addoption("--perflab-processes", type=int, default=0, metavar="N",
+                    help="re-measure each benchmark in N fresh child pytest processes "
+                    "(0: in the pytest process)")
     group.addoption("--perflab-event-loop", default="asyncio", choices=["asyncio", "uvloop"],
                     help="event loop of async benchmarks (asyncio)")
     group.addoption("--perflab-json", metavar="FILE", help="write the results file here")
@@ -69,10 +72,15 @@ def pytest_configure(config: pytest.Config) -> None:
                                 "pytest-benchmark's marker, read by perflab")
     from perflab.pytest_plugin.compat import merged_options
 
+    from perflab.pytest_plugin.children import child_plan
+
     try:
         config.stash[_KEY] = merged_options(config)
     except Exception as exc:  # UsageError: shown as pytest's usage error
         raise pytest.UsageError(f"perflab: {exc}") from None
+    if config.getoption("perflab_processes") < 0:
+        raise pytest.UsageError("perflab: --perflab-processes must be ≥ 0")
+    config.stash[_KEY]["child"] = child_plan() is not None
 
 
 def _xdist_active(config: pytest.Config) -> bool:
@@ -107,9 +115,13 @@ def _session(config: pytest.Config) -> Any:
         timer = clocks.measure_timer()
         settings = options["settings"]
         disabled = options["disable"] or _xdist_active(config)
+        rootdir = str(config.rootpath)
         options["bench_options"] = BenchOptions(
             settings, max(timer.min_sample_ns, settings.min_sample_ns), timer.error_ns,
-            disabled, config.getoption("perflab_event_loop"))
+            disabled, config.getoption("perflab_event_loop"),
+            config.getoption("perflab_processes"),
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+             "--rootdir", rootdir], rootdir)
         options["session"] = SessionResults(settings, timer.to_dict(), options["json"],
                                             options["save"], options["gate"],
                                             ["pytest", *config.invocation_params.args])
@@ -128,7 +140,8 @@ def _make_bench(request: pytest.FixtureRequest) -> Any:
         from dataclasses import replace
 
         options = replace(options, settings=replace(options.settings, budget_s=budget))
-    return PerflabBench(request.node.name, group, baseline, options, session.record)
+    return PerflabBench(request.node.name, group, baseline, options, session.record,
+                        request.node.nodeid)
 
 
 @pytest.fixture
@@ -177,7 +190,7 @@ def _finish(config: pytest.Config) -> None:
         return
     options["finished"] = True
     session = options["session"]
-    if options["bench_options"].disabled:
+    if options["bench_options"].disabled or options["child"]:
         return
     from perflab.errors import PerflabError
 

@@ -16,9 +16,11 @@ from typing import Any
 
 from perflab.errors import UsageError
 
-#: what the table's header says about where the numbers came from
-MODE_IN_PROCESS = ("in-process: each benchmark's repetitions ran in the pytest process "
-                   "(CIs leave out between-process variation; `perflab run` uses fresh workers)")
+#: what the table's header says about where the numbers came from, by mode
+MODES = {"in-process": "in-process (repetitions in the pytest process; their CIs leave out "
+                       "between-process variation)",
+         "fresh processes": "fresh processes (one child pytest per process, as `perflab "
+                            "run`'s workers)"}
 
 
 @dataclass
@@ -50,6 +52,7 @@ class SessionResults:
         benchmarks: measured :class:`perflab.model.Benchmark`, in test order.
         extra_info: benchmark id → the test's ``extra_info``.
         pedantic: ids measured in pedantic mode.
+        modes: benchmark id → "in-process" or "fresh processes".
     """
 
     settings: Any
@@ -61,6 +64,7 @@ class SessionResults:
     benchmarks: list[Any] = field(default_factory=list)
     extra_info: dict[str, Any] = field(default_factory=dict)
     pedantic: list[str] = field(default_factory=list)
+    modes: dict[str, str] = field(default_factory=dict)
     started: str = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc)
                          .isoformat(timespec="seconds"))
 
@@ -71,6 +75,7 @@ class SessionResults:
             self.extra_info[bench.id] = json.loads(json.dumps(info["extra_info"], default=str))
         if info.get("pedantic"):
             self.pedantic.append(bench.id)
+        self.modes[bench.id] = info.get("mode", "in-process")
 
     def finish(self) -> int:
         """Save, print the tables and the comparison; the exit status the gate asks for
@@ -85,6 +90,7 @@ class SessionResults:
         from perflab.analyze.summary import summarize_benchmarks
         from perflab.commands.show import print_run
         from perflab.files import Deferred, results_destination
+        from perflab.report.escape import terminal
 
         baseline_path = self._baseline_path()
         baseline = model.load(baseline_path) if baseline_path else None
@@ -98,7 +104,13 @@ class SessionResults:
             destination = results_destination(text, "pytest")
             later.run(model.save, results, destination, summaries)
             saved.append(str(destination))
-        print(f"\nperflab: {len(results.benchmarks)} benchmark(s), {MODE_IN_PROCESS}")
+        print()
+        for mode, words in MODES.items():
+            ids = [i for i, m in self.modes.items() if m == mode]
+            if ids:
+                which = ", ".join(ids) if len(ids) < len(self.modes) else "all"
+                print(terminal(f"perflab: {len(ids)} benchmark(s) measured {words}: {which}",
+                               one_line=True))
         print_run(results, grouped, "table")
         later.raise_()
         for path in saved:
@@ -119,7 +131,8 @@ class SessionResults:
         return Results(kind="run", command_line=self.command_line, created=self.started,
                        perflab_version=version, environment=env,
                        settings={**self.settings.to_dict(), "timer": self.timer,
-                                 "mode": "pytest in-process", "pedantic": self.pedantic,
+                                 "mode": "pytest", "modes": self.modes,
+                                 "pedantic": self.pedantic,
                                  "extra_info": self.extra_info},
                        benchmarks=list(self.benchmarks))
 
