@@ -94,3 +94,12 @@ def test_perflab_run_measures_an_async_bench(tmp_path, perflab_cli):
     [b] = json.loads(out.read_text())["benchmarks"]
     assert not b["error"] and b["processes"][0]["samples"]
     assert b["processes"][0]["loop_overhead_ns"] > 1000  # the loop's trip, not a bare call
+
+
+def test_threads_mode_refuses_async_functions():
+    async def f():
+        pass
+
+    with pytest.raises(PhaseError) as err:
+        _events(f, threads=2)
+    assert err.value.phase == "threads" and "async def" in str(err.value.exc)

@@ -189,3 +189,18 @@ def test_fresh_processes_measure_in_child_pytests(pytester):
     assert data["settings"]["modes"] == {"test_pid": "fresh processes",
                                          "test_here": "in-process"}  # pedantic stays here
     result.stdout.fnmatch_lines(["*1 benchmark(s) measured fresh processes*: test_pid"])
+
+
+def test_save_then_compare_with_the_last_saved_run(pytester):
+    pytester.makepyfile("""
+        def test_abs(perflab_bench):
+            perflab_bench(abs, -3)
+    """)
+    result = pytester.runpytest(*FAST, "--perflab-compare")
+    assert result.ret == 2  # nothing saved yet: one error line, exit status 2
+    result.stderr.fnmatch_lines(["error: --perflab-compare=last: no saved results*"])
+    pytester.runpytest(*FAST, "--perflab-save").assert_outcomes(passed=1)
+    [saved] = (pytester.path / ".perflab").glob("pytest-*.json")
+    result = pytester.runpytest(*FAST, "--perflab-compare")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([f"*A = *{saved.name}*"])

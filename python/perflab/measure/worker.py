@@ -259,6 +259,10 @@ def measure_call(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[s
     steal0 = _steal_ns() if steal0 is None else steal0
     loop, empty = None, None
     if aio.is_async(func):  # every call runs to completion on one loop (measure/aio.py)
+        if plan.get("threads") is not None:
+            raise PhaseError("threads", ValueError(
+                "threads mode runs plain functions; an async def benchmark shares one event "
+                "loop per process: drop threads=, or run the coroutines with asyncio.gather"))
         loop = _phase("event loop", lambda: aio.new_loop(plan.get("event_loop", "asyncio")))
         func, empty = aio.on_loop(func, loop, empty_like)
     call = functools.partial(func, *args, **kwargs) if (args or kwargs) else func

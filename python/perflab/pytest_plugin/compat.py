@@ -87,7 +87,6 @@ def merged_options(config: pytest.Config) -> dict[str, Any]:
         UsageError: a bad precision, budget, threshold or verdict; both --X-only and
             --X-skip.
     """
-    from perflab.analyze.compare import parse_fail_on
     from perflab.commands.compare import parse_threshold
     from perflab.commands.run import parse_precision
     from perflab.measure.runner import Settings
@@ -114,13 +113,17 @@ def merged_options(config: pytest.Config) -> dict[str, Any]:
     if fail_on_text and not compare:
         raise UsageError("--perflab-fail-on needs --perflab-compare (the results to compare "
                          "with)")
+    fail_on: list[str] = []
+    if fail_on_text:  # numpy comes with the comparison: imported only when one is asked
+        from perflab.analyze.compare import parse_fail_on
+
+        fail_on = parse_fail_on(fail_on_text)
     return {"only": only, "skip": skip,
             "disable": bool(_opt(config, "perflab_disable") or _opt(config, "benchmark_disable")),
             "settings": settings,
             "json": _opt(config, "perflab_json") or _opt(config, "benchmark_json"),
             "save": bool(_opt(config, "perflab_save") or _opt(config, "benchmark_autosave")),
-            "gate": GateOptions(compare, parse_fail_on(fail_on_text) if fail_on_text else [],
-                                threshold)}
+            "gate": GateOptions(compare, fail_on, threshold)}
 
 
 def marker_settings(node: pytest.Item) -> tuple[str, bool, float | None]:
