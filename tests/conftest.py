@@ -11,6 +11,8 @@ import pytest
 from perflab.model import Benchmark, Process, Sample
 
 ROOT = Path(__file__).resolve().parents[1]
+#: pytester runs inner pytest sessions for the plugin's tests (tests/pytest_plugin)
+pytest_plugins = ["pytester"]
 
 
 def make_bench(name: str, per_op_s: list[list[float]], group: str = "g", iterations: int = 100,

@@ -118,7 +118,20 @@ class WorkerBackend(Protocol):
 
 
 class SubprocessBackend:
-    """Spawns ``python -m perflab.measure.worker`` with a dedicated event pipe."""
+    """Spawns ``python -m perflab.measure.worker`` with a dedicated event pipe.
+
+    Args:
+        argv: another worker command (default: perflab's worker). The pytest plugin
+            runs a child pytest on one test, whose fixture measures and emits the events.
+        cwd: its working folder (default: ours).
+        plan_env: when set, the plan (JSON) goes in this environment variable instead
+            of on stdin (a child pytest keeps stdin for itself).
+    """
+
+    def __init__(self, argv: list[str] | None = None, cwd: str | None = None,
+                 plan_env: str | None = None) -> None:
+        self.argv = argv or [sys.executable, "-P", "-m", "perflab.measure.worker"]
+        self.cwd, self.plan_env = cwd, plan_env
 
     def run(self, plan: dict[str, Any], timeout_s: float,
             on_event: Callable[[Event], None]) -> Outcome:
@@ -127,16 +140,18 @@ class SubprocessBackend:
         read_fd, write_fd = os.pipe()
         outcome = Outcome()
         start = time.monotonic()
+        text = json.dumps({**plan, "fd": write_fd})
+        env = _worker_env(plan.get("layout")) | ({self.plan_env: text} if self.plan_env else {})
         with tempfile.TemporaryFile() as err:
             proc = subprocess.Popen(
-                [sys.executable, "-P", "-m", "perflab.measure.worker"], stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL, stderr=err, pass_fds=(write_fd,),
-                env=_worker_env(plan.get("layout")))
+                self.argv, stdin=subprocess.DEVNULL if self.plan_env else subprocess.PIPE,
+                stdout=subprocess.DEVNULL, stderr=err, pass_fds=(write_fd,), env=env,
+                cwd=self.cwd)
             os.close(write_fd)
             try:
-                assert proc.stdin is not None
-                proc.stdin.write(json.dumps({**plan, "fd": write_fd}).encode())
-                proc.stdin.close()
+                if proc.stdin is not None:
+                    proc.stdin.write(text.encode())
+                    proc.stdin.close()
                 for event in _read_events(read_fd, start + timeout_s):
                     outcome.events.append(event)
                     on_event(event)

@@ -26,10 +26,10 @@ import statistics
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from perflab.measure import sampling
+from perflab.measure import aio, sampling
 from perflab.measure.layout import heap_padding
 from perflab.measure.sampling import GcMonitor, allocations, emit_done, empty_like, steal_ns
 
@@ -123,9 +123,11 @@ def warmup(call: Callable[[], Any], n: int, gcmon: GcMonitor, max_s: float,
 
 
 def loop_overhead(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                  n: int, gcmon: GcMonitor, samples: int = 7) -> float:
-    """Median ns per op of the harness loop around an empty callable of the same shape."""
-    empty_fn = empty_like(func)
+                  n: int, gcmon: GcMonitor, samples: int = 7,
+                  empty: Callable[..., Any] | None = None) -> float:
+    """Median ns per op of the harness loop around an empty callable of the same shape
+    (``empty``, or :func:`empty_like` of ``func``)."""
+    empty_fn = empty or empty_like(func)
     empty = functools.partial(empty_fn, *args, **kwargs) if (args or kwargs) else empty_fn
     walls = sorted(time_loop(empty, n, gcmon)[0] for _ in range(samples))
     return walls[samples // 2] / n
@@ -150,15 +152,65 @@ def measure(plan: dict[str, Any], emit: Emitter) -> None:
     spec = bench_file.benches[plan["index"]]
     params = plan["params"]
     args = _phase("setup", lambda: call_setup(spec, params))
-    call = functools.partial(spec.func, *args, **params) if (args or params) else spec.func
+    measure_call(spec.func, args, params, plan, emit, bench_file.metrics_for(spec), steal0)
+
+
+def measure_call(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                 plan: dict[str, Any], emit: Callable[..., None], metrics: Sequence[Any] = (),
+                 steal0: int | None = None) -> None:
+    """Measure ``func(*args, **kwargs)`` in this process: the worker's whole sequence
+    from the first call (cold time) to the ``done`` event.
+
+    The one measuring sequence of perflab's Python harness: :func:`measure` calls it in a
+    fresh worker, the pytest plugin and the Python API call it in their own process.
+
+    Args:
+        func, args, kwargs: the callable and its bound arguments.
+        plan: ``iterations`` (None: calibrate to ``sample_target_ns``), ``warmup_max_s``,
+            ``sample_seconds``, ``min_samples``, ``max_samples``, ``allocations``,
+            ``threads`` (see :meth:`perflab.measure.runner.Runner._plan`); optional
+            ``warmup_samples`` (a fixed warmup count instead of warmup until stable) and
+            ``before_sample`` (a callable run untimed before each sample, returning the
+            zero-argument call that sample times: pedantic setups).
+        emit: ``emit(event, **fields)`` (an :class:`Emitter`, or any callable).
+        metrics: :class:`perflab.measure.suite.MetricSpec` applied to the first result.
+        steal0: CPU steal time at the start, ns (None: read it now).
+
+    Raises:
+        PhaseError: the benchmark raised; ``phase`` says where.
+    """
+    steal0 = steal_ns() if steal0 is None else steal0
+    loop, empty = None, None
+    if aio.is_async(func):  # every call runs to completion on one loop (measure/aio.py)
+        if plan.get("threads") is not None:
+            raise PhaseError("threads", ValueError(
+                "threads mode runs plain functions; an async def benchmark shares one event "
+                "loop per process: drop threads=, or run the coroutines with asyncio.gather"))
+        loop = _phase("event loop", lambda: aio.new_loop(plan.get("event_loop", "asyncio")))
+        func, empty = aio.on_loop(func, loop, empty_like)
+    call = functools.partial(func, *args, **kwargs) if (args or kwargs) else func
     gcmon = GcMonitor()
     gc.callbacks.append(gcmon)
+    try:
+        _measure_call(call, func, args, kwargs, plan, emit, metrics, steal0, gcmon, empty)
+    finally:
+        gc.callbacks.remove(gcmon)
+        if loop is not None:
+            loop.close()
+
+
+def _measure_call(call: Callable[[], Any], func: Callable[..., Any], args: tuple[Any, ...],
+                  params: dict[str, Any], plan: dict[str, Any], emit: Callable[..., None],
+                  metric_specs: Any, steal0: int | None, gcmon: GcMonitor,
+                  empty: Callable[..., Any] | None) -> None:
+    """The body of :func:`measure_call` (``call`` is func bound to its arguments;
+    ``empty``: the loop overhead's empty callable, None for one like ``func``)."""
     emit("start", pid=os.getpid())
     t0 = _perf_ns()
     result = _phase("first call", call)
     cold = _perf_ns() - t0
     metrics = {}
-    for m in bench_file.metrics_for(spec):
+    for m in metric_specs:
         value = _phase(f"metric {m.name!r}", functools.partial(m.func, result))
         if value is not None:
             metrics[m.name] = float(value)
@@ -168,18 +220,30 @@ def measure(plan: dict[str, Any], emit: Emitter) -> None:
         from perflab.measure import threads
 
         return _phase("threads", lambda: threads.measure(
-            call, spec.func, args, params, gcmon, plan, emit, steal0))
+            call, func, args, params, gcmon, plan, emit, steal0))
     n = plan.get("iterations") or _phase(
         "calibration", lambda: calibrate(call, plan["sample_target_ns"], gcmon))
     emit("calibrated", iterations=n)
-    count, converged = _phase("warmup", lambda: warmup(call, n, gcmon, plan["warmup_max_s"]))
-    emit("warmup", samples=count, converged=converged)
-    emit("overhead", ns_per_op=loop_overhead(spec.func, args, params, n, gcmon))
+    if plan.get("warmup_samples") is not None:
+        for _ in range(plan["warmup_samples"]):
+            _phase("warmup", lambda: time_loop(_next_call(call, plan), n, gcmon))
+        emit("warmup", samples=plan["warmup_samples"], converged=True)
+    else:
+        count, converged = _phase("warmup", lambda: warmup(call, n, gcmon, plan["warmup_max_s"]))
+        emit("warmup", samples=count, converged=converged)
+    emit("overhead", ns_per_op=loop_overhead(func, args, params, n, gcmon, empty=empty))
     span = _phase("sampling", lambda: _sample(call, n, gcmon, plan, emit))
     if plan.get("allocations", True):
-        peak, blocks = _phase("allocation pass", lambda: allocations(call))
+        peak, blocks = _phase("allocation pass", lambda: allocations(_next_call(call, plan)))
         emit("alloc", peak_bytes=peak, blocks=blocks)
     emit_done(emit, steal0, span)
+
+
+def _next_call(call: Callable[[], Any], plan: dict[str, Any]) -> Callable[[], Any]:
+    """The call the next sample times: ``call``, or a fresh one from the plan's
+    ``before_sample`` hook (run here, untimed)."""
+    hook = plan.get("before_sample")
+    return call if hook is None else hook()
 
 
 def _sample(call: Callable[[], Any], n: int, gcmon: GcMonitor, plan: dict[str, Any],
@@ -197,12 +261,19 @@ def _sample(call: Callable[[], Any], n: int, gcmon: GcMonitor, plan: dict[str, A
     deadline = _perf_ns() + plan["sample_seconds"] * 1e9
     count = 0
     while count < plan["max_samples"] and (count < plan["min_samples"] or _perf_ns() < deadline):
+        timed = _next_call(call, plan)
         monitor.start()
-        wall, cpu, gcs, gcns = time_loop(call, n, gcmon)
+        wall, cpu, gcs, gcns = time_loop(timed, n, gcmon)
         skew, flag = monitor.stop()
         emit("sample", n=n, wall=wall, cpu=cpu, gc=gcs, gc_ns=gcns, skew=skew, flag=flag)
         count += 1
     return monitor.span()
+
+
+def error_fields(phase: str, exc: BaseException) -> dict[str, str]:
+    """The fields of the ``error`` event for ``exc`` raised in ``phase``."""
+    return {"phase": phase, "type": type(exc).__name__, "message": str(exc),
+            "traceback": "".join(traceback.format_exception(exc))}
 
 
 def main() -> int:
@@ -212,13 +283,10 @@ def main() -> int:
     try:
         measure(plan, emit)
     except PhaseError as err:
-        exc = err.exc
-        emit("error", phase=err.phase, type=type(exc).__name__, message=str(exc),
-             traceback="".join(traceback.format_exception(exc)))
+        emit("error", **error_fields(err.phase, err.exc))
         return 3
     except Exception as exc:  # noqa: BLE001 - report, don't crash silently
-        emit("error", phase="load", type=type(exc).__name__, message=str(exc),
-             traceback="".join(traceback.format_exception(exc)))
+        emit("error", **error_fields("load", exc))
         return 3
     return 0
 

@@ -1,0 +1,225 @@
+"""The Python API for scripts and notebooks (docs/api.md).
+
+* :func:`measure`: measure one callable now, in this process, with ``perflab run``'s
+  harness (the in-process mode of the pytest plugin), and get its estimate back;
+* :class:`Runner`: a script that registers several functions and is then run with
+  ``perflab run``'s options (``python bench.py --json out.json``), like pyperf's Runner:
+  fresh worker processes import the script again and find the functions it registered;
+* :func:`load`: a results file as the typed results model, with ``to_records()`` and
+  ``to_pandas()``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perflab.errors import UsageError
+
+
+@dataclass
+class Result:
+    """What :func:`measure` returns.
+
+    Attributes:
+        benchmark: the raw data (:class:`perflab.model.Benchmark`: repetitions, samples).
+        summary: the statistics (:class:`perflab.analyze.summary.Summary`): ``median_s``,
+            ``ci_low_s``, ``ci_high_s`` (s per call, 95% CI), ``cpu_wall``, allocations,
+            ``warnings``…
+        mode: "in-process" (the repetitions shared this process; the CI leaves out
+            between-process variation).
+        value: the first call's return value.
+    """
+
+    benchmark: Any
+    summary: Any
+    mode: str
+    value: Any = None
+
+    @property
+    def median_s(self) -> float:
+        """Median time per call, s."""
+        return float(self.summary.median_s)
+
+    @property
+    def ci_s(self) -> tuple[float, float]:
+        """The 95% CI of the median, s per call (low, high)."""
+        return float(self.summary.ci_low_s), float(self.summary.ci_high_s)
+
+    def __str__(self) -> str:
+        from perflab.units import format_time
+
+        low, high = self.ci_s
+        return (f"{self.benchmark.name}: {format_time(self.median_s)} per call "
+                f"(95% CI {format_time(low)} – {format_time(high)}, {self.mode}, "
+                f"{self.summary.processes} repetitions, {self.summary.samples} samples)")
+
+
+def measure(func: Callable[..., Any], *args: Any, precision: float = 0.02,
+            budget: float = 2.0, name: str | None = None, **kwargs: Any) -> Result:
+    """Measure ``func(*args, **kwargs)`` now, in this process.
+
+    The harness of ``perflab run`` (calibration, warmup until stable, loop overhead,
+    samples with CPU and GC, allocation pass, clock check), repeated in this process
+    until the median's 95% CI half-width is within ``precision`` or ``budget`` is spent.
+    ``async def`` functions run to completion on one event loop per repetition.
+
+    Args:
+        func: the callable; ``args``/``kwargs`` are passed to it (any objects).
+        precision: target relative CI half-width (0.02 = 2%), in (0, 1).
+        budget: time budget, s (> 0).
+        name: the benchmark's name (default: ``func.__name__``).
+
+    Returns:
+        :class:`Result` (median and CI per call in seconds, raw data, first result).
+
+    Raises:
+        UsageError: precision or budget out of range.
+        Whatever ``func`` raises (its own exception).
+    """
+    if not 0 < precision < 1 or not budget > 0:
+        raise UsageError(f"measure(precision={precision!r}, budget={budget!r}): precision "
+                         "must be in (0, 1), e.g. 0.02, and budget > 0 seconds")
+    from perflab.analyze.summary import summarize_benchmarks
+    from perflab.measure import clocks
+    from perflab.measure.inprocess import InProcessBackend
+    from perflab.measure.runner import Runner as HarnessRunner
+    from perflab.measure.runner import Settings
+    from perflab.measure.suite import BenchSpec, Case, MetricSpec
+
+    label = name or getattr(func, "__name__", type(func).__name__)
+    first: list[Any] = []
+    backend = InProcessBackend(func, args, kwargs,
+                               metrics=[MetricSpec(first.append, "__result__")])
+    settings = Settings(precision=precision, budget_s=budget)
+    timer = clocks.measure_timer()
+    runner = HarnessRunner(f"<api {label}>", [Case(BenchSpec(func, label, ""), {}, 0)],
+                           settings, max(timer.min_sample_ns, settings.min_sample_ns),
+                           timer.error_ns, backend=backend)
+    [bench] = runner.run()
+    if backend.error is not None:
+        raise backend.error
+    if runner.interrupted:
+        raise KeyboardInterrupt
+    [[summary]] = summarize_benchmarks([bench], precision=precision).values()
+    return Result(bench, summary, "in-process", first[0] if first else None)
+
+
+class Runner:
+    """pyperf-style benchmark scripts: register functions, then run them with ``perflab
+    run``'s command line (``python bench.py --json out.json --budget 5s``)::
+
+        runner = perflab.Runner()
+        runner.bench_func("sort 1k", sorted, data)
+        if __name__ == "__main__":
+            raise SystemExit(runner.run())
+
+    Every function is measured in fresh worker processes, as ``perflab run`` does: each
+    worker imports the script again (under another module name, so the ``__main__``
+    guard keeps it from running again) and finds the registered functions.
+
+    Raises (from methods):
+        UsageError: a bad name or argument list; see :meth:`bench_func`.
+    """
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def bench_func(self, name: str, func: Callable[..., Any], *args: Any, group: str = "",
+                   baseline: bool = False, **kwargs: Any) -> None:
+        """Register ``func(*args, **kwargs)`` under ``name`` (sync or ``async def``).
+
+        The arguments are bound once (``functools.partial``): the loop overhead is then
+        measured on an empty function without them, a few tens of ns less than the
+        binding costs. Raises UsageError for an empty or repeated name.
+        """
+        from perflab.measure.suite import bench
+
+        if not name or name in self.names:
+            raise UsageError(f"Runner.bench_func({name!r}): each benchmark needs its own "
+                             "non-empty name")
+        self.names.append(name)
+        bound = functools.partial(func, *args, **kwargs) if (args or kwargs) else func
+        bench(bound, name=name, group=group, baseline=baseline)
+
+    #: pyperf's name for async functions; here the same call
+    bench_async_func = bench_func
+
+    def run(self, argv: Sequence[str] | None = None, script: str | None = None) -> int:
+        """Measure the registered functions with ``perflab run SCRIPT ARGV`` (a child
+        process, whose table and messages go to our stdout and stderr); returns its exit
+        code (0, 1 when a benchmark failed, 2 on bad input, 130 interrupted).
+
+        ``argv`` defaults to ``sys.argv[1:]``; ``script`` to the ``__main__`` module's
+        file. Inside a worker (the script imported, not run) there is nothing to do and
+        0 is returned: the guard ``if __name__ == "__main__"`` makes that case rare.
+        """
+        main = sys.modules.get("__main__")
+        path = script or getattr(main, "__file__", None)
+        caller = inspect.currentframe()
+        called_from = caller.f_back.f_globals.get("__name__") if caller and caller.f_back \
+            else "__main__"
+        if script is None and called_from != "__main__":
+            return 0
+        if not path or not Path(path).is_file():
+            raise UsageError("Runner.run() needs the script's file: run it as "
+                             "`python bench.py`, or pass script=")
+        import subprocess
+
+        command = [sys.executable, "-m", "perflab", "run", str(path),
+                   *(sys.argv[1:] if argv is None else argv)]
+        proc = subprocess.Popen(command)
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:  # perflab run got the Ctrl-C too: it saves, then exits
+            return proc.wait()
+
+
+def load(path: str | Path) -> Any:
+    """A results file (any kind) as :class:`LoadedResults`: the typed model
+    (:class:`perflab.model.Results`) plus ``to_records()`` and ``to_pandas()``.
+
+    Raises:
+        ResultsFileError: missing, damaged or foreign file (see :func:`perflab.model.load`).
+    """
+    from perflab import model
+
+    results = model.load(path)
+    return _loaded_class()(**vars(results))
+
+
+@functools.cache
+def _loaded_class() -> type:
+    """:class:`LoadedResults`, built on first use so that importing the API stays cheap."""
+    from perflab.model import Results
+
+    class LoadedResults(Results):
+        """:class:`perflab.model.Results` with flat views of its statistics."""
+
+        def to_records(self) -> list[dict[str, Any]]:
+            """One flat dict per benchmark of a ``run`` file: the summary's figures in
+            base units (``median_s``, ``ci_low_s``, …) as ``perflab show --format csv``
+            prints them. Raises UsageError for cmd and http files (not built yet)."""
+            if self.kind != "run":
+                raise UsageError(f"to_records() reads run files; this one is {self.kind!r}")
+            from perflab.analyze.summary import summarize_benchmarks
+            from perflab.report.table import summary_records
+
+            grouped = summarize_benchmarks(self.benchmarks,
+                                           precision=self.settings.get("precision"))
+            return summary_records(grouped)
+
+        def to_pandas(self) -> Any:
+            """:meth:`to_records` as a pandas DataFrame. Raises UsageError without pandas."""
+            try:
+                import pandas as pd
+            except ImportError:
+                raise UsageError("to_pandas() needs pandas: pip install pandas") from None
+            return pd.DataFrame(self.to_records())
+
+    return LoadedResults

@@ -1,0 +1,63 @@
+"""Fresh processes for pytest benchmarks (``--perflab-processes N``).
+
+The parent pytest re-runs one test's node id in a child pytest per process, through the
+harness's subprocess backend (:class:`perflab.measure.runner.SubprocessBackend`, plan in
+the environment variable :data:`CHILD_ENV`, events on a pipe). In the child, the fixture
+finds the plan and runs the worker sequence once (:func:`measure_here`) instead of
+measuring in-process; its fixtures and imports are the test's own, so anything the test
+sets up is set up again in every child. The process is then again the unit of
+replication, as in ``perflab run``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+#: the environment variable that carries a child's plan (JSON)
+CHILD_ENV = "PERFLAB_PYTEST_CHILD"
+
+
+def child_plan() -> dict[str, Any] | None:
+    """The plan when this pytest is a child measuring one test, else None."""
+    text = os.environ.get(CHILD_ENV)
+    return json.loads(text) if text else None
+
+
+def call_once(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Call ``func`` once, untimed (an async function on a fresh event loop)."""
+    from perflab.measure import aio
+
+    if aio.is_async(func):
+        import asyncio
+
+        return asyncio.run(func(*args, **kwargs))
+    return func(*args, **kwargs)
+
+
+def measure_here(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                 extra: dict[str, Any], keep: Any) -> None:
+    """In a child: the worker sequence once, events on the plan's pipe; the plan is
+    consumed so that a second benchmark in the same child can't reuse the pipe."""
+    from perflab.measure.worker import Emitter, PhaseError, error_fields, measure_call
+
+    plan = child_plan()
+    assert plan is not None
+    del os.environ[CHILD_ENV]
+    emit = Emitter(plan["fd"])
+    try:
+        measure_call(func, args, kwargs, {**plan, **extra}, emit, [keep])
+    except PhaseError as err:
+        emit("error", **error_fields(err.phase, err.exc))
+        raise err.exc from None
+
+
+def backend(options: Any, nodeid: str) -> Any:
+    """The subprocess backend that runs ``nodeid`` in a child pytest."""
+    from perflab.measure.runner import SubprocessBackend
+
+    argv = [*(options.child_argv or [sys.executable, "-m", "pytest"]), nodeid]
+    return SubprocessBackend(argv, cwd=options.rootdir, plan_env=CHILD_ENV)

@@ -1,0 +1,245 @@
+"""The object behind the ``perflab_bench`` fixture (and the pytest-benchmark-compatible
+``benchmark`` fixture): measures one callable per test with ``perflab run``'s harness.
+
+``bench(func, *args, **kwargs)`` runs the runner (:class:`perflab.measure.runner.Runner`)
+over one case with an :class:`perflab.measure.inprocess.InProcessBackend`: repetitions
+of the worker sequence in the pytest process until the median's CI meets the precision
+or the budget is spent. ``bench.pedantic(...)`` fixes rounds, iterations and warmup as
+pytest-benchmark's pedantic mode does (one repetition of exactly ``rounds`` samples).
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from perflab.errors import UsageError
+
+
+@dataclass
+class BenchOptions:
+    """What the session decided for every benchmark of the run.
+
+    Attributes:
+        settings: :class:`perflab.measure.runner.Settings` of the runner.
+        sample_target_ns: calibration target of one sample, ns.
+        timer_error_ns: the timer's error, ns, recorded with each repetition.
+        disabled: True to call the function once without timing (xdist, --perflab-disable).
+        event_loop: the event loop of async benchmarks: "asyncio" or "uvloop".
+        processes: N > 0: re-measure each (non-pedantic) benchmark in N fresh child
+            pytest processes instead of in this one (``--perflab-processes``).
+        child_argv: the child pytest's command, less the test's node id.
+        rootdir: the folder children run in (node ids are relative to it).
+    """
+
+    settings: Any
+    sample_target_ns: float
+    timer_error_ns: float
+    disabled: bool = False
+    event_loop: str = "asyncio"
+    processes: int = 0
+    child_argv: list[str] | None = None
+    rootdir: str | None = None
+
+
+class PerflabBench:
+    """Measures the callable a test hands it; one measurement per test.
+
+    Args:
+        name: the benchmark's name (the test's name, parameters included).
+        group: its group (tables and comparisons are per group).
+        baseline: True for the group's "× baseline" reference.
+        options: the session's :class:`BenchOptions`.
+        record: called with the finished :class:`perflab.model.Benchmark`.
+
+    Attributes:
+        extra_info: free JSON-able data stored with the benchmark (pytest-benchmark's
+            ``benchmark.extra_info``); saved in the results file's settings.
+        group: may be set by the test before measuring (pytest-benchmark's
+            ``benchmark.group``).
+        result: the :class:`perflab.model.Benchmark` once measured, else None.
+
+    Raises (from calls):
+        UsageError: measuring twice in one test; pedantic arguments out of range.
+        Whatever the callable raises (its own exception and traceback).
+    """
+
+    def __init__(self, name: str, group: str, baseline: bool, options: BenchOptions,
+                 record: Callable[[Any, dict[str, Any]], None], nodeid: str = "") -> None:
+        self.name, self.group, self.baseline = name, group, baseline
+        self.nodeid = nodeid
+        self.options = options
+        self.extra_info: dict[str, Any] = {}
+        self.result: Any = None
+        self._record = record
+
+    @property
+    def disabled(self) -> bool:
+        """True when this session doesn't time benchmarks (the function runs once)."""
+        return self.options.disabled
+
+    def __call__(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Measure ``func(*args, **kwargs)`` adaptively; return its result (first call's).
+
+        An ``async def`` function is run to completion on an event loop created once per
+        repetition (:mod:`perflab.measure.aio`); its result is the coroutine's.
+        """
+        return self._measure(func, args, kwargs, {}, None)
+
+    def pedantic(self, target: Callable[..., Any], args: tuple[Any, ...] = (),
+                 kwargs: dict[str, Any] | None = None,
+                 setup: Callable[[], Any] | None = None, rounds: int = 1,
+                 warmup_rounds: int = 0, iterations: int = 1) -> Any:
+        """pytest-benchmark's pedantic mode: exactly ``rounds`` samples of ``iterations``
+        calls each, after ``warmup_rounds`` untimed samples, in one repetition.
+
+        ``setup`` (optional) runs untimed before every sample and returns ``None`` or
+        ``(args, kwargs)`` for that sample; it requires ``iterations == 1`` and no
+        ``args``/``kwargs`` (as in pytest-benchmark). Returns the first call's result.
+        The CI of a pedantic benchmark spans its samples only (one repetition).
+
+        Raises:
+            UsageError: rounds or iterations < 1, warmup_rounds < 0, setup with
+                iterations > 1 or with args.
+        """
+        if rounds < 1 or iterations < 1 or warmup_rounds < 0:
+            raise UsageError(f"pedantic(rounds={rounds}, iterations={iterations}, "
+                             f"warmup_rounds={warmup_rounds}): rounds and iterations must "
+                             "be ≥ 1 and warmup_rounds ≥ 0")
+        kwargs = dict(kwargs or {})
+        extra: dict[str, Any] = {"iterations": iterations, "warmup_samples": warmup_rounds,
+                                 "min_samples": rounds, "max_samples": rounds,
+                                 "sample_seconds": 0.0}
+        if setup is not None:
+            if iterations > 1 or args or kwargs:
+                raise UsageError("pedantic(setup=...) needs iterations=1 and no args/kwargs: "
+                                 "setup returns each round's (args, kwargs)")
+            args, kwargs = _setup_call(setup)
+            extra["before_sample"] = _fresh_calls(target, setup)
+        return self._measure(target, tuple(args), kwargs, extra, 1)
+
+    def _measure(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                 extra: dict[str, Any], processes: int | None) -> Any:
+        """Run the harness over ``func`` (or just call it when disabled)."""
+        if self.result is not None:
+            raise UsageError(f"{self.name}: the benchmark fixture can measure only one "
+                             "function per test; split the test in two")
+        from perflab.measure.suite import MetricSpec
+        from perflab.pytest_plugin import children
+
+        first: list[Any] = []
+        keep = MetricSpec(lambda value: first.append(value), "__result__")
+        extra = {"event_loop": self.options.event_loop, **extra}
+        if self.disabled:
+            return children.call_once(func, args, kwargs)
+        if children.child_plan() is not None:  # a child pytest: one repetition, then exit
+            children.measure_here(func, args, kwargs, extra, keep)
+            return first[0] if first else None
+        fresh = self.options.processes > 0 and processes is None
+        if fresh:  # the parent: the result for the test's asserts, timings from children
+            value = children.call_once(func, args, kwargs)
+            backend: Any = children.backend(self.options, self.nodeid)
+            processes = self.options.processes
+        else:
+            from perflab.measure.inprocess import InProcessBackend
+
+            backend = InProcessBackend(func, args, kwargs, extra, [keep])
+        bench = self._run(func, backend, processes)
+        self.result = bench
+        self._record(bench, {"extra_info": self.extra_info, "pedantic": bool(extra.get(
+            "iterations")), "mode": "fresh processes" if fresh else "in-process"})
+        if getattr(backend, "error", None) is not None:
+            raise backend.error
+        if fresh and bench.error:
+            raise RuntimeError(bench.error)
+        return value if fresh else (first[0] if first else None)
+
+    def _run(self, func: Callable[..., Any], backend: Any, processes: int | None) -> Any:
+        """The harness runner over this one benchmark; its Benchmark record."""
+        from dataclasses import replace
+
+        from perflab.measure.runner import Runner
+        from perflab.measure.suite import BenchSpec, Case
+
+        settings = self.options.settings
+        if processes is not None:
+            settings = replace(settings, min_processes=processes, max_processes=processes,
+                               budget_s=1e9)
+        spec = BenchSpec(func, self.name, self.group, baseline=self.baseline)
+        runner = Runner(f"<pytest {self.name}>", [Case(spec, {}, 0)], settings,
+                        self.options.sample_target_ns, self.options.timer_error_ns,
+                        backend=backend)
+        [bench] = runner.run()
+        if runner.interrupted:
+            raise KeyboardInterrupt
+        return bench
+
+    @property
+    def stats(self) -> Stats | None:
+        """Per-call figures of the samples (seconds), pytest-benchmark style; None before
+        measuring. perflab's own estimates (median with its CI) are in the session's table."""
+        if self.result is None:
+            return None
+        return Stats.of(self.result)
+
+
+def _setup_call(setup: Callable[[], Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """(args, kwargs) from a pedantic ``setup()`` (None means no arguments)."""
+    made = setup()
+    if made is None:
+        return (), {}
+    try:
+        args, kwargs = made
+        return tuple(args), dict(kwargs or {})
+    except (TypeError, ValueError):
+        raise UsageError("pedantic setup() must return None or (args, kwargs), got "
+                         f"{type(made).__name__}") from None
+
+
+def _fresh_calls(target: Callable[..., Any], setup: Callable[[], Any]) -> Callable[[], Any]:
+    """The ``before_sample`` hook: run ``setup`` and bind its arguments to ``target``."""
+    def fresh() -> Callable[[], Any]:
+        args, kwargs = _setup_call(setup)
+        return functools.partial(target, *args, **kwargs)
+
+    return fresh
+
+
+@dataclass
+class Stats:
+    """pytest-benchmark's ``benchmark.stats`` figures, per call, in seconds.
+
+    Computed from every timed sample (wall time per call, loop overhead not removed);
+    ``stats.stats`` is the object itself so that ``benchmark.stats.stats.mean`` (the
+    form pytest-benchmark's docs use) works too.
+
+    Attributes: min, max, mean, median, stddev (s per call), rounds (samples),
+    iterations (calls per sample, first repetition).
+    """
+
+    min: float
+    max: float
+    mean: float
+    median: float
+    stddev: float
+    rounds: int
+    iterations: int
+
+    @property
+    def stats(self) -> Stats:
+        """Itself (pytest-benchmark nests the figures one level down)."""
+        return self
+
+    @classmethod
+    def of(cls, bench: Any) -> Stats | None:
+        """From a measured :class:`perflab.model.Benchmark`; None when it has no sample."""
+        per_call = [s.wall_ns / s.iterations / 1e9 for p in bench.processes for s in p.samples]
+        if not per_call:
+            return None
+        return cls(min(per_call), max(per_call), statistics.fmean(per_call),
+                   statistics.median(per_call),
+                   statistics.stdev(per_call) if len(per_call) > 1 else 0.0,
+                   len(per_call), bench.processes[0].iterations)

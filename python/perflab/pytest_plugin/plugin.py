@@ -1,0 +1,212 @@
+"""The pytest hooks, options and fixtures of perflab's plugin (entry point ``pytest11``:
+``perflab = perflab.pytest_plugin.plugin``; ``-p no:perflab`` disables it).
+
+Fixtures:
+    ``perflab_bench``: measures one callable per test with ``perflab run``'s harness
+    (:class:`perflab.pytest_plugin.fixture.PerflabBench`).
+    ``benchmark``: the same object under pytest-benchmark's name, defined only when
+    pytest-benchmark is not installed (its own fixture wins otherwise).
+
+Markers: ``@pytest.mark.perflab(group="…", baseline=True)``; and, when pytest-benchmark
+is absent, ``@pytest.mark.benchmark(group="…", max_time=…)`` (other keys are accepted and
+ignored, see docs/pytest.md).
+
+This module is imported by every pytest run in an environment where perflab is
+installed: it imports nothing heavy until a benchmark runs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from typing import Any
+
+import pytest
+
+#: pytest-benchmark installed: it owns ``benchmark`` and the ``--benchmark-*`` options
+HAS_PYTEST_BENCHMARK = importlib.util.find_spec("pytest_benchmark") is not None
+FIXTURES = ("perflab_bench",) if HAS_PYTEST_BENCHMARK else ("perflab_bench", "benchmark")
+_KEY = pytest.StashKey[Any]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """perflab's options (and pytest-benchmark's mapped ones when it is absent)."""
+    group = parser.getgroup("perflab", "perflab benchmarks (docs/pytest.md)")
+    group.addoption("--perflab-only", action="store_true",
+                    help="run only the tests that use a benchmark fixture")
+    group.addoption("--perflab-skip", action="store_true",
+                    help="skip the tests that use a benchmark fixture")
+    group.addoption("--perflab-disable", action="store_true",
+                    help="call each benchmarked function once, without timing it")
+    group.addoption("--perflab-precision", default="2%", metavar="PCT",
+                    help="target 95%% CI half-width of each median (2%%)")
+    group.addoption("--perflab-budget", default="2s", metavar="TIME",
+                    help="time budget per benchmark (2s)")
+    group.addoption("--perflab-processes", type=int, default=0, metavar="N",
+                    help="re-measure each benchmark in N fresh child pytest processes "
+                    "(0: in the pytest process)")
+    group.addoption("--perflab-event-loop", default="asyncio", choices=["asyncio", "uvloop"],
+                    help="event loop of async benchmarks (asyncio)")
+    group.addoption("--perflab-json", metavar="FILE", help="write the results file here")
+    group.addoption("--perflab-save", action="store_true",
+                    help="write the results file to .perflab/pytest-<time>.json")
+    group.addoption("--perflab-compare", nargs="?", const="last", metavar="last|FILE",
+                    help="compare with a results file (default: the newest in .perflab/)")
+    group.addoption("--perflab-fail-on", default="", metavar="VERDICTS",
+                    help="with --perflab-compare: fail the session on these verdicts, "
+                    "e.g. slower")
+    group.addoption("--perflab-threshold", default="2%", metavar="PCT",
+                    help="with --perflab-compare: the verdicts' noise threshold (2%%)")
+    if not HAS_PYTEST_BENCHMARK:
+        from perflab.pytest_plugin.compat import add_benchmark_options
+
+        add_benchmark_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the markers; build the session's options (bad values: one clear error)."""
+    config.addinivalue_line("markers", "perflab(group=None, baseline=False): group and "
+                            "baseline of the test's perflab benchmark")
+    if not HAS_PYTEST_BENCHMARK:
+        config.addinivalue_line("markers", "benchmark(group=None, max_time=None, ...): "
+                                "pytest-benchmark's marker, read by perflab")
+    from perflab.pytest_plugin.compat import merged_options
+
+    from perflab.pytest_plugin.children import child_plan
+
+    try:
+        config.stash[_KEY] = merged_options(config)
+    except Exception as exc:  # UsageError: shown as pytest's usage error
+        raise pytest.UsageError(f"perflab: {exc}") from None
+    if config.getoption("perflab_processes") < 0:
+        raise pytest.UsageError("perflab: --perflab-processes must be ≥ 0")
+    config.stash[_KEY]["child"] = child_plan() is not None
+
+
+def _xdist_active(config: pytest.Config) -> bool:
+    """True in an xdist worker, or when xdist distributes tests (``-n N``, N > 0)."""
+    if hasattr(config, "workerinput"):
+        return True
+    numprocesses = config.getoption("numprocesses", default=None)
+    return bool(numprocesses) and numprocesses != 0
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--perflab-only`` / ``--perflab-skip``: skip by whether a test uses a fixture."""
+    options = config.stash[_KEY]
+    if not (options["only"] or options["skip"]):
+        return
+    for item in items:
+        uses = any(name in FIXTURES for name in getattr(item, "fixturenames", ()))
+        if options["only"] and not uses:
+            item.add_marker(pytest.mark.skip(reason="not a benchmark (--perflab-only)"))
+        elif options["skip"] and uses:
+            item.add_marker(pytest.mark.skip(reason="a benchmark (--perflab-skip)"))
+
+
+def _session(config: pytest.Config) -> Any:
+    """The session's results (built, with the timer measured, on first use)."""
+    options = config.stash[_KEY]
+    if options.get("session") is None:
+        from perflab.measure import clocks
+        from perflab.pytest_plugin.fixture import BenchOptions
+        from perflab.pytest_plugin.session import SessionResults
+
+        timer = clocks.measure_timer()
+        settings = options["settings"]
+        disabled = options["disable"] or _xdist_active(config)
+        rootdir = str(config.rootpath)
+        options["bench_options"] = BenchOptions(
+            settings, max(timer.min_sample_ns, settings.min_sample_ns), timer.error_ns,
+            disabled, config.getoption("perflab_event_loop"),
+            config.getoption("perflab_processes"),
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+             "--rootdir", rootdir], rootdir)
+        options["session"] = SessionResults(settings, timer.to_dict(), options["json"],
+                                            options["save"], options["gate"],
+                                            ["pytest", *config.invocation_params.args])
+    return options["session"]
+
+
+def _make_bench(request: pytest.FixtureRequest) -> Any:
+    """The fixture object for the requesting test, its group and baseline from markers."""
+    from perflab.pytest_plugin.compat import marker_settings
+    from perflab.pytest_plugin.fixture import PerflabBench
+
+    session = _session(request.config)
+    options = request.config.stash[_KEY]["bench_options"]
+    group, baseline, budget = marker_settings(request.node)
+    if budget is not None:
+        from dataclasses import replace
+
+        options = replace(options, settings=replace(options.settings, budget_s=budget))
+    return PerflabBench(request.node.name, group, baseline, options, session.record,
+                        request.node.nodeid)
+
+
+@pytest.fixture
+def perflab_bench(request: pytest.FixtureRequest) -> Any:
+    """Measure one callable: ``perflab_bench(func, *args, **kwargs)`` returns its result;
+    ``perflab_bench.pedantic(func, args=, kwargs=, setup=, rounds=, iterations=,
+    warmup_rounds=)`` fixes the rounds (see :class:`PerflabBench`)."""
+    return _make_bench(request)
+
+
+if not HAS_PYTEST_BENCHMARK:
+    @pytest.fixture
+    def benchmark(request: pytest.FixtureRequest) -> Any:
+        """pytest-benchmark's ``benchmark`` fixture, measured by perflab (installed only
+        when pytest-benchmark is not): ``benchmark(fn, *args, **kwargs)``,
+        ``benchmark.pedantic(...)``, ``benchmark.extra_info``, ``benchmark.group``."""
+        return _make_bench(request)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """One header line when benchmarks won't be timed because of xdist."""
+    options = config.stash.get(_KEY, None)
+    if options is not None and _xdist_active(config) and not options["disable"]:
+        return ["perflab: benchmarks are not timed with pytest-xdist (-n); they run once "
+                "each. Time them with -n 0"]
+    return []
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
+                            config: pytest.Config) -> None:
+    """The tables, the results file and the comparison, after pytest's own summary."""
+    _finish(config)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Without a terminal reporter (``-p no:terminal``), finish here instead."""
+    if session.config.pluginmanager.get_plugin("terminalreporter") is None:
+        _finish(session.config)
+
+
+def _finish(config: pytest.Config) -> None:
+    """Run the session's finish once; a tripped gate fails the session (exit status 1)."""
+    options = config.stash.get(_KEY, None)
+    if options is None or options.get("session") is None or options.get("finished"):
+        return
+    options["finished"] = True
+    session = options["session"]
+    if options["bench_options"].disabled or options["child"]:
+        return
+    from perflab.errors import PerflabError
+
+    try:
+        tripped = session.finish()
+    except PerflabError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        tripped = 2
+    pytest_session = options.get("pytest_session")
+    if tripped and pytest_session is not None and pytest_session.exitstatus == 0:
+        pytest_session.exitstatus = tripped
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Remember the session, so the gate can set its exit status."""
+    options = session.config.stash.get(_KEY, None)
+    if options is not None:
+        options["pytest_session"] = session

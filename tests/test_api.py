@@ -1,0 +1,104 @@
+"""The Python API: perflab.measure (in this process), perflab.Runner (a pyperf-style
+script measured in fresh workers), perflab.load (typed model, records, pandas).
+
+Budgets are tiny; no speed is asserted."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+import types
+
+import pytest
+
+import perflab
+from perflab.errors import UsageError
+
+
+def test_measure_returns_the_estimate_and_the_first_result():
+    result = perflab.measure(sum, range(100), budget=0.3)
+    assert result.value == 4950 and result.mode == "in-process"
+    low, high = result.ci_s
+    assert 0 < low <= result.median_s <= high
+    assert result.benchmark.processes and result.benchmark.processes[0].samples
+    assert "per call" in str(result) and "in-process" in str(result)
+
+
+def test_measure_runs_async_functions_on_a_loop():
+    async def hop(n):
+        await asyncio.sleep(0)
+        return n
+
+    assert perflab.measure(hop, 7, budget=0.2).value == 7
+
+
+def test_measure_refuses_bad_settings_and_raises_the_functions_error():
+    with pytest.raises(UsageError, match="precision"):
+        perflab.measure(int, precision=2)
+
+    def boom():
+        raise KeyError("nope")
+
+    with pytest.raises(KeyError):
+        perflab.measure(boom, budget=0.1)
+
+
+def test_runner_script_is_measured_in_fresh_workers(tmp_path):
+    script = tmp_path / "bench.py"
+    script.write_text(textwrap.dedent("""
+        import asyncio
+        import perflab
+
+        async def hop():
+            await asyncio.sleep(0)
+
+        runner = perflab.Runner()
+        runner.bench_func("sorted 100", sorted, list(range(100, 0, -1)), group="g")
+        runner.bench_async_func("hop", hop)
+        if __name__ == "__main__":
+            raise SystemExit(runner.run())
+    """))
+    out = tmp_path / "r.json"
+    run = subprocess.run([sys.executable, str(script), "--json", str(out), "--budget", "0.4s",
+                          "--min-processes", "2", "--process-time", "20ms", "--quiet"],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    data = json.loads(out.read_text())
+    assert {b["name"] for b in data["benchmarks"]} == {"sorted 100", "hop"}
+    pids = {p["pid"] for b in data["benchmarks"] for p in b["processes"]}
+    assert len(pids) >= 2  # a fresh worker per process, not the script's one process
+    assert "sorted 100" in run.stdout
+
+    loaded = perflab.load(out)
+    records = loaded.to_records()
+    assert {r["benchmark"] for r in records} == {"sorted 100", "hop"}
+    assert all(r["median_s"] > 0 for r in records)
+
+
+def test_to_pandas_builds_a_frame_from_the_records(tmp_path, monkeypatch):
+    frames = []
+    fake = types.ModuleType("pandas")
+    fake.DataFrame = lambda rows: frames.append(rows) or "frame"  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pandas", fake)
+    result = perflab.measure(len, "abc", budget=0.1)
+    from perflab import model
+    from perflab.model import Results
+
+    path = tmp_path / "r.json"
+    model.save(Results(kind="run", command_line=["x"], created="2026-01-01T00:00:00+00:00",
+                       perflab_version="0", benchmarks=[result.benchmark]),
+               path, {})
+    assert perflab.load(path).to_pandas() == "frame"
+    assert frames[0][0]["benchmark"] == "len"
+
+
+def test_to_pandas_without_pandas_is_one_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    from perflab.api.calls import _loaded_class
+
+    loaded = _loaded_class()(kind="run", command_line=[], created="", perflab_version="0")
+    with pytest.raises(UsageError, match="pip install pandas"):
+        loaded.to_pandas()
