@@ -324,14 +324,7 @@ def _register() -> None:
         for cls in impls:
             perflab.bench(put_get, name=cls.name, group=f"cache n={n:,}", params={"n": [n]},
                           setup=functools.partial(_setup, cls), threads=THREADS,
-                          baseline=cls is DictCache, **_ops())
-
-
-def _ops() -> dict[str, int]:
-    """ops=2 where this perflab knows it (time per put or get, not per call)."""
-    import inspect
-
-    return {"ops": 2} if "ops" in inspect.signature(perflab.bench).parameters else {}
+                          baseline=cls is DictCache, ops=2)
 
 
 def _setup(cls: type[Cache], n: int) -> Cache:

@@ -358,6 +358,8 @@ class Benchmark:
         runs: command engine data, one entry per run.
         steps: http engine data, one entry per step.
         threads: thread count of a threads-mode case, else None.
+        ops_per_call: operations one call performs (``@perflab.bench(ops=...)``);
+            samples time calls, summaries divide by this to give time per operation.
         stop_reason: "precision", "budget", "max-processes", "max-runs",
             "failed", "interrupted" or "done".
         error: the failure message, or None.
@@ -376,6 +378,7 @@ class Benchmark:
     threads: int | None = None
     stop_reason: str = "done"
     error: str | None = None
+    ops_per_call: int = 1
 
     @property
     def id(self) -> str:

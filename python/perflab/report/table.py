@@ -148,6 +148,7 @@ def _footnotes(summaries: Sequence[Summary], verbose: bool = False) -> list[str]
             f"({s.iterations:,})" for s in measured))
         lines.append("cold (first call in a fresh process): " + ", ".join(
             f"{_name(s)} {format_time(s.cold_s)}" for s in measured))
+    lines += _ops_footnote(summaries)
     return lines
 
 
@@ -177,6 +178,16 @@ def caveat_lines(named: Sequence[tuple[str, Sequence[Any]]], verbose: bool = Fal
         line = f"{kind}" + (f" ({meaning})" if meaning else "") + ": " + ", ".join(by_kind[kind])
         lines.append(line + (f"; {advice}" if advice else ""))
     return lines
+
+
+def _ops_footnote(summaries: Sequence[Summary]) -> list[str]:
+    """What "op" means where a call performs several operations (``ops=``)."""
+    batched = [s for s in summaries if s.ops_per_call != 1]
+    if not batched:
+        return []
+    return ["per operation: " + ", ".join(f"{_name(s)} does {s.ops_per_call:,} per call"
+                                          for s in batched)
+            + "; times, rates, latencies, allocations and GC are a call's divided by that"]
 
 
 def staged_table(title: str, stage_names: list[str], rows: Sequence[StagedRow],
@@ -253,7 +264,7 @@ def threads_table(title: str, benches: Sequence[Benchmark], summaries: Sequence[
         if fig is None or not s.ok:
             table.rows.append([label, "–" if fig is None else str(fig.threads)] + ["–"] * 9)
             continue
-        lat = [format_time(fig.latency_ns.get(k, math.nan) * 1e-9)
+        lat = [format_time(fig.latency_ns.get(k, math.nan) * 1e-9 / s.ops_per_call)
                for k in ("p50", "p99", "p99.9")]
         table.rows.append([label, str(fig.threads),
                            estimate_cell(1 / s.median_s, 1 / s.ci_high_s, 1 / s.ci_low_s,
@@ -285,7 +296,7 @@ def _threads_footnotes(figures: Sequence[Any], summaries: Sequence[Summary]) -> 
     lines.append("fairness: min/max = ops of the least / most productive thread; Jain = "
                  "(Σx)²/(N·Σx²), 1 = equal shares, 1/N = one thread did all the work")
     lines.append("scaling model: perflab fit RESULTS.json --model usl")
-    return lines
+    return lines + _ops_footnote(summaries)
 
 
 def summary_records(grouped: dict[str, list[Summary]]) -> list[dict[str, object]]:
@@ -302,6 +313,7 @@ def summary_records(grouped: dict[str, list[Summary]]) -> list[dict[str, object]
                 "ratio_baseline": s.ratio_baseline[0] if s.ratio_baseline else "",
                 "alloc_peak_bytes": s.alloc_peak_bytes, "gc_per_1000_ops": s.gc_per_1000_ops,
                 "cold_s": s.cold_s, "loop_overhead_s": s.loop_overhead_s,
+                "ops_per_call": s.ops_per_call,
                 "processes": s.processes, "samples": s.samples, "stop_reason": s.stop_reason,
                 "error": s.error or ""}
             record.update({f"metric_{k}": v for k, v in s.metrics.items()})
