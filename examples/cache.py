@@ -35,7 +35,6 @@ from __future__ import annotations
 import functools
 import gc
 import itertools
-import json
 import os
 import sys
 import threading
@@ -46,7 +45,7 @@ import perflab
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import loopback_servers as servers  # noqa: E402
-from northwind import load_tables  # noqa: E402
+from northwind import json_rows as payloads  # noqa: E402
 
 #: the full set of sizes; PERFLAB_CACHE_SIZES overrides it (--quick: 1,000 only)
 SIZES = [1_000, 10_000, 100_000, 1_000_000]
@@ -69,13 +68,6 @@ def sizes() -> list[int]:
     if any(v < 1 for v in values):
         raise ValueError(f"PERFLAB_CACHE_SIZES={text!r}: sizes must be positive")
     return values
-
-
-@functools.lru_cache(maxsize=1)
-def payloads() -> list[bytes]:
-    """Every Northwind row (3,362 rows of 12 tables) as compact JSON bytes."""
-    return [json.dumps(row, separators=(",", ":")).encode()
-            for rows in load_tables().values() for row in rows]
 
 
 def _key(n: int, k: int) -> bytes:

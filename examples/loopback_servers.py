@@ -130,8 +130,9 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: get SIGTERM when the parent dies (Linux)."""
+def die_with_parent() -> None:
+    """Get SIGTERM when the parent process dies (Linux prctl PR_SET_PDEATHSIG; a no-op
+    elsewhere). Called in a child: a server before exec, a forked producer."""
     with contextlib.suppress(Exception):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
@@ -151,7 +152,7 @@ def _start(kind: str, binary: str, port: int) -> Server:
     folder = Path(tempfile.mkdtemp(prefix=f"perflab-{kind}-"))
     log = (folder / "server.log").open("wb")
     proc = subprocess.Popen(_command(kind, binary, port, folder), stdin=subprocess.DEVNULL,
-                            stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
+                            stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent,
                             cwd=folder)
     log.close()
     if not _started:
