@@ -292,6 +292,10 @@ class HttpStep:
         drain_s: from the end of the recorded window until the last recorded request
             was answered, failed or cut off, s (estimated from ``wall_s`` before schema
             2): about one response time for a server that kept up.
+        watched: ``--watch``/``--watch-cmd``: each watched process's timeline over the
+            step, sampled from outside every 100 ms: ``{"pid", "name", "t_s", "cpu_s",
+            "rss_bytes"}``, times since the sweep started, cumulative CPU seconds,
+            resident bytes (see :mod:`perflab.measure.watch`); empty when not watched.
     """
 
     offered_rate: float | None
@@ -329,6 +333,7 @@ class HttpStep:
     drained: int | None = 0
     ok_from_warmup: int | None = 0
     drain_s: float = math.nan
+    watched: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HttpStep:
