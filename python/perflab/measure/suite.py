@@ -144,7 +144,7 @@ def bench(func: Callable[..., Any] | None = None, *, name: str | None = None, gr
 
     Raises:
         UsageError: a param value that isn't a JSON scalar; ``ops`` that is not a
-            whole number ≥ 1 nor a param name (checked against params when expanded).
+            whole number ≥ 1 nor the name of one of ``params`` with such values.
     """
     counts = _thread_counts(threads)
 
