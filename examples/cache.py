@@ -20,8 +20,8 @@ a failure or SIGKILL (see loopback_servers.py). `make bench-deps` installs them.
 
 Columns beyond time: "memory/key" is the cache's resident memory per key: the
 growth of this process's RSS while the setup filled the cache (in-process
-caches), or of the server's RSS (memcached, Redis); "cache memory" is that growth
-in total. Each case runs serially (1 thread) and from 8 threads (threads mode).
+caches), or of the server's RSS (memcached, Redis), divided by n. Each case runs
+serially (1 thread) and from 8 threads (threads mode).
 
     python examples/cache.py --quick          # n = 1,000 only; starts and stops the servers
     python examples/cache.py --json cache.json --budget 20s
