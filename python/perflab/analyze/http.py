@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from perflab.analyze.watch import server_figures
 from perflab.model import Histogram, HttpStep, Results
 from perflab.units import format_time
 
@@ -113,6 +114,8 @@ class StepSummary:
         verdict: "ok", "saturated" or "generator-limited".
         reasons: short plain-words reasons for the verdict.
         interrupted: the step was cut short.
+        server: ``--watch``: the watched processes' CPU and memory over the step
+            (:class:`perflab.analyze.watch.ServerFigures`), else None.
     """
 
     index: int
@@ -145,6 +148,7 @@ class StepSummary:
     interrupted: bool = False
     clock_skew_ns: int | None = None
     flagged: str | None = None
+    server: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (seconds, requests/s), with units named."""
@@ -206,7 +210,8 @@ def summarize_step(step: HttpStep, index: int = 0, ok: str = "200-299") -> StepS
         errors=dict(step.errors),
         failed_statuses={code: n for code, n in step.status_counts.items()
                          if not any(lo <= int(code) <= hi for lo, hi in ranges)},
-        interrupted=step.interrupted, clock_skew_ns=step.clock_skew_ns, flagged=step.flagged)
+        interrupted=step.interrupted, clock_skew_ns=step.clock_skew_ns, flagged=step.flagged,
+        server=server_figures(step))
 
 
 def engine_busy(s: StepSummary) -> bool:

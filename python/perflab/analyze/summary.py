@@ -119,6 +119,8 @@ class Summary(MedianCI):
         warmup_samples: median warmup samples per process.
         timer_error_fraction: timer error / sample duration.
         alloc_peak_bytes / alloc_blocks: per op, from the tracemalloc pass.
+        ops_per_call: operations per call (``ops=``); every "per op" figure here is a
+            call's figure divided by it, except ``cold_s`` (the whole first call).
         metrics: median of each extra metric across processes.
         metric_units: unit of each metric.
         ratio_best / ratio_baseline: (ratio, low, high) against the group's
@@ -166,6 +168,7 @@ class Summary(MedianCI):
     metric_ratio_best: dict[str, float] = field(default_factory=dict)
     preempted: int = 0
     clock_steps_ns: list[int] = field(default_factory=list)
+    ops_per_call: int = 1
     stop_reason: str = ""
     warnings: list[Caveat] = field(default_factory=list)
     error: str | None = None
@@ -176,10 +179,16 @@ class Summary(MedianCI):
 
 
 def timing_groups(bench: Benchmark) -> list[np.ndarray]:
-    """Seconds per op of each process's unflagged samples: P arrays (empty ones dropped)."""
+    """Seconds per op of each process's unflagged samples: P arrays (empty ones dropped).
+
+    An op is one call, or 1/ops_per_call of a call when the benchmark declared
+    ``ops=`` (a sample's wall time / calls / ops per call).
+    """
     groups = []
+    per_call = bench.ops_per_call
     for proc in bench.processes:
-        values = [s.wall_ns / s.iterations * 1e-9 for s in proc.samples if not s.flagged]
+        values = [s.wall_ns / s.iterations / per_call * 1e-9 for s in proc.samples
+                  if not s.flagged]
         if values:
             groups.append(np.asarray(values))
     return groups
@@ -284,18 +293,19 @@ def _fill_process_figures(summary: Summary, bench: Benchmark) -> None:
     summary.processes = len(procs)
     summary.flagged = sum(1 for p in procs for s in p.samples if s.flagged)
     summary.cpu_wall = sum(s.cpu_ns for s in samples) / wall if wall else math.nan
-    summary.gc_per_1000_ops = 1000 * sum(s.gc_collections for s in samples) / iterations
+    ops = summary.ops_per_call = bench.ops_per_call
+    summary.gc_per_1000_ops = 1000 * sum(s.gc_collections for s in samples) / iterations / ops
     summary.gc_time_fraction = sum(s.gc_ns for s in samples) / wall if wall else math.nan
     summary.cold_s = _median([p.cold_ns for p in procs]) * 1e-9
-    summary.loop_overhead_s = _median([p.loop_overhead_ns for p in procs]) * 1e-9
+    summary.loop_overhead_s = _median([p.loop_overhead_ns for p in procs]) * 1e-9 / ops
     summary.iterations = int(_median([p.iterations for p in procs]))
     summary.warmup_samples = _median([p.warmup_samples for p in procs])
-    sample_ns = summary.median_s * 1e9 * summary.iterations
+    sample_ns = summary.median_s * 1e9 * summary.iterations * ops
     summary.timer_error_fraction = _median([p.timer_error_ns for p in procs]) / sample_ns
     peaks = [p.alloc_peak_bytes for p in procs if p.alloc_peak_bytes is not None]
-    summary.alloc_peak_bytes = _median(peaks) if peaks else None
+    summary.alloc_peak_bytes = _median(peaks) / ops if peaks else None
     blocks = [p.alloc_blocks for p in procs if p.alloc_blocks is not None]
-    summary.alloc_blocks = _median(blocks) if blocks else None
+    summary.alloc_blocks = _median(blocks) / ops if blocks else None
     summary.preempted = _preempted(samples)
     summary.clock_steps_ns = [p.clock_skew_ns or 0 for p in procs
                               if p.clock_flag and not any(x.flagged for x in p.samples)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import sys
 from typing import Any, Self
@@ -61,6 +62,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from perflab.history import record
 
     record.add_arguments(out)
+    watch = parser.add_argument_group("server")
+    watch.add_argument("--watch", action="append", type=int, default=[], metavar="PID",
+                       help="sample this process's RSS and CPU time over the run (every "
+                       "100 ms, from /proc; repeatable): the table adds the server's CPU/wall, "
+                       "CPU per request and peak RSS per step")
+    watch.add_argument("--watch-cmd", action="append", default=[], metavar="NAME",
+                       help="as --watch, for every process of this name (e.g. nginx)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -79,11 +87,18 @@ def main(args: argparse.Namespace) -> int:
     path = results_destination(args.json, "http")
     chart = Destination.check(args.chart, "--chart", "png") if args.chart else None
     check_reachable(plan.target, plan.connect_timeout_s)
+    watcher = _watcher(args)
     results = _results(plan, args, slo_s)
     steps_saved = Deferred()  # a step's save may fail (disk full): measuring goes on
-    with _live(args.quiet, plan) as live, _terminate_as_interrupt():
-        outcome = run_sweep(plan, progress=live.update if live else None,
-                            on_step=lambda o: _step_done(results, o, path, live, steps_saved))
+
+    def step_done(o: Any) -> None:
+        if watcher is not None:
+            o.steps[-1].watched = watcher.cut()
+        _step_done(results, o, path, live, steps_saved)
+
+    with _live(args.quiet, plan) as live, _terminate_as_interrupt(), \
+            watcher or contextlib.nullcontext():
+        outcome = run_sweep(plan, progress=live.update if live else None, on_step=step_done)
     later = Deferred()
     later.run(_save, results, outcome, path)
     if not path.stdout:
@@ -98,6 +113,16 @@ def main(args: argparse.Namespace) -> int:
     if chart is not None and results.benchmarks[0].steps:
         _chart(results, chart)
     return _exit_code(results)
+
+
+def _watcher(args: argparse.Namespace) -> Any:
+    """A :class:`perflab.measure.watch.Watcher` of --watch/--watch-cmd, or None.
+    Raises UsageError for a pid or name that is not running."""
+    if not (args.watch or args.watch_cmd):
+        return None
+    from perflab.measure.watch import Watcher, resolve
+
+    return Watcher(resolve(args.watch, args.watch_cmd))
 
 
 def _slo(text: str | None) -> float | None:

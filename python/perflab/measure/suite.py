@@ -40,6 +40,8 @@ class BenchSpec:
         params: parameter name → list of values; every combination is a case.
         baseline: the group's reference for the "× baseline" column.
         threads: thread counts for threads mode, or None.
+        ops: operations one call performs: a number, or the name of a param whose
+            value is the number; None is 1.
     """
 
     func: Callable[..., Any]
@@ -50,6 +52,7 @@ class BenchSpec:
     params: dict[str, list[Any]] = field(default_factory=dict)
     baseline: bool = False
     threads: list[int] | None = None
+    ops: int | str | None = None
 
 
 @dataclass
@@ -100,7 +103,14 @@ class Case:
 
         return Benchmark(name=self.spec.name, group=self.spec.group, kind="python",
                          params=dict(self.params), stage=self.spec.stage,
-                         baseline=self.spec.baseline, threads=self.threads)
+                         baseline=self.spec.baseline, threads=self.threads,
+                         ops_per_call=self.ops_per_call)
+
+    @property
+    def ops_per_call(self) -> int:
+        """Operations one call performs: ``spec.ops``, or the value of the param it names."""
+        ops = self.spec.ops
+        return 1 if ops is None else int(self.params[ops] if isinstance(ops, str) else ops)
 
 
 _BENCHES: list[BenchSpec] = []
@@ -110,7 +120,7 @@ _METRICS: list[MetricSpec] = []
 def bench(func: Callable[..., Any] | None = None, *, name: str | None = None, group: str = "",
           stage: str | None = None, setup: Callable[..., Any] | None = None,
           params: dict[str, Iterable[Any]] | None = None, baseline: bool = False,
-          threads: Iterable[int] | None = None) -> Any:
+          threads: Iterable[int] | None = None, ops: int | str | None = None) -> Any:
     """Register a benchmark function; usable as ``@bench`` or ``@bench(...)``.
 
     Args:
@@ -125,12 +135,16 @@ def bench(func: Callable[..., Any] | None = None, *, name: str | None = None, gr
             scalars and the names must be parameters of ``func``.
         baseline: mark as the group's baseline.
         threads: thread counts for threads mode (e.g. [1, 2, 4, 8]).
+        ops: the operations one call performs (e.g. 100 messages), or the name of a
+            param that holds that number; tables, ``compare`` and ``fit`` then show
+            time per operation and operations per second (a call's time / ops).
 
     Returns:
         The function unchanged (so it stays callable in tests).
 
     Raises:
-        UsageError: a param value that isn't a JSON scalar.
+        UsageError: a param value that isn't a JSON scalar; ``ops`` that is not a
+            whole number ≥ 1 nor the name of one of ``params`` with such values.
     """
     counts = _thread_counts(threads)
 
@@ -141,8 +155,9 @@ def bench(func: Callable[..., Any] | None = None, *, name: str | None = None, gr
             if bad or not values:
                 raise UsageError(f"benchmark {f.__name__!r}: param {key!r} needs a non-empty "
                                  f"list of numbers/strings/bools, got {bad or values!r}")
+        _check_ops(f.__name__, ops, plist)
         _BENCHES.append(BenchSpec(f, name or f.__name__, group, stage, setup, plist, baseline,
-                                  counts))
+                                  counts, ops))
         return f
 
     return register(func) if func is not None else register
@@ -167,6 +182,25 @@ def _thread_counts(threads: Iterable[int] | None) -> list[int] | None:
         raise UsageError(f"threads={counts!r}: thread counts must be whole numbers from 1 to "
                          f"{MAX_THREADS}, e.g. threads=[1, 2, 4, 8]")
     return counts
+
+
+def _check_ops(func_name: str, ops: int | str | None, params: dict[str, list[Any]]) -> None:
+    """Raise UsageError unless ``ops`` is None, a whole number ≥ 1, or a param name whose
+    values are all whole numbers ≥ 1."""
+    def whole(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+    if ops is None or whole(ops):
+        return
+    if isinstance(ops, str) and ops in params:
+        bad = [v for v in params[ops] if not whole(v)]
+        if not bad:
+            return
+        raise UsageError(f"benchmark {func_name!r}: ops={ops!r} names a param whose values must "
+                         f"be whole numbers ≥ 1 (operations per call), got {bad!r}")
+    raise UsageError(f"benchmark {func_name!r}: ops={ops!r} must be the number of operations "
+                     "one call performs (a whole number ≥ 1) or the name of a param holding it, "
+                     f"e.g. ops=100 or ops='batch'; params: {sorted(params)}")
 
 
 def metric(func: Callable[[Any], float | None] | None = None, *, name: str | None = None,

@@ -250,6 +250,10 @@ class HttpStep:
         drain_s: from the end of the recorded window until the last recorded request
             was answered, failed or cut off, s (estimated from ``wall_s`` before schema
             2): about one response time for a server that kept up.
+        watched: ``--watch``/``--watch-cmd``: each watched process's timeline over the
+            step, sampled from outside every 100 ms: ``{"pid", "name", "t_s", "cpu_s",
+            "rss_bytes"}``, times since the sweep started, cumulative CPU seconds,
+            resident bytes (see :mod:`perflab.measure.watch`); empty when not watched.
     """
 
     offered_rate: float | None
@@ -287,6 +291,7 @@ class HttpStep:
     drained: int | None = 0
     ok_from_warmup: int | None = 0
     drain_s: float = math.nan
+    watched: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HttpStep:
@@ -365,6 +370,8 @@ class Benchmark:
         steps: http engine data, one entry per step.
         span: trace data (kind "trace": one benchmark per span name), else None.
         threads: thread count of a threads-mode case, else None.
+        ops_per_call: operations one call performs (``@perflab.bench(ops=...)``);
+            samples time calls, summaries divide by this to give time per operation.
         stop_reason: "precision", "budget", "max-processes", "max-runs",
             "failed", "interrupted" or "done".
         error: the failure message, or None.
@@ -384,6 +391,7 @@ class Benchmark:
     stop_reason: str = "done"
     error: str | None = None
     span: TraceSpan | None = None
+    ops_per_call: int = 1
 
     @property
     def id(self) -> str:

@@ -27,7 +27,7 @@ from perflab.analyze.http import (
 )
 from perflab.model import Results
 from perflab.report.table import Table
-from perflab.units import format_time
+from perflab.units import format_bytes, format_time
 
 COLUMNS = ["offered", "achieved", "drained", "error %", "conn err %", "p50", "p90", "p99",
            "p99.9", "max", "send lag p99", "conns", "verdict"]
@@ -56,14 +56,27 @@ def _verdict(s: StepSummary) -> str:
     return text + (" (interrupted)" if s.interrupted else "")
 
 
-def _row(s: StepSummary) -> list[str]:
+#: columns added before "verdict" when --watch sampled the server
+SERVER_COLUMNS = ["server CPU/wall", "server CPU/req", "server RSS peak"]
+
+
+def _row(s: StepSummary, server: bool = False) -> list[str]:
     lat = s.latency_s
     conns = f"{s.connections_peak}" if s.mode == "closed" else \
         f"{s.connections_peak} of {s.connections}"
     return [s.label, _rate(s.achieved_rate), _count(s.drained), _percent(s.error_fraction),
             _percent(s.connection_error_fraction),
             *(_time(lat[k]) for k in ("p50", "p90", "p99", "p99.9", "max")),
-            _time(s.send_lag_p99_s), conns, _verdict(s)]
+            _time(s.send_lag_p99_s), conns, *(_server_cells(s) if server else []),
+            _verdict(s)]
+
+
+def _server_cells(s: StepSummary) -> list[str]:
+    f = s.server
+    if f is None:
+        return ["–"] * len(SERVER_COLUMNS)
+    return [f"{f.cpu_wall:.2f}" if math.isfinite(f.cpu_wall) else "–",
+            _time(f.cpu_per_request_s), format_bytes(f.rss_peak_bytes)]
 
 
 def step_line(s: StepSummary) -> str:
@@ -86,11 +99,26 @@ def sweep_table(sweep: Sweep, notes: Sequence[str] = ()) -> Table:
         The table; columns are :data:`COLUMNS`.
     """
     summaries = sweep.steps
-    table = Table(sweep.name, list(COLUMNS), align=["r"] * (len(COLUMNS) - 1) + ["l"])
-    table.rows = [_row(s) for s in summaries]
+    server = any(s.server is not None for s in summaries)
+    columns = COLUMNS[:-1] + (SERVER_COLUMNS if server else []) + COLUMNS[-1:]
+    table = Table(sweep.name, columns, align=["r"] * (len(columns) - 1) + ["l"])
+    table.rows = [_row(s, server) for s in summaries]
     table.footnotes = [*_capacity_lines(sweep), *notes, *_problem_lines(summaries),
-                       *_legend(summaries, sweep.slo_s)]
+                       *_legend(summaries, sweep.slo_s), *_server_lines(summaries)]
     return table
+
+
+def _server_lines(summaries: Sequence[StepSummary]) -> list[str]:
+    """What the --watch columns mean, and the watched processes' memory growth."""
+    watched = [s for s in summaries if s.server is not None]
+    if not watched:
+        return []
+    growth = ", ".join(f"{s.label} {format_bytes(s.server.rss_growth_bytes)}" for s in watched)
+    return [f"server (--watch, {watched[0].server.processes} process(es), sampled every 100 ms "
+            "from /proc): CPU/wall = their CPU seconds in the recorded window ÷ its length "
+            "(1.00 = one core busy); CPU/req = those CPU seconds ÷ successful responses; RSS "
+            "peak = highest summed resident memory over the step; RSS growth over each step: "
+            + growth]
 
 
 def results_notes(results: Results) -> list[str]:
@@ -237,5 +265,10 @@ def step_records(summaries: Sequence[StepSummary]) -> list[dict[str, Any]]:
                        "service_p99_s": s.service_p99_s, "cpu_share": s.cpu_share,
                        "unsent": s.unsent, "unfinished": s.unfinished, "verdict": s.verdict,
                        "reasons": "; ".join(s.reasons), "interrupted": s.interrupted})
+        if s.server is not None:
+            record.update({"server_cpu_wall": s.server.cpu_wall,
+                           "server_cpu_per_request_s": s.server.cpu_per_request_s,
+                           "server_rss_peak_bytes": s.server.rss_peak_bytes,
+                           "server_rss_growth_bytes": s.server.rss_growth_bytes})
         records.append(record)
     return records

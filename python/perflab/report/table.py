@@ -95,7 +95,8 @@ def group_table(title: str, summaries: Sequence[Summary], threaded: bool = False
     """The per-group table of ``perflab run`` (one row per benchmark).
 
     Columns: benchmark, time/op ± CI, per 1,000 ops, ops/s, CPU/wall, × best,
-    [× baseline], each metric and its × best, alloc/op, GC/1k ops, notes. In a
+    [× baseline], each metric and its × best, alloc/op (peak bytes), blocks/op
+    (memory blocks still held after a call), GC/1k ops, notes. In a
     group with thread counts (``threaded``) the ratios compare like with like (the
     same thread count) and their headers say so. Caveats are grouped by kind
     unless ``verbose``.
@@ -108,7 +109,7 @@ def group_table(title: str, summaries: Sequence[Summary], threaded: bool = False
     columns += [f"× baseline{alike}"] if has_baseline else []
     for m in metrics:
         columns += [m, f"{m} × best"]
-    columns += ["alloc/op", "GC/1k ops", "notes"]
+    columns += ["alloc/op", "blocks/op", "GC/1k ops", "notes"]
     table = Table(title, columns, align=["l"] + ["r"] * (len(columns) - 2) + ["l"])
     for s in summaries:
         table.rows.append(_group_row(s, metrics, has_baseline))
@@ -126,10 +127,17 @@ def _group_row(s: Summary, metrics: list[str], has_baseline: bool) -> list[str]:
     for m in metrics:
         row += [format_quantity(s.metrics.get(m), s.metric_units.get(m, "")),
                 format_ratio(s.metric_ratio_best[m]) if m in s.metric_ratio_best else "–"]
-    row += [format_bytes(s.alloc_peak_bytes),
+    row += [format_bytes(s.alloc_peak_bytes), _blocks_cell(s.alloc_blocks),
             f"{s.gc_per_1000_ops:.2f}" if math.isfinite(s.gc_per_1000_ops) else "–",
             _notes(s)]
     return row
+
+
+def _blocks_cell(blocks: float | None) -> str:
+    """Blocks per op: whole numbers plainly, fractions (``ops=`` batches) to 2 decimals."""
+    if blocks is None or not math.isfinite(blocks):
+        return "–"
+    return f"{blocks:,.0f}" if blocks == int(blocks) else f"{blocks:,.2f}"
 
 
 def _name(s: Summary) -> str:
@@ -148,6 +156,7 @@ def _footnotes(summaries: Sequence[Summary], verbose: bool = False) -> list[str]
             f"({s.iterations:,})" for s in measured))
         lines.append("cold (first call in a fresh process): " + ", ".join(
             f"{_name(s)} {format_time(s.cold_s)}" for s in measured))
+    lines += _ops_footnote(summaries)
     return lines
 
 
@@ -177,6 +186,16 @@ def caveat_lines(named: Sequence[tuple[str, Sequence[Any]]], verbose: bool = Fal
         line = f"{kind}" + (f" ({meaning})" if meaning else "") + ": " + ", ".join(by_kind[kind])
         lines.append(line + (f"; {advice}" if advice else ""))
     return lines
+
+
+def _ops_footnote(summaries: Sequence[Summary]) -> list[str]:
+    """What "op" means where a call performs several operations (``ops=``)."""
+    batched = [s for s in summaries if s.ops_per_call != 1]
+    if not batched:
+        return []
+    return ["per operation: " + ", ".join(f"{_name(s)} does {s.ops_per_call:,} per call"
+                                          for s in batched)
+            + "; times, rates, latencies, allocations and GC are a call's divided by that"]
 
 
 def staged_table(title: str, stage_names: list[str], rows: Sequence[StagedRow],
@@ -253,7 +272,7 @@ def threads_table(title: str, benches: Sequence[Benchmark], summaries: Sequence[
         if fig is None or not s.ok:
             table.rows.append([label, "–" if fig is None else str(fig.threads)] + ["–"] * 9)
             continue
-        lat = [format_time(fig.latency_ns.get(k, math.nan) * 1e-9)
+        lat = [format_time(fig.latency_ns.get(k, math.nan) * 1e-9 / s.ops_per_call)
                for k in ("p50", "p99", "p99.9")]
         table.rows.append([label, str(fig.threads),
                            estimate_cell(1 / s.median_s, 1 / s.ci_high_s, 1 / s.ci_low_s,
@@ -285,7 +304,7 @@ def _threads_footnotes(figures: Sequence[Any], summaries: Sequence[Summary]) -> 
     lines.append("fairness: min/max = ops of the least / most productive thread; Jain = "
                  "(Σx)²/(N·Σx²), 1 = equal shares, 1/N = one thread did all the work")
     lines.append("scaling model: perflab fit RESULTS.json --model usl")
-    return lines
+    return lines + _ops_footnote(summaries)
 
 
 def summary_records(grouped: dict[str, list[Summary]]) -> list[dict[str, object]]:
@@ -300,8 +319,10 @@ def summary_records(grouped: dict[str, list[Summary]]) -> list[dict[str, object]
                 "cpu_wall": s.cpu_wall,
                 "ratio_best": s.ratio_best[0] if s.ratio_best else "",
                 "ratio_baseline": s.ratio_baseline[0] if s.ratio_baseline else "",
-                "alloc_peak_bytes": s.alloc_peak_bytes, "gc_per_1000_ops": s.gc_per_1000_ops,
+                "alloc_peak_bytes": s.alloc_peak_bytes, "alloc_blocks": s.alloc_blocks,
+                "gc_per_1000_ops": s.gc_per_1000_ops,
                 "cold_s": s.cold_s, "loop_overhead_s": s.loop_overhead_s,
+                "ops_per_call": s.ops_per_call,
                 "processes": s.processes, "samples": s.samples, "stop_reason": s.stop_reason,
                 "error": s.error or ""}
             record.update({f"metric_{k}": v for k, v in s.metrics.items()})
