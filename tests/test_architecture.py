@@ -36,12 +36,9 @@ ENTRY = {"perflab.cli", "perflab.__main__"}
 #: print_run moves to report (i11's report/run_output.py), compare_after_run a floor lower;
 #: threads ↔ worker: their shared pieces move to measure/sampling.py (i11).
 PENDING = {("perflab.environment", "perflab.measure.integrity"),
-           ("perflab.report.table", "perflab.measure.threads"),
            ("perflab.commands.http", "perflab.commands.cmd"),
            ("perflab.commands.serve", "perflab.commands.cmd"),
-           ("perflab.commands.run", "perflab.commands.compare"),
-           ("perflab.commands.run", "perflab.commands.show"),
-           ("perflab.measure.threads", "perflab.measure.worker")}
+           ("perflab.commands.run", "perflab.commands.compare")}
 
 
 def module_name(path: Path) -> str:
