@@ -25,16 +25,20 @@ def print_run(results: Any, grouped: dict[str, Any], fmt: str) -> None:
 
 
 def print_environment(results: Any) -> None:
-    """Print the command line, the environment fingerprint in words, and the settings."""
+    """Print the command line, the environment fingerprint in words, and the settings,
+    wrapped at the tables' width."""
     from perflab.environment import describe
-    from perflab.report.escape import terminal
+    from perflab.report.console import make_console
+    from perflab.report.escape import rich_text, terminal
 
-    print(terminal("command line: " + " ".join(results.command_line), one_line=True))
-    print(terminal("created: " + results.created, one_line=True))
-    print("environment:")
+    out = make_console()
+    out.print(rich_text(terminal("command line: " + " ".join(results.command_line),
+                                 one_line=True)))
+    out.print(rich_text(terminal("created: " + results.created, one_line=True)))
+    out.print("environment:")
     for label, text in describe(results.environment):
-        print(terminal(f"  {label + ':':<16} {text}", one_line=True))
-    print(terminal("settings: " + json.dumps(results.settings, indent=2)))
+        out.print(rich_text(terminal(f"  {label + ':':<16} {text}", one_line=True)))
+    out.print(rich_text("settings: " + json.dumps(results.settings, indent=2)))
 
 
 def main(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from typing import Any
 
 from perflab.analyze.cmd import STOP_WORDS, CommandSummary, spawn_overhead_s
 from perflab.model import Results
-from perflab.report.table import Table
+from perflab.report.table import KEY, NOTE, Table
 from perflab.units import format_bytes, format_ratio, format_time
 
 _NOTE = {"unstable": "unstable", "near the spawn cost": "spawn-bound"}
@@ -48,13 +48,16 @@ def cmd_table(summaries: Sequence[CommandSummary], spawn_overhead_ns: Sequence[i
     Columns: command, runs (+ failed), median ± CI, user, system, total, real
     (mean ± σ), CPU/wall, max RSS, × fastest (or × reference) with its CI, notes.
     A max RSS within 5% of ``rss_floor_bytes`` (what an empty process reads)
-    is shown as "≤ floor": the true value is somewhere below.
+    is shown as "≤ floor": the true value is somewhere below. On a narrow terminal
+    the columns fold away in this order: CPU/wall, system, user, real, total, max RSS,
+    runs, × fastest.
     """
     settings = settings or {}
     columns = list(COLUMNS)
     if settings.get("reference") is not None:
         columns[9] = "× reference"
-    table = Table(_title(settings), columns, align=["l"] + ["r"] * 9 + ["l"])
+    table = Table(_title(settings), columns, align=["l"] + ["r"] * 9 + ["l"],
+                  fold=[KEY, 7, KEY, 3, 2, 5, 4, 1, 6, 8, NOTE])
     for s in summaries:
         table.rows.append(_row(s, rss_floor_bytes))
     table.footnotes = _footnotes(summaries, spawn_overhead_ns, settings)

@@ -15,7 +15,7 @@ from typing import Any
 from perflab.analyze.compare import Row, Side, SuiteComparison
 from perflab.analyze.decisions import VERDICTS
 from perflab.analyze.stats import Estimate
-from perflab.report.table import Table
+from perflab.report.table import KEY, NOTE, Table
 from perflab.units import format_rate, format_ratio, format_time
 
 #: Version of the ``--json`` document; bump when a field changes meaning.
@@ -74,7 +74,7 @@ def summary_table(suite: SuiteComparison, name_a: str, name_b: str) -> Table:
     title = (f"compare: B = {name_b} against A = {name_a} "
              f"(noise threshold ±{suite.threshold:.1%}, {suite.confidence:.0%} CI)")
     return Table(title, ["what", "result"], rows, ["l", "l"],
-                 footnotes=[*suite.environment, *suite.warnings])
+                 footnotes=[*suite.environment, *suite.warnings], fold=[KEY, NOTE])
 
 
 def _geomean_cell(suite: SuiteComparison) -> str:
@@ -91,10 +91,15 @@ def _cost_cell(cost: dict[str, int]) -> str:
 
 
 def rows_table(suite: SuiteComparison) -> Table:
-    """One row per compared metric: A, B (value ± CI), B/A (CI), p, q, verdict, units, notes."""
+    """One row per compared metric: A, B (value ± CI), B/A (CI), p, q, verdict, units, notes.
+
+    On a narrow terminal the columns fold away in this order: units A/B, p, q, B, A;
+    benchmark, B/A, verdict and notes always show.
+    """
     columns = ["benchmark", "A ± CI", "B ± CI", "B/A (95% CI)", "p", "q (BH)", "verdict",
                "units A/B", "notes"]
-    table = Table("benchmarks", columns, align=["l", "r", "r", "r", "r", "r", "l", "r", "l"])
+    table = Table("benchmarks", columns, align=["l", "r", "r", "r", "r", "r", "l", "r", "l"],
+                  fold=[KEY, 5, 4, KEY, 2, 3, KEY, 1, NOTE])
     table.rows = [_row_cells(r) for r in suite.rows]
     return table
 

@@ -26,7 +26,7 @@ from perflab.analyze.http import (
     engine_busy,
 )
 from perflab.model import Results
-from perflab.report.table import Table
+from perflab.report.table import KEY, NOTE, Table
 from perflab.units import format_time
 
 COLUMNS = ["offered", "achieved", "drained", "error %", "conn err %", "p50", "p90", "p99",
@@ -83,10 +83,13 @@ def sweep_table(sweep: Sweep, notes: Sequence[str] = ()) -> Table:
         notes: extra lines for the footnotes (e.g. why the sweep ended early).
 
     Returns:
-        The table; columns are :data:`COLUMNS`.
+        The table; columns are :data:`COLUMNS`. On a narrow terminal they fold away in
+        this order: p90, conn err %, max, p99.9, p50, send lag p99, conns, drained;
+        offered, achieved, error %, p99 and the verdict always show.
     """
     summaries = sweep.steps
-    table = Table(sweep.name, list(COLUMNS), align=["r"] * (len(COLUMNS) - 1) + ["l"])
+    table = Table(sweep.name, list(COLUMNS), align=["r"] * (len(COLUMNS) - 1) + ["l"],
+                  fold=[KEY, KEY, 8, KEY, 2, 5, 1, KEY, 4, 3, 6, 7, NOTE])
     table.rows = [_row(s) for s in summaries]
     table.footnotes = [*_capacity_lines(sweep), *notes, *_problem_lines(summaries),
                        *_legend(summaries, sweep.slo_s)]
