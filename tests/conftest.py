@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -11,6 +12,8 @@ import pytest
 from perflab.model import Benchmark, Process, Sample
 
 ROOT = Path(__file__).resolve().parents[1]
+# The suite may run inside a GitHub Actions step: its tables are not the job's summary.
+os.environ.pop("GITHUB_STEP_SUMMARY", None)
 
 
 def make_bench(name: str, per_op_s: list[list[float]], group: str = "g", iterations: int = 100,

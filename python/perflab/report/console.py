@@ -230,6 +230,7 @@ def emit(fmt: str, tables: Sequence[Table] | Callable[[], Sequence[Table]],
     """Print on stdout in ``fmt``: rich tables ("table"), Markdown, or CSV of ``records``.
 
     The one output switch of every command (run, cmd, http, doctor, compare, fit, show).
+    Tables (not CSV) also go to the GitHub Actions step summary (:func:`step_summary`).
 
     Args:
         fmt: one of :data:`FORMATS`.
@@ -249,3 +250,19 @@ def emit(fmt: str, tables: Sequence[Table] | Callable[[], Sequence[Table]],
         sys.stdout.write(markdown(built))
     else:
         print_tables(built)
+    step_summary(built)
+
+
+def step_summary(tables: Sequence[Table]) -> None:
+    """Append ``tables`` as Markdown to the GitHub Actions step summary when the
+    ``GITHUB_STEP_SUMMARY`` file is set (a job's summary page then shows the tables and
+    verdicts). A file that can't be written gets one ``note:`` line on stderr."""
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not path or not tables:
+        return
+    try:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(markdown(tables) + "\n")
+    except OSError as exc:
+        sys.stderr.write(f"note: GITHUB_STEP_SUMMARY {escape.terminal(path, one_line=True)}: "
+                         f"{exc.strerror or exc}; the step summary was not written\n")
