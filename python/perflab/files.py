@@ -41,7 +41,8 @@ MAX_INPUT_BYTES = 64 * 2**20
 _IN_PLACE_PREFIXES = ("/dev/fd/", "/proc/self/fd/")
 _IN_PLACE = ("/dev/stdout", "/dev/stderr", "/dev/null")
 #: How each kind of output file perflab writes starts (what makes an existing file "ours").
-_SIGNATURES = {"json": (b"{",), "png": (b"\x89PNG\r\n\x1a\n",)}
+_SIGNATURES = {"json": (b"{",), "png": (b"\x89PNG\r\n\x1a\n",),
+               "markdown": (b"<!-- perflab",), "csv": (b"id,",)}
 
 
 class SaveError(PerflabError):

@@ -193,8 +193,9 @@ def print_comparison(suite: SuiteComparison, name_a: str, name_b: str, fmt: str,
     return tripped
 
 
-def gate(tripped: list[str], fail_on: list[str]) -> int:
-    """Exit code of the CI gate: 1 (with one stderr line) when something tripped, else 0."""
+def gate(tripped: list[str], fail_on: list[str], noun: str = "benchmark(s)") -> int:
+    """Exit code of the CI gate: 1 (with one stderr line naming ``tripped``, what
+    ``noun`` counts) when something tripped, else 0."""
     if not tripped:
         return 0
     from perflab.report.escape import terminal
@@ -202,5 +203,5 @@ def gate(tripped: list[str], fail_on: list[str]) -> int:
     shown = ", ".join(terminal(t, one_line=True) for t in tripped[:5]) + (
         f" and {len(tripped) - 5} more" if len(tripped) > 5 else "")
     sys.stderr.write(f"gate: --fail-on {','.join(fail_on)} tripped by {len(tripped)} "
-                     f"benchmark(s): {shown}\n")
+                     f"{noun}: {shown}\n")
     return 1
