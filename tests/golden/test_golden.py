@@ -77,16 +77,9 @@ def _perflab(*argv: str) -> Callable[[], int]:
 
 def doctor_report(document: dict[str, Any]) -> Any:
     """A DoctorReport rebuilt from a saved ``perflab doctor --json`` document."""
-    from perflab import doctor_model as d
+    from perflab.doctor_model import DoctorReport
 
-    cross = dict(document["cross_checks"])
-    cross["steps"] = [d.Step(**s) for s in cross["steps"]]
-    return d.DoctorReport(
-        document["created"], document["duration_s"], document["elapsed_s"],
-        document["clocksource"], {k: d.ClockFigures(**v) for k, v in document["clocks"].items()},
-        d.CrossChecks(**cross), document["timer_slack_ns"],
-        [d.SleepFigures(**s) for s in document["sleep"]], d.CpuLoad(**document["cpu"]),
-        [d.Check(**c) for c in document["checks"]])
+    return DoctorReport.from_dict(document)
 
 
 def _doctor(fmt: str) -> Callable[[], int]:
@@ -131,6 +124,8 @@ def _cases() -> dict[str, tuple[Callable[[], int], bool]]:
                                            False)
         cases[f"summaries-{name}.json"] = (_summaries(name), True)
     cases["show-run-a-env.table"] = (_perflab("show", "run-a.json", "--env"), False)
+    for fmt in FORMATS:
+        cases[f"show-doctor.{fmt}"] = (_perflab("show", "doctor.json", "--format", fmt), False)
     for kind, (a, b) in COMPARISONS.items():
         for fmt in FORMATS:
             cases[f"compare-{kind}.{fmt}"] = (_perflab("compare", f"{a}.json", f"{b}.json",
