@@ -9,7 +9,7 @@ CARGO   ?= cargo
 export CARGO_TARGET_DIR := $(CURDIR)/rust/target
 RUST_SOURCES := $(shell find rust -name '*.rs' -o -name Cargo.toml | grep -v '^rust/target')
 
-.PHONY: all build demo test test-rust test-python system-deps bench-deps bench clean
+.PHONY: all build demo test test-rust test-python test-install system-deps bench-deps bench clean
 
 all: build
 
@@ -82,7 +82,7 @@ demo: build
 	$(PY) -m perflab run examples/serialization.py --precision 2% --budget 8s \
 	  --json out/northwind.json
 
-test: build system-deps test-rust test-python
+test: build system-deps test-rust test-python test-install
 
 # --examples: the speed probe (examples/speed.rs) is built too, so it can't rot.
 test-rust:
@@ -90,6 +90,19 @@ test-rust:
 
 test-python: build
 	$(PY) -m pytest tests
+
+# A user's install, outside this repository and its .venv: `pip install .` into a fresh
+# venv, and `pip wheel .`; then the installed perflab runs. The debug profile reuses the
+# engine that `make build` compiled (a release build from scratch takes minutes).
+INSTALL_DIR := $(or $(TMPDIR),/tmp)/perflab-install-test
+test-install: build
+	rm -rf $(INSTALL_DIR) && mkdir -p $(INSTALL_DIR)
+	python3 -m venv $(INSTALL_DIR)/venv
+	MATURIN_PEP517_ARGS="--profile dev" $(INSTALL_DIR)/venv/bin/pip install -q .
+	MATURIN_PEP517_ARGS="--profile dev" $(INSTALL_DIR)/venv/bin/pip wheel -q --no-deps . \
+	  -w $(INSTALL_DIR)/wheel
+	cd $(INSTALL_DIR) && ./venv/bin/python $(CURDIR)/tests/install_check.py wheel/perflab-*.whl
+	rm -rf $(INSTALL_DIR)
 
 # Benchmarks need the optimised native core: one release build, then the debug
 # build is redone by the next `make build`.

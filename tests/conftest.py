@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,11 @@ from perflab.model import Benchmark, Process, Sample
 ROOT = Path(__file__).resolve().parents[1]
 #: pytester runs inner pytest sessions for the plugin's tests (tests/pytest_plugin)
 pytest_plugins = ["pytester"]
+# The suite may run inside a GitHub Actions step: its tables are not the job's summary.
+os.environ.pop("GITHUB_STEP_SUMMARY", None)
+# Tests of content read whole lines: print at 200 columns (the width policy itself is
+# tested at 80-200 columns by tests/golden and tests/report/test_console.py).
+os.environ["COLUMNS"] = "200"
 
 
 def make_bench(name: str, per_op_s: list[list[float]], group: str = "g", iterations: int = 100,

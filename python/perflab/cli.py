@@ -67,8 +67,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     module = importlib.import_module(f"perflab.commands.{top.command}")
     parser = _Parser(prog=f"perflab {top.command}", description=COMMANDS[top.command])
     parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    if top.command != "serve":
+        parser.add_argument("--wide", action="store_true",
+                            help="print every column of the tables, however wide the lines "
+                            "(by default lower-priority columns fold away to fit the terminal, "
+                            "or COLUMNS, or 120 when piped)")
     module.add_arguments(parser)
     args = parser.parse_args(attach_negative_values(parser, argv[1:]))
+    from perflab.report import console
+
+    console.configure(wide=getattr(args, "wide", False))
     return _guarded(module.main, args)
 
 

@@ -189,6 +189,20 @@ class DoctorReport:
         """JSON form: top-level clocksource, clocks, cross_checks, sleep, cpu, checks."""
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, document: dict[str, Any]) -> DoctorReport:
+        """The report of a ``perflab doctor --json`` document (checked against its schema
+        first: ``perflab.schema.validate(document, "doctor")``). Extra keys (tool, kind,
+        environment, …) are ignored. Raises KeyError/TypeError on a malformed document."""
+        cross = dict(document["cross_checks"])
+        cross["steps"] = [Step(**s) for s in cross["steps"]]
+        return cls(document["created"], document["duration_s"], document["elapsed_s"],
+                   document["clocksource"],
+                   {k: ClockFigures(**v) for k, v in document["clocks"].items()},
+                   CrossChecks(**cross), document["timer_slack_ns"],
+                   [SleepFigures(**s) for s in document["sleep"]], CpuLoad(**document["cpu"]),
+                   [Check(**c) for c in document["checks"]])
+
     @property
     def failed(self) -> bool:
         """True when any check failed."""

@@ -42,7 +42,8 @@ _IN_PLACE_PREFIXES = ("/dev/fd/", "/proc/self/fd/")
 _IN_PLACE = ("/dev/stdout", "/dev/stderr", "/dev/null")
 #: How each kind of output file perflab writes starts (what makes an existing file "ours").
 _SIGNATURES = {"json": (b"{",), "png": (b"\x89PNG\r\n\x1a\n",),
-               "html": (b"<!DOCTYPE html><!-- perflab report -->",)}
+               "html": (b"<!DOCTYPE html><!-- perflab report -->",),
+               "markdown": (b"<!-- perflab",), "csv": (b"id,",)}
 
 
 class SaveError(PerflabError):

@@ -177,3 +177,15 @@ def test_capacity_is_ok_and_below_every_saturated_step(rows: list[tuple]) -> Non
     assert cap.step.verdict == "ok"
     assert all(cap.step.load < load for load in saturated)
     assert all(s.load <= cap.step.load for s in summaries if s.verdict == "ok")
+
+
+def test_slo_limits_each_saturate_and_name_themselves() -> None:
+    s = ah.summarize_step(step(1000.0, p99_us=2000.0, failures=20,
+                               status_counts={"200": 10000, "503": 20}))
+    slo = {"p50": 1.0, "p99": 1e-3, "p99.9": 1.0, "error": 0.001}
+    assert ah.slo_misses(s, slo) == ["p99 over the 1 ms SLO", "errors over the 0.1% SLO"]
+    assert ah.slo_misses(s, {"p99": 5e-3, "error": 0.01}) == []
+    assert ah.slo_thresholds(0.02) == {"p99": 0.02} and ah.slo_thresholds(None) == {}
+    assert "p99.9 over the 1 ms SLO" in ah.saturation_reasons(s, {"p99.9": 1e-3})
+    assert ah.slo_text({"p99": 0.01, "error": 0.001}) == "p99 ≤ 10 ms, errors ≤ 0.1%"
+    assert verdicts([step(1000.0, p99_us=2000.0)], {"p99": 1e-3}) == ["saturated"]

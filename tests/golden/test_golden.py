@@ -4,6 +4,9 @@ Each case runs perflab in-process on the files in ``tests/golden/data`` (``perfl
 ``compare``, ``fit``; the doctor's tables from a saved doctor document; the summaries a
 results file is saved with) and compares its exit code, stdout and stderr with
 ``tests/golden/snapshots/<case>.txt``. A refactor must leave every snapshot as it is.
+Every table case is rendered at 200 columns and again at 80, 100 and 120
+(``<case>-<width>``); :func:`test_tables_fit` checks at each width what the width
+policy promises (no line too long, no name cut, no unit lost).
 
 After an intended change of the output, regenerate the snapshots with one command and
 read their diff before committing it::
@@ -74,16 +77,9 @@ def _perflab(*argv: str) -> Callable[[], int]:
 
 def doctor_report(document: dict[str, Any]) -> Any:
     """A DoctorReport rebuilt from a saved ``perflab doctor --json`` document."""
-    from perflab import doctor_model as d
+    from perflab.doctor_model import DoctorReport
 
-    cross = dict(document["cross_checks"])
-    cross["steps"] = [d.Step(**s) for s in cross["steps"]]
-    return d.DoctorReport(
-        document["created"], document["duration_s"], document["elapsed_s"],
-        document["clocksource"], {k: d.ClockFigures(**v) for k, v in document["clocks"].items()},
-        d.CrossChecks(**cross), document["timer_slack_ns"],
-        [d.SleepFigures(**s) for s in document["sleep"]], d.CpuLoad(**document["cpu"]),
-        [d.Check(**c) for c in document["checks"]])
+    return DoctorReport.from_dict(document)
 
 
 def _doctor(fmt: str) -> Callable[[], int]:
@@ -128,6 +124,8 @@ def _cases() -> dict[str, tuple[Callable[[], int], bool]]:
                                            False)
         cases[f"summaries-{name}.json"] = (_summaries(name), True)
     cases["show-run-a-env.table"] = (_perflab("show", "run-a.json", "--env"), False)
+    for fmt in FORMATS:
+        cases[f"show-doctor.{fmt}"] = (_perflab("show", "doctor.json", "--format", fmt), False)
     for kind, (a, b) in COMPARISONS.items():
         for fmt in FORMATS:
             cases[f"compare-{kind}.{fmt}"] = (_perflab("compare", f"{a}.json", f"{b}.json",
@@ -146,16 +144,22 @@ def _cases() -> dict[str, tuple[Callable[[], int], bool]]:
     return cases
 
 
-CASES = _cases()
+#: Terminal widths every table case is also rendered at (its plain case is at 200).
+WIDTHS = (80, 100, 120)
+#: Case name → (the call, whether its stdout is JSON, COLUMNS).
+CASES = {name: (call, is_json, 200) for name, (call, is_json) in _cases().items()}
+CASES.update({f"{name}-{width}": (call, False, width)
+              for name, (call, is_json) in _cases().items() if name.endswith(".table")
+              for width in WIDTHS})
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_golden(case: str, capfd: pytest.CaptureFixture[str],
                 monkeypatch: pytest.MonkeyPatch) -> None:
     """The case's exit code, stdout and stderr are its snapshot's."""
-    call, is_json = CASES[case]
+    call, is_json, width = CASES[case]
     monkeypatch.chdir(DATA)
-    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("COLUMNS", str(width))
     monkeypatch.setattr(sys, "argv", ["perflab", *getattr(call, "argv", ())])
     code = call()
     out, err = capfd.readouterr()
@@ -173,3 +177,54 @@ def test_every_snapshot_has_a_case() -> None:
     """No stale snapshot lingers after a case is renamed or removed."""
     stale = {p.name[:-4] for p in SNAPSHOTS.glob("*.txt")} - set(CASES)
     assert not stale
+
+
+@pytest.mark.parametrize("case", sorted(c for c in CASES if c.endswith(".table")
+                                        or c.rsplit("-", 1)[-1].isdigit()))
+def test_tables_fit(case: str, capfd: pytest.CaptureFixture[str],
+                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """At every width, each line fits, every identifying cell and headline figure shows
+    whole (units included), every word of the notes shows, nothing is cut with "…", and
+    the columns folded away are named under their table."""
+    from rich.cells import cell_len
+
+    from perflab.report import console
+    from perflab.report.table import KEY, NOTE
+
+    call, _, width = CASES[case]
+    printed: list[Any] = []
+    real = console.print_tables
+
+    def record(tables: Any, *args: Any) -> None:
+        printed.extend(tables)
+        real(tables, *args)
+
+    monkeypatch.chdir(DATA)
+    monkeypatch.setenv("COLUMNS", str(width))
+    monkeypatch.setattr(console, "print_tables", record)
+    call()
+    out = capfd.readouterr().out
+    assert printed
+    lines = out.splitlines()
+    assert all(cell_len(line.rstrip()) <= width for line in lines), case
+    made = "".join(t.title + "".join(t.footnotes) + "".join(c for r in t.rows for c in r)
+                   for t in printed)
+    assert out.count("…") <= made.count("…"), "rich cut a cell"
+    for table in printed:
+        ranks = table.fold or [KEY] * len(table.columns)
+        shown, narrowest = console.fit_columns(table, width)
+        for i, (name, rank) in enumerate(zip(table.columns, ranks)):
+            if rank in (KEY, NOTE):
+                assert i in shown, name
+                right = table.align and table.align[i] == "r"
+                column = console.text_widths(table, shown, narrowest, width).get(i)
+                for cell in (row[i] for row in table.rows):
+                    if right or column is None:  # never wraps: the whole cell on one line
+                        assert any(cell in line for line in lines), (name, cell)
+                        continue
+                    pieces = [w[k:k + column] for w in cell.split()  # wrapped, or folded
+                              for k in range(0, len(w), column)]
+                    assert all(p in out for p in pieces), (name, cell)
+            elif i not in shown:
+                flowing = " ".join(out.split())  # footnotes wrap
+                assert f"folded away to fit {width} columns:" in flowing and name in flowing

@@ -87,3 +87,18 @@ def test_chart_is_written(tmp_path: Path) -> None:
     closed = summarize_steps([step(None, mode="closed", connections=n) for n in (1, 2)])
     assert sweep_chart(swept("t", closed), tmp_path / "closed.png").stat().st_size > 10_000
     assert not math.isnan(closed[0].achieved_rate)
+
+
+def test_a_small_machine_still_gets_a_floor_of_the_capacity() -> None:
+    # every step generator-limited (an engine thread ≥ 90% busy), the server clean
+    steps = summarize_steps([step(1000.0, cpu=0.97), step(2000.0, cpu=0.97)])
+    table = sweep_table(swept("t", steps))
+    line = table.footnotes[0]
+    assert line.startswith("capacity estimate: none — no step was ok; but the server kept up "
+                           "with at least 2,000/s (achieved at 2,000/s")
+    assert "--threads" in line and "another machine" in line
+    # a step with server trouble is no floor
+    troubled = summarize_steps([step(1000.0, cpu=0.97, failures=500,
+                                     status_counts={"200": 9500, "503": 500})])
+    assert sweep_table(swept("t", troubled)).footnotes[0] == \
+        "capacity estimate: none — no step was ok"

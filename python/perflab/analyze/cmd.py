@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from perflab.analyze import stats
+from perflab.analyze.decisions import FAILED, verdict
 from perflab.analyze.summary import UNSTABLE_SPREAD, MedianCI
 from perflab.model import Benchmark, CommandRun, Results
 
@@ -51,6 +52,9 @@ class CommandSummary(MedianCI):
         outliers: runs with |modified z| > 3.5 (flagged, kept in the statistics).
         ratio: (median / reference median, CI low, CI high), or None.
         reference: True for the row the ratios are taken against.
+        verdict: this command against the reference, decided from the ratio's CI and
+            the noise threshold as ``perflab compare`` decides (faster, slower, same,
+            inconclusive; failed when it has no statistics; "" for the reference).
         stop_reason / error / warnings: why it stopped, failure, plain-words warnings.
     """
 
@@ -79,6 +83,7 @@ class CommandSummary(MedianCI):
     outliers: int = 0
     ratio: tuple[float, float, float] | None = None
     reference: bool = False
+    verdict: str = ""
     stop_reason: str = ""
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
@@ -138,8 +143,8 @@ def _fill_cpu(s: CommandSummary, runs: Sequence[CommandRun]) -> None:
 
 def summarize_commands(benches: Sequence[Benchmark], reference: int | None = None,
                        spawn_overhead_ns: Sequence[int] = (), confidence: float = 0.95,
-                       precision: float | None = None, seed: int | None = 0
-                       ) -> list[CommandSummary]:
+                       precision: float | None = None, seed: int | None = 0,
+                       threshold: float = 0.02) -> list[CommandSummary]:
     """Summaries of all commands with ratios against the reference (default: the fastest).
 
     The ratio is this command's median / the reference's median with a
@@ -154,6 +159,7 @@ def summarize_commands(benches: Sequence[Benchmark], reference: int | None = Non
         confidence: CI level.
         precision: the run's target, to word the "stopped before precision" warning.
         seed: bootstrap seed.
+        threshold: the noise threshold t of the verdicts (ratio within 1 ± t: same).
 
     Returns:
         Summaries in input order.
@@ -171,6 +177,9 @@ def summarize_commands(benches: Sequence[Benchmark], reference: int | None = Non
                 est = stats.block_ratio_ci(*_walls(benches[i]), ref_walls, ref_blocks,
                                            confidence, 2000, rng)
                 summaries[i].ratio = (est.value, est.low, est.high)
+    for s in summaries:
+        s.verdict = "" if s.reference else FAILED if not s.ok or s.ratio is None else \
+            verdict(s.ratio[1], s.ratio[2], threshold)
     overhead = float(np.median(spawn_overhead_ns)) * 1e-9 if len(spawn_overhead_ns) else None
     for s in summaries:
         s.warnings = _warnings(s, precision, overhead)
@@ -182,7 +191,8 @@ def summarize_results(results: Results) -> list[CommandSummary]:
     precision its settings recorded (see :func:`summarize_commands`)."""
     s = results.settings
     return summarize_commands(results.benchmarks, s.get("reference"), results.spawn_overhead_ns,
-                              s.get("confidence", 0.95), s.get("precision"))
+                              s.get("confidence", 0.95), s.get("precision"),
+                              threshold=s.get("threshold", 0.02))
 
 
 def _walls(bench: Benchmark) -> tuple[np.ndarray, list[int | None]]:

@@ -233,15 +233,52 @@ def generator_reasons(s: StepSummary) -> list[str]:
     return reasons
 
 
-def saturation_reasons(s: StepSummary, slo_s: float | None = None) -> list[str]:
-    """Why this step shows a saturated server (empty when it does not)."""
+#: What ``--slo`` may bound: latency percentiles (s) and the error fraction.
+SLO_KEYS = ("p50", "p90", "p99", "p99.9", "max", "error")
+
+
+def slo_thresholds(slo_s: float | dict[str, float] | None) -> dict[str, float]:
+    """The SLO as {key: limit}: a bare number is a p99 limit in seconds (None: none)."""
+    if slo_s is None:
+        return {}
+    return dict(slo_s) if isinstance(slo_s, dict) else {"p99": float(slo_s)}
+
+
+def slo_text(slo: dict[str, float]) -> str:
+    """The SLO in words, e.g. "p99 ≤ 10 ms, error ≤ 0.1%"."""
+    return ", ".join(f"errors ≤ {v * 100:.3g}%" if k == "error" else f"{k} ≤ {v * 1e3:g} ms"
+                     for k, v in slo.items())
+
+
+def slo_misses(s: StepSummary, slo: dict[str, float], unmeasured: bool = True) -> list[str]:
+    """The SLO limits this step missed, in words (empty: it met them all).
+
+    Args:
+        s: the step.
+        slo: {key of :data:`SLO_KEYS`: limit (s, or a fraction for "error")}.
+        unmeasured: whether a latency that could not be measured (no successful
+            request) counts as a miss.
+    """
+    out = []
+    for key, limit in slo.items():
+        value = s.error_fraction if key == "error" else s.latency_s[key]
+        if value <= limit or (not unmeasured and not math.isfinite(value)):
+            continue
+        out.append(f"errors over the {limit * 100:.3g}% SLO" if key == "error"
+                   else f"{key} over the {limit * 1e3:g} ms SLO")
+    return out
+
+
+def saturation_reasons(s: StepSummary, slo_s: float | dict[str, float] | None = None
+                       ) -> list[str]:
+    """Why this step shows a saturated server (empty when it does not); ``slo_s``: a
+    p99 limit in seconds, or the limits of :func:`slo_thresholds`."""
     reasons = []
     if s.offered_rate and not s.achieved_rate >= ACHIEVED_SHARE * s.offered_rate:
         reasons.append(f"achieved {_share(s.achieved_rate, s.offered_rate):.0%} of offered")
     if s.error_fraction > ERROR_LIMIT:
         reasons.append(f"errors {s.error_fraction:.1%}")
-    if slo_s is not None and s.latency_s["p99"] > slo_s:
-        reasons.append(f"p99 over the {slo_s * 1e3:g} ms SLO")
+    reasons += slo_misses(s, slo_thresholds(slo_s), unmeasured=False)
     reasons += backlog_reasons(s)
     if s.completed == 0 and not reasons:
         reasons.append("no request completed")
@@ -274,13 +311,14 @@ def server_bound(s: StepSummary) -> bool:
     return backlog >= SERVER_BOUND_FACTOR * lag
 
 
-def summarize_steps(steps: Sequence[HttpStep], slo_s: float | None = None,
+def summarize_steps(steps: Sequence[HttpStep], slo_s: float | dict[str, float] | None = None,
                     ok: str = "200-299") -> list[StepSummary]:
     """Summaries with verdicts for a sweep (module docstring: the rules).
 
     Args:
         steps: the sweep's steps, in run order.
-        slo_s: the latency SLO for p99, s (None: no SLO).
+        slo_s: the latency SLO for p99, s, or every limit (:func:`slo_thresholds`);
+            None: no SLO.
         ok: the statuses that counted as success (--ok).
 
     Returns:
@@ -334,6 +372,17 @@ def capacity(summaries: Sequence[StepSummary]) -> Capacity | None:
                     limited_by_perflab=not saturated and bool(heavier))
 
 
+def kept_up_while_limited(summaries: Sequence[StepSummary],
+                          slo: float | dict[str, float] | None = None) -> StepSummary | None:
+    """The generator-limited step with the highest achieved rate at which the server
+    showed no sign of saturation (:func:`saturation_reasons` empty): the server kept up
+    with at least that rate while perflab was the limit. None when there is none."""
+    clean = [s for s in summaries if s.verdict == GENERATOR_LIMITED and not s.flagged
+             and math.isfinite(s.achieved_rate) and s.achieved_rate > 0
+             and not saturation_reasons(s, slo)]
+    return max(clean, key=lambda s: s.achieved_rate, default=None)
+
+
 @dataclass
 class Sweep:
     """The figures of an ``http`` results file, ready to render.
@@ -343,18 +392,25 @@ class Sweep:
         steps: one summary with its verdict per step, in run order.
         capacity: the capacity estimate (None: no step was ok).
         slo_s: the p99 SLO the verdicts used, s (None: none).
+        slo: every SLO limit the verdicts used (:func:`slo_thresholds`; p99 included).
     """
 
     name: str
     steps: list[StepSummary]
     capacity: Capacity | None
     slo_s: float | None = None
+    slo: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.slo and self.slo_s is not None:
+            self.slo = {"p99": self.slo_s}
 
 
 def summarize_results(results: Results) -> Sweep:
     """The sweep of an ``http`` results file (its one benchmark), with the SLO and the
     success statuses its settings recorded."""
     settings = results.settings
-    steps = summarize_steps(results.benchmarks[0].steps, settings.get("slo_s"),
+    slo = slo_thresholds(settings.get("slo") or settings.get("slo_s"))
+    steps = summarize_steps(results.benchmarks[0].steps, slo or None,
                             settings.get("ok") or "200-299")
-    return Sweep(results.benchmarks[0].name, steps, capacity(steps), settings.get("slo_s"))
+    return Sweep(results.benchmarks[0].name, steps, capacity(steps), slo.get("p99"), slo)

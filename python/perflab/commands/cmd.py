@@ -70,6 +70,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="commands to benchmark; {name} is replaced by -P/-L values")
     parser.add_argument("--shell", action="store_true",
                         help="run commands through a shell (default: no shell, split like sh)")
+    parser.add_argument("-N", "--no-shell", action="store_true",
+                        help="no shell (hyperfine's -N; already the default)")
+    parser.add_argument("-n", "--command-name", action="append", default=[], dest="names",
+                        metavar="NAME", help="name of a command in tables and files, in the "
+                        "order of the commands; repeatable; {param} placeholders are filled")
     parser.add_argument("--shell-path", default="sh", metavar="SHELL", help="the shell (sh)")
     parser.add_argument("-P", "--parameter-scan", nargs="+", action=_Scan, default=[],
                         dest="scans", metavar=("NAME LO HI", "STEP"),
@@ -77,20 +82,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-L", "--parameter-list", nargs=2, action="append", default=[],
                         dest="lists", metavar=("NAME", "A,B,C"),
                         help="a parameter of listed values")
-    for hook, text in (("setup", "before all runs of each command"),
-                       ("prepare", "before each run (untimed), e.g. to drop caches"),
-                       ("conclude", "after each run (untimed)"),
-                       ("cleanup", "after all runs of each command")):
-        parser.add_argument(f"--{hook}", metavar="CMD", help=f"shell command run {text}")
-    parser.add_argument("--warmup", type=int, default=0, metavar="N",
+    for short, hook, text in (("-s", "setup", "before all runs of each command"),
+                              ("-p", "prepare", "before each run (untimed), e.g. to drop "
+                               "caches"),
+                              (None, "conclude", "after each run (untimed)"),
+                              ("-c", "cleanup", "after all runs of each command")):
+        parser.add_argument(*filter(None, (short, f"--{hook}")), metavar="CMD",
+                            help=f"shell command run {text}")
+    parser.add_argument("-w", "--warmup", type=int, default=0, metavar="N",
                         help="untimed runs of each command first (0)")
     parser.add_argument("--no-interleave", action="store_true",
                         help="run all of A, then all of B (default: randomized blocks)")
     parser.add_argument("--precision", default="1%", help="target 95%% CI half-width of each "
                         "median and ratio (1%%)")
-    parser.add_argument("--min-runs", type=int, default=10, help="timed runs at least (10)")
-    parser.add_argument("--max-runs", type=int, default=1000, help="timed runs at most (1000)")
-    parser.add_argument("--runs", type=int, metavar="N", help="exactly N runs (min = max = N)")
+    parser.add_argument("-m", "--min-runs", type=int, default=10, metavar="N",
+                        help="timed runs at least (10)")
+    parser.add_argument("-M", "--max-runs", type=int, default=1000, metavar="N",
+                        help="timed runs at most (1000)")
+    parser.add_argument("-r", "--runs", type=int, metavar="N",
+                        help="exactly N runs (min = max = N)")
     parser.add_argument("--budget", default="10s", help="time each command may spend (10s)")
     parser.add_argument("--timeout", default="10m", help="kill a run (or hook) lasting longer "
                         "and count it failed (10m; 0 = never)")
@@ -101,11 +111,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="let commands print to the terminal (default: discarded)")
     parser.add_argument("--input", metavar="FILE", help="feed FILE to each run's stdin")
     parser.add_argument("--reference", metavar="CMD", help="ratios against this command (its "
-                        "text, or its 1-based number); default: the fastest")
+                        "text, name, or 1-based number); default: the fastest")
+    parser.add_argument("--threshold", default="2%", help="noise threshold t of the verdicts: "
+                        "a ratio within ±t counts as the same (2%%)")
+    parser.add_argument("--fail-on", default="", metavar="VERDICTS",
+                        help="exit 1 when a command gets one of these verdicts against the "
+                        "reference, comma separated: slower, faster, inconclusive, failed "
+                        "(as perflab compare --fail-on)")
     parser.add_argument("--json", metavar="FILE", help="write the results file here "
                         "(default: .perflab/cmd-<time>.json); '-': JSON on stdout, no table")
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
                         help="how to print the results on stdout")
+    for kind, what in (("json", "hyperfine's JSON (results: command, mean, stddev, median, "
+                        "user, system, min, max, times, exit_codes, parameters; seconds)"),
+                       ("markdown", "the table as Markdown"),
+                       ("csv", "one CSV line per command (seconds, bytes)")):
+        parser.add_argument(f"--export-{kind}", metavar="FILE",
+                            help=f"also write {what} to FILE; any of them at once")
     parser.add_argument("--seed", type=int, help="seed the block order, the environment offsets "
                         "and the bootstrap")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
@@ -165,13 +187,20 @@ def _specs(args: argparse.Namespace) -> list[Any]:
     from perflab.measure.parameters import expand_commands
 
     hooks = {h: getattr(args, h) for h in HOOKS}
+    if args.shell and args.no_shell:
+        raise UsageError("--shell and -N (no shell) contradict each other; give one")
     shell = args.shell_path if args.shell else None
-    commands = list(args.commands or [])
+    commands, names = list(args.commands or []), list(args.names)
+    if len(names) > len(commands):
+        raise UsageError(f"{len(names)} names (-n) for {len(commands)} commands; give at "
+                         "most one name per command, in the commands' order")
     if args.reference and not args.reference.isdigit() and args.reference not in commands:
-        probe = expand_commands(commands, _parameters(args), hooks, shell) if commands else []
+        probe = expand_commands(commands, _parameters(args), hooks, shell, names) \
+            if commands else []
         if not any(args.reference in (s.name, s.text) for s in probe):
             commands.insert(0, args.reference)
-    return expand_commands(commands, _parameters(args), hooks, shell)
+            names = [args.reference, *names] if names else []
+    return expand_commands(commands, _parameters(args), hooks, shell, names)
 
 
 def _check_input(path: str | None) -> None:
@@ -202,11 +231,17 @@ def main(args: argparse.Namespace) -> int:
     from perflab.measure.spawn import PosixSpawner
     from perflab.model import Results
 
+    from perflab.analyze.compare import parse_fail_on
+    from perflab.units import parse_fraction
+
     specs = _specs(args)
     settings = _settings(args, specs)
+    threshold = parse_fraction(args.threshold, "--threshold", "2%", "0.02", allow_zero=True)
+    fail_on = parse_fail_on(args.fail_on)
     _check_input(args.input)
     destination = results_destination(args.json, "cmd")
     chart = Destination.check(args.chart, "--chart", "png") if args.chart else None
+    exports = _exports(args)
     shell = resolve_executable(args.shell_path, "--shell") if args.shell else None
     overhead = (shell, "-c", "") if shell else (resolve_executable("true", "true"),)
     env = environment.fingerprint(__version__)
@@ -214,7 +249,7 @@ def main(args: argparse.Namespace) -> int:
                       created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                       perflab_version=__version__, environment=env,
                       settings={**settings.to_dict(), "shell": shell, "input": args.input,
-                                "show_output": args.show_output})
+                                "show_output": args.show_output, "threshold": threshold})
     spawner = PosixSpawner(show_output=args.show_output, input_path=args.input, seed=args.seed)
     with _progress(settings.precision, args.quiet or args.show_output) as progress, \
             _terminate_as_interrupt():
@@ -224,12 +259,13 @@ def main(args: argparse.Namespace) -> int:
     results.spawn_overhead_ns, results.interrupted = runner.spawn_overhead_ns, runner.interrupted
     results.rss_floor_bytes = runner.rss_floor_bytes
     environment.finish(env)
-    _save_and_print(results, args, destination)
+    summaries = _save_and_print(results, args, destination, exports)
     if chart is not None:
         from perflab.report.result_charts import cmd_chart, write_chart
 
         write_chart(chart, lambda out: cmd_chart(results.benchmarks, out))
-    return _exit_code(results, runner)
+    code = _exit_code(results, runner)
+    return _gate(summaries, fail_on) if code == 0 else code
 
 
 def _exit_code(results: Any, runner: Any) -> int:
@@ -238,6 +274,23 @@ def _exit_code(results: Any, runner: Any) -> int:
     if runner.start_errors:
         return 2
     return 1 if any(b.failed for b in results.benchmarks) else 0
+
+
+def _gate(summaries: Any, fail_on: list[str]) -> int:
+    """``--fail-on``: 1 (one ``gate:`` line on stderr) when a command's verdict against
+    the reference is one of ``fail_on``, as ``perflab compare --fail-on`` gates."""
+    from perflab.report.compare_table import gate
+
+    return gate([s.label for s in summaries if s.verdict in fail_on], fail_on)
+
+
+def _exports(args: argparse.Namespace) -> dict[str, Any]:
+    """The checked ``--export-*`` destinations (hyperfine's options), by format."""
+    from perflab.files import Destination
+
+    return {kind: Destination.check(path, f"--export-{kind}", kind)
+            for kind in ("json", "markdown", "csv")
+            if (path := getattr(args, f"export_{kind}")) is not None}
 
 
 @contextlib.contextmanager
@@ -259,25 +312,31 @@ def _progress(precision: float, quiet: bool) -> Any:
         return contextlib.nullcontext(None)
     from perflab.report.progress import RichProgress
 
-    return RichProgress(precision)
+    return RichProgress(precision, unit="runs")
 
 
-def _save_and_print(results: Any, args: argparse.Namespace, destination: Any) -> None:
-    """Save (a failed save is raised after the table is printed), print."""
+def _save_and_print(results: Any, args: argparse.Namespace, destination: Any,
+                    exports: dict[str, Any]) -> list[Any]:
+    """Save, write the exports, print; a failed save is raised after the table is
+    printed and the other files are written. Returns the summaries."""
     from perflab import model
     from perflab.analyze.cmd import summarize_results
-    from perflab.files import Deferred
-    from perflab.report.cmd_table import print_cmd
+    from perflab.files import Deferred, save
     from perflab.history.record import record_results
+    from perflab.report.cmd_table import export_text, print_cmd
 
     summaries = summarize_results(results)
     later = Deferred()
     # compact JSON: the C encoder keeps saving thousands of runs fast
     later.run(model.save, results, destination, {s.id: s.to_dict() for s in summaries},
               indent=None)
+    for kind, target in exports.items():
+        later.run(save, target, lambda k=kind: export_text(k, results, summaries).encode(),
+                  f"{kind} export")
     if not destination.stdout:
         print_cmd(results, summaries, args.format)
     record_results(args, results, {s.id: s.to_dict() for s in summaries}, destination)
     later.raise_()
     if not destination.stdout:
         sys.stderr.write(f"results saved to {destination}\n")
+    return summaries

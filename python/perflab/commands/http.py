@@ -8,6 +8,7 @@ import datetime as dt
 import sys
 from typing import Any, Self
 
+from perflab.errors import UsageError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,8 +52,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     req.add_argument("--insecure", action="store_true", help="https: do not verify the "
                      "server's certificate (self-signed test servers)")
     out = parser.add_argument_group("output")
-    out.add_argument("--slo", metavar="TIME", help="latency objective: a step whose p99 is "
-                     "above it is saturated (e.g. 100ms)")
+    out.add_argument("--slo", metavar="LIMITS", help="service-level objective: a step that "
+                     "misses it is saturated, and the run exits 1 (see --fail-on). A time "
+                     "bounds p99 (100ms); several limits as KEY=VALUE, comma separated, "
+                     "keys p50, p90, p99, p99.9, max (times) and error (a share): "
+                     "p99=10ms,p99.9=50ms,error=0.1%%")
+    out.add_argument("--fail-on", metavar="WHAT", help="exit 1 when a step is one of: slo "
+                     "(missed the --slo), saturated, generator-limited; comma separated; "
+                     "'none' never (default: slo when --slo is given, else none)")
     out.add_argument("--json", metavar="FILE", help="write the results file here "
                      "(default: .perflab/http-<time>.json); saved after every step")
     out.add_argument("--chart", metavar="PNG", help="draw the sweep chart into this PNG")
@@ -74,8 +81,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """Check, measure step by step (saving after each), print, chart.
 
-    Exit codes: 0 done, 1 the target stopped answering or no request succeeded,
-    2 bad input or an unreachable target, 130 interrupted (what was measured is kept).
+    Exit codes: 0 done, 1 the target stopped answering or no request succeeded, or the
+    --fail-on gate tripped (by default: a step missed the --slo), 2 bad input or an
+    unreachable target, 130 interrupted (what was measured is kept).
     """
     from perflab.commands.cmd import _terminate_as_interrupt
     from perflab.measure.http import check_reachable, plan_from_args, run_sweep
@@ -84,6 +92,7 @@ def main(args: argparse.Namespace) -> int:
 
     plan = plan_from_args(args)
     slo_s = _slo(args.slo)
+    fail_on = _fail_on(args.fail_on, slo_s)
     path = results_destination(args.json, "http")
     chart = Destination.check(args.chart, "--chart", "png") if args.chart else None
     check_reachable(plan.target, plan.connect_timeout_s)
@@ -112,7 +121,8 @@ def main(args: argparse.Namespace) -> int:
         sys.stderr.write(f"results saved to {path}\n")
     if chart is not None and results.benchmarks[0].steps:
         _chart(results, chart)
-    return _exit_code(results)
+    code = _exit_code(results)
+    return _gate(results, fail_on) if code == 0 else code
 
 
 def _watcher(args: argparse.Namespace) -> Any:
@@ -125,13 +135,65 @@ def _watcher(args: argparse.Namespace) -> Any:
     return Watcher(resolve(args.watch, args.watch_cmd))
 
 
-def _slo(text: str | None) -> float | None:
-    from perflab.units import parse_positive_duration
-
-    return None if text is None else parse_positive_duration(text, "--slo")
+#: What ``--fail-on`` of ``perflab http`` may name.
+FAIL_ON_WORDS = ("slo", "saturated", "generator-limited")
 
 
-def _results(plan: Any, args: argparse.Namespace, slo_s: float | None) -> Any:
+def _slo(text: str | None) -> dict[str, float] | None:
+    """``--slo``: "100ms" → {"p99": 0.1}; "p99=10ms,error=0.1%" → {"p99": 0.01,
+    "error": 0.001}. Raises UsageError on an unknown key or a bad value."""
+    from perflab.analyze.http import SLO_KEYS
+    from perflab.units import parse_fraction, parse_positive_duration
+
+    if text is None:
+        return None
+    if "=" not in text:
+        return {"p99": parse_positive_duration(text, "--slo")}
+    limits = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, _, value = part.partition("=")
+        key = key.strip().lower()
+        if key not in SLO_KEYS or not value.strip():
+            raise UsageError(f"--slo {part!r}: write KEY=VALUE with a key of "
+                             f"{', '.join(SLO_KEYS)}, e.g. p99=10ms,error=0.1%")
+        limits[key] = parse_fraction(value, f"--slo {key}", "0.1%", "0.001", allow_zero=True) \
+            if key == "error" else parse_positive_duration(value, f"--slo {key}")
+    if not limits:
+        raise UsageError("--slo: no limit given; e.g. --slo 100ms or --slo p99=10ms,error=1%")
+    return limits
+
+
+def _fail_on(text: str | None, slo: dict[str, float] | None) -> list[str]:
+    """``--fail-on`` words (default: ["slo"] with an SLO). Raises UsageError."""
+    if text is None:
+        return ["slo"] if slo else []
+    words = [w.strip().lower() for w in text.split(",") if w.strip()]
+    if words == ["none"]:
+        return []
+    bad = [w for w in words if w not in FAIL_ON_WORDS]
+    if bad:
+        raise UsageError(f"--fail-on {', '.join(bad)}: use some of {', '.join(FAIL_ON_WORDS)} "
+                         "(comma separated), or none")
+    if "slo" in words and not slo:
+        raise UsageError("--fail-on slo needs an --slo to judge the steps by; e.g. --slo 100ms")
+    return words
+
+
+def _gate(results: Any, fail_on: list[str]) -> int:
+    """1 (one ``gate:`` line on stderr) when a step is one of ``fail_on``, as ``perflab
+    compare --fail-on`` gates; else 0."""
+    from perflab.analyze.http import slo_misses, summarize_results
+    from perflab.report.compare_table import gate
+
+    if not fail_on:
+        return 0
+    sweep = summarize_results(results)
+    tripped = [s.label for s in sweep.steps
+               if ("slo" in fail_on and slo_misses(s, sweep.slo)) or s.verdict in fail_on]
+    return gate(tripped, fail_on, noun="step(s)")
+
+
+def _results(plan: Any, args: argparse.Namespace, slo_s: dict[str, float] | None) -> Any:
     """An empty results object with the settings and the benchmark to fill."""
     from perflab import __version__, environment, redact
     from perflab.measure.http import request_label
@@ -139,7 +201,8 @@ def _results(plan: Any, args: argparse.Namespace, slo_s: float | None) -> Any:
 
     config = plan.config
     settings = {k: v for k, v in config.items() if k not in ("body", "requests", "headers")}
-    settings.update(rates=plan.rates, connections_list=plan.connections, slo_s=slo_s,
+    settings.update(rates=plan.rates, connections_list=plan.connections,
+                    slo_s=(slo_s or {}).get("p99"), slo=slo_s,
                     requests_file=args.requests, body_bytes=len(config.get("body") or b""),
                     headers=redact.headers(config.get("headers", []), args.redact),
                     url=redact.url(config["url"]))

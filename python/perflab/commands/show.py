@@ -9,7 +9,8 @@ from typing import Any
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``perflab show``."""
-    parser.add_argument("file", help="a results file written with --json")
+    parser.add_argument("file", help="a results file (run, cmd, http) or a doctor document "
+                        "written with --json")
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table")
     parser.add_argument("--env", action="store_true", help="also print the environment "
                         "fingerprint and the settings")
@@ -18,16 +19,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def print_environment(results: Any) -> None:
-    """Print the command line, the environment fingerprint in words, and the settings."""
+    """Print the command line, the environment fingerprint in words, and the settings,
+    wrapped at the tables' width."""
     from perflab.environment import describe
-    from perflab.report.escape import terminal
+    from perflab.report.console import make_console
+    from perflab.report.escape import rich_text, terminal
 
-    print(terminal("command line: " + " ".join(results.command_line), one_line=True))
-    print(terminal("created: " + results.created, one_line=True))
-    print("environment:")
+    out = make_console()
+    out.print(rich_text(terminal("command line: " + " ".join(results.command_line),
+                                 one_line=True)))
+    out.print(rich_text(terminal("created: " + results.created, one_line=True)))
+    out.print("environment:")
     for label, text in describe(results.environment):
-        print(terminal(f"  {label + ':':<16} {text}", one_line=True))
-    print(terminal("settings: " + json.dumps(results.settings, indent=2)))
+        out.print(rich_text(terminal(f"  {label + ':':<16} {text}", one_line=True)))
+    out.print(rich_text("settings: " + json.dumps(results.settings, indent=2)))
+
+
+def _doctor_document(path: str) -> dict[str, Any] | None:
+    """The document of a ``perflab doctor --json`` file, checked against its schema; None
+    for any other file (:func:`perflab.model.load` then says what is wrong with it).
+
+    Raises:
+        ResultsFileError: a doctor document that does not match its schema.
+    """
+    from perflab import files, model, schema
+    from perflab.errors import ResultsFileError, UsageError
+
+    try:
+        document = model.parse_json(files.read_bytes(path, path, files.MAX_RESULTS_BYTES),
+                                     path)
+    except (UsageError, ResultsFileError):
+        return None
+    if not (isinstance(document, dict) and document.get("tool") == "perflab"
+            and document.get("kind") == "doctor"):
+        return None
+    problem = schema.validate(document, "doctor")
+    if problem:
+        raise ResultsFileError(f"{path}: {problem}; the file was damaged or edited: use the "
+                               "file perflab doctor wrote")
+    return document
 
 
 def main(args: argparse.Namespace) -> int:
@@ -36,6 +66,15 @@ def main(args: argparse.Namespace) -> int:
     from perflab.analyze.summary import summarize_benchmarks
     from perflab.report.run_output import print_run
 
+    document = _doctor_document(args.file)
+    if document is not None:
+        from perflab.doctor_model import DoctorReport
+        from perflab.report import console
+        from perflab.report.doctor_table import check_records, doctor_tables
+
+        report = DoctorReport.from_dict(document)
+        console.emit(args.format, lambda: doctor_tables(report), lambda: check_records(report))
+        return 0
     results = model.load(args.file)
     if args.env:
         print_environment(results)

@@ -187,7 +187,8 @@ def command_argv(text: str, shell: str | None) -> tuple[str, ...]:
 
 
 def expand_commands(commands: Sequence[str], parameters: Sequence[Parameter],
-           hooks: dict[str, str | None], shell: str | None = None) -> list[CommandSpec]:
+                    hooks: dict[str, str | None], shell: str | None = None,
+                    names: Sequence[str] = ()) -> list[CommandSpec]:
     """Every command × every combination of parameter values, resolved.
 
     Hooks always run through ``sh -c`` (they are untimed and often need pipes,
@@ -198,6 +199,9 @@ def expand_commands(commands: Sequence[str], parameters: Sequence[Parameter],
         parameters: from ``-P``/``-L``; each must appear in a command or hook.
         hooks: hook name → text or None.
         shell: run commands through this shell (``--shell``), or None.
+        names: display names of the first commands, in order (hyperfine's ``-n``);
+            ``{name}`` placeholders in them are replaced too, and a name without any
+            gets the case's parameter values appended (``build n=2``).
 
     Returns:
         Specs in order: command by command, parameters varying fastest; a
@@ -215,13 +219,18 @@ def expand_commands(commands: Sequence[str], parameters: Sequence[Parameter],
         sh = ""
     specs, seen = [], {}
     hook_texts = "".join(filter(None, hooks.values()))
-    for text in commands:
+    for index, text in enumerate(commands):
         used = [p for p in parameters if "{" + p.name + "}" in text + hook_texts]
         for params in _combinations(used):
             concrete = substitute(text, params)
-            key = (concrete, tuple(params.items()))
+            shown = concrete
+            if index < len(names):
+                shown = substitute(names[index], params)
+                if shown == names[index] and params:
+                    shown += " " + " ".join(f"{k}={v}" for k, v in params.items())
+            key = (shown, tuple(params.items()))
             seen[key] = seen.get(key, 0) + 1
-            name = concrete if seen[key] == 1 else f"{concrete} #{seen[key]}"
+            name = shown if seen[key] == 1 else f"{shown} #{seen[key]}"
             spec_hooks = {h: (sh, "-c", substitute(t, params)) for h, t in hooks.items() if t}
             specs.append(CommandSpec(name, concrete, command_argv(concrete, shell), params,
                                      spec_hooks))

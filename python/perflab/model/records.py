@@ -407,7 +407,10 @@ class Benchmark:
 
     @property
     def label(self) -> str:
-        """Display name: name plus params, e.g. ``pickle_dumps n=1000``."""
+        """Display name: name plus params, e.g. ``pickle_dumps n=1000``; a command's name
+        already holds its parameter values (``make -j1``), so it is its label."""
+        if self.kind == "command":
+            return self.name
         extra = " ".join(f"{k}={v}" for k, v in self.params.items())
         text = f"{self.name} {extra}".strip()
         return f"{text} ×{self.threads}t" if self.threads is not None else text

@@ -14,7 +14,7 @@ from typing import Any
 
 from perflab.analyze.cmd import STOP_WORDS, CommandSummary, spawn_overhead_s
 from perflab.model import Results
-from perflab.report.table import Table
+from perflab.report.table import KEY, NOTE, Table
 from perflab.units import format_bytes, format_ratio, format_time
 
 _NOTE = {"unstable": "unstable", "near the spawn cost": "spawn-bound"}
@@ -37,7 +37,7 @@ def _notes(s: CommandSummary) -> str:
 
 
 COLUMNS = ["command", "runs", "median ± CI", "user", "system", "total", "real (mean ± σ)",
-           "CPU/wall", "max RSS", "× fastest", "notes"]
+           "CPU/wall", "max RSS", "× fastest", "verdict", "notes"]
 
 
 def cmd_table(summaries: Sequence[CommandSummary], spawn_overhead_ns: Sequence[int] = (),
@@ -46,15 +46,19 @@ def cmd_table(summaries: Sequence[CommandSummary], spawn_overhead_ns: Sequence[i
     """The table of ``perflab cmd``: one row per command, then footnotes.
 
     Columns: command, runs (+ failed), median ± CI, user, system, total, real
-    (mean ± σ), CPU/wall, max RSS, × fastest (or × reference) with its CI, notes.
+    (mean ± σ), CPU/wall, max RSS, × fastest (or × reference) with its CI, the verdict
+    against it (as ``perflab compare`` decides, at the run's --threshold), notes.
     A max RSS within 5% of ``rss_floor_bytes`` (what an empty process reads)
-    is shown as "≤ floor": the true value is somewhere below.
+    is shown as "≤ floor": the true value is somewhere below. On a narrow terminal
+    the columns fold away in this order: CPU/wall, system, user, real, total, max RSS,
+    runs, × fastest.
     """
     settings = settings or {}
     columns = list(COLUMNS)
     if settings.get("reference") is not None:
         columns[9] = "× reference"
-    table = Table(_title(settings), columns, align=["l"] + ["r"] * 9 + ["l"])
+    table = Table(_title(settings), columns, align=["l"] + ["r"] * 9 + ["l", "l"],
+                  fold=[KEY, 7, KEY, 3, 2, 5, 4, 1, 6, 8, KEY, NOTE])
     for s in summaries:
         table.rows.append(_row(s, rss_floor_bytes))
     table.footnotes = _footnotes(summaries, spawn_overhead_ns, settings)
@@ -90,7 +94,7 @@ def _row(s: CommandSummary, rss_floor_bytes: int | None = None) -> list[str]:
     cells += [format_time(v) if s.ok else "–" for v in (s.user_s, s.sys_s, s.total_s)]
     cells += [_real_cell(s), f"{s.cpu_wall:.2f}" if math.isfinite(s.cpu_wall) else "–",
               _rss_cell(s, rss_floor_bytes),
-              _ratio_cell(s), _notes(s)]
+              _ratio_cell(s), s.verdict or "–", _notes(s)]
     return cells
 
 
@@ -108,6 +112,10 @@ def _footnotes(summaries: Sequence[CommandSummary], spawn_overhead_ns: Sequence[
         word = "the reference" if settings.get("reference") is not None else "the fastest"
         lines.append(f"× = median ÷ the median of {word} ({ref.label}), with its 95% CI; "
                      "user/system/total/real are means per run; max RSS is the median peak")
+        threshold = settings.get("threshold", 0.02)
+        lines.append(f"verdict: against {word}, from the CI of ×: faster or slower when it "
+                     f"lies wholly beyond ±{threshold:.1%}, same when wholly within, else "
+                     "inconclusive (--threshold; gate with --fail-on)")
     return lines
 
 
@@ -140,11 +148,54 @@ def print_cmd(results: Results, summaries: Sequence[CommandSummary], fmt: str) -
     """
     from perflab.report import console
 
-    def tables() -> list[Table]:
-        table = cmd_table(summaries, results.spawn_overhead_ns, results.settings,
-                          results.rss_floor_bytes)
-        if results.interrupted:
-            table.footnotes.append("interrupted (Ctrl-C): the runs finished before it are shown")
-        return [table]
+    console.emit(fmt, lambda: _tables(results, summaries), lambda: summary_records(summaries))
 
-    console.emit(fmt, tables, lambda: summary_records(summaries))
+
+def _tables(results: Results, summaries: Sequence[CommandSummary]) -> list[Table]:
+    table = cmd_table(summaries, results.spawn_overhead_ns, results.settings,
+                      results.rss_floor_bytes)
+    if results.interrupted:
+        table.footnotes.append("interrupted (Ctrl-C): the runs finished before it are shown")
+    return [table]
+
+
+def hyperfine_document(results: Results, summaries: Sequence[CommandSummary]
+                       ) -> dict[str, Any]:
+    """hyperfine's ``--export-json`` document of a ``cmd`` run (times in seconds).
+
+    ``results``: one object per command with hyperfine's keys (command, mean, stddev,
+    median, user, system, min, max, times, exit_codes, parameters), so scripts that read
+    hyperfine's file read this one; ``"tool": "perflab"`` marks it as perflab's. Failed
+    runs are left out of ``times`` and the statistics, as hyperfine leaves out none but
+    fails instead; their exit codes are kept.
+    """
+    from perflab.analyze.cmd import timed_runs
+
+    def number(value: float) -> float | None:
+        return value if math.isfinite(value) else None
+
+    out = []
+    for bench, s in zip(results.benchmarks, summaries):
+        runs = [r for r in bench.runs if not r.warmup]
+        out.append({"command": s.label, "mean": number(s.mean_s), "stddev": number(s.std_s),
+                    "median": number(s.median_s), "user": number(s.user_s),
+                    "system": number(s.sys_s), "min": number(s.min_s),
+                    "max": number(s.max_s),
+                    "times": [r.wall_ns * 1e-9 for r in timed_runs(bench)],
+                    "exit_codes": [r.exit_code for r in runs],
+                    "parameters": {k: str(v) for k, v in bench.params.items()}})
+    return {"tool": "perflab", "results": out}
+
+
+def export_text(kind: str, results: Results, summaries: Sequence[CommandSummary]) -> str:
+    """The text of ``--export-json`` (hyperfine's JSON), ``--export-markdown`` (the table,
+    marked as perflab's by a first comment line) or ``--export-csv`` (the CSV records)."""
+    import json
+
+    from perflab.report import console
+
+    if kind == "json":
+        return json.dumps(hyperfine_document(results, summaries), indent=2) + "\n"
+    if kind == "markdown":
+        return "<!-- perflab cmd -->\n" + console.markdown(_tables(results, summaries))
+    return console.csv_text(summary_records(summaries))

@@ -15,7 +15,7 @@ from typing import Any
 from perflab.analyze.compare import Row, Side, SuiteComparison
 from perflab.analyze.decisions import VERDICTS
 from perflab.analyze.stats import Estimate
-from perflab.report.table import Table
+from perflab.report.table import KEY, NOTE, Table
 from perflab.units import format_rate, format_ratio, format_time
 
 #: Version of the ``--json`` document; bump when a field changes meaning.
@@ -74,7 +74,7 @@ def summary_table(suite: SuiteComparison, name_a: str, name_b: str) -> Table:
     title = (f"compare: B = {name_b} against A = {name_a} "
              f"(noise threshold ±{suite.threshold:.1%}, {suite.confidence:.0%} CI)")
     return Table(title, ["what", "result"], rows, ["l", "l"],
-                 footnotes=[*suite.environment, *suite.warnings])
+                 footnotes=[*suite.environment, *suite.warnings], fold=[KEY, NOTE])
 
 
 def _geomean_cell(suite: SuiteComparison) -> str:
@@ -91,10 +91,15 @@ def _cost_cell(cost: dict[str, int]) -> str:
 
 
 def rows_table(suite: SuiteComparison) -> Table:
-    """One row per compared metric: A, B (value ± CI), B/A (CI), p, q, verdict, units, notes."""
+    """One row per compared metric: A, B (value ± CI), B/A (CI), p, q, verdict, units, notes.
+
+    On a narrow terminal the columns fold away in this order: units A/B, p, q, B, A;
+    benchmark, B/A, verdict and notes always show.
+    """
     columns = ["benchmark", "A ± CI", "B ± CI", "B/A (95% CI)", "p", "q (BH)", "verdict",
                "units A/B", "notes"]
-    table = Table("benchmarks", columns, align=["l", "r", "r", "r", "r", "r", "l", "r", "l"])
+    table = Table("benchmarks", columns, align=["l", "r", "r", "r", "r", "r", "l", "r", "l"],
+                  fold=[KEY, 5, 4, KEY, 2, 3, KEY, 1, NOTE])
     table.rows = [_row_cells(r) for r in suite.rows]
     return table
 
@@ -188,8 +193,9 @@ def print_comparison(suite: SuiteComparison, name_a: str, name_b: str, fmt: str,
     return tripped
 
 
-def gate(tripped: list[str], fail_on: list[str]) -> int:
-    """Exit code of the CI gate: 1 (with one stderr line) when something tripped, else 0."""
+def gate(tripped: list[str], fail_on: list[str], noun: str = "benchmark(s)") -> int:
+    """Exit code of the CI gate: 1 (with one stderr line naming ``tripped``, what
+    ``noun`` counts) when something tripped, else 0."""
     if not tripped:
         return 0
     from perflab.report.escape import terminal
@@ -197,5 +203,5 @@ def gate(tripped: list[str], fail_on: list[str]) -> int:
     shown = ", ".join(terminal(t, one_line=True) for t in tripped[:5]) + (
         f" and {len(tripped) - 5} more" if len(tripped) > 5 else "")
     sys.stderr.write(f"gate: --fail-on {','.join(fail_on)} tripped by {len(tripped)} "
-                     f"benchmark(s): {shown}\n")
+                     f"{noun}: {shown}\n")
     return 1

@@ -9,43 +9,188 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from perflab.report import escape
-from perflab.report.table import Table
+from perflab.report.table import KEY, NOTE, Table
 
 #: The formats every command prints on stdout.
 FORMATS = ("table", "markdown", "csv")
 
 
+#: Width of output that is not a terminal (a pipe, a file, a CI log) when ``COLUMNS`` is
+#: not set: readable in a CI log viewer without horizontal scrolling.
+PIPE_WIDTH = 120
+#: The narrowest an identifying (KEY) text column is wrapped to before lower-priority
+#: columns fold away; a NOTE column's narrowest, and a folding text column's.
+KEY_MIN_WIDTH = 30
+NOTE_MIN_WIDTH = 12
+DETAIL_MIN_WIDTH = 16
+#: Print every column whatever the width (``--wide``); set by :func:`configure`.
+_WIDE = False
+
+
+def configure(wide: bool = False) -> None:
+    """Set the width policy of this process's tables: ``wide`` prints every column, with
+    lines as long as they need (``--wide``), instead of folding columns away."""
+    global _WIDE
+    _WIDE = wide
+
+
+def terminal_width(stream: Any) -> int | None:
+    """The width tables are laid out for: None on a terminal (rich asks it), else
+    ``COLUMNS`` when it is a number ≥ 20, else :data:`PIPE_WIDTH`."""
+    if stream.isatty():
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) >= 20 else PIPE_WIDTH
+
+
 def make_console(stderr: bool = False) -> Any:
-    """A rich Console; wide (160 columns) when not writing to a terminal, so files and
-    CI logs get whole tables instead of wrapped ones."""
+    """A rich Console on stdout (or stderr) of :func:`terminal_width`."""
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
-    width = None if stream.isatty() else 200
-    return Console(file=stream, width=width, highlight=False, soft_wrap=False)
+    return Console(file=stream, width=terminal_width(stream), highlight=False, soft_wrap=False)
+
+
+def _ranks(table: Table) -> list[int]:
+    return table.fold if len(table.fold) == len(table.columns) else [KEY] * len(table.columns)
+
+
+def _cells(table: Table, i: int) -> list[str]:
+    return [escape.terminal(c, one_line=True) for c in [table.columns[i],
+                                                        *(row[i] for row in table.rows)]]
+
+
+def natural_widths(table: Table) -> list[int]:
+    """Each column's width in terminal cells with nothing wrapped (header or widest cell)."""
+    from rich.cells import cell_len
+
+    return [max(cell_len(c) for c in _cells(table, i)) for i in range(len(table.columns))]
+
+
+def min_widths(table: Table, key_floor: int = KEY_MIN_WIDTH) -> list[int]:
+    """The narrowest each column is laid out.
+
+    Numbers (right-aligned) never wrap: their whole width. Text wraps, down to a floor
+    by rank (``key_floor``, :data:`NOTE_MIN_WIDTH`, :data:`DETAIL_MIN_WIDTH`) but not
+    narrower than its longest word (up to ``key_floor``), so words are not broken;
+    never wider than the column's natural width.
+    """
+    from rich.cells import cell_len
+
+    ranks = _ranks(table)
+    align = table.align or ["l"] * len(table.columns)
+    out = []
+    for i, natural in enumerate(natural_widths(table)):
+        if align[i] == "r":
+            out.append(natural)
+            continue
+        floor = {KEY: key_floor, NOTE: NOTE_MIN_WIDTH}.get(ranks[i], DETAIL_MIN_WIDTH)
+        word = max((cell_len(w) for c in _cells(table, i) for w in c.split()), default=1)
+        out.append(min(natural, max(floor, min(word, key_floor))))
+    return out
+
+
+def fit_columns(table: Table, width: int) -> tuple[list[int], list[int]]:
+    """The columns shown at ``width`` terminal columns, and each column's narrowest width.
+
+    Every column shows when the table fits with each column at its narrowest
+    (:func:`min_widths`; the SIMPLE_HEAVY box adds two spaces of padding per column, one
+    between columns and one at each edge); otherwise columns fold away by rank, rank 1
+    first (the rightmost first among equal ranks), until it fits or only KEY and NOTE
+    columns are left. If those still don't fit, identifying text wraps narrower (down to
+    :data:`NOTE_MIN_WIDTH`) before rich has to squeeze anything.
+
+    Returns:
+        (indexes of the shown columns, the narrowest width of every column in cells).
+    """
+    ranks = _ranks(table)
+    narrowest = min_widths(table)
+    shown = list(range(len(table.columns)))
+    folding = sorted((i for i in shown if ranks[i] > 0), key=lambda i: (ranks[i], -i))
+
+    def need() -> int:
+        return 1 + sum(narrowest[i] + 3 for i in shown)
+
+    while need() > width and folding:
+        shown.remove(folding.pop(0))
+    floor = KEY_MIN_WIDTH
+    while need() > width and floor > NOTE_MIN_WIDTH:
+        floor -= 2
+        narrowest = min_widths(table, floor)
+    return shown, narrowest
+
+
+def text_widths(table: Table, shown: Sequence[int], narrowest: Sequence[int],
+                width: int) -> dict[int, int]:
+    """The widths of the shown columns that wrap (narrowest < natural), sharing the room
+    left at ``width`` equally (water-filling: no column beyond its natural width).
+
+    Set as rich column widths, so that rich never narrows one below its narrowest (its
+    own collapse shrinks the widest wrapping columns first, names included).
+    """
+    natural = natural_widths(table)
+    wrapping = sorted((i for i in shown if narrowest[i] < natural[i]), key=lambda i: natural[i])
+    room = width - 1 - sum(narrowest[i] + 3 for i in shown)
+    out = {i: narrowest[i] for i in wrapping}
+    for n, i in enumerate(wrapping):
+        extra = min(max(room, 0) // (len(wrapping) - n), natural[i] - narrowest[i])
+        out[i] += extra
+        room -= extra
+    return out
+
+
+def folded_line(table: Table, shown: Sequence[int], width: int) -> str | None:
+    """The footer naming the columns folded away, and how to see them; None if none."""
+    hidden = [c for i, c in enumerate(table.columns) if i not in shown]
+    if not hidden:
+        return None
+    return (f"folded away to fit {width} columns: {', '.join(hidden)} (every column: --wide or "
+            "--format markdown)")
 
 
 def print_tables(tables: Iterable[Table], console: Any | None = None) -> None:
-    """Print tables with rich: title, header, rows, then the footnotes in plain words."""
+    """Print tables with rich: title, header, rows, then the footnotes in plain words.
+
+    One width policy for every table: identifying columns and headline figures (KEY) keep
+    their whole text and never lose a unit; notes (NOTE) wrap within their row; other
+    columns fold away in their table's stated order (:attr:`Table.fold`) and the first
+    footnote names them. With :func:`configure` (``wide=True``) every column shows.
+    """
     from rich import box
     from rich.table import Table as RichTable
 
     console = console or make_console()
     for table in tables:
+        align = table.align or ["l"] * len(table.columns)
+        shown, narrowest = fit_columns(table, console.width)
+        if _WIDE:
+            shown = list(range(len(table.columns)))
         rich_table = RichTable(title=escape.rich_text(table.title), box=box.SIMPLE_HEAVY,
                                title_justify="left", title_style="bold")
-        for name, align in zip(table.columns, table.align or ["l"] * len(table.columns)):
-            rich_table.add_column(escape.rich_text(name), justify="right" if align == "r"
-                                  else "left", no_wrap=align == "r")
+        fixed = {} if _WIDE else text_widths(table, shown, narrowest, console.width)
+        for i in shown:
+            rich_table.add_column(escape.rich_text(table.columns[i]),
+                                  justify="right" if align[i] == "r" else "left",
+                                  no_wrap=i not in fixed, overflow="fold",
+                                  width=fixed.get(i))
         for row in table.rows:
-            rich_table.add_row(*(escape.rich_text(cell) for cell in row))
-        console.print(rich_table)
-        for line in table.footnotes:
+            rich_table.add_row(*(escape.rich_text(row[i]) for i in shown))
+        if _WIDE:  # rich caps print(width=) at the console's width: a console as wide
+            from rich.console import Console
+
+            whole = 1 + sum(w + 3 for w in natural_widths(table))
+            Console(file=console.file, width=max(console.width, whole), highlight=False,
+                    soft_wrap=False).print(rich_table)
+        else:
+            console.print(rich_table)
+        folded = None if _WIDE else folded_line(table, shown, console.width)
+        for line in [*([folded] if folded else []), *table.footnotes]:
             console.print(escape.rich_text(f"  • {line}"))
         console.print()
 
@@ -85,6 +230,7 @@ def emit(fmt: str, tables: Sequence[Table] | Callable[[], Sequence[Table]],
     """Print on stdout in ``fmt``: rich tables ("table"), Markdown, or CSV of ``records``.
 
     The one output switch of every command (run, cmd, http, doctor, compare, fit, show).
+    Tables (not CSV) also go to the GitHub Actions step summary (:func:`step_summary`).
 
     Args:
         fmt: one of :data:`FORMATS`.
@@ -104,3 +250,19 @@ def emit(fmt: str, tables: Sequence[Table] | Callable[[], Sequence[Table]],
         sys.stdout.write(markdown(built))
     else:
         print_tables(built)
+    step_summary(built)
+
+
+def step_summary(tables: Sequence[Table]) -> None:
+    """Append ``tables`` as Markdown to the GitHub Actions step summary when the
+    ``GITHUB_STEP_SUMMARY`` file is set (a job's summary page then shows the tables and
+    verdicts). A file that can't be written gets one ``note:`` line on stderr."""
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not path or not tables:
+        return
+    try:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(markdown(tables) + "\n")
+    except OSError as exc:
+        sys.stderr.write(f"note: GITHUB_STEP_SUMMARY {escape.terminal(path, one_line=True)}: "
+                         f"{exc.strerror or exc}; the step summary was not written\n")

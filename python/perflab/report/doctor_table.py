@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from perflab.doctor_model import DoctorReport, Step
-from perflab.report.table import Table
+from perflab.report.table import KEY, NOTE, Table
 from perflab.units import format_time
 
 _STATUS = {"ok": "ok", "warn": "WARN", "fail": "FAIL", "n/a": "n/a"}
@@ -39,7 +39,8 @@ def _rate(rate: float | None) -> str:
 
 
 def _kv(title: str, rows: list[tuple[str, str]], footnotes: list[str] | None = None) -> Table:
-    return Table(title, ["item", "value"], [list(r) for r in rows], ["l", "l"], footnotes or [])
+    return Table(title, ["item", "value"], [list(r) for r in rows], ["l", "l"], footnotes or [],
+                 fold=[KEY, NOTE])
 
 
 def source_table(r: DoctorReport) -> Table:
@@ -64,7 +65,7 @@ def clocks_table(r: DoctorReport) -> Table:
     """One row per clock: read cost (native, Python), resolution, backward steps, rate."""
     table = Table("clocks", ["clock", "native read", "Python read", "resolution",
                              "backward steps", f"rate vs {r.cross_checks.reference.upper()}"],
-                  align=["l", "r", "r", "r", "r", "r"])
+                  align=["l", "r", "r", "r", "r", "r"], fold=[KEY, KEY, 3, 2, 1, KEY])
     for name, c in r.clocks.items():
         if not c.available:
             table.rows.append([name.upper(), "not available", "–", "–", "–", "–"])
@@ -108,7 +109,7 @@ def cross_table(r: DoctorReport) -> Table:
 def sleep_table(r: DoctorReport) -> Table:
     """Actual durations of requested sleeps."""
     table = Table("sleep accuracy", ["requested", "sleeps", "p50", "p99", "max overshoot"],
-                  align=["r"] * 5)
+                  align=["r"] * 5, fold=[KEY, 1, KEY, KEY, 2])
     for s in r.sleep:
         table.rows.append([_t(s.request_ns), f"{s.count:,}", _t(s.p50_ns), _t(s.p99_ns),
                            _t(s.max_overshoot_ns)])
@@ -141,7 +142,7 @@ def verdicts_table(r: DoctorReport) -> Table:
     """The checks: status, name, evidence and what to do."""
     table = Table("verdicts", ["status", "check", "evidence", "what to do"],
                   [[_STATUS[c.status], c.name, c.detail, c.action] for c in r.checks],
-                  ["l", "l", "l", "l"])
+                  ["l", "l", "l", "l"], fold=[KEY, KEY, NOTE, NOTE])
     counts = {s: sum(c.status == s for c in r.checks) for s in _STATUS}
     table.footnotes = [", ".join(f"{n} {s}" for s, n in counts.items())
                        + f"; doctor took {r.elapsed_s:.1f} s; exit code 1 when a check fails"]

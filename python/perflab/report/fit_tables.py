@@ -13,7 +13,7 @@ from typing import Any
 
 from perflab.analyze.models.choice import MISS_SHARE
 from perflab.analyze.models.words import fmt_count, fmt_number, fmt_percent, fmt_time, fmt_value
-from perflab.report.table import Table
+from perflab.report.table import KEY, NOTE, Table
 
 __all__ = ["breakeven_points", "breakeven_table", "complexity_table", "usl_points", "usl_table"]
 
@@ -46,7 +46,7 @@ def usl_table(s: Any, fit: Any) -> Table:
     y = lambda v: fmt_value(v, s.y_unit)
     level = f"{fit.level:.0%} CI"
     table = Table(f"USL fit: {s.name}", ["quantity", "value", "std error", level, "meaning"],
-                  align=["l", "r", "r", "r", "l"])
+                  align=["l", "r", "r", "r", "l"], fold=[KEY, KEY, 1, 2, NOTE])
     table.rows = [
         ["α (contention)", fmt_number(fit.alpha.value), fmt_number(fit.alpha.se),
          _ci(fit.alpha), "share of the work that is serialized"],
@@ -65,7 +65,7 @@ def usl_table(s: Any, fit: Any) -> Table:
 def usl_points(s: Any, fit: Any) -> Table:
     """Measured and fitted X at each N, with residuals."""
     table = Table(f"points: {s.name}", ["N", "X measured", "X fitted", "residual", "residual %"],
-                  align=["r"] * 5)
+                  align=["r"] * 5, fold=[KEY, KEY, 3, 2, 1])
     for n, x, fitted, r in zip(s.x, s.y, fit.predict(s.x), fit.residuals):
         load = f"{n:,.0f}" if n == round(n) else fmt_number(float(n))
         table.rows.append([load, fmt_value(float(x), s.y_unit),
@@ -88,7 +88,7 @@ def complexity_table(fitted: Sequence[tuple[Any, Any]]) -> Table:
     param = fitted[0][0].param
     table = Table(f"complexity: time per call = a + b·g({param})",
                   ["series", "rank", "growth g(n)", "a (95% CI)", "b (95% CI)", "Δ", "R²"],
-                  align=["l", "l", "l", "r", "r", "r", "r"])
+                  align=["l", "l", "l", "r", "r", "r", "r"], fold=[KEY, KEY, KEY, 3, 4, 1, 2])
     for s, fit in fitted:
         table.rows += _complexity_rows(s, fit)
         table.footnotes += [f"{s.name}: {fit.reading()}"]
@@ -140,7 +140,8 @@ def breakeven_table(a: Any, b: Any, result: Any) -> Table:
     n = a.param or "calls n"
     table = Table(f"break-even: {a.name} vs {b.name} (total = cold + a + b·g({n}))",
                   ["benchmark", "growth g(n)", "cold (one-off)", "a (95% CI)", "b (95% CI)",
-                   "total at n*"], align=["l", "l", "r", "r", "r", "r"])
+                   "total at n*"], align=["l", "l", "r", "r", "r", "r"],
+                  fold=[KEY, KEY, 3, 2, 1, KEY])
     at = result.n_star
     for s, fit, cold, cost in ((a, result.fit_a, result.cold_a, result.cost_a),
                                (b, result.fit_b, result.cold_b, result.cost_b)):
@@ -169,7 +170,7 @@ def breakeven_points(result: Any) -> Table | None:
     la, lb = result.labels
     table = Table(f"measured: {la} vs {lb}", ["n", f"{la} total", f"{lb} total",
                                                "cheaper (measured)", "cheaper (fitted curves)"],
-                  align=["r", "r", "r", "l", "l"])
+                  align=["r", "r", "r", "l", "l"], fold=[KEY, KEY, KEY, KEY, 1])
     for o in result.measured:
         flag = " ✗" if o.refutes else ""
         table.rows.append([fmt_count(o.n, 3), fmt_time(o.cost_a), fmt_time(o.cost_b),

@@ -24,9 +24,11 @@ from perflab.analyze.http import (
     StepSummary,
     Sweep,
     engine_busy,
+    kept_up_while_limited,
+    slo_text,
 )
 from perflab.model import Results
-from perflab.report.table import Table
+from perflab.report.table import KEY, NOTE, Table
 from perflab.units import format_bytes, format_time
 
 COLUMNS = ["offered", "achieved", "drained", "error %", "conn err %", "p50", "p90", "p99",
@@ -96,15 +98,20 @@ def sweep_table(sweep: Sweep, notes: Sequence[str] = ()) -> Table:
         notes: extra lines for the footnotes (e.g. why the sweep ended early).
 
     Returns:
-        The table; columns are :data:`COLUMNS`.
+        The table; columns are :data:`COLUMNS`. On a narrow terminal they fold away in
+        this order: p90, conn err %, max, p99.9, p50, send lag p99, conns, drained;
+        offered, achieved, error %, p99 and the verdict always show.
     """
     summaries = sweep.steps
     server = any(s.server is not None for s in summaries)
     columns = COLUMNS[:-1] + (SERVER_COLUMNS if server else []) + COLUMNS[-1:]
-    table = Table(sweep.name, columns, align=["r"] * (len(columns) - 1) + ["l"])
+    fold = [KEY, KEY, 8, KEY, 2, 5, 1, KEY, 4, 3, 6, 7]
+    fold += [9] * len(SERVER_COLUMNS) if server else []
+    table = Table(sweep.name, columns, align=["r"] * (len(columns) - 1) + ["l"],
+                  fold=[*fold, NOTE])
     table.rows = [_row(s, server) for s in summaries]
     table.footnotes = [*_capacity_lines(sweep), *notes, *_problem_lines(summaries),
-                       *_legend(summaries, sweep.slo_s), *_server_lines(summaries)]
+                       *_legend(summaries, sweep.slo), *_server_lines(summaries)]
     return table
 
 
@@ -154,6 +161,13 @@ def _capacity_lines(sweep: Sweep) -> list[str]:
         if any(s.verdict == SATURATED for s in sweep.steps):
             return [("capacity estimate: none — no step was ok and the server was already "
                      "saturated at the lightest load measured; sweep lower")]
+        kept = kept_up_while_limited(sweep.steps, sweep.slo or None)
+        if kept is not None:
+            return [(f"capacity estimate: none — no step was ok; but the server kept up with "
+                     f"at least {_rate(kept.achieved_rate)} (achieved at {kept.label}, p99 "
+                     f"{_time(kept.latency_s['p99'])}, no sign of saturation) while perflab's "
+                     "load generator was the limit; to measure beyond, give perflab more "
+                     "engine threads (--threads) on more cores, or run it on another machine")]
         return ["capacity estimate: none — no step was ok"]
     return [_capacity_text(cap)]
 
@@ -209,10 +223,13 @@ def _generator_lines(limited: Sequence[StepSummary]) -> list[str]:
     return lines
 
 
-def _legend(summaries: Sequence[StepSummary], slo_s: float | None) -> list[str]:
+def _legend(summaries: Sequence[StepSummary], slo_limits: dict[str, float]) -> list[str]:
     """What the columns and verdicts mean."""
     open_loop = any(s.mode != "closed" for s in summaries)
-    slo = f", or p99 > the {slo_s * 1e3:g} ms SLO" if slo_s is not None else ""
+    if set(slo_limits) == {"p99"}:
+        slo = f", or p99 > the {slo_limits['p99'] * 1e3:g} ms SLO"
+    else:
+        slo = f", or the SLO ({slo_text(slo_limits)}) missed" if slo_limits else ""
     latency_from = ("from each request's intended send time (corrected for coordinated "
                     "omission, as wrk2 does)" if open_loop else
                     "from the request's write to its last byte")

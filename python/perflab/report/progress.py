@@ -10,15 +10,16 @@ class RichProgress:
     """A :class:`perflab.measure.progress.Progress` drawn with ``rich.progress``.
 
     Use as a context manager; nothing is drawn when stderr is not a terminal
-    unless ``force`` is set.
+    unless ``force`` is set. ``unit`` names what the count counts: "proc" (worker
+    processes of ``run``) or "runs" (timed runs of ``cmd``).
     """
 
-    def __init__(self, precision: float, force: bool = False) -> None:
+    def __init__(self, precision: float, force: bool = False, unit: str = "proc") -> None:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
         from perflab.report.console import make_console
 
-        self.precision = precision
+        self.precision, self.unit = precision, unit
         self._tasks: dict[str, Any] = {}
         console = make_console(stderr=True)
         self._progress = Progress(
@@ -41,12 +42,14 @@ class RichProgress:
         self._tasks[case_id] = self._progress.add_task(terminal(case_id, one_line=True),
                                                        total=budget_s, status="starting")
 
-    def update_case(self, case_id: str, processes: int, spent_s: float,
+    def update_case(self, case_id: str, count: int, spent_s: float,
                     half_width: float | None) -> None:
-        """Show processes run and the CI half-width reached against the target."""
+        """Show the processes (or runs) so far and the CI half-width reached against the
+        target."""
         ci = f"±{half_width:.2%}" if half_width is not None else "±?"
         self._progress.update(self._tasks[case_id], completed=spent_s,
-                              status=f"{processes} proc  {ci} (target ±{self.precision:.1%})")
+                              status=f"{count:,} {self.unit}  {ci} (target "
+                                     f"±{self.precision:.1%})")
 
     def finish_case(self, case_id: str, reason: str) -> None:
         """Fill the bar and say why the case stopped."""

@@ -16,6 +16,13 @@ from perflab.analyze.threads import LATENCY_BATCH_NS, MAX_BATCH
 from perflab.model import Benchmark
 from perflab.units import format_bytes, format_quantity, format_rate, format_ratio, format_time
 
+#: Column fold ranks (:attr:`Table.fold`): KEY columns (what identifies a row, and the
+#: headline figure with its unit and CI) always show; NOTE columns always show too and
+#: wrap into the room the others leave; a rank n ≥ 1 folds away n-th when the terminal is
+#: too narrow (1 first). The console names the folded columns under the table.
+KEY = 0
+NOTE = -1
+
 #: Outliers are noted when more than this fraction of samples are outliers.
 MANY_OUTLIERS = 0.05
 _SHORT_STOP = {"precision": "", "budget": "budget hit", "max-processes": "max processes",
@@ -32,6 +39,8 @@ class Table:
         rows: body cells (strings), one list per row.
         align: "l" or "r" per column.
         footnotes: plain-words lines shown under the table.
+        fold: per column, :data:`KEY`, :data:`NOTE` or the rank n ≥ 1 in which it folds
+            away on a narrow terminal; empty: every column is KEY.
     """
 
     title: str
@@ -39,6 +48,7 @@ class Table:
     rows: list[list[str]] = field(default_factory=list)
     align: list[str] = field(default_factory=list)
     footnotes: list[str] = field(default_factory=list)
+    fold: list[int] = field(default_factory=list)
 
 
 def _ratio_cell(ratio: tuple[float, float, float] | None) -> str:
@@ -99,7 +109,9 @@ def group_table(title: str, summaries: Sequence[Summary], threaded: bool = False
     (memory blocks still held after a call), GC/1k ops, notes. In a
     group with thread counts (``threaded``) the ratios compare like with like (the
     same thread count) and their headers say so. Caveats are grouped by kind
-    unless ``verbose``.
+    unless ``verbose``. On a narrow terminal columns fold away in this order: per
+    1,000 ops, GC/1k ops, alloc/op and blocks/op, CPU/wall, each metric's × best,
+    ops/s, each metric, × best, × baseline.
     """
     metrics = _metric_names(summaries)
     has_baseline = any(s.ratio_baseline for s in summaries)
@@ -111,6 +123,8 @@ def group_table(title: str, summaries: Sequence[Summary], threaded: bool = False
         columns += [m, f"{m} × best"]
     columns += ["alloc/op", "blocks/op", "GC/1k ops", "notes"]
     table = Table(title, columns, align=["l"] + ["r"] * (len(columns) - 2) + ["l"])
+    table.fold = [KEY, KEY, 1, 6, 4, 8] + ([9] if has_baseline else []) + \
+        [7, 5] * len(metrics) + [3, 3, 2, NOTE]
     for s in summaries:
         table.rows.append(_group_row(s, metrics, has_baseline))
     table.footnotes = _footnotes(summaries, verbose)
@@ -203,14 +217,16 @@ def staged_table(title: str, stage_names: list[str], rows: Sequence[StagedRow],
     """The table of a staged group (e.g. Northwind serialization): one row per name.
 
     Columns: name, each metric and its × best, each stage's time/op ± CI,
-    total ± CI, × best (of the total).
+    total ± CI, × best (of the total), notes. On a narrow terminal they fold away in
+    this order: each metric's × best, the stages (last first), each metric, × best.
     """
     metrics = sorted({k for r in rows for k in r.metrics})
     columns = ["name"]
     for m in metrics:
         columns += [m, f"{m} × best"]
     columns += [f"{st} ± CI" for st in stage_names] + ["total ± CI", "× best", "notes"]
-    table = Table(title, columns, align=["l"] + ["r"] * (len(columns) - 2) + ["l"])
+    table = Table(title, columns, align=["l"] + ["r"] * (len(columns) - 2) + ["l"],
+                  fold=[KEY] + [3, 1] * len(metrics) + [2] * len(stage_names) + [KEY, 4, NOTE])
     for row in rows:
         cells = [row.name]
         for m in metrics:
@@ -256,7 +272,9 @@ def threads_table(title: str, benches: Sequence[Benchmark], summaries: Sequence[
     Columns: benchmark, threads, ops/s ± CI (all threads together), ops/s per
     thread, × 1 thread (throughput over the same benchmark's 1-thread case),
     latency p50/p99/p99.9 (every call timed), fairness (min/max and Jain's
-    index of ops per thread), CPU/wall. Figures are medians over processes.
+    index of ops per thread), CPU/wall. Figures are medians over processes. On a narrow
+    terminal they fold away in this order: Jain, CPU/wall, min/max, p99.9, p50,
+    ops/s per thread, p99, × 1 thread.
     """
     from dataclasses import replace
 
@@ -264,7 +282,8 @@ def threads_table(title: str, benches: Sequence[Benchmark], summaries: Sequence[
 
     columns = ["benchmark", "threads", "ops/s ± CI", "ops/s per thread", "× 1 thread", "p50",
                "p99", "p99.9", "min/max", "Jain", "CPU/wall"]
-    table = Table(title, columns, align=["l"] + ["r"] * (len(columns) - 1))
+    table = Table(title, columns, align=["l"] + ["r"] * (len(columns) - 1),
+                  fold=[KEY, KEY, KEY, 6, 8, 5, 7, 4, 3, 1, 2])
     rows = [(replace(b, threads=None).label, s, thread_figures(b))
             for b, s in zip(benches, summaries) if b.threads is not None]
     single = {label: s.median_s for label, s, fig in rows if fig and fig.threads == 1 and s.ok}

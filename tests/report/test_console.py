@@ -1,0 +1,71 @@
+"""The console's width policy and the GitHub Actions step summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perflab.report import console
+from perflab.report.table import KEY, NOTE, Table
+
+
+def _table() -> Table:
+    return Table("t", ["name", "median ± CI", "detail a", "detail b", "notes"],
+                 [["a-rather-long-benchmark-name", "1.23 ms ± 0.5%", "x" * 30, "y" * 30,
+                   "budget hit, unstable, 12% outliers"]],
+                 align=["l", "r", "r", "r", "l"], fold=[KEY, KEY, 2, 1, NOTE])
+
+
+def test_piped_width_is_columns_else_120(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Pipe:
+        def isatty(self) -> bool:
+            return False
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert console.terminal_width(Pipe()) == 120
+    monkeypatch.setenv("COLUMNS", "93")
+    assert console.terminal_width(Pipe()) == 93
+    monkeypatch.setenv("COLUMNS", "wide")
+    assert console.terminal_width(Pipe()) == 120
+
+
+def test_columns_fold_in_their_stated_order() -> None:
+    table = _table()
+    assert console.fit_columns(table, 200)[0] == [0, 1, 2, 3, 4]
+    assert console.fit_columns(table, 110)[0] == [0, 1, 2, 4]  # rank 1 ("detail b") first
+    assert console.fit_columns(table, 80)[0] == [0, 1, 4]
+    assert console.fit_columns(table, 40)[0] == [0, 1, 4]  # KEY and NOTE never fold
+    line = console.folded_line(table, [0, 1, 4], 80)
+    assert line and "detail a, detail b" in line and "--wide" in line
+
+
+def test_wide_prints_every_column(monkeypatch: pytest.MonkeyPatch,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    console.configure(wide=True)
+    try:
+        console.print_tables([_table()])
+    finally:
+        console.configure(wide=False)
+    out = capsys.readouterr().out
+    assert "x" * 30 in out and "y" * 30 in out and "folded away" not in out
+    console.print_tables([_table()])
+    out = capsys.readouterr().out
+    assert "y" * 30 not in out and "folded away to fit 80 columns" in out
+    assert max(len(line.rstrip()) for line in out.splitlines()) <= 80
+
+
+def test_step_summary_gets_the_markdown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    console.emit("table", [_table()])
+    console.emit("csv", [_table()])  # CSV is for machines: not the summary
+    text = summary.read_text()
+    assert text.startswith("earlier step\n")
+    assert text.count("### t") == 1 and "| a-rather-long-benchmark-name |" in text
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "missing" / "x.md"))
+    console.emit("table", [_table()])
+    assert "note: GITHUB_STEP_SUMMARY" in capsys.readouterr().err
