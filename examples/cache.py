@@ -32,6 +32,7 @@ examples/cache.md reads the results.
 
 from __future__ import annotations
 
+import abc
 import functools
 import gc
 import itertools
@@ -75,7 +76,7 @@ def _key(n: int, k: int) -> bytes:
     return b"%d:%d" % (n, k)
 
 
-class Cache:
+class Cache(abc.ABC):
     """A cache holding n keys, with one put and one get per call of :func:`put_get`.
 
     Attributes:
@@ -93,17 +94,17 @@ class Cache:
         self.counter = itertools.count()
         self.memory_bytes: float | None = None
 
+    @abc.abstractmethod
     def put(self, i: int) -> None:
         """The i-th call's put. Subclasses implement it."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def get(self, i: int) -> Any:
         """The i-th call's get. Subclasses implement it."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def fill(self) -> None:
         """Put keys 0…n-1 with distinct value objects (what a real cache holds)."""
-        raise NotImplementedError
 
     def filled(self) -> Cache:
         """Fill the cache, measuring this process's RSS growth; returns self."""
@@ -190,7 +191,7 @@ class CachetoolsCache(Cache):
             return self.data.get(_key(self.n, i * SCATTER % self.n))
 
 
-class ServerCache(Cache):
+class ServerCache(Cache, abc.ABC):
     """A cache server: filled once per server and size (a marker key says so), its memory
     the server's RSS growth during that fill (kept on the server for later processes)."""
 
@@ -201,14 +202,17 @@ class ServerCache(Cache):
         self.server = servers.ensure(self.kind)
         self.client = self._connect()
 
+    @abc.abstractmethod
     def _connect(self) -> Any:
-        raise NotImplementedError
+        """A client connected to this kind's loopback server."""
 
+    @abc.abstractmethod
     def _set_many(self, items: dict[bytes, bytes]) -> None:
-        raise NotImplementedError
+        """Store every key → value of ``items`` on the server (one batch)."""
 
+    @abc.abstractmethod
     def _read(self, key: bytes) -> bytes | None:
-        raise NotImplementedError
+        """The value stored under ``key``, None when it is missing."""
 
     def filled(self) -> Cache:
         """Fill the server unless this size is there already; memory from its RSS."""
