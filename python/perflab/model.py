@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from perflab.cluster_model import AgentInfo, AgentShare
 from perflab.errors import ResultsFileError, UsageError
 from perflab.files import Destination
 
@@ -279,6 +280,8 @@ class HttpStep:
         drain_s: from the end of the recorded window until the last recorded request
             was answered, failed or cut off, s (estimated from ``wall_s`` before schema
             2): about one response time for a server that kept up.
+        agents: a distributed run (``--agents``): each load agent's own part of the step,
+            beside this merged step (empty on one machine).
     """
 
     offered_rate: float | None
@@ -316,11 +319,13 @@ class HttpStep:
     drained: int | None = 0
     ok_from_warmup: int | None = 0
     drain_s: float = math.nan
+    agents: list[AgentShare] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HttpStep:
         """Build from the JSON form. Raises TypeError/KeyError on malformed data."""
         step = _from_dict(cls, data)
+        step.agents = [AgentShare.from_dict(a, HttpStep.from_dict) for a in step.agents]
         for name in ("latency", "service_time", "send_lag", "failed_latency", "dispatch_lag"):
             setattr(step, name, _from_dict(Histogram, data.get(name) or {}))
         for name in ("wall_s", "drain_s"):  # NaN is written as null
@@ -414,6 +419,7 @@ class Results:
         spawn_overhead: for ``cmd``: wall times of spawning an empty process, ns.
         rss_floor_bytes: for ``cmd``: max RSS reported for that empty process, bytes;
             the kernel counts the spawner's memory until exec, so no run reads below it.
+        agents: for a distributed ``http`` run: its load agents (empty otherwise).
     """
 
     kind: str
@@ -427,6 +433,7 @@ class Results:
     spawn_overhead_ns: list[int] = field(default_factory=list)
     rss_floor_bytes: int | None = None
     schema_version: int = SCHEMA_VERSION
+    agents: list[AgentInfo] = field(default_factory=list)
 
     def to_dict(self, summaries: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
         """The JSON form; ``summaries`` (by benchmark id) are written beside raw data.
@@ -452,6 +459,7 @@ class Results:
         data = migrate(data)
         results = _from_dict(cls, data)
         results.benchmarks = [Benchmark.from_dict(b) for b in data.get("benchmarks", [])]
+        results.agents = [AgentInfo.from_dict(a) for a in data.get("agents", [])]
         return results
 
 
@@ -606,7 +614,10 @@ def _trust_histograms(results: Results) -> None:
     from perflab import _core
 
     for i, bench in enumerate(results.benchmarks):
-        for j, step in enumerate(bench.steps):
+        steps = [(f"{j}]", step) for j, step in enumerate(bench.steps)]
+        steps += [(f"{j}].agents[{k}].step", a.step) for j, step in enumerate(bench.steps)
+                  for k, a in enumerate(step.agents) if a.step is not None]
+        for j, step in steps:
             for name in _HISTOGRAMS:
                 hist = getattr(step, name)
                 if not hist.encoded:
@@ -615,7 +626,7 @@ def _trust_histograms(results: Results) -> None:
                 try:
                     decoded = _core.hdr_decode(hist.encoded)
                 except ValueError as exc:
-                    raise ResultsFileError(f"benchmarks[{i}].steps[{j}].{name}.encoded: "
+                    raise ResultsFileError(f"benchmarks[{i}].steps[{j}.{name}.encoded: "
                                            f"{exc}") from None
                 setattr(step, name, Histogram(hist.encoded, **{
                     k: decoded[k] if k == "count" or decoded["count"] else math.nan

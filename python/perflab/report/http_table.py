@@ -53,7 +53,8 @@ def _count(value: int | None) -> str:
 
 def _verdict(s: StepSummary) -> str:
     text = s.verdict + (f": {', '.join(s.reasons)}" if s.reasons else "")
-    return text + (" (interrupted)" if s.interrupted else "")
+    lost = ", ".join(f"agent {k + 1}" for k in s.agents_lost)
+    return text + (" (interrupted)" if s.interrupted else "") + (f" ({lost} lost)" if lost else "")
 
 
 def _row(s: StepSummary) -> list[str]:
@@ -154,6 +155,10 @@ def _problem_lines(summaries: Sequence[StepSummary]) -> list[str]:
         if s.unsent:
             lines.append(f"{s.label}: {s.unsent:,} requests were due but never sent: every "
                          "connection was busy until the step ended")
+        if s.agents_lost:
+            lines.append(f"{s.label}: {len(s.agents_lost)} agent(s) died during this step: the "
+                         "row holds the other agents' data (offered is their share) and is "
+                         "left out of the capacity estimate")
         if s.flagged:
             lines.append(f"{s.label}: the clocks disagreed during this step by "
                          f"{(s.clock_skew_ns or 0) / 1e6:,.3f} ms ({s.flagged}): its rates and "
@@ -174,6 +179,8 @@ def _generator_lines(limited: Sequence[StepSummary]) -> list[str]:
     if busy:
         lines.append(f"{', '.join(busy)}: an engine thread was busy all the time; give perflab "
                      "more --threads (and cores), or offer less")
+    lines.append("to measure beyond what one machine can send, run load agents on other "
+                 "machines: perflab http URL --agents N --cluster ADDRESS (docs/distributed.md)")
     if waiting:
         lines.append(f"{', '.join(waiting)}: perflab sent late while mostly idle, so its "
                      "thread waited for a CPU: other programs keep this machine busy; close "
