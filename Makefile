@@ -56,6 +56,8 @@ $(STAMPS)/venv: pyproject.toml | $(STAMPS)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q "maturin>=1.7,<2" numpy scipy rich matplotlib fastjsonschema pytest hypothesis pyperf \
 	  orjson msgpack cbor2
+	@# Ray: the distributed load agents (perflab http --agents; the [cluster] extra)
+	$(PIP) install -q "ray>=2.40"
 	touch $@
 
 $(STAMPS)/build: $(STAMPS)/venv $(RUST_SOURCES) pyproject.toml | $(STAMPS)

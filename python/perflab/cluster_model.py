@@ -89,6 +89,8 @@ class AgentShare:
         start_lead_s: how long before the shared start instant the agent was asked to run
             the step, s; negative when it got the request too late and its first requests
             went out late (NaN: unknown).
+        process_cpu_s: the agent process's CPU time over the step (user + system, every
+            thread: the engine's, Ray's and Python's), s; NaN when unknown.
         lost: the agent died during the step: its data is missing (``step`` is None) and
             the merged step holds the other agents' data only.
         error: what happened, in words, or None.
@@ -100,6 +102,7 @@ class AgentShare:
     offset_ns: int | None = None
     offset_uncertainty_ns: int | None = None
     start_lead_s: float = math.nan
+    process_cpu_s: float = math.nan
     lost: bool = False
     error: str | None = None
     step: Any = None
@@ -114,6 +117,7 @@ class AgentShare:
         """
         share = cls(**_known(cls, data))
         share.step = step_from_dict(data["step"]) if isinstance(data.get("step"), dict) else None
-        if share.start_lead_s is None:  # NaN is written as null
-            share.start_lead_s = math.nan
+        for name in ("start_lead_s", "process_cpu_s"):  # NaN is written as null
+            if getattr(share, name) is None:
+                setattr(share, name, math.nan)
         return share

@@ -116,8 +116,19 @@ def print_http(results: Results, sweep: Sweep, fmt: str) -> None:
     """
     from perflab.report import console
 
-    console.emit(fmt, lambda: [sweep_table(sweep, results_notes(results))],
+    console.emit(fmt, lambda: [sweep_table(sweep, results_notes(results)),
+                               *agents_tables(results)],
                  lambda: step_records(sweep.steps))
+
+
+def agents_tables(results: Results) -> list[Table]:
+    """A distributed run's per-agent table (:mod:`perflab.report.http_agents`); none for
+    a run from one machine."""
+    if not results.agents:
+        return []
+    from perflab.report.http_agents import agents_table
+
+    return [agents_table(results)]
 
 
 def _capacity_lines(sweep: Sweep) -> list[str]:

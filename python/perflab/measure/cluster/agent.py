@@ -97,7 +97,9 @@ class LoadAgent:
 
         Returns:
             {"raw": the engine's result (``perflab._core.http_run``), "clock_skew_ns",
-            "flagged": this process's clock cross-check over the step}. A stop (see
+            "flagged": this process's clock cross-check over the step, "process_cpu_s":
+            the agent process's CPU time (user + system, all threads, ``os.times``) over
+            the step, s}. A stop (see
             :meth:`stop`) ends the step early, its accounting returned.
 
         Raises:
@@ -111,9 +113,12 @@ class LoadAgent:
         monitor.start()
         with self._lock:
             self._snapshot = None
+        before = os.times()
         raw = _core.http_run(config, self._keep, self._stop, True)
+        after = os.times()
         skew, flagged = monitor.stop()
-        return {"raw": raw, "clock_skew_ns": skew, "flagged": flagged}
+        return {"raw": raw, "clock_skew_ns": skew, "flagged": flagged, "process_cpu_s":
+                (after.user - before.user) + (after.system - before.system)}
 
     def _keep(self, snapshot: dict[str, Any]) -> None:
         with self._lock:

@@ -141,7 +141,9 @@ class Cluster:
     """A Ray cluster with the run's agents on it; a context manager.
 
     Args:
-        options: where and how many agents.
+        options: where and how many agents. When this process is already connected to
+            Ray (``ray.init`` done by the caller), that connection is used and kept open
+            on leaving, whatever ``options.address`` says.
         target: the target's (host, port, connect timeout s), checked from every agent.
         step_configs: the whole configs of every step (``Plan.step_config``), checked by
             every agent in its share.
@@ -167,6 +169,8 @@ class Cluster:
         self.agents: list[Agent] = []
         self.ray: Any = None
         self.started_s = math.nan
+        #: Ray was initialised here (and is shut down on leaving), not by the caller.
+        self.owns_ray = False
         #: Set by a Ctrl-C: the agents were told to stop.
         self.stopping = False
 
@@ -193,6 +197,9 @@ class Cluster:
 
     def _connect(self) -> None:
         ray, address = self.ray, self.options.address
+        if ray.is_initialized():  # a caller's own connection (a test, a benchmark): kept
+            return
+        self.owns_ray = True
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report home
         kwargs: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False,
                                   "configure_logging": False}
@@ -295,7 +302,8 @@ class Cluster:
         return offset
 
     def close(self) -> None:
-        """Stop every agent (by its actor) and leave (or stop, if started here) Ray."""
+        """Stop every agent (by its actor) and leave Ray (stopping it when it was started
+        here), unless the caller had connected to Ray before."""
         ray = self.ray
         if ray is None:
             return
@@ -304,10 +312,11 @@ class Cluster:
                 ray.kill(agent.actor, no_restart=True)
             except Exception:  # already dead, or Ray already gone
                 pass
-        try:
-            ray.shutdown()
-        except Exception:  # noqa: BLE001 - shutting down must not hide the results
-            pass
+        if self.owns_ray:
+            try:
+                ray.shutdown()
+            except Exception:  # noqa: BLE001 - shutting down must not hide the results
+                pass
         self.ray = None
 
 

@@ -202,6 +202,7 @@ def _take(ray: Any, ref: Any, owner: tuple[Agent, AgentShare], index: int) -> No
     step.clock_skew_ns, step.flagged = answer["clock_skew_ns"], answer["flagged"]
     share.step = step
     share.start_lead_s = float(raw["steps"][0].get("start_lead_s", float("nan")))
+    share.process_cpu_s = float(answer.get("process_cpu_s", float("nan")))
 
 
 def _lose(ray: Any, agent: Agent, share: AgentShare, index: int, why: str) -> None:
@@ -270,6 +271,8 @@ def distributed(args: Any, plan: Plan, tell: Callable[[str], None] | None = None
     options = options_from_args(args)
     target = (plan.target.host, plan.target.port, plan.connect_timeout_s)
     configs = [plan.step_config(i) for i in range(plan.steps)]
+    for config in configs:  # a share that cannot exist is refused before Ray starts
+        split_step(config, options.agents)
     with Cluster(options, target, configs, tell) as cluster:
         if tell:
             tell(f"{len(cluster.agents)} agent(s) ready in {cluster.started_s:.1f} s: " +
