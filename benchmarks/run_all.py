@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SECTIONS = ["harness", "doctor", "cmd", "http", "http_capacity", "compare", "fit"]
+SECTIONS = ["harness", "doctor", "cmd", "http", "http_capacity", "cluster", "compare", "fit"]
 HEADER = """# perflab benchmarks
 
 perflab measured beside its peers (timeit, pyperf, hyperfine, wrk, nginx) on the
