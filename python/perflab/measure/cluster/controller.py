@@ -205,6 +205,8 @@ class Cluster:
                                   "configure_logging": False}
         if address == "local":
             self.tell("starting a local Ray instance…")
+            # Ray's note that it turned token authentication on (it stays on) is not news
+            logging.getLogger("ray._private.authentication").setLevel(logging.ERROR)
             kwargs.update(include_dashboard=False, object_store_memory=100 * 2**20,
                           num_cpus=max(os.cpu_count() or 1, self.options.agents))
         else:
