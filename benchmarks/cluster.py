@@ -225,8 +225,9 @@ def report(opts: Any, starts: list[tuple[float, float]], runs: dict[str, list[di
     lines += [
         "", "Verdict rule: the CI of Ray ÷ plain containing 1 is \"tied\"; entirely above 1 "
         "\"Ray costs more\"; entirely below \"Ray costs less\".", "",
-        f"At this rate the Ray path with 2 agents costs {extra_us:+.0f} µs of CPU per "
-        f"request more than plain, {extra_us * opts.rate / 1e4:.1f}% of one core: the "
+        f"At this rate the medians of all CPU per request differ by {extra_us:+.0f} µs "
+        f"between 2 agents and plain ({extra_us * opts.rate / 1e4:+.1f}% of one core; the "
+        "CI above says whether that is beyond the noise): the "
         "agents' Ray threads, the controller's calls (clock reads, progress polls every "
         "0.25 s) and the daemons' share of them (their idle cost is in every row). At low rates every figure per request is dominated by the engine's "
         "wake-ups (one per request), so the engine's own CPU per request is no throughput "

@@ -100,6 +100,17 @@ def test_offset_takes_the_minimum_round_trip_and_bounds_the_error() -> None:
     assert clocks.on_agent_clock(10, est.offset_ns) == 10 + est.offset_ns
 
 
+def test_the_latest_offset_places_the_start_and_a_shared_clock_needs_none() -> None:
+    from perflab.measure.cluster.controller import Agent
+
+    agent = Agent(AgentInfo(0, "h", offset_ns=5_000), actor=None)
+    assert agent.offset_used_ns == 0  # not measured yet
+    agent.offset = clocks.Offset(7_000, 100, 200, 5)  # drifted since start-up
+    assert agent.offset_used_ns == 7_000
+    agent.info.same_clock = True
+    assert agent.offset_used_ns == 0
+
+
 def test_offset_refuses_nothing_and_a_clock_that_steps_back() -> None:
     with pytest.raises(ValueError, match="no round trips"):
         clocks.estimate([])

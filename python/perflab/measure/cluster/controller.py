@@ -124,11 +124,16 @@ class Agent:
         self.info = info
         self.actor = actor
         self.alive = True
+        #: The latest measurement of its clock offset (None before the first).
+        self.offset: clocks.Offset | None = None
 
     @property
     def offset_used_ns(self) -> int:
-        """The offset that places instants on this agent's clock (0 on a shared clock)."""
-        return 0 if self.info.same_clock else self.info.offset_ns
+        """The offset that places instants on this agent's clock: the latest measured
+        (so that drift over a long sweep does not add up), 0 on a shared clock."""
+        if self.info.same_clock or self.offset is None:
+            return 0
+        return self.offset.offset_ns
 
     def lost(self, step: int, why: str) -> None:
         """Record that the agent died during step ``step`` (0-based)."""
@@ -293,12 +298,15 @@ class Cluster:
             self.measure_offset(agent, clocks.ROUNDS_AT_START)
 
     def measure_offset(self, agent: Agent, rounds: int) -> clocks.Offset:
-        """Measure and record ``agent``'s clock offset. Raises the agent's Ray error."""
+        """Measure ``agent``'s clock offset with ``rounds`` round trips and keep it as
+        its latest; the start-up measurement (``rounds`` ≥ :data:`clocks.ROUNDS_AT_START`)
+        is also the one saved in its :class:`AgentInfo`. Raises the agent's Ray error."""
         ray = self.ray
         offset = clocks.measure(lambda: ray.get(agent.actor.now_ns.remote(), timeout=10),
                                 rounds)
-        info = agent.info
-        if rounds >= clocks.ROUNDS_AT_START or offset.uncertainty_ns < info.offset_uncertainty_ns:
+        agent.offset = offset
+        if rounds >= clocks.ROUNDS_AT_START:
+            info = agent.info
             info.offset_ns, info.offset_uncertainty_ns = offset.offset_ns, offset.uncertainty_ns
             info.round_trip_ns = offset.round_trip_ns
         return offset

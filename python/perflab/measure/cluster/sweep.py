@@ -128,8 +128,9 @@ def _run_step(cluster: Cluster, plan: Plan, index: int, live: list[Agent],
     running: dict[Any, tuple[Agent, AgentShare]] = {}
     shares: list[AgentShare] = []
     for agent, config in zip(live, configs):
-        share = AgentShare(agent.info.index, agent.info.offset_ns,
-                           agent.info.offset_uncertainty_ns)
+        fresh = agent.offset
+        share = AgentShare(agent.info.index, fresh and fresh.offset_ns,
+                           fresh and fresh.uncertainty_ns)
         if not agent.alive:
             share.lost, share.error = True, agent.info.error
         elif config is not None:
