@@ -16,8 +16,9 @@ machine, against `perflab serve` on 127.0.0.1:
   the achieved ÷ offered rate. Ratios to plain with paired bootstrap CIs by round;
 * memory: RSS of one agent process and of Ray's daemons after the runs.
 
-Verdict rule (one for every ratio): the 95% CI of Ray ÷ plain containing 1 is "tied";
-a CI entirely above 1 is "Ray costs more", entirely below "Ray costs less".
+Verdicts by the benchmarks' one rule (common.RATIO_RULE) for the target "the Ray path
+costs no more than plain" (Ray ÷ plain ≤ 1): a CI containing 1 is "tied", a CI entirely
+at or below 1 "met", else "not met".
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from common import machine, perflab_serve, write_section  # noqa: E402
+from common import RATIO_RULE, machine, perflab_serve, ratio_verdict, write_section  # noqa: E402
 
 # benchmarks/http.py would shadow the standard library's http package, which Ray imports
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
@@ -145,10 +146,6 @@ def one_run(config: str, plan: Any, clusters: dict[str, Cluster]) -> dict[str, f
             "achieved_share": step.ok_responses / step.elapsed_s / step.offered_rate}
 
 
-def verdict(low: float, high: float) -> str:
-    return "tied" if low <= 1 <= high else "Ray costs more" if low > 1 else "Ray costs less"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=6)
@@ -219,12 +216,12 @@ def report(opts: Any, starts: list[tuple[float, float]], runs: dict[str, list[di
             est = block_ratio_ci([r[key] for r in runs[c]], blocks,
                                  [r[key] for r in runs["plain"]], blocks)
             cells.append(f"{est.value:.2f} [{est.low:.2f}, {est.high:.2f}] "
-                         f"{verdict(est.low, est.high)}")
+                         f"{ratio_verdict(est.low, est.high, at_most=1.0)}")
         lines.append(f"| {c} | " + " | ".join(cells) + " |")
     extra_us = med[CONFIGS[2]]["all_us"] - med["plain"]["all_us"]
     lines += [
-        "", "Verdict rule: the CI of Ray ÷ plain containing 1 is \"tied\"; entirely above 1 "
-        "\"Ray costs more\"; entirely below \"Ray costs less\".", "",
+        "", f"Target: the Ray path costs no more than plain (ratio ≤ 1). Verdicts: "
+        f"{RATIO_RULE} (here the peer is plain `perflab http`).", "",
         f"At this rate the medians of all CPU per request differ by {extra_us:+.0f} µs "
         f"between 2 agents and plain ({extra_us * opts.rate / 1e4:+.1f}% of one core; the "
         "CI above says whether that is beyond the noise): the "

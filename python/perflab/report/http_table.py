@@ -189,9 +189,9 @@ def _generator_lines(limited: Sequence[StepSummary]) -> list[str]:
              "not keep up, so these rows describe perflab, not the server")]
     if busy:
         lines.append(f"{', '.join(busy)}: an engine thread was busy all the time; give perflab "
-                     "more --threads (and cores), or offer less")
-    lines.append("to measure beyond what one machine can send, run load agents on other "
-                 "machines: perflab http URL --agents N --cluster ADDRESS (docs/distributed.md)")
+                     "more --threads (and cores), or offer less; to send more than one "
+                     "machine can, run load agents on several: perflab http URL --agents N "
+                     "--cluster ADDRESS (docs/distributed.md)")
     if waiting:
         lines.append(f"{', '.join(waiting)}: perflab sent late while mostly idle, so its "
                      "thread waited for a CPU: other programs keep this machine busy; close "

@@ -29,7 +29,7 @@ from perflab.errors import UsageError
 from perflab.measure.cluster.controller import Cluster, ClusterOptions
 from perflab.measure.cluster.sweep import run_sweep
 from perflab.measure.http import plan_from_args
-from tests.cluster.test_parts import cli_args, free_port
+from tests.measure.cluster.test_parts import cli_args, free_port
 from tests.conftest import popen_perflab
 
 FAST = ["--warmup", "0.2s", "--threads", "1", "--quiet"]
