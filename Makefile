@@ -68,6 +68,8 @@ $(STAMPS)/venv: pyproject.toml | $(STAMPS)
 	$(PIP) install -q "maturin>=1.7,<2" numpy scipy rich matplotlib fastjsonschema ruptures pytest hypothesis pyperf playwright \
 	  orjson msgpack cbor2 opentelemetry-sdk uvicorn \
 	  pymemcache redis cachetools
+	@# Ray: the distributed load agents (perflab http --agents; the [cluster] extra)
+	$(PIP) install -q "ray>=2.40"
 	touch $@
 
 $(STAMPS)/build: $(STAMPS)/venv $(RUST_SOURCES) pyproject.toml | $(STAMPS)

@@ -14,7 +14,7 @@ STEP = {"index", "mode", "arrival", "offered_rate", "connections", "threads", "d
         "ok_responses", "ok_from_warmup", "drained", "failures", "unsent", "unfinished",
         "status_counts", "errors", "bytes_in", "bytes_out", "connections_opened",
         "connections_closed", "connections_errored", "connections_peak", "connect_failures",
-        "pool_waits", "thread_cpu_s", "histograms"}
+        "pool_waits", "thread_cpu_s", "histograms", "start_lead_s"}
 ERRORS = ["connect_refused", "connect_timeout", "read_timeout", "reset", "closed_mid_response",
           "protocol", "tls", "other"]
 SNAPSHOT = {"step", "steps", "offered_rate", "wall_s", "in_warmup", "completed", "ok_responses",

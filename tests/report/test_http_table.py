@@ -28,7 +28,7 @@ SNAPSHOT = """\
 - 2,000/s: failed requests: 200 read timeout, 300× status 503
 - 3,000/s: 42 requests were due but never sent: every connection was busy until the step ended
 - generator-limited (3,000/s): perflab itself could not keep up, so these rows describe perflab, not the server
-- 3,000/s: an engine thread was busy all the time; give perflab more --threads (and cores), or offer less
+- 3,000/s: an engine thread was busy all the time; give perflab more --threads (and cores), or offer less; to send more than one machine can, run load agents on several: perflab http URL --agents N --cluster ADDRESS (docs/distributed.md)
 """
 
 

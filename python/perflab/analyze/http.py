@@ -26,6 +26,11 @@ omission). Verdicts:
   lateness cannot make a server fall seconds behind.
 * **ok**: neither.
 
+A distributed step (``--agents``) is generator-limited when any agent was, judged on
+that agent's own figures (a merged histogram can hide one late agent), and the reason
+names the agent. A step during which an agent died holds the other agents' data only:
+it is marked and never counts towards the capacity estimate.
+
 The achieved rate is the successful responses that completed inside the recorded
 window ÷ the window (responses that came while draining are counted apart, as
 ``drained``). The capacity estimate is the heaviest ok step below the first
@@ -116,6 +121,8 @@ class StepSummary:
         interrupted: the step was cut short.
         server: ``--watch``: the watched processes' CPU and memory over the step
             (:class:`perflab.analyze.watch.ServerFigures`), else None.
+        agents_lost: a distributed step: the (0-based) indices of the agents that died
+            during it (their share is missing from the step).
     """
 
     index: int
@@ -149,6 +156,7 @@ class StepSummary:
     clock_skew_ns: int | None = None
     flagged: str | None = None
     server: Any = None
+    agents_lost: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (seconds, requests/s), with units named."""
@@ -211,7 +219,8 @@ def summarize_step(step: HttpStep, index: int = 0, ok: str = "200-299") -> StepS
         failed_statuses={code: n for code, n in step.status_counts.items()
                          if not any(lo <= int(code) <= hi for lo, hi in ranges)},
         interrupted=step.interrupted, clock_skew_ns=step.clock_skew_ns, flagged=step.flagged,
-        server=server_figures(step))
+        server=server_figures(step),
+        agents_lost=[a.agent for a in step.agents if a.lost])
 
 
 def engine_busy(s: StepSummary) -> bool:
@@ -231,6 +240,14 @@ def generator_reasons(s: StepSummary) -> list[str]:
     if lag > SEND_LAG_LIMIT_S:
         reasons.append(f"perflab sent late (p99 {format_time(lag)})")
     return reasons
+
+
+def agent_generator_reasons(step: HttpStep, ok: str = "200-299") -> list[str]:
+    """A distributed step: each agent's own :func:`generator_reasons`, naming the agent
+    ("agent 2: perflab sent late (p99 3.1 ms)"); empty when no agent was limited."""
+    return [f"agent {share.agent + 1}: {reason}" for share in step.agents
+            if share.step is not None
+            for reason in generator_reasons(summarize_step(share.step, ok=ok))]
 
 
 #: What ``--slo`` may bound: latency percentiles (s) and the error fraction.
@@ -325,8 +342,9 @@ def summarize_steps(steps: Sequence[HttpStep], slo_s: float | dict[str, float] |
         One summary per step, in run order.
     """
     summaries = [summarize_step(step, i, ok) for i, step in enumerate(steps)]
-    for s in summaries:
-        generator, saturation = generator_reasons(s), saturation_reasons(s, slo_s)
+    for step, s in zip(steps, summaries):
+        generator = agent_generator_reasons(step, ok) if step.agents else generator_reasons(s)
+        saturation = saturation_reasons(s, slo_s)
         if generator and not (saturation and server_bound(s)):
             s.verdict, s.reasons = GENERATOR_LIMITED, generator
         elif saturation:
@@ -361,8 +379,9 @@ class Capacity:
 
 def capacity(summaries: Sequence[StepSummary]) -> Capacity | None:
     """The heaviest ok step below the first saturated one, or None when none was ok.
-    Steps whose clocks disagreed (``flagged``) never count as ok here."""
-    ok = [s for s in summaries if s.verdict == OK and not s.flagged]
+    Steps whose clocks disagreed (``flagged``) or that lost an agent never count as ok
+    here."""
+    ok = [s for s in summaries if s.verdict == OK and not s.flagged and not s.agents_lost]
     if not ok:
         return None
     best = max(ok, key=lambda s: s.load)

@@ -76,6 +76,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        "CPU per request and peak RSS per step")
     watch.add_argument("--watch-cmd", action="append", default=[], metavar="NAME",
                        help="as --watch, for every process of this name (e.g. nginx)")
+    dist = parser.add_argument_group("distributed load (Ray; pip install 'perflab[cluster]')")
+    dist.add_argument("--agents", type=int, metavar="N", help="send the load from N load "
+                      "agents (Ray actors, one per node by default), each running the engine in "
+                      "its own process; each step's rate or connections are split among them "
+                      "and their histograms merged exactly")
+    dist.add_argument("--cluster", metavar="ADDRESS", help="with --agents: 'local' starts a "
+                      "Ray instance on this machine (default); 'auto', ray://HOST:10001 or "
+                      "HOST:PORT joins a running cluster")
+    dist.add_argument("--agents-per-node", type=int, metavar="K", help="with --agents: K "
+                      "agents per node (default: spread evenly, one per node when possible)")
+    dist.add_argument("--fail-fast", action="store_true", help="with --agents: stop the run "
+                      "when an agent dies (default: go on with the others)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -86,28 +98,30 @@ def main(args: argparse.Namespace) -> int:
     unreachable target, 130 interrupted (what was measured is kept).
     """
     from perflab.commands.cmd import _terminate_as_interrupt
-    from perflab.measure.http import check_reachable, plan_from_args, run_sweep
+    from perflab.measure.http import plan_from_args
 
     from perflab.files import Deferred, Destination, results_destination
 
-    plan = plan_from_args(args)
+    plan = plan_from_args(args, check=args.agents is None)
     slo_s = _slo(args.slo)
     fail_on = _fail_on(args.fail_on, slo_s)
     path = results_destination(args.json, "http")
     chart = Destination.check(args.chart, "--chart", "png") if args.chart else None
-    check_reachable(plan.target, plan.connect_timeout_s)
     watcher = _watcher(args)
-    results = _results(plan, args, slo_s)
-    steps_saved = Deferred()  # a step's save may fail (disk full): measuring goes on
+    with _load(args, plan) as (run_sweep, agents):
+        results = _results(plan, args, slo_s)
+        results.agents = agents
+        steps_saved = Deferred()  # a step's save may fail (disk full): measuring goes on
 
-    def step_done(o: Any) -> None:
-        if watcher is not None:
-            o.steps[-1].watched = watcher.cut()
-        _step_done(results, o, path, live, steps_saved)
+        def step_done(o: Any) -> None:
+            if watcher is not None:
+                o.steps[-1].watched = watcher.cut()
+            _step_done(results, o, path, live, steps_saved)
 
-    with _live(args.quiet, plan) as live, _terminate_as_interrupt(), \
-            watcher or contextlib.nullcontext():
-        outcome = run_sweep(plan, progress=live.update if live else None, on_step=step_done)
+        with _live(args.quiet, plan) as live, _terminate_as_interrupt(), \
+                watcher or contextlib.nullcontext():
+            outcome = run_sweep(plan, progress=live.update if live else None,
+                                on_step=step_done)
     later = Deferred()
     later.run(_save, results, outcome, path)
     if not path.stdout:
@@ -123,6 +137,25 @@ def main(args: argparse.Namespace) -> int:
         _chart(results, chart)
     code = _exit_code(results)
     return _gate(results, fail_on) if code == 0 else code
+
+
+def _load(args: argparse.Namespace, plan: Any) -> Any:
+    """Where the load comes from, as a context yielding (run_sweep, agents): this
+    machine's engine, or load agents on Ray (``--agents``, see
+    :mod:`perflab.measure.cluster`). Raises UsageError: an unreachable target, or a
+    cluster option without --agents."""
+    if args.agents is not None:
+        from perflab.measure.cluster.sweep import distributed
+
+        return distributed(args, plan, tell=None if args.quiet else
+                           lambda line: sys.stderr.write(f"perflab http: {line}\n"))
+    from perflab.measure.http import check_reachable, run_sweep
+
+    if args.cluster or args.agents_per_node or args.fail_fast:
+        raise UsageError("--cluster, --agents-per-node and --fail-fast go with --agents N "
+                         "(distributed load)")
+    check_reachable(plan.target, plan.connect_timeout_s)
+    return contextlib.nullcontext((run_sweep, []))
 
 
 def _watcher(args: argparse.Namespace) -> Any:
@@ -224,8 +257,8 @@ def _save(results: Any, outcome: Any, path: Any, rescue_on_failure: bool = True)
     results.interrupted = outcome.interrupted
     results.settings["address"] = outcome.address
     bench.stop_reason = "interrupted" if outcome.interrupted else \
-        "failed" if outcome.target_lost else "done"
-    bench.error = outcome.target_lost
+        "failed" if outcome.target_lost or outcome.agents_lost else "done"
+    bench.error = outcome.target_lost or outcome.agents_lost
     steps = summarize_results(results).steps
     model.save(results, path, {bench.id: {"steps": [s.to_dict() for s in steps]}},
                rescue_on_failure=rescue_on_failure)
@@ -303,7 +336,8 @@ class _Live:
                 status="starting")
         status = "warmup" if snap["in_warmup"] else (
             f"{snap['achieved_rate']:,.0f}/s ok, {snap['failures']:,} errors, "
-            f"p99 {snap['p99_us'] / 1e3:,.2f} ms")
+            f"p99 {snap['p99_us'] / 1e3:,.2f} ms" +
+            (f", slowest {snap['slowest']}" if snap.get("slowest") else ""))
         self.progress.update(self.tasks[index], completed=snap["wall_s"], status=status)
 
     def step_done(self, summary: Any, number: int) -> None:

@@ -294,12 +294,15 @@ class SweepOutcome:
         interrupted: Ctrl-C (or SIGTERM) stopped the sweep.
         target_lost: set when the target stopped accepting connections between steps:
             the message saying so; the remaining steps were skipped.
+        agents_lost: a distributed run (``--agents``): which load agents died, and
+            whether the run went on without them; None when none did.
     """
 
     steps: list[HttpStep] = field(default_factory=list)
     address: str = ""
     interrupted: bool = False
     target_lost: str | None = None
+    agents_lost: str | None = None
 
 
 def run_sweep(plan: Plan, engine: Engine | None = None, progress: ProgressFn | None = None,
@@ -433,8 +436,10 @@ def request_label(config: dict[str, Any], requests_file: str | None,
     return f"{config.get('method', 'GET')} {config['url']}"
 
 
-def plan_from_args(args: Any) -> Plan:
-    """Build and check the plan from ``perflab http``'s parsed options.
+def plan_from_args(args: Any, check: bool = True) -> Plan:
+    """Build and check the plan from ``perflab http``'s parsed options; with ``check``
+    the engine checks every step on this machine too (load agents check their own share
+    on theirs instead).
 
     Raises:
         UsageError: any bad value: URL, rates, connections, durations, headers, body,
@@ -462,7 +467,8 @@ def plan_from_args(args: Any) -> Plan:
         config["arrival"] = "poisson" if args.poisson else "constant"
         config["connections"] = conns[0] if conns else None
     plan = Plan(target, config, rates, [] if rates else conns, connect_timeout)
-    check_plan(plan)
+    if check:
+        check_plan(plan)
     return plan
 
 

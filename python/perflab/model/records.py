@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
+from perflab.cluster_model import AgentInfo, AgentShare
 from perflab.model.versions import SCHEMA_VERSION, migrate
 
 
@@ -254,6 +255,8 @@ class HttpStep:
             step, sampled from outside every 100 ms: ``{"pid", "name", "t_s", "cpu_s",
             "rss_bytes"}``, times since the sweep started, cumulative CPU seconds,
             resident bytes (see :mod:`perflab.measure.watch`); empty when not watched.
+        agents: a distributed run (``--agents``): each load agent's own part of the step,
+            beside this merged step (empty on one machine).
     """
 
     offered_rate: float | None
@@ -292,11 +295,13 @@ class HttpStep:
     ok_from_warmup: int | None = 0
     drain_s: float = math.nan
     watched: list[dict[str, Any]] = field(default_factory=list)
+    agents: list[AgentShare] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HttpStep:
         """Build from the JSON form. Raises TypeError/KeyError on malformed data."""
         step = _from_dict(cls, data)
+        step.agents = [AgentShare.from_dict(a, HttpStep.from_dict) for a in step.agents]
         for name in ("latency", "service_time", "send_lag", "failed_latency", "dispatch_lag"):
             setattr(step, name, _from_dict(Histogram, data.get(name) or {}))
         for name in ("wall_s", "drain_s"):  # NaN is written as null
@@ -448,6 +453,7 @@ class Results:
         spawn_overhead: for ``cmd``: wall times of spawning an empty process, ns.
         rss_floor_bytes: for ``cmd``: max RSS reported for that empty process, bytes;
             the kernel counts the spawner's memory until exec, so no run reads below it.
+        agents: for a distributed ``http`` run: its load agents (empty otherwise).
     """
 
     kind: str
@@ -461,6 +467,7 @@ class Results:
     spawn_overhead_ns: list[int] = field(default_factory=list)
     rss_floor_bytes: int | None = None
     schema_version: int = SCHEMA_VERSION
+    agents: list[AgentInfo] = field(default_factory=list)
 
     def to_dict(self, summaries: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
         """The JSON form; ``summaries`` (by benchmark id) are written beside raw data.
@@ -486,6 +493,7 @@ class Results:
         data = migrate(data)
         results = _from_dict(cls, data)
         results.benchmarks = [Benchmark.from_dict(b) for b in data.get("benchmarks", [])]
+        results.agents = [AgentInfo.from_dict(a) for a in data.get("agents", [])]
         return results
 
 

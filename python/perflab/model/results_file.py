@@ -135,9 +135,12 @@ def _trust_histograms(results: Results) -> None:
         ResultsFileError: an encoding that isn't a bounded HdrHistogram (JSON path named).
     """
     for i, bench in enumerate(results.benchmarks):
-        for j, step in enumerate(bench.steps):
+        steps = [(f"steps[{j}]", step) for j, step in enumerate(bench.steps)]
+        steps += [(f"steps[{j}].agents[{k}].step", a.step) for j, step in enumerate(bench.steps)
+                  for k, a in enumerate(step.agents) if a.step is not None]
+        for where, step in steps:
             for name in _HISTOGRAMS:
-                _trusted(step, name, f"benchmarks[{i}].steps[{j}]", "us")
+                _trusted(step, name, f"benchmarks[{i}].{where}", "us")
         if bench.span is not None:
             for name in ("duration", "self_time"):
                 _trusted(bench.span, name, f"benchmarks[{i}].span", "ns")

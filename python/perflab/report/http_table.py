@@ -55,7 +55,8 @@ def _count(value: int | None) -> str:
 
 def _verdict(s: StepSummary) -> str:
     text = s.verdict + (f": {', '.join(s.reasons)}" if s.reasons else "")
-    return text + (" (interrupted)" if s.interrupted else "")
+    lost = ", ".join(f"agent {k + 1}" for k in s.agents_lost)
+    return text + (" (interrupted)" if s.interrupted else "") + (f" ({lost} lost)" if lost else "")
 
 
 #: columns added before "verdict" when --watch sampled the server
@@ -150,8 +151,19 @@ def print_http(results: Results, sweep: Sweep, fmt: str) -> None:
     """
     from perflab.report import console
 
-    console.emit(fmt, lambda: [sweep_table(sweep, results_notes(results))],
+    console.emit(fmt, lambda: [sweep_table(sweep, results_notes(results)),
+                               *agents_tables(results)],
                  lambda: step_records(sweep.steps))
+
+
+def agents_tables(results: Results) -> list[Table]:
+    """A distributed run's per-agent table (:mod:`perflab.report.http_agents`); none for
+    a run from one machine."""
+    if not results.agents:
+        return []
+    from perflab.report.http_agents import agents_table
+
+    return [agents_table(results)]
 
 
 def _capacity_lines(sweep: Sweep) -> list[str]:
@@ -196,6 +208,10 @@ def _problem_lines(summaries: Sequence[StepSummary]) -> list[str]:
         if s.unsent:
             lines.append(f"{s.label}: {s.unsent:,} requests were due but never sent: every "
                          "connection was busy until the step ended")
+        if s.agents_lost:
+            lines.append(f"{s.label}: {len(s.agents_lost)} agent(s) died during this step: the "
+                         "row holds the other agents' data (offered is their share) and is "
+                         "left out of the capacity estimate")
         if s.flagged:
             lines.append(f"{s.label}: the clocks disagreed during this step by "
                          f"{(s.clock_skew_ns or 0) / 1e6:,.3f} ms ({s.flagged}): its rates and "
@@ -215,7 +231,9 @@ def _generator_lines(limited: Sequence[StepSummary]) -> list[str]:
              "not keep up, so these rows describe perflab, not the server")]
     if busy:
         lines.append(f"{', '.join(busy)}: an engine thread was busy all the time; give perflab "
-                     "more --threads (and cores), or offer less")
+                     "more --threads (and cores), or offer less; to send more than one "
+                     "machine can, run load agents on several: perflab http URL --agents N "
+                     "--cluster ADDRESS (docs/distributed.md)")
     if waiting:
         lines.append(f"{', '.join(waiting)}: perflab sent late while mostly idle, so its "
                      "thread waited for a CPU: other programs keep this machine busy; close "

@@ -1,5 +1,6 @@
 //! HdrHistograms read back from results files, decoded by the engine's one
-//! bounded decoder ([`perflab_engine::hdr::decode`]).
+//! bounded decoder ([`perflab_engine::hdr::decode`]), and merged exactly
+//! ([`perflab_engine::hdr::merge`]: the histograms of distributed agents).
 
 use perflab_engine::hdr;
 use pyo3::prelude::*;
@@ -35,7 +36,44 @@ fn hdr_decode<'py>(
     to_py(py, &detail)
 }
 
+/// Merge base64 HdrHistograms exactly (e.g. the same histogram of one
+/// step from several load agents): each bucket's count is the sum of the
+/// inputs', so the merged percentiles equal those of one histogram fed
+/// every value.
+///
+/// Args:
+///     encoded_b64: the encoded histograms (V2 or V2-deflate, base64), all
+///         with the same lowest discernible value and significant digits
+///         (every perflab histogram has); an empty list merges to an empty
+///         histogram.
+///
+/// Returns:
+///     dict {encoded_b64 (V2-deflate, base64), count, min_us, p50_us,
+///     p90_us, p99_us, p999_us, max_us, mean_us} of the merged histogram
+///     (zeros when it is empty).
+///
+/// Raises:
+///     ValueError: an input the bounded decoder refuses (see hdr_decode),
+///         or inputs whose bucket layouts differ (no exact merge exists).
+#[pyfunction]
+fn hdr_merge<'py>(py: Python<'py>, encoded_b64: Vec<String>) -> PyResult<Bound<'py, PyAny>> {
+    let hists = encoded_b64
+        .iter()
+        .enumerate()
+        .map(|(i, e)| hdr::decode(e).map_err(|m| bad(format!("histogram {i}: {m}"))))
+        .collect::<PyResult<Vec<_>>>()?;
+    let merged = hdr::merge(&hists).map_err(bad)?;
+    to_py(
+        py,
+        &hdr::Report {
+            summary: hdr::summarize(&merged),
+            encoded_b64: hdr::encode(&merged),
+        },
+    )
+}
+
 /// Add this module's functions.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(hdr_decode, m)?)
+    m.add_function(wrap_pyfunction!(hdr_decode, m)?)?;
+    m.add_function(wrap_pyfunction!(hdr_merge, m)?)
 }

@@ -51,11 +51,25 @@ fn config(config: &Bound<'_, PyAny>) -> PyResult<Config> {
 ///             bytes): the single request (path from the URL), or
 ///         requests (list[dict]): {method, path, headers, body} each,
 ///             sent round-robin.
+///         start_unix_ns (int): the first step's load starts at this
+///             realtime-clock instant, ns since the epoch (a load agent's
+///             shared start; waited for, a stop ends the wait).
+///         phase_s (float): constant arrivals: first intended send time
+///             after the step's start, s (0; an agent's place in an
+///             interleaved schedule).
 ///     progress: optional callable, called about every 100 ms with a
 ///         dict {step, steps, offered_rate, wall_s (since the step
 ///         began), in_warmup, completed, ok_responses, failures,
 ///         achieved_rate (req/s), p99_us}. If it raises, the run stops
 ///         and the error is raised.
+///     stop: optional object with an `is_set()` method (a
+///         threading.Event), looked at about every 100 ms: once set, the
+///         current step stops and its accounting is returned
+///         (interrupted=True), as on Ctrl-C. For a run on a thread that
+///         gets no signals (a load agent).
+///     progress_latency: add `latency_b64` to each progress dict: the
+///         step's successful latencies so far (HdrHistogram, as in
+///         results), for an exact merge across agents.
 ///
 /// Returns:
 ///     dict {url, address, interrupted (bool), histogram_unit ("us"),
@@ -64,7 +78,9 @@ fn config(config: &Bound<'_, PyAny>) -> PyResult<Config> {
 ///     elapsed_s (the recorded window: achieved = ok_responses /
 ///     elapsed_s), wall_s (the whole step, drain included), drain_s
 ///     (from the window's end to the last recorded request's end),
-///     interrupted, requests_sent (recorded requests handed to a
+///     interrupted, start_lead_s (how long before its load started the
+///     step was asked to run, s; negative when after a shared start
+///     instant), requests_sent (recorded requests handed to a
 ///     connection), ok_responses (OK responses completed inside the
 ///     window), ok_from_warmup (of those, answers to warmup requests),
 ///     drained (OK answers to recorded requests after the window),
@@ -100,12 +116,15 @@ fn config(config: &Bound<'_, PyAny>) -> PyResult<Config> {
 ///     KeyboardInterrupt is *not* raised: Ctrl-C stops the current step
 ///     and the result comes back with interrupted=True.
 #[pyfunction]
-#[pyo3(signature = (config, progress=None))]
+#[pyo3(signature = (config, progress=None, stop=None, progress_latency=false))]
 fn http_run<'py>(
     py: Python<'py>,
     config: &Bound<'py, PyAny>,
     progress: Option<Bound<'py, PyAny>>,
+    stop: Option<Bound<'py, PyAny>>,
+    progress_latency: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let stop_event = stop;
     let cfg = self::config(config)?;
     let stop = Arc::new(AtomicBool::new(false));
     let prog = Arc::new(Progress::default());
@@ -134,8 +153,24 @@ fn http_run<'py>(
                 callback_error.get_or_insert(e);
             }
         }
+        if let Some(event) = &stop_event {
+            match event.call_method0("is_set").and_then(|v| v.is_truthy()) {
+                Ok(false) => {}
+                Ok(true) => stop.store(true, Ordering::Relaxed),
+                Err(e) => {
+                    stop.store(true, Ordering::Relaxed);
+                    callback_error.get_or_insert(e);
+                }
+            }
+        }
         if let (Some(cb), None) = (&progress, &callback_error) {
-            if let Err(e) = to_py(py, &prog.snapshot()).and_then(|s| cb.call1((s,))) {
+            let snapshot = to_py(py, &prog.snapshot()).and_then(|s| {
+                if progress_latency {
+                    s.set_item("latency_b64", prog.latency_encoded())?;
+                }
+                Ok(s)
+            });
+            if let Err(e) = snapshot.and_then(|s| cb.call1((s,))) {
                 stop.store(true, Ordering::Relaxed);
                 callback_error = Some(e);
             }

@@ -146,6 +146,40 @@ fn pairs_as_map<S: serde::Serializer>(pairs: &[(f64, u64)], s: S) -> Result<S::O
     s.collect_map(pairs.iter().copied())
 }
 
+/// Merge histograms exactly: every bucket's count is the sum of the
+/// inputs' counts, so the merged percentiles are those of one histogram fed
+/// every value (HdrHistogram's `add`). The inputs must share one bucket
+/// layout: the same lowest discernible value and significant digits
+/// (perflab's are auto-resizing, so their highest trackable values may
+/// differ; the merged histogram grows to the largest).
+///
+/// # Errors
+/// Histograms whose lowest discernible value or significant digits differ
+/// (their buckets do not line up, so no exact merge exists).
+pub fn merge(hists: &[Histogram<u64>]) -> Result<Histogram<u64>, String> {
+    let Some(first) = hists.first() else {
+        return Ok(new_histogram());
+    };
+    let (low, digits) = (first.low(), first.sigfig());
+    let high = hists.iter().map(Histogram::high).max().unwrap_or(2 * low);
+    let mut out = Histogram::new_with_bounds(low, high.max(2 * low), digits)
+        .map_err(|e| format!("cannot create the merged histogram: {e}"))?;
+    out.auto(true);
+    for (i, h) in hists.iter().enumerate() {
+        if (h.low(), h.sigfig()) != (low, digits) {
+            return Err(format!(
+                "histogram {i} has another bucket layout (lowest {}, {} digits) than \
+                 histogram 0 (lowest {low}, {digits} digits): no exact merge",
+                h.low(),
+                h.sigfig()
+            ));
+        }
+        out.add(h)
+            .map_err(|e| format!("cannot add histogram {i}: {e:?}"))?;
+    }
+    Ok(out)
+}
+
 /// Longest base64 text accepted (perflab's histograms are a few KiB).
 pub const MAX_ENCODED: usize = 4 << 20;
 /// Largest V2 payload accepted after inflating, bytes.
@@ -288,6 +322,29 @@ mod tests {
         assert_eq!(summarize(&back), summarize(&h));
         assert!(decode("!!!").unwrap_err().contains("base64"));
         assert!(decode("AAAA").is_err());
+    }
+
+    #[test]
+    fn merge_equals_one_histogram_fed_every_value() {
+        let (mut a, mut b, mut all) = (new_histogram(), new_histogram(), new_histogram());
+        for v in 1..5_000u64 {
+            let (h, x) = if v % 3 == 0 {
+                (&mut a, v * 7)
+            } else {
+                (&mut b, v * v)
+            };
+            record(h, x);
+            record(&mut all, x);
+        }
+        let merged = merge(&[decode(&encode(&a)).unwrap(), decode(&encode(&b)).unwrap()]).unwrap();
+        assert_eq!(merged.len(), all.len());
+        assert_eq!(summarize(&merged), summarize(&all));
+        for q in [0.0, 0.1, 0.5, 0.9, 0.99, 0.999, 0.9999, 1.0] {
+            assert_eq!(merged.value_at_quantile(q), all.value_at_quantile(q));
+        }
+        assert_eq!(merge(&[]).unwrap().len(), 0);
+        let other = Histogram::<u64>::new_with_bounds(1, 1000, 2).unwrap();
+        assert!(merge(&[a, other]).unwrap_err().contains("bucket layout"));
     }
 
     #[test]

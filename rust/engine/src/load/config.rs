@@ -1,6 +1,6 @@
 //! What to run: target, requests, load model, steps, timeouts.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use super::codec::RequestSpec;
 use super::recorder::OkStatus;
@@ -62,6 +62,16 @@ pub struct Config {
     pub insecure: bool,
     /// Seed for Poisson arrivals.
     pub seed: u64,
+    /// When the first step's load starts (its `t0`), on this machine's
+    /// realtime clock: the shared start instant of several load agents
+    /// (None: 30 ms after the call, as usual). Later steps start when the
+    /// one before ends.
+    pub start_at: Option<SystemTime>,
+    /// Open loop, constant arrivals: offset of this engine's first intended
+    /// send time after `t0`. Agent `k` of `n` sharing a rate `R` (each
+    /// offering `R/n`) uses `k/R`, so the union of their schedules is evenly
+    /// spaced at `1/R`.
+    pub phase: Duration,
 }
 
 /// The cores this process may run on (`available_parallelism`; 1 when
@@ -123,6 +133,8 @@ impl Config {
             ok: OkStatus::default(),
             insecure: false,
             seed: 0x5EED,
+            start_at: None,
+            phase: Duration::ZERO,
         })
     }
 

@@ -68,7 +68,8 @@ pub(crate) async fn open_loop(ctx: &Rc<Ctx>, arrival: Arrival) -> Result<(), Str
     let rate = plan.rate.unwrap_or(1.0);
     let mut d = Dispatcher {
         ctx: ctx.clone(),
-        sched: Schedule::new(arrival, rate, plan.thread, plan.threads, ctx.shared.seed),
+        sched: Schedule::new(arrival, rate, plan.thread, plan.threads, ctx.shared.seed)
+            .offset_by(ctx.shared.phase.as_nanos() as f64),
         timer: PreciseTimer::new().map_err(|e| format!("cannot create a timerfd: {e}"))?,
         horizon_ns: (plan.end - plan.t0).as_nanos() as u64,
         give_up: plan.end + GRACE,

@@ -426,3 +426,22 @@ fn a_stop_is_seen_quickly_at_the_highest_rate() {
     assert!(s.interrupted);
     assert_balanced(s, &c);
 }
+
+#[test]
+fn a_shared_start_instant_is_waited_for_and_reported() {
+    let h = delayed(Duration::ZERO);
+    let mut c = open(&h, 200.0, 300);
+    let lead = Duration::from_millis(250);
+    c.start_at = Some(std::time::SystemTime::now() + lead);
+    let called = Instant::now();
+    let s = run_one(&c);
+    assert!((0.2..=0.26).contains(&s.start_lead_s), "{}", s.start_lead_s);
+    // The step ran after the wait: its wall time holds the 300 ms step,
+    // not the 250 ms before it.
+    assert!(called.elapsed() >= lead + Duration::from_millis(300));
+    assert!(s.wall_s < 0.25 + 0.3 + 0.5, "{}", s.wall_s);
+    assert!(s.recorder.counters.requests_sent > 0);
+    let mut late = open(&h, 200.0, 100);
+    late.start_at = Some(std::time::SystemTime::now() - Duration::from_millis(50));
+    assert!(run_one(&late).start_lead_s < -0.04);
+}

@@ -37,7 +37,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 
@@ -104,6 +104,11 @@ pub struct StepResult {
     pub drain_s: f64,
     /// The step was cut short by the stop flag.
     pub interrupted: bool,
+    /// How long before its load started (`t0`) the step was asked to run,
+    /// s: 0.03 (pre-opening connections), or the wait for a shared start
+    /// instant ([`Config::start_at`]); negative when the call came after
+    /// that instant, so the first requests went out late.
+    pub start_lead_s: f64,
     /// CPU time of each engine thread over the recorded window, s. A value
     /// near `elapsed_s` means that thread was CPU-bound
     /// (generator-limited).
@@ -205,6 +210,7 @@ fn prepare(
         read_timeout: config.read_timeout,
         model: config.model,
         seed: config.seed,
+        phase: config.phase,
         stop,
         progress,
         stopped_at: OnceLock::new(),
@@ -219,24 +225,48 @@ fn split(n: usize, parts: usize) -> Vec<usize> {
 }
 
 /// The instants of one step: `t0` (load starts), the end of the warmup
-/// and the end of the step.
+/// and the end of the step; `lead_s` is [`StepResult::start_lead_s`].
 struct StepClock {
     started: Instant,
     t0: Instant,
     warmup_end: Instant,
     end: Instant,
+    lead_s: f64,
 }
 
 impl StepClock {
-    fn start(config: &Config) -> Self {
-        let started = Instant::now();
-        let t0 = started + START_DELAY;
+    /// Start a step: load at `START_DELAY` from now, or at the shared
+    /// instant `at` (realtime clock), waited for until `START_DELAY` before
+    /// it (a stop ends the wait).
+    fn start(config: &Config, at: Option<SystemTime>, stop: &AtomicBool) -> Self {
+        let called = Instant::now();
+        let t0 = at.map_or(called + START_DELAY, |at| instant_of(at, called));
+        while !stop.load(Ordering::Relaxed) {
+            let Some(left) = t0.checked_duration_since(Instant::now() + START_DELAY) else {
+                break;
+            };
+            std::thread::sleep(left.min(Duration::from_millis(10)));
+        }
+        let lead_s = match t0.checked_duration_since(called) {
+            Some(d) => d.as_secs_f64(),
+            None => -called.duration_since(t0).as_secs_f64(),
+        };
         StepClock {
-            started,
+            started: Instant::now().min(t0),
             t0,
             warmup_end: t0 + config.warmup,
             end: t0 + config.duration,
+            lead_s,
         }
+    }
+}
+
+/// The monotonic instant of the realtime-clock time `at`, read beside
+/// `now` (a realtime step later does not move it).
+fn instant_of(at: SystemTime, now: Instant) -> Instant {
+    match at.duration_since(SystemTime::now()) {
+        Ok(ahead) => now + ahead,
+        Err(behind) => now.checked_sub(behind.duration()).unwrap_or(now),
     }
 }
 
@@ -247,7 +277,8 @@ fn run_step(
     spec: &StepSpec,
 ) -> Result<StepResult, EngineError> {
     let (connections, threads) = config.step_load(spec);
-    let clock = StepClock::start(config);
+    let at = config.start_at.filter(|_| index == 0);
+    let clock = StepClock::start(config, at, &shared.stop);
     shared.progress.begin_step(
         index,
         config.steps.len(),
@@ -349,6 +380,7 @@ fn step_result(
             l.saturating_duration_since(window_end).as_secs_f64()
         }),
         interrupted: stopped_at.is_some_and(|s| s < clock.end),
+        start_lead_s: clock.lead_s,
         thread_cpu_s: done.iter().map(|r| r.cpu_s).collect(),
         recorder,
     }

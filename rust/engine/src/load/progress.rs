@@ -128,6 +128,13 @@ impl Progress {
         s
     }
 
+    /// The successful latencies of the current step so far, encoded as in
+    /// results files ([`crate::hdr::encode`]): what a controller merges
+    /// exactly across load agents for a live p99.
+    pub fn latency_encoded(&self) -> String {
+        crate::hdr::encode(&self.lock().latency)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -39,6 +39,9 @@ pub(crate) struct Shared {
     pub read_timeout: Duration,
     pub model: LoadModel,
     pub seed: u64,
+    /// Offset of the first intended send time after `t0` (see
+    /// [`super::Config::phase`]).
+    pub phase: Duration,
     pub stop: Arc<AtomicBool>,
     pub progress: Arc<Progress>,
     /// When an engine thread first saw the stop flag: the recorded window

@@ -112,6 +112,15 @@ impl Schedule {
         }
     }
 
+    /// The same schedule shifted `offset_ns` later (every intended time;
+    /// a Poisson process starts there): a load agent's place among several
+    /// sharing one rate (see [`super::Config::phase`]).
+    pub fn offset_by(mut self, offset_ns: f64) -> Self {
+        self.phase_ns += offset_ns;
+        self.poisson_ns += offset_ns;
+        self
+    }
+
     /// The next intended send time, as ns after the step start. Strictly
     /// non-decreasing. O(1), no allocation.
     pub fn next_offset_ns(&mut self) -> u64 {
@@ -226,6 +235,23 @@ mod tests {
         for (i, t) in all.iter().enumerate() {
             let expect = i as f64 * 1e9 / 3000.0;
             assert!((*t as f64 - expect).abs() <= 1.0, "{i}: {t} vs {expect}");
+        }
+    }
+
+    #[test]
+    fn agents_with_phases_interleave_into_one_even_stream() {
+        // Two agents of one engine thread each share 1,000 req/s: agent k
+        // offers 500/s shifted by k/1000 s; their union is the 1 ms grid.
+        let mut times: Vec<u64> = (0..2u32)
+            .flat_map(|k| {
+                let mut s =
+                    Schedule::new(Arrival::Constant, 500.0, 0, 1, 7).offset_by(f64::from(k) * 1e6);
+                (0..50).map(move |_| s.next_offset_ns())
+            })
+            .collect();
+        times.sort_unstable();
+        for (i, t) in times.iter().enumerate() {
+            assert_eq!(*t, i as u64 * 1_000_000);
         }
     }
 

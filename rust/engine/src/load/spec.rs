@@ -4,7 +4,7 @@
 //! [`Config`].
 
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, UNIX_EPOCH};
 
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -60,6 +60,12 @@ pub struct RunSpec {
     pub body: Option<Body>,
     /// Requests sent round-robin instead of the single one.
     pub requests: Option<Vec<RequestInput>>,
+    /// The first step's load starts at this realtime-clock instant, ns since
+    /// the Unix epoch (a load agent's shared start); None: at once.
+    pub start_unix_ns: Option<u64>,
+    /// Open loop, constant arrivals: the first intended send time after the
+    /// step's start, s (0): a load agent's place in the interleaved schedule.
+    pub phase_s: Option<f64>,
 }
 
 /// One of [`RunSpec::requests`]; the path defaults to the URL's.
@@ -169,6 +175,10 @@ impl TryFrom<RunSpec> for Config {
         c.ok = spec.ok.unwrap_or_default();
         c.insecure = spec.insecure.unwrap_or(false);
         c.seed = spec.seed.unwrap_or(c.seed);
+        c.start_at = spec
+            .start_unix_ns
+            .map(|ns| UNIX_EPOCH + Duration::from_nanos(ns));
+        c.phase = seconds("phase_s", spec.phase_s, Duration::ZERO)?;
         c.requests = match spec.requests {
             Some(list) => list
                 .into_iter()

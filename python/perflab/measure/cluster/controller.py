@@ -1,0 +1,349 @@
+"""The controller's side of a distributed ``perflab http``: a Ray cluster (started on this
+machine, or joined), one load agent per Ray actor placed on the cluster's nodes, and the
+checks made before any load is sent.
+
+Placement: by default the agents are spread over the alive nodes as evenly as possible
+(one per node when there are at least as many nodes as agents); ``--agents-per-node K``
+fills nodes K at a time. Each agent is a threaded actor pinned to its node
+(``NodeAffinitySchedulingStrategy``, hard) that asks for no CPU of Ray's scheduler, so
+that Ray's bookkeeping never stops an agent from starting on a small machine; the
+engine sizes its own threads from the node's cores.
+
+Before the first step: every agent says who it is (a perflab version other than the
+controller's is refused), checks its share of every step with the engine's own rules,
+opens one connection to the target (a node that cannot reach it is named), runs
+``perflab doctor``'s clock probes briefly, and has its clock offset measured
+(:mod:`perflab.measure.cluster.clocks`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from perflab.cluster_model import AgentInfo
+from perflab.errors import UsageError
+from perflab.measure.cluster import clocks
+from perflab.measure.cluster.agent import LoadAgent, boot_id
+from perflab.measure.cluster.split import split_step
+
+#: One line on how to get Ray (exit 2 without it).
+INSTALL_HINT = ("--agents runs load agents on Ray, which is not installed here: "
+                "pip install 'perflab[cluster]' (on every node)")
+#: Longest wait for the agents' start-up answers, s (a worker process starts, imports
+#: Ray and perflab, and runs doctor's clock probes: seconds on a loaded 2-core machine).
+START_TIMEOUT_S = 120.0
+#: Threads of each agent actor: run_step, progress and stop at once, and one spare.
+AGENT_THREADS = 4
+#: Most agents one run may have.
+MAX_AGENTS = 1000
+
+
+@dataclass
+class ClusterOptions:
+    """Where and how many agents.
+
+    Attributes:
+        agents: how many load agents (≥ 1).
+        address: "local" (start a Ray instance on this machine, stopped at the end),
+            "auto" (the running cluster this machine belongs to), ``ray://HOST:10001``
+            (Ray Client) or a cluster's ``HOST:PORT`` (its GCS address).
+        per_node: agents per node (None: spread evenly, one per node when possible).
+        fail_fast: stop the run when an agent dies instead of going on without it.
+    """
+
+    agents: int
+    address: str = "local"
+    per_node: int | None = None
+    fail_fast: bool = False
+
+
+def options_from_args(args: Any) -> ClusterOptions:
+    """``--agents``, ``--cluster``, ``--agents-per-node``, ``--fail-fast`` checked.
+
+    Raises:
+        UsageError: a count below 1 or above :data:`MAX_AGENTS`, an empty address.
+    """
+    agents, per_node = args.agents, args.agents_per_node
+    if not 1 <= agents <= MAX_AGENTS:
+        raise UsageError(f"--agents {agents} must be between 1 and {MAX_AGENTS}")
+    if per_node is not None and per_node < 1:
+        raise UsageError(f"--agents-per-node {per_node} must be at least 1")
+    address = (args.cluster or "local").strip()
+    if not address:
+        raise UsageError("--cluster needs an address: local, auto, ray://HOST:10001 or "
+                         "HOST:PORT")
+    return ClusterOptions(agents, address, per_node, args.fail_fast)
+
+
+def import_ray() -> Any:
+    """The ``ray`` module. Raises UsageError (:data:`INSTALL_HINT`) when it is missing."""
+    try:
+        import ray
+    except ImportError:
+        raise UsageError(INSTALL_HINT) from None
+    return ray
+
+
+def place(nodes: list[str], agents: int, per_node: int | None) -> list[str]:
+    """The node of each agent.
+
+    Args:
+        nodes: alive node ids, the controller's own first when it is one of them.
+        agents: how many agents.
+        per_node: agents per node, or None to spread them evenly (round-robin).
+
+    Raises:
+        UsageError: more agents than ``per_node`` × nodes, or no node.
+    """
+    if not nodes:
+        raise UsageError("the Ray cluster has no alive node to run agents on")
+    if per_node is None:
+        return [nodes[i % len(nodes)] for i in range(agents)]
+    if agents > per_node * len(nodes):
+        raise UsageError(f"--agents {agents} with --agents-per-node {per_node} needs "
+                         f"{math.ceil(agents / per_node)} nodes; the cluster has "
+                         f"{len(nodes)}: raise --agents-per-node or add nodes")
+    return [nodes[i // per_node] for i in range(agents)]
+
+
+class Agent:
+    """The controller's handle on one agent: its Ray actor and what is known of it.
+
+    Attributes:
+        info: the :class:`AgentInfo` saved in the results.
+        actor: the Ray actor handle.
+        alive: False once the agent died (it is never used again).
+    """
+
+    def __init__(self, info: AgentInfo, actor: Any) -> None:
+        self.info = info
+        self.actor = actor
+        self.alive = True
+        #: The latest measurement of its clock offset (None before the first).
+        self.offset: clocks.Offset | None = None
+
+    @property
+    def offset_used_ns(self) -> int:
+        """The offset that places instants on this agent's clock: the latest measured
+        (so that drift over a long sweep does not add up), 0 on a shared clock."""
+        if self.info.same_clock or self.offset is None:
+            return 0
+        return self.offset.offset_ns
+
+    def lost(self, step: int, why: str) -> None:
+        """Record that the agent died during step ``step`` (0-based)."""
+        self.alive = False
+        self.info.lost_at_step = step
+        self.info.error = why
+
+
+class Cluster:
+    """A Ray cluster with the run's agents on it; a context manager.
+
+    Args:
+        options: where and how many agents. When this process is already connected to
+            Ray (``ray.init`` done by the caller), that connection is used and kept open
+            on leaving, whatever ``options.address`` says.
+        target: the target's (host, port, connect timeout s), checked from every agent.
+        step_configs: the whole configs of every step (``Plan.step_config``), checked by
+            every agent in its share.
+        tell: called with a line of start-up news (stderr).
+
+    Attributes:
+        agents: the agents, in index order.
+        started_s: how long starting (or joining) Ray and the agents' checks took, s.
+        stopping: a Ctrl-C told the agents to stop.
+
+    Raises (on entering):
+        UsageError: Ray missing, a cluster that cannot be reached or started, too few
+            nodes, an agent that does not start, a perflab version mismatch, a share of a
+            step an agent's engine refuses, or a node that cannot reach the target.
+    """
+
+    def __init__(self, options: ClusterOptions, target: tuple[str, int, float],
+                 step_configs: list[dict[str, Any]], tell: Any = None) -> None:
+        self.options = options
+        self.target = target
+        self.step_configs = step_configs
+        self.tell = tell or (lambda line: None)
+        self.agents: list[Agent] = []
+        self.ray: Any = None
+        self.started_s = math.nan
+        #: Ray was initialised here (and is shut down on leaving), not by the caller.
+        self.owns_ray = False
+        #: Set by a Ctrl-C: the agents were told to stop.
+        self.stopping = False
+
+    @property
+    def infos(self) -> list[AgentInfo]:
+        """Every agent's :class:`AgentInfo`, in index order."""
+        return [a.info for a in self.agents]
+
+    def __enter__(self) -> Cluster:
+        self.ray = import_ray()
+        t0 = time.monotonic()
+        try:
+            self._connect()
+            self._start_agents()
+            self._check_agents()
+        except BaseException:
+            self.close()
+            raise
+        self.started_s = time.monotonic() - t0
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _connect(self) -> None:
+        ray, address = self.ray, self.options.address
+        if ray.is_initialized():  # a caller's own connection (a test, a benchmark): kept
+            return
+        self.owns_ray = True
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report home
+        kwargs: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False,
+                                  "configure_logging": False}
+        if address == "local":
+            self.tell("starting a local Ray instance…")
+            # Ray's note that it turned token authentication on (it stays on) is not news
+            logging.getLogger("ray._private.authentication").setLevel(logging.ERROR)
+            kwargs.update(include_dashboard=False, object_store_memory=100 * 2**20,
+                          num_cpus=max(os.cpu_count() or 1, self.options.agents))
+        else:
+            self.tell(f"joining the Ray cluster at {address}…")
+        try:
+            ray.init(address=address, **kwargs)
+        except (ConnectionError, ValueError, RuntimeError, TimeoutError) as exc:
+            raise UsageError(f"cannot {'start' if address == 'local' else 'join'} the Ray "
+                             f"cluster {address!r}: {str(exc).splitlines()[0] if str(exc) else exc}"
+                             "; check the address (ray status on a node prints it), or "
+                             "drop --cluster to start one here") from None
+
+    def _nodes(self) -> list[dict[str, Any]]:
+        """Alive nodes, the controller's own first."""
+        here = self.ray.get_runtime_context().get_node_id()
+        alive = [n for n in self.ray.nodes() if n.get("Alive")]
+        return sorted(alive, key=lambda n: n["NodeID"] != here)
+
+    def _start_agents(self) -> None:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        nodes = self._nodes()
+        where = place([n["NodeID"] for n in nodes], self.options.agents, self.options.per_node)
+        address = {n["NodeID"]: n.get("NodeManagerAddress", "") for n in nodes}
+        remote = self.ray.remote(LoadAgent)
+        self.tell(f"starting {len(where)} load agent(s) on {len(set(where))} node(s)…")
+        for i, node in enumerate(where):
+            actor = remote.options(
+                num_cpus=0, max_concurrency=AGENT_THREADS, max_restarts=0,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(i)
+            info = AgentInfo(index=i, host="?", address=address[node], node=node)
+            self.agents.append(Agent(info, actor))
+
+    def _gather(self, calls: list[Any], what: str) -> list[Any]:
+        """Results of one call per agent; an agent that fails is named. Raises UsageError."""
+        ray = self.ray
+        try:
+            return ray.get(calls, timeout=START_TIMEOUT_S)
+        except ray.exceptions.GetTimeoutError:
+            raise UsageError(f"the load agents did not answer within {START_TIMEOUT_S:g} s "
+                             f"({what}); is the cluster overloaded?") from None
+        except ray.exceptions.RayError as exc:
+            first = next((a for a, c in zip(self.agents, calls) if _failed(ray, c)), None)
+            who = first.info.label if first else "an agent"
+            raise UsageError(f"{who} failed at start-up ({what}): {short_error(exc)}; is perflab "
+                             "installed with the same version on every node (pip install "
+                             "'perflab[cluster]')?") from None
+
+    def _check_agents(self) -> None:
+        from perflab import __version__
+
+        hellos = self._gather([a.actor.hello.remote() for a in self.agents], "hello")
+        here = (os.uname().nodename, boot_id())
+        for agent, hello in zip(self.agents, hellos):
+            info = agent.info
+            info.host, info.pid, info.cores = hello["host"], hello["pid"], hello["cores"]
+            info.perflab_version = hello["perflab_version"]
+            info.same_clock = bool(hello["boot_id"]) and (hello["host"], hello["boot_id"]) == here
+        wrong = [a.info for a in self.agents if a.info.perflab_version != __version__]
+        if wrong:
+            raise UsageError(f"{wrong[0].label} runs perflab {wrong[0].perflab_version}, the "
+                             f"controller {__version__}: install the same version on every "
+                             f"node (pip install 'perflab[cluster]=={__version__}')")
+        shares = [split_step(c, len(self.agents)) for c in self.step_configs]
+        checks = [a.actor.check.remote([s[k] for s in shares if s[k] is not None])
+                  for k, a in enumerate(self.agents)]
+        host, port, timeout_s = self.target
+        reach = [a.actor.reachable.remote(host, port, timeout_s) for a in self.agents]
+        probes = [a.actor.clock_checks.remote() for a in self.agents]
+        for agent, problem in zip(self.agents, self._gather(checks, "step checks")):
+            if problem:
+                raise UsageError(f"{agent.info.label}: {problem}")
+        unreachable = [f"{a.info.label}: {why}" for a, why in
+                       zip(self.agents, self._gather(reach, "reaching the target")) if why]
+        if unreachable:
+            raise UsageError(f"{len(unreachable)} of {len(self.agents)} agents cannot reach "
+                             f"the target: {'; '.join(unreachable)}")
+        self.tell("checking the agents' clocks…")
+        for agent, found in zip(self.agents, self._gather(probes, "clock checks")):
+            agent.info.clock_checks = found
+            failed = [name for name, text in found.items() if text.startswith("fail")]
+            agent.info.clock_flagged = ", ".join(failed) or None
+        for agent in self.agents:
+            self.measure_offset(agent, clocks.ROUNDS_AT_START)
+
+    def measure_offset(self, agent: Agent, rounds: int) -> clocks.Offset:
+        """Measure ``agent``'s clock offset with ``rounds`` round trips and keep it as
+        its latest; the start-up measurement (``rounds`` ≥ :data:`clocks.ROUNDS_AT_START`)
+        is also the one saved in its :class:`AgentInfo`. Raises the agent's Ray error."""
+        ray = self.ray
+        offset = clocks.measure(lambda: ray.get(agent.actor.now_ns.remote(), timeout=10),
+                                rounds)
+        agent.offset = offset
+        if rounds >= clocks.ROUNDS_AT_START:
+            info = agent.info
+            info.offset_ns, info.offset_uncertainty_ns = offset.offset_ns, offset.uncertainty_ns
+            info.round_trip_ns = offset.round_trip_ns
+        return offset
+
+    def close(self) -> None:
+        """Stop every agent (by its actor) and leave Ray (stopping it when it was started
+        here), unless the caller had connected to Ray before."""
+        ray = self.ray
+        if ray is None:
+            return
+        for agent in self.agents:
+            try:
+                ray.kill(agent.actor, no_restart=True)
+            except Exception:  # already dead, or Ray already gone
+                pass
+        if self.owns_ray:
+            try:
+                ray.shutdown()
+            except Exception:  # noqa: BLE001 - shutting down must not hide the results
+                pass
+        self.ray = None
+
+
+def _failed(ray: Any, ref: Any) -> bool:
+    """True when ``ref`` is ready and holds an error."""
+    ready, _ = ray.wait([ref], timeout=0)
+    if not ready:
+        return False
+    try:
+        ray.get(ref, timeout=0)
+    except ray.exceptions.RayError:
+        return True
+    return False
+
+
+def short_error(exc: BaseException) -> str:
+    """The first meaningful line of a Ray error (they carry whole tracebacks)."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    useful = [ln for ln in lines if not ln.startswith(("Traceback", "File ", "^"))]
+    return (useful[-1] if useful else type(exc).__name__)[:300]

@@ -1,0 +1,97 @@
+"""The agents' parts of one step merged into one :class:`perflab.model.HttpStep`, exactly.
+
+Counters add up. Each HdrHistogram is merged bucket by bucket by the engine
+(``perflab._core.hdr_merge``): every agent records with the same bucket layout (lowest
+value 1 µs, 3 significant digits), so the merged histogram is the one a single recorder
+fed every agent's values would hold, and its percentiles are exact to the same 3 digits —
+never an average of percentiles. The agents share one start instant and one step
+length, so their recorded windows coincide (to their clocks' offset uncertainty): the
+merged window is the longest of them, and the merged achieved rate is the summed
+successful responses over it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+from perflab.model import Histogram, HttpStep
+
+HISTOGRAMS = ("latency", "service_time", "send_lag", "failed_latency", "dispatch_lag")
+_SUMMED = ("requests_sent", "ok_responses", "bytes_in", "bytes_out", "connections_opened",
+           "connections_closed", "connection_errors", "failures", "unsent", "unfinished",
+           "connections_peak", "connect_failures", "pool_waits", "threads", "connections")
+
+
+def merge_histograms(hists: Sequence[Histogram]) -> Histogram:
+    """One exact HdrHistogram of several (empty ones skipped).
+
+    Raises:
+        ValueError: an encoding the decoder refuses, or two bucket layouts.
+    """
+    from perflab import _core
+
+    encoded = [h.encoded for h in hists if h.encoded]
+    if not encoded:
+        return Histogram()
+    raw = _core.hdr_merge(encoded)
+    count = int(raw["count"])
+    return Histogram(encoded=raw["encoded_b64"], count=count, **{
+        k: float(raw[k]) if count else math.nan
+        for k in ("min_us", "mean_us", "p50_us", "p90_us", "p99_us", "p999_us", "max_us")})
+
+
+def _known_sum(values: Sequence[int | None]) -> int | None:
+    """The sum, or None when any part is unknown."""
+    return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+
+
+def _finite_max(values: Sequence[float]) -> float:
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return max(finite) if finite else math.nan
+
+
+def merge_steps(parts: Sequence[HttpStep]) -> HttpStep:
+    """The step that the agents' ``parts`` of it make together.
+
+    Args:
+        parts: each agent's step (at least one), all of one mode, duration and warmup.
+
+    Returns:
+        A step whose offered rate, connections, threads and counters are the sums of the
+        parts', whose histograms are their exact merges, whose window, wall time and drain
+        are the longest, and whose engine-thread CPU list holds every agent's threads; it
+        is interrupted or clock-flagged when any part is. ``agents`` is left empty (the
+        caller attaches the shares).
+
+    Raises:
+        ValueError: no parts, or histograms that cannot be merged exactly.
+    """
+    if not parts:
+        raise ValueError("no agent data to merge")
+    first = parts[0]
+    rates = [p.offered_rate for p in parts]
+    statuses: Counter[str] = Counter()
+    errors: Counter[str] = Counter()
+    for p in parts:
+        statuses.update(p.status_counts)
+        errors.update(p.errors)
+    skews = [p.clock_skew_ns for p in parts if p.clock_skew_ns is not None]
+    merged = HttpStep(
+        offered_rate=None if any(r is None for r in rates) else sum(r for r in rates if r),
+        connections=0, mode=first.mode, duration_s=first.duration_s, warmup_s=first.warmup_s,
+        elapsed_s=max(p.elapsed_s for p in parts),
+        status_counts=dict(statuses), errors={k: n for k, n in errors.items() if n},
+        thread_cpu_s=[c for p in parts for c in p.thread_cpu_s],
+        interrupted=any(p.interrupted for p in parts),
+        clock_skew_ns=max(skews, key=abs) if skews else None,
+        flagged=next((p.flagged for p in parts if p.flagged), None),
+        wall_s=_finite_max([p.wall_s for p in parts]),
+        drain_s=_finite_max([p.drain_s for p in parts]),
+        drained=_known_sum([p.drained for p in parts]),
+        ok_from_warmup=_known_sum([p.ok_from_warmup for p in parts]),
+        **{name: merge_histograms([getattr(p, name) for p in parts]) for name in HISTOGRAMS})
+    for name in _SUMMED:
+        setattr(merged, name, sum(getattr(p, name) for p in parts))
+    return merged

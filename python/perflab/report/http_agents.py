@@ -1,0 +1,106 @@
+"""The per-agent table of a distributed ``perflab http`` run (``--agents N``): one row per
+step and agent, beside the merged sweep table of :mod:`perflab.report.http_table`.
+
+Each row is the agent's own share of the step, summarised by the same rules as a whole
+step (:func:`perflab.analyze.http.summarize_step`); the footnotes name every agent with
+its host, its clock offset to the controller and that offset's uncertainty, and the
+agents whose clock checks failed or that died.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from perflab.analyze.http import generator_reasons, step_label, summarize_step
+from perflab.report.table import Table
+from perflab.units import format_time
+
+COLUMNS = ["step", "agent", "offered", "achieved", "p99", "send lag p99", "perflab lag p99",
+           "busy", "CPU/req", "start lead", "state"]
+
+
+def _time(seconds: float) -> str:
+    return format_time(seconds) if math.isfinite(seconds) else "–"
+
+
+def _rate(value: float | None) -> str:
+    return "–" if value is None or not math.isfinite(value) else f"{value:,.0f}/s"
+
+
+def _offset(info: Any) -> str:
+    """"+1.234 ± 0.050 ms", or "0 (same clock)" for an agent on the controller's kernel."""
+    if info.same_clock:
+        return "0 (same clock as the controller)"
+    return f"{info.offset_ns / 1e6:+,.3f} ± {info.offset_uncertainty_ns / 1e6:,.3f} ms " \
+        f"(round trip {info.round_trip_ns / 1e6:,.3f} ms)"
+
+
+def _cpu_per_request(share: Any) -> str:
+    sent = share.step.requests_sent if share.step is not None else 0
+    if not sent or not math.isfinite(share.process_cpu_s):
+        return "–"
+    return _time(share.process_cpu_s / sent)
+
+
+def _row(label: str, share: Any, ok: str) -> list[str]:
+    agent = f"agent {share.agent + 1}"
+    if share.step is None:
+        return [label, agent, *["–"] * 8, f"lost: {share.error or 'died'}"]
+    s = summarize_step(share.step, ok=ok)
+    reasons = generator_reasons(s)
+    state = "generator-limited: " + ", ".join(reasons) if reasons else "ok"
+    lead = "–" if not math.isfinite(share.start_lead_s) else (
+        _time(share.start_lead_s) if share.start_lead_s >= 0
+        else f"late by {_time(-share.start_lead_s)}")
+    return [label, agent, _rate(s.offered_rate) if s.mode == "open" else f"{s.connections} conn",
+            _rate(s.achieved_rate), _time(s.latency_s["p99"]), _time(s.send_lag_p99_s),
+            _time(s.dispatch_lag_p99_s), "–" if not math.isfinite(s.cpu_share) else f"{s.cpu_share:.0%}", _cpu_per_request(share), lead,
+            state + (" (interrupted)" if s.interrupted else "")]
+
+
+def agents_table(results: Any) -> Table:
+    """The per-agent table of a distributed ``http`` results file.
+
+    Args:
+        results: a :class:`perflab.model.Results` of kind "http" with ``agents``.
+
+    Returns:
+        A table with :data:`COLUMNS`: one row per step and agent (times in the units
+        printed; "busy" is the busiest engine thread's CPU share of the step, "CPU/req"
+        the agent process's CPU time ÷ requests sent), and footnotes naming each agent.
+    """
+    ok = results.settings.get("ok") or "200-299"
+    table = Table("load agents", list(COLUMNS), align=["l", "l"] + ["r"] * 8 + ["l"])
+    for step in results.benchmarks[0].steps:
+        label = step_label(step)
+        table.rows += [_row(label, share, ok) for share in step.agents]
+    table.footnotes = [*_agent_lines(results.agents), *LEGEND]
+    return table
+
+
+def _agent_lines(agents: Sequence[Any]) -> list[str]:
+    lines = []
+    for info in agents:
+        text = f"{info.label}: {info.address or info.node[:12]}, pid {info.pid}, " \
+            f"{info.cores} core(s), clock offset {_offset(info)}"
+        if info.clock_flagged:
+            text += f"; CLOCK CHECKS FAILED ({info.clock_flagged}): its timelines are " \
+                "not trusted (its latencies still are: they use its own monotonic clock)"
+        if info.lost_at_step is not None:
+            text += f"; died in step {info.lost_at_step + 1}: {info.error}"
+        lines.append(text)
+    return lines
+
+
+LEGEND = [
+    "each row is one agent's share of a step, judged by the same rules as a whole step; "
+    "a step is generator-limited when any agent was; perflab lag = the part of the send "
+    "lag spent in perflab itself; busy = its busiest engine thread's CPU ÷ the step; "
+    "CPU/req = the agent process's CPU time (engine, Ray and Python) ÷ requests sent; "
+    "start lead = how long before the shared start instant the agent got the step",
+    "clock offset = the agent's realtime clock − the controller's, from the round trip "
+    "with the smallest delay (NTP-style; ± half that round trip bounds the error); it only "
+    "places the start instant: latencies are timed on each agent's own clock",
+]

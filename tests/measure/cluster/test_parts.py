@@ -1,0 +1,272 @@
+"""Distributed `perflab http` without Ray: the split of a step's load, the clock-offset
+estimate, the exact merge of the agents' histograms, the load agent driven directly
+against `perflab serve`, the per-agent table, and the bad inputs refused before Ray
+starts. Deterministic except the agent runs (0.3-0.6 s at ≤ 400 req/s on loopback).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import socket
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from perflab import _core, cli
+from perflab.cluster_model import AgentInfo, AgentShare
+from perflab.errors import UsageError
+from perflab.measure.cluster import clocks
+from perflab.measure.cluster.agent import LoadAgent
+from perflab.measure.cluster.controller import place
+from perflab.measure.cluster.merge import merge_histograms, merge_steps
+from perflab.measure.cluster.split import agent_seed, shares, split_step
+from perflab.measure.http import step_from_raw
+from perflab.model import Benchmark, Histogram, Results
+
+OPEN = {"mode": "open", "rate": 1000.0, "arrival": "constant", "connections": None,
+        "seed": None, "duration_s": 1.0}
+
+
+@pytest.fixture(scope="module")
+def server() -> Any:
+    with _core.serve({"host": "127.0.0.1", "port": 0, "delay": "1ms"}) as s:
+        yield s
+
+
+# --- split --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("agents", [1, 2, 3, 7])
+def test_constant_arrivals_interleave_into_even_gaps(agents: int) -> None:
+    parts = split_step(OPEN, agents)
+    assert sum(p["rate"] for p in parts) == pytest.approx(1000.0)
+    # agent k's intended send times: phase_k + i / rate_k
+    times = sorted(p["phase_s"] + i / p["rate"] for p in parts for i in range(200))
+    gaps = [b - a for a, b in zip(times, times[1:])][: 200 * agents - agents]
+    assert max(gaps) == pytest.approx(1e-3, rel=1e-9) and min(gaps) == pytest.approx(1e-3)
+
+
+def test_poisson_agents_get_distinct_seeds_and_no_phase() -> None:
+    parts = split_step({**OPEN, "arrival": "poisson", "seed": 42}, 4)
+    assert parts[0]["seed"] == 42 == agent_seed(42, 0)
+    assert len({p["seed"] for p in parts}) == 4
+    assert all(p["phase_s"] == 0.0 and p["rate"] == 250.0 for p in parts)
+
+
+def test_closed_loop_connections_and_the_pool_cap_are_split_whole() -> None:
+    assert shares(10, 3) == [4, 3, 3] and sum(shares(1001, 7)) == 1001
+    closed = split_step({"mode": "closed", "connections": 3}, 5)
+    assert [c and c["connections"] for c in closed] == [1, 1, 1, None, None]
+    capped = split_step({**OPEN, "connections": 5}, 2)
+    assert [c["connections"] for c in capped] == [3, 2]
+    with pytest.raises(UsageError, match="at least one connection per agent"):
+        split_step({**OPEN, "connections": 1}, 2)
+
+
+def test_placement_spreads_or_fills_nodes() -> None:
+    assert place(["a", "b"], 3, None) == ["a", "b", "a"]
+    assert place(["a", "b"], 3, 2) == ["a", "a", "b"]
+    with pytest.raises(UsageError, match="needs 2 nodes"):
+        place(["a"], 3, 2)
+
+
+# --- clocks -------------------------------------------------------------------------
+
+def test_offset_takes_the_minimum_round_trip_and_bounds_the_error() -> None:
+    rng = random.Random(3)
+    true_offset = 123_456_789  # the agent's clock is 123 ms ahead
+    now = [1_000_000_000]
+
+    def clock() -> int:
+        return now[0]
+
+    def ask() -> int:  # asymmetric, heavy-tailed paths (queueing only adds delay)
+        now[0] += 40_000 + int(rng.expovariate(1 / 300_000))
+        read = now[0] + true_offset
+        now[0] += 90_000 + int(rng.expovariate(1 / 300_000))
+        return read
+
+    est = clocks.measure(ask, 16, clock)
+    assert est.samples == 16
+    assert abs(est.offset_ns - true_offset) <= est.uncertainty_ns
+    assert est.round_trip_ns == 2 * est.uncertainty_ns or est.round_trip_ns + 1 == \
+        2 * est.uncertainty_ns
+    # the best of 16 samples is much tighter than a typical one
+    assert est.round_trip_ns < 130_000 + 300_000
+    assert clocks.on_agent_clock(10, est.offset_ns) == 10 + est.offset_ns
+
+
+def test_the_latest_offset_places_the_start_and_a_shared_clock_needs_none() -> None:
+    from perflab.measure.cluster.controller import Agent
+
+    agent = Agent(AgentInfo(0, "h", offset_ns=5_000), actor=None)
+    assert agent.offset_used_ns == 0  # not measured yet
+    agent.offset = clocks.Offset(7_000, 100, 200, 5)  # drifted since start-up
+    assert agent.offset_used_ns == 7_000
+    agent.info.same_clock = True
+    assert agent.offset_used_ns == 0
+
+
+def test_offset_refuses_nothing_and_a_clock_that_steps_back() -> None:
+    with pytest.raises(ValueError, match="no round trips"):
+        clocks.estimate([])
+    with pytest.raises(ValueError, match="stepped"):
+        clocks.estimate([(100, 5, 50)])
+
+
+# --- merge and the agent itself -----------------------------------------------------
+
+def _nearest_rank(counts: Counter[int], q: float) -> int:
+    n, seen = sum(counts.values()), 0
+    rank = max(1, math.ceil(q * n))
+    for value in sorted(counts):
+        seen += counts[value]
+        if seen >= rank:
+            return value
+    raise AssertionError
+
+
+def _run_agents(url: str, agents: int, rate: float, duration_s: float) -> list[dict[str, Any]]:
+    """Run ``agents`` LoadAgents at once in threads (as Ray would, in processes), sharing
+    one start instant 0.2 s ahead."""
+    from perflab.measure.http import plan_from_args
+
+    plan = plan_from_args(cli_args(url, "--rate", str(rate), "--duration", f"{duration_s}s",
+                                   "--warmup", "0s", "--threads", "1"))
+    start = time.time_ns() + 200_000_000
+    configs = [{**c, "start_unix_ns": start} for c in split_step(plan.step_config(0), agents)]
+    out: list[dict[str, Any]] = [{}] * agents
+    loaders = [LoadAgent(k) for k in range(agents)]
+
+    def one(k: int) -> None:
+        out[k] = loaders[k].run_step(configs[k])
+    threads = [threading.Thread(target=one, args=(k,)) for k in range(agents)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def cli_args(*argv: str) -> Any:
+    import argparse
+
+    from perflab.commands import http
+
+    parser = argparse.ArgumentParser()
+    http.add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_agents_share_a_start_and_merge_exactly(server: Any) -> None:
+    url = f"http://127.0.0.1:{server.port}/"
+    answers = _run_agents(url, 2, 400.0, 0.6)
+    steps = [step_from_raw(a["raw"]["steps"][0]) for a in answers]
+    for a in answers:  # both were asked 0.2 s ahead and waited for the instant
+        assert 0.05 < a["raw"]["steps"][0]["start_lead_s"] < 0.3
+        assert a["process_cpu_s"] > 0
+    merged = merge_steps(steps)
+    assert merged.offered_rate == pytest.approx(400.0)
+    assert merged.requests_sent == sum(s.requests_sent for s in steps) > 0
+    assert merged.latency.count == sum(s.latency.count for s in steps)
+    union: Counter[int] = Counter()
+    for s in steps:
+        d = _core.hdr_decode(s.latency.encoded)
+        union.update(dict(zip(d["values"], d["counts"])))
+    qs = [0.0, 0.5, 0.9, 0.99, 0.999, 1.0]
+    m = _core.hdr_decode(merged.latency.encoded, qs)
+    assert Counter(dict(zip(m["values"], m["counts"]))) == union  # bucket by bucket
+    assert [m["quantiles"][q] for q in qs] == [_nearest_rank(union, q) for q in qs]
+    assert merged.latency.p99_us == m["p99_us"]
+
+
+def test_a_merge_of_other_bucket_layouts_is_refused() -> None:
+    with pytest.raises(ValueError):
+        merge_histograms([Histogram(encoded="not base64!")])
+    assert merge_histograms([Histogram(), Histogram()]).count == 0
+
+
+def test_an_agent_stops_at_once_and_for_good(server: Any) -> None:
+    from perflab.measure.http import plan_from_args
+
+    agent = LoadAgent(0)
+    plan = plan_from_args(cli_args(f"http://127.0.0.1:{server.port}/", "--rate", "100",
+                                   "--duration", "30s", "--threads", "1"))
+    threading.Timer(0.5, agent.stop).start()
+    t0 = time.monotonic()
+    answer = agent.run_step(plan.step_config(0))
+    assert time.monotonic() - t0 < 3  # generous: a loaded CI machine
+    assert answer["raw"]["steps"][0]["interrupted"]
+    assert agent.progress() is not None  # the live snapshot was kept
+    assert agent.reachable("127.0.0.1", free_port(), 1.0)  # nothing listens: why, in words
+    assert agent.reachable("127.0.0.1", server.port, 1.0) is None
+    hello = agent.hello()
+    assert hello["cores"] >= 1 and hello["perflab_version"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# --- results, table, bad input ------------------------------------------------------
+
+def test_per_agent_data_round_trips_and_is_tabled(server: Any, tmp_path: Path) -> None:
+    from perflab import model
+    from perflab.report.http_agents import agents_table
+
+    url = f"http://127.0.0.1:{server.port}/"
+    steps = [step_from_raw(a["raw"]["steps"][0]) for a in _run_agents(url, 2, 200.0, 0.3)]
+    merged = merge_steps(steps)
+    merged.agents = [AgentShare(0, 0, 0, 0.2, 0.01, step=steps[0]),
+                     AgentShare(1, None, None, lost=True, error="died during the step")]
+    results = Results(kind="http", command_line=["perflab"], created="", perflab_version="x",
+                      environment={}, settings={"ok": "200-299"},
+                      benchmarks=[Benchmark(name=url, kind="http", steps=[merged])],
+                      agents=[AgentInfo(0, "h<1>", same_clock=True),
+                              AgentInfo(1, "h2", offset_ns=2_500_000,
+                                        offset_uncertainty_ns=40_000, lost_at_step=0,
+                                        error="died", clock_flagged="clock_steps")])
+    path = tmp_path / "r.json"
+    model.save(results, path, {})
+    back = model.load(path)
+    assert back.agents[1].offset_ns == 2_500_000 and back.agents[1].clock_flagged
+    share = back.benchmarks[0].steps[0].agents
+    assert share[0].step.latency.count == steps[0].latency.count and share[1].lost
+    table = agents_table(back)
+    assert [r[1] for r in table.rows] == ["agent 1", "agent 2"]
+    assert table.rows[1][-1].startswith("lost")
+    text = "\n".join(table.footnotes)
+    assert "+2.500 ± 0.040 ms" in text and "CLOCK CHECKS FAILED" in text
+    from perflab.analyze.http import capacity, summarize_steps
+
+    summary = summarize_steps(back.benchmarks[0].steps)
+    assert summary[0].agents_lost == [1] and capacity(summary) is None
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--rate", "100", "--agents", "0"], "between 1 and"),
+    (["--rate", "100", "--cluster", "auto"], "go with --agents"),
+    (["--agents", "2", "--rate", "100", "--connections", "1"], "one connection per agent"),
+    (["--rate", "100", "--agents", "2", "--agents-per-node", "0"], "at least 1"),
+])
+def test_bad_distributed_options_are_one_line_before_ray_starts(
+        argv: list[str], message: str, capsys: Any) -> None:
+    t0 = time.monotonic()
+    code = cli.main(["http", "http://127.0.0.1:9/", *argv, "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and "Traceback" not in err, err
+    assert time.monotonic() - t0 < 5  # no cluster was started
+
+
+def test_without_ray_agents_says_how_to_get_it(monkeypatch: Any, capsys: Any) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray → ImportError
+    code = cli.main(["http", "http://127.0.0.1:9/", "--rate", "100", "--agents", "2",
+                     "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "pip install 'perflab[cluster]'" in err, err
