@@ -25,9 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget", default="10s", help="time budget per benchmark (10s)")
     parser.add_argument("--timeout", default="60s", help="kill a worker process running longer "
                         "than this and fail the benchmark (60s)")
-    parser.add_argument("--min-processes", type=int, default=10, help="fresh processes per "
-                        "benchmark at least (10): the CI is estimated from the spread "
-                        "between processes, so it needs several")
+    parser.add_argument("--min-processes", type=int, default=None, help="fresh processes "
+                        "per benchmark at least (10, or --max-processes if lower): the CI is "
+                        "estimated from the spread between processes, so it needs several")
     parser.add_argument("--max-processes", type=int, default=60, help="at most (60)")
     parser.add_argument("--process-time", default="100ms", help="sampling time per process")
     parser.add_argument("--seed", type=int, help="seed the interleaving order and each "
@@ -58,6 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     record.add_arguments(parser)
 
 
+#: --min-processes when not given (lowered to --max-processes when that is lower)
+DEFAULT_MIN_PROCESSES = 10
+
+
 def parse_precision(text: str) -> float:
     """"1%" or "0.01" → 0.01. Raises UsageError outside (0, 1)."""
     try:
@@ -72,6 +76,8 @@ def parse_precision(text: str) -> float:
 def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from perflab.measure.runner import Settings
 
+    if args.min_processes is None:
+        args.min_processes = min(DEFAULT_MIN_PROCESSES, args.max_processes)
     if args.min_processes < 1 or args.max_processes < args.min_processes:
         raise UsageError("--min-processes must be ≥ 1 and ≤ --max-processes")
     budget = parse_positive_duration(args.budget, "--budget")
