@@ -149,15 +149,16 @@ def bench(func: Callable[..., Any] | None = None, *, name: str | None = None, gr
     counts = _thread_counts(threads)
 
     def register(f: Callable[..., Any]) -> Callable[..., Any]:
+        # a functools.partial (Runner.bench_func) has no __name__; it comes with a name
+        label = name or getattr(f, "__name__", None) or repr(f)
         plist = {k: list(v) for k, v in (params or {}).items()}
         for key, values in plist.items():
             bad = [v for v in values if not isinstance(v, _JSON_SCALARS)]
             if bad or not values:
-                raise UsageError(f"benchmark {f.__name__!r}: param {key!r} needs a non-empty "
+                raise UsageError(f"benchmark {label!r}: param {key!r} needs a non-empty "
                                  f"list of numbers/strings/bools, got {bad or values!r}")
-        _check_ops(f.__name__, ops, plist)
-        _BENCHES.append(BenchSpec(f, name or f.__name__, group, stage, setup, plist, baseline,
-                                  counts, ops))
+        _check_ops(label, ops, plist)
+        _BENCHES.append(BenchSpec(f, label, group, stage, setup, plist, baseline, counts, ops))
         return f
 
     return register(func) if func is not None else register

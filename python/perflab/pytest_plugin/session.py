@@ -88,7 +88,7 @@ class SessionResults:
             return 0
         from perflab import __version__, environment, model
         from perflab.analyze.summary import summarize_benchmarks
-        from perflab.commands.show import print_run
+        from perflab.report.run_output import print_run
         from perflab.files import Deferred, results_destination
         from perflab.report.escape import terminal
 
