@@ -64,9 +64,6 @@ class Task:
         scheduler.tasks_head = self
         scheduler.table[ident] = self
 
-    def run(self, packet: Packet | None) -> Task | None:
-        raise NotImplementedError
-
 
 class IdleTask(Task):
     """Releases the two devices in a pseudo-random order until its count runs out."""

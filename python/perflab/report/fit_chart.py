@@ -30,11 +30,9 @@ ArrayLike = Sequence[float] | np.ndarray
 
 def _figure() -> tuple[Any, Any]:
     """A fresh Agg figure and axes, 7×4.5 inches."""
-    import matplotlib
+    from perflab.report.pyplot import pyplot
 
-    matplotlib.use("Agg", force=True)
-    matplotlib.rcParams["text.parse_math"] = False  # names are text: "$" is no formula
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     return plt.subplots(figsize=(7, 4.5), dpi=110)
 

@@ -46,11 +46,9 @@ def trend_chart(trends: Sequence[Trend], path: str | Path, fmt: str = "png") -> 
         ValueError: no trends.
         OSError: the file can't be written.
     """
-    import matplotlib
+    from perflab.report.pyplot import pyplot
 
-    matplotlib.use("Agg", force=True)
-    matplotlib.rcParams["text.parse_math"] = False  # names are text: "$" is no formula
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     if not trends:
         raise ValueError("no trend to draw")

@@ -37,11 +37,9 @@ def sweep_chart(sweep: Sweep, path: str | Path) -> Path:
         ValueError: no summaries.
         OSError: the file can't be written.
     """
-    import matplotlib
+    from perflab.report.pyplot import pyplot
 
-    matplotlib.use("Agg", force=True)
-    matplotlib.rcParams["text.parse_math"] = False  # names are text: "$" is no formula
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     if not sweep.steps:
         raise ValueError("no steps to chart")

@@ -30,13 +30,10 @@ LABEL_CHARS = 48
 
 
 def _pyplot() -> Any:
-    import matplotlib
+    from perflab.report.pyplot import pyplot
 
-    matplotlib.use("Agg", force=True)
-    matplotlib.rcParams.update({"text.parse_math": False, "svg.fonttype": "none",
-                                "svg.hashsalt": "perflab"})
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
+    plt.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "perflab"})
     return plt
 
 
