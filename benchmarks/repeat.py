@@ -93,9 +93,27 @@ def run_once(workdir: Path, rng: random.Random, extra: list[str]) -> dict[str, d
                                "stop": s["stop_reason"], "raw_low": plain.low,
                                "raw_high": plain.high,
                                "busy": any(w["kind"] == "busy machine" for w in s["warnings"]),
-                               "speed": speed}
+                               "speed": speed, **reference_figures(s)}
     figures["_wall"] = {"s": wall}
     return figures
+
+
+def reference_figures(summary: dict) -> dict:
+    """A run's machine-speed reference figures for one workload (perflab.analyze.reference):
+    the speed-normalized median and CI (``norm``…, unitless), the reference time (s), its
+    spread between processes, and the seconds CI widened by that spread (``wide_``…: the
+    next run's machine modelled as one more draw of the machine states this run saw)."""
+    vs = summary.get("vs_reference")
+    spread = summary.get("reference_spread")
+    out = {"ref_s": summary.get("reference_s"), "ref_spread": spread}
+    if vs:
+        out.update(norm=vs[0], norm_low=vs[1], norm_high=vs[2])
+    if spread is not None and math.isfinite(spread):
+        median = summary["median_s"]
+        se = math.log(summary["ci_high_s"] / summary["ci_low_s"]) / 2 / 1.96
+        half = 1.96 * math.sqrt(se * se + spread * spread)
+        out.update(wide_low=median * math.exp(-half), wide_high=median * math.exp(half))
+    return out
 
 
 def bootstrap_ci(bench: "model.Benchmark") -> "stats.Estimate":
@@ -109,10 +127,11 @@ def bootstrap_ci(bench: "model.Benchmark") -> "stats.Estimate":
     return stats.median_ci(timing_groups(bench), 0.95, RESAMPLES, rng)
 
 
-def agreement(runs: list[dict], low: str = "low", high: str = "high") -> tuple[float, float]:
+def agreement(runs: list[dict], low: str = "low", high: str = "high", median: str = "median"
+              ) -> tuple[float, float]:
     """(share of runs 2.. inside run 1's CI, share over every ordered pair of runs)."""
-    inside = [runs[0][low] <= r["median"] <= runs[0][high] for r in runs[1:]]
-    pairs = [a[low] <= b["median"] <= a[high]
+    inside = [runs[0][low] <= r[median] <= runs[0][high] for r in runs[1:]]
+    pairs = [a[low] <= b[median] <= a[high]
              for i, a in enumerate(runs) for j, b in enumerate(runs) if i != j]
     return sum(inside) / len(inside), sum(pairs) / len(pairs)
 
@@ -225,6 +244,52 @@ def table(title: str, results: list[dict], with_verdict: bool) -> list[str]:
     return lines + common_factor_lines(results, names)
 
 
+def reference_table(results: list[dict]) -> list[str]:
+    """The two ways of using the machine-speed reference, side by side: the speed-normalized
+    median (time ÷ reference, with its own CI) and the seconds CI widened by the reference's
+    spread between processes. Each gets the same agreement figures as the seconds."""
+    names = [k for k in results[0] if not k.startswith("_")]
+    if not any("norm" in r[n] for r in results for n in names):
+        return ["", "(No machine-speed reference in these results: measured before it existed.)"]
+    lines = ["", "### The machine-speed reference: divided out, or added to the CI", "",
+             "| workload | reference (run 1) | its spread between processes (median) | "
+             "normalized median of run 1 (× reference) | its 95% CI | runs 2.. inside it "
+             "(95% CI of the share) | every pair | normalized CI ± (median) | run-to-run SD, "
+             "seconds → normalized | seconds CI widened: runs 2.. inside | every pair | "
+             "widened CI ± (median) | verdict, normalized |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for name in names:
+        runs = [r[name] for r in results]
+        if not all("norm" in r and "wide_low" in r for r in runs):
+            lines.append(f"| {name} | – (a run had fewer than 2 processes with the reference) |"
+                         + " |" * 11)
+            continue
+        first, pairs = agreement(runs, "norm_low", "norm_high", "norm")
+        wide_first, wide_pairs = agreement(runs, "wide_low", "wide_high")
+        inside = round(first * (len(runs) - 1))
+        low, high = wilson(inside, len(runs) - 1)
+        half = statistics.median((r["norm_high"] - r["norm_low"]) / 2 / r["norm"] for r in runs)
+        wide = statistics.median((r["wide_high"] - r["wide_low"]) / 2 / r["median"]
+                                 for r in runs)
+        sd_s = statistics.stdev(math.log(r["median"]) for r in runs)
+        sd_n = statistics.stdev(math.log(r["norm"]) for r in runs)
+        lines.append(
+            f"| {name} | {runs[0]['ref_s'] * 1e3:.3f} ms | "
+            f"{statistics.median(r['ref_spread'] for r in runs):.1%} | {runs[0]['norm']:.2f} | "
+            f"{runs[0]['norm_low']:.2f}–{runs[0]['norm_high']:.2f} | {first:.0%} "
+            f"({inside}/{len(runs) - 1}; {low:.0%}–{high:.0%}) | {pairs:.0%} | ±{half:.1%} | "
+            f"{sd_s:.1%} → {sd_n:.1%} | {wide_first:.0%} | {wide_pairs:.0%} | ±{wide:.1%} | "
+            f"{'met' if first >= TARGET else 'not met'} (≥ {TARGET:.0%}) |")
+    return lines + [
+        "", "\"normalized\": each process's median ÷ the median of the reference loop timed in "
+        "that same process between its samples; the run's figure is the geometric mean over "
+        "processes with the random-effects t-interval (perflab.analyze.reference). \"seconds CI "
+        "widened\": the seconds CI with the reference's between-process variance added to its "
+        "squared standard error (the next run's machine as one more draw of the states this run "
+        "saw). \"run-to-run SD\": the SD of the logs of the run medians, seconds and "
+        "normalized."]
+
+
 def merge(parts: list[dict]) -> dict:
     """Parts measured in separate windows (disjoint workloads, the same number of runs) as
     one measurement: run i of the whole is run i of every part; its wall time is their sum."""
@@ -270,6 +335,7 @@ def render(m: dict) -> str:
              f"errors; with {len(runs) - 1} tries the share itself is uncertain, its 95% Wilson "
              "interval is given). \"every pair\" is the same share over every ordered pair of runs.", ""]
     lines += table(f"With layout randomization (default), {len(runs)} runs", runs, True)
+    lines += reference_table(runs)
     if len(baseline) > 1:
         lines += [""] + table(f"Without it (`--no-randomize`), {len(baseline)} runs, for "
                               "comparison", baseline, False)

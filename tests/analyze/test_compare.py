@@ -116,9 +116,11 @@ def bimodal(median: float, processes: int, seed: int, slow_mode: float = 1.15) -
 
 
 def test_bimodal_processes_are_not_called_different_by_the_mode_draw() -> None:
+    # a false alarm needs the 95% CI wholly beyond ±2%: nominally under 2.5% of trials;
+    # 5% allows for the t-interval on a two-point (bimodal) distribution of 8 processes
     verdicts = [one(make_bench("f", bimodal(1e-6, 8, s)),
-                    make_bench("f", bimodal(1e-6, 8, s + 500))).verdict for s in range(20)]
-    assert verdicts.count("slower") + verdicts.count("faster") <= 1, verdicts
+                    make_bench("f", bimodal(1e-6, 8, s + 500))).verdict for s in range(200)]
+    assert verdicts.count("slower") + verdicts.count("faster") <= 10, verdicts
 
 
 def test_bimodal_with_a_real_shift_is_slower() -> None:

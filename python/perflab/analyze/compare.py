@@ -7,12 +7,21 @@ correction, the geometric mean of the ratios with its CI, verdict counts,
 and plain-words warnings when the two environments differ.
 
 Methods (the verdict rule and the tests are :mod:`perflab.analyze.decisions`'s):
-    * python benchmarks: ratio of pooled medians with a hierarchical bootstrap
-      (processes, then samples within them; Davison & Hinkley 1997 §3.8);
-      commands: each run is a process with one value (its wall time);
-    * the ratio's percentile CI is widened for the number of processes of the
-      smaller side (Hesterberg's expanded percentile), and judged against the
-      noise threshold: faster, slower, same or inconclusive;
+    * python benchmarks: each side's median and CI are exactly what ``perflab run``
+      printed for it (:func:`perflab.analyze.summary.median_estimate`: the geometric
+      mean of the processes' medians with the random-effects t-interval, P − 1 df);
+      B/A is the ratio of the two locations, its CI the t-interval of the difference of
+      their logs (variances add, Welch–Satterthwaite df:
+      :class:`perflab.analyze.stats.LogLocation`); its log-replicates for the suite's
+      geometric mean are draws from that t distribution (a parametric bootstrap). With a
+      single process on a side, the bootstrap below stands in;
+    * commands (each run is a process with one value, its wall time) and single-process
+      sides: ratio of pooled medians with a hierarchical bootstrap (processes, then
+      samples within them; Davison & Hinkley 1997 §3.8), its percentile CI widened
+      for the number of processes of the smaller side (Hesterberg's expanded
+      percentile);
+    * every ratio CI is judged against the noise threshold: faster, slower, same or
+      inconclusive;
     * p-value: two-sided Mann–Whitney U on per-process values, because samples
       inside one process are not independent;
     * suite: Benjamini–Hochberg q-values; geometric mean of the ratios, its CI
@@ -40,7 +49,7 @@ from perflab.analyze.decisions import (FAILED, FASTER, INCONCLUSIVE, SLOWER, VER
                                        mann_whitney_p, verdict)
 from perflab.analyze.hdr import HdrCounts, decode_histogram, mann_whitney_counts, quantile_replicates
 from perflab.analyze.stats import Estimate
-from perflab.analyze.summary import timing_groups
+from perflab.analyze.summary import median_estimate, timing_groups
 from perflab.environment import environment_differences
 from perflab.errors import UsageError
 from perflab.model import Benchmark, HttpStep, Results
@@ -225,7 +234,37 @@ def compare_timed(a: Benchmark, b: Benchmark, confidence: float = 0.95, resample
             row.drift[side] = change
             row.notes.append(f"{side} drifted {change:+.1%} from the first to the second half "
                              "of its processes: the machine changed during the run")
-    return compare_groups(row, groups_a, groups_b, confidence, resamples, _rng(seed, a.id))
+    rng = _rng(seed, a.id)
+    if a.kind == "python":
+        return compare_processes(row, a, b, confidence, resamples, rng)
+    return compare_groups(row, groups_a, groups_b, confidence, resamples, rng)
+
+
+def compare_processes(row: Row, a: Benchmark, b: Benchmark, confidence: float,
+                      resamples: int, rng: np.random.Generator) -> Row:
+    """Fill ``row`` for a python benchmark (both sides with usable samples): each side's
+    median and CI as ``perflab run`` computes them (:func:`median_estimate`), B/A and
+    its CI from the two random-effects locations (see the module docstring), the
+    Mann–Whitney U p on per-process medians. With fewer than 2 processes (or no spread)
+    on a side, the ratio comes from :func:`compare_groups`' bootstrap. O(N + resamples).
+    """
+    groups_a, groups_b = timing_groups(a), timing_groups(b)
+    loc_a, loc_b = stats.process_location(groups_a), stats.process_location(groups_b)
+    if loc_a is None or loc_b is None:
+        compare_groups(row, groups_a, groups_b, confidence, resamples, rng)
+    else:
+        ratio = loc_b / loc_a
+        row.ratio = ratio.ci(confidence)
+        row.log_replicates = (math.log(ratio.value)
+                              + ratio.se_log * rng.standard_t(ratio.df, resamples))
+        row.p_value = mann_whitney_p([np.median(g) for g in groups_a],
+                                     [np.median(g) for g in groups_b])
+    for side, bench, groups in (("a", a, groups_a), ("b", b, groups_b)):
+        est = median_estimate(bench, confidence, resamples)
+        if est is not None:
+            setattr(row, side, Side(est.value, est.low, est.high, len(groups),
+                                    int(sum(g.size for g in groups))))
+    return row
 
 
 def within_run_drift(groups: list[np.ndarray]) -> tuple[float, float]:

@@ -291,7 +291,8 @@ class Runner:
                 "sample_target_ns": self.sample_target_ns, "warmup_max_s": s.warmup_max_s,
                 "sample_seconds": s.process_seconds, "min_samples": s.min_samples,
                 "max_samples": s.max_samples,
-                "allocations": s.allocations and traced < ALLOCATION_PROCESSES, "layout": layout}
+                "allocations": s.allocations and traced < ALLOCATION_PROCESSES, "layout": layout,
+                "reference": True}
 
     def _run_process(self, state: CaseState) -> None:
         """Run one worker for ``state`` and fold its events into a Process record."""
@@ -355,6 +356,8 @@ def _apply_event(proc: Process, state: CaseState, event: Event) -> None:
     elif kind == "sample":
         proc.samples.append(Sample(event["n"], event["wall"], event["cpu"], event["gc"],
                                    event["gc_ns"], event.get("skew"), event.get("flag")))
+    elif kind == "reference":
+        proc.reference_ns.append(event["ns"])
     elif kind == "alloc":
         proc.alloc_peak_bytes, proc.alloc_blocks = event["peak_bytes"], event["blocks"]
     elif kind == "threads":

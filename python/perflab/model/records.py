@@ -94,6 +94,9 @@ class Process:
             whole sampling phase of the process (first sample's start to last sample's
             end), ns; None if unchecked. A step between two samples shows here only.
         clock_flag: "clock:<name>" when that disagreement exceeded the tolerance.
+        reference_ns: wall times of the machine-speed reference (a fixed pure-Python
+            loop, :func:`perflab.measure.worker.reference_workload`) timed in this process
+            between its samples, ns; empty when not timed (threads mode, older files).
         error: why the process failed, or None.
     """
 
@@ -118,6 +121,7 @@ class Process:
     layout: dict[str, int] = field(default_factory=dict)
     clock_skew_ns: int | None = None
     clock_flag: str | None = None
+    reference_ns: list[int] = field(default_factory=list)
     error: str | None = None
 
     @classmethod

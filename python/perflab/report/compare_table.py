@@ -15,7 +15,7 @@ from typing import Any
 from perflab.analyze.compare import Row, Side, SuiteComparison
 from perflab.analyze.decisions import VERDICTS
 from perflab.analyze.stats import Estimate
-from perflab.report.table import KEY, NOTE, Table
+from perflab.report.table import KEY, NOTE, Table, estimate_cell
 from perflab.units import format_rate, format_ratio, format_time
 
 #: Version of the ``--json`` document; bump when a field changes meaning.
@@ -32,10 +32,10 @@ def format_p(p: float) -> str:
 def _value(side: Side | None, unit: str) -> str:
     if side is None or not math.isfinite(side.value):
         return "–"
-    text = format_rate(side.value) if unit == "1/s" else format_time(side.value)
+    fmt = format_rate if unit == "1/s" else format_time
     if math.isfinite(side.low) and math.isfinite(side.high) and side.value:
-        text += f" ± {(side.high - side.low) / 2 / abs(side.value):.1%}"
-    return text
+        return estimate_cell(side.value, side.low, side.high, fmt)  # low–high when lopsided
+    return fmt(side.value)
 
 
 def _ratio(estimate: Estimate | None) -> str:
