@@ -36,6 +36,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -91,7 +92,10 @@ def plain(name: str) -> dict[str, float]:
             "half": float("nan"), "processes": PLAIN_PROCESSES}
 
 
-def rounds_of(names: list[str], rounds: int, rng: random.Random) -> dict[str, dict[str, list]]:
+def rounds_of(names: list[str], rounds: int, rng: random.Random,
+              done: Callable[[dict[str, dict[str, list]], int], None] = lambda seen, r: None
+              ) -> dict[str, dict[str, list]]:
+    """``rounds`` interleaved rounds; ``done(seen, r)`` after each finished round r (1-based)."""
     seen: dict[str, dict[str, list]] = {n: {"perflab": [], "pyperf": [], "plain": []}
                                         for n in names}
     serial = 0
@@ -107,6 +111,7 @@ def rounds_of(names: list[str], rounds: int, rng: random.Random) -> dict[str, di
                 seen[name][tool].append(got)
                 print(f"  round {r + 1}/{rounds} {name} {tool}: {got['median_s'] * 1e3:.3f} ms "
                       f"in {got['wall_s']:.0f} s", file=sys.stderr, flush=True)
+            done(seen, r + 1)
     return seen
 
 
@@ -115,11 +120,14 @@ def mean_of(rows: list[dict[str, float]], key: str) -> float:
 
 
 def report(seen: dict[str, dict[str, list]], rounds: int, quick: bool,
-           load: tuple[float, ...], end: tuple[float, ...], minutes: float) -> str:
+           load: tuple[float, ...], end: tuple[float, ...], minutes: float,
+           planned: int | None = None) -> str:
+    """The results section from ``rounds`` finished rounds (of ``planned``, when fewer)."""
     lines = ["## perflab beside pyperf and a plain loop on the classic workloads (issue 11)", "",
              f"Machine: {machine()}.", "",
              f"Command: `python benchmarks/peers.py{' --quick' if quick else ''}`: {rounds} "
-             "rounds; in each, perflab (default settings), pyperf (a Runner script, default "
+             + (f"rounds (of {planned} planned: stopped early, the rounds finished are kept)"
+                if planned and planned > rounds else "rounds") + "; in each, perflab (default settings), pyperf (a Runner script, default "
              f"settings) and a plain loop ({PLAIN_PROCESSES} fresh processes × {PLAIN_CALLS} "
              f"calls timed one by one after {PLAIN_WARMUP} untimed) run each workload once, "
              "in random order. Figures are means over the rounds of each run's median time "
@@ -175,9 +183,19 @@ def main(argv: list[str]) -> int:
     names = ["richards", "json_roundtrip"] if args.quick else args.workloads.split(",")
     rounds = 1 if args.quick else args.rounds
     load, t0 = os.getloadavg(), time.monotonic()
-    seen = rounds_of(names, rounds, random.Random(5))
-    write_section("peers", report(seen, rounds, args.quick, load, os.getloadavg(),
-                                  (time.monotonic() - t0) / 60))
+
+    def save(seen: dict[str, dict[str, list]], finished: int) -> None:
+        """The results section of the rounds finished so far: a run stopped early (Ctrl-C,
+        the end of a quiet window) keeps every whole round it measured."""
+        complete = {n: {t: v[:finished] for t, v in tools.items()} for n, tools in seen.items()}
+        write_section("peers", report(complete, finished, args.quick, load, os.getloadavg(),
+                                      (time.monotonic() - t0) / 60, rounds))
+
+    try:
+        rounds_of(names, rounds, random.Random(5), save)
+    except KeyboardInterrupt:
+        print("interrupted: the results file holds the rounds finished", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -18,6 +18,12 @@ the runs in which perflab did not warn of a busy machine (over 5% of samples wit
 under 90% of a core: another program took the CPU), and over the runs that found
 the machine at its usual speed (a fixed loop timed before each run, within ±5% of
 its median): these two tell the CI's own quality apart from the machine's swings.
+A second table asks the same of the machine-speed reference (perflab.analyze.reference:
+a fixed loop timed between the samples of every worker process), used in the two ways
+one could: divided out (the speed-normalized median ``cpu_vs_reference``, CPU time per op
+÷ reference, and its CI) or
+added to the seconds CI (its between-process variance added to the squared SE), with
+the width each gives, so the choice between them is made on these figures.
 `--no-randomize` runs (the harness before layout randomization: every worker
 of a run shares one layout) are measured the same way for comparison.
 
@@ -48,7 +54,7 @@ from common import PYTHON, ROOT, machine, timed, write_section  # noqa: E402
 
 from perflab import model  # noqa: E402
 from perflab.analyze import stats  # noqa: E402
-from perflab.analyze.summary import RESAMPLES, timing_groups  # noqa: E402
+from perflab.analyze.summary import RESAMPLES, summarize, timing_groups  # noqa: E402
 
 BENCH_FILE = ROOT / "benchmarks" / "workloads" / "classic_bench.py"
 TARGET = 0.80
@@ -83,19 +89,34 @@ def run_once(workdir: Path, rng: random.Random, extra: list[str]) -> dict[str, d
     out = folder / "r.json"
     wall, _ = timed([PYTHON, "-m", "perflab", "run", str(BENCH_FILE), "--json", str(out),
                      "--quiet", *extra], cwd=folder, env=env)
-    data = json.loads(out.read_text())
+    return figures_of(out, speed, wall)
+
+
+def figures_of(out: Path, speed: float, wall: float) -> dict[str, dict]:
+    """Per workload, the figures of one run's results file ``out`` (``speed``: the machine
+    speed probe before it, s; ``wall``: the run's wall time, s; nan when not recorded)."""
     figures = {}
-    for bench, raw in zip(model.load(out).benchmarks, data["benchmarks"]):
-        s = raw["summary"]
+    for bench in model.load(out).benchmarks:
+        s = summarize(bench).to_dict()  # recomputed from the raw data, by this perflab
         plain = bootstrap_ci(bench)
         figures[bench.name] = {"median": s["median_s"], "low": s["ci_low_s"],
                                "high": s["ci_high_s"], "processes": s["processes"],
                                "stop": s["stop_reason"], "raw_low": plain.low,
                                "raw_high": plain.high,
                                "busy": any(w["kind"] == "busy machine" for w in s["warnings"]),
-                               "speed": speed, **reference_figures(s)}
+                               "speed": speed, "cpu": cpu_median(bench),
+                               **reference_figures(s)}
     figures["_wall"] = {"s": wall}
     return figures
+
+
+def cpu_median(bench: "model.Benchmark") -> float:
+    """The median CPU time per op, s, by the statistic of the seconds (the geometric mean of
+    the processes' medians: perflab.analyze.stats.process_location)."""
+    groups = [[s.cpu_ns / s.iterations / bench.ops_per_call * 1e-9 for s in p.samples
+               if not s.flagged] for p in bench.processes]
+    location = stats.process_location([g for g in groups if g])
+    return location.value if location else math.nan
 
 
 def reference_figures(summary: dict) -> dict:
@@ -103,7 +124,7 @@ def reference_figures(summary: dict) -> dict:
     the speed-normalized median and CI (``norm``…, unitless), the reference time (s), its
     spread between processes, and the seconds CI widened by that spread (``wide_``…: the
     next run's machine modelled as one more draw of the machine states this run saw)."""
-    vs = summary.get("vs_reference")
+    vs = summary.get("cpu_vs_reference")
     spread = summary.get("reference_spread")
     out = {"ref_s": summary.get("reference_s"), "ref_spread": spread}
     if vs:
@@ -233,14 +254,19 @@ def table(title: str, results: list[dict], with_verdict: bool) -> list[str]:
         if with_verdict:
             row += f" {'met' if first >= TARGET else 'not met'} (≥ {TARGET:.0%}) |"
         lines.append(row)
-    walls = [r["_wall"]["s"] for r in results]
-    usual_speed = statistics.median(speeds)
-    steady = sum(abs(v / usual_speed - 1) <= STEADY for v in speeds)
-    lines += ["", f"Wall time per run (all {len(names)} workloads): median "
-              f"{statistics.median(walls):.0f} s, range {min(walls):.0f}–{max(walls):.0f} s. "
-              f"Machine speed before each run (best of 5 of a fixed loop): "
-              f"{min(speeds) * 1e3:.1f}–{max(speeds) * 1e3:.1f} ms, {steady} of {len(speeds)} "
-              f"runs within ±{STEADY:.0%} of the median."]
+    walls = [r["_wall"]["s"] for r in results if math.isfinite(r["_wall"]["s"])]
+    speeds = [v for v in speeds if math.isfinite(v)]
+    if walls and speeds:
+        usual_speed = statistics.median(speeds)
+        steady = sum(abs(v / usual_speed - 1) <= STEADY for v in speeds)
+        lines += ["", f"Wall time per run (all {len(names)} workloads): median "
+                  f"{statistics.median(walls):.0f} s, range {min(walls):.0f}–{max(walls):.0f} s. "
+                  f"Machine speed before each run (best of 5 of a fixed loop): "
+                  f"{min(speeds) * 1e3:.1f}–{max(speeds) * 1e3:.1f} ms, {steady} of "
+                  f"{len(speeds)} runs within ±{STEADY:.0%} of the median."]
+    else:
+        lines += ["", "Wall times and the speed probe before each run were not kept (rebuilt "
+                  "from the results files)."]
     return lines + common_factor_lines(results, names)
 
 
@@ -253,9 +279,10 @@ def reference_table(results: list[dict]) -> list[str]:
         return ["", "(No machine-speed reference in these results: measured before it existed.)"]
     lines = ["", "### The machine-speed reference: divided out, or added to the CI", "",
              "| workload | reference (run 1) | its spread between processes (median) | "
-             "normalized median of run 1 (× reference) | its 95% CI | runs 2.. inside it "
-             "(95% CI of the share) | every pair | normalized CI ± (median) | run-to-run SD, "
-             "seconds → normalized | seconds CI widened: runs 2.. inside | every pair | "
+             "CPU time ÷ reference, run 1 | its 95% CI | runs 2.. inside it "
+             "(95% CI of the share) | every pair | its CI ± (median) | run-to-run SD: "
+             "seconds → CPU time → CPU time ÷ reference | seconds CI widened: runs 2.. inside | "
+             "every pair | "
              "widened CI ± (median) | verdict, normalized |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for name in names:
@@ -272,22 +299,52 @@ def reference_table(results: list[dict]) -> list[str]:
         wide = statistics.median((r["wide_high"] - r["wide_low"]) / 2 / r["median"]
                                  for r in runs)
         sd_s = statistics.stdev(math.log(r["median"]) for r in runs)
+        sd_c = statistics.stdev(math.log(r["cpu"]) for r in runs)
         sd_n = statistics.stdev(math.log(r["norm"]) for r in runs)
         lines.append(
             f"| {name} | {runs[0]['ref_s'] * 1e3:.3f} ms | "
             f"{statistics.median(r['ref_spread'] for r in runs):.1%} | {runs[0]['norm']:.2f} | "
             f"{runs[0]['norm_low']:.2f}–{runs[0]['norm_high']:.2f} | {first:.0%} "
             f"({inside}/{len(runs) - 1}; {low:.0%}–{high:.0%}) | {pairs:.0%} | ±{half:.1%} | "
-            f"{sd_s:.1%} → {sd_n:.1%} | {wide_first:.0%} | {wide_pairs:.0%} | ±{wide:.1%} | "
+            f"{sd_s:.1%} → {sd_c:.1%} → {sd_n:.1%} | {wide_first:.0%} | {wide_pairs:.0%} | ±{wide:.1%} | "
             f"{'met' if first >= TARGET else 'not met'} (≥ {TARGET:.0%}) |")
     return lines + [
-        "", "\"normalized\": each process's median ÷ the median of the reference loop timed in "
-        "that same process between its samples; the run's figure is the geometric mean over "
-        "processes with the random-effects t-interval (perflab.analyze.reference). \"seconds CI "
+        "", "\"CPU time ÷ reference\" (`cpu_vs_reference`): each process's median CPU time per "
+        "op ÷ the median of the reference loop timed in that same process between its "
+        "samples; the run's figure is the geometric mean over processes with the "
+        "random-effects t-interval (perflab.analyze.reference). \"seconds CI "
         "widened\": the seconds CI with the reference's between-process variance added to its "
         "squared standard error (the next run's machine as one more draw of the states this run "
-        "saw). \"run-to-run SD\": the SD of the logs of the run medians, seconds and "
-        "normalized."]
+        "saw). \"run-to-run SD\": the SD of the logs of the run medians: seconds, CPU "
+        "seconds per op (same statistic), CPU time ÷ reference."]
+
+
+def rebuild(keep: Path, command: str, budget: str | None, loads: tuple[float, float],
+            probes: dict | None = None) -> dict:
+    """A part from the results files kept under ``keep`` (``keep/default/runN/…/r.json``),
+    every figure recomputed by this perflab from the raw data: for a measurement cut short
+    before it saved its figures (e.g. at the end of a quiet window), or to re-analyse a
+    saved one (``probes``: that part, whose speed probes, wall times, loads and duration
+    are kept; without it they are nan)."""
+    runs = sorted((keep / "default").glob("run*"), key=lambda d: int(d.name[3:]))
+    found = [next(d.rglob("r.json"), None) for d in runs]
+    files = [f for f in found if f is not None]
+    times = [f.stat().st_mtime for f in files]
+    old = (probes or {}).get("randomized", [])
+    measured = []
+    for i, f in enumerate(files):
+        speed = next(iter(v["speed"] for k, v in old[i].items() if not k.startswith("_"))) \
+            if i < len(old) else math.nan
+        wall = old[i]["_wall"]["s"] if i < len(old) else math.nan
+        measured.append(figures_of(f, speed, wall))
+    if probes:
+        return {**probes, "randomized": measured,
+                "command": probes["command"] + "; figures recomputed from its results files"}
+    return {"randomized": measured,
+            "baseline": [], "quick": False, "load_start": loads[0], "load_end": loads[1],
+            "minutes": (max(times) - min(times)) / 60 if times else 0.0, "keep": str(keep),
+            "command": command + f" (cut short: {len(files)} runs finished; rebuilt from "
+            "their results files)", "budget": budget}
 
 
 def merge(parts: list[dict]) -> dict:
@@ -359,7 +416,21 @@ def main(argv: list[str]) -> int:
                         "of the results file (merge the parts with --merge)")
     parser.add_argument("--merge", nargs="+", metavar="PART.json",
                         help="write the results file from parts measured with --save")
+    parser.add_argument("--rebuild", metavar="KEPT_FOLDER", help="write a part (--save) "
+                        "from the results files of a measurement cut short")
+    parser.add_argument("--loads", default="nan,nan", help="with --rebuild: the load "
+                        "averages at its start and end, as START,END")
+    parser.add_argument("--probes", metavar="PART.json", help="with --rebuild: the part it "
+                        "saved, for its speed probes, wall times and loads")
     args = parser.parse_args(argv)
+    if args.rebuild:
+        start, end = (float(x) for x in args.loads.split(","))
+        part = rebuild(Path(args.rebuild), "python benchmarks/repeat.py "
+                       + (f"--budget {args.budget} " if args.budget else "")
+                       + "--baseline-runs 0", args.budget, (start, end),
+                       json.loads(Path(args.probes).read_text()) if args.probes else None)
+        Path(args.save or "repeat-part.json").write_text(json.dumps(part))
+        return 0
     if args.merge:
         write_section("repeat", render(merge([json.loads(Path(p).read_text())
                                               for p in args.merge])))

@@ -319,3 +319,24 @@ def test_verdict_is_a_function_of_where_the_ci_lies(low: float, width: float, t:
     assert (word == "slower") == (low > 1 + t)
     assert (word == "faster") == (high < 1 - t)
     assert (word == "same") == (low >= 1 - t and high <= 1 + t)
+
+
+def test_compare_prints_the_medians_and_cis_that_run_printed() -> None:
+    """issue 11: compare pooled the processes' samples and bootstrapped them, so its median
+    of a file differed from run's for the same file; now both are
+    summary.median_estimate's (several processes: process_location; one: the bootstrap)."""
+    from perflab.analyze.summary import summarize_benchmarks
+
+    a = results(make_bench("f", lognormal_groups(1e-6, 10, 20, 0.02, 0.05, 1)),
+                make_bench("g", lognormal_groups(2e-6, 1, 20, 0.02, 0.05, 2)))
+    b = results(make_bench("f", lognormal_groups(1.1e-6, 12, 20, 0.02, 0.05, 3)),
+                make_bench("g", lognormal_groups(2e-6, 4, 20, 0.02, 0.05, 4)))
+    suite = cmp.compare_results(a, b)
+    for side, res in (("a", a), ("b", b)):
+        printed = {s.id: s for group in summarize_benchmarks(res.benchmarks).values()
+                   for s in group}
+        for row in suite.rows:
+            got, run = getattr(row, side), printed[row.id]
+            assert (got.value, got.low, got.high) == (run.median_s, run.ci_low_s, run.ci_high_s)
+    f = next(r for r in suite.rows if r.id == "g/f")
+    assert f.ratio.low < 1.1 < f.ratio.high and f.log_replicates is not None

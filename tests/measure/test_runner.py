@@ -173,3 +173,20 @@ def test_only_the_first_processes_run_the_allocation_pass() -> None:
     _runner(_cases(1), Tracing({0: 1e-6}), min_processes=6, max_processes=6,
             precision=1e-9).run()
     assert flags == [True] * ALLOCATION_PROCESSES + [False] * (6 - ALLOCATION_PROCESSES)
+
+
+def test_reference_timings_are_recorded_per_process_and_summarized() -> None:
+    class WithReference(FakeBackend):
+        def run(self, plan, timeout_s, on_event):  # type: ignore[no-untyped-def]
+            assert plan["reference"] is True
+            for ns in (200_000, 210_000, 190_000):
+                on_event({"event": "reference", "ns": ns})
+            return super().run(plan, timeout_s, on_event)
+
+    from perflab.analyze.summary import summarize
+
+    (bench,) = _runner(_cases(1), WithReference({0: 2e-6}, sigma=0.01), min_processes=3,
+                       max_processes=3).run()
+    assert all(p.reference_ns == [200_000, 210_000, 190_000] for p in bench.processes)
+    s = summarize(bench)
+    assert s.reference_s == 200e-6 and abs(s.reference_spread) < 1e-9  # same in every process

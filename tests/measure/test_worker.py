@@ -109,3 +109,37 @@ def test_warmup_of_long_samples_needs_fewer_of_them(clock: FakeClock) -> None:
         clock.now += 1_000
 
     assert worker.warmup(fast, 1, sampling.GcMonitor(), max_s=10.0) == (10, True)
+
+
+def test_the_reference_is_timed_between_samples_within_its_share(
+        clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before each of the first REFERENCE_MIN samples, then only while the reference took at
+    most REFERENCE_SHARE of the sampled time: a 1 ms reference beside 10 ms samples."""
+    def reference() -> int:
+        clock.now += 1_000_000
+        return 1_000_000
+
+    def op() -> None:
+        clock.now += 10_000_000
+
+    monkeypatch.setattr(worker, "time_reference", reference)
+    events: list[tuple[str, dict]] = []
+    plan = {"sample_seconds": 1.0, "min_samples": 3, "max_samples": 1000, "reference": True}
+    worker._sample(op, 1, sampling.GcMonitor(), plan, lambda e, **f: events.append((e, f)))
+    kinds = [e for e, _ in events]
+    assert kinds[:6] == ["reference", "sample"] * 3
+    references = kinds.count("reference")
+    sampled_ms = 10 * kinds.count("sample")
+    assert references <= worker.REFERENCE_SHARE * sampled_ms + worker.REFERENCE_MIN
+    assert references >= worker.REFERENCE_SHARE * sampled_ms - 1  # spread over the process
+    assert kinds[-1] == "sample"  # never inside or after the last sample
+
+    events.clear()
+    worker._sample(op, 1, sampling.GcMonitor(), {**plan, "reference": False},
+                   lambda e, **f: events.append((e, f)))
+    assert "reference" not in [e for e, _ in events]
+
+
+def test_the_reference_workload_is_deterministic_work() -> None:
+    assert worker.reference_workload() == worker.reference_workload()
+    assert worker.time_reference() > 0

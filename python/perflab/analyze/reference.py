@@ -1,41 +1,48 @@
 """The machine-speed reference: how fast the machine ran during a run, and times with it divided out.
 
-Why: on a shared or virtual machine the speed of the CPU changes with other tenants'
-load (a sibling hyperthread, the host's scheduler, frequency), over seconds and over
-hours. Within a run this shows as process-to-process spread, which the run's CI
-includes; but the *average* speed during one run differs from the next run's, and
-every benchmark of a run shares that factor, so no CI computed from one run's
-benchmarks can see it (benchmarks/repeat.py measured an 11% SD between runs on a
-2-core VM shared with other jobs, against CIs of ±5–10%).
+Why: on a shared or virtual machine a process is slowed in two ways that change from
+minute to minute with other programs' load: it waits for a core (its wall time includes
+time another program held the CPU), and while it runs, the CPU runs it slower (a busy
+sibling hyperthread, the host's other tenants, shared caches). Within a run this shows
+as process-to-process spread, which the run's CI includes; but the *average* during one
+run differs from the next run's, and every benchmark of a run shares that factor, so no
+CI computed from one run's benchmarks can see it.
 
 Method: every worker process of ``perflab run`` times a fixed pure-Python loop
-(:func:`perflab.measure.worker.reference_workload`, ≈ 0.2 ms) between its samples,
+(:func:`perflab.measure.worker.reference_workload`, ≈ 0.1–0.2 ms) between its samples,
 never inside one: before each of its first three samples and then whenever its
 reference timings so far took at most 5% of the sampled time, so the reference costs
-at most ≈ 5% of a process's time. Process i's reference r_i is the median of its
-timings; its speed-normalized figure is m_i / r_i, its median time per op divided by
-r_i (unitless: the op's cost in reference loops). The run's normalized figure is the
-geometric mean of the m_i / r_i with the same random-effects t-interval as the
-median itself (:func:`perflab.analyze.stats.process_location`: P − 1 degrees of
-freedom from the spread of the P process figures). A slowdown that hits the
-benchmark and the reference alike cancels in each process's quotient, so the
-normalized figure of a repeat run on the same machine and interpreter agrees with the
-first run's CI where the seconds do not. It cancels only what both share: a
-benchmark that suffers more from contention than the loop does (memory- or
-cache-bound code) keeps part of the swing, which its CI then shows as spread.
+at most ≈ 5% of a process's time. Being short, the loop is rarely interrupted by the
+scheduler, so its time tracks the speed of the CPU while the process runs. Process i's
+reference r_i is the median of its timings; its speed-normalized figure is c_i / r_i,
+the median **CPU time** per op of its samples divided by r_i (unitless: the op's cost
+in reference loops). CPU time leaves out the waits for a core; dividing by r_i takes out
+the CPU's speed. The run's figure is the geometric mean of the c_i / r_i with the same
+random-effects t-interval as the median itself
+(:func:`perflab.analyze.stats.process_location`: P − 1 degrees of freedom from the
+spread of the P process figures).
 
-The idea is a reference workload run beside the benchmark on the same machine at
-the same time, as in duet benchmarking (Bulej et al. 2020, "Duet Benchmarking:
-Improving Measurement Accuracy in the Cloud", Empirical Software Engineering 25),
-which runs the two concurrently and pairs their results; perflab interleaves the
-reference in time inside each worker process instead (randomized interleaving as
-in Abedi & Brecht 2017), which needs no second core. benchmarks/repeat.py measures
-the repeat-run agreement of both figures.
+Measured (benchmarks/repeat.py, 20 runs of 5 classic workloads on a 2-core VM shared
+with other jobs, load average 8 → 1.7): between runs, the seconds medians varied by
+26–34% (SD of the logs), CPU time per op by 9–14%, CPU time ÷ reference by 3–6%. The
+wall time ÷ reference alone removed little (17–31%): the loop is too short to be
+preempted, so the waits for a core, the largest part, stay in the wall time. The
+seconds CI widened by the reference's variance between processes (the other way to use
+it) grew to ±46–53% and still did not reach the agreement asked.
 
-The normalized figure compares runs on one machine and one interpreter build: the
-reference loop's cost relative to a benchmark differs between CPUs and Python
-versions, so it is not a portable unit (unlike seconds, it is not comparable across
-machines).
+It cancels only what the code and the loop share: code that waits (I/O, sleep, locks)
+has CPU time below its wall time, and code that suffers more from a busy machine than
+the loop (memory-bound code) keeps part of the swing, which its CI then shows as spread.
+The figure compares runs of CPU-bound code on one machine and one interpreter build:
+the loop's cost relative to a benchmark differs between CPUs and Python versions, so it
+is not a portable unit (unlike seconds, it is not comparable across machines).
+
+The idea is a reference workload run beside the benchmark on the same machine at the
+same time, as in duet benchmarking (Bulej et al. 2020, "Duet Benchmarking: Improving
+Measurement Accuracy in the Cloud", Empirical Software Engineering 25), which runs the
+two concurrently and pairs their results; perflab interleaves the reference in time
+inside each worker process instead (randomized interleaving as in Abedi & Brecht
+2017), which needs no second core.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from perflab.analyze import stats
+from perflab.model import Benchmark
 
 
 def reference_median_s(reference_ns: Sequence[int]) -> float | None:
@@ -87,8 +95,9 @@ def normalized_location(pairs: Sequence[tuple[np.ndarray, Sequence[int]]]
     (P − 1 df). Unitless: the op's cost in reference loops. O(N).
 
     Args:
-        pairs: per process, (its times per op in seconds, shape (n,); its reference
-            timings in ns). Processes without reference timings are left out.
+        pairs: per process, (its times per op in seconds, shape (n,): CPU seconds for
+            ``Summary.cpu_vs_reference``; its reference timings in ns). Processes without
+            reference timings are left out.
 
     Returns:
         The location, or None when fewer than 2 processes have both (or their
@@ -103,3 +112,31 @@ def normalized_location(pairs: Sequence[tuple[np.ndarray, Sequence[int]]]
         if r is not None:
             groups.append(np.asarray(values, dtype=float) / r)
     return stats.process_location(groups)
+
+
+def figures(bench: Benchmark, confidence: float = 0.95
+            ) -> tuple[float, float, tuple[float, float, float] | None]:
+    """A benchmark's reference figures, from each process's unflagged samples and its
+    reference timings. O(N).
+
+    Returns:
+        (reference time in s: the geometric mean of the processes' reference medians, their
+        median with one process or no spread, nan when none was timed; the spread between
+        processes, :func:`reference_spread`; (CPU time per op ÷ reference time, low, high)
+        at ``confidence``, :func:`normalized_location`, or None).
+    """
+    per_call = bench.ops_per_call
+    pairs = [(np.asarray([s.cpu_ns / s.iterations / per_call * 1e-9 for s in good]),
+              list(proc.reference_ns))
+             for proc in bench.processes if (good := [s for s in proc.samples if not s.flagged])]
+    timings = [r for _, r in pairs]
+    where = reference_location(timings)
+    if where is not None:
+        reference_s = where.value
+    else:
+        medians = [m for m in map(reference_median_s, timings) if m is not None]
+        reference_s = float(np.median(medians)) if medians else math.nan
+    normalized = normalized_location(pairs)
+    est = normalized.ci(confidence) if normalized is not None else None
+    return (reference_s, reference_spread(timings),
+            (est.value, est.low, est.high) if est is not None else None)

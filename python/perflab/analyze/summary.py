@@ -137,7 +137,7 @@ class Summary(MedianCI):
             (geometric mean of their medians), s; nan when it was not timed
             (:mod:`perflab.analyze.reference`).
         reference_spread: how much it differed between the processes (SD of the logs).
-        vs_reference: (median time per op ÷ reference time, low, high): the
+        cpu_vs_reference: (CPU time per op ÷ reference time, low, high): the
             speed-normalized median with its 95% CI, unitless; None when not timed.
     """
 
@@ -180,7 +180,7 @@ class Summary(MedianCI):
     error: str | None = None
     reference_s: float = math.nan
     reference_spread: float = math.nan
-    vs_reference: tuple[float, float, float] | None = None
+    cpu_vs_reference: tuple[float, float, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (seconds, bytes), with ``unit`` named."""
@@ -193,20 +193,14 @@ def timing_groups(bench: Benchmark) -> list[np.ndarray]:
     An op is one call, or 1/ops_per_call of a call when the benchmark declared
     ``ops=`` (a sample's wall time / calls / ops per call).
     """
-    return [values for values, _ in process_timings(bench)]
-
-
-def process_timings(bench: Benchmark) -> list[tuple[np.ndarray, list[int]]]:
-    """Per process with usable samples: (its seconds per op as in :func:`timing_groups`,
-    its machine-speed reference timings in ns)."""
-    out = []
+    groups = []
     per_call = bench.ops_per_call
     for proc in bench.processes:
         values = [s.wall_ns / s.iterations / per_call * 1e-9 for s in proc.samples
                   if not s.flagged]
         if values:
-            out.append((np.asarray(values), list(proc.reference_ns)))
-    return out
+            groups.append(np.asarray(values))
+    return groups
 
 
 #: bootstrap replicates of a benchmark's median CI (the stopping rule and the summary use
@@ -290,26 +284,10 @@ def summarize(bench: Benchmark, confidence: float = 0.95, resamples: int = RESAM
     _fill_spread(summary, np.concatenate(groups))
     summary.process_spread = stats.process_spread(groups)
     _fill_process_figures(summary, bench)
-    _fill_reference(summary, bench, confidence)
+    summary.reference_s, summary.reference_spread, summary.cpu_vs_reference = \
+        reference.figures(bench, confidence)
     summary.warnings = _caveats(summary, precision, min_processes)
     return summary
-
-
-def _fill_reference(summary: Summary, bench: Benchmark, confidence: float) -> None:
-    """The machine-speed reference figures (:mod:`perflab.analyze.reference`)."""
-    pairs = process_timings(bench)
-    timings = [r for _, r in pairs]
-    where = reference.reference_location(timings)
-    if where is None:
-        medians = [m for m in map(reference.reference_median_s, timings) if m is not None]
-        summary.reference_s = float(np.median(medians)) if medians else math.nan
-    else:
-        summary.reference_s = where.value
-    summary.reference_spread = reference.reference_spread(timings)
-    normalized = reference.normalized_location(pairs)
-    if normalized is not None:
-        est = normalized.ci(confidence)
-        summary.vs_reference = (est.value, est.low, est.high)
 
 
 def _fill_spread(summary: Summary, values: np.ndarray) -> None:

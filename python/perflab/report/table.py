@@ -170,6 +170,7 @@ def _footnotes(summaries: Sequence[Summary], verbose: bool = False) -> list[str]
             f"({s.iterations:,})" for s in measured))
         lines.append("cold (first call in a fresh process): " + ", ".join(
             f"{_name(s)} {format_time(s.cold_s)}" for s in measured))
+    lines += _reference_footnote(measured)
     lines += _ops_footnote(summaries)
     return lines
 
@@ -200,6 +201,22 @@ def caveat_lines(named: Sequence[tuple[str, Sequence[Any]]], verbose: bool = Fal
         line = f"{kind}" + (f" ({meaning})" if meaning else "") + ": " + ", ".join(by_kind[kind])
         lines.append(line + (f"; {advice}" if advice else ""))
     return lines
+
+
+def _reference_footnote(summaries: Sequence[Summary]) -> list[str]:
+    """The machine-speed reference (:mod:`perflab.analyze.reference`): its time, how much it
+    swung between processes, and each benchmark's speed-normalized median (CPU time ÷ it)."""
+    timed = [s for s in summaries if s.cpu_vs_reference is not None]
+    if not timed:
+        return []
+    refs = [s.reference_s for s in timed]
+    spreads = [s.reference_spread for s in timed if math.isfinite(s.reference_spread)]
+    swing = f", differing by up to ±{max(spreads):.0%} between processes" if spreads else ""
+    return [f"machine-speed reference (a fixed Python loop timed between samples): "
+            f"{format_time(min(refs))}–{format_time(max(refs))}{swing}; CPU time ÷ "
+            "reference, to compare runs on this machine and Python: " + ", ".join(
+                f"{_name(s)} {estimate_cell(*s.cpu_vs_reference, fmt=lambda v: f'{v:,.3g}')}"
+                for s in timed)]
 
 
 def _ops_footnote(summaries: Sequence[Summary]) -> list[str]:
