@@ -127,7 +127,8 @@ def report(seen: dict[str, dict[str, list]], rounds: int, quick: bool,
              f"Machine: {machine()}.", "",
              f"Command: `python benchmarks/peers.py{' --quick' if quick else ''}`: {rounds} "
              + (f"rounds (of {planned} planned: stopped early, the rounds finished are kept)"
-                if planned and planned > rounds else "rounds") + "; in each, perflab (default settings), pyperf (a Runner script, default "
+                if planned and planned > rounds else "rounds")
+             + "; in each, perflab (default settings), pyperf (a Runner script, default "
              f"settings) and a plain loop ({PLAIN_PROCESSES} fresh processes × {PLAIN_CALLS} "
              f"calls timed one by one after {PLAIN_WARMUP} untimed) run each workload once, "
              "in random order. Figures are means over the rounds of each run's median time "

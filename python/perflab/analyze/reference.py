@@ -1,4 +1,5 @@
-"""The machine-speed reference: how fast the machine ran during a run, and times with it divided out.
+"""The machine-speed reference: how fast the machine ran during a run, and times with it
+divided out.
 
 Why: on a shared or virtual machine a process is slowed in two ways that change from
 minute to minute with other programs' load: it waits for a core (its wall time includes

@@ -133,7 +133,8 @@ def loop_overhead(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
     return walls[samples // 2] / n
 
 
-#: iterations of :func:`reference_workload` per timing (≈ 0.1 ms unloaded on a 2.8 GHz Xeon, Python 3.11)
+#: iterations of :func:`reference_workload` per timing (≈ 0.1 ms unloaded on a 2.8 GHz
+#: Xeon, Python 3.11)
 REFERENCE_LOOPS = 1000
 #: the reference is timed before a sample only while its timings so far took at most this
 #: share of the sampled wall time (it is never timed inside a sample)
