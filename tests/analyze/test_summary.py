@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from perflab.analyze.summary import staged_rows, summarize, summarize_group
+from perflab.analyze.groups import staged_rows
+from perflab.analyze.summary import summarize, summarize_group
 from perflab.model import Sample
 from tests.conftest import lognormal_groups, make_bench
 

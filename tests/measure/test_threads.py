@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from perflab.analyze.groups import thread_rows
 from perflab.analyze.summary import summarize_group
 from perflab.measure import threads
 from perflab.measure.sampling import GcMonitor
@@ -229,7 +230,8 @@ def threaded_bench(name: str, n: int, per_op_s: float, ops: list[int], gil: bool
 def test_threads_table_shows_scaling_fairness_and_the_interpreter() -> None:
     benches = [threaded_bench("lock", 1, 1e-6, [100]),
                threaded_bench("lock", 2, 0.5e-6, [100, 100])]
-    table = threads_table("t", benches, summarize_group(benches, seed=0))
+    summaries = summarize_group(benches, seed=0)
+    table = threads_table("t", thread_rows(benches, summaries), summaries)
     assert table.columns[:5] == ["benchmark", "threads", "ops/s ± CI", "ops/s per thread",
                                  "× 1 thread"]
     one, two = table.rows
@@ -239,4 +241,5 @@ def test_threads_table_shows_scaling_fairness_and_the_interpreter() -> None:
     assert any("GIL enabled" in line for line in table.footnotes)
     free = [threaded_bench("lock", 1, 1e-6, [5], gil=False)]
     assert any("free-threaded" in line
-               for line in threads_table("t", free, summarize_group(free)).footnotes)
+               for line in threads_table("t", thread_rows(free, summarize_group(free)),
+                                         summarize_group(free)).footnotes)

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from perflab.analyze.groups import thread_rows
 from perflab.analyze.summary import Caveat, summarize_group
 from perflab.report.table import caveat_lines, estimate_cell, group_table, threads_table
 from tests.conftest import lognormal_groups, make_bench
@@ -58,7 +59,8 @@ def test_threads_compare_with_the_baseline_on_the_same_thread_count() -> None:
 def test_the_threads_footnote_says_what_the_code_times() -> None:
     """issue 11: it said "every call is timed"; one call between untimed batches is."""
     benches = [threaded_bench("lock", 2, 1e-6, [100, 100])]
-    lines = threads_table("t", benches, summarize_group(benches, seed=0)).footnotes
+    summaries = summarize_group(benches, seed=0)
+    lines = threads_table("t", thread_rows(benches, summaries), summaries).footnotes
     text = " ".join(lines)
     assert "every call is timed" not in text
     assert "times one call (two perf_counter_ns reads) between batches of untimed calls" in text

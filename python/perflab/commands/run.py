@@ -215,6 +215,7 @@ def _attach_units(benches, bench_file) -> None:  # type: ignore[no-untyped-def]
 def _save_and_print(results, args, precision: float, destination) -> None:  # type: ignore[no-untyped-def]
     """Save (a failed save is raised after the table is printed), print."""
     from perflab import model
+    from perflab.analyze.groups import run_groups
     from perflab.analyze.summary import summarize_benchmarks
     from perflab.files import Deferred
     from perflab.history.record import record_results
@@ -226,7 +227,7 @@ def _save_and_print(results, args, precision: float, destination) -> None:  # ty
     later = Deferred()
     later.run(model.save, results, destination, summaries)
     if not destination.stdout:
-        print_run(results, grouped, args.format, args.verbose)
+        print_run(run_groups(results.benchmarks, grouped), args.format, args.verbose)
     record_results(args, results, summaries, destination)
     later.raise_()
     if not destination.stdout:

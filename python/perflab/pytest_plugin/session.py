@@ -87,6 +87,7 @@ class SessionResults:
         if not self.benchmarks:
             return 0
         from perflab import __version__, environment, model
+        from perflab.analyze.groups import run_groups
         from perflab.analyze.summary import summarize_benchmarks
         from perflab.report.run_output import print_run
         from perflab.files import Deferred, results_destination
@@ -111,7 +112,7 @@ class SessionResults:
                 which = ", ".join(ids) if len(ids) < len(self.modes) else "all"
                 print(terminal(f"perflab: {len(ids)} benchmark(s) measured {words}: {which}",
                                one_line=True))
-        print_run(results, grouped, "table")
+        print_run(run_groups(results.benchmarks, grouped), "table")
         later.raise_()
         for path in saved:
             sys.stderr.write(f"perflab: results saved to {path}\n")

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from perflab.analyze.summary import CAVEATS, StagedRow, Summary
+from perflab.analyze.groups import GroupFigures, StagedRow, ThreadRow
+from perflab.analyze.summary import CAVEATS, Summary
 from perflab.analyze.threads import LATENCY_BATCH_NS, MAX_BATCH
-from perflab.model import Benchmark
 from perflab.units import format_bytes, format_quantity, format_rate, format_ratio, format_time
 
 #: Column fold ranks (:attr:`Table.fold`): KEY columns (what identifies a row, and the
@@ -244,28 +244,25 @@ def _total_cell(total: tuple[float, float, float] | None) -> str:
     return estimate_cell(*total) if total else "–"
 
 
-def run_tables(benches: Sequence[Benchmark], grouped: dict[str, list[Summary]],
-               seed: int | None = 0, verbose: bool = False) -> list[Table]:
-    """One table per group of a ``perflab run``: staged groups pivot by stage."""
-    from perflab.analyze.summary import by_group, staged_rows
-
+def run_tables(groups: Sequence[GroupFigures], verbose: bool = False) -> list[Table]:
+    """One table per group of a ``perflab run`` (:func:`perflab.analyze.groups.run_groups`):
+    staged groups pivot by stage; a group with thread counts adds its threads table."""
     tables = []
-    for group, members in by_group(benches).items():
-        summaries = grouped[group]
-        title = f"group {group}" if group else "benchmarks"
-        if any(s.stage for s in summaries):
+    for figures in groups:
+        summaries = figures.summaries
+        title = f"group {figures.group}" if figures.group else "benchmarks"
+        if figures.staged is not None:
             units = {k: v for s in summaries for k, v in s.metric_units.items()}
-            stage_names, rows = staged_rows(members, summaries, seed=seed)
-            tables.append(staged_table(title, stage_names, rows, units, verbose))
+            tables.append(staged_table(title, figures.stage_names, figures.staged, units,
+                                       verbose))
         else:
-            threaded = any(b.threads is not None for b in members)
-            tables.append(group_table(title, summaries, threaded, verbose))
-        if any(b.threads is not None for b in members):
-            tables.append(threads_table(f"{title}: threads", members, summaries))
+            tables.append(group_table(title, summaries, figures.threaded, verbose))
+        if figures.threads:
+            tables.append(threads_table(f"{title}: threads", figures.threads, summaries))
     return tables
 
 
-def threads_table(title: str, benches: Sequence[Benchmark], summaries: Sequence[Summary]
+def threads_table(title: str, rows: Sequence[ThreadRow], summaries: Sequence[Summary]
                   ) -> Table:
     """Threads mode (JMH @Threads style): one row per benchmark and thread count.
 
@@ -275,19 +272,19 @@ def threads_table(title: str, benches: Sequence[Benchmark], summaries: Sequence[
     index of ops per thread), CPU/wall. Figures are medians over processes. On a narrow
     terminal they fold away in this order: Jain, CPU/wall, min/max, p99.9, p50,
     ops/s per thread, p99, × 1 thread.
+
+    Args:
+        rows: the threads-mode benchmarks (:func:`perflab.analyze.groups.thread_rows`).
+        summaries: the whole group's summaries (for the loop-cost footnote).
     """
-    from dataclasses import replace
-
-    from perflab.analyze.threads import thread_figures
-
     columns = ["benchmark", "threads", "ops/s ± CI", "ops/s per thread", "× 1 thread", "p50",
                "p99", "p99.9", "min/max", "Jain", "CPU/wall"]
     table = Table(title, columns, align=["l"] + ["r"] * (len(columns) - 1),
                   fold=[KEY, KEY, KEY, 6, 8, 5, 7, 4, 3, 1, 2])
-    rows = [(replace(b, threads=None).label, s, thread_figures(b))
-            for b, s in zip(benches, summaries) if b.threads is not None]
-    single = {label: s.median_s for label, s, fig in rows if fig and fig.threads == 1 and s.ok}
-    for label, s, fig in rows:
+    single = {r.label: r.summary.median_s for r in rows
+              if r.figures and r.figures.threads == 1 and r.summary.ok}
+    for r in rows:
+        label, s, fig = r.label, r.summary, r.figures
         if fig is None or not s.ok:
             table.rows.append([label, "–" if fig is None else str(fig.threads)] + ["–"] * 9)
             continue
@@ -299,7 +296,7 @@ def threads_table(title: str, benches: Sequence[Benchmark], summaries: Sequence[
                            format_rate(1 / s.median_s / fig.threads),
                            format_ratio(single[label] / s.median_s) if label in single else "–",
                            *lat, f"{fig.min_max:.2f}", f"{fig.jain:.3f}", f"{s.cpu_wall:.2f}"])
-    table.footnotes = _threads_footnotes([fig for _, _, fig in rows if fig], summaries)
+    table.footnotes = _threads_footnotes([r.figures for r in rows if r.figures], summaries)
     return table
 
 
