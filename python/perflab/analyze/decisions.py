@@ -55,6 +55,18 @@ def verdict(low: float, high: float, threshold: float, higher_is_better: bool = 
     return INCONCLUSIVE
 
 
+def parse_threshold(text: str) -> float:
+    """The noise threshold t of :func:`verdict` from ``--threshold`` text (every command
+    that decides verdicts reads it here): "2%" or "0.02" → 0.02.
+
+    Raises:
+        UsageError: not a number, or outside [0, 1).
+    """
+    from perflab.units import parse_fraction
+
+    return parse_fraction(text, "--threshold", "2%", "0.02", allow_zero=True)
+
+
 def expansion_factor(n: int, confidence: float = 0.95) -> float:
     """Hesterberg's (2015) expansion of a percentile bootstrap CI for n units. O(1).
 

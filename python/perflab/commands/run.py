@@ -7,6 +7,7 @@ import datetime as dt
 import fnmatch
 import math
 import sys
+from typing import Any
 
 from perflab.errors import UsageError
 from perflab.units import parse_positive_duration
@@ -154,9 +155,7 @@ def main(args: argparse.Namespace) -> int:
             write_chart(chart, lambda out: run_chart(results.benchmarks, out))
         tripped = 0
         if baseline is not None:
-            from perflab.commands.compare import compare_after_run
-
-            tripped = compare_after_run(baseline_name, baseline, results, args.format, *gate)
+            tripped = _compare_to(baseline_name, baseline, results, args.format, *gate)
     stopped = stop.exit_code(runner.interrupted)
     if stopped is not None:
         return stopped
@@ -169,13 +168,32 @@ def _gate_options(args: argparse.Namespace) -> tuple[float, list[str]]:
     Raises:
         UsageError: a bad value, or --fail-on without --compare-to.
     """
-    from perflab.commands.compare import parse_fail_on, parse_threshold
+    from perflab.analyze.compare import parse_fail_on
+    from perflab.analyze.decisions import parse_threshold
 
     if args.fail_on and not args.compare_to:
         raise UsageError("--fail-on needs --compare-to A.json (the results to compare with)")
     auto = args.threshold.strip().lower() == "auto"
     return (math.nan if auto else parse_threshold(args.threshold),
             parse_fail_on(args.fail_on) if args.fail_on else [])
+
+
+def _compare_to(baseline_name: str, baseline: Any, results: Any, fmt: str, threshold: float,
+                fail_on: list[str], note: str | None = None) -> int:
+    """``--compare-to``: print the comparison of this run with its baseline in ``fmt``
+    (``note``, how an automatic threshold was chosen, heads the footnotes) and apply the
+    ``--fail-on`` gate as ``perflab compare`` does: 1 when it tripped, else 0.
+
+    Raises:
+        UsageError: no benchmark in common.
+    """
+    from perflab.analyze.compare import compare_results
+    from perflab.report.compare_table import gate, print_comparison
+
+    suite = compare_results(baseline, results, threshold, names=(baseline_name, "this run"))
+    if note:
+        suite.warnings.insert(0, note)
+    return gate(print_comparison(suite, baseline_name, "this run", fmt, None, fail_on), fail_on)
 
 
 def _baseline(args: argparse.Namespace, cases, env, gate):  # type: ignore[no-untyped-def]

@@ -118,10 +118,12 @@ class SessionResults:
             sys.stderr.write(f"perflab: results saved to {path}\n")
         if baseline is None:
             return 0
-        from perflab.commands.compare import compare_after_run
+        from perflab.analyze.compare import compare_results
+        from perflab.report.compare_table import gate, print_comparison
 
-        return compare_after_run(str(baseline_path), baseline, results, "table",
-                                 self.gate.threshold, self.gate.fail_on)
+        name, fail_on = str(baseline_path), self.gate.fail_on
+        suite = compare_results(baseline, results, self.gate.threshold, names=(name, "this run"))
+        return gate(print_comparison(suite, name, "this run", "table", None, fail_on), fail_on)
 
     def _results(self, version: str, environment: Any) -> Any:
         """The :class:`perflab.model.Results` of this session (kind ``run``)."""
