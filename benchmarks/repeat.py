@@ -90,8 +90,8 @@ def run_once(workdir: Path, rng: random.Random, extra: list[str]) -> dict[str, d
         plain = bootstrap_ci(bench)
         figures[bench.name] = {"median": s["median_s"], "low": s["ci_low_s"],
                                "high": s["ci_high_s"], "processes": s["processes"],
-                               "stop": s["stop_reason"], "raw_low": plain.low,
-                               "raw_high": plain.high,
+                               "stop": s["stop_reason"], "raw_low": plain.ci_low,
+                               "raw_high": plain.ci_high,
                                "busy": any(w["kind"] == "busy machine" for w in s["warnings"]),
                                "speed": speed}
     figures["_wall"] = {"s": wall}

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from perflab.analyze import stats
-from perflab.analyze.stats import Estimate
+from perflab.analyze.estimate import Estimate
 
 FASTER, SLOWER, SAME, INCONCLUSIVE, FAILED = "faster", "slower", "same", "inconclusive", "failed"
 #: Every verdict, in the order reports count them.

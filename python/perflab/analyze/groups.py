@@ -10,13 +10,13 @@ renders it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from perflab.analyze import stats
+from perflab.analyze.estimate import Estimate
 from perflab.analyze.summary import RESAMPLES, SELF_RATIO, Summary, by_group, timing_groups
 from perflab.analyze.threads import ThreadFigures, thread_figures
 from perflab.model import Benchmark
@@ -29,15 +29,15 @@ class StagedRow:
     Attributes:
         name: the benchmarks' shared name.
         stages: stage → Summary.
-        total: (sum of stage medians, low, high), seconds.
-        ratio_best: (total / best total, low, high).
+        total: the sum of the stage medians with its CI, s.
+        ratio_best: total / the lowest total, with its CI.
         metrics / metric_ratio_best: metric values and their "× best".
     """
 
     name: str
     stages: dict[str, Summary]
-    total: tuple[float, float, float] | None = None
-    ratio_best: tuple[float, float, float] | None = None
+    total: Estimate | None = None
+    ratio_best: Estimate | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     metric_ratio_best: dict[str, float] = field(default_factory=dict)
 
@@ -70,6 +70,7 @@ def staged_rows(benches: Sequence[Benchmark], summaries: Sequence[Summary],
                 if len(parts.get(r.name, [])) == len(stage_names) and stage_names]
     totals: dict[str, stats.LogLocation | None] = {}
     replicates = {}
+    sums_s: dict[str, float] = {}
     for row in complete:
         locations = [stats.process_location(groups) for groups in parts[row.name]]
         if all(loc is not None for loc in locations):
@@ -79,9 +80,9 @@ def staged_rows(benches: Sequence[Benchmark], summaries: Sequence[Summary],
             totals[row.name] = None
             est, replicates[row.name] = stats.sum_of_medians_ci(parts[row.name], confidence,
                                                                 resamples, rng)
-        row.total = (est.value, est.low, est.high)
+        row.total, sums_s[row.name] = est, est.value
     if complete:
-        best = min(complete, key=lambda r: r.total[0] if r.total else math.inf)
+        best = min(complete, key=lambda r: sums_s[r.name])
         for row in complete:
             if row is best:
                 row.ratio_best = SELF_RATIO
@@ -92,8 +93,8 @@ def staged_rows(benches: Sequence[Benchmark], summaries: Sequence[Summary],
             else:
                 est = stats.percentile_ci(_replicates(replicates, row.name, parts, rng)
                                           / _replicates(replicates, best.name, parts, rng),
-                                          row.total[0] / best.total[0], confidence)
-            row.ratio_best = (est.value, est.low, est.high)
+                                          sums_s[row.name] / sums_s[best.name], confidence)
+            row.ratio_best = est
     return stage_names, list(rows.values())
 
 

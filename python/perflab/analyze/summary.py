@@ -9,12 +9,13 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from perflab.analyze import stats
+from perflab.analyze.estimate import Estimate
 from perflab.model import Benchmark
 
 #: Robust spread (MAD/median) above which a benchmark is called unstable; the CV is
@@ -79,32 +80,67 @@ def plural(count: int, noun: str, nouns: str | None = None) -> str:
     return f"{count:,} {noun if count == 1 else nouns or noun + 's'}"
 
 
-class MedianCI:
-    """What summaries with ``median_s``, ``ci_low_s`` and ``ci_high_s`` (seconds) share."""
+#: the median of a benchmark without a usable sample
+NO_MEDIAN = Estimate(math.nan, math.nan, math.nan)
 
-    median_s: float
-    ci_low_s: float
-    ci_high_s: float
+
+class MedianSummary:
+    """What the summaries of timed things (:class:`Summary`, ``CommandSummary``) share: a
+    ``median`` :class:`~perflab.analyze.estimate.Estimate` in seconds, its figures under
+    the names results files give them (``median_s``, ``ci_low_s``, ``ci_high_s``), and
+    that JSON form."""
+
+    median: Estimate
+
+    @property
+    def median_s(self) -> float:
+        """The median, s (``median.value``; nan when there is none)."""
+        return self.median.value
+
+    @property
+    def ci_low_s(self) -> float:
+        """The median's CI low, s: the name results files and ``perflab.measure`` readers
+        use (``median.ci_low``)."""
+        return self.median.ci_low
+
+    @property
+    def ci_high_s(self) -> float:
+        """The median's CI high, s (``median.ci_high``)."""
+        return self.median.ci_high
 
     @property
     def ok(self) -> bool:
         """True when there is a median to show."""
-        return math.isfinite(self.median_s)
+        return math.isfinite(self.median.value)
 
-    @property
-    def relative_half_width(self) -> float:
-        """CI half-width / median (nan when there is no median)."""
-        return (self.ci_high_s - self.ci_low_s) / 2 / self.median_s if self.ok else math.nan
+    def json_form(self, unit: str, se: bool) -> dict[str, Any]:
+        """The form results files have always held (older readers read it, see
+        docs/results-format.md): ``unit`` first, then the fields in order, the ``median``
+        as the flat ``median_s``, ``ci_low_s``, ``ci_high_s`` (and ``median_se_s`` with
+        ``se``), every other Estimate (a ratio) as the list [value, CI low, CI high]."""
+        out: dict[str, Any] = {"unit": unit}
+        for name, plain in asdict(self).items():  # type: ignore[call-overload]
+            value = getattr(self, name)
+            if name == "median":
+                out.update(median_s=value.value, ci_low_s=value.ci_low, ci_high_s=value.ci_high)
+                if se:
+                    out["median_se_s"] = value.se
+            elif isinstance(value, Estimate):
+                out[name] = [value.value, value.ci_low, value.ci_high]
+            else:
+                out[name] = plain
+        return out
 
 
 @dataclass
-class Summary(MedianCI):
+class Summary(MedianSummary):
     """Derived statistics of one benchmark. Times in seconds per op, sizes in bytes.
 
     Attributes:
         id / label / group / stage: identify the benchmark.
-        median_s, ci_low_s, ci_high_s: median time per op and its 95% CI.
-        median_se_s: the standard error of median_s (what a fit weighs it by), s.
+        median: median time per op, s, with its 95% CI and its standard error (what a
+            fit weighs it by); ``median_s`` is its value. In JSON: ``median_s``,
+            ``ci_low_s``, ``ci_high_s``, ``median_se_s``.
         process_spread: how much the processes' medians differ: the SD of their logs
             (≈ a relative SD; nan with fewer than 2 processes).
         mad_s, cv: spread of per-sample times per op (MAD scaled by 1.4826).
@@ -123,8 +159,9 @@ class Summary(MedianCI):
             call's figure divided by it, except ``cold_s`` (the whole first call).
         metrics: median of each extra metric across processes.
         metric_units: unit of each metric.
-        ratio_best / ratio_baseline: (ratio, low, high) against the group's
-            best and baseline; None when not applicable.
+        ratio_best / ratio_baseline: the ratio of medians to the group's best and
+            baseline with its CI (no CI for a benchmark's ratio to itself); None when not
+            applicable. In JSON: [ratio, low, high].
         metric_ratio_best: metric → value / best value in the group.
         preempted: samples of a CPU-bound benchmark with CPU/wall below 0.9: another
             program held the core during them, so their wall time is inflated.
@@ -140,10 +177,7 @@ class Summary(MedianCI):
     group: str
     stage: str | None
     baseline: bool
-    median_s: float = math.nan
-    ci_low_s: float = math.nan
-    ci_high_s: float = math.nan
-    median_se_s: float = math.nan
+    median: Estimate = NO_MEDIAN
     process_spread: float = math.nan
     mad_s: float = math.nan
     cv: float = math.nan
@@ -163,8 +197,8 @@ class Summary(MedianCI):
     alloc_blocks: float | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     metric_units: dict[str, str] = field(default_factory=dict)
-    ratio_best: tuple[float, float, float] | None = None
-    ratio_baseline: tuple[float, float, float] | None = None
+    ratio_best: Estimate | None = None
+    ratio_baseline: Estimate | None = None
     metric_ratio_best: dict[str, float] = field(default_factory=dict)
     preempted: int = 0
     clock_steps_ns: list[int] = field(default_factory=list)
@@ -174,8 +208,8 @@ class Summary(MedianCI):
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form (seconds, bytes), with ``unit`` named."""
-        return {"unit": "s/op", **asdict(self)}
+        """JSON form (seconds, bytes), with ``unit`` named (see :class:`MedianSummary`)."""
+        return self.json_form("s/op", se=True)
 
 
 def timing_groups(bench: Benchmark) -> list[np.ndarray]:
@@ -200,8 +234,8 @@ RESAMPLES = 2000
 
 
 def median_estimate(bench: Benchmark, confidence: float = 0.95, resamples: int = RESAMPLES,
-                    rng: np.random.Generator | None = None) -> stats.Estimate | None:
-    """The median time per op of ``bench`` with its CI, s.
+                    rng: np.random.Generator | None = None) -> Estimate | None:
+    """The median time per op of ``bench`` with its CI and standard error, s.
 
     With two processes or more, this is the geometric mean of the processes' medians
     with the random-effects t-interval (:func:`perflab.analyze.stats.process_location`);
@@ -213,26 +247,18 @@ def median_estimate(bench: Benchmark, confidence: float = 0.95, resamples: int =
     says so). The bootstrap generator is seeded from the benchmark's id unless
     ``rng`` is given, so the runner's stopping rule and every later summary of the
     same data compute the very same interval (one source of truth for "precision
-    reached"). None when no sample is usable.
+    reached"). The standard error is the median × the SE of its log with several
+    processes, the bootstrap CI's half-width / z with one. None when no sample is usable.
     """
-    found = _median_and_se(bench, confidence, resamples, rng)
-    return found[0] if found else None
-
-
-def _median_and_se(bench: Benchmark, confidence: float, resamples: int,
-                   rng: np.random.Generator | None) -> tuple[stats.Estimate, float] | None:
-    """(:func:`median_estimate`, the standard error of its median in seconds: median ×
-    the SE of its log with several processes, the bootstrap CI's half-width / z with
-    one); None when no sample is usable."""
     groups = timing_groups(bench)
     if not groups:
         return None
     location = stats.process_location(groups)
     if location is not None:
-        return location.ci(confidence), location.value * location.se_log
+        return location.ci(confidence)
     rng = rng or np.random.default_rng([0, zlib.crc32(bench.id.encode())])
     est = stats.median_ci(groups, confidence, resamples, rng)
-    return est, est.half_width / stats.z_quantile(confidence)
+    return replace(est, se=est.half_width / stats.z_quantile(confidence))
 
 
 def _median(values: Sequence[float | None]) -> float:
@@ -261,16 +287,15 @@ def summarize(bench: Benchmark, confidence: float = 0.95, resamples: int = RESAM
     summary = Summary(bench.id, bench.label, bench.group, bench.stage, bench.baseline,
                       stop_reason=bench.stop_reason, error=bench.error,
                       metric_units=dict(bench.metric_units))
-    found = _median_and_se(bench, confidence, resamples, rng)
-    if found is None:
+    median = median_estimate(bench, confidence, resamples, rng)
+    if median is None:
         summary.flagged = sum(1 for p in bench.processes for s in p.samples if s.flagged)
         if summary.flagged:
             summary.warnings = [Caveat("samples excluded", f"all {summary.flagged:,}",
                                        f"all {plural(summary.flagged, 'sample')} excluded: "
                                        "the clocks disagreed during them")]
         return summary
-    est, summary.median_se_s = found
-    summary.median_s, summary.ci_low_s, summary.ci_high_s = est.value, est.low, est.high
+    summary.median = median
     groups = timing_groups(bench)
     _fill_spread(summary, np.concatenate(groups))
     summary.process_spread = stats.process_spread(groups)
@@ -367,7 +392,7 @@ def _stop_caveat(s: Summary, precision: float | None, min_processes: int | None
     runner recorded and the same CI it decided on (:func:`median_estimate`)."""
     if precision is None or s.stop_reason not in ("budget", "max-processes"):
         return None
-    reached = s.relative_half_width
+    reached = s.median.relative_half_width
     figure = f"±{reached:.1%}"
     where = "at the budget" if s.stop_reason == "budget" else "at --max-processes"
     if reached <= precision:
@@ -413,7 +438,7 @@ def summarize_group(benches: Sequence[Benchmark], confidence: float = 0.95,
 
 
 #: the ratio of a benchmark to itself: exactly 1, no CI to show
-SELF_RATIO = (1.0, math.nan, math.nan)
+SELF_RATIO = Estimate(1.0, math.nan, math.nan, se=0.0)
 
 
 def _ratios(benches: Sequence[Benchmark], summaries: list[Summary], members: list[int],
@@ -436,8 +461,8 @@ def _ratios(benches: Sequence[Benchmark], summaries: list[Summary], members: lis
 
 
 def _ratio(benches: Sequence[Benchmark], i: int, j: int, confidence: float, resamples: int,
-           rng: np.random.Generator) -> tuple[float, float, float]:
-    """(median ratio, low, high) of benchmark i over benchmark j; SELF_RATIO when i is j.
+           rng: np.random.Generator) -> Estimate:
+    """The median ratio of benchmark i over benchmark j with its CI; SELF_RATIO when i is j.
     The CI combines both benchmarks' random-effects errors (:class:`stats.LogLocation`);
     with a single process on either side, the hierarchical bootstrap of the ratio."""
     if i == j:
@@ -445,10 +470,8 @@ def _ratio(benches: Sequence[Benchmark], i: int, j: int, confidence: float, resa
     num, den = timing_groups(benches[i]), timing_groups(benches[j])
     a, b = stats.process_location(num), stats.process_location(den)
     if a is not None and b is not None:
-        est = (a / b).ci(confidence)
-    else:
-        est = stats.ratio_ci(num, den, confidence, resamples, rng)
-    return est.value, est.low, est.high
+        return (a / b).ci(confidence)
+    return stats.ratio_ci(num, den, confidence, resamples, rng)
 
 
 def by_group(benches: Sequence[Benchmark]) -> dict[str, list[Benchmark]]:

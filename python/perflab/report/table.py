@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from perflab.analyze.estimate import Estimate
 from perflab.analyze.groups import GroupFigures, StagedRow, ThreadRow
 from perflab.analyze.summary import CAVEATS, Summary
 from perflab.analyze.threads import LATENCY_BATCH_NS, MAX_BATCH
@@ -51,8 +52,8 @@ class Table:
     fold: list[int] = field(default_factory=list)
 
 
-def _ratio_cell(ratio: tuple[float, float, float] | None) -> str:
-    return format_ratio(*ratio) if ratio else "–"
+def _ratio_cell(ratio: Estimate | None) -> str:
+    return format_ratio(ratio.value, ratio.ci_low, ratio.ci_high) if ratio else "–"
 
 
 #: a CI is printed as "low–high" instead of "± x%" when its two sides differ by more
@@ -240,8 +241,8 @@ def staged_table(title: str, stage_names: list[str], rows: Sequence[StagedRow],
     return table
 
 
-def _total_cell(total: tuple[float, float, float] | None) -> str:
-    return estimate_cell(*total) if total else "–"
+def _total_cell(total: Estimate | None) -> str:
+    return estimate_cell(total.value, total.ci_low, total.ci_high) if total else "–"
 
 
 def run_tables(groups: Sequence[GroupFigures], verbose: bool = False) -> list[Table]:
@@ -333,8 +334,8 @@ def summary_records(grouped: dict[str, list[Summary]]) -> list[dict[str, object]
                 "median_s": s.median_s, "ci_low_s": s.ci_low_s, "ci_high_s": s.ci_high_s,
                 "mad_s": s.mad_s, "cv": s.cv, "ops_per_s": 1 / s.median_s if s.ok else "",
                 "cpu_wall": s.cpu_wall,
-                "ratio_best": s.ratio_best[0] if s.ratio_best else "",
-                "ratio_baseline": s.ratio_baseline[0] if s.ratio_baseline else "",
+                "ratio_best": s.ratio_best.value if s.ratio_best else "",
+                "ratio_baseline": s.ratio_baseline.value if s.ratio_baseline else "",
                 "alloc_peak_bytes": s.alloc_peak_bytes, "alloc_blocks": s.alloc_blocks,
                 "gc_per_1000_ops": s.gc_per_1000_ops,
                 "cold_s": s.cold_s, "loop_overhead_s": s.loop_overhead_s,
