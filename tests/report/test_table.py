@@ -88,3 +88,21 @@ def test_counts_agree_with_their_nouns(n: int) -> None:
 
     assert plural(n, "sample") == ("1 sample" if n == 1 else "2 samples")
     assert plural(n, "process", "processes") == ("1 process" if n == 1 else "2 processes")
+
+
+def test_threads_table_shows_scaling_fairness_and_the_interpreter() -> None:
+    benches = [threaded_bench("lock", 1, 1e-6, [100]),
+               threaded_bench("lock", 2, 0.5e-6, [100, 100])]
+    summaries = summarize_group(benches, seed=0)
+    table = threads_table("t", thread_rows(benches, summaries), summaries)
+    assert table.columns[:5] == ["benchmark", "threads", "ops/s ± CI", "ops/s per thread",
+                                 "× 1 thread"]
+    one, two = table.rows
+    assert one[4] == "1.00×" and two[4] == "2.00×"
+    assert two[3] == "980 k/s"  # 1 / (0.5 µs × 1.02 median drift) / 2 threads
+    assert two[8:10] == ["1.00", "1.000"]
+    assert any("GIL enabled" in line for line in table.footnotes)
+    free = [threaded_bench("lock", 1, 1e-6, [5], gil=False)]
+    assert any("free-threaded" in line
+               for line in threads_table("t", thread_rows(free, summarize_group(free)),
+                                         summarize_group(free)).footnotes)
