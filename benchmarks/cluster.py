@@ -215,8 +215,8 @@ def report(opts: Any, starts: list[tuple[float, float]], runs: dict[str, list[di
         for key in ("engine_us", "all_us", "lag_p99_ms"):
             est = block_ratio_ci([r[key] for r in runs[c]], blocks,
                                  [r[key] for r in runs["plain"]], blocks)
-            cells.append(f"{est.value:.2f} [{est.low:.2f}, {est.high:.2f}] "
-                         f"{ratio_verdict(est.low, est.high, at_most=1.0)}")
+            cells.append(f"{est.value:.2f} [{est.ci_low:.2f}, {est.ci_high:.2f}] "
+                         f"{ratio_verdict(est.ci_low, est.ci_high, at_most=1.0)}")
         lines.append(f"| {c} | " + " | ".join(cells) + " |")
     extra_us = med[CONFIGS[2]]["all_us"] - med["plain"]["all_us"]
     lines += [

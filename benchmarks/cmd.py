@@ -89,7 +89,7 @@ def overhead() -> dict[str, dict[str, float]]:
         ratios = [a / b for a, b in zip(cost["perflab"][kind], cost["hyperfine"][kind])]
         ci = median_ci([ratios], 0.95, 4000, np.random.default_rng(0))
         out[f"ratio_{kind}"] = {"median": statistics.median(ratios), "min": min(ratios),
-                                "max": max(ratios), "low": ci.low, "high": ci.high}
+                                "max": max(ratios), "low": ci.ci_low, "high": ci.ci_high}
     return out
 
 
@@ -105,8 +105,8 @@ def agreement(command: str) -> dict[str, float]:
     q1, q2, q3 = statistics.quantiles(ratios, n=4)
     ci = median_ci([ratios], 0.95, 4000, np.random.default_rng(0))
     return {**{name: statistics.median(v) for name, v in medians.items()},
-            "ratio": statistics.median(ratios), "q1": q1, "q3": q3, "low": ci.low,
-            "high": ci.high}
+            "ratio": statistics.median(ratios), "q1": q1, "q3": q3, "low": ci.ci_low,
+            "high": ci.ci_high}
 
 
 def drift_trial(tool: str, interleave: bool) -> tuple[float, float, float]:

@@ -309,8 +309,8 @@ def coverage_study(trials: int = 200) -> list[str]:
                         / stats.bootstrap_medians(ga, 1000, rng))
                 for j, est in enumerate((stats.percentile_ci(reps, point),
                                          decisions.expanded_ratio_ci(point, reps, processes)[0])):
-                    hits[j] += [est.low <= 1 <= est.high,
-                                _alarm(decisions.verdict(est.low, est.high, THRESHOLD))]
+                    hits[j] += [est.ci_low <= 1 <= est.ci_high,
+                                _alarm(decisions.verdict(est.ci_low, est.ci_high, THRESHOLD))]
             hits /= trials
             lines.append(f"| {processes} | {label} | {hits[0, 0]:.1%} / {hits[1, 0]:.1%} | "
                          f"{hits[0, 1]:.1%} / {hits[1, 1]:.1%} |")

@@ -7,6 +7,10 @@ Measures, in one run on one machine:
     loop overhead, so medians can be compared net of overhead;
   * start-up: `perflab --help` wall time.
 
+Every verdict is printed from the figures by the common rule (:func:`common.ratio_verdict`):
+each target is a ratio (perflab / pyperf wall time, perflab / peer net median, start-up /
+its budget) with a 95% bootstrap CI over the rounds (over the runs for start-up).
+
 Usage: python benchmarks/harness.py [ROUNDS]   (writes benchmarks/results/harness.md)
 """
 
@@ -22,7 +26,12 @@ import timeit
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import PYTHON, ROOT, machine, median_wall, timed, write_section  # noqa: E402
+from common import (PYTHON, RATIO_RULE, ROOT, machine, ratio_verdict, timed,  # noqa: E402
+                    write_section)
+
+import numpy as np  # noqa: E402
+
+from perflab.analyze.stats import median_ci  # noqa: E402
 
 SETUP = "D = {i: i for i in range(1000)}; K = 500"
 STATEMENTS = {"sum_range": "sum(range(1000))", "dict_get": "D.get(K)", "empty": "pass"}
@@ -64,9 +73,13 @@ def ns(seconds: float) -> str:
     return f"{seconds * 1e9:,.1f} ns"
 
 
-def interleaved(tmp: Path, rounds: int, seed: int = 0) -> dict[str, dict[str, dict[str, float]]]:
+Rounds = dict[tuple[str, str], list[dict[str, float]]]
+
+
+def interleaved(tmp: Path, rounds: int, seed: int = 0) -> Rounds:
     """``rounds`` rounds; in each, every (workload, tool) pair runs once in a random order,
-    so machine drift hits all tools alike. Returns the median of each figure over rounds."""
+    so machine drift hits all tools alike. Returns (workload, tool) → the figures of each
+    round, in round order."""
     rng = random.Random(seed)
     runners = {"perflab": lambda n: run_perflab(tmp, n), "pyperf": lambda n: run_pyperf(tmp, n),
                "timeit": run_timeit}
@@ -76,23 +89,55 @@ def interleaved(tmp: Path, rounds: int, seed: int = 0) -> dict[str, dict[str, di
         rng.shuffle(pairs)
         for name, tool in pairs:
             seen.setdefault((name, tool), []).append(runners[tool](name))
-    return {name: {tool: {k: statistics.median(r[k] for r in seen[(name, tool)])
-                          for k in seen[(name, tool)][0]} for tool in runners}
-            for name in STATEMENTS}
+    return seen
+
+
+def medians(seen: Rounds) -> dict[str, dict[str, dict[str, float]]]:
+    """workload → tool → the median of each figure over the rounds."""
+    return {name: {tool: {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+                   for (n, tool), runs in seen.items() if n == name} for name in STATEMENTS}
+
+
+def ratio_ci(values: list[float]) -> dict[str, float]:
+    """The median of per-round ratios with its 95% bootstrap CI (as benchmarks/cmd.py)."""
+    ci = median_ci([values], 0.95, 4000, np.random.default_rng(0))
+    return {"ratio": ci.value, "low": ci.ci_low, "high": ci.ci_high}
+
+
+def round_ratios(seen: Rounds) -> dict[str, dict[str, float]]:
+    """Per-round ratios of each target, with their CIs: "time NAME" (perflab / pyperf wall
+    time to result) and "net NAME PEER" (perflab / peer median net of loop overhead; each
+    round's overheads: perflab's own measured loop cost, the peer's median of `pass` in
+    that round)."""
+    out = {}
+    for name in STATEMENTS:
+        out[f"time {name}"] = ratio_ci([p["wall_s"] / q["wall_s"] for p, q in
+                                        zip(seen[(name, "perflab")], seen[(name, "pyperf")])])
+        if name == "empty":
+            continue
+        for peer in ("pyperf", "timeit"):
+            net = [(p["median_s"] - p["overhead_s"]) / (q["median_s"] - e["median_s"])
+                   for p, q, e in zip(seen[(name, "perflab")], seen[(name, peer)],
+                                      seen[("empty", peer)])]
+            out[f"net {name} {peer}"] = ratio_ci(net)
+    return out
 
 
 def main() -> int:
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     with tempfile.TemporaryDirectory() as tmp_name:
-        rows = interleaved(Path(tmp_name), rounds)
-    help_s = median_wall([PYTHON, "-m", "perflab", "--help"], 15)
-    bare_s = median_wall([PYTHON, "-c", "pass"], 15)
-    write_section("harness", report(rows, help_s, bare_s))
+        seen = interleaved(Path(tmp_name), rounds)
+    help_runs = [timed([PYTHON, "-m", "perflab", "--help"])[0] for _ in range(15)]
+    bare_s = statistics.median(timed([PYTHON, "-c", "pass"])[0] for _ in range(15))
+    write_section("harness", report(medians(seen), round_ratios(seen), help_runs, bare_s,
+                                    rounds))
     return 0
 
 
-def report(rows: dict[str, dict[str, dict[str, float]]], help_s: float, bare_s: float) -> str:
+def report(rows: dict[str, dict[str, dict[str, float]]], ratios: dict[str, dict[str, float]],
+           help_runs: list[float], bare_s: float, rounds: int) -> str:
     """The Markdown section for BENCHMARKS.md."""
+    help_s = statistics.median(help_runs)
     over = {"perflab": rows["empty"]["perflab"]["overhead_s"],
             "pyperf": rows["empty"]["pyperf"]["median_s"],
             "timeit": rows["empty"]["timeit"]["median_s"]}
@@ -101,8 +146,9 @@ def report(rows: dict[str, dict[str, dict[str, float]]], help_s: float, bare_s: 
              "medians taken side by side in one run, compare ratios rather than absolutes.", "",
              "Command: `python benchmarks/harness.py` (defaults of each tool: perflab "
              "`--precision 1%`, pyperf timeit defaults, timeit autorange × 20 repeats). "
-             "Three rounds; in each round every (workload, tool) pair runs once, in random "
-             "order; each figure is the median over rounds.", "",
+             f"{rounds} rounds; in each round every (workload, tool) pair runs once, in random "
+             "order; each figure is the median over rounds, and each ratio the median of the "
+             "per-round ratios with its 95% bootstrap CI.", "",
              "### Time to result", "",
              "| workload | perflab wall | perflab CI ± | perflab processes | pyperf wall "
              "| pyperf std dev | perflab / pyperf time |", "|---|---:|---:|---:|---:|---:|---:|"]
@@ -131,7 +177,8 @@ def report(rows: dict[str, dict[str, dict[str, float]]], help_s: float, bare_s: 
     lines += ["", "### Start-up", "",
               f"`perflab --help`: {help_s * 1e3:.0f} ms median of 15 runs "
               f"(bare `python -c pass`: {bare_s * 1e3:.0f} ms)."]
-    lines += ["", "### Verdicts", "", *verdicts(rows, over, help_s)]
+    lines += ["", "### Verdicts (issue 2's targets)", "",
+              *verdicts(rows, ratios, help_runs), "", f"Rule: {RATIO_RULE}."]
     return "\n".join(lines)
 
 
@@ -140,29 +187,33 @@ def report(rows: dict[str, dict[str, dict[str, float]]], help_s: float, bare_s: 
 TIME_SHARE, AGREE, START_S = 1 / 3, 0.03, 0.150
 
 
-def verdicts(rows: dict[str, dict[str, dict[str, float]]], over: dict[str, float],
-             help_s: float) -> list[str]:
-    """One line per target, its figures and "met"/"not met" by the stated rule."""
+def _ci(r: dict[str, float], digits: int = 3) -> str:
+    return f"×{r['ratio']:.{digits}f}, 95% CI {r['low']:.{digits}f}–{r['high']:.{digits}f}"
+
+
+def verdicts(rows: dict[str, dict[str, dict[str, float]]], ratios: dict[str, dict[str, float]],
+             help_runs: list[float]) -> list[str]:
+    """One line per target: its ratio with the CI and the verdict by
+    :func:`common.ratio_verdict` (a CI containing 1 is tied)."""
     out = []
-    for name, r in rows.items():
-        share = r["perflab"]["wall_s"] / r["pyperf"]["wall_s"]
-        reached = r["perflab"]["half_width"] <= 0.01
-        ok = share <= TIME_SHARE and reached
-        out.append(f"- time to result, `{STATEMENTS[name]}`: perflab took {share:.2f} of "
-                   f"pyperf's wall time (target ≤ {TIME_SHARE:.2f}) and reached "
-                   f"±{r['perflab']['half_width']:.2%} (target ±1%): "
-                   f"**{'met' if ok else 'not met'}**")
-    for name, r in rows.items():
-        if name == "empty":
-            continue
-        net = {t: r[t]["median_s"] - over[t] for t in over}
+    for name in STATEMENTS:
+        r = ratios[f"time {name}"]
+        half = rows[name]["perflab"]["half_width"]
+        out.append(f"- time to result, `{STATEMENTS[name]}`, perflab / pyperf wall time ≤ "
+                   f"{TIME_SHARE:.2f}: **{ratio_verdict(r['low'], r['high'], at_most=TIME_SHARE)}"
+                   f"** ({_ci(r, 2)}; perflab reached ±{half:.2%}, "
+                   f"{'within' if half <= 0.01 else 'short of'} the ±1% asked)")
+    for name in STATEMENTS:
         for peer in ("pyperf", "timeit"):
-            ratio = net["perflab"] / net[peer]
-            out.append(f"- agreement with {peer}, `{STATEMENTS[name]}`, net of loop overhead: "
-                       f"{ratio:.3f} (target within ±{AGREE:.0%}): "
-                       f"**{'met' if abs(ratio - 1) <= AGREE else 'not met'}**")
-    out.append(f"- start-up, `perflab --help`: {help_s * 1e3:.0f} ms (target ≤ "
-               f"{START_S * 1e3:.0f} ms): **{'met' if help_s <= START_S else 'not met'}**")
+            if (r := ratios.get(f"net {name} {peer}")) is None:
+                continue
+            within = ratio_verdict(r["low"], r["high"], at_least=1 - AGREE, at_most=1 + AGREE)
+            out.append(f"- agreement with {peer}, `{STATEMENTS[name]}`, perflab / {peer} net "
+                       f"of loop overhead within ±{AGREE:.0%}: **{within}** ({_ci(r)})")
+    start = ratio_ci([t / START_S for t in help_runs])
+    out.append(f"- start-up, `perflab --help` / {START_S * 1e3:.0f} ms ≤ 1: "
+               f"**{ratio_verdict(start['low'], start['high'], at_most=1.0)}** ({_ci(start, 2)}; "
+               f"median {statistics.median(help_runs) * 1e3:.0f} ms of {len(help_runs)} runs)")
     return out
 
 

@@ -101,8 +101,8 @@ def figures_of(out: Path, speed: float, wall: float) -> dict[str, dict]:
         plain = bootstrap_ci(bench)
         figures[bench.name] = {"median": s["median_s"], "low": s["ci_low_s"],
                                "high": s["ci_high_s"], "processes": s["processes"],
-                               "stop": s["stop_reason"], "raw_low": plain.low,
-                               "raw_high": plain.high,
+                               "stop": s["stop_reason"], "raw_low": plain.ci_low,
+                               "raw_high": plain.ci_high,
                                "busy": any(w["kind"] == "busy machine" for w in s["warnings"]),
                                "speed": speed, "cpu": cpu_median(bench),
                                **reference_figures(s)}

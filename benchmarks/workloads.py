@@ -153,7 +153,7 @@ def _ratio(num: dict, den: dict) -> tuple[float, float, float]:
     est = stats.ratio_ci(timing_groups(Benchmark.from_dict(num)),
                          timing_groups(Benchmark.from_dict(den)), 0.95, 2000,
                          np.random.default_rng(0))
-    return est.value, est.low, est.high
+    return est.value, est.ci_low, est.ci_high
 
 
 def charts(cache: list[dict], queues: list[dict]) -> list[str]:

@@ -28,17 +28,9 @@ LAYERS = {"base": 0, "analyze": 1, "measure": 2, "report": 2, "history": 2, "com
 #: Rooms of the same layer that must not import each other.
 APART = {("measure", "report"), ("report", "measure")}
 ENTRY = {"perflab.cli", "perflab.__main__"}
-#: Edges still to be removed, each from or to a file of the Python harness that another
-#: branch (i11-harness) is changing now; empty this set once that branch has landed:
-#: environment: the clock check's tolerances move below measure/integrity; report.table:
-#: thread_figures moves to analyze (i11's analyze/threads.py); http, serve → cmd: the stop
-#: signals become one base module (i11's perflab/interrupts.py); run → show, run → compare:
-#: print_run moves to report (i11's report/run_output.py), compare_after_run a floor lower;
-#: threads ↔ worker: their shared pieces move to measure/sampling.py (i11).
-PENDING = {("perflab.environment", "perflab.measure.integrity"),
-           ("perflab.commands.http", "perflab.commands.cmd"),
-           ("perflab.commands.serve", "perflab.commands.cmd"),
-           ("perflab.commands.run", "perflab.commands.compare")}
+#: Edges still to be removed (each with the reason it is still there); empty when the
+#: architecture holds everywhere.
+PENDING: set[tuple[str, str]] = set()
 
 
 def module_name(path: Path) -> str:

@@ -178,7 +178,7 @@ def fingerprint(perflab_version: str) -> dict[str, Any]:
         virtualization, governor, boost, smt, isolated_cpus, clock_integrity
         (the per-sample thresholds), load_average_start. Unknown values are None.
     """
-    from perflab.measure import integrity
+    from perflab import clock_rule
 
     cpu = cpu_info()
     return {
@@ -192,7 +192,7 @@ def fingerprint(perflab_version: str) -> dict[str, Any]:
         "has_tsc": cpu["has_tsc"], "tsc_flags": cpu["tsc_flags"],
         "virtualization": virtualization(), "governor": governor(), "boost": boost(),
         "smt": smt(), "isolated_cpus": isolated_cpus(),
-        "clock_integrity": integrity.settings(), "load_average_start": load_average(),
+        "clock_integrity": clock_rule.settings(), "load_average_start": load_average(),
     }
 
 

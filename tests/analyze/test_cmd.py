@@ -29,16 +29,17 @@ def test_summary_figures_are_those_of_the_successful_timed_runs() -> None:
     assert s.max_s == pytest.approx(0.1) and s.outliers == 1
     assert s.user_s == pytest.approx(0.004) and s.total_s == pytest.approx(0.005)
     assert s.real_s == s.mean_s and s.cpu_wall == pytest.approx(0.005 / 0.0292)
-    assert s.max_rss_bytes == 20_000_000 and s.ratio == (1.0, 1.0, 1.0) and s.reference
+    assert s.max_rss_bytes == 20_000_000 and s.reference
+    assert (s.ratio.value, s.ratio.ci_low, s.ratio.ci_high) == (1.0, 1.0, 1.0)
 
 
 def test_ratios_against_the_fastest_or_the_reference() -> None:
     fast, slow = bench("fast", [10, 10.1, 9.9] * 5), bench("slow", [20, 20.2, 19.8] * 5)
     s_fast, s_slow = summarize_commands([fast, slow])
-    assert s_fast.reference and s_slow.ratio[0] == pytest.approx(2.0)
-    assert s_slow.ratio[1] <= 2.0 <= s_slow.ratio[2]
+    assert s_fast.reference and s_slow.ratio.value == pytest.approx(2.0)
+    assert s_slow.ratio.ci_low <= 2.0 <= s_slow.ratio.ci_high
     s_fast, s_slow = summarize_commands([fast, slow], reference=1)
-    assert s_slow.reference and s_fast.ratio[0] == pytest.approx(0.5)
+    assert s_slow.reference and s_fast.ratio.value == pytest.approx(0.5)
 
 
 def failed_bench() -> Benchmark:

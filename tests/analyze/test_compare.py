@@ -69,14 +69,14 @@ def test_expansion_factor_widens_small_samples_and_vanishes_for_large() -> None:
 def test_shifted_distributions_are_called(shift: float, expected: str) -> None:
     row = one(*pair(shift))
     assert row.verdict == expected
-    assert row.ratio.low < 1 + shift < row.ratio.high
+    assert row.ratio.ci_low < 1 + shift < row.ratio.ci_high
     assert row.p_value < 0.01
 
 
 def test_equal_distributions_with_tight_cis_are_the_same() -> None:
     row = one(*pair(0.0, processes=20, sigma=0.005, between=0.002))
     assert row.verdict == "same"
-    assert row.ratio.low <= 1 <= row.ratio.high
+    assert row.ratio.ci_low <= 1 <= row.ratio.ci_high
 
 
 def test_a_change_inside_the_threshold_is_not_an_alarm() -> None:
@@ -144,7 +144,7 @@ def test_expanded_ci_covers_the_true_ratio_with_five_processes() -> None:
     for seed in range(100):
         a, b = pair(0.0, processes=5, samples=20, sigma=0.005, between=0.03, seed=seed)
         row = one(a, b)
-        covered += row.ratio.low <= 1.0 <= row.ratio.high
+        covered += row.ratio.ci_low <= 1.0 <= row.ratio.ci_high
     assert covered >= 90  # nominal 95%; the unexpanded percentile CI gets ~85% here
 
 
@@ -153,7 +153,7 @@ def test_the_unit_is_the_process_not_the_sample() -> None:
     a, b = pair(0.10, processes=2, samples=500, sigma=0.01, between=0.03)
     row = one(a, b)
     assert row.verdict == "inconclusive"
-    assert row.ratio.high - row.ratio.low > 0.1
+    assert row.ratio.ci_high - row.ratio.ci_low > 0.1
 
 
 def test_one_process_per_side_can_never_decide() -> None:
@@ -211,7 +211,7 @@ def test_suite_lists_missing_benchmarks_and_counts_verdicts() -> None:
     assert suite.tripped(["slower"]) == ["g/slow"]
     assert suite.tripped(["missing"]) == ["g/gone"]
     assert suite.cost["A"]["benchmarks"] == 2 and suite.cost["A"]["processes"] == 30
-    assert suite.geomean.low < suite.geomean.value < suite.geomean.high
+    assert suite.geomean.ci_low < suite.geomean.value < suite.geomean.ci_high
     assert suite.geomean.value == pytest.approx(math.sqrt(1.1), rel=0.02)
 
 
@@ -260,7 +260,7 @@ def test_geometric_mean_of_a_uniform_slowdown() -> None:
     benches = [pair(0.08, name=f"b{i}", seed=i) for i in range(6)]
     suite = cmp.compare_results(results(*[a for a, _ in benches]),
                                 results(*[b for _, b in benches]), resamples=RESAMPLES)
-    assert suite.geomean.low < 1.08 < suite.geomean.high
+    assert suite.geomean.ci_low < 1.08 < suite.geomean.ci_high
     assert suite.geomean_verdict == "slower"
     assert any("machine-wide" in w for w in suite.warnings)
 
@@ -339,4 +339,4 @@ def test_compare_prints_the_medians_and_cis_that_run_printed() -> None:
             got, run = getattr(row, side), printed[row.id]
             assert (got.value, got.low, got.high) == (run.median_s, run.ci_low_s, run.ci_high_s)
     f = next(r for r in suite.rows if r.id == "g/f")
-    assert f.ratio.low < 1.1 < f.ratio.high and f.log_replicates is not None
+    assert f.ratio.ci_low < 1.1 < f.ratio.ci_high and f.log_replicates is not None

@@ -161,7 +161,7 @@ def test_a_lower_achieved_rate_is_slower() -> None:
     rate = cmp.compare_benchmark(http_bench(a), http_bench(b), resamples=200)[0]
     assert rate.metric == "rate" and rate.higher_is_better
     assert rate.verdict == "slower"
-    assert rate.ratio.low < 0.8 < rate.ratio.high
+    assert rate.ratio.ci_low < 0.8 < rate.ratio.ci_high
     assert rate.p_value < 1e-6
 
 

@@ -41,10 +41,11 @@ def test_dividing_out_the_machine_speed_narrows_the_ci_around_the_true_quotient(
     samples, refs = fake_run(1)
     s = summarize(bench_with_reference(samples, refs))
     true = OP_S / (REFERENCE_NS * 1e-9)  # 50 reference loops per op
-    value, low, high = s.cpu_vs_reference
+    est = s.cpu_vs_reference
+    value, low, high = est.value, est.ci_low, est.ci_high
     assert low <= true <= high
     assert (high - low) / 2 / value < 0.02  # the machine's 20% swings are gone
-    assert s.relative_half_width > 3 * (high - low) / 2 / value  # while the seconds keep them
+    assert s.median.relative_half_width > 3 * (high - low) / 2 / value  # while the seconds keep them
     assert math.isclose(s.reference_s, REFERENCE_NS * 1e-9, rel_tol=0.2)
     assert 0.05 < s.reference_spread < 0.4  # ≈ the 20% the fake machine swings by
 
@@ -61,14 +62,14 @@ def test_waiting_for_a_core_is_left_out_by_the_cpu_time() -> None:
             sample.wall_ns = int(sample.wall_ns / share)
     busy = summarize(busy_bench)
     assert busy.median_s > 1.3 * quiet.ci_high_s  # the seconds disagree
-    assert quiet.cpu_vs_reference[1] <= busy.cpu_vs_reference[0] <= quiet.cpu_vs_reference[2]
+    assert quiet.cpu_vs_reference.ci_low <= busy.cpu_vs_reference.value <= quiet.cpu_vs_reference.ci_high
 
 
 def test_a_repeat_run_on_a_slower_machine_agrees_once_normalized() -> None:
     first = summarize(bench_with_reference(*fake_run(2)))
     slower = summarize(bench_with_reference(*fake_run(3, run_factor=1.3)))
     assert not first.ci_low_s <= slower.median_s <= first.ci_high_s  # seconds disagree
-    assert first.cpu_vs_reference[1] <= slower.cpu_vs_reference[0] <= first.cpu_vs_reference[2]
+    assert first.cpu_vs_reference.ci_low <= slower.cpu_vs_reference.value <= first.cpu_vs_reference.ci_high
 
 
 def test_processes_without_reference_timings_are_left_out() -> None:

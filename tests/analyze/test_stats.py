@@ -59,7 +59,7 @@ def test_outlier_mask_is_affine_invariant(values: list[float], scale: float, shi
 def test_bootstrap_ci_brackets_the_pooled_median_and_stays_in_range(groups, seed) -> None:
     est = stats.median_ci(groups, resamples=300, rng=np.random.default_rng(seed))
     flat = np.concatenate([np.asarray(g) for g in groups])
-    assert flat.min() <= est.low <= est.high <= flat.max()
+    assert flat.min() <= est.ci_low <= est.ci_high <= flat.max()
     assert est.value == pytest.approx(np.median(flat))
 
 
@@ -69,7 +69,7 @@ def test_bootstrap_is_scale_equivariant(groups, scale) -> None:
     a = stats.median_ci(groups, resamples=200, rng=np.random.default_rng(7))
     b = stats.median_ci([[v * scale for v in g] for g in groups], resamples=200,
                         rng=np.random.default_rng(7))
-    assert b.low == pytest.approx(a.low * scale) and b.high == pytest.approx(a.high * scale)
+    assert b.ci_low == pytest.approx(a.ci_low * scale) and b.ci_high == pytest.approx(a.ci_high * scale)
 
 
 def test_hierarchical_bootstrap_widens_with_between_process_variation() -> None:
@@ -89,7 +89,7 @@ def test_hierarchical_ci_covers_the_true_median_about_95_percent() -> None:
     for _ in range(trials):
         groups = [rng.normal(rng.normal(0, 1), 1, 30) for _ in range(12)]
         est = stats.median_ci(groups, resamples=400, rng=rng)
-        hits += est.low <= 0 <= est.high
+        hits += est.ci_low <= 0 <= est.ci_high
     assert 0.85 <= hits / trials <= 1.0
 
 
@@ -98,7 +98,7 @@ def test_ratio_ci_recovers_a_known_ratio() -> None:
     a = [rng.normal(100, 1, 40) for _ in range(6)]
     b = [rng.normal(110, 1.1, 40) for _ in range(6)]
     est = stats.ratio_ci(b, a, rng=np.random.default_rng(0))
-    assert est.low < 1.10 < est.high and est.high - est.low < 0.02
+    assert est.ci_low < 1.10 < est.ci_high and est.ci_high - est.ci_low < 0.02
 
 
 def test_ratio_ci_rejects_zero_denominator() -> None:
@@ -114,8 +114,8 @@ def test_block_ratio_ci_pairs_blocks_so_shared_drift_cancels() -> None:
     blocks = list(range(drift.size))
     paired = stats.block_ratio_ci(b, blocks, a, blocks, rng=np.random.default_rng(0))
     independent = stats.ratio_ci([b], [a], rng=np.random.default_rng(0))
-    assert paired.low <= 1.2 <= paired.high
-    assert paired.high - paired.low < (independent.high - independent.low) / 5
+    assert paired.ci_low <= 1.2 <= paired.ci_high
+    assert paired.ci_high - paired.ci_low < (independent.ci_high - independent.ci_low) / 5
 
 
 def test_block_ratio_ci_pairs_only_blocks_both_ran_in() -> None:
@@ -124,7 +124,7 @@ def test_block_ratio_ci_pairs_only_blocks_both_ran_in() -> None:
     b, b_blocks = np.array([2.0] * 10), list(range(3, 13))
     est = stats.block_ratio_ci(b, b_blocks, a, a_blocks, rng=np.random.default_rng(1))
     assert est.value == pytest.approx(2.0)  # the point uses every run of each command
-    assert est.low == pytest.approx(2.0) and est.high == pytest.approx(2.0)
+    assert est.ci_low == pytest.approx(2.0) and est.ci_high == pytest.approx(2.0)
 
 
 def test_block_ratio_ci_without_blocks_is_the_independent_bootstrap() -> None:
@@ -132,7 +132,7 @@ def test_block_ratio_ci_without_blocks_is_the_independent_bootstrap() -> None:
     a, b = rng.lognormal(0, 0.1, 40), 1.5 * rng.lognormal(0, 0.1, 30)
     got = stats.block_ratio_ci(b, [None] * 30, a, [None] * 40, rng=np.random.default_rng(2))
     want = stats.ratio_ci([b], [a], rng=np.random.default_rng(2))
-    assert (got.value, got.low, got.high) == (want.value, want.low, want.high)
+    assert (got.value, got.ci_low, got.ci_high) == (want.value, want.ci_low, want.ci_high)
 
 
 def test_block_ratio_ci_rejects_bad_input() -> None:
@@ -154,7 +154,7 @@ def test_block_ratio_ci_of_an_exact_multiple_is_that_multiple(values: list[float
     a = np.array(values)
     blocks = list(range(a.size))
     est = stats.block_ratio_ci(ratio * a, blocks, a, blocks, rng=np.random.default_rng(seed))
-    assert est.low == pytest.approx(ratio) and est.high == pytest.approx(ratio)
+    assert est.ci_low == pytest.approx(ratio) and est.ci_high == pytest.approx(ratio)
     assert est.value == pytest.approx(ratio)
 
 
@@ -185,13 +185,13 @@ def test_the_process_level_ci_covers_what_a_repeat_run_gives() -> None:
     for seed in range(trials):
         few = draw(3, seed)
         raw = stats.median_ci(few, resamples=500, rng=np.random.default_rng(seed))
-        raw_hits += raw.low <= 1e-3 <= raw.high
+        raw_hits += raw.ci_low <= 1e-3 <= raw.ci_high
         first, second = stats.process_location(draw(10, seed)), \
             stats.process_location(draw(10, seed + 10_000))
         assert first is not None and second is not None and first.df == 9
         est = first.ci()
-        hits += est.low <= 1e-3 <= est.high
-        repeats += est.low <= second.value <= est.high
+        hits += est.ci_low <= 1e-3 <= est.ci_high
+        repeats += est.ci_low <= second.value <= est.ci_high
     assert raw_hits / trials < 0.85, "the bootstrap under-covers with 3 processes"
     assert 0.92 <= hits / trials <= 0.98
     assert 0.76 <= repeats / trials <= 0.90
@@ -199,9 +199,9 @@ def test_the_process_level_ci_covers_what_a_repeat_run_gives() -> None:
 
 def test_a_process_level_ci_is_positive_and_symmetric_on_a_log_scale() -> None:
     est = stats.process_location([[1.0], [3.0]]).ci()  # type: ignore[union-attr]
-    assert 0 < est.low < 1.0 and est.high > 3.0
+    assert 0 < est.ci_low < 1.0 and est.ci_high > 3.0
     assert est.value == pytest.approx(math.sqrt(3.0))  # the geometric mean of the medians
-    assert est.low * est.high == pytest.approx(est.value ** 2, rel=1e-9)
+    assert est.ci_low * est.ci_high == pytest.approx(est.value ** 2, rel=1e-9)
 
 
 def test_one_process_has_no_process_level_location() -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from perflab.analyze.summary import staged_rows, summarize, summarize_group
+from perflab.analyze.groups import staged_rows
+from perflab.analyze.summary import summarize, summarize_group
 from perflab.model import Sample
 from tests.conftest import lognormal_groups, make_bench
 
@@ -13,9 +14,9 @@ def test_group_ratios_against_best_and_baseline() -> None:
     fast = make_bench("fast", lognormal_groups(1e-6, 6, 30, seed=1))
     slow = make_bench("slow", lognormal_groups(2e-6, 6, 30, seed=2), baseline=True)
     s_fast, s_slow = summarize_group([fast, slow], seed=0)
-    assert s_fast.ratio_best[0] == pytest.approx(1.0)
-    assert s_slow.ratio_best[1] < 2.0 < s_slow.ratio_best[2]
-    assert s_fast.ratio_baseline[1] < 0.5 < s_fast.ratio_baseline[2]
+    assert s_fast.ratio_best.value == pytest.approx(1.0)
+    assert s_slow.ratio_best.ci_low < 2.0 < s_slow.ratio_best.ci_high
+    assert s_fast.ratio_baseline.ci_low < 0.5 < s_fast.ratio_baseline.ci_high
 
 
 def test_quiet_data_has_no_warnings() -> None:
@@ -64,8 +65,8 @@ def test_staged_rows_total_the_stages() -> None:
     summaries = summarize_group(benches, seed=0)
     stages, rows = staged_rows(benches, summaries, seed=0)
     assert stages == ["ser", "de"]
-    assert rows[0].total[0] == pytest.approx(3e-3) and rows[1].total[0] == pytest.approx(6e-3)
-    assert rows[1].ratio_best[0] == pytest.approx(2.0)
+    assert rows[0].total.value == pytest.approx(3e-3) and rows[1].total.value == pytest.approx(6e-3)
+    assert rows[1].ratio_best.value == pytest.approx(2.0)
 
 
 def test_precision_not_reached_says_how_much_the_processes_differ() -> None:
@@ -77,4 +78,4 @@ def test_precision_not_reached_says_how_much_the_processes_differ() -> None:
     assert 0.1 < s.process_spread < 0.4  # 12 draws of a 0.2 SD
     assert f"processes ±{s.process_spread:.1%}" in caveat.figure
     assert "the processes' medians differ by" in caveat.text
-    assert s.median_se_s == pytest.approx(s.median_s * s.process_spread / 12 ** 0.5)
+    assert s.median.se == pytest.approx(s.median_s * s.process_spread / 12 ** 0.5)

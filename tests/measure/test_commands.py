@@ -119,13 +119,13 @@ def test_drift_common_to_both_commands_cancels_in_the_ratio_ci() -> None:
     benches = engine.run()
     paired = summarize_commands(benches, reference=0)[1].ratio
     assert paired is not None
-    assert paired[1] <= 1.1 <= paired[2] or abs(paired[0] - 1.1) < 0.02
-    assert paired[2] - paired[1] < 0.05
+    assert paired.ci_low <= 1.1 <= paired.ci_high or abs(paired.value - 1.1) < 0.02
+    assert paired.ci_high - paired.ci_low < 0.05
     for bench in benches:
         for run in bench.runs:
             run.block = None
     independent = summarize_commands(benches, reference=0)[1].ratio
-    assert independent is not None and independent[2] - independent[1] > 1.0
+    assert independent is not None and independent.ci_high - independent.ci_low > 1.0
 
 
 def test_no_interleave_runs_all_of_a_then_all_of_b() -> None:

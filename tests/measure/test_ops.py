@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from perflab.analyze.groups import thread_rows
 from perflab.analyze.summary import summarize
 from perflab.errors import UsageError
 from perflab.measure import suite
@@ -71,7 +72,8 @@ def test_threads_latencies_are_per_operation() -> None:
     for proc in bench.processes:
         proc.thread_ops = [500, 500]
         proc.latency_ns = {"p50": 8000.0, "p99": 16000.0, "p99.9": 20000.0}
-    table = threads_table("t", [bench], [summarize(bench)])
+    summaries = [summarize(bench)]
+    table = threads_table("t", thread_rows([bench], summaries), summaries)
     row = table.rows[0]
     assert row[5:8] == ["2.00 µs", "4.00 µs", "5.00 µs"]
 

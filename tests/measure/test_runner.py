@@ -116,7 +116,7 @@ def test_the_stop_reason_and_the_summary_use_the_same_ci() -> None:
                            max_processes=8).run()
         summary = summarize(bench, precision=precision, min_processes=3)
         half = median_estimate(bench).relative_half_width
-        assert summary.relative_half_width == half
+        assert summary.median.relative_half_width == half
         if bench.stop_reason == "precision":
             assert half <= precision
             assert "precision not reached" not in [c.kind for c in summary.warnings]

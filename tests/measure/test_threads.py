@@ -18,11 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perflab.analyze.summary import summarize_group
 from perflab.measure import threads
 from perflab.measure.sampling import GcMonitor
 from perflab.model import Benchmark, Process, Sample
-from perflab.report.table import threads_table
 
 PROPERTY = settings(max_examples=30, deadline=None, derandomize=True)
 
@@ -225,18 +223,3 @@ def threaded_bench(name: str, n: int, per_op_s: float, ops: list[int], gil: bool
                                          "p99.9": 9000.0}))
     return Benchmark(name=name, group="g", threads=n, processes=procs)
 
-
-def test_threads_table_shows_scaling_fairness_and_the_interpreter() -> None:
-    benches = [threaded_bench("lock", 1, 1e-6, [100]),
-               threaded_bench("lock", 2, 0.5e-6, [100, 100])]
-    table = threads_table("t", benches, summarize_group(benches, seed=0))
-    assert table.columns[:5] == ["benchmark", "threads", "ops/s ± CI", "ops/s per thread",
-                                 "× 1 thread"]
-    one, two = table.rows
-    assert one[4] == "1.00×" and two[4] == "2.00×"
-    assert two[3] == "980 k/s"  # 1 / (0.5 µs × 1.02 median drift) / 2 threads
-    assert two[8:10] == ["1.00", "1.000"]
-    assert any("GIL enabled" in line for line in table.footnotes)
-    free = [threaded_bench("lock", 1, 1e-6, [5], gil=False)]
-    assert any("free-threaded" in line
-               for line in threads_table("t", free, summarize_group(free)).footnotes)

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from perflab.analyze.groups import thread_rows
 from perflab.analyze.summary import Caveat, summarize_group
 from perflab.report.table import caveat_lines, estimate_cell, group_table, threads_table
 from tests.conftest import lognormal_groups, make_bench
@@ -58,7 +59,8 @@ def test_threads_compare_with_the_baseline_on_the_same_thread_count() -> None:
 def test_the_threads_footnote_says_what_the_code_times() -> None:
     """issue 11: it said "every call is timed"; one call between untimed batches is."""
     benches = [threaded_bench("lock", 2, 1e-6, [100, 100])]
-    lines = threads_table("t", benches, summarize_group(benches, seed=0)).footnotes
+    summaries = summarize_group(benches, seed=0)
+    lines = threads_table("t", thread_rows(benches, summaries), summaries).footnotes
     text = " ".join(lines)
     assert "every call is timed" not in text
     assert "times one call (two perf_counter_ns reads) between batches of untimed calls" in text
@@ -86,3 +88,21 @@ def test_counts_agree_with_their_nouns(n: int) -> None:
 
     assert plural(n, "sample") == ("1 sample" if n == 1 else "2 samples")
     assert plural(n, "process", "processes") == ("1 process" if n == 1 else "2 processes")
+
+
+def test_threads_table_shows_scaling_fairness_and_the_interpreter() -> None:
+    benches = [threaded_bench("lock", 1, 1e-6, [100]),
+               threaded_bench("lock", 2, 0.5e-6, [100, 100])]
+    summaries = summarize_group(benches, seed=0)
+    table = threads_table("t", thread_rows(benches, summaries), summaries)
+    assert table.columns[:5] == ["benchmark", "threads", "ops/s ± CI", "ops/s per thread",
+                                 "× 1 thread"]
+    one, two = table.rows
+    assert one[4] == "1.00×" and two[4] == "2.00×"
+    assert two[3] == "980 k/s"  # 1 / (0.5 µs × 1.02 median drift) / 2 threads
+    assert two[8:10] == ["1.00", "1.000"]
+    assert any("GIL enabled" in line for line in table.footnotes)
+    free = [threaded_bench("lock", 1, 1e-6, [5], gil=False)]
+    assert any("free-threaded" in line
+               for line in threads_table("t", thread_rows(free, summarize_group(free)),
+                                         summarize_group(free)).footnotes)

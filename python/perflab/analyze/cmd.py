@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from perflab.analyze import stats
 from perflab.analyze.decisions import FAILED, verdict
-from perflab.analyze.summary import UNSTABLE_SPREAD, MedianCI
+from perflab.analyze.estimate import Estimate
+from perflab.analyze.summary import NO_MEDIAN, UNSTABLE_SPREAD, MedianSummary
 from perflab.model import Benchmark, CommandRun, Results
 
 #: Spawn overhead above this fraction of a command's median gets a warning.
@@ -32,7 +33,7 @@ STOP_WORDS = {"precision": "", "budget": "budget hit", "max-runs": "max runs",
 
 
 @dataclass
-class CommandSummary(MedianCI):
+class CommandSummary(MedianSummary):
     """Derived statistics of one command. Times in seconds per run, sizes in bytes.
 
     Attributes:
@@ -42,7 +43,8 @@ class CommandSummary(MedianCI):
         nonzero: successful runs whose non-zero exit was accepted (--ignore-failure).
         warmup: warmup runs (never in the statistics).
         flagged: successful runs excluded because the clocks disagreed during their batch.
-        median_s, ci_low_s, ci_high_s: median wall time and its bootstrap CI.
+        median: median wall time, s, with its bootstrap CI (``median_s`` is its value; in
+            JSON ``median_s``, ``ci_low_s``, ``ci_high_s``).
         mean_s, std_s: mean wall time and its sample standard deviation.
         mad_s: MAD of wall times (scaled by 1.4826); min_s / max_s: range.
         user_s, sys_s, total_s, real_s: mean user, system, user+system and wall
@@ -50,7 +52,8 @@ class CommandSummary(MedianCI):
         cpu_wall: total CPU / total wall time over the runs.
         max_rss_bytes: median over runs of each run's peak RSS; max_rss_peak_bytes: the largest.
         outliers: runs with |modified z| > 3.5 (flagged, kept in the statistics).
-        ratio: (median / reference median, CI low, CI high), or None.
+        ratio: median / the reference's median with its CI (exactly 1 for the reference),
+            or None; in JSON [ratio, low, high].
         reference: True for the row the ratios are taken against.
         verdict: this command against the reference, decided from the ratio's CI and
             the noise threshold as ``perflab compare`` decides (faster, slower, same,
@@ -65,9 +68,7 @@ class CommandSummary(MedianCI):
     nonzero: int = 0
     warmup: int = 0
     flagged: int = 0
-    median_s: float = math.nan
-    ci_low_s: float = math.nan
-    ci_high_s: float = math.nan
+    median: Estimate = NO_MEDIAN
     mean_s: float = math.nan
     std_s: float = math.nan
     mad_s: float = math.nan
@@ -81,7 +82,7 @@ class CommandSummary(MedianCI):
     max_rss_bytes: float = math.nan
     max_rss_peak_bytes: float = math.nan
     outliers: int = 0
-    ratio: tuple[float, float, float] | None = None
+    ratio: Estimate | None = None
     reference: bool = False
     verdict: str = ""
     stop_reason: str = ""
@@ -89,8 +90,8 @@ class CommandSummary(MedianCI):
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form (seconds, bytes), with ``unit`` named."""
-        return {"unit": "s/run", **asdict(self)}
+        """JSON form (seconds, bytes), with ``unit`` named (see :class:`MedianSummary`)."""
+        return self.json_form("s/run", se=False)
 
 
 def timed_runs(bench: Benchmark) -> list[CommandRun]:
@@ -121,8 +122,7 @@ def summarize_command(bench: Benchmark, confidence: float = 0.95, resamples: int
     if not runs:
         return s
     wall = np.array([r.wall_ns for r in runs]) * 1e-9
-    est = stats.median_ci([wall], confidence, resamples, rng)
-    s.median_s, s.ci_low_s, s.ci_high_s = est.value, est.low, est.high
+    s.median = stats.median_ci([wall], confidence, resamples, rng)
     s.mean_s, s.std_s = float(wall.mean()), float(wall.std(ddof=1)) if wall.size > 1 else 0.0
     s.mad_s, s.min_s, s.max_s = stats.mad(wall), float(wall.min()), float(wall.max())
     s.outliers = int(stats.outlier_mask(wall).sum())
@@ -171,15 +171,14 @@ def summarize_commands(benches: Sequence[Benchmark], reference: int | None = Non
         ref = reference if reference in ok else min(ok, key=lambda i: summaries[i].median_s)
         summaries[ref].reference = True
         ref_walls, ref_blocks = _walls(benches[ref])
-        summaries[ref].ratio = (1.0, 1.0, 1.0)
+        summaries[ref].ratio = Estimate(1.0, 1.0, 1.0, confidence, 0.0)
         for i in ok:
             if i != ref:
-                est = stats.block_ratio_ci(*_walls(benches[i]), ref_walls, ref_blocks,
-                                           confidence, 2000, rng)
-                summaries[i].ratio = (est.value, est.low, est.high)
+                summaries[i].ratio = stats.block_ratio_ci(*_walls(benches[i]), ref_walls,
+                                                          ref_blocks, confidence, 2000, rng)
     for s in summaries:
         s.verdict = "" if s.reference else FAILED if not s.ok or s.ratio is None else \
-            verdict(s.ratio[1], s.ratio[2], threshold)
+            verdict(s.ratio.ci_low, s.ratio.ci_high, threshold)
     overhead = float(np.median(spawn_overhead_ns)) * 1e-9 if len(spawn_overhead_ns) else None
     for s in summaries:
         s.warnings = _warnings(s, precision, overhead)
@@ -209,9 +208,9 @@ def _warnings(s: CommandSummary, precision: float | None, overhead_s: float | No
         out.append(f"unstable: runs vary by ±{s.mad_s / s.median_s:.0%} (MAD/median); "
                    "close other programs, or use --prepare to reset state between runs")
     if s.ok and precision is not None and s.stop_reason in ("budget", "max-runs") \
-            and max(s.relative_half_width, _ratio_half(s)) > precision:
+            and max(s.median.relative_half_width, _ratio_half(s)) > precision:
         out.append(f"{STOP_WORDS[s.stop_reason]} before precision: median ±"
-                   f"{s.relative_half_width:.1%}{_ratio_width(s)} reached, ±{precision:.1%} "
+                   f"{s.median.relative_half_width:.1%}{_ratio_width(s)} reached, ±{precision:.1%} "
                    "asked; raise --budget or --max-runs")
     if s.ok and overhead_s is not None and overhead_s > NEAR_SPAWN_COST * s.median_s:
         out.append(f"near the spawn cost: spawning an empty process alone takes "
@@ -231,8 +230,7 @@ def _ratio_half(s: CommandSummary) -> float:
     """Relative half-width of the ratio's CI (0 for the reference or without a ratio)."""
     if s.ratio is None or s.reference:
         return 0.0
-    value, low, high = s.ratio
-    return (high - low) / 2 / value
+    return s.ratio.relative_half_width
 
 
 def _ratio_width(s: CommandSummary) -> str:

@@ -48,7 +48,7 @@ from perflab.analyze.decisions import (FAILED, FASTER, INCONCLUSIVE, SLOWER, VER
                                        benjamini_hochberg, expanded_ratio_ci, geometric_mean_ci,
                                        mann_whitney_p, verdict)
 from perflab.analyze.hdr import HdrCounts, decode_histogram, mann_whitney_counts, quantile_replicates
-from perflab.analyze.stats import Estimate
+from perflab.analyze.estimate import Estimate
 from perflab.analyze.summary import median_estimate, timing_groups
 from perflab.environment import environment_differences
 from perflab.errors import UsageError
@@ -208,7 +208,7 @@ def compare_groups(row: Row, groups_a: list[np.ndarray], groups_b: list[np.ndarr
 
 def _side(median: float, reps: np.ndarray, groups: list[np.ndarray], confidence: float) -> Side:
     ci = stats.percentile_ci(reps, median, confidence)
-    return Side(median, ci.low, ci.high, len(groups), int(sum(g.size for g in groups)))
+    return Side(median, ci.ci_low, ci.ci_high, len(groups), int(sum(g.size for g in groups)))
 
 
 def compare_timed(a: Benchmark, b: Benchmark, confidence: float = 0.95, resamples: int = 2000,
@@ -262,7 +262,7 @@ def compare_processes(row: Row, a: Benchmark, b: Benchmark, confidence: float,
     for side, bench, groups in (("a", a, groups_a), ("b", b, groups_b)):
         est = median_estimate(bench, confidence, resamples)
         if est is not None:
-            setattr(row, side, Side(est.value, est.low, est.high, len(groups),
+            setattr(row, side, Side(est.value, est.ci_low, est.ci_high, len(groups),
                                     int(sum(g.size for g in groups))))
     return row
 
@@ -365,7 +365,7 @@ def _latency_row(row: Row, hist_a: HdrCounts, hist_b: HdrCounts, q: float, confi
     for hist in (hist_a, hist_b):
         reps = quantile_replicates(hist, q, resamples, rng) * scale_s
         ci = stats.percentile_ci(reps, hist.quantile(q) * scale_s, confidence)
-        sides.append((Side(ci.value, ci.low, ci.high, hist.total, hist.total), reps))
+        sides.append((Side(ci.value, ci.ci_low, ci.ci_high, hist.total, hist.total), reps))
     (row.a, reps_a), (row.b, reps_b) = sides
     with np.errstate(divide="ignore", invalid="ignore"):
         row.ratio, row.log_replicates = expanded_ratio_ci(
@@ -511,7 +511,7 @@ def compare_benchmark(a: Benchmark, b: Benchmark, threshold: float = DEFAULT_THR
         rows = [compare_timed(a, b, confidence, resamples, seed, threshold)]
     for row in rows:
         if row.verdict != FAILED and row.ratio is not None:
-            row.verdict = verdict(row.ratio.low, row.ratio.high, threshold, row.higher_is_better)
+            row.verdict = verdict(row.ratio.ci_low, row.ratio.ci_high, threshold, row.higher_is_better)
     return rows
 
 
@@ -561,7 +561,7 @@ def _summarize(suite: SuiteComparison) -> None:
     if primary:
         suite.geomean = geometric_mean_ci([r.log_replicates for r in primary],
                                           [r.ratio.value for r in primary], suite.confidence)
-        suite.geomean_verdict = verdict(suite.geomean.low, suite.geomean.high, suite.threshold)
+        suite.geomean_verdict = verdict(suite.geomean.ci_low, suite.geomean.ci_high, suite.threshold)
     suite.warnings = _suite_warnings(suite, primary)
 
 

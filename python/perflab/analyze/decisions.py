@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from perflab.analyze import stats
-from perflab.analyze.stats import Estimate
+from perflab.analyze.estimate import Estimate
 
 FASTER, SLOWER, SAME, INCONCLUSIVE, FAILED = "faster", "slower", "same", "inconclusive", "failed"
 #: Every verdict, in the order reports count them.
@@ -53,6 +53,18 @@ def verdict(low: float, high: float, threshold: float, higher_is_better: bool = 
     if low >= 1 - threshold and high <= 1 + threshold:
         return SAME
     return INCONCLUSIVE
+
+
+def parse_threshold(text: str) -> float:
+    """The noise threshold t of :func:`verdict` from ``--threshold`` text (every command
+    that decides verdicts reads it here): "2%" or "0.02" → 0.02.
+
+    Raises:
+        UsageError: not a number, or outside [0, 1).
+    """
+    from perflab.units import parse_fraction
+
+    return parse_fraction(text, "--threshold", "2%", "0.02", allow_zero=True)
 
 
 def expansion_factor(n: int, confidence: float = 0.95) -> float:

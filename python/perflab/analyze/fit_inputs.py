@@ -417,7 +417,7 @@ def _run_cost_series(members: list[Benchmark], param: str | None) -> Series | No
             if isinstance(size, bool) or not isinstance(size, (int, float)):
                 raise UsageError(f"{bench.id}: parameter {param} is {size!r}, not a number; "
                                  "a complexity fit needs numeric sizes (--param NAME)")
-            rows.append((float(size), s.median_s, s.median_se_s, bench))
+            rows.append((float(size), s.median_s, s.median.se, bench))
     if not rows:
         return None
     rows.sort(key=lambda r: r[0])

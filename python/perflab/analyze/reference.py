@@ -54,6 +54,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from perflab.analyze import stats
+from perflab.analyze.estimate import Estimate
 from perflab.model import Benchmark
 
 
@@ -116,15 +117,15 @@ def normalized_location(pairs: Sequence[tuple[np.ndarray, Sequence[int]]]
 
 
 def figures(bench: Benchmark, confidence: float = 0.95
-            ) -> tuple[float, float, tuple[float, float, float] | None]:
+            ) -> tuple[float, float, Estimate | None]:
     """A benchmark's reference figures, from each process's unflagged samples and its
     reference timings. O(N).
 
     Returns:
         (reference time in s: the geometric mean of the processes' reference medians, their
         median with one process or no spread, nan when none was timed; the spread between
-        processes, :func:`reference_spread`; (CPU time per op ÷ reference time, low, high)
-        at ``confidence``, :func:`normalized_location`, or None).
+        processes, :func:`reference_spread`; CPU time per op ÷ reference time with its CI at
+        ``confidence``, :func:`normalized_location`, or None).
     """
     per_call = bench.ops_per_call
     pairs = [(np.asarray([s.cpu_ns / s.iterations / per_call * 1e-9 for s in good]),
@@ -138,6 +139,5 @@ def figures(bench: Benchmark, confidence: float = 0.95
         medians = [m for m in map(reference_median_s, timings) if m is not None]
         reference_s = float(np.median(medians)) if medians else math.nan
     normalized = normalized_location(pairs)
-    est = normalized.ci(confidence) if normalized is not None else None
     return (reference_s, reference_spread(timings),
-            (est.value, est.low, est.high) if est is not None else None)
+            normalized.ci(confidence) if normalized is not None else None)

@@ -36,35 +36,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perflab.analyze.estimate import Estimate
+
 MAD_SCALE = 1.4826
 OUTLIER_Z = 3.5
 _CHUNK_ELEMENTS = 4_000_000
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A point estimate with a confidence interval.
-
-    Attributes:
-        value: the point estimate.
-        low / high: bounds of the CI (same unit as ``value``).
-        confidence: the CI level, e.g. 0.95.
-    """
-
-    value: float
-    low: float
-    high: float
-    confidence: float = 0.95
-
-    @property
-    def half_width(self) -> float:
-        """(high − low) / 2, in the unit of ``value``."""
-        return (self.high - self.low) / 2
-
-    @property
-    def relative_half_width(self) -> float:
-        """Half-width divided by |value| (inf when value is 0)."""
-        return self.half_width / abs(self.value) if self.value else float("inf")
 
 
 def _array(values: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -263,12 +239,14 @@ class LogLocation:
     df: float
 
     def ci(self, confidence: float = 0.95) -> Estimate:
-        """The t-interval value·exp(±t_df·se_log): positive and, on a log scale, symmetric."""
+        """The t-interval value·exp(±t_df·se_log): positive and, on a log scale, symmetric;
+        its ``se`` is value·se_log, the standard error of the value by the delta method."""
         from scipy import stats as sps
 
         t = float(sps.t.ppf(0.5 + confidence / 2, self.df))
         spread = math.exp(t * self.se_log)
-        return Estimate(self.value, self.value / spread, self.value * spread, confidence)
+        return Estimate(self.value, self.value / spread, self.value * spread, confidence,
+                        self.value * self.se_log)
 
     def __truediv__(self, other: LogLocation) -> LogLocation:
         """The ratio of two independent locations: variances of the logs add; the degrees

@@ -9,12 +9,13 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from perflab.analyze import reference, stats
+from perflab.analyze.estimate import Estimate
 from perflab.model import Benchmark
 
 #: Robust spread (MAD/median) above which a benchmark is called unstable; the CV is
@@ -79,32 +80,67 @@ def plural(count: int, noun: str, nouns: str | None = None) -> str:
     return f"{count:,} {noun if count == 1 else nouns or noun + 's'}"
 
 
-class MedianCI:
-    """What summaries with ``median_s``, ``ci_low_s`` and ``ci_high_s`` (seconds) share."""
+#: the median of a benchmark without a usable sample
+NO_MEDIAN = Estimate(math.nan, math.nan, math.nan)
 
-    median_s: float
-    ci_low_s: float
-    ci_high_s: float
+
+class MedianSummary:
+    """What the summaries of timed things (:class:`Summary`, ``CommandSummary``) share: a
+    ``median`` :class:`~perflab.analyze.estimate.Estimate` in seconds, its figures under
+    the names results files give them (``median_s``, ``ci_low_s``, ``ci_high_s``), and
+    that JSON form."""
+
+    median: Estimate
+
+    @property
+    def median_s(self) -> float:
+        """The median, s (``median.value``; nan when there is none)."""
+        return self.median.value
+
+    @property
+    def ci_low_s(self) -> float:
+        """The median's CI low, s: the name results files and ``perflab.measure`` readers
+        use (``median.ci_low``)."""
+        return self.median.ci_low
+
+    @property
+    def ci_high_s(self) -> float:
+        """The median's CI high, s (``median.ci_high``)."""
+        return self.median.ci_high
 
     @property
     def ok(self) -> bool:
         """True when there is a median to show."""
-        return math.isfinite(self.median_s)
+        return math.isfinite(self.median.value)
 
-    @property
-    def relative_half_width(self) -> float:
-        """CI half-width / median (nan when there is no median)."""
-        return (self.ci_high_s - self.ci_low_s) / 2 / self.median_s if self.ok else math.nan
+    def json_form(self, unit: str, se: bool) -> dict[str, Any]:
+        """The form results files have always held (older readers read it, see
+        docs/results-format.md): ``unit`` first, then the fields in order, the ``median``
+        as the flat ``median_s``, ``ci_low_s``, ``ci_high_s`` (and ``median_se_s`` with
+        ``se``), every other Estimate (a ratio) as the list [value, CI low, CI high]."""
+        out: dict[str, Any] = {"unit": unit}
+        for name, plain in asdict(self).items():  # type: ignore[call-overload]
+            value = getattr(self, name)
+            if name == "median":
+                out.update(median_s=value.value, ci_low_s=value.ci_low, ci_high_s=value.ci_high)
+                if se:
+                    out["median_se_s"] = value.se
+            elif isinstance(value, Estimate):
+                out[name] = [value.value, value.ci_low, value.ci_high]
+            else:
+                out[name] = plain
+        return out
 
 
 @dataclass
-class Summary(MedianCI):
+class Summary(MedianSummary):
     """Derived statistics of one benchmark. Times in seconds per op, sizes in bytes.
 
     Attributes:
         id / label / group / stage: identify the benchmark.
-        median_s, ci_low_s, ci_high_s: median time per op and its 95% CI.
-        median_se_s: the standard error of median_s (what a fit weighs it by), s.
+        median: median time per op, s, with its 95% CI and its standard error (what a
+            fit weighs it by); ``median_s`` is its value. In JSON: ``median_s``,
+            ``ci_low_s``, ``ci_high_s``, ``median_se_s``.
         process_spread: how much the processes' medians differ: the SD of their logs
             (≈ a relative SD; nan with fewer than 2 processes).
         mad_s, cv: spread of per-sample times per op (MAD scaled by 1.4826).
@@ -123,8 +159,9 @@ class Summary(MedianCI):
             call's figure divided by it, except ``cold_s`` (the whole first call).
         metrics: median of each extra metric across processes.
         metric_units: unit of each metric.
-        ratio_best / ratio_baseline: (ratio, low, high) against the group's
-            best and baseline; None when not applicable.
+        ratio_best / ratio_baseline: the ratio of medians to the group's best and
+            baseline with its CI (no CI for a benchmark's ratio to itself); None when not
+            applicable. In JSON: [ratio, low, high].
         metric_ratio_best: metric → value / best value in the group.
         preempted: samples of a CPU-bound benchmark with CPU/wall below 0.9: another
             program held the core during them, so their wall time is inflated.
@@ -137,7 +174,7 @@ class Summary(MedianCI):
             (geometric mean of their medians), s; nan when it was not timed
             (:mod:`perflab.analyze.reference`).
         reference_spread: how much it differed between the processes (SD of the logs).
-        cpu_vs_reference: (CPU time per op ÷ reference time, low, high): the
+        cpu_vs_reference: CPU time per op ÷ reference time (an Estimate): the
             speed-normalized median with its 95% CI, unitless; None when not timed.
     """
 
@@ -146,10 +183,7 @@ class Summary(MedianCI):
     group: str
     stage: str | None
     baseline: bool
-    median_s: float = math.nan
-    ci_low_s: float = math.nan
-    ci_high_s: float = math.nan
-    median_se_s: float = math.nan
+    median: Estimate = NO_MEDIAN
     process_spread: float = math.nan
     mad_s: float = math.nan
     cv: float = math.nan
@@ -169,8 +203,8 @@ class Summary(MedianCI):
     alloc_blocks: float | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     metric_units: dict[str, str] = field(default_factory=dict)
-    ratio_best: tuple[float, float, float] | None = None
-    ratio_baseline: tuple[float, float, float] | None = None
+    ratio_best: Estimate | None = None
+    ratio_baseline: Estimate | None = None
     metric_ratio_best: dict[str, float] = field(default_factory=dict)
     preempted: int = 0
     clock_steps_ns: list[int] = field(default_factory=list)
@@ -180,11 +214,11 @@ class Summary(MedianCI):
     error: str | None = None
     reference_s: float = math.nan
     reference_spread: float = math.nan
-    cpu_vs_reference: tuple[float, float, float] | None = None
+    cpu_vs_reference: Estimate | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form (seconds, bytes), with ``unit`` named."""
-        return {"unit": "s/op", **asdict(self)}
+        """JSON form (seconds, bytes), with ``unit`` named (see :class:`MedianSummary`)."""
+        return self.json_form("s/op", se=True)
 
 
 def timing_groups(bench: Benchmark) -> list[np.ndarray]:
@@ -209,8 +243,8 @@ RESAMPLES = 2000
 
 
 def median_estimate(bench: Benchmark, confidence: float = 0.95, resamples: int = RESAMPLES,
-                    rng: np.random.Generator | None = None) -> stats.Estimate | None:
-    """The median time per op of ``bench`` with its CI, s.
+                    rng: np.random.Generator | None = None) -> Estimate | None:
+    """The median time per op of ``bench`` with its CI and standard error, s.
 
     With two processes or more, this is the geometric mean of the processes' medians
     with the random-effects t-interval (:func:`perflab.analyze.stats.process_location`);
@@ -222,26 +256,18 @@ def median_estimate(bench: Benchmark, confidence: float = 0.95, resamples: int =
     says so). The bootstrap generator is seeded from the benchmark's id unless
     ``rng`` is given, so the runner's stopping rule and every later summary of the
     same data compute the very same interval (one source of truth for "precision
-    reached"). None when no sample is usable.
+    reached"). The standard error is the median × the SE of its log with several
+    processes, the bootstrap CI's half-width / z with one. None when no sample is usable.
     """
-    found = _median_and_se(bench, confidence, resamples, rng)
-    return found[0] if found else None
-
-
-def _median_and_se(bench: Benchmark, confidence: float, resamples: int,
-                   rng: np.random.Generator | None) -> tuple[stats.Estimate, float] | None:
-    """(:func:`median_estimate`, the standard error of its median in seconds: median ×
-    the SE of its log with several processes, the bootstrap CI's half-width / z with
-    one); None when no sample is usable."""
     groups = timing_groups(bench)
     if not groups:
         return None
     location = stats.process_location(groups)
     if location is not None:
-        return location.ci(confidence), location.value * location.se_log
+        return location.ci(confidence)
     rng = rng or np.random.default_rng([0, zlib.crc32(bench.id.encode())])
     est = stats.median_ci(groups, confidence, resamples, rng)
-    return est, est.half_width / stats.z_quantile(confidence)
+    return replace(est, se=est.half_width / stats.z_quantile(confidence))
 
 
 def _median(values: Sequence[float | None]) -> float:
@@ -270,16 +296,15 @@ def summarize(bench: Benchmark, confidence: float = 0.95, resamples: int = RESAM
     summary = Summary(bench.id, bench.label, bench.group, bench.stage, bench.baseline,
                       stop_reason=bench.stop_reason, error=bench.error,
                       metric_units=dict(bench.metric_units))
-    found = _median_and_se(bench, confidence, resamples, rng)
-    if found is None:
+    median = median_estimate(bench, confidence, resamples, rng)
+    if median is None:
         summary.flagged = sum(1 for p in bench.processes for s in p.samples if s.flagged)
         if summary.flagged:
             summary.warnings = [Caveat("samples excluded", f"all {summary.flagged:,}",
                                        f"all {plural(summary.flagged, 'sample')} excluded: "
                                        "the clocks disagreed during them")]
         return summary
-    est, summary.median_se_s = found
-    summary.median_s, summary.ci_low_s, summary.ci_high_s = est.value, est.low, est.high
+    summary.median = median
     groups = timing_groups(bench)
     _fill_spread(summary, np.concatenate(groups))
     summary.process_spread = stats.process_spread(groups)
@@ -378,7 +403,7 @@ def _stop_caveat(s: Summary, precision: float | None, min_processes: int | None
     runner recorded and the same CI it decided on (:func:`median_estimate`)."""
     if precision is None or s.stop_reason not in ("budget", "max-processes"):
         return None
-    reached = s.relative_half_width
+    reached = s.median.relative_half_width
     figure = f"±{reached:.1%}"
     where = "at the budget" if s.stop_reason == "budget" else "at --max-processes"
     if reached <= precision:
@@ -424,7 +449,7 @@ def summarize_group(benches: Sequence[Benchmark], confidence: float = 0.95,
 
 
 #: the ratio of a benchmark to itself: exactly 1, no CI to show
-SELF_RATIO = (1.0, math.nan, math.nan)
+SELF_RATIO = Estimate(1.0, math.nan, math.nan, se=0.0)
 
 
 def _ratios(benches: Sequence[Benchmark], summaries: list[Summary], members: list[int],
@@ -447,8 +472,8 @@ def _ratios(benches: Sequence[Benchmark], summaries: list[Summary], members: lis
 
 
 def _ratio(benches: Sequence[Benchmark], i: int, j: int, confidence: float, resamples: int,
-           rng: np.random.Generator) -> tuple[float, float, float]:
-    """(median ratio, low, high) of benchmark i over benchmark j; SELF_RATIO when i is j.
+           rng: np.random.Generator) -> Estimate:
+    """The median ratio of benchmark i over benchmark j with its CI; SELF_RATIO when i is j.
     The CI combines both benchmarks' random-effects errors (:class:`stats.LogLocation`);
     with a single process on either side, the hierarchical bootstrap of the ratio."""
     if i == j:
@@ -456,94 +481,8 @@ def _ratio(benches: Sequence[Benchmark], i: int, j: int, confidence: float, resa
     num, den = timing_groups(benches[i]), timing_groups(benches[j])
     a, b = stats.process_location(num), stats.process_location(den)
     if a is not None and b is not None:
-        est = (a / b).ci(confidence)
-    else:
-        est = stats.ratio_ci(num, den, confidence, resamples, rng)
-    return est.value, est.low, est.high
-
-
-@dataclass
-class StagedRow:
-    """One row of a staged group's table (e.g. one serializer).
-
-    Attributes:
-        name: the benchmarks' shared name.
-        stages: stage → Summary.
-        total: (sum of stage medians, low, high), seconds.
-        ratio_best: (total / best total, low, high).
-        metrics / metric_ratio_best: metric values and their "× best".
-    """
-
-    name: str
-    stages: dict[str, Summary]
-    total: tuple[float, float, float] | None = None
-    ratio_best: tuple[float, float, float] | None = None
-    metrics: dict[str, float] = field(default_factory=dict)
-    metric_ratio_best: dict[str, float] = field(default_factory=dict)
-
-
-def staged_rows(benches: Sequence[Benchmark], summaries: Sequence[Summary],
-                confidence: float = 0.95, resamples: int = RESAMPLES, seed: int | None = None
-                ) -> tuple[list[str], list[StagedRow]]:
-    """Pivot a staged group: one row per name, one column per stage, plus the total.
-
-    The total is the sum of the stage medians; its CI and that of "× best" (total /
-    the lowest total) combine the stages' random-effects errors
-    (:func:`perflab.analyze.stats.location_sum`); when a stage ran in one process
-    only, the bootstrap of the sum and of the ratio of totals stand in.
-
-    Returns:
-        (stage names in first-seen order, rows in first-seen order).
-    """
-    rng = np.random.default_rng(seed)
-    stage_names = list(dict.fromkeys(s.stage for s in summaries if s.stage))
-    rows: dict[str, StagedRow] = {}
-    parts: dict[str, list[list[np.ndarray]]] = {}
-    for bench, summary in zip(benches, summaries):
-        row = rows.setdefault(bench.label, StagedRow(bench.label, {}))
-        row.stages[summary.stage or ""] = summary
-        row.metrics.update(summary.metrics)
-        row.metric_ratio_best.update(summary.metric_ratio_best)
-        if summary.ok:
-            parts.setdefault(bench.label, []).append(timing_groups(bench))
-    complete = [r for r in rows.values()
-                if len(parts.get(r.name, [])) == len(stage_names) and stage_names]
-    totals: dict[str, stats.LogLocation | None] = {}
-    replicates = {}
-    for row in complete:
-        locations = [stats.process_location(groups) for groups in parts[row.name]]
-        if all(loc is not None for loc in locations):
-            totals[row.name] = stats.location_sum([loc for loc in locations if loc])
-            est = totals[row.name].ci(confidence)  # type: ignore[union-attr]
-        else:  # a stage with one process: the bootstrap of the sum
-            totals[row.name] = None
-            est, replicates[row.name] = stats.sum_of_medians_ci(parts[row.name], confidence,
-                                                                resamples, rng)
-        row.total = (est.value, est.low, est.high)
-    if complete:
-        best = min(complete, key=lambda r: r.total[0] if r.total else math.inf)
-        for row in complete:
-            if row is best:
-                row.ratio_best = SELF_RATIO
-                continue
-            mine, theirs = totals[row.name], totals[best.name]
-            if mine is not None and theirs is not None:
-                est = (mine / theirs).ci(confidence)
-            else:
-                est = stats.percentile_ci(_replicates(replicates, row.name, parts, rng)
-                                          / _replicates(replicates, best.name, parts, rng),
-                                          row.total[0] / best.total[0], confidence)
-            row.ratio_best = (est.value, est.low, est.high)
-    return stage_names, list(rows.values())
-
-
-def _replicates(replicates: dict[str, np.ndarray], name: str,
-                parts: dict[str, list[list[np.ndarray]]], rng: np.random.Generator
-                ) -> np.ndarray:
-    """Bootstrap replicates of a staged row's total, computed when first needed."""
-    if name not in replicates:
-        replicates[name] = stats.sum_of_medians_ci(parts[name], rng=rng)[1]
-    return replicates[name]
+        return (a / b).ci(confidence)
+    return stats.ratio_ci(num, den, confidence, resamples, rng)
 
 
 def by_group(benches: Sequence[Benchmark]) -> dict[str, list[Benchmark]]:

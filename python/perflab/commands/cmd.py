@@ -11,9 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
-import signal
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 from perflab.errors import UsageError
@@ -225,18 +223,18 @@ def _check_input(path: str | None) -> None:
 def main(args: argparse.Namespace) -> int:
     """Measure, save, print. Exit 1 when a command failed, 2 on bad input, 130 on Ctrl-C."""
     from perflab import __version__, environment
+    from perflab.analyze.compare import parse_fail_on
+    from perflab.analyze.decisions import parse_threshold
     from perflab.files import Destination, results_destination
+    from perflab.interrupts import StopSignals
     from perflab.measure.commands import CommandRunner
     from perflab.measure.parameters import resolve_executable
     from perflab.measure.spawn import PosixSpawner
     from perflab.model import Results
 
-    from perflab.analyze.compare import parse_fail_on
-    from perflab.units import parse_fraction
-
     specs = _specs(args)
     settings = _settings(args, specs)
-    threshold = parse_fraction(args.threshold, "--threshold", "2%", "0.02", allow_zero=True)
+    threshold = parse_threshold(args.threshold)
     fail_on = parse_fail_on(args.fail_on)
     _check_input(args.input)
     destination = results_destination(args.json, "cmd")
@@ -252,7 +250,7 @@ def main(args: argparse.Namespace) -> int:
                                 "show_output": args.show_output, "threshold": threshold})
     spawner = PosixSpawner(show_output=args.show_output, input_path=args.input, seed=args.seed)
     with _progress(settings.precision, args.quiet or args.show_output) as progress, \
-            _terminate_as_interrupt():
+            StopSignals():
         runner = CommandRunner(specs, settings, spawner, overhead, progress)
         results.benchmarks = runner.run()
     spawner.close()
@@ -291,20 +289,6 @@ def _exports(args: argparse.Namespace) -> dict[str, Any]:
     return {kind: Destination.check(path, f"--export-{kind}", kind)
             for kind in ("json", "markdown", "csv")
             if (path := getattr(args, f"export_{kind}")) is not None}
-
-
-@contextlib.contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM and SIGHUP stop the measurement like Ctrl-C, so finished runs are saved."""
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    old = {s: signal.signal(s, interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
 
 
 def _progress(precision: float, quiet: bool) -> Any:

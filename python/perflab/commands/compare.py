@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from perflab.errors import UsageError
 
@@ -40,21 +39,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     record.add_arguments(parser, recording=False)
 
 
-def parse_threshold(text: str) -> float:
-    """"2%" or "0.02" → 0.02. Raises UsageError outside [0, 1)."""
-    from perflab.units import parse_fraction
-
-    return parse_fraction(text, "--threshold", "2%", "0.02", allow_zero=True)
-
-
-def parse_fail_on(text: str) -> list[str]:
-    """See :func:`perflab.analyze.compare.parse_fail_on` (``perflab run --fail-on`` reads
-    it from here)."""
-    from perflab.analyze.compare import parse_fail_on as parse
-
-    return parse(text)
-
-
 def parse_percentiles(text: str) -> list[float]:
     """"50,99,99.9" → [50.0, 99.0, 99.9]. Raises UsageError outside (0, 100]."""
     try:
@@ -69,6 +53,7 @@ def parse_percentiles(text: str) -> list[float]:
 def main(args: argparse.Namespace) -> int:
     """Load both files, compare, print; exit 1 when the --fail-on gate trips, 2 on bad input."""
     from perflab.analyze.compare import compare_results, parse_fail_on
+    from perflab.analyze.decisions import parse_threshold
     from perflab.files import Destination
     from perflab.history import record
     from perflab.history.baseline import compare_sides
@@ -91,29 +76,3 @@ def main(args: argparse.Namespace) -> int:
 
         write_chart(chart, lambda out: compare_chart(suite, sides.name_a, sides.name_b, out))
     return gate(tripped, fail_on)
-
-
-def compare_after_run(baseline_path: str, baseline: Any, results: Any, fmt: str,
-                      threshold: float = 0.02, fail_on: list[str] | None = None,
-                      note: str | None = None) -> int:
-    """``perflab run --compare-to A.json``: compare fresh results with a loaded baseline.
-
-    Prints the comparison in ``fmt`` (table, markdown or csv) against noise
-    threshold ``threshold`` and applies the ``fail_on`` gate as ``perflab
-    compare --fail-on`` does; ``note`` (how an automatic threshold was chosen) heads
-    the footnotes.
-
-    Returns:
-        1 when the gate tripped (one ``gate:`` line on stderr), else 0.
-
-    Raises:
-        UsageError: no benchmark in common.
-    """
-    from perflab.analyze.compare import compare_results
-    from perflab.report.compare_table import gate, print_comparison
-
-    fail_on = fail_on or []
-    suite = compare_results(baseline, results, threshold, names=(baseline_path, "this run"))
-    if note:
-        suite.warnings.insert(0, note)
-    return gate(print_comparison(suite, baseline_path, "this run", fmt, None, fail_on), fail_on)

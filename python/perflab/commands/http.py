@@ -97,10 +97,9 @@ def main(args: argparse.Namespace) -> int:
     --fail-on gate tripped (by default: a step missed the --slo), 2 bad input or an
     unreachable target, 130 interrupted (what was measured is kept).
     """
-    from perflab.commands.cmd import _terminate_as_interrupt
-    from perflab.measure.http import plan_from_args
-
     from perflab.files import Deferred, Destination, results_destination
+    from perflab.interrupts import StopSignals
+    from perflab.measure.http import plan_from_args
 
     plan = plan_from_args(args, check=args.agents is None)
     slo_s = _slo(args.slo)
@@ -118,7 +117,7 @@ def main(args: argparse.Namespace) -> int:
                 o.steps[-1].watched = watcher.cut()
             _step_done(results, o, path, live, steps_saved)
 
-        with _live(args.quiet, plan) as live, _terminate_as_interrupt(), \
+        with _live(args.quiet, plan) as live, StopSignals(), \
                 watcher or contextlib.nullcontext():
             outcome = run_sweep(plan, progress=live.update if live else None,
                                 on_step=step_done)

@@ -7,6 +7,7 @@ import datetime as dt
 import fnmatch
 import math
 import sys
+from typing import Any
 
 from perflab.errors import UsageError
 from perflab.units import parse_positive_duration
@@ -154,9 +155,7 @@ def main(args: argparse.Namespace) -> int:
             write_chart(chart, lambda out: run_chart(results.benchmarks, out))
         tripped = 0
         if baseline is not None:
-            from perflab.commands.compare import compare_after_run
-
-            tripped = compare_after_run(baseline_name, baseline, results, args.format, *gate)
+            tripped = _compare_to(baseline_name, baseline, results, args.format, *gate)
     stopped = stop.exit_code(runner.interrupted)
     if stopped is not None:
         return stopped
@@ -169,13 +168,32 @@ def _gate_options(args: argparse.Namespace) -> tuple[float, list[str]]:
     Raises:
         UsageError: a bad value, or --fail-on without --compare-to.
     """
-    from perflab.commands.compare import parse_fail_on, parse_threshold
+    from perflab.analyze.compare import parse_fail_on
+    from perflab.analyze.decisions import parse_threshold
 
     if args.fail_on and not args.compare_to:
         raise UsageError("--fail-on needs --compare-to A.json (the results to compare with)")
     auto = args.threshold.strip().lower() == "auto"
     return (math.nan if auto else parse_threshold(args.threshold),
             parse_fail_on(args.fail_on) if args.fail_on else [])
+
+
+def _compare_to(baseline_name: str, baseline: Any, results: Any, fmt: str, threshold: float,
+                fail_on: list[str], note: str | None = None) -> int:
+    """``--compare-to``: print the comparison of this run with its baseline in ``fmt``
+    (``note``, how an automatic threshold was chosen, heads the footnotes) and apply the
+    ``--fail-on`` gate as ``perflab compare`` does: 1 when it tripped, else 0.
+
+    Raises:
+        UsageError: no benchmark in common.
+    """
+    from perflab.analyze.compare import compare_results
+    from perflab.report.compare_table import gate, print_comparison
+
+    suite = compare_results(baseline, results, threshold, names=(baseline_name, "this run"))
+    if note:
+        suite.warnings.insert(0, note)
+    return gate(print_comparison(suite, baseline_name, "this run", fmt, None, fail_on), fail_on)
 
 
 def _baseline(args: argparse.Namespace, cases, env, gate):  # type: ignore[no-untyped-def]
@@ -215,6 +233,7 @@ def _attach_units(benches, bench_file) -> None:  # type: ignore[no-untyped-def]
 def _save_and_print(results, args, precision: float, destination) -> None:  # type: ignore[no-untyped-def]
     """Save (a failed save is raised after the table is printed), print."""
     from perflab import model
+    from perflab.analyze.groups import run_groups
     from perflab.analyze.summary import summarize_benchmarks
     from perflab.files import Deferred
     from perflab.history.record import record_results
@@ -226,7 +245,7 @@ def _save_and_print(results, args, precision: float, destination) -> None:  # ty
     later = Deferred()
     later.run(model.save, results, destination, summaries)
     if not destination.stdout:
-        print_run(results, grouped, args.format, args.verbose)
+        print_run(run_groups(results.benchmarks, grouped), args.format, args.verbose)
     record_results(args, results, summaries, destination)
     later.raise_()
     if not destination.stdout:

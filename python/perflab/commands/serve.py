@@ -72,7 +72,7 @@ def main(args: argparse.Namespace) -> int:
         0 after Ctrl-C; errors (a port in use, a bad delay) exit 2 via UsageError.
     """
     from perflab._core import serve
-    from perflab.commands.cmd import _terminate_as_interrupt
+    from perflab.interrupts import StopSignals
 
     config = config_from_args(args)
     try:
@@ -82,7 +82,7 @@ def main(args: argparse.Namespace) -> int:
     url = f"http://{server.address}/"
     stats: dict[str, int] = {}
     try:
-        with _terminate_as_interrupt():  # before the address is printed: no SIGTERM race
+        with StopSignals():  # before the address is printed: no SIGTERM race
             print(f"perflab serve listening on {url} ({describe(config)}); Ctrl-C stops it",
                   flush=True)
             while server.running:

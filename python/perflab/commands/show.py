@@ -63,6 +63,7 @@ def _doctor_document(path: str) -> dict[str, Any] | None:
 def main(args: argparse.Namespace) -> int:
     """Load, summarize and print. Exit 2 on a bad file."""
     from perflab import model
+    from perflab.analyze.groups import run_groups
     from perflab.analyze.summary import summarize_benchmarks
     from perflab.report.run_output import print_run
 
@@ -98,5 +99,5 @@ def main(args: argparse.Namespace) -> int:
     grouped = summarize_benchmarks(results.benchmarks,
                                    precision=results.settings.get("precision"),
                                    min_processes=results.settings.get("min_processes"))
-    print_run(results, grouped, args.format, args.verbose)
+    print_run(run_groups(results.benchmarks, grouped), args.format, args.verbose)
     return 0

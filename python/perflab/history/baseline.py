@@ -219,11 +219,10 @@ def compare_sides(db: Any, to: str | None, files: list[str], threshold_text: str
     """
     from perflab import model
     from perflab.history.record import fingerprint_hash
-    from perflab.units import parse_fraction
+    from perflab.analyze.decisions import parse_threshold
 
     auto = threshold_text.strip().lower() == "auto"
-    threshold = FALLBACK if auto else parse_fraction(threshold_text, "--threshold", "2%", "0.02",
-                                                     allow_zero=True)
+    threshold = FALLBACK if auto else parse_threshold(threshold_text)
     if to is None and len(files) != 2:
         raise UsageError("give two results files (A.json B.json), or pick A from history "
                          "with --to last|RUN|REF [B.json]")

@@ -7,7 +7,7 @@ REALTIME, MONOTONIC_RAW and the TSC (one ``_core`` call each, well under
     skew = Δclock − ΔMONOTONIC   (TSC ticks converted with the calibrated rate)
 
 and the sample is flagged when ``|skew| > ABS_TOLERANCE_NS + REL_TOLERANCE ×
-ΔMONOTONIC`` for any clock. A REALTIME step shows against MONOTONIC; a clock
+ΔMONOTONIC`` for any clock (the rule: :mod:`perflab.clock_rule`). A REALTIME step shows against MONOTONIC; a clock
 that runs at the wrong rate (a misbehaving hypervisor, or libfaketime's
 ``FAKETIME="+0 x2"``, which fakes MONOTONIC, REALTIME *and* MONOTONIC_RAW)
 shows only against the TSC, which ``rdtsc`` reads without any library in
@@ -28,16 +28,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-#: Relative part of the tolerance: NTP slews MONOTONIC against RAW by at most
-#: 500 ppm (ntpd); 1e-3 leaves room for that plus the TSC calibration error (~1e-6).
-REL_TOLERANCE = 1e-3
-#: Absolute part of the tolerance, ns: the jitter of reading four clocks in a row.
-ABS_TOLERANCE_NS = 5_000
+from perflab.clock_rule import ABS_TOLERANCE_NS, FLAG_PREFIX, REL_TOLERANCE
+
 #: The TSC calibration spans at least this much true time, ns (error ≈ 0.2 µs / span).
 MIN_CALIBRATION_NS = 20_000_000
-#: ``Sample.flagged`` of a sample whose clocks disagreed is this prefix + the clock,
-#: e.g. "clock:tsc" (MONOTONIC disagreed with the TSC).
-FLAG_PREFIX = "clock:"
 
 
 def load_core() -> Any | None:
@@ -47,12 +41,6 @@ def load_core() -> Any | None:
     except ImportError:
         return None
     return _core
-
-
-def settings() -> dict[str, Any]:
-    """The integrity thresholds as JSON, for the environment fingerprint."""
-    return {"method": "per-sample MONOTONIC vs REALTIME, MONOTONIC_RAW and TSC deltas",
-            "rel_tolerance": REL_TOLERANCE, "abs_tolerance_ns": ABS_TOLERANCE_NS}
 
 
 class Monitor:

@@ -87,7 +87,7 @@ def merged_options(config: pytest.Config) -> dict[str, Any]:
         UsageError: a bad precision, budget, threshold or verdict; both --X-only and
             --X-skip.
     """
-    from perflab.commands.compare import parse_threshold
+    from perflab.analyze.decisions import parse_threshold
     from perflab.commands.run import parse_precision
     from perflab.measure.runner import Settings
     from perflab.pytest_plugin.session import GateOptions

@@ -87,6 +87,7 @@ class SessionResults:
         if not self.benchmarks:
             return 0
         from perflab import __version__, environment, model
+        from perflab.analyze.groups import run_groups
         from perflab.analyze.summary import summarize_benchmarks
         from perflab.report.run_output import print_run
         from perflab.files import Deferred, results_destination
@@ -111,16 +112,18 @@ class SessionResults:
                 which = ", ".join(ids) if len(ids) < len(self.modes) else "all"
                 print(terminal(f"perflab: {len(ids)} benchmark(s) measured {words}: {which}",
                                one_line=True))
-        print_run(results, grouped, "table")
+        print_run(run_groups(results.benchmarks, grouped), "table")
         later.raise_()
         for path in saved:
             sys.stderr.write(f"perflab: results saved to {path}\n")
         if baseline is None:
             return 0
-        from perflab.commands.compare import compare_after_run
+        from perflab.analyze.compare import compare_results
+        from perflab.report.compare_table import gate, print_comparison
 
-        return compare_after_run(str(baseline_path), baseline, results, "table",
-                                 self.gate.threshold, self.gate.fail_on)
+        name, fail_on = str(baseline_path), self.gate.fail_on
+        suite = compare_results(baseline, results, self.gate.threshold, names=(name, "this run"))
+        return gate(print_comparison(suite, name, "this run", "table", None, fail_on), fail_on)
 
     def _results(self, version: str, environment: Any) -> Any:
         """The :class:`perflab.model.Results` of this session (kind ``run``)."""

@@ -21,7 +21,7 @@ _NOTE = {"unstable": "unstable", "near the spawn cost": "spawn-bound"}
 
 
 def _median_cell(s: CommandSummary) -> str:
-    return f"{format_time(s.median_s)} ± {s.relative_half_width:.1%}" if s.ok else "–"
+    return f"{format_time(s.median_s)} ± {s.median.relative_half_width:.1%}" if s.ok else "–"
 
 
 def _real_cell(s: CommandSummary) -> str:
@@ -77,7 +77,7 @@ def _title(settings: dict[str, Any]) -> str:
 def _ratio_cell(s: CommandSummary) -> str:
     if s.reference:
         return format_ratio(1.0)
-    return format_ratio(*s.ratio) if s.ratio else "–"
+    return format_ratio(s.ratio.value, s.ratio.ci_low, s.ratio.ci_high) if s.ratio else "–"
 
 
 def _rss_cell(s: CommandSummary, floor: int | None) -> str:
@@ -131,8 +131,9 @@ def summary_records(summaries: Sequence[CommandSummary]) -> list[dict[str, objec
     """Flat records for CSV: numbers in base units (s, B), one per command."""
     records = []
     for s in summaries:
-        record = {k: v for k, v in asdict(s).items() if k not in ("ratio", "warnings")}
-        record["ratio"], record["ratio_low"], record["ratio_high"] = s.ratio or ("", "", "")
+        record = {k: v for k, v in s.to_dict().items() if k not in ("unit", "ratio", "warnings")}
+        record["ratio"], record["ratio_low"], record["ratio_high"] = \
+            (s.ratio.value, s.ratio.ci_low, s.ratio.ci_high) if s.ratio else ("", "", "")
         record["error"] = s.error or ""
         records.append(record)
     return records

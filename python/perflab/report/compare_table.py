@@ -14,7 +14,7 @@ from typing import Any
 
 from perflab.analyze.compare import Row, Side, SuiteComparison
 from perflab.analyze.decisions import VERDICTS
-from perflab.analyze.stats import Estimate
+from perflab.analyze.estimate import Estimate
 from perflab.report.table import KEY, NOTE, Table, estimate_cell
 from perflab.units import format_rate, format_ratio, format_time
 
@@ -41,8 +41,8 @@ def _value(side: Side | None, unit: str) -> str:
 def _ratio(estimate: Estimate | None) -> str:
     if estimate is None:
         return "–"
-    high = estimate.high if math.isfinite(estimate.high) else None
-    return format_ratio(estimate.value, estimate.low if high else None, high)
+    high = estimate.ci_high if math.isfinite(estimate.ci_high) else None
+    return format_ratio(estimate.value, estimate.ci_low if high else None, high)
 
 
 def _units(row: Row) -> str:
@@ -118,7 +118,7 @@ def _side_dict(side: Side | None) -> dict[str, Any] | None:
 
 
 def _estimate_dict(est: Estimate | None) -> dict[str, float] | None:
-    return None if est is None else {"value": est.value, "ci_low": est.low, "ci_high": est.high}
+    return None if est is None else {"value": est.value, "ci_low": est.ci_low, "ci_high": est.ci_high}
 
 
 def row_record(row: Row) -> dict[str, Any]:
@@ -158,8 +158,8 @@ def csv_records(suite: SuiteComparison) -> list[dict[str, Any]]:
             record[f"{name}_ci_high"] = side.high if side else ""
         ratio = row.ratio
         record.update({"ratio": ratio.value if ratio else "",
-                       "ratio_ci_low": ratio.low if ratio else "",
-                       "ratio_ci_high": ratio.high if ratio else "",
+                       "ratio_ci_low": ratio.ci_low if ratio else "",
+                       "ratio_ci_high": ratio.ci_high if ratio else "",
                        "p_value": row.p_value, "q_value": row.q_value,
                        "verdict": row.verdict, "notes": "; ".join(row.notes)})
         out.append(record)

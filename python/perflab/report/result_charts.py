@@ -85,7 +85,7 @@ def compare_chart(suite: Any, name_a: str, name_b: str, path: str | Path) -> Pat
         raise ValueError("no compared row has a ratio to chart")
     names = [r.id if r.metric in ("time", "") else f"{r.id} {r.metric}" for r in rows]
     fig = charts.forest_figure(f"B = {name_b} against A = {name_a}", names,
-                               [(r.ratio.value, r.ratio.low, r.ratio.high) for r in rows], "A")
+                               [r.ratio for r in rows], "A")
     ax = fig.axes[0]
     t = suite.threshold
     ax.axvspan(1 - t, 1 + t, color="tab:green", alpha=0.12,

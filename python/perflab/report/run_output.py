@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 
-def print_run(results: Any, grouped: dict[str, Any], fmt: str, verbose: bool = False) -> None:
+def print_run(groups: Sequence[Any], fmt: str, verbose: bool = False) -> None:
     """Print a run's tables on stdout as a rich table, Markdown or CSV.
 
     Args:
-        results: the :class:`perflab.model.Results` of a run.
-        grouped: its summaries by group (:func:`perflab.analyze.summary.summarize_benchmarks`).
+        groups: the figures of each group of the run
+            (:func:`perflab.analyze.groups.run_groups`).
         fmt: "table", "markdown" or "csv".
         verbose: every caveat of every benchmark in full, instead of one line per kind.
     """
     from perflab.report import console
     from perflab.report.table import run_tables, summary_records
 
-    console.emit(fmt, lambda: run_tables(results.benchmarks, grouped, verbose=verbose),
-                 lambda: summary_records(grouped))
+    console.emit(fmt, lambda: run_tables(groups, verbose=verbose),
+                 lambda: summary_records({g.group: g.summaries for g in groups}))

@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from perflab.analyze.summary import CAVEATS, StagedRow, Summary
+from perflab.analyze.estimate import Estimate
+from perflab.analyze.groups import GroupFigures, StagedRow, ThreadRow
+from perflab.analyze.summary import CAVEATS, Summary
 from perflab.analyze.threads import LATENCY_BATCH_NS, MAX_BATCH
-from perflab.model import Benchmark
 from perflab.units import format_bytes, format_quantity, format_rate, format_ratio, format_time
 
 #: Column fold ranks (:attr:`Table.fold`): KEY columns (what identifies a row, and the
@@ -51,8 +52,8 @@ class Table:
     fold: list[int] = field(default_factory=list)
 
 
-def _ratio_cell(ratio: tuple[float, float, float] | None) -> str:
-    return format_ratio(*ratio) if ratio else "–"
+def _ratio_cell(ratio: Estimate | None) -> str:
+    return format_ratio(ratio.value, ratio.ci_low, ratio.ci_high) if ratio else "–"
 
 
 #: a CI is printed as "low–high" instead of "± x%" when its two sides differ by more
@@ -206,17 +207,17 @@ def caveat_lines(named: Sequence[tuple[str, Sequence[Any]]], verbose: bool = Fal
 def _reference_footnote(summaries: Sequence[Summary]) -> list[str]:
     """The machine-speed reference (:mod:`perflab.analyze.reference`): its time, how much it
     swung between processes, and each benchmark's speed-normalized median (CPU time ÷ it)."""
-    timed = [s for s in summaries if s.cpu_vs_reference is not None]
+    timed = [(s, s.cpu_vs_reference) for s in summaries if s.cpu_vs_reference is not None]
     if not timed:
         return []
-    refs = [s.reference_s for s in timed]
-    spreads = [s.reference_spread for s in timed if math.isfinite(s.reference_spread)]
+    refs = [s.reference_s for s, _ in timed]
+    spreads = [s.reference_spread for s, _ in timed if math.isfinite(s.reference_spread)]
     swing = f", differing by up to ±{max(spreads):.0%} between processes" if spreads else ""
     return [f"machine-speed reference (a fixed Python loop timed between samples): "
             f"{format_time(min(refs))}–{format_time(max(refs))}{swing}; CPU time ÷ "
             "reference, to compare runs on this machine and Python: " + ", ".join(
-                f"{_name(s)} {estimate_cell(*s.cpu_vs_reference, fmt=lambda v: f'{v:,.3g}')}"
-                for s in timed)]
+                f"{_name(s)} {estimate_cell(e.value, e.ci_low, e.ci_high, fmt=lambda v: f'{v:,.3g}')}"
+                for s, e in timed)]
 
 
 def _ops_footnote(summaries: Sequence[Summary]) -> list[str]:
@@ -257,32 +258,29 @@ def staged_table(title: str, stage_names: list[str], rows: Sequence[StagedRow],
     return table
 
 
-def _total_cell(total: tuple[float, float, float] | None) -> str:
-    return estimate_cell(*total) if total else "–"
+def _total_cell(total: Estimate | None) -> str:
+    return estimate_cell(total.value, total.ci_low, total.ci_high) if total else "–"
 
 
-def run_tables(benches: Sequence[Benchmark], grouped: dict[str, list[Summary]],
-               seed: int | None = 0, verbose: bool = False) -> list[Table]:
-    """One table per group of a ``perflab run``: staged groups pivot by stage."""
-    from perflab.analyze.summary import by_group, staged_rows
-
+def run_tables(groups: Sequence[GroupFigures], verbose: bool = False) -> list[Table]:
+    """One table per group of a ``perflab run`` (:func:`perflab.analyze.groups.run_groups`):
+    staged groups pivot by stage; a group with thread counts adds its threads table."""
     tables = []
-    for group, members in by_group(benches).items():
-        summaries = grouped[group]
-        title = f"group {group}" if group else "benchmarks"
-        if any(s.stage for s in summaries):
+    for figures in groups:
+        summaries = figures.summaries
+        title = f"group {figures.group}" if figures.group else "benchmarks"
+        if figures.staged is not None:
             units = {k: v for s in summaries for k, v in s.metric_units.items()}
-            stage_names, rows = staged_rows(members, summaries, seed=seed)
-            tables.append(staged_table(title, stage_names, rows, units, verbose))
+            tables.append(staged_table(title, figures.stage_names, figures.staged, units,
+                                       verbose))
         else:
-            threaded = any(b.threads is not None for b in members)
-            tables.append(group_table(title, summaries, threaded, verbose))
-        if any(b.threads is not None for b in members):
-            tables.append(threads_table(f"{title}: threads", members, summaries))
+            tables.append(group_table(title, summaries, figures.threaded, verbose))
+        if figures.threads:
+            tables.append(threads_table(f"{title}: threads", figures.threads, summaries))
     return tables
 
 
-def threads_table(title: str, benches: Sequence[Benchmark], summaries: Sequence[Summary]
+def threads_table(title: str, rows: Sequence[ThreadRow], summaries: Sequence[Summary]
                   ) -> Table:
     """Threads mode (JMH @Threads style): one row per benchmark and thread count.
 
@@ -292,19 +290,19 @@ def threads_table(title: str, benches: Sequence[Benchmark], summaries: Sequence[
     index of ops per thread), CPU/wall. Figures are medians over processes. On a narrow
     terminal they fold away in this order: Jain, CPU/wall, min/max, p99.9, p50,
     ops/s per thread, p99, × 1 thread.
+
+    Args:
+        rows: the threads-mode benchmarks (:func:`perflab.analyze.groups.thread_rows`).
+        summaries: the whole group's summaries (for the loop-cost footnote).
     """
-    from dataclasses import replace
-
-    from perflab.analyze.threads import thread_figures
-
     columns = ["benchmark", "threads", "ops/s ± CI", "ops/s per thread", "× 1 thread", "p50",
                "p99", "p99.9", "min/max", "Jain", "CPU/wall"]
     table = Table(title, columns, align=["l"] + ["r"] * (len(columns) - 1),
                   fold=[KEY, KEY, KEY, 6, 8, 5, 7, 4, 3, 1, 2])
-    rows = [(replace(b, threads=None).label, s, thread_figures(b))
-            for b, s in zip(benches, summaries) if b.threads is not None]
-    single = {label: s.median_s for label, s, fig in rows if fig and fig.threads == 1 and s.ok}
-    for label, s, fig in rows:
+    single = {r.label: r.summary.median_s for r in rows
+              if r.figures and r.figures.threads == 1 and r.summary.ok}
+    for r in rows:
+        label, s, fig = r.label, r.summary, r.figures
         if fig is None or not s.ok:
             table.rows.append([label, "–" if fig is None else str(fig.threads)] + ["–"] * 9)
             continue
@@ -316,7 +314,7 @@ def threads_table(title: str, benches: Sequence[Benchmark], summaries: Sequence[
                            format_rate(1 / s.median_s / fig.threads),
                            format_ratio(single[label] / s.median_s) if label in single else "–",
                            *lat, f"{fig.min_max:.2f}", f"{fig.jain:.3f}", f"{s.cpu_wall:.2f}"])
-    table.footnotes = _threads_footnotes([fig for _, _, fig in rows if fig], summaries)
+    table.footnotes = _threads_footnotes([r.figures for r in rows if r.figures], summaries)
     return table
 
 
@@ -353,8 +351,8 @@ def summary_records(grouped: dict[str, list[Summary]]) -> list[dict[str, object]
                 "median_s": s.median_s, "ci_low_s": s.ci_low_s, "ci_high_s": s.ci_high_s,
                 "mad_s": s.mad_s, "cv": s.cv, "ops_per_s": 1 / s.median_s if s.ok else "",
                 "cpu_wall": s.cpu_wall,
-                "ratio_best": s.ratio_best[0] if s.ratio_best else "",
-                "ratio_baseline": s.ratio_baseline[0] if s.ratio_baseline else "",
+                "ratio_best": s.ratio_best.value if s.ratio_best else "",
+                "ratio_baseline": s.ratio_baseline.value if s.ratio_baseline else "",
                 "alloc_peak_bytes": s.alloc_peak_bytes, "alloc_blocks": s.alloc_blocks,
                 "gc_per_1000_ops": s.gc_per_1000_ops,
                 "cold_s": s.cold_s, "loop_overhead_s": s.loop_overhead_s,

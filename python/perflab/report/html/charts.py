@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from perflab.analyze.estimate import Estimate
+
 #: Most points drawn per row of a distribution (a seeded sample of the rest).
 MAX_POINTS = 300
 #: Longest label drawn, characters.
@@ -129,13 +131,13 @@ def distribution_figure(title: str, names: Sequence[str], samples: Sequence[Sequ
 
 
 def forest_figure(title: str, names: Sequence[str],
-                 ratios: Sequence[tuple[float, float, float] | None], reference: str) -> Any:
+                 ratios: Sequence[Estimate | None], reference: str) -> Any:
     """A forest plot: each row's ratio with its CI on a log axis, a line at 1.
 
     Args:
         title: the chart's title.
         names: one label per row.
-        ratios: (ratio, low, high) per row, None where there is none (drawn empty).
+        ratios: each row's ratio with its CI, None where there is none (drawn empty).
         reference: what the ratios are against, for the axis label.
 
     Returns:
@@ -144,9 +146,11 @@ def forest_figure(title: str, names: Sequence[str],
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9, 0.9 + 0.4 * len(names)))
     for i, ratio in enumerate(ratios):
-        if ratio is None or not all(math.isfinite(v) and v > 0 for v in ratio):
+        if ratio is None:
             continue
-        r, low, high = ratio
+        r, low, high = ratio.value, ratio.ci_low, ratio.ci_high
+        if not all(math.isfinite(v) and v > 0 for v in (r, low, high)):
+            continue
         ax.errorbar([r], [i], xerr=[[r - low], [high - r]], fmt="o", color="tab:blue",
                     capsize=3, ms=5)
     ax.axvline(1.0, color="0.4", ls="--", lw=1)

@@ -53,13 +53,15 @@ def header(results: Results, name: str) -> list[str]:
 def run_sections(results: Results, name: str) -> list[Section]:
     """A ``run`` file: per group its table, the distribution of samples and per-process
     medians, the ratios to the group's best as a forest plot, and cold vs warm."""
+    from perflab.analyze.groups import run_groups
     from perflab.analyze.summary import by_group, summarize_benchmarks
     from perflab.report.table import run_tables
 
     grouped = summarize_benchmarks(results.benchmarks,
                                    precision=results.settings.get("precision"))
     section = Section(f"run: {name}", header(results, name))
-    section.blocks += [table_html(t) for t in run_tables(results.benchmarks, grouped)]
+    groups = run_groups(results.benchmarks, grouped)
+    section.blocks += [table_html(t) for t in run_tables(groups)]
     members = by_group(results.benchmarks)
     for group, summaries in grouped.items():
         benches = {b.id: b for b in members[group]}
