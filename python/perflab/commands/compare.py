@@ -95,13 +95,14 @@ def main(args: argparse.Namespace) -> int:
 
 def compare_after_run(baseline_path: str, baseline: Any, results: Any, fmt: str,
                       threshold: float = 0.02, fail_on: list[str] | None = None,
-                      note: str | None = None) -> int:
+                      note: str | None = None, also_tripped: list[str] | None = None) -> int:
     """``perflab run --compare-to A.json``: compare fresh results with a loaded baseline.
 
     Prints the comparison in ``fmt`` (table, markdown or csv) against noise
     threshold ``threshold`` and applies the ``fail_on`` gate as ``perflab
     compare --fail-on`` does; ``note`` (how an automatic threshold was chosen) heads
-    the footnotes.
+    the footnotes. ``also_tripped``: ids the run's own verdicts (against a baseline
+    benchmark) tripped, named on the same single ``gate:`` line.
 
     Returns:
         1 when the gate tripped (one ``gate:`` line on stderr), else 0.
@@ -116,4 +117,5 @@ def compare_after_run(baseline_path: str, baseline: Any, results: Any, fmt: str,
     suite = compare_results(baseline, results, threshold, names=(baseline_path, "this run"))
     if note:
         suite.warnings.insert(0, note)
-    return gate(print_comparison(suite, baseline_path, "this run", fmt, None, fail_on), fail_on)
+    tripped = print_comparison(suite, baseline_path, "this run", fmt, None, fail_on)
+    return gate([*(also_tripped or []), *tripped], fail_on)

@@ -45,12 +45,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "compare its results with this baseline: a results file, or from "
                         "history the newest earlier run, a run id or a git ref (as perflab "
                         "compare --to)")
-    parser.add_argument("--threshold", default="2%", help="with --compare-to: the noise "
-                        "threshold of the verdicts (2%%); auto: from the run-to-run spread "
-                        "recorded in history")
-    parser.add_argument("--fail-on", metavar="VERDICTS", default="", help="with --compare-to: "
-                        "exit 1 when a verdict is one of these, e.g. slower or "
-                        "slower,inconclusive (as perflab compare --fail-on)")
+    parser.add_argument("--threshold", default="2%", help="noise threshold t of the "
+                        "verdicts, against each group's baseline benchmark and --compare-to: "
+                        "a ratio within ±t counts as the same (2%%); auto: from the "
+                        "run-to-run spread recorded in history")
+    parser.add_argument("--fail-on", metavar="VERDICTS", default="", help="exit 1 when a "
+                        "verdict against a group's baseline or --compare-to is one of these, "
+                        "comma separated: slower, faster, inconclusive, failed (and missing "
+                        "with --compare-to), e.g. slower,inconclusive (as perflab compare "
+                        "--fail-on)")
     parser.add_argument("--chart", metavar="PNG", help="draw each benchmark's samples and "
                         "per-process medians into this PNG")
     from perflab.history import record
@@ -128,6 +131,7 @@ def main(args: argparse.Namespace) -> int:
     chart = Destination.check(args.chart, "--chart", "png") if args.chart else None
     bench_file = load_file(args.file)
     cases = select(expand(bench_file), args.filter)
+    _check_gate(args, cases)
     started = dt.datetime.now(dt.timezone.utc)
     env = environment.fingerprint(__version__)
     baseline_name, baseline, gate = _baseline(args, cases, env, gate)
@@ -136,7 +140,8 @@ def main(args: argparse.Namespace) -> int:
     results = Results(kind="run", command_line=["perflab", *sys.argv[1:]],
                       created=started.isoformat(timespec="seconds"), perflab_version=__version__,
                       environment=env, settings={**settings.to_dict(), "timer": timer.to_dict(),
-                                                 "sample_target_ns": target_ns})
+                                                 "sample_target_ns": target_ns,
+                                                 "threshold": gate[0]})
     progress = _progress(settings.precision, args.quiet)
     with StopSignals() as stop:
         with progress:
@@ -147,52 +152,70 @@ def main(args: argparse.Namespace) -> int:
         _attach_units(results.benchmarks, bench_file)
         results.interrupted = runner.interrupted
         environment.finish(env)
-        _save_and_print(results, args, settings.precision, destination)
+        judged = _save_and_print(results, args, settings.precision, destination)
         if chart is not None:
             from perflab.report.result_charts import run_chart, write_chart
 
             write_chart(chart, lambda out: run_chart(results.benchmarks, out))
-        tripped = 0
+        tripped = [s.id for s in judged if s.verdict in gate[1]]
         if baseline is not None:
             from perflab.commands.compare import compare_after_run
 
-            tripped = compare_after_run(baseline_name, baseline, results, args.format, *gate)
+            code = compare_after_run(baseline_name, baseline, results, args.format, *gate,
+                                     also_tripped=tripped)
+        else:
+            from perflab.report.compare_table import gate as apply_gate
+
+            code = apply_gate(tripped, gate[1])
     stopped = stop.exit_code(runner.interrupted)
     if stopped is not None:
         return stopped
-    return 1 if tripped or any(b.failed for b in results.benchmarks) else 0
+    return 1 if code or any(b.failed for b in results.benchmarks) else 0
 
 
 def _gate_options(args: argparse.Namespace) -> tuple[float, list[str]]:
-    """(threshold, fail-on verdicts) of --compare-to, checked before anything runs.
+    """(threshold, fail-on verdicts) of the verdicts, checked before anything runs.
 
     Raises:
-        UsageError: a bad value, or --fail-on without --compare-to.
+        UsageError: a bad value.
     """
     from perflab.commands.compare import parse_fail_on, parse_threshold
 
-    if args.fail_on and not args.compare_to:
-        raise UsageError("--fail-on needs --compare-to A.json (the results to compare with)")
     auto = args.threshold.strip().lower() == "auto"
     return (math.nan if auto else parse_threshold(args.threshold),
             parse_fail_on(args.fail_on) if args.fail_on else [])
 
 
+def _check_gate(args: argparse.Namespace, cases) -> None:  # type: ignore[no-untyped-def]
+    """--fail-on has something to judge: a baseline benchmark or --compare-to.
+
+    Raises:
+        UsageError: neither (the gate could never trip).
+    """
+    if args.fail_on and not args.compare_to and not any(c.spec.baseline for c in cases):
+        raise UsageError("--fail-on has nothing to judge: mark the reference benchmark of a "
+                         "group with @perflab.bench(baseline=True), or give --compare-to "
+                         "A.json (the results to compare with)")
+
+
 def _baseline(args: argparse.Namespace, cases, env, gate):  # type: ignore[no-untyped-def]
-    """(name, results, gate) of --compare-to, resolved before anything is measured: a file
-    or a run from history; an automatic threshold (NaN in ``gate``) is set from history
-    and its explanation added to the gate as its third item."""
-    if not args.compare_to:
-        return None, None, gate
+    """(name, results, gate) of --compare-to (None, None without it), resolved before
+    anything is measured: a file or a run from history. An automatic threshold (NaN in
+    ``gate``) is set from history; with --compare-to its explanation is added to the gate
+    as its third item (the comparison's first footnote), else it goes to stderr."""
     from perflab.history import baseline, record
 
     db = record.database_path(args)
-    name, results = baseline.baseline_for(db, args.compare_to, "run", {c.id for c in cases})
     threshold, fail_on = gate
+    note = None
     if math.isnan(threshold):
         threshold, note = baseline.threshold_before_run(db, [c.id for c in cases], env)
-        return name, results, (threshold, fail_on, note)
-    return name, results, gate
+    if not args.compare_to:
+        if note:
+            sys.stderr.write(f"note: {note}\n")
+        return None, None, (threshold, fail_on)
+    name, results = baseline.baseline_for(db, args.compare_to, "run", {c.id for c in cases})
+    return name, results, (threshold, fail_on, note)
 
 
 def _progress(precision: float, quiet: bool):  # type: ignore[no-untyped-def]
@@ -212,8 +235,9 @@ def _attach_units(benches, bench_file) -> None:  # type: ignore[no-untyped-def]
         bench.metric_units = {k: units.get(k, "") for p in bench.processes for k in p.metrics}
 
 
-def _save_and_print(results, args, precision: float, destination) -> None:  # type: ignore[no-untyped-def]
-    """Save (a failed save is raised after the table is printed), print."""
+def _save_and_print(results, args, precision: float, destination):  # type: ignore[no-untyped-def]
+    """Save (a failed save is raised after the table is printed), print. Returns every
+    summary, with its verdict against its group's baseline."""
     from perflab import model
     from perflab.analyze.summary import summarize_benchmarks
     from perflab.files import Deferred
@@ -221,7 +245,8 @@ def _save_and_print(results, args, precision: float, destination) -> None:  # ty
     from perflab.report.run_output import print_run
 
     grouped = summarize_benchmarks(results.benchmarks, precision=precision,
-                                   min_processes=results.settings.get("min_processes"))
+                                   min_processes=results.settings.get("min_processes"),
+                                   threshold=results.settings["threshold"])
     summaries = {s.id: s.to_dict() for group in grouped.values() for s in group}
     later = Deferred()
     later.run(model.save, results, destination, summaries)
@@ -231,3 +256,4 @@ def _save_and_print(results, args, precision: float, destination) -> None:  # ty
     later.raise_()
     if not destination.stdout:
         sys.stderr.write(f"results saved to {destination}\n")
+    return [s for group in grouped.values() for s in group]

@@ -63,6 +63,7 @@ def _doctor_document(path: str) -> dict[str, Any] | None:
 def main(args: argparse.Namespace) -> int:
     """Load, summarize and print. Exit 2 on a bad file."""
     from perflab import model
+    from perflab.analyze.compare import DEFAULT_THRESHOLD
     from perflab.analyze.summary import summarize_benchmarks
     from perflab.report.run_output import print_run
 
@@ -97,6 +98,8 @@ def main(args: argparse.Namespace) -> int:
         return 0
     grouped = summarize_benchmarks(results.benchmarks,
                                    precision=results.settings.get("precision"),
-                                   min_processes=results.settings.get("min_processes"))
+                                   min_processes=results.settings.get("min_processes"),
+                                   threshold=results.settings.get("threshold",
+                                                                  DEFAULT_THRESHOLD))
     print_run(results, grouped, args.format, args.verbose)
     return 0

@@ -17,5 +17,6 @@ def print_run(results: Any, grouped: dict[str, Any], fmt: str, verbose: bool = F
     from perflab.report import console
     from perflab.report.table import run_tables, summary_records
 
-    console.emit(fmt, lambda: run_tables(results.benchmarks, grouped, verbose=verbose),
+    console.emit(fmt, lambda: run_tables(results.benchmarks, grouped, verbose=verbose,
+                                         threshold=results.settings.get("threshold")),
                  lambda: summary_records(grouped))
