@@ -38,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-alloc", action="store_true", help="skip the tracemalloc pass")
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
                         help="how to print the results on stdout")
+    from perflab.report import outputs
+
+    outputs.add_arguments(parser, "one line per benchmark")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.add_argument("--verbose", action="store_true", help="every warning of every "
                         "benchmark in full (by default warnings are grouped by kind)")
@@ -124,9 +127,11 @@ def main(args: argparse.Namespace) -> int:
     from perflab.measure.runner import Runner
     from perflab.measure.suite import expand, load_file
     from perflab.model import Results
+    from perflab.report import outputs
 
     settings = _settings(args)
     destination = results_destination(args.json, "run")
+    files_out = outputs.check(args)
     gate = _gate_options(args)
     chart = Destination.check(args.chart, "--chart", "png") if args.chart else None
     bench_file = load_file(args.file)
@@ -152,7 +157,7 @@ def main(args: argparse.Namespace) -> int:
         _attach_units(results.benchmarks, bench_file)
         results.interrupted = runner.interrupted
         environment.finish(env)
-        judged = _save_and_print(results, args, settings.precision, destination)
+        judged = _save_and_print(results, args, settings.precision, destination, files_out)
         if chart is not None:
             from perflab.report.result_charts import run_chart, write_chart
 
@@ -235,14 +240,17 @@ def _attach_units(benches, bench_file) -> None:  # type: ignore[no-untyped-def]
         bench.metric_units = {k: units.get(k, "") for p in bench.processes for k in p.metrics}
 
 
-def _save_and_print(results, args, precision: float, destination):  # type: ignore[no-untyped-def]
-    """Save (a failed save is raised after the table is printed), print. Returns every
-    summary, with its verdict against its group's baseline."""
+def _save_and_print(results, args, precision: float, destination, files_out):  # type: ignore[no-untyped-def]
+    """Save, write the --markdown/--csv files, print (a failed save is raised after the
+    table is printed). Returns every summary, with its verdict against its group's
+    baseline."""
     from perflab import model
     from perflab.analyze.summary import summarize_benchmarks
     from perflab.files import Deferred
     from perflab.history.record import record_results
-    from perflab.report.run_output import print_run
+    from perflab.report import outputs
+    from perflab.report.run_output import print_run, run_output_tables
+    from perflab.report.table import summary_records
 
     grouped = summarize_benchmarks(results.benchmarks, precision=precision,
                                    min_processes=results.settings.get("min_processes"),
@@ -250,6 +258,8 @@ def _save_and_print(results, args, precision: float, destination):  # type: igno
     summaries = {s.id: s.to_dict() for group in grouped.values() for s in group}
     later = Deferred()
     later.run(model.save, results, destination, summaries)
+    outputs.write(later, files_out, "run", lambda: run_output_tables(results, grouped, args.verbose),
+                  lambda: summary_records(grouped))
     if not destination.stdout:
         print_run(results, grouped, args.format, args.verbose)
     record_results(args, results, summaries, destination)
