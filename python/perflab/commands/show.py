@@ -145,5 +145,9 @@ def print_fit_document(document: dict[str, Any], fmt: str) -> None:
                          f"{' '.join(document.get('sources', [])) or 'the files it names'}")
     series = [series_from_record(d) for d in document["inputs"]]
     model = document["fit"]
+    if len(series) != 2 if model == "breakeven" else not series:
+        raise UsageError(f"this {model} fit document holds {len(series)} input series, not "
+                         f"{'2' if model == 'breakeven' else 'one or more'}: it was damaged "
+                         "or edited; run perflab fit again on its sources")
     print_report(fit_report(model, series, fit_model(model, series, document.get("growth"))),
                  fmt)
