@@ -42,13 +42,15 @@ _IN_PLACE_PREFIXES = ("/dev/fd/", "/proc/self/fd/")
 _IN_PLACE = ("/dev/stdout", "/dev/stderr", "/dev/null")
 #: How each kind of output file perflab writes starts (what makes an existing file "ours"):
 #: a CSV file by the first columns of its header, as the CSV records of ``run``
-#: (report.table.summary_records), ``cmd`` (report.cmd_table) and ``http``
-#: (report.http_table.step_records) begin; tests/reliability/test_saving.py checks they do.
+#: (report.table.summary_records), ``cmd`` (report.cmd_table), ``http``
+#: (report.http_table.step_records), ``compare``, ``fit`` and ``doctor`` begin;
+#: tests/reliability/test_output_files.py checks they do.
 _SIGNATURES = {"json": (b"{",), "png": (b"\x89PNG\r\n\x1a\n",),
                "html": (b"<!DOCTYPE html><!-- perflab report -->",),
                "markdown": (b"<!-- perflab",),
                "csv": (b"id,group,benchmark,stage,", b"id,label,runs,failed,",
-                       b"step,mode,offered_rate,")}
+                       b"step,mode,offered_rate,", b"id,kind,metric,unit,",
+                       b"series,x_label,y_label,", b"series,param,", b"name,status,detail,")}
 
 
 class SaveError(PerflabError):

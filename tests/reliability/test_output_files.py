@@ -1,6 +1,7 @@
-"""``--markdown FILE`` / ``--csv FILE`` (and cmd's ``--export-*``): every command writes its
-tables and records beside the printed table through one helper (report.outputs), and
-replaces such a file only when perflab wrote it. Built from the golden results files, so
+"""``--markdown FILE`` / ``--csv FILE`` (cmd also under hyperfine's ``--export-*`` names):
+every command (run, cmd, http, compare, fit, doctor) writes its tables and records beside
+the printed table through one helper (report.outputs), and replaces such a file only when
+perflab wrote it. Built from the golden results files, so
 nothing is measured here; the options themselves are run end to end in
 tests/cli/test_gates.py (run) and test_output_files_cli below (run, http)."""
 
@@ -43,7 +44,44 @@ def _http(results: Any) -> tuple[Any, Any]:
     return lambda: http_tables(results, sweep), lambda: step_records(sweep.steps)
 
 
-MAKERS = {"run-a": ("run", _run), "cmd-a": ("cmd", _cmd), "http-open": ("http", _http)}
+def _compare(results: Any) -> tuple[Any, Any]:
+    from perflab.analyze.compare import compare_results
+    from perflab.report.compare_table import comparison_tables, csv_records
+
+    suite = compare_results(results, results, names=("A", "B"))
+    return lambda: comparison_tables(suite), lambda: csv_records(suite)
+
+
+def _doctor(document: Any) -> tuple[Any, Any]:
+    from perflab.doctor_model import DoctorReport
+    from perflab.report.doctor_table import check_records, doctor_tables
+
+    report = DoctorReport.from_dict(document)
+    return lambda: doctor_tables(report), lambda: check_records(report)
+
+
+def _fit(model_name: str, path: str, between: list[str] | None = None) -> Any:
+    def make(_: Any) -> tuple[Any, Any]:
+        import argparse
+
+        from perflab.analyze.fit_inputs import read_source
+        from perflab.analyze.fits import fit_model
+        from perflab.commands.fit import _INPUTS
+        from perflab.report.fit_report import fit_records, fit_report
+
+        args = argparse.Namespace(little="latency", series=None, param=None, between=between)
+        series = _INPUTS[model_name]([read_source(GOLDEN / path)], args)
+        report = fit_report(model_name, series, fit_model(model_name, series))
+        return lambda: report.tables, lambda: fit_records(report)
+    return make
+
+
+MAKERS = {"run-a": ("run", _run), "cmd-a": ("cmd", _cmd), "http-open": ("http", _http),
+          "compare-run": ("compare", _compare), "doctor": ("doctor", _doctor),
+          "fit-usl": ("fit", _fit("usl", "usl.csv")),
+          "fit-complexity": ("fit", _fit("complexity", "cost.csv")),
+          "fit-breakeven": ("fit", _fit("breakeven", "cost.csv", ["scan", "index"]))}
+SOURCES = {"compare-run": "run-a.json", "doctor": "doctor.json"}
 
 
 @pytest.mark.parametrize("name", sorted(MAKERS))
@@ -52,16 +90,21 @@ def test_each_commands_file_is_recognized_as_perflabs_own(name: str, kind: str,
                                                           tmp_path: Path) -> None:
     """What perflab writes, it may replace on the next run (the CSV header and the
     Markdown comment line are what :func:`perflab.files.Destination.check` looks for)."""
+    import json
+
     command, maker = MAKERS[name]
-    tables, records = maker(model.load(GOLDEN / f"{name}.json"))
+    source = GOLDEN / SOURCES.get(name, f"{name}.json")
+    loaded = json.loads(source.read_text()) if name == "doctor" else \
+        model.load(source) if source.exists() else None
+    tables, records = maker(loaded)
     target = tmp_path / f"out.{kind}"
     later = files.Deferred()
     outputs.write(later, {kind: files.Destination.check(target, f"--{kind}", kind)}, command,
                   tables, records)
     later.raise_()
     text = target.read_text()
-    assert text.startswith(f"<!-- perflab {command} -->\n###" if kind == "markdown" else
-                           ("step," if command == "http" else "id,"))
+    assert text.startswith(f"<!-- perflab {command} -->\n###") if kind == "markdown" else \
+        text.split(",")[0] in ("id", "step", "series", "name")
     assert files.Destination.check(target, f"--{kind}", kind).path == target
 
 

@@ -126,7 +126,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "user, system, min, max, times, exit_codes, parameters; seconds)"),
                        ("markdown", "the table as Markdown"),
                        ("csv", "one CSV line per command (seconds, bytes)")):
-        parser.add_argument(f"--export-{kind}", metavar="FILE",
+        aliases = [f"--{kind}"] if kind != "json" else []  # every command's --markdown/--csv
+        parser.add_argument(f"--export-{kind}", *aliases, metavar="FILE",
                             help=f"also write {what} to FILE; any of them at once")
     parser.add_argument("--seed", type=int, help="seed the block order, the environment offsets "
                         "and the bootstrap")

@@ -49,15 +49,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(several series: one file each, NAME-SERIES.png)")
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
                         help="how to print the fits on stdout")
+    from perflab.report import outputs
+
+    outputs.add_arguments(parser, "one line per fit")
 
 
 def main(args: argparse.Namespace) -> int:
     """Read, fit, print, save. Exit 2 on bad input (one ``error:`` line)."""
     from perflab.analyze.fit_inputs import read_source
     from perflab.analyze.fits import fit_model
-    from perflab.report.fit_report import fit_report, print_report
+    from perflab.report import outputs
+    from perflab.report.fit_report import fit_records, fit_report, print_report
 
     destination = files.Destination.check(args.json, "--json") if args.json else None
+    files_out = outputs.check(args)
     sources = [read_source(path) for path in args.files]
     model = args.model or _default_model(args, sources)
     if args.between and model != "breakeven":
@@ -68,6 +73,7 @@ def main(args: argparse.Namespace) -> int:
     later = files.Deferred()
     if destination is not None:
         later.run(_write_json, report, args, destination)
+    outputs.write(later, files_out, "fit", lambda: report.tables, lambda: fit_records(report))
     if destination is None or not destination.stdout:
         print_report(report, args.format)
     later.run(_write_charts, charts)

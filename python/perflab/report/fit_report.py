@@ -52,8 +52,13 @@ def print_report(report: FitReport, fmt: str) -> None:
     """Tables on stdout as rich tables or Markdown; CSV prints one record per fit."""
     from perflab.report import console
 
-    console.emit(fmt, report.tables, lambda: [
-        {k: v for k, v in f.items() if not isinstance(v, (list, dict))} for f in report.fits])
+    console.emit(fmt, report.tables, lambda: fit_records(report))
+
+
+def fit_records(report: FitReport) -> list[dict[str, Any]]:
+    """The CSV records: one per fit, its scalar fields (points and nested parts left out)."""
+    return [{k: v for k, v in f.items() if not isinstance(v, (list, dict))}
+            for f in report.fits]
 
 
 def _usl_report(fitted: list[tuple[Any, Any]]) -> FitReport:
