@@ -258,7 +258,8 @@ def _save_and_print(results, args, precision: float, destination, files_out):  #
     summaries = {s.id: s.to_dict() for group in grouped.values() for s in group}
     later = Deferred()
     later.run(model.save, results, destination, summaries)
-    outputs.write(later, files_out, "run", lambda: run_output_tables(results, grouped, args.verbose),
+    outputs.write(later, files_out, "run",
+                  lambda: run_output_tables(results, grouped, args.verbose),
                   lambda: summary_records(grouped))
     if not destination.stdout:
         print_run(results, grouped, args.format, args.verbose)

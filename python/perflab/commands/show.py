@@ -61,7 +61,7 @@ def _document(path: str) -> dict[str, Any] | None:
     problem = schema.validate(document, document["kind"])
     if problem:
         raise ResultsFileError(f"{path}: {problem}; the file was damaged or edited: use the "
-                               "file perflab doctor wrote")
+                               f"file perflab {document['kind']} wrote")
     return document
 
 
