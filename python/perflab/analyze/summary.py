@@ -571,12 +571,12 @@ def baseline_verdicts(summaries: Sequence[Summary], threshold: float) -> None:
 
     faster/slower/same/inconclusive from the CI of ``ratio_baseline`` against ±t, exactly
     as ``perflab compare`` decides (:func:`perflab.analyze.decisions.verdict`); "failed"
-    when the benchmark (or the baseline) has no ratio; "" for the baseline itself and in
-    a group without a baseline.
+    when the benchmark (or the baseline) has no ratio; "" for the baseline itself, in
+    a group without a baseline, and in a staged group (its table has no × baseline).
     """
     from perflab.analyze.decisions import FAILED, verdict
 
-    if not any(s.baseline for s in summaries):
+    if not any(s.baseline for s in summaries) or any(s.stage for s in summaries):
         return
     for s in summaries:
         ratio = s.ratio_baseline

@@ -197,10 +197,15 @@ def _check_gate(args: argparse.Namespace, cases) -> None:  # type: ignore[no-unt
     Raises:
         UsageError: neither (the gate could never trip).
     """
-    if args.fail_on and not args.compare_to and not any(c.spec.baseline for c in cases):
+    groups: dict[str, list] = {}  # type: ignore[type-arg]
+    for case in cases:
+        groups.setdefault(case.spec.group, []).append(case.spec)
+    judged = any(any(s.baseline for s in specs) and not any(s.stage for s in specs)
+                 for specs in groups.values())
+    if args.fail_on and not args.compare_to and not judged:
         raise UsageError("--fail-on has nothing to judge: mark the reference benchmark of a "
-                         "group with @perflab.bench(baseline=True), or give --compare-to "
-                         "A.json (the results to compare with)")
+                         "group (not a staged one) with @perflab.bench(baseline=True), or "
+                         "give --compare-to A.json (the results to compare with)")
 
 
 def _baseline(args: argparse.Namespace, cases, env, gate):  # type: ignore[no-untyped-def]
