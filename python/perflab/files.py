@@ -40,10 +40,17 @@ MAX_INPUT_BYTES = 64 * 2**20
 #: Targets written in place (never renamed over): stdout-style paths and pipes.
 _IN_PLACE_PREFIXES = ("/dev/fd/", "/proc/self/fd/")
 _IN_PLACE = ("/dev/stdout", "/dev/stderr", "/dev/null")
-#: How each kind of output file perflab writes starts (what makes an existing file "ours").
+#: How each kind of output file perflab writes starts (what makes an existing file "ours"):
+#: a CSV file by the first columns of its header, as the CSV records of ``run``
+#: (report.table.summary_records), ``cmd`` (report.cmd_table), ``http``
+#: (report.http_table.step_records), ``compare``, ``fit`` and ``doctor`` begin;
+#: tests/reliability/test_output_files.py checks they do.
 _SIGNATURES = {"json": (b"{",), "png": (b"\x89PNG\r\n\x1a\n",),
                "html": (b"<!DOCTYPE html><!-- perflab report -->",),
-               "markdown": (b"<!-- perflab",), "csv": (b"id,",)}
+               "markdown": (b"<!-- perflab",),
+               "csv": (b"id,group,benchmark,stage,", b"id,label,runs,failed,",
+                       b"step,mode,offered_rate,", b"id,kind,metric,unit,",
+                       b"series,x_label,y_label,", b"series,param,", b"name,status,detail,")}
 
 
 class SaveError(PerflabError):

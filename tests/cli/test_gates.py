@@ -1,7 +1,8 @@
 """Gates that fail a CI build: ``perflab http --slo`` (k6-style thresholds, exit 1 when a
-step misses one) and the in-run verdict of ``perflab cmd --fail-on`` (as ``perflab
-compare`` decides), through the real entry point. Steps are 0.5 s at 50 req/s against
-``perflab serve``; commands are 3–5 runs of ``true`` and ``sleep``."""
+step misses one) and the in-run verdicts of ``perflab cmd --fail-on`` and ``perflab run
+--fail-on`` (as ``perflab compare`` decides), through the real entry point. Steps are 0.5 s
+at 50 req/s against ``perflab serve``; commands are 3–5 runs of ``true`` and ``sleep``;
+Python benchmarks 5 processes of 20 ms."""
 
 from __future__ import annotations
 
@@ -84,6 +85,49 @@ def test_cmd_verdict_against_the_reference_gates(tmp_path: Path, perflab_cli: An
     assert perflab_cli(*argv, "--fail-on", "faster,same").returncode == 0
     bad = perflab_cli(*argv, "--fail-on", "worse")
     assert bad.returncode == 2 and "not a verdict" in bad.stderr
+
+
+_RUN_FAST = ["--budget", "3s", "--min-processes", "5", "--max-processes", "5",
+             "--process-time", "20ms", "--quiet", "--no-alloc", "--no-history"]
+
+
+def _bench_file(tmp_path: Path, baseline: bool = True) -> Path:
+    path = tmp_path / "bench.py"
+    path.write_text("import perflab\n"
+                    f"@perflab.bench(group='g', baseline={baseline})\n"
+                    "def small():\n    return sum(range(500))\n"
+                    "@perflab.bench(group='g')\n"
+                    "def busy():\n    return sum(range(100000))\n")
+    return path
+
+
+def test_run_verdict_against_the_baseline_gates(tmp_path: Path, perflab_cli: Any) -> None:
+    out = tmp_path / "r.json"
+    argv = ["run", str(_bench_file(tmp_path)), *_RUN_FAST, "--format", "markdown",
+            "--json", str(out)]
+    # summing 100,000 numbers against 500: ~200× slower on any machine; the baseline does
+    # some work, as an empty call's per-process medians scatter widely on a busy machine
+    slower = perflab_cli(*argv, "--fail-on", "slower")
+    assert slower.returncode == 1, slower.stderr
+    gates = [line for line in slower.stderr.splitlines() if line.startswith("gate:")]
+    assert gates == ["gate: --fail-on slower tripped by 1 benchmark(s): g/busy"]
+    header = next(line for line in slower.stdout.splitlines() if "| benchmark |" in line)
+    assert "| × baseline | verdict |" in header
+    assert "| slower |" in slower.stdout and "wholly beyond ±2.0%" in slower.stdout
+    summaries = [b["summary"] for b in json.loads(out.read_text())["benchmarks"]]
+    assert [s["verdict"] for s in summaries] == ["", "slower"]
+    shown = perflab_cli("show", str(out), "--format", "csv")
+    assert "verdict" in shown.stdout.splitlines()[0] and ",slower," in shown.stdout
+    assert perflab_cli(*argv, "--fail-on", "faster,same", "--threshold", "5%").returncode == 0
+
+
+def test_run_fail_on_needs_something_to_judge(tmp_path: Path, perflab_cli: Any) -> None:
+    bench = _bench_file(tmp_path, baseline=False)
+    result = perflab_cli("run", str(bench), *_RUN_FAST, "--fail-on", "slower")
+    assert result.returncode == 2, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "baseline=True" in errors[0] and "--compare-to" in errors[0]
+    assert "Traceback" not in result.stderr
 
 
 def test_step_summary_of_a_github_actions_job(tmp_path: Path, perflab_cli: Any) -> None:

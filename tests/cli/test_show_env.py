@@ -43,3 +43,23 @@ def test_flagged_samples_are_kept_in_the_file_and_excluded_with_a_note(
     verbose = perflab_cli("show", str(path), "--verbose")
     assert "f: 3 samples excluded: the clocks disagreed during them; check this machine" \
         in verbose.stdout
+
+
+def test_show_of_a_fit_document_without_its_series_says_what_to_do(
+        tmp_path: Path, perflab_cli) -> None:  # type: ignore[no-untyped-def]
+    """Fit documents written before they kept their series can't be rebuilt: one error
+    line naming the sources to fit again, exit 2 (the rebuilt tables: tests/golden)."""
+    import json
+
+    golden = Path(__file__).resolve().parents[1] / "golden" / "data" / "usl.csv"
+    out = tmp_path / "fit.json"
+    assert perflab_cli("fit", str(golden), "--json", str(out)).returncode == 0
+    document = json.loads(out.read_text())
+    assert document["inputs"][0]["x"] and document["growth"] is None
+    del document["inputs"]
+    out.write_text(json.dumps(document))
+    shown = perflab_cli("show", str(out))
+    errors = [line for line in shown.stderr.splitlines() if line.startswith("error:")]
+    assert shown.returncode == 2 and len(errors) == 1, shown.stderr
+    assert "keeps no input points" in errors[0] and str(golden) in errors[0]
+    assert "Traceback" not in shown.stderr

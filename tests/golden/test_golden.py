@@ -115,6 +115,28 @@ def _summaries(name: str) -> Callable[[], int]:
     return run
 
 
+def _shown(*argv: str) -> Callable[[], int]:
+    """A case that runs ``perflab ARGV --json FILE`` quietly (a compare or fit document,
+    written to a temp folder), then ``perflab show FILE`` and any further options."""
+    def run(*show_options: str) -> int:
+        import contextlib
+        import io
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as folder:
+            document = str(Path(folder) / "document.json")
+            with contextlib.redirect_stdout(io.StringIO()), \
+                    contextlib.redirect_stderr(io.StringIO()):
+                cli.main([*argv, "--format", "csv", "--json", document])
+            return cli.main(["show", document, *show_options])
+    return run
+
+
+def _show_document(argv: tuple[str, ...], fmt: str) -> Callable[[], int]:
+    call = _shown(*argv)
+    return lambda: call("--format", fmt)
+
+
 def _cases() -> dict[str, tuple[Callable[[], int], bool]]:
     """Case name → (the call, whether its stdout is JSON)."""
     cases: dict[str, tuple[Callable[[], int], bool]] = {}
@@ -132,12 +154,17 @@ def _cases() -> dict[str, tuple[Callable[[], int], bool]]:
                                                        "--format", fmt), False)
         cases[f"compare-{kind}.json"] = (_perflab("compare", f"{a}.json", f"{b}.json",
                                                   "--json"), True)
+        for fmt in FORMATS:
+            cases[f"show-compare-{kind}.{fmt}"] = (
+                _show_document(("compare", f"{a}.json", f"{b}.json"), fmt), False)
     cases["compare-run-gate.table"] = (_perflab("compare", "run-a.json", "run-b.json",
                                                 "--fail-on", "slower,inconclusive"), False)
     for name, argv in FITS.items():
         for fmt in FORMATS:
             cases[f"fit-{name}.{fmt}"] = (_perflab("fit", *argv, "--format", fmt), False)
         cases[f"fit-{name}.json"] = (_perflab("fit", *argv, "--json", "-"), True)
+        for fmt in FORMATS:
+            cases[f"show-fit-{name}.{fmt}"] = (_show_document(("fit", *argv), fmt), False)
     for fmt in FORMATS:
         cases[f"doctor.{fmt}"] = (_doctor(fmt), False)
     cases["doctor.json"] = (_doctor("json"), True)
@@ -171,6 +198,16 @@ def test_golden(case: str, capfd: pytest.CaptureFixture[str],
     assert path.exists(), f"no snapshot {path.name}; make it with PERFLAB_UPDATE_GOLDEN=1"
     assert text == path.read_text(), (f"{case} renders differently from its snapshot; if "
                                       "the change is intended, PERFLAB_UPDATE_GOLDEN=1")
+
+
+@pytest.mark.parametrize("case", sorted(c for c in CASES if c.startswith(("show-compare-",
+                                                                         "show-fit-"))))
+def test_show_of_a_document_prints_what_its_command_printed(case: str) -> None:
+    """``perflab show`` of a compare or fit document rebuilds, from the JSON alone, exactly
+    the tables (and CSV) that the command printed when it wrote the document."""
+    shown = SNAPSHOTS / f"{case}.txt"
+    original = SNAPSHOTS / f"{case.removeprefix('show-')}.txt"
+    assert shown.read_text() == original.read_text()
 
 
 def test_every_snapshot_has_a_case() -> None:

@@ -79,6 +79,36 @@ def test_compare_of_nasty_names(nasty_file: Path) -> None:
     assert "\x1b" not in result.stdout and "closing [/] tag" in result.stdout
 
 
+def test_show_of_compare_and_fit_documents_escapes_names(nasty_file: Path,
+                                                          tmp_path: Path) -> None:
+    """Documents are untrusted too: names in a compare document, and series names in a
+    fit document's saved inputs, reach no terminal, Markdown table or spreadsheet raw."""
+    import json
+
+    document = tmp_path / "compare.json"
+    assert perflab("compare", str(nasty_file), str(nasty_file), "--json",
+                   str(document)).returncode == 0
+    fit = tmp_path / "fit.json"
+    csv_input = tmp_path / "points.csv"
+    csv_input.write_text("n,x\n1,100\n2,190\n4,340\n8,560\n16,800\n")
+    assert perflab("fit", str(csv_input), "--json", str(fit)).returncode == 0
+    data = json.loads(fit.read_text())
+    data["inputs"][0]["name"] = "\x1b[31mred\x1b[0m two\nlines =HYPERLINK(1) | <script>"
+    fit.write_text(json.dumps(data))
+    for path in (document, fit):
+        table = perflab("show", str(path))
+        assert table.returncode == 0, table.stderr
+        assert "\x1b" not in table.stdout and "\u202e" not in table.stdout
+        markdown = perflab("show", str(path), "--format", "markdown")
+        rows = [line for line in markdown.stdout.splitlines() if line.startswith("|")]
+        assert len({line.replace("\\|", "").count("|") for line in rows}) <= 2  # two tables
+        assert "<script>" not in markdown.stdout and "\x1b" not in markdown.stdout
+        cells = [c for row in csv.reader(io.StringIO(perflab("show", str(path), "--format",
+                                                             "csv").stdout)) for c in row]
+        assert not any(c.startswith(("=", "+", "@")) for c in cells)
+    assert "\\x1b[31mred" in perflab("show", str(fit)).stdout  # shown, not obeyed
+
+
 def test_cmd_with_markup_in_the_command_runs(tmp_path: Path) -> None:
     # was: run and cmd failed with MarkupError after measuring
     result = perflab("cmd", "echo closing [/] tag [red]x[/red]", "--runs", "3", "--quiet",

@@ -131,6 +131,7 @@ class SuiteComparison:
         only_in_a / only_in_b: ids present in one file only (never dropped silently).
         geomean: geometric mean of the primary rows' B/A with its CI, or None.
         geomean_verdict: the verdict of that CI against the threshold.
+        geomean_over: how many rows the geometric mean is over.
         counts: verdict → number of rows.
         environment: plain-words differences between the two fingerprints.
         warnings: other plain-words warnings about the comparison as a whole.
@@ -143,6 +144,7 @@ class SuiteComparison:
     only_in_b: list[str] = field(default_factory=list)
     geomean: Estimate | None = None
     geomean_verdict: str = INCONCLUSIVE
+    geomean_over: int = 0
     counts: dict[str, int] = field(default_factory=dict)
     environment: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -562,6 +564,7 @@ def _summarize(suite: SuiteComparison) -> None:
         suite.geomean = geometric_mean_ci([r.log_replicates for r in primary],
                                           [r.ratio.value for r in primary], suite.confidence)
         suite.geomean_verdict = verdict(suite.geomean.ci_low, suite.geomean.ci_high, suite.threshold)
+        suite.geomean_over = len(primary)
     suite.warnings = _suite_warnings(suite, primary)
 
 

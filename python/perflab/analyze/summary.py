@@ -162,6 +162,9 @@ class Summary(MedianSummary):
         ratio_best / ratio_baseline: the ratio of medians to the group's best and
             baseline with its CI (no CI for a benchmark's ratio to itself); None when not
             applicable. In JSON: [ratio, low, high].
+        verdict: against the group's baseline, from ``ratio_baseline``'s CI as ``perflab
+            compare`` decides (:func:`perflab.analyze.decisions.verdict`); "" for the
+            baseline itself, in groups without one, or when no threshold was given.
         metric_ratio_best: metric → value / best value in the group.
         preempted: samples of a CPU-bound benchmark with CPU/wall below 0.9: another
             program held the core during them, so their wall time is inflated.
@@ -205,6 +208,7 @@ class Summary(MedianSummary):
     metric_units: dict[str, str] = field(default_factory=dict)
     ratio_best: Estimate | None = None
     ratio_baseline: Estimate | None = None
+    verdict: str = ""
     metric_ratio_best: dict[str, float] = field(default_factory=dict)
     preempted: int = 0
     clock_steps_ns: list[int] = field(default_factory=list)
@@ -495,11 +499,36 @@ def by_group(benches: Sequence[Benchmark]) -> dict[str, list[Benchmark]]:
 
 def summarize_benchmarks(benches: Sequence[Benchmark], confidence: float = 0.95,
                          seed: int | None = 0, precision: float | None = None,
-                         min_processes: int | None = None) -> dict[str, list[Summary]]:
+                         min_processes: int | None = None, threshold: float | None = None
+                         ) -> dict[str, list[Summary]]:
     """Summaries of python-engine benchmarks, by group (see :func:`summarize_group`).
 
-    A fixed default seed makes re-rendering a file print the same CIs.
+    A fixed default seed makes re-rendering a file print the same CIs. With a noise
+    ``threshold`` t (e.g. 0.02), every benchmark of a group that has a baseline gets
+    its verdict against it (:func:`baseline_verdicts`).
     """
-    return {group: summarize_group(members, confidence, seed=seed, precision=precision,
-                                   min_processes=min_processes)
-            for group, members in by_group(benches).items()}
+    grouped = {group: summarize_group(members, confidence, seed=seed, precision=precision,
+                                      min_processes=min_processes)
+               for group, members in by_group(benches).items()}
+    if threshold is not None:
+        for summaries in grouped.values():
+            baseline_verdicts(summaries, threshold)
+    return grouped
+
+
+def baseline_verdicts(summaries: Sequence[Summary], threshold: float) -> None:
+    """Set each summary's in-run verdict against its group's baseline, in place.
+
+    faster/slower/same/inconclusive from the CI of ``ratio_baseline`` against ±t, exactly
+    as ``perflab compare`` decides (:func:`perflab.analyze.decisions.verdict`); "failed"
+    when the benchmark (or the baseline) has no ratio; "" for the baseline itself, in
+    a group without a baseline, and in a staged group (its table has no × baseline).
+    """
+    from perflab.analyze.decisions import FAILED, verdict
+
+    if not any(s.baseline for s in summaries) or any(s.stage for s in summaries):
+        return
+    for s in summaries:
+        ratio = s.ratio_baseline
+        s.verdict = "" if s.baseline else FAILED if not s.ok or ratio is None else \
+            verdict(ratio.ci_low, ratio.ci_high, threshold)

@@ -124,7 +124,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "user, system, min, max, times, exit_codes, parameters; seconds)"),
                        ("markdown", "the table as Markdown"),
                        ("csv", "one CSV line per command (seconds, bytes)")):
-        parser.add_argument(f"--export-{kind}", metavar="FILE",
+        aliases = [f"--{kind}"] if kind != "json" else []  # every command's --markdown/--csv
+        parser.add_argument(f"--export-{kind}", *aliases, metavar="FILE",
                             help=f"also write {what} to FILE; any of them at once")
     parser.add_argument("--seed", type=int, help="seed the block order, the environment offsets "
                         "and the bootstrap")
@@ -283,12 +284,14 @@ def _gate(summaries: Any, fail_on: list[str]) -> int:
 
 
 def _exports(args: argparse.Namespace) -> dict[str, Any]:
-    """The checked ``--export-*`` destinations (hyperfine's options), by format."""
+    """The checked ``--export-*`` destinations (hyperfine's options), by format: JSON
+    here, Markdown and CSV as every command's output files (:mod:`perflab.report.outputs`)."""
     from perflab.files import Destination
+    from perflab.report import outputs
 
-    return {kind: Destination.check(path, f"--export-{kind}", kind)
-            for kind in ("json", "markdown", "csv")
-            if (path := getattr(args, f"export_{kind}")) is not None}
+    json_to = {"json": Destination.check(args.export_json, "--export-json")} \
+        if args.export_json is not None else {}
+    return {**json_to, **outputs.check(args, "--export-{kind}", "export_{kind}")}
 
 
 def _progress(precision: float, quiet: bool) -> Any:
@@ -307,16 +310,20 @@ def _save_and_print(results: Any, args: argparse.Namespace, destination: Any,
     from perflab.analyze.cmd import summarize_results
     from perflab.files import Deferred, save
     from perflab.history.record import record_results
-    from perflab.report.cmd_table import export_text, print_cmd
+    from perflab.report import outputs
+    from perflab.report.cmd_table import cmd_tables, hyperfine_json, print_cmd, summary_records
 
     summaries = summarize_results(results)
     later = Deferred()
     # compact JSON: the C encoder keeps saving thousands of runs fast
     later.run(model.save, results, destination, {s.id: s.to_dict() for s in summaries},
               indent=None)
-    for kind, target in exports.items():
-        later.run(save, target, lambda k=kind: export_text(k, results, summaries).encode(),
-                  f"{kind} export")
+    exports = dict(exports)
+    if "json" in exports:
+        later.run(save, exports.pop("json"),
+                  lambda: hyperfine_json(results, summaries).encode(), "json export")
+    outputs.write(later, exports, "cmd", lambda: cmd_tables(results, summaries),
+                  lambda: summary_records(summaries))
     if not destination.stdout:
         print_cmd(results, summaries, args.format)
     record_results(args, results, {s.id: s.to_dict() for s in summaries}, destination)

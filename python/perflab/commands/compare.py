@@ -24,6 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", nargs="?", const="-", metavar="FILE",
                         help="write the comparison as JSON to FILE; alone (or '-'): print "
                         "JSON on stdout instead of the table")
+    from perflab.report import outputs
+
+    outputs.add_arguments(parser, "one line per compared metric")
     parser.add_argument("--fail-on", default="", metavar="VERDICTS",
                         help="exit 1 when a benchmark gets one of these verdicts, comma "
                         "separated: slower, faster, inconclusive, failed, missing "
@@ -54,23 +57,31 @@ def main(args: argparse.Namespace) -> int:
     """Load both files, compare, print; exit 1 when the --fail-on gate trips, 2 on bad input."""
     from perflab.analyze.compare import compare_results, parse_fail_on
     from perflab.analyze.decisions import parse_threshold
-    from perflab.files import Destination
+    from perflab.files import Deferred, Destination
     from perflab.history import record
     from perflab.history.baseline import compare_sides
-    from perflab.report.compare_table import gate, print_comparison
+    from perflab.report import outputs
+    from perflab.report.compare_table import comparison_tables, csv_records, gate, \
+        print_comparison
 
     if args.threshold.strip().lower() != "auto":
         parse_threshold(args.threshold)
     fail_on = parse_fail_on(args.fail_on)
     percentiles = parse_percentiles(args.percentiles)
     json_to = Destination.check(args.json, "--json") if args.json is not None else None
+    files_out = outputs.check(args)
     chart = Destination.check(args.chart, "--chart", "png") if args.chart else None
     sides = compare_sides(record.database_path(args), args.to, args.files, args.threshold)
     suite = compare_results(sides.a, sides.b, sides.threshold, seed=args.seed,
                             percentiles=percentiles, names=(sides.name_a, sides.name_b))
     if sides.note:
         suite.warnings.insert(0, sides.note)
+    later = Deferred()
+    outputs.write(later, files_out, "compare",
+                  lambda: comparison_tables(suite, sides.name_a, sides.name_b),
+                  lambda: csv_records(suite))
     tripped = print_comparison(suite, sides.name_a, sides.name_b, args.format, json_to, fail_on)
+    later.raise_()
     if chart is not None:
         from perflab.report.result_charts import compare_chart, write_chart
 

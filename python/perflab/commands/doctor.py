@@ -32,6 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
                         help="how to print the report on stdout (csv: the checks only)")
     from perflab.history import record
+    from perflab.report import outputs
+
+    outputs.add_arguments(parser, "one line per check")
 
     record.add_arguments(parser)
 
@@ -58,12 +61,15 @@ def main(args: argparse.Namespace) -> int:
     """Probe, print, save. Exit 1 when a check failed, 2 on bad input."""
     from perflab.files import Deferred, Destination, save
     from perflab.measure import doctor
+    from perflab.report import outputs
+    from perflab.report.doctor_table import check_records, doctor_tables
 
     duration = parse_positive_duration(args.duration, "--duration")
     if duration > MAX_DURATION_S:
         raise UsageError(f"--duration {args.duration} is longer than the {MAX_DURATION_S / 3600:g}"
                          " h a clock probe may take; give e.g. 3s or 1m")
     destination = Destination.check(args.json, "--json") if args.json else None
+    files_out = outputs.check(args)
     sys.stderr.write(f"perflab doctor: probing this machine for about "
                      f"{duration * 4 / 3 + 1:.0f} s\n")
     report = doctor.run(duration, progress=lambda phase: sys.stderr.write(
@@ -73,6 +79,8 @@ def main(args: argparse.Namespace) -> int:
     if destination is not None:
         data = (json.dumps(doc, indent=1, allow_nan=False) + "\n").encode()
         later.run(save, destination, data, "doctor report")
+    outputs.write(later, files_out, "doctor", lambda: doctor_tables(report),
+                  lambda: check_records(report))
     if destination is None or not destination.stdout:
         print_report(report, args.format)
     from perflab.history.record import record_document

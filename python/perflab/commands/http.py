@@ -65,6 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--chart", metavar="PNG", help="draw the sweep chart into this PNG")
     out.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
                      help="how to print the results on stdout")
+    from perflab.report import outputs
+
+    outputs.add_arguments(out, "one line per step")
     out.add_argument("--quiet", action="store_true", help="no live progress on stderr")
     from perflab.history import record
 
@@ -100,11 +103,13 @@ def main(args: argparse.Namespace) -> int:
     from perflab.files import Deferred, Destination, results_destination
     from perflab.interrupts import StopSignals
     from perflab.measure.http import plan_from_args
+    from perflab.report import outputs
 
     plan = plan_from_args(args, check=args.agents is None)
     slo_s = _slo(args.slo)
     fail_on = _fail_on(args.fail_on, slo_s)
     path = results_destination(args.json, "http")
+    files_out = outputs.check(args)
     chart = Destination.check(args.chart, "--chart", "png") if args.chart else None
     watcher = _watcher(args)
     with _load(args, plan) as (run_sweep, agents):
@@ -123,6 +128,7 @@ def main(args: argparse.Namespace) -> int:
                                 on_step=step_done)
     later = Deferred()
     later.run(_save, results, outcome, path)
+    _write_outputs(later, results, files_out)
     if not path.stdout:
         render(results, args.format)
     if results.benchmarks[0].steps:
@@ -280,6 +286,19 @@ def _exit_code(results: Any) -> int:
     # a success that came while a step drained is a success too
     succeeded = any(s.ok_responses or s.drained for s in bench.steps)
     return 1 if bench.error or not succeeded else 0
+
+
+def _write_outputs(later: Any, results: Any, files_out: dict[str, Any]) -> None:
+    """The --markdown / --csv files: the tables and step records ``render`` prints."""
+    if not files_out:
+        return
+    from perflab.analyze.http import summarize_results
+    from perflab.report import outputs
+    from perflab.report.http_table import http_tables, step_records
+
+    sweep = summarize_results(results)
+    outputs.write(later, files_out, "http", lambda: http_tables(results, sweep),
+                  lambda: step_records(sweep.steps))
 
 
 def _chart(results: Any, destination: Any) -> None:

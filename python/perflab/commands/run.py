@@ -39,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-alloc", action="store_true", help="skip the tracemalloc pass")
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
                         help="how to print the results on stdout")
+    from perflab.report import outputs
+
+    outputs.add_arguments(parser, "one line per benchmark")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.add_argument("--verbose", action="store_true", help="every warning of every "
                         "benchmark in full (by default warnings are grouped by kind)")
@@ -46,12 +49,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "compare its results with this baseline: a results file, or from "
                         "history the newest earlier run, a run id or a git ref (as perflab "
                         "compare --to)")
-    parser.add_argument("--threshold", default="2%", help="with --compare-to: the noise "
-                        "threshold of the verdicts (2%%); auto: from the run-to-run spread "
-                        "recorded in history")
-    parser.add_argument("--fail-on", metavar="VERDICTS", default="", help="with --compare-to: "
-                        "exit 1 when a verdict is one of these, e.g. slower or "
-                        "slower,inconclusive (as perflab compare --fail-on)")
+    parser.add_argument("--threshold", default="2%", help="noise threshold t of the "
+                        "verdicts, against each group's baseline benchmark and --compare-to: "
+                        "a ratio within ±t counts as the same (2%%); auto: from the "
+                        "run-to-run spread recorded in history")
+    parser.add_argument("--fail-on", metavar="VERDICTS", default="", help="exit 1 when a "
+                        "verdict against a group's baseline or --compare-to is one of these, "
+                        "comma separated: slower, faster, inconclusive, failed (and missing "
+                        "with --compare-to), e.g. slower,inconclusive (as perflab compare "
+                        "--fail-on)")
     parser.add_argument("--chart", metavar="PNG", help="draw each benchmark's samples and "
                         "per-process medians into this PNG")
     from perflab.history import record
@@ -122,13 +128,16 @@ def main(args: argparse.Namespace) -> int:
     from perflab.measure.runner import Runner
     from perflab.measure.suite import expand, load_file
     from perflab.model import Results
+    from perflab.report import outputs
 
     settings = _settings(args)
     destination = results_destination(args.json, "run")
+    files_out = outputs.check(args)
     gate = _gate_options(args)
     chart = Destination.check(args.chart, "--chart", "png") if args.chart else None
     bench_file = load_file(args.file)
     cases = select(expand(bench_file), args.filter)
+    _check_gate(args, cases)
     started = dt.datetime.now(dt.timezone.utc)
     env = environment.fingerprint(__version__)
     baseline_name, baseline, gate = _baseline(args, cases, env, gate)
@@ -137,7 +146,8 @@ def main(args: argparse.Namespace) -> int:
     results = Results(kind="run", command_line=["perflab", *sys.argv[1:]],
                       created=started.isoformat(timespec="seconds"), perflab_version=__version__,
                       environment=env, settings={**settings.to_dict(), "timer": timer.to_dict(),
-                                                 "sample_target_ns": target_ns})
+                                                 "sample_target_ns": target_ns,
+                                                 "threshold": gate[0]})
     progress = _progress(settings.precision, args.quiet)
     with StopSignals() as stop:
         with progress:
@@ -148,41 +158,47 @@ def main(args: argparse.Namespace) -> int:
         _attach_units(results.benchmarks, bench_file)
         results.interrupted = runner.interrupted
         environment.finish(env)
-        _save_and_print(results, args, settings.precision, destination)
+        judged = _save_and_print(results, args, settings.precision, destination, files_out)
         if chart is not None:
             from perflab.report.result_charts import run_chart, write_chart
 
             write_chart(chart, lambda out: run_chart(results.benchmarks, out))
-        tripped = 0
+        tripped = [s.id for s in judged if s.verdict in gate[1]]
         if baseline is not None:
-            tripped = _compare_to(baseline_name, baseline, results, args.format, *gate)
+            code = _compare_to(baseline_name, baseline, results, args.format, *gate,
+                               also_tripped=tripped)
+        else:
+            from perflab.report.compare_table import gate as apply_gate
+
+            code = apply_gate(tripped, gate[1])
     stopped = stop.exit_code(runner.interrupted)
     if stopped is not None:
         return stopped
-    return 1 if tripped or any(b.failed for b in results.benchmarks) else 0
+    return 1 if code or any(b.failed for b in results.benchmarks) else 0
 
 
 def _gate_options(args: argparse.Namespace) -> tuple[float, list[str]]:
-    """(threshold, fail-on verdicts) of --compare-to, checked before anything runs.
+    """(threshold, fail-on verdicts) of the verdicts, checked before anything runs.
 
     Raises:
-        UsageError: a bad value, or --fail-on without --compare-to.
+        UsageError: a bad value.
     """
     from perflab.analyze.compare import parse_fail_on
     from perflab.analyze.decisions import parse_threshold
 
-    if args.fail_on and not args.compare_to:
-        raise UsageError("--fail-on needs --compare-to A.json (the results to compare with)")
     auto = args.threshold.strip().lower() == "auto"
     return (math.nan if auto else parse_threshold(args.threshold),
             parse_fail_on(args.fail_on) if args.fail_on else [])
 
 
 def _compare_to(baseline_name: str, baseline: Any, results: Any, fmt: str, threshold: float,
-                fail_on: list[str], note: str | None = None) -> int:
+                fail_on: list[str], note: str | None = None,
+                also_tripped: list[str] | None = None) -> int:
     """``--compare-to``: print the comparison of this run with its baseline in ``fmt``
     (``note``, how an automatic threshold was chosen, heads the footnotes) and apply the
-    ``--fail-on`` gate as ``perflab compare`` does: 1 when it tripped, else 0.
+    ``--fail-on`` gate as ``perflab compare`` does; ``also_tripped``: ids the run's own
+    verdicts (against a baseline benchmark) tripped, named on the same single ``gate:``
+    line. Returns 1 when the gate tripped, else 0.
 
     Raises:
         UsageError: no benchmark in common.
@@ -193,24 +209,45 @@ def _compare_to(baseline_name: str, baseline: Any, results: Any, fmt: str, thres
     suite = compare_results(baseline, results, threshold, names=(baseline_name, "this run"))
     if note:
         suite.warnings.insert(0, note)
-    return gate(print_comparison(suite, baseline_name, "this run", fmt, None, fail_on), fail_on)
+    tripped = print_comparison(suite, baseline_name, "this run", fmt, None, fail_on)
+    return gate([*(also_tripped or []), *tripped], fail_on)
+
+
+def _check_gate(args: argparse.Namespace, cases) -> None:  # type: ignore[no-untyped-def]
+    """--fail-on has something to judge: a baseline benchmark or --compare-to.
+
+    Raises:
+        UsageError: neither (the gate could never trip).
+    """
+    groups: dict[str, list] = {}  # type: ignore[type-arg]
+    for case in cases:
+        groups.setdefault(case.spec.group, []).append(case.spec)
+    judged = any(any(s.baseline for s in specs) and not any(s.stage for s in specs)
+                 for specs in groups.values())
+    if args.fail_on and not args.compare_to and not judged:
+        raise UsageError("--fail-on has nothing to judge: mark the reference benchmark of a "
+                         "group (not a staged one) with @perflab.bench(baseline=True), or "
+                         "give --compare-to A.json (the results to compare with)")
 
 
 def _baseline(args: argparse.Namespace, cases, env, gate):  # type: ignore[no-untyped-def]
-    """(name, results, gate) of --compare-to, resolved before anything is measured: a file
-    or a run from history; an automatic threshold (NaN in ``gate``) is set from history
-    and its explanation added to the gate as its third item."""
-    if not args.compare_to:
-        return None, None, gate
+    """(name, results, gate) of --compare-to (None, None without it), resolved before
+    anything is measured: a file or a run from history. An automatic threshold (NaN in
+    ``gate``) is set from history; with --compare-to its explanation is added to the gate
+    as its third item (the comparison's first footnote), else it goes to stderr."""
     from perflab.history import baseline, record
 
     db = record.database_path(args)
-    name, results = baseline.baseline_for(db, args.compare_to, "run", {c.id for c in cases})
     threshold, fail_on = gate
+    note = None
     if math.isnan(threshold):
         threshold, note = baseline.threshold_before_run(db, [c.id for c in cases], env)
-        return name, results, (threshold, fail_on, note)
-    return name, results, gate
+    if not args.compare_to:
+        if note:
+            sys.stderr.write(f"note: {note}\n")
+        return None, None, (threshold, fail_on)
+    name, results = baseline.baseline_for(db, args.compare_to, "run", {c.id for c in cases})
+    return name, results, (threshold, fail_on, note)
 
 
 def _progress(precision: float, quiet: bool):  # type: ignore[no-untyped-def]
@@ -230,23 +267,34 @@ def _attach_units(benches, bench_file) -> None:  # type: ignore[no-untyped-def]
         bench.metric_units = {k: units.get(k, "") for p in bench.processes for k in p.metrics}
 
 
-def _save_and_print(results, args, precision: float, destination) -> None:  # type: ignore[no-untyped-def]
-    """Save (a failed save is raised after the table is printed), print."""
+def _save_and_print(results, args, precision: float, destination, files_out):  # type: ignore[no-untyped-def]
+    """Save, write the --markdown/--csv files, print (a failed save is raised after the
+    table is printed). Returns every summary, with its verdict against its group's
+    baseline."""
     from perflab import model
     from perflab.analyze.groups import run_groups
     from perflab.analyze.summary import summarize_benchmarks
     from perflab.files import Deferred
     from perflab.history.record import record_results
+    from perflab.report import outputs
     from perflab.report.run_output import print_run
+    from perflab.report.table import run_tables, summary_records
 
     grouped = summarize_benchmarks(results.benchmarks, precision=precision,
-                                   min_processes=results.settings.get("min_processes"))
+                                   min_processes=results.settings.get("min_processes"),
+                                   threshold=results.settings["threshold"])
     summaries = {s.id: s.to_dict() for group in grouped.values() for s in group}
     later = Deferred()
     later.run(model.save, results, destination, summaries)
+    groups = run_groups(results.benchmarks, grouped)
+    threshold = results.settings["threshold"]
+    outputs.write(later, files_out, "run",
+                  lambda: run_tables(groups, args.verbose, threshold),
+                  lambda: summary_records(grouped))
     if not destination.stdout:
-        print_run(run_groups(results.benchmarks, grouped), args.format, args.verbose)
+        print_run(groups, args.format, args.verbose, threshold)
     record_results(args, results, summaries, destination)
     later.raise_()
     if not destination.stdout:
         sys.stderr.write(f"results saved to {destination}\n")
+    return [s for group in grouped.values() for s in group]

@@ -9,8 +9,8 @@ from typing import Any
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``perflab show``."""
-    parser.add_argument("file", help="a results file (run, cmd, http) or a doctor document "
-                        "written with --json")
+    parser.add_argument("file", help="a results file (run, cmd, http, trace) or a doctor, "
+                        "compare or fit document written with --json")
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table")
     parser.add_argument("--env", action="store_true", help="also print the environment "
                         "fingerprint and the settings")
@@ -35,12 +35,17 @@ def print_environment(results: Any) -> None:
     out.print(rich_text("settings: " + json.dumps(results.settings, indent=2)))
 
 
-def _doctor_document(path: str) -> dict[str, Any] | None:
-    """The document of a ``perflab doctor --json`` file, checked against its schema; None
-    for any other file (:func:`perflab.model.load` then says what is wrong with it).
+#: Kinds of the documents (not results files) that ``show`` renders, each with its schema.
+DOCUMENT_KINDS = ("doctor", "compare", "fit")
+
+
+def _document(path: str) -> dict[str, Any] | None:
+    """The document of a ``perflab doctor``, ``compare`` or ``fit --json`` file, checked
+    against its schema; None for any other file (:func:`perflab.model.load` then says
+    what is wrong with it).
 
     Raises:
-        ResultsFileError: a doctor document that does not match its schema.
+        ResultsFileError: such a document that does not match its schema.
     """
     from perflab import files, model, schema
     from perflab.errors import ResultsFileError, UsageError
@@ -51,30 +56,26 @@ def _doctor_document(path: str) -> dict[str, Any] | None:
     except (UsageError, ResultsFileError):
         return None
     if not (isinstance(document, dict) and document.get("tool") == "perflab"
-            and document.get("kind") == "doctor"):
+            and document.get("kind") in DOCUMENT_KINDS):
         return None
-    problem = schema.validate(document, "doctor")
+    problem = schema.validate(document, document["kind"])
     if problem:
         raise ResultsFileError(f"{path}: {problem}; the file was damaged or edited: use the "
-                               "file perflab doctor wrote")
+                               f"file perflab {document['kind']} wrote")
     return document
 
 
 def main(args: argparse.Namespace) -> int:
     """Load, summarize and print. Exit 2 on a bad file."""
     from perflab import model
+    from perflab.analyze.compare import DEFAULT_THRESHOLD
     from perflab.analyze.groups import run_groups
     from perflab.analyze.summary import summarize_benchmarks
     from perflab.report.run_output import print_run
 
-    document = _doctor_document(args.file)
+    document = _document(args.file)
     if document is not None:
-        from perflab.doctor_model import DoctorReport
-        from perflab.report import console
-        from perflab.report.doctor_table import check_records, doctor_tables
-
-        report = DoctorReport.from_dict(document)
-        console.emit(args.format, lambda: doctor_tables(report), lambda: check_records(report))
+        _show_document(document, args.format)
         return 0
     results = model.load(args.file)
     if args.env:
@@ -98,6 +99,57 @@ def main(args: argparse.Namespace) -> int:
         return 0
     grouped = summarize_benchmarks(results.benchmarks,
                                    precision=results.settings.get("precision"),
-                                   min_processes=results.settings.get("min_processes"))
-    print_run(run_groups(results.benchmarks, grouped), args.format, args.verbose)
+                                   min_processes=results.settings.get("min_processes"),
+                                   threshold=results.settings.get("threshold",
+                                                                  DEFAULT_THRESHOLD))
+    print_run(run_groups(results.benchmarks, grouped), args.format, args.verbose,
+              results.settings.get("threshold", DEFAULT_THRESHOLD))
     return 0
+
+
+def _show_document(document: dict[str, Any], fmt: str) -> None:
+    """Print a doctor, compare or fit document's tables, rebuilt from its JSON, as the
+    command that wrote it printed them (a compare document's gate is not applied again)."""
+    from perflab.report import console
+
+    if document["kind"] == "doctor":
+        from perflab.doctor_model import DoctorReport
+        from perflab.report.doctor_table import check_records, doctor_tables
+
+        report = DoctorReport.from_dict(document)
+        console.emit(fmt, lambda: doctor_tables(report), lambda: check_records(report))
+    elif document["kind"] == "compare":
+        from perflab.report.compare_table import (comparison_tables, csv_records,
+                                                  suite_from_document)
+
+        suite = suite_from_document(document)
+        console.emit(fmt, lambda: comparison_tables(suite, document["a"], document["b"]),
+                     lambda: csv_records(suite))
+    else:
+        print_fit_document(document, fmt)
+
+
+def print_fit_document(document: dict[str, Any], fmt: str) -> None:
+    """A fit document's tables: its saved series fitted again as ``perflab fit`` fitted
+    them (the fits are deterministic, so the tables are the ones it printed).
+
+    Raises:
+        UsageError: a document saved before the series were kept, or one whose series
+            can no longer be fitted.
+    """
+    from perflab.analyze.fits import fit_model, series_from_record
+    from perflab.errors import UsageError
+    from perflab.report.fit_report import fit_report, print_report
+
+    if "inputs" not in document:
+        raise UsageError("this fit document keeps no input points (written by an older "
+                         "perflab): run perflab fit again on its sources: "
+                         f"{' '.join(document.get('sources', [])) or 'the files it names'}")
+    series = [series_from_record(d) for d in document["inputs"]]
+    model = document["fit"]
+    if len(series) != 2 if model == "breakeven" else not series:
+        raise UsageError(f"this {model} fit document holds {len(series)} input series, not "
+                         f"{'2' if model == 'breakeven' else 'one or more'}: it was damaged "
+                         "or edited; run perflab fit again on its sources")
+    print_report(fit_report(model, series, fit_model(model, series, document.get("growth"))),
+                 fmt)

@@ -149,10 +149,11 @@ def print_cmd(results: Results, summaries: Sequence[CommandSummary], fmt: str) -
     """
     from perflab.report import console
 
-    console.emit(fmt, lambda: _tables(results, summaries), lambda: summary_records(summaries))
+    console.emit(fmt, lambda: cmd_tables(results, summaries), lambda: summary_records(summaries))
 
 
-def _tables(results: Results, summaries: Sequence[CommandSummary]) -> list[Table]:
+def cmd_tables(results: Results, summaries: Sequence[CommandSummary]) -> list[Table]:
+    """The tables of a ``cmd`` results file (one), with its interruption noted."""
     table = cmd_table(summaries, results.spawn_overhead_ns, results.settings,
                       results.rss_floor_bytes)
     if results.interrupted:
@@ -188,15 +189,8 @@ def hyperfine_document(results: Results, summaries: Sequence[CommandSummary]
     return {"tool": "perflab", "results": out}
 
 
-def export_text(kind: str, results: Results, summaries: Sequence[CommandSummary]) -> str:
-    """The text of ``--export-json`` (hyperfine's JSON), ``--export-markdown`` (the table,
-    marked as perflab's by a first comment line) or ``--export-csv`` (the CSV records)."""
+def hyperfine_json(results: Results, summaries: Sequence[CommandSummary]) -> str:
+    """The text of ``--export-json``: :func:`hyperfine_document` as indented JSON."""
     import json
 
-    from perflab.report import console
-
-    if kind == "json":
-        return json.dumps(hyperfine_document(results, summaries), indent=2) + "\n"
-    if kind == "markdown":
-        return "<!-- perflab cmd -->\n" + console.markdown(_tables(results, summaries))
-    return console.csv_text(summary_records(summaries))
+    return json.dumps(hyperfine_document(results, summaries), indent=2) + "\n"

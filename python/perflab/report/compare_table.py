@@ -80,8 +80,7 @@ def summary_table(suite: SuiteComparison, name_a: str, name_b: str) -> Table:
 def _geomean_cell(suite: SuiteComparison) -> str:
     if suite.geomean is None:
         return "–"
-    n = sum(r.primary and r.log_replicates is not None for r in suite.rows)
-    return f"{_ratio(suite.geomean)} over {n}: {suite.geomean_verdict}"
+    return f"{_ratio(suite.geomean)} over {suite.geomean_over}: {suite.geomean_verdict}"
 
 
 def _cost_cell(cost: dict[str, int]) -> str:
@@ -140,10 +139,50 @@ def comparison_document(suite: SuiteComparison, name_a: str, name_b: str,
             "a": name_a, "b": name_b, "threshold": suite.threshold,
             "confidence": suite.confidence, "rows": [row_record(r) for r in suite.rows],
             "counts": suite.counts, "geomean": _estimate_dict(suite.geomean),
-            "geomean_verdict": suite.geomean_verdict, "only_in_a": suite.only_in_a,
+            "geomean_verdict": suite.geomean_verdict, "geomean_over": suite.geomean_over,
+            "only_in_a": suite.only_in_a,
             "only_in_b": suite.only_in_b, "environment": suite.environment,
             "warnings": suite.warnings, "cost": suite.cost,
             "gate": {"fail_on": fail_on, "tripped": tripped}}
+
+
+def suite_from_document(document: dict[str, Any]) -> SuiteComparison:
+    """The comparison a ``perflab compare --json`` document holds, rebuilt for its tables
+    (``perflab show``); the inverse of :func:`comparison_document` (null → NaN).
+
+    Raises:
+        KeyError / TypeError / ValueError: a document that does not have the shape the
+            compare schema describes (the caller validates it first).
+    """
+    def number(value: Any) -> float:
+        return math.nan if value is None else float(value)
+
+    def side(d: dict[str, Any] | None) -> Side | None:
+        return None if d is None else Side(number(d.get("value")), number(d.get("ci_low")),
+                                           number(d.get("ci_high")), int(d.get("units", 0)),
+                                           int(d.get("samples", 0)))
+
+    def estimate(d: dict[str, Any] | None) -> Estimate | None:
+        return None if d is None else Estimate(number(d.get("value")),
+                                               number(d.get("ci_low")),
+                                               number(d.get("ci_high")),
+                                               number(document.get("confidence", 0.95)))
+
+    rows = [Row(r["id"], r["kind"], r["metric"], r["unit"], bool(r.get("higher_is_better")),
+                side(r.get("a")), side(r.get("b")), estimate(r.get("ratio")),
+                number(r.get("p_value")), number(r.get("q_value")), verdict=r["verdict"],
+                primary=bool(r.get("in_geomean", True)), notes=list(r.get("notes", [])),
+                drift=dict(r.get("drift", {}))) for r in document["rows"]]
+    over = document.get("geomean_over",
+                        sum(r.primary and r.ratio is not None for r in rows))
+    return SuiteComparison(rows, list(document.get("only_in_a", [])),
+                           list(document.get("only_in_b", [])),
+                           estimate(document.get("geomean")),
+                           document.get("geomean_verdict", "inconclusive"), int(over),
+                           dict(document["counts"]), list(document.get("environment", [])),
+                           list(document.get("warnings", [])), float(document["threshold"]),
+                           number(document.get("confidence", 0.95)),
+                           dict(document.get("cost", {})))
 
 
 def csv_records(suite: SuiteComparison) -> list[dict[str, Any]]:

@@ -171,16 +171,17 @@ def print_tables(tables: Iterable[Table], console: Any | None = None) -> None:
         shown, narrowest = fit_columns(table, console.width)
         if _WIDE:
             shown = list(range(len(table.columns)))
-        rich_table = RichTable(title=escape.rich_text(table.title), box=box.SIMPLE_HEAVY,
+        rich_table = RichTable(title=escape.rich_text(table.title, one_line=True),
+                               box=box.SIMPLE_HEAVY,
                                title_justify="left", title_style="bold")
         fixed = {} if _WIDE else text_widths(table, shown, narrowest, console.width)
         for i in shown:
-            rich_table.add_column(escape.rich_text(table.columns[i]),
+            rich_table.add_column(escape.rich_text(table.columns[i], one_line=True),
                                   justify="right" if align[i] == "r" else "left",
                                   no_wrap=i not in fixed, overflow="fold",
                                   width=fixed.get(i))
-        for row in table.rows:
-            rich_table.add_row(*(escape.rich_text(row[i]) for i in shown))
+        for row in table.rows:  # a name's newline would look like a second row: escaped
+            rich_table.add_row(*(escape.rich_text(row[i], one_line=True) for i in shown))
         if _WIDE:  # rich caps print(width=) at the console's width: a console as wide
             from rich.console import Console
 

@@ -45,11 +45,12 @@ def terminal(text: Any, one_line: bool = False) -> str:
     return (_CONTROL_ALL if one_line else _CONTROL).sub(_visible, str(text))
 
 
-def rich_text(text: Any, style: str = "") -> Any:
-    """A rich ``Text`` of ``text``: never parsed as markup, controls made visible."""
+def rich_text(text: Any, style: str = "", one_line: bool = False) -> Any:
+    """A rich ``Text`` of ``text``: never parsed as markup, controls made visible
+    (with ``one_line``, newlines and tabs too: a title, a header, a name)."""
     from rich.text import Text
 
-    return Text(terminal(text), style=style)
+    return Text(terminal(text, one_line), style=style)
 
 
 def markdown_cell(text: Any) -> str:

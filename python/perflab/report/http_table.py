@@ -151,9 +151,12 @@ def print_http(results: Results, sweep: Sweep, fmt: str) -> None:
     """
     from perflab.report import console
 
-    console.emit(fmt, lambda: [sweep_table(sweep, results_notes(results)),
-                               *agents_tables(results)],
-                 lambda: step_records(sweep.steps))
+    console.emit(fmt, lambda: http_tables(results, sweep), lambda: step_records(sweep.steps))
+
+
+def http_tables(results: Results, sweep: Sweep) -> list[Table]:
+    """The sweep table, then a distributed run's per-agent table."""
+    return [sweep_table(sweep, results_notes(results)), *agents_tables(results)]
 
 
 def agents_tables(results: Results) -> list[Table]:

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 
-def print_run(groups: Sequence[Any], fmt: str, verbose: bool = False) -> None:
+def print_run(groups: Sequence[Any], fmt: str, verbose: bool = False,
+              threshold: float | None = None) -> None:
     """Print a run's tables on stdout as a rich table, Markdown or CSV.
 
     Args:
@@ -14,9 +15,11 @@ def print_run(groups: Sequence[Any], fmt: str, verbose: bool = False) -> None:
             (:func:`perflab.analyze.groups.run_groups`).
         fmt: "table", "markdown" or "csv".
         verbose: every caveat of every benchmark in full, instead of one line per kind.
+        threshold: the noise threshold the in-run verdicts were judged at, named in their
+            footnote (None: no verdicts).
     """
     from perflab.report import console
     from perflab.report.table import run_tables, summary_records
 
-    console.emit(fmt, lambda: run_tables(groups, verbose=verbose),
+    console.emit(fmt, lambda: run_tables(groups, verbose=verbose, threshold=threshold),
                  lambda: summary_records({g.group: g.summaries for g in groups}))

@@ -102,43 +102,63 @@ def _metric_names(summaries: Sequence[Summary]) -> list[str]:
 
 
 def group_table(title: str, summaries: Sequence[Summary], threaded: bool = False,
-                verbose: bool = False) -> Table:
+                verbose: bool = False, threshold: float | None = None) -> Table:
     """The per-group table of ``perflab run`` (one row per benchmark).
 
     Columns: benchmark, time/op ± CI, per 1,000 ops, ops/s, CPU/wall, × best,
-    [× baseline], each metric and its × best, alloc/op (peak bytes), blocks/op
+    [× baseline, verdict (against the baseline, when the run judged them)], each
+    metric and its × best, alloc/op (peak bytes), blocks/op
     (memory blocks still held after a call), GC/1k ops, notes. In a
     group with thread counts (``threaded``) the ratios compare like with like (the
     same thread count) and their headers say so. Caveats are grouped by kind
-    unless ``verbose``. On a narrow terminal columns fold away in this order: per
+    unless ``verbose``; ``threshold`` (of the verdicts) is named in their footnote.
+    On a narrow terminal columns fold away in this order: per
     1,000 ops, GC/1k ops, alloc/op and blocks/op, CPU/wall, each metric's × best,
-    ops/s, each metric, × best, × baseline.
+    ops/s, each metric, × best, × baseline (the verdict always shows).
     """
     metrics = _metric_names(summaries)
     has_baseline = any(s.ratio_baseline for s in summaries)
+    judged = any(s.verdict for s in summaries)
     alike = " (same threads)" if threaded else ""
     columns = ["benchmark", "time/op ± CI", "per 1,000 ops", "ops/s", "CPU/wall",
                f"× best{alike}"]
     columns += [f"× baseline{alike}"] if has_baseline else []
+    columns += ["verdict"] if judged else []
     for m in metrics:
         columns += [m, f"{m} × best"]
     columns += ["alloc/op", "blocks/op", "GC/1k ops", "notes"]
-    table = Table(title, columns, align=["l"] + ["r"] * (len(columns) - 2) + ["l"])
+    align = ["l"] + ["r"] * (len(columns) - 2) + ["l"]
+    if judged:
+        align[columns.index("verdict")] = "l"
+    table = Table(title, columns, align=align)
     table.fold = [KEY, KEY, 1, 6, 4, 8] + ([9] if has_baseline else []) + \
-        [7, 5] * len(metrics) + [3, 3, 2, NOTE]
+        ([KEY] if judged else []) + [7, 5] * len(metrics) + [3, 3, 2, NOTE]
     for s in summaries:
-        table.rows.append(_group_row(s, metrics, has_baseline))
-    table.footnotes = _footnotes(summaries, verbose)
+        table.rows.append(_group_row(s, metrics, has_baseline, judged))
+    table.footnotes = _footnotes(summaries, verbose) + _verdict_footnote(summaries, threshold)
     return table
 
 
-def _group_row(s: Summary, metrics: list[str], has_baseline: bool) -> list[str]:
+def _verdict_footnote(summaries: Sequence[Summary], threshold: float | None) -> list[str]:
+    """How the in-run verdicts were decided (only where the table shows them)."""
+    base = next((s for s in summaries if s.baseline), None)
+    if base is None or not any(s.verdict for s in summaries):
+        return []
+    limit = f"±{threshold:.1%}" if threshold is not None else "± the threshold"
+    return [f"verdict: against the baseline ({base.label}), from the CI of × baseline: faster "
+            f"or slower when it lies wholly beyond {limit}, same when wholly within, else "
+            "inconclusive (--threshold; gate with --fail-on)"]
+
+
+def _group_row(s: Summary, metrics: list[str], has_baseline: bool, judged: bool
+               ) -> list[str]:
     row = [s.label, _time_ci(s),
            format_time(s.median_s * 1000) if s.ok else "–",
            format_rate(1 / s.median_s) if s.ok and s.median_s > 0 else "–",
            f"{s.cpu_wall:.2f}" if math.isfinite(s.cpu_wall) else "–",
            _ratio_cell(s.ratio_best)]
     row += [_ratio_cell(s.ratio_baseline)] if has_baseline else []
+    row += [s.verdict or "–"] if judged else []
     for m in metrics:
         row += [format_quantity(s.metrics.get(m), s.metric_units.get(m, "")),
                 format_ratio(s.metric_ratio_best[m]) if m in s.metric_ratio_best else "–"]
@@ -262,9 +282,11 @@ def _total_cell(total: Estimate | None) -> str:
     return estimate_cell(total.value, total.ci_low, total.ci_high) if total else "–"
 
 
-def run_tables(groups: Sequence[GroupFigures], verbose: bool = False) -> list[Table]:
+def run_tables(groups: Sequence[GroupFigures], verbose: bool = False,
+               threshold: float | None = None) -> list[Table]:
     """One table per group of a ``perflab run`` (:func:`perflab.analyze.groups.run_groups`):
-    staged groups pivot by stage; a group with thread counts adds its threads table."""
+    staged groups pivot by stage; a group with thread counts adds its threads table.
+    ``threshold``: of the in-run verdicts, for their footnote."""
     tables = []
     for figures in groups:
         summaries = figures.summaries
@@ -274,7 +296,7 @@ def run_tables(groups: Sequence[GroupFigures], verbose: bool = False) -> list[Ta
             tables.append(staged_table(title, figures.stage_names, figures.staged, units,
                                        verbose))
         else:
-            tables.append(group_table(title, summaries, figures.threaded, verbose))
+            tables.append(group_table(title, summaries, figures.threaded, verbose, threshold))
         if figures.threads:
             tables.append(threads_table(f"{title}: threads", figures.threads, summaries))
     return tables
@@ -353,6 +375,7 @@ def summary_records(grouped: dict[str, list[Summary]]) -> list[dict[str, object]
                 "cpu_wall": s.cpu_wall,
                 "ratio_best": s.ratio_best.value if s.ratio_best else "",
                 "ratio_baseline": s.ratio_baseline.value if s.ratio_baseline else "",
+                "verdict": s.verdict,
                 "alloc_peak_bytes": s.alloc_peak_bytes, "alloc_blocks": s.alloc_blocks,
                 "gc_per_1000_ops": s.gc_per_1000_ops,
                 "cold_s": s.cold_s, "loop_overhead_s": s.loop_overhead_s,
