@@ -153,7 +153,7 @@ def print_http(results: Results, sweep: Sweep, fmt: str) -> None:
 
     console.emit(fmt, lambda: [sweep_table(sweep, results_notes(results)),
                                *agents_tables(results)],
-                 lambda: step_records(sweep.steps))
+                 lambda: agents_records(results, step_records(sweep.steps)))
 
 
 def agents_tables(results: Results) -> list[Table]:
@@ -164,6 +164,14 @@ def agents_tables(results: Results) -> list[Table]:
     from perflab.report.http_agents import agents_table
 
     return [agents_table(results)]
+
+
+def agents_records(results: Results, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """CSV records with a distributed run's per-agent rows after each step's
+    (:func:`perflab.report.http_agents.with_agent_rows`); unchanged for one machine."""
+    from perflab.report.http_agents import with_agent_rows
+
+    return with_agent_rows(results, records)
 
 
 def _capacity_lines(sweep: Sweep) -> list[str]:
