@@ -250,7 +250,7 @@ class Cluster:
                           num_cpus=max(os.cpu_count() or 1, self.options.agents))
         else:
             self.tell(f"joining the Ray cluster at {address}…")
-            _client_token_auth(address)
+            enable_token_auth_to_join()
         try:
             ray.init(address=address, **kwargs)
         except (ConnectionError, ValueError, RuntimeError, TimeoutError) as exc:
@@ -381,22 +381,23 @@ class Cluster:
         self.ray = None
 
 
-def _client_token_auth(address: str) -> None:
-    """Turn Ray's token authentication on for a Ray Client (``ray://``) connection when
-    a token is where Ray looks for one and ``RAY_AUTH_MODE`` is unset.
+def enable_token_auth_to_join() -> None:
+    """Turn Ray's token authentication on for joining a running cluster when a token is
+    where Ray looks for one and ``RAY_AUTH_MODE`` is unset, with Ray's own function.
 
     ``ray start --head`` turns token authentication on by itself when it finds a token
-    (``~/.ray/auth_token``), but a Ray Client leaves it off and is refused ("Authentication
-    required but no authorization header provided"; ray-project/ray PR 64755's review
-    notes it); joining by GCS address is not affected. Ray reads the token itself: this
-    only checks that one exists.
+    (``~/.ray/auth_token``), but a driver joining it (``ray.init(address=…)``, by GCS
+    address or ``ray://``) leaves it off and is refused ("InvalidAuthToken", "no
+    authorization header provided"), as the review of ray-project/ray PR 64755 notes.
+    A Ray without token authentication has nothing to turn on.
     """
-    resolved = os.environ.get("RAY_ADDRESS", "") if address == "auto" else address
-    if not resolved.startswith("ray://") or "RAY_AUTH_MODE" in os.environ:
+    try:
+        from ray._private.authentication.authentication_token_setup import (
+            maybe_enable_token_auth_if_token_available as enable)
+    except ImportError:
         return
-    path = os.environ.get("RAY_AUTH_TOKEN_PATH") or os.path.expanduser("~/.ray/auth_token")
-    if os.environ.get("RAY_AUTH_TOKEN") or os.path.isfile(path):
-        os.environ["RAY_AUTH_MODE"] = "token"
+    logging.getLogger("ray._private.authentication").setLevel(logging.ERROR)
+    enable()
 
 
 def _failed(ray: Any, ref: Any) -> bool:
