@@ -147,11 +147,16 @@ def _cli_show(path: Path) -> subprocess.CompletedProcess[str]:
 
 def test_closed_loop_and_poisson_are_split(ray_address: str, server: Any,
                                            tmp_path: Path) -> None:
-    out = tmp_path / "c.json"
+    out, reqs = tmp_path / "c.json", tmp_path / "reqs.jsonl"
+    reqs.write_text('{"path": "/a"}\n{"method": "POST", "path": "/b", "body": "x"}\n')
     proc = _cli(f"http://127.0.0.1:{server.port}/", "--connections", "3", "--duration",
-                "1s", *FAST, "--agents", "2", "--cluster", ray_address, "--json", str(out))
+                "1s", *FAST, "--agents", "2", "--cluster", ray_address, "--requests",
+                str(reqs), "--slo", "5s", "--json", str(out))
     assert proc.returncode == 0, proc.stderr
-    step = json.loads(out.read_text())["benchmarks"][0]["steps"][0]
+    data = json.loads(out.read_text())  # the requests file and the SLO reach the agents
+    assert data["benchmarks"][0]["name"].endswith(f"(2 requests from {reqs})")
+    assert data["settings"]["slo_s"] == 5
+    step = data["benchmarks"][0]["steps"][0]
     assert step["mode"] == "closed" and step["connections"] == 3
     assert sorted(a["step"]["connections"] for a in step["agents"]) == [1, 2]
     out = tmp_path / "p.json"
