@@ -10,7 +10,7 @@ agents whose clock checks failed or that died.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from perflab.analyze.http import generator_reasons, step_label, summarize_step
@@ -80,7 +80,8 @@ def agents_table(results: Any) -> Table:
     return table
 
 
-def with_agent_rows(results: Any, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def with_agent_rows(results: Any, records: list[dict[str, Any]],
+                    record_of: Callable[[Any], dict[str, Any]]) -> list[dict[str, Any]]:
     """The CSV records of a sweep (:func:`perflab.report.http_table.step_records`, one
     per step) with each step's agents' rows after it; unchanged for a run from one
     machine.
@@ -88,6 +89,7 @@ def with_agent_rows(results: Any, records: list[dict[str, Any]]) -> list[dict[st
     Args:
         results: the results (``agents`` and each step's ``agents`` shares).
         records: one flat record per step, in step order.
+        record_of: the flat record of one step summary (the sweep's own rule).
 
     Returns:
         Records with an ``agent`` column: "all" on the merged step's row, the agent's
@@ -98,8 +100,6 @@ def with_agent_rows(results: Any, records: list[dict[str, Any]]) -> list[dict[st
     """
     if not results.agents:
         return records
-    from perflab.report.http_table import step_records
-
     ok = results.settings.get("ok") or "200-299"
     infos = {info.index: info for info in results.agents}
     out: list[dict[str, Any]] = []
@@ -111,7 +111,7 @@ def with_agent_rows(results: Any, records: list[dict[str, Any]]) -> list[dict[st
             if share.step is not None:
                 s = summarize_step(share.step, ok=ok)
                 reasons = generator_reasons(s)
-                row.update({**step_records([s])[0], "step": record["step"],
+                row.update({**record_of(s), "step": record["step"],
                             "verdict": "generator-limited" if reasons else "ok",
                             "reasons": "; ".join(reasons)})
             else:

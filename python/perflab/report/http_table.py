@@ -171,7 +171,7 @@ def agents_records(results: Results, records: list[dict[str, Any]]) -> list[dict
     (:func:`perflab.report.http_agents.with_agent_rows`); unchanged for one machine."""
     from perflab.report.http_agents import with_agent_rows
 
-    return with_agent_rows(results, records)
+    return with_agent_rows(results, records, lambda s: step_records([s])[0])
 
 
 def _capacity_lines(sweep: Sweep) -> list[str]:
