@@ -17,13 +17,15 @@ $(STAMPS):
 	mkdir -p $(STAMPS)
 
 # Debian packages the tests need: libfaketime (clock fault injection), openssl
-# (a self-signed certificate for the https test), chromium (the HTML report's browser
+# (a self-signed certificate for the https tests), nginx (the https target of the
+# distributed-load test), chromium (the HTML report's browser
 # test, driven by Playwright), memcached and redis-server (the examples' cache and queue
 # servers; policy-rc.d keeps the packages from starting system services). Installed only
 # where missing; rechecked when this file changes.
 $(STAMPS)/system-deps: Makefile | $(STAMPS)
 	@missing=; ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || missing=libfaketime; \
 	command -v openssl >/dev/null 2>&1 || missing="$$missing openssl"; \
+	test -x /usr/sbin/nginx || missing="$$missing nginx"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	test -x /usr/bin/memcached || missing="$$missing memcached"; \
 	test -x /usr/bin/redis-server || missing="$$missing redis-server"; \
@@ -68,8 +70,9 @@ $(STAMPS)/venv: pyproject.toml | $(STAMPS)
 	$(PIP) install -q "maturin>=1.7,<2" numpy scipy rich matplotlib fastjsonschema ruptures pytest hypothesis pyperf playwright \
 	  orjson msgpack cbor2 opentelemetry-sdk uvicorn \
 	  pymemcache redis cachetools
-	@# Ray: the distributed load agents (perflab http --agents; the [cluster] extra)
-	$(PIP) install -q "ray>=2.40"
+	@# Ray: the distributed load agents (perflab http --agents; the [cluster] extra, with
+	@# Ray Client for --cluster ray://)
+	$(PIP) install -q "ray[client]>=2.40"
 	touch $@
 
 $(STAMPS)/build: $(STAMPS)/venv $(RUST_SOURCES) pyproject.toml | $(STAMPS)

@@ -233,10 +233,11 @@ def report(opts: Any, starts: list[tuple[float, float]], runs: dict[str, list[di
         f"One agent process: {agent_rss:,.0f} MiB RSS (Python, Ray's core worker, the "
         f"engine); Ray's daemons on this node: {daemon_rss:,.0f} MiB RSS together.", "",
         "### On paper: a 10-node cluster", "",
-        "* **Rates** scale by addition: each agent offers R/N on its own schedule, phased "
-        "(constant) or with its own seed (Poisson), all anchored to one start instant, so "
-        "ten nodes offer ten times what one node's engine can, less the target's own "
-        "limits; Ray's part is the fixed per-node cost measured above.",
+        "* **Rates** scale by addition: each agent offers its share (R/N, or by weight "
+        "with `--split`: a faster node carries more) on its slots of one evenly spaced "
+        "schedule (constant) or with its own seed (Poisson), all anchored to one start "
+        "instant, so ten nodes offer ten times what one node's engine can, less the "
+        "target's own limits; Ray's part is the fixed per-node cost measured above.",
         "* **Connections** are split as whole shares (closed loop, and the open loop's "
         "pool cap); each node needs its own `ulimit -n` for its share.",
         "* **Histograms** merge exactly whatever N: each agent sends its V2-deflate "
@@ -245,7 +246,7 @@ def report(opts: Any, starts: list[tuple[float, float]], runs: dict[str, list[di
         "* **What limits it**: the start instant is set 0.25 s ahead plus twice the "
         "slowest round trip, so a far node (tens of ms away) still starts on time; clock "
         "offsets are measured to ± half the best round trip (sub-millisecond on a LAN), "
-        "which bounds how evenly the agents' phases interleave — not any latency, which "
+        "which bounds how evenly the agents' slots interleave — not any latency, which "
         "each agent times on its own clock. The controller polls progress every 0.25 s "
         "(N small calls), and Ray's GCS, one per cluster, is the single coordination "
         "point; none of these grow with the request rate.",

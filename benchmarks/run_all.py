@@ -15,7 +15,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SECTIONS = ["harness", "layout", "repeat", "peers", "doctor", "cmd", "http", "http_capacity",
-            "cluster",
+            "cluster", "cluster_stop",
             "compare", "fit", "history", "trace", "trace_app", "workloads"]
 HEADER = """# perflab benchmarks
 

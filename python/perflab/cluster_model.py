@@ -48,6 +48,11 @@ class AgentInfo:
             None.
         lost_at_step: index of the step the agent died in (None: it lasted the run).
         error: what happened to it, in words, or None.
+        weight: its weight in the split of every step: its share of a step is its
+            weight ÷ the live agents' total (1 each with ``--split even``; the user's
+            with ``--split W1,W2,…``; its capacity with ``--split capacity``).
+        capacity_rps: with ``--split capacity``, the requests/s its engine can send by
+            CPU (a loopback probe at start-up), else None.
     """
 
     index: int
@@ -65,6 +70,8 @@ class AgentInfo:
     clock_flagged: str | None = None
     lost_at_step: int | None = None
     error: str | None = None
+    weight: float = 1.0
+    capacity_rps: float | None = None
 
     @property
     def label(self) -> str:

@@ -91,6 +91,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       "agents per node (default: spread evenly, one per node when possible)")
     dist.add_argument("--fail-fast", action="store_true", help="with --agents: stop the run "
                       "when an agent dies (default: go on with the others)")
+    dist.add_argument("--split", metavar="HOW", help="with --agents: divide each step's load "
+                      "evenly (default), by each agent's measured capacity ('capacity'), or by "
+                      "weights, one per agent (3,1); constant arrivals stay evenly spaced")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -156,9 +159,9 @@ def _load(args: argparse.Namespace, plan: Any) -> Any:
                            lambda line: sys.stderr.write(f"perflab http: {line}\n"))
     from perflab.measure.http import check_reachable, run_sweep
 
-    if args.cluster or args.agents_per_node or args.fail_fast:
-        raise UsageError("--cluster, --agents-per-node and --fail-fast go with --agents N "
-                         "(distributed load)")
+    if args.cluster or args.agents_per_node or args.fail_fast or args.split:
+        raise UsageError("--cluster, --agents-per-node, --fail-fast and --split go with "
+                         "--agents N (distributed load)")
     check_reachable(plan.target, plan.connect_timeout_s)
     return contextlib.nullcontext((run_sweep, []))
 
@@ -294,11 +297,11 @@ def _write_outputs(later: Any, results: Any, files_out: dict[str, Any]) -> None:
         return
     from perflab.analyze.http import summarize_results
     from perflab.report import outputs
-    from perflab.report.http_table import http_tables, step_records
+    from perflab.report.http_table import http_records, http_tables
 
     sweep = summarize_results(results)
     outputs.write(later, files_out, "http", lambda: http_tables(results, sweep),
-                  lambda: step_records(sweep.steps))
+                  lambda: http_records(results, sweep))
 
 
 def _chart(results: Any, destination: Any) -> None:

@@ -10,7 +10,7 @@ agents whose clock checks failed or that died.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from perflab.analyze.http import generator_reasons, step_label, summarize_step
@@ -78,6 +78,53 @@ def agents_table(results: Any) -> Table:
         table.rows += [_row(label, share, ok) for share in step.agents]
     table.footnotes = [*_agent_lines(results.agents), *LEGEND]
     return table
+
+
+def with_agent_rows(results: Any, records: list[dict[str, Any]],
+                    record_of: Callable[[Any], dict[str, Any]]) -> list[dict[str, Any]]:
+    """The CSV records of a sweep (:func:`perflab.report.http_table.step_records`, one
+    per step) with each step's agents' rows after it; unchanged for a run from one
+    machine.
+
+    Args:
+        results: the results (``agents`` and each step's ``agents`` shares).
+        records: one flat record per step, in step order.
+        record_of: the flat record of one step summary (the sweep's own rule).
+
+    Returns:
+        Records with an ``agent`` column: "all" on the merged step's row, the agent's
+        number (1-based) on its own rows, which hold its share summarised by the same
+        rules (verdict "ok", "generator-limited" or "lost") and ``host``, ``weight``,
+        ``start_lead_s``, ``process_cpu_per_request_s``, ``offset_ns``,
+        ``offset_uncertainty_ns`` and ``error``.
+    """
+    if not results.agents:
+        return records
+    ok = results.settings.get("ok") or "200-299"
+    infos = {info.index: info for info in results.agents}
+    out: list[dict[str, Any]] = []
+    for record, step in zip(records, results.benchmarks[0].steps):
+        out.append({"agent": "all", **record})
+        for share in step.agents:
+            info = infos.get(share.agent)
+            row: dict[str, Any] = {"agent": share.agent + 1, "step": record["step"]}
+            if share.step is not None:
+                s = summarize_step(share.step, ok=ok)
+                reasons = generator_reasons(s)
+                row.update({**record_of(s), "step": record["step"],
+                            "verdict": "generator-limited" if reasons else "ok",
+                            "reasons": "; ".join(reasons)})
+            else:
+                row["verdict"] = "lost"
+            sent = share.step.requests_sent if share.step is not None else 0
+            row.update({"host": info.host if info else "", "weight": info.weight if info else "",
+                        "start_lead_s": share.start_lead_s,
+                        "process_cpu_per_request_s": share.process_cpu_s / sent if sent else "",
+                        "offset_ns": "" if share.offset_ns is None else share.offset_ns,
+                        "offset_uncertainty_ns": "" if share.offset_uncertainty_ns is None
+                        else share.offset_uncertainty_ns, "error": share.error or ""})
+            out.append(row)
+    return out
 
 
 def _agent_lines(agents: Sequence[Any]) -> list[str]:

@@ -151,12 +151,18 @@ def print_http(results: Results, sweep: Sweep, fmt: str) -> None:
     """
     from perflab.report import console
 
-    console.emit(fmt, lambda: http_tables(results, sweep), lambda: step_records(sweep.steps))
+    console.emit(fmt, lambda: http_tables(results, sweep), lambda: http_records(results, sweep))
 
 
 def http_tables(results: Results, sweep: Sweep) -> list[Table]:
     """The sweep table, then a distributed run's per-agent table."""
     return [sweep_table(sweep, results_notes(results)), *agents_tables(results)]
+
+
+def http_records(results: Results, sweep: Sweep) -> list[dict[str, Any]]:
+    """The CSV records: one per step, each followed by its agents' rows in a distributed
+    run (:func:`agents_records`)."""
+    return agents_records(results, step_records(sweep.steps))
 
 
 def agents_tables(results: Results) -> list[Table]:
@@ -167,6 +173,14 @@ def agents_tables(results: Results) -> list[Table]:
     from perflab.report.http_agents import agents_table
 
     return [agents_table(results)]
+
+
+def agents_records(results: Results, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """CSV records with a distributed run's per-agent rows after each step's
+    (:func:`perflab.report.http_agents.with_agent_rows`); unchanged for one machine."""
+    from perflab.report.http_agents import with_agent_rows
+
+    return with_agent_rows(results, records, lambda s: step_records([s])[0])
 
 
 def _capacity_lines(sweep: Sweep) -> list[str]:

@@ -54,9 +54,12 @@ fn config(config: &Bound<'_, PyAny>) -> PyResult<Config> {
 ///         start_unix_ns (int): the first step's load starts at this
 ///             realtime-clock instant, ns since the epoch (a load agent's
 ///             shared start; waited for, a stop ends the wait).
-///         phase_s (float): constant arrivals: first intended send time
-///             after the step's start, s (0; an agent's place in an
-///             interleaved schedule).
+///         slots (list[int]), slot_period (int): constant arrivals, a
+///             load agent's part of a schedule shared by several: the
+///             shared schedule is evenly spaced (request n due at n / R)
+///             and this engine sends the requests n whose n mod
+///             slot_period is in slots (strictly increasing, below
+///             slot_period), offering rate = R * len(slots) / slot_period.
 ///     progress: optional callable, called about every 100 ms with a
 ///         dict {step, steps, offered_rate, wall_s (since the step
 ///         began), in_warmup, completed, ok_responses, failures,

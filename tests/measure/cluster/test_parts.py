@@ -24,7 +24,8 @@ from perflab.measure.cluster import clocks
 from perflab.measure.cluster.agent import LoadAgent
 from perflab.measure.cluster.controller import place
 from perflab.measure.cluster.merge import merge_histograms, merge_steps
-from perflab.measure.cluster.split import agent_seed, shares, split_step
+from perflab.measure.cluster.split import (PARTS, agent_seed, lanes, shares, split_step,
+                                           weighted_shares)
 from perflab.measure.http import step_from_raw
 from perflab.model import Benchmark, Histogram, Results
 
@@ -40,21 +41,52 @@ def server() -> Any:
 
 # --- split --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("agents", [1, 2, 3, 7])
-def test_constant_arrivals_interleave_into_even_gaps(agents: int) -> None:
-    parts = split_step(OPEN, agents)
+def _slot_numbers(part: dict[str, Any], count: int) -> list[int]:
+    """The first ``count`` requests of an agent's share, as numbers of the shared
+    schedule (request n is due at n / R), as the engine computes them."""
+    m, period = len(part["slots"]), part["slot_period"]
+    return [(j // m) * period + part["slots"][j % m] for j in range(count)]
+
+
+@pytest.mark.parametrize("weights", [[1.0], [1.0] * 2, [1.0] * 3, [1.0] * 7, [3.0, 1.0],
+                                     [5.0, 2.0, 1.0], [1.0, 1000.0], [0.37, 0.21, 0.42]])
+def test_constant_arrivals_interleave_into_one_even_schedule(weights: list[float]) -> None:
+    parts = split_step(OPEN, len(weights), weights)
     assert sum(p["rate"] for p in parts) == pytest.approx(1000.0)
-    # agent k's intended send times: phase_k + i / rate_k
-    times = sorted(p["phase_s"] + i / p["rate"] for p in parts for i in range(200))
-    gaps = [b - a for a, b in zip(times, times[1:])][: 200 * agents - agents]
-    assert max(gaps) == pytest.approx(1e-3, rel=1e-9) and min(gaps) == pytest.approx(1e-3)
+    period = parts[0]["slot_period"]
+    # over whole periods, every request of the shared schedule is sent by exactly one
+    # agent: the merged gaps are all 1/R
+    numbers = sorted(n for p in parts for n in _slot_numbers(p, 3 * len(p["slots"])))
+    assert numbers == list(range(3 * period))
+    for p, w in zip(parts, weights):  # each share is its weight, to 1/PARTS at worst
+        assert p["rate"] / 1000.0 == pytest.approx(w / sum(weights), abs=1.5 / PARTS)
+        assert p["rate"] == 1000.0 * len(p["slots"]) / period
 
 
-def test_poisson_agents_get_distinct_seeds_and_no_phase() -> None:
+def test_even_split_is_one_slot_each_and_weighted_slots_are_spread() -> None:
+    assert lanes([2.0, 2.0, 2.0]) == (3, [[0], [1], [2]])  # agent k sends (k + i·3)/R
+    period, slots = lanes([3.0, 1.0])
+    assert (period, slots) == (4, [[0, 1, 3], [2]])
+    period, slots = lanes([1.0, 9.0])  # the small agent's slot is mid-period, not first
+    gaps = [b - a for a, b in zip(slots[1], slots[1][1:])]
+    assert period == 10 and slots[0] == [4] and max(gaps) == 2
+
+
+def test_weighted_whole_shares_are_exact() -> None:
+    assert weighted_shares(10, [3.0, 1.0]) == [8, 2]
+    assert weighted_shares(5, [1.0, 1.0, 1.0], floor=1) == [2, 2, 1]
+    assert sum(weighted_shares(1001, [0.3, 0.3, 0.4])) == 1001
+    with pytest.raises(ValueError):
+        weighted_shares(3, [1.0, 0.0])
+
+
+def test_poisson_agents_get_distinct_seeds_and_weighted_rates() -> None:
     parts = split_step({**OPEN, "arrival": "poisson", "seed": 42}, 4)
     assert parts[0]["seed"] == 42 == agent_seed(42, 0)
     assert len({p["seed"] for p in parts}) == 4
-    assert all(p["phase_s"] == 0.0 and p["rate"] == 250.0 for p in parts)
+    assert all("slots" not in p and p["rate"] == 250.0 for p in parts)
+    parts = split_step({**OPEN, "arrival": "poisson"}, 2, [3.0, 1.0])
+    assert [p["rate"] for p in parts] == [750.0, 250.0]
 
 
 def test_closed_loop_connections_and_the_pool_cap_are_split_whole() -> None:
@@ -63,6 +95,10 @@ def test_closed_loop_connections_and_the_pool_cap_are_split_whole() -> None:
     assert [c and c["connections"] for c in closed] == [1, 1, 1, None, None]
     capped = split_step({**OPEN, "connections": 5}, 2)
     assert [c["connections"] for c in capped] == [3, 2]
+    closed = split_step({"mode": "closed", "connections": 8}, 2, [3.0, 1.0])
+    assert [c and c["connections"] for c in closed] == [6, 2]
+    capped = split_step({**OPEN, "connections": 3}, 3, [100.0, 1.0, 1.0])  # one each first
+    assert [c["connections"] for c in capped] == [1, 1, 1]
     with pytest.raises(UsageError, match="at least one connection per agent"):
         split_step({**OPEN, "connections": 1}, 2)
 
@@ -130,15 +166,17 @@ def _nearest_rank(counts: Counter[int], q: float) -> int:
     raise AssertionError
 
 
-def _run_agents(url: str, agents: int, rate: float, duration_s: float) -> list[dict[str, Any]]:
+def _run_agents(url: str, agents: int, rate: float, duration_s: float,
+                weights: list[float] | None = None) -> list[dict[str, Any]]:
     """Run ``agents`` LoadAgents at once in threads (as Ray would, in processes), sharing
-    one start instant 0.2 s ahead."""
+    one start instant 0.2 s ahead, the load split by ``weights`` (None: evenly)."""
     from perflab.measure.http import plan_from_args
 
     plan = plan_from_args(cli_args(url, "--rate", str(rate), "--duration", f"{duration_s}s",
                                    "--warmup", "0s", "--threads", "1"))
     start = time.time_ns() + 200_000_000
-    configs = [{**c, "start_unix_ns": start} for c in split_step(plan.step_config(0), agents)]
+    configs = [{**c, "start_unix_ns": start}
+               for c in split_step(plan.step_config(0), agents, weights)]
     out: list[dict[str, Any]] = [{}] * agents
     loaders = [LoadAgent(k) for k in range(agents)]
 
@@ -182,6 +220,21 @@ def test_agents_share_a_start_and_merge_exactly(server: Any) -> None:
     assert Counter(dict(zip(m["values"], m["counts"]))) == union  # bucket by bucket
     assert [m["quantiles"][q] for q in qs] == [_nearest_rank(union, q) for q in qs]
     assert merged.latency.p99_us == m["p99_us"]
+
+
+def test_agents_send_their_weighted_slots(server: Any) -> None:
+    url = f"http://127.0.0.1:{server.port}/"
+    steps = [step_from_raw(a["raw"]["steps"][0])
+             for a in _run_agents(url, 2, 400.0, 0.6, [3.0, 1.0])]
+    # 0.6 s of the shared 400/s schedule: agent 1 holds 3 of every 4 requests
+    assert [s.offered_rate for s in steps] == [300.0, 100.0]
+    assert [s.requests_sent for s in steps] == [180, 60]
+    assert merge_steps(steps).requests_sent == 240
+
+
+def test_the_capacity_probe_counts_requests_per_cpu_second() -> None:
+    capacity = LoadAgent(0).capacity(1, probe_s=0.3)
+    assert 1_000 < capacity < 10_000_000  # requests/s one engine thread can send, by CPU
 
 
 def test_a_merge_of_other_bucket_layouts_is_refused() -> None:
@@ -247,6 +300,13 @@ def test_per_agent_data_round_trips_and_is_tabled(server: Any, tmp_path: Path) -
 
     summary = summarize_steps(back.benchmarks[0].steps)
     assert summary[0].agents_lost == [1] and capacity(summary) is None
+    from perflab.report.http_table import agents_records, step_records
+
+    rows = agents_records(back, step_records(summary))  # CSV: merged, then each agent
+    assert [(r["agent"], r["step"]) for r in rows] == [("all", 1), (1, 1), (2, 1)]
+    assert rows[1]["verdict"] in ("ok", "generator-limited") and rows[2]["verdict"] == "lost"
+    assert rows[0]["agent"] == "all" and rows[1]["host"] == "h<1>"
+    assert rows[1]["latency_p99_s"] > 0 and rows[2]["error"] == "died during the step"
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -254,6 +314,10 @@ def test_per_agent_data_round_trips_and_is_tabled(server: Any, tmp_path: Path) -
     (["--rate", "100", "--cluster", "auto"], "go with --agents"),
     (["--agents", "2", "--rate", "100", "--connections", "1"], "one connection per agent"),
     (["--rate", "100", "--agents", "2", "--agents-per-node", "0"], "at least 1"),
+    (["--rate", "100", "--agents", "3", "--split", "3,1"], "2 weights for --agents 3"),
+    (["--rate", "100", "--agents", "2", "--split", "fast"], "use even, capacity"),
+    (["--rate", "100", "--agents", "2", "--split", "1,-1"], "one positive weight"),
+    (["--rate", "100", "--split", "capacity"], "go with --agents"),
 ])
 def test_bad_distributed_options_are_one_line_before_ray_starts(
         argv: list[str], message: str, capsys: Any) -> None:

@@ -1,24 +1,35 @@
-"""Distributed `perflab http --agents` on a real Ray instance on this machine, against
-`perflab serve`: the merged rate and histograms, closed loop and Poisson, an agent
-killed mid-step, --fail-fast, Ctrl-C, an unreachable target, a version mismatch, and
-the default (a local Ray instance started by perflab itself).
+"""Distributed `perflab http --agents` on a real Ray cluster on this machine, against
+`perflab serve` and nginx: the merged rate and histograms, closed loop and Poisson, a
+weighted split, joining by GCS address, by ``auto`` and by Ray Client (``ray://``), TLS,
+an agent killed mid-step, --fail-fast, Ctrl-C (within a second), an unreachable target,
+a version mismatch, and the default (a local Ray instance started by perflab itself).
 
 Ray starts slowly (seconds per instance, and per agent process), so this module starts
-one instance for all its tests (``ray_address``, module-scoped); the command-line runs
-join it with ``--cluster``, and only one test starts its own. Ray is installed by the
-Makefile (``make test``), so nothing here skips. Rates are ≤ 600 req/s, steps ≤ 2 s.
+one Ray head for all its tests (``ray_head``, module-scoped) with Ray's own command, as a
+user would (``ray start --head``, loopback, with a Ray Client server); the command-line
+runs join it with ``--cluster``, and only one test starts its own. Ray, nginx and
+openssl are installed by the Makefile (``make test``), so nothing here skips. Rates are
+≤ 600 req/s, steps ≤ 2 s, every wait bounded.
 """
 
 from __future__ import annotations
 
+import contextlib
+import csv
+import io
 import json
 import logging
 import os
+import shutil
 import signal
+import socket
 import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +46,55 @@ from tests.conftest import popen_perflab
 FAST = ["--warmup", "0.2s", "--threads", "1", "--quiet"]
 
 
+#: Longest wait for the module's Ray head to come up, s (≈ 20 s on a loaded 2-core box).
+HEAD_START_S = 150
+
+
 @pytest.fixture(scope="module")
-def ray_address() -> Any:
-    """One local Ray instance for the whole module (stopped at its end)."""
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(num_cpus=4, include_dashboard=False, object_store_memory=100 * 2**20,
-             logging_level=logging.ERROR, log_to_driver=False, configure_logging=False)
+def ray_head() -> Iterator[dict[str, str]]:
+    """One Ray head for the whole module: `ray start --head --block` on 127.0.0.1 with
+    a Ray Client server, in its own temp dir and session; yields {"gcs": HOST:PORT,
+    "client": ray://HOST:PORT, "temp": its temp dir}. Stopped by signalling its process group (never `ray
+    stop`, which stops every Ray instance of the user on this machine)."""
+    temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's sockets live there
+    gcs, client = free_port(), free_port()
+    log = Path(temp) / "head.log"
+    with log.open("w") as out:
+        head = subprocess.Popen(
+            [str(Path(sys.executable).parent / "ray"), "start", "--head", "--block",
+             "--node-ip-address=127.0.0.1", f"--port={gcs}", f"--ray-client-server-port={client}",
+             "--num-cpus=4", "--include-dashboard=false", f"--temp-dir={temp}",
+             f"--object-store-memory={100 * 2**20}", "--disable-usage-stats"],
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
     try:
-        yield ray.get_runtime_context().gcs_address
+        deadline = time.monotonic() + HEAD_START_S
+        while "block forever" not in log.read_text(errors="replace"):
+            assert head.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        yield {"gcs": f"127.0.0.1:{gcs}", "client": f"ray://127.0.0.1:{client}", "temp": temp}
+    finally:
+        head.terminate()  # `ray start --block` stops the processes it started
+        try:
+            head.wait(timeout=30)
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # stragglers of its group
+                os.killpg(head.pid, signal.SIGKILL)
+            head.wait(timeout=10)
+            shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def ray_address(ray_head: dict[str, str]) -> Iterator[str]:
+    """The head's GCS address, with this process joined to it (as the tests that drive
+    a Cluster directly need)."""
+    from perflab.measure.cluster.controller import enable_token_auth_to_join
+
+    enable_token_auth_to_join()  # as perflab does when it joins
+    ray.init(address=ray_head["gcs"], logging_level=logging.ERROR, log_to_driver=False,
+             configure_logging=False)
+    try:
+        yield ray_head["gcs"]
     finally:
         ray.shutdown()
 
@@ -54,8 +106,6 @@ def server() -> Any:
 
 
 def _cli(*argv: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    import sys
-
     return subprocess.run([sys.executable, "-m", "perflab", "http", *argv], text=True,
                           capture_output=True, timeout=timeout)
 
@@ -91,19 +141,22 @@ def test_two_agents_offer_the_rate_asked_and_merge_exactly(ray_address: str, ser
 
 
 def _cli_show(path: Path) -> subprocess.CompletedProcess[str]:
-    import sys
-
     return subprocess.run([sys.executable, "-m", "perflab", "show", str(path)], text=True,
                           capture_output=True, timeout=60)
 
 
 def test_closed_loop_and_poisson_are_split(ray_address: str, server: Any,
                                            tmp_path: Path) -> None:
-    out = tmp_path / "c.json"
+    out, reqs = tmp_path / "c.json", tmp_path / "reqs.jsonl"
+    reqs.write_text('{"path": "/a"}\n{"method": "POST", "path": "/b", "body": "x"}\n')
     proc = _cli(f"http://127.0.0.1:{server.port}/", "--connections", "3", "--duration",
-                "1s", *FAST, "--agents", "2", "--cluster", ray_address, "--json", str(out))
+                "1s", *FAST, "--agents", "2", "--cluster", ray_address, "--requests",
+                str(reqs), "--slo", "5s", "--json", str(out))
     assert proc.returncode == 0, proc.stderr
-    step = json.loads(out.read_text())["benchmarks"][0]["steps"][0]
+    data = json.loads(out.read_text())  # the requests file and the SLO reach the agents
+    assert data["benchmarks"][0]["name"].endswith(f"(2 requests from {reqs})")
+    assert data["settings"]["slo_s"] == 5
+    step = data["benchmarks"][0]["steps"][0]
     assert step["mode"] == "closed" and step["connections"] == 3
     assert sorted(a["step"]["connections"] for a in step["agents"]) == [1, 2]
     out = tmp_path / "p.json"
@@ -181,9 +234,19 @@ def test_ctrl_c_stops_every_agent_and_saves(ray_address: str, server: Any,
     time.sleep(2.0)  # the step has started (0.25 s lead) and runs
     t0 = time.monotonic()
     proc.send_signal(signal.SIGINT)
+    served, last_request, saved = server.stats()["requests"], t0, None
+    while proc.poll() is None and time.monotonic() - t0 < 60:
+        now, count = time.monotonic(), server.stats()["requests"]
+        if count != served:
+            served, last_request = count, now
+        if saved is None and out.exists() and json.loads(out.read_text())["interrupted"]:
+            saved = now
+        time.sleep(0.005)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, "".join(lines) + err
-    assert time.monotonic() - t0 < 10  # generous for a loaded 2-core CI machine (issue: ~1 s)
+    # the issue asks ≤ 1 s (benchmarks/cluster.py measures it: ≈ 0.1-0.2 s); 5 s is
+    # generous for a loaded 2-core CI machine
+    assert last_request - t0 < 5 and saved is not None and saved - t0 < 5
     steps = json.loads(out.read_text())["benchmarks"][0]["steps"]
     assert len(steps) == 1 and steps[0]["interrupted"]
     assert all(not a["lost"] and a["step"]["interrupted"] for a in steps[0]["agents"])
@@ -197,3 +260,114 @@ def test_default_starts_a_local_ray_instance(server: Any, tmp_path: Path) -> Non
     assert proc.returncode == 0, proc.stderr
     assert "starting a local Ray instance" in proc.stderr
     assert len(json.loads(out.read_text())["agents"]) == 2
+
+
+def _client_server_logs(temp: str) -> str:
+    """The tails of the head's Ray Client server logs (why a ray:// join failed)."""
+    logs = sorted(Path(temp).glob("session_*/logs/ray_client_server*"))
+    return "".join(f"\n--- {p.name}\n" + "\n".join(p.read_text(errors="replace")
+                                                   .splitlines()[-15:]) for p in logs)
+
+
+def _csv_rows(text: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_ray_client_and_a_weighted_split_keep_one_open_loop(ray_head: dict[str, str],
+                                                           server: Any, tmp_path: Path) -> None:
+    out = tmp_path / "w.json"
+    proc = _cli(f"http://127.0.0.1:{server.port}/", "--rate", "400", "--duration", "2s",
+                *FAST, "--agents", "2", "--cluster", ray_head["client"], "--split", "3,1",
+                "--format", "csv", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr + _client_server_logs(ray_head["temp"])
+    data = json.loads(out.read_text())
+    assert [a["weight"] for a in data["agents"]] == [3.0, 1.0]
+    step = data["benchmarks"][0]["steps"][0]
+    parts = [a["step"] for a in step["agents"]]
+    # agent 1 holds 3 of every 4 requests of one evenly spaced 400/s schedule
+    assert [p["offered_rate"] for p in parts] == [300.0, 100.0]
+    assert parts[0]["requests_sent"] == pytest.approx(3 * parts[1]["requests_sent"], abs=3)
+    # every request of the merged schedule's recorded 1.8 s went out (late ones count:
+    # on a loaded machine the achieved rate is another test's business)
+    assert step["requests_sent"] + step["unsent"] == pytest.approx(400 * 1.8, abs=2)
+    rows = _csv_rows(proc.stdout)  # the merged row, then one per agent
+    assert [(r["agent"], r["offered_rate"]) for r in rows] == [("all", "400"), ("1", "300"),
+                                                               ("2", "100")]
+    assert float(rows[1]["weight"]) == 3 and rows[2]["host"]
+
+
+@pytest.fixture(scope="module")
+def nginx_tls() -> Iterator[str]:
+    """A private nginx serving https (`return 200`) on 127.0.0.1 with a fresh self-signed
+    certificate (openssl), in a temp dir, no master process; yields its URL."""
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not os.access(nginx, os.X_OK) or shutil.which("openssl") is None:
+        pytest.skip("needs nginx and openssl: make test installs them (as root)")
+    folder = tempfile.mkdtemp(prefix="nginx")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", f"{folder}/key.pem", "-out", f"{folder}/cert.pem"],
+                   check=True, capture_output=True, timeout=60)
+    port = free_port()
+    Path(folder, "nginx.conf").write_text(NGINX_TLS.format(dir=folder, port=port))
+    proc = subprocess.Popen([nginx, "-c", f"{folder}/nginx.conf", "-p", folder, "-e",
+                             f"{folder}/error.log"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        assert proc.poll() is None, Path(folder, "error.log").read_text()
+        yield f"https://127.0.0.1:{port}/"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+NGINX_TLS = """
+worker_processes 1;
+daemon off;
+master_process off;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+  access_log off;
+  client_body_temp_path {dir}/body; proxy_temp_path {dir}/proxy;
+  fastcgi_temp_path {dir}/fastcgi; uwsgi_temp_path {dir}/uwsgi; scgi_temp_path {dir}/scgi;
+  keepalive_requests 1000000;
+  server {{
+    listen 127.0.0.1:{port} ssl;
+    ssl_certificate {dir}/cert.pem;
+    ssl_certificate_key {dir}/key.pem;
+    location / {{ return 200 "ok"; }}
+  }}
+}}
+"""
+
+
+def test_auto_joins_and_agents_load_nginx_over_tls_by_capacity(
+        ray_head: dict[str, str], nginx_tls: str, tmp_path: Path) -> None:
+    out = tmp_path / "t.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "perflab", "http", nginx_tls, "--insecure", "--rate", "200",
+         "--duration", "1s", *FAST, "--agents", "2", "--cluster", "auto", "--split",
+         "capacity", "--format", "markdown", "--json", str(out)], text=True,
+        capture_output=True, timeout=180, env={**os.environ, "RAY_ADDRESS": ray_head["gcs"]})
+    assert proc.returncode == 0, proc.stderr
+    assert "### load agents" in proc.stdout and "| agent 2 |" in proc.stdout
+    data = json.loads(out.read_text())
+    capacities = [a["capacity_rps"] for a in data["agents"]]
+    assert all(c > 0 for c in capacities)
+    assert [a["weight"] for a in data["agents"]] == capacities
+    step = data["benchmarks"][0]["steps"][0]
+    for share, c in zip(step["agents"], capacities):  # shares ∝ capacity (to 1/1000)
+        assert share["step"]["offered_rate"] == pytest.approx(200 * c / sum(capacities),
+                                                              abs=0.3)
+        assert set(share["step"]["status_counts"]) == {"200"}  # every answer over TLS ok
+    assert step["ok_responses"] > 0 and not step["errors"]

@@ -22,6 +22,8 @@ from perflab.cluster_model import CLOCK_CHECKS
 
 #: Length of the doctor clock probe each agent runs at start-up, s.
 CLOCK_PROBE_S = 0.3
+#: Length (warmup included) and warmup of the capacity probe (``--split capacity``), s.
+CAPACITY_PROBE_S, CAPACITY_WARMUP_S = 0.6, 0.1
 
 
 def boot_id() -> str:
@@ -91,6 +93,35 @@ class LoadAgent:
         except UsageError as exc:
             return str(exc)
         return None
+
+    def capacity(self, threads: int | None, probe_s: float = CAPACITY_PROBE_S) -> float:
+        """How many requests/s this agent's engine can send, by CPU: a closed-loop burst
+        of ``probe_s`` against a ``perflab serve`` on this node's loopback (plain HTTP,
+        no delay), with the run's engine threads; requests sent ÷ the engine threads'
+        CPU time × the engine threads. A CPU-bound generator sends that many; a faster
+        or larger node scores higher. It ranks nodes, not the target's path.
+
+        Args:
+            threads: the run's ``--threads`` (None: the engine's default).
+            probe_s: the burst's length, warmup (:data:`CAPACITY_WARMUP_S`) included, s.
+
+        Raises:
+            ValueError: the engine refused the probe (e.g. ``--threads`` above the cores).
+            RuntimeError: the probe sent nothing.
+        """
+        from perflab import _core
+
+        connections = 2 * (os.cpu_count() or 1)
+        with _core.serve({"host": "127.0.0.1", "port": 0}) as server:
+            raw = _core.http_run({"url": f"http://127.0.0.1:{server.port}/", "mode": "closed",
+                                  "connections": connections, "threads": threads,
+                                  "duration_s": probe_s, "warmup_s": CAPACITY_WARMUP_S},
+                                 None, self._stop)
+        step = raw["steps"][0]
+        cpu_s = sum(step["thread_cpu_s"])
+        if not step["requests_sent"] or cpu_s <= 0:
+            raise RuntimeError("the capacity probe sent nothing on this node's loopback")
+        return len(step["thread_cpu_s"]) * step["requests_sent"] / cpu_s
 
     def run_step(self, config: dict[str, Any]) -> dict[str, Any]:
         """Run one step (``config`` carries ``start_unix_ns`` on this agent's clock).

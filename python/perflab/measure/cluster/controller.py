@@ -10,7 +10,9 @@ that Ray's bookkeeping never stops an agent from starting on a small machine; th
 engine sizes its own threads from the node's cores.
 
 Before the first step: every agent says who it is (a perflab version other than the
-controller's is refused), checks its share of every step with the engine's own rules,
+controller's is refused), measures its capacity when the split asks for it
+(``--split capacity``: :meth:`LoadAgent.capacity`), checks its share of every step with
+the engine's own rules,
 opens one connection to the target (a node that cannot reach it is named), runs
 ``perflab doctor``'s clock probes briefly, and has its clock offset measured
 (:mod:`perflab.measure.cluster.clocks`).
@@ -54,12 +56,38 @@ class ClusterOptions:
             (Ray Client) or a cluster's ``HOST:PORT`` (its GCS address).
         per_node: agents per node (None: spread evenly, one per node when possible).
         fail_fast: stop the run when an agent dies instead of going on without it.
+        split: how the load is divided: "even", "capacity" (by each agent's measured
+            capacity) or one weight per agent.
     """
 
     agents: int
     address: str = "local"
     per_node: int | None = None
     fail_fast: bool = False
+    split: str | tuple[float, ...] = "even"
+
+
+def parse_split(text: str | None, agents: int) -> str | tuple[float, ...]:
+    """``--split``: "even" (default), "capacity", or N comma-separated positive weights.
+
+    Raises:
+        UsageError: another word, a weight that is not a positive number, or a count of
+            weights other than ``agents``.
+    """
+    text = (text or "even").strip().lower()
+    if text in ("even", "capacity"):
+        return text
+    try:
+        weights = tuple(float(w) for w in text.split(","))
+    except ValueError:
+        weights = ()
+    if not weights or not all(math.isfinite(w) and w > 0 for w in weights):
+        raise UsageError(f"--split {text!r}: use even, capacity, or one positive weight per "
+                         "agent, comma separated (--split 3,1)")
+    if len(weights) != agents:
+        raise UsageError(f"--split gives {len(weights)} weights for --agents {agents}: give "
+                         "one per agent")
+    return weights
 
 
 def options_from_args(args: Any) -> ClusterOptions:
@@ -77,7 +105,8 @@ def options_from_args(args: Any) -> ClusterOptions:
     if not address:
         raise UsageError("--cluster needs an address: local, auto, ray://HOST:10001 or "
                          "HOST:PORT")
-    return ClusterOptions(agents, address, per_node, args.fail_fast)
+    return ClusterOptions(agents, address, per_node, args.fail_fast,
+                          parse_split(args.split, agents))
 
 
 def import_ray() -> Any:
@@ -126,6 +155,11 @@ class Agent:
         self.alive = True
         #: The latest measurement of its clock offset (None before the first).
         self.offset: clocks.Offset | None = None
+
+    @property
+    def weight(self) -> float:
+        """Its weight in the split of every step (:attr:`AgentInfo.weight`)."""
+        return self.info.weight
 
     @property
     def offset_used_ns(self) -> int:
@@ -216,6 +250,7 @@ class Cluster:
                           num_cpus=max(os.cpu_count() or 1, self.options.agents))
         else:
             self.tell(f"joining the Ray cluster at {address}…")
+            enable_token_auth_to_join()
         try:
             ray.init(address=address, **kwargs)
         except (ConnectionError, ValueError, RuntimeError, TimeoutError) as exc:
@@ -275,7 +310,9 @@ class Cluster:
             raise UsageError(f"{wrong[0].label} runs perflab {wrong[0].perflab_version}, the "
                              f"controller {__version__}: install the same version on every "
                              f"node (pip install 'perflab[cluster]=={__version__}')")
-        shares = [split_step(c, len(self.agents)) for c in self.step_configs]
+        self._weigh()
+        weights = [a.weight for a in self.agents]
+        shares = [split_step(c, len(self.agents), weights) for c in self.step_configs]
         checks = [a.actor.check.remote([s[k] for s in shares if s[k] is not None])
                   for k, a in enumerate(self.agents)]
         host, port, timeout_s = self.target
@@ -296,6 +333,20 @@ class Cluster:
             agent.info.clock_flagged = ", ".join(failed) or None
         for agent in self.agents:
             self.measure_offset(agent, clocks.ROUNDS_AT_START)
+
+    def _weigh(self) -> None:
+        """Every agent's weight: 1, the user's, or its measured capacity."""
+        split = self.options.split
+        if split == "capacity":
+            self.tell("measuring the agents' capacity…")
+            threads = self.step_configs[0].get("threads") if self.step_configs else None
+            found = self._gather([a.actor.capacity.remote(threads) for a in self.agents],
+                                 "capacity probe")
+            for agent, capacity in zip(self.agents, found):
+                agent.info.capacity_rps = agent.info.weight = capacity
+        elif split != "even":
+            for agent, weight in zip(self.agents, split):
+                agent.info.weight = float(weight)
 
     def measure_offset(self, agent: Agent, rounds: int) -> clocks.Offset:
         """Measure ``agent``'s clock offset with ``rounds`` round trips and keep it as
@@ -328,6 +379,25 @@ class Cluster:
             except Exception:  # noqa: BLE001 - shutting down must not hide the results
                 pass
         self.ray = None
+
+
+def enable_token_auth_to_join() -> None:
+    """Turn Ray's token authentication on for joining a running cluster when a token is
+    where Ray looks for one and ``RAY_AUTH_MODE`` is unset, with Ray's own function.
+
+    ``ray start --head`` turns token authentication on by itself when it finds a token
+    (``~/.ray/auth_token``), but a driver joining it (``ray.init(address=…)``, by GCS
+    address or ``ray://``) leaves it off and is refused ("InvalidAuthToken", "no
+    authorization header provided"), as the review of ray-project/ray PR 64755 notes.
+    A Ray without token authentication has nothing to turn on.
+    """
+    try:
+        from ray._private.authentication.authentication_token_setup import (
+            maybe_enable_token_auth_if_token_available as enable)
+    except ImportError:
+        return
+    logging.getLogger("ray._private.authentication").setLevel(logging.ERROR)
+    enable()
 
 
 def _failed(ray: Any, ref: Any) -> bool:

@@ -115,7 +115,7 @@ def _run_step(cluster: Cluster, plan: Plan, index: int, live: list[Agent],
               progress: ProgressFn | None) -> Any:
     """One step on the ``live`` agents; the merged step, or None when no agent ran it."""
     ray = cluster.ray
-    configs = split_step(plan.step_config(index), len(live))
+    configs = split_step(plan.step_config(index), len(live), [a.weight for a in live])
     worst_rtt_s = 0.0
     for agent in live:
         try:
@@ -272,8 +272,9 @@ def distributed(args: Any, plan: Plan, tell: Callable[[str], None] | None = None
     options = options_from_args(args)
     target = (plan.target.host, plan.target.port, plan.connect_timeout_s)
     configs = [plan.step_config(i) for i in range(plan.steps)]
+    weights = options.split if isinstance(options.split, tuple) else None
     for config in configs:  # a share that cannot exist is refused before Ray starts
-        split_step(config, options.agents)
+        split_step(config, options.agents, weights)
     with Cluster(options, target, configs, tell) as cluster:
         if tell:
             tell(f"{len(cluster.agents)} agent(s) ready in {cluster.started_s:.1f} s: " +

@@ -4,7 +4,7 @@ use std::time::{Duration, SystemTime};
 
 use super::codec::RequestSpec;
 use super::recorder::OkStatus;
-use super::schedule::Arrival;
+use super::schedule::{Arrival, Lanes};
 use super::url::Target;
 
 /// The load model of a run.
@@ -67,11 +67,9 @@ pub struct Config {
     /// (None: 30 ms after the call, as usual). Later steps start when the
     /// one before ends.
     pub start_at: Option<SystemTime>,
-    /// Open loop, constant arrivals: offset of this engine's first intended
-    /// send time after `t0`. Agent `k` of `n` sharing a rate `R` (each
-    /// offering `R/n`) uses `k/R`, so the union of their schedules is evenly
-    /// spaced at `1/R`.
-    pub phase: Duration,
+    /// Open loop, constant arrivals: this engine's lanes of a schedule
+    /// shared with other load agents ([`Lanes`]; None: the whole schedule).
+    pub lanes: Option<Lanes>,
 }
 
 /// The cores this process may run on (`available_parallelism`; 1 when
@@ -134,7 +132,7 @@ impl Config {
             insecure: false,
             seed: 0x5EED,
             start_at: None,
-            phase: Duration::ZERO,
+            lanes: None,
         })
     }
 
@@ -177,6 +175,9 @@ impl Config {
         }
         if self.connect_timeout.is_zero() || self.read_timeout.is_zero() {
             return Err("connect and read timeouts must be positive".into());
+        }
+        if self.lanes.is_some() && self.model != LoadModel::Open(Arrival::Constant) {
+            return Err("slots need an open loop with constant arrivals".into());
         }
         let mut max_conns = 0;
         for s in &self.steps {

@@ -66,10 +66,13 @@ struct Dispatcher {
 pub(crate) async fn open_loop(ctx: &Rc<Ctx>, arrival: Arrival) -> Result<(), String> {
     let plan = &ctx.plan;
     let rate = plan.rate.unwrap_or(1.0);
+    let mut sched = Schedule::new(arrival, rate, plan.thread, plan.threads, ctx.shared.seed);
+    if let Some(lanes) = &ctx.shared.lanes {
+        sched = sched.on_lanes(lanes, rate, plan.thread, plan.threads);
+    }
     let mut d = Dispatcher {
         ctx: ctx.clone(),
-        sched: Schedule::new(arrival, rate, plan.thread, plan.threads, ctx.shared.seed)
-            .offset_by(ctx.shared.phase.as_nanos() as f64),
+        sched,
         timer: PreciseTimer::new().map_err(|e| format!("cannot create a timerfd: {e}"))?,
         horizon_ns: (plan.end - plan.t0).as_nanos() as u64,
         give_up: plan.end + GRACE,

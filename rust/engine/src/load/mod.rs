@@ -45,7 +45,7 @@ pub use codec::RequestSpec;
 pub use config::{cores, default_threads, Config, LoadModel, StepSpec, MAX_RATE_PER_THREAD};
 pub use progress::{Progress, Snapshot};
 pub use recorder::{Counters, ErrorKind, Histograms, OkStatus, Recorder};
-pub use schedule::{Arrival, Schedule, SplitMix64};
+pub use schedule::{Arrival, Lanes, Schedule, SplitMix64};
 pub use spec::RunSpec;
 pub use url::{Scheme, Target};
 
@@ -210,7 +210,7 @@ fn prepare(
         read_timeout: config.read_timeout,
         model: config.model,
         seed: config.seed,
-        phase: config.phase,
+        lanes: config.lanes.clone(),
         stop,
         progress,
         stopped_at: OnceLock::new(),

@@ -39,9 +39,9 @@ pub(crate) struct Shared {
     pub read_timeout: Duration,
     pub model: LoadModel,
     pub seed: u64,
-    /// Offset of the first intended send time after `t0` (see
-    /// [`super::Config::phase`]).
-    pub phase: Duration,
+    /// This engine's lanes of a schedule shared by load agents (see
+    /// [`super::Config::lanes`]).
+    pub lanes: Option<super::schedule::Lanes>,
     pub stop: Arc<AtomicBool>,
     pub progress: Arc<Progress>,
     /// When an engine thread first saw the stop flag: the recorded window

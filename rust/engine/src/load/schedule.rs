@@ -78,13 +78,54 @@ impl Arrival {
     }
 }
 
+/// Most slots in one period of [`Lanes`].
+pub const MAX_LANE_PERIOD: u64 = 1 << 20;
+
+/// One load agent's part of a constant schedule that several agents share.
+///
+/// The shared schedule is evenly spaced at `1 / R` (request `n` is due at
+/// `n / R`); it repeats every `period` requests, and this agent sends the
+/// requests `n` with `n mod period` in `slots`. An agent with `m` slots
+/// offers `R·m/period`, so agents with unequal shares (a capacity-weighted
+/// split) still add up to one evenly spaced stream. The even split of `R`
+/// over `N` agents is `period = N`, agent `k` holding slot `k`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lanes {
+    period: u64,
+    slots: Vec<u64>,
+}
+
+impl Lanes {
+    /// Lanes of `period` with this agent's `slots`.
+    ///
+    /// # Errors
+    /// A period of 0 or above [`MAX_LANE_PERIOD`], no slots, or slots not
+    /// strictly increasing below the period.
+    pub fn new(period: u64, slots: Vec<u64>) -> Result<Self, String> {
+        if period == 0 || period > MAX_LANE_PERIOD {
+            return Err(format!(
+                "slot_period must be between 1 and {MAX_LANE_PERIOD}, got {period}"
+            ));
+        }
+        let increasing = slots.windows(2).all(|w| w[0] < w[1]);
+        match slots.last() {
+            Some(&last) if increasing && last < period => Ok(Self { period, slots }),
+            _ => Err(format!(
+                "slots must be a non-empty, strictly increasing list of numbers below \
+                 slot_period ({period})"
+            )),
+        }
+    }
+}
+
 /// The intended send times of one engine thread in one step.
 ///
 /// With `threads` engine threads sharing a total `rate` (req/s), thread `k`
 /// of a constant schedule sends at offsets `(k + i * threads) / rate`, so the
-/// union over threads is evenly spaced at `1 / rate`. A Poisson schedule
-/// gives each thread an independent Poisson process of rate `rate/threads`;
-/// their superposition is a Poisson process of rate `rate`.
+/// union over threads is evenly spaced at `1 / rate`; on [`Lanes`], thread
+/// `k` sends this agent's requests `k + i * threads` of its slots. A Poisson
+/// schedule gives each thread an independent Poisson process of rate
+/// `rate/threads`; their superposition is a Poisson process of rate `rate`.
 #[derive(Clone, Debug)]
 pub struct Schedule {
     arrival: Arrival,
@@ -95,6 +136,9 @@ pub struct Schedule {
     index: u64,
     poisson_ns: f64,
     rng: SplitMix64,
+    /// Constant arrivals on an agent's lanes: the lanes, the shared
+    /// schedule's gap (ns), this thread and the engine's threads.
+    lanes: Option<(Lanes, f64, u64, u64)>,
 }
 
 impl Schedule {
@@ -109,15 +153,19 @@ impl Schedule {
             index: 0,
             poisson_ns: 0.0,
             rng: SplitMix64::new(seed ^ (thread as u64).wrapping_mul(0xA24B_AED4_963E_E407)),
+            lanes: None,
         }
     }
 
-    /// The same schedule shifted `offset_ns` later (every intended time;
-    /// a Poisson process starts there): a load agent's place among several
-    /// sharing one rate (see [`super::Config::phase`]).
-    pub fn offset_by(mut self, offset_ns: f64) -> Self {
-        self.phase_ns += offset_ns;
-        self.poisson_ns += offset_ns;
+    /// The same constant schedule (of `rate` over `threads`, this thread
+    /// `thread`, as given to [`Schedule::new`]) placed on a load agent's
+    /// `lanes` of a shared schedule (see [`Lanes`]); Poisson arrivals are
+    /// left as they are.
+    pub fn on_lanes(mut self, lanes: &Lanes, rate: f64, thread: usize, threads: usize) -> Self {
+        if self.arrival == Arrival::Constant {
+            let unit_ns = 1e9 * lanes.slots.len() as f64 / (rate * lanes.period as f64);
+            self.lanes = Some((lanes.clone(), unit_ns, thread as u64, threads.max(1) as u64));
+        }
         self
     }
 
@@ -125,15 +173,15 @@ impl Schedule {
     /// non-decreasing. O(1), no allocation.
     pub fn next_offset_ns(&mut self) -> u64 {
         let t = match self.arrival {
-            Arrival::Constant => self.phase_ns + self.index as f64 * self.gap_ns,
+            Arrival::Constant => self.constant_offset(self.index),
             Arrival::Poisson => {
                 // Inverse-CDF sampling of Exp(1/gap): -ln(U) * gap.
                 self.poisson_ns += -self.rng.next_f64_open0().ln() * self.gap_ns;
-                self.poisson_ns
+                self.poisson_ns as u64
             }
         };
         self.index += 1;
-        t as u64
+        t
     }
 
     /// How many times [`Schedule::next_offset_ns`] has been called.
@@ -166,7 +214,15 @@ impl Schedule {
     /// Constant arrivals: the offset of request `i`, as `next_offset_ns`
     /// computes it.
     fn constant_offset(&self, i: u64) -> u64 {
-        (self.phase_ns + i as f64 * self.gap_ns) as u64
+        match &self.lanes {
+            None => (self.phase_ns + i as f64 * self.gap_ns) as u64,
+            Some((lanes, unit_ns, thread, threads)) => {
+                let j = thread + i * threads;
+                let m = lanes.slots.len() as u64;
+                let n = (j / m) * lanes.period + lanes.slots[(j % m) as usize];
+                (n as f64 * unit_ns) as u64
+            }
+        }
     }
 
     /// Constant arrivals: the first index whose offset is at or after `x_ns`.
@@ -239,19 +295,42 @@ mod tests {
     }
 
     #[test]
-    fn agents_with_phases_interleave_into_one_even_stream() {
-        // Two agents of one engine thread each share 1,000 req/s: agent k
-        // offers 500/s shifted by k/1000 s; their union is the 1 ms grid.
-        let mut times: Vec<u64> = (0..2u32)
-            .flat_map(|k| {
-                let mut s =
-                    Schedule::new(Arrival::Constant, 500.0, 0, 1, 7).offset_by(f64::from(k) * 1e6);
-                (0..50).map(move |_| s.next_offset_ns())
+    fn agents_on_lanes_interleave_into_one_even_stream() {
+        // 1,000 req/s shared unevenly: agent 0 (2 threads) holds slots 0, 2
+        // and 3 of every 5 (600/s), agent 1 (1 thread) slots 1 and 4
+        // (400/s); their union is the 1 ms grid, each request once.
+        let agents = [(vec![0, 2, 3], 2usize), (vec![1, 4], 1)];
+        let mut times: Vec<u64> = agents
+            .iter()
+            .flat_map(|(slots, threads)| {
+                let lanes = Lanes::new(5, slots.clone()).unwrap();
+                let rate = 1000.0 * slots.len() as f64 / 5.0;
+                (0..*threads).flat_map(move |k| {
+                    let mut s = Schedule::new(Arrival::Constant, rate, k, *threads, 7)
+                        .on_lanes(&lanes, rate, k, *threads);
+                    let mut t = Vec::new();
+                    loop {
+                        let x = s.next_offset_ns();
+                        if x >= 1_000_000_000 {
+                            return t;
+                        }
+                        t.push(x);
+                    }
+                })
             })
             .collect();
         times.sort_unstable();
+        assert_eq!(times.len(), 1000);
         for (i, t) in times.iter().enumerate() {
-            assert_eq!(*t, i as u64 * 1_000_000);
+            assert!((*t as i64 - i as i64 * 1_000_000).abs() <= 1, "{i}: {t}");
+        }
+    }
+
+    #[test]
+    fn lanes_refuse_what_cannot_be_a_share() {
+        assert!(Lanes::new(3, vec![0, 2]).is_ok());
+        for (period, slots) in [(0, vec![0]), (3, vec![]), (3, vec![2, 1]), (3, vec![3])] {
+            assert!(Lanes::new(period, slots).is_err());
         }
     }
 
@@ -298,9 +377,19 @@ mod tests {
 
     #[test]
     fn skip_until_counts_constant_arrivals_exactly() {
-        for (rate, thread, threads) in [(100.0, 0, 1), (3000.0, 1, 3), (7.0, 0, 1)] {
+        let lanes = Lanes::new(7, vec![1, 2, 5]).unwrap();
+        let cases = [(100.0, 0, 1, None), (3000.0, 1, 3, None), (7.0, 0, 1, None),
+                     (300.0, 1, 2, Some(&lanes))];
+        for (rate, thread, threads, on) in cases {
+            let make = || {
+                let s = Schedule::new(Arrival::Constant, rate, thread, threads, 1);
+                match on {
+                    Some(l) => s.on_lanes(l, rate, thread, threads),
+                    None => s,
+                }
+            };
             let walk = |from: u64, limit: u64| {
-                let mut s = Schedule::new(Arrival::Constant, rate, thread, threads, 1);
+                let mut s = make();
                 s.next_offset_ns();
                 let mut n = 0;
                 loop {
@@ -312,7 +401,7 @@ mod tests {
                 }
             };
             for (from, limit) in [(0, 500_000_000), (123_456_789, 987_654_321), (5, 5), (0, 1)] {
-                let mut s = Schedule::new(Arrival::Constant, rate, thread, threads, 1);
+                let mut s = make();
                 s.next_offset_ns();
                 assert_eq!(
                     s.skip_until(from, limit),

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use super::codec::RequestSpec;
 use super::config::{default_threads, Config, LoadModel, StepSpec};
 use super::recorder::OkStatus;
-use super::schedule::Arrival;
+use super::schedule::{Arrival, Lanes};
 use super::url::Target;
 
 /// A run as plain values. Every key but `url` is optional; a null is the
@@ -63,9 +63,11 @@ pub struct RunSpec {
     /// The first step's load starts at this realtime-clock instant, ns since
     /// the Unix epoch (a load agent's shared start); None: at once.
     pub start_unix_ns: Option<u64>,
-    /// Open loop, constant arrivals: the first intended send time after the
-    /// step's start, s (0): a load agent's place in the interleaved schedule.
-    pub phase_s: Option<f64>,
+    /// Open loop, constant arrivals: this load agent's slots of every
+    /// `slot_period` requests of a schedule shared with other agents (see
+    /// [`Lanes`]); both or neither.
+    pub slots: Option<Vec<u64>>,
+    pub slot_period: Option<u64>,
 }
 
 /// One of [`RunSpec::requests`]; the path defaults to the URL's.
@@ -178,7 +180,11 @@ impl TryFrom<RunSpec> for Config {
         c.start_at = spec
             .start_unix_ns
             .map(|ns| UNIX_EPOCH + Duration::from_nanos(ns));
-        c.phase = seconds("phase_s", spec.phase_s, Duration::ZERO)?;
+        c.lanes = match (spec.slot_period, spec.slots) {
+            (Some(period), Some(slots)) => Some(Lanes::new(period, slots)?),
+            (None, None) => None,
+            _ => return Err("slots and slot_period go together".into()),
+        };
         c.requests = match spec.requests {
             Some(list) => list
                 .into_iter()
