@@ -40,6 +40,9 @@ MAX_INPUT_BYTES = 64 * 2**20
 #: Targets written in place (never renamed over): stdout-style paths and pipes.
 _IN_PLACE_PREFIXES = ("/dev/fd/", "/proc/self/fd/")
 _IN_PLACE = ("/dev/stdout", "/dev/stderr", "/dev/null")
+#: How much of an existing export (github-action-benchmark, hyperfine JSON, .hgrm) is read to
+#: find perflab's mark in it before replacing it, bytes.
+_EXPORT_HEAD = 1 << 20
 #: How each kind of output file perflab writes starts (what makes an existing file "ours").
 _SIGNATURES = {"json": (b"{",), "png": (b"\x89PNG\r\n\x1a\n",),
                "html": (b"<!DOCTYPE html><!-- perflab report -->",),
@@ -270,11 +273,13 @@ def _ours(path: Path, kind: str) -> bool:
     """True for an empty file or one that starts like a perflab output of ``kind``."""
     try:
         with open(path, "rb") as fh:
-            head = fh.read(4096)
+            head = fh.read(_EXPORT_HEAD if kind == "export" else 4096)
     except OSError:
         return False
     if not head:
         return True
+    if kind == "export":  # peers' formats written by perflab.interop.export: marked inside
+        return b"perflab" in head
     if kind == "json":
         return head.lstrip().startswith(b"{") and b'"perflab"' in head
     return head.startswith(_SIGNATURES.get(kind, (b"",)))

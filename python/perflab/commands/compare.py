@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from perflab import interop
 from perflab.errors import UsageError
 
 _FORMATS = ("table", "markdown", "csv")
@@ -38,6 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from perflab.history import record
 
     record.add_arguments(parser, recording=False)
+    interop.add_from_argument(parser)
 
 
 def parse_threshold(text: str) -> float:
@@ -80,11 +82,13 @@ def main(args: argparse.Namespace) -> int:
     percentiles = parse_percentiles(args.percentiles)
     json_to = Destination.check(args.json, "--json") if args.json is not None else None
     chart = Destination.check(args.chart, "--chart", "png") if args.chart else None
+    interop.force(args.source)
     sides = compare_sides(record.database_path(args), args.to, args.files, args.threshold)
     suite = compare_results(sides.a, sides.b, sides.threshold, seed=args.seed,
                             percentiles=percentiles, names=(sides.name_a, sides.name_b))
     if sides.note:
         suite.warnings.insert(0, sides.note)
+    suite.warnings[:0] = interop.note_lines(sides.a) + interop.note_lines(sides.b)
     tripped = print_comparison(suite, sides.name_a, sides.name_b, args.format, json_to, fail_on)
     if chart is not None:
         from perflab.report.result_charts import compare_chart, write_chart

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perflab import files
+from perflab import files, interop
 from perflab.errors import UsageError
 
 MODELS = ("usl", "complexity", "breakeven")
@@ -51,6 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(several series: one file each, NAME-SERIES.png)")
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
                         help="how to print the fits on stdout")
+    interop.add_from_argument(parser)
 
 
 @dataclass
@@ -75,6 +76,7 @@ def main(args: argparse.Namespace) -> int:
     from perflab.analyze.fit_inputs import read_source
 
     destination = files.Destination.check(args.json, "--json") if args.json else None
+    interop.force(args.source)
     sources = [read_source(path) for path in args.files]
     model = args.model or _default_model(args, sources)
     if args.between and model != "breakeven":
@@ -87,6 +89,8 @@ def main(args: argparse.Namespace) -> int:
     if destination is not None:
         later.run(_write_json, report, args, destination)
     if destination is None or not destination.stdout:
+        for source in sources:
+            interop.print_notes(source, args.format)
         _print(report, args.format)
     later.run(_write_charts, charts)
     later.raise_()

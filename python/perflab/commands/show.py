@@ -6,6 +6,8 @@ import argparse
 import json
 from typing import Any
 
+from perflab import interop
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``perflab show``."""
@@ -16,6 +18,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "fingerprint and the settings")
     parser.add_argument("--verbose", action="store_true", help="every warning of every "
                         "benchmark in full (by default warnings are grouped by kind)")
+    interop.add_from_argument(parser)
+    parser.add_argument("--export", nargs=2, action="append", default=[],
+                        metavar=("FORMAT", "OUT"), help="also write the results in a peer's "
+                        "format: github-action-benchmark (customSmallerIsBetter JSON; run, cmd, "
+                        "http), hyperfine (--export-json layout; cmd), hgrm (HdrHistogram "
+                        "percentile distribution of each step's latency, ms; http); repeatable")
 
 
 def print_environment(results: Any) -> None:
@@ -60,6 +68,20 @@ def _doctor_document(path: str) -> dict[str, Any] | None:
     return document
 
 
+def _export(results: Any, exports: list[list[str]]) -> None:
+    """Write each ``--export FORMAT OUT`` (checked first, all of them, before any is
+    written); the paths written go to stderr."""
+    import sys
+
+    from perflab.interop import export
+
+    for fmt, _out in exports:
+        export.check(fmt, results.kind)
+    for fmt, out in exports:
+        for path in export.write(results, fmt, out):
+            sys.stderr.write(f"perflab: {fmt} export written to {path}\n")
+
+
 def main(args: argparse.Namespace) -> int:
     """Load, summarize and print. Exit 2 on a bad file."""
     from perflab import model
@@ -75,7 +97,16 @@ def main(args: argparse.Namespace) -> int:
         report = DoctorReport.from_dict(document)
         console.emit(args.format, lambda: doctor_tables(report), lambda: check_records(report))
         return 0
+    interop.force(args.source)
+    stats_only = interop.stats_only_table(args.file)
+    if stats_only is not None:
+        from perflab.report import console
+
+        console.emit(args.format, [stats_only])
+        return 0
     results = model.load(args.file)
+    _export(results, args.export)
+    interop.print_notes(results, args.format)
     if args.env:
         print_environment(results)
     if results.kind == "cmd":
