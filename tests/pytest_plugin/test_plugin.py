@@ -56,6 +56,22 @@ def test_fixture_measures_with_the_harness_and_returns_the_result(pytester):
                                  "*test_add*"])
 
 
+def test_in_process_mode_reports_its_first_call_not_a_cold_one(pytester):
+    pytester.makepyfile("""
+        def test_sum(perflab_bench):
+            perflab_bench(sum, range(100))
+    """)
+    out = pytester.path / "r.json"
+    result = pytester.runpytest(*FAST, f"--perflab-json={out}")
+    result.assert_outcomes(passed=1)
+    processes = _bench(_results(out), "test_sum")["processes"]
+    assert processes[0]["cold_ns"] > 0
+    assert all(p["cold_ns"] is None for p in processes[1:])
+    text = result.stdout.str()
+    assert "cold (first call in a fresh process)" not in text
+    result.stdout.fnmatch_lines(["*first call (in-process: the first call in this process*"])
+
+
 def test_pedantic_fixes_rounds_iterations_and_runs_setup_each_round(pytester):
     pytester.makepyfile("""
         calls = {"setup": 0}

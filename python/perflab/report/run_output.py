@@ -17,5 +17,8 @@ def print_run(results: Any, grouped: dict[str, Any], fmt: str, verbose: bool = F
     from perflab.report import console
     from perflab.report.table import run_tables, summary_records
 
-    console.emit(fmt, lambda: run_tables(results.benchmarks, grouped, verbose=verbose),
+    modes = results.settings.get("modes") or {}
+    in_process = {bench_id for bench_id, mode in modes.items() if mode == "in-process"}
+    console.emit(fmt, lambda: run_tables(results.benchmarks, grouped, verbose=verbose,
+                                         in_process=in_process),
                  lambda: summary_records(grouped))
