@@ -185,6 +185,24 @@ def test_async_benchmark_in_pytest(pytester):
     assert process["samples"] and process["loop_overhead_ns"] > 1000
 
 
+def test_async_benchmark_on_uvloop(pytester):
+    pytester.makepyfile("""
+        import asyncio
+        import uvloop
+
+        async def hop():
+            assert isinstance(asyncio.get_running_loop(), uvloop.Loop)
+            await asyncio.sleep(0)
+
+        def test_hop(perflab_bench):
+            perflab_bench(hop)
+    """)
+    out = pytester.path / "r.json"
+    pytester.runpytest(*FAST, "--perflab-event-loop=uvloop",
+                       f"--perflab-json={out}").assert_outcomes(passed=1)
+    assert _bench(_results(out), "test_hop")["processes"][0]["samples"]
+
+
 def test_fresh_processes_measure_in_child_pytests(pytester):
     pytester.makepyfile("""
         import os
