@@ -278,7 +278,7 @@ def _ours(path: Path, kind: str) -> bool:
         return False
     if not head:
         return True
-    if kind == "export":  # peers' formats written by perflab.interop.export: marked inside
+    if kind == "export":  # peers' formats written by perflab.report.peer_formats: marked inside
         return b"perflab" in head
     if kind == "json":
         return head.lstrip().startswith(b"{") and b'"perflab"' in head

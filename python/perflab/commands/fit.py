@@ -89,8 +89,10 @@ def main(args: argparse.Namespace) -> int:
     if destination is not None:
         later.run(_write_json, report, args, destination)
     if destination is None or not destination.stdout:
+        from perflab.report.imported import print_notes
+
         for source in sources:
-            interop.print_notes(source, args.format)
+            print_notes(source, args.format)
         _print(report, args.format)
     later.run(_write_charts, charts)
     later.raise_()

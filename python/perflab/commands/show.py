@@ -68,17 +68,37 @@ def _doctor_document(path: str) -> dict[str, Any] | None:
     return document
 
 
+def _stats_only_document(path: str) -> dict[str, Any] | None:
+    """The document of a pytest-benchmark file without raw data (its statistics only),
+    or None for any other file (:func:`perflab.model.load` reads those, or says what is
+    wrong with them)."""
+    from perflab import files, model, schema
+    from perflab.errors import ResultsFileError, UsageError
+    from perflab.interop import pytest_benchmark
+
+    try:
+        document = model.parse_json(files.read_bytes(path, path, files.MAX_RESULTS_BYTES),
+                                    path)
+    except (UsageError, ResultsFileError):
+        return None
+    if (interop.forced() or interop.detect(document)) != "pytest-benchmark" or \
+            schema.validate(document, "pytest-benchmark") or \
+            pytest_benchmark.has_raw_data(document):
+        return None
+    return document
+
+
 def _export(results: Any, exports: list[list[str]]) -> None:
     """Write each ``--export FORMAT OUT`` (checked first, all of them, before any is
     written); the paths written go to stderr."""
     import sys
 
-    from perflab.interop import export
+    from perflab.report import peer_formats
 
     for fmt, _out in exports:
-        export.check(fmt, results.kind)
+        peer_formats.check(fmt, results.kind)
     for fmt, out in exports:
-        for path in export.write(results, fmt, out):
+        for path in peer_formats.write(results, fmt, out):
             sys.stderr.write(f"perflab: {fmt} export written to {path}\n")
 
 
@@ -86,6 +106,7 @@ def main(args: argparse.Namespace) -> int:
     """Load, summarize and print. Exit 2 on a bad file."""
     from perflab import model
     from perflab.analyze.summary import summarize_benchmarks
+    from perflab.report.imported import print_notes
     from perflab.report.run_output import print_run
 
     document = _doctor_document(args.file)
@@ -98,15 +119,16 @@ def main(args: argparse.Namespace) -> int:
         console.emit(args.format, lambda: doctor_tables(report), lambda: check_records(report))
         return 0
     interop.force(args.source)
-    stats_only = interop.stats_only_table(args.file)
+    stats_only = _stats_only_document(args.file)
     if stats_only is not None:
         from perflab.report import console
+        from perflab.report.imported import stats_table
 
-        console.emit(args.format, [stats_only])
+        console.emit(args.format, [stats_table(stats_only, args.file)])
         return 0
     results = model.load(args.file)
     _export(results, args.export)
-    interop.print_notes(results, args.format)
+    print_notes(results, args.format)
     if args.env:
         print_environment(results)
     if results.kind == "cmd":

@@ -1,6 +1,5 @@
-"""Peers' result files in and out: pyperf, hyperfine and pytest-benchmark JSON are read into
-perflab's results model; github-action-benchmark JSON and HdrHistogram ``.hgrm`` text are
-written from it.
+"""Peers' result files in: pyperf, hyperfine and pytest-benchmark JSON read into perflab's
+results model (:class:`perflab.model.Results`).
 
 Reading (:func:`read`): :func:`perflab.model.load` hands every JSON document that is not a
 perflab file here, so ``show``, ``compare``, ``fit``, ``perflab.load`` and ``run
@@ -12,7 +11,8 @@ finite times, at most 10 000 benchmarks and 1 000 000 values) before anything is
 and every problem is one ``error:`` line with exit code 2.
 
 What each format carries, and what it can't (also in ``Results.settings["imported"]
-["notes"]``, printed above the tables, and in docs/interop.md):
+["notes"]``, printed above the tables by :mod:`perflab.report.imported`, and in
+docs/interop.md). Writing peers' formats is :mod:`perflab.report.peer_formats`.
 
 - pyperf: every run is a fresh process, its values are samples (seconds per loop
   iteration, ``loops × inner_loops`` calls each): the statistics are perflab's own,
@@ -132,33 +132,6 @@ def read(document: Any, where: str, created: str) -> Any:
     return _readers()[source](document, where, created)
 
 
-def stats_only_table(path: str) -> Any:
-    """``show``'s table for a pytest-benchmark file without raw data (its own statistics,
-    CI marked n/a), or None for any other file (:func:`perflab.model.load` reads those).
-
-    Raises:
-        ResultsFileError: a pytest-benchmark file that doesn't match its schema.
-    """
-    from perflab import files, model, schema
-    from perflab.errors import UsageError
-    from perflab.interop import pytest_benchmark
-
-    try:
-        document = model.parse_json(files.read_bytes(path, path, files.MAX_RESULTS_BYTES), path)
-    except (UsageError, ResultsFileError):
-        return None  # model.load says what is wrong with it
-    if (forced() or detect(document)) != "pytest-benchmark" or \
-            schema.validate(document, "pytest-benchmark") or \
-            pytest_benchmark.has_raw_data(document):
-        return None
-    return pytest_benchmark.stats_table(document, path)
-
-
-def imported(source: str, where: str, notes: list[str], **extra: Any) -> dict[str, Any]:
-    """The ``settings["imported"]`` record of an imported file."""
-    return {"format": source, "file": where, "notes": notes, **extra}
-
-
 def note_lines(results: Any) -> list[str]:
     """One line per note on where imported results came from and what they lack ([] for
     perflab's own results), e.g. "pyperf file a.json: each pyperf run is a fresh process…"."""
@@ -168,21 +141,3 @@ def note_lines(results: Any) -> list[str]:
         return []
     return [f"{info.get('format')} file {info.get('file')}: {note}"
             for note in info.get("notes", [])]
-
-
-def print_notes(results: Any, fmt: str) -> None:
-    """Print :func:`note_lines` before a command's tables: on stdout for a table or
-    Markdown (as a list), on stderr for CSV (stdout is then pure CSV)."""
-    import sys
-
-    from perflab.report.escape import terminal
-
-    lines = note_lines(results)
-    if not lines:
-        return
-    out = sys.stderr if fmt == "csv" else sys.stdout
-    bullet = "- " if fmt == "markdown" else ""
-    for line in lines:
-        out.write(bullet + terminal(line, one_line=True) + "\n")
-    if fmt == "markdown":
-        out.write("\n")

@@ -25,9 +25,7 @@ def read(document: dict[str, Any], where: str, created: str) -> Any:
         ResultsFileError: no result with times (an export from hyperfine before 1.9 keeps
             only summary statistics).
     """
-    from perflab import __version__
-    from perflab.interop import imported
-    from perflab.model import Benchmark, CommandRun, Results
+    from perflab.model.records import Benchmark, CommandRun, Results
 
     benchmarks = []
     for i, raw in enumerate(document["results"]):
@@ -48,8 +46,8 @@ def read(document: dict[str, Any], where: str, created: str) -> Any:
         params = {str(k): v for k, v in (raw.get("parameters") or {}).items()}
         benchmarks.append(Benchmark(name=str(raw["command"]), kind="command", params=params,
                                     runs=runs, stop_reason="done"))
-    return Results(kind="cmd", command_line=[], created=created, perflab_version=__version__,
+    return Results(kind="cmd", command_line=[], created=created, perflab_version="",
                    environment={},
-                   settings={"interleave": False,
-                             "imported": imported("hyperfine", where, list(NOTES))},
+                   settings={"interleave": False, "imported": {
+                       "format": "hyperfine", "file": where, "notes": list(NOTES)}},
                    benchmarks=benchmarks)

@@ -27,9 +27,7 @@ def read(document: dict[str, Any], where: str, created: str) -> Any:
     Raises:
         ResultsFileError: a benchmark whose unit is not seconds, or no run with values.
     """
-    from perflab import __version__
-    from perflab.interop import imported
-    from perflab.model import Benchmark, Process, Results, Sample
+    from perflab.model.records import Benchmark, Process, Results, Sample
 
     common = document.get("metadata", {})
     benchmarks = []
@@ -57,8 +55,12 @@ def read(document: dict[str, Any], where: str, created: str) -> Any:
     if not benchmarks:
         raise ResultsFileError(f"{where}: this pyperf file has no run with values (only "
                                "calibration runs?); pass a file of a finished pyperf run")
-    return Results(kind="run", command_line=[], created=str(common.get("date") or created),
-                   perflab_version=__version__, environment={},
-                   settings={"imported": imported("pyperf", where, list(NOTES),
-                                                  version=document.get("version"))},
+    first_run = next((r.get("metadata", {}) for b in document["benchmarks"] for r in b["runs"]),
+                     {})
+    when = common.get("date") or first_run.get("date") or created
+    return Results(kind="run", command_line=[], created=str(when),
+                   perflab_version="", environment={},
+                   settings={"imported": {"format": "pyperf", "file": where,
+                                          "notes": list(NOTES),
+                                          "version": document.get("version")}},
                    benchmarks=benchmarks)

@@ -11,7 +11,6 @@ pytest-benchmark's documented layout (its docs, "Usage: --benchmark-json"):
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -35,7 +34,7 @@ def _scalar(value: Any) -> Any:
     return str(value)[:200]
 
 
-def _name_and_params(raw: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def name_and_params(raw: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """``test_sum[10]`` with params {"n": 10} → ("test_sum", {"n": 10}): the parameters
     are perflab's params, so the id is not doubled."""
     name = str(raw["name"])
@@ -56,9 +55,7 @@ def read(document: dict[str, Any], where: str, created: str) -> Any:
     Raises:
         ResultsFileError: a file without raw data (stats only).
     """
-    from perflab import __version__
-    from perflab.interop import imported
-    from perflab.model import Benchmark, Process, Results, Sample
+    from perflab.model.records import Benchmark, Process, Results, Sample
 
     if not has_raw_data(document):
         raise ResultsFileError(f"{where}: {STATS_ONLY}; perflab show prints its statistics, "
@@ -68,43 +65,16 @@ def read(document: dict[str, Any], where: str, created: str) -> Any:
     for raw in document["benchmarks"]:
         stats = raw["stats"]
         calls = int(stats.get("iterations", 1))
-        name, params = _name_and_params(raw)
+        name, params = name_and_params(raw)
         proc = Process(index=0, pid=0, started_s=0.0, iterations=calls,
                        samples=[Sample(iterations=calls, wall_ns=max(1, round(v * calls * 1e9)),
                                        cpu_ns=0) for v in stats["data"]])
         benchmarks.append(Benchmark(name=name, group=str(raw.get("group") or ""),
                                     params=params, processes=[proc], stop_reason="done"))
     return Results(kind="run", command_line=[], created=str(document.get("datetime") or created),
-                   perflab_version=__version__, environment={},
-                   settings={"imported": imported("pytest-benchmark", where, list(NOTES),
-                                                  version=document.get("version")),
+                   perflab_version="", environment={},
+                   settings={"imported": {"format": "pytest-benchmark", "file": where,
+                                          "notes": list(NOTES),
+                                          "version": document.get("version")},
                              "modes": {b.id: "in-process" for b in benchmarks}},
                    benchmarks=benchmarks)
-
-
-def stats_table(document: dict[str, Any], where: str) -> Any:
-    """The table ``show`` prints for a file without raw data: pytest-benchmark's own
-    figures, seconds, with the CI column marked as not computable."""
-    from perflab.report.table import Table
-    from perflab.units import format_time
-
-    def cell(value: Any) -> str:
-        return format_time(float(value)) if isinstance(value, (int, float)) and \
-            math.isfinite(value) else "–"
-
-    table = Table(f"pytest-benchmark statistics from {where} (no raw data)",
-                  ["benchmark", "group", "median", "95% CI", "mean", "stddev", "min", "max",
-                   "rounds", "iterations"], align=["l", "l"] + ["r"] * 8)
-    for raw in document["benchmarks"]:
-        s = raw["stats"]
-        name, params = _name_and_params(raw)
-        label = " ".join([name] + [f"{k}={v}" for k, v in params.items()])
-        table.rows.append([label, str(raw.get("group") or ""), cell(s.get("median")),
-                           "n/a", cell(s.get("mean")), cell(s.get("stddev")),
-                           cell(s.get("min")), cell(s.get("max")), str(s.get("rounds", "–")),
-                           str(s.get("iterations", "–"))])
-    table.footnotes = [STATS_ONLY + "; 95% CI n/a: the file keeps no rounds to resample "
-                       "(re-run pytest with --benchmark-json FILE or --benchmark-save-data)",
-                       "figures are pytest-benchmark's, per iteration, from rounds run in one "
-                       "process"]
-    return table

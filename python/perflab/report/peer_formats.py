@@ -1,5 +1,7 @@
 """Peers' formats out, from any perflab results file (``perflab show FILE --export FORMAT OUT``).
 
+Reading peers' formats is :mod:`perflab.interop`.
+
 - ``github-action-benchmark``: the ``customSmallerIsBetter`` JSON of
   github-action-benchmark (a list of ``{"name", "unit", "value", "range", "extra"}``;
   ``range`` and ``extra`` are free text it shows in its charts' tooltips). One entry per
@@ -46,7 +48,7 @@ def check(fmt: str, kind: str) -> None:
                          f"not a {kind} file")
 
 
-# --------------------------------------------------------------------------- github-action-benchmark
+# ----------------------------------------------------------------- github-action-benchmark
 
 
 def github_action_benchmark(results: Any) -> list[dict[str, Any]]:
