@@ -166,3 +166,27 @@ def test_exports_refuse_what_they_cannot_write(tmp_path: Path, http_results: Pat
     unknown = perflab_cli("show", str(http_results), "--export", "criterion",
                           str(tmp_path / "x"))
     assert unknown.returncode == 2 and "unknown format" in unknown.stderr
+
+
+def test_hlog_is_read_by_the_hdrhistogram_log_reader(http_results: Path, tmp_path: Path,
+                                                     perflab_cli: Any) -> None:
+    from hdrh.log import HistogramLogReader
+
+    out = tmp_path / "lat.hlog"
+    result = perflab_cli("show", str(http_results), "--export", "hlog", str(out))
+    assert result.returncode == 0, result.stderr
+    steps = model.load(http_results).benchmarks[0].steps
+    reader = HistogramLogReader(str(out), None)
+    read = []
+    while (hist := reader.get_next_interval_histogram()) is not None:
+        read.append(hist)
+    assert [h.get_tag() for h in read] == ["step1", "step2"]
+    assert [h.get_total_count() for h in read] == [s.latency.count for s in steps]
+    assert all(h.highest_trackable_value == 2_000_000 for h in read)
+    again = HistogramLogReader(str(out), None)
+    merged = again.add_next_interval_histogram()
+    assert again.add_next_interval_histogram(merged) is merged  # step 2 merged into step 1
+    assert merged.get_total_count() == sum(s.latency.count for s in steps)
+    first, second = (float(line.split(",")[1]) for line in out.read_text().splitlines()
+                     if line.startswith("Tag="))
+    assert first == pytest.approx(0.1) and second > first  # after the first step's warmup

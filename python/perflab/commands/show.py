@@ -23,7 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar=("FORMAT", "OUT"), help="also write the results in a peer's "
                         "format: github-action-benchmark (customSmallerIsBetter JSON; run, cmd, "
                         "http), hyperfine (--export-json layout; cmd), hgrm (HdrHistogram "
-                        "percentile distribution of each step's latency, ms; http); repeatable")
+                        "percentile distribution of each step's latency, ms; http), hlog "
+                        "(HdrHistogram interval log of the steps' latency histograms; http); "
+                        "repeatable")
 
 
 def print_environment(results: Any) -> None:

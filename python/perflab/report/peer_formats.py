@@ -14,6 +14,10 @@ Reading peers' formats is :mod:`perflab.interop`.
   ``outputPercentileDistribution``, as wrk2 prints it), milliseconds, for the latency
   histogram of each step of an ``http`` file; several steps give one file each
   (``OUT-step1.hgrm`` …).
+- ``hlog``: HdrHistogram's interval log (Java ``HistogramLogWriter``, format 1.3): one
+  line per step, tagged ``step1``, ``step2`` …, holding the step's latency histogram in
+  the V2 encoding (µs; highest trackable value = the run's timeout), for
+  ``HistogramLogProcessor``, HdrHistogram plotters and any library's log reader.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from perflab.errors import UsageError
 
 #: The formats ``--export`` writes, and the results kinds each takes.
 EXPORTS = {"github-action-benchmark": ("run", "cmd", "http"), "hyperfine": ("cmd",),
-           "hgrm": ("http",)}
+           "hgrm": ("http",), "hlog": ("http",)}
 #: Percentile ticks per half distance to 100% (HdrHistogram's default, wrk2's too).
 TICKS_PER_HALF_DISTANCE = 5
 #: .hgrm values are printed in milliseconds (the histograms hold µs).
@@ -171,6 +175,37 @@ def hgrm(encoded: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def hlog(results: Any) -> str:
+    """The interval log of an http Results: one ``Tag=stepN,start,length,max,payload`` line
+    per step with a latency histogram. ``start`` is seconds from the run's start to the
+    step's recorded window (the steps ran back to back: the earlier steps' wall times
+    plus this step's warmup), ``length`` the recorded window (s), ``max`` the largest
+    latency (ms), ``payload`` the step's V2-deflate base64 histogram (µs) as recorded."""
+    import datetime as dt
+
+    try:
+        started = dt.datetime.fromisoformat(results.created)
+    except (TypeError, ValueError):
+        started = None
+    lines = ["#[perflab http latency histograms, values in µs, one interval per step]",
+             "#[Histogram log format version 1.3]"]
+    if started is not None:
+        if started.tzinfo is None:
+            started = started.replace(tzinfo=dt.timezone.utc)
+        lines.append(f"#[StartTime: {started.timestamp():.3f} (seconds since epoch), "
+                     f"{started.isoformat()}]")
+    lines.append('"StartTimestamp","Interval_Length","Interval_Max",'
+                 '"Interval_Compressed_Histogram"')
+    offset = 0.0
+    for i, step in enumerate(results.benchmarks[0].steps):
+        wall = step.wall_s if math.isfinite(step.wall_s) else step.duration_s
+        if step.latency.encoded:
+            lines.append(f"Tag=step{i + 1},{offset + step.warmup_s:.3f},{step.elapsed_s:.3f},"
+                         f"{step.latency.max_us / HGRM_SCALE:.3f},{step.latency.encoded}")
+        offset += wall
+    return "\n".join(lines) + "\n"
+
+
 def hgrm_files(results: Any, out: str) -> list[tuple[str, str]]:
     """(path, text) of the ``.hgrm`` of each step's latency histogram of an http Results:
     ``out`` itself for one step, ``out`` with ``-stepN`` before its suffix for several."""
@@ -206,6 +241,8 @@ def write(results: Any, fmt: str, out: str) -> list[str]:
     check(fmt, results.kind)
     if fmt == "hgrm":
         outputs = hgrm_files(results, out)
+    elif fmt == "hlog":
+        outputs = [(out, hlog(results))]
     else:
         outputs = [(out, _json_text(results, fmt))]
     written = []
