@@ -68,6 +68,13 @@ def test_hdrhistogram_package_decodes_and_merges_perflab_histograms(http_results
     assert merged.get_max_value() == ours.values[-1]
 
 
+def _exported(perflab_cli: Any, results: Path, fmt: str, out: Path) -> list[Any]:
+    """Run ``show RESULTS --export FMT OUT``; the steps of the http results."""
+    result = perflab_cli("show", str(results), "--export", fmt, str(out))
+    assert result.returncode == 0, result.stderr
+    return model.load(results).benchmarks[0].steps
+
+
 def _rows(text: str) -> list[tuple[float, float, int]]:
     rows = []
     for line in text.splitlines()[2:]:
@@ -80,10 +87,7 @@ def _rows(text: str) -> list[tuple[float, float, int]]:
 
 def test_hgrm_is_hdrhistograms_percentile_distribution(http_results: Path, tmp_path: Path,
                                                        perflab_cli: Any) -> None:
-    out = tmp_path / "lat.hgrm"
-    result = perflab_cli("show", str(http_results), "--export", "hgrm", str(out))
-    assert result.returncode == 0, result.stderr
-    steps = model.load(http_results).benchmarks[0].steps
+    steps = _exported(perflab_cli, http_results, "hgrm", tmp_path / "lat.hgrm")
     for i, step in enumerate(steps):
         text = (tmp_path / f"lat-step{i + 1}.hgrm").read_text()
         assert text.startswith("       Value     Percentile TotalCount 1/(1-Percentile)\n\n")
@@ -173,9 +177,7 @@ def test_hlog_is_read_by_the_hdrhistogram_log_reader(http_results: Path, tmp_pat
     from hdrh.log import HistogramLogReader
 
     out = tmp_path / "lat.hlog"
-    result = perflab_cli("show", str(http_results), "--export", "hlog", str(out))
-    assert result.returncode == 0, result.stderr
-    steps = model.load(http_results).benchmarks[0].steps
+    steps = _exported(perflab_cli, http_results, "hlog", out)
     reader = HistogramLogReader(str(out), None)
     read = []
     while (hist := reader.get_next_interval_histogram()) is not None:
