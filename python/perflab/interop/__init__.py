@@ -6,8 +6,8 @@ perflab file here, so ``show``, ``compare``, ``fit``, ``perflab.load`` and ``run
 --compare-to`` accept the peers' files too. The format is detected from the document's
 shape (:func:`detect`) or forced with ``--from`` (:func:`force`). Each document is
 untrusted: it is size-bounded by the loader, checked against its own JSON Schema
-(``perflab/schemas/{pyperf,hyperfine,pytest-benchmark}.schema.json``: types, positive
-finite times, at most 10 000 benchmarks and 1 000 000 values) before anything is built,
+(``perflab/schemas/{pyperf,hyperfine,pytest-benchmark}.schema.json``: types, finite
+non-negative times, at most 10 000 benchmarks and 1 000 000 values) before anything is built,
 and every problem is one ``error:`` line with exit code 2.
 
 What each format carries, and what it can't (also in ``Results.settings["imported"]

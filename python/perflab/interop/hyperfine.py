@@ -22,8 +22,7 @@ def read(document: dict[str, Any], where: str, created: str) -> Any:
     """Results (kind "cmd") from a schema-checked hyperfine document.
 
     Raises:
-        ResultsFileError: no result with times (an export from hyperfine before 1.9 keeps
-            only summary statistics).
+        ResultsFileError: a result without times (summary statistics only).
     """
     from perflab.model.records import Benchmark, CommandRun, Results
 
@@ -32,7 +31,7 @@ def read(document: dict[str, Any], where: str, created: str) -> Any:
         times = raw.get("times")
         if not times:
             raise ResultsFileError(f"{where}: results[{i}] has no 'times' (a summary-only "
-                                   "export); re-run hyperfine ≥ 1.9 with --export-json")
+                                   "export); pass the file hyperfine --export-json wrote")
         codes = raw.get("exit_codes") or []
         if len(codes) != len(times):  # `perflab cmd --export-json` keeps failed runs' codes
             codes = [0] * len(times)  # but not their times: the times are the good runs

@@ -119,7 +119,7 @@ def _geometry(encoded: str) -> tuple[int, int, int]:
     """(significant digits, bucket count, sub-bucket count) of a V2-deflate histogram,
     from its header (lowest discernible value 1, as perflab records)."""
     raw = base64.b64decode(encoded)
-    inner = zlib.decompress(raw[8:]) if len(raw) > 8 else b""
+    inner = zlib.decompressobj().decompress(raw[8:], 32) if len(raw) > 8 else b""  # header
     digits, _low, high = struct.unpack(">iqq", inner[12:32]) if len(inner) >= 32 \
         else (3, 1, 2)
     magnitude = math.ceil(math.log2(2 * 10 ** digits))
