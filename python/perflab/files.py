@@ -40,6 +40,9 @@ MAX_INPUT_BYTES = 64 * 2**20
 #: Targets written in place (never renamed over): stdout-style paths and pipes.
 _IN_PLACE_PREFIXES = ("/dev/fd/", "/proc/self/fd/")
 _IN_PLACE = ("/dev/stdout", "/dev/stderr", "/dev/null")
+#: How much of an existing export (github-action-benchmark, hyperfine JSON, .hgrm) is read to
+#: find perflab's mark in it before replacing it, bytes.
+_EXPORT_HEAD = 1 << 20
 #: How each kind of output file perflab writes starts (what makes an existing file "ours"):
 #: a CSV file by the first columns of its header, as the CSV records of ``run``
 #: (report.table.summary_records), ``cmd`` (report.cmd_table), ``http``
@@ -277,11 +280,13 @@ def _ours(path: Path, kind: str) -> bool:
     """True for an empty file or one that starts like a perflab output of ``kind``."""
     try:
         with open(path, "rb") as fh:
-            head = fh.read(4096)
+            head = fh.read(_EXPORT_HEAD if kind == "export" else 4096)
     except OSError:
         return False
     if not head:
         return True
+    if kind == "export":  # peers' formats written by perflab.report.peer_formats: marked inside
+        return b"perflab" in head
     if kind == "json":
         return head.lstrip().startswith(b"{") and b'"perflab"' in head
     return head.startswith(_SIGNATURES.get(kind, (b"",)))

@@ -103,3 +103,41 @@ def test_threads_mode_refuses_async_functions():
     with pytest.raises(PhaseError) as err:
         _events(f, threads=2)
     assert err.value.phase == "threads" and "async def" in str(err.value.exc)
+
+
+def test_uvloop_runs_the_calls_when_asked():
+    import uvloop  # installed by the Makefile (a test dependency)
+
+    kinds = set()
+
+    async def hop():
+        kinds.add(type(asyncio.get_running_loop()))
+        await asyncio.sleep(0)
+
+    events = _events(hop, event_loop="uvloop")
+    assert kinds == {uvloop.Loop}
+    assert [ev for ev, _ in events][-1] == "done"
+    assert dict(events)["overhead"]["ns_per_op"] > 0
+
+
+def test_perflab_run_event_loop_uvloop(tmp_path, perflab_cli):
+    bench = tmp_path / "ubench.py"
+    bench.write_text(textwrap.dedent("""
+        import asyncio
+        import perflab
+        import uvloop
+
+        @perflab.bench
+        async def hop():
+            assert isinstance(asyncio.get_running_loop(), uvloop.Loop)
+            await asyncio.sleep(0)
+    """))
+    out = tmp_path / "r.json"
+    result = perflab_cli("run", str(bench), "--event-loop", "uvloop", "--json", str(out),
+                         "--budget", "0.5s", "--min-processes", "2", "--process-time", "20ms",
+                         "--quiet")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(out.read_text())
+    [b] = data["benchmarks"]
+    assert not b["error"] and b["processes"][0]["samples"]
+    assert data["settings"]["event_loop"] == "uvloop"

@@ -56,6 +56,22 @@ def test_fixture_measures_with_the_harness_and_returns_the_result(pytester):
                                  "*test_add*"])
 
 
+def test_in_process_mode_reports_its_first_call_not_a_cold_one(pytester):
+    pytester.makepyfile("""
+        def test_sum(perflab_bench):
+            perflab_bench(sum, range(100))
+    """)
+    out = pytester.path / "r.json"
+    result = pytester.runpytest(*FAST, f"--perflab-json={out}")
+    result.assert_outcomes(passed=1)
+    processes = _bench(_results(out), "test_sum")["processes"]
+    assert processes[0]["cold_ns"] > 0
+    assert all(p["cold_ns"] is None for p in processes[1:])
+    text = result.stdout.str()
+    assert "cold (first call in a fresh process)" not in text
+    result.stdout.fnmatch_lines(["*first call (in-process: the first call in this process*"])
+
+
 def test_pedantic_fixes_rounds_iterations_and_runs_setup_each_round(pytester):
     pytester.makepyfile("""
         calls = {"setup": 0}
@@ -169,6 +185,24 @@ def test_async_benchmark_in_pytest(pytester):
     assert process["samples"] and process["loop_overhead_ns"] > 1000
 
 
+def test_async_benchmark_on_uvloop(pytester):
+    pytester.makepyfile("""
+        import asyncio
+        import uvloop
+
+        async def hop():
+            assert isinstance(asyncio.get_running_loop(), uvloop.Loop)
+            await asyncio.sleep(0)
+
+        def test_hop(perflab_bench):
+            perflab_bench(hop)
+    """)
+    out = pytester.path / "r.json"
+    pytester.runpytest(*FAST, "--perflab-event-loop=uvloop",
+                       f"--perflab-json={out}").assert_outcomes(passed=1)
+    assert _bench(_results(out), "test_hop")["processes"][0]["samples"]
+
+
 def test_fresh_processes_measure_in_child_pytests(pytester):
     pytester.makepyfile("""
         import os
@@ -191,16 +225,56 @@ def test_fresh_processes_measure_in_child_pytests(pytester):
     result.stdout.fnmatch_lines(["*1 benchmark(s) measured fresh processes*: test_pid"])
 
 
-def test_save_then_compare_with_the_last_saved_run(pytester):
+def test_save_then_compare_with_the_last_saved_run(pytester, monkeypatch):
+    monkeypatch.setenv("PERFLAB_HISTORY", str(pytester.path / "empty-history.sqlite"))
     pytester.makepyfile("""
         def test_abs(perflab_bench):
             perflab_bench(abs, -3)
     """)
     result = pytester.runpytest(*FAST, "--perflab-compare")
     assert result.ret == 2  # nothing saved yet: one error line, exit status 2
-    result.stderr.fnmatch_lines(["error: --perflab-compare=last: no saved results*"])
-    pytester.runpytest(*FAST, "--perflab-save").assert_outcomes(passed=1)
+    result.stderr.fnmatch_lines(["error: --perflab-compare=last: nothing recorded*"])
+    pytester.runpytest(*FAST, "--perflab-save", "--perflab-no-history").assert_outcomes(
+        passed=1)
     [saved] = (pytester.path / ".perflab").glob("pytest-*.json")
+    assert not (pytester.path / ".perflab" / "history.sqlite").exists()
     result = pytester.runpytest(*FAST, "--perflab-compare")
     assert result.ret == 0
     result.stdout.fnmatch_lines([f"*A = *{saved.name}*"])
+
+
+def test_saved_results_are_recorded_and_compared_by_git_ref(pytester, monkeypatch):
+    import subprocess
+
+    monkeypatch.delenv("PERFLAB_HISTORY", raising=False)
+    pytester.makepyfile("""
+        def test_abs(perflab_bench):
+            perflab_bench(abs, -3)
+    """)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run(["git", "init", "-q"], cwd=pytester.path, check=True)
+    subprocess.run([*git, "add", "."], cwd=pytester.path, check=True)
+    subprocess.run([*git, "commit", "-qm", "first"], cwd=pytester.path, check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=pytester.path, check=True,
+                          capture_output=True, text=True).stdout.strip()
+    missing = pytester.runpytest(*FAST, "--perflab-compare=HEAD")
+    assert missing.ret == 2
+    missing.stderr.fnmatch_lines(["error: --perflab-compare HEAD: no such file, and no "
+                                  "history database*"])
+    pytester.runpytest(*FAST, "--perflab-save").assert_outcomes(passed=1)
+    from perflab.history.store import Store
+
+    with Store(pytester.path / ".perflab" / "history.sqlite", create=False) as store:
+        [run] = store.runs()
+        assert run.kind == "run" and run.git_commit == head
+        assert [r.bench for r in store.rows(run.id)][0] == "test_abs"
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "second"],
+                   cwd=pytester.path, check=True)
+    result = pytester.runpytest(*FAST, "--perflab-compare=HEAD~1")
+    assert result.ret == 0, result.stderr.str()
+    result.stdout.fnmatch_lines(["*A = *", "*test_abs*"])
+    assert head[:7] in result.stdout.str()
+    unknown = pytester.runpytest(*FAST, "--perflab-compare=nosuchref")
+    assert unknown.ret == 2
+    unknown.stderr.fnmatch_lines(["error: --perflab-compare nosuchref: not 'last', a run id "
+                                  "or a git ref*"])

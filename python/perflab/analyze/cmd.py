@@ -138,7 +138,8 @@ def _fill_cpu(s: CommandSummary, runs: Sequence[CommandRun]) -> None:
     s.total_s, s.real_s = s.user_s + s.sys_s, s.mean_s
     s.cpu_wall = s.total_s / s.real_s if s.real_s > 0 else math.nan
     rss = [r.max_rss_bytes for r in runs]
-    s.max_rss_bytes, s.max_rss_peak_bytes = float(np.median(rss)), float(max(rss))
+    if any(rss):  # all 0: not recorded (an imported hyperfine file)
+        s.max_rss_bytes, s.max_rss_peak_bytes = float(np.median(rss)), float(max(rss))
 
 
 def summarize_commands(benches: Sequence[Benchmark], reference: int | None = None,

@@ -332,10 +332,14 @@ def _fill_process_figures(summary: Summary, bench: Benchmark) -> None:
     iterations = sum(s.iterations for s in samples)
     summary.processes = len(procs)
     summary.flagged = sum(1 for p in procs for s in p.samples if s.flagged)
-    summary.cpu_wall = sum(s.cpu_ns for s in samples) / wall if wall else math.nan
+    # perflab's harness measures every process's loop overhead; an imported pyperf or
+    # pytest-benchmark file has none, nor CPU time or GC: those figures are unknown
+    harness = wall and any(p.loop_overhead_ns is not None for p in procs)
+    summary.cpu_wall = sum(s.cpu_ns for s in samples) / wall if harness else math.nan
     ops = summary.ops_per_call = bench.ops_per_call
-    summary.gc_per_1000_ops = 1000 * sum(s.gc_collections for s in samples) / iterations / ops
-    summary.gc_time_fraction = sum(s.gc_ns for s in samples) / wall if wall else math.nan
+    summary.gc_per_1000_ops = 1000 * sum(s.gc_collections for s in samples) / iterations / ops \
+        if harness else math.nan
+    summary.gc_time_fraction = sum(s.gc_ns for s in samples) / wall if harness else math.nan
     summary.cold_s = _median([p.cold_ns for p in procs]) * 1e-9
     summary.loop_overhead_s = _median([p.loop_overhead_ns for p in procs]) * 1e-9 / ops
     summary.iterations = int(_median([p.iterations for p in procs]))

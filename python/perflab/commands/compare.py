@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from perflab import interop
 from perflab.errors import UsageError
 
 _FORMATS = ("table", "markdown", "csv")
@@ -40,6 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from perflab.history import record
 
     record.add_arguments(parser, recording=False)
+    interop.add_from_argument(parser)
 
 
 def parse_percentiles(text: str) -> list[float]:
@@ -71,11 +73,13 @@ def main(args: argparse.Namespace) -> int:
     json_to = Destination.check(args.json, "--json") if args.json is not None else None
     files_out = outputs.check(args)
     chart = Destination.check(args.chart, "--chart", "png") if args.chart else None
+    interop.force(args.source)
     sides = compare_sides(record.database_path(args), args.to, args.files, args.threshold)
     suite = compare_results(sides.a, sides.b, sides.threshold, seed=args.seed,
                             percentiles=percentiles, names=(sides.name_a, sides.name_b))
     if sides.note:
         suite.warnings.insert(0, sides.note)
+    suite.warnings[:0] = interop.note_lines(sides.a) + interop.note_lines(sides.b)
     later = Deferred()
     outputs.write(later, files_out, "compare",
                   lambda: comparison_tables(suite, sides.name_a, sides.name_b),

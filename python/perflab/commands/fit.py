@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from perflab import files
+from perflab import files, interop
 from perflab.errors import UsageError
 
 MODELS = ("usl", "complexity", "breakeven")
@@ -49,6 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(several series: one file each, NAME-SERIES.png)")
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
                         help="how to print the fits on stdout")
+    interop.add_from_argument(parser)
     from perflab.report import outputs
 
     outputs.add_arguments(parser, "one line per fit")
@@ -63,6 +64,7 @@ def main(args: argparse.Namespace) -> int:
 
     destination = files.Destination.check(args.json, "--json") if args.json else None
     files_out = outputs.check(args)
+    interop.force(args.source)
     sources = [read_source(path) for path in args.files]
     model = args.model or _default_model(args, sources)
     if args.between and model != "breakeven":
@@ -75,6 +77,10 @@ def main(args: argparse.Namespace) -> int:
         later.run(_write_json, report, args, destination)
     outputs.write(later, files_out, "fit", lambda: report.tables, lambda: fit_records(report))
     if destination is None or not destination.stdout:
+        from perflab.report.imported import print_notes
+
+        for source in sources:
+            print_notes(source, args.format)
         print_report(report, args.format)
     later.run(_write_charts, charts)
     later.raise_()

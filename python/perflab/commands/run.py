@@ -37,6 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "process the same memory layout (no padding variable, inherited hash "
                         "seed, no heap padding); by default each gets its own")
     parser.add_argument("--no-alloc", action="store_true", help="skip the tracemalloc pass")
+    parser.add_argument("--event-loop", choices=["asyncio", "uvloop"], default="asyncio",
+                        help="the event loop async def benchmarks run on (asyncio)")
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
                         help="how to print the results on stdout")
     from perflab.report import outputs
@@ -98,7 +100,7 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
                     timeout_s=timeout, min_processes=args.min_processes,
                     max_processes=args.max_processes, process_seconds=process,
                     allocations=not args.no_alloc, seed=args.seed,
-                    randomize=not args.no_randomize)
+                    randomize=not args.no_randomize, event_loop=args.event_loop)
 
 
 def select(cases, patterns):  # type: ignore[no-untyped-def]

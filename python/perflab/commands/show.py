@@ -6,6 +6,8 @@ import argparse
 import json
 from typing import Any
 
+from perflab import interop
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``perflab show``."""
@@ -16,6 +18,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "fingerprint and the settings")
     parser.add_argument("--verbose", action="store_true", help="every warning of every "
                         "benchmark in full (by default warnings are grouped by kind)")
+    interop.add_from_argument(parser)
+    parser.add_argument("--export", nargs=2, action="append", default=[],
+                        metavar=("FORMAT", "OUT"), help="also write the results in a peer's "
+                        "format: github-action-benchmark (customSmallerIsBetter JSON; run, cmd, "
+                        "http), hyperfine (--export-json layout; cmd), hgrm (HdrHistogram "
+                        "percentile distribution of each step's latency, ms; http), hlog "
+                        "(HdrHistogram interval log of the steps' latency histograms; http); "
+                        "repeatable")
 
 
 def print_environment(results: Any) -> None:
@@ -65,19 +75,64 @@ def _document(path: str) -> dict[str, Any] | None:
     return document
 
 
+def _stats_only_document(path: str) -> dict[str, Any] | None:
+    """The document of a pytest-benchmark file without raw data (its statistics only),
+    or None for any other file (:func:`perflab.model.load` reads those, or says what is
+    wrong with them)."""
+    from perflab import files, model, schema
+    from perflab.errors import ResultsFileError, UsageError
+    from perflab.interop import pytest_benchmark
+
+    try:
+        document = model.parse_json(files.read_bytes(path, path, files.MAX_RESULTS_BYTES),
+                                    path)
+    except (UsageError, ResultsFileError):
+        return None
+    if (interop.forced() or interop.detect(document)) != "pytest-benchmark" or \
+            schema.validate(document, "pytest-benchmark") or \
+            pytest_benchmark.has_raw_data(document):
+        return None
+    return document
+
+
+def _export(results: Any, exports: list[list[str]]) -> None:
+    """Write each ``--export FORMAT OUT`` (checked first, all of them, before any is
+    written); the paths written go to stderr."""
+    import sys
+
+    from perflab.report import peer_formats
+
+    for fmt, _out in exports:
+        peer_formats.check(fmt, results.kind)
+    for fmt, out in exports:
+        for path in peer_formats.write(results, fmt, out):
+            sys.stderr.write(f"perflab: {fmt} export written to {path}\n")
+
+
 def main(args: argparse.Namespace) -> int:
     """Load, summarize and print. Exit 2 on a bad file."""
     from perflab import model
     from perflab.analyze.compare import DEFAULT_THRESHOLD
     from perflab.analyze.groups import run_groups
     from perflab.analyze.summary import summarize_benchmarks
-    from perflab.report.run_output import print_run
+    from perflab.report.imported import print_notes
+    from perflab.report.run_output import in_process_ids, print_run
 
     document = _document(args.file)
     if document is not None:
         _show_document(document, args.format)
         return 0
+    interop.force(args.source)
+    stats_only = _stats_only_document(args.file)
+    if stats_only is not None:
+        from perflab.report import console
+        from perflab.report.imported import stats_table
+
+        console.emit(args.format, [stats_table(stats_only, args.file)])
+        return 0
     results = model.load(args.file)
+    _export(results, args.export)
+    print_notes(results, args.format)
     if args.env:
         print_environment(results)
     if results.kind == "cmd":
@@ -103,7 +158,8 @@ def main(args: argparse.Namespace) -> int:
                                    threshold=results.settings.get("threshold",
                                                                   DEFAULT_THRESHOLD))
     print_run(run_groups(results.benchmarks, grouped), args.format, args.verbose,
-              results.settings.get("threshold", DEFAULT_THRESHOLD))
+              results.settings.get("threshold", DEFAULT_THRESHOLD),
+              in_process_ids(results.settings))
     return 0
 
 

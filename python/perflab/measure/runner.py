@@ -65,6 +65,8 @@ class Settings:
         seed: seed for interleaving order and layout draws (None: random).
         randomize: give each worker process its own memory layout
             (:mod:`perflab.measure.layout`).
+        event_loop: the event loop ``async def`` benchmarks run on: "asyncio" or
+            "uvloop" (:func:`perflab.measure.aio.new_loop`).
     """
 
     precision: float = 0.01
@@ -81,6 +83,7 @@ class Settings:
     confidence: float = 0.95
     seed: int | None = None
     randomize: bool = True
+    event_loop: str = "asyncio"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -292,7 +295,7 @@ class Runner:
                 "sample_seconds": s.process_seconds, "min_samples": s.min_samples,
                 "max_samples": s.max_samples,
                 "allocations": s.allocations and traced < ALLOCATION_PROCESSES, "layout": layout,
-                "reference": True}
+                "reference": True, "event_loop": s.event_loop}
 
     def _run_process(self, state: CaseState) -> None:
         """Run one worker for ``state`` and fold its events into a Process record."""

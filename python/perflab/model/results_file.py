@@ -152,7 +152,8 @@ def load(path: str | Path) -> Results:
     The file is size-limited before it is read, parsed as strict JSON, checked
     against the published schema (``perflab/schemas/results.schema.json``) and
     for cross-field consistency; stored summaries are ignored and histogram
-    percentiles recomputed from the encoded histograms.
+    percentiles recomputed from the encoded histograms. pyperf, hyperfine and
+    pytest-benchmark JSON files are read too (:mod:`perflab.interop`).
 
     Raises:
         ResultsFileError: missing, unreadable, too large, not JSON, foreign, too new,
@@ -168,15 +169,31 @@ def load(path: str | Path) -> Results:
     return load_bytes(data, path)
 
 
+def _modified(path: str | Path) -> str:
+    """The file's modification time, ISO-8601 UTC ("" when it can't be read)."""
+    import datetime as dt
+
+    try:
+        stamp = Path(path).stat().st_mtime
+    except OSError:
+        return ""
+    return dt.datetime.fromtimestamp(stamp, dt.timezone.utc).isoformat(timespec="seconds")
+
+
 def load_bytes(data: bytes, path: str | Path) -> Results:
     """Like :func:`load`, from a results file's bytes (e.g. kept in the history database);
-    ``path`` names it in messages. Raises ResultsFileError as :func:`load` does."""
-    from perflab import files, schema
+    ``path`` names it in messages. Raises ResultsFileError as :func:`load` does.
+
+    A peer's file (pyperf, hyperfine, pytest-benchmark JSON; see :mod:`perflab.interop`)
+    is detected and converted here, so every reader of results accepts those too."""
+    from perflab import files, interop, schema
 
     if len(data) > files.MAX_RESULTS_BYTES:
         raise ResultsFileError(f"{path}: larger than the {files.MAX_RESULTS_BYTES >> 20} MiB "
                                "perflab reads")
     document = parse_json(data, str(path))
+    if interop.is_foreign(document):  # pyperf, hyperfine, pytest-benchmark, or --from
+        return interop.read(document, str(path), _modified(path))
     try:
         document = migrate(document)
     except ResultsFileError as exc:

@@ -49,9 +49,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="event loop of async benchmarks (asyncio)")
     group.addoption("--perflab-json", metavar="FILE", help="write the results file here")
     group.addoption("--perflab-save", action="store_true",
-                    help="write the results file to .perflab/pytest-<time>.json")
-    group.addoption("--perflab-compare", nargs="?", const="last", metavar="last|FILE",
-                    help="compare with a results file (default: the newest in .perflab/)")
+                    help="write the results file to .perflab/pytest-<time>.json (saved "
+                    "results are also recorded in the history database)")
+    group.addoption("--perflab-compare", nargs="?", const="last", metavar="last|FILE|REF",
+                    help="compare with a results file, a run id or git ref recorded in the "
+                    "history database, or 'last' (default: the newest recorded run, else "
+                    "the newest file in .perflab/)")
+    group.addoption("--perflab-history", metavar="PATH", help="the history database "
+                    "(default: $PERFLAB_HISTORY or .perflab/history.sqlite)")
+    group.addoption("--perflab-no-history", action="store_true",
+                    help="don't record saved results in the history database")
     group.addoption("--perflab-fail-on", default="", metavar="VERDICTS",
                     help="with --perflab-compare: fail the session on these verdicts, "
                     "e.g. slower")
@@ -124,8 +131,17 @@ def _session(config: pytest.Config) -> Any:
              "--rootdir", rootdir], rootdir)
         options["session"] = SessionResults(settings, timer.to_dict(), options["json"],
                                             options["save"], options["gate"],
-                                            ["pytest", *config.invocation_params.args])
+                                            ["pytest", *config.invocation_params.args],
+                                            history=_history_args(config))
     return options["session"]
+
+
+def _history_args(config: pytest.Config) -> Any:
+    """The history options as :mod:`perflab.history.record` reads them from a command."""
+    import argparse
+
+    return argparse.Namespace(history=config.getoption("perflab_history"),
+                              no_history=config.getoption("perflab_no_history"), tag=[])
 
 
 def _make_bench(request: pytest.FixtureRequest) -> Any:

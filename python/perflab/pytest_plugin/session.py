@@ -28,7 +28,9 @@ class GateOptions:
     """``--perflab-compare`` and its gate.
 
     Attributes:
-        compare: None, "last" (the newest saved pytest results in .perflab/) or a path.
+        compare: None; "last" (the newest run recorded in the history database that
+            shares a benchmark, else the newest saved pytest results in .perflab/); a
+            results file; or a run id or git ref picked from the history database.
         fail_on: verdicts that fail the session, e.g. ["slower"].
         threshold: the verdicts' noise threshold (0.02 = 2%).
     """
@@ -53,6 +55,8 @@ class SessionResults:
         extra_info: benchmark id → the test's ``extra_info``.
         pedantic: ids measured in pedantic mode.
         modes: benchmark id → "in-process" or "fresh processes".
+        history: the history options (``history``, ``no_history``, ``tag``) as
+            :mod:`perflab.history.record` reads them; saved results are recorded there.
     """
 
     settings: Any
@@ -65,6 +69,7 @@ class SessionResults:
     extra_info: dict[str, Any] = field(default_factory=dict)
     pedantic: list[str] = field(default_factory=list)
     modes: dict[str, str] = field(default_factory=dict)
+    history: Any = None
     started: str = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc)
                          .isoformat(timespec="seconds"))
 
@@ -89,12 +94,11 @@ class SessionResults:
         from perflab import __version__, environment, model
         from perflab.analyze.groups import run_groups
         from perflab.analyze.summary import summarize_benchmarks
-        from perflab.report.run_output import print_run
+        from perflab.report.run_output import in_process_ids, print_run
         from perflab.files import Deferred, results_destination
         from perflab.report.escape import terminal
 
-        baseline_path = self._baseline_path()
-        baseline = model.load(baseline_path) if baseline_path else None
+        baseline_name, baseline = self._baseline()
         results = self._results(__version__, environment)
         grouped = summarize_benchmarks(results.benchmarks, precision=self.settings.precision)
         summaries = {s.id: s.to_dict() for group in grouped.values() for s in group}
@@ -104,7 +108,11 @@ class SessionResults:
                 [None] if self.save else []):
             destination = results_destination(text, "pytest")
             later.run(model.save, results, destination, summaries)
-            saved.append(str(destination))
+            saved.append(destination)
+        if saved and later.error is None and self.history is not None:
+            from perflab.history import record
+
+            record.record_results(self.history, results, summaries, saved[0])
         print()
         for mode, words in MODES.items():
             ids = [i for i, m in self.modes.items() if m == mode]
@@ -112,16 +120,17 @@ class SessionResults:
                 which = ", ".join(ids) if len(ids) < len(self.modes) else "all"
                 print(terminal(f"perflab: {len(ids)} benchmark(s) measured {words}: {which}",
                                one_line=True))
-        print_run(run_groups(results.benchmarks, grouped), "table")
+        print_run(run_groups(results.benchmarks, grouped), "table",
+                  in_process=in_process_ids(results.settings))
         later.raise_()
-        for path in saved:
-            sys.stderr.write(f"perflab: results saved to {path}\n")
+        for destination in saved:
+            sys.stderr.write(f"perflab: results saved to {destination}\n")
         if baseline is None:
             return 0
         from perflab.analyze.compare import compare_results
         from perflab.report.compare_table import gate, print_comparison
 
-        name, fail_on = str(baseline_path), self.gate.fail_on
+        name, fail_on = str(baseline_name), self.gate.fail_on
         suite = compare_results(baseline, results, self.gate.threshold, names=(name, "this run"))
         return gate(print_comparison(suite, name, "this run", "table", None, fail_on), fail_on)
 
@@ -139,19 +148,44 @@ class SessionResults:
                                  "extra_info": self.extra_info},
                        benchmarks=list(self.benchmarks))
 
-    def _baseline_path(self) -> Path | None:
-        """The results file ``--perflab-compare`` names. Raises UsageError."""
-        compare = self.gate.compare
-        if compare is None:
-            return None
-        if compare == "last":
-            saved = sorted(Path(".perflab").glob("pytest-*.json"))
-            if not saved:
-                raise UsageError("--perflab-compare=last: no saved results in .perflab/ yet; "
-                                 "run once with --perflab-save first")
-            return saved[-1]
-        path = Path(compare)
-        if not path.is_file():
-            raise UsageError(f"--perflab-compare {compare}: no such results file; pass a "
-                             "file written by --perflab-json or --perflab-save, or 'last'")
-        return path
+    def _baseline(self) -> tuple[str, Any]:
+        """(name for the table, :class:`perflab.model.Results`) of what ``--perflab-compare``
+        names, or ("", None) without it.
+
+        A path that exists is a results file (perflab's or a peer's); otherwise the spec is
+        picked from the history database as ``perflab compare --to`` does ("last", a run
+        id, a git ref: that commit's newest recorded run sharing a benchmark with this
+        session); "last" falls back to the newest ``.perflab/pytest-*.json``.
+
+        Raises:
+            UsageError / ResultsFileError: nothing matches, or the file isn't results.
+        """
+        from perflab import model
+        from perflab.history import record
+        from perflab.history.baseline import baseline_for
+
+        spec = self.gate.compare
+        if spec is None:
+            return "", None
+        if Path(spec).is_file():
+            return spec, model.load(spec)
+        if spec.endswith(".json"):
+            raise UsageError(f"--perflab-compare {spec}: no such results file; pass a file "
+                             "written by --perflab-json or --perflab-save, or 'last'")
+        db = record.database_path(self.history) if self.history is not None else None
+        if db is not None and db.is_file():
+            try:
+                return baseline_for(db, spec, "run", {bench.id for bench in self.benchmarks})
+            except UsageError as exc:
+                if spec != "last":
+                    raise UsageError(str(exc).replace("--to ", "--perflab-compare ")) from None
+        elif spec != "last":
+            raise UsageError(f"--perflab-compare {spec}: no such file, and no history "
+                             "database to pick a run id or git ref from (saved results are "
+                             "recorded there: run once with --perflab-save)")
+        saved = sorted(Path(".perflab").glob("pytest-*.json"))
+        if not saved:
+            raise UsageError("--perflab-compare=last: nothing recorded in the history "
+                             "database and no saved results in .perflab/ yet; run once "
+                             "with --perflab-save first")
+        return str(saved[-1]), model.load(saved[-1])

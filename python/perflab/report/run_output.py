@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 
 def print_run(groups: Sequence[Any], fmt: str, verbose: bool = False,
-              threshold: float | None = None) -> None:
+              threshold: float | None = None, in_process: Collection[str] = ()) -> None:
     """Print a run's tables on stdout as a rich table, Markdown or CSV.
 
     Args:
@@ -17,9 +17,19 @@ def print_run(groups: Sequence[Any], fmt: str, verbose: bool = False,
         verbose: every caveat of every benchmark in full, instead of one line per kind.
         threshold: the noise threshold the in-run verdicts were judged at, named in their
             footnote (None: no verdicts).
+        in_process: ids measured in the calling process (:func:`in_process_ids`).
     """
     from perflab.report import console
     from perflab.report.table import run_tables, summary_records
 
-    console.emit(fmt, lambda: run_tables(groups, verbose=verbose, threshold=threshold),
+    console.emit(fmt, lambda: run_tables(groups, verbose=verbose, threshold=threshold,
+                                         in_process=in_process),
                  lambda: summary_records({g.group: g.summaries for g in groups}))
+
+
+def in_process_ids(settings: dict[str, Any]) -> set[str]:
+    """Ids of the benchmarks a results file says were measured in the calling process (the
+    pytest plugin's default mode: ``settings["modes"]``), whose cold call is not a fresh
+    process's."""
+    modes = settings.get("modes") or {}
+    return {bench_id for bench_id, mode in modes.items() if mode == "in-process"}

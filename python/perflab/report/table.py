@@ -7,7 +7,7 @@ identical in content (hyperfine's exporters share one result type the same way).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,7 +102,8 @@ def _metric_names(summaries: Sequence[Summary]) -> list[str]:
 
 
 def group_table(title: str, summaries: Sequence[Summary], threaded: bool = False,
-                verbose: bool = False, threshold: float | None = None) -> Table:
+                verbose: bool = False, threshold: float | None = None,
+                in_process: Collection[str] = ()) -> Table:
     """The per-group table of ``perflab run`` (one row per benchmark).
 
     Columns: benchmark, time/op ± CI, per 1,000 ops, ops/s, CPU/wall, × best,
@@ -114,7 +115,9 @@ def group_table(title: str, summaries: Sequence[Summary], threaded: bool = False
     unless ``verbose``; ``threshold`` (of the verdicts) is named in their footnote.
     On a narrow terminal columns fold away in this order: per
     1,000 ops, GC/1k ops, alloc/op and blocks/op, CPU/wall, each metric's × best,
-    ops/s, each metric, × best, × baseline (the verdict always shows).
+    ops/s, each metric, × best, × baseline (the verdict always shows). ``in_process``: ids
+    measured in the calling process (the pytest plugin's default mode), whose cold call is
+    not a fresh process's.
     """
     metrics = _metric_names(summaries)
     has_baseline = any(s.ratio_baseline for s in summaries)
@@ -135,7 +138,8 @@ def group_table(title: str, summaries: Sequence[Summary], threaded: bool = False
         ([KEY] if judged else []) + [7, 5] * len(metrics) + [3, 3, 2, NOTE]
     for s in summaries:
         table.rows.append(_group_row(s, metrics, has_baseline, judged))
-    table.footnotes = _footnotes(summaries, verbose) + _verdict_footnote(summaries, threshold)
+    table.footnotes = _footnotes(summaries, verbose, in_process) + \
+        _verdict_footnote(summaries, threshold)
     return table
 
 
@@ -179,7 +183,8 @@ def _name(s: Summary) -> str:
     return f"{s.label} [{s.stage}]" if s.stage else s.label
 
 
-def _footnotes(summaries: Sequence[Summary], verbose: bool = False) -> list[str]:
+def _footnotes(summaries: Sequence[Summary], verbose: bool = False,
+               in_process: Collection[str] = ()) -> list[str]:
     lines = [f"{_name(s)}: {s.error}" for s in summaries if s.error]
     lines += caveat_lines([(_name(s), s.warnings) for s in summaries], verbose)
     measured = [s for s in summaries if s.ok]
@@ -189,10 +194,25 @@ def _footnotes(summaries: Sequence[Summary], verbose: bool = False) -> list[str]
         lines.append("processes × samples each (calls per sample): " + ", ".join(
             f"{_name(s)} {s.processes}×{round(s.samples / max(s.processes, 1))} "
             f"({s.iterations:,})" for s in measured))
-        lines.append("cold (first call in a fresh process): " + ", ".join(
-            f"{_name(s)} {format_time(s.cold_s)}" for s in measured))
+        lines += _cold_lines([s for s in measured if math.isfinite(s.cold_s)], in_process)
     lines += _reference_footnote(measured)
     lines += _ops_footnote(summaries)
+    return lines
+
+
+def _cold_lines(summaries: Sequence[Summary], in_process: Collection[str]) -> list[str]:
+    """The cold-call footnotes: a fresh worker's first call, or (in-process mode) the first
+    call in the calling process, where imports and earlier tests had already run."""
+    fresh = [s for s in summaries if s.id not in in_process]
+    here = [s for s in summaries if s.id in in_process]
+    lines = []
+    if fresh:
+        lines.append("cold (first call in a fresh process): " + ", ".join(
+            f"{_name(s)} {format_time(s.cold_s)}" for s in fresh))
+    if here:
+        lines.append("first call (in-process: the first call in this process, after its "
+                     "imports and the tests before it, so not a fresh process's cold call): "
+                     + ", ".join(f"{_name(s)} {format_time(s.cold_s)}" for s in here))
     return lines
 
 
@@ -251,7 +271,8 @@ def _ops_footnote(summaries: Sequence[Summary]) -> list[str]:
 
 
 def staged_table(title: str, stage_names: list[str], rows: Sequence[StagedRow],
-                 metric_units: dict[str, str], verbose: bool = False) -> Table:
+                 metric_units: dict[str, str], verbose: bool = False,
+                 in_process: Collection[str] = ()) -> Table:
     """The table of a staged group (e.g. Northwind serialization): one row per name.
 
     Columns: name, each metric and its × best, each stage's time/op ± CI,
@@ -274,7 +295,8 @@ def staged_table(title: str, stage_names: list[str], rows: Sequence[StagedRow],
         cells += [_time_ci(row.stages[st]) if st in row.stages else "–" for st in stage_names]
         cells += [_total_cell(row.total), _ratio_cell(row.ratio_best), _staged_notes(row)]
         table.rows.append(cells)
-    table.footnotes = _footnotes([s for r in rows for s in r.stages.values()], verbose)
+    table.footnotes = _footnotes([s for r in rows for s in r.stages.values()], verbose,
+                                 in_process)
     return table
 
 
@@ -283,10 +305,11 @@ def _total_cell(total: Estimate | None) -> str:
 
 
 def run_tables(groups: Sequence[GroupFigures], verbose: bool = False,
-               threshold: float | None = None) -> list[Table]:
+               threshold: float | None = None, in_process: Collection[str] = ()) -> list[Table]:
     """One table per group of a ``perflab run`` (:func:`perflab.analyze.groups.run_groups`):
     staged groups pivot by stage; a group with thread counts adds its threads table.
-    ``threshold``: of the in-run verdicts, for their footnote."""
+    ``threshold``: of the in-run verdicts, for their footnote; ``in_process``: ids measured
+    in the calling process (see :func:`group_table`)."""
     tables = []
     for figures in groups:
         summaries = figures.summaries
@@ -294,9 +317,10 @@ def run_tables(groups: Sequence[GroupFigures], verbose: bool = False,
         if figures.staged is not None:
             units = {k: v for s in summaries for k, v in s.metric_units.items()}
             tables.append(staged_table(title, figures.stage_names, figures.staged, units,
-                                       verbose))
+                                       verbose, in_process))
         else:
-            tables.append(group_table(title, summaries, figures.threaded, verbose, threshold))
+            tables.append(group_table(title, summaries, figures.threaded, verbose, threshold,
+                                      in_process))
         if figures.threads:
             tables.append(threads_table(f"{title}: threads", figures.threads, summaries))
     return tables

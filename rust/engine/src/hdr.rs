@@ -68,6 +68,24 @@ pub fn summarize(h: &Histogram<u64>) -> Summary {
     }
 }
 
+/// A copy of `h` whose *highest trackable value* is `highest` (or `h`'s max
+/// when that is larger), lowest 1, 3 significant digits, still auto-resizing.
+///
+/// The V2 header carries the highest trackable value. An auto-resizing
+/// histogram's is whatever it grew to (about its max), so a reader that
+/// allocates from the header (Python's `hdrhistogram`, whose
+/// `decode_and_add` then fails with an IndexError on a histogram with a
+/// larger max) can't merge two steps. Setting it to a fixed ceiling, the
+/// run's timeout, gives every histogram of a run one shape.
+pub fn with_highest(h: &Histogram<u64>, highest: u64) -> Histogram<u64> {
+    let high = highest.max(h.max()).max(2);
+    let mut out = Histogram::new_with_bounds(1, high, SIGFIG)
+        .expect("bounds 1..high (high ≥ 2) with 3 digits are valid");
+    out.auto(true);
+    out.add(h).expect("an auto-resizing histogram accepts every value");
+    out
+}
+
 /// Encode `h` in the standard HdrHistogram V2 compressed (deflate) format,
 /// then base64 (standard alphabet, padded): the form HdrHistogram tools in
 /// Java, C, Go, Python and JS read.
@@ -322,6 +340,21 @@ mod tests {
         assert_eq!(summarize(&back), summarize(&h));
         assert!(decode("!!!").unwrap_err().contains("base64"));
         assert!(decode("AAAA").is_err());
+    }
+
+    #[test]
+    fn with_highest_sets_the_headers_highest_trackable_value() {
+        let mut h = new_histogram();
+        for v in [5, 900, 12_345] {
+            record(&mut h, v);
+        }
+        let wide = with_highest(&h, 10_000_000);
+        assert_eq!(wide.high(), 10_000_000);
+        assert_eq!(summarize(&wide), summarize(&h));
+        let plain = decode(&encode(&wide)).unwrap();
+        assert_eq!(plain.high(), 10_000_000);
+        // A value beyond the ceiling is kept: the ceiling grows to hold it.
+        assert!(with_highest(&h, 100).high() >= 12_345);
     }
 
     #[test]

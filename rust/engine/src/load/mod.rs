@@ -355,6 +355,8 @@ fn step_result(
     for r in &done {
         recorder.merge(&r.recorder);
     }
+    let timeout_us = u64::try_from(config.read_timeout.as_micros()).unwrap_or(u64::MAX >> 11);
+    recorder.histograms.set_highest(timeout_us);
     let stopped_at = shared.stopped_at.get().copied();
     let window_end = stopped_at.map_or(clock.end, |s| s.min(clock.end));
     let last = done.iter().filter_map(|r| r.last_completion).max();

@@ -292,6 +292,22 @@ impl Default for Histograms {
 }
 
 impl Histograms {
+    /// Give every histogram the highest trackable value `highest_us` (the
+    /// run's timeout), so the V2 headers written to results files are the
+    /// same for every step and other HdrHistogram libraries can merge them
+    /// ([`crate::hdr::with_highest`]).
+    pub fn set_highest(&mut self, highest_us: u64) {
+        for h in [
+            &mut self.latency,
+            &mut self.service_time,
+            &mut self.send_lag,
+            &mut self.dispatch_lag,
+            &mut self.failed_latency,
+        ] {
+            *h = crate::hdr::with_highest(h, highest_us);
+        }
+    }
+
     /// Add another thread's histograms into these.
     pub fn merge(&mut self, o: &Histograms) {
         // Auto-resizing histograms never fail to add.

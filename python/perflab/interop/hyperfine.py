@@ -1,0 +1,52 @@
+"""hyperfine ``--export-json`` in.
+
+hyperfine's documented export (its README and ``src/export/json.rs``): ``{"results":
+[{"command", "mean", "stddev", "median", "user", "system", "min", "max", "times": [s, …],
+"exit_codes": [int|null, …], "parameters": {name: value}}]}``. Each time is the wall time
+of one run, seconds (with hyperfine's shell-spawn correction unless it ran with ``-N``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perflab.errors import ResultsFileError
+
+NOTES = ["each hyperfine time is one run of the command",
+         "hyperfine keeps user and system CPU as means only: every run carries the mean, "
+         "so their spread is unknown",
+         "no max RSS, and no interleaving blocks: ratios are not paired by block"]
+
+
+def read(document: dict[str, Any], where: str, created: str) -> Any:
+    """Results (kind "cmd") from a schema-checked hyperfine document.
+
+    Raises:
+        ResultsFileError: a result without times (summary statistics only).
+    """
+    from perflab.model.records import Benchmark, CommandRun, Results
+
+    benchmarks = []
+    for i, raw in enumerate(document["results"]):
+        times = raw.get("times")
+        if not times:
+            raise ResultsFileError(f"{where}: results[{i}] has no 'times' (a summary-only "
+                                   "export); pass the file hyperfine --export-json wrote")
+        codes = raw.get("exit_codes") or []
+        if len(codes) != len(times):  # `perflab cmd --export-json` keeps failed runs' codes
+            codes = [0] * len(times)  # but not their times: the times are the good runs
+        user_ns = round(float(raw.get("user", 0.0)) * 1e9)
+        sys_ns = round(float(raw.get("system", 0.0)) * 1e9)
+        runs = [CommandRun(index=j, started_s=0.0, wall_ns=max(1, round(t * 1e9)),
+                           user_ns=user_ns, sys_ns=sys_ns,
+                           exit_code=-1 if code is None else int(code),
+                           ok=code == 0)
+                for j, (t, code) in enumerate(zip(times, codes))]
+        params = {str(k): v for k, v in (raw.get("parameters") or {}).items()}
+        benchmarks.append(Benchmark(name=str(raw["command"]), kind="command", params=params,
+                                    runs=runs, stop_reason="done"))
+    return Results(kind="cmd", command_line=[], created=created, perflab_version="",
+                   environment={},
+                   settings={"interleave": False, "imported": {
+                       "format": "hyperfine", "file": where, "notes": list(NOTES)}},
+                   benchmarks=benchmarks)
