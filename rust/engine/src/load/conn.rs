@@ -13,6 +13,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
 use super::codec::{ResponseReader, MAX_HEAD};
+use super::server_timing::Parsed;
 use super::recorder::ErrorKind;
 
 /// A plain or TLS byte stream.
@@ -163,6 +164,11 @@ impl Conn {
             reader: ResponseReader::new(false),
             desync: false,
         }
+    }
+
+    /// The `Server-Timing` metrics of the last response read.
+    pub fn server_timing(&self) -> &Parsed {
+        self.reader.server_timing()
     }
 
     /// True when a stream is open.
