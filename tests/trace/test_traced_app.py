@@ -8,13 +8,13 @@ import re
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 
 import pytest
 
 from perflab import model
 from tests.conftest import ROOT
+from tests.trace.served import wait_until_up
 
 pytest.importorskip("uvicorn", reason="uvicorn is a test dependency that `make test` installs; "
                     "run make test")
@@ -45,17 +45,7 @@ class Served:
                                          pass_fds=[sock.fileno()], env=env,
                                          stdout=log, stderr=subprocess.STDOUT)
         sock.close()
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=2) as r:
-                    assert r.read() == b"ok"
-                return
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise AssertionError(f"the app did not start: {self.log.read_text()}")
-                time.sleep(0.1)
+        wait_until_up(self.url + "/health", b"ok", self.proc, self.log, self.stop)
 
     def stop(self) -> None:
         """SIGTERM: uvicorn exits cleanly, and the trace file is written at exit."""

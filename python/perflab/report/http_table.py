@@ -150,9 +150,10 @@ def print_http(results: Results, sweep: Sweep, fmt: str) -> None:
         fmt: "table", "markdown" or "csv".
     """
     from perflab.report import console
+    from perflab.report.server_timing_table import server_timing_tables
 
     console.emit(fmt, lambda: [sweep_table(sweep, results_notes(results)),
-                               *agents_tables(results)],
+                               *server_timing_tables(results), *agents_tables(results)],
                  lambda: step_records(sweep.steps))
 
 
