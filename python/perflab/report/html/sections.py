@@ -206,5 +206,8 @@ def history_sections(trends: Sequence[Any], more: int) -> list[Section]:
 
 def results_sections(results: Results, name: str) -> list[Section]:
     """The sections of one results file, by its kind."""
-    build = {"run": run_sections, "cmd": cmd_sections, "http": http_sections}[results.kind]
+    from perflab.report.html.trace_section import trace_sections
+
+    build = {"run": run_sections, "cmd": cmd_sections, "http": http_sections,
+             "trace": trace_sections}[results.kind]
     return build(results, name)
