@@ -123,6 +123,10 @@ def test_perflab_http_breaks_the_latency_down_by_server_timing(gunicorn, perflab
     assert shown.returncode == 0, shown.stderr
     assert "Server-Timing" in shown.stdout and "outside the app" in shown.stdout
     assert "render" in shown.stdout
+    html = tmp_path / "report.html"
+    made = perflab_cli("report", str(out), "-o", str(html))
+    assert made.returncode == 0, made.stderr
+    assert "Server-Timing: the server" in html.read_text()
     compared = perflab_cli("compare", str(out), str(out), "--json", str(tmp_path / "c.json"))
     assert compared.returncode == 0, compared.stderr
     rows = json.loads((tmp_path / "c.json").read_text())["rows"]

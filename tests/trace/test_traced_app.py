@@ -94,6 +94,13 @@ def test_under_perflab_http_every_request_is_a_span(served, perflab_cli, tmp_pat
     step = json.loads(out.read_text())["benchmarks"][0]["steps"][0]
     requests = sum(step["status_counts"].values())
     assert step["status_counts"].get("200", 0) == requests >= 50
+    # perflab http's server-side breakdown: the app's spans, totals within the client's.
+    timing = step["server_timing"]
+    assert timing["responses"] == requests and timing["malformed"] == 0
+    assert sorted(timing["metrics"]) == ["app", "db.orders", "render"]
+    for p in ("p50_us", "p90_us", "p99_us", "max_us"):
+        assert timing["app_total"][p] <= step["latency"][p] * 1.002  # HDR buckets: 0.1%
+        assert timing["metrics"]["db.orders"][p] <= timing["app_total"][p] * 1.002
     served.stop()
     spans = {b.name: b.span for b in model.load(served.dump).benchmarks}
     # Every request is a span (the ones of the start-up check too), with its children.

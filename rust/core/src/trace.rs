@@ -130,31 +130,38 @@ pub(crate) fn innermost(py: Python<'_>) -> (Option<Bound<'_, Frame>>, Option<Bou
     (ctx, inner)
 }
 
+/// A new frame of `id` under `parent`, in its parent's request (if any);
+/// None when it could not be allocated.
+fn child_frame<'py>(
+    py: Python<'py>,
+    id: u32,
+    parent: Option<Bound<'py, Frame>>,
+) -> Option<Bound<'py, Frame>> {
+    let collector = parent
+        .as_ref()
+        .and_then(|p| p.get().collector.as_ref().map(|c| c.clone_ref(py)));
+    let frame = Frame {
+        id,
+        start_ns: AtomicU64::new(0),
+        child_ns: AtomicU64::new(0),
+        parent: parent.map(Bound::unbind),
+        collector,
+        token: OnceLock::new(),
+    };
+    Bound::new(py, frame).ok()
+}
+
 /// Run `call` as a sync span of `id`: its frame on this thread's stack, not
 /// in the ContextVar (see the module doc).
 fn sync_span<T>(py: Python<'_>, id: u32, call: impl FnOnce() -> T) -> T {
     let (ctx, parent) = innermost(py);
-    let collector = parent
-        .as_ref()
-        .and_then(|p| p.get().collector.as_ref().map(|c| c.clone_ref(py)));
-    let Ok(frame) = Py::new(
-        py,
-        Frame {
-            id,
-            start_ns: AtomicU64::new(0),
-            child_ns: AtomicU64::new(0),
-            parent: parent.map(Bound::unbind),
-            collector,
-            token: OnceLock::new(),
-        },
-    ) else {
-        let _ = PyErr::take(py);
+    let Some(frame) = child_frame(py, id, parent) else {
         return call();
     };
     let ptr = frame.as_ptr();
     SYNC.with(|s| {
         s.borrow_mut().push(SyncEntry {
-            frame: frame.clone_ref(py),
+            frame: frame.clone().unbind(),
             base: ctx.map(Bound::unbind),
         })
     });
@@ -189,22 +196,7 @@ pub struct Frame {
 /// current one. None when the context could not be changed (the span is
 /// then not recorded).
 fn enter<'py>(py: Python<'py>, id: u32) -> Option<Bound<'py, Frame>> {
-    let parent = innermost(py).1;
-    let collector = parent
-        .as_ref()
-        .and_then(|p| p.get().collector.as_ref().map(|c| c.clone_ref(py)));
-    let frame = Bound::new(
-        py,
-        Frame {
-            id,
-            start_ns: AtomicU64::new(0),
-            child_ns: AtomicU64::new(0),
-            parent: parent.map(Bound::unbind),
-            collector,
-            token: OnceLock::new(),
-        },
-    )
-    .ok()?;
+    let frame = child_frame(py, id, innermost(py).1)?;
     // SAFETY: a ContextVar and a live object; returns a new reference.
     let token = unsafe { cv::PyContextVar_Set(frame_var(py), frame.as_ptr()) };
     // SAFETY: a new reference or NULL.

@@ -13,8 +13,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
 use super::codec::{ResponseReader, MAX_HEAD};
-use super::server_timing::Parsed;
 use super::recorder::ErrorKind;
+use super::server_timing::Parsed;
 
 /// A plain or TLS byte stream.
 pub enum Stream {

@@ -193,9 +193,10 @@ impl Parsed {
     /// The app's total, ms: the metric named `app` or `total` (any case),
     /// else the largest `dur` (a lower bound when spans do not nest).
     pub fn app_total_ms(&self) -> Option<f64> {
-        let named = self.metrics.iter().find(|(n, _)| {
-            n.eq_ignore_ascii_case("app") || n.eq_ignore_ascii_case("total")
-        });
+        let named = self
+            .metrics
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("app") || n.eq_ignore_ascii_case("total"));
         named
             .map(|(_, d)| *d)
             .or_else(|| self.metrics.iter().map(|(_, d)| *d).reduce(f64::max))
@@ -295,7 +296,10 @@ impl ServerTiming {
 }
 
 /// Serde helper: {name: histogram report}, names ascending.
-fn metric_map<S: Serializer>(m: &BTreeMap<String, Histogram<u64>>, s: S) -> Result<S::Ok, S::Error> {
+fn metric_map<S: Serializer>(
+    m: &BTreeMap<String, Histogram<u64>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     struct Report<'a>(&'a Histogram<u64>);
     impl Serialize for Report<'_> {
         fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -372,7 +376,16 @@ mod tests {
 
     #[test]
     fn empty_and_garbage_values_never_panic() {
-        for v in ["", ",,,", " ; ", ";;;===", "\"", "a;dur=\"5\"", "a;dur=", "\\\"x"] {
+        for v in [
+            "",
+            ",,,",
+            " ; ",
+            ";;;===",
+            "\"",
+            "a;dur=\"5\"",
+            "a;dur=",
+            "\\\"x",
+        ] {
             let p = parsed(&[v]);
             assert!(p.present);
             assert!(p.metrics.len() <= 1, "{v}: {p:?}");
@@ -382,7 +395,9 @@ mod tests {
 
     #[test]
     fn per_response_and_per_step_caps() {
-        let many: Vec<String> = (0..MAX_PER_RESPONSE + 5).map(|i| format!("m{i};dur=1")).collect();
+        let many: Vec<String> = (0..MAX_PER_RESPONSE + 5)
+            .map(|i| format!("m{i};dur=1"))
+            .collect();
         let p = parsed(&[&many.join(",")]);
         assert_eq!((p.metrics.len(), p.dropped), (MAX_PER_RESPONSE, 5));
         let mut st = ServerTiming::default();
