@@ -18,6 +18,7 @@ import urllib.request
 import pytest
 
 from perflab import model
+from perflab.errors import ResultsFileError
 from tests.conftest import ROOT
 from tests.trace.served import wait_until_up
 
@@ -133,6 +134,19 @@ def test_perflab_http_breaks_the_latency_down_by_server_timing(gunicorn, perflab
     server_rows = [r["id"] for r in rows if "server-timing" in r["id"]]
     assert any("server-timing db p50" in r for r in server_rows), server_rows
     assert any("outside the app p99" in r for r in server_rows), server_rows
+
+    # A results file is untrusted: stored percentiles are recomputed from the encoding,
+    # and an encoding that is not an HdrHistogram is refused with its JSON path.
+    data = json.loads(out.read_text())
+    metric = data["benchmarks"][0]["steps"][0]["server_timing"]["metrics"]["db"]
+    metric["p50_us"] = 1.0
+    (tmp_path / "tampered.json").write_text(json.dumps(data))
+    loaded = model.load(tmp_path / "tampered.json").benchmarks[0].steps[0].server_timing
+    assert loaded.metrics["db"].p50_us == st.metrics["db"].p50_us != 1.0
+    metric["encoded"] = "AAAAAAAA"
+    (tmp_path / "tampered.json").write_text(json.dumps(data))
+    with pytest.raises(ResultsFileError, match=r"server_timing\.metrics\.'db'\.encoded"):
+        model.load(tmp_path / "tampered.json")
 
 
 def test_without_the_token_no_breakdown(gunicorn, perflab_cli, tmp_path):

@@ -191,7 +191,8 @@ class Histogram:
 @dataclass
 class ServerTiming:
     """What the target's ``Server-Timing`` response headers said over one HTTP step
-    (the OK responses to recorded requests; see docs/trace.md, "Server-Timing").
+    (the OK responses to recorded requests; docs/trace.md, "`perflab http` reads
+    Server-Timing").
 
     Attributes:
         responses: responses that carried a ``Server-Timing`` header.
