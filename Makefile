@@ -68,7 +68,7 @@ $(STAMPS)/venv: pyproject.toml | $(STAMPS)
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q "maturin>=1.7,<2" numpy scipy rich matplotlib fastjsonschema ruptures pytest hypothesis pyperf hdrhistogram uvloop playwright \
-	  orjson msgpack cbor2 opentelemetry-sdk uvicorn \
+	  orjson msgpack cbor2 opentelemetry-sdk uvicorn gunicorn \
 	  pymemcache redis cachetools
 	@# Ray: the distributed load agents (perflab http --agents; the [cluster] extra, with
 	@# Ray Client for --cluster ray://)

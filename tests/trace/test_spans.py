@@ -130,6 +130,44 @@ def test_async_spans_follow_each_task():
     assert snap["t.io"]["duration"]["min_ns"] >= 19_000_000
 
 
+def test_sync_calls_and_tasks_interleaved_inside_a_sync_span_keep_their_parents():
+    """Sync calls keep their frames on a per-thread stack, not in the ContextVar: an
+    event loop run inside a sync span, whose tasks interleave blocks and sync calls, must
+    still give each span the right parent."""
+    @perflab.trace("m.leaf")
+    def leaf():
+        busy(0.001)
+
+    @perflab.trace("m.direct")
+    def direct():
+        busy(0.001)
+
+    async def task():
+        with perflab.span("m.block"):
+            leaf()
+            await asyncio.sleep(0.005)  # the other tasks run here
+            leaf()
+
+    async def main():
+        await asyncio.wait_for(asyncio.gather(task(), task(), task()), 30)
+
+    @perflab.trace("m.outer")
+    def outer():
+        direct()
+        asyncio.run(main())
+
+    outer()
+    snap = perflab.trace.snapshot()
+    o, d, b, leaf_ = snap["m.outer"], snap["m.direct"], snap["m.block"], snap["m.leaf"]
+    assert (o["count"], d["count"], b["count"], leaf_["count"]) == (1, 1, 3, 6)
+    # Each block's children are its own two leaves, whatever ran in between.
+    assert b["self_total_ns"] == b["total_ns"] - leaf_["total_ns"]
+    assert d["self_total_ns"] == d["total_ns"] and leaf_["self_total_ns"] == leaf_["total_ns"]
+    # outer's children: direct and the three blocks (which overlap, so its self time
+    # saturates at 0 rather than going negative).
+    assert o["self_total_ns"] == max(0, o["total_ns"] - d["total_ns"] - b["total_ns"])
+
+
 def test_threads_record_in_parallel_and_merge_on_read():
     @perflab.trace("t.threaded")
     def work():

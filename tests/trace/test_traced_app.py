@@ -8,13 +8,13 @@ import re
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 
 import pytest
 
 from perflab import model
 from tests.conftest import ROOT
+from tests.trace.served import wait_until_up
 
 pytest.importorskip("uvicorn", reason="uvicorn is a test dependency that `make test` installs; "
                     "run make test")
@@ -45,17 +45,7 @@ class Served:
                                          pass_fds=[sock.fileno()], env=env,
                                          stdout=log, stderr=subprocess.STDOUT)
         sock.close()
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=2) as r:
-                    assert r.read() == b"ok"
-                return
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise AssertionError(f"the app did not start: {self.log.read_text()}")
-                time.sleep(0.1)
+        wait_until_up(self.url + "/health", b"ok", self.proc, self.log, self.stop)
 
     def stop(self) -> None:
         """SIGTERM: uvicorn exits cleanly, and the trace file is written at exit."""
@@ -104,6 +94,13 @@ def test_under_perflab_http_every_request_is_a_span(served, perflab_cli, tmp_pat
     step = json.loads(out.read_text())["benchmarks"][0]["steps"][0]
     requests = sum(step["status_counts"].values())
     assert step["status_counts"].get("200", 0) == requests >= 50
+    # perflab http's server-side breakdown: the app's spans, totals within the client's.
+    timing = step["server_timing"]
+    assert timing["responses"] == requests and timing["malformed"] == 0
+    assert sorted(timing["metrics"]) == ["app", "db.orders", "render"]
+    for p in ("p50_us", "p90_us", "p99_us", "max_us"):
+        assert timing["app_total"][p] <= step["latency"][p] * 1.002  # HDR buckets: 0.1%
+        assert timing["metrics"]["db.orders"][p] <= timing["app_total"][p] * 1.002
     served.stop()
     spans = {b.name: b.span for b in model.load(served.dump).benchmarks}
     # Every request is a span (the ones of the start-up check too), with its children.

@@ -49,10 +49,11 @@ from perflab.analyze.decisions import (FAILED, FASTER, INCONCLUSIVE, SLOWER, VER
                                        mann_whitney_p, verdict)
 from perflab.analyze.hdr import HdrCounts, decode_histogram, mann_whitney_counts, quantile_replicates
 from perflab.analyze.estimate import Estimate
+from perflab.analyze.server_timing import histogram_pairs
 from perflab.analyze.summary import median_estimate, timing_groups
 from perflab.environment import environment_differences
 from perflab.errors import UsageError
-from perflab.model import Benchmark, HttpStep, Results
+from perflab.model import Benchmark, Histogram, HttpStep, Results
 
 DEFAULT_THRESHOLD = 0.02
 DEFAULT_PERCENTILES = (50.0, 90.0, 99.0, 99.9)
@@ -333,15 +334,19 @@ def compare_rates(row: Row, a: HttpStep, b: HttpStep, confidence: float) -> Row:
 
 
 def compare_latencies(key: str, a: HttpStep, b: HttpStep, percentiles: Sequence[float],
-                      confidence: float, resamples: int, seed: int) -> list[Row]:
+                      confidence: float, resamples: int, seed: int,
+                      hists: tuple[Histogram, Histogram] | None = None) -> list[Row]:
     """One row per latency percentile of two steps, CIs from their HdrHistograms.
 
     The Mann–Whitney U p-value of the two latency distributions is shared by
-    the step's rows (one test in the Benjamini–Hochberg correction).
+    the step's rows (one test in the Benjamini–Hochberg correction). ``hists``: compare
+    these two histograms (µs) instead of the steps' latencies, in rows that are never
+    primary (a Server-Timing metric).
     """
+    primary = hists is None
+    hists = hists or (a.latency, b.latency)
     try:
-        hist_a, hist_b = (decode_histogram(a.latency.encoded),
-                          decode_histogram(b.latency.encoded))
+        hist_a, hist_b = decode_histogram(hists[0].encoded), decode_histogram(hists[1].encoded)
     except ValueError as exc:
         return [Row(f"{key} latency", "http", "latency", "s", verdict=FAILED, primary=False,
                     notes=[f"latency histogram unreadable: {exc}"])]
@@ -349,7 +354,7 @@ def compare_latencies(key: str, a: HttpStep, b: HttpStep, percentiles: Sequence[
     p_value = mann_whitney_counts(hist_a, hist_b) if hist_a.total and hist_b.total else math.nan
     for pct in percentiles:
         row = Row(f"{key} p{pct:g}", "http", f"p{pct:g}", "s", test_key=key,
-                  primary=pct == 50, p_value=p_value,
+                  primary=primary and pct == 50, p_value=p_value,
                   notes=["one run per side: the CI leaves out run-to-run variation"])
         rows.append(_latency_row(row, hist_a, hist_b, pct / 100, confidence, resamples,
                                  _rng(seed, row.id)))
@@ -398,6 +403,9 @@ def compare_http(a: Benchmark, b: Benchmark, percentiles: Sequence[float] = DEFA
                                       test_key=f"{key} rate", primary=False),
                                   sa, sb, confidence))
         rows += compare_latencies(key, sa, sb, percentiles, confidence, resamples, seed)
+        for metric, ha, hb in histogram_pairs(sa, sb):  # Server-Timing
+            rows += compare_latencies(f"{key} server-timing {metric}", sa, sb, percentiles,
+                                      confidence, resamples, seed, (ha, hb))
     return rows
 
 

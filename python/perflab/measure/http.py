@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from perflab.errors import UsageError
-from perflab.model import Histogram, HttpStep
+from perflab.model import Histogram, HttpStep, ServerTiming
 
 #: An engine: ``(config, progress) -> raw result`` (``perflab._core.http_run`` or a fake).
 Engine = Callable[[dict[str, Any], Callable[[dict[str, Any]], None] | None], dict[str, Any]]
@@ -414,7 +414,21 @@ def step_from_raw(raw: dict[str, Any]) -> HttpStep:
         **{name: histogram_from_raw(hists.get(name, {}))
            for name in ("latency", "service_time", "send_lag", "failed_latency",
                         "dispatch_lag")},
-        interrupted=bool(raw.get("interrupted")), threads=int(raw.get("threads", 1)))
+        interrupted=bool(raw.get("interrupted")), threads=int(raw.get("threads", 1)),
+        server_timing=server_timing_from_raw(raw.get("server_timing")))
+
+
+def server_timing_from_raw(raw: dict[str, Any] | None) -> ServerTiming | None:
+    """The engine's ``server_timing`` dict (absent when no response had the header)
+    → :class:`ServerTiming`."""
+    if not raw:
+        return None
+    return ServerTiming(
+        responses=int(raw.get("responses", 0)), malformed=int(raw.get("malformed", 0)),
+        metrics_dropped=int(raw.get("metrics_dropped", 0)),
+        metrics={str(k): histogram_from_raw(v) for k, v in raw.get("metrics", {}).items()},
+        app_total=histogram_from_raw(raw.get("app_total", {})),
+        outside_app=histogram_from_raw(raw.get("outside_app", {})))
 
 
 def only_connect_errors(step: HttpStep) -> bool:

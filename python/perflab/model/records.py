@@ -193,6 +193,43 @@ class Histogram:
 
 
 @dataclass
+class ServerTiming:
+    """What the target's ``Server-Timing`` response headers said over one HTTP step
+    (the OK responses to recorded requests; docs/trace.md, "`perflab http` reads
+    Server-Timing").
+
+    Attributes:
+        responses: responses that carried a ``Server-Timing`` header.
+        malformed: of those, responses whose header was partly or wholly malformed
+            (their well-formed metrics are kept; the request never fails for it).
+        metrics_dropped: metric values not recorded: over 32 in one response, or a new
+            name over 32 distinct names in the step.
+        metrics: HdrHistogram of ``dur`` per metric name, µs.
+        app_total: the app's own total per response (the metric named ``app`` or
+            ``total``, else the largest ``dur``), µs.
+        outside_app: service time (write start to last byte) minus ``app_total``, per
+            response, µs (0 when the app claims more than the client saw).
+    """
+
+    responses: int = 0
+    malformed: int = 0
+    metrics_dropped: int = 0
+    metrics: dict[str, Histogram] = field(default_factory=dict)
+    app_total: Histogram = field(default_factory=Histogram)
+    outside_app: Histogram = field(default_factory=Histogram)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ServerTiming:
+        """Build from the JSON form. Raises TypeError/KeyError on malformed data."""
+        timing = _from_dict(cls, data)
+        timing.metrics = {str(k): _from_dict(Histogram, v or {})
+                          for k, v in (data.get("metrics") or {}).items()}
+        for name in ("app_total", "outside_app"):
+            setattr(timing, name, _from_dict(Histogram, data.get(name) or {}))
+        return timing
+
+
+@dataclass
 class HttpStep:
     """One step of an HTTP load test: one offered rate (or connection count).
 
@@ -261,6 +298,8 @@ class HttpStep:
             resident bytes (see :mod:`perflab.measure.watch`); empty when not watched.
         agents: a distributed run (``--agents``): each load agent's own part of the step,
             beside this merged step (empty on one machine).
+        server_timing: the target's ``Server-Timing`` headers over the step
+            (:class:`ServerTiming`); None when no response carried one.
     """
 
     offered_rate: float | None
@@ -300,11 +339,14 @@ class HttpStep:
     drain_s: float = math.nan
     watched: list[dict[str, Any]] = field(default_factory=list)
     agents: list[AgentShare] = field(default_factory=list)
+    server_timing: ServerTiming | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HttpStep:
         """Build from the JSON form. Raises TypeError/KeyError on malformed data."""
         step = _from_dict(cls, data)
+        if data.get("server_timing") is not None:
+            step.server_timing = ServerTiming.from_dict(data["server_timing"])
         step.agents = [AgentShare.from_dict(a, HttpStep.from_dict) for a in step.agents]
         for name in ("latency", "service_time", "send_lag", "failed_latency", "dispatch_lag"):
             setattr(step, name, _from_dict(Histogram, data.get(name) or {}))

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from perflab.errors import ResultsFileError, UsageError
 from perflab.files import Destination
-from perflab.model.records import Histogram, Results, SpanHistogram
+from perflab.model.records import Histogram, Results, ServerTiming, SpanHistogram
 from perflab.model.versions import migrate
 
 
@@ -141,9 +142,21 @@ def _trust_histograms(results: Results) -> None:
         for where, step in steps:
             for name in _HISTOGRAMS:
                 _trusted(step, name, f"benchmarks[{i}].{where}", "us")
+            if step.server_timing is not None:
+                _trust_server_timing(step.server_timing, f"benchmarks[{i}].{where}.server_timing")
         if bench.span is not None:
             for name in ("duration", "self_time"):
                 _trusted(bench.span, name, f"benchmarks[{i}].span", "ns")
+
+
+def _trust_server_timing(timing: ServerTiming, where: str) -> None:
+    """:func:`_trusted` for every histogram of a step's Server-Timing figures."""
+    for name in ("app_total", "outside_app"):
+        _trusted(timing, name, where, "us")
+    for metric, hist in timing.metrics.items():
+        box = SimpleNamespace(**{repr(metric): hist})  # repr: escapes the file's name
+        _trusted(box, repr(metric), f"{where}.metrics", "us")
+        timing.metrics[metric] = getattr(box, repr(metric))
 
 
 def load(path: str | Path) -> Results:

@@ -155,8 +155,12 @@ def print_http(results: Results, sweep: Sweep, fmt: str) -> None:
 
 
 def http_tables(results: Results, sweep: Sweep) -> list[Table]:
-    """The sweep table, then a distributed run's per-agent table."""
-    return [sweep_table(sweep, results_notes(results)), *agents_tables(results)]
+    """The sweep table, the Server-Timing breakdown, then a distributed run's per-agent
+    table."""
+    from perflab.report.server_timing_table import server_timing_tables
+
+    return [sweep_table(sweep, results_notes(results)), *server_timing_tables(results),
+            *agents_tables(results)]
 
 
 def http_records(results: Results, sweep: Sweep) -> list[dict[str, Any]]:

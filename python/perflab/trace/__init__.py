@@ -21,7 +21,11 @@ recorded per thread with no lock and merged when read. Memory is bounded:
 about 1 KiB per power of two of durations per name and thread, and at most
 ``PERFLAB_TRACE_MAX_NAMES`` names (default 1000; later names are counted
 under ``"(other spans)"`` after one RuntimeWarning). Nesting follows
-``contextvars``, so it is right in threads and in asyncio tasks alike.
+``contextvars``, so it is right in threads and in asyncio tasks alike; a sync
+decorated call, which no task switch can interrupt, keeps its frame on a per-thread
+stack instead (setting a ContextVar costs more than the rest of a span), and the
+spans it encloses still find it as their parent. Greenlets that switch stacks inside
+a traced sync call can misattribute self time (durations stay right).
 
 Environment (read when this module is first imported):
 

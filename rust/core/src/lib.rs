@@ -11,6 +11,7 @@ mod hdr;
 mod http;
 mod serve;
 mod trace;
+mod trace_request;
 
 use pyo3::prelude::*;
 

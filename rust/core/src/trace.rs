@@ -11,6 +11,16 @@
 //!   asyncio tasks alike (each task has its own context): a child adds its
 //!   duration to its parent's `child_ns`, and the parent records
 //!   `duration − child_ns` as its self time.
+//! * A sync [`Traced`] call does not touch the ContextVar (setting and
+//!   resetting one costs ~300 ns): it pushes its frame on a per-thread
+//!   stack, with the ContextVar's value at the time as its *base*. Sync
+//!   calls nest strictly on a thread's C stack (no task can switch in the
+//!   middle of one), so the stack stays LIFO; the innermost span is its top
+//!   when the current context's span is still that top's base, else the
+//!   context's span ([`innermost`]). A block, a coroutine or a request opened
+//!   inside a sync call is set in the ContextVar as before, its parent being
+//!   the sync frame. (Greenlets that switch stacks inside a traced sync call
+//!   can mis-attribute self time; durations stay right.)
 //! * A [`Request`] (the Server-Timing middleware's) is a root frame with a
 //!   [`Collector`]: every span under it also adds its duration, by name,
 //!   to that request's sums.
@@ -19,9 +29,10 @@
 //! per-thread HdrHistograms merged on read. Nothing here raises into the
 //! traced code: a failure of the recorder skips the recording.
 
+use std::cell::RefCell;
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use perflab_engine::trace::{self, now_ns, SpanReport, OVERFLOW_NAME};
 use pyo3::exceptions::{PyRuntimeWarning, PyTypeError};
@@ -31,20 +42,21 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple};
 
 use crate::convert::to_py;
+use crate::trace_request::{Collector, Request};
 
 /// Recording on or off (`PERFLAB_TRACE=0` turns it off at import).
-static ENABLED: AtomicBool = AtomicBool::new(true);
+pub(crate) static ENABLED: AtomicBool = AtomicBool::new(true);
 /// The warning about the cap on names was given.
 static WARNED_CAP: AtomicBool = AtomicBool::new(false);
 /// Most distinct names one request's Server-Timing sums keep.
-const MAX_REQUEST_NAMES: usize = 64;
+pub(crate) const MAX_REQUEST_NAMES: usize = 64;
 
 static FRAME_VAR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 // The contextvars C API (CPython ≥ 3.7). It is outside the limited API that
 // abi3 builds see, though every CPython exports it, so it is declared here.
 #[allow(non_snake_case)]
-mod cv {
+pub(crate) mod cv {
     use pyo3::ffi::PyObject;
     use std::ffi::{c_char, c_int};
     extern "C" {
@@ -61,7 +73,7 @@ mod cv {
 static SPANS: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
 static METHOD_TYPE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-fn frame_var(py: Python<'_>) -> *mut ffi::PyObject {
+pub(crate) fn frame_var(py: Python<'_>) -> *mut ffi::PyObject {
     FRAME_VAR
         .get_or_init(py, || {
             // SAFETY: a C string literal and no default: PyContextVar_New
@@ -90,38 +102,101 @@ fn current(py: Python<'_>) -> Option<Bound<'_, Frame>> {
     unsafe { Bound::from_owned_ptr_or_opt(py, value).map(|v| v.cast_into_unchecked()) }
 }
 
+/// A sync traced call running on this thread: its frame, and the span of
+/// the context it was called in (kept alive, so compared by address safely).
+struct SyncEntry {
+    frame: Py<Frame>,
+    base: Option<Py<Frame>>,
+}
+
+thread_local! {
+    /// The sync traced calls running on this thread, outermost first.
+    static SYNC: RefCell<Vec<SyncEntry>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `(the current context's span, the innermost span)`: the innermost is the
+/// top of this thread's sync stack when it was called under the context's
+/// current span, else that span.
+pub(crate) fn innermost(py: Python<'_>) -> (Option<Bound<'_, Frame>>, Option<Bound<'_, Frame>>) {
+    let ctx = current(py);
+    let top = SYNC.with(|s| {
+        let s = s.borrow();
+        s.last().and_then(|top| {
+            let base = top.base.as_ref().map(Py::as_ptr);
+            (base == ctx.as_ref().map(Bound::as_ptr)).then(|| top.frame.bind(py).clone())
+        })
+    });
+    let inner = top.or_else(|| ctx.clone());
+    (ctx, inner)
+}
+
+/// A new frame of `id` under `parent`, in its parent's request (if any);
+/// None when it could not be allocated.
+fn child_frame<'py>(
+    py: Python<'py>,
+    id: u32,
+    parent: Option<Bound<'py, Frame>>,
+) -> Option<Bound<'py, Frame>> {
+    let collector = parent
+        .as_ref()
+        .and_then(|p| p.get().collector.as_ref().map(|c| c.clone_ref(py)));
+    let frame = Frame {
+        id,
+        start_ns: AtomicU64::new(0),
+        child_ns: AtomicU64::new(0),
+        parent: parent.map(Bound::unbind),
+        collector,
+        token: OnceLock::new(),
+    };
+    Bound::new(py, frame).ok()
+}
+
+/// Run `call` as a sync span of `id`: its frame on this thread's stack, not
+/// in the ContextVar (see the module doc).
+fn sync_span<T>(py: Python<'_>, id: u32, call: impl FnOnce() -> T) -> T {
+    let (ctx, parent) = innermost(py);
+    let Some(frame) = child_frame(py, id, parent) else {
+        return call();
+    };
+    let ptr = frame.as_ptr();
+    SYNC.with(|s| {
+        s.borrow_mut().push(SyncEntry {
+            frame: frame.clone().unbind(),
+            base: ctx.map(Bound::unbind),
+        })
+    });
+    frame.get().start_ns.store(now_ns(), Relaxed);
+    let out = call();
+    let end = now_ns();
+    // Normally the top; searched for, so that a stack switched under us
+    // (greenlets) never pops someone else's frame.
+    let entry = SYNC.with(|s| {
+        let mut s = s.borrow_mut();
+        let i = s.iter().rposition(|e| e.frame.as_ptr() == ptr)?;
+        Some(s.remove(i))
+    });
+    finish(frame.get(), end);
+    drop(entry); // outside the borrow: dropping frames runs no Python code, but be sure
+    out
+}
+
 /// One running span: what its children and its own end need.
 #[pyclass(module = "perflab._core", frozen)]
 pub struct Frame {
-    id: u32,
-    start_ns: AtomicU64,
-    child_ns: AtomicU64,
-    parent: Option<Py<Frame>>,
-    collector: Option<Py<Collector>>,
+    pub(crate) id: u32,
+    pub(crate) start_ns: AtomicU64,
+    pub(crate) child_ns: AtomicU64,
+    pub(crate) parent: Option<Py<Frame>>,
+    pub(crate) collector: Option<Py<Collector>>,
     /// The ContextVar token that restores the parent.
-    token: OnceLock<Py<PyAny>>,
+    pub(crate) token: OnceLock<Py<PyAny>>,
 }
 
 /// Open a span of `id` in the current context: its frame is set as the
 /// current one. None when the context could not be changed (the span is
 /// then not recorded).
 fn enter<'py>(py: Python<'py>, id: u32) -> Option<Bound<'py, Frame>> {
-    let parent = current(py);
-    let collector = parent
-        .as_ref()
-        .and_then(|p| p.get().collector.as_ref().map(|c| c.clone_ref(py)));
-    let frame = Bound::new(
-        py,
-        Frame {
-            id,
-            start_ns: AtomicU64::new(0),
-            child_ns: AtomicU64::new(0),
-            parent: parent.map(Bound::unbind),
-            collector,
-            token: OnceLock::new(),
-        },
-    )
-    .ok()?;
+    let frame = child_frame(py, id, innermost(py).1)?;
     // SAFETY: a ContextVar and a live object; returns a new reference.
     let token = unsafe { cv::PyContextVar_Set(frame_var(py), frame.as_ptr()) };
     // SAFETY: a new reference or NULL.
@@ -137,7 +212,7 @@ fn enter<'py>(py: Python<'py>, id: u32) -> Option<Bound<'py, Frame>> {
 
 /// Close `frame` at `end_ns`: restore its parent as the current span and
 /// record its duration and self time. Returns the duration, ns.
-fn exit(py: Python<'_>, frame: &Bound<'_, Frame>, end_ns: u64) -> u64 {
+pub(crate) fn exit(py: Python<'_>, frame: &Bound<'_, Frame>, end_ns: u64) -> u64 {
     let f = frame.get();
     if let Some(token) = f.token.get() {
         // SAFETY: a ContextVar and its token.
@@ -153,6 +228,12 @@ fn exit(py: Python<'_>, frame: &Bound<'_, Frame>, end_ns: u64) -> u64 {
             let _ = PyErr::take(py);
         }
     }
+    finish(f, end_ns)
+}
+
+/// Record `f`, ended at `end_ns`: its duration and self time, its share of
+/// its parent's child time and of the request's sums. Returns the duration.
+fn finish(f: &Frame, end_ns: u64) -> u64 {
     let duration = end_ns.saturating_sub(f.start_ns.load(Relaxed));
     let self_ns = duration.saturating_sub(f.child_ns.load(Relaxed));
     if let Some(parent) = &f.parent {
@@ -192,12 +273,7 @@ impl Traced {
         if !ENABLED.load(Relaxed) {
             return func.call(args, kwargs).map(Bound::unbind);
         }
-        let Some(frame) = enter(py, self.id) else {
-            return func.call(args, kwargs).map(Bound::unbind);
-        };
-        let result = func.call(args, kwargs);
-        exit(py, &frame, now_ns());
-        result.map(Bound::unbind)
+        sync_span(py, self.id, || func.call(args, kwargs)).map(Bound::unbind)
     }
 
     /// Bind as a method (`obj.method` → a bound method of this wrapper).
@@ -346,123 +422,6 @@ fn span(py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<Span>> {
     span(py, shown.as_any())
 }
 
-/// Per-request sums of span durations by name (for Server-Timing).
-#[pyclass(module = "perflab._core", frozen)]
-pub struct Collector {
-    sums: Mutex<Vec<(u32, u64, u32)>>,
-}
-
-impl Collector {
-    fn add(&self, id: u32, duration_ns: u64) {
-        let Ok(mut sums) = self.sums.lock() else {
-            return;
-        };
-        if let Some(e) = sums.iter_mut().find(|e| e.0 == id) {
-            e.1 += duration_ns;
-            e.2 += 1;
-        } else if sums.len() < MAX_REQUEST_NAMES {
-            sums.push((id, duration_ns, 1));
-        } else if let Some(e) = sums.iter_mut().find(|e| e.0 == 0) {
-            e.1 += duration_ns;
-            e.2 += 1;
-        } else if let Some(last) = sums.last_mut() {
-            *last = (0, last.1 + duration_ns, last.2 + 1);
-        }
-    }
-}
-
-/// One served request: a root span (the app's) and, when asked, the
-/// sums behind its Server-Timing header.
-#[pyclass(module = "perflab._core", frozen)]
-pub struct Request {
-    frame: Option<Py<Frame>>,
-    collector: Option<Py<Collector>>,
-    start_ns: u64,
-    ended: AtomicBool,
-}
-
-#[pymethods]
-impl Request {
-    /// Begin a request in the current context: a span of `id` (recorded
-    /// when tracing is on) and, with `collect`, the per-request sums.
-    #[new]
-    fn new(py: Python<'_>, id: u32, collect: bool) -> PyResult<Self> {
-        let collector = if collect {
-            Some(Py::new(
-                py,
-                Collector {
-                    sums: Mutex::new(Vec::new()),
-                },
-            )?)
-        } else {
-            None
-        };
-        let frame = if ENABLED.load(Relaxed) || collect {
-            let parent = current(py).map(Bound::unbind);
-            let frame = Bound::new(
-                py,
-                Frame {
-                    id,
-                    start_ns: AtomicU64::new(now_ns()),
-                    child_ns: AtomicU64::new(0),
-                    parent,
-                    collector: collector.as_ref().map(|c| c.clone_ref(py)),
-                    token: OnceLock::new(),
-                },
-            )?;
-            // SAFETY: as in `enter`.
-            let token = unsafe { cv::PyContextVar_Set(frame_var(py), frame.as_ptr()) };
-            // SAFETY: a new reference or NULL (then the error is raised).
-            let token = unsafe { Bound::from_owned_ptr_or_err(py, token) }?;
-            let _ = frame.get().token.set(token.unbind());
-            Some(frame.unbind())
-        } else {
-            None
-        };
-        Ok(Self {
-            frame,
-            collector,
-            start_ns: now_ns(),
-            ended: AtomicBool::new(false),
-        })
-    }
-
-    /// The sums so far: `[(name, total_ns, count)]` in first-seen order,
-    /// then the request's own elapsed time as `(None, elapsed_ns, 1)`.
-    fn timing(&self) -> Vec<(Option<String>, u64, u32)> {
-        let names = trace::registry().names();
-        let mut out: Vec<(Option<String>, u64, u32)> = self
-            .collector
-            .as_ref()
-            .and_then(|c| c.get().sums.lock().ok().map(|s| s.clone()))
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(id, ns, n)| (names.get(id as usize).cloned(), ns, n))
-            .collect();
-        out.push((None, now_ns().saturating_sub(self.start_ns), 1));
-        out
-    }
-
-    /// End the request: restore the context and record the root span
-    /// (when tracing is on). A second call does nothing.
-    fn end(&self, py: Python<'_>) {
-        if self.ended.swap(true, Relaxed) {
-            return;
-        }
-        if let Some(frame) = &self.frame {
-            let frame = frame.bind(py);
-            if ENABLED.load(Relaxed) {
-                exit(py, frame, now_ns());
-            } else if let Some(token) = frame.get().token.get() {
-                // SAFETY: as in `exit`.
-                if unsafe { cv::PyContextVar_Reset(frame_var(py), token.as_ptr()) } < 0 {
-                    let _ = PyErr::take(py);
-                }
-            }
-        }
-    }
-}
-
 /// Record one finished span from elsewhere (the OpenTelemetry bridge):
 /// its duration and self time, ns; also added to the Server-Timing sums
 /// of the request running in the current context, if any.
@@ -472,7 +431,7 @@ fn trace_record(py: Python<'_>, id: u32, duration_ns: u64, self_ns: u64) {
         return;
     }
     trace::record(id, duration_ns, self_ns.min(duration_ns));
-    if let Some(frame) = current(py) {
+    if let Some(frame) = innermost(py).1 {
         if let Some(c) = &frame.get().collector {
             c.get().add(id, duration_ns);
         }

@@ -128,6 +128,7 @@ def http_sections(results: Results, name: str) -> list[Section]:
     from perflab.analyze.http import summarize_results
     from perflab.report.http_chart import sweep_chart
     from perflab.report.http_table import results_notes, sweep_table
+    from perflab.report.server_timing_table import server_timing_tables
 
     sweep = summarize_results(results)
     section = Section(f"http: {name}", header(results, name))
@@ -136,6 +137,7 @@ def http_sections(results: Results, name: str) -> list[Section]:
             for s in sweep.steps]
     section.blocks.append(table_html(sweep_table(sweep, results_notes(results)), data,
                                      "figures"))
+    section.blocks += [table_html(t) for t in server_timing_tables(results)]  # issue 17
     if sweep.steps:
         section.blocks.append(figure_html(charts.file_svg(lambda p: sweep_chart(sweep, p)),
                                           "achieved vs offered rate, and latency percentiles "
@@ -208,5 +210,8 @@ def history_sections(trends: Sequence[Any], more: int) -> list[Section]:
 
 def results_sections(results: Results, name: str) -> list[Section]:
     """The sections of one results file, by its kind."""
-    build = {"run": run_sections, "cmd": cmd_sections, "http": http_sections}[results.kind]
+    from perflab.report.html.trace_section import trace_sections
+
+    build = {"run": run_sections, "cmd": cmd_sections, "http": http_sections,
+             "trace": trace_sections}[results.kind]
     return build(results, name)

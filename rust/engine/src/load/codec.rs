@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use super::server_timing::{self, Parsed};
+
 /// One request to send: method, path (with query), extra headers and body.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RequestSpec {
@@ -198,6 +200,8 @@ pub struct ResponseReader {
     status: u16,
     keep_alive: bool,
     head_request: bool,
+    /// `Server-Timing` of the current response (reused across responses).
+    timing: Parsed,
 }
 
 impl Default for ResponseReader {
@@ -215,12 +219,21 @@ impl ResponseReader {
             status: 0,
             keep_alive: true,
             head_request,
+            timing: Parsed::default(),
         }
     }
 
     /// Reset for the next response on the same connection.
     pub fn reset(&mut self, head_request: bool) {
+        let mut timing = std::mem::take(&mut self.timing);
+        timing.clear();
         *self = Self::new(head_request);
+        self.timing = timing;
+    }
+
+    /// The `Server-Timing` metrics of the response (empty until its head).
+    pub fn server_timing(&self) -> &Parsed {
+        &self.timing
     }
 
     /// Status code of the response (0 until the head is parsed).
@@ -341,6 +354,8 @@ impl ResponseReader {
                     .to_ascii_lowercase()
                     .windows(7)
                     .any(|w| w == b"chunked");
+            } else if h.name.eq_ignore_ascii_case("server-timing") {
+                server_timing::parse(h.value, &mut self.timing);
             } else if h.name.eq_ignore_ascii_case("connection") {
                 let v = h.value.to_ascii_lowercase();
                 if v.windows(5).any(|w| w == b"close") {
@@ -352,6 +367,7 @@ impl ResponseReader {
         }
         if (100..200).contains(&status) {
             // Interim response (100 Continue): skip it, read the real one.
+            self.timing.clear();
             return Ok(Some(n));
         }
         self.status = status;
@@ -478,6 +494,21 @@ mod tests {
         assert!(r.feed(CL).unwrap().done);
         let w = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 1\r\n\r\nx";
         assert_eq!(read_in_pieces(w, 3).unwrap().0, 201);
+    }
+
+    #[test]
+    fn server_timing_headers_are_read_and_reset_per_response() {
+        let mut r = ResponseReader::new(false);
+        let w = b"HTTP/1.1 100 Continue\r\nServer-Timing: early;dur=9\r\n\r\n\
+HTTP/1.1 200 OK\r\nserver-timing: db;dur=2.5\r\nContent-Length: 0\r\n\
+Server-Timing: app;dur=7, bad;dur=x\r\n\r\n";
+        assert!(r.feed(w).unwrap().done);
+        let t = r.server_timing();
+        assert!(t.present && t.malformed);
+        assert_eq!(t.metrics, vec![("db".into(), 2.5), ("app".into(), 7.0)]);
+        r.reset(false);
+        assert!(r.feed(CL).unwrap().done);
+        assert_eq!(r.server_timing(), &Parsed::default());
     }
 
     #[test]

@@ -14,6 +14,7 @@ use tokio::net::TcpStream;
 
 use super::codec::{ResponseReader, MAX_HEAD};
 use super::recorder::ErrorKind;
+use super::server_timing::Parsed;
 
 /// A plain or TLS byte stream.
 pub enum Stream {
@@ -163,6 +164,11 @@ impl Conn {
             reader: ResponseReader::new(false),
             desync: false,
         }
+    }
+
+    /// The `Server-Timing` metrics of the last response read.
+    pub fn server_timing(&self) -> &Parsed {
+        self.reader.server_timing()
     }
 
     /// True when a stream is open.

@@ -25,6 +25,7 @@ pub mod progress;
 pub mod recorder;
 mod runner;
 pub mod schedule;
+pub mod server_timing;
 pub mod spec;
 pub mod tls;
 pub mod url;

@@ -6,6 +6,7 @@
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
+use super::server_timing::ServerTiming;
 use crate::hdr::{new_histogram, record, serialize_report, Histogram};
 
 /// Kinds of failed requests (besides a response whose status is not OK).
@@ -326,6 +327,9 @@ pub struct Recorder {
     #[serde(flatten)]
     pub counters: Counters,
     pub histograms: Histograms,
+    /// `Server-Timing` of the OK responses (omitted when none had one).
+    #[serde(skip_serializing_if = "ServerTiming::is_empty")]
+    pub server_timing: ServerTiming,
 }
 
 impl Recorder {
@@ -374,6 +378,7 @@ impl Recorder {
     pub fn merge(&mut self, o: &Recorder) {
         self.histograms.merge(&o.histograms);
         self.counters.merge(&o.counters);
+        self.server_timing.merge(&o.server_timing);
     }
 }
 

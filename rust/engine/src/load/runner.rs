@@ -27,6 +27,7 @@ use super::conn::{Conn, Connector, Exchange, Outcome};
 use super::dispatch;
 use super::progress::Progress;
 use super::recorder::{ErrorKind, OkStatus, Recorder};
+use super::server_timing::Parsed;
 use crate::hdr::{new_histogram, record, Histogram};
 use crate::sys::thread_cpu_time;
 
@@ -249,7 +250,7 @@ impl Ctx {
         }
     }
 
-    fn record(&self, req: Issued, ex: &Exchange, open_loop: bool) {
+    fn record(&self, req: Issued, ex: &Exchange, timing: &Parsed, open_loop: bool) {
         let window_end = self.window_end();
         let ok = matches!(ex.outcome, Outcome::Response(s) if self.shared.ok.contains(s));
         let in_window = ex.end >= self.plan.warmup_end && ex.end < window_end;
@@ -278,6 +279,7 @@ impl Ctx {
                 let service = us(ex.end - ex.write_start);
                 st.rec.response(status, ok, !in_window, latency, service);
                 if ok {
+                    st.rec.server_timing.record(timing, service);
                     st.delta_ok += u64::from(in_window);
                     record(&mut st.delta_latency, latency);
                 } else {
@@ -461,7 +463,7 @@ async fn open_conn(ctx: Rc<Ctx>, slot: Rc<Slot>, prewarm: bool) {
         let ex = conn
             .exchange(&ctx.shared.connector, bytes, head, ctx.shared.read_timeout)
             .await;
-        ctx.record(req, &ex, true);
+        ctx.record(req, &ex, conn.server_timing(), true);
         ctx.make_idle(&slot);
     }
     ctx.conn_closed(conn.close());
@@ -480,7 +482,7 @@ async fn closed_conn(ctx: Rc<Ctx>) {
         let ex = conn
             .exchange(&ctx.shared.connector, bytes, head, ctx.shared.read_timeout)
             .await;
-        ctx.record(req, &ex, false);
+        ctx.record(req, &ex, conn.server_timing(), false);
         let connect_failed = matches!(
             ex.outcome,
             Outcome::Error(

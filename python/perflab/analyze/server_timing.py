@@ -1,0 +1,99 @@
+"""The server-side breakdown of an HTTP step, from the target's ``Server-Timing`` headers.
+
+``perflab http`` keeps, per step, one HdrHistogram of ``dur`` per metric the server
+named, the app's total per response and the time *outside the app* (service time −
+the app's total: network, the server's accept queue and framework, the client's
+read), all in µs (:class:`perflab.model.ServerTiming`). This module turns them into
+figures for the table (:func:`breakdown`), plain-words notes (:func:`timing_notes`)
+and the histogram pairs that ``compare`` tests percentile by percentile
+(:func:`histogram_pairs`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from perflab.model import Histogram, HttpStep, ServerTiming
+
+#: Labels of the two derived rows (metric names from servers are tokens: no spaces).
+APP_TOTAL = "app total"
+OUTSIDE = "outside the app"
+
+
+@dataclass
+class MetricFigures:
+    """One row of the breakdown: a metric, the app's total, or outside the app.
+
+    Attributes:
+        name: the metric's name as the server sent it, or :data:`APP_TOTAL` /
+            :data:`OUTSIDE`.
+        count: responses it was recorded for.
+        p50_s / p90_s / p99_s / max_s: percentiles of its duration, s (NaN: none).
+        share_p50: its p50 over the step's service-time p50 (NaN when unknown).
+    """
+
+    name: str
+    count: int
+    p50_s: float
+    p90_s: float
+    p99_s: float
+    max_s: float
+    share_p50: float
+
+
+def _figures(name: str, h: Histogram, client_p50_us: float) -> MetricFigures:
+    def s(us: float) -> float:
+        return us * 1e-6 if h.count else math.nan
+
+    share = h.p50_us / client_p50_us if h.count and client_p50_us > 0 else math.nan
+    return MetricFigures(name, h.count, s(h.p50_us), s(h.p90_us), s(h.p99_us), s(h.max_us),
+                         share)
+
+
+def breakdown(step: HttpStep) -> list[MetricFigures]:
+    """The step's server-side rows: each metric (slowest p50 first), then the app's total
+    (unless a metric named ``app`` or ``total`` already is it) and the time outside the
+    app; empty when no response carried ``Server-Timing``."""
+    timing = step.server_timing
+    if timing is None:
+        return []
+    client = step.service_time.p50_us if step.service_time.count else math.nan
+    rows = sorted((_figures(name, h, client) for name, h in timing.metrics.items()),
+                  key=lambda r: (-r.p50_s if math.isfinite(r.p50_s) else math.inf, r.name))
+    named = [r for r in rows if r.name.lower() in ("app", "total")]
+    if not (named and named[0].count == timing.app_total.count):  # else the same row twice
+        rows.append(_figures(APP_TOTAL, timing.app_total, client))
+    return rows + [_figures(OUTSIDE, timing.outside_app, client)]
+
+
+def timing_notes(timing: ServerTiming, ok_responses: int) -> list[str]:
+    """Plain-words caveats: malformed headers, dropped metrics, responses without one."""
+    notes = []
+    if timing.malformed:
+        notes.append(f"{timing.malformed:,} of {timing.responses:,} Server-Timing headers were "
+                     "malformed (partly or wholly); their well-formed metrics were kept and "
+                     "the requests did not fail")
+    if timing.metrics_dropped:
+        notes.append(f"{timing.metrics_dropped:,} metric values were not recorded: over 32 "
+                     "metrics in one response, or over 32 distinct names in the step")
+    if 0 < timing.responses < ok_responses:
+        notes.append(f"only {timing.responses:,} of {ok_responses:,} OK responses carried "
+                     "Server-Timing")
+    return notes
+
+
+def histogram_pairs(a: HttpStep, b: HttpStep) -> list[tuple[str, Histogram, Histogram]]:
+    """(label, A's histogram, B's) for every metric both steps recorded, then the app's
+    total and outside the app when both have them: what ``compare`` tests per percentile.
+    Empty unless both steps carry Server-Timing."""
+    ta, tb = a.server_timing, b.server_timing
+    if ta is None or tb is None:
+        return []
+    pairs = [(name, ta.metrics[name], tb.metrics[name])
+             for name in sorted(ta.metrics) if name in tb.metrics]
+    for label, attr in ((APP_TOTAL, "app_total"), (OUTSIDE, "outside_app")):
+        ha, hb = getattr(ta, attr), getattr(tb, attr)
+        if ha.count and hb.count:
+            pairs.append((label, ha, hb))
+    return pairs

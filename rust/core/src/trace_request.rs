@@ -1,0 +1,129 @@
+//! The Server-Timing middleware's side of `perflab.trace`: a served
+//! request as a root span ([`Request`]) whose [`Collector`] sums, by name,
+//! the durations of every span run under it (see `crate::trace`).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::{Mutex, OnceLock};
+
+use perflab_engine::trace::{self, now_ns};
+use pyo3::prelude::*;
+
+use crate::trace::{cv, exit, frame_var, innermost, Frame, ENABLED, MAX_REQUEST_NAMES};
+
+/// Per-request sums of span durations by name (for Server-Timing).
+#[pyclass(module = "perflab._core", frozen)]
+pub struct Collector {
+    sums: Mutex<Vec<(u32, u64, u32)>>,
+}
+
+impl Collector {
+    /// Add one span's duration under its name id.
+    pub(crate) fn add(&self, id: u32, duration_ns: u64) {
+        let Ok(mut sums) = self.sums.lock() else {
+            return;
+        };
+        if let Some(e) = sums.iter_mut().find(|e| e.0 == id) {
+            e.1 += duration_ns;
+            e.2 += 1;
+        } else if sums.len() < MAX_REQUEST_NAMES {
+            sums.push((id, duration_ns, 1));
+        } else if let Some(e) = sums.iter_mut().find(|e| e.0 == 0) {
+            e.1 += duration_ns;
+            e.2 += 1;
+        } else if let Some(last) = sums.last_mut() {
+            *last = (0, last.1 + duration_ns, last.2 + 1);
+        }
+    }
+}
+
+/// One served request: a root span (the app's) and, when asked, the
+/// sums behind its Server-Timing header.
+#[pyclass(module = "perflab._core", frozen)]
+pub struct Request {
+    frame: Option<Py<Frame>>,
+    collector: Option<Py<Collector>>,
+    start_ns: u64,
+    ended: AtomicBool,
+}
+
+#[pymethods]
+impl Request {
+    /// Begin a request in the current context: a span of `id` (recorded
+    /// when tracing is on) and, with `collect`, the per-request sums.
+    #[new]
+    fn new(py: Python<'_>, id: u32, collect: bool) -> PyResult<Self> {
+        let collector = if collect {
+            Some(Py::new(
+                py,
+                Collector {
+                    sums: Mutex::new(Vec::new()),
+                },
+            )?)
+        } else {
+            None
+        };
+        let frame = if ENABLED.load(Relaxed) || collect {
+            let parent = innermost(py).1.map(Bound::unbind);
+            let frame = Bound::new(
+                py,
+                Frame {
+                    id,
+                    start_ns: AtomicU64::new(now_ns()),
+                    child_ns: AtomicU64::new(0),
+                    parent,
+                    collector: collector.as_ref().map(|c| c.clone_ref(py)),
+                    token: OnceLock::new(),
+                },
+            )?;
+            // SAFETY: as in `enter`.
+            let token = unsafe { cv::PyContextVar_Set(frame_var(py), frame.as_ptr()) };
+            // SAFETY: a new reference or NULL (then the error is raised).
+            let token = unsafe { Bound::from_owned_ptr_or_err(py, token) }?;
+            let _ = frame.get().token.set(token.unbind());
+            Some(frame.unbind())
+        } else {
+            None
+        };
+        Ok(Self {
+            frame,
+            collector,
+            start_ns: now_ns(),
+            ended: AtomicBool::new(false),
+        })
+    }
+
+    /// The sums so far: `[(name, total_ns, count)]` in first-seen order,
+    /// then the request's own elapsed time as `(None, elapsed_ns, 1)`.
+    fn timing(&self) -> Vec<(Option<String>, u64, u32)> {
+        let names = trace::registry().names();
+        let mut out: Vec<(Option<String>, u64, u32)> = self
+            .collector
+            .as_ref()
+            .and_then(|c| c.get().sums.lock().ok().map(|s| s.clone()))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(id, ns, n)| (names.get(id as usize).cloned(), ns, n))
+            .collect();
+        out.push((None, now_ns().saturating_sub(self.start_ns), 1));
+        out
+    }
+
+    /// End the request: restore the context and record the root span
+    /// (when tracing is on). A second call does nothing.
+    fn end(&self, py: Python<'_>) {
+        if self.ended.swap(true, Relaxed) {
+            return;
+        }
+        if let Some(frame) = &self.frame {
+            let frame = frame.bind(py);
+            if ENABLED.load(Relaxed) {
+                exit(py, frame, now_ns());
+            } else if let Some(token) = frame.get().token.get() {
+                // SAFETY: as in `exit`.
+                if unsafe { cv::PyContextVar_Reset(frame_var(py), token.as_ptr()) } < 0 {
+                    let _ = PyErr::take(py);
+                }
+            }
+        }
+    }
+}
