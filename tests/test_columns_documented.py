@@ -38,6 +38,8 @@ PAGES = {
     "report/history_table.py": "docs/history.md",
     "report/trace_table.py": "docs/trace.md",
     "report/html/sections.py": "docs/history.md",  # perflab report (the HTML page)
+    "report/imported.py": "docs/interop.md",  # a pytest-benchmark file without raw data
+    "report/server_timing_table.py": "docs/trace.md",  # perflab http: Server-Timing
 }
 
 
