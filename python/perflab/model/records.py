@@ -95,6 +95,16 @@ class Process:
             end), ns; None if unchecked. A step between two samples shows here only.
         clock_flag: "clock:<name>" when that disagreement exceeded the tolerance.
         error: why the process failed, or None.
+        rss_start_bytes / rss_end_bytes: ``run --memory``: the worker's resident set
+            when its first and its last timed sample ended (read by perflab from
+            /proc as each sample's event arrived), bytes; None without --memory.
+        rss_peak_bytes: ``run --memory``: its highest resident set over its whole life
+            (the kernel's VmHWM read at its end, or the highest sampled), bytes.
+        rss_calls: ``run --memory``: calls made between those two readings (the
+            growth per call is (end − start) ÷ rss_calls).
+        memory: ``run --memory``: the worker's timeline, sampled from outside every
+            10 ms: ``{"t_s", "cpu_s", "rss_bytes"}`` (s since it was spawned,
+            cumulative CPU s, resident bytes; see :mod:`perflab.measure.memory`).
     """
 
     index: int
@@ -119,6 +129,11 @@ class Process:
     clock_skew_ns: int | None = None
     clock_flag: str | None = None
     error: str | None = None
+    rss_start_bytes: int | None = None
+    rss_end_bytes: int | None = None
+    rss_peak_bytes: int | None = None
+    rss_calls: int | None = None
+    memory: dict[str, list[float]] | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Process:
