@@ -1,8 +1,9 @@
 """Memory of ``perflab run --memory``: each benchmark's resident set, and whether it leaks.
 
-Each worker process was read from outside (:mod:`perflab.measure.memory`): its resident
-set (RSS) when its first and its last timed sample ended, the calls in between, its
-peak, and a timeline every 10 ms. Per benchmark this module gives the medians over
+Each worker process reads its resident set (RSS) from /proc when its first and its last
+timed sample end (between samples, outside the timed loop), with the calls in between;
+perflab reads its peak and a timeline every 10 ms from outside
+(:mod:`perflab.measure.memory`). Per benchmark this module gives the medians over
 processes of RSS at start, peak and end, and the **growth per 1,000 ops**: per process,
 (RSS at the last sample − RSS at the first) ÷ the ops in between × 1,000, with the
 distribution-free CI of its median across processes (the order statistics that the sign

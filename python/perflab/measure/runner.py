@@ -146,9 +146,10 @@ class SubprocessBackend:
         after the events received so far are kept in the returned outcome's caller.
 
         With the plan's ``memory_interval_s`` the worker is sampled from here
-        (:class:`perflab.measure.memory.Sampler`): each ``sample`` event gains
-        ``rss_bytes`` (its resident set read as the event arrived) and ``done`` gains
-        ``rss_hwm_bytes`` (the kernel's peak); the timeline goes in the outcome."""
+        (:class:`perflab.measure.memory.Sampler`) and its timeline goes in the outcome;
+        its ``done`` event gains ``rss_hwm_bytes`` (the kernel's peak, read from here).
+        (The worker adds its own ``rss_bytes`` to each ``sample`` event: read here, as
+        events arrive, they would bunch up whenever this process is descheduled.)"""
         read_fd, write_fd = os.pipe()
         outcome = Outcome()
         start = time.monotonic()
@@ -167,7 +168,7 @@ class SubprocessBackend:
                     proc.stdin.close()
                 for event in _read_events(read_fd, start + timeout_s):
                     if sampler is not None:
-                        _add_memory(event, sampler, proc.pid)
+                        _add_memory(event, proc.pid)
                     outcome.events.append(event)
                     on_event(event)
                 outcome.timed_out = time.monotonic() >= start + timeout_s
@@ -192,13 +193,9 @@ def _sampler(pid: int, interval_s: float | None) -> memory.Sampler | None:
         else None
 
 
-def _add_memory(event: Event, sampler: memory.Sampler, pid: int) -> None:
-    """Add perflab's reading of the worker's memory to a ``sample`` or ``done`` event."""
-    if event["event"] == "sample":
-        reading = sampler.sample()[pid]
-        if reading is not None:
-            event["rss_bytes"] = reading[2]
-    elif event["event"] == "done":
+def _add_memory(event: Event, pid: int) -> None:
+    """Add the kernel's peak of the worker's resident set to its ``done`` event."""
+    if event["event"] == "done":
         event["rss_hwm_bytes"] = memory.high_water(pid)
 
 

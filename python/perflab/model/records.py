@@ -96,8 +96,8 @@ class Process:
         clock_flag: "clock:<name>" when that disagreement exceeded the tolerance.
         error: why the process failed, or None.
         rss_start_bytes / rss_end_bytes: ``run --memory``: the worker's resident set
-            when its first and its last timed sample ended (read by perflab from
-            /proc as each sample's event arrived), bytes; None without --memory.
+            when its first and its last timed sample ended (read from /proc/self/statm
+            between samples, outside the timed loop), bytes; None without --memory.
         rss_peak_bytes: ``run --memory``: its highest resident set over its whole life
             (the kernel's VmHWM read at its end, or the highest sampled), bytes.
         rss_calls: ``run --memory``: calls made between those two readings (the

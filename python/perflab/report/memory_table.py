@@ -36,9 +36,9 @@ def memory_table(summaries: Sequence[MemorySummary]) -> Table:
                            "growing" if s.leaking else "flat"])
     level = min((s.confidence for s in summaries), default=0.95)
     table.footnotes = [
-        "RSS = the worker process's resident memory, read by perflab from /proc from "
-        "outside the worker (nothing runs inside it): start and end = when its first and "
-        "last timed sample ended, peak = the kernel's high-water mark over its whole life "
+        "RSS = the worker process's resident memory from /proc: start and end = when its "
+        "first and last timed sample ended (read between samples, outside the timed loop), "
+        "peak = the kernel's high-water mark over its whole life "
         "(import, setup, warmup and the tracemalloc pass included); medians over processes",
         "growth/1k ops = (RSS end − RSS start) ÷ ops in between × 1,000, median over "
         f"processes; CI = its distribution-free {level:.0%} CI (order statistics)",
