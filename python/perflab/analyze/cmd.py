@@ -49,6 +49,9 @@ class CommandSummary(MedianCI):
             time per run (Ruby's ``Benchmark.bm`` columns).
         cpu_wall: total CPU / total wall time over the runs.
         max_rss_bytes: median over runs of each run's peak RSS; max_rss_peak_bytes: the largest.
+        tree_rss_peak_bytes / tree_rss_growth_bytes: ``--memory``: medians over runs of
+            the summed RSS of the command and its descendants at its highest, and of its
+            growth over the run (last reading − first); NaN without --memory.
         outliers: runs with |modified z| > 3.5 (flagged, kept in the statistics).
         ratio: (median / reference median, CI low, CI high), or None.
         reference: True for the row the ratios are taken against.
@@ -80,6 +83,8 @@ class CommandSummary(MedianCI):
     cpu_wall: float = math.nan
     max_rss_bytes: float = math.nan
     max_rss_peak_bytes: float = math.nan
+    tree_rss_peak_bytes: float = math.nan
+    tree_rss_growth_bytes: float = math.nan
     outliers: int = 0
     ratio: tuple[float, float, float] | None = None
     reference: bool = False
@@ -139,6 +144,10 @@ def _fill_cpu(s: CommandSummary, runs: Sequence[CommandRun]) -> None:
     s.cpu_wall = s.total_s / s.real_s if s.real_s > 0 else math.nan
     rss = [r.max_rss_bytes for r in runs]
     s.max_rss_bytes, s.max_rss_peak_bytes = float(np.median(rss)), float(max(rss))
+    sampled = [r for r in runs if r.tree_rss_peak_bytes is not None]
+    if sampled:
+        s.tree_rss_peak_bytes = float(np.median([r.tree_rss_peak_bytes for r in sampled]))
+        s.tree_rss_growth_bytes = float(np.median([r.tree_rss_growth_bytes for r in sampled]))
 
 
 def summarize_commands(benches: Sequence[Benchmark], reference: int | None = None,

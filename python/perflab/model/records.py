@@ -164,6 +164,11 @@ class CommandRun:
         block: the interleaving block the run belonged to (each block runs every
             active command once, in random order; ratios pair runs by block); None
             for ``--no-interleave`` runs and files written before blocks were kept.
+        tree_rss_peak_bytes / tree_rss_growth_bytes: ``cmd --memory``: the highest
+            summed RSS of the command and its descendants, and the last reading − the
+            first, over the run, bytes; None without --memory or with no reading.
+        memory: ``cmd --memory``: that summed RSS over the run, ``{"t_s", "rss_bytes"}``
+            (seconds since spawn, bytes), read every interval by the spawning helper.
     """
 
     index: int
@@ -179,6 +184,9 @@ class CommandRun:
     clock_skew_ns: int | None = None
     flagged: str | None = None
     block: int | None = None
+    tree_rss_peak_bytes: int | None = None
+    tree_rss_growth_bytes: int | None = None
+    memory: dict[str, list[float]] | None = None
 
 
 @dataclass
