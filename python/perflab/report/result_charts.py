@@ -1,7 +1,8 @@
 """``--chart PNG`` of ``perflab run``, ``perflab cmd`` and ``perflab compare``.
 
 The same figures as the HTML report (:mod:`perflab.report.html.charts`), written as
-PNG: ``run`` draws every benchmark's samples (box) and per-process medians (dots);
+PNG: ``run`` draws every benchmark's samples (box) and per-process medians (dots), and
+with ``--memory`` each worker's RSS timeline under them;
 ``cmd`` each command's wall time per run; ``compare`` a forest plot of B/A with its
 95% CI per compared row, the noise threshold's "same" band shaded.
 """
@@ -15,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from perflab.report import memory_chart
 from perflab.report.html import charts
 
 
@@ -44,9 +46,14 @@ def run_chart(benches: Sequence[Any], path: str | Path) -> Path:
     rows = [r for r in rows if r[1]]
     if not rows:
         raise ValueError("no benchmark measured anything to chart")
-    return charts.save_png(charts.distribution_figure(
+    fig = charts.distribution_figure(
         "time per op: samples (box) and per-process medians (dots)", [r[0] for r in rows],
-        [r[1] for r in rows], [r[2] for r in rows], "per-process median"), path)
+        [r[1] for r in rows], [r[2] for r in rows], "per-process median")
+    if series := memory_chart.process_series(benches):  # run --memory: RSS under them
+        memory_chart.add_memory_panel(fig, series, title="each worker process's resident "
+                                      "memory, spawn to exit (--memory)",
+                                      x_label="time since the process was spawned (s)")
+    return charts.save_png(fig, path)
 
 
 def cmd_chart(benches: Sequence[Any], path: str | Path) -> Path:
