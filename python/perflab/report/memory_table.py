@@ -61,13 +61,26 @@ def memory_tables(benches: Sequence[Any]) -> list[Table]:
     return [memory_table(found)] if found else []
 
 
-def memory_records(benches: Sequence[Any]) -> list[dict[str, Any]]:
-    """CSV/JSON records of the memory table: one per benchmark, bytes as numbers."""
+def with_memory(records: list[dict[str, Any]], benches: Sequence[Any]) -> list[dict[str, Any]]:
+    """CSV: each benchmark's record (matched by ``id``) gains the memory table's figures,
+    in bytes (``rss_start_bytes``, ``rss_peak_bytes``, ``rss_end_bytes``,
+    ``growth_per_1k_ops_bytes`` with ``growth_ci_low_bytes`` / ``growth_ci_high_bytes``,
+    ``leaking``) when the run had --memory; unchanged otherwise."""
     from perflab.analyze.memory import summaries
 
-    return [{"id": s.id, "rss_start_bytes": s.rss_start_bytes,
-             "rss_peak_bytes": s.rss_peak_bytes, "rss_end_bytes": s.rss_end_bytes,
-             "growth_per_1k_ops_bytes": s.growth_per_1k_ops_bytes[0],
-             "growth_ci_low_bytes": s.growth_per_1k_ops_bytes[1],
-             "growth_ci_high_bytes": s.growth_per_1k_ops_bytes[2],
-             "processes": s.processes, "leaking": s.leaking} for s in summaries(benches)]
+    found = {s.id: s for s in summaries(benches)}
+    if not found:
+        return records
+    empty = dict.fromkeys(["rss_start_bytes", "rss_peak_bytes", "rss_end_bytes",
+                           "growth_per_1k_ops_bytes", "growth_ci_low_bytes",
+                           "growth_ci_high_bytes", "leaking"], "")
+    out = []
+    for record in records:
+        s = found.get(str(record.get("id")))
+        out.append({**record, **empty} if s is None else {
+            **record, "rss_start_bytes": s.rss_start_bytes, "rss_peak_bytes": s.rss_peak_bytes,
+            "rss_end_bytes": s.rss_end_bytes,
+            "growth_per_1k_ops_bytes": s.growth_per_1k_ops_bytes[0],
+            "growth_ci_low_bytes": s.growth_per_1k_ops_bytes[1],
+            "growth_ci_high_bytes": s.growth_per_1k_ops_bytes[2], "leaking": s.leaking})
+    return out

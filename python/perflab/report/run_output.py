@@ -15,8 +15,9 @@ def print_run(results: Any, grouped: dict[str, Any], fmt: str, verbose: bool = F
         verbose: every caveat of every benchmark in full, instead of one line per kind.
     """
     from perflab.report import console
-    from perflab.report.memory_table import memory_tables
+    from perflab.report.memory_table import memory_tables, with_memory
     from perflab.report.table import run_tables, summary_records
 
     console.emit(fmt, lambda: run_tables(results.benchmarks, grouped, verbose=verbose)
-                 + memory_tables(results.benchmarks), lambda: summary_records(grouped))
+                 + memory_tables(results.benchmarks),
+                 lambda: with_memory(summary_records(grouped), results.benchmarks))
