@@ -4,7 +4,7 @@
 latency panels: the watched processes' resident memory (and their CPU, in cores) over
 the sweep, with the step boundaries; ``perflab run --memory --chart`` adds one under
 the distributions: each worker process's RSS from spawn to exit, one colour per
-benchmark. The timelines come from :mod:`perflab.measure.memory` as saved in the
+benchmark; ``perflab cmd --memory --chart`` each run's summed tree RSS. The timelines come from :mod:`perflab.measure.memory` as saved in the
 results file.
 """
 
@@ -74,7 +74,7 @@ def process_series(benches: Sequence[Any]) -> list[Series]:
 
 def add_memory_panel(fig: Any, series: Sequence[Series], boundaries: Sequence[float] = (),
                      title: str = "resident memory (RSS)", x_label: str = "time (s)",
-                     height_in: float = 2.6) -> Any:
+                     height_in: float = 2.9) -> Any:
     """Grow ``fig`` by ``height_in`` inches and draw the timelines in a new full-width
     panel at its bottom; the existing panels keep their size. Returns the new axes."""
     width, height = fig.get_size_inches()
@@ -84,6 +84,6 @@ def add_memory_panel(fig: Any, series: Sequence[Series], boundaries: Sequence[fl
     for ax in fig.axes:
         box = ax.get_position()
         ax.set_position([box.x0, 1 - (1 - box.y0) * share, box.width, box.height * share])
-    bottom = fig.add_axes([0.08, 0.55 / total, 0.88, (height_in - 1.0) / total])
+    bottom = fig.add_axes([0.08, 0.55 / total, 0.88, (height_in - 1.3) / total])
     draw_memory(bottom, series, boundaries, title, x_label)
     return bottom

@@ -3,7 +3,8 @@
 The same figures as the HTML report (:mod:`perflab.report.html.charts`), written as
 PNG: ``run`` draws every benchmark's samples (box) and per-process medians (dots), and
 with ``--memory`` each worker's RSS timeline under them;
-``cmd`` each command's wall time per run; ``compare`` a forest plot of B/A with its
+``cmd`` each command's wall time per run (with ``--memory``, each run's RSS timeline
+under them); ``compare`` a forest plot of B/A with its
 95% CI per compared row, the noise threshold's "same" band shaded.
 """
 
@@ -70,9 +71,15 @@ def cmd_chart(benches: Sequence[Any], path: str | Path) -> Path:
     if not rows:
         raise ValueError("no command has a timed run to chart")
     walls = [r[1] for r in rows]
-    return charts.save_png(charts.distribution_figure(
-        "wall time per run", [r[0] for r in rows], walls, walls, "run", "wall time per run"),
-        path)
+    fig = charts.distribution_figure("wall time per run", [r[0] for r in rows], walls, walls,
+                                     "run", "wall time per run")
+    series = [(b.label, r.memory["t_s"], r.memory["rss_bytes"]) for b in benches
+              for r in timed_runs(b) if r.memory and r.memory.get("t_s")]
+    if series:  # cmd --memory: each run's tree RSS under them
+        memory_chart.add_memory_panel(fig, series, title="each run's resident memory, the "
+                                      "command and its children summed (--memory)",
+                                      x_label="time since the run was spawned (s)")
+    return charts.save_png(fig, path)
 
 
 def compare_chart(suite: Any, name_a: str, name_b: str, path: str | Path) -> Path:
