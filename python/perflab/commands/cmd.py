@@ -110,10 +110,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--show-output", action="store_true",
                         help="let commands print to the terminal (default: discarded)")
     parser.add_argument("--input", metavar="FILE", help="feed FILE to each run's stdin")
-    parser.add_argument("--memory", nargs="?", const="10ms", default=None, metavar="INTERVAL",
+    parser.add_argument("--memory", action="store_true",
                         help="read each run's summed resident memory (the command and all it "
-                        "starts) every INTERVAL (10ms): peak and growth columns "
-                        "(docs/cmd.md, \"Memory\")")
+                        "starts) every --memory-interval: peak and growth columns")
+    parser.add_argument("--memory-interval", default="10ms", metavar="INTERVAL",
+                        help="with --memory: time between readings (10ms)")
     parser.add_argument("--reference", metavar="CMD", help="ratios against this command (its "
                         "text, name, or 1-based number); default: the fastest")
     parser.add_argument("--threshold", default="2%", help="noise threshold t of the verdicts: "
@@ -248,7 +249,8 @@ def main(args: argparse.Namespace) -> int:
     exports = _exports(args)
     shell = resolve_executable(args.shell_path, "--shell") if args.shell else None
     overhead = (shell, "-c", "") if shell else (resolve_executable("true", "true"),)
-    memory_s = None if args.memory is None else parse_positive_duration(args.memory, "--memory")
+    memory_s = parse_positive_duration(args.memory_interval, "--memory-interval") \
+        if args.memory else None
     env = environment.fingerprint(__version__)
     results = Results(kind="cmd", command_line=["perflab", *sys.argv[1:]],
                       created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

@@ -36,10 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "process the same memory layout (no padding variable, inherited hash "
                         "seed, no heap padding); by default each gets its own")
     parser.add_argument("--no-alloc", action="store_true", help="skip the tracemalloc pass")
-    parser.add_argument("--memory", nargs="?", const="10ms", default=None, metavar="INTERVAL",
-                        help="sample each worker's resident memory from outside every "
-                        "INTERVAL (10ms): RSS start, peak, end and growth per 1,000 ops, "
-                        "with a leak warning (docs/run.md, \"Memory\")")
+    parser.add_argument("--memory", action="store_true", help="sample each worker's "
+                        "resident memory: RSS start, peak, end and growth per 1,000 ops, with "
+                        "a leak warning; its timeline every --memory-interval")
+    parser.add_argument("--memory-interval", default="10ms", metavar="INTERVAL",
+                        help="with --memory: time between timeline readings (10ms)")
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
                         help="how to print the results on stdout")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
@@ -96,8 +97,9 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
                     max_processes=args.max_processes, process_seconds=process,
                     allocations=not args.no_alloc, seed=args.seed,
                     randomize=not args.no_randomize,
-                    memory_interval_s=parse_positive_duration(args.memory, "--memory")
-                    if args.memory is not None else None)
+                    memory_interval_s=parse_positive_duration(args.memory_interval,
+                                                              "--memory-interval")
+                    if args.memory else None)
 
 
 def select(cases, patterns):  # type: ignore[no-untyped-def]
