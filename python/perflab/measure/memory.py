@@ -4,7 +4,8 @@ Three commands watch processes with it, and none of them injects anything into
 what it watches (no thread, no allocator hook, no tracer in the measured process):
 
 * ``perflab run --memory``: the worker processes (:class:`Sampler` on a thread of
-  perflab, every 10 ms, plus a reading at each timed sample's event);
+  perflab, every 10 ms; the worker also calls :func:`read` on itself between timed
+  samples, outside the timed loop, so that each reading falls between known calls);
 * ``perflab cmd --memory``: each command and its descendants, summed (the spawning
   helper calls :func:`read_tree` between its waits for the command to exit);
 * ``perflab http --watch``: the server under test (:mod:`perflab.measure.watch`
@@ -22,7 +23,8 @@ interpreter's code, copy-on-write pages after fork) once per process, as psrecor
 
 This module imports only ``os`` and ``time`` (and ``threading`` inside
 :class:`Sampler`), because the spawning helper (:mod:`perflab.measure.spawn_helper`)
-loads it by path into a process whose own memory it must keep small.
+loads it by path into a process whose own memory it must keep small; for the same
+reason its annotations use builtin types only (no ``typing``).
 """
 
 import os
@@ -37,7 +39,7 @@ _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
-def _stat_fields(pid):
+def _stat_fields(pid: int | str) -> list[bytes] | None:
     """The fields of /proc/PID/stat after the name (field 3 on), or None when gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
@@ -47,7 +49,7 @@ def _stat_fields(pid):
     return stat.rsplit(b")", 1)[1].split()  # the name may hold spaces and parentheses
 
 
-def read(pid):
+def read(pid: int) -> tuple[float, int] | None:
     """(CPU seconds used so far, user + system; resident bytes) of ``pid``; None when gone
     (or a zombie: its memory is already released)."""
     fields = _stat_fields(pid)
@@ -61,7 +63,7 @@ def read(pid):
     return (int(fields[11]) + int(fields[12])) * _TICK_S, resident * _PAGE
 
 
-def high_water(pid):
+def high_water(pid: int) -> int | None:
     """The kernel's peak resident set of ``pid`` so far (``VmHWM``), bytes; None when gone."""
     try:
         with open(f"/proc/{pid}/status", "rb") as f:
@@ -73,16 +75,17 @@ def high_water(pid):
     return None
 
 
-def descendants(pid):
+def descendants(pid: int) -> list[int]:
     """Every live descendant of ``pid`` (children, their children, …), from one scan of
     /proc (each process's parent, field 4 of its stat). Order: breadth first."""
-    children = {}
+    children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             fields = _stat_fields(entry)
             if fields is not None:
                 children.setdefault(int(fields[1]), []).append(int(entry))
-    found, frontier = [], [pid]
+    found: list[int] = []
+    frontier = [pid]
     while frontier:
         kids = [c for p in frontier for c in children.get(p, ())]
         found += kids
@@ -99,13 +102,13 @@ class Tree:
             readings, so a child that lives less than ~10 readings may be missed.
     """
 
-    def __init__(self, pid, children=False):
+    def __init__(self, pid: int, children: bool = False) -> None:
         self.pid = pid
         self.children = children
         self._members = [pid]
         self._readings = 0
 
-    def read(self):
+    def read(self) -> tuple[float, int] | None:
         """(CPU seconds, resident bytes) summed over the tree, or None when the root is gone.
 
         The CPU of a descendant that exited is not counted here (its parent may collect
@@ -140,33 +143,33 @@ class Sampler:
         interval_s: the period of the thread's readings, s.
     """
 
-    def __init__(self, trees, interval_s=INTERVAL_S):
+    def __init__(self, trees: dict, interval_s: float = INTERVAL_S) -> None:
         import threading  # here, not at the top: the spawning helper never loads it
 
         self.trees = dict(trees)
         self.interval_s = interval_s
         self._t0 = time.monotonic()
-        self.timelines = {key: [] for key in self.trees}
+        self.timelines: dict = {key: [] for key in self.trees}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True,
                                         name="perflab-memory")
 
-    def __enter__(self):
+    def __enter__(self) -> "Sampler":
         self.sample()
         self._thread.start()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
         self.sample()
 
-    def _loop(self):
+    def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):
             self.sample()
 
-    def sample(self):
+    def sample(self) -> dict:
         """Read every tree now; returns key → (t_s, cpu_s, rss_bytes), or None when gone."""
         out = {}
         with self._lock:
@@ -178,7 +181,7 @@ class Sampler:
                     self.timelines[key].append(out[key])
         return out
 
-    def take(self, key):
+    def take(self, key: object) -> list:
         """The readings of ``key`` so far; the last one stays as the next part's first."""
         with self._lock:
             readings = self.timelines[key]
@@ -186,7 +189,7 @@ class Sampler:
         return readings
 
 
-def timeline_dict(readings):
+def timeline_dict(readings: list) -> dict[str, list]:
     """The JSON form of readings ``(t_s, cpu_s, rss_bytes)``: ``{"t_s": [...], "cpu_s":
     [...], "rss_bytes": [...]}`` (times to 0.1 ms, CPU to 0.1 ms)."""
     return {"t_s": [round(r[0], 4) for r in readings],
