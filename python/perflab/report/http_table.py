@@ -131,9 +131,9 @@ def _server_lines(summaries: Sequence[StepSummary]) -> list[str]:
             "from /proc): CPU/wall = their CPU seconds in the recorded window ÷ its length "
             "(1.00 = one core busy); CPU/req = those CPU seconds ÷ successful responses; RSS "
             "peak = highest summed resident memory over the step; RSS growth over each step: "
-            + growth, "engine CPU/wall and CPU/req: the same for perflab's own load engine "
-            "(its threads, from the warmup's end to the step's end ÷ the requests it "
-            "completed)", *_costlier(watched)]
+            + growth, "engine CPU/wall and engine CPU/req = the same for perflab's own load "
+            "engine: its threads' CPU seconds from the warmup's end to the step's end, ÷ the "
+            "window and ÷ the recorded requests it completed", *_costlier(watched)]
 
 
 def _costlier(watched: Sequence[StepSummary]) -> list[str]:
