@@ -193,12 +193,11 @@ def leak_section() -> list[str]:
 
 
 def main() -> None:
-    load = open("/proc/loadavg").read().split()[0]
     grow = f"{PYTHON} -c \"{GROW}\""
     both = f"{grow} & {grow}; wait"
     text = ["## Memory: perflab beside psrecord, /usr/bin/time -v and memray", "",
-            f"`python benchmarks/memory.py{' --quick' if QUICK else ''}` on {machine()}; "
-            f"load average at start {load}. {RATIO_RULE}.", ""]
+            f"`python benchmarks/memory.py{' --quick' if QUICK else ''}` on {machine()}. Verdicts: "
+            f"{RATIO_RULE}.", ""]
     single = peaks(grow, RUNS)
     text += peak_section("A. One command writing 200 MB", single, [
         ("perflab tree", "psrecord", 0.95, 1.05), ("perflab tree", "time -v", 0.95, 1.05),
