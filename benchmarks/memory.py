@@ -39,7 +39,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import PERFLAB, PYTHON, RATIO_RULE, ROOT, machine, ratio_verdict, write_section  # noqa: E402,I001
+from common import (PERFLAB, PYTHON, RATIO_RULE, ROOT, machine,  # noqa: E402
+                    ratio_verdict, write_section)
 
 QUICK = "--quick" in sys.argv
 RUNS = 3 if QUICK else 7

@@ -114,7 +114,8 @@ def summarize(bench: Benchmark, confidence: float = 0.95) -> MemorySummary | Non
         return None
     ops = max(bench.ops_per_call, 1)
     growth = [float(p.rss_end_bytes - p.rss_start_bytes) for p in procs]  # type: ignore[operator]
-    per_1k = [g / (p.rss_calls * ops) * 1000 for g, p in zip(growth, procs)]  # type: ignore[operator]
+    calls = [float(p.rss_calls or 0) for p in procs]
+    per_1k = [g / (c * ops) * 1000 for g, c in zip(growth, calls)]
     median, low, high, level = median_ci(per_1k, confidence)
     peaks = [p.rss_peak_bytes for p in procs if p.rss_peak_bytes]
     grew = float(np.median(growth))

@@ -138,8 +138,8 @@ def _server_lines(summaries: Sequence[StepSummary]) -> list[str]:
 
 def _costlier(watched: Sequence[StepSummary]) -> list[str]:
     """A warning when the load generator spends more CPU per request than the server."""
-    steps = [s.label for s in watched if s.server.engine_cpu_per_request_s  # type: ignore[union-attr]
-             > s.server.cpu_per_request_s]  # type: ignore[union-attr]
+    figures = [(s.label, s.server) for s in watched if s.server is not None]
+    steps = [label for label, f in figures if f.engine_cpu_per_request_s > f.cpu_per_request_s]
     if not steps:
         return []
     return ["warning: the load engine spent more CPU per request than the server in "

@@ -4,8 +4,8 @@
 latency panels: the watched processes' resident memory (and their CPU, in cores) over
 the sweep, with the step boundaries; ``perflab run --memory --chart`` adds one under
 the distributions: each worker process's RSS from spawn to exit, one colour per
-benchmark; ``perflab cmd --memory --chart`` each run's summed tree RSS. The timelines come from :mod:`perflab.measure.memory` as saved in the
-results file.
+benchmark; ``perflab cmd --memory --chart`` each run's summed tree RSS. The timelines
+come from :mod:`perflab.measure.memory`, as saved in the results file.
 """
 
 from __future__ import annotations
