@@ -41,7 +41,7 @@ $(STAMPS)/system-deps: Makefile | $(STAMPS)
 
 # The peers the benchmarks run beside perflab: hyperfine, nginx and wrk (Debian);
 # memcached and redis-server for examples/cache.py and queues.py (via system-deps).
-$(STAMPS)/bench-deps: $(STAMPS)/system-deps | $(STAMPS)
+$(STAMPS)/bench-deps: $(STAMPS)/system-deps $(STAMPS)/venv | $(STAMPS)
 	@if ! command -v hyperfine >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	    apt-get install -y -qq hyperfine >/dev/null || echo "note: hyperfine not installed;" \
@@ -59,6 +59,8 @@ $(STAMPS)/bench-deps: $(STAMPS)/system-deps | $(STAMPS)
 	      "benchmarks/http.py needs them (tests don't)"; \
 	    if [ -n "$$guard" ]; then rm -f /usr/sbin/policy-rc.d; fi; \
 	  else echo "note: nginx or wrk missing and not root; benchmarks/http.py needs them"; fi; fi
+	@# psrecord and memray: the memory peers of benchmarks/memory.py
+	$(PIP) install -q "psrecord>=1.4" "memray>=1.20"
 	touch $@
 
 system-deps: $(STAMPS)/system-deps

@@ -16,7 +16,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SECTIONS = ["harness", "layout", "repeat", "peers", "doctor", "cmd", "http", "http_capacity",
             "cluster", "cluster_stop",
-            "compare", "fit", "history", "trace", "trace_app", "workloads"]
+            "compare", "fit", "history", "trace", "trace_app", "workloads",
+            "memory"]
 HEADER = """# perflab benchmarks
 
 perflab measured beside its peers (timeit, pyperf, hyperfine, wrk, nginx) on the

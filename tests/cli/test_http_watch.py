@@ -50,8 +50,10 @@ def test_watch_adds_the_servers_cpu_and_rss_per_step(tmp_path: Path, serve, perf
         assert part["cpu_s"] == sorted(part["cpu_s"])           # cumulative
     # the second step starts where the first ended: the timelines chain
     assert steps[1]["watched"][0]["t_s"][0] == steps[0]["watched"][0]["t_s"][-1]
-    figures = server_figures(HttpStep.from_dict(steps[1]))
+    figures = server_figures(HttpStep.from_dict(steps[1]), completed=100)
     assert figures is not None and 0 < figures.cpu_wall < 2.5  # 2 cores at most, with slack
+    assert 0 < figures.engine_cpu_wall < 2.5 and figures.engine_cpu_per_request_s > 0
+    assert "engine CPU/req" in result.stdout
     csv_out = perflab_cli("show", str(out), "--format", "csv")
     record = next(csv.DictReader(io.StringIO(csv_out.stdout)))
     assert float(record["server_rss_peak_bytes"]) > 1_000_000
@@ -88,6 +90,26 @@ def test_watcher_cuts_chain_and_survive_an_exited_target() -> None:
     assert mine["cpu_s"][-1] >= mine["cpu_s"][0] and mine["rss_bytes"][0] > 0
     assert second[0]["t_s"][0] == mine["t_s"][-1]
     assert read(child.pid) is None    # gone: its timeline just stops
+
+
+def test_the_engines_cpu_sits_beside_the_servers_and_a_costlier_engine_is_named() -> None:
+    """Deterministic: the server used 0.1 CPU s for 100 responses (1 ms each), the engine
+    0.3 s for them (3 ms each): the engine costs more, and the footnotes say so."""
+    from perflab.analyze.http import summarize_step
+    from perflab.report.http_table import _server_lines
+
+    step = HttpStep(offered_rate=100.0, connections=4, mode="open", duration_s=1.1,
+                    warmup_s=0.1, elapsed_s=1.0, ok_responses=100, requests_sent=100,
+                    drained=0, ok_from_warmup=0, drain_s=0.0, thread_cpu_s=[0.2, 0.1])
+    step.watched = [{"pid": 1, "name": "srv", "t_s": [0.0, 1.0], "cpu_s": [0.0, 0.1],
+                     "rss_bytes": [10, 10]}]
+    summary = summarize_step(step, 0)
+    f = summary.server
+    assert f is not None and f.cpu_per_request_s == pytest.approx(0.001)
+    assert f.engine_cpu_wall == pytest.approx(0.3)
+    assert f.engine_cpu_per_request_s == pytest.approx(0.003)
+    assert any("load engine spent more CPU per request than the server" in line
+               for line in _server_lines([summary]))
 
 
 def test_no_watch_no_figures() -> None:

@@ -51,6 +51,9 @@ class CommandSummary(MedianSummary):
             time per run (Ruby's ``Benchmark.bm`` columns).
         cpu_wall: total CPU / total wall time over the runs.
         max_rss_bytes: median over runs of each run's peak RSS; max_rss_peak_bytes: the largest.
+        tree_rss_peak_bytes / tree_rss_growth_bytes: ``--memory``: medians over runs of
+            the summed RSS of the command and its descendants at its highest, and of its
+            growth over the run (last reading − first); NaN without --memory.
         outliers: runs with |modified z| > 3.5 (flagged, kept in the statistics).
         ratio: median / the reference's median with its CI (exactly 1 for the reference),
             or None; in JSON [ratio, low, high].
@@ -81,6 +84,8 @@ class CommandSummary(MedianSummary):
     cpu_wall: float = math.nan
     max_rss_bytes: float = math.nan
     max_rss_peak_bytes: float = math.nan
+    tree_rss_peak_bytes: float = math.nan
+    tree_rss_growth_bytes: float = math.nan
     outliers: int = 0
     ratio: Estimate | None = None
     reference: bool = False
@@ -140,6 +145,10 @@ def _fill_cpu(s: CommandSummary, runs: Sequence[CommandRun]) -> None:
     rss = [r.max_rss_bytes for r in runs]
     if any(rss):  # all 0: not recorded (an imported hyperfine file)
         s.max_rss_bytes, s.max_rss_peak_bytes = float(np.median(rss)), float(max(rss))
+    sampled = [r for r in runs if r.tree_rss_peak_bytes is not None]
+    if sampled:
+        s.tree_rss_peak_bytes = float(np.median([r.tree_rss_peak_bytes for r in sampled]))
+        s.tree_rss_growth_bytes = float(np.median([r.tree_rss_growth_bytes for r in sampled]))
 
 
 def summarize_commands(benches: Sequence[Benchmark], reference: int | None = None,

@@ -10,6 +10,7 @@ renders it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -40,6 +41,16 @@ class StagedRow:
     ratio_best: Estimate | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     metric_ratio_best: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def cpu_wall(self) -> float:
+        """CPU/wall of the whole row: each stage's CPU/wall weighted by its median time
+        (= the stages' CPU time ÷ their wall time per op); NaN when a stage lacks one."""
+        parts = [(s.cpu_wall, s.median_s) for s in self.stages.values()]
+        wall = sum(m for _, m in parts)
+        if not parts or not wall > 0 or not all(math.isfinite(c * m) for c, m in parts):
+            return math.nan
+        return sum(c * m for c, m in parts) / wall
 
 
 def staged_rows(benches: Sequence[Benchmark], summaries: Sequence[Summary],

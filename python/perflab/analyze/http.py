@@ -219,7 +219,7 @@ def summarize_step(step: HttpStep, index: int = 0, ok: str = "200-299") -> StepS
         failed_statuses={code: n for code, n in step.status_counts.items()
                          if not any(lo <= int(code) <= hi for lo, hi in ranges)},
         interrupted=step.interrupted, clock_skew_ns=step.clock_skew_ns, flagged=step.flagged,
-        server=server_figures(step),
+        server=server_figures(step, completed),
         agents_lost=[a.agent for a in step.agents if a.lost])
 
 

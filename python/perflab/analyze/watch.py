@@ -4,7 +4,10 @@ From each step's timelines (:attr:`perflab.model.HttpStep.watched`, sampled ever
 100 ms from /proc by :mod:`perflab.measure.watch`) over the step's recorded
 window, the same window as the achieved rate: CPU/wall (CPU seconds of all
 watched processes ÷ the window; 2.0 = two cores busy), CPU per successful request,
-and the peak and growth of their summed RSS over the whole step.
+and the peak and growth of their summed RSS over the whole step; beside them, the
+same CPU figures of perflab's own load engine (its threads' CPU time from the end of
+the warmup to the end of the step), so that a user sees when the load generator costs
+more per request than the server it loads.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ class ServerFigures:
             (NaN when none).
         rss_peak_bytes: highest summed resident set over the step, bytes.
         rss_growth_bytes: summed RSS at the step's end − at its start, bytes.
+        engine_cpu_wall: the load engine's threads' CPU seconds ÷ the recorded window.
+        engine_cpu_per_request_s: those CPU seconds ÷ the recorded requests that got an
+            answer or an error (NaN when none).
     """
 
     processes: int
@@ -36,6 +42,8 @@ class ServerFigures:
     cpu_per_request_s: float
     rss_peak_bytes: int
     rss_growth_bytes: int
+    engine_cpu_wall: float = math.nan
+    engine_cpu_per_request_s: float = math.nan
 
 
 def _cpu_at(part: dict[str, Any], t: float) -> float:
@@ -43,12 +51,15 @@ def _cpu_at(part: dict[str, Any], t: float) -> float:
     return float(np.interp(t, part["t_s"], part["cpu_s"]))
 
 
-def server_figures(step: HttpStep) -> ServerFigures | None:
+def server_figures(step: HttpStep, completed: int = 0) -> ServerFigures | None:
     """The watched processes' figures of ``step``, or None when nothing was watched.
 
     The recorded window is placed at the end of the step's timeline minus its drain
     (the timeline is cut when the step returns), so its ends are known to about one
-    sampling interval (100 ms): CPU/wall of a short step is approximate.
+    sampling interval (100 ms): CPU/wall of a short step is approximate. ``completed``:
+    the step's recorded requests that got an answer or an error (for the engine's CPU
+    per request; its CPU runs from the warmup's end to the drain's, a little more than
+    the window).
     """
     parts = [p for p in step.watched if len(p.get("t_s", [])) >= 2]
     if not parts:
@@ -63,8 +74,11 @@ def server_figures(step: HttpStep) -> ServerFigures | None:
         for t, rss in zip(p["t_s"], p["rss_bytes"]):
             totals[t] = totals.get(t, 0) + rss
     ordered = [totals[t] for t in sorted(totals)]
+    engine = sum(step.thread_cpu_s)
     return ServerFigures(
         processes=len(parts),
         cpu_wall=cpu / step.elapsed_s if step.elapsed_s > 0 else math.nan,
         cpu_per_request_s=cpu / step.ok_responses if step.ok_responses else math.nan,
-        rss_peak_bytes=max(ordered), rss_growth_bytes=ordered[-1] - ordered[0])
+        rss_peak_bytes=max(ordered), rss_growth_bytes=ordered[-1] - ordered[0],
+        engine_cpu_wall=engine / step.elapsed_s if step.elapsed_s > 0 else math.nan,
+        engine_cpu_per_request_s=engine / completed if completed else math.nan)

@@ -108,6 +108,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--show-output", action="store_true",
                         help="let commands print to the terminal (default: discarded)")
     parser.add_argument("--input", metavar="FILE", help="feed FILE to each run's stdin")
+    parser.add_argument("--memory", action="store_true",
+                        help="read each run's summed resident memory (the command and all it "
+                        "starts) every --memory-interval: peak and growth columns")
+    parser.add_argument("--memory-interval", default="10ms", metavar="INTERVAL",
+                        help="with --memory: time between readings (10ms)")
     parser.add_argument("--reference", metavar="CMD", help="ratios against this command (its "
                         "text, name, or 1-based number); default: the fastest")
     parser.add_argument("--threshold", default="2%", help="noise threshold t of the verdicts: "
@@ -243,13 +248,17 @@ def main(args: argparse.Namespace) -> int:
     exports = _exports(args)
     shell = resolve_executable(args.shell_path, "--shell") if args.shell else None
     overhead = (shell, "-c", "") if shell else (resolve_executable("true", "true"),)
+    memory_s = parse_positive_duration(args.memory_interval, "--memory-interval") \
+        if args.memory else None
     env = environment.fingerprint(__version__)
     results = Results(kind="cmd", command_line=["perflab", *sys.argv[1:]],
                       created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                       perflab_version=__version__, environment=env,
                       settings={**settings.to_dict(), "shell": shell, "input": args.input,
-                                "show_output": args.show_output, "threshold": threshold})
-    spawner = PosixSpawner(show_output=args.show_output, input_path=args.input, seed=args.seed)
+                                "show_output": args.show_output, "threshold": threshold,
+                                "memory_interval_s": memory_s})
+    spawner = PosixSpawner(show_output=args.show_output, input_path=args.input, seed=args.seed,
+                           memory_interval_s=memory_s)
     with _progress(settings.precision, args.quiet or args.show_output) as progress, \
             StopSignals():
         runner = CommandRunner(specs, settings, spawner, overhead, progress)

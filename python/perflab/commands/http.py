@@ -308,8 +308,11 @@ def _chart(results: Any, destination: Any) -> None:
     from perflab.analyze.http import summarize_results
     from perflab.files import save_file
     from perflab.report.http_chart import sweep_chart
+    from perflab.report.memory_chart import sweep_series
 
-    save_file(destination, lambda out: sweep_chart(summarize_results(results), out), "chart")
+    watched = sweep_series(results.benchmarks[0].steps)
+    save_file(destination, lambda out: sweep_chart(summarize_results(results), out, watched),
+              "chart")
     sys.stderr.write(f"chart saved to {destination}\n")
 
 

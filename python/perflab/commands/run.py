@@ -39,6 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-alloc", action="store_true", help="skip the tracemalloc pass")
     parser.add_argument("--event-loop", choices=["asyncio", "uvloop"], default="asyncio",
                         help="the event loop async def benchmarks run on (asyncio)")
+    parser.add_argument("--memory", action="store_true", help="sample each worker's "
+                        "resident memory: RSS start, peak, end and growth per 1,000 ops, with "
+                        "a leak warning; its timeline every --memory-interval")
+    parser.add_argument("--memory-interval", default="10ms", metavar="INTERVAL",
+                        help="with --memory: time between timeline readings (10ms)")
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
                         help="how to print the results on stdout")
     from perflab.report import outputs
@@ -100,7 +105,10 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
                     timeout_s=timeout, min_processes=args.min_processes,
                     max_processes=args.max_processes, process_seconds=process,
                     allocations=not args.no_alloc, seed=args.seed,
-                    randomize=not args.no_randomize, event_loop=args.event_loop)
+                    randomize=not args.no_randomize, event_loop=args.event_loop,
+                    memory_interval_s=parse_positive_duration(args.memory_interval,
+                                                              "--memory-interval")
+                    if args.memory else None)
 
 
 def select(cases, patterns):  # type: ignore[no-untyped-def]
@@ -279,8 +287,7 @@ def _save_and_print(results, args, precision: float, destination, files_out):  #
     from perflab.files import Deferred
     from perflab.history.record import record_results
     from perflab.report import outputs
-    from perflab.report.run_output import print_run
-    from perflab.report.table import run_tables, summary_records
+    from perflab.report.run_output import print_run, run_output_records, run_output_tables
 
     grouped = summarize_benchmarks(results.benchmarks, precision=precision,
                                    min_processes=results.settings.get("min_processes"),
@@ -290,11 +297,12 @@ def _save_and_print(results, args, precision: float, destination, files_out):  #
     later.run(model.save, results, destination, summaries)
     groups = run_groups(results.benchmarks, grouped)
     threshold = results.settings["threshold"]
+    benches = results.benchmarks
     outputs.write(later, files_out, "run",
-                  lambda: run_tables(groups, args.verbose, threshold),
-                  lambda: summary_records(grouped))
+                  lambda: run_output_tables(groups, benches, args.verbose, threshold),
+                  lambda: run_output_records(groups, benches))
     if not destination.stdout:
-        print_run(groups, args.format, args.verbose, threshold)
+        print_run(groups, args.format, args.verbose, threshold, benches=benches)
     record_results(args, results, summaries, destination)
     later.raise_()
     if not destination.stdout:

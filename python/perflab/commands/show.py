@@ -159,7 +159,7 @@ def main(args: argparse.Namespace) -> int:
                                                                   DEFAULT_THRESHOLD))
     print_run(run_groups(results.benchmarks, grouped), args.format, args.verbose,
               results.settings.get("threshold", DEFAULT_THRESHOLD),
-              in_process_ids(results.settings))
+              in_process_ids(results.settings), results.benchmarks)
     return 0
 
 

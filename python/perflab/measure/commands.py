@@ -340,6 +340,10 @@ class CommandRunner:
                          exit_code=outcome.exit_code, ok=ok, warmup=warmup,
                          timed_out=outcome.timed_out, clock_skew_ns=self._skew[0],
                          flagged=self._skew[1], block=block)
+        if outcome.memory and outcome.memory[1]:
+            times, sizes = outcome.memory
+            run.memory = {"t_s": list(times), "rss_bytes": list(sizes)}
+            run.tree_rss_peak_bytes, run.tree_rss_growth_bytes = max(sizes), sizes[-1] - sizes[0]
         self._index += 1
         state.spent_s += outcome.wall_ns * 1e-9
         state.add(run)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from perflab.measure import memory
 from perflab.measure.layout import Layout, from_environment
 from perflab.measure.progress import NullProgress, Progress
 from perflab.measure.suite import Case
@@ -67,6 +68,8 @@ class Settings:
             (:mod:`perflab.measure.layout`).
         event_loop: the event loop ``async def`` benchmarks run on: "asyncio" or
             "uvloop" (:func:`perflab.measure.aio.new_loop`).
+        memory_interval_s: ``--memory``: sample each worker's resident set from
+            outside this often, s (None: off; see :mod:`perflab.measure.memory`).
     """
 
     precision: float = 0.01
@@ -84,6 +87,7 @@ class Settings:
     seed: int | None = None
     randomize: bool = True
     event_loop: str = "asyncio"
+    memory_interval_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -101,6 +105,8 @@ class Outcome:
         interrupted: True when Ctrl-C ended it.
         wall_s: wall time from spawn to exit, s.
         stderr: the tail of what it wrote on stderr.
+        memory: with the plan's ``memory_interval_s``: the process's timeline
+            (:func:`perflab.measure.memory.timeline_dict`); None otherwise.
     """
 
     events: list[Event] = field(default_factory=list)
@@ -109,6 +115,7 @@ class Outcome:
     interrupted: bool = False
     wall_s: float = 0.0
     stderr: str = ""
+    memory: dict[str, list[float]] | None = None
 
 
 class WorkerBackend(Protocol):
@@ -139,7 +146,13 @@ class SubprocessBackend:
     def run(self, plan: dict[str, Any], timeout_s: float,
             on_event: Callable[[Event], None]) -> Outcome:
         """Run one worker; kill it at ``timeout_s``. Ctrl-C kills it and is re-raised
-        after the events received so far are kept in the returned outcome's caller."""
+        after the events received so far are kept in the returned outcome's caller.
+
+        With the plan's ``memory_interval_s`` the worker is sampled from here
+        (:class:`perflab.measure.memory.Sampler`) and its timeline goes in the outcome;
+        its ``done`` event gains ``rss_hwm_bytes`` (the kernel's peak, read from here).
+        (The worker adds its own ``rss_bytes`` to each ``sample`` event: read here, as
+        events arrive, they would bunch up whenever this process is descheduled.)"""
         read_fd, write_fd = os.pipe()
         outcome = Outcome()
         start = time.monotonic()
@@ -151,11 +164,14 @@ class SubprocessBackend:
                 stdout=subprocess.DEVNULL, stderr=err, pass_fds=(write_fd,), env=env,
                 cwd=self.cwd)
             os.close(write_fd)
+            sampler = _sampler(proc.pid, plan.get("memory_interval_s"))
             try:
                 if proc.stdin is not None:
                     proc.stdin.write(text.encode())
                     proc.stdin.close()
                 for event in _read_events(read_fd, start + timeout_s):
+                    if sampler is not None:
+                        _add_memory(event, proc.pid)
                     outcome.events.append(event)
                     on_event(event)
                 outcome.timed_out = time.monotonic() >= start + timeout_s
@@ -164,11 +180,26 @@ class SubprocessBackend:
                 raise
             finally:
                 os.close(read_fd)
+                if sampler is not None:
+                    sampler.__exit__()
+                    outcome.memory = memory.timeline_dict(sampler.timelines[proc.pid])
                 outcome.returncode = _reap(proc, kill=outcome.timed_out or outcome.interrupted)
                 outcome.wall_s = time.monotonic() - start
                 err.seek(0)
                 outcome.stderr = err.read()[-4000:].decode(errors="replace")
         return outcome
+
+
+def _sampler(pid: int, interval_s: float | None) -> memory.Sampler | None:
+    """A started sampler of ``pid`` every ``interval_s`` (None: no sampling)."""
+    return memory.Sampler({pid: memory.Tree(pid)}, interval_s).__enter__() if interval_s \
+        else None
+
+
+def _add_memory(event: Event, pid: int) -> None:
+    """Add the kernel's peak of the worker's resident set to its ``done`` event."""
+    if event["event"] == "done":
+        event["rss_hwm_bytes"] = memory.high_water(pid)
 
 
 def _worker_env(layout: dict[str, int] | None = None) -> dict[str, str]:
@@ -295,7 +326,8 @@ class Runner:
                 "sample_seconds": s.process_seconds, "min_samples": s.min_samples,
                 "max_samples": s.max_samples,
                 "allocations": s.allocations and traced < ALLOCATION_PROCESSES, "layout": layout,
-                "reference": True, "event_loop": s.event_loop}
+                "reference": True, "event_loop": s.event_loop,
+                "memory_interval_s": s.memory_interval_s}
 
     def _run_process(self, state: CaseState) -> None:
         """Run one worker for ``state`` and fold its events into a Process record."""
@@ -310,6 +342,9 @@ class Runner:
                                        lambda ev: _apply_event(proc, state, ev))
         finally:
             state.spent_s += outcome.wall_s or (self.clock() - self._t0 - proc.started_s)
+        if outcome.memory is not None:
+            proc.memory = outcome.memory
+            proc.rss_peak_bytes = max([proc.rss_peak_bytes or 0, *outcome.memory["rss_bytes"]])
         proc.error = _failure(outcome, self.settings.timeout_s)
         if proc.error:
             state.bench.error = f"{state.bench.id!r} {proc.error}"
@@ -359,6 +394,12 @@ def _apply_event(proc: Process, state: CaseState, event: Event) -> None:
     elif kind == "sample":
         proc.samples.append(Sample(event["n"], event["wall"], event["cpu"], event["gc"],
                                    event["gc_ns"], event.get("skew"), event.get("flag")))
+        if event.get("rss_bytes") is not None:  # --memory: growth from the first to the last
+            if proc.rss_start_bytes is None:
+                proc.rss_start_bytes, proc.rss_calls = event["rss_bytes"], 0
+            else:
+                proc.rss_calls = (proc.rss_calls or 0) + event["n"]
+            proc.rss_end_bytes = event["rss_bytes"]
     elif kind == "reference":
         proc.reference_ns.append(event["ns"])
     elif kind == "alloc":
@@ -367,6 +408,7 @@ def _apply_event(proc: Process, state: CaseState, event: Event) -> None:
         proc.thread_ops, proc.latency_ns = event["ops"], event["latency_ns"]
         proc.gil_enabled = event["gil_enabled"]
     elif kind == "done":
+        proc.rss_peak_bytes = event.get("rss_hwm_bytes")
         proc.steal_ns = event.get("steal_ns")
         proc.involuntary_switches = event.get("involuntary_switches")
         proc.clock_skew_ns, proc.clock_flag = event.get("clock_skew"), event.get("clock_flag")

@@ -41,6 +41,8 @@ class SpawnOutcome:
         timed_out: True when the spawner killed it at the timeout.
         start_ns: monotonic clock at spawn, ns (None: unknown).
         error: why it could not be started (e.g. "Exec format error"); "" when it ran.
+        memory: ``cmd --memory``: ([seconds since spawn], [summed RSS of the command and
+            its descendants, bytes]) read every interval while it ran; None otherwise.
     """
 
     wall_ns: int
@@ -51,6 +53,7 @@ class SpawnOutcome:
     timed_out: bool = False
     start_ns: int | None = None
     error: str = ""
+    memory: tuple[list[float], list[int]] | None = None
 
 
 class Spawner(Protocol):
@@ -119,13 +122,15 @@ class PosixSpawner:
         show_output: let commands write to our stdout and stderr.
         input_path: a file fed to each run's stdin (opened afresh per run).
         seed: seed of the environment offsets (None: a random one).
+        memory_interval_s: ``--memory``: read each command's tree's RSS this often, s.
     """
 
     def __init__(self, show_output: bool = False, input_path: str | None = None,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, memory_interval_s: float | None = None) -> None:
         self.show_output = show_output
         self.input_path = input_path
         self.seed = seed
+        self.memory_interval_s = memory_interval_s
         self._proc: Any = None
 
     def _start(self) -> None:
@@ -134,7 +139,8 @@ class PosixSpawner:
         self._proc = subprocess.Popen(
             [sys.executable, "-I", "-S", spawn_helper.__file__, str(requests_r),
              str(replies_w), "1" if self.show_output else "0", self.input_path or "",
-             "" if self.seed is None else str(self.seed)],
+             "" if self.seed is None else str(self.seed),
+             "" if self.memory_interval_s is None else repr(self.memory_interval_s)],
             stdin=subprocess.DEVNULL, pass_fds=(requests_r, replies_w))
         os.close(requests_r)
         os.close(replies_w)

@@ -20,6 +20,13 @@ or Ctrl-C kills all it started; the wall time is the monotonic clock around spaw
 reap (``wait4``, which also gives user and system time and max RSS), and the timeout
 is a SIGALRM timer armed before the clock starts, so only spawn and ``wait4`` are
 inside a timing (as in hyperfine).
+
+With a sampling interval (``cmd --memory``), the helper waits for the command in
+``sigtimedwait(SIGCHLD, interval)`` steps instead of one blocking ``wait4``, and between
+them reads the summed RSS of the command and its descendants with
+:mod:`perflab.measure.memory` (loaded by path: it imports only ``os`` and ``time``). The
+exit wakes the wait at once (SIGCHLD is blocked here and fetched, not handled), so the
+wall time is not rounded up to an interval.
 """
 
 from __future__ import annotations
@@ -45,7 +52,8 @@ MAX_ENV_OFFSET = 4096
 
 def stops(reply: tuple, is_run: bool, ignore_all: bool, codes: frozenset[int]) -> bool:
     """True when a batch must stop after this reply (a spawn outcome as a tuple:
-    wall_ns, user_ns, sys_ns, max_rss_bytes, exit_code, timed_out, start_ns, error).
+    wall_ns, user_ns, sys_ns, max_rss_bytes, exit_code, timed_out, start_ns, error,
+    memory).
 
     A command that could not start stops the batch; a hook stops it when it failed
     or timed out; a run when it timed out, or exited non-zero with a code that is not
@@ -132,6 +140,34 @@ class Helper:
         self.running = False      # between arming the timer and reaping
         self.timed_out = False
         self.batch: list | None = None  # replies of the batch in progress
+        self.interval: float | None = None  # cmd --memory: seconds between readings
+        self.memory = None                  # the perflab.measure.memory module, when sampling
+
+    def sample_memory(self, interval: float) -> None:
+        """Sample each command's tree every ``interval`` s while it runs (``cmd --memory``)."""
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import memory  # perflab/measure/memory.py by path; see the module docstring
+
+        self.memory, self.interval = memory, interval
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+
+    def wait(self, pid: int, start: int) -> tuple:
+        """Reap ``pid``: (status, rusage, timeline); the timeline of its tree's summed RSS
+        is ([seconds since spawn], [bytes]), empty lists when not sampling."""
+        times: list = []
+        sizes: list = []
+        if self.memory is None:
+            return (*os.wait4(pid, 0)[1:], (times, sizes))
+        tree = self.memory.Tree(pid, children=True)
+        while True:
+            signal.sigtimedwait((signal.SIGCHLD,), self.interval)
+            done, status, usage = os.wait4(pid, os.WNOHANG)
+            if done:
+                return status, usage, (times, sizes)
+            reading = tree.read()
+            if reading is not None:
+                times.append(round((time.monotonic_ns() - start) / 1e9, 4))
+                sizes.append(reading[1])
 
     def kill_group(self, pid: int) -> None:
         """SIGKILL the process group of ``pid`` (it may have ended already)."""
@@ -168,20 +204,20 @@ class Helper:
         start = time.monotonic_ns()
         try:
             pid = os.posix_spawn(argv[0], argv, self.env, file_actions=self.actions,
-                                 setpgroup=0, setsigdef=DEFAULT_SIGNALS)
+                                 setpgroup=0, setsigdef=DEFAULT_SIGNALS, setsigmask=())
         except OSError as exc:
             self.running = False
             signal.setitimer(signal.ITIMER_REAL, 0)
-            return (0, 0, 0, 0, 0, False, start, exc.strerror or str(exc))
+            return (0, 0, 0, 0, 0, False, start, exc.strerror or str(exc), None)
         self.current = pid
-        _, status, usage = os.wait4(pid, 0)
+        status, usage, timeline = self.wait(pid, start)
         wall = time.monotonic_ns() - start
         self.current, self.running = 0, False
         if timeout is not None:
             signal.setitimer(signal.ITIMER_REAL, 0)
         return (wall, round(usage.ru_utime * 1e9), round(usage.ru_stime * 1e9),
                 usage.ru_maxrss * self.rss_unit, os.waitstatus_to_exitcode(status),
-                self.timed_out, start, "")
+                self.timed_out, start, "", timeline if self.memory is not None else None)
 
     def serve(self, requests: int) -> None:
         """Answer batches (items, ignore_all, codes) with their replies until end of file."""
@@ -197,11 +233,14 @@ class Helper:
 
 
 def main(argv: Sequence[str]) -> None:
-    """``spawn_helper.py REQ_FD REPLY_FD SHOW_OUTPUT INPUT SEED``: serve until the
-    request pipe closes (SHOW_OUTPUT "1" or "0"; INPUT and SEED may be "")."""
+    """``spawn_helper.py REQ_FD REPLY_FD SHOW_OUTPUT INPUT SEED [INTERVAL]``: serve until
+    the request pipe closes (SHOW_OUTPUT "1" or "0"; INPUT and SEED may be ""; INTERVAL:
+    seconds between memory readings, absent or "" for none)."""
     requests, replies, show, stdin_path, seed = argv[1:6]
-    Helper(int(replies), show == "1", stdin_path, int(seed) if seed else None
-           ).serve(int(requests))
+    helper = Helper(int(replies), show == "1", stdin_path, int(seed) if seed else None)
+    if len(argv) > 6 and argv[6]:
+        helper.sample_memory(float(argv[6]))
+    helper.serve(int(requests))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """Watch other processes (the server under test) from outside: RSS and CPU time over a run.
 
 ``perflab http --watch PID`` / ``--watch-cmd NAME`` start a :class:`Watcher`: a
-thread of the perflab process that reads ``/proc/PID/stat`` (user + system CPU
-time, in clock ticks) and ``/proc/PID/statm`` (resident pages) of each target
-every ``interval_s`` (100 ms by default), as ``ps``, psrecord and psutil do. The
+thread of the perflab process that reads each target's CPU time and resident set
+from /proc every ``interval_s`` (100 ms by default) with perflab's one sampler,
+:mod:`perflab.measure.memory` (``read`` is re-exported from there). The
 target runs untouched: nothing is injected into it. :meth:`Watcher.cut` hands
 the timeline gathered since the previous cut to the step that just ended.
 """
@@ -11,18 +11,16 @@ the timeline gathered since the previous cut to the step that just ended.
 from __future__ import annotations
 
 import os
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from perflab.errors import UsageError
+from perflab.measure import memory
+from perflab.measure.memory import read
 
 #: sampling interval of the watched processes, s
 INTERVAL_S = 0.1
-_TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
-_PAGE = os.sysconf("SC_PAGE_SIZE")
 _PROC = Path("/proc")
 
 
@@ -81,23 +79,9 @@ def _argv0(pid: int) -> str:
     return os.path.basename(raw.split(b"\0", 1)[0].decode(errors="replace"))
 
 
-def read(pid: int) -> tuple[float, int] | None:
-    """(CPU seconds used so far, user + system; resident bytes) of ``pid``; None when gone.
-
-    Source: fields 14–15 of /proc/PID/stat (utime, stime, in clock ticks) and field 2
-    of /proc/PID/statm (resident pages), as proc(5) describes.
-    """
-    try:
-        stat = (_PROC / str(pid) / "stat").read_text()
-        statm = (_PROC / str(pid) / "statm").read_text().split()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()   # the name may hold spaces and parentheses
-    return (int(fields[11]) + int(fields[12])) * _TICK_S, int(statm[1]) * _PAGE
-
-
 class Watcher:
-    """Samples the targets' CPU time and RSS every ``interval_s`` on a daemon thread.
+    """Samples the targets' CPU time and RSS every ``interval_s`` (a
+    :class:`perflab.measure.memory.Sampler`, perflab's one sampler).
 
     Use as a context manager; :meth:`cut` returns, per target, the samples since
     the previous cut (the previous cut's last sample first, so that each part
@@ -113,43 +97,18 @@ class Watcher:
     def __init__(self, targets: list[Target], interval_s: float = INTERVAL_S) -> None:
         self.targets = targets
         self.interval_s = interval_s
-        self._t0 = time.monotonic()
-        self._samples: dict[int, list[tuple[float, float, int]]] = {t.pid: [] for t in targets}
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True, name="perflab-watch")
+        self._sampler = memory.Sampler({t.pid: memory.Tree(t.pid) for t in targets},
+                                       interval_s)
 
     def __enter__(self) -> Watcher:
-        self._sample()
-        self._thread.start()
+        self._sampler.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self._sample()
-
-    def _sample(self) -> None:
-        now = time.monotonic() - self._t0
-        with self._lock:
-            for target in self.targets:
-                reading = read(target.pid)
-                if reading is not None:
-                    self._samples[target.pid].append((now, *reading))
+        self._sampler.__exit__(*exc)
 
     def cut(self) -> list[dict[str, Any]]:
         """The timeline of each target since the previous cut (see the class)."""
-        self._sample()
-        parts = []
-        with self._lock:
-            for target in self.targets:
-                samples = self._samples[target.pid]
-                parts.append({"pid": target.pid, "name": target.name,
-                              "t_s": [round(s[0], 4) for s in samples],
-                              "cpu_s": [round(s[1], 4) for s in samples],
-                              "rss_bytes": [s[2] for s in samples]})
-                self._samples[target.pid] = samples[-1:]
-        return parts
+        self._sampler.sample()
+        return [{"pid": t.pid, "name": t.name,
+                 **memory.timeline_dict(self._sampler.take(t.pid))} for t in self.targets]

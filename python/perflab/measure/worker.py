@@ -299,6 +299,7 @@ def _sample(call: Callable[[], Any], n: int, gcmon: GcMonitor, plan: dict[str, A
     if reference:  # warm the reference up (the adaptive interpreter specializes it)
         for _ in range(REFERENCE_MIN):
             reference_workload()
+    rss = _own_rss if plan.get("memory_interval_s") else None
     deadline = _perf_ns() + plan["sample_seconds"] * 1e9
     count, sampled_ns, reference_ns = 0, 0, 0
     while count < plan["max_samples"] and (count < plan["min_samples"] or _perf_ns() < deadline):
@@ -310,10 +311,20 @@ def _sample(call: Callable[[], Any], n: int, gcmon: GcMonitor, plan: dict[str, A
         monitor.start()
         wall, cpu, gcs, gcns = time_loop(timed, n, gcmon)
         skew, flag = monitor.stop()
-        emit("sample", n=n, wall=wall, cpu=cpu, gc=gcs, gc_ns=gcns, skew=skew, flag=flag)
+        emit("sample", n=n, wall=wall, cpu=cpu, gc=gcs, gc_ns=gcns, skew=skew, flag=flag,
+             **({"rss_bytes": rss()} if rss else {}))
         count += 1
         sampled_ns += wall
     return monitor.span()
+
+
+def _own_rss() -> int | None:
+    """``run --memory``: this process's resident bytes now, from /proc (a read between
+    samples, outside the timed loop; the timeline is sampled by perflab from outside)."""
+    from perflab.measure import memory
+
+    reading = memory.read(os.getpid())
+    return None if reading is None else reading[1]
 
 
 def error_fields(phase: str, exc: BaseException) -> dict[str, str]:

@@ -98,6 +98,16 @@ class Process:
             loop, :func:`perflab.measure.worker.reference_workload`) timed in this process
             between its samples, ns; empty when not timed (threads mode, older files).
         error: why the process failed, or None.
+        rss_start_bytes / rss_end_bytes: ``run --memory``: the worker's resident set
+            when its first and its last timed sample ended (read from /proc/self/statm
+            between samples, outside the timed loop), bytes; None without --memory.
+        rss_peak_bytes: ``run --memory``: its highest resident set over its whole life
+            (the kernel's VmHWM read at its end, or the highest sampled), bytes.
+        rss_calls: ``run --memory``: calls made between those two readings (the
+            growth per call is (end − start) ÷ rss_calls).
+        memory: ``run --memory``: the worker's timeline, sampled from outside every
+            10 ms: ``{"t_s", "cpu_s", "rss_bytes"}`` (s since it was spawned,
+            cumulative CPU s, resident bytes; see :mod:`perflab.measure.memory`).
     """
 
     index: int
@@ -123,6 +133,11 @@ class Process:
     clock_flag: str | None = None
     reference_ns: list[int] = field(default_factory=list)
     error: str | None = None
+    rss_start_bytes: int | None = None
+    rss_end_bytes: int | None = None
+    rss_peak_bytes: int | None = None
+    rss_calls: int | None = None
+    memory: dict[str, list[float]] | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Process:
@@ -153,6 +168,11 @@ class CommandRun:
         block: the interleaving block the run belonged to (each block runs every
             active command once, in random order; ratios pair runs by block); None
             for ``--no-interleave`` runs and files written before blocks were kept.
+        tree_rss_peak_bytes / tree_rss_growth_bytes: ``cmd --memory``: the highest
+            summed RSS of the command and its descendants, and the last reading − the
+            first, over the run, bytes; None without --memory or with no reading.
+        memory: ``cmd --memory``: that summed RSS over the run, ``{"t_s", "rss_bytes"}``
+            (seconds since spawn, bytes), read every interval by the spawning helper.
     """
 
     index: int
@@ -168,6 +188,9 @@ class CommandRun:
     clock_skew_ns: int | None = None
     flagged: str | None = None
     block: int | None = None
+    tree_rss_peak_bytes: int | None = None
+    tree_rss_growth_bytes: int | None = None
+    memory: dict[str, list[float]] | None = None
 
 
 @dataclass

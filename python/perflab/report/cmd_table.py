@@ -65,7 +65,33 @@ def cmd_table(summaries: Sequence[CommandSummary], spawn_overhead_ns: Sequence[i
     if rss_floor_bytes:
         table.footnotes.append(f"max RSS can't read below {format_bytes(rss_floor_bytes)}: "
                                "the kernel counts the spawning helper's memory until exec")
+    if any(math.isfinite(s.tree_rss_peak_bytes) for s in summaries):
+        _add_memory_columns(table, summaries)
     return table
+
+
+#: columns added after "max RSS" by --memory
+MEMORY_COLUMNS = ["RSS peak (tree)", "RSS growth"]
+
+
+def _add_memory_columns(table: Table, summaries: Sequence[CommandSummary]) -> None:
+    """``--memory``: the summed RSS of each command's process tree, at its peak and its
+    growth over a run (medians over runs), after "max RSS"; they fold away first."""
+    at = table.columns.index("max RSS") + 1
+    table.columns[at:at] = MEMORY_COLUMNS
+    table.align[at:at] = ["r", "r"]
+    table.fold[at:at] = [1, 1]
+    for row, s in zip(table.rows, summaries):
+        growth = s.tree_rss_growth_bytes
+        row[at:at] = [format_bytes(s.tree_rss_peak_bytes) if math.isfinite(growth) else "–",
+                      ("+" if growth > 0 else "") + format_bytes(growth)
+                      if math.isfinite(growth) else "–"]
+    table.footnotes.append(
+        "--memory: RSS peak (tree) = the highest summed resident memory of the command and "
+        "every process it started, read from /proc by the spawning helper at each interval "
+        "(shared pages count once per process, as psrecord --include-children); RSS growth "
+        "= its last reading − its first; medians over runs. max RSS is the kernel's peak of "
+        "the largest single process (wait4, as /usr/bin/time -v)")
 
 
 def _title(settings: dict[str, Any]) -> str:

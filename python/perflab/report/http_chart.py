@@ -21,7 +21,7 @@ _MARKERS = {"ok": ("o", "tab:green"), SATURATED: ("X", "tab:orange"),
 _PERCENTILES = (("p50", "tab:blue", "-"), ("p99", "tab:purple", "-"), ("p99.9", "tab:red", "--"))
 
 
-def sweep_chart(sweep: Sweep, path: str | Path) -> Path:
+def sweep_chart(sweep: Sweep, path: str | Path, watched: Any = None) -> Path:
     """Draw the two-panel sweep chart and write it as a PNG.
 
     Args:
@@ -29,6 +29,9 @@ def sweep_chart(sweep: Sweep, path: str | Path) -> Path:
             dotted line) and the p99 SLO (a horizontal line when given); its name (the
             request) is the figure's title.
         path: the PNG to write.
+        watched: ``--watch``: (timelines, step starts) of
+            :func:`perflab.report.memory_chart.sweep_series`, drawn in a panel under the
+            two (None or no timelines: no panel).
 
     Returns:
         The path written.
@@ -51,6 +54,11 @@ def sweep_chart(sweep: Sweep, path: str | Path) -> Path:
     _latency(right, steps, x_label, sweep.slo_s, sweep.capacity)
     fig.suptitle(sweep.name, fontsize=11)
     fig.tight_layout()
+    if watched is not None and watched[0]:
+        from perflab.report.memory_chart import add_memory_panel
+
+        add_memory_panel(fig, *watched, title="watched processes: resident memory "
+                         "(dotted: step starts)", x_label="time since the sweep started (s)")
     out = Path(path)
     fig.savefig(out)
     plt.close(fig)

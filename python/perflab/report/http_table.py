@@ -60,7 +60,8 @@ def _verdict(s: StepSummary) -> str:
 
 
 #: columns added before "verdict" when --watch sampled the server
-SERVER_COLUMNS = ["server CPU/wall", "server CPU/req", "server RSS peak"]
+SERVER_COLUMNS = ["server CPU/wall", "server CPU/req", "engine CPU/wall", "engine CPU/req",
+                  "server RSS peak"]
 
 
 def _row(s: StepSummary, server: bool = False) -> list[str]:
@@ -78,8 +79,12 @@ def _server_cells(s: StepSummary) -> list[str]:
     f = s.server
     if f is None:
         return ["–"] * len(SERVER_COLUMNS)
-    return [f"{f.cpu_wall:.2f}" if math.isfinite(f.cpu_wall) else "–",
-            _time(f.cpu_per_request_s), format_bytes(f.rss_peak_bytes)]
+    return [_cores(f.cpu_wall), _time(f.cpu_per_request_s), _cores(f.engine_cpu_wall),
+            _time(f.engine_cpu_per_request_s), format_bytes(f.rss_peak_bytes)]
+
+
+def _cores(share: float) -> str:
+    return f"{share:.2f}" if math.isfinite(share) else "–"
 
 
 def step_line(s: StepSummary) -> str:
@@ -126,7 +131,21 @@ def _server_lines(summaries: Sequence[StepSummary]) -> list[str]:
             "from /proc): CPU/wall = their CPU seconds in the recorded window ÷ its length "
             "(1.00 = one core busy); CPU/req = those CPU seconds ÷ successful responses; RSS "
             "peak = highest summed resident memory over the step; RSS growth over each step: "
-            + growth]
+            + growth, "engine CPU/wall and engine CPU/req = the same for perflab's own load "
+            "engine: its threads' CPU seconds from the warmup's end to the step's end, ÷ the "
+            "window and ÷ the recorded requests it completed", *_costlier(watched)]
+
+
+def _costlier(watched: Sequence[StepSummary]) -> list[str]:
+    """A warning when the load generator spends more CPU per request than the server."""
+    figures = [(s.label, s.server) for s in watched if s.server is not None]
+    steps = [label for label, f in figures if f.engine_cpu_per_request_s > f.cpu_per_request_s]
+    if not steps:
+        return []
+    return ["warning: the load engine spent more CPU per request than the server in "
+            + ", ".join(steps) + ": on one machine they share the cores, so the server's "
+            "figures may be held back by the load generator; give it fewer threads, or run "
+            "it on another machine (--agents)"]
 
 
 def results_notes(results: Results) -> list[str]:
@@ -325,6 +344,8 @@ def step_records(summaries: Sequence[StepSummary]) -> list[dict[str, Any]]:
             record.update({"server_cpu_wall": s.server.cpu_wall,
                            "server_cpu_per_request_s": s.server.cpu_per_request_s,
                            "server_rss_peak_bytes": s.server.rss_peak_bytes,
-                           "server_rss_growth_bytes": s.server.rss_growth_bytes})
+                           "server_rss_growth_bytes": s.server.rss_growth_bytes,
+                           "engine_cpu_wall": s.server.engine_cpu_wall,
+                           "engine_cpu_per_request_s": s.server.engine_cpu_per_request_s})
         records.append(record)
     return records

@@ -221,9 +221,9 @@ def _json_text(results: Any, fmt: str) -> str:
     """The github-action-benchmark or hyperfine JSON of ``results``, as text."""
     if fmt == "hyperfine":  # the same document as `perflab cmd --export-json`
         from perflab.analyze import cmd
-        from perflab.report.cmd_table import export_text
+        from perflab.report.cmd_table import hyperfine_json
 
-        return export_text("json", results, cmd.summarize_results(results))
+        return hyperfine_json(results, cmd.summarize_results(results))
     return json.dumps(github_action_benchmark(results), indent=1, allow_nan=False,
                       ensure_ascii=False) + "\n"
 

@@ -1,8 +1,10 @@
 """``--chart PNG`` of ``perflab run``, ``perflab cmd`` and ``perflab compare``.
 
 The same figures as the HTML report (:mod:`perflab.report.html.charts`), written as
-PNG: ``run`` draws every benchmark's samples (box) and per-process medians (dots);
-``cmd`` each command's wall time per run; ``compare`` a forest plot of B/A with its
+PNG: ``run`` draws every benchmark's samples (box) and per-process medians (dots), and
+with ``--memory`` each worker's RSS timeline under them;
+``cmd`` each command's wall time per run (with ``--memory``, each run's RSS timeline
+under them); ``compare`` a forest plot of B/A with its
 95% CI per compared row, the noise threshold's "same" band shaded.
 """
 
@@ -15,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from perflab.report import memory_chart
 from perflab.report.html import charts
 
 
@@ -44,9 +47,14 @@ def run_chart(benches: Sequence[Any], path: str | Path) -> Path:
     rows = [r for r in rows if r[1]]
     if not rows:
         raise ValueError("no benchmark measured anything to chart")
-    return charts.save_png(charts.distribution_figure(
+    fig = charts.distribution_figure(
         "time per op: samples (box) and per-process medians (dots)", [r[0] for r in rows],
-        [r[1] for r in rows], [r[2] for r in rows], "per-process median"), path)
+        [r[1] for r in rows], [r[2] for r in rows], "per-process median")
+    if series := memory_chart.process_series(benches):  # run --memory: RSS under them
+        memory_chart.add_memory_panel(fig, series, title="each worker process's resident "
+                                      "memory, spawn to exit (--memory)",
+                                      x_label="time since the process was spawned (s)")
+    return charts.save_png(fig, path)
 
 
 def cmd_chart(benches: Sequence[Any], path: str | Path) -> Path:
@@ -63,9 +71,15 @@ def cmd_chart(benches: Sequence[Any], path: str | Path) -> Path:
     if not rows:
         raise ValueError("no command has a timed run to chart")
     walls = [r[1] for r in rows]
-    return charts.save_png(charts.distribution_figure(
-        "wall time per run", [r[0] for r in rows], walls, walls, "run", "wall time per run"),
-        path)
+    fig = charts.distribution_figure("wall time per run", [r[0] for r in rows], walls, walls,
+                                     "run", "wall time per run")
+    series = [(b.label, r.memory["t_s"], r.memory["rss_bytes"]) for b in benches
+              for r in timed_runs(b) if r.memory and r.memory.get("t_s")]
+    if series:  # cmd --memory: each run's tree RSS under them
+        memory_chart.add_memory_panel(fig, series, title="each run's resident memory, the "
+                                      "command and its children summed (--memory)",
+                                      x_label="time since the run was spawned (s)")
+    return charts.save_png(fig, path)
 
 
 def compare_chart(suite: Any, name_a: str, name_b: str, path: str | Path) -> Path:

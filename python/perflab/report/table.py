@@ -276,16 +276,18 @@ def staged_table(title: str, stage_names: list[str], rows: Sequence[StagedRow],
     """The table of a staged group (e.g. Northwind serialization): one row per name.
 
     Columns: name, each metric and its × best, each stage's time/op ± CI,
-    total ± CI, × best (of the total), notes. On a narrow terminal they fold away in
-    this order: each metric's × best, the stages (last first), each metric, × best.
+    total ± CI, CPU/wall (of all stages), × best (of the total), notes. On a narrow
+    terminal they fold away in this order: each metric's × best, CPU/wall, the stages
+    (last first), each metric, × best.
     """
     metrics = sorted({k for r in rows for k in r.metrics})
     columns = ["name"]
     for m in metrics:
         columns += [m, f"{m} × best"]
-    columns += [f"{st} ± CI" for st in stage_names] + ["total ± CI", "× best", "notes"]
+    columns += [f"{st} ± CI" for st in stage_names] + ["total ± CI", "CPU/wall", "× best",
+                                                        "notes"]
     table = Table(title, columns, align=["l"] + ["r"] * (len(columns) - 2) + ["l"],
-                  fold=[KEY] + [3, 1] * len(metrics) + [2] * len(stage_names) + [KEY, 4, NOTE])
+                  fold=[KEY] + [3, 1] * len(metrics) + [2] * len(stage_names) + [KEY, 1, 4, NOTE])
     for row in rows:
         cells = [row.name]
         for m in metrics:
@@ -293,7 +295,9 @@ def staged_table(title: str, stage_names: list[str], rows: Sequence[StagedRow],
                       format_ratio(row.metric_ratio_best[m]) if m in row.metric_ratio_best
                       else "–"]
         cells += [_time_ci(row.stages[st]) if st in row.stages else "–" for st in stage_names]
-        cells += [_total_cell(row.total), _ratio_cell(row.ratio_best), _staged_notes(row)]
+        cpu = row.cpu_wall
+        cells += [_total_cell(row.total), f"{cpu:.2f}" if math.isfinite(cpu) else "–",
+                  _ratio_cell(row.ratio_best), _staged_notes(row)]
         table.rows.append(cells)
     table.footnotes = _footnotes([s for r in rows for s in r.stages.values()], verbose,
                                  in_process)
