@@ -127,6 +127,8 @@ class SuiteComparison:
         warnings: other plain-words warnings about the comparison as a whole.
         threshold / confidence: the noise threshold t and the CI level.
         cost: "A"/"B" → {"benchmarks", "processes", "samples"} spent on the verdicts.
+        geomean_count: rows pooled in ``geomean`` when the suite was read back from a
+            document (its rows then have no replicates to count); 0 otherwise.
     """
 
     rows: list[Row]
@@ -140,6 +142,7 @@ class SuiteComparison:
     threshold: float = DEFAULT_THRESHOLD
     confidence: float = 0.95
     cost: dict[str, dict[str, int]] = field(default_factory=dict)
+    geomean_count: int = 0
 
     def tripped(self, fail_on: Sequence[str]) -> list[str]:
         """Ids whose verdict is in ``fail_on`` ("missing" matches ids only in A)."""

@@ -132,9 +132,11 @@ def _selected(series: list[Any], names: list[str] | None) -> list[Any]:
 
 def _usl_report(sources: list[Any], args: argparse.Namespace) -> FitReport:
     """One coefficient table and one points table per series."""
+    import numpy as np
+
     from perflab.analyze.fit_inputs import merge_series, usl_series
     from perflab.analyze.models import fit_usl
-    from perflab.report.fit_tables import usl_points, usl_table
+    from perflab.report.fit_tables import curve, usl_points, usl_table
 
     series = _selected(merge_series([usl_series(s, args.little) for s in sources]), args.series)
     report = FitReport("usl")
@@ -144,7 +146,9 @@ def _usl_report(sources: list[Any], args: argparse.Namespace) -> FitReport:
         report.fits.append({"series": s.name, "x_label": s.x_label, "y_label": s.y_label,
                             "points": {"N": s.x.tolist(), "X": s.y.tolist()},
                             "fitted": fit.predict(s.x).tolist(), **fit.to_dict(),
-                            "notes": list(s.notes)})
+                            "notes": list(s.notes),
+                            "curves": [curve("USL fit", fit, np.linspace(1.0, float(
+                                max(s.x.max(), 1.0)), 100))]})
         report.charts.append((s.name, lambda path, s=s, fit=fit: _usl_chart(s, fit, path)))
     return report
 
@@ -163,7 +167,7 @@ def _usl_chart(s: Any, fit: Any, path: Path) -> Path:
 def _complexity_report(sources: list[Any], args: argparse.Namespace) -> FitReport:
     """One table: best class and runner-up of every swept series, with CIs."""
     from perflab.analyze.fit_inputs import cost_series, merge_series
-    from perflab.report.fit_tables import complexity_table
+    from perflab.report.fit_tables import complexity_table, curve, size_grid
 
     pooled = merge_series([cost_series(s, args.param) for s in sources])
     series = [s for s in _selected(pooled, args.series) if s.param is not None]
@@ -179,7 +183,8 @@ def _complexity_report(sources: list[Any], args: argparse.Namespace) -> FitRepor
         report.fits.append({"series": s.name, "param": s.param,
                             "points": {"n": s.x.tolist(), "cost": s.y.tolist()},
                             "fitted": fit.predict(s.x).tolist(),
-                            "residuals": fit.residuals.tolist(), **fit.to_dict()})
+                            "residuals": fit.residuals.tolist(), **fit.to_dict(),
+                            "curves": [curve(fit.model, fit, size_grid(s.x))]})
         report.charts.append((s.name, lambda path, s=s, fit=fit: _complexity_chart(s, fit, path)))
     report.tables.append(complexity_table(fitted))
     return report
@@ -198,9 +203,11 @@ def _complexity_chart(s: Any, fit: Any, path: Path) -> Path:
 
 def _breakeven_report(sources: list[Any], args: argparse.Namespace) -> FitReport:
     """Both sides' cost curves (cold + a + b·g(n)) and where they cross."""
+    import numpy as np
+
     from perflab.analyze.fit_inputs import cost_series, merge_series, pick
     from perflab.analyze.models import breakeven
-    from perflab.report.fit_tables import breakeven_points, breakeven_table
+    from perflab.report.fit_tables import breakeven_points, breakeven_table, curve, size_grid
 
     if not args.between:
         raise UsageError("--model breakeven needs the two benchmarks: --between A B")
@@ -215,10 +222,14 @@ def _breakeven_report(sources: list[Any], args: argparse.Namespace) -> FitReport
         fit_a, fit_b, a.cold, b.cold, cold_a_se=a.cold_se, cold_b_se=b.cold_se,
         labels=(a.name, b.name), search_range=search))
     points = breakeven_points(result)
+    grid = size_grid(np.concatenate([a.x, b.x, [v for v in (result.n_star, result.ci_low,
+                                                              result.ci_high) if v]]), log=True)
     report = FitReport("breakeven", [breakeven_table(a, b, result)] + ([points] if points else []))
     report.fits.append({"series": f"{a.name} vs {b.name}", "param": a.param or "calls",
                         **result.to_dict(), "cold_a_se": a.cold_se, "cold_b_se": b.cold_se,
-                        "fit_a": fit_a.to_dict(), "fit_b": fit_b.to_dict()})
+                        "fit_a": fit_a.to_dict(), "fit_b": fit_b.to_dict(),
+                        "curves": [curve(f"{s.name}: {f.model} + cold cost", f, grid, cold)
+                                   for s, f, cold in ((a, fit_a, a.cold), (b, fit_b, b.cold))]})
     report.charts.append((f"{a.name} vs {b.name}",
                           lambda path: _breakeven_chart(a, b, result, path)))
     return report
@@ -274,12 +285,14 @@ def _write_json(report: FitReport, args: argparse.Namespace, destination: Any) -
     """The fits, with the input and the command line; a single fit's keys also at top level."""
     from perflab import __version__
     from perflab.model import json_types
+    from perflab.report.fit_tables import tables_document
 
     doc: dict[str, Any] = {"kind": "fit", "fit": report.model, "sources": list(args.files),
                            "command_line": ["perflab", *sys.argv[1:]],
                            "created": dt.datetime.now(dt.timezone.utc).isoformat(
                                timespec="seconds"),
-                           "perflab_version": __version__, "fits": report.fits}
+                           "perflab_version": __version__, "fits": report.fits,
+                           "tables": tables_document(report.tables)}
     if len(report.fits) == 1:
         doc = {**report.fits[0], **doc}
     doc = {"tool": "perflab", **doc}

@@ -77,11 +77,17 @@ def summary_table(suite: SuiteComparison, name_a: str, name_b: str) -> Table:
                  footnotes=[*suite.environment, *suite.warnings], fold=[KEY, NOTE])
 
 
+def geomean_count(suite: SuiteComparison) -> int:
+    """How many rows the geometric mean B/A pools (primary rows with bootstrap replicates;
+    for a suite read back from a document, the count the document recorded)."""
+    live = sum(r.primary and r.log_replicates is not None for r in suite.rows)
+    return live or suite.geomean_count
+
+
 def _geomean_cell(suite: SuiteComparison) -> str:
     if suite.geomean is None:
         return "–"
-    n = sum(r.primary and r.log_replicates is not None for r in suite.rows)
-    return f"{_ratio(suite.geomean)} over {n}: {suite.geomean_verdict}"
+    return f"{_ratio(suite.geomean)} over {geomean_count(suite)}: {suite.geomean_verdict}"
 
 
 def _cost_cell(cost: dict[str, int]) -> str:
@@ -134,16 +140,83 @@ def comparison_document(suite: SuiteComparison, name_a: str, name_b: str,
                         fail_on: list[str], tripped: list[str]) -> dict[str, Any]:
     """The ``--json`` document: every row, the suite summary, warnings and the gate.
 
-    NaN/inf are written as null by the caller's JSON step.
+    NaN/inf are written as null by the caller's JSON step. ``command_line`` is this
+    process's argv (the ``perflab compare`` or ``perflab run --compare-to`` that judged).
     """
+    import datetime as dt
+
     return {"tool": "perflab", "kind": "compare", "format_version": JSON_FORMAT_VERSION,
+            "command_line": ["perflab", *sys.argv[1:]],
+            "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "a": name_a, "b": name_b, "threshold": suite.threshold,
             "confidence": suite.confidence, "rows": [row_record(r) for r in suite.rows],
             "counts": suite.counts, "geomean": _estimate_dict(suite.geomean),
-            "geomean_verdict": suite.geomean_verdict, "only_in_a": suite.only_in_a,
+            "geomean_count": geomean_count(suite), "geomean_verdict": suite.geomean_verdict, "only_in_a": suite.only_in_a,
             "only_in_b": suite.only_in_b, "environment": suite.environment,
             "warnings": suite.warnings, "cost": suite.cost,
             "gate": {"fail_on": fail_on, "tripped": tripped}}
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else math.nan
+
+
+def _side_from(d: Any) -> Side | None:
+    if not isinstance(d, dict):
+        return None
+    return Side(_number(d.get("value")), _number(d.get("ci_low")), _number(d.get("ci_high")),
+                int(_number(d.get("units")) if math.isfinite(_number(d.get("units"))) else 0),
+                int(_number(d.get("samples")) if math.isfinite(_number(d.get("samples"))) else 0))
+
+
+def _estimate_from(d: Any) -> Estimate | None:
+    if not isinstance(d, dict):
+        return None
+    return Estimate(_number(d.get("value")), _number(d.get("ci_low")), _number(d.get("ci_high")))
+
+
+def _texts(value: Any) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def suite_from_document(document: dict[str, Any]) -> tuple[SuiteComparison, str, str]:
+    """A comparison read back from its ``--json`` document (the inverse of
+    :func:`comparison_document`), so that it renders the tables the terminal showed.
+
+    Args:
+        document: the parsed JSON of ``perflab compare --json`` (checked against
+            compare.schema.json by the caller); null numbers become NaN.
+
+    Returns:
+        (suite, name of A, name of B); rows carry no bootstrap replicates.
+    """
+    rows = []
+    for r in document.get("rows") or []:
+        if not isinstance(r, dict):
+            continue
+        drift = r.get("drift") if isinstance(r.get("drift"), dict) else {}
+        rows.append(Row(str(r.get("id", "")), str(r.get("kind", "")), str(r.get("metric", "")),
+                        str(r.get("unit", "s")), bool(r.get("higher_is_better")),
+                        _side_from(r.get("a")), _side_from(r.get("b")),
+                        _estimate_from(r.get("ratio")), _number(r.get("p_value")),
+                        _number(r.get("q_value")), verdict=str(r.get("verdict", "")),
+                        primary=bool(r.get("in_geomean", True)), notes=_texts(r.get("notes")),
+                        drift={str(k): _number(v) for k, v in drift.items()}))
+    counts = document.get("counts") if isinstance(document.get("counts"), dict) else {}
+    cost = document.get("cost") if isinstance(document.get("cost"), dict) else {}
+    suite = SuiteComparison(
+        rows, _texts(document.get("only_in_a")), _texts(document.get("only_in_b")),
+        _estimate_from(document.get("geomean")), str(document.get("geomean_verdict", "")),
+        {str(k): int(_number(v)) for k, v in counts.items() if math.isfinite(_number(v))},
+        _texts(document.get("environment")), _texts(document.get("warnings")),
+        _number(document.get("threshold")), _number(document.get("confidence")),
+        {str(side): {str(k): int(_number(v)) for k, v in c.items() if math.isfinite(_number(v))}
+         for side, c in cost.items() if isinstance(c, dict)})
+    count = _number(document.get("geomean_count"))
+    suite.geomean_count = int(count) if math.isfinite(count) else sum(
+        r.primary and r.ratio is not None for r in rows)
+    return suite, str(document.get("a", "A")), str(document.get("b", "B"))
 
 
 def csv_records(suite: SuiteComparison) -> list[dict[str, Any]]:
