@@ -132,11 +132,9 @@ def _selected(series: list[Any], names: list[str] | None) -> list[Any]:
 
 def _usl_report(sources: list[Any], args: argparse.Namespace) -> FitReport:
     """One coefficient table and one points table per series."""
-    import numpy as np
-
     from perflab.analyze.fit_inputs import merge_series, usl_series
     from perflab.analyze.models import fit_usl
-    from perflab.report.fit_tables import curve, usl_points, usl_table
+    from perflab.report.fit_tables import curve, size_grid, usl_points, usl_table
 
     series = _selected(merge_series([usl_series(s, args.little) for s in sources]), args.series)
     report = FitReport("usl")
@@ -147,8 +145,8 @@ def _usl_report(sources: list[Any], args: argparse.Namespace) -> FitReport:
                             "points": {"N": s.x.tolist(), "X": s.y.tolist()},
                             "fitted": fit.predict(s.x).tolist(), **fit.to_dict(),
                             "notes": list(s.notes),
-                            "curves": [curve("USL fit", fit, np.linspace(1.0, float(
-                                max(s.x.max(), 1.0)), 100))]})
+                            "curves": [curve("USL fit", fit, size_grid(
+                                [1.0, float(max(s.x.max(), 1.0))]))]})
         report.charts.append((s.name, lambda path, s=s, fit=fit: _usl_chart(s, fit, path)))
     return report
 

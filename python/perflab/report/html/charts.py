@@ -260,7 +260,8 @@ def spectrum_figure(title: str, steps: Sequence[tuple[str, np.ndarray, np.ndarra
 def fit_figure(title: str, curves: Sequence[tuple[str, Sequence[float], Sequence[float],
                                                   Sequence[float], Sequence[float]]],
                x: Sequence[float], y: Sequence[float], residuals: Sequence[float],
-               x_label: str, y_label: str, log: bool = False) -> Any:
+               x_label: str, y_label: str, log: bool = False,
+               mark: tuple[str, float] | None = None) -> Any:
     """A fitted model: each curve with its CI band, the measured points, and (when given)
     a residual panel below.
 
@@ -272,6 +273,7 @@ def fit_figure(title: str, curves: Sequence[tuple[str, Sequence[float], Sequence
         x_label / y_label: the axes' labels, with units.
         log: log axes (break-even costs over decades of n); else log x only when the
             curve spans more than two decades.
+        mark: (label, x) of a vertical line, e.g. a break-even n*, or None.
 
     Returns:
         The matplotlib figure.
@@ -290,6 +292,8 @@ def fit_figure(title: str, curves: Sequence[tuple[str, Sequence[float], Sequence
         ax.plot(cx, fitted, color=colour, lw=2, label=_label(label))
     if len(x) and len(x) == len(y):
         ax.scatter(x, y, color="black", s=16, zorder=3, label="measured")
+    if mark is not None and math.isfinite(mark[1]):
+        ax.axvline(mark[1], color="tab:red", ls=":", label=_label(mark[0]))
     if log_x:
         ax.set_xscale("log")
         _plain_log(ax.xaxis)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from perflab.analyze.models.words import fmt_count
 from perflab.report.html import charts
 from perflab.report.html.page import Section, command_html, figure_html, paragraph, table_html
 
@@ -103,5 +104,8 @@ def _fit_figure(model: str, fit: dict[str, Any]) -> Any:
     labels = {"usl": ("load N", "throughput X"), "complexity": (f"{fit.get('param', 'n')} (size)",
               "time per call (s)"), "breakeven": (str(fit.get("param", "n")), "total cost (s)")}
     x_label, y_label = labels.get(model, ("x", "y"))
+    n_star = _numbers([fit.get("n_star")])[0] if model == "breakeven" else math.nan
     return charts.fit_figure(str(fit.get("series", "")), curves, x, y, residuals, x_label,
-                             y_label, log=model == "breakeven")
+                             y_label, log=model == "breakeven",
+                             mark=(f"break-even n* ≈ {fmt_count(n_star, 3)}", n_star)
+                             if math.isfinite(n_star) else None)
