@@ -125,7 +125,9 @@ mod tests {
     fn pruning_keeps_the_optimum() {
         let mut seed = 7u64;
         let mut next = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (seed >> 11) as f64 / (1u64 << 53) as f64
         };
         for trial in 0..200 {
@@ -140,7 +142,11 @@ mod tests {
                 })
                 .collect();
             for min_size in [1, 2, 3] {
-                assert_eq!(pelt(&x, 0.02, min_size), optimal(&x, 0.02, min_size), "{x:?}");
+                assert_eq!(
+                    pelt(&x, 0.02, min_size),
+                    optimal(&x, 0.02, min_size),
+                    "{x:?}"
+                );
             }
         }
     }
