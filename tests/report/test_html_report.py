@@ -131,8 +131,9 @@ def test_chromium_renders_every_chart_offline_with_the_files_figures(report: dic
             assert [s for s, _ in steps] == [s["label"] for s in saved]
             assert [r for _, r in steps] == pytest.approx([s["achieved_rate"] for s in saved])
             compared = page.eval_on_selector_all(
-                "table.compare tr[data-id]", "rs => rs.map(r => [r.dataset.id, r.dataset.verdict, "
-                "Number(r.dataset.ratio), Number(r.dataset.ratioLow), Number(r.dataset.ratioHigh)])")
+                "table.compare tr[data-id]", "rs => rs.map(r => [r.dataset.id, "
+                "r.dataset.verdict, Number(r.dataset.ratio), Number(r.dataset.ratioLow), "
+                "Number(r.dataset.ratioHigh)])")
             saved_rows = report["compare"]["rows"]
             assert [c[:2] for c in compared] == [[r["id"], r["verdict"]] for r in saved_rows]
             for (_, _, *ratio), row in zip(compared, saved_rows):

@@ -2,8 +2,8 @@
 
 The page holds each results file's tables and charts by kind (run, cmd, http; a
 doctor JSON file shows its checks, a ``compare --json`` file its verdicts and ratio
-forest plot, a ``fit --json`` file its tables and fitted curves), the environment fingerprint and exact
-command line of each, the doctor's verdicts from the newest doctor run recorded
+forest plot, a ``fit --json`` file its tables and fitted curves), the environment
+fingerprint and exact command line of each, the doctor's verdicts from the newest doctor run recorded
 on the same machine, and with ``--history`` the trends and change points of the
 recorded benchmarks. Without FILES, the newest recorded run is shown. No script,
 no network: see :mod:`perflab.report.html.page`.

@@ -151,8 +151,8 @@ def comparison_document(suite: SuiteComparison, name_a: str, name_b: str,
             "a": name_a, "b": name_b, "threshold": suite.threshold,
             "confidence": suite.confidence, "rows": [row_record(r) for r in suite.rows],
             "counts": suite.counts, "geomean": _estimate_dict(suite.geomean),
-            "geomean_count": geomean_count(suite), "geomean_verdict": suite.geomean_verdict, "only_in_a": suite.only_in_a,
-            "only_in_b": suite.only_in_b, "environment": suite.environment,
+            "geomean_count": geomean_count(suite), "geomean_verdict": suite.geomean_verdict,
+            "only_in_a": suite.only_in_a, "only_in_b": suite.only_in_b, "environment": suite.environment,
             "warnings": suite.warnings, "cost": suite.cost,
             "gate": {"fail_on": fail_on, "tripped": tripped}}
 

@@ -68,7 +68,8 @@ def fit_sections(document: dict[str, Any], name: str) -> list[Section]:
     section.blocks += [table_html(t) for t in tables]
     fits = [f for f in document.get("fits") or [] if isinstance(f, dict)]
     if not tables:  # a document written before the tables were kept: the readings
-        section.blocks += [paragraph(f"{f.get('series', '')}: {f.get('reading') or f.get('sentence') or ''}")
+        section.blocks += [paragraph(f"{f.get('series', '')}: "
+                                     f"{f.get('reading') or f.get('sentence') or ''}")
                            for f in fits]
     for fit in fits:
         figure = _fit_figure(model, fit)
