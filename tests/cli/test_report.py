@@ -11,14 +11,15 @@ from perflab.history.store import Store
 from tests.cli.test_cmd import one_error_line
 from tests.history.helpers import add, results
 
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "data"
+
 
 def test_cmd_and_doctor_files(tmp_path: Path, perflab_cli) -> None:  # type: ignore[no-untyped-def]
     cmd = perflab_cli("cmd", "true", "sh -c 'exit 0' # <b>x</b>", "--min-runs", "5",
                       "--max-runs", "8", "--quiet", "--json", str(tmp_path / "c.json"))
     assert cmd.returncode == 0, cmd.stderr
-    doctor = {"tool": "perflab", "kind": "doctor", "created": "2026-01-01T00:00:00+00:00",
-              "checks": [{"name": "clock_steps", "status": "fail", "detail": "<i>jumped</i>",
-                          "action": "use tsc"}]}
+    doctor = json.loads((GOLDEN / "doctor.json").read_text())  # a real doctor document
+    doctor["checks"][0].update(status="fail", detail="<i>jumped</i>", action="use tsc")
     (tmp_path / "d.json").write_text(json.dumps(doctor))
     out = tmp_path / "r.html"
     proc = perflab_cli("report", str(tmp_path / "c.json"), str(tmp_path / "d.json"), "-o",
@@ -32,6 +33,10 @@ def test_cmd_and_doctor_files(tmp_path: Path, perflab_cli) -> None:  # type: ign
                                                 ["benchmarks"])}
     for bench_id, median in medians.items():
         assert f'data-median-s="{median!r}"' in text, bench_id
+    del doctor["environment"]  # a doctor document that is not what perflab wrote
+    (tmp_path / "d.json").write_text(json.dumps(doctor))
+    bad = perflab_cli("report", str(tmp_path / "d.json"), "-o", str(out))
+    assert bad.returncode == 2 and "missing key 'environment'" in one_error_line(bad.stderr)
 
 
 def test_history_only_newest_run_and_recent_doctor(tmp_path: Path, perflab_cli) -> None:  # type: ignore[no-untyped-def]
@@ -97,3 +102,38 @@ def test_chart_png_of_run_cmd_and_compare(tmp_path: Path, perflab_cli) -> None: 
     foreign.write_bytes(b"not a png of perflab's")
     bad = perflab_cli("compare", str(a), str(b), "--chart", str(foreign))
     assert bad.returncode == 2 and "not written by perflab" in one_error_line(bad.stderr)
+
+
+def test_compare_and_fit_documents(tmp_path: Path, perflab_cli) -> None:  # type: ignore[no-untyped-def]
+    """Both documents render their tables with the terminal's figures; a fit document
+    written before the tables and curves were kept still shows each fit's reading."""
+    compare = perflab_cli("compare", str(GOLDEN / "cmd-b.json"), str(GOLDEN / "cmd-c.json"),
+                          "--json", str(tmp_path / "c.json"))
+    assert compare.returncode == 0, compare.stderr
+    table = perflab_cli("compare", str(GOLDEN / "cmd-b.json"), str(GOLDEN / "cmd-c.json"),
+                        "--format", "markdown")
+    fit = perflab_cli("fit", str(GOLDEN / "cost.csv"), "--model", "complexity", "--json",
+                      str(tmp_path / "f.json"))
+    assert fit.returncode == 0, fit.stderr
+    out = tmp_path / "r.html"
+    proc = perflab_cli("report", str(tmp_path / "c.json"), str(tmp_path / "f.json"), "-o",
+                       str(out))
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    document = json.loads((tmp_path / "c.json").read_text())
+    assert document["command_line"][:2] == ["perflab", "compare"]
+    for row in document["rows"]:
+        assert f'data-ratio="{row["ratio"]["value"]!r}"' in text
+        assert f'data-verdict="{row["verdict"]}"' in text
+    geomean = next(line for line in table.stdout.splitlines() if "geometric mean" in line)
+    assert geomean.split("|")[2].strip() in text  # the same cell as the terminal's
+    assert text.count('data-chart="forest"') == 1 and text.count('data-chart="fit"') >= 1
+    old = json.loads((tmp_path / "f.json").read_text())
+    for key in ("tables", "curves"):
+        old.pop(key, None)
+    for f in old["fits"]:
+        f.pop("curves")
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    proc = perflab_cli("report", str(tmp_path / "old.json"), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert old["fits"][0]["reading"].split(":")[0] in out.read_text()

@@ -65,3 +65,46 @@ def test_a_trend_names_the_commit_range_of_its_change(tmp_path: Path) -> None:
     assert [c.index for c in got.changes] == [6]
     assert got.changes[0].commit_range == "55555555..66666666"
     assert got.changes[0].point.ratio == pytest.approx(1.25, rel=0.05)
+
+
+def test_pelt_finds_the_segmentation_ruptures_finds() -> None:
+    """perflab's PELT (Rust) against the reference implementation, ruptures' PELT with
+    the l2 cost, on seeded histories with 0–3 steps of random size, several lengths."""
+    import ruptures
+
+    from perflab import _core
+
+    rng = np.random.default_rng(11)
+    for trial in range(150):
+        n = int(rng.integers(6, 250))
+        x = (rng.standard_t(3, n) if trial % 3 == 0 else rng.normal(0, 1, n)) * 0.03
+        for _ in range(int(rng.integers(0, 4))):
+            x[int(rng.integers(0, n)):] += rng.normal(0, 0.1)
+        penalty = changepoints.PENALTY_FACTOR * changepoints.robust_sigma(x) ** 2 * np.log(n)
+        expected = ruptures.Pelt(model="l2", min_size=changepoints.MIN_SEGMENT, jump=1).fit(
+            x.reshape(-1, 1)).predict(pen=penalty)
+        assert _core.pelt(x.tolist(), penalty, changepoints.MIN_SEGMENT) == expected
+
+
+def test_a_long_flat_history_is_one_segment() -> None:
+    """10,000 flat runs: nothing pruned (the worst case of PELT), no change found."""
+    assert changepoints.detect(history(10_000, 5)) == []
+
+
+def test_welch_p_and_the_t_distribution_equal_scipys() -> None:
+    from scipy import stats
+
+    rng = np.random.default_rng(2)
+    for _ in range(300):
+        a = rng.normal(0, 1, int(rng.integers(2, 60)))
+        b = rng.normal(rng.normal(0, 1), rng.uniform(0.1, 3), int(rng.integers(2, 60)))
+        expected = stats.ttest_ind(a, b, equal_var=False).pvalue
+        assert changepoints.welch_p(a, b) == pytest.approx(expected, rel=1e-9, abs=1e-300)
+    for t in (0.0, 0.3, 2.0, 8.0, 60.0, -2.5):
+        for dof in (1.0, 2.5, 7.0, 1e4):
+            assert changepoints.student_t_sf(t, dof) == pytest.approx(stats.t.sf(t, dof),
+                                                                      rel=1e-10, abs=1e-300)
+    assert changepoints.welch_p(np.ones(3), np.ones(4)) == 1.0
+    assert changepoints.welch_p(np.ones(3), np.full(4, 2.0)) == 0.0
+    with pytest.raises(ValueError):
+        changepoints.student_t_sf(1.0, 0.0)

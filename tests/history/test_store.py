@@ -35,11 +35,32 @@ def test_a_database_from_a_newer_perflab_is_refused(tmp_path: Path) -> None:
 def test_migrations_run_in_order_and_are_recorded(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "h.sqlite"
     Store(path).close()
-    monkeypatch.setitem(store_module.MIGRATIONS, 1, "ALTER TABLE runs ADD COLUMN note TEXT")
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 2)
+    now = store_module.SCHEMA_VERSION
+    monkeypatch.setitem(store_module.MIGRATIONS, now, "ALTER TABLE runs ADD COLUMN note TEXT")
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", now + 1)
     with Store(path) as store:
-        assert store.version == 2
+        assert store.version == now + 1
         assert "note" in [r[1] for r in store.db.execute("PRAGMA table_info(runs)")]
+
+
+def test_a_version_1_database_gains_each_runs_benchmark_count(tmp_path: Path) -> None:
+    """Schema 2 keeps the count of distinct benchmarks in the run's row; the migration
+    fills it for the runs already recorded."""
+    path = tmp_path / "h.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(store_module.MIGRATIONS[0] + "; PRAGMA user_version = 1;")
+    db.execute("INSERT INTO runs (id, kind, created, recorded, fingerprint, command_line, "
+               "sha256, size_bytes, document) VALUES (1, 'run', '2026-01-01', '2026-01-01', "
+               "'f', '[]', 'x', 2, x'00')")
+    db.executemany("INSERT INTO benchmarks (run_id, bench, metric, unit, units, failed) "
+                   "VALUES (1, ?, ?, 's', 1, 0)", [("a", "time"), ("b", "p50"), ("b", "p99")])
+    db.commit()
+    db.close()
+    with Store(path) as store:
+        assert store.version == store_module.SCHEMA_VERSION >= 2
+        assert store.runs()[0].benchmarks == 2
+        add(store, results({"x": 1e-6, "y": 2e-6, "z": 3e-6}))
+        assert [r.benchmarks for r in store.runs()] == [3, 2]
 
 
 def test_a_file_that_is_not_a_database_is_one_clear_error(tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 
 The page is built by the real entry point from a synthetic run file (one benchmark
 named like a script tag), an http file measured against `perflab serve` (0.3 s
-steps), and a history of six runs. Chromium is Debian's (the Makefile installs it,
+steps), a comparison of two run files and a USL fit (their --json documents), and a
+history of six runs. Chromium is Debian's (the Makefile installs it,
 as root, where missing), driven by Playwright's Python API with that executable.
 """
 
@@ -25,6 +26,7 @@ from perflab.history.store import Store
 from tests.history.helpers import add, results
 
 NASTY = "<script>alert(1)</script>"
+USL_CSV = Path(__file__).resolve().parents[1] / "golden" / "data" / "usl.csv"
 
 
 def chromium() -> str:
@@ -47,6 +49,16 @@ def report(tmp_path_factory: Any) -> dict[str, Any]:
     grouped = summarize_benchmarks(run.benchmarks, precision=0.01)
     summaries = {s.id: s.to_dict() for g in grouped.values() for s in g}
     model.save(run, tmp / "run.json", summaries)
+    slower = results({NASTY: 1.3e-6, "plain": 3e-6}, seed=4)
+    grouped_b = summarize_benchmarks(slower.benchmarks, precision=0.01)
+    model.save(slower, tmp / "run-b.json", {s.id: s.to_dict() for g in grouped_b.values()
+                                            for s in g})
+    perflab = [sys.executable, "-m", "perflab"]
+    for argv in (["compare", str(tmp / "run.json"), str(tmp / "run-b.json"), "--json",
+                  str(tmp / "compare.json")],
+                 ["fit", str(USL_CSV), "--model", "usl", "--json", str(tmp / "fit.json")]):
+        done = subprocess.run(perflab + argv, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
     with _core.serve({"host": "127.0.0.1", "port": 0, "delay": "1ms"}) as server:
         http = subprocess.run([sys.executable, "-m", "perflab", "http",
                                f"http://{server.address}/", "--rate", "100:200:100",
@@ -61,11 +73,13 @@ def report(tmp_path_factory: Any) -> dict[str, Any]:
                 time=f"2026-01-0{i + 1}T00:00:00+00:00")
     out = tmp / "report.html"
     proc = subprocess.run([sys.executable, "-m", "perflab", "report", str(tmp / "run.json"),
-                           str(tmp / "http.json"), "--history", "--database", str(db),
+                           str(tmp / "http.json"), str(tmp / "compare.json"),
+                           str(tmp / "fit.json"), "--history", "--database", str(db),
                            "-o", str(out)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    return {"page": out, "summaries": summaries, "http": json.loads((tmp / "http.json")
-                                                                     .read_text())}
+    return {"page": out, "summaries": summaries,
+            **{name: json.loads((tmp / f"{name}.json").read_text())
+               for name in ("http", "compare", "fit")}}
 
 
 def test_the_file_is_self_contained_small_and_escapes_names(report: dict[str, Any]) -> None:
@@ -98,8 +112,10 @@ def test_chromium_renders_every_chart_offline_with_the_files_figures(report: dic
                 "figure[data-chart]", "fs => fs.map(f => [f.dataset.chart, "
                 "f.querySelectorAll('svg').length, f.querySelector('svg').getBBox().width])")
             kinds = sorted(kind for kind, _, _ in charts)
-            # run: distribution, forest, cold-warm; http: sweep, spectrum; one trend
-            assert kinds == ["cold-warm", "distribution", "forest", "spectrum", "sweep", "trend"]
+            # run: distribution, forest, cold-warm; http: sweep, spectrum; compare: forest;
+            # fit: its curve; one trend
+            assert kinds == ["cold-warm", "distribution", "fit", "forest", "forest", "spectrum",
+                             "sweep", "trend"]
             assert all(count == 1 and width > 100 for _, count, width in charts)
             figures = page.eval_on_selector_all(
                 "table.figures tr[data-id]",
@@ -114,8 +130,22 @@ def test_chromium_renders_every_chart_offline_with_the_files_figures(report: dic
             saved = report["http"]["benchmarks"][0]["summary"]["steps"]
             assert [s for s, _ in steps] == [s["label"] for s in saved]
             assert [r for _, r in steps] == pytest.approx([s["achieved_rate"] for s in saved])
-            assert page.get_by_text(NASTY, exact=True).count() >= 1  # shown as text
-            assert "change point in 22222222..33333333" in page.inner_text("body")
+            compared = page.eval_on_selector_all(
+                "table.compare tr[data-id]", "rs => rs.map(r => [r.dataset.id, "
+                "r.dataset.verdict, Number(r.dataset.ratio), Number(r.dataset.ratioLow), "
+                "Number(r.dataset.ratioHigh)])")
+            saved_rows = report["compare"]["rows"]
+            assert [c[:2] for c in compared] == [[r["id"], r["verdict"]] for r in saved_rows]
+            for (_, _, *ratio), row in zip(compared, saved_rows):
+                assert ratio == pytest.approx([row["ratio"][k] for k in ("value", "ci_low",
+                                                                         "ci_high")], rel=1e-12)
+            body = page.inner_text("body")
+            # the fit's tables as the terminal printed them (the document keeps them)
+            for table in report["fit"]["tables"]:
+                assert table["title"] in body
+                assert all(cell in body for row in table["rows"] for cell in row if cell)
+            assert page.get_by_text(NASTY, exact=True).count() >= 2  # run and compare: text
+            assert "change point in 22222222..33333333" in body
             rows_with_js = page.locator("table tr").count()
 
             plain = browser.new_context(java_script_enabled=False).new_page()

@@ -171,12 +171,14 @@ def _write_json(report: Any, args: argparse.Namespace, destination: Any) -> None
     """The fits, with the input and the command line; a single fit's keys also at top level."""
     from perflab import __version__
     from perflab.model import json_types
+    from perflab.report.fit_tables import tables_document
 
     doc: dict[str, Any] = {"kind": "fit", "fit": report.model, "sources": list(args.files),
                            "command_line": ["perflab", *sys.argv[1:]],
                            "created": dt.datetime.now(dt.timezone.utc).isoformat(
                                timespec="seconds"),
                            "perflab_version": __version__, "fits": report.fits,
+                           "tables": tables_document(report.tables),
                            "growth": args.growth, "inputs": report.input_records()}
     if len(report.fits) == 1:
         doc = {**report.fits[0], **doc}

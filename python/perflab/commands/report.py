@@ -1,8 +1,9 @@
 """``perflab report [FILES…] [--history [PATTERN]] -o report.html``: one self-contained page.
 
 The page holds each results file's tables and charts by kind (run, cmd, http; a
-doctor JSON file shows its checks), the environment fingerprint and exact
-command line of each, the doctor's verdicts from the newest doctor run recorded
+doctor JSON file shows its checks, a ``compare --json`` file its verdicts and ratio
+forest plot, a ``fit --json`` file its tables and fitted curves), the environment
+fingerprint and exact command line of each, the doctor's verdicts from the newest doctor run recorded
 on the same machine, and with ``--history`` the trends and change points of the
 recorded benchmarks. Without FILES, the newest recorded run is shown. No script,
 no network: see :mod:`perflab.report.html.page`.
@@ -25,7 +26,8 @@ MAX_TRENDS = 24
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``perflab report``."""
     parser.add_argument("files", nargs="*", metavar="FILE", help="results files (run, cmd, "
-                        "http) or doctor reports; none: the newest run in history")
+                        "http), or documents written by doctor, compare or fit with --json; "
+                        "none: the newest run in history")
     parser.add_argument("-o", "--output", default="report.html", metavar="FILE",
                         help="the HTML file to write (report.html)")
     parser.add_argument("--history", nargs="?", const="*", metavar="PATTERN",
@@ -41,13 +43,18 @@ def _database(args: argparse.Namespace) -> Path | None:
     return record.database_path(argparse.Namespace(history=args.database))
 
 
+#: Kinds of perflab JSON documents (not results files) the page can show.
+DOCUMENT_KINDS = ("doctor", "compare", "fit")
+
+
 def _load(name: str) -> tuple[Any, dict[str, Any] | None]:
-    """(Results, None) for a results file, (None, document) for a doctor report.
+    """(Results, None) for a results file, (None, document) for a doctor, compare or fit
+    document (checked against its schema).
 
     Raises:
-        ResultsFileError / UsageError: neither.
+        ResultsFileError / UsageError: neither, or a document that does not match its schema.
     """
-    from perflab import files, model
+    from perflab import files, model, schema
     from perflab.errors import ResultsFileError
 
     try:
@@ -58,10 +65,14 @@ def _load(name: str) -> tuple[Any, dict[str, Any] | None]:
                                         name)
         except (ResultsFileError, UsageError):
             document = None
-        if isinstance(document, dict) and document.get("tool") == "perflab" and \
-                document.get("kind") == "doctor" and isinstance(document.get("checks"), list):
-            return None, document
-        raise
+        if not (isinstance(document, dict) and document.get("tool") == "perflab"
+                and document.get("kind") in DOCUMENT_KINDS):
+            raise
+        problem = schema.validate(document, str(document["kind"]))
+        if problem:
+            raise ResultsFileError(f"{name}: {problem}; the file was damaged or edited: use "
+                                   f"the file perflab {document['kind']} wrote") from None
+        return None, document
 
 
 def main(args: argparse.Namespace) -> int:
@@ -78,9 +89,9 @@ def main(args: argparse.Namespace) -> int:
     try:
         if not loaded:
             loaded = _newest(store)
-        for name, results, doctor in loaded:
+        for name, results, document in loaded:
             body += sections.results_sections(results, name) if results is not None else \
-                [sections.doctor_section(doctor, name)]
+                sections.document_sections(document, name)
         doctor = _doctor(db, [r for _, r, _ in loaded if r is not None])
         if doctor is not None:
             body.append(doctor)

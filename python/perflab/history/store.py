@@ -4,9 +4,10 @@ Layout (schema version :data:`SCHEMA_VERSION`, kept in ``PRAGMA user_version``):
 
 * ``runs``: one row per recorded invocation: kind (run, cmd, http, doctor), start
   time, git commit/branch/dirty/commit time, the environment fingerprint's hash
-  and host, the command line, the results file's path and SHA-256, and the file's
-  whole content, zlib-compressed (the database is the source of truth: a run
-  can be compared or exported after its file is gone);
+  and host, the command line, the count of distinct benchmarks, the results
+  file's path, size and SHA-256;
+* ``documents``: each run's results file, whole, zlib-compressed (the database is
+  the source of truth: a run can be compared or exported after its file is gone);
 * ``tags``: the user's ``--tag`` words of each run;
 * ``benchmarks``: one summary row per benchmark and metric
   (:class:`perflab.history.rows.SummaryRow`), indexed by benchmark for trend queries.
@@ -27,11 +28,12 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from perflab.errors import UsageError
 from perflab.history.rows import SummaryRow
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: Migration scripts: MIGRATIONS[v] takes a database from version v to v + 1.
 MIGRATIONS: dict[int, str] = {
     0: """
@@ -72,6 +74,20 @@ MIGRATIONS: dict[int, str] = {
         PRIMARY KEY (run_id, bench, metric)
     );
     CREATE INDEX benchmarks_bench ON benchmarks (bench, metric, run_id);
+    """,
+    # 2: the results documents in their own table, so that a run's row is a few hundred
+    # bytes (reading a trend or the run list no longer walks past 25 KB blobs), and each
+    # run's count of distinct benchmarks in its row (no subquery per listed run)
+    1: """
+    CREATE TABLE documents (
+        run_id INTEGER PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+        document BLOB NOT NULL
+    );
+    INSERT INTO documents (run_id, document) SELECT id, document FROM runs;
+    ALTER TABLE runs DROP COLUMN document;
+    ALTER TABLE runs ADD COLUMN bench_count INTEGER NOT NULL DEFAULT 0;
+    UPDATE runs SET bench_count = (SELECT COUNT(DISTINCT bench) FROM benchmarks b
+                                   WHERE b.run_id = runs.id);
     """,
 }
 #: How long a writer waits for another one's transaction, ms (a busy database is a
@@ -250,13 +266,15 @@ class Store:
             cursor = self.db.execute(
                 "INSERT INTO runs (kind, created, recorded, git_commit, git_branch, git_dirty, "
                 "git_time, fingerprint, hostname, command_line, results_path, sha256, "
-                "size_bytes, document) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "size_bytes, bench_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (record.kind, record.created, recorded, record.git_commit, record.git_branch,
                  None if record.git_dirty is None else int(record.git_dirty), record.git_time,
                  record.fingerprint, record.hostname, json.dumps(record.command_line),
                  record.results_path, hashlib.sha256(record.document).hexdigest(),
-                 len(record.document), zlib.compress(record.document, 6)))
+                 len(record.document), len({r.bench for r in record.rows})))
             run_id = int(cursor.lastrowid or 0)
+            self.db.execute("INSERT INTO documents (run_id, document) VALUES (?, ?)",
+                            (run_id, zlib.compress(record.document, 6)))
             self.db.executemany("INSERT INTO tags (run_id, tag) VALUES (?, ?)",
                                 [(run_id, t) for t in tags])
             self.db.executemany(
@@ -274,25 +292,27 @@ class Store:
 
     _RUN_COLUMNS = ("r.id, r.kind, r.created, r.git_commit, r.git_branch, r.git_dirty, "
                     "r.git_time, r.fingerprint, r.hostname, r.command_line, r.results_path, "
-                    "r.sha256, r.size_bytes, "
-                    "(SELECT COUNT(DISTINCT bench) FROM benchmarks b WHERE b.run_id = r.id), "
+                    "r.sha256, r.size_bytes, r.bench_count, "
                     "(SELECT group_concat(tag, char(31)) FROM tags t WHERE t.run_id = r.id)")
 
     @staticmethod
-    def _info(row: Sequence[object]) -> RunInfo:
-        tags = str(row[14]).split("\x1f") if row[14] else []
-        try:
-            argv = json.loads(str(row[9]))
-        except ValueError:
-            argv = []
-        def text(value: object) -> str | None:
-            return None if value is None else str(value)
-
-        return RunInfo(int(str(row[0])), str(row[1]), str(row[2]), text(row[3]), text(row[4]),
-                       None if row[5] is None else bool(row[5]), text(row[6]), str(row[7]),
-                       text(row[8]), [str(a) for a in argv] if isinstance(argv, list) else [],
-                       text(row[10]), str(row[11]), int(str(row[12])), int(str(row[13])),
-                       tuple(sorted(tags)))
+    def _info(row: Sequence[Any], argvs: dict[str, list[str]] | None = None) -> RunInfo:
+        """A RunInfo from the :data:`_RUN_COLUMNS` of one row; ``argvs`` memoises parsed
+        command lines (runs of one benchmark mostly share theirs)."""
+        text = row[9]
+        argv = argvs.get(text) if argvs is not None else None
+        if argv is None:
+            try:
+                parsed = json.loads(text)
+            except (TypeError, ValueError):
+                parsed = []
+            argv = [str(a) for a in parsed] if isinstance(parsed, list) else []
+            if argvs is not None:
+                argvs[text] = argv
+        return RunInfo(row[0], row[1], row[2], row[3], row[4],
+                       None if row[5] is None else bool(row[5]), row[6], row[7], row[8],
+                       list(argv), row[10], row[11], row[12], row[13],
+                       tuple(sorted(row[14].split("\x1f"))) if row[14] else ())
 
     def runs(self, *, kind: str | None = None, bench_glob: str | None = None,
              tag: str | None = None, branch: str | None = None, fingerprint: str | None = None,
@@ -359,7 +379,8 @@ class Store:
         Raises:
             UsageError: no such run.
         """
-        row = self.db.execute("SELECT document FROM runs WHERE id = ?", (run_id,)).fetchone()
+        row = self.db.execute("SELECT document FROM documents WHERE run_id = ?",
+                              (run_id,)).fetchone()
         if row is None:
             raise UsageError(f"history {self.path}: no run #{run_id}; see perflab history")
         return zlib.decompress(row[0])
@@ -404,10 +425,10 @@ class Store:
             sql += " AND r.id < ?"
             params.append(before)
         sql += " ORDER BY COALESCE(r.git_time, r.created), r.created, r.id"
-        out = []
+        out, argvs = [], {}  # type: ignore[var-annotated]
         for row in self.db.execute(sql, params):
             b, m, u, v, lo, hi, n, f = row[15:]
-            out.append(TrendPoint(self._info(row[:15]),
+            out.append(TrendPoint(self._info(row[:15], argvs),
                                   SummaryRow(b, m, u, _nan(v), _nan(lo), _nan(hi), int(n),
                                              bool(f))))
         return out

@@ -133,9 +133,14 @@ def comparison_document(suite: SuiteComparison, name_a: str, name_b: str,
                         fail_on: list[str], tripped: list[str]) -> dict[str, Any]:
     """The ``--json`` document: every row, the suite summary, warnings and the gate.
 
-    NaN/inf are written as null by the caller's JSON step.
+    NaN/inf are written as null by the caller's JSON step. ``command_line`` is this
+    process's argv (the ``perflab compare`` or ``perflab run --compare-to`` that judged).
     """
+    import datetime as dt
+
     return {"tool": "perflab", "kind": "compare", "format_version": JSON_FORMAT_VERSION,
+            "command_line": ["perflab", *sys.argv[1:]],
+            "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "a": name_a, "b": name_b, "threshold": suite.threshold,
             "confidence": suite.confidence, "rows": [row_record(r) for r in suite.rows],
             "counts": suite.counts, "geomean": _estimate_dict(suite.geomean),

@@ -63,7 +63,7 @@ def fit_records(report: FitReport) -> list[dict[str, Any]]:
 
 def _usl_report(fitted: list[tuple[Any, Any]]) -> FitReport:
     """One coefficient table and one points table per series."""
-    from perflab.report.fit_tables import usl_points, usl_table
+    from perflab.report.fit_tables import curve, size_grid, usl_points, usl_table
 
     report = FitReport("usl")
     for s, fit in fitted:
@@ -71,7 +71,9 @@ def _usl_report(fitted: list[tuple[Any, Any]]) -> FitReport:
         report.fits.append({"series": s.name, "x_label": s.x_label, "y_label": s.y_label,
                             "points": {"N": s.x.tolist(), "X": s.y.tolist()},
                             "fitted": fit.predict(s.x).tolist(), **fit.to_dict(),
-                            "notes": list(s.notes)})
+                            "notes": list(s.notes),
+                            "curves": [curve("USL fit", fit, size_grid(
+                                [1.0, float(max(s.x.max(), 1.0))]))]})
         report.charts.append((s.name, lambda path, s=s, fit=fit: _usl_chart(s, fit, path)))
     return report
 
@@ -85,14 +87,15 @@ def _usl_chart(s: Any, fit: Any, path: Path) -> Path:
 
 def _complexity_report(fitted: list[tuple[Any, Any]]) -> FitReport:
     """One table: best class and runner-up of every swept series, with CIs."""
-    from perflab.report.fit_tables import complexity_table
+    from perflab.report.fit_tables import complexity_table, curve, size_grid
 
     report = FitReport("complexity")
     for s, fit in fitted:
         report.fits.append({"series": s.name, "param": s.param,
                             "points": {"n": s.x.tolist(), "cost": s.y.tolist()},
                             "fitted": fit.predict(s.x).tolist(),
-                            "residuals": fit.residuals.tolist(), **fit.to_dict()})
+                            "residuals": fit.residuals.tolist(), **fit.to_dict(),
+                            "curves": [curve(fit.model, fit, size_grid(s.x))]})
         report.charts.append((s.name, lambda path, s=s, fit=fit: _complexity_chart(s, fit, path)))
     report.tables.append(complexity_table(fitted))
     return report
@@ -107,14 +110,20 @@ def _complexity_chart(s: Any, fit: Any, path: Path) -> Path:
 
 def _breakeven_report(fitted: list[tuple[Any, Any, Any, Any, Any]]) -> FitReport:
     """Both sides' cost curves (cold + a + b·g(n)) and where they cross."""
-    from perflab.report.fit_tables import breakeven_points, breakeven_table
+    import numpy as np
+
+    from perflab.report.fit_tables import breakeven_points, breakeven_table, curve, size_grid
 
     [(a, b, fit_a, fit_b, result)] = fitted
     points = breakeven_points(result)
+    grid = size_grid(np.concatenate([a.x, b.x, [v for v in (result.n_star, result.ci_low,
+                                                              result.ci_high) if v]]), log=True)
     report = FitReport("breakeven", [breakeven_table(a, b, result)] + ([points] if points else []))
     report.fits.append({"series": f"{a.name} vs {b.name}", "param": a.param or "calls",
                         **result.to_dict(), "cold_a_se": a.cold_se, "cold_b_se": b.cold_se,
-                        "fit_a": fit_a.to_dict(), "fit_b": fit_b.to_dict()})
+                        "fit_a": fit_a.to_dict(), "fit_b": fit_b.to_dict(),
+                        "curves": [curve(f"{s.name}: {f.model} + cold cost", f, grid, cold)
+                                   for s, f, cold in ((a, fit_a, a.cold), (b, fit_b, b.cold))]})
     report.charts.append((f"{a.name} vs {b.name}",
                           lambda path: _breakeven_chart(a, b, result, path)))
     return report

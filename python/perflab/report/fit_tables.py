@@ -15,7 +15,8 @@ from perflab.analyze.models.choice import MISS_SHARE
 from perflab.analyze.models.words import fmt_count, fmt_number, fmt_percent, fmt_time, fmt_value
 from perflab.report.table import KEY, NOTE, Table
 
-__all__ = ["breakeven_points", "breakeven_table", "complexity_table", "usl_points", "usl_table"]
+__all__ = ["breakeven_points", "breakeven_table", "complexity_table", "curve", "size_grid",
+           "tables_document", "tables_from_document", "usl_points", "usl_table"]
 
 
 def _ci(est: Any, fmt: Callable[[float], str] = fmt_number) -> str:
@@ -181,3 +182,61 @@ def breakeven_points(result: Any) -> Table | None:
         f"than {fmt_percent(MISS_SHARE)}); ✗: the measurements contradict the fitted curves "
         "there, so no break-even is claimed")]
     return table
+
+
+# ---------------------------------------------------------------------------
+# the fit document (perflab fit --json): what perflab report and show draw from
+
+
+def size_grid(x: Any, log: bool | None = None, points: int = 100) -> list[float]:
+    """Sizes to draw a fitted curve at: ``points`` values from min to max of ``x``,
+    log-spaced when asked or (``log`` None) when x spans more than two decades."""
+    import numpy as np
+
+    values = np.asarray(x, dtype=float)
+    values = values[np.isfinite(values) & (values > 0)] if log is not False else values
+    low, high = float(values.min()), float(values.max())
+    if log is None:
+        log = low > 0 and high / low > 100
+    grid = np.geomspace(low, high, points) if log else np.linspace(low, high, points)
+    return [float(v) for v in grid]
+
+
+def curve(label: str, fit: Any, grid: Any, offset: float = 0.0) -> dict[str, Any]:
+    """A fitted curve for the document: ``{"label", "x", "fit", "low", "high"}`` at ``grid``
+    (the fit's pointwise CI band), ``offset`` (e.g. a one-off cold cost, s) added.
+
+    Args:
+        fit: a UslFit or ComplexityFit (anything with ``predict`` and ``band``).
+        grid: sizes or loads, shape (k,).
+    """
+    import numpy as np
+
+    n = np.asarray(grid, dtype=float)
+    low, high = fit.band(n)
+    return {"label": label, "x": n.tolist(), "fit": (offset + fit.predict(n)).tolist(),
+            "low": (offset + np.asarray(low)).tolist(),
+            "high": (offset + np.asarray(high)).tolist()}
+
+
+def tables_document(tables: Sequence[Table]) -> list[dict[str, Any]]:
+    """The tables as printed, for the document (title, columns, rows, align, footnotes)."""
+    return [{"title": t.title, "columns": list(t.columns), "rows": [list(r) for r in t.rows],
+             "align": list(t.align), "footnotes": list(t.footnotes)} for t in tables]
+
+
+def tables_from_document(document: dict[str, Any]) -> list[Table]:
+    """The tables a fit document holds (see :func:`tables_document`); cells as text
+    (untrusted: the renderer escapes them); [] for a document written before they were kept."""
+    out = []
+    for t in document.get("tables") or []:
+        if not isinstance(t, dict) or not isinstance(t.get("columns"), list):
+            continue
+        columns = [str(c) for c in t["columns"]]
+        rows = [[str(c) for c in r][:len(columns)] for r in t.get("rows") or []
+                if isinstance(r, list)]
+        align = [a if a in ("l", "r") else "l" for a in t.get("align") or []]
+        out.append(Table(str(t.get("title", "")), columns, rows,
+                         align if len(align) == len(columns) else [],
+                         [str(n) for n in t.get("footnotes") or []]))
+    return out

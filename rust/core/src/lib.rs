@@ -4,6 +4,7 @@
 //! crate. Dicts cross the seam through one converter ([`convert`]: serde and
 //! pythonize), so their keys are the engine's field names.
 
+mod changepoints;
 mod clock;
 mod convert;
 mod duration;
@@ -18,6 +19,7 @@ use pyo3::prelude::*;
 /// The module table: each binding module adds its functions and classes.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    changepoints::register(m)?; // PELT over a benchmark's history
     clock::register(m)?; // clock probes, the per-sample bracket, doctor
     duration::register(m)?; // the one duration grammar
     hdr::register(m)?; // HdrHistograms read back from results files

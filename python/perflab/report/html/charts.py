@@ -130,8 +130,14 @@ def distribution_figure(title: str, names: Sequence[str], samples: Sequence[Sequ
     return fig
 
 
+#: Colours of the verdicts in a forest plot.
+VERDICT_COLOURS = {"faster": "tab:green", "slower": "tab:red", "same": "tab:blue",
+                   "inconclusive": "0.5", "failed": "black"}
+
+
 def forest_figure(title: str, names: Sequence[str],
-                 ratios: Sequence[Estimate | None], reference: str) -> Any:
+                 ratios: Sequence[Estimate | None], reference: str,
+                 band: float | None = None, verdicts: Sequence[str] | None = None) -> Any:
     """A forest plot: each row's ratio with its CI on a log axis, a line at 1.
 
     Args:
@@ -139,6 +145,8 @@ def forest_figure(title: str, names: Sequence[str],
         names: one label per row.
         ratios: each row's ratio with its CI, None where there is none (drawn empty).
         reference: what the ratios are against, for the axis label.
+        band: a noise threshold t (fraction) to shade as [1 − t, 1 + t], or None.
+        verdicts: one verdict per row, colouring its point (:data:`VERDICT_COLOURS`).
 
     Returns:
         The matplotlib figure (see :func:`to_svg`, :func:`save_png`).
@@ -151,8 +159,11 @@ def forest_figure(title: str, names: Sequence[str],
         r, low, high = ratio.value, ratio.ci_low, ratio.ci_high
         if not all(math.isfinite(v) and v > 0 for v in (r, low, high)):
             continue
-        ax.errorbar([r], [i], xerr=[[r - low], [high - r]], fmt="o", color="tab:blue",
+        colour = VERDICT_COLOURS.get(verdicts[i], "tab:blue") if verdicts else "tab:blue"
+        ax.errorbar([r], [i], xerr=[[r - low], [high - r]], fmt="o", color=colour,
                     capsize=3, ms=5)
+    if band is not None and math.isfinite(band) and 0 < band < 1:
+        ax.axvspan(1 - band, 1 + band, color="0.85", zorder=0)
     ax.axvline(1.0, color="0.4", ls="--", lw=1)
     ax.set_xscale("log")
     _plain_log(ax.xaxis)
@@ -247,6 +258,65 @@ def spectrum_figure(title: str, steps: Sequence[tuple[str, np.ndarray, np.ndarra
     ax.grid(which="both", alpha=0.3)
     if steps:
         ax.legend(fontsize=7, loc="upper left", ncol=2)
+    return fig
+
+
+def fit_figure(title: str, curves: Sequence[tuple[str, Sequence[float], Sequence[float],
+                                                  Sequence[float], Sequence[float]]],
+               x: Sequence[float], y: Sequence[float], residuals: Sequence[float],
+               x_label: str, y_label: str, log: bool = False,
+               mark: tuple[str, float] | None = None) -> Any:
+    """A fitted model: each curve with its CI band, the measured points, and (when given)
+    a residual panel below.
+
+    Args:
+        title: the chart's title.
+        curves: (label, x, fitted, band low, band high) per curve, each shape (k,).
+        x / y: the measured points, shape (m,) each (empty: none drawn).
+        residuals: measured − fitted at each point, shape (m,), or empty.
+        x_label / y_label: the axes' labels, with units.
+        log: log axes (break-even costs over decades of n); else log x only when the
+            curve spans more than two decades.
+        mark: (label, x) of a vertical line, e.g. a break-even n*, or None.
+
+    Returns:
+        The matplotlib figure.
+    """
+    plt = _pyplot()
+    panel = bool(len(residuals)) and len(residuals) == len(x)
+    fig, axes = plt.subplots(2 if panel else 1, 1, figsize=(9, 5.6 if panel else 4.2),
+                             sharex=True, squeeze=False,
+                             gridspec_kw={"height_ratios": [3, 1] if panel else [1]})
+    ax = axes[0][0]
+    span = [v for _, cx, *_ in curves for v in cx if math.isfinite(v) and v > 0]
+    log_x = log or (bool(span) and max(span) / min(span) > 100)
+    for i, (label, cx, fitted, low, high) in enumerate(curves):
+        colour = f"C{i}"
+        ax.fill_between(cx, low, high, color=colour, alpha=0.2)
+        ax.plot(cx, fitted, color=colour, lw=2, label=_label(label))
+    if len(x) and len(x) == len(y):
+        ax.scatter(x, y, color="black", s=16, zorder=3, label="measured")
+    if mark is not None and math.isfinite(mark[1]):
+        ax.axvline(mark[1], color="tab:red", ls=":", label=_label(mark[0]))
+    if log_x:
+        ax.set_xscale("log")
+        _plain_log(ax.xaxis)
+    if log:
+        ax.set_yscale("log")
+        _plain_log(ax.yaxis)
+    ax.set_ylabel(y_label)
+    ax.set_title(_label(title), fontsize=10, loc="left")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    if panel:
+        below = axes[1][0]
+        below.axhline(0, color="0.4", lw=1)
+        below.scatter(x, residuals, color="tab:red", s=14)
+        below.set_ylabel("residual")
+        below.grid(alpha=0.3)
+        below.set_xlabel(x_label)
+    else:
+        ax.set_xlabel(x_label)
     return fig
 
 

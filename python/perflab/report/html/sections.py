@@ -3,13 +3,15 @@
 Each builder takes loaded results (or history trends) and returns
 :class:`perflab.report.html.page.Section` objects; summaries are recomputed from
 the raw data with the same functions (and seeds) the commands use, so the page
-shows the figures the terminal showed.
+shows the figures the terminal showed. :data:`RESULTS_SECTIONS` and
+:data:`DOCUMENT_SECTIONS` are the one list of what the page draws for each kind of
+input: a new section is a builder added there (in its own module).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from perflab.model import Results
@@ -208,10 +210,50 @@ def history_sections(trends: Sequence[Any], more: int) -> list[Section]:
     return [section]
 
 
-def results_sections(results: Results, name: str) -> list[Section]:
-    """The sections of one results file, by its kind."""
+def _compare(document: dict[str, Any], name: str) -> list[Section]:
+    from perflab.report.html.documents import compare_sections
+
+    return compare_sections(document, name)
+
+
+def _trace(results: Results, name: str) -> list[Section]:
     from perflab.report.html.trace_section import trace_sections
 
-    build = {"run": run_sections, "cmd": cmd_sections, "http": http_sections,
-             "trace": trace_sections}[results.kind]
-    return build(results, name)
+    return trace_sections(results, name)
+
+
+def _fit(document: dict[str, Any], name: str) -> list[Section]:
+    from perflab.report.html.documents import fit_sections
+
+    return fit_sections(document, name)
+
+
+#: What the page draws for a results file of each kind, in page order: builders
+#: ``(results, file name) -> sections`` (an empty list adds nothing). A new section
+#: for results files (e.g. traces) is one more builder in these lists.
+RESULTS_SECTIONS: dict[str, list[Callable[[Results, str], list[Section]]]] = {
+    "run": [run_sections],
+    "cmd": [cmd_sections],
+    "http": [http_sections],
+    "trace": [_trace],
+}
+
+#: What the page draws for a perflab JSON document that is not a results file, by its
+#: ``kind``: builders ``(document, file name) -> sections``.
+DOCUMENT_SECTIONS: dict[str, list[Callable[[dict[str, Any], str], list[Section]]]] = {
+    "doctor": [lambda document, name: [doctor_section(document, name)]],
+    "compare": [_compare],
+    "fit": [_fit],
+}
+
+
+def results_sections(results: Results, name: str) -> list[Section]:
+    """The sections of one results file, by its kind (see :data:`RESULTS_SECTIONS`)."""
+    return [section for build in RESULTS_SECTIONS.get(results.kind, [])
+            for section in build(results, name)]
+
+
+def document_sections(document: dict[str, Any], name: str) -> list[Section]:
+    """The sections of one compare, fit or doctor document (see :data:`DOCUMENT_SECTIONS`)."""
+    return [section for build in DOCUMENT_SECTIONS.get(str(document.get("kind")), [])
+            for section in build(document, name)]
