@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -148,21 +149,13 @@ def record_results(args: argparse.Namespace, results: Any, summaries: dict[str, 
     Returns:
         The new run id, or None when recording is off or failed.
     """
-    path = database_path(args)
-    if path is None:
-        return None
-    try:
+    def build() -> tuple[dict[str, Any], list[Any]]:
         from perflab.history.rows import recompute, summary_rows
 
-        if summaries is None:
-            summaries = recompute(results)
-        rows = summary_rows(results, summaries)
-        document = results.to_dict(summaries)
-        return _insert(path, make_record(results.kind, document, rows,
-                                         getattr(args, "tag", []) or [], _where(destination)))
-    except Exception as exc:  # noqa: BLE001 - history must never fail a measurement
-        _warn(path, exc)
-        return None
+        found = recompute(results) if summaries is None else summaries
+        return results.to_dict(found), summary_rows(results, found)
+
+    return _record(args, results.kind, build, destination)
 
 
 def record_document(args: argparse.Namespace, kind: str, document: dict[str, Any],
@@ -172,14 +165,25 @@ def record_document(args: argparse.Namespace, kind: str, document: dict[str, Any
     Returns:
         The new run id, or None when recording is off or failed.
     """
+    return _record(args, kind, lambda: (document, []), destination)
+
+
+def _record(args: argparse.Namespace, kind: str,
+            build: Callable[[], tuple[dict[str, Any], list[Any]]],
+            destination: Any) -> int | None:
+    """Insert the (document, benchmark rows) ``build`` returns into the history database
+    of ``args``, unless recording is off; any failure (building included) is one
+    ``warning:`` line and None, never an exception: history must never fail a measurement."""
     path = database_path(args)
     if path is None:
         return None
     try:
-        return _insert(path, make_record(kind, document, [], getattr(args, "tag", []) or [],
+        document, rows = build()
+        return _insert(path, make_record(kind, document, rows, getattr(args, "tag", []) or [],
                                          _where(destination)))
     except Exception as exc:  # noqa: BLE001 - history must never fail a measurement
         _warn(path, exc)
+        return None
         return None
 
 
