@@ -15,14 +15,20 @@ Each tool's figure per round is its median time per call (perflab: its median, t
 geometric mean of its processes' medians; pyperf: the median of its values; plain
 loop: the geometric mean of its processes' medians, perflab's statistic); pyperf's
 mean (its headline), the plain loop's pooled median and mean are shown beside them.
-The figures are averaged over the rounds; the ratios are perflab / peer.
+The figures are averaged over the rounds. The ratio perflab / peer is the geometric
+mean of the rounds' ratios (a round's tools ran minutes apart at most, so pairing them
+takes out the machine's slower swings) with its 95% t-interval over the rounds
+(rounds − 1 degrees of freedom).
 
-Rules (printed by this script): perflab **agrees** with a peer when the averaged
-ratio is within ±3%; perflab's wall time **meets** the cost target when it is at
-most ¼ of pyperf's and perflab reached its ±1% CI; otherwise the table says
-which failed.
+Rules (printed by this script): agreement within ±3% is judged on that CI by
+benchmarks.common.ratio_verdict, the one rule of every benchmark here: **tied** when the
+CI contains 1 (no difference shown; read its width to see whether ±3% is shown too),
+**met** when the CI lies within 0.97–1.03, **not met** otherwise. perflab's wall time
+**meets** the cost target when it is at most ¼ of pyperf's and perflab reached its ±1%
+CI; otherwise the table says which failed.
 
-Usage: python benchmarks/peers.py [--quick] [--rounds N] [--workloads a,b]
+Usage: python benchmarks/peers.py [--quick] [--rounds N] [--workloads a,b] [--save F.json]
+       python benchmarks/peers.py --merge F.json   (the table again from saved figures)
 Writes benchmarks/results/peers.md.
 """
 
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import statistics
@@ -40,7 +47,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import PYTHON, ROOT, machine, timed, write_section  # noqa: E402
+from common import PYTHON, ROOT, machine, ratio_verdict, timed, write_section  # noqa: E402
 
 WORKLOADS_DIR = ROOT / "benchmarks" / "workloads"
 AGREE = 0.03
@@ -119,6 +126,29 @@ def mean_of(rows: list[dict[str, float]], key: str) -> float:
     return statistics.mean(r[key] for r in rows)
 
 
+def paired_ratio(mine: list[dict[str, float]], peer: list[dict[str, float]]
+                 ) -> tuple[float, float, float]:
+    """perflab / peer over paired rounds: the geometric mean of the rounds' ratios and its
+    95% t-interval (rounds − 1 df); the CI is (nan, nan) with one round."""
+    from scipy import stats as sps
+
+    logs = [math.log(a["median_s"] / b["median_s"]) for a, b in zip(mine, peer)]
+    centre = statistics.mean(logs)
+    if len(logs) < 2:
+        return math.exp(centre), math.nan, math.nan
+    half = float(sps.t.ppf(0.975, len(logs) - 1)) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
+
+
+def agreement(mine: list[dict[str, float]], peer: list[dict[str, float]]) -> str:
+    """The "perflab ÷ peer" cell: ratio, CI and verdict by ratio_verdict within ±AGREE."""
+    value, low, high = paired_ratio(mine, peer)
+    if math.isnan(low):
+        return f"{value:.3f} (one round: no CI)"
+    word = ratio_verdict(low, high, at_most=1 + AGREE, at_least=1 - AGREE)
+    return f"{value:.3f} ({low:.3f}–{high:.3f}) {word}"
+
+
 def report(seen: dict[str, dict[str, list]], rounds: int, quick: bool,
            load: tuple[float, ...], end: tuple[float, ...], minutes: float,
            planned: int | None = None) -> str:
@@ -135,8 +165,11 @@ def report(seen: dict[str, dict[str, list]], rounds: int, quick: bool,
              "per call; perflab's median and the plain loop's are the same statistic (the "
              "geometric mean of the processes' medians); pyperf's median is the median of its "
              "values (each the mean of a ≥ 100 ms batch).", "",
-             f"Rules: perflab **agrees** with a peer when perflab ÷ peer is within ±{AGREE:.0%}; "
-             f"its cost **meets** the target when its wall time is at most {COST:.0%} of "
+             f"Rules: agreement within ±{AGREE:.0%} is judged on the 95% CI of perflab ÷ peer "
+             "(the geometric mean of the rounds' ratios, t-interval over the rounds): "
+             "**tied** when it contains 1, **met** when it lies within "
+             f"{1 - AGREE:.2f}–{1 + AGREE:.2f}, **not met** otherwise; "
+             f"the cost **meets** the target when perflab's wall time is at most {COST:.0%} of "
              "pyperf's and it reached ±1%.", "",
              "### Medians", "",
              "| workload | perflab | pyperf median | pyperf mean | plain loop | plain pooled "
@@ -145,15 +178,10 @@ def report(seen: dict[str, dict[str, list]], rounds: int, quick: bool,
     for name, tools in seen.items():
         p, q, r = (tools[t] for t in ("perflab", "pyperf", "plain"))
         mp, mq, mr = (mean_of(x, "median_s") for x in (p, q, r))
-
-        def ratio(a: float, b: float) -> str:
-            word = "agrees" if abs(a / b - 1) <= AGREE else "does not agree"
-            return f"{a / b:.3f} {word}"
-
         lines.append(f"| {name} | {mp * 1e3:.3f} ms | {mq * 1e3:.3f} ms | "
                      f"{mean_of(q, 'mean_s') * 1e3:.3f} ms | {mr * 1e3:.3f} ms | "
                      f"{mean_of(r, 'pooled_median_s') * 1e3:.3f} ms | "
-                     f"{mean_of(r, 'mean_s') * 1e3:.3f} ms | {ratio(mp, mq)} | {ratio(mp, mr)} |")
+                     f"{mean_of(r, 'mean_s') * 1e3:.3f} ms | {agreement(p, q)} | {agreement(p, r)} |")
     lines += ["", "### Wall time", "",
               "| workload | perflab wall | perflab CI ± | perflab processes | pyperf wall | "
               "pyperf CI ± of its mean | plain loop wall | perflab ÷ pyperf wall | cost |",
@@ -180,7 +208,17 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--quick", action="store_true", help="1 round of two workloads")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--workloads", default="richards,nbody,sudoku,fannkuch,json_roundtrip")
+    parser.add_argument("--save", metavar="F.json", help="also keep every round's figures "
+                        "here (rewritten after each round)")
+    parser.add_argument("--merge", metavar="F.json", help="write the results file from "
+                        "figures kept with --save, measuring nothing")
     args = parser.parse_args(argv)
+    if args.merge:
+        kept = json.loads(Path(args.merge).read_text())
+        write_section("peers", report(kept["seen"], kept["finished"], kept["quick"],
+                                      tuple(kept["load"]), tuple(kept["end"]), kept["minutes"],
+                                      kept["rounds"]))
+        return 0
     names = ["richards", "json_roundtrip"] if args.quick else args.workloads.split(",")
     rounds = 1 if args.quick else args.rounds
     load, t0 = os.getloadavg(), time.monotonic()
@@ -189,8 +227,12 @@ def main(argv: list[str]) -> int:
         """The results section of the rounds finished so far: a run stopped early (Ctrl-C,
         the end of a quiet window) keeps every whole round it measured."""
         complete = {n: {t: v[:finished] for t, v in tools.items()} for n, tools in seen.items()}
-        write_section("peers", report(complete, finished, args.quick, load, os.getloadavg(),
-                                      (time.monotonic() - t0) / 60, rounds))
+        end, minutes = os.getloadavg(), (time.monotonic() - t0) / 60
+        write_section("peers", report(complete, finished, args.quick, load, end, minutes, rounds))
+        if args.save:
+            Path(args.save).write_text(json.dumps({
+                "seen": complete, "finished": finished, "quick": args.quick, "load": load,
+                "end": end, "minutes": minutes, "rounds": rounds}))
 
     try:
         rounds_of(names, rounds, random.Random(5), save)

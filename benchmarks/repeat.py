@@ -107,7 +107,55 @@ def figures_of(out: Path, speed: float, wall: float) -> dict[str, dict]:
                                "speed": speed, "cpu": cpu_median(bench),
                                **reference_figures(s)}
     figures["_wall"] = {"s": wall}
+    figures["_speed"] = speed_modes(model.load(out))
     return figures
+
+
+#: a reference timing above this multiple of its run's fast level counts as slow
+SLOW_MODE = 1.4
+
+
+def speed_modes(results: "model.Results") -> dict:
+    """How the machine's speed moved inside one run, from every reference timing of every
+    worker: the fast level (10th percentile, ns), the median of the timings above
+    SLOW_MODE × it (the slow level, ns), the share of timings in that slow mode, and the
+    median over processes of (slowest ÷ fastest timing) inside one process."""
+    import numpy as np
+
+    per_process = [p.reference_ns for b in results.benchmarks for p in b.processes
+                   if len(p.reference_ns) >= 2]
+    timings = np.asarray([t for r in per_process for t in r], dtype=float)
+    if timings.size < 10:
+        return {}
+    fast = float(np.percentile(timings, 10))
+    slow = timings[timings > SLOW_MODE * fast]
+    return {"fast_ns": fast, "slow_ns": float(np.median(slow)) if slow.size else math.nan,
+            "slow_share": slow.size / timings.size,
+            "within": float(np.median([max(r) / min(r) for r in per_process]))}
+
+
+def speed_mode_lines(results: list[dict], names: list[str]) -> list[str]:
+    """Why seconds move between runs on this machine, from the reference timings."""
+    modes = [r.get("_speed") or {} for r in results]
+    if len(results) < 3 or not all(m.get("fast_ns") for m in modes):
+        return []
+    shares = [m["slow_share"] for m in modes]
+    factors = [math.log(f) for f in machine_factors(results, names)]
+    slow = [m["slow_ns"] for m in modes if math.isfinite(m["slow_ns"])]
+    fast = statistics.median(m["fast_ns"] for m in modes)
+    corr = statistics.correlation(shares, factors) if statistics.pstdev(shares) > 0 else math.nan
+    return ["", "Where the machine factor comes from: the reference loop, timed between the "
+            "samples of every worker, runs at two speeds on this machine — "
+            f"{fast / 1e3:.0f} µs (the 10th percentile) or about "
+            f"{statistics.median(slow) / 1e3 if slow else math.nan:.0f} µs (the median of "
+            f"timings above {SLOW_MODE}× that) — and switches between them within one process "
+            f"(slowest ÷ fastest timing of a process: {statistics.median(m['within'] for m in modes):.1f}×, "
+            f"median). The share of slow timings was {min(shares):.0%}–{max(shares):.0%} from "
+            f"run to run, and it tracks the runs' machine factor (correlation {corr:+.2f}). "
+            "With nothing else running inside the VM (the load averages below), the slow mode "
+            "comes from outside it — the host and its other tenants: seconds measured on this "
+            "VM move with it, no CI computed inside one run can foresee how much of the next "
+            "run it will take, and the CPU time ÷ reference (below) divides it out."]
 
 
 def cpu_median(bench: "model.Benchmark") -> float:
@@ -267,7 +315,7 @@ def table(title: str, results: list[dict], with_verdict: bool) -> list[str]:
     else:
         lines += ["", "Wall times and the speed probe before each run were not kept (rebuilt "
                   "from the results files)."]
-    return lines + common_factor_lines(results, names)
+    return lines + common_factor_lines(results, names) + speed_mode_lines(results, names)
 
 
 def reference_table(results: list[dict]) -> list[str]:
@@ -355,7 +403,9 @@ def merge(parts: list[dict]) -> dict:
         count = min(len(p[key]) for p in parts)
         out = []
         for i in range(count):
-            run: dict = {"_wall": {"s": sum(p[key][i]["_wall"]["s"] for p in parts)}}
+            run: dict = {"_wall": {"s": sum(p[key][i]["_wall"]["s"] for p in parts)},
+                         "_speed": next((p[key][i]["_speed"] for p in parts
+                                         if p[key][i].get("_speed")), {})}
             for p in parts:
                 run.update({k: v for k, v in p[key][i].items() if not k.startswith("_")})
             out.append(run)

@@ -71,6 +71,12 @@ def format_quantity(value: float | None, unit: str = "") -> str:
     return f"{_sig(float(value))} {unit}".rstrip()
 
 
+def format_reference(loops: float) -> str:
+    """Format a speed-normalized cost (CPU time ÷ the machine-speed reference loop's time,
+    unitless: how many reference loops one op costs) to 3 significant digits: 100, 27.5."""
+    return f"{loops:,.3g}"
+
+
 def format_rate(per_second: float) -> str:
     """Format an operation rate: 1.23 M/s, 456 k/s, 12.3 /s."""
     for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):

@@ -39,6 +39,18 @@ def test_preempted_samples_of_cpu_bound_code_warn_of_a_busy_machine() -> None:
     assert [(c.kind, c.figure) for c in summary.warnings] == [("busy machine", "25%")]
 
 
+def test_a_machine_busy_most_of_the_time_still_warns() -> None:
+    """When most samples are preempted (85% here, as on a loaded 2-core machine), the
+    median CPU/wall is 0.5: the warning must not fall silent just when it matters most."""
+    bench = make_bench("b", lognormal_groups(1e-6, 4, 20, sigma=0.001))
+    for proc in bench.processes:
+        for s in proc.samples[:17]:
+            s.cpu_ns = s.wall_ns // 2
+    summary = summarize(bench)
+    assert summary.preempted == 68
+    assert [(c.kind, c.figure) for c in summary.warnings] == [("busy machine", "85%")]
+
+
 def test_waiting_code_is_not_mistaken_for_a_busy_machine() -> None:
     bench = make_bench("sleepy", lognormal_groups(1e-3, 4, 20, sigma=0.001))
     for proc in bench.processes:

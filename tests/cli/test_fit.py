@@ -342,13 +342,17 @@ def test_threads_run_reports_per_thread_count_and_feeds_usl(tmp_path: Path,
 
 @pytest.fixture
 def serialized_server():
-    """`perflab serve` on a free loopback port: 1 ms delay, a 0.2 ms global lock per request."""
+    """`perflab serve` on a free loopback port: 5 ms delay, a 1 ms global lock per request.
+
+    The lock is long beside the scheduler's wake-up latency (tens to hundreds of µs on a
+    loaded 2-core machine), which adds to every hand-over of the lock: with a 0.2 ms lock,
+    a loaded CI machine served 1,700 requests/s instead of 5,000."""
     import re
     import subprocess
     import sys
 
     proc = subprocess.Popen([sys.executable, "-m", "perflab", "serve", "--port", "0", "--delay",
-                             "1ms", "--serialize", "0.2ms", "--threads", "2"],
+                             "5ms", "--serialize", "1ms", "--threads", "2"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         line = proc.stdout.readline() if proc.stdout else ""
@@ -372,7 +376,7 @@ def test_usl_of_a_closed_loop_sweep_against_a_serialization_point(
     assert fit.returncode == 0, fit.stderr
     data = json.loads(out.read_text())
     assert data["points"]["N"] == [1, 2, 4, 8, 16, 32]
-    ceiling = 1 / 0.2e-3  # the lock admits at most 5,000 requests/s
+    ceiling = 1 / 1e-3  # the lock admits at most 1,000 requests/s
     # Bounds are wide: the server shares 2 noisy cores with the load generator and the
     # rest of the suite; the fit must still see the ceiling and the contention.
     assert max(data["points"]["X"]) <= 1.05 * ceiling

@@ -31,7 +31,9 @@ Methods (the verdict rule and the tests are :mod:`perflab.analyze.decisions`'s):
       Beta(m, N−m+1)); achieved rate by the exact Poisson rate-ratio test
       (conditional binomial, Clopper–Pearson CI; Przyborowski & Wilenski 1940);
     * trace spans (``perflab.trace`` dumps): each span name's duration percentiles,
-      the same way as HTTP latencies.
+      the same way as HTTP latencies;
+    * python benchmarks also at equal machine speed (CPU time ÷ the machine-speed
+      reference), a row for reading beside the seconds: :mod:`perflab.analyze.compare_speed`.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from perflab.analyze.decisions import (FAILED, FASTER, INCONCLUSIVE, SLOWER, VER
 from perflab.analyze.hdr import HdrCounts, decode_histogram, mann_whitney_counts, quantile_replicates
 from perflab.analyze.compare_rows import (DEFAULT_PERCENTILES, DEFAULT_THRESHOLD, Row, Side,
                                            SuiteComparison)
+from perflab.analyze.compare_speed import machine_speed_warning, speed_normalized_row
 from perflab.analyze.estimate import Estimate
 from perflab.analyze.server_timing import histogram_pairs
 from perflab.analyze.summary import median_estimate, timing_groups
@@ -425,6 +428,8 @@ def compare_benchmark(a: Benchmark, b: Benchmark, threshold: float = DEFAULT_THR
         rows = compare_spans(a, b, percentiles, confidence, resamples, seed)
     else:
         rows = [compare_timed(a, b, confidence, resamples, seed, threshold)]
+        normalized = speed_normalized_row(a, b, confidence)
+        rows += [normalized] if normalized is not None and rows[0].verdict != FAILED else []
     for row in rows:
         if row.verdict != FAILED and row.ratio is not None:
             row.verdict = verdict(row.ratio.ci_low, row.ratio.ci_high, threshold, row.higher_is_better)
@@ -465,6 +470,8 @@ def compare_results(a: Results, b: Results, threshold: float = DEFAULT_THRESHOLD
                             environment=environment_differences(a.environment, b.environment),
                             cost={"A": _cost(a, common), "B": _cost(b, common)})
     _summarize(suite)
+    speed = machine_speed_warning(a.benchmarks, b.benchmarks, threshold, confidence)
+    suite.warnings += [speed] if speed else []
     return suite
 
 

@@ -20,6 +20,9 @@ from perflab.analyze.estimate import Estimate
 DEFAULT_THRESHOLD = 0.02
 #: Latency percentiles compared by default.
 DEFAULT_PERCENTILES = (50.0, 90.0, 99.0, 99.9)
+#: The metric of the rows comparing CPU time ÷ machine-speed reference
+#: (:mod:`perflab.analyze.compare_speed`): shown, never primary, never read by --fail-on.
+SPEED_NORMALIZED = "cpu_vs_reference"
 
 
 @dataclass
@@ -111,6 +114,7 @@ class SuiteComparison:
     cost: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def tripped(self, fail_on: Sequence[str]) -> list[str]:
-        """Ids whose verdict is in ``fail_on`` ("missing" matches ids only in A)."""
-        hits = [r.id for r in self.rows if r.verdict in fail_on]
+        """Ids whose verdict is in ``fail_on`` ("missing" matches ids only in A); the
+        speed-normalized rows are for reading, the gate reads the seconds."""
+        hits = [r.id for r in self.rows if r.verdict in fail_on and r.metric != SPEED_NORMALIZED]
         return hits + (list(self.only_in_a) if "missing" in fail_on else [])

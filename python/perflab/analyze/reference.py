@@ -116,6 +116,27 @@ def normalized_location(pairs: Sequence[tuple[np.ndarray, Sequence[int]]]
     return stats.process_location(groups)
 
 
+def cpu_reference_pairs(bench: Benchmark) -> list[tuple[np.ndarray, list[int]]]:
+    """Per process with unflagged samples: (its CPU seconds per op, shape (n,); its reference
+    timings, ns), the input of :func:`normalized_location`. O(N)."""
+    per_call = bench.ops_per_call
+    return [(np.asarray([s.cpu_ns / s.iterations / per_call * 1e-9 for s in good]),
+             list(proc.reference_ns))
+            for proc in bench.processes if (good := [s for s in proc.samples if not s.flagged])]
+
+
+def machine_reference(benches: Sequence[Benchmark]) -> stats.LogLocation | None:
+    """The machine's speed during a whole run: the reference timings of every process of
+    every benchmark in ``benches`` (all of one results file), as one location, s, with
+    the SE of its log (:func:`reference_location`). O(N).
+
+    Returns:
+        The location, or None with fewer than 2 processes with timings.
+    """
+    return reference_location([list(p.reference_ns) for b in benches for p in b.processes
+                               if p.reference_ns])
+
+
 def figures(bench: Benchmark, confidence: float = 0.95
             ) -> tuple[float, float, Estimate | None]:
     """A benchmark's reference figures, from each process's unflagged samples and its
@@ -127,10 +148,7 @@ def figures(bench: Benchmark, confidence: float = 0.95
         processes, :func:`reference_spread`; CPU time per op ÷ reference time with its CI at
         ``confidence``, :func:`normalized_location`, or None).
     """
-    per_call = bench.ops_per_call
-    pairs = [(np.asarray([s.cpu_ns / s.iterations / per_call * 1e-9 for s in good]),
-              list(proc.reference_ns))
-             for proc in bench.processes if (good := [s for s in proc.samples if not s.flagged])]
+    pairs = cpu_reference_pairs(bench)
     timings = [r for _, r in pairs]
     where = reference_location(timings)
     if where is not None:

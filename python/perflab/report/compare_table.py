@@ -16,7 +16,7 @@ from perflab.analyze.compare import Row, Side, SuiteComparison
 from perflab.analyze.decisions import VERDICTS
 from perflab.analyze.estimate import Estimate
 from perflab.report.table import KEY, NOTE, Table, estimate_cell
-from perflab.units import format_rate, format_ratio, format_time
+from perflab.units import format_rate, format_ratio, format_reference, format_time
 
 #: Version of the ``--json`` document; bump when a field changes meaning.
 JSON_FORMAT_VERSION = 1
@@ -32,7 +32,7 @@ def format_p(p: float) -> str:
 def _value(side: Side | None, unit: str) -> str:
     if side is None or not math.isfinite(side.value):
         return "–"
-    fmt = format_rate if unit == "1/s" else format_time
+    fmt = {"1/s": format_rate, "ref": format_reference}.get(unit, format_time)
     if math.isfinite(side.low) and math.isfinite(side.high) and side.value:
         return estimate_cell(side.value, side.low, side.high, fmt)  # low–high when lopsided
     return fmt(side.value)

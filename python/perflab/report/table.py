@@ -15,7 +15,8 @@ from perflab.analyze.estimate import Estimate
 from perflab.analyze.groups import GroupFigures, StagedRow, ThreadRow
 from perflab.analyze.summary import CAVEATS, Summary
 from perflab.analyze.threads import LATENCY_BATCH_NS, MAX_BATCH
-from perflab.units import format_bytes, format_quantity, format_rate, format_ratio, format_time
+from perflab.units import (format_bytes, format_quantity, format_rate, format_ratio,
+                           format_reference, format_time)
 
 #: Column fold ranks (:attr:`Table.fold`): KEY columns (what identifies a row, and the
 #: headline figure with its unit and CI) always show; NOTE columns always show too and
@@ -256,7 +257,7 @@ def _reference_footnote(summaries: Sequence[Summary]) -> list[str]:
     return [f"machine-speed reference (a fixed Python loop timed between samples): "
             f"{format_time(min(refs))}–{format_time(max(refs))}{swing}; CPU time ÷ "
             "reference, to compare runs on this machine and Python: " + ", ".join(
-                f"{_name(s)} {estimate_cell(e.value, e.ci_low, e.ci_high, fmt=lambda v: f'{v:,.3g}')}"
+                f"{_name(s)} {estimate_cell(e.value, e.ci_low, e.ci_high, fmt=format_reference)}"
                 for s, e in timed)]
 
 
