@@ -23,13 +23,15 @@ random-effects t-interval as the median itself
 (:func:`perflab.analyze.stats.process_location`: P − 1 degrees of freedom from the
 spread of the P process figures).
 
-Measured (benchmarks/repeat.py, 20 runs of 5 classic workloads on a 2-core VM shared
-with other jobs, load average 8 → 1.7): between runs, the seconds medians varied by
-26–34% (SD of the logs), CPU time per op by 9–14%, CPU time ÷ reference by 3–6%. The
-wall time ÷ reference alone removed little (17–31%): the loop is too short to be
-preempted, so the waits for a core, the largest part, stay in the wall time. The
-seconds CI widened by the reference's variance between processes (the other way to use
-it) grew to ±46–53% and still did not reach the agreement asked.
+Measured (benchmarks/repeat.py, 20 runs of 5 classic workloads on a 2-core VM, load
+average 0.3–1.2): the VM runs Python at two speeds about 2× apart, and the share of
+time in the slow one changed from run to run (25–76%); the seconds medians varied by
+8–13% (SD of the logs), CPU time per op by as much (the slow mode is a slower CPU,
+not waits), CPU time ÷ reference by 3–6%, and the first run's CI of the last held
+84–100% of the later runs' figures. Under other programs' load (load average 8) the
+seconds varied by 26–34% and CPU time ÷ reference again by 3–6%. The seconds CI
+widened by the reference's variance between processes (the other way to use it) grew
+to ±60% — it held every later run, and told nothing.
 
 It cancels only what the code and the loop share: code that waits (I/O, sleep, locks)
 has CPU time below its wall time, and code that suffers more from a busy machine than
