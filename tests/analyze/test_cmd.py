@@ -59,3 +59,14 @@ def test_spawn_overhead_percentiles() -> None:
     assert spawn_overhead_s([MS * k for k in range(1, 102)]) == pytest.approx((0.006, 0.051, 0.096))
     with pytest.raises(ValueError):
         spawn_overhead_s([])
+
+
+def test_tree_rss_figures_are_each_taken_over_the_runs_that_recorded_them() -> None:
+    """A file may hold a tree peak without its growth (found by the property test on mutated
+    files: a TypeError inside `perflab show`)."""
+    b = bench("A", [10, 11, 12])
+    for run, peak in zip(b.runs, (30_000_000, 32_000_000, None)):
+        run.tree_rss_peak_bytes = peak
+    b.runs[0].tree_rss_growth_bytes = 1_000
+    (s,) = summarize_commands([b])
+    assert s.tree_rss_peak_bytes == 31_000_000 and s.tree_rss_growth_bytes == 1_000

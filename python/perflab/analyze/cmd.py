@@ -145,10 +145,12 @@ def _fill_cpu(s: CommandSummary, runs: Sequence[CommandRun]) -> None:
     rss = [r.max_rss_bytes for r in runs]
     if any(rss):  # all 0: not recorded (an imported hyperfine file)
         s.max_rss_bytes, s.max_rss_peak_bytes = float(np.median(rss)), float(max(rss))
-    sampled = [r for r in runs if r.tree_rss_peak_bytes is not None]
-    if sampled:
-        s.tree_rss_peak_bytes = float(np.median([r.tree_rss_peak_bytes for r in sampled]))
-        s.tree_rss_growth_bytes = float(np.median([r.tree_rss_growth_bytes for r in sampled]))
+    peaks = [r.tree_rss_peak_bytes for r in runs if r.tree_rss_peak_bytes is not None]
+    growths = [r.tree_rss_growth_bytes for r in runs if r.tree_rss_growth_bytes is not None]
+    if peaks:  # each figure over the runs that recorded it (a file may hold one and not the other)
+        s.tree_rss_peak_bytes = float(np.median(peaks))
+    if growths:
+        s.tree_rss_growth_bytes = float(np.median(growths))
 
 
 def summarize_commands(benches: Sequence[Benchmark], reference: int | None = None,
