@@ -49,6 +49,7 @@ def test_a_slower_machine_reads_slower_in_seconds_and_the_same_at_equal_speed() 
     assert suite.tripped(["slower"]) == ["g/a", "g/b"]
     assert suite.tripped(["same"]) == []
     assert suite.geomean_over == 2
+    assert suite.counts["slower"] == 2 and suite.counts["same"] == 0  # the seconds rows only
 
 
 def test_slower_code_on_the_same_machine_reads_slower_both_ways_without_a_warning() -> None:

@@ -50,8 +50,8 @@ from perflab.analyze.decisions import (FAILED, FASTER, INCONCLUSIVE, SLOWER, VER
                                        benjamini_hochberg, expanded_ratio_ci, geometric_mean_ci,
                                        mann_whitney_p, verdict)
 from perflab.analyze.hdr import HdrCounts, decode_histogram, mann_whitney_counts, quantile_replicates
-from perflab.analyze.compare_rows import (DEFAULT_PERCENTILES, DEFAULT_THRESHOLD, Row, Side,
-                                           SuiteComparison)
+from perflab.analyze.compare_rows import (DEFAULT_PERCENTILES, DEFAULT_THRESHOLD,
+                                           SPEED_NORMALIZED, Row, Side, SuiteComparison)
 from perflab.analyze.compare_speed import machine_speed_warning, speed_normalized_row
 from perflab.analyze.estimate import Estimate
 from perflab.analyze.server_timing import histogram_pairs
@@ -478,7 +478,8 @@ def compare_results(a: Results, b: Results, threshold: float = DEFAULT_THRESHOLD
 def _summarize(suite: SuiteComparison) -> None:
     """Fill q-values, counts, the geometric mean and suite-wide warnings."""
     _apply_bh(suite.rows)
-    suite.counts = {v: sum(r.verdict == v for r in suite.rows) for v in VERDICTS}
+    counted = [r for r in suite.rows if r.metric != SPEED_NORMALIZED]  # one verdict per metric
+    suite.counts = {v: sum(r.verdict == v for r in counted) for v in VERDICTS}
     primary = [r for r in suite.rows if r.primary and r.ratio is not None
                and r.log_replicates is not None]
     if primary:
