@@ -321,13 +321,14 @@ def _save_and_print(results: Any, args: argparse.Namespace, destination: Any,
     """Save, write the exports, print; a failed save is raised after the table is
     printed and the other files are written. Returns the summaries."""
     from perflab import model
-    from perflab.analyze.cmd import summarize_results
+    from perflab.analyze.cmd import spawn_overhead, summarize_results
     from perflab.files import Deferred, save
     from perflab.history.record import record_results
     from perflab.report import outputs
     from perflab.report.cmd_table import cmd_tables, hyperfine_json, print_cmd, summary_records
 
     summaries = summarize_results(results)
+    overhead = spawn_overhead(results.spawn_overhead_ns)
     later = Deferred()
     # compact JSON: the C encoder keeps saving thousands of runs fast
     later.run(model.save, results, destination, {s.id: s.to_dict() for s in summaries},
@@ -336,10 +337,10 @@ def _save_and_print(results: Any, args: argparse.Namespace, destination: Any,
     if "json" in exports:
         later.run(save, exports.pop("json"),
                   lambda: hyperfine_json(results, summaries).encode(), "json export")
-    outputs.write(later, exports, "cmd", lambda: cmd_tables(results, summaries),
+    outputs.write(later, exports, "cmd", lambda: cmd_tables(results, summaries, overhead),
                   lambda: summary_records(summaries))
     if not destination.stdout:
-        print_cmd(results, summaries, args.format)
+        print_cmd(results, summaries, overhead, args.format)
     record_results(args, results, {s.id: s.to_dict() for s in summaries}, destination)
     later.raise_()
     if not destination.stdout:
