@@ -169,7 +169,8 @@ def _bound(module: str, name: str, known: dict[str, Path], depth: int = 0) -> st
             return "function"
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            names = [n for t in targets for n in ast.walk(t)]  # ``A, B = …`` too
+            if any(isinstance(n, ast.Name) and n.id == name for n in names):
                 return "value"
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for alias in node.names:
@@ -221,6 +222,7 @@ def test_the_rule_on_report_sees_what_it_checks() -> None:
     known = modules()
     assert _bound("perflab.analyze.http", "Sweep", known) == "class"
     assert _bound("perflab.analyze.http", "ENGINE_BUSY", known) == "value"
+    assert _bound("perflab.analyze.http", "SATURATED", known) == "value"  # A, B = …
     assert _bound("perflab.analyze.http", "summarize_results", known) == "function"
     assert _bound("perflab.analyze.models", "BreakEven", known) == "class"
     assert _bound("perflab.analyze", "stats", known) == "module"

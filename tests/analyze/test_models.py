@@ -326,7 +326,7 @@ def test_breakeven_recovers_known_crossing(
         level=0.999,
     )
     assert r.cheaper_beyond == "A" and r.cheaper_below == "B"
-    assert r.ci_low <= truth <= r.ci_high, (truth, r.sentence())
+    assert r.n_star is not None and r.n_star.contains(truth), (truth, r.sentence())
 
 
 def test_breakeven_serializer_sentence() -> None:

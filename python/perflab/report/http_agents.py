@@ -3,9 +3,8 @@ step and agent, beside the merged sweep table of :mod:`perflab.report.http_table
 
 Each row is the agent's own share of the step, summarised by the same rules as a whole
 step (:func:`perflab.analyze.http.agent_steps`, computed with the sweep); the footnotes
-name every agent with
-its host, its clock offset to the controller and that offset's uncertainty, and the
-agents whose clock checks failed or that died.
+name every agent with its host, its clock offset to the controller and that offset's
+uncertainty, and the agents whose clock checks failed or that died.
 """
 
 from __future__ import annotations

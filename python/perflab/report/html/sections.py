@@ -3,9 +3,10 @@
 Each builder takes loaded results with their figures (or history trends) and returns
 :class:`perflab.report.html.page.Section` objects. It computes nothing: the figures
 come from :func:`perflab.analyze.results_figures.results_figures`, the function
-``perflab show`` uses, so the page shows the figures the terminal showed. :data:`RESULTS_SECTIONS` and
-:data:`DOCUMENT_SECTIONS` are the one list of what the page draws for each kind of
-input: a new section is a builder added there (in its own module).
+``perflab show`` uses, so the page shows the figures the terminal showed.
+:data:`RESULTS_SECTIONS` and :data:`DOCUMENT_SECTIONS` are the one list of what the
+page draws for each kind of input: a new section is a builder added there (in its own
+module).
 """
 
 from __future__ import annotations
