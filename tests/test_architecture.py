@@ -5,6 +5,9 @@ function, is an edge of the graph (parsed with ``ast``; nothing is imported). Th
 
 * layers: a module imports only from its own layer or a lower one; ``measure`` and
   ``report`` are side by side and never import each other (report only renders);
+* report only renders: from ``analyze`` a report module imports data types (classes)
+  and constants, never a function that computes (the names in ``RENDER_HELPERS`` word
+  or decode, they compute no statistic);
 * a command (``perflab.commands.X``) imports no other command;
 * no cycle anywhere: no module reaches itself through imports;
 * no room over :data:`MAX_LINES` lines: no Python or Rust source file outside the tests.
@@ -127,6 +130,102 @@ def test_report_imports_nothing_from_measure() -> None:
     wrong = [f"{m} imports {t}" for m, edges in GRAPH.items() if room(m) == "report"
              for t in edges if room(t) == "measure"]
     assert not wrong
+
+
+#: What report/ may take from analyze besides data types (classes) and constants: helpers
+#: that compute no statistic, each with the reason. A module named here is allowed whole.
+RENDER_HELPERS = {
+    "perflab.analyze.models.words": "numbers and counts in words (the fit tables' format)",
+    "perflab.analyze.hdr.decode_histogram": "reads a saved HdrHistogram's counts to draw them",
+    "perflab.analyze.hdr.decode_summary": "reads a saved HdrHistogram's geometry for .hgrm",
+    "perflab.analyze.cmd.timed_runs": "which runs of a command are timed: the charts draw "
+                                      "the runs the statistics counted",
+    "perflab.analyze.http.slo_text": "the SLO in words",
+    "perflab.analyze.compare.step_label": "a step's name in ids",
+    "perflab.analyze.fits.series_record": "a fitted series' JSON form, saved in the document",
+}
+#: report → analyze calls that still compute, each with the reason it is still there;
+#: empty when report/ only renders everywhere.
+PENDING_COMPUTING = {
+    ("perflab.report.server_timing_table", "perflab.analyze.server_timing.breakdown"):
+        "Server-Timing rows: issue 17 changed Server-Timing this session; next, into the Sweep",
+    ("perflab.report.server_timing_table", "perflab.analyze.server_timing.timing_notes"):
+        "as breakdown",
+}
+
+
+def _bound(module: str, name: str, known: dict[str, Path], depth: int = 0) -> str:
+    """What ``name`` is in ``module``: "module", "class", "function", "value" (an
+    assignment: a constant), following re-exports (``from x import name``); "unknown"
+    when it cannot be found."""
+    if f"{module}.{name}" in known:
+        return "module"
+    if module not in known or depth > 5:
+        return "unknown"
+    for node in ast.parse(known[module].read_text()).body:
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return "class"
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            return "function"
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [n for t in targets for n in ast.walk(t)]  # ``A, B = …`` too
+            if any(isinstance(n, ast.Name) and n.id == name for n in names):
+                return "value"
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                if (alias.asname or alias.name) == name:
+                    return _bound(node.module, alias.name, known, depth + 1)
+    return "unknown"
+
+
+def _report_takes_from_analyze() -> Iterator[tuple[str, int, str, str]]:
+    """(report module, line, analyze name, what it is) for every name a report module
+    imports from analyze (a whole module: the name is the module, "module")."""
+    known = modules()
+    for module, path in known.items():
+        if room(module) != "report":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.startswith("perflab.analyze"):
+                        yield module, node.lineno, alias.name, "module"
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                    "perflab.analyze"):
+                for alias in node.names:
+                    what = _bound(node.module, alias.name, known)  # type: ignore[arg-type]
+                    yield module, node.lineno, f"{node.module}.{alias.name}", what
+
+
+def test_report_takes_data_types_from_analyze_not_its_computations() -> None:
+    """report/ only renders: from analyze it imports data types (classes) and constants;
+    a function or a whole module only when :data:`RENDER_HELPERS` names it (it computes
+    no statistic) or :data:`PENDING_COMPUTING` lists the call still to move. The figures a
+    report shows are computed before it is called (perflab.analyze.results_figures)."""
+    wrong, seen = [], set()
+    for module, line, name, what in _report_takes_from_analyze():
+        if what in ("class", "value"):
+            continue
+        allowed = name in RENDER_HELPERS or name.rpartition(".")[0] in RENDER_HELPERS
+        seen.add((module, name))
+        if not allowed and (module, name) not in PENDING_COMPUTING:
+            wrong.append(f"{module}:{line} imports {name} ({what})")
+    assert not wrong, "compute it in analyze and pass the result:\n" + "\n".join(wrong)
+    gone = [f"{m} → {n}" for m, n in PENDING_COMPUTING if (m, n) not in seen]
+    assert not gone, "remove from PENDING_COMPUTING: " + ", ".join(gone)
+
+
+def test_the_rule_on_report_sees_what_it_checks() -> None:
+    """A guard on the parser: a class, a constant, a function and a re-export are told
+    apart."""
+    known = modules()
+    assert _bound("perflab.analyze.http", "Sweep", known) == "class"
+    assert _bound("perflab.analyze.http", "ENGINE_BUSY", known) == "value"
+    assert _bound("perflab.analyze.http", "SATURATED", known) == "value"  # A, B = …
+    assert _bound("perflab.analyze.http", "summarize_results", known) == "function"
+    assert _bound("perflab.analyze.models", "BreakEven", known) == "class"
+    assert _bound("perflab.analyze", "stats", known) == "module"
 
 
 def test_commands_import_no_other_command() -> None:

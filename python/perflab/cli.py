@@ -52,7 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Exit codes: 0 success, 1 a benchmark failed (or a gate tripped),
     2 usage or bad input, 3 measured but the results file could not be written
-    (they are in the rescue file the error names), 130 interrupted.
+    (they are in the rescue file the error names), 128 + the signal's number when
+    interrupted (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     top = _top_parser().parse_args(argv[:1] if argv and not argv[0].startswith("-") else argv)
@@ -119,9 +120,11 @@ def _guarded(func, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-
             raise
         sys.stderr.write(f"error: {terminal(exc, one_line=True)}\n")
         return exc.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        from perflab.interrupts import exit_code
+
         sys.stderr.write("error: interrupted\n")
-        return 130
+        return exit_code(exc)
     except Exception as exc:  # noqa: BLE001 - last line of defence, no traceback
         if args.debug:
             raise

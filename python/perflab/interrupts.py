@@ -5,9 +5,10 @@ default either kills Python on the spot and every finished sample is lost.
 Inside :class:`StopSignals` they raise :class:`Stopped` (a KeyboardInterrupt, so
 every engine's Ctrl-C path applies: workers are stopped, finished samples kept).
 :meth:`StopSignals.shield` then turns later signals into notes, so that saving
-and printing finish, and :attr:`StopSignals.exit_code` gives the shell's
+and printing finish, and :meth:`StopSignals.exit_code` gives the shell's
 convention, 128 + the signal's number (143 for SIGTERM, 129 for SIGHUP, 130 for
-Ctrl-C).
+Ctrl-C): every command that measures exits with it (:func:`exit_code` for an
+interrupt that reaches the top).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from types import FrameType, TracebackType
 
 #: the signals handled like Ctrl-C
 SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+#: The exit code of a run stopped by Ctrl-C: 128 + SIGINT's number.
+SIGINT_EXIT = 128 + int(signal.SIGINT)
 
 
 class Stopped(KeyboardInterrupt):
@@ -71,4 +74,10 @@ class StopSignals:
         None when nothing stopped the run."""
         if self.signum is not None:
             return 128 + self.signum
-        return 130 if interrupted else None
+        return SIGINT_EXIT if interrupted else None
+
+
+def exit_code(interrupt: KeyboardInterrupt) -> int:
+    """The exit code of an interrupt that ended a command: 128 + the signal's number of a
+    :class:`Stopped`, 130 for Ctrl-C."""
+    return 128 + interrupt.signum if isinstance(interrupt, Stopped) else SIGINT_EXIT

@@ -39,7 +39,7 @@ def test_without_standard_errors_a_gap_over_20_percent_refutes() -> None:
 def test_a_crossing_the_measurements_agree_with_is_claimed() -> None:
     a, b = 10e-6 + 1e-9 * N, 5e-6 + 1.5e-9 * N
     r = breakeven_from_points(N, a, N, b, model="O(n)", se_a=0.02 * a, se_b=0.02 * b)
-    assert not r.refuted and r.n_star is not None and abs(r.n_star - 1e4) < 100
+    assert not r.refuted and r.n_star is not None and abs(r.n_star.value - 1e4) < 100
     assert r.sentence().startswith("A is cheaper beyond n ≈ 10,000")
     assert [o.cheaper for o in r.measured] == ["B", "B", None, "A", "A"]
 

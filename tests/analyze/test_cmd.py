@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from perflab.analyze.cmd import spawn_overhead_s, summarize_commands
+from perflab.analyze.cmd import spawn_overhead, summarize_commands
 from perflab.model import Benchmark, CommandRun
 
 MS = 1_000_000
@@ -56,9 +56,10 @@ def test_a_command_without_successful_runs_has_no_numbers() -> None:
 
 
 def test_spawn_overhead_percentiles() -> None:
-    assert spawn_overhead_s([MS * k for k in range(1, 102)]) == pytest.approx((0.006, 0.051, 0.096))
-    with pytest.raises(ValueError):
-        spawn_overhead_s([])
+    found = spawn_overhead([MS * k for k in range(1, 102)])
+    assert found is not None and found.runs == 101
+    assert (found.p5_s, found.p50_s, found.p95_s) == pytest.approx((0.006, 0.051, 0.096))
+    assert spawn_overhead([]) is None
 
 
 def test_tree_rss_figures_are_each_taken_over_the_runs_that_recorded_them() -> None:

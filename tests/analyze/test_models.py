@@ -326,7 +326,7 @@ def test_breakeven_recovers_known_crossing(
         level=0.999,
     )
     assert r.cheaper_beyond == "A" and r.cheaper_below == "B"
-    assert r.ci_low <= truth <= r.ci_high, (truth, r.sentence())
+    assert r.n_star is not None and r.n_star.contains(truth), (truth, r.sentence())
 
 
 def test_breakeven_serializer_sentence() -> None:
@@ -345,20 +345,21 @@ def test_breakeven_serializer_sentence() -> None:
         cold_b_se=0.002,
     )
     assert r.sentence().startswith("new is cheaper beyond n ≈ 17,000 (95% CI ")
-    assert r.ci_low < r.n_star < r.ci_high and r.warnings == ()
+    assert r.n_star is not None and r.warnings == ()
+    assert r.n_star.ci_low < r.n_star.value < r.n_star.ci_high and r.n_star.level == 0.95
 
 
 def test_breakeven_no_crossing_says_who_is_always_cheaper() -> None:
     n = np.geomspace(10, 1e4, 6)
     r = breakeven_from_points(n, 1 + 1e-3 * n, n, 2 + 2e-3 * n, model="O(n)")
-    assert r.n_star is None and r.cheaper_beyond == "A" and r.ci_low is None
+    assert r.n_star is None and r.cheaper_beyond == "A" and r.to_dict()["ci_low"] is None
     assert "A is cheaper at every n" in r.sentence()
 
 
 def test_breakeven_outside_data_range_warns_extrapolation() -> None:
     n = np.geomspace(10, 100, 5)
     r = breakeven_from_points(n, 10 + 1e-3 * n, n, 1 + 1e-2 * n, model="O(n)", n_boot=200)
-    assert r.n_star is not None and close(r.n_star, 1000.0)
+    assert r.n_star is not None and close(r.n_star.value, 1000.0)
     assert any("extrapolation" in w for w in r.warnings)
 
 
@@ -370,7 +371,7 @@ def test_breakeven_reports_every_crossing() -> None:
     assert (
         len(r.crossings) == 2
         and close(r.crossings[0], 4.016, 1e-3)
-        and close(r.n_star, 995.98, 1e-3)
+        and r.n_star is not None and close(r.n_star.value, 995.98, 1e-3)
     )
     assert r.cheaper_beyond == "B" and any("cross 2 times" in w for w in r.warnings)
 

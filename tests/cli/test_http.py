@@ -145,7 +145,7 @@ def test_a_signal_stops_the_highest_rate_at_once(tmp_path: Path, server: Any,
     proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=30)
     # 100 ms to see it, then the save, the table and interpreter exit on a busy machine.
-    assert time.monotonic() - sent < 5.0 and proc.returncode == 130, stderr
+    assert time.monotonic() - sent < 5.0 and proc.returncode == 128 + sig, stderr  # 130, 143
     (step,) = json.loads(out.read_text())["benchmarks"][0]["steps"]
     assert step["interrupted"] and step["connections_opened"] == step["connections_closed"]
 

@@ -30,11 +30,12 @@ def _run(results: Any) -> tuple[Any, Any]:
 
 
 def _cmd(results: Any) -> tuple[Any, Any]:
-    from perflab.analyze.cmd import summarize_results
+    from perflab.analyze.cmd import spawn_overhead, summarize_results
     from perflab.report.cmd_table import cmd_tables, summary_records
 
     summaries = summarize_results(results)
-    return lambda: cmd_tables(results, summaries), lambda: summary_records(summaries)
+    overhead = spawn_overhead(results.spawn_overhead_ns)
+    return lambda: cmd_tables(results, summaries, overhead), lambda: summary_records(summaries)
 
 
 def _http(results: Any) -> tuple[Any, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from perflab.analyze.cmd import summarize_commands
+from perflab.analyze.cmd import spawn_overhead, summarize_commands
 from perflab.report import console
 from perflab.report.cmd_table import cmd_table, summary_records
 
@@ -24,7 +24,8 @@ def test_table_cells_footnotes_and_rss_floor() -> None:
     small = bench("small", [10] * 10, rss=10_100_000)
     big = bench("big", [20] * 10, rss=300_000_000)
     summaries = summarize_commands([small, big], spawn_overhead_ns=[8 * MS] * 30, precision=0.01)
-    table = cmd_table(summaries, [8 * MS] * 30, {"interleave": True}, rss_floor_bytes=10_000_000)
+    table = cmd_table(summaries, spawn_overhead([8 * MS] * 30), {"interleave": True},
+                      rss_floor_bytes=10_000_000)
     assert table.columns[:4] == ["command", "runs", "median ± CI", "user"]
     small_row, big_row = table.rows
     assert small_row[8] == "≤ 10.0 MB" and big_row[8] == "300 MB"

@@ -249,15 +249,28 @@ def _ratio_width(s: CommandSummary) -> str:
     return f", ratio ±{_ratio_half(s):.1%}" if _ratio_half(s) else ""
 
 
-def spawn_overhead_s(spawn_overhead_ns: Sequence[int]) -> tuple[float, float, float]:
-    """5th, 50th and 95th percentile of the empty-process wall times, s (linear
-    interpolation, numpy's default).
+@dataclass(frozen=True)
+class SpawnOverhead:
+    """The wall time of an empty process (``true``, or the shell's ``-c ""``), measured
+    beside the commands: included in every time of a ``cmd`` run, not subtracted.
 
-    Raises:
-        ValueError: no value.
+    Attributes:
+        runs: empty processes timed.
+        p5_s / p50_s / p95_s: 5th, 50th and 95th percentile of their wall times, s
+            (linear interpolation, numpy's default).
     """
+
+    runs: int
+    p5_s: float
+    p50_s: float
+    p95_s: float
+
+
+def spawn_overhead(spawn_overhead_ns: Sequence[int]) -> SpawnOverhead | None:
+    """The percentiles of the empty-process wall times (ns, as results files hold them);
+    None when none was measured."""
     if not len(spawn_overhead_ns):
-        raise ValueError("no spawn overhead was measured")
+        return None
     values = np.asarray(spawn_overhead_ns, dtype=float) * 1e-9
     p5, p50, p95 = np.percentile(values, [5, 50, 95])
-    return float(p5), float(p50), float(p95)
+    return SpawnOverhead(len(spawn_overhead_ns), float(p5), float(p50), float(p95))

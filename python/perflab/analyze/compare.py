@@ -119,8 +119,8 @@ def compare_groups(row: Row, groups_a: list[np.ndarray], groups_b: list[np.ndarr
 
 
 def _side(median: float, reps: np.ndarray, groups: list[np.ndarray], confidence: float) -> Side:
-    ci = stats.percentile_ci(reps, median, confidence)
-    return Side(median, ci.ci_low, ci.ci_high, len(groups), int(sum(g.size for g in groups)))
+    return Side(stats.percentile_ci(reps, median, confidence), len(groups),
+                int(sum(g.size for g in groups)))
 
 
 def compare_timed(a: Benchmark, b: Benchmark, confidence: float = 0.95, resamples: int = 2000,
@@ -174,8 +174,7 @@ def compare_processes(row: Row, a: Benchmark, b: Benchmark, confidence: float,
     for side, bench, groups in (("a", a, groups_a), ("b", b, groups_b)):
         est = median_estimate(bench, confidence, resamples)
         if est is not None:
-            setattr(row, side, Side(est.value, est.ci_low, est.ci_high, len(groups),
-                                    int(sum(g.size for g in groups))))
+            setattr(row, side, Side(est, len(groups), int(sum(g.size for g in groups))))
     return row
 
 
@@ -213,8 +212,10 @@ def step_label(step: HttpStep) -> str:
     return f"{step.mode} {step.offered_rate:,.0f}/s"
 
 
-def _achieved_rate(step: HttpStep) -> float:
-    return step.ok_responses / step.elapsed_s if step.elapsed_s > 0 else math.nan
+def _achieved_rate(step: HttpStep) -> Estimate:
+    """Ok responses / elapsed s, 1/s, without a CI of its own (nan when nothing elapsed)."""
+    rate = step.ok_responses / step.elapsed_s if step.elapsed_s > 0 else math.nan
+    return Estimate(rate, math.nan, math.nan)
 
 
 def compare_rates(row: Row, a: HttpStep, b: HttpStep, confidence: float) -> Row:
@@ -281,7 +282,7 @@ def _latency_row(row: Row, hist_a: HdrCounts, hist_b: HdrCounts, q: float, confi
     for hist in (hist_a, hist_b):
         reps = quantile_replicates(hist, q, resamples, rng) * scale_s
         ci = stats.percentile_ci(reps, hist.quantile(q) * scale_s, confidence)
-        sides.append((Side(ci.value, ci.ci_low, ci.ci_high, hist.total, hist.total), reps))
+        sides.append((Side(ci, hist.total, hist.total), reps))
     (row.a, reps_a), (row.b, reps_b) = sides
     with np.errstate(divide="ignore", invalid="ignore"):
         row.ratio, row.log_replicates = expanded_ratio_ci(

@@ -30,17 +30,20 @@ class Side:
     """One file's figures for one compared metric.
 
     Attributes:
-        value: the location estimate: seconds (times, latencies) or 1/s (rates).
-        low / high: its 95% CI (nan when there is none).
+        estimate: the location estimate with its CI: seconds (times, latencies) or 1/s
+            (rates); the CI bounds are nan when there is none (an achieved rate).
         units: independent units behind it: processes, runs or requests.
         samples: timed samples (python), runs (command) or requests (http).
     """
 
-    value: float
-    low: float = math.nan
-    high: float = math.nan
+    estimate: Estimate
     units: int = 0
     samples: int = 0
+
+    @property
+    def value(self) -> float:
+        """The location estimate, s or 1/s (``estimate.value``)."""
+        return self.estimate.value
 
 
 @dataclass

@@ -57,7 +57,7 @@ def speed_normalized_row(a: Benchmark, b: Benchmark, confidence: float) -> Row |
               test_key=a.id, primary=False)
     for side, loc, bench in (("a", loc_a, a), ("b", loc_b, b)):
         ci = loc.ci(confidence)
-        setattr(row, side, Side(ci.value, ci.ci_low, ci.ci_high, int(loc.df) + 1,
+        setattr(row, side, Side(ci, int(loc.df) + 1,
                                 sum(len(p.samples) for p in bench.processes)))
     row.ratio = (loc_b / loc_a).ci(confidence)
     return row

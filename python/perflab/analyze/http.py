@@ -158,6 +158,12 @@ class StepSummary:
     server: Any = None
     agents_lost: list[int] = field(default_factory=list)
 
+    @property
+    def engine_busy(self) -> bool:
+        """True when an engine thread was CPU-bound during the step (its CPU share ≥
+        :data:`ENGINE_BUSY`)."""
+        return self.cpu_share >= ENGINE_BUSY
+
     def to_dict(self) -> dict[str, Any]:
         """JSON form (seconds, requests/s), with units named."""
         return {"unit_time": "s", "unit_rate": "1/s", **asdict(self)}
@@ -225,7 +231,7 @@ def summarize_step(step: HttpStep, index: int = 0, ok: str = "200-299") -> StepS
 
 def engine_busy(s: StepSummary) -> bool:
     """True when an engine thread was CPU-bound during the step (≥ :data:`ENGINE_BUSY`)."""
-    return s.cpu_share >= ENGINE_BUSY
+    return s.engine_busy
 
 
 def generator_reasons(s: StepSummary) -> list[str]:
@@ -242,12 +248,44 @@ def generator_reasons(s: StepSummary) -> list[str]:
     return reasons
 
 
+@dataclass
+class AgentStep:
+    """One agent's share of one step of a distributed run, summarised by the rules of a
+    whole step.
+
+    Attributes:
+        share: the share as recorded (a :class:`perflab.cluster_model.AgentShare`: the
+            agent's index, clock offset, start lead, process CPU time, its raw step).
+        summary: the figures of its own step (:func:`summarize_step`, no verdict); None
+            when the agent died during the step.
+        reasons: why perflab limited this agent (:func:`generator_reasons`); empty when
+            it did not.
+    """
+
+    share: Any
+    summary: StepSummary | None
+    reasons: list[str]
+
+
+def agent_steps(step: HttpStep, ok: str = "200-299") -> list[AgentStep]:
+    """Each agent's share of a distributed step, summarised (empty for one machine).
+
+    Args:
+        step: the merged step, with its ``agents`` shares.
+        ok: the statuses that counted as success (--ok).
+    """
+    out = []
+    for share in step.agents:
+        s = None if share.step is None else summarize_step(share.step, ok=ok)
+        out.append(AgentStep(share, s, [] if s is None else generator_reasons(s)))
+    return out
+
+
 def agent_generator_reasons(step: HttpStep, ok: str = "200-299") -> list[str]:
     """A distributed step: each agent's own :func:`generator_reasons`, naming the agent
     ("agent 2: perflab sent late (p99 3.1 ms)"); empty when no agent was limited."""
-    return [f"agent {share.agent + 1}: {reason}" for share in step.agents
-            if share.step is not None
-            for reason in generator_reasons(summarize_step(share.step, ok=ok))]
+    return [f"agent {a.share.agent + 1}: {reason}" for a in agent_steps(step, ok)
+            for reason in a.reasons]
 
 
 #: What ``--slo`` may bound: latency percentiles (s) and the error fraction.
@@ -412,6 +450,8 @@ class Sweep:
         capacity: the capacity estimate (None: no step was ok).
         slo_s: the p99 SLO the verdicts used, s (None: none).
         slo: every SLO limit the verdicts used (:func:`slo_thresholds`; p99 included).
+        agents: a distributed run's shares of each step (:func:`agent_steps`), one list
+            per step in run order; empty for a run from one machine.
     """
 
     name: str
@@ -419,10 +459,17 @@ class Sweep:
     capacity: Capacity | None
     slo_s: float | None = None
     slo: dict[str, float] = field(default_factory=dict)
+    agents: list[list[AgentStep]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.slo and self.slo_s is not None:
             self.slo = {"p99": self.slo_s}
+
+    @property
+    def kept_up(self) -> StepSummary | None:
+        """The generator-limited step at which the server showed no sign of saturation
+        with the highest achieved rate (:func:`kept_up_while_limited`), or None."""
+        return kept_up_while_limited(self.steps, self.slo or None)
 
 
 def summarize_results(results: Results) -> Sweep:
@@ -430,6 +477,9 @@ def summarize_results(results: Results) -> Sweep:
     success statuses its settings recorded."""
     settings = results.settings
     slo = slo_thresholds(settings.get("slo") or settings.get("slo_s"))
-    steps = summarize_steps(results.benchmarks[0].steps, slo or None,
-                            settings.get("ok") or "200-299")
-    return Sweep(results.benchmarks[0].name, steps, capacity(steps), slo.get("p99"), slo)
+    ok = settings.get("ok") or "200-299"
+    raw = results.benchmarks[0].steps
+    steps = summarize_steps(raw, slo or None, ok)
+    agents = [agent_steps(step, ok) for step in raw] if results.agents else []
+    return Sweep(results.benchmarks[0].name, steps, capacity(steps), slo.get("p99"), slo,
+                 agents)

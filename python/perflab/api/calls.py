@@ -153,7 +153,8 @@ class Runner:
     def run(self, argv: Sequence[str] | None = None, script: str | None = None) -> int:
         """Measure the registered functions with ``perflab run SCRIPT ARGV`` (a child
         process, whose table and messages go to our stdout and stderr); returns its exit
-        code (0, 1 when a benchmark failed, 2 on bad input, 130 interrupted).
+        code (0, 1 when a benchmark failed, 2 on bad input, 128 + the signal when
+        interrupted: 130 Ctrl-C, 143 SIGTERM).
 
         ``argv`` defaults to ``sys.argv[1:]``; ``script`` to the ``__main__`` module's
         file. Inside a worker (the script imported, not run) there is nothing to do and

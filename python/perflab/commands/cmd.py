@@ -227,7 +227,9 @@ def _check_input(path: str | None) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Measure, save, print. Exit 1 when a command failed, 2 on bad input, 130 on Ctrl-C."""
+    """Measure, save, print. Exit 1 when a command failed, 2 on bad input; when Ctrl-C,
+    SIGTERM or SIGHUP stopped the run (what was measured is saved and printed), 128 + the
+    signal (130, 143, 129)."""
     from perflab import __version__, environment
     from perflab.analyze.compare import parse_fail_on
     from perflab.analyze.decisions import parse_threshold
@@ -259,26 +261,29 @@ def main(args: argparse.Namespace) -> int:
                                 "memory_interval_s": memory_s})
     spawner = PosixSpawner(show_output=args.show_output, input_path=args.input, seed=args.seed,
                            memory_interval_s=memory_s)
-    with _progress(settings.precision, args.quiet or args.show_output) as progress, \
-            StopSignals():
-        runner = CommandRunner(specs, settings, spawner, overhead, progress)
-        results.benchmarks = runner.run()
-    spawner.close()
-    results.spawn_overhead_ns, results.interrupted = runner.spawn_overhead_ns, runner.interrupted
-    results.rss_floor_bytes = runner.rss_floor_bytes
-    environment.finish(env)
-    summaries = _save_and_print(results, args, destination, exports)
-    if chart is not None:
-        from perflab.report.result_charts import cmd_chart, write_chart
+    with StopSignals() as stop:
+        with _progress(settings.precision, args.quiet or args.show_output) as progress:
+            runner = CommandRunner(specs, settings, spawner, overhead, progress)
+            results.benchmarks = runner.run()
+        stop.shield()  # a second signal no longer stops the save
+        spawner.close()
+        results.spawn_overhead_ns = runner.spawn_overhead_ns
+        results.interrupted = runner.interrupted
+        results.rss_floor_bytes = runner.rss_floor_bytes
+        environment.finish(env)
+        summaries = _save_and_print(results, args, destination, exports)
+        if chart is not None:
+            from perflab.report.result_charts import cmd_chart, write_chart
 
-        write_chart(chart, lambda out: cmd_chart(results.benchmarks, out))
+            write_chart(chart, lambda out: cmd_chart(results.benchmarks, out))
+    stopped = stop.exit_code(runner.interrupted)
+    if stopped is not None:
+        return stopped
     code = _exit_code(results, runner)
     return _gate(summaries, fail_on) if code == 0 else code
 
 
 def _exit_code(results: Any, runner: Any) -> int:
-    if runner.interrupted:
-        return 130
     if runner.start_errors:
         return 2
     return 1 if any(b.failed for b in results.benchmarks) else 0
@@ -316,13 +321,14 @@ def _save_and_print(results: Any, args: argparse.Namespace, destination: Any,
     """Save, write the exports, print; a failed save is raised after the table is
     printed and the other files are written. Returns the summaries."""
     from perflab import model
-    from perflab.analyze.cmd import summarize_results
+    from perflab.analyze.cmd import spawn_overhead, summarize_results
     from perflab.files import Deferred, save
     from perflab.history.record import record_results
     from perflab.report import outputs
     from perflab.report.cmd_table import cmd_tables, hyperfine_json, print_cmd, summary_records
 
     summaries = summarize_results(results)
+    overhead = spawn_overhead(results.spawn_overhead_ns)
     later = Deferred()
     # compact JSON: the C encoder keeps saving thousands of runs fast
     later.run(model.save, results, destination, {s.id: s.to_dict() for s in summaries},
@@ -331,10 +337,10 @@ def _save_and_print(results: Any, args: argparse.Namespace, destination: Any,
     if "json" in exports:
         later.run(save, exports.pop("json"),
                   lambda: hyperfine_json(results, summaries).encode(), "json export")
-    outputs.write(later, exports, "cmd", lambda: cmd_tables(results, summaries),
+    outputs.write(later, exports, "cmd", lambda: cmd_tables(results, summaries, overhead),
                   lambda: summary_records(summaries))
     if not destination.stdout:
-        print_cmd(results, summaries, args.format)
+        print_cmd(results, summaries, overhead, args.format)
     record_results(args, results, {s.id: s.to_dict() for s in summaries}, destination)
     later.raise_()
     if not destination.stdout:

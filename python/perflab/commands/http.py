@@ -101,7 +101,8 @@ def main(args: argparse.Namespace) -> int:
 
     Exit codes: 0 done, 1 the target stopped answering or no request succeeded, or the
     --fail-on gate tripped (by default: a step missed the --slo), 2 bad input or an
-    unreachable target, 130 interrupted (what was measured is kept).
+    unreachable target; when Ctrl-C, SIGTERM or SIGHUP stopped it (what was measured is
+    kept), 128 + the signal (130, 143, 129).
     """
     from perflab.files import Deferred, Destination, results_destination
     from perflab.interrupts import StopSignals
@@ -125,7 +126,7 @@ def main(args: argparse.Namespace) -> int:
                 o.steps[-1].watched = watcher.cut()
             _step_done(results, o, path, live, steps_saved)
 
-        with _live(args.quiet, plan) as live, StopSignals(), \
+        with _live(args.quiet, plan) as live, StopSignals() as stop, \
                 watcher or contextlib.nullcontext():
             outcome = run_sweep(plan, progress=live.update if live else None,
                                 on_step=step_done)
@@ -143,7 +144,7 @@ def main(args: argparse.Namespace) -> int:
         sys.stderr.write(f"results saved to {path}\n")
     if chart is not None and results.benchmarks[0].steps:
         _chart(results, chart)
-    code = _exit_code(results)
+    code = stop.exit_code(results.interrupted) or _exit_code(results)
     return _gate(results, fail_on) if code == 0 else code
 
 
@@ -284,8 +285,6 @@ def _step_done(results: Any, outcome: Any, path: Any, live: _Live | None,
 
 def _exit_code(results: Any) -> int:
     bench = results.benchmarks[0]
-    if results.interrupted:
-        return 130
     # a success that came while a step drained is a success too
     succeeded = any(s.ok_responses or s.drained for s in bench.steps)
     return 1 if bench.error or not succeeded else 0

@@ -78,6 +78,7 @@ def _load(name: str) -> tuple[Any, dict[str, Any] | None]:
 def main(args: argparse.Namespace) -> int:
     """Build the page and write it. Exit 2 on bad input or nothing to report."""
     from perflab import __version__
+    from perflab.analyze.results_figures import results_figures
     from perflab.files import Destination, save
     from perflab.report.html import page, sections
 
@@ -90,8 +91,8 @@ def main(args: argparse.Namespace) -> int:
         if not loaded:
             loaded = _newest(store)
         for name, results, document in loaded:
-            body += sections.results_sections(results, name) if results is not None else \
-                sections.document_sections(document, name)
+            body += sections.results_sections(results, results_figures(results), name) \
+                if results is not None else sections.document_sections(document, name)
         doctor = _doctor(db, [r for _, r, _ in loaded if r is not None])
         if doctor is not None:
             body.append(doctor)

@@ -168,7 +168,7 @@ def main(args: argparse.Namespace) -> int:
         _attach_units(results.benchmarks, bench_file)
         results.interrupted = runner.interrupted
         environment.finish(env)
-        judged = _save_and_print(results, args, settings.precision, destination, files_out)
+        judged = _save_and_print(results, args, destination, files_out)
         if chart is not None:
             from perflab.report.result_charts import run_chart, write_chart
 
@@ -277,32 +277,27 @@ def _attach_units(benches, bench_file) -> None:  # type: ignore[no-untyped-def]
         bench.metric_units = {k: units.get(k, "") for p in bench.processes for k in p.metrics}
 
 
-def _save_and_print(results, args, precision: float, destination, files_out):  # type: ignore[no-untyped-def]
+def _save_and_print(results, args, destination, files_out):  # type: ignore[no-untyped-def]
     """Save, write the --markdown/--csv files, print (a failed save is raised after the
     table is printed). Returns every summary, with its verdict against its group's
     baseline."""
     from perflab import model
-    from perflab.analyze.groups import run_groups
-    from perflab.analyze.summary import summarize_benchmarks
+    from perflab.analyze.results_figures import run_figures
     from perflab.files import Deferred
     from perflab.history.record import record_results
     from perflab.report import outputs
     from perflab.report.run_output import print_run, run_output_records, run_output_tables
 
-    grouped = summarize_benchmarks(results.benchmarks, precision=precision,
-                                   min_processes=results.settings.get("min_processes"),
-                                   threshold=results.settings["threshold"])
+    figures = run_figures(results)  # with the run's precision, min processes, threshold
+    grouped, groups, threshold = figures.grouped, figures.groups, figures.threshold
     summaries = {s.id: s.to_dict() for group in grouped.values() for s in group}
     later = Deferred()
     later.run(model.save, results, destination, summaries)
-    groups = run_groups(results.benchmarks, grouped)
-    threshold = results.settings["threshold"]
-    benches = results.benchmarks
     outputs.write(later, files_out, "run",
-                  lambda: run_output_tables(groups, benches, args.verbose, threshold),
-                  lambda: run_output_records(groups, benches))
+                  lambda: run_output_tables(groups, figures.memory, args.verbose, threshold),
+                  lambda: run_output_records(groups, figures.memory))
     if not destination.stdout:
-        print_run(groups, args.format, args.verbose, threshold, benches=benches)
+        print_run(groups, args.format, args.verbose, threshold, memory=figures.memory)
     record_results(args, results, summaries, destination)
     later.raise_()
     if not destination.stdout:

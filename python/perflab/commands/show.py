@@ -95,9 +95,9 @@ def _stats_only_document(path: str) -> dict[str, Any] | None:
     return document
 
 
-def _export(results: Any, exports: list[list[str]]) -> None:
-    """Write each ``--export FORMAT OUT`` (checked first, all of them, before any is
-    written); the paths written go to stderr."""
+def _export(results: Any, figures: Any, exports: list[list[str]]) -> None:
+    """Write each ``--export FORMAT OUT`` of ``results`` and its ``figures`` (checked
+    first, all of them, before any is written); the paths written go to stderr."""
     import sys
 
     from perflab.report import peer_formats
@@ -105,16 +105,14 @@ def _export(results: Any, exports: list[list[str]]) -> None:
     for fmt, _out in exports:
         peer_formats.check(fmt, results.kind)
     for fmt, out in exports:
-        for path in peer_formats.write(results, fmt, out):
+        for path in peer_formats.write(results, figures, fmt, out):
             sys.stderr.write(f"perflab: {fmt} export written to {path}\n")
 
 
 def main(args: argparse.Namespace) -> int:
     """Load, summarize and print. Exit 2 on a bad file."""
     from perflab import model
-    from perflab.analyze.compare import DEFAULT_THRESHOLD
-    from perflab.analyze.groups import run_groups
-    from perflab.analyze.summary import summarize_benchmarks
+    from perflab.analyze.results_figures import results_figures
     from perflab.report.imported import print_notes
     from perflab.report.run_output import in_process_ids, print_run
 
@@ -131,35 +129,26 @@ def main(args: argparse.Namespace) -> int:
         console.emit(args.format, [stats_table(stats_only, args.file)])
         return 0
     results = model.load(args.file)
-    _export(results, args.export)
+    figures = results_figures(results)
+    _export(results, figures, args.export)
     print_notes(results, args.format)
     if args.env:
         print_environment(results)
-    if results.kind == "cmd":
-        from perflab.analyze import cmd
-        from perflab.report.cmd_table import print_cmd
-
-        print_cmd(results, cmd.summarize_results(results), args.format)
-        return 0
-    if results.kind == "http":
-        from perflab.analyze import http
-        from perflab.report.http_table import print_http
-
-        print_http(results, http.summarize_results(results), args.format)
-        return 0
     if results.kind == "trace":
         from perflab.report.trace_table import print_trace
 
         print_trace(results, args.format)
-        return 0
-    grouped = summarize_benchmarks(results.benchmarks,
-                                   precision=results.settings.get("precision"),
-                                   min_processes=results.settings.get("min_processes"),
-                                   threshold=results.settings.get("threshold",
-                                                                  DEFAULT_THRESHOLD))
-    print_run(run_groups(results.benchmarks, grouped), args.format, args.verbose,
-              results.settings.get("threshold", DEFAULT_THRESHOLD),
-              in_process_ids(results.settings), results.benchmarks)
+    elif results.kind == "cmd":
+        from perflab.report.cmd_table import print_cmd
+
+        print_cmd(results, figures.commands, figures.spawn_overhead, args.format)
+    elif results.kind == "http":
+        from perflab.report.http_table import print_http
+
+        print_http(results, figures.sweep, args.format)
+    else:
+        print_run(figures.groups, args.format, args.verbose, figures.threshold,
+                  in_process_ids(results.settings), figures.memory)
     return 0
 
 

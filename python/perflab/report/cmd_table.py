@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from perflab.analyze.cmd import STOP_WORDS, CommandSummary, spawn_overhead_s
+from perflab.analyze.cmd import STOP_WORDS, CommandSummary, SpawnOverhead
 from perflab.model import Results
 from perflab.report.table import KEY, NOTE, Table
 from perflab.units import format_bytes, format_ratio, format_time
@@ -40,7 +40,7 @@ COLUMNS = ["command", "runs", "median ± CI", "user", "system", "total", "real (
            "CPU/wall", "max RSS", "× fastest", "verdict", "notes"]
 
 
-def cmd_table(summaries: Sequence[CommandSummary], spawn_overhead_ns: Sequence[int] = (),
+def cmd_table(summaries: Sequence[CommandSummary], overhead: SpawnOverhead | None = None,
               settings: dict[str, Any] | None = None, rss_floor_bytes: int | None = None
               ) -> Table:
     """The table of ``perflab cmd``: one row per command, then footnotes.
@@ -51,7 +51,8 @@ def cmd_table(summaries: Sequence[CommandSummary], spawn_overhead_ns: Sequence[i
     A max RSS within 5% of ``rss_floor_bytes`` (what an empty process reads)
     is shown as "≤ floor": the true value is somewhere below. On a narrow terminal
     the columns fold away in this order: CPU/wall, system, user, real, total, max RSS,
-    runs, × fastest.
+    runs, × fastest. ``overhead``: the run's spawn overhead, named in a footnote
+    (:func:`perflab.analyze.cmd.spawn_overhead`).
     """
     settings = settings or {}
     columns = list(COLUMNS)
@@ -61,7 +62,7 @@ def cmd_table(summaries: Sequence[CommandSummary], spawn_overhead_ns: Sequence[i
                   fold=[KEY, 7, KEY, 3, 2, 5, 4, 1, 6, 8, KEY, NOTE])
     for s in summaries:
         table.rows.append(_row(s, rss_floor_bytes))
-    table.footnotes = _footnotes(summaries, spawn_overhead_ns, settings)
+    table.footnotes = _footnotes(summaries, overhead, settings)
     if rss_floor_bytes:
         table.footnotes.append(f"max RSS can't read below {format_bytes(rss_floor_bytes)}: "
                                "the kernel counts the spawning helper's memory until exec")
@@ -124,15 +125,15 @@ def _row(s: CommandSummary, rss_floor_bytes: int | None = None) -> list[str]:
     return cells
 
 
-def _footnotes(summaries: Sequence[CommandSummary], spawn_overhead_ns: Sequence[int],
+def _footnotes(summaries: Sequence[CommandSummary], overhead: SpawnOverhead | None,
                settings: dict[str, Any]) -> list[str]:
     lines = []
     for s in summaries:
         if s.error:
             lines.append(f"{s.label}: {s.error}")
         lines += [f"{s.label}: {w}" for w in s.warnings]
-    if spawn_overhead_ns:
-        lines.append(spawn_overhead_line(spawn_overhead_ns))
+    if overhead is not None:
+        lines.append(spawn_overhead_line(overhead))
     ref = next((s for s in summaries if s.reference), None)
     if ref is not None:
         word = "the reference" if settings.get("reference") is not None else "the fastest"
@@ -145,12 +146,11 @@ def _footnotes(summaries: Sequence[CommandSummary], spawn_overhead_ns: Sequence[
     return lines
 
 
-def spawn_overhead_line(spawn_overhead_ns: Sequence[int]) -> str:
+def spawn_overhead_line(overhead: SpawnOverhead) -> str:
     """One line: median and 5th–95th percentile of the empty-process wall time."""
-    p5, p50, p95 = spawn_overhead_s(spawn_overhead_ns)
-    return (f"spawn overhead (an empty process, {len(spawn_overhead_ns)} runs): median "
-            f"{format_time(p50)}, 5–95% {format_time(p5)}–{format_time(p95)}; included in "
-            "every time above, not subtracted")
+    return (f"spawn overhead (an empty process, {overhead.runs} runs): median "
+            f"{format_time(overhead.p50_s)}, 5–95% {format_time(overhead.p5_s)}–"
+            f"{format_time(overhead.p95_s)}; included in every time above, not subtracted")
 
 
 def summary_records(summaries: Sequence[CommandSummary]) -> list[dict[str, object]]:
@@ -165,23 +165,27 @@ def summary_records(summaries: Sequence[CommandSummary]) -> list[dict[str, objec
     return records
 
 
-def print_cmd(results: Results, summaries: Sequence[CommandSummary], fmt: str) -> None:
+def print_cmd(results: Results, summaries: Sequence[CommandSummary],
+              overhead: SpawnOverhead | None, fmt: str) -> None:
     """Print a ``cmd`` run's table on stdout as a rich table, Markdown or CSV.
 
     Args:
-        results: the results file (settings, spawn overhead, RSS floor, interruption).
+        results: the results file (settings, RSS floor, interruption).
         summaries: its summaries (:func:`perflab.analyze.cmd.summarize_results`).
+        overhead: its spawn overhead (:func:`perflab.analyze.cmd.spawn_overhead`).
         fmt: "table", "markdown" or "csv".
     """
     from perflab.report import console
 
-    console.emit(fmt, lambda: cmd_tables(results, summaries), lambda: summary_records(summaries))
+    console.emit(fmt, lambda: cmd_tables(results, summaries, overhead),
+                 lambda: summary_records(summaries))
 
 
-def cmd_tables(results: Results, summaries: Sequence[CommandSummary]) -> list[Table]:
-    """The tables of a ``cmd`` results file (one), with its interruption noted."""
-    table = cmd_table(summaries, results.spawn_overhead_ns, results.settings,
-                      results.rss_floor_bytes)
+def cmd_tables(results: Results, summaries: Sequence[CommandSummary],
+               overhead: SpawnOverhead | None) -> list[Table]:
+    """The tables of a ``cmd`` results file (one), with its interruption noted (arguments
+    as :func:`print_cmd`)."""
+    table = cmd_table(summaries, overhead, results.settings, results.rss_floor_bytes)
     if results.interrupted:
         table.footnotes.append("interrupted (Ctrl-C): the runs finished before it are shown")
     return [table]

@@ -33,8 +33,9 @@ def _value(side: Side | None, unit: str) -> str:
     if side is None or not math.isfinite(side.value):
         return "–"
     fmt = {"1/s": format_rate, "ref": format_reference}.get(unit, format_time)
-    if math.isfinite(side.low) and math.isfinite(side.high) and side.value:
-        return estimate_cell(side.value, side.low, side.high, fmt)  # low–high when lopsided
+    est = side.estimate
+    if math.isfinite(est.ci_low) and math.isfinite(est.ci_high) and est.value:
+        return estimate_cell(est.value, est.ci_low, est.ci_high, fmt)  # low–high when lopsided
     return fmt(side.value)
 
 
@@ -112,19 +113,22 @@ def comparison_tables(suite: SuiteComparison, name_a: str = "A", name_b: str = "
 def _side_dict(side: Side | None) -> dict[str, Any] | None:
     if side is None:
         return None
-    return {"value": side.value, "ci_low": side.low, "ci_high": side.high,
-            "units": side.units, "samples": side.samples}
+    return {**_estimate_dict(side.estimate), "units": side.units, "samples": side.samples}
 
 
-def _estimate_dict(est: Estimate | None) -> dict[str, float] | None:
-    return None if est is None else {"value": est.value, "ci_low": est.ci_low, "ci_high": est.ci_high}
+def _estimate_dict(est: Estimate) -> dict[str, float]:
+    return {"value": est.value, "ci_low": est.ci_low, "ci_high": est.ci_high}
+
+
+def _optional_estimate(est: Estimate | None) -> dict[str, float] | None:
+    return None if est is None else _estimate_dict(est)
 
 
 def row_record(row: Row) -> dict[str, Any]:
     """One row as JSON types (values in s or 1/s as ``unit`` says; NaN kept for the caller)."""
     return {"id": row.id, "kind": row.kind, "metric": row.metric, "unit": row.unit,
             "higher_is_better": row.higher_is_better, "a": _side_dict(row.a),
-            "b": _side_dict(row.b), "ratio": _estimate_dict(row.ratio), "p_value": row.p_value,
+            "b": _side_dict(row.b), "ratio": _optional_estimate(row.ratio), "p_value": row.p_value,
             "q_value": row.q_value, "verdict": row.verdict, "in_geomean": row.primary,
             "drift": dict(row.drift), "notes": list(row.notes)}
 
@@ -143,7 +147,7 @@ def comparison_document(suite: SuiteComparison, name_a: str, name_b: str,
             "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "a": name_a, "b": name_b, "threshold": suite.threshold,
             "confidence": suite.confidence, "rows": [row_record(r) for r in suite.rows],
-            "counts": suite.counts, "geomean": _estimate_dict(suite.geomean),
+            "counts": suite.counts, "geomean": _optional_estimate(suite.geomean),
             "geomean_verdict": suite.geomean_verdict, "geomean_over": suite.geomean_over,
             "only_in_a": suite.only_in_a,
             "only_in_b": suite.only_in_b, "environment": suite.environment,
@@ -162,16 +166,16 @@ def suite_from_document(document: dict[str, Any]) -> SuiteComparison:
     def number(value: Any) -> float:
         return math.nan if value is None else float(value)
 
-    def side(d: dict[str, Any] | None) -> Side | None:
-        return None if d is None else Side(number(d.get("value")), number(d.get("ci_low")),
-                                           number(d.get("ci_high")), int(d.get("units", 0)),
-                                           int(d.get("samples", 0)))
+    def figures(d: dict[str, Any]) -> Estimate:
+        return Estimate(number(d.get("value")), number(d.get("ci_low")),
+                        number(d.get("ci_high")), number(document.get("confidence", 0.95)))
 
     def estimate(d: dict[str, Any] | None) -> Estimate | None:
-        return None if d is None else Estimate(number(d.get("value")),
-                                               number(d.get("ci_low")),
-                                               number(d.get("ci_high")),
-                                               number(document.get("confidence", 0.95)))
+        return None if d is None else figures(d)
+
+    def side(d: dict[str, Any] | None) -> Side | None:
+        return None if d is None else Side(figures(d), int(d.get("units", 0)),
+                                           int(d.get("samples", 0)))
 
     rows = [Row(r["id"], r["kind"], r["metric"], r["unit"], bool(r.get("higher_is_better")),
                 side(r.get("a")), side(r.get("b")), estimate(r.get("ratio")),
@@ -198,8 +202,8 @@ def csv_records(suite: SuiteComparison) -> list[dict[str, Any]]:
                                   "unit": row.unit}
         for name, side in (("a", row.a), ("b", row.b)):
             record[f"{name}_value"] = side.value if side else ""
-            record[f"{name}_ci_low"] = side.low if side else ""
-            record[f"{name}_ci_high"] = side.high if side else ""
+            record[f"{name}_ci_low"] = side.estimate.ci_low if side else ""
+            record[f"{name}_ci_high"] = side.estimate.ci_high if side else ""
         ratio = row.ratio
         record.update({"ratio": ratio.value if ratio else "",
                        "ratio_ci_low": ratio.ci_low if ratio else "",

@@ -282,11 +282,12 @@ def _breakeven_grid(result: BreakEven) -> np.ndarray:
     """Sizes to draw: the data of both sides and, if any, the crossing and its CI."""
     lo = min(result.fit_a.n_range[0], result.fit_b.n_range[0])
     hi = max(result.fit_a.n_range[1], result.fit_b.n_range[1])
-    for v in (result.n_star, result.ci_high):
-        if v is not None and math.isfinite(v):
-            hi = max(hi, 3 * v)
-    if result.n_star is not None:
-        lo = min(lo, result.n_star / 3)
+    n = result.n_star
+    if n is not None:
+        for v in (n.value, n.ci_high):
+            if math.isfinite(v):
+                hi = max(hi, 3 * v)
+        lo = min(lo, n.value / 3)
     return np.geomspace(max(lo, 1e-9), hi, 400)
 
 
@@ -301,10 +302,10 @@ def _cost_curve(
 
 def _mark_crossing(ax: Any, result: BreakEven) -> None:
     """Vertical line at n* and a shaded span over its CI."""
-    if result.n_star is None:
+    n = result.n_star
+    if n is None:
         return
-    ax.axvline(result.n_star, color="tab:red", ls=":",
-               label=f"break-even n* ≈ {fmt_count(result.n_star, 3)}")
-    if result.ci_low is not None and result.ci_high is not None and math.isfinite(result.ci_high):
-        span = f"{result.level:.0%} CI of n*"
-        ax.axvspan(max(result.ci_low, 1e-9), result.ci_high, color="tab:red", alpha=0.1, label=span)
+    ax.axvline(n.value, color="tab:red", ls=":", label=f"break-even n* ≈ {fmt_count(n.value, 3)}")
+    if math.isfinite(n.ci_high):
+        span = f"{n.level:.0%} CI of n*"
+        ax.axvspan(max(n.ci_low, 1e-9), n.ci_high, color="tab:red", alpha=0.1, label=span)

@@ -116,8 +116,9 @@ def _breakeven_report(fitted: list[tuple[Any, Any, Any, Any, Any]]) -> FitReport
 
     [(a, b, fit_a, fit_b, result)] = fitted
     points = breakeven_points(result)
-    grid = size_grid(np.concatenate([a.x, b.x, [v for v in (result.n_star, result.ci_low,
-                                                              result.ci_high) if v]]), log=True)
+    n = result.n_star
+    crossing = [v for v in (n.value, n.ci_low, n.ci_high) if v] if n is not None else []
+    grid = size_grid(np.concatenate([a.x, b.x, crossing]), log=True)
     report = FitReport("breakeven", [breakeven_table(a, b, result)] + ([points] if points else []))
     report.fits.append({"series": f"{a.name} vs {b.name}", "param": a.param or "calls",
                         **result.to_dict(), "cold_a_se": a.cold_se, "cold_b_se": b.cold_se,

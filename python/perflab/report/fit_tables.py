@@ -143,7 +143,7 @@ def breakeven_table(a: Any, b: Any, result: Any) -> Table:
                   ["benchmark", "growth g(n)", "cold (one-off)", "a (95% CI)", "b (95% CI)",
                    "total at n*"], align=["l", "l", "r", "r", "r", "r"],
                   fold=[KEY, KEY, 3, 2, 1, KEY])
-    at = result.n_star
+    at = None if result.n_star is None else result.n_star.value
     for s, fit, cold, cost in ((a, result.fit_a, result.cold_a, result.cost_a),
                                (b, result.fit_b, result.cold_b, result.cost_b)):
         total = fmt_time(float(cost(at))) if at is not None else "–"

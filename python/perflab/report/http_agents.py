@@ -2,9 +2,9 @@
 step and agent, beside the merged sweep table of :mod:`perflab.report.http_table`.
 
 Each row is the agent's own share of the step, summarised by the same rules as a whole
-step (:func:`perflab.analyze.http.summarize_step`); the footnotes name every agent with
-its host, its clock offset to the controller and that offset's uncertainty, and the
-agents whose clock checks failed or that died.
+step (:func:`perflab.analyze.http.agent_steps`, computed with the sweep); the footnotes
+name every agent with its host, its clock offset to the controller and that offset's
+uncertainty, and the agents whose clock checks failed or that died.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from perflab.analyze.http import generator_reasons, step_label, summarize_step
+from perflab.analyze.http import AgentStep, Sweep
 from perflab.report.table import Table
 from perflab.units import format_time
 
@@ -44,12 +44,11 @@ def _cpu_per_request(share: Any) -> str:
     return _time(share.process_cpu_s / sent)
 
 
-def _row(label: str, share: Any, ok: str) -> list[str]:
+def _row(label: str, agent_step: AgentStep) -> list[str]:
+    share, s, reasons = agent_step.share, agent_step.summary, agent_step.reasons
     agent = f"agent {share.agent + 1}"
-    if share.step is None:
+    if s is None:
         return [label, agent, *["–"] * 8, f"lost: {share.error or 'died'}"]
-    s = summarize_step(share.step, ok=ok)
-    reasons = generator_reasons(s)
     state = "generator-limited: " + ", ".join(reasons) if reasons else "ok"
     lead = "–" if not math.isfinite(share.start_lead_s) else (
         _time(share.start_lead_s) if share.start_lead_s >= 0
@@ -60,34 +59,35 @@ def _row(label: str, share: Any, ok: str) -> list[str]:
             state + (" (interrupted)" if s.interrupted else "")]
 
 
-def agents_table(results: Any) -> Table:
+def agents_table(results: Any, sweep: Sweep) -> Table:
     """The per-agent table of a distributed ``http`` results file.
 
     Args:
         results: a :class:`perflab.model.Results` of kind "http" with ``agents``.
+        sweep: its figures (:func:`perflab.analyze.http.summarize_results`), the agents'
+            shares of each step included.
 
     Returns:
         A table with :data:`COLUMNS`: one row per step and agent (times in the units
         printed; "busy" is the busiest engine thread's CPU share of the step, "CPU/req"
         the agent process's CPU time ÷ requests sent), and footnotes naming each agent.
     """
-    ok = results.settings.get("ok") or "200-299"
     table = Table("load agents", list(COLUMNS), align=["l", "l"] + ["r"] * 8 + ["l"])
-    for step in results.benchmarks[0].steps:
-        label = step_label(step)
-        table.rows += [_row(label, share, ok) for share in step.agents]
+    for step, agents in zip(sweep.steps, sweep.agents):
+        table.rows += [_row(step.label, a) for a in agents]
     table.footnotes = [*_agent_lines(results.agents), *LEGEND]
     return table
 
 
-def with_agent_rows(results: Any, records: list[dict[str, Any]],
+def with_agent_rows(results: Any, sweep: Sweep, records: list[dict[str, Any]],
                     record_of: Callable[[Any], dict[str, Any]]) -> list[dict[str, Any]]:
     """The CSV records of a sweep (:func:`perflab.report.http_table.step_records`, one
     per step) with each step's agents' rows after it; unchanged for a run from one
     machine.
 
     Args:
-        results: the results (``agents`` and each step's ``agents`` shares).
+        results: the results (``agents``: who each agent was).
+        sweep: their figures, the agents' shares of each step included.
         records: one flat record per step, in step order.
         record_of: the flat record of one step summary (the sweep's own rule).
 
@@ -100,20 +100,18 @@ def with_agent_rows(results: Any, records: list[dict[str, Any]],
     """
     if not results.agents:
         return records
-    ok = results.settings.get("ok") or "200-299"
     infos = {info.index: info for info in results.agents}
     out: list[dict[str, Any]] = []
-    for record, step in zip(records, results.benchmarks[0].steps):
+    for record, agents in zip(records, sweep.agents):
         out.append({"agent": "all", **record})
-        for share in step.agents:
+        for a in agents:
+            share = a.share
             info = infos.get(share.agent)
             row: dict[str, Any] = {"agent": share.agent + 1, "step": record["step"]}
-            if share.step is not None:
-                s = summarize_step(share.step, ok=ok)
-                reasons = generator_reasons(s)
-                row.update({**record_of(s), "step": record["step"],
-                            "verdict": "generator-limited" if reasons else "ok",
-                            "reasons": "; ".join(reasons)})
+            if a.summary is not None:
+                row.update({**record_of(a.summary), "step": record["step"],
+                            "verdict": "generator-limited" if a.reasons else "ok",
+                            "reasons": "; ".join(a.reasons)})
             else:
                 row["verdict"] = "lost"
             sent = share.step.requests_sent if share.step is not None else 0

@@ -23,8 +23,6 @@ from perflab.analyze.http import (
     Capacity,
     StepSummary,
     Sweep,
-    engine_busy,
-    kept_up_while_limited,
     slo_text,
 )
 from perflab.model import Results
@@ -179,31 +177,32 @@ def http_tables(results: Results, sweep: Sweep) -> list[Table]:
     from perflab.report.server_timing_table import server_timing_tables
 
     return [sweep_table(sweep, results_notes(results)), *server_timing_tables(results),
-            *agents_tables(results)]
+            *agents_tables(results, sweep)]
 
 
 def http_records(results: Results, sweep: Sweep) -> list[dict[str, Any]]:
     """The CSV records: one per step, each followed by its agents' rows in a distributed
     run (:func:`agents_records`)."""
-    return agents_records(results, step_records(sweep.steps))
+    return agents_records(results, sweep, step_records(sweep.steps))
 
 
-def agents_tables(results: Results) -> list[Table]:
+def agents_tables(results: Results, sweep: Sweep) -> list[Table]:
     """A distributed run's per-agent table (:mod:`perflab.report.http_agents`); none for
     a run from one machine."""
     if not results.agents:
         return []
     from perflab.report.http_agents import agents_table
 
-    return [agents_table(results)]
+    return [agents_table(results, sweep)]
 
 
-def agents_records(results: Results, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def agents_records(results: Results, sweep: Sweep, records: list[dict[str, Any]]
+                   ) -> list[dict[str, Any]]:
     """CSV records with a distributed run's per-agent rows after each step's
     (:func:`perflab.report.http_agents.with_agent_rows`); unchanged for one machine."""
     from perflab.report.http_agents import with_agent_rows
 
-    return with_agent_rows(results, records, lambda s: step_records([s])[0])
+    return with_agent_rows(results, sweep, records, lambda s: step_records([s])[0])
 
 
 def _capacity_lines(sweep: Sweep) -> list[str]:
@@ -213,7 +212,7 @@ def _capacity_lines(sweep: Sweep) -> list[str]:
         if any(s.verdict == SATURATED for s in sweep.steps):
             return [("capacity estimate: none — no step was ok and the server was already "
                      "saturated at the lightest load measured; sweep lower")]
-        kept = kept_up_while_limited(sweep.steps, sweep.slo or None)
+        kept = sweep.kept_up
         if kept is not None:
             return [(f"capacity estimate: none — no step was ok; but the server kept up with "
                      f"at least {_rate(kept.achieved_rate)} (achieved at {kept.label}, p99 "
@@ -265,8 +264,8 @@ def _generator_lines(limited: Sequence[StepSummary]) -> list[str]:
     busy, a quieter machine when it was late without being busy (it waited for a CPU)."""
     if not limited:
         return []
-    busy = [s.label for s in limited if engine_busy(s)]
-    waiting = [s.label for s in limited if not engine_busy(s)]
+    busy = [s.label for s in limited if s.engine_busy]
+    waiting = [s.label for s in limited if not s.engine_busy]
     lines = [(f"generator-limited ({', '.join(s.label for s in limited)}): perflab itself could "
              "not keep up, so these rows describe perflab, not the server")]
     if busy:

@@ -53,22 +53,19 @@ def memory_table(summaries: Sequence[MemorySummary]) -> Table:
     return table
 
 
-def memory_tables(benches: Sequence[Any]) -> list[Table]:
-    """[the memory table] when any benchmark has memory readings, else []."""
-    from perflab.analyze.memory import summaries
-
-    found = summaries(benches)
-    return [memory_table(found)] if found else []
+def memory_tables(summaries: Sequence[MemorySummary]) -> list[Table]:
+    """[the memory table] when any benchmark has memory readings (``summaries``, from
+    :func:`perflab.analyze.memory.summaries`), else []."""
+    return [memory_table(summaries)] if summaries else []
 
 
-def with_memory(records: list[dict[str, Any]], benches: Sequence[Any]) -> list[dict[str, Any]]:
+def with_memory(records: list[dict[str, Any]], summaries: Sequence[MemorySummary]
+                ) -> list[dict[str, Any]]:
     """CSV: each benchmark's record (matched by ``id``) gains the memory table's figures,
     in bytes (``rss_start_bytes``, ``rss_peak_bytes``, ``rss_end_bytes``,
     ``growth_per_1k_ops_bytes`` with ``growth_ci_low_bytes`` / ``growth_ci_high_bytes``,
     ``leaking``) when the run had --memory; unchanged otherwise."""
-    from perflab.analyze.memory import summaries
-
-    found = {s.id: s for s in summaries(benches)}
+    found = {s.id: s for s in summaries}
     if not found:
         return records
     empty = dict.fromkeys(["rss_start_bytes", "rss_peak_bytes", "rss_end_bytes",

@@ -55,17 +55,18 @@ def check(fmt: str, kind: str) -> None:
 # ----------------------------------------------------------------- github-action-benchmark
 
 
-def github_action_benchmark(results: Any) -> list[dict[str, Any]]:
-    """customSmallerIsBetter entries for ``results`` (a run, cmd or http Results).
+def github_action_benchmark(results: Any, figures: Any) -> list[dict[str, Any]]:
+    """customSmallerIsBetter entries for ``results`` (a run, cmd or http Results) and its
+    ``figures`` (:func:`perflab.analyze.results_figures.results_figures`).
 
     Returns:
         [{"name", "unit", "value", "range", "extra"}]: values in ns/op (run), ms (cmd)
         or ms (http latency); ``range`` the half-width of the 95% CI (or "" when none).
     """
     if results.kind == "run":
-        return _gab_run(results)
+        return _gab_run(figures)
     if results.kind == "cmd":
-        return _gab_cmd(results)
+        return _gab_cmd(figures)
     return _gab_http(results)
 
 
@@ -81,20 +82,14 @@ def _entry(name: str, unit: str, scale: float, s: Any, counted: str) -> dict[str
             "range": f"± {half:.3g}" if ci else "", "extra": extra}
 
 
-def _gab_run(results: Any) -> list[dict[str, Any]]:
-    from perflab.analyze.summary import summarize_benchmarks
-
-    grouped = summarize_benchmarks(results.benchmarks,
-                                   precision=results.settings.get("precision"))
+def _gab_run(figures: Any) -> list[dict[str, Any]]:
     return [_entry(s.id, "ns/op", 1e9, s, f"{s.processes} process(es) × {s.samples} samples")
-            for group in grouped.values() for s in group if s.ok]
+            for group in figures.grouped.values() for s in group if s.ok]
 
 
-def _gab_cmd(results: Any) -> list[dict[str, Any]]:
-    from perflab.analyze import cmd
-
+def _gab_cmd(figures: Any) -> list[dict[str, Any]]:
     return [_entry(s.label, "ms", 1e3, s, f"{s.runs} runs")
-            for s in cmd.summarize_results(results) if math.isfinite(s.median_s)]
+            for s in figures.commands if math.isfinite(s.median_s)]
 
 
 def _gab_http(results: Any) -> list[dict[str, Any]]:
@@ -217,20 +212,20 @@ def hgrm_files(results: Any, out: str) -> list[tuple[str, str]]:
              hgrm(step.latency.encoded)) for i, step in enumerate(steps)]
 
 
-def _json_text(results: Any, fmt: str) -> str:
+def _json_text(results: Any, figures: Any, fmt: str) -> str:
     """The github-action-benchmark or hyperfine JSON of ``results``, as text."""
     if fmt == "hyperfine":  # the same document as `perflab cmd --export-json`
-        from perflab.analyze import cmd
         from perflab.report.cmd_table import hyperfine_json
 
-        return hyperfine_json(results, cmd.summarize_results(results))
-    return json.dumps(github_action_benchmark(results), indent=1, allow_nan=False,
+        return hyperfine_json(results, figures.commands)
+    return json.dumps(github_action_benchmark(results, figures), indent=1, allow_nan=False,
                       ensure_ascii=False) + "\n"
 
 
-def write(results: Any, fmt: str, out: str) -> list[str]:
+def write(results: Any, figures: Any, fmt: str, out: str) -> list[str]:
     """Write ``results`` as ``fmt`` to ``out`` (checked, atomic; perflab replaces only
-    files it wrote). Returns the paths written.
+    files it wrote), with its ``figures``
+    (:func:`perflab.analyze.results_figures.results_figures`). Returns the paths written.
 
     Raises:
         UsageError: a format the results kind can't give, or an unusable destination.
@@ -244,7 +239,7 @@ def write(results: Any, fmt: str, out: str) -> list[str]:
     elif fmt == "hlog":
         outputs = [(out, hlog(results))]
     else:
-        outputs = [(out, _json_text(results, fmt))]
+        outputs = [(out, _json_text(results, figures, fmt))]
     written = []
     for path, text in outputs:
         destination = files.Destination.check(path, "--export", "export")

@@ -8,7 +8,7 @@ from typing import Any
 
 def print_run(groups: Sequence[Any], fmt: str, verbose: bool = False,
               threshold: float | None = None, in_process: Collection[str] = (),
-              benches: Sequence[Any] = ()) -> None:
+              memory: Sequence[Any] = ()) -> None:
     """Print a run's tables on stdout as a rich table, Markdown or CSV.
 
     Args:
@@ -19,15 +19,16 @@ def print_run(groups: Sequence[Any], fmt: str, verbose: bool = False,
         threshold: the noise threshold the in-run verdicts were judged at, named in their
             footnote (None: no verdicts).
         in_process: ids measured in the calling process (:func:`in_process_ids`).
-        benches: the run's benchmarks, for the ``--memory`` table (its readings).
+        memory: the ``--memory`` table's figures, one per benchmark with readings
+            (:func:`perflab.analyze.memory.summaries`).
     """
     from perflab.report import console
 
-    console.emit(fmt, lambda: run_output_tables(groups, benches, verbose, threshold, in_process),
-                 lambda: run_output_records(groups, benches))
+    console.emit(fmt, lambda: run_output_tables(groups, memory, verbose, threshold, in_process),
+                 lambda: run_output_records(groups, memory))
 
 
-def run_output_tables(groups: Sequence[Any], benches: Sequence[Any] = (),
+def run_output_tables(groups: Sequence[Any], memory: Sequence[Any] = (),
                       verbose: bool = False, threshold: float | None = None,
                       in_process: Collection[str] = ()) -> list[Any]:
     """The tables of a run (arguments as :func:`print_run`): one per group, then the
@@ -36,16 +37,16 @@ def run_output_tables(groups: Sequence[Any], benches: Sequence[Any] = (),
     from perflab.report.table import run_tables
 
     return run_tables(groups, verbose=verbose, threshold=threshold,
-                      in_process=in_process) + memory_tables(benches)
+                      in_process=in_process) + memory_tables(memory)
 
 
-def run_output_records(groups: Sequence[Any], benches: Sequence[Any] = ()
+def run_output_records(groups: Sequence[Any], memory: Sequence[Any] = ()
                        ) -> list[dict[str, Any]]:
     """The CSV lines of a run: one per benchmark, with its ``--memory`` figures."""
     from perflab.report.memory_table import with_memory
     from perflab.report.table import summary_records
 
-    return with_memory(summary_records({g.group: g.summaries for g in groups}), benches)
+    return with_memory(summary_records({g.group: g.summaries for g in groups}), memory)
 
 
 def in_process_ids(settings: dict[str, Any]) -> set[str]:

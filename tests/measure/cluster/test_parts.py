@@ -291,7 +291,10 @@ def test_per_agent_data_round_trips_and_is_tabled(server: Any, tmp_path: Path) -
     assert back.agents[1].offset_ns == 2_500_000 and back.agents[1].clock_flagged
     share = back.benchmarks[0].steps[0].agents
     assert share[0].step.latency.count == steps[0].latency.count and share[1].lost
-    table = agents_table(back)
+    from perflab.analyze.http import summarize_results
+
+    sweep = summarize_results(back)
+    table = agents_table(back, sweep)
     assert [r[1] for r in table.rows] == ["agent 1", "agent 2"]
     assert table.rows[1][-1].startswith("lost")
     text = "\n".join(table.footnotes)
@@ -302,7 +305,7 @@ def test_per_agent_data_round_trips_and_is_tabled(server: Any, tmp_path: Path) -
     assert summary[0].agents_lost == [1] and capacity(summary) is None
     from perflab.report.http_table import agents_records, step_records
 
-    rows = agents_records(back, step_records(summary))  # CSV: merged, then each agent
+    rows = agents_records(back, sweep, step_records(summary))  # CSV: merged, then each agent
     assert [(r["agent"], r["step"]) for r in rows] == [("all", 1), (1, 1), (2, 1)]
     assert rows[1]["verdict"] in ("ok", "generator-limited") and rows[2]["verdict"] == "lost"
     assert rows[0]["agent"] == "all" and rows[1]["host"] == "h<1>"

@@ -31,12 +31,11 @@ class BreakEven:
     """Where two total-cost curves cold + a + b·g(n) cross, if the measurements agree.
 
     Attributes:
-        n_star: The crossing size n*; None when the curves do not cross
-            within ``search_range``, or when the measurements refute the
-            fitted curves (``refuted``).
-        ci_low: Lower end of the parametric-bootstrap CI of n* (0 when some
-            draws have the "beyond" side cheaper everywhere), or None.
-        ci_high: Upper end (inf when some draws never cross), or None.
+        n_star: The crossing size n* with its parametric-bootstrap CI at ``level``
+            (``ci_low`` 0 when some draws have the "beyond" side cheaper everywhere,
+            ``ci_high`` inf when some never cross; no SE); None when the curves do not
+            cross within ``search_range``, or when the measurements refute the fitted
+            curves (``refuted``). In JSON: the flat ``n_star``, ``ci_low``, ``ci_high``.
         cheaper_beyond: Label of the cheaper side for n > n* (for every n
             when there is no crossing); None when the curves coincide or the
             fits are refuted.
@@ -58,9 +57,7 @@ class BreakEven:
             is claimed.
     """
 
-    n_star: float | None
-    ci_low: float | None
-    ci_high: float | None
+    n_star: Estimate | None
     cheaper_beyond: str | None
     cheaper_below: str | None
     crossings: tuple[float, ...]
@@ -95,20 +92,19 @@ class BreakEven:
             lo, hi = self.search_range
             return (f"{self.cheaper_beyond} is cheaper at every n from {fmt_count(lo)} to "
                     f"{fmt_count(hi)}: there is no break-even")
-        sig = sig_needed([self.n_star, self.ci_low or 0.0, self.ci_high or 0.0])
-        ci = (
-            f" ({self.level:.0%} CI {_ci_text(self.ci_low, self.ci_high, sig)})"
-            if self.ci_low is not None
-            else ""
-        )
-        return f"{self.cheaper_beyond} is cheaper beyond n ≈ {fmt_count(self.n_star, sig)}{ci}"
+        n = self.n_star
+        sig = sig_needed([n.value, n.ci_low, n.ci_high])
+        return (f"{self.cheaper_beyond} is cheaper beyond n ≈ {fmt_count(n.value, sig)} "
+                f"({n.level:.0%} CI {_ci_text(n.ci_low, n.ci_high, sig)})")
 
     def to_dict(self) -> dict[str, object]:
-        """JSON-ready summary."""
+        """JSON-ready summary (``n_star`` flat, as ``n_star``, ``ci_low``, ``ci_high``:
+        null when there is no crossing)."""
+        n = self.n_star
         return {
-            "n_star": self.n_star,
-            "ci_low": self.ci_low,
-            "ci_high": self.ci_high,
+            "n_star": None if n is None else n.value,
+            "ci_low": None if n is None else n.ci_low,
+            "ci_high": None if n is None else n.ci_high,
             "cheaper_beyond": self.cheaper_beyond,
             "cheaper_below": self.cheaper_below,
             "crossings": list(self.crossings),
@@ -125,10 +121,10 @@ class BreakEven:
         }
 
 
-def _ci_text(lo: float | None, hi: float | None, sig: int) -> str:
+def _ci_text(lo: float, hi: float, sig: int) -> str:
     """'22,000–45,000', with open ends spelled out."""
-    low = "below 1" if lo is None or lo < 1 else fmt_count(lo, sig)
-    high = "no crossing" if hi is None or not math.isfinite(hi) else fmt_count(hi, sig)
+    low = "below 1" if lo < 1 else fmt_count(lo, sig)
+    high = "no crossing" if not math.isfinite(hi) else fmt_count(hi, sig)
     return f"{low}–{high}"
 
 
@@ -194,7 +190,7 @@ def breakeven(
     crossings = _crossings(diff, grid, sides)
     measured = measured_orders(fit_a, fit_b, (cold_a, cold_b), (cold_a_se, cold_b_se), labels,
                                lambda n: sides[0].point(n) - sides[1].point(n), level)
-    result = BreakEven(None, None, None, None, None, tuple(crossings), labels, fit_a, fit_b,
+    result = BreakEven(None, None, None, tuple(crossings), labels, fit_a, fit_b,
                        cold_a, cold_b, (lo, hi), level, (), measured)
     if any(o.refutes for o in measured):
         result = replace(result, refuted=True)
@@ -209,8 +205,8 @@ def _claim(result: BreakEven, sides: tuple[_Side, _Side], grid: np.ndarray,
     winner = cheaper_side(diff[-1], result.labels)
     if not result.crossings:
         return replace(result, cheaper_beyond=winner, cheaper_below=winner)
-    ci = _bootstrap_ci(sides, grid, diff, n_boot, seed, result.level)
-    return replace(result, n_star=result.crossings[-1], ci_low=ci[0], ci_high=ci[1],
+    low, high = _bootstrap_ci(sides, grid, diff, n_boot, seed, result.level)
+    return replace(result, n_star=Estimate(result.crossings[-1], low, high, result.level),
                    cheaper_beyond=winner, cheaper_below=cheaper_side(diff[0], result.labels))
 
 
@@ -376,13 +372,14 @@ def _breakeven_warnings(r: BreakEven) -> tuple[str, ...]:
         out.append(f"the curves cross {len(r.crossings)} times (n ≈ {listed}); n* is the last one.")
     low = max(r.fit_a.n_range[0], r.fit_b.n_range[0])
     high = min(r.fit_a.n_range[1], r.fit_b.n_range[1])
-    if r.n_star is not None and not low <= r.n_star <= high:
+    n = r.n_star
+    if n is not None and not low <= n.value <= high:
         out.append(
-            f"n* ≈ {fmt_count(r.n_star)} lies outside the sizes both benchmarks measured "
+            f"n* ≈ {fmt_count(n.value)} lies outside the sizes both benchmarks measured "
             f"({fmt_count(low)}–{fmt_count(high)}): it is an extrapolation; measure near "
-            f"n ≈ {fmt_count(r.n_star)} to confirm."
+            f"n ≈ {fmt_count(n.value)} to confirm."
         )
-    if r.ci_high is not None and (r.ci_low == 0.0 or not math.isfinite(r.ci_high)):
+    if n is not None and (n.ci_low == 0.0 or not math.isfinite(n.ci_high)):
         out.append(
             "in part of the bootstrap the curves do not cross at all, so the CI is open-ended; "
             "measure more sizes."

@@ -1,18 +1,19 @@
 """The HTML report's sections, by kind: run, cmd, http, doctor, history, environment.
 
-Each builder takes loaded results (or history trends) and returns
-:class:`perflab.report.html.page.Section` objects; summaries are recomputed from
-the raw data with the same functions (and seeds) the commands use, so the page
-shows the figures the terminal showed. :data:`RESULTS_SECTIONS` and
-:data:`DOCUMENT_SECTIONS` are the one list of what the page draws for each kind of
-input: a new section is a builder added there (in its own module).
+Each builder takes loaded results with their figures (or history trends) and returns
+:class:`perflab.report.html.page.Section` objects. It computes nothing: the figures
+come from :func:`perflab.analyze.results_figures.results_figures`, the function
+``perflab show`` uses, so the page shows the figures the terminal showed.
+:data:`RESULTS_SECTIONS` and :data:`DOCUMENT_SECTIONS` are the one list of what the
+page draws for each kind of input: a new section is a builder added there (in its own
+module).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perflab.model import Results
 from perflab.report.html import charts
@@ -21,6 +22,9 @@ from perflab.report.html.page import (Section, command_html, figure_html, pairs_
 from perflab.report.result_charts import per_op
 from perflab.report.table import Table
 from perflab.units import format_time
+
+if TYPE_CHECKING:
+    from perflab.analyze.results_figures import ResultsFigures
 
 
 def _figures(summary: Any) -> dict[str, float | str]:
@@ -52,21 +56,15 @@ def header(results: Results, name: str) -> list[str]:
 # ------------------------------------------------------------------ run
 
 
-def run_sections(results: Results, name: str) -> list[Section]:
+def run_sections(results: Results, figures: ResultsFigures, name: str) -> list[Section]:
     """A ``run`` file: per group its table, the distribution of samples and per-process
     medians, the ratios to the group's best as a forest plot, and cold vs warm."""
-    from perflab.analyze.groups import run_groups
-    from perflab.analyze.summary import by_group, summarize_benchmarks
     from perflab.report.table import run_tables
 
-    grouped = summarize_benchmarks(results.benchmarks,
-                                   precision=results.settings.get("precision"))
     section = Section(f"run: {name}", header(results, name))
-    groups = run_groups(results.benchmarks, grouped)
-    section.blocks += [table_html(t) for t in run_tables(groups)]
-    members = by_group(results.benchmarks)
-    for group, summaries in grouped.items():
-        benches = {b.id: b for b in members[group]}
+    section.blocks += [table_html(t) for t in run_tables(figures.groups)]
+    benches = {b.id: b for b in results.benchmarks}
+    for group, summaries in figures.grouped.items():
         shown = [s for s in summaries if s.ok]
         if not shown:
             continue
@@ -94,15 +92,15 @@ def run_sections(results: Results, name: str) -> list[Section]:
 # ------------------------------------------------------------------ cmd
 
 
-def cmd_sections(results: Results, name: str) -> list[Section]:
+def cmd_sections(results: Results, figures: ResultsFigures, name: str) -> list[Section]:
     """A ``cmd`` file: the table, run-time distributions, user/sys split (max RSS is a
     column of the table)."""
-    from perflab.analyze.cmd import summarize_results, timed_runs
+    from perflab.analyze.cmd import timed_runs
     from perflab.report.cmd_table import cmd_table
 
-    summaries = summarize_results(results)
+    summaries = figures.commands
     section = Section(f"cmd: {name}", header(results, name))
-    section.blocks.append(table_html(cmd_table(summaries, results.spawn_overhead_ns,
+    section.blocks.append(table_html(cmd_table(summaries, figures.spawn_overhead,
                                                results.settings, results.rss_floor_bytes)))
     shown = [(s, b) for s, b in zip(summaries, results.benchmarks) if s.ok]
     if shown:
@@ -123,16 +121,16 @@ def cmd_sections(results: Results, name: str) -> list[Section]:
 # ------------------------------------------------------------------ http
 
 
-def http_sections(results: Results, name: str) -> list[Section]:
+def http_sections(results: Results, figures: ResultsFigures, name: str) -> list[Section]:
     """An ``http`` file: the sweep table, the sweep chart, each step's latency percentile
     spectrum from its HdrHistogram, and errors by kind."""
     from perflab.analyze.hdr import decode_histogram
-    from perflab.analyze.http import summarize_results
     from perflab.report.http_chart import sweep_chart
     from perflab.report.http_table import results_notes, sweep_table
     from perflab.report.server_timing_table import server_timing_tables
 
-    sweep = summarize_results(results)
+    sweep = figures.sweep
+    assert sweep is not None, "an http file's figures hold its sweep"
     section = Section(f"http: {name}", header(results, name))
     data = [{"step": s.label, "achieved-rate": float(s.achieved_rate),
              "p50-s": float(s.latency_s["p50"]), "p99-s": float(s.latency_s["p99"])}
@@ -216,7 +214,7 @@ def _compare(document: dict[str, Any], name: str) -> list[Section]:
     return compare_sections(document, name)
 
 
-def _trace(results: Results, name: str) -> list[Section]:
+def _trace(results: Results, figures: ResultsFigures, name: str) -> list[Section]:
     from perflab.report.html.trace_section import trace_sections
 
     return trace_sections(results, name)
@@ -229,9 +227,9 @@ def _fit(document: dict[str, Any], name: str) -> list[Section]:
 
 
 #: What the page draws for a results file of each kind, in page order: builders
-#: ``(results, file name) -> sections`` (an empty list adds nothing). A new section
-#: for results files (e.g. traces) is one more builder in these lists.
-RESULTS_SECTIONS: dict[str, list[Callable[[Results, str], list[Section]]]] = {
+#: ``(results, its figures, file name) -> sections`` (an empty list adds nothing). A new
+#: section for results files (e.g. traces) is one more builder in these lists.
+RESULTS_SECTIONS: dict[str, list[Callable[[Results, ResultsFigures, str], list[Section]]]] = {
     "run": [run_sections],
     "cmd": [cmd_sections],
     "http": [http_sections],
@@ -247,10 +245,11 @@ DOCUMENT_SECTIONS: dict[str, list[Callable[[dict[str, Any], str], list[Section]]
 }
 
 
-def results_sections(results: Results, name: str) -> list[Section]:
-    """The sections of one results file, by its kind (see :data:`RESULTS_SECTIONS`)."""
+def results_sections(results: Results, figures: ResultsFigures, name: str) -> list[Section]:
+    """The sections of one results file, by its kind (see :data:`RESULTS_SECTIONS`), from
+    its figures (:func:`perflab.analyze.results_figures.results_figures`)."""
     return [section for build in RESULTS_SECTIONS.get(results.kind, [])
-            for section in build(results, name)]
+            for section in build(results, figures, name)]
 
 
 def document_sections(document: dict[str, Any], name: str) -> list[Section]:
