@@ -357,7 +357,10 @@ class Cluster:
             self.measure_offset(agent, clocks.ROUNDS_AT_START)
 
     def _weigh(self) -> None:
-        """Every agent's weight: 1, the user's, or its measured capacity."""
+        """Every agent's weight: 1, the user's, or its measured capacity, once for the
+        whole sweep: the probe counts requests per CPU-second, which a step's load does
+        not change, and repeats on one agent spread by about 16% (docs/distributed.md),
+        so a probe per step would move the shares by its noise alone."""
         split = self.options.split
         if split == "capacity":
             self.tell("measuring the agents' capacity…")
