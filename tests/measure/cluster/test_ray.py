@@ -172,12 +172,15 @@ def _plan(server: Any, *argv: str) -> Any:
                                    "0.2s", "--threads", "1"), check=False)
 
 
-def _await_requests(server: Any, before: int, more: int) -> None:
+def _await_requests(server: Any, before: int, more: int) -> bool:
     """Wait until ``server`` has answered ``more`` requests past ``before`` (a step is
-    running, however slowly a loaded machine got there); at most 60 s."""
+    running, however slowly a loaded machine got there); False after 60 s without."""
     deadline = time.monotonic() + 60
-    while server.stats()["requests"] < before + more and time.monotonic() < deadline:
+    while server.stats()["requests"] < before + more:
+        if time.monotonic() > deadline:
+            return False
         time.sleep(0.005)
+    return True
 
 
 def _kill_mid_step(server: Any, pid: int) -> None:
@@ -186,8 +189,8 @@ def _kill_mid_step(server: Any, pid: int) -> None:
     before = server.stats()["requests"]
 
     def kill() -> None:
-        _await_requests(server, before, 50)
-        os.kill(pid, signal.SIGKILL)
+        if _await_requests(server, before, 50):  # else the test failed: the pid may be reused
+            os.kill(pid, signal.SIGKILL)
     threading.Thread(target=kill, daemon=True).start()
 
 
