@@ -334,9 +334,11 @@ def render(results: Any, fmt: str) -> int:
 
 class _Live:
     """Live progress on stderr (rich): one bar per step with the rate so far, the
-    errors and the p99 so far; a plain line per finished step when not a terminal."""
+    errors and the p99 so far (with --agents: of the merged histograms, and the slowest
+    agent); a plain line per finished step when not a terminal. ``console``: where to
+    draw (default: stderr)."""
 
-    def __init__(self, plan: Any) -> None:
+    def __init__(self, plan: Any, console: Any = None) -> None:
         from rich.progress import BarColumn, Progress, TextColumn
 
         from perflab.report.console import make_console
@@ -344,7 +346,7 @@ class _Live:
         self.duration = plan.config["duration_s"]
         self.labels = [f"{r:,.0f}/s" for r in plan.rates] or \
             [f"{n} conn" for n in plan.connections]
-        self.console = make_console(stderr=True)
+        self.console = console or make_console(stderr=True)
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=20),
                                  TextColumn("{task.fields[status]}"), console=self.console,
                                  disable=not self.console.is_terminal)

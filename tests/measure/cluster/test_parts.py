@@ -6,8 +6,11 @@ starts. Deterministic except the agent runs (0.3-0.6 s at ≤ 400 req/s on loopb
 
 from __future__ import annotations
 
+import io
+import json
 import math
 import random
+import re
 import socket
 import sys
 import threading
@@ -265,6 +268,126 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# --- live progress ------------------------------------------------------------------
+
+#: Three real steps' latency histograms (V2-encoded), as agents' snapshots would hold.
+GOLDEN_STEPS = Path(__file__).parents[2] / "golden" / "data" / "http-open.json"
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _agent_snapshots() -> list[tuple[str, dict[str, Any]]]:
+    steps = json.loads(GOLDEN_STEPS.read_text())["benchmarks"][0]["steps"]
+    return [(f"agent {k + 1} (node-{k + 1})", {"in_warmup": False, "wall_s": 1.0 + k / 10,
+                                "achieved_rate": 100.0 * (k + 1), "failures": k,
+                                "p99_us": s["latency"]["p99_us"],
+                                "latency_b64": s["latency"]["encoded"]})
+            for k, s in enumerate(steps)]
+
+
+def _drawn(draw: Any) -> str:
+    """What ``perflab http``'s live progress draws on a 200-column terminal while
+    ``draw(live)`` feeds it, escape sequences removed."""
+    from rich.console import Console
+
+    from perflab.commands.http import _Live
+    from perflab.measure.http import plan_from_args
+
+    plan = plan_from_args(cli_args("http://127.0.0.1:9/", "--rate", "600,1200", "--duration",
+                                   "2s"), check=False)
+    console = Console(file=io.StringIO(), force_terminal=True, width=200, color_system=None)
+    with _Live(plan, console) as live:
+        draw(live)
+    return ANSI.sub("", console.file.getvalue())
+
+
+def test_live_progress_merges_the_agents_snapshots_exactly() -> None:
+    from perflab.measure.cluster.merge import merge_snapshots
+
+    snaps = _agent_snapshots()
+    merged = merge_snapshots(snaps)
+    assert merged is not None
+    assert (merged["achieved_rate"], merged["failures"], merged["wall_s"]) == (600.0, 3, 1.2)
+    union = _core.hdr_merge([s["latency_b64"] for _, s in snaps])
+    assert merged["p99_us"] == union["p99_us"]  # of the merged histogram, not a mean of p99s
+    slowest_label, slowest = max(snaps, key=lambda x: x[1]["p99_us"])
+    assert merged["slowest"] == f"{slowest_label} p99 {slowest['p99_us'] / 1e3:,.2f} ms"
+    assert merge_snapshots([(label, {**s, "in_warmup": label == snaps[1][0]})
+                            for label, s in snaps])["in_warmup"]
+    assert merge_snapshots([]) is None
+    assert merge_snapshots([(snaps[0][0], {**snaps[0][1], "latency_b64": ""})])["p99_us"] == 0
+
+
+def test_live_progress_draws_the_merged_rate_p99_and_slowest_agent() -> None:
+    from perflab.measure.cluster.merge import merge_snapshots
+
+    merged = merge_snapshots(_agent_snapshots())
+    assert merged is not None
+    text = _drawn(lambda live: live.update(1, 2, merged))
+    p99_ms = merged["p99_us"] / 1e3
+    assert "step 2/2 1,200/s" in text
+    assert f"600/s ok, 3 errors, p99 {p99_ms:,.2f} ms, slowest {merged['slowest']}" in text
+    # one machine: the same line without a slowest agent; warmup says so
+    one = {k: v for k, v in merged.items() if k != "slowest"}
+    text = _drawn(lambda live: live.update(0, 2, one))
+    assert f"600/s ok, 3 errors, p99 {p99_ms:,.2f} ms" in text and "slowest" not in text
+    assert "warmup" in _drawn(lambda live: live.update(0, 2, {**merged, "in_warmup": True}))
+
+
+# --- joining a cluster --------------------------------------------------------------
+
+#: What Ray Client raises when the head's proxy could not start this driver's server.
+CLIENT_REFUSED = ("Initialization failure from server:\nTraceback (most recent call last):\n"
+                  '  File "proxier.py", line 770, in Datapath\n    raise RuntimeError(\n'
+                  "RuntimeError: Proxy failed to Connect to backend! Check the logs")
+
+
+class _RefusingRay:
+    """A ``ray`` module whose ``init`` is refused ``refusals`` times, then joins."""
+
+    def __init__(self, refusals: int) -> None:
+        self.refusals, self.calls = refusals, 0
+
+    def is_initialized(self) -> bool:
+        return False
+
+    def init(self, address: str, **kwargs: Any) -> None:
+        self.calls += 1
+        if self.calls <= self.refusals:
+            raise ConnectionAbortedError(CLIENT_REFUSED)
+
+
+@pytest.mark.parametrize("address,refusals,joined,calls", [
+    ("ray://127.0.0.1:10001", 2, True, 3),  # refused twice: the third join holds
+    ("ray://127.0.0.1:10001", 3, False, 3),  # refused every time: one clear line
+    ("127.0.0.1:6379", 1, False, 1),  # a GCS address is no Ray Client: not retried
+])
+def test_a_refused_ray_client_join_is_retried_a_bounded_number_of_times(
+        monkeypatch: Any, address: str, refusals: int, joined: bool, calls: int) -> None:
+    from perflab.measure.cluster import controller
+
+    monkeypatch.setattr(controller, "CLIENT_JOIN_PAUSE_S", 0.0)
+    monkeypatch.setattr(controller, "enable_token_auth_to_join", lambda: None)
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    news: list[str] = []
+    cluster = controller.Cluster(controller.ClusterOptions(2, address), ("127.0.0.1", 9, 1.0),
+                                 [], news.append)
+    cluster.ray = fake = _RefusingRay(refusals)
+    if joined:
+        cluster._connect()
+        assert [n for n in news if "joining again" in n] == [
+            "the Ray Client server failed to start a server for this driver (RuntimeError: "
+            f"Proxy failed to Connect to backend! Check the logs); joining again ({k} of 3)…"
+            for k in (2, 3)]
+    else:
+        with pytest.raises(UsageError) as refused:
+            cluster._connect()
+        line = str(refused.value)
+        assert f"cannot join the Ray cluster {address!r}" in line and "\n" not in line
+        if address.startswith("ray://"):
+            assert "3 times (RuntimeError: Proxy failed" in line and "ray_client_server" in line
+    assert fake.calls == calls
 
 
 # --- results, table, bad input ------------------------------------------------------

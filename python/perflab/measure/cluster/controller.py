@@ -43,6 +43,12 @@ START_TIMEOUT_S = 120.0
 AGENT_THREADS = 4
 #: Most agents one run may have.
 MAX_AGENTS = 1000
+#: Joins through Ray Client (``ray://``) tried when the head's Ray Client server fails to
+#: start this driver's own server ("Initialization failure from server"), and the pause
+#: before each retry, s. That server is a new process per driver, which the proxy waits
+#: for at most 30 s (``RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S``): on a busy head its
+#: start-up can take longer; each attempt starts a fresh one.
+CLIENT_JOIN_ATTEMPTS, CLIENT_JOIN_PAUSE_S = 3, 1.0
 
 
 @dataclass
@@ -194,9 +200,10 @@ class Cluster:
         stopping: a Ctrl-C told the agents to stop.
 
     Raises (on entering):
-        UsageError: Ray missing, a cluster that cannot be reached or started, too few
-            nodes, an agent that does not start, a perflab version mismatch, a share of a
-            step an agent's engine refuses, or a node that cannot reach the target.
+        UsageError: Ray missing, a cluster that cannot be reached or started (a
+            ``ray://`` join is tried :data:`CLIENT_JOIN_ATTEMPTS` times), too few nodes,
+            an agent that does not start, a perflab version mismatch, a share of a step
+            an agent's engine refuses, or a node that cannot reach the target.
     """
 
     def __init__(self, options: ClusterOptions, target: tuple[str, int, float],
@@ -251,13 +258,28 @@ class Cluster:
         else:
             self.tell(f"joining the Ray cluster at {address}…")
             enable_token_auth_to_join()
-        try:
-            ray.init(address=address, **kwargs)
-        except (ConnectionError, ValueError, RuntimeError, TimeoutError) as exc:
-            raise UsageError(f"cannot {'start' if address == 'local' else 'join'} the Ray "
-                             f"cluster {address!r}: {str(exc).splitlines()[0] if str(exc) else exc}"
-                             "; check the address (ray status on a node prints it), or "
-                             "drop --cluster to start one here") from None
+        for attempt in range(1, CLIENT_JOIN_ATTEMPTS + 1):
+            try:
+                ray.init(address=address, **kwargs)
+                return
+            except ConnectionAbortedError as exc:  # Ray Client: the head refused this driver
+                if not address.startswith("ray://"):
+                    raise _join_error(address, exc) from None
+                why = short_error(exc)
+                if attempt == CLIENT_JOIN_ATTEMPTS:
+                    raise UsageError(
+                        f"cannot join the Ray cluster {address!r}: its Ray Client server "
+                        f"failed to start a server for this driver {attempt} times ({why}); "
+                        "its logs on the head are ray_client_server*.err; a busy head needs "
+                        "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S above 30 set for its `ray "
+                        "start --head`, or join by the GCS address (HOST:6379) from a node"
+                    ) from None
+                self.tell(f"the Ray Client server failed to start a server for this driver "
+                          f"({why}); joining again ({attempt + 1} of "
+                          f"{CLIENT_JOIN_ATTEMPTS})…")
+                time.sleep(CLIENT_JOIN_PAUSE_S)
+            except (ConnectionError, ValueError, RuntimeError, TimeoutError) as exc:
+                raise _join_error(address, exc) from None
 
     def _nodes(self) -> list[dict[str, Any]]:
         """Alive nodes, the controller's own first."""
@@ -335,7 +357,10 @@ class Cluster:
             self.measure_offset(agent, clocks.ROUNDS_AT_START)
 
     def _weigh(self) -> None:
-        """Every agent's weight: 1, the user's, or its measured capacity."""
+        """Every agent's weight: 1, the user's, or its measured capacity, once for the
+        whole sweep: the probe counts requests per CPU-second, which a step's load does
+        not change, and repeats on one agent spread by about 16% (docs/distributed.md),
+        so a probe per step would move the shares by its noise alone."""
         split = self.options.split
         if split == "capacity":
             self.tell("measuring the agents' capacity…")
@@ -379,6 +404,15 @@ class Cluster:
             except Exception:  # noqa: BLE001 - shutting down must not hide the results
                 pass
         self.ray = None
+
+
+def _join_error(address: str, exc: BaseException) -> UsageError:
+    """The one line for a cluster that could not be started or joined."""
+    text = str(exc)
+    return UsageError(f"cannot {'start' if address == 'local' else 'join'} the Ray cluster "
+                      f"{address!r}: {text.splitlines()[0] if text else type(exc).__name__}; "
+                      "check the address (ray status on a node prints it), or drop --cluster "
+                      "to start one here")
 
 
 def enable_token_auth_to_join() -> None:

@@ -7,7 +7,8 @@ fed every agent's values would hold, and its percentiles are exact to the same 3
 never an average of percentiles. The agents share one start instant and one step
 length, so their recorded windows coincide (to their clocks' offset uncertainty): the
 merged window is the longest of them, and the merged achieved rate is the summed
-successful responses over it.
+successful responses over it. Live progress merges the agents' running snapshots the
+same way (:func:`merge_snapshots`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from perflab.model import Histogram, HttpStep
 
@@ -95,3 +97,34 @@ def merge_steps(parts: Sequence[HttpStep]) -> HttpStep:
     for name in _SUMMED:
         setattr(merged, name, sum(getattr(p, name) for p in parts))
     return merged
+
+
+def merge_snapshots(snaps: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any] | None:
+    """The agents' live engine snapshots of one running step merged into one, in the form
+    live progress shows (``perflab http``'s ``ProgressFn``).
+
+    Args:
+        snaps: (agent label, its latest engine snapshot) per agent that answered; a
+            snapshot holds ``in_warmup``, ``wall_s`` (s), ``achieved_rate`` (ok
+            responses/s so far), ``failures``, ``p99_us`` and ``latency_b64`` (its
+            recorded latencies so far, V2-encoded HdrHistogram).
+
+    Returns:
+        None without snapshots; else {"in_warmup": any agent still warming up,
+        "wall_s": the longest, "achieved_rate" and "failures": summed, "p99_us": the
+        exact p99 of the merged latency histograms (0 before any response), "slowest":
+        "LABEL p99 X ms" of the agent with the highest p99}.
+
+    Raises:
+        ValueError: a histogram the engine cannot decode or merge.
+    """
+    if not snaps:
+        return None
+    latency = merge_histograms([Histogram(encoded=s.get("latency_b64", "")) for _, s in snaps])
+    slow_label, slow = max(snaps, key=lambda x: x[1]["p99_us"])
+    return {"in_warmup": any(s["in_warmup"] for _, s in snaps),
+            "wall_s": max(s["wall_s"] for _, s in snaps),
+            "achieved_rate": sum(s["achieved_rate"] for _, s in snaps),
+            "failures": sum(s["failures"] for _, s in snaps),
+            "p99_us": latency.p99_us if latency.count else 0,
+            "slowest": f"{slow_label} p99 {slow['p99_us'] / 1e3:,.2f} ms"}

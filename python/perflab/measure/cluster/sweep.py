@@ -23,10 +23,9 @@ from typing import Any
 from perflab.cluster_model import AgentInfo, AgentShare
 from perflab.measure.cluster import clocks
 from perflab.measure.cluster.controller import Agent, Cluster, options_from_args, short_error
-from perflab.measure.cluster.merge import merge_histograms, merge_steps
+from perflab.measure.cluster.merge import merge_snapshots, merge_steps
 from perflab.measure.cluster.split import split_step
 from perflab.measure.http import Plan, ProgressFn, SweepOutcome, step_from_raw
-from perflab.model import Histogram
 
 #: How far ahead of the controller's clock a step's start instant is set, s: the time
 #: to hand every agent its share (Ray calls take about a millisecond; a loaded machine
@@ -155,6 +154,7 @@ def _collect(cluster: Cluster, running: dict[Any, tuple[Agent, AgentShare]], ind
     ray = cluster.ray
     pending = list(running)
     next_progress = time.monotonic() + PROGRESS_EVERY_S
+    live = _LiveMerge(ray)
     while pending:
         try:
             ready, pending = ray.wait(pending, num_returns=len(pending),
@@ -163,7 +163,7 @@ def _collect(cluster: Cluster, running: dict[Any, tuple[Agent, AgentShare]], ind
                 _take(ray, ref, running[ref], index)
             if progress and time.monotonic() >= next_progress and pending:
                 next_progress = time.monotonic() + PROGRESS_EVERY_S
-                snap = _merged_snapshot(cluster, [running[r][0] for r in pending])
+                snap = live.poll([running[r][0] for r in pending])
                 if snap:
                     progress(index, steps, snap)
             if time.monotonic() > deadline:
@@ -225,32 +225,40 @@ def _stop_all(cluster: Cluster) -> None:
                 pass
 
 
-def _merged_snapshot(cluster: Cluster, agents: list[Agent]) -> dict[str, Any] | None:
-    """The agents' live snapshots merged: summed rate and failures, the exact p99 of
-    their merged latency histograms, and the slowest agent (highest p99)."""
-    ray = cluster.ray
-    refs = [a.actor.progress.remote() for a in agents]
-    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=PROGRESS_EVERY_S / 2)
-    snaps = []
-    for agent, ref in zip(agents, refs):
-        if ref in ready:
+class _LiveMerge:
+    """Live progress of one step from its agents: each running agent is asked for its
+    engine snapshot once per progress period (one question outstanding per agent), and
+    the latest answer of every agent of the step that is alive is merged
+    (:func:`merge_snapshots`), so that an agent slow to answer, or done already, still
+    counts with its last snapshot instead of dropping out of the merged rate."""
+
+    def __init__(self, ray: Any) -> None:
+        self.ray = ray
+        self.asked: dict[int, tuple[Agent, Any]] = {}
+        self.latest: dict[int, tuple[Agent, dict[str, Any]]] = {}
+
+    def poll(self, running: list[Agent]) -> dict[str, Any] | None:
+        """Ask the ``running`` agents that have no question outstanding, wait at most
+        half a progress period for the answers, and merge the latest of each agent;
+        None before any answer."""
+        ray = self.ray
+        for agent in running:
+            if agent.info.index not in self.asked:
+                self.asked[agent.info.index] = (agent, agent.actor.progress.remote())
+        refs = [ref for _, ref in self.asked.values()]
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=PROGRESS_EVERY_S / 2)
+        for index, (agent, ref) in list(self.asked.items()):
+            if ref not in ready:
+                continue
+            del self.asked[index]
             try:
                 snap = ray.get(ref, timeout=0)
             except ray.exceptions.RayError:
                 continue
             if snap:
-                snaps.append((agent, snap))
-    if not snaps:
-        return None
-    latency = merge_histograms([Histogram(encoded=s.get("latency_b64", ""))
-                                for _, s in snaps])
-    slow_agent, slow = max(snaps, key=lambda x: x[1]["p99_us"])
-    return {"in_warmup": any(s["in_warmup"] for _, s in snaps),
-            "wall_s": max(s["wall_s"] for _, s in snaps),
-            "achieved_rate": sum(s["achieved_rate"] for _, s in snaps),
-            "failures": sum(s["failures"] for _, s in snaps),
-            "p99_us": latency.p99_us if latency.count else 0,
-            "slowest": f"{slow_agent.info.label} p99 {slow['p99_us'] / 1e3:,.2f} ms"}
+                self.latest[index] = (agent, snap)
+        return merge_snapshots([(a.info.label, snap) for a, snap in self.latest.values()
+                                if a.alive])
 
 
 @contextlib.contextmanager
