@@ -26,14 +26,15 @@ are flagged (the target is under 5%).
 **The Python heap.** Each worker also runs a heap pass after timing
 (:mod:`perflab.measure.heap`): the bytes tracemalloc counts as still held, from a
 baseline to the end of the pass, both after a full collection. Its growth per 1,000
-ops, median over processes with the same CI, is exact to the byte for what calls keep
+ops, median over processes with the same CI, is exact to the byte for what calls keep,
 where RSS moves in pages (a container resized during the pass counts whole once, so a
-leak can read high, never low), so it shows a slow leak in far fewer calls; it sees only what Python's
-allocators hand out (not a C library's own ``malloc``), and a cache that keeps filling
-grows it as a leak does. The heap is flagged as growing when its CI's lower end is
-above zero and the median process's heap grew by at least :data:`HEAP_MIN_BYTES` over
-its pass (a call that keeps nothing reads exactly 0 bytes: the floor only keeps a
-one-off allocation, e.g. a lazily built table, from reading as growth).
+leak can read high, never low), so it shows a slow leak in far fewer calls. It sees
+only what Python's allocators hand out (not a C library's own ``malloc``), and a cache
+that keeps filling grows it as a leak does. The heap is flagged as growing when its
+CI's lower end is above zero and the median process's heap grew by at least
+:data:`HEAP_MIN_BYTES` over its pass (a call that keeps nothing reads exactly 0 bytes:
+the floor only keeps a one-off allocation, e.g. a lazily built table, from reading as
+growth).
 """
 
 from __future__ import annotations
