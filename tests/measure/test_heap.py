@@ -1,12 +1,13 @@
 """The heap pass of run --memory (measure/heap.py): the Python heap over calls, in-process.
 
 tracemalloc counts bytes, so these are exact where they can be: a call keeping a
-1,000-byte ``bytes`` object grows the heap by that object's size (plus its list slot) on
-every call, and a call keeping nothing grows it by nothing.
+1,000-byte ``bytes`` object grows the heap by that object's size on every call, and a
+call keeping nothing grows it by nothing (up to :data:`STRAY_BYTES` here).
 """
 
 from __future__ import annotations
 
+import itertools
 import sys
 import tracemalloc
 
@@ -15,18 +16,22 @@ import pytest
 from perflab.analyze.memory import heap_growth_per_call
 from perflab.measure.heap import MIN_CALLS, heap_timeline
 
+#: tracemalloc traces every thread: in the test process (not in a worker) a thread left
+#: by another test may allocate during a pass; workers read exactly 0 for a call that
+#: keeps nothing (tests/measure/test_leak_detection.py)
+STRAY_BYTES = 512
+
 
 def test_a_call_keeping_1000_bytes_grows_the_heap_by_their_size_per_call() -> None:
-    kept: list[bytes] = []
-    heap = heap_timeline(lambda: kept.append(bytes(1000)), 0.02)
+    slots: list[bytes | None] = [None] * 1_000_000  # no list resize during the pass
+    index = itertools.count()
+    heap = heap_timeline(lambda: slots.__setitem__(next(index), bytes(1000)), 0.02)
     per_call = heap_growth_per_call(heap)
     size = sys.getsizeof(bytes(1000))
-    # the object, plus its list slot (8 B; the list grows by an eighth at a time, so a
-    # resize in the pass counts up to ~1 B per call made before it as well)
-    assert per_call is not None and size <= per_call <= size + 32
+    calls = heap["calls"][-1]
+    assert per_call is not None and size <= per_call <= size + STRAY_BYTES / calls
     assert heap["calls"][0] == 0 and heap["traced_bytes"][0] == 0
-    assert heap["calls"][-1] < len(kept)  # the warmup's calls are before the baseline
-    assert heap["traced_bytes"] == sorted(heap["traced_bytes"])
+    assert calls < next(index)  # the warmup's calls are before the baseline
     assert all(p >= t for p, t in zip(heap["peak_bytes"][1:], heap["traced_bytes"][1:]))
     assert not tracemalloc.is_tracing()
 
@@ -43,7 +48,7 @@ def test_a_list_made_before_tracing_counts_whole_when_resized_during_the_pass() 
 
 def test_a_call_keeping_nothing_reads_no_growth_even_while_allocating() -> None:
     heap = heap_timeline(lambda: [str(i) for i in range(200)], 0.02)
-    assert heap_growth_per_call(heap) == 0
+    assert heap["traced_bytes"][-1] <= STRAY_BYTES
     assert max(heap["peak_bytes"]) > 200 * 40  # the list and its strings, while alive
 
 
