@@ -31,6 +31,20 @@ def test_cmd_memory_sums_the_tree_where_wait4_reports_the_largest_process(
     assert len(run["memory"]["t_s"]) == len(run["memory"]["rss_bytes"]) > 5
 
 
+def test_cmd_memory_does_not_miss_a_short_lived_child_that_allocates(
+        tmp_path: Path, perflab_cli) -> None:  # type: ignore[no-untyped-def]
+    """A shell whose child touches 60 MB and exits within ~0.1 s, between two scans of
+    /proc: found among the new pids at the next reading, and wait4's max RSS (the
+    largest process) floors the tree's peak if it lived between two readings."""
+    child = f"{sys.executable} -c \"b = bytearray(60_000_000); b[::4096] = bytes(len(b[::4096]))\""
+    out = tmp_path / "c.json"
+    result = perflab_cli("cmd", "--shell", "--memory", "--runs", "2", "--quiet", "--json",
+                         str(out), f"sleep 0.12; {child}; sleep 0.2")
+    assert result.returncode == 0, result.stderr
+    runs = [r for r in json.loads(out.read_text())["benchmarks"][0]["runs"] if not r["warmup"]]
+    assert all(r["tree_rss_peak_bytes"] >= 60e6 for r in runs), runs
+
+
 def test_sampling_waits_for_the_exit_not_for_the_next_reading() -> None:
     """With readings 2 s apart, a command of a few ms still ends in well under 2 s: the
     helper wakes on SIGCHLD (generous bound: the machine may be busy)."""

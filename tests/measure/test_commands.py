@@ -304,6 +304,24 @@ def test_spawn_overhead_is_probed_first_and_never_subtracted() -> None:
     assert {r.wall_ns for r in a.runs} == {10 * MS}
 
 
+def test_a_tree_peak_is_never_below_the_largest_process_that_wait4_saw() -> None:
+    """--memory: a child that lived between two readings is missed by the sampled sums,
+    not by wait4's max RSS; a max RSS under twice the empty process's may be the spawning
+    helper's pages and floors nothing."""
+    clock = FakeClock()
+    sampled = ([0.01, 0.02], [5_000_000, 6_000_000])
+    spawner = FakeSpawner(clock, {
+        "true": constant(0.5, max_rss_bytes=9_000_000),
+        "A": constant(10, max_rss_bytes=200_000_000, memory=sampled),
+        "B": constant(10, max_rss_bytes=17_000_000, memory=sampled)})
+    engine = CommandRunner([spec("A"), spec("B")], CommandSettings(min_runs=3, max_runs=3), spawner,
+                           ("true",), clock=clock)
+    a, b = engine.run()
+    assert {r.tree_rss_peak_bytes for r in a.runs} == {200_000_000}
+    assert {r.tree_rss_peak_bytes for r in b.runs} == {6_000_000}
+    assert {r.tree_rss_growth_bytes for r in a.runs} == {1_000_000}
+
+
 def test_reference_drives_the_ratio_criterion() -> None:
     behaviours = {"A": constant(10), "B": constant(20), "C": constant(30)}
     engine, _ = runner([spec("A"), spec("B"), spec("C")], behaviours, reference=2)

@@ -15,6 +15,7 @@ from perflab.analyze import memory as am
 from perflab.measure import memory
 from perflab.measure.runner import Outcome, Runner, Settings
 from perflab.measure.suite import BenchFile, BenchSpec, expand
+from perflab.report.memory_table import memory_table, with_memory
 
 ALLOCATE_20MB = "b = bytearray(20_000_000); b[::4096] = b'x' * len(b[::4096]); import time; " \
                 "time.sleep(5)"
@@ -40,6 +41,44 @@ def test_a_tree_sums_the_resident_memory_of_a_command_and_its_children() -> None
         subprocess.run(["pkill", "-KILL", "-P", str(shell.pid)], check=False)
         shell.wait()
     assert memory.read(shell.pid) is None and memory.high_water(shell.pid) is None
+
+
+#: a root that, on a line on stdin, starts a child which touches 40 MB, starts a thread,
+#: says "ready" on stdout and waits for stdin to close
+SPAWNS_ON_REQUEST = (
+    "import subprocess, sys\n"
+    "sys.stdin.readline()\n"
+    "subprocess.run([sys.executable, '-c', 'import sys, threading; b = bytearray(40_000_000); "
+    "b[::4096] = bytes(len(b[::4096])); threading.Thread(target=sys.stdin.read, daemon=True)"
+    ".start(); print(\"ready\", flush=True); sys.stdin.read()'])\n")
+
+
+def test_a_child_born_between_two_scans_is_in_the_next_reading(monkeypatch: Any) -> None:
+    """Between full scans of /proc, the pids created since the last reading are checked:
+    a child started after the scan counts at the very next reading (once: its thread,
+    which the kernel numbers from the same pids, is not a process)."""
+    scans = []
+    full_scan = memory.descendants
+    monkeypatch.setattr(memory, "descendants", lambda pid: scans.append(pid) or full_scan(pid))
+    monkeypatch.setattr(memory, "NEW_PIDS_MAX", 100_000)  # a busy machine: no fallback scan
+    root = subprocess.Popen([sys.executable, "-c", SPAWNS_ON_REQUEST], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert root.stdin is not None and root.stdout is not None
+        tree = memory.Tree(root.pid, children=True)
+        first = tree.read()
+        assert first is not None and first[1] < 40_000_000 and len(scans) == 1
+        root.stdin.write("go\n")
+        root.stdin.flush()
+        assert root.stdout.readline() == "ready\n"
+        reading = tree.read()
+        assert len(scans) == 1  # no scan of /proc: found among the new pids
+        assert reading is not None and reading[1] >= 40_000_000 + first[1]
+        assert len(tree._members) == 2  # the root and its child; not the child's thread
+    finally:
+        root.kill()
+        subprocess.run(["pkill", "-KILL", "-P", str(root.pid)], check=False)
+        root.wait()
 
 
 def test_the_sampler_keeps_a_timeline_that_stops_when_the_process_ends() -> None:
@@ -89,6 +128,10 @@ class GrowingBackend:
             rss += 4096 * self.rng.integers(-1, 2) if self.noise else 0
             events.append({"event": "sample", "n": 1000, "wall": 10**6, "cpu": 10**6, "gc": 0,
                            "gc_ns": 0, "rss_bytes": int(rss)})
+        per_call = self.per_call[plan["index"]]
+        events.append({"event": "heap", "calls": [0, 500, 1000], "t_s": [0.0, 0.01, 0.02],
+                       "traced_bytes": [0, int(per_call * 500), int(per_call * 1000)],
+                       "peak_bytes": [0, int(per_call * 500) + 64, int(per_call * 1000) + 64]})
         events.append({"event": "done", "rss_hwm_bytes": int(rss) + 8192})
         for ev in events:
             on_event(ev)
@@ -113,6 +156,14 @@ def test_the_runner_folds_readings_into_processes_and_the_rule_flags_only_growth
     assert growth[1] <= 100_000 <= growth[2] and abs(growth[0] - 100_000) < 1000
     assert found[leaks.id].leaking and not found[flat.id].leaking
     assert found[flat.id].processes == 10 and found[flat.id].confidence > 0.95
+    assert found[leaks.id].heap_per_1k_ops_bytes == (100_000, 100_000, 100_000)
+    assert found[flat.id].heap_per_1k_ops_bytes == (0, 0, 0)
+    assert found[flat.id].heap_processes == 10 and proc.heap is not None
+    table = memory_table(list(found.values()))
+    assert table.columns[6:8] == ["heap/1k ops", "heap CI"]
+    assert [row[6] for row in table.rows] == ["+100 kB", "0 B"]
+    records = with_memory([{"id": leaks.id}, {"id": "other"}], [leaks, flat])
+    assert records[0]["heap_per_1k_ops_bytes"] == 100_000 and records[1]["heap_ci_low_bytes"] == ""
 
 
 def test_a_deterministic_step_in_every_process_is_not_a_leak() -> None:

@@ -46,6 +46,7 @@ def report(tmp_path_factory: Any) -> dict[str, Any]:
     """Write the inputs and the report; return paths and what the page must show."""
     tmp = tmp_path_factory.mktemp("report")
     run = results({NASTY: 1e-6, "plain": 3e-6}, seed=3)
+    _with_memory(run)
     grouped = summarize_benchmarks(run.benchmarks, precision=0.01)
     summaries = {s.id: s.to_dict() for g in grouped.values() for s in g}
     model.save(run, tmp / "run.json", summaries)
@@ -54,7 +55,9 @@ def report(tmp_path_factory: Any) -> dict[str, Any]:
     model.save(slower, tmp / "run-b.json", {s.id: s.to_dict() for g in grouped_b.values()
                                             for s in g})
     perflab = [sys.executable, "-m", "perflab"]
-    for argv in (["compare", str(tmp / "run.json"), str(tmp / "run-b.json"), "--json",
+    for argv in (["cmd", "--memory", "--runs", "2", "--quiet", "--no-history", "--json",
+                  str(tmp / "cmd.json"), "sleep 0.05"],
+                 ["compare", str(tmp / "run.json"), str(tmp / "run-b.json"), "--json",
                   str(tmp / "compare.json")],
                  ["fit", str(USL_CSV), "--model", "usl", "--json", str(tmp / "fit.json")]):
         done = subprocess.run(perflab + argv, capture_output=True, text=True, timeout=120)
@@ -63,7 +66,8 @@ def report(tmp_path_factory: Any) -> dict[str, Any]:
         http = subprocess.run([sys.executable, "-m", "perflab", "http",
                                f"http://{server.address}/", "--rate", "100:200:100",
                                "--duration", "0.3s", "--warmup", "0.1s", "--threads", "1",
-                               "--quiet", "--json", str(tmp / "http.json"), "--no-history"],
+                               "--quiet", "--json", str(tmp / "http.json"), "--no-history",
+                               "--watch", str(os.getpid())],  # the server runs in here
                               capture_output=True, text=True, timeout=60)
     assert http.returncode == 0, http.stderr
     db = tmp / "h.sqlite"
@@ -73,13 +77,27 @@ def report(tmp_path_factory: Any) -> dict[str, Any]:
                 time=f"2026-01-0{i + 1}T00:00:00+00:00")
     out = tmp / "report.html"
     proc = subprocess.run([sys.executable, "-m", "perflab", "report", str(tmp / "run.json"),
-                           str(tmp / "http.json"), str(tmp / "compare.json"),
+                           str(tmp / "http.json"), str(tmp / "cmd.json"),
+                           str(tmp / "compare.json"),
                            str(tmp / "fit.json"), "--history", "--database", str(db),
                            "-o", str(out)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return {"page": out, "summaries": summaries,
             **{name: json.loads((tmp / f"{name}.json").read_text())
                for name in ("http", "compare", "fit")}}
+
+
+def _with_memory(run: model.Results) -> None:
+    """Give every process of ``run`` what ``run --memory`` records: RSS readings, an RSS
+    timeline and a heap pass keeping 50 B per call."""
+    for bench in run.benchmarks:
+        for i, proc in enumerate(bench.processes):
+            proc.rss_start_bytes, proc.rss_end_bytes = 20_000_000, 20_000_000 + 4096 * i
+            proc.rss_calls, proc.rss_peak_bytes = 1000, 21_000_000
+            proc.memory = {"t_s": [0.0, 0.01, 0.02], "cpu_s": [0.0, 0.01, 0.02],
+                           "rss_bytes": [9_000_000, 20_000_000, 20_000_000 + 4096 * i]}
+            proc.heap = {"calls": [0, 10, 20], "t_s": [0.0, 0.001, 0.002],
+                         "traced_bytes": [0, 500, 1000], "peak_bytes": [0, 700, 1200]}
 
 
 def test_the_file_is_self_contained_small_and_escapes_names(report: dict[str, Any]) -> None:
@@ -112,14 +130,18 @@ def test_chromium_renders_every_chart_offline_with_the_files_figures(report: dic
                 "figure[data-chart]", "fs => fs.map(f => [f.dataset.chart, "
                 "f.querySelectorAll('svg').length, f.querySelector('svg').getBBox().width])")
             kinds = sorted(kind for kind, _, _ in charts)
-            # run: distribution, forest, cold-warm; http: sweep, spectrum; compare: forest;
+            # run: distribution, forest, cold-warm, memory, heap; http: sweep, spectrum,
+            # memory (--watch); cmd: distribution, user-sys, memory; compare: forest;
             # fit: its curve; one trend
-            assert kinds == ["cold-warm", "distribution", "fit", "forest", "forest", "spectrum",
-                             "sweep", "trend"]
+            assert kinds == ["cold-warm", "distribution", "distribution", "fit", "forest",
+                             "forest", "heap", "memory", "memory", "memory", "spectrum",
+                             "sweep", "trend", "user-sys"]
             assert all(count == 1 and width > 100 for _, count, width in charts)
             figures = page.eval_on_selector_all(
                 "table.figures tr[data-id]",
                 "rs => rs.map(r => [r.dataset.id, Number(r.dataset.medianS)])")
+            assert len(figures) == 3  # the run's two benchmarks and the cmd's command
+            figures = [f for f in figures if f[0] in report["summaries"]]
             assert len(figures) == 2
             for bench_id, median in figures:
                 assert median == pytest.approx(report["summaries"][bench_id]["median_s"],
@@ -140,6 +162,16 @@ def test_chromium_renders_every_chart_offline_with_the_files_figures(report: dic
                 assert ratio == pytest.approx([row["ratio"][k] for k in ("value", "ci_low",
                                                                          "ci_high")], rel=1e-12)
             body = page.inner_text("body")
+            # run --memory: the terminal's memory table, the heap kept 50 B per call
+            assert "memory (--memory)" in body and "heap/1k ops" in body
+            assert "+50.0 kB" in body
+            memory_titles = page.eval_on_selector_all(
+                "figure[data-chart=memory] svg, figure[data-chart=heap] svg",
+                "ss => ss.map(s => s.textContent)")
+            assert any("spawn to exit" in t for t in memory_titles)  # run
+            assert any("children summed" in t for t in memory_titles)  # cmd
+            assert any("watched processes" in t for t in memory_titles)  # http --watch
+            assert any("heap pass" in t and "calls since" in t for t in memory_titles)
             # the fit's tables as the terminal printed them (the document keeps them)
             for table in report["fit"]["tables"]:
                 assert table["title"] in body

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 from perflab.model import Benchmark, HttpStep, Process, Sample
-from perflab.report.memory_chart import add_memory_panel, process_series, sweep_series
+from perflab.report.memory_chart import (add_memory_panel, draw_memory, heap_series,
+                                         process_series, sweep_series)
 from perflab.report.pyplot import pyplot
 from perflab.report.result_charts import run_chart
 
@@ -43,7 +44,19 @@ def test_run_chart_adds_the_workers_timelines_when_run_with_memory(tmp_path: Pat
                    samples=[Sample(10, 10_000, 10_000, 0, 0)] * 3)
     proc.memory = {"t_s": [0.0, 0.01, 0.02], "cpu_s": [0.0, 0.0, 0.01],
                    "rss_bytes": [5_000_000, 9_000_000, 12_000_000]}
+    proc.heap = {"calls": [0, 50, 100], "t_s": [0.0, 0.001, 0.002],
+                 "traced_bytes": [0, 5_000, 10_000], "peak_bytes": [0, 5_100, 10_100]}
     bench.processes = [proc]
     assert [s[0] for s in process_series([bench])] == ["g/leaky"]
+    assert heap_series([bench]) == [("g/leaky", [0, 50, 100], [0, 5_000, 10_000])]
     out = run_chart([bench], tmp_path / "run.png")
     assert out.stat().st_size > 1000
+
+
+def test_the_axis_unit_follows_the_size_of_the_bytes() -> None:
+    plt = pyplot()
+    fig, ax = plt.subplots()
+    draw_memory(ax, [("a", [0, 1], [0, 12_000])], y_label="heap")
+    assert ax.get_ylabel() == "heap (kB)"
+    assert list(ax.get_lines()[0].get_ydata()) == [0, 12]
+    plt.close(fig)

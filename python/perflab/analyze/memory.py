@@ -22,6 +22,19 @@ holds more memory can still touch a few more pages in every process as its free
 lists settle. A leak of a few bytes per call needs more calls to show: raise
 ``--process-time``. benchmarks/memory.py measures how often non-leaking workloads
 are flagged (the target is under 5%).
+
+**The Python heap.** Each worker also runs a heap pass after timing
+(:mod:`perflab.measure.heap`): the bytes tracemalloc counts as still held, from a
+baseline to the end of the pass, both after a full collection. Its growth per 1,000
+ops, median over processes with the same CI, is exact to the byte for what calls keep,
+where RSS moves in pages (a container resized during the pass counts whole once, so a
+leak can read high, never low), so it shows a slow leak in far fewer calls. It sees
+only what Python's allocators hand out (not a C library's own ``malloc``), and a cache
+that keeps filling grows it as a leak does. The heap is flagged as growing when its
+CI's lower end is above zero and the median process's heap grew by at least
+:data:`HEAP_MIN_BYTES` over its pass (a call that keeps nothing reads exactly 0 bytes:
+the floor only keeps a one-off allocation, e.g. a lazily built table, from reading as
+growth).
 """
 
 from __future__ import annotations
@@ -38,6 +51,8 @@ from perflab.model import Benchmark
 #: least median growth over a process's timed samples for a leak flag, bytes (64 KiB:
 #: 16 pages, more than the allocators' settling steps measured in benchmarks/memory.py)
 LEAK_MIN_BYTES = 64 * 1024
+#: least median growth of the Python heap over a process's heap pass for its flag, bytes
+HEAP_MIN_BYTES = 1024
 
 
 @dataclass(frozen=True)
@@ -59,6 +74,12 @@ class MemorySummary:
             level at or above the one asked for; with 5 processes or fewer, the range
             of all of them, at 1 − 2^(1−n)).
         leaking: True when the leak rule (see the module) flags it.
+        heap_per_1k_ops_bytes: (median, low, high) of the per-process growth of the
+            Python heap per 1,000 ops over the heap pass, bytes (CI level
+            ``heap_confidence``); None when no process ran the pass (older files).
+        heap_processes: processes with a heap pass.
+        heap_confidence: level of that CI actually reached.
+        heap_growing: True when the heap rule (see the module) flags it.
     """
 
     id: str
@@ -70,6 +91,10 @@ class MemorySummary:
     growth_bytes: float
     confidence: float
     leaking: bool
+    heap_per_1k_ops_bytes: tuple[float, float, float] | None = None
+    heap_processes: int = 0
+    heap_confidence: float = math.nan
+    heap_growing: bool = False
 
 
 def median_ci(values: Sequence[float], confidence: float = 0.95
@@ -119,13 +144,36 @@ def summarize(bench: Benchmark, confidence: float = 0.95) -> MemorySummary | Non
     median, low, high, level = median_ci(per_1k, confidence)
     peaks = [p.rss_peak_bytes for p in procs if p.rss_peak_bytes]
     grew = float(np.median(growth))
+    passes = [h for p in bench.processes if not p.error and (h := p.heap) is not None
+              and heap_growth_per_call(h) is not None]
+    heap = [heap_growth_per_call(h) or 0.0 for h in passes]
+    heap_ci = median_ci([g * 1000 / ops for g in heap], confidence) if heap else None
+    heap_grew = float(np.median([h["traced_bytes"][-1] - h["traced_bytes"][0]
+                                 for h in passes])) if passes else 0.0
     return MemorySummary(
         bench.id, len(procs),
         float(np.median([p.rss_start_bytes for p in procs])),
         float(np.median([p.rss_end_bytes for p in procs])),
         float(np.median(peaks)) if peaks else math.nan,
         (median, low, high), grew, level,
-        leaking=low > 0 and grew >= LEAK_MIN_BYTES)
+        leaking=low > 0 and grew >= LEAK_MIN_BYTES,
+        heap_per_1k_ops_bytes=(heap_ci[0], heap_ci[1], heap_ci[2]) if heap_ci else None,
+        heap_processes=len(heap),
+        heap_confidence=heap_ci[3] if heap_ci else math.nan,
+        heap_growing=bool(heap_ci) and heap_ci[1] > 0 and heap_grew >= HEAP_MIN_BYTES)
+
+
+def heap_growth_per_call(heap: dict[str, list[float]] | None) -> float | None:
+    """Growth of the Python heap per call over a heap pass, bytes: (traced bytes at the
+    last reading − at the first) ÷ the calls in between (both readings follow a full
+    collection; :func:`perflab.measure.heap.heap_timeline`). None without a pass or
+    with fewer than two readings."""
+    if not heap:
+        return None
+    calls, traced = heap.get("calls") or [], heap.get("traced_bytes") or []
+    if len(calls) < 2 or len(traced) != len(calls) or calls[-1] <= calls[0]:
+        return None
+    return (traced[-1] - traced[0]) / (calls[-1] - calls[0])
 
 
 def summaries(benches: Sequence[Benchmark], confidence: float = 0.95) -> list[MemorySummary]:

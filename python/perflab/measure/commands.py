@@ -343,11 +343,20 @@ class CommandRunner:
         if outcome.memory and outcome.memory[1]:
             times, sizes = outcome.memory
             run.memory = {"t_s": list(times), "rss_bytes": list(sizes)}
-            run.tree_rss_peak_bytes, run.tree_rss_growth_bytes = max(sizes), sizes[-1] - sizes[0]
+            run.tree_rss_peak_bytes = max(max(sizes), self._largest_process(outcome))
+            run.tree_rss_growth_bytes = sizes[-1] - sizes[0]
         self._index += 1
         state.spent_s += outcome.wall_ns * 1e-9
         state.add(run)
         return run
+
+    def _largest_process(self, outcome: SpawnOutcome) -> int:
+        """A floor under a run's tree peak (``--memory``): wait4's max RSS, the peak of
+        the largest single process of the tree, caught even when it lived between two
+        readings; 0 unless it is more than twice the empty process's (below that it may
+        be the spawning helper's own pages, counted until exec)."""
+        floor = self.rss_floor_bytes
+        return outcome.max_rss_bytes if floor and outcome.max_rss_bytes > 2 * floor else 0
 
     def _run_failure(self, outcome: SpawnOutcome) -> str:
         """Plain-words reason a run failed, with what to do."""

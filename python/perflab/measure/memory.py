@@ -35,6 +35,10 @@ INTERVAL_S = 0.01
 #: descendants of a tree are looked up afresh every this many readings (a scan of /proc
 #: costs ~1 ms on a busy machine; reading known pids costs tens of µs)
 RESCAN_EVERY = 10
+#: between scans, each reading checks the pids created since the last one (the kernel's
+#: last pid, /proc/loadavg) for new children of the tree, when there are at most this
+#: many; more (a busy machine) scan /proc at once instead
+NEW_PIDS_MAX = 64
 _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -93,13 +97,31 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def last_pid() -> int | None:
+    """The pid the kernel handed out last in this pid namespace (the 5th field of
+    /proc/loadavg; proc(5)), or None when unreadable. Pids (and thread ids) are handed out
+    in increasing order until they wrap at ``pid_max``."""
+    try:
+        with open("/proc/loadavg", "rb") as f:
+            return int(f.read().split()[4])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 class Tree:
     """Readings of a process and (``children``) its descendants, summed.
 
+    This kernel may lack /proc/PID/task/TID/children, so descendants are found by
+    scanning /proc (:func:`descendants`) every :data:`RESCAN_EVERY` readings, and, at
+    each reading between scans, by checking the few pids created since the last one
+    (:func:`last_pid`): a pid whose parent is in the tree and which is a process (not a
+    thread: a thread's exit signal, field 38 of its stat, is −1) joins it. A child is
+    then missed only when it starts and ends between two readings; ``wait4``'s max RSS
+    still sees the largest of those (see :mod:`perflab.measure.commands`).
+
     Args:
         pid: the root process.
-        children: include descendants; they are looked up every :data:`RESCAN_EVERY`
-            readings, so a child that lives less than ~10 readings may be missed.
+        children: include descendants.
     """
 
     def __init__(self, pid: int, children: bool = False) -> None:
@@ -107,6 +129,28 @@ class Tree:
         self.children = children
         self._members = [pid]
         self._readings = 0
+        self._last_pid: int | None = None
+
+    def _find_members(self) -> None:
+        """Update the tree's members: a full scan, or the pids created since the last."""
+        newest = last_pid()
+        start = self._last_pid
+        self._last_pid = newest
+        if (self._readings % RESCAN_EVERY == 0 or newest is None or start is None
+                or not 0 <= newest - start <= NEW_PIDS_MAX):
+            self._members = [self.pid, *descendants(self.pid)]
+            return
+        members = set(self._members)
+        for pid in range(start + 1, newest + 1):
+            if pid in members:  # found by the scan that read ``start``
+                continue
+            fields = _stat_fields(pid)
+            try:
+                if fields is not None and int(fields[1]) in members and int(fields[35]) != -1:
+                    self._members.append(pid)
+                    members.add(pid)
+            except (IndexError, ValueError):
+                continue
 
     def read(self) -> tuple[float, int] | None:
         """(CPU seconds, resident bytes) summed over the tree, or None when the root is gone.
@@ -114,8 +158,8 @@ class Tree:
         The CPU of a descendant that exited is not counted here (its parent may collect
         it as children's time, which /proc/PID/stat keeps apart): a tree's CPU is a lower
         bound; ``wait4`` gives the whole at exit."""
-        if self.children and self._readings % RESCAN_EVERY == 0:
-            self._members = [self.pid, *descendants(self.pid)]
+        if self.children:
+            self._find_members()
         self._readings += 1
         root = read(self.pid)
         if root is None:

@@ -404,6 +404,8 @@ def _apply_event(proc: Process, state: CaseState, event: Event) -> None:
         proc.reference_ns.append(event["ns"])
     elif kind == "alloc":
         proc.alloc_peak_bytes, proc.alloc_blocks = event["peak_bytes"], event["blocks"]
+    elif kind == "heap":  # --memory: the heap pass (perflab.measure.heap)
+        proc.heap = {k: event[k] for k in ("calls", "t_s", "traced_bytes", "peak_bytes")}
     elif kind == "threads":
         proc.thread_ops, proc.latency_ns = event["ops"], event["latency_ns"]
         proc.gil_enabled = event["gil_enabled"]

@@ -10,7 +10,8 @@ Sequence in each process (pyperf and JMH use the same outline):
     import → setup (untimed) → first call (the cold time) → metrics →
     calibration (first process of a case only) → warmup until the timings stop
     drifting (bounded) → loop overhead with an empty callable → samples →
-    allocation pass with tracemalloc (separate, after timing).
+    allocation pass with tracemalloc (separate, after timing) → with --memory, the
+    heap pass (:mod:`perflab.measure.heap`).
 
 This module imports only the standard library so that start-up stays fast.
 """
@@ -285,6 +286,11 @@ def _measure_call(call: Callable[[], Any], func: Callable[..., Any], args: tuple
     if plan.get("allocations", True):
         peak, blocks = _phase("allocation pass", lambda: allocations(_next_call(call, plan)))
         emit("alloc", peak_bytes=peak, blocks=blocks)
+    if plan.get("memory_interval_s"):  # run --memory: the Python heap over calls
+        from perflab.measure.heap import heap_timeline, pass_seconds
+
+        emit("heap", **_phase("heap pass", lambda: heap_timeline(
+            call, pass_seconds(plan["sample_seconds"]))))
     emit_done(emit, steal0, span)
 
 

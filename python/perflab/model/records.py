@@ -98,16 +98,13 @@ class Process:
             loop, :func:`perflab.measure.worker.reference_workload`) timed in this process
             between its samples, ns; empty when not timed (threads mode, older files).
         error: why the process failed, or None.
-        rss_start_bytes / rss_end_bytes: ``run --memory``: the worker's resident set
-            when its first and its last timed sample ended (read from /proc/self/statm
-            between samples, outside the timed loop), bytes; None without --memory.
-        rss_peak_bytes: ``run --memory``: its highest resident set over its whole life
-            (the kernel's VmHWM read at its end, or the highest sampled), bytes.
-        rss_calls: ``run --memory``: calls made between those two readings (the
-            growth per call is (end − start) ÷ rss_calls).
-        memory: ``run --memory``: the worker's timeline, sampled from outside every
-            10 ms: ``{"t_s", "cpu_s", "rss_bytes"}`` (s since it was spawned,
-            cumulative CPU s, resident bytes; see :mod:`perflab.measure.memory`).
+        rss_start_bytes / rss_end_bytes / rss_calls / rss_peak_bytes / memory / heap:
+            ``run --memory`` only (None without): the worker's RSS when its first and
+            last timed sample ended and the calls in between, bytes; its peak (VmHWM);
+            its RSS timeline ``{"t_s", "cpu_s", "rss_bytes"}`` sampled from outside
+            (:mod:`perflab.measure.memory`); the Python heap over the heap pass after
+            timing, ``{"calls", "t_s", "traced_bytes", "peak_bytes"}``
+            (:func:`perflab.measure.heap.heap_timeline`); see docs/results-format.md.
     """
 
     index: int
@@ -138,6 +135,7 @@ class Process:
     rss_peak_bytes: int | None = None
     rss_calls: int | None = None
     memory: dict[str, list[float]] | None = None
+    heap: dict[str, list[float]] | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Process:

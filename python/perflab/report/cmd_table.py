@@ -90,7 +90,8 @@ def _add_memory_columns(table: Table, summaries: Sequence[CommandSummary]) -> No
     table.footnotes.append(
         "--memory: RSS peak (tree) = the highest summed resident memory of the command and "
         "every process it started, read from /proc by the spawning helper at each interval "
-        "(shared pages count once per process, as psrecord --include-children); RSS growth "
+        "(shared pages count once per process, as psrecord --include-children), and never "
+        "below max RSS when that is over twice the empty process's; RSS growth "
         "= its last reading − its first; medians over runs. max RSS is the kernel's peak of "
         "the largest single process (wait4, as /usr/bin/time -v)")
 

@@ -55,10 +55,9 @@ def sweep_chart(sweep: Sweep, path: str | Path, watched: Any = None) -> Path:
     fig.suptitle(sweep.name, fontsize=11)
     fig.tight_layout()
     if watched is not None and watched[0]:
-        from perflab.report.memory_chart import add_memory_panel
+        from perflab.report.memory_chart import WATCHED, add_memory_panel
 
-        add_memory_panel(fig, *watched, title="watched processes: resident memory "
-                         "(dotted: step starts)", x_label="time since the sweep started (s)")
+        add_memory_panel(fig, *watched, *WATCHED)
     out = Path(path)
     fig.savefig(out)
     plt.close(fig)

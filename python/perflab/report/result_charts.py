@@ -2,7 +2,7 @@
 
 The same figures as the HTML report (:mod:`perflab.report.html.charts`), written as
 PNG: ``run`` draws every benchmark's samples (box) and per-process medians (dots), and
-with ``--memory`` each worker's RSS timeline under them;
+with ``--memory`` each worker's RSS timeline and Python heap under them;
 ``cmd`` each command's wall time per run (with ``--memory``, each run's RSS timeline
 under them); ``compare`` a forest plot of B/A with its
 95% CI per compared row, the noise threshold's "same" band shaded.
@@ -51,9 +51,9 @@ def run_chart(benches: Sequence[Any], path: str | Path) -> Path:
         "time per op: samples (box) and per-process medians (dots)", [r[0] for r in rows],
         [r[1] for r in rows], [r[2] for r in rows], "per-process median")
     if series := memory_chart.process_series(benches):  # run --memory: RSS under them
-        memory_chart.add_memory_panel(fig, series, title="each worker process's resident "
-                                      "memory, spawn to exit (--memory)",
-                                      x_label="time since the process was spawned (s)")
+        memory_chart.add_memory_panel(fig, series, (), *memory_chart.RUN_RSS)
+    if heap := memory_chart.heap_series(benches):  # ... and the Python heap
+        memory_chart.add_memory_panel(fig, heap, (), *memory_chart.RUN_HEAP, y_label="heap")
     return charts.save_png(fig, path)
 
 
@@ -73,12 +73,8 @@ def cmd_chart(benches: Sequence[Any], path: str | Path) -> Path:
     walls = [r[1] for r in rows]
     fig = charts.distribution_figure("wall time per run", [r[0] for r in rows], walls, walls,
                                      "run", "wall time per run")
-    series = [(b.label, r.memory["t_s"], r.memory["rss_bytes"]) for b in benches
-              for r in timed_runs(b) if r.memory and r.memory.get("t_s")]
-    if series:  # cmd --memory: each run's tree RSS under them
-        memory_chart.add_memory_panel(fig, series, title="each run's resident memory, the "
-                                      "command and its children summed (--memory)",
-                                      x_label="time since the run was spawned (s)")
+    if series := memory_chart.cmd_series(benches):  # cmd --memory: each run's tree RSS
+        memory_chart.add_memory_panel(fig, series, (), *memory_chart.CMD_RSS)
     return charts.save_png(fig, path)
 
 

@@ -1,11 +1,13 @@
 """Workloads for the leak-detection test (tests/measure/test_leak_detection.py) and
-benchmarks/memory.py: names starting with ``leak_`` keep memory on every call, the others
-hold nothing once they return."""
+benchmarks/memory.py: names starting with ``leak_`` keep memory on every call, ``flat_``
+ones hold nothing once they return, and ``slow_leak`` keeps 49 B per call of ≥ 50 µs: too
+slowly for RSS to pass its 64 KiB floor in 20 ms of samples, not for the Python heap."""
 
 import itertools
 import json
 import random
 import re
+import time
 
 import perflab
 
@@ -33,6 +35,14 @@ def leak_cache():
 def leak_objects():
     """A small object (a tuple of two ints, ~64 bytes) kept per call."""
     _KEPT.append((next(_COUNTER), 1))
+
+
+@perflab.bench()
+def slow_leak():
+    """A sleep of 50 µs or more (slow, but allocating nothing), and a 16-byte ``bytes``
+    (49 bytes) kept per call."""
+    _KEPT.append(bytes(16))
+    time.sleep(50e-6)
 
 
 @perflab.bench()

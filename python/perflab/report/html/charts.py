@@ -87,6 +87,16 @@ def _scale(values: Sequence[float]) -> tuple[str, float]:
     return time_unit_for(finite[len(finite) // 2] if finite else 1.0)
 
 
+def _horizontal() -> dict[str, Any]:
+    """``boxplot``'s keyword for horizontal boxes: ``orientation`` from matplotlib 3.10 on
+    (``vert`` is deprecated there), ``vert=False`` before it (pyproject allows 3.8)."""
+    import matplotlib
+
+    version = tuple(int(part) for part in matplotlib.__version__.split(".")[:2]
+                    if part.isdigit())
+    return {"orientation": "horizontal"} if version >= (3, 10) else {"vert": False}
+
+
 def _thin(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return values if values.size <= MAX_POINTS else rng.choice(values, MAX_POINTS, replace=False)
 
@@ -114,8 +124,8 @@ def distribution_figure(title: str, names: Sequence[str], samples: Sequence[Sequ
     rows = [np.asarray(s, dtype=float) / factor for s in samples]
     if any(r.size for r in rows):
         ax.boxplot([_thin(r, rng) if r.size else np.array([np.nan]) for r in rows],
-                   vert=False, widths=0.6, showfliers=False,
-                   medianprops={"color": "tab:blue"})
+                   widths=0.6, showfliers=False, medianprops={"color": "tab:blue"},
+                   **_horizontal())
     for i, row in enumerate(points, start=1):
         values = _thin(np.asarray(row, dtype=float) / factor, rng)
         ax.scatter(values, i + rng.uniform(-0.18, 0.18, values.size), s=9, alpha=0.6,
@@ -317,6 +327,30 @@ def fit_figure(title: str, curves: Sequence[tuple[str, Sequence[float], Sequence
         below.set_xlabel(x_label)
     else:
         ax.set_xlabel(x_label)
+    return fig
+
+
+def memory_figure(series: Sequence[tuple[str, Sequence[float], Sequence[float]]],
+                  boundaries: Sequence[float], title: str, x_label: str,
+                  y_label: str = "RSS") -> Any:
+    """Memory over time (or over calls) as steps, one colour per label, with dotted
+    vertical ``boundaries`` (e.g. an http sweep's step starts).
+
+    Args:
+        series: (label, x values, bytes) per timeline (:mod:`perflab.report.memory_chart`).
+        boundaries: x positions of the dotted lines.
+        title / x_label: the chart's title and x axis label.
+        y_label: what the bytes are ("RSS", "heap"); the unit follows their size.
+
+    Returns:
+        The matplotlib figure.
+    """
+    from perflab.report.memory_chart import draw_memory
+
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(9, 3.4))
+    draw_memory(ax, [(_label(label), x, b) for label, x, b in series], boundaries,
+                title, x_label, y_label)
     return fig
 
 

@@ -220,6 +220,12 @@ def _trace(results: Results, figures: ResultsFigures, name: str) -> list[Section
     return trace_sections(results, name)
 
 
+def _memory(results: Results, figures: ResultsFigures, name: str) -> list[Section]:
+    from perflab.report.html.memory_section import memory_sections
+
+    return memory_sections(results, figures, name)
+
+
 def _fit(document: dict[str, Any], name: str) -> list[Section]:
     from perflab.report.html.documents import fit_sections
 
@@ -230,9 +236,9 @@ def _fit(document: dict[str, Any], name: str) -> list[Section]:
 #: ``(results, its figures, file name) -> sections`` (an empty list adds nothing). A new
 #: section for results files (e.g. traces) is one more builder in these lists.
 RESULTS_SECTIONS: dict[str, list[Callable[[Results, ResultsFigures, str], list[Section]]]] = {
-    "run": [run_sections],
-    "cmd": [cmd_sections],
-    "http": [http_sections],
+    "run": [run_sections, _memory],
+    "cmd": [cmd_sections, _memory],
+    "http": [http_sections, _memory],
     "trace": [_trace],
 }
 
