@@ -19,17 +19,16 @@ metric after the row of the step (or the agent's share of it) it belongs to.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from perflab.analyze.compare import step_label
 from perflab.analyze.server_timing import APP_TOTAL, breakdown, timing_notes
-from typing import Any
-
 from perflab.model import HttpStep, Results
 from perflab.report.table import Table
 from perflab.units import format_time
 
 COLUMNS = ["step", "metric", "count", "p50", "p90", "p99", "max", "% of client p50"]
-#: The CSV columns of a metric's row (docs/trace.md), after ``step`` (and ``agent``).
+#: The prefix of the Server-Timing columns of the CSV records (docs/trace.md).
 CSV_PREFIX = "server_timing_"
 
 
