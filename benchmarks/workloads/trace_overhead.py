@@ -4,8 +4,10 @@ Every case times the same call, ``call(f)`` → ``f()``, where ``f`` is an empty
 function: plain, or wrapped by one tracer's decorator. A span's overhead is a
 case's median less the plain call's. The ``block`` cases time ``with
 make(name): pass`` the same way against a C-level context manager (an
-uncontended lock fetched by ``dict.get``). Recording on or off is set per worker
-process by the setup (untimed).
+uncontended lock fetched by ``dict.get``), in a plain function; the
+``async-block`` cases time the same block inside a coroutine (run by one
+``send``), where perflab.trace must keep the span in a ContextVar. Recording on
+or off is set per worker process by the setup (untimed).
 
     perflab run benchmarks/workloads/trace_overhead.py
 """
@@ -36,6 +38,21 @@ def block(spec):
     way each library is written in application code."""
     make, name = spec
     with make(name):
+        pass
+
+
+async def _in_coroutine(make, name):
+    with make(name):
+        pass
+
+
+def async_block(spec):
+    """The timed body of the async-block cases: the same block in a coroutine, run to
+    its end by one ``send`` (no event loop: its cost is not the span's)."""
+    make, name = spec
+    try:
+        _in_coroutine(make, name).send(None)
+    except StopIteration:
         pass
 
 
@@ -112,8 +129,12 @@ BLOCKS = {
     "otel no-op span": lambda: (_noop_tracer().start_as_current_span, "overhead.block"),
 }
 
-for _name, _setup in CASES.items():
-    perflab.bench(call, name=_name, group=GROUP, setup=_setup, baseline=_name == "plain call")
-for _name, _setup in BLOCKS.items():
-    perflab.bench(block, name=_name, group=GROUP + "-block", setup=_setup,
-                  baseline=_name == "c lock")
+ASYNC_BLOCKS = {name: BLOCKS[name] for name in ("c lock", "perflab span on")}
+#: group → (timed body, its cases, the baseline case): what benchmarks/trace.py times.
+GROUPS = {GROUP: (call, CASES, "plain call"), GROUP + "-block": (block, BLOCKS, "c lock"),
+          GROUP + "-async-block": (async_block, ASYNC_BLOCKS, "c lock")}
+
+for _group, (_body, _cases, _baseline) in GROUPS.items():
+    for _name, _setup in _cases.items():
+        perflab.bench(_body, name=_name, group=_group, setup=_setup,
+                      baseline=_name == _baseline)

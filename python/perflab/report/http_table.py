@@ -182,8 +182,12 @@ def http_tables(results: Results, sweep: Sweep) -> list[Table]:
 
 def http_records(results: Results, sweep: Sweep) -> list[dict[str, Any]]:
     """The CSV records: one per step, each followed by its agents' rows in a distributed
-    run (:func:`agents_records`)."""
-    return agents_records(results, sweep, step_records(sweep.steps))
+    run (:func:`agents_records`), each of those by its Server-Timing metrics' rows
+    (:func:`perflab.report.server_timing_table.with_server_timing_rows`)."""
+    from perflab.report.server_timing_table import with_server_timing_rows
+
+    return with_server_timing_rows(results, agents_records(results, sweep,
+                                                           step_records(sweep.steps)))
 
 
 def agents_tables(results: Results, sweep: Sweep) -> list[Table]:

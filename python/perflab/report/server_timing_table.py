@@ -11,19 +11,25 @@ One row per step and metric. Columns, in plain words:
 * **count**: OK responses that reported it.
 * **p50**, **p90**, **p99**, **max**: of its ``dur``, from an HdrHistogram (3 digits).
 * **% of client p50**: its p50 over the step's service-time p50.
+
+The same figures go into the CSV records (:func:`with_server_timing_rows`): one row per
+metric after the row of the step (or the agent's share of it) it belongs to.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from perflab.analyze.compare import step_label
 from perflab.analyze.server_timing import APP_TOTAL, breakdown, timing_notes
-from perflab.model import Results
+from perflab.model import HttpStep, Results
 from perflab.report.table import Table
 from perflab.units import format_time
 
 COLUMNS = ["step", "metric", "count", "p50", "p90", "p99", "max", "% of client p50"]
+#: The prefix of the Server-Timing columns of the CSV records (docs/trace.md).
+CSV_PREFIX = "server_timing_"
 
 
 def _time(seconds: float) -> str:
@@ -50,3 +56,54 @@ def server_timing_tables(results: Results) -> list[Table]:
     table.footnotes.append(f"{APP_TOTAL} = the metric named app or total, else the largest; "
                            "outside the app = service time − app total, per response")
     return [table]
+
+
+def with_server_timing_rows(results: Results, records: list[dict[str, Any]]
+                            ) -> list[dict[str, Any]]:
+    """The CSV records of an ``http`` sweep with its Server-Timing figures: each step's
+    row (and each agent's row of a distributed run) gains ``server_timing_responses``,
+    ``server_timing_malformed`` and ``server_timing_metrics_dropped``, and is followed by
+    one row per metric of its breakdown (:func:`perflab.analyze.server_timing.breakdown`,
+    the table's rows): ``step`` (and ``agent``) saying whose it is, then
+    ``server_timing_metric``, ``server_timing_count``, ``server_timing_p50_s``,
+    ``…_p90_s``, ``…_p99_s``, ``…_max_s`` and ``server_timing_share_p50``, the other
+    columns empty. Unchanged when no response carried the header.
+
+    Args:
+        results: the ``http`` results (its one benchmark's steps and their agent shares).
+        records: the sweep's records in order, one per step, each followed by its
+            agents' rows (``step`` 1-based; ``agent`` "all" or the agent's number).
+    """
+    steps = results.benchmarks[0].steps if results.benchmarks else []
+    if not any(s.server_timing is not None or any(
+            a.step is not None and a.step.server_timing is not None for a in s.agents)
+            for s in steps):
+        return records
+    out: list[dict[str, Any]] = []
+    for record in records:
+        step = _step_of(steps, record)
+        timing = step.server_timing if step is not None else None
+        if timing is None:
+            out.append(record)
+            continue
+        out.append({**record, f"{CSV_PREFIX}responses": timing.responses,
+                    f"{CSV_PREFIX}malformed": timing.malformed,
+                    f"{CSV_PREFIX}metrics_dropped": timing.metrics_dropped})
+        whose = {k: record[k] for k in ("step", "agent") if k in record}
+        out += [{**whose, f"{CSV_PREFIX}metric": r.name, f"{CSV_PREFIX}count": r.count,
+                 f"{CSV_PREFIX}p50_s": r.p50_s, f"{CSV_PREFIX}p90_s": r.p90_s,
+                 f"{CSV_PREFIX}p99_s": r.p99_s, f"{CSV_PREFIX}max_s": r.max_s,
+                 f"{CSV_PREFIX}share_p50": r.share_p50} for r in breakdown(step)]
+    return out
+
+
+def _step_of(steps: list[HttpStep], record: dict[str, Any]) -> HttpStep | None:
+    """The step (or agent's share of it) a CSV record describes; None when lost."""
+    index = int(record["step"]) - 1
+    if not 0 <= index < len(steps):
+        return None
+    agent = record.get("agent", "all")
+    if agent == "all":
+        return steps[index]
+    share = next((a for a in steps[index].agents if a.agent + 1 == agent), None)
+    return share.step if share is not None else None

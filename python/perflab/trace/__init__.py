@@ -21,11 +21,13 @@ recorded per thread with no lock and merged when read. Memory is bounded:
 about 1 KiB per power of two of durations per name and thread, and at most
 ``PERFLAB_TRACE_MAX_NAMES`` names (default 1000; later names are counted
 under ``"(other spans)"`` after one RuntimeWarning). Nesting follows
-``contextvars``, so it is right in threads and in asyncio tasks alike; a sync
-decorated call, which no task switch can interrupt, keeps its frame on a per-thread
-stack instead (setting a ContextVar costs more than the rest of a span), and the
-spans it encloses still find it as their parent. Greenlets that switch stacks inside
-a traced sync call can misattribute self time (durations stay right).
+``contextvars``, so it is right in threads and in asyncio tasks alike. A sync
+decorated call, and a ``with span(...)`` statement in a plain function (not
+``async def``, not a generator: its body can hold no ``await`` or ``yield``), which
+no task switch can interrupt, keep their frames on a per-thread stack instead
+(setting a ContextVar costs more than the rest of a span), and the spans they
+enclose still find them as their parent. Greenlets that switch stacks inside such
+a span can misattribute self time (durations stay right).
 
 Environment (read when this module is first imported):
 
@@ -33,7 +35,8 @@ Environment (read when this module is first imported):
   nothing: while it is set, :func:`trace` returns the function itself (so a later
   ``enable()`` records spans, blocks and functions decorated after it, not those).
   ``enable(False)`` at run time leaves the wrappers in place, each costing one flag
-  check (figures in BENCHMARKS.md).
+  check (figures in BENCHMARKS.md). While recording is off, ``span(name)`` returns
+  one shared no-op context manager.
 * ``PERFLAB_TRACE_DUMP=path,interval`` (e.g. ``trace.json,30s``) dumps every
   interval and at exit, from a daemon thread.
 * ``PERFLAB_TRACE_MAX_NAMES=N`` caps distinct names (1..100000).
@@ -106,8 +109,9 @@ def _decorate(func: Callable[..., Any], name: str) -> Any:
                         "return at once; time the work inside it with perflab.trace.span()")
     if _OFF_AT_START:
         return func
+    span_id, _ = _core.trace_register(name)
     if inspect.iscoroutinefunction(func):
-        block = _core.span(name)
+        block = _core.Span(span_id, name)  # not span(name): the no-op while recording is off
 
         @functools.wraps(func)
         async def traced_async(*args: Any, **kwargs: Any) -> Any:
@@ -116,7 +120,6 @@ def _decorate(func: Callable[..., Any], name: str) -> Any:
 
         traced_async.span_name = name  # type: ignore[attr-defined]
         return traced_async
-    span_id, _ = _core.trace_register(name)
     wrapper = _core.Traced(func, span_id, name)
     for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
         try:
@@ -129,10 +132,13 @@ def _decorate(func: Callable[..., Any], name: str) -> Any:
 
 #: ``with span(name):`` times a block as a span: the native ``_core.span`` itself (no
 #: Python frame in between), returning one reusable, stateless context manager per name
-#: (cached). Entering pushes a frame on the current context; leaving records the
-#: block's duration and self time (ns), also when the block raises (the exception
-#: propagates). A name that is not a str is used as ``str(name)`` after a
-#: RuntimeWarning: it never raises into the traced code.
+#: (cached), or while recording is off one shared no-op. Entering pushes a frame on
+#: this thread's stack (a ``with`` statement in a plain function) or on the current
+#: context (in a coroutine or generator, or when ``__enter__`` is called by other code,
+#: such as a wrapper or ``ExitStack``); leaving records the block's duration and self
+#: time (ns), also when the block raises (the exception propagates). A name that is
+#: not a str is used as ``str(name)`` after a RuntimeWarning: it never raises into the
+#: traced code.
 span = _core.span
 
 

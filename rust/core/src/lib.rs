@@ -13,6 +13,7 @@ mod http;
 mod serve;
 mod trace;
 mod trace_request;
+mod trace_site;
 
 use pyo3::prelude::*;
 

@@ -17,10 +17,14 @@
 //!   calls nest strictly on a thread's C stack (no task can switch in the
 //!   middle of one), so the stack stays LIFO; the innermost span is its top
 //!   when the current context's span is still that top's base, else the
-//!   context's span ([`innermost`]). A block, a coroutine or a request opened
-//!   inside a sync call is set in the ContextVar as before, its parent being
-//!   the sync frame. (Greenlets that switch stacks inside a traced sync call
-//!   can mis-attribute self time; durations stay right.)
+//!   context's span ([`innermost`]). So does a block entered by a `with`
+//!   statement in code that cannot be suspended (a plain function, not a
+//!   coroutine or generator: [`crate::trace_site`]); its entry also holds
+//!   the caller's frame, which `__exit__` matches. A block in async code or
+//!   a generator, one entered by other code than a `with` statement, a
+//!   coroutine or a request is set in the ContextVar, its parent being the
+//!   innermost span, sync or not. (Greenlets that switch stacks inside a
+//!   sync span can mis-attribute self time; durations stay right.)
 //! * A [`Request`] (the Server-Timing middleware's) is a root frame with a
 //!   [`Collector`]: every span under it also adds its duration, by name,
 //!   to that request's sums.
@@ -43,6 +47,7 @@ use pyo3::types::{PyDict, PyString, PyTuple};
 
 use crate::convert::to_py;
 use crate::trace_request::{Collector, Request};
+use crate::trace_site::stack_block_caller;
 
 /// Recording on or off (`PERFLAB_TRACE=0` turns it off at import).
 pub(crate) static ENABLED: AtomicBool = AtomicBool::new(true);
@@ -102,11 +107,13 @@ fn current(py: Python<'_>) -> Option<Bound<'_, Frame>> {
     unsafe { Bound::from_owned_ptr_or_opt(py, value).map(|v| v.cast_into_unchecked()) }
 }
 
-/// A sync traced call running on this thread: its frame, and the span of
-/// the context it was called in (kept alive, so compared by address safely).
+/// A sync span running on this thread: its frame, the span of the context
+/// it was opened in, and for a block the frame of its `with` statement
+/// (both kept alive, so compared by address safely).
 struct SyncEntry {
     frame: Py<Frame>,
     base: Option<Py<Frame>>,
+    caller: Option<Py<PyAny>>,
 }
 
 thread_local! {
@@ -151,21 +158,48 @@ fn child_frame<'py>(
     Bound::new(py, frame).ok()
 }
 
-/// Run `call` as a sync span of `id`: its frame on this thread's stack, not
-/// in the ContextVar (see the module doc).
-fn sync_span<T>(py: Python<'_>, id: u32, call: impl FnOnce() -> T) -> T {
+/// Open a sync span of `id` on this thread's stack, not in the ContextVar
+/// (see the module doc); `caller` is a block's `with` frame. None when its
+/// frame could not be allocated (the span is then not recorded).
+fn push_sync<'py>(py: Python<'py>, id: u32, caller: Option<Py<PyAny>>) -> Option<Bound<'py, Frame>> {
     let (ctx, parent) = innermost(py);
-    let Some(frame) = child_frame(py, id, parent) else {
-        return call();
-    };
-    let ptr = frame.as_ptr();
+    let frame = child_frame(py, id, parent)?;
     SYNC.with(|s| {
         s.borrow_mut().push(SyncEntry {
             frame: frame.clone().unbind(),
             base: ctx.map(Bound::unbind),
+            caller,
         })
     });
     frame.get().start_ns.store(now_ns(), Relaxed);
+    Some(frame)
+}
+
+/// Close the block of `id` that the calling frame opened on this thread's
+/// stack, if any: normally the top entry; searched for, so that a stack
+/// switched under us (greenlets) never pops someone else's.
+fn pop_block(id: u32) -> Option<SyncEntry> {
+    if SYNC.with(|s| s.borrow().is_empty()) {
+        return None;
+    }
+    // SAFETY: the GIL is held; a borrowed reference or NULL. Called before
+    // the borrow below: the frame object already exists, nothing runs.
+    let here = unsafe { ffi::PyEval_GetFrame() }.cast::<ffi::PyObject>();
+    SYNC.with(|s| {
+        let mut s = s.borrow_mut();
+        let i = s.iter().rposition(|e| {
+            e.caller.as_ref().is_some_and(|c| c.as_ptr() == here) && e.frame.get().id == id
+        })?;
+        Some(s.remove(i))
+    })
+}
+
+/// Run `call` as a sync span of `id` (see [`push_sync`]).
+fn sync_span<T>(py: Python<'_>, id: u32, call: impl FnOnce() -> T) -> T {
+    let Some(frame) = push_sync(py, id, None) else {
+        return call();
+    };
+    let ptr = frame.as_ptr();
     let out = call();
     let end = now_ns();
     // Normally the top; searched for, so that a stack switched under us
@@ -323,16 +357,38 @@ pub struct Span {
 
 #[pymethods]
 impl Span {
+    /// A span of a name registered elsewhere (`trace_register`): what the
+    /// coroutine decorator uses, whatever the state of recording.
+    #[new]
+    fn new(id: u32, name: Py<PyString>) -> Self {
+        Self { id, name }
+    }
+
     fn __enter__(slf: &Bound<'_, Self>) -> Py<Span> {
         if ENABLED.load(Relaxed) {
-            let _ = enter(slf.py(), slf.get().id);
+            let py = slf.py();
+            let id = slf.get().id;
+            match stack_block_caller(py) {
+                Some(caller) => drop(push_sync(py, id, Some(caller))),
+                None => drop(enter(py, id)),
+            }
         }
         slf.clone().unbind()
     }
 
-    #[pyo3(signature = (*_exc))]
-    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, PyTuple>) -> bool {
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _type: &Bound<'_, PyAny>,
+        _value: &Bound<'_, PyAny>,
+        _tb: &Bound<'_, PyAny>,
+    ) -> bool {
         let end = now_ns();
+        if let Some(entry) = pop_block(self.id) {
+            finish(entry.frame.get(), end);
+            drop(entry); // outside the borrow
+            return false;
+        }
         if let Some(frame) = current(py) {
             if frame.get().id == self.id && frame.get().token.get().is_some() {
                 exit(py, &frame, end);
@@ -351,6 +407,34 @@ impl Span {
         Ok(format!("<perflab.span {}>", self.name.bind(py).repr()?))
     }
 }
+
+/// What [`span`] returns while recording is off: one shared context manager
+/// that does nothing (a block entered with it records nothing, even when
+/// recording is turned on inside it).
+#[pyclass(module = "perflab._core", frozen)]
+pub struct OffSpan;
+
+#[pymethods]
+impl OffSpan {
+    fn __enter__(slf: &Bound<'_, Self>) -> Py<OffSpan> {
+        slf.clone().unbind()
+    }
+
+    fn __exit__(
+        &self,
+        _type: &Bound<'_, PyAny>,
+        _value: &Bound<'_, PyAny>,
+        _tb: &Bound<'_, PyAny>,
+    ) -> bool {
+        false
+    }
+
+    fn __repr__(&self) -> &'static str {
+        "<perflab.span (recording off)>"
+    }
+}
+
+static OFF_SPAN: PyOnceLock<Py<OffSpan>> = PyOnceLock::new();
 
 /// Register a name; warn once when the cap on names is reached.
 fn register(py: Python<'_>, name: &str) -> u32 {
@@ -388,15 +472,19 @@ fn trace_register(py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<(u32, boo
 ///
 /// One reusable, stateless object per name (cached). Leaving the block records
 /// its duration and self time (ns: the duration less its direct child spans'),
-/// also when the block raises. A name that is not a str is used as `str(name)`
-/// after a RuntimeWarning: never an exception in the traced code.
+/// also when the block raises. While recording is off, one shared no-op
+/// ([`OffSpan`]). A name that is not a str is used as `str(name)` after a
+/// RuntimeWarning: never an exception in the traced code.
 #[pyfunction]
-fn span(py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<Span>> {
-    let cache = SPANS.get_or_init(py, || PyDict::new(py).unbind()).bind(py);
+fn span(py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     if let Ok(text) = name.cast::<PyString>() {
+        if !ENABLED.load(Relaxed) {
+            let off = OFF_SPAN.get_or_try_init(py, || Py::new(py, OffSpan))?;
+            return Ok(off.clone_ref(py).into_any());
+        }
+        let cache = SPANS.get_or_init(py, || PyDict::new(py).unbind()).bind(py);
         if let Some(hit) = cache.get_item(text)? {
-            // SAFETY: only Spans are stored in the cache.
-            return Ok(unsafe { hit.cast_into_unchecked::<Span>() }.unbind());
+            return Ok(hit.unbind());
         }
         let id = register(py, &text.to_string_lossy());
         let made = Py::new(
@@ -409,7 +497,7 @@ fn span(py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<Span>> {
         if id != 0 {
             cache.set_item(text, &made)?; // overflowing names are not kept
         }
-        return Ok(made);
+        return Ok(made.into_any());
     }
     let shown = name.str()?;
     let category = py.get_type::<PyRuntimeWarning>();
@@ -436,6 +524,13 @@ fn trace_record(py: Python<'_>, id: u32, duration_ns: u64, self_ns: u64) {
             c.get().add(id, duration_ns);
         }
     }
+}
+
+/// How many sync spans (calls and blocks) are open on this thread's stack,
+/// the rest being in the ContextVar: what tests check the fast path with.
+#[pyfunction]
+fn trace_sync_depth() -> usize {
+    SYNC.with(|s| s.borrow().len())
 }
 
 /// Turn recording on or off; returns the previous state.
@@ -480,11 +575,13 @@ fn trace_limits() -> (usize, u64) {
 pub fn register_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Traced>()?;
     m.add_class::<Span>()?;
+    m.add_class::<OffSpan>()?;
     m.add_class::<Request>()?;
     m.add_function(wrap_pyfunction!(span, m)?)?;
     m.add_function(wrap_pyfunction!(trace_register, m)?)?;
     m.add_function(wrap_pyfunction!(trace_record, m)?)?;
     m.add_function(wrap_pyfunction!(trace_enable, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_sync_depth, m)?)?;
     m.add_function(wrap_pyfunction!(trace_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(trace_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(trace_reset, m)?)?;

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from perflab.model import Histogram, HttpStep
+from perflab.model import Histogram, HttpStep, ServerTiming
 
 HISTOGRAMS = ("latency", "service_time", "send_lag", "failed_latency", "dispatch_lag")
 _SUMMED = ("requests_sent", "ok_responses", "bytes_in", "bytes_out", "connections_opened",
@@ -42,6 +42,28 @@ def merge_histograms(hists: Sequence[Histogram]) -> Histogram:
     return Histogram(encoded=raw["encoded_b64"], count=count, **{
         k: float(raw[k]) if count else math.nan
         for k in ("min_us", "mean_us", "p50_us", "p90_us", "p99_us", "p999_us", "max_us")})
+
+
+def merge_server_timing(parts: Sequence[ServerTiming | None]) -> ServerTiming | None:
+    """The agents' Server-Timing figures of one step, merged exactly: counts add up, and
+    each metric's histogram (the app total's, outside the app's) is the exact merge of
+    those of the agents that recorded it (so a merged step may name more than the 32
+    metrics one agent keeps). None when no agent got the header.
+
+    Raises:
+        ValueError: histograms that cannot be merged exactly.
+    """
+    timings = [t for t in parts if t is not None]
+    if not timings:
+        return None
+    names = sorted({name for t in timings for name in t.metrics})
+    return ServerTiming(
+        responses=sum(t.responses for t in timings), malformed=sum(t.malformed for t in timings),
+        metrics_dropped=sum(t.metrics_dropped for t in timings),
+        metrics={n: merge_histograms([t.metrics[n] for t in timings if n in t.metrics])
+                 for n in names},
+        app_total=merge_histograms([t.app_total for t in timings]),
+        outside_app=merge_histograms([t.outside_app for t in timings]))
 
 
 def _known_sum(values: Sequence[int | None]) -> int | None:
@@ -93,6 +115,7 @@ def merge_steps(parts: Sequence[HttpStep]) -> HttpStep:
         drain_s=_finite_max([p.drain_s for p in parts]),
         drained=_known_sum([p.drained for p in parts]),
         ok_from_warmup=_known_sum([p.ok_from_warmup for p in parts]),
+        server_timing=merge_server_timing([p.server_timing for p in parts]),  # issue 17
         **{name: merge_histograms([getattr(p, name) for p in parts]) for name in HISTOGRAMS})
     for name in _SUMMED:
         setattr(merged, name, sum(getattr(p, name) for p in parts))

@@ -1,0 +1,272 @@
+"""``with perflab.span(...)`` blocks on the per-thread stack: taken only where nothing
+can suspend the block, and right when they mix with decorated calls, coroutines,
+generators, wrappers, threads and interleaved asyncio tasks.
+
+A block entered by a ``with`` statement in a plain function keeps its frame on the
+thread's stack (cheap); one in ``async def`` or in a generator, or whose ``__enter__``
+is called by other code (a wrapper class, ``ExitStack``), keeps the ContextVar.
+``_core.trace_sync_depth()`` says which path a block took.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+
+import perflab
+import perflab.trace
+from perflab import _core
+
+
+def busy(seconds: float) -> None:
+    """Spin (no sleep: its wake-up would add scheduler noise to the self time)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+class Timed:
+    """A wrapper context manager of the kind apps write: it calls the span's
+    ``__enter__``/``__exit__`` itself, so an ``await`` of its user can suspend the span."""
+
+    def __init__(self, name: str) -> None:
+        self.span = perflab.span(name)
+
+    def __enter__(self) -> Timed:
+        self.span.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> bool:
+        return self.span.__exit__(*exc)
+
+
+def test_a_with_statement_in_a_plain_function_uses_the_thread_stack():
+    depths = []
+    with perflab.span("k.plain"):
+        depths.append(_core.trace_sync_depth())
+        with perflab.span("k.inner"):
+            depths.append(_core.trace_sync_depth())
+    depths.append(_core.trace_sync_depth())
+
+    async def coroutine():
+        with perflab.span("k.async"):
+            depths.append(_core.trace_sync_depth())
+            await asyncio.sleep(0)
+
+    def generator():
+        with perflab.span("k.gen"):
+            depths.append(_core.trace_sync_depth())
+            yield
+
+    asyncio.run(coroutine())
+    list(generator())
+    with Timed("k.wrapped"):
+        depths.append(_core.trace_sync_depth())
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(perflab.span("k.exitstack"))
+        depths.append(_core.trace_sync_depth())
+    assert depths == [1, 2, 0, 0, 0, 0, 0]
+    snap = perflab.trace.snapshot()
+    assert {n: snap[n]["count"] for n in snap} == {
+        "k.plain": 1, "k.inner": 1, "k.async": 1, "k.gen": 1, "k.wrapped": 1,
+        "k.exitstack": 1}
+    p, i = snap["k.plain"], snap["k.inner"]
+    assert p["self_total_ns"] == p["total_ns"] - i["total_ns"]
+
+
+def test_wrapped_and_exitstack_spans_held_across_awaits_keep_their_own_durations():
+    """Task A opens at 0 ms and closes at 100 ms; task B opens at 50 ms and closes at
+    250 ms. Were their frames on one LIFO stack, A's exit would close B's frame (50 ms)
+    and B's exit A's (250 ms)."""
+    async def hold(open_after_s: float, hold_s: float, enter) -> None:
+        await asyncio.sleep(open_after_s)
+        async with contextlib.AsyncExitStack() as stack:
+            enter(stack)
+            await asyncio.sleep(hold_s)
+            leaf()
+
+    @perflab.trace("x.leaf")
+    def leaf():
+        pass
+
+    def wrapped(stack):
+        stack.enter_context(Timed("x.wrapped"))
+
+    def exitstack(stack):
+        stack.enter_context(perflab.span("x.exitstack"))
+
+    async def main():
+        await asyncio.gather(hold(0, 0.1, wrapped), hold(0.05, 0.2, wrapped),
+                             hold(0, 0.1, exitstack), hold(0.05, 0.2, exitstack))
+
+    asyncio.run(main())
+    snap = perflab.trace.snapshot()
+    assert snap["x.leaf"]["count"] == 4
+    for name in ("x.wrapped", "x.exitstack"):
+        s = snap[name]
+        assert s["count"] == 2
+        # Sleeps never end early; the shorter span is A's 100 ms, not 50 ms.
+        assert s["duration"]["min_ns"] >= 95_000_000, (name, s["duration"])
+        assert s["duration"]["max_ns"] >= 195_000_000, (name, s["duration"])
+    # Each span's only child is its own leaf: other tasks' spans never became children.
+    both = snap["x.wrapped"]["self_total_ns"] + snap["x.exitstack"]["self_total_ns"]
+    assert both == (snap["x.wrapped"]["total_ns"] + snap["x.exitstack"]["total_ns"]
+                    - snap["x.leaf"]["total_ns"])
+
+
+def test_stack_blocks_in_sync_helpers_of_interleaved_tasks_keep_their_parents():
+    depths = set()
+
+    def helper():
+        with perflab.span("h.helper"):
+            depths.add(_core.trace_sync_depth())
+            busy(0.001)
+
+    @perflab.trace("h.call")
+    def call():
+        helper()
+
+    async def task():
+        with perflab.span("h.task"):
+            helper()
+            await asyncio.sleep(0.005)  # the other tasks run here
+            call()
+
+    async def main():
+        await asyncio.wait_for(asyncio.gather(task(), task(), task()), 30)
+
+    with perflab.span("h.outer"):  # a stack block around the event loop
+        asyncio.run(main())
+    snap = perflab.trace.snapshot()
+    o, t, c, h = (snap[n] for n in ("h.outer", "h.task", "h.call", "h.helper"))
+    assert depths == {2, 3}  # under h.outer: helper, or call and its helper
+    assert (o["count"], t["count"], c["count"], h["count"]) == (1, 3, 3, 6)
+    # Each task block's children: its own first helper and its call.
+    helpers_in_calls = c["total_ns"] - c["self_total_ns"]
+    assert t["self_total_ns"] == t["total_ns"] - (h["total_ns"] - helpers_in_calls) \
+        - c["total_ns"]
+    assert helpers_in_calls <= h["total_ns"] and h["self_total_ns"] == h["total_ns"]
+    # The loop's tasks (which overlap) are children of the outer block.
+    assert o["self_total_ns"] == max(0, o["total_ns"] - t["total_ns"])
+    assert _core.trace_sync_depth() == 0
+
+
+def test_blocks_decorators_and_recursion_nest_with_exact_self_times():
+    @perflab.trace("n.call")
+    def call(n):
+        with perflab.span("n.block"):
+            busy(0.0002)
+            if n:
+                call(n - 1)
+
+    def recurse(n):
+        with perflab.span("n.rec"):
+            if n:
+                recurse(n - 1)
+
+    call(3)
+    recurse(4)
+    snap = perflab.trace.snapshot()
+    c, b, r = snap["n.call"], snap["n.block"], snap["n.rec"]
+    assert (c["count"], b["count"], r["count"]) == (4, 4, 5)
+    # Each call's only child is its block, whose only child is the next call.
+    assert c["self_total_ns"] == c["total_ns"] - b["total_ns"]
+    assert b["self_total_ns"] < b["total_ns"] - 3 * 150_000
+    # Recursion: each level is its parent's only child, so the self times add up to
+    # the outermost duration (the histogram's max, within its 1% buckets).
+    assert abs(r["self_total_ns"] - r["duration"]["max_ns"]) <= r["duration"]["max_ns"] * 0.01
+    assert _core.trace_sync_depth() == 0
+
+
+def test_a_stack_block_and_a_generator_block_of_one_name_pair_up_right():
+    def gen():
+        with perflab.span("g.x"):
+            yield
+            busy(0.002)
+            yield
+
+    g = gen()
+    next(g)  # the generator's block is open (in the ContextVar)
+    with perflab.span("g.x"):  # a stack block of the same name, around the resume
+        next(g)
+    assert _core.trace_sync_depth() == 0
+    g.close()
+    snap = perflab.trace.snapshot()["g.x"]
+    assert snap["count"] == 2
+    # The stack block holds the generator's 2 ms of work; the generator's block is
+    # open from the first next() to close(), around it.
+    assert snap["duration"]["min_ns"] >= 1_900_000
+    with perflab.span("g.after"):
+        assert _core.trace_sync_depth() == 1
+
+
+def test_threads_each_keep_their_own_stack():
+    def run():
+        for _ in range(2000):
+            with perflab.span("th.outer"):
+                with perflab.span("th.inner"):
+                    pass
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    snap = perflab.trace.snapshot()
+    o, i = snap["th.outer"], snap["th.inner"]
+    assert o["count"] == i["count"] == 8000
+    assert o["self_total_ns"] == o["total_ns"] - i["total_ns"]
+    assert i["self_total_ns"] == i["total_ns"]
+
+
+def test_exceptions_and_returns_leave_the_stack_clean():
+    def fails():
+        with perflab.span("e.fails"):
+            raise KeyError
+
+    def returns():
+        with perflab.span("e.returns"):
+            return 1
+
+    for _ in range(3):
+        try:
+            fails()
+        except KeyError:
+            pass
+        assert returns() == 1
+    assert _core.trace_sync_depth() == 0
+    snap = perflab.trace.snapshot()
+    assert snap["e.fails"]["count"] == snap["e.returns"]["count"] == 3
+
+
+def test_recording_off_gives_one_shared_no_op_and_toggles_inside_blocks_are_safe():
+    perflab.trace.enable(False)
+    off = perflab.span("o.a")
+    assert off is perflab.span("o.b") and "recording off" in repr(off)
+    with perflab.span("o.a"):
+        perflab.trace.enable(True)  # turned on inside a block entered while off
+        with perflab.span("o.inner"):
+            pass
+    assert _core.trace_sync_depth() == 0
+    with perflab.span("o.c"):
+        perflab.trace.enable(False)  # turned off inside a recording block
+    perflab.trace.enable(True)
+    assert _core.trace_sync_depth() == 0
+    snap = perflab.trace.snapshot()
+    assert sorted(snap) == ["o.c", "o.inner"]
+    assert snap["o.inner"]["count"] == snap["o.c"]["count"] == 1
+
+
+def test_a_coroutine_decorated_while_recording_is_off_records_once_it_is_on():
+    perflab.trace.enable(False)
+
+    @perflab.trace("o.coro")
+    async def coro():
+        return 5
+
+    assert asyncio.run(coro()) == 5
+    perflab.trace.enable(True)
+    assert asyncio.run(coro()) == 5
+    assert perflab.trace.snapshot()["o.coro"]["count"] == 1
