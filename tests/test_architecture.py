@@ -146,12 +146,7 @@ RENDER_HELPERS = {
 }
 #: report → analyze calls that still compute, each with the reason it is still there;
 #: empty when report/ only renders everywhere.
-PENDING_COMPUTING = {
-    ("perflab.report.server_timing_table", "perflab.analyze.server_timing.breakdown"):
-        "Server-Timing rows: issue 17 changed Server-Timing this session; next, into the Sweep",
-    ("perflab.report.server_timing_table", "perflab.analyze.server_timing.timing_notes"):
-        "as breakdown",
-}
+PENDING_COMPUTING: dict[tuple[str, str], str] = {}
 
 
 def _bound(module: str, name: str, known: dict[str, Path], depth: int = 0) -> str:

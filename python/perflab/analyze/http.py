@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from perflab.analyze.server_timing import MetricFigures, breakdown, timing_notes
 from perflab.analyze.watch import server_figures
 from perflab.model import Histogram, HttpStep, Results
 from perflab.units import format_time
@@ -123,6 +124,12 @@ class StepSummary:
             (:class:`perflab.analyze.watch.ServerFigures`), else None.
         agents_lost: a distributed step: the (0-based) indices of the agents that died
             during it (their share is missing from the step).
+        server_timing: the step's Server-Timing breakdown, one row per metric, then the
+            app's total and the time outside the app
+            (:func:`perflab.analyze.server_timing.breakdown`); empty when no response
+            carried the header.
+        server_timing_notes: plain-words caveats about those headers (malformed, dropped
+            metrics, responses without one: :func:`perflab.analyze.server_timing.timing_notes`).
     """
 
     index: int
@@ -157,6 +164,8 @@ class StepSummary:
     flagged: str | None = None
     server: Any = None
     agents_lost: list[int] = field(default_factory=list)
+    server_timing: list[MetricFigures] = field(default_factory=list)
+    server_timing_notes: list[str] = field(default_factory=list)
 
     @property
     def engine_busy(self) -> bool:
@@ -226,7 +235,10 @@ def summarize_step(step: HttpStep, index: int = 0, ok: str = "200-299") -> StepS
                          if not any(lo <= int(code) <= hi for lo, hi in ranges)},
         interrupted=step.interrupted, clock_skew_ns=step.clock_skew_ns, flagged=step.flagged,
         server=server_figures(step, completed),
-        agents_lost=[a.agent for a in step.agents if a.lost])
+        agents_lost=[a.agent for a in step.agents if a.lost],
+        server_timing=breakdown(step),
+        server_timing_notes=[] if step.server_timing is None else timing_notes(
+            step.server_timing, answered_ok(step)))
 
 
 def engine_busy(s: StepSummary) -> bool:

@@ -176,7 +176,7 @@ def http_tables(results: Results, sweep: Sweep) -> list[Table]:
     table."""
     from perflab.report.server_timing_table import server_timing_tables
 
-    return [sweep_table(sweep, results_notes(results)), *server_timing_tables(results),
+    return [sweep_table(sweep, results_notes(results)), *server_timing_tables(results, sweep),
             *agents_tables(results, sweep)]
 
 
@@ -186,8 +186,8 @@ def http_records(results: Results, sweep: Sweep) -> list[dict[str, Any]]:
     (:func:`perflab.report.server_timing_table.with_server_timing_rows`)."""
     from perflab.report.server_timing_table import with_server_timing_rows
 
-    return with_server_timing_rows(results, agents_records(results, sweep,
-                                                           step_records(sweep.steps)))
+    return with_server_timing_rows(results, sweep, agents_records(results, sweep,
+                                                                  step_records(sweep.steps)))
 
 
 def agents_tables(results: Results, sweep: Sweep) -> list[Table]:

@@ -21,8 +21,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from perflab.analyze.compare import step_label
-from perflab.analyze.server_timing import APP_TOTAL, breakdown, timing_notes
+from perflab.analyze.http import StepSummary, Sweep
+from perflab.analyze.server_timing import APP_TOTAL
 from perflab.model import HttpStep, Results
 from perflab.report.table import Table
 from perflab.units import format_time
@@ -36,41 +36,41 @@ def _time(seconds: float) -> str:
     return format_time(seconds) if math.isfinite(seconds) else "–"
 
 
-def server_timing_tables(results: Results) -> list[Table]:
+def server_timing_tables(results: Results, sweep: Sweep) -> list[Table]:
     """The breakdown of an ``http`` results file: one table, or none when no step's
-    responses carried ``Server-Timing``."""
-    steps = [s for b in results.benchmarks for s in b.steps if s.server_timing is not None]
+    responses carried ``Server-Timing``. ``sweep``: its figures
+    (:func:`perflab.analyze.http.summarize_results`), whose steps hold the breakdown."""
+    steps = [s for s in sweep.steps if s.server_timing]
     if not steps:
         return []
     table = Table("Server-Timing: the server's own account of each request",
                   list(COLUMNS), align=["l", "l"] + ["r"] * (len(COLUMNS) - 2))
     for step in steps:
-        label = step_label(step)
-        for r in breakdown(step):
+        for r in step.server_timing:
             share = f"{r.share_p50:.0%}" if math.isfinite(r.share_p50) else "–"
-            table.rows.append([label, r.name, f"{r.count:,}", _time(r.p50_s), _time(r.p90_s),
-                               _time(r.p99_s), _time(r.max_s), share])
-        ok = step.ok_responses - (step.ok_from_warmup or 0) + (step.drained or 0)
-        table.footnotes += [f"{label}: {note}" for note in
-                            timing_notes(step.server_timing, ok)]  # type: ignore[arg-type]
+            table.rows.append([step.label, r.name, f"{r.count:,}", _time(r.p50_s),
+                               _time(r.p90_s), _time(r.p99_s), _time(r.max_s), share])
+        table.footnotes += [f"{step.label}: {note}" for note in step.server_timing_notes]
     table.footnotes.append(f"{APP_TOTAL} = the metric named app or total, else the largest; "
                            "outside the app = service time − app total, per response")
     return [table]
 
 
-def with_server_timing_rows(results: Results, records: list[dict[str, Any]]
+def with_server_timing_rows(results: Results, sweep: Sweep, records: list[dict[str, Any]]
                             ) -> list[dict[str, Any]]:
     """The CSV records of an ``http`` sweep with its Server-Timing figures: each step's
     row (and each agent's row of a distributed run) gains ``server_timing_responses``,
     ``server_timing_malformed`` and ``server_timing_metrics_dropped``, and is followed by
-    one row per metric of its breakdown (:func:`perflab.analyze.server_timing.breakdown`,
-    the table's rows): ``step`` (and ``agent``) saying whose it is, then
+    one row per metric of its breakdown (``StepSummary.server_timing``, the table's
+    rows): ``step`` (and ``agent``) saying whose it is, then
     ``server_timing_metric``, ``server_timing_count``, ``server_timing_p50_s``,
     ``…_p90_s``, ``…_p99_s``, ``…_max_s`` and ``server_timing_share_p50``, the other
     columns empty. Unchanged when no response carried the header.
 
     Args:
-        results: the ``http`` results (its one benchmark's steps and their agent shares).
+        results: the ``http`` results (its one benchmark's steps and their agent shares:
+            the header counts).
+        sweep: its figures (each step's and each agent's breakdown).
         records: the sweep's records in order, one per step, each followed by its
             agents' rows (``step`` 1-based; ``agent`` "all" or the agent's number).
     """
@@ -81,9 +81,9 @@ def with_server_timing_rows(results: Results, records: list[dict[str, Any]]
         return records
     out: list[dict[str, Any]] = []
     for record in records:
-        step = _step_of(steps, record)
+        step, summary = _step_of(steps, sweep, record)
         timing = step.server_timing if step is not None else None
-        if timing is None:
+        if timing is None or summary is None:
             out.append(record)
             continue
         out.append({**record, f"{CSV_PREFIX}responses": timing.responses,
@@ -93,17 +93,22 @@ def with_server_timing_rows(results: Results, records: list[dict[str, Any]]
         out += [{**whose, f"{CSV_PREFIX}metric": r.name, f"{CSV_PREFIX}count": r.count,
                  f"{CSV_PREFIX}p50_s": r.p50_s, f"{CSV_PREFIX}p90_s": r.p90_s,
                  f"{CSV_PREFIX}p99_s": r.p99_s, f"{CSV_PREFIX}max_s": r.max_s,
-                 f"{CSV_PREFIX}share_p50": r.share_p50} for r in breakdown(step)]
+                 f"{CSV_PREFIX}share_p50": r.share_p50} for r in summary.server_timing]
     return out
 
 
-def _step_of(steps: list[HttpStep], record: dict[str, Any]) -> HttpStep | None:
-    """The step (or agent's share of it) a CSV record describes; None when lost."""
+def _step_of(steps: list[HttpStep], sweep: Sweep, record: dict[str, Any]
+             ) -> tuple[HttpStep | None, StepSummary | None]:
+    """The step (or agent's share of it) a CSV record describes, raw and summarized;
+    (None, None) when lost."""
     index = int(record["step"]) - 1
-    if not 0 <= index < len(steps):
-        return None
+    if not 0 <= index < len(steps) or index >= len(sweep.steps):
+        return None, None
     agent = record.get("agent", "all")
     if agent == "all":
-        return steps[index]
-    share = next((a for a in steps[index].agents if a.agent + 1 == agent), None)
-    return share.step if share is not None else None
+        return steps[index], sweep.steps[index]
+    shares = sweep.agents[index] if index < len(sweep.agents) else []
+    share = next((a for a in shares if a.share.agent + 1 == agent), None)
+    if share is None:
+        return None, None
+    return share.share.step, share.summary

@@ -137,7 +137,7 @@ def http_sections(results: Results, figures: ResultsFigures, name: str) -> list[
             for s in sweep.steps]
     section.blocks.append(table_html(sweep_table(sweep, results_notes(results)), data,
                                      "figures"))
-    section.blocks += [table_html(t) for t in server_timing_tables(results)]  # issue 17
+    section.blocks += [table_html(t) for t in server_timing_tables(results, sweep)]
     if sweep.steps:
         section.blocks.append(figure_html(charts.file_svg(lambda p: sweep_chart(sweep, p)),
                                           "achieved vs offered rate, and latency percentiles "
