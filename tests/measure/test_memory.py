@@ -162,7 +162,7 @@ def test_the_runner_folds_readings_into_processes_and_the_rule_flags_only_growth
     table = memory_table(list(found.values()))
     assert table.columns[6:8] == ["heap/1k ops", "heap CI"]
     assert [row[6] for row in table.rows] == ["+100 kB", "0 B"]
-    records = with_memory([{"id": leaks.id}, {"id": "other"}], [leaks, flat])
+    records = with_memory([{"id": leaks.id}, {"id": "other"}], list(found.values()))
     assert records[0]["heap_per_1k_ops_bytes"] == 100_000 and records[1]["heap_ci_low_bytes"] == ""
 
 
