@@ -115,9 +115,9 @@ def test_the_reference_is_timed_between_samples_within_its_share(
         clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
     """Before each of the first REFERENCE_MIN samples, then only while the reference took at
     most REFERENCE_SHARE of the sampled time: a 1 ms reference beside 10 ms samples."""
-    def reference() -> tuple[int, int]:
+    def reference() -> int:
         clock.now += 1_000_000
-        return 500_000, 1_000_000  # the timed run, and what both runs cost
+        return 1_000_000
 
     def op() -> None:
         clock.now += 10_000_000
@@ -142,5 +142,4 @@ def test_the_reference_is_timed_between_samples_within_its_share(
 
 def test_the_reference_workload_is_deterministic_work() -> None:
     assert worker.reference_workload() == worker.reference_workload()
-    timed_ns, cost_ns = worker.time_reference()
-    assert 0 < timed_ns < cost_ns  # the cost includes the untimed warm-up run
+    assert worker.time_reference() > 0
