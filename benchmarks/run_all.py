@@ -14,10 +14,12 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SECTIONS = ["harness", "layout", "repeat", "peers", "doctor", "cmd", "http", "http_capacity",
-            "cluster", "cluster_stop",
+SECTIONS = ["harness", "layout", "repeat", "repeat_alternatives", "peers", "doctor", "cmd",
+            "http", "http_capacity", "cluster", "cluster_stop",
             "compare", "fit", "history", "trace", "trace_app", "workloads",
             "memory"]
+#: sections whose script re-analyses another's kept files: not run here (their usage says how)
+REANALYSES = {"repeat_alternatives"}
 HEADER = """# perflab benchmarks
 
 perflab measured beside its peers (timeit, pyperf, hyperfine, wrk, nginx) on the
@@ -46,7 +48,9 @@ def main(argv: list[str]) -> int:
     if argv != ["--assemble"]:
         for name in argv or SECTIONS:
             script = HERE / f"{name}.py"
-            if script.exists():
+            if name in REANALYSES:
+                print(f"== {name}: not run (it re-analyses kept results files; see its usage)")
+            elif script.exists():
                 print(f"== {name}", flush=True)
                 subprocess.run([sys.executable, str(script)], check=True)
     print(f"wrote {assemble()}")

@@ -27,11 +27,15 @@ Measured (benchmarks/repeat.py, 20 runs of 5 classic workloads on a 2-core VM, l
 average 0.3–1.2): the VM runs Python at two speeds about 2× apart, and the share of
 time in the slow one changed from run to run (25–76%); the seconds medians varied by
 8–13% (SD of the logs), CPU time per op by as much (the slow mode is a slower CPU,
-not waits), CPU time ÷ reference by 3–6%, and the first run's CI of the last held
-84–100% of the later runs' figures. Under other programs' load (load average 8) the
-seconds varied by 26–34% and CPU time ÷ reference again by 3–6%. The seconds CI
-widened by the reference's variance between processes (the other way to use it) grew
-to ±60% — it held every later run, and told nothing.
+not waits), CPU time ÷ reference by 3–6%, and the first run's CI held 84–100% of the
+later runs' figures. Under other programs' load (load average 8) the seconds varied by
+26–34% and CPU time ÷ reference again by 3–6%. The seconds CI widened by the
+reference's variance between processes (the other way to use it) grew to ±60% — it held
+every later run, and told nothing. Three other uses of the same timings were tried on
+the same files (benchmarks/repeat_alternatives.py: each sample ÷ the reference timed
+just before it; only samples between two fast-mode timings; CPU time regressed on the
+reference across processes and predicted at the fast mode): none held the later runs in
+both a quiet and a busy series, so the per-process quotient stays.
 
 It cancels only what the code and the loop share: code that waits (I/O, sleep, locks)
 has CPU time below its wall time, and code that suffers more from a busy machine than
