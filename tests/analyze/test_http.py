@@ -153,13 +153,42 @@ def test_capacity_variants() -> None:
     assert cap is not None and cap.at_least and cap.limited_by_perflab
 
 
-def test_closed_loop_uses_connections_and_only_errors_and_slo() -> None:
-    steps = [step(None, achieved=500.0, mode="closed", connections=n, p99_us=1000.0 * n)
+def test_closed_loop_uses_connections_errors_and_slo() -> None:
+    steps = [step(None, achieved=500.0 * n, mode="closed", connections=n, p99_us=1000.0 * n)
              for n in (1, 8, 64)]
     summaries = ah.summarize_steps(steps, slo_s=0.01)
     assert [s.label for s in summaries] == ["1 conn", "8 conn", "64 conn"]
     assert [s.verdict for s in summaries] == ["ok", "ok", "saturated"]
     assert math.isnan(summaries[0].send_lag_p99_s)
+
+
+def closed(n: int, achieved: float, **extra: object) -> HttpStep:
+    return step(None, achieved=achieved, mode="closed", connections=n, **extra)
+
+
+def test_closed_loop_past_the_throughput_knee_is_saturated() -> None:
+    # The repro: a CPU-bound endpoint under uvicorn (one worker) gave 340/s at 1 connection,
+    # 254/s at 4 and 373/s at 16, with p99 11 → 36 → 96 ms, and every step read "ok"
+    # ("no step saturated the server: sweep higher").
+    summaries = ah.summarize_steps([closed(1, 340.0), closed(4, 254.0), closed(16, 373.0)])
+    assert [s.verdict for s in summaries] == ["ok", "saturated", "saturated"]
+    assert summaries[1].reasons == ["4× the conns of 1 conn, -25% throughput"]
+    cap = ah.capacity(summaries)
+    assert cap is not None and cap.step.connections == 1 and not cap.at_least
+    # A server that scales stays ok, however many connections (≥ 10% more per 1.5×)...
+    assert verdicts([closed(n, 100.0 * n) for n in (1, 4, 16, 64)]) == ["ok"] * 4
+    assert verdicts([closed(2, 200.0), closed(3, 221.0)]) == ["ok", "ok"]  # +10.5%
+    assert verdicts([closed(2, 200.0), closed(3, 219.0)]) == ["ok", "saturated"]  # +9.5%
+    # ... steps closer than 1.5× the connections are not compared (noise, not a knee) ...
+    assert verdicts([closed(10, 500.0), closed(14, 480.0)]) == ["ok", "ok"]
+    # ... the best lighter step is the reference, in whatever order the sweep ran ...
+    assert verdicts([closed(16, 400.0), closed(1, 300.0), closed(4, 420.0)]) == \
+        ["saturated", "ok", "ok"]
+    # ... a generator-limited lighter step is no reference (its figures are perflab's) ...
+    assert verdicts([closed(1, 300.0, thread_cpu_s=[9.5]), closed(4, 310.0)]) == \
+        ["generator-limited", "ok"]
+    # ... and open-loop steps never count.
+    assert verdicts([step(1000.0), closed(64, 1000.0)]) == ["ok", "ok"]
 
 
 @settings(max_examples=80, deadline=None)

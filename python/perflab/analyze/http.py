@@ -24,6 +24,8 @@ omission). Verdicts:
   perflab was also late, if its backlog (send lag p99 or drain) is at least 10× its
   own dispatch lag p99 and no engine thread was CPU-bound: milliseconds of perflab
   lateness cannot make a server fall seconds behind.
+  In closed loop, also a step past the throughput knee: ≥ 1.5× the connections of a
+  lighter step and at most 10% more throughput (:func:`queueing_reasons`).
 * **ok**: neither.
 
 A distributed step (``--agents``) is generator-limited when any agent was, judged on
@@ -68,6 +70,10 @@ BATCH_S = 500e-6
 DRAIN_SHARE = 0.05
 #: A backlog this many times perflab's own lateness is the server's doing.
 SERVER_BOUND_FACTOR = 10
+#: Closed loop: a step with at least this many times the connections of a lighter step...
+CLOSED_GROWTH = 1.5
+#: ... that completed at most this much more throughput (as a share) is past the knee.
+CLOSED_GAIN = 0.10
 
 OK, SATURATED, GENERATOR_LIMITED = "ok", "saturated", "generator-limited"
 _PERCENTILES = (("p50", "p50_us"), ("p90", "p90_us"), ("p99", "p99_us"),
@@ -399,11 +405,39 @@ def summarize_steps(steps: Sequence[HttpStep], slo_s: float | dict[str, float] |
             s.verdict, s.reasons = GENERATOR_LIMITED, generator
         elif saturation:
             s.verdict, s.reasons = SATURATED, saturation
+    for s in summaries:
+        if s.verdict == OK and (queued := queueing_reasons(s, summaries)):
+            s.verdict, s.reasons = SATURATED, queued
     knee = first_saturated(summaries)
     for s in summaries:
         if knee is not None and s.verdict == OK and s.load > knee.load:
             s.verdict, s.reasons = SATURATED, [f"heavier than {knee.label}, already saturated"]
     return summaries
+
+
+def queueing_reasons(s: StepSummary, summaries: Sequence[StepSummary]) -> list[str]:
+    """Closed loop's knee: why step ``s`` shows a server at its limit although nothing
+    backed up (empty when it does not). With N connections each waiting for its own
+    response, a server at its limit cannot answer faster, so more connections only queue:
+    by Little's law (N = X·R) latency then grows with N and throughput X stays flat. A
+    closed-loop step is saturated when it has ≥ :data:`CLOSED_GROWTH` × the connections of
+    a lighter closed-loop step (ok or saturated; not generator-limited, whose figures are
+    perflab's) yet completed at most :data:`CLOSED_GAIN` more throughput than it. Method:
+    the throughput knee of a closed-loop load test (Jain 1991, *The Art of Computer
+    Systems Performance Analysis*, §33: the knee capacity where throughput stops growing
+    with load while response time climbs)."""
+    if s.mode != "closed" or not s.achieved_rate > 0:
+        return []
+    lighter = [j for j in summaries if j.mode == "closed" and j.verdict in (OK, SATURATED)
+               and not j.flagged and j.achieved_rate > 0 and j.connections > 0
+               and s.connections >= CLOSED_GROWTH * j.connections]
+    if not lighter:
+        return []
+    j = max(lighter, key=lambda j: j.achieved_rate)
+    if s.achieved_rate > (1 + CLOSED_GAIN) * j.achieved_rate:
+        return []
+    return [f"{s.connections / j.connections:.3g}× the conns of {j.label}, "
+            f"{s.achieved_rate / j.achieved_rate - 1:+.0%} throughput"]
 
 
 def first_saturated(summaries: Sequence[StepSummary]) -> StepSummary | None:

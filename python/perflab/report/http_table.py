@@ -14,6 +14,8 @@ from typing import Any
 from perflab.analyze.http import (
     ACHIEVED_SHARE,
     BATCH_S,
+    CLOSED_GAIN,
+    CLOSED_GROWTH,
     ENGINE_BUSY,
     DRAIN_SHARE,
     ERROR_LIMIT,
@@ -230,7 +232,7 @@ def _capacity_lines(sweep: Sweep) -> list[str]:
 def _capacity_text(cap: Capacity) -> str:
     s = cap.step
     load = f"{s.offered_rate:,.0f} requests/s offered" if s.offered_rate else \
-        f"{s.connections} connections"
+        f"{s.connections} connection{'' if s.connections == 1 else 's'}"
     text = (f"capacity estimate: {'at least ' if cap.at_least else ''}{load} (achieved "
             f"{s.achieved_rate:,.0f}/s, p99 {_time(s.latency_s['p99'])}), the heaviest ok step")
     if cap.limited_by_perflab:
@@ -287,6 +289,7 @@ def _generator_lines(limited: Sequence[StepSummary]) -> list[str]:
 def _legend(summaries: Sequence[StepSummary], slo_limits: dict[str, float]) -> list[str]:
     """What the columns and verdicts mean."""
     open_loop = any(s.mode != "closed" for s in summaries)
+    closed_loop = any(s.mode == "closed" for s in summaries)
     if set(slo_limits) == {"p99"}:
         slo = f", or p99 > the {slo_limits['p99'] * 1e3:g} ms SLO"
     else:
@@ -306,7 +309,11 @@ def _legend(summaries: Sequence[StepSummary], slo_limits: dict[str, float]) -> l
         (f"saturated: achieved < {ACHIEVED_SHARE:.0%} of offered, or error % > "
          f"{ERROR_LIMIT:.0%}{slo}, or the step ended behind: requests left unsent or "
          f"unfinished, or a drain longer than {DRAIN_SHARE:.0%} of the step; every heavier "
-         "step after the first saturated one counts as saturated too"),
+         "step after the first saturated one counts as saturated too" +
+         ("" if open_loop and not closed_loop else
+          f"; in closed loop also a step with ≥ {CLOSED_GROWTH:g}× the connections of a "
+          f"lighter one but ≤ {CLOSED_GAIN:.0%} more throughput (the added connections only "
+          "queued: past the server's throughput knee)")),
         (f"generator-limited: an engine thread was ≥ {ENGINE_BUSY:.0%} busy, or perflab's own "
          f"part of the send lag had a p99 > {SEND_LAG_LIMIT_S * 1e3:g} ms; send lag = actual "
          "− intended send time, which also holds waits for a free connection (the server's "
