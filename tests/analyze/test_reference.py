@@ -105,3 +105,22 @@ def test_the_run_table_footnote_names_the_reference_and_the_normalized_medians()
     assert line.startswith("machine-speed reference (a fixed Python loop timed between samples)")
     assert "f 5" in line and "old" not in line  # f ≈ 50 reference loops per op
     assert _reference_footnote([without]) == []
+
+
+def test_code_that_waits_gets_no_normalized_figure_but_keeps_the_reference() -> None:
+    """A 0.5 s sleep's CPU time (the call's own overhead) is not its cost per op: it read
+    "0.294 (0.15–0.578)" reference loops. Code preempted on a busy machine (CPU/wall
+    0.4–0.7 in every sample) keeps its figure."""
+    samples, refs = fake_run(12)
+    sleeping = bench_with_reference(samples, refs)
+    for proc in sleeping.processes:
+        for sample in proc.samples:
+            sample.cpu_ns = sample.wall_ns // 2000  # 0.05% of a core
+    s = summarize(sleeping)
+    assert s.cpu_vs_reference is None
+    assert math.isclose(s.reference_s, REFERENCE_NS * 1e-9, rel_tol=0.2)
+    busy = bench_with_reference(*fake_run(13))
+    for i, proc in enumerate(busy.processes):
+        for sample in proc.samples:
+            sample.wall_ns = int(sample.wall_ns / (0.4 + 0.3 * i / len(busy.processes)))
+    assert summarize(busy).cpu_vs_reference is not None

@@ -37,9 +37,10 @@ just before it; only samples between two fast-mode timings; CPU time regressed o
 reference across processes and predicted at the fast mode): none held the later runs in
 both a quiet and a busy series, so the per-process quotient stays.
 
-It cancels only what the code and the loop share: code that waits (I/O, sleep, locks)
-has CPU time below its wall time, and code that suffers more from a busy machine than
-the loop (memory-bound code) keeps part of the swing, which its CI then shows as spread.
+It cancels only what the code and the loop share. Code that waits (I/O, sleep, locks)
+has CPU time below its wall time that is not its cost per op: it gets no figure
+(:func:`waits`). Code that suffers more from a busy machine than the loop (memory-bound
+code) keeps part of the swing, which its CI then shows as spread.
 The figure compares runs of CPU-bound code on one machine and one interpreter build:
 the loop's cost relative to a benchmark differs between CPUs and Python versions, so it
 is not a portable unit (unlike seconds, it is not comparable across machines).
@@ -56,12 +57,34 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from perflab.analyze import stats
 from perflab.analyze.estimate import Estimate
 from perflab.model import Benchmark
+
+
+#: Code waits (I/O, sleep, locks) rather than computes when even the WAIT_QUANTILE of its
+#: samples' CPU/wall is below this: its CPU time is not its cost per op, so it gets no
+#: speed-normalized figure. Far below the busy-machine warning's 0.95: CPU-bound code
+#: preempted on a busy machine still shows 0.4–0.7 in most samples (load 8 on 2 cores)
+#: and ≈ 1 in those that got a whole core; a sleep shows ≈ 0.
+WAITING_CPU_WALL = 0.5
+WAIT_QUANTILE = 0.90
+
+
+def waits(samples: Sequence[Any]) -> bool:
+    """True when code spent its samples waiting rather than computing: the
+    :data:`WAIT_QUANTILE` of the samples' CPU/wall is below :data:`WAITING_CPU_WALL`
+    (False without samples). O(N).
+
+    Args:
+        samples: objects with ``cpu_ns`` and ``wall_ns`` (:class:`perflab.model.Sample`).
+    """
+    ratios = np.array([s.cpu_ns / s.wall_ns for s in samples if s.wall_ns > 0])
+    return bool(ratios.size) and float(np.quantile(ratios, WAIT_QUANTILE)) < WAITING_CPU_WALL
 
 
 def reference_median_s(reference_ns: Sequence[int]) -> float | None:
@@ -124,7 +147,11 @@ def normalized_location(pairs: Sequence[tuple[np.ndarray, Sequence[int]]]
 
 def cpu_reference_pairs(bench: Benchmark) -> list[tuple[np.ndarray, list[int]]]:
     """Per process with unflagged samples: (its CPU seconds per op, shape (n,); its reference
-    timings, ns), the input of :func:`normalized_location`. O(N)."""
+    timings, ns), the input of :func:`normalized_location`; none when the code
+    :func:`waits` (its CPU time is not its cost per op: a 0.5 s sleep read "0.294
+    (0.15–0.578)"). O(N)."""
+    if waits([s for p in bench.processes for s in p.samples if not s.flagged]):
+        return []
     per_call = bench.ops_per_call
     return [(np.asarray([s.cpu_ns / s.iterations / per_call * 1e-9 for s in good]),
              list(proc.reference_ns))
@@ -152,16 +179,17 @@ def figures(bench: Benchmark, confidence: float = 0.95
         (reference time in s: the geometric mean of the processes' reference medians, their
         median with one process or no spread, nan when none was timed; the spread between
         processes, :func:`reference_spread`; CPU time per op ÷ reference time with its CI at
-        ``confidence``, :func:`normalized_location`, or None).
+        ``confidence``, :func:`normalized_location`, or None — also for code that
+        :func:`waits`).
     """
-    pairs = cpu_reference_pairs(bench)
-    timings = [r for _, r in pairs]
+    timings = [list(p.reference_ns) for p in bench.processes
+               if any(not s.flagged for s in p.samples)]
     where = reference_location(timings)
     if where is not None:
         reference_s = where.value
     else:
         medians = [m for m in map(reference_median_s, timings) if m is not None]
         reference_s = float(np.median(medians)) if medians else math.nan
-    normalized = normalized_location(pairs)
+    normalized = normalized_location(cpu_reference_pairs(bench))
     return (reference_s, reference_spread(timings),
             normalized.ci(confidence) if normalized is not None else None)
