@@ -64,3 +64,12 @@ def test_readings_of_rates_are_formatted_like_the_tables() -> None:
     n = np.array([1, 2, 4, 8, 16, 32], dtype=float)
     fit = fit_usl(n, 2e5 * n / (1 + 0.05 * (n - 1)), unit="/s")
     assert fit.reading().endswith("X levels off towards γ/α ≈ 4.00 M/s")
+
+
+def test_no_degrees_of_freedom_gives_no_interval_not_the_bounds() -> None:
+    # A 3-point closed-loop sweep (uvicorn, CPU-bound endpoint): α printed "0 – 1.00" as
+    # its 95% CI beside "no degrees of freedom left, so no standard errors or CIs".
+    fit = fit_usl(np.array([1.0, 4.0, 16.0]), np.array([184.0, 194.0, 280.0]), unit="/s")
+    assert fit.dof == 0
+    for est in (fit.alpha, fit.beta, fit.gamma):
+        assert np.isnan(est.ci_low) and np.isnan(est.ci_high)

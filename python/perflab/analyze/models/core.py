@@ -28,9 +28,13 @@ def wald(value: float, se: float, level: float, dof: int, floor: float = -math.i
          ceiling: float = math.inf) -> Estimate:
     """Wald t interval value ± t_{dof}·se at ``level``, clipped to the bounds [floor, ceiling].
 
-    ``dof`` = LARGE_DOF gives the normal interval; dof < 1 gives a NaN interval.
+    ``dof`` = LARGE_DOF gives the normal interval; dof < 1 (or an unknown se) gives a NaN
+    interval, never the bounds (max(0, nan) is 0: "α 0 – 1.00" was printed for a 3-point
+    fit with no degrees of freedom left).
     """
     half = t_quantile(level, dof) * se
+    if not math.isfinite(half):
+        return Estimate(float(value), math.nan, math.nan, level, float(se))
     return Estimate(float(value), float(max(floor, value - half)),
                     float(min(ceiling, value + half)), level, float(se))
 
