@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from perflab.analyze.compare import Row, Side, SuiteComparison
@@ -53,10 +54,27 @@ def _units(row: Row) -> str:
     return f"{row.a.units:,}/{row.b.units:,} {noun}".strip()
 
 
-def _row_cells(row: Row) -> list[str]:
+def _row_cells(row: Row, shared: Sequence[str] = ()) -> list[str]:
+    notes = [f"[{shared.index(n) + 1}]" if n in shared else n for n in row.notes]
     return [row.id, _value(row.a, row.unit), _value(row.b, row.unit), _ratio(row.ratio),
             format_p(row.p_value), format_p(row.q_value), row.verdict, _units(row),
-            "; ".join(row.notes)]
+            "; ".join(notes)]
+
+
+#: A note carried by at least this many rows is numbered and said once under the table.
+SHARED_NOTE_ROWS = 3
+
+
+def shared_notes(rows: Sequence[Row]) -> list[str]:
+    """The notes that :data:`SHARED_NOTE_ROWS` or more rows carry (e.g. "one run per side:
+    …" on every latency row of an http compare), in order of first appearance: each row
+    shows its number, ``[1]``, and the note is said once under the table instead of being
+    wrapped into every row's notes cell."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        for note in dict.fromkeys(row.notes):
+            counts[note] = counts.get(note, 0) + 1
+    return [n for n, c in counts.items() if c >= SHARED_NOTE_ROWS]
 
 
 def summary_table(suite: SuiteComparison, name_a: str, name_b: str) -> Table:
@@ -91,7 +109,8 @@ def _cost_cell(cost: dict[str, int]) -> str:
 
 
 def rows_table(suite: SuiteComparison) -> Table:
-    """One row per compared metric: A, B (value ± CI), B/A (CI), p, q, verdict, units, notes.
+    """One row per compared metric: A, B (value ± CI), B/A (CI), p, q, verdict, units, notes
+    (a note many rows carry is numbered, its words under the table: :func:`shared_notes`).
 
     On a narrow terminal the columns fold away in this order: units A/B, p, q, B, A;
     benchmark, B/A, verdict and notes always show.
@@ -100,7 +119,9 @@ def rows_table(suite: SuiteComparison) -> Table:
                "units A/B", "notes"]
     table = Table("benchmarks", columns, align=["l", "r", "r", "r", "r", "r", "l", "r", "l"],
                   fold=[KEY, 5, 4, KEY, 2, 3, KEY, 1, NOTE])
-    table.rows = [_row_cells(r) for r in suite.rows]
+    shared = shared_notes(suite.rows)
+    table.rows = [_row_cells(r, shared) for r in suite.rows]
+    table.footnotes = [f"[{k}] {note}" for k, note in enumerate(shared, 1)]
     return table
 
 
