@@ -1,8 +1,8 @@
 //! Bindings of `perflab.trace`: the hot path of every traced call.
 //!
-//! * [`Traced`] wraps a function: `__call__` reads the clock, calls it,
-//!   reads the clock and records, all without a Python frame of its own;
-//!   `__get__` binds it as a method.
+//! * `Traced` ([`crate::trace_call`]) wraps a function: a vectorcall reads
+//!   the clock, calls it, reads the clock and records, all without a Python
+//!   frame of its own.
 //! * [`Span`] is the `with perflab.span(name):` context manager, stateless
 //!   (one object per name, cached by [`span`]), so it can be reused,
 //!   nested and shared between threads.
@@ -11,7 +11,7 @@
 //!   asyncio tasks alike (each task has its own context): a child adds its
 //!   duration to its parent's `child_ns`, and the parent records
 //!   `duration − child_ns` as its self time.
-//! * A sync [`Traced`] call does not touch the ContextVar (setting and
+//! * A sync `Traced` call does not touch the ContextVar (setting and
 //!   resetting one costs ~300 ns): it pushes its frame on a per-thread
 //!   stack, with the ContextVar's value at the time as its *base*. Sync
 //!   calls nest strictly on a thread's C stack (no task can switch in the
@@ -43,7 +43,7 @@ use pyo3::exceptions::{PyRuntimeWarning, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyString, PyTuple};
+use pyo3::types::{PyDict, PyString};
 
 use crate::convert::to_py;
 use crate::trace_request::{Collector, Request};
@@ -76,7 +76,6 @@ pub(crate) mod cv {
     }
 }
 static SPANS: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
-static METHOD_TYPE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 pub(crate) fn frame_var(py: Python<'_>) -> *mut ffi::PyObject {
     FRAME_VAR
@@ -161,7 +160,11 @@ fn child_frame<'py>(
 /// Open a sync span of `id` on this thread's stack, not in the ContextVar
 /// (see the module doc); `caller` is a block's `with` frame. None when its
 /// frame could not be allocated (the span is then not recorded).
-fn push_sync<'py>(py: Python<'py>, id: u32, caller: Option<Py<PyAny>>) -> Option<Bound<'py, Frame>> {
+fn push_sync<'py>(
+    py: Python<'py>,
+    id: u32,
+    caller: Option<Py<PyAny>>,
+) -> Option<Bound<'py, Frame>> {
     let (ctx, parent) = innermost(py);
     let frame = child_frame(py, id, parent)?;
     SYNC.with(|s| {
@@ -195,7 +198,7 @@ fn pop_block(id: u32) -> Option<SyncEntry> {
 }
 
 /// Run `call` as a sync span of `id` (see [`push_sync`]).
-fn sync_span<T>(py: Python<'_>, id: u32, call: impl FnOnce() -> T) -> T {
+pub(crate) fn sync_span<T>(py: Python<'_>, id: u32, call: impl FnOnce() -> T) -> T {
     let Some(frame) = push_sync(py, id, None) else {
         return call();
     };
@@ -278,74 +281,6 @@ fn finish(f: &Frame, end_ns: u64) -> u64 {
         c.get().add(f.id, duration);
     }
     duration
-}
-
-/// A traced function: `perflab.trace("name")(func)`.
-#[pyclass(module = "perflab._core", frozen, dict, weakref)]
-pub struct Traced {
-    func: Py<PyAny>,
-    id: u32,
-    name: Py<PyString>,
-}
-
-#[pymethods]
-impl Traced {
-    /// Wrap `func` under span name id `id` (from `trace_register`).
-    #[new]
-    fn new(func: Py<PyAny>, id: u32, name: Py<PyString>) -> Self {
-        Self { func, id, name }
-    }
-
-    #[pyo3(signature = (*args, **kwargs))]
-    fn __call__(
-        &self,
-        py: Python<'_>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        let func = self.func.bind(py);
-        if !ENABLED.load(Relaxed) {
-            return func.call(args, kwargs).map(Bound::unbind);
-        }
-        sync_span(py, self.id, || func.call(args, kwargs)).map(Bound::unbind)
-    }
-
-    /// Bind as a method (`obj.method` → a bound method of this wrapper).
-    fn __get__(
-        slf: &Bound<'_, Self>,
-        instance: Option<&Bound<'_, PyAny>>,
-        owner: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        let _ = owner;
-        let py = slf.py();
-        match instance {
-            Some(obj) if !obj.is_none() => {
-                let method_type = METHOD_TYPE.import(py, "types", "MethodType")?;
-                Ok(method_type.call1((slf, obj))?.unbind())
-            }
-            _ => Ok(slf.clone().into_any().unbind()),
-        }
-    }
-
-    /// The wrapped function.
-    #[getter]
-    fn __wrapped__(&self, py: Python<'_>) -> Py<PyAny> {
-        self.func.clone_ref(py)
-    }
-
-    /// The span name.
-    #[getter]
-    fn span_name(&self, py: Python<'_>) -> Py<PyString> {
-        self.name.clone_ref(py)
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!(
-            "<perflab.trace {} of {}>",
-            self.name.bind(py).repr()?,
-            self.func.bind(py).repr()?
-        ))
-    }
 }
 
 /// `with perflab.span("name"):` — one reusable object per name.
@@ -447,7 +382,12 @@ fn register(py: Python<'_>, name: &str) -> u32 {
              keep more, or use fewer names: a name per query text or URL grows without bound)"
         );
         let category = py.get_type::<PyRuntimeWarning>();
-        let _ = PyErr::warn(py, &category, &std::ffi::CString::new(msg).unwrap_or_default(), 2);
+        let _ = PyErr::warn(
+            py,
+            &category,
+            &std::ffi::CString::new(msg).unwrap_or_default(),
+            2,
+        );
     }
     r.id
 }
@@ -506,7 +446,12 @@ fn span(py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         name.get_type().name()?,
         shown.to_string_lossy()
     );
-    let _ = PyErr::warn(py, &category, &std::ffi::CString::new(msg).unwrap_or_default(), 2);
+    let _ = PyErr::warn(
+        py,
+        &category,
+        &std::ffi::CString::new(msg).unwrap_or_default(),
+        2,
+    );
     span(py, shown.as_any())
 }
 
@@ -573,7 +518,7 @@ fn trace_limits() -> (usize, u64) {
 
 /// Add this module's functions and classes.
 pub fn register_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<Traced>()?;
+    crate::trace_call::register_module(m)?;
     m.add_class::<Span>()?;
     m.add_class::<OffSpan>()?;
     m.add_class::<Request>()?;
