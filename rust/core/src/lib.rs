@@ -15,6 +15,7 @@ mod trace;
 mod trace_call;
 mod trace_request;
 mod trace_site;
+mod trace_stack;
 
 use pyo3::prelude::*;
 

@@ -33,7 +33,6 @@
 //! per-thread HdrHistograms merged on read. Nothing here raises into the
 //! traced code: a failure of the recorder skips the recording.
 
-use std::cell::RefCell;
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::OnceLock;
@@ -48,6 +47,7 @@ use pyo3::types::{PyDict, PyString};
 use crate::convert::to_py;
 use crate::trace_request::{Collector, Request};
 use crate::trace_site::stack_block_caller;
+use crate::trace_stack::{innermost, pop_block, push_sync};
 
 /// Recording on or off (`PERFLAB_TRACE=0` turns it off at import).
 pub(crate) static ENABLED: AtomicBool = AtomicBool::new(true);
@@ -95,7 +95,7 @@ pub(crate) fn frame_var(py: Python<'_>) -> *mut ffi::PyObject {
 }
 
 /// The innermost span running in the current context, if any.
-fn current(py: Python<'_>) -> Option<Bound<'_, Frame>> {
+pub(crate) fn current(py: Python<'_>) -> Option<Bound<'_, Frame>> {
     let mut value = null_mut();
     // SAFETY: the var is a ContextVar; `value` receives a new reference.
     if unsafe { cv::PyContextVar_Get(frame_var(py), null_mut(), &mut value) } < 0 {
@@ -104,36 +104,6 @@ fn current(py: Python<'_>) -> Option<Bound<'_, Frame>> {
     }
     // SAFETY: a new reference or NULL; only Frames are ever set.
     unsafe { Bound::from_owned_ptr_or_opt(py, value).map(|v| v.cast_into_unchecked()) }
-}
-
-/// A sync span running on this thread: its frame, the span of the context
-/// it was opened in, and for a block the frame of its `with` statement
-/// (both kept alive, so compared by address safely).
-struct SyncEntry {
-    frame: Py<Frame>,
-    base: Option<Py<Frame>>,
-    caller: Option<Py<PyAny>>,
-}
-
-thread_local! {
-    /// The sync traced calls running on this thread, outermost first.
-    static SYNC: RefCell<Vec<SyncEntry>> = const { RefCell::new(Vec::new()) };
-}
-
-/// `(the current context's span, the innermost span)`: the innermost is the
-/// top of this thread's sync stack when it was called under the context's
-/// current span, else that span.
-pub(crate) fn innermost(py: Python<'_>) -> (Option<Bound<'_, Frame>>, Option<Bound<'_, Frame>>) {
-    let ctx = current(py);
-    let top = SYNC.with(|s| {
-        let s = s.borrow();
-        s.last().and_then(|top| {
-            let base = top.base.as_ref().map(Py::as_ptr);
-            (base == ctx.as_ref().map(Bound::as_ptr)).then(|| top.frame.bind(py).clone())
-        })
-    });
-    let inner = top.or_else(|| ctx.clone());
-    (ctx, inner)
 }
 
 /// A new frame of `id` under `parent`, in its parent's request (if any);
@@ -155,66 +125,6 @@ fn child_frame<'py>(
         token: OnceLock::new(),
     };
     Bound::new(py, frame).ok()
-}
-
-/// Open a sync span of `id` on this thread's stack, not in the ContextVar
-/// (see the module doc); `caller` is a block's `with` frame. None when its
-/// frame could not be allocated (the span is then not recorded).
-fn push_sync<'py>(
-    py: Python<'py>,
-    id: u32,
-    caller: Option<Py<PyAny>>,
-) -> Option<Bound<'py, Frame>> {
-    let (ctx, parent) = innermost(py);
-    let frame = child_frame(py, id, parent)?;
-    SYNC.with(|s| {
-        s.borrow_mut().push(SyncEntry {
-            frame: frame.clone().unbind(),
-            base: ctx.map(Bound::unbind),
-            caller,
-        })
-    });
-    frame.get().start_ns.store(now_ns(), Relaxed);
-    Some(frame)
-}
-
-/// Close the block of `id` that the calling frame opened on this thread's
-/// stack, if any: normally the top entry; searched for, so that a stack
-/// switched under us (greenlets) never pops someone else's.
-fn pop_block(id: u32) -> Option<SyncEntry> {
-    if SYNC.with(|s| s.borrow().is_empty()) {
-        return None;
-    }
-    // SAFETY: the GIL is held; a borrowed reference or NULL. Called before
-    // the borrow below: the frame object already exists, nothing runs.
-    let here = unsafe { ffi::PyEval_GetFrame() }.cast::<ffi::PyObject>();
-    SYNC.with(|s| {
-        let mut s = s.borrow_mut();
-        let i = s.iter().rposition(|e| {
-            e.caller.as_ref().is_some_and(|c| c.as_ptr() == here) && e.frame.get().id == id
-        })?;
-        Some(s.remove(i))
-    })
-}
-
-/// Run `call` as a sync span of `id` (see [`push_sync`]).
-pub(crate) fn sync_span<T>(py: Python<'_>, id: u32, call: impl FnOnce() -> T) -> T {
-    let Some(frame) = push_sync(py, id, None) else {
-        return call();
-    };
-    let ptr = frame.as_ptr();
-    let out = call();
-    let end = now_ns();
-    // Normally the top; searched for, so that a stack switched under us
-    // (greenlets) never pops someone else's frame.
-    let entry = SYNC.with(|s| {
-        let mut s = s.borrow_mut();
-        let i = s.iter().rposition(|e| e.frame.as_ptr() == ptr)?;
-        Some(s.remove(i))
-    });
-    finish(frame.get(), end);
-    drop(entry); // outside the borrow: dropping frames runs no Python code, but be sure
-    out
 }
 
 /// One running span: what its children and its own end need.
@@ -304,7 +214,9 @@ impl Span {
             let py = slf.py();
             let id = slf.get().id;
             match stack_block_caller(py) {
-                Some(caller) => drop(push_sync(py, id, Some(caller))),
+                Some(caller) => {
+                    push_sync(py, id, Some(caller));
+                }
                 None => drop(enter(py, id)),
             }
         }
@@ -319,9 +231,7 @@ impl Span {
         _tb: &Bound<'_, PyAny>,
     ) -> bool {
         let end = now_ns();
-        if let Some(entry) = pop_block(self.id) {
-            finish(entry.frame.get(), end);
-            drop(entry); // outside the borrow
+        if pop_block(self.id, end) {
             return false;
         }
         if let Some(frame) = current(py) {
@@ -475,7 +385,7 @@ fn trace_record(py: Python<'_>, id: u32, duration_ns: u64, self_ns: u64) {
 /// the rest being in the ContextVar: what tests check the fast path with.
 #[pyfunction]
 fn trace_sync_depth() -> usize {
-    SYNC.with(|s| s.borrow().len())
+    crate::trace_stack::depth()
 }
 
 /// Turn recording on or off; returns the previous state.

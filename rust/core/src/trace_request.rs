@@ -8,7 +8,8 @@ use std::sync::{Mutex, OnceLock};
 use perflab_engine::trace::{self, now_ns};
 use pyo3::prelude::*;
 
-use crate::trace::{cv, exit, frame_var, innermost, Frame, ENABLED, MAX_REQUEST_NAMES};
+use crate::trace::{cv, exit, frame_var, Frame, ENABLED, MAX_REQUEST_NAMES};
+use crate::trace_stack::innermost;
 
 /// Per-request sums of span durations by name (for Server-Timing).
 #[pyclass(module = "perflab._core", frozen)]
