@@ -34,8 +34,7 @@
 //! traced code: a failure of the recorder skips the recording.
 
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering::*};
 
 use perflab_engine::trace::{self, now_ns, SpanReport, OVERFLOW_NAME};
 use pyo3::exceptions::{PyRuntimeWarning, PyTypeError};
@@ -122,7 +121,7 @@ fn child_frame<'py>(
         child_ns: AtomicU64::new(0),
         parent: parent.map(Bound::unbind),
         collector,
-        token: OnceLock::new(),
+        token: Token::default(),
     };
     Bound::new(py, frame).ok()
 }
@@ -136,7 +135,40 @@ pub struct Frame {
     pub(crate) parent: Option<Py<Frame>>,
     pub(crate) collector: Option<Py<Collector>>,
     /// The ContextVar token that restores the parent.
-    pub(crate) token: OnceLock<Py<PyAny>>,
+    pub(crate) token: Token,
+}
+
+/// A context span's ContextVar token (a strong reference), set once when it
+/// opens: an atomic pointer, which costs less than a `OnceLock` to set.
+#[derive(Default)]
+pub(crate) struct Token(AtomicPtr<ffi::PyObject>);
+
+impl Token {
+    /// Keep `token` (a second call replaces the first).
+    pub(crate) fn set(&self, token: Bound<'_, PyAny>) {
+        let old = self.0.swap(token.into_ptr(), Relaxed);
+        if !old.is_null() {
+            // SAFETY: a reference we owned; the GIL is held (`token`'s).
+            unsafe { ffi::Py_DECREF(old) };
+        }
+    }
+
+    /// The token (borrowed), if set.
+    pub(crate) fn get(&self) -> Option<*mut ffi::PyObject> {
+        let p = self.0.load(Relaxed);
+        (!p.is_null()).then_some(p)
+    }
+}
+
+impl Drop for Token {
+    fn drop(&mut self) {
+        let p = *self.0.get_mut();
+        if !p.is_null() {
+            // SAFETY: a reference we own. A set token is only ever dropped
+            // with its Frame, by the Frame's deallocation: the GIL is held.
+            unsafe { ffi::Py_DECREF(p) };
+        }
+    }
 }
 
 /// Open a span of `id` in the current context: its frame is set as the
@@ -152,7 +184,7 @@ fn enter<'py>(py: Python<'py>, id: u32) -> Option<Bound<'py, Frame>> {
         let _ = PyErr::take(py);
         return None;
     };
-    let _ = frame.get().token.set(token.unbind());
+    frame.get().token.set(token);
     frame.get().start_ns.store(now_ns(), Relaxed);
     Some(frame)
 }
@@ -163,7 +195,7 @@ pub(crate) fn exit(py: Python<'_>, frame: &Bound<'_, Frame>, end_ns: u64) -> u64
     let f = frame.get();
     if let Some(token) = f.token.get() {
         // SAFETY: a ContextVar and its token.
-        if unsafe { cv::PyContextVar_Reset(frame_var(py), token.as_ptr()) } < 0 {
+        if unsafe { cv::PyContextVar_Reset(frame_var(py), token) } < 0 {
             // Closed in another context than it was opened in (a
             // generator, a callback): put its parent back by hand.
             let _ = PyErr::take(py);
@@ -231,7 +263,7 @@ impl Span {
         _tb: &Bound<'_, PyAny>,
     ) -> bool {
         let end = now_ns();
-        if pop_block(self.id, end) {
+        if pop_block(py, self.id, end) {
             return false;
         }
         if let Some(frame) = current(py) {

@@ -16,13 +16,12 @@
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::OnceLock;
 
 use perflab_engine::trace::{self, now_ns};
 use pyo3::ffi;
 use pyo3::prelude::*;
 
-use crate::trace::{current, Frame};
+use crate::trace::{current, Frame, Token};
 use crate::trace_request::Collector;
 
 /// Where a sync span's duration goes when it ends (its parent's child time).
@@ -62,6 +61,21 @@ thread_local! {
     static SYNC: RefCell<Stack> = const {
         RefCell::new(Stack { entries: Vec::new(), next_seq: 0 })
     };
+}
+
+impl Entry {
+    /// Drop this entry's references now (as `Bound`s). Dropping a `Py` where
+    /// PyO3 cannot tell the GIL is held (a vectorcall: no PyO3 trampoline)
+    /// would queue its decref in PyO3's pool instead, behind a lock.
+    fn release(self, py: Python<'_>) {
+        if let Parent::Frame(p) = self.parent {
+            drop(p.into_bound(py));
+        }
+        drop(self.collector.map(|c| c.into_bound(py)));
+        drop(self.base.map(|b| b.into_bound(py)));
+        drop(self.caller.map(|c| c.into_bound(py)));
+        drop(self.frame.map(|f| f.into_bound(py)));
+    }
 }
 
 impl Stack {
@@ -130,7 +144,7 @@ pub(crate) fn innermost(py: Python<'_>) -> (Option<Bound<'_, Frame>>, Option<Bou
                     child_ns: AtomicU64::new(0),
                     parent: None, // the entry itself records where its time goes
                     collector,
-                    token: OnceLock::new(),
+                    token: Token::default(),
                 },
             )
             .ok();
@@ -192,7 +206,7 @@ pub(crate) fn push_sync(py: Python<'_>, id: u32, caller: Option<Py<PyAny>>) -> u
 /// stack, ended at `end_ns`; false when there is none. Normally the top
 /// entry; searched for, so that a stack switched under us (greenlets) never
 /// pops someone else's.
-pub(crate) fn pop_block(id: u32, end_ns: u64) -> bool {
+pub(crate) fn pop_block(py: Python<'_>, id: u32, end_ns: u64) -> bool {
     if SYNC.with(|s| s.borrow().entries.is_empty()) {
         return false;
     }
@@ -207,7 +221,7 @@ pub(crate) fn pop_block(id: u32, end_ns: u64) -> bool {
             .rposition(|e| e.id == id && e.caller.as_ref().is_some_and(|c| c.as_ptr() == here))?;
         Some(s.finish(i, end_ns))
     });
-    entry.is_some() // dropped here, outside the borrow
+    entry.map(|e| e.release(py)).is_some() // outside the borrow
 }
 
 /// Run `call` as a sync span of `id` (see [`push_sync`]).
@@ -221,7 +235,9 @@ pub(crate) fn sync_span<T>(py: Python<'_>, id: u32, call: impl FnOnce() -> T) ->
         let i = s.entries.iter().rposition(|e| e.seq == seq)?;
         Some(s.finish(i, end))
     });
-    drop(entry); // outside the borrow
+    if let Some(e) = entry {
+        e.release(py); // outside the borrow
+    }
     out
 }
 
