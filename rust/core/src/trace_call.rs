@@ -95,7 +95,10 @@ unsafe extern "C" fn call(
     if func.is_null() {
         // SAFETY: the GIL is held; a static message.
         unsafe {
-            ffi::PyErr_SetString(ffi::PyExc_RuntimeError, c"perflab.trace: cleared".as_ptr())
+            ffi::PyErr_SetString(
+                ffi::PyExc_RuntimeError,
+                c"perflab.trace: this wrapper was cleared by the garbage collector".as_ptr(),
+            )
         };
         return null_mut();
     }
