@@ -270,3 +270,31 @@ def test_a_coroutine_decorated_while_recording_is_off_records_once_it_is_on():
     perflab.trace.enable(True)
     assert asyncio.run(coro()) == 5
     assert perflab.trace.snapshot()["o.coro"]["count"] == 1
+
+
+def test_a_sync_span_adds_up_its_stack_and_context_children():
+    """A decorated call's children: a block on the thread's stack, and a coroutine's
+    block (in the ContextVar), which is given a frame of the call to add its time to."""
+    async def in_coroutine():
+        with perflab.span("m.coro"):
+            busy(0.001)
+
+    @perflab.trace("m.outer")
+    def outer():
+        with perflab.span("m.sync"):
+            busy(0.001)
+        coro = in_coroutine()
+        try:
+            coro.send(None)
+        except StopIteration:
+            pass
+        with perflab.span("m.sync"):
+            pass
+
+    outer()
+    outer()
+    snap = perflab.trace.snapshot()
+    o, s, c = snap["m.outer"], snap["m.sync"], snap["m.coro"]
+    assert (o["count"], s["count"], c["count"]) == (2, 4, 2)
+    assert o["self_total_ns"] == o["total_ns"] - s["total_ns"] - c["total_ns"]
+    assert _core.trace_sync_depth() == 0

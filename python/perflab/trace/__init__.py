@@ -120,7 +120,7 @@ def _decorate(func: Callable[..., Any], name: str) -> Any:
 
         traced_async.span_name = name  # type: ignore[attr-defined]
         return traced_async
-    wrapper = _core.Traced(func, span_id, name)
+    wrapper = _core.traced(func, span_id, name)
     for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
         try:
             setattr(wrapper, attr, getattr(func, attr))

@@ -12,8 +12,10 @@ mod hdr;
 mod http;
 mod serve;
 mod trace;
+mod trace_call;
 mod trace_request;
 mod trace_site;
+mod trace_stack;
 
 use pyo3::prelude::*;
 

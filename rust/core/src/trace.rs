@@ -1,8 +1,8 @@
 //! Bindings of `perflab.trace`: the hot path of every traced call.
 //!
-//! * [`Traced`] wraps a function: `__call__` reads the clock, calls it,
-//!   reads the clock and records, all without a Python frame of its own;
-//!   `__get__` binds it as a method.
+//! * `Traced` ([`crate::trace_call`]) wraps a function: a vectorcall reads
+//!   the clock, calls it, reads the clock and records, all without a Python
+//!   frame of its own.
 //! * [`Span`] is the `with perflab.span(name):` context manager, stateless
 //!   (one object per name, cached by [`span`]), so it can be reused,
 //!   nested and shared between threads.
@@ -11,9 +11,10 @@
 //!   asyncio tasks alike (each task has its own context): a child adds its
 //!   duration to its parent's `child_ns`, and the parent records
 //!   `duration − child_ns` as its self time.
-//! * A sync [`Traced`] call does not touch the ContextVar (setting and
-//!   resetting one costs ~300 ns): it pushes its frame on a per-thread
-//!   stack, with the ContextVar's value at the time as its *base*. Sync
+//! * A sync `Traced` call does not touch the ContextVar (setting and
+//!   resetting one costs ~170 ns): it pushes an entry (plain data, see
+//!   [`crate::trace_stack`]) on a per-thread stack, with the ContextVar's
+//!   value at the time as its *base*. Sync
 //!   calls nest strictly on a thread's C stack (no task can switch in the
 //!   middle of one), so the stack stays LIFO; the innermost span is its top
 //!   when the current context's span is still that top's base, else the
@@ -33,21 +34,20 @@
 //! per-thread HdrHistograms merged on read. Nothing here raises into the
 //! traced code: a failure of the recorder skips the recording.
 
-use std::cell::RefCell;
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering::*};
 
 use perflab_engine::trace::{self, now_ns, SpanReport, OVERFLOW_NAME};
 use pyo3::exceptions::{PyRuntimeWarning, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyString, PyTuple};
+use pyo3::types::{PyDict, PyString};
 
 use crate::convert::to_py;
 use crate::trace_request::{Collector, Request};
 use crate::trace_site::stack_block_caller;
+use crate::trace_stack::{innermost, pop_block, push_sync};
 
 /// Recording on or off (`PERFLAB_TRACE=0` turns it off at import).
 pub(crate) static ENABLED: AtomicBool = AtomicBool::new(true);
@@ -76,7 +76,6 @@ pub(crate) mod cv {
     }
 }
 static SPANS: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
-static METHOD_TYPE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 pub(crate) fn frame_var(py: Python<'_>) -> *mut ffi::PyObject {
     FRAME_VAR
@@ -96,7 +95,7 @@ pub(crate) fn frame_var(py: Python<'_>) -> *mut ffi::PyObject {
 }
 
 /// The innermost span running in the current context, if any.
-fn current(py: Python<'_>) -> Option<Bound<'_, Frame>> {
+pub(crate) fn current(py: Python<'_>) -> Option<Bound<'_, Frame>> {
     let mut value = null_mut();
     // SAFETY: the var is a ContextVar; `value` receives a new reference.
     if unsafe { cv::PyContextVar_Get(frame_var(py), null_mut(), &mut value) } < 0 {
@@ -105,36 +104,6 @@ fn current(py: Python<'_>) -> Option<Bound<'_, Frame>> {
     }
     // SAFETY: a new reference or NULL; only Frames are ever set.
     unsafe { Bound::from_owned_ptr_or_opt(py, value).map(|v| v.cast_into_unchecked()) }
-}
-
-/// A sync span running on this thread: its frame, the span of the context
-/// it was opened in, and for a block the frame of its `with` statement
-/// (both kept alive, so compared by address safely).
-struct SyncEntry {
-    frame: Py<Frame>,
-    base: Option<Py<Frame>>,
-    caller: Option<Py<PyAny>>,
-}
-
-thread_local! {
-    /// The sync traced calls running on this thread, outermost first.
-    static SYNC: RefCell<Vec<SyncEntry>> = const { RefCell::new(Vec::new()) };
-}
-
-/// `(the current context's span, the innermost span)`: the innermost is the
-/// top of this thread's sync stack when it was called under the context's
-/// current span, else that span.
-pub(crate) fn innermost(py: Python<'_>) -> (Option<Bound<'_, Frame>>, Option<Bound<'_, Frame>>) {
-    let ctx = current(py);
-    let top = SYNC.with(|s| {
-        let s = s.borrow();
-        s.last().and_then(|top| {
-            let base = top.base.as_ref().map(Py::as_ptr);
-            (base == ctx.as_ref().map(Bound::as_ptr)).then(|| top.frame.bind(py).clone())
-        })
-    });
-    let inner = top.or_else(|| ctx.clone());
-    (ctx, inner)
 }
 
 /// A new frame of `id` under `parent`, in its parent's request (if any);
@@ -153,65 +122,9 @@ fn child_frame<'py>(
         child_ns: AtomicU64::new(0),
         parent: parent.map(Bound::unbind),
         collector,
-        token: OnceLock::new(),
+        token: Token::default(),
     };
     Bound::new(py, frame).ok()
-}
-
-/// Open a sync span of `id` on this thread's stack, not in the ContextVar
-/// (see the module doc); `caller` is a block's `with` frame. None when its
-/// frame could not be allocated (the span is then not recorded).
-fn push_sync<'py>(py: Python<'py>, id: u32, caller: Option<Py<PyAny>>) -> Option<Bound<'py, Frame>> {
-    let (ctx, parent) = innermost(py);
-    let frame = child_frame(py, id, parent)?;
-    SYNC.with(|s| {
-        s.borrow_mut().push(SyncEntry {
-            frame: frame.clone().unbind(),
-            base: ctx.map(Bound::unbind),
-            caller,
-        })
-    });
-    frame.get().start_ns.store(now_ns(), Relaxed);
-    Some(frame)
-}
-
-/// Close the block of `id` that the calling frame opened on this thread's
-/// stack, if any: normally the top entry; searched for, so that a stack
-/// switched under us (greenlets) never pops someone else's.
-fn pop_block(id: u32) -> Option<SyncEntry> {
-    if SYNC.with(|s| s.borrow().is_empty()) {
-        return None;
-    }
-    // SAFETY: the GIL is held; a borrowed reference or NULL. Called before
-    // the borrow below: the frame object already exists, nothing runs.
-    let here = unsafe { ffi::PyEval_GetFrame() }.cast::<ffi::PyObject>();
-    SYNC.with(|s| {
-        let mut s = s.borrow_mut();
-        let i = s.iter().rposition(|e| {
-            e.caller.as_ref().is_some_and(|c| c.as_ptr() == here) && e.frame.get().id == id
-        })?;
-        Some(s.remove(i))
-    })
-}
-
-/// Run `call` as a sync span of `id` (see [`push_sync`]).
-fn sync_span<T>(py: Python<'_>, id: u32, call: impl FnOnce() -> T) -> T {
-    let Some(frame) = push_sync(py, id, None) else {
-        return call();
-    };
-    let ptr = frame.as_ptr();
-    let out = call();
-    let end = now_ns();
-    // Normally the top; searched for, so that a stack switched under us
-    // (greenlets) never pops someone else's frame.
-    let entry = SYNC.with(|s| {
-        let mut s = s.borrow_mut();
-        let i = s.iter().rposition(|e| e.frame.as_ptr() == ptr)?;
-        Some(s.remove(i))
-    });
-    finish(frame.get(), end);
-    drop(entry); // outside the borrow: dropping frames runs no Python code, but be sure
-    out
 }
 
 /// One running span: what its children and its own end need.
@@ -223,7 +136,40 @@ pub struct Frame {
     pub(crate) parent: Option<Py<Frame>>,
     pub(crate) collector: Option<Py<Collector>>,
     /// The ContextVar token that restores the parent.
-    pub(crate) token: OnceLock<Py<PyAny>>,
+    pub(crate) token: Token,
+}
+
+/// A context span's ContextVar token (a strong reference), set once when it
+/// opens: an atomic pointer, which costs less than a `OnceLock` to set.
+#[derive(Default)]
+pub(crate) struct Token(AtomicPtr<ffi::PyObject>);
+
+impl Token {
+    /// Keep `token` (a second call replaces the first).
+    pub(crate) fn set(&self, token: Bound<'_, PyAny>) {
+        let old = self.0.swap(token.into_ptr(), Relaxed);
+        if !old.is_null() {
+            // SAFETY: a reference we owned; the GIL is held (`token`'s).
+            unsafe { ffi::Py_DECREF(old) };
+        }
+    }
+
+    /// The token (borrowed), if set.
+    pub(crate) fn get(&self) -> Option<*mut ffi::PyObject> {
+        let p = self.0.load(Relaxed);
+        (!p.is_null()).then_some(p)
+    }
+}
+
+impl Drop for Token {
+    fn drop(&mut self) {
+        let p = *self.0.get_mut();
+        if !p.is_null() {
+            // SAFETY: a reference we own. A set token is only ever dropped
+            // with its Frame, by the Frame's deallocation: the GIL is held.
+            unsafe { ffi::Py_DECREF(p) };
+        }
+    }
 }
 
 /// Open a span of `id` in the current context: its frame is set as the
@@ -239,7 +185,7 @@ fn enter<'py>(py: Python<'py>, id: u32) -> Option<Bound<'py, Frame>> {
         let _ = PyErr::take(py);
         return None;
     };
-    let _ = frame.get().token.set(token.unbind());
+    frame.get().token.set(token);
     frame.get().start_ns.store(now_ns(), Relaxed);
     Some(frame)
 }
@@ -250,7 +196,7 @@ pub(crate) fn exit(py: Python<'_>, frame: &Bound<'_, Frame>, end_ns: u64) -> u64
     let f = frame.get();
     if let Some(token) = f.token.get() {
         // SAFETY: a ContextVar and its token.
-        if unsafe { cv::PyContextVar_Reset(frame_var(py), token.as_ptr()) } < 0 {
+        if unsafe { cv::PyContextVar_Reset(frame_var(py), token) } < 0 {
             // Closed in another context than it was opened in (a
             // generator, a callback): put its parent back by hand.
             let _ = PyErr::take(py);
@@ -280,74 +226,6 @@ fn finish(f: &Frame, end_ns: u64) -> u64 {
     duration
 }
 
-/// A traced function: `perflab.trace("name")(func)`.
-#[pyclass(module = "perflab._core", frozen, dict, weakref)]
-pub struct Traced {
-    func: Py<PyAny>,
-    id: u32,
-    name: Py<PyString>,
-}
-
-#[pymethods]
-impl Traced {
-    /// Wrap `func` under span name id `id` (from `trace_register`).
-    #[new]
-    fn new(func: Py<PyAny>, id: u32, name: Py<PyString>) -> Self {
-        Self { func, id, name }
-    }
-
-    #[pyo3(signature = (*args, **kwargs))]
-    fn __call__(
-        &self,
-        py: Python<'_>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        let func = self.func.bind(py);
-        if !ENABLED.load(Relaxed) {
-            return func.call(args, kwargs).map(Bound::unbind);
-        }
-        sync_span(py, self.id, || func.call(args, kwargs)).map(Bound::unbind)
-    }
-
-    /// Bind as a method (`obj.method` → a bound method of this wrapper).
-    fn __get__(
-        slf: &Bound<'_, Self>,
-        instance: Option<&Bound<'_, PyAny>>,
-        owner: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        let _ = owner;
-        let py = slf.py();
-        match instance {
-            Some(obj) if !obj.is_none() => {
-                let method_type = METHOD_TYPE.import(py, "types", "MethodType")?;
-                Ok(method_type.call1((slf, obj))?.unbind())
-            }
-            _ => Ok(slf.clone().into_any().unbind()),
-        }
-    }
-
-    /// The wrapped function.
-    #[getter]
-    fn __wrapped__(&self, py: Python<'_>) -> Py<PyAny> {
-        self.func.clone_ref(py)
-    }
-
-    /// The span name.
-    #[getter]
-    fn span_name(&self, py: Python<'_>) -> Py<PyString> {
-        self.name.clone_ref(py)
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!(
-            "<perflab.trace {} of {}>",
-            self.name.bind(py).repr()?,
-            self.func.bind(py).repr()?
-        ))
-    }
-}
-
 /// `with perflab.span("name"):` — one reusable object per name.
 #[pyclass(module = "perflab._core", frozen)]
 pub struct Span {
@@ -369,7 +247,9 @@ impl Span {
             let py = slf.py();
             let id = slf.get().id;
             match stack_block_caller(py) {
-                Some(caller) => drop(push_sync(py, id, Some(caller))),
+                Some(caller) => {
+                    push_sync(py, id, Some(caller));
+                }
                 None => drop(enter(py, id)),
             }
         }
@@ -384,9 +264,7 @@ impl Span {
         _tb: &Bound<'_, PyAny>,
     ) -> bool {
         let end = now_ns();
-        if let Some(entry) = pop_block(self.id) {
-            finish(entry.frame.get(), end);
-            drop(entry); // outside the borrow
+        if pop_block(py, self.id, end) {
             return false;
         }
         if let Some(frame) = current(py) {
@@ -447,7 +325,12 @@ fn register(py: Python<'_>, name: &str) -> u32 {
              keep more, or use fewer names: a name per query text or URL grows without bound)"
         );
         let category = py.get_type::<PyRuntimeWarning>();
-        let _ = PyErr::warn(py, &category, &std::ffi::CString::new(msg).unwrap_or_default(), 2);
+        let _ = PyErr::warn(
+            py,
+            &category,
+            &std::ffi::CString::new(msg).unwrap_or_default(),
+            2,
+        );
     }
     r.id
 }
@@ -506,7 +389,12 @@ fn span(py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         name.get_type().name()?,
         shown.to_string_lossy()
     );
-    let _ = PyErr::warn(py, &category, &std::ffi::CString::new(msg).unwrap_or_default(), 2);
+    let _ = PyErr::warn(
+        py,
+        &category,
+        &std::ffi::CString::new(msg).unwrap_or_default(),
+        2,
+    );
     span(py, shown.as_any())
 }
 
@@ -530,7 +418,7 @@ fn trace_record(py: Python<'_>, id: u32, duration_ns: u64, self_ns: u64) {
 /// the rest being in the ContextVar: what tests check the fast path with.
 #[pyfunction]
 fn trace_sync_depth() -> usize {
-    SYNC.with(|s| s.borrow().len())
+    crate::trace_stack::depth()
 }
 
 /// Turn recording on or off; returns the previous state.
@@ -573,7 +461,7 @@ fn trace_limits() -> (usize, u64) {
 
 /// Add this module's functions and classes.
 pub fn register_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<Traced>()?;
+    crate::trace_call::register_module(m)?;
     m.add_class::<Span>()?;
     m.add_class::<OffSpan>()?;
     m.add_class::<Request>()?;

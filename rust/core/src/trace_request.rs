@@ -3,12 +3,13 @@
 //! the durations of every span run under it (see `crate::trace`).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use perflab_engine::trace::{self, now_ns};
 use pyo3::prelude::*;
 
-use crate::trace::{cv, exit, frame_var, innermost, Frame, ENABLED, MAX_REQUEST_NAMES};
+use crate::trace::{cv, exit, frame_var, Frame, Token, ENABLED, MAX_REQUEST_NAMES};
+use crate::trace_stack::innermost;
 
 /// Per-request sums of span durations by name (for Server-Timing).
 #[pyclass(module = "perflab._core", frozen)]
@@ -72,14 +73,14 @@ impl Request {
                     child_ns: AtomicU64::new(0),
                     parent,
                     collector: collector.as_ref().map(|c| c.clone_ref(py)),
-                    token: OnceLock::new(),
+                    token: Token::default(),
                 },
             )?;
             // SAFETY: as in `enter`.
             let token = unsafe { cv::PyContextVar_Set(frame_var(py), frame.as_ptr()) };
             // SAFETY: a new reference or NULL (then the error is raised).
             let token = unsafe { Bound::from_owned_ptr_or_err(py, token) }?;
-            let _ = frame.get().token.set(token.unbind());
+            frame.get().token.set(token);
             Some(frame.unbind())
         } else {
             None
@@ -120,7 +121,7 @@ impl Request {
                 exit(py, frame, now_ns());
             } else if let Some(token) = frame.get().token.get() {
                 // SAFETY: as in `exit`.
-                if unsafe { cv::PyContextVar_Reset(frame_var(py), token.as_ptr()) } < 0 {
+                if unsafe { cv::PyContextVar_Reset(frame_var(py), token) } < 0 {
                     let _ = PyErr::take(py);
                 }
             }
