@@ -205,6 +205,11 @@ def within_run_drift(groups: list[np.ndarray]) -> tuple[float, float]:
 # --------------------------------------------------------------------------- HTTP
 
 
+#: The caveat of every http row: each side is one run, so its CI (from that run's
+#: histogram or response count) cannot see how much a repeat run would differ.
+ONE_RUN = "one run per side: the CI leaves out run-to-run variation"
+
+
 def step_label(step: HttpStep) -> str:
     """How a step is named in ids: "open 1,000/s", "closed 16 conn"."""
     if step.mode == "closed" or step.offered_rate is None:
@@ -229,6 +234,7 @@ def compare_rates(row: Row, a: HttpStep, b: HttpStep, confidence: float) -> Row:
     k_a, k_b, t_a, t_b = a.ok_responses, b.ok_responses, a.elapsed_s, b.elapsed_s
     row.a = Side(_achieved_rate(a), units=k_a, samples=k_a)
     row.b = Side(_achieved_rate(b), units=k_b, samples=k_b)
+    row.notes.append(ONE_RUN)
     if k_a == 0 or k_b == 0 or t_a <= 0 or t_b <= 0:
         row.verdict = FAILED
         row.notes.append("no successful response on a side")
@@ -265,7 +271,7 @@ def compare_latencies(key: str, a: HttpStep, b: HttpStep, percentiles: Sequence[
     for pct in percentiles:
         row = Row(f"{key} p{pct:g}", "http", f"p{pct:g}", "s", test_key=key,
                   primary=primary and pct == 50, p_value=p_value,
-                  notes=["one run per side: the CI leaves out run-to-run variation"])
+                  notes=[ONE_RUN])
         rows.append(_latency_row(row, hist_a, hist_b, pct / 100, confidence, resamples,
                                  _rng(seed, row.id)))
     return rows
