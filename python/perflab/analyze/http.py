@@ -424,7 +424,7 @@ def queueing_reasons(s: StepSummary, summaries: Sequence[StepSummary]) -> list[s
     a lighter closed-loop step (ok or saturated; not generator-limited, whose figures are
     perflab's) yet completed at most :data:`CLOSED_GAIN` more throughput than it. Method:
     the throughput knee of a closed-loop load test (Jain 1991, *The Art of Computer
-    Systems Performance Analysis*, §33: the knee capacity where throughput stops growing
+    Systems Performance Analysis*, ch. 3, "knee capacity": where throughput stops growing
     with load while response time climbs)."""
     if s.mode != "closed" or not s.achieved_rate > 0:
         return []
