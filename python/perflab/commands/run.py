@@ -172,7 +172,7 @@ def main(args: argparse.Namespace) -> int:
         if chart is not None:
             from perflab.report.result_charts import run_chart, write_chart
 
-            write_chart(chart, lambda out: run_chart(results.benchmarks, out))
+            write_chart(chart, lambda out: run_chart(results.benchmarks, judged, out))
         tripped = [s.id for s in judged if s.verdict in gate[1]]
         if baseline is not None:
             code = _compare_to(baseline_name, baseline, results, args.format, *gate,
