@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 
 from perflab.analyze.estimate import Estimate
+from perflab.report.escape import terminal
+from perflab.report.pyplot import visible_text
 
 #: Most points drawn per row of a distribution (a seeded sample of the rest).
 MAX_POINTS = 300
@@ -55,6 +57,9 @@ def _plain_log(*axes: Any) -> None:
 
 
 def _label(text: str) -> str:
+    """A name as a tick or legend label: one line, controls escaped, at most
+    :data:`LABEL_CHARS` characters."""
+    text = terminal(text, one_line=True)
     return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"
 
 
@@ -63,7 +68,7 @@ def to_svg(fig: Any) -> str:
     plt = _pyplot()
     buffer = io.StringIO()
     try:
-        fig.savefig(buffer, format="svg", bbox_inches="tight")
+        visible_text(fig).savefig(buffer, format="svg", bbox_inches="tight")
     finally:
         plt.close(fig)
     text = buffer.getvalue()
@@ -358,7 +363,7 @@ def save_png(fig: Any, path: str | Path) -> Path:
     """Write a figure as a PNG (100 dpi) and close it. Raises OSError."""
     plt = _pyplot()
     try:
-        fig.savefig(path, format="png", dpi=100, bbox_inches="tight")
+        visible_text(fig).savefig(path, format="png", dpi=100, bbox_inches="tight")
     finally:
         plt.close(fig)
     return Path(path)
