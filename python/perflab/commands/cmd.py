@@ -260,7 +260,9 @@ def main(args: argparse.Namespace) -> int:
                                 "show_output": args.show_output, "threshold": threshold,
                                 "memory_interval_s": memory_s})
     spawner = PosixSpawner(show_output=args.show_output, input_path=args.input, seed=args.seed,
-                           memory_interval_s=memory_s)
+                           memory_interval_s=memory_s,  # stdout may carry --json - etc.
+                           output_to_stderr=any(d.stdout for d in [destination,
+                                                                   *exports.values()]))
     with StopSignals() as stop:
         with _progress(settings.precision, args.quiet or args.show_output) as progress:
             runner = CommandRunner(specs, settings, spawner, overhead, progress)
