@@ -100,8 +100,9 @@ def compare_chart(suite: Any, name_a: str, name_b: str, path: str | Path) -> Pat
     if not rows:
         raise ValueError("no compared row has a ratio to chart")
     names = [r.id if r.metric in ("time", "") else f"{r.id} {r.metric}" for r in rows]
-    fig = charts.forest_figure(f"B = {name_b} against A = {name_a}", names,
-                               [r.ratio for r in rows], "A")
+    title, names, (ratios, rows) = charts.first_rows(f"B = {name_b} against A = {name_a}",
+                                                     names, [r.ratio for r in rows], rows)
+    fig = charts.forest_figure(title, names, ratios, "A")
     ax = fig.axes[0]
     t = suite.threshold
     ax.axvspan(1 - t, 1 + t, color="tab:green", alpha=0.12,
