@@ -152,7 +152,7 @@ def default_results_path(kind: str) -> Path:
 def results_destination(text: str | None, kind: str) -> Destination:
     """The checked ``--json`` destination of a measuring command; without one,
     :func:`default_results_path`. Raises UsageError (see :meth:`Destination.check`)."""
-    return Destination.check(text or default_results_path(kind), "--json")
+    return Destination.check(default_results_path(kind) if text is None else text, "--json")
 
 
 @dataclass(frozen=True)
@@ -191,11 +191,13 @@ class Destination:
             kind: "json" or "png": what an existing file must look like to be replaced.
 
         Raises:
-            UsageError: a folder, a device or other non-regular file, a file that isn't
-                perflab's, or a folder that can't be written.
+            UsageError: an empty path, a folder, a device or other non-regular file, a
+                file that isn't perflab's, or a folder that can't be written.
         """
         if str(text) == "-":
             return cls(None, option)
+        if not str(text).strip():  # an unset variable: "--json $OUT"
+            raise UsageError(f"{option} '': an empty path; give a file path, or - for stdout")
         path = Path(text)
         shown = f"{option} {path}"
         if str(path) in _IN_PLACE or str(path).startswith(_IN_PLACE_PREFIXES):

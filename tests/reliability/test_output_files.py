@@ -187,3 +187,14 @@ def test_every_json_and_export_perflab_writes_is_its_own(tmp_path: Path) -> None
             target = tmp_path / f"{kind}{i}"
             target.write_text(text)
             assert files.Destination.check(target, "--out", kind).path == target, text[:80]
+
+
+def test_an_empty_path_is_an_error_not_the_default_or_nothing() -> None:
+    # --json "$OUT" with OUT unset wrote the default results file; --chart '' drew nothing
+    from perflab.commands.fit import _chart_destinations
+
+    for check in (lambda: files.results_destination("", "cmd"),
+                  lambda: files.Destination.check(" ", "--chart", "png"),
+                  lambda: _chart_destinations(None, "")):
+        with pytest.raises(UsageError, match="'': an empty path"):
+            check()

@@ -246,7 +246,8 @@ def main(args: argparse.Namespace) -> int:
     fail_on = parse_fail_on(args.fail_on)
     _check_input(args.input)
     destination = results_destination(args.json, "cmd")
-    chart = Destination.check(args.chart, "--chart", "png") if args.chart else None
+    chart = Destination.check(args.chart, "--chart", "png") \
+        if args.chart is not None else None
     exports = _exports(args)
     shell = resolve_executable(args.shell_path, "--shell") if args.shell else None
     overhead = (shell, "-c", "") if shell else (resolve_executable("true", "true"),)

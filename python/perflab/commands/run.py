@@ -160,7 +160,8 @@ def main(args: argparse.Namespace) -> int:
     destination = results_destination(args.json, "run")
     files_out = outputs.check(args)
     gate = _gate_options(args)
-    chart = Destination.check(args.chart, "--chart", "png") if args.chart else None
+    chart = Destination.check(args.chart, "--chart", "png") \
+        if args.chart is not None else None
     bench_file, cases = load_cases(args.file, args.filter)
     _check_gate(args, cases)
     started = dt.datetime.now(dt.timezone.utc)
