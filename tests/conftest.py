@@ -85,3 +85,57 @@ def _private_history(tmp_path_factory):  # type: ignore[no-untyped-def]
         patch.setenv("PERFLAB_HISTORY", str(tmp_path_factory.mktemp("history")
                                             / "history.sqlite"))
         yield
+
+
+def http_args(*argv: str):  # type: ignore[no-untyped-def]
+    """``perflab http ARGV`` parsed as the command parses it: an argparse Namespace."""
+    import argparse
+
+    from perflab.commands import http
+
+    parser = argparse.ArgumentParser()
+    http.add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+@pytest.fixture
+def load_agents():  # type: ignore[no-untyped-def]
+    """Run load agents at once in threads, as Ray would in processes:
+    ``load_agents(url, agents, rate, duration_s, weights=None)`` → each agent's answer
+    to ``LoadAgent.run_step`` (a dict; ``["raw"]["steps"][0]`` is its step), in agent
+    order. One open-loop step of ``rate``/s for ``duration_s`` s, no warmup, one engine
+    thread each, split by ``weights`` (None: evenly); every agent waits for one start
+    instant 0.2 s ahead. An agent's exception is raised here, after every thread ended."""
+    import threading
+    import time
+
+    from perflab.measure.cluster.agent import LoadAgent
+    from perflab.measure.cluster.split import split_step
+    from perflab.measure.http import plan_from_args
+
+    def run(url: str, agents: int, rate: float, duration_s: float,
+            weights: list[float] | None = None) -> list[dict]:
+        plan = plan_from_args(http_args(url, "--rate", str(rate), "--duration",
+                                        f"{duration_s}s", "--warmup", "0s", "--threads", "1"))
+        start = time.time_ns() + 200_000_000
+        configs = [{**c, "start_unix_ns": start}
+                   for c in split_step(plan.step_config(0), agents, weights)]
+        out: list[dict] = [{}] * agents
+        failed: list[BaseException] = []
+
+        def one(k: int) -> None:
+            try:
+                out[k] = LoadAgent(k).run_step(configs[k])
+            except BaseException as exc:  # re-raised in the test's thread
+                failed.append(exc)
+
+        threads = [threading.Thread(target=one, args=(k,)) for k in range(agents)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if failed:
+            raise failed[0]
+        return out
+
+    return run

@@ -7,7 +7,8 @@ function, is an edge of the graph (parsed with ``ast``; nothing is imported). Th
   ``report`` are side by side and never import each other (report only renders);
 * report only renders: from ``analyze`` a report module imports data types (classes)
   and constants, never a function that computes (the names in ``RENDER_HELPERS`` word
-  or decode, they compute no statistic);
+  or decode, they compute no statistic), and it calls no statistical reduction of its
+  own (``np.median``, ``statistics.fmean``, ``values.mean()``: :data:`REDUCTIONS`);
 * a command (``perflab.commands.X``) imports no other command;
 * no cycle anywhere: no module reaches itself through imports;
 * no room over :data:`MAX_LINES` lines: no Python or Rust source file outside the tests.
@@ -140,6 +141,8 @@ RENDER_HELPERS = {
     "perflab.analyze.hdr.decode_summary": "reads a saved HdrHistogram's geometry for .hgrm",
     "perflab.analyze.cmd.timed_runs": "which runs of a command are timed: the charts draw "
                                       "the runs the statistics counted",
+    "perflab.analyze.summary.timing_groups": "the samples a benchmark's statistics counted, "
+                                             "in seconds per op: the run charts draw them",
     "perflab.analyze.http.slo_text": "the SLO in words",
     "perflab.analyze.compare.step_label": "a step's name in ids",
     "perflab.analyze.fits.series_record": "a fitted series' JSON form, saved in the document",
@@ -221,6 +224,46 @@ def test_the_rule_on_report_sees_what_it_checks() -> None:
     assert _bound("perflab.analyze.http", "summarize_results", known) == "function"
     assert _bound("perflab.analyze.models", "BreakEven", known) == "class"
     assert _bound("perflab.analyze", "stats", known) == "module"
+
+
+#: Reductions of many values to one figure (numpy's, the statistics module's, an array's
+#: own method): report/ calls none of them, under any receiver or name.
+REDUCTIONS = {"median", "mean", "average", "percentile", "quantile", "std", "var",
+              "nanmedian", "nanmean", "nanpercentile", "nanquantile", "nanstd", "nanvar",
+              "fmean", "geometric_mean", "harmonic_mean", "median_low", "median_high",
+              "stdev", "pstdev", "variance", "pvariance"}
+
+
+def reductions(source: str) -> list[str]:
+    """"line: call" for every call in ``source`` whose function is named in
+    :data:`REDUCTIONS` (``np.median(x)``, ``x.std()``, ``fmean(x)`` after ``from
+    statistics import fmean``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else \
+                func.id if isinstance(func, ast.Name) else ""
+            if name in REDUCTIONS:
+                found.append(f"{node.lineno}: {ast.unparse(func)}")
+    return found
+
+
+def test_report_reduces_no_values_itself() -> None:
+    """report/ only renders: a median, mean, percentile or spread it shows is computed in
+    analyze (a summary's field) and passed in, as the run chart's per-process medians are
+    (``Summary.process_medians_s``)."""
+    wrong = [f"{module}:{call}" for module, path in modules().items()
+             if room(module) == "report" for call in reductions(path.read_text())]
+    assert not wrong, "compute it in analyze and pass the result:\n" + "\n".join(wrong)
+
+
+def test_the_reduction_rule_sees_what_it_checks() -> None:
+    """A guard on the parser: a module's, an array's and a bare imported reduction are
+    found; a median read from a summary is not a call."""
+    source = ("import numpy as np\nfrom statistics import fmean\na = np.median(x)\n"
+              "b = x.std(ddof=1)\nc = fmean(x)\nd = summary.median_s\ne = np.cumsum(x)\n")
+    assert reductions(source) == ["3: np.median", "4: x.std", "5: fmean"]
 
 
 def test_commands_import_no_other_command() -> None:

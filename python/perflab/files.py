@@ -43,6 +43,20 @@ _IN_PLACE = ("/dev/stdout", "/dev/stderr", "/dev/null")
 #: How much of an existing export (github-action-benchmark, hyperfine JSON, .hgrm) is read to
 #: find perflab's mark in it before replacing it, bytes.
 _EXPORT_HEAD = 1 << 20
+#: JSON text up to a key of the object just opened (scalars and whole strings only, so
+#: the key is that object's own, not one nested in a value).
+_FLAT = rb'(?:"(?:[^"\\]|\\.)*"|[^{}\[\]"])*?'
+#: A JSON document perflab wrote (results, compare, fit, doctor, the hyperfine export):
+#: ``"tool": "perflab"`` among the top-level keys before the first nested value (it is
+#: first or second). A file that only mentions perflab (a package.json) is not ours.
+_JSON_MARK = re.compile(rb'\s*\{' + _FLAT + rb'"tool"\s*:\s*"perflab"')
+#: The exports perflab wrote (report.peer_formats): a perflab JSON document (hyperfine),
+#: a github-action-benchmark list whose first entry's "extra" starts "perflab", an .hlog's
+#: first line, an .hgrm's header followed by its closing "#[perflab: …" line.
+_EXPORT_MARKS = (_JSON_MARK,
+                 re.compile(rb'\s*\[\s*\{' + _FLAT + rb'"extra"\s*:\s*"perflab[ :]'),
+                 re.compile(rb"#\[perflab http latency histograms"),
+                 re.compile(rb"\s*Value\s+Percentile\s+TotalCount[^\n]*\n(?:.*\n)*?#\[perflab: "))
 #: How each kind of output file perflab writes starts (what makes an existing file "ours"):
 #: a CSV file by the first columns of its header, as the CSV records of ``run``
 #: (report.table.summary_records), ``cmd`` (report.cmd_table), ``http``
@@ -138,7 +152,7 @@ def default_results_path(kind: str) -> Path:
 def results_destination(text: str | None, kind: str) -> Destination:
     """The checked ``--json`` destination of a measuring command; without one,
     :func:`default_results_path`. Raises UsageError (see :meth:`Destination.check`)."""
-    return Destination.check(text or default_results_path(kind), "--json")
+    return Destination.check(default_results_path(kind) if text is None else text, "--json")
 
 
 @dataclass(frozen=True)
@@ -177,11 +191,13 @@ class Destination:
             kind: "json" or "png": what an existing file must look like to be replaced.
 
         Raises:
-            UsageError: a folder, a device or other non-regular file, a file that isn't
-                perflab's, or a folder that can't be written.
+            UsageError: an empty path, a folder, a device or other non-regular file, a
+                file that isn't perflab's, or a folder that can't be written.
         """
         if str(text) == "-":
             return cls(None, option)
+        if not str(text).strip():  # an unset variable: "--json $OUT"
+            raise UsageError(f"{option} '': an empty path; give a file path, or - for stdout")
         path = Path(text)
         shown = f"{option} {path}"
         if str(path) in _IN_PLACE or str(path).startswith(_IN_PLACE_PREFIXES):
@@ -286,9 +302,9 @@ def _ours(path: Path, kind: str) -> bool:
     if not head:
         return True
     if kind == "export":  # peers' formats written by perflab.report.peer_formats: marked inside
-        return b"perflab" in head
+        return any(mark.match(head) for mark in _EXPORT_MARKS)
     if kind == "json":
-        return head.lstrip().startswith(b"{") and b'"perflab"' in head
+        return bool(_JSON_MARK.match(head))
     return head.startswith(_SIGNATURES.get(kind, (b"",)))
 
 

@@ -167,3 +167,17 @@ def test_a_benchmark_named_like_markup_is_escaped_in_the_trend(tmp_path: Path,
                        "--format", "markdown")
     assert proc.returncode == 0, proc.stderr
     assert "&lt;script>alert(1)&lt;/script>\\|x" in proc.stdout
+
+
+def test_since_and_until_are_checked_dates_in_utc() -> None:
+    # "--since yesterday" and "--since 2026-13-45" listed no run, exit 0
+    from perflab.commands.history import parse_date
+    from perflab.errors import UsageError
+
+    for bad in ("yesterday", "2026-13-45", "11/23/2026"):
+        with pytest.raises(UsageError, match="--since .* is not a date; write it in ISO 8601"):
+            parse_date(bad, "--since")
+    assert parse_date("2026-11-01", "--until") == "2026-11-01"  # the whole day
+    assert parse_date("2026-11-01T14:30+02:00", "--since") == "2026-11-01T12:30:00+00:00"
+    assert parse_date("2026-11-01T14:30", "--since") == "2026-11-01T14:30:00+00:00"
+    assert parse_date(None, "--since") is None

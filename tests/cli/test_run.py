@@ -349,3 +349,22 @@ def test_each_worker_gets_its_own_recorded_layout(tmp_path: Path, perflab_cli) -
                for x in first)
     assert layouts("--seed", "7", "--no-alloc") == first, "--seed repeats the draws"
     assert layouts("--no-randomize") == [{}, {}, {}]
+
+
+def test_what_the_file_prints_at_import_goes_to_stderr(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    # stdout holds the table or, with --json -, the results file: a print at import made
+    # that file invalid JSON
+    from perflab.commands.run import load_cases
+
+    path = write(tmp_path, """
+        print("hello from import")
+        @perflab.bench(params={"n": [1, 2]})
+        def f(n):
+            pass
+    """, "printing_bench.py")
+    _, cases = load_cases(str(path), ["n=2"])
+    assert [c.id for c in cases] == ["f(n=2)"]
+    out, err = capsys.readouterr()
+    assert out == "" and "hello from import" in err

@@ -118,6 +118,18 @@ def test_output_is_discarded_unless_shown(show: bool, capfd: pytest.CaptureFixtu
     assert ("out-text" in out, "err-text" in err) == (show, show)
 
 
+def test_shown_output_goes_to_stderr_when_stdout_carries_results(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    # cmd --show-output --json -: the commands' output made the JSON on stdout invalid
+    spawner = PosixSpawner(show_output=True, output_to_stderr=True)
+    try:
+        spawner.run(sh("echo out-text; echo err-text >&2"), 10)
+    finally:
+        spawner.close()
+    out, err = capfd.readouterr()
+    assert out == "" and "out-text" in err and "err-text" in err
+
+
 def test_unrunnable_file_is_an_os_error(spawner: PosixSpawner, tmp_path: Path) -> None:
     junk = tmp_path / "junk"
     junk.write_bytes(b"\x00\x01\x02 not a program")

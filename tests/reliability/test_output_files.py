@@ -149,3 +149,52 @@ def test_output_files_cli(tmp_path: Path, perflab_cli: Any) -> None:
             refused = perflab_cli(*argv, "--markdown", str(foreign))
             assert refused.returncode == 2 and "not written by perflab" in refused.stderr
             assert foreign.read_text() == "mine\n" and "Traceback" not in refused.stderr
+
+
+@pytest.mark.parametrize("kind, text", [
+    ("json", '{\n  "name": "my-app",\n  "devDependencies": {"perflab": "^0.1"}\n}\n'),
+    ("json", '{"results": [{"command": "perflab run b.py", "tool": "perflab"}]}\n'),
+    ("export", "import perflab\n\n@perflab.bench\ndef f():\n    pass\n"),
+    ("export", '[{"name": "mine", "extra": "measured by hand, not by perflab"}]\n'),
+    ("export", '{"results": [], "notes": "compare with perflab"}\n')])
+def test_a_file_that_only_mentions_perflab_is_refused(kind: str, text: str,
+                                                       tmp_path: Path) -> None:
+    target = tmp_path / "mine"
+    target.write_text(text)
+    with pytest.raises(UsageError, match="not written by perflab"):
+        files.Destination.check(target, "--out", kind)
+    assert target.read_text() == text
+
+
+def test_every_json_and_export_perflab_writes_is_its_own(tmp_path: Path) -> None:
+    import json
+    from types import SimpleNamespace
+
+    from perflab.model import Benchmark, Results
+    from perflab.report import peer_formats
+    from perflab.report.cmd_table import hyperfine_json
+
+    empty = Results(kind="http", command_line=[], created="2026-01-01T00:00:00+00:00",
+                    perflab_version="0", environment={}, benchmarks=[Benchmark(name="x")])
+    figures = SimpleNamespace(median_s=1.0, ci_low_s=0.9, ci_high_s=1.1)
+    texts = {"json": [json.dumps(model.load(GOLDEN / "run-a.json").to_dict({}), indent=1),
+                      hyperfine_json(empty, [])],
+             "export": [hyperfine_json(empty, []), peer_formats.hgrm(""), peer_formats.hlog(empty),
+                        json.dumps([peer_formats._entry('a "{b}"', "ms", 1e3, figures, "3 runs")],
+                                   indent=1)]}
+    for kind, outputs in texts.items():
+        for i, text in enumerate(outputs):
+            target = tmp_path / f"{kind}{i}"
+            target.write_text(text)
+            assert files.Destination.check(target, "--out", kind).path == target, text[:80]
+
+
+def test_an_empty_path_is_an_error_not_the_default_or_nothing() -> None:
+    # --json "$OUT" with OUT unset wrote the default results file; --chart '' drew nothing
+    from perflab.commands.fit import _chart_destinations
+
+    for check in (lambda: files.results_destination("", "cmd"),
+                  lambda: files.Destination.check(" ", "--chart", "png"),
+                  lambda: _chart_destinations(None, "")):
+        with pytest.raises(UsageError, match="'': an empty path"):
+            check()

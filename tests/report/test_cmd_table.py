@@ -41,3 +41,16 @@ def test_csv_records_are_in_base_units() -> None:
     (record,) = summary_records(summarize_commands([bench("A", [10, 10, 10])]))
     assert record["median_s"] == pytest.approx(0.01) and record["ratio"] == 1.0
     assert record["max_rss_bytes"] == 20_000_000 and record["error"] == ""
+
+
+def test_an_interrupted_run_names_stop_signals_not_only_ctrl_c() -> None:
+    # SIGTERM (a CI job cancelled) stops a run like Ctrl-C; the note said "Ctrl-C"
+    from perflab.model import Results
+    from perflab.report.cmd_table import cmd_tables
+
+    ok = bench("ok", [5, 5, 5])
+    results = Results(kind="cmd", command_line=[], created="", perflab_version="",
+                      environment={}, benchmarks=[ok], interrupted=True)
+    notes = cmd_tables(results, summarize_commands([ok]), None)[0].footnotes
+    assert any(n.startswith("interrupted (Ctrl-C or a stop signal: SIGTERM, SIGHUP)")
+               for n in notes)

@@ -69,3 +69,18 @@ def test_step_summary_gets_the_markdown(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "missing" / "x.md"))
     console.emit("table", [_table()])
     assert "note: GITHUB_STEP_SUMMARY" in capsys.readouterr().err
+
+
+def test_a_very_long_name_is_shortened_on_the_terminal_only(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    name = "test_x[" + "a" * 10_000 + "-end]"  # e.g. a parametrized pytest id
+    table = Table(f"points: {name}", ["name", "median"], [[name, "1 ms"], ["b", "2 ms"]],
+                  footnotes=[f"unstable: {name} ±9%, b ±6%"])
+    console.print_tables([table])
+    out = capsys.readouterr().out
+    short = console.short_name(name)
+    assert len(short) == console.MAX_NAME_CHARS and short.endswith("aaa-end]")
+    assert out.count("…") == 3 and "-end] ±9%, b ±6%" in out  # row, title, footnote
+    assert len(out.splitlines()) < 20
+    assert "a" * 10_000 + "-end" in console.markdown([table])  # files keep it whole

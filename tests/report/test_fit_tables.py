@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from perflab.analyze.models import breakeven_from_points, fit_complexity, fit_usl
 from perflab.analyze.models.words import fmt_count, fmt_number, fmt_time, fmt_value
-from perflab.report.fit_tables import breakeven_points, complexity_table, usl_table
+from perflab.report.fit_tables import (MAX_POINT_ROWS, breakeven_points, complexity_table,
+                                      usl_points, usl_table)
 
 from tests.analyze.test_models import load
 
@@ -64,3 +65,19 @@ def test_breakeven_points_mark_the_refuting_size() -> None:
     r = breakeven_from_points(n, a, n, b, model="O(n)", se_a=0.02 * a, se_b=0.02 * b)
     table = breakeven_points(r)
     assert table is not None and table.rows[-1] == ["100,000", "330 µs", "155 µs", "B ✗", "A"]
+
+
+def test_a_points_table_of_a_large_input_shows_a_bounded_spread_of_rows() -> None:
+    # a 30 MB CSV of 2 M points printed 2 M rows (about half an hour of formatting)
+    n = np.arange(1.0, 5001.0)
+    x = 0.9 * n / (1 + 0.01 * (n - 1))
+    fit = fit_usl(n, x, unit="/s")
+    series = type("S", (), {"name": "big", "x": n, "y": x, "y_unit": "/s", "notes": []})
+    table = usl_points(series, fit)
+    assert len(table.rows) == MAX_POINT_ROWS
+    assert [table.rows[0][0], table.rows[-1][0]] == ["1", "5,000"]  # first and last
+    assert table.footnotes == [f"{MAX_POINT_ROWS} of 5,000 points shown, evenly spread; "
+                               "every point is in --json's \"points\""]
+    small = usl_points(type("S", (), {"name": "s", "x": n[:9], "y": x[:9], "y_unit": "/s",
+                                      "notes": []}), fit_usl(n[:9], x[:9]))
+    assert len(small.rows) == 9 and not small.footnotes

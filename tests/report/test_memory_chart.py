@@ -4,6 +4,8 @@ under the sweep panels."""
 from __future__ import annotations
 
 from pathlib import Path
+
+from perflab.analyze.summary import summarize
 from perflab.model import Benchmark, HttpStep, Process, Sample
 from perflab.report.memory_chart import (add_memory_panel, draw_memory, heap_series,
                                          process_series, sweep_series)
@@ -49,7 +51,7 @@ def test_run_chart_adds_the_workers_timelines_when_run_with_memory(tmp_path: Pat
     bench.processes = [proc]
     assert [s[0] for s in process_series([bench])] == ["g/leaky"]
     assert heap_series([bench]) == [("g/leaky", [0, 50, 100], [0, 5_000, 10_000])]
-    out = run_chart([bench], tmp_path / "run.png")
+    out = run_chart([bench], [summarize(bench)], tmp_path / "run.png")
     assert out.stat().st_size > 1000
 
 

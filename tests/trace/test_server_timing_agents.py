@@ -15,7 +15,6 @@ import http.server
 import itertools
 import re
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -24,9 +23,7 @@ import pytest
 
 from perflab import _core, cli, model
 from perflab.cluster_model import AgentInfo, AgentShare
-from perflab.measure.cluster.agent import LoadAgent
 from perflab.measure.cluster.merge import merge_server_timing, merge_steps
-from perflab.measure.cluster.split import split_step
 from perflab.measure.http import step_from_raw
 from perflab.model import Benchmark, Histogram, Results, ServerTiming
 from tests.conftest import ROOT
@@ -62,33 +59,6 @@ def url() -> Any:
     server.server_close()
 
 
-def _agent_steps(url: str, agents: int, rate: float, duration_s: float) -> list[Any]:
-    """Each agent's step, the agents run at once in threads sharing one start instant."""
-    import argparse
-
-    from perflab.commands import http
-    from perflab.measure.http import plan_from_args
-
-    parser = argparse.ArgumentParser()
-    http.add_arguments(parser)
-    plan = plan_from_args(parser.parse_args([url, "--rate", str(rate), "--duration",
-                                             f"{duration_s}s", "--warmup", "0s",
-                                             "--threads", "1"]))
-    start = time.time_ns() + 200_000_000
-    configs = [{**c, "start_unix_ns": start} for c in split_step(plan.step_config(0), agents)]
-    out: list[Any] = [None] * agents
-
-    def one(k: int) -> None:
-        out[k] = step_from_raw(LoadAgent(k).run_step(configs[k])["raw"]["steps"][0])
-
-    threads = [threading.Thread(target=one, args=(k,)) for k in range(agents)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return out
-
-
 def _buckets(h: Histogram) -> Counter[float]:
     d = _core.hdr_decode(h.encoded)
     return Counter(dict(zip(d["values"], d["counts"])))
@@ -100,9 +70,9 @@ def _documented_csv_columns() -> set[str]:
             for w in re.findall(r"[a-z][a-z0-9_]*", (ROOT / "docs" / page).read_text())}
 
 
-def test_agents_keep_their_server_timing_and_the_merge_is_exact(url: str,
-                                                                 tmp_path: Path) -> None:
-    steps = _agent_steps(url, 2, 300.0, 0.5)
+def test_agents_keep_their_server_timing_and_the_merge_is_exact(url: str, tmp_path: Path,
+                                                                 load_agents: Any) -> None:
+    steps = [step_from_raw(a["raw"]["steps"][0]) for a in load_agents(url, 2, 300.0, 0.5)]
     timings = [s.server_timing for s in steps]
     assert all(t is not None and t.responses > 0 and t.malformed > 0 for t in timings)
     merged = merge_steps(steps)

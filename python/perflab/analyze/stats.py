@@ -291,15 +291,25 @@ def process_location(groups: Sequence[Sequence[float] | np.ndarray]) -> LogLocat
     spread = process_spread(groups)
     if not spread > 0:  # nan (a non-positive median) or 0 (medians all equal)
         return None
-    logs = np.log([float(np.median(_array(g))) for g in groups])
+    logs = np.log(process_medians(groups))
     return LogLocation(math.exp(float(np.mean(logs))), spread / math.sqrt(len(logs)),
                        len(logs) - 1)
+
+
+def process_medians(groups: Sequence[Sequence[float] | np.ndarray]) -> np.ndarray:
+    """Each process's median: shape (P,), in the groups' unit and order (the points
+    :func:`process_location` and :func:`process_spread` start from). O(N).
+
+    Raises:
+        ValueError: on an empty group.
+    """
+    return np.array([float(np.median(_array(g))) for g in groups], dtype=float)
 
 
 def process_spread(groups: Sequence[Sequence[float] | np.ndarray]) -> float:
     """How much P processes' medians differ: the sample SD of their logs (≈ a relative SD
     for small spreads); nan with fewer than 2 processes or a non-positive median. O(N)."""
-    medians = np.array([float(np.median(_array(g))) for g in groups])
+    medians = process_medians(groups)
     if medians.size < 2 or np.any(medians <= 0):
         return math.nan
     return float(np.std(np.log(medians), ddof=1))

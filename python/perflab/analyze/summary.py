@@ -149,6 +149,9 @@ class Summary(MedianSummary):
             ``ci_low_s``, ``ci_high_s``, ``median_se_s``.
         process_spread: how much the processes' medians differ: the SD of their logs
             (≈ a relative SD; nan with fewer than 2 processes).
+        process_medians_s: each worker process's median time per op, s, in the order
+            the processes ran (those with a usable sample): the points the median and
+            ``process_spread`` are computed from, and the dots of the run's charts.
         mad_s, cv: spread of per-sample times per op (MAD scaled by 1.4826).
         processes, samples: counts that entered the statistics.
         flagged: samples excluded for clock disagreement (kept in the file).
@@ -194,6 +197,7 @@ class Summary(MedianSummary):
     baseline: bool
     median: Estimate = NO_MEDIAN
     process_spread: float = math.nan
+    process_medians_s: list[float] = field(default_factory=list)
     mad_s: float = math.nan
     cv: float = math.nan
     processes: int = 0
@@ -318,6 +322,7 @@ def summarize(bench: Benchmark, confidence: float = 0.95, resamples: int = RESAM
     groups = timing_groups(bench)
     _fill_spread(summary, np.concatenate(groups))
     summary.process_spread = stats.process_spread(groups)
+    summary.process_medians_s = stats.process_medians(groups).tolist()
     _fill_process_figures(summary, bench)
     summary.reference_s, summary.reference_spread, summary.cpu_vs_reference = \
         reference.figures(bench, confidence)

@@ -246,7 +246,8 @@ def main(args: argparse.Namespace) -> int:
     fail_on = parse_fail_on(args.fail_on)
     _check_input(args.input)
     destination = results_destination(args.json, "cmd")
-    chart = Destination.check(args.chart, "--chart", "png") if args.chart else None
+    chart = Destination.check(args.chart, "--chart", "png") \
+        if args.chart is not None else None
     exports = _exports(args)
     shell = resolve_executable(args.shell_path, "--shell") if args.shell else None
     overhead = (shell, "-c", "") if shell else (resolve_executable("true", "true"),)
@@ -260,7 +261,9 @@ def main(args: argparse.Namespace) -> int:
                                 "show_output": args.show_output, "threshold": threshold,
                                 "memory_interval_s": memory_s})
     spawner = PosixSpawner(show_output=args.show_output, input_path=args.input, seed=args.seed,
-                           memory_interval_s=memory_s)
+                           memory_interval_s=memory_s,  # stdout may carry --json - etc.
+                           output_to_stderr=any(d.stdout for d in [destination,
+                                                                   *exports.values()]))
     with StopSignals() as stop:
         with _progress(settings.precision, args.quiet or args.show_output) as progress:
             runner = CommandRunner(specs, settings, spawner, overhead, progress)

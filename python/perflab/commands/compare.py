@@ -72,7 +72,8 @@ def main(args: argparse.Namespace) -> int:
     percentiles = parse_percentiles(args.percentiles)
     json_to = Destination.check(args.json, "--json") if args.json is not None else None
     files_out = outputs.check(args)
-    chart = Destination.check(args.chart, "--chart", "png") if args.chart else None
+    chart = Destination.check(args.chart, "--chart", "png") \
+        if args.chart is not None else None
     interop.force(args.source)
     sides = compare_sides(record.database_path(args), args.to, args.files, args.threshold)
     suite = compare_results(sides.a, sides.b, sides.threshold, seed=args.seed,

@@ -62,7 +62,8 @@ def main(args: argparse.Namespace) -> int:
     from perflab.report import outputs
     from perflab.report.fit_report import fit_records, fit_report, print_report
 
-    destination = files.Destination.check(args.json, "--json") if args.json else None
+    destination = files.Destination.check(args.json, "--json") \
+        if args.json is not None else None
     files_out = outputs.check(args)
     interop.force(args.source)
     sources = [read_source(path) for path in args.files]
@@ -71,7 +72,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--between is for --model breakeven, not {model}")
     series = _INPUTS[model](sources, args)
     report = fit_report(model, series, fit_model(model, series, args.growth))
-    charts = _chart_destinations(report, args.chart) if args.chart else []
+    charts = _chart_destinations(report, args.chart) if args.chart is not None else []
     later = files.Deferred()
     if destination is not None:
         later.run(_write_json, report, args, destination)
@@ -192,6 +193,8 @@ def _write_json(report: Any, args: argparse.Namespace, destination: Any) -> None
 def _chart_destinations(report: Any, text: str) -> list[tuple[Any, Any]]:
     """(draw, checked destination) per chart: ``text`` itself for one chart,
     ``stem-SERIES.png`` beside it for several. Raises UsageError."""
+    if not text.strip():  # Path("").with_name() would raise ValueError
+        raise UsageError("--chart '': an empty path; give a PNG file path")
     path = Path(text)
     out = []
     for name, draw in report.charts:

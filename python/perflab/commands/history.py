@@ -95,8 +95,34 @@ def main(args: argparse.Namespace) -> int:
 
 def _filters(args: argparse.Namespace) -> dict[str, Any]:
     return {"kind": args.kind, "tag": args.tag, "branch": args.branch,
-            "fingerprint": args.fingerprint, "since": args.since, "until": args.until,
-            "commit": args.commit}
+            "fingerprint": args.fingerprint, "since": parse_date(args.since, "--since"),
+            "until": parse_date(args.until, "--until"), "commit": args.commit}
+
+
+def parse_date(text: str | None, option: str) -> str | None:
+    """``--since``/``--until`` as the database compares start times: a date as given
+    (``2026-11-01``: ``--until`` then takes the whole day), a time as UTC ISO 8601
+    (``2026-11-01T14:30+02:00`` → ``2026-11-01T12:30:00+00:00``; without an offset,
+    UTC, as the runs table shows them). None stays None.
+
+    Raises:
+        UsageError: not an ISO 8601 date or time ("yesterday", "2026-13-45" matched
+            nothing, silently).
+    """
+    import datetime as dt
+
+    if text is None:
+        return None
+    try:
+        when = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise UsageError(f"{option} {text!r} is not a date; write it in ISO 8601, e.g. "
+                         "2026-11-01 or 2026-11-01T14:30 (UTC)") from None
+    if len(text.strip()) == 10:
+        return text.strip()
+    utc = when.replace(tzinfo=dt.timezone.utc) if when.tzinfo is None else \
+        when.astimezone(dt.timezone.utc)
+    return utc.isoformat(timespec="seconds")
 
 
 def _trends(args: argparse.Namespace, store: Any, chart: Any) -> int:

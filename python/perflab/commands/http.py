@@ -114,7 +114,8 @@ def main(args: argparse.Namespace) -> int:
     fail_on = _fail_on(args.fail_on, slo_s)
     path = results_destination(args.json, "http")
     files_out = outputs.check(args)
-    chart = Destination.check(args.chart, "--chart", "png") if args.chart else None
+    chart = Destination.check(args.chart, "--chart", "png") \
+        if args.chart is not None else None
     watcher = _watcher(args)
     with _load(args, plan) as (run_sweep, agents):
         results = _results(plan, args, slo_s)

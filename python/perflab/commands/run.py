@@ -127,6 +127,23 @@ def select(cases, patterns):  # type: ignore[no-untyped-def]
     return chosen
 
 
+def load_cases(path: str, filters: list[str] | None) -> tuple[Any, list[Any]]:
+    """(the benchmark file, its cases that ``filters`` select). What the file prints while
+    it is imported (and its parameters expanded) goes to stderr: stdout holds the table,
+    or the results file with ``--json -``.
+
+    Raises:
+        BenchFileError / UsageError: see :func:`perflab.measure.suite.load_file`, :func:`select`.
+    """
+    import contextlib
+
+    from perflab.measure.suite import expand, load_file
+
+    with contextlib.redirect_stdout(sys.stderr):
+        bench_file = load_file(path)
+        return bench_file, select(expand(bench_file), filters)
+
+
 def main(args: argparse.Namespace) -> int:
     """Measure, save, print. Exit 1 when a benchmark failed; when Ctrl-C, SIGTERM or
     SIGHUP stopped the run (what was measured is saved and printed), 128 + the signal
@@ -136,7 +153,6 @@ def main(args: argparse.Namespace) -> int:
     from perflab.interrupts import StopSignals
     from perflab.measure import clocks
     from perflab.measure.runner import Runner
-    from perflab.measure.suite import expand, load_file
     from perflab.model import Results
     from perflab.report import outputs
 
@@ -144,9 +160,9 @@ def main(args: argparse.Namespace) -> int:
     destination = results_destination(args.json, "run")
     files_out = outputs.check(args)
     gate = _gate_options(args)
-    chart = Destination.check(args.chart, "--chart", "png") if args.chart else None
-    bench_file = load_file(args.file)
-    cases = select(expand(bench_file), args.filter)
+    chart = Destination.check(args.chart, "--chart", "png") \
+        if args.chart is not None else None
+    bench_file, cases = load_cases(args.file, args.filter)
     _check_gate(args, cases)
     started = dt.datetime.now(dt.timezone.utc)
     env = environment.fingerprint(__version__)
@@ -172,7 +188,7 @@ def main(args: argparse.Namespace) -> int:
         if chart is not None:
             from perflab.report.result_charts import run_chart, write_chart
 
-            write_chart(chart, lambda out: run_chart(results.benchmarks, out))
+            write_chart(chart, lambda out: run_chart(results.benchmarks, judged, out))
         tripped = [s.id for s in judged if s.verdict in gate[1]]
         if baseline is not None:
             code = _compare_to(baseline_name, baseline, results, args.format, *gate,

@@ -120,14 +120,18 @@ class PosixSpawner:
 
     Args:
         show_output: let commands write to our stdout and stderr.
+        output_to_stderr: with ``show_output``, the commands' stdout goes to our stderr
+            too (our stdout carries a results file: ``--json -``).
         input_path: a file fed to each run's stdin (opened afresh per run).
         seed: seed of the environment offsets (None: a random one).
         memory_interval_s: ``--memory``: read each command's tree's RSS this often, s.
     """
 
     def __init__(self, show_output: bool = False, input_path: str | None = None,
-                 seed: int | None = None, memory_interval_s: float | None = None) -> None:
+                 seed: int | None = None, memory_interval_s: float | None = None,
+                 output_to_stderr: bool = False) -> None:
         self.show_output = show_output
+        self.output_to_stderr = output_to_stderr
         self.input_path = input_path
         self.seed = seed
         self.memory_interval_s = memory_interval_s
@@ -141,7 +145,8 @@ class PosixSpawner:
              str(replies_w), "1" if self.show_output else "0", self.input_path or "",
              "" if self.seed is None else str(self.seed),
              "" if self.memory_interval_s is None else repr(self.memory_interval_s)],
-            stdin=subprocess.DEVNULL, pass_fds=(requests_r, replies_w))
+            stdin=subprocess.DEVNULL, stdout=2 if self.output_to_stderr else None,
+            pass_fds=(requests_r, replies_w))
         os.close(requests_r)
         os.close(replies_w)
 

@@ -188,7 +188,8 @@ def cmd_tables(results: Results, summaries: Sequence[CommandSummary],
     as :func:`print_cmd`)."""
     table = cmd_table(summaries, overhead, results.settings, results.rss_floor_bytes)
     if results.interrupted:
-        table.footnotes.append("interrupted (Ctrl-C): the runs finished before it are shown")
+        table.footnotes.append("interrupted (Ctrl-C or a stop signal: SIGTERM, SIGHUP): the "
+                               "runs finished before it are shown")
     return [table]
 
 

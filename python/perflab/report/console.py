@@ -31,6 +31,10 @@ NOTE_MIN_WIDTH = 12
 DETAIL_MIN_WIDTH = 16
 #: Print every column whatever the width (``--wide``); set by :func:`configure`.
 _WIDE = False
+#: Longest name (a table's first cell) the terminal shows whole, characters: a longer one
+#: is shown as its start and end around "…", in its row, the title and the footnotes
+#: (a 10,000-character name filled hundreds of lines); Markdown and CSV keep it whole.
+MAX_NAME_CHARS = 120
 
 
 def configure(wide: bool = False) -> None:
@@ -154,6 +158,36 @@ def folded_line(table: Table, shown: Sequence[int], width: int) -> str | None:
             "--format markdown)")
 
 
+def short_name(text: str, limit: int = MAX_NAME_CHARS) -> str:
+    """``text`` when it has at most ``limit`` characters, else its start and its end
+    around "…" (``limit`` characters in all: names often differ only at the end)."""
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    return text[:head] + "…" + text[len(text) - (limit - 1 - head):]
+
+
+def _short_names(table: Table) -> Table:
+    """``table`` with every first cell longer than :data:`MAX_NAME_CHARS` shortened by
+    :func:`short_name`, in its row and wherever the title and footnotes name it."""
+    from dataclasses import replace
+
+    long = {row[0]: short_name(row[0]) for row in table.rows
+            if row and isinstance(row[0], str) and len(row[0]) > MAX_NAME_CHARS}
+    if not long:
+        return table
+
+    def shorten(text: str) -> str:
+        for name in sorted(long, key=len, reverse=True):
+            text = text.replace(name, long[name])
+        return text
+
+    return replace(table, title=shorten(table.title),
+                   rows=[[long.get(row[0], row[0]), *row[1:]] if row else row
+                         for row in table.rows],
+                   footnotes=[shorten(line) for line in table.footnotes])
+
+
 def print_tables(tables: Iterable[Table], console: Any | None = None) -> None:
     """Print tables with rich: title, header, rows, then the footnotes in plain words.
 
@@ -166,7 +200,7 @@ def print_tables(tables: Iterable[Table], console: Any | None = None) -> None:
     from rich.table import Table as RichTable
 
     console = console or make_console()
-    for table in tables:
+    for table in map(_short_names, tables):
         align = table.align or ["l"] * len(table.columns)
         shown, narrowest = fit_columns(table, console.width)
         if _WIDE:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from perflab.analyze.models.words import fmt_count, fmt_number, fmt_time, fmt_value
+from perflab.report.pyplot import visible_text
 
 if TYPE_CHECKING:
     from perflab.analyze.models import BreakEven, ComplexityFit, UslFit
@@ -46,7 +47,7 @@ def _save(fig: Any, ax: Any, path: str | Path, title: str) -> Path:
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     out = Path(path)
-    fig.savefig(out)
+    visible_text(fig).savefig(out)
     plt.close(fig)
     return out
 

@@ -18,6 +18,23 @@ from perflab.report.table import KEY, NOTE, Table
 __all__ = ["breakeven_points", "breakeven_table", "complexity_table", "curve", "size_grid",
            "tables_document", "tables_from_document", "usl_points", "usl_table"]
 
+#: Most rows a table of points shows (terminal, Markdown, the fit document); with more
+#: points, evenly spread ones (the first and the last among them) and a footnote that
+#: says so: every point stays in ``--json``'s data.
+MAX_POINT_ROWS = 100
+
+
+def _shown_rows(count: int, where: str) -> tuple[list[int], list[str]]:
+    """The indices of the rows a table of ``count`` points shows, in order, and the
+    footnote that says how many were left out (none: empty); ``where`` names the
+    ``--json`` field that holds them all."""
+    if count <= MAX_POINT_ROWS:
+        return list(range(count)), []
+    step = (count - 1) / (MAX_POINT_ROWS - 1)
+    return ([round(i * step) for i in range(MAX_POINT_ROWS)],
+            [f"{MAX_POINT_ROWS} of {count:,} points shown, evenly spread; every point is "
+             f"in --json's {where}"])
+
 
 def _ci(est: Any, fmt: Callable[[float], str] = fmt_number) -> str:
     """'low – high' of an Estimate; "–" when there is no interval (no degrees of freedom)."""
@@ -67,12 +84,15 @@ def usl_points(s: Any, fit: Any) -> Table:
     """Measured and fitted X at each N, with residuals."""
     table = Table(f"points: {s.name}", ["N", "X measured", "X fitted", "residual", "residual %"],
                   align=["r"] * 5, fold=[KEY, KEY, 3, 2, 1])
-    for n, x, fitted, r in zip(s.x, s.y, fit.predict(s.x), fit.residuals):
+    shown, left_out = _shown_rows(len(s.x), '"points"')
+    fitted = fit.predict(s.x)
+    for i in shown:
+        n, x, r = s.x[i], s.y[i], fit.residuals[i]
         load = f"{n:,.0f}" if n == round(n) else fmt_number(float(n))
         table.rows.append([load, fmt_value(float(x), s.y_unit),
-                           fmt_value(float(fitted), s.y_unit), fmt_value(float(r), s.y_unit),
+                           fmt_value(float(fitted[i]), s.y_unit), fmt_value(float(r), s.y_unit),
                            f"{100 * r / x:+.1f}%"])
-    table.footnotes = [f"note: {n}" for n in s.notes]
+    table.footnotes = [f"note: {n}" for n in s.notes] + left_out
     return table
 
 
@@ -172,7 +192,8 @@ def breakeven_points(result: Any) -> Table | None:
     table = Table(f"measured: {la} vs {lb}", ["n", f"{la} total", f"{lb} total",
                                                "cheaper (measured)", "cheaper (fitted curves)"],
                   align=["r", "r", "r", "l", "l"], fold=[KEY, KEY, KEY, KEY, 1])
-    for o in result.measured:
+    shown, left_out = _shown_rows(len(result.measured), '"measured"')
+    for o in (result.measured[i] for i in shown):
         flag = " ✗" if o.refutes else ""
         table.rows.append([fmt_count(o.n, 3), fmt_time(o.cost_a), fmt_time(o.cost_b),
                            (o.cheaper or "not clear") + flag, o.fitted_cheaper or "equal"])
@@ -180,7 +201,7 @@ def breakeven_points(result: Any) -> Table | None:
         "total: measured cost plus the one-off cost; cheaper (measured): the side whose total "
         f"is lower beyond the {result.level:.0%} CI of the difference (without SEs: by more "
         f"than {fmt_percent(MISS_SHARE)}); ✗: the measurements contradict the fitted curves "
-        "there, so no break-even is claimed")]
+        "there, so no break-even is claimed"), *left_out]
     return table
 
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from perflab.history.trend import Trend
+from perflab.report.pyplot import visible_text
 from perflab.units import time_unit_for
 
 #: Most panels in one chart (a pattern matching more draws the first ones and says so).
@@ -58,7 +59,7 @@ def trend_chart(trends: Sequence[Trend], path: str | Path, fmt: str = "png") -> 
         for ax, trend in zip(axes[:, 0], trends):
             _panel(ax, trend)
         fig.tight_layout()
-        fig.savefig(path, format=fmt, dpi=100)
+        visible_text(fig).savefig(path, format=fmt, dpi=100)
     finally:
         plt.close(fig)
     return Path(path)

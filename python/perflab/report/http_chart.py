@@ -40,7 +40,7 @@ def sweep_chart(sweep: Sweep, path: str | Path, watched: Any = None) -> Path:
         ValueError: no summaries.
         OSError: the file can't be written.
     """
-    from perflab.report.pyplot import pyplot
+    from perflab.report.pyplot import pyplot, visible_text
 
     plt = pyplot()
 
@@ -59,7 +59,7 @@ def sweep_chart(sweep: Sweep, path: str | Path, watched: Any = None) -> Path:
 
         add_memory_panel(fig, *watched, *WATCHED)
     out = Path(path)
-    fig.savefig(out)
+    visible_text(fig).savefig(out)
     plt.close(fig)
     return out
 

@@ -153,8 +153,8 @@ def results_notes(results: Results) -> list[str]:
     bench = results.benchmarks[0]
     notes = [bench.error] if bench.error else []
     if results.interrupted:
-        notes.append("interrupted (Ctrl-C): the steps measured until then are shown, the last "
-                     "one cut short")
+        notes.append("interrupted (Ctrl-C or a stop signal: SIGTERM, SIGHUP): the steps "
+                     "measured until then are shown, the last one cut short")
     if not bench.steps:
         notes.append("no step was measured")
     return notes

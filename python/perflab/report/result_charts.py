@@ -15,35 +15,41 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from perflab.report import memory_chart
 from perflab.report.html import charts
 
 
-def per_op(bench: Any) -> tuple[list[float], list[float]]:
-    """(every unflagged sample's seconds per op, each worker process's median), seconds.
+def distribution(bench: Any, summary: Any) -> tuple[list[float], list[float]]:
+    """What a run's distribution chart draws for one benchmark: (every sample its median
+    counted, seconds per op; each worker process's median, seconds per op, from its
+    summary). Computes nothing: the samples are those the summary's statistics counted
+    (:func:`perflab.analyze.summary.timing_groups`), the medians the summary's.
 
     Args:
         bench: a python-engine :class:`perflab.model.Benchmark`.
+        summary: its :class:`perflab.analyze.summary.Summary`.
     """
-    samples, medians = [], []
-    for process in bench.processes:
-        values = [s.per_op_s for s in process.samples if not s.flagged]
-        samples += values
-        if values:
-            medians.append(float(np.median(values)))
-    return samples, medians
+    from perflab.analyze.summary import timing_groups
+
+    return ([float(v) for group in timing_groups(bench) for v in group],
+            list(summary.process_medians_s))
 
 
-def run_chart(benches: Sequence[Any], path: str | Path) -> Path:
+def run_chart(benches: Sequence[Any], summaries: Sequence[Any], path: str | Path) -> Path:
     """The run's distributions: one row per benchmark that measured something.
+
+    Args:
+        benches: the run's python-engine benchmarks.
+        summaries: their :class:`perflab.analyze.summary.Summary` objects (any order; the
+            run's, e.g. :func:`perflab.analyze.results_figures.run_figures`).
+        path: the PNG to write.
 
     Raises:
         ValueError: no benchmark has samples.
         OSError: the file can't be written.
     """
-    rows = [(b.id, *per_op(b)) for b in benches]
+    by_id = {s.id: s for s in summaries}
+    rows = [(b.id, *distribution(b, by_id[b.id])) for b in benches if b.id in by_id]
     rows = [r for r in rows if r[1]]
     if not rows:
         raise ValueError("no benchmark measured anything to chart")
@@ -94,8 +100,9 @@ def compare_chart(suite: Any, name_a: str, name_b: str, path: str | Path) -> Pat
     if not rows:
         raise ValueError("no compared row has a ratio to chart")
     names = [r.id if r.metric in ("time", "") else f"{r.id} {r.metric}" for r in rows]
-    fig = charts.forest_figure(f"B = {name_b} against A = {name_a}", names,
-                               [r.ratio for r in rows], "A")
+    title, names, (ratios, rows) = charts.first_rows(f"B = {name_b} against A = {name_a}",
+                                                     names, [r.ratio for r in rows], rows)
+    fig = charts.forest_figure(title, names, ratios, "A")
     ax = fig.axes[0]
     t = suite.threshold
     ax.axvspan(1 - t, 1 + t, color="tab:green", alpha=0.12,

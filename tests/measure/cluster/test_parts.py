@@ -31,6 +31,7 @@ from perflab.measure.cluster.split import (PARTS, agent_seed, lanes, shares, spl
                                            weighted_shares)
 from perflab.measure.http import step_from_raw
 from perflab.model import Benchmark, Histogram, Results
+from tests.conftest import http_args
 
 OPEN = {"mode": "open", "rate": 1000.0, "arrival": "constant", "connections": None,
         "seed": None, "duration_s": 1.0}
@@ -169,43 +170,9 @@ def _nearest_rank(counts: Counter[int], q: float) -> int:
     raise AssertionError
 
 
-def _run_agents(url: str, agents: int, rate: float, duration_s: float,
-                weights: list[float] | None = None) -> list[dict[str, Any]]:
-    """Run ``agents`` LoadAgents at once in threads (as Ray would, in processes), sharing
-    one start instant 0.2 s ahead, the load split by ``weights`` (None: evenly)."""
-    from perflab.measure.http import plan_from_args
-
-    plan = plan_from_args(cli_args(url, "--rate", str(rate), "--duration", f"{duration_s}s",
-                                   "--warmup", "0s", "--threads", "1"))
-    start = time.time_ns() + 200_000_000
-    configs = [{**c, "start_unix_ns": start}
-               for c in split_step(plan.step_config(0), agents, weights)]
-    out: list[dict[str, Any]] = [{}] * agents
-    loaders = [LoadAgent(k) for k in range(agents)]
-
-    def one(k: int) -> None:
-        out[k] = loaders[k].run_step(configs[k])
-    threads = [threading.Thread(target=one, args=(k,)) for k in range(agents)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return out
-
-
-def cli_args(*argv: str) -> Any:
-    import argparse
-
-    from perflab.commands import http
-
-    parser = argparse.ArgumentParser()
-    http.add_arguments(parser)
-    return parser.parse_args(list(argv))
-
-
-def test_agents_share_a_start_and_merge_exactly(server: Any) -> None:
+def test_agents_share_a_start_and_merge_exactly(server: Any, load_agents: Any) -> None:
     url = f"http://127.0.0.1:{server.port}/"
-    answers = _run_agents(url, 2, 400.0, 0.6)
+    answers = load_agents(url, 2, 400.0, 0.6)
     steps = [step_from_raw(a["raw"]["steps"][0]) for a in answers]
     for a in answers:  # both were asked 0.2 s ahead and waited for the instant
         assert 0.05 < a["raw"]["steps"][0]["start_lead_s"] < 0.3
@@ -225,10 +192,10 @@ def test_agents_share_a_start_and_merge_exactly(server: Any) -> None:
     assert merged.latency.p99_us == m["p99_us"]
 
 
-def test_agents_send_their_weighted_slots(server: Any) -> None:
+def test_agents_send_their_weighted_slots(server: Any, load_agents: Any) -> None:
     url = f"http://127.0.0.1:{server.port}/"
     steps = [step_from_raw(a["raw"]["steps"][0])
-             for a in _run_agents(url, 2, 400.0, 0.6, [3.0, 1.0])]
+             for a in load_agents(url, 2, 400.0, 0.6, [3.0, 1.0])]
     # 0.6 s of the shared 400/s schedule: agent 1 holds 3 of every 4 requests
     assert [s.offered_rate for s in steps] == [300.0, 100.0]
     assert [s.requests_sent for s in steps] == [180, 60]
@@ -250,7 +217,7 @@ def test_an_agent_stops_at_once_and_for_good(server: Any) -> None:
     from perflab.measure.http import plan_from_args
 
     agent = LoadAgent(0)
-    plan = plan_from_args(cli_args(f"http://127.0.0.1:{server.port}/", "--rate", "100",
+    plan = plan_from_args(http_args(f"http://127.0.0.1:{server.port}/", "--rate", "100",
                                    "--duration", "30s", "--threads", "1"))
     threading.Timer(0.5, agent.stop).start()
     t0 = time.monotonic()
@@ -294,7 +261,7 @@ def _drawn(draw: Any) -> str:
     from perflab.commands.http import _Live
     from perflab.measure.http import plan_from_args
 
-    plan = plan_from_args(cli_args("http://127.0.0.1:9/", "--rate", "600,1200", "--duration",
+    plan = plan_from_args(http_args("http://127.0.0.1:9/", "--rate", "600,1200", "--duration",
                                    "2s"), check=False)
     console = Console(file=io.StringIO(), force_terminal=True, width=200, color_system=None)
     with _Live(plan, console) as live:
@@ -392,12 +359,13 @@ def test_a_refused_ray_client_join_is_retried_a_bounded_number_of_times(
 
 # --- results, table, bad input ------------------------------------------------------
 
-def test_per_agent_data_round_trips_and_is_tabled(server: Any, tmp_path: Path) -> None:
+def test_per_agent_data_round_trips_and_is_tabled(server: Any, tmp_path: Path,
+                                                   load_agents: Any) -> None:
     from perflab import model
     from perflab.report.http_agents import agents_table
 
     url = f"http://127.0.0.1:{server.port}/"
-    steps = [step_from_raw(a["raw"]["steps"][0]) for a in _run_agents(url, 2, 200.0, 0.3)]
+    steps = [step_from_raw(a["raw"]["steps"][0]) for a in load_agents(url, 2, 200.0, 0.3)]
     merged = merge_steps(steps)
     merged.agents = [AgentShare(0, 0, 0, 0.2, 0.01, step=steps[0]),
                      AgentShare(1, None, None, lost=True, error="died during the step")]

@@ -47,8 +47,8 @@ from perflab.errors import UsageError
 from perflab.measure.cluster.controller import Cluster, ClusterOptions
 from perflab.measure.cluster.sweep import run_sweep
 from perflab.measure.http import plan_from_args
-from tests.measure.cluster.test_parts import cli_args, free_port
-from tests.conftest import popen_perflab
+from tests.measure.cluster.test_parts import free_port
+from tests.conftest import http_args, popen_perflab
 
 FAST = ["--warmup", "0.2s", "--threads", "1", "--quiet"]
 
@@ -168,7 +168,7 @@ def test_closed_loop_is_split(ray_address: str, server: Any, tmp_path: Path) -> 
 
 
 def _plan(server: Any, *argv: str) -> Any:
-    return plan_from_args(cli_args(f"http://127.0.0.1:{server.port}/", *argv, "--warmup",
+    return plan_from_args(http_args(f"http://127.0.0.1:{server.port}/", *argv, "--warmup",
                                    "0.2s", "--threads", "1"), check=False)
 
 

@@ -24,11 +24,17 @@ from typing import Any
 import numpy as np
 
 from perflab.analyze.estimate import Estimate
+from perflab.report.escape import terminal
+from perflab.report.pyplot import visible_text
 
 #: Most points drawn per row of a distribution (a seeded sample of the rest).
 MAX_POINTS = 300
 #: Longest label drawn, characters.
 LABEL_CHARS = 48
+#: Most rows (benchmarks, commands) one chart draws: 2,000 rows took about a minute and
+#: 850 MB to draw, unreadable; with more, the first MAX_ROWS are drawn and the title says
+#: so (the tables list every one).
+MAX_ROWS = 60
 
 
 def _pyplot() -> Any:
@@ -54,7 +60,20 @@ def _plain_log(*axes: Any) -> None:
         axis.set_minor_formatter(FuncFormatter(minor))
 
 
+def first_rows(title: str, names: Sequence[str], *columns: Sequence[Any] | None
+                ) -> tuple[str, Sequence[str], list[Any]]:
+    """(title, names, columns) cut to the first :data:`MAX_ROWS` rows, the title then
+    saying how many there are; unchanged when there are no more. A None column stays None."""
+    if len(names) <= MAX_ROWS:
+        return title, names, list(columns)
+    return (f"{title} (the first {MAX_ROWS} of {len(names):,}; the table lists every one)",
+            names[:MAX_ROWS], [None if c is None else c[:MAX_ROWS] for c in columns])
+
+
 def _label(text: str) -> str:
+    """A name as a tick or legend label: one line, controls escaped, at most
+    :data:`LABEL_CHARS` characters."""
+    text = terminal(text, one_line=True)
     return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"
 
 
@@ -63,7 +82,7 @@ def to_svg(fig: Any) -> str:
     plt = _pyplot()
     buffer = io.StringIO()
     try:
-        fig.savefig(buffer, format="svg", bbox_inches="tight")
+        visible_text(fig).savefig(buffer, format="svg", bbox_inches="tight")
     finally:
         plt.close(fig)
     text = buffer.getvalue()
@@ -117,6 +136,7 @@ def distribution_figure(title: str, names: Sequence[str], samples: Sequence[Sequ
     Returns:
         The matplotlib figure (see :func:`to_svg`, :func:`save_png`).
     """
+    title, names, (samples, points) = first_rows(title, names, samples, points)
     plt = _pyplot()
     unit, factor = _scale([v for row in samples for v in row] or [1.0])
     rng = np.random.default_rng(0)
@@ -161,6 +181,7 @@ def forest_figure(title: str, names: Sequence[str],
     Returns:
         The matplotlib figure (see :func:`to_svg`, :func:`save_png`).
     """
+    title, names, (ratios, verdicts) = first_rows(title, names, ratios, verdicts)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9, 0.9 + 0.4 * len(names)))
     for i, ratio in enumerate(ratios):
@@ -189,6 +210,7 @@ def cold_warm_figure(title: str, names: Sequence[str], cold_s: Sequence[float],
                     warm_s: Sequence[float]) -> Any:
     """The first call in a fresh process (cold) beside the steady-state median (warm),
     per row, on a log axis (seconds)."""
+    title, names, (cold_s, warm_s) = first_rows(title, names, cold_s, warm_s)
     plt = _pyplot()
     unit, factor = _scale(list(warm_s))
     fig, ax = plt.subplots(figsize=(9, 0.9 + 0.4 * len(names)))
@@ -213,6 +235,7 @@ def user_sys_figure(title: str, names: Sequence[str], user_s: Sequence[float],
                    sys_s: Sequence[float], wall_s: Sequence[float]) -> Any:
     """Median user and system CPU seconds per run as stacked bars, the median wall
     time as a black tick (a bar longer than the tick: the command used several cores)."""
+    title, names, (user_s, sys_s, wall_s) = first_rows(title, names, user_s, sys_s, wall_s)
     plt = _pyplot()
     unit, factor = _scale(list(wall_s))
     fig, ax = plt.subplots(figsize=(9, 0.9 + 0.4 * len(names)))
@@ -358,7 +381,7 @@ def save_png(fig: Any, path: str | Path) -> Path:
     """Write a figure as a PNG (100 dpi) and close it. Raises OSError."""
     plt = _pyplot()
     try:
-        fig.savefig(path, format="png", dpi=100, bbox_inches="tight")
+        visible_text(fig).savefig(path, format="png", dpi=100, bbox_inches="tight")
     finally:
         plt.close(fig)
     return Path(path)

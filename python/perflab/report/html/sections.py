@@ -19,7 +19,7 @@ from perflab.model import Results
 from perflab.report.html import charts
 from perflab.report.html.page import (Section, command_html, figure_html, pairs_html, paragraph,
                                       table_html)
-from perflab.report.result_charts import per_op
+from perflab.report.result_charts import distribution
 from perflab.report.table import Table
 from perflab.units import format_time
 
@@ -70,7 +70,7 @@ def run_sections(results: Results, figures: ResultsFigures, name: str) -> list[S
             continue
         label = f"group {group}" if group else "benchmarks"
         labels = [s.label or s.id for s in shown]
-        data = [per_op(benches[s.id]) for s in shown]
+        data = [distribution(benches[s.id], s) for s in shown]
         section.blocks.append(figure_html(charts.to_svg(charts.distribution_figure(
             f"{label}: time per op", labels, [d[0] for d in data], [d[1] for d in data],
             "per-process median")), f"{label}: box of the samples' time per op (whiskers at "
