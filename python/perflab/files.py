@@ -24,7 +24,7 @@ import re
 import stat
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +39,8 @@ MAX_RESULTS_BYTES = 256 * 2**20
 MAX_INPUT_BYTES = 64 * 2**20
 #: Targets written in place (never renamed over): stdout-style paths and pipes.
 _IN_PLACE_PREFIXES = ("/dev/fd/", "/proc/self/fd/")
+#: Paths that are this process's stdout.
+_STDOUT = ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")
 _IN_PLACE = ("/dev/stdout", "/dev/stderr", "/dev/null")
 #: How much of an existing export (github-action-benchmark, hyperfine JSON, .hgrm) is read to
 #: find perflab's mark in it before replacing it, bytes.
@@ -240,6 +242,30 @@ class Destination:
             _write_in_place(self.path, data)
         else:
             atomic_write(self.path, data)
+
+
+def distinct(destinations: Iterable[Destination | None]) -> None:
+    """Check that no two outputs of one command write to the same place: stdout (``-``,
+    /dev/stdout, /dev/fd/1) or one file (after links). ``--json - --csv -`` wrote two
+    documents one after the other on stdout, which no reader can parse; two options on
+    one file kept only the last. /dev/null takes any number.
+
+    Args:
+        destinations: the command's checked destinations (None: an output not asked for).
+
+    Raises:
+        UsageError: two of them share a place, naming both options.
+    """
+    seen: dict[str, str] = {}
+    for dest in destinations:
+        if dest is None or str(dest.path) == "/dev/null":  # discarded: any number may
+            continue
+        name = "stdout" if dest.path is None or str(dest.path) in _STDOUT else str(dest.path)
+        key = name if name == "stdout" else os.path.realpath(dest.path)
+        if key in seen:
+            raise UsageError(f"{seen[key]} and {dest.option} both write to {name}: each "
+                             "output needs its own place; give one of them another path")
+        seen[key] = dest.option
 
 
 def _write_fd(fd: int, data: bytes) -> None:

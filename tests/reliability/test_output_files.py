@@ -198,3 +198,30 @@ def test_an_empty_path_is_an_error_not_the_default_or_nothing() -> None:
                   lambda: _chart_destinations(None, "")):
         with pytest.raises(UsageError, match="'': an empty path"):
             check()
+
+
+def test_two_outputs_on_one_place_are_an_error(tmp_path: Path, perflab_cli: Any) -> None:
+    # `--json - --csv -` wrote two documents one after the other on stdout; two options
+    # naming one file kept only the last.
+    out = tmp_path / "x.json"
+    for pair in ((files.Destination.check("-", "--json"), files.Destination.check("-", "--csv")),
+                 (files.Destination.check("-", "--json"),
+                  files.Destination.check("/dev/stdout", "--markdown", "markdown")),
+                 (files.Destination.check(out, "--json"), files.Destination.check(out, "--csv"))):
+        with pytest.raises(UsageError, match=f"{pair[0].option} and {pair[1].option} both"):
+            files.distinct(pair)
+    out.write_text('{"tool": "perflab"}')  # perflab's own, so both may replace it
+    link = tmp_path / "link.json"
+    link.symlink_to(out)
+    with pytest.raises(UsageError, match="both write to"):
+        files.distinct([files.Destination.check(out, "--json"),
+                        files.Destination.check(link, "--csv")])
+    files.distinct([files.Destination.check("/dev/null", "--json"),  # discarded: fine
+                    files.Destination.check("/dev/null", "--csv"), None,
+                    files.Destination.check(tmp_path / "a.csv", "--csv")])
+    csv = tmp_path / "p.csv"
+    csv.write_text("N,X\n1,100\n2,190\n4,350\n8,600\n16,900\n")
+    proc = perflab_cli("fit", str(csv), "--model", "usl", "--json", "-", "--csv", "-")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip() == ("error: --json and --csv both write to stdout: each output "
+                                   "needs its own place; give one of them another path")

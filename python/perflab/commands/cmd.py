@@ -248,7 +248,7 @@ def main(args: argparse.Namespace) -> int:
     destination = results_destination(args.json, "cmd")
     chart = Destination.check(args.chart, "--chart", "png") \
         if args.chart is not None else None
-    exports = _exports(args)
+    exports = _exports(args, [destination, chart])
     shell = resolve_executable(args.shell_path, "--shell") if args.shell else None
     overhead = (shell, "-c", "") if shell else (resolve_executable("true", "true"),)
     memory_s = parse_positive_duration(args.memory_interval, "--memory-interval") \
@@ -300,15 +300,17 @@ def _gate(summaries: Any, fail_on: list[str]) -> int:
     return gate([s.label for s in summaries if s.verdict in fail_on], fail_on)
 
 
-def _exports(args: argparse.Namespace) -> dict[str, Any]:
+def _exports(args: argparse.Namespace, others: list[Any]) -> dict[str, Any]:
     """The checked ``--export-*`` destinations (hyperfine's options), by format: JSON
-    here, Markdown and CSV as every command's output files (:mod:`perflab.report.outputs`)."""
+    here, Markdown and CSV as every command's output files (:mod:`perflab.report.outputs`);
+    none may share a place with another or with ``others`` (``--json``, ``--chart``)."""
     from perflab.files import Destination
     from perflab.report import outputs
 
     json_to = {"json": Destination.check(args.export_json, "--export-json")} \
         if args.export_json is not None else {}
-    return {**json_to, **outputs.check(args, "--export-{kind}", "export_{kind}")}
+    return {**json_to, **outputs.check(args, "--export-{kind}", "export_{kind}",
+                                        [*others, *json_to.values()])}
 
 
 def _progress(precision: float, quiet: bool) -> Any:

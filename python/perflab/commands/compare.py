@@ -71,7 +71,7 @@ def main(args: argparse.Namespace) -> int:
     fail_on = parse_fail_on(args.fail_on)
     percentiles = parse_percentiles(args.percentiles)
     json_to = Destination.check(args.json, "--json") if args.json is not None else None
-    files_out = outputs.check(args)
+    files_out = outputs.check(args, others=[json_to])
     chart = Destination.check(args.chart, "--chart", "png") \
         if args.chart is not None else None
     interop.force(args.source)

@@ -69,7 +69,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--duration {args.duration} is longer than the {MAX_DURATION_S / 3600:g}"
                          " h a clock probe may take; give e.g. 3s or 1m")
     destination = Destination.check(args.json, "--json") if args.json is not None else None
-    files_out = outputs.check(args)
+    files_out = outputs.check(args, others=[destination])
     sys.stderr.write(f"perflab doctor: probing this machine for about "
                      f"{duration * 4 / 3 + 1:.0f} s\n")
     report = doctor.run(duration, progress=lambda phase: sys.stderr.write(

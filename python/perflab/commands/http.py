@@ -113,7 +113,7 @@ def main(args: argparse.Namespace) -> int:
     slo_s = _slo(args.slo)
     fail_on = _fail_on(args.fail_on, slo_s)
     path = results_destination(args.json, "http")
-    files_out = outputs.check(args)
+    files_out = outputs.check(args, others=[path])
     chart = Destination.check(args.chart, "--chart", "png") \
         if args.chart is not None else None
     watcher = _watcher(args)

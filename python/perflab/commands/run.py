@@ -158,7 +158,7 @@ def main(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     destination = results_destination(args.json, "run")
-    files_out = outputs.check(args)
+    files_out = outputs.check(args, others=[destination])
     gate = _gate_options(args)
     chart = Destination.check(args.chart, "--chart", "png") \
         if args.chart is not None else None

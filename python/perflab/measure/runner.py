@@ -419,7 +419,7 @@ def _apply_event(proc: Process, state: CaseState, event: Event) -> None:
 def _failure(outcome: Outcome, timeout_s: float) -> str | None:
     """The failure message of a finished worker, or None when it ended cleanly."""
     if outcome.interrupted:
-        return "was interrupted (Ctrl-C)"
+        return "was interrupted (Ctrl-C or a stop signal: SIGTERM, SIGHUP)"
     errors = [e for e in outcome.events if e["event"] == "error"]
     if errors:
         e = errors[-1]

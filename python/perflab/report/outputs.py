@@ -15,7 +15,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from perflab.files import Deferred, Destination, save
+from perflab.files import Deferred, Destination, distinct, save
 
 #: The file kinds, as options and as :class:`perflab.files.Destination` kinds.
 KINDS = ("markdown", "csv")
@@ -33,21 +33,25 @@ def add_arguments(parser: Any, csv_what: str) -> None:
                         "(numbers in base units: s, B, requests/s)")
 
 
-def check(args: argparse.Namespace, option: str = "--{kind}", attribute: str = "{kind}"
-          ) -> dict[str, Destination]:
+def check(args: argparse.Namespace, option: str = "--{kind}", attribute: str = "{kind}",
+          others: Sequence[Destination | None] = ()) -> dict[str, Destination]:
     """The checked destinations of the output-file options that were given, by kind.
 
     Args:
         args: the parsed options.
         option: the option's name for messages, ``{kind}`` filled in.
         attribute: the attribute of ``args`` holding its path, ``{kind}`` filled in.
+        others: the command's other outputs (its ``--json``…): none may share a place
+            with another (:func:`perflab.files.distinct`).
 
     Raises:
         UsageError: a destination that can't be used or is not perflab's own file
-            (:meth:`perflab.files.Destination.check`).
+            (:meth:`perflab.files.Destination.check`), or two outputs on one place.
     """
-    return {kind: Destination.check(path, option.format(kind=kind), kind) for kind in KINDS
-            if (path := getattr(args, attribute.format(kind=kind), None)) is not None}
+    out = {kind: Destination.check(path, option.format(kind=kind), kind) for kind in KINDS
+           if (path := getattr(args, attribute.format(kind=kind), None)) is not None}
+    distinct([*others, *out.values()])
+    return out
 
 
 def text(kind: str, command: str, tables: Callable[[], Sequence[Any]],
