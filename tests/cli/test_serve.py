@@ -72,7 +72,8 @@ def busy_port() -> Any:
     (["--serialize", "-1ms"], '--serialize -1ms: "-1ms" must not be negative'),
     (["--delay", "exp:5x"], '--delay exp:5x: "5x" is not a duration'),
     (["--body-size", "-1"], "0 or more"), (["--port", "70000"], "not a port"),
-    (["--threads", "0"], "at least 1")])
+    (["--threads", "0"], "at least 1"),
+    (["--host", "192.0.2.1"], "is not an address of this machine: use 127.0.0.1")])
 def test_bad_options_are_one_line_and_exit_2(argv: list[str], message: str, perflab_cli) -> None:
     result = perflab_cli("serve", *argv, timeout=30)
     assert result.returncode == 2

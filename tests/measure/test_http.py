@@ -103,6 +103,10 @@ def test_headers_and_ok() -> None:
     assert mh.parse_header("Accept:  text/plain ") == ("Accept", "text/plain")
     with pytest.raises(UsageError, match="Name: value"):
         mh.parse_header("no colon")
+    assert mh.parse_header("X-Perflab-Token: a b:c") == ("X-Perflab-Token", "a b:c")
+    for bad in ("X Token: 1", "X(y): 1", ": v", "A: b\r\nEvil: 1"):  # 400 on every request
+        with pytest.raises(UsageError, match="letters, digits and -"):
+            mh.parse_header(bad)
     assert mh.parse_ok("200-299, 304") == "200-299,304"
     with pytest.raises(UsageError, match="--ok"):
         mh.parse_ok("2xx")

@@ -98,10 +98,14 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _hint(message: str, config: dict[str, Any]) -> str:
-    """Name the option a native error is about, and what to do about a busy port."""
+    """Name the option a native error is about, and what to do about a busy port or an
+    address that isn't this machine's."""
     if "in use" in message.lower():
         return f"{message}; another program holds port {config['port']}: pick another with " \
                "--port, or --port 0 for a free one"
+    if "assign requested address" in message.lower():  # EADDRNOTAVAIL: not this machine's
+        return f"{message}; --host {config['host']} is not an address of this machine: " \
+               "use 127.0.0.1 (loopback), or one of this machine's own addresses"
     for key in ("delay", "stall", "serialize"):
         prefix = f"serve config: {key}: "  # the native config reader names the key
         if message.startswith(prefix):

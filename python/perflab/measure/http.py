@@ -96,12 +96,18 @@ def parse_connections(text: str) -> list[int]:
     return [int(v) for v in values]
 
 
+#: A header name: an RFC 9110 token (§5.1, §5.6.2): no spaces, no separators.
+_TOKEN_RE = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
 def parse_header(text: str) -> tuple[str, str]:
-    """``"Name: value"`` → (name, value). Raises UsageError without a colon or a name."""
+    """``"Name: value"`` → (name, value). Raises UsageError without a colon, with a name
+    that is not an HTTP token (``X Token: 1`` reached the server, which answered 400 to
+    every request), or with a line break."""
     name, colon, value = text.partition(":")
-    if not colon or not name.strip() or any(c in text for c in "\r\n"):
-        raise UsageError(f"--header {text!r} is not 'Name: value'; write e.g. "
-                         "--header 'Accept: application/json'")
+    if not colon or not _TOKEN_RE.fullmatch(name.strip()) or any(c in text for c in "\r\n"):
+        raise UsageError(f"--header {text!r} is not 'Name: value' with a name of letters, "
+                         "digits and -; write e.g. --header 'Accept: application/json'")
     return name.strip(), value.strip()
 
 
