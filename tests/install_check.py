@@ -44,6 +44,9 @@ def main() -> None:
     for needed in ("perflab/_core", "perflab/cli.py", "perflab/schemas/"):
         if not any(n.startswith(needed) for n in names):
             fail(f"the wheel has no {needed}")
+    cached = [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    if cached:  # the checkout's bytecode (make test compiles it) stays out of the wheel
+        fail(f"the wheel holds bytecode: {cached[:3]}")
     print(f"install check: ok ({version.stdout.strip()}, wheel {Path(wheels[0]).name})")
 
 

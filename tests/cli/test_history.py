@@ -10,6 +10,7 @@ import json
 import os
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,9 +24,12 @@ FAST = ["--budget", "0.5s", "--min-processes", "2", "--process-time", "20ms", "-
 BENCH = "import perflab\n@perflab.bench(group='g')\ndef total():\n    return sum(range(50))\n"
 
 
-@pytest.fixture
-def two_runs(tmp_path: Path, perflab_cli):  # type: ignore[no-untyped-def]
-    """Two real runs recorded into tmp_path/h.sqlite (the second tagged), in a git repo."""
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """Two real runs recorded into FOLDER/h.sqlite (the second tagged), in a git repo; made
+    once for the module's tests, which only read the database (a test that records more
+    runs records them into a copy)."""
+    tmp_path = tmp_path_factory.mktemp("two_runs")
     subprocess.run(["git", "init", "-q", "-b", "trunk", str(tmp_path)], check=True)
     bench = tmp_path / "bench.py"
     bench.write_text(BENCH)
@@ -34,8 +38,9 @@ def two_runs(tmp_path: Path, perflab_cli):  # type: ignore[no-untyped-def]
     subprocess.run([*git, "commit", "-q", "-m", "bench"], check=True)
     db = tmp_path / "h.sqlite"
     for i, extra in enumerate([[], ["--tag", "nightly"]]):
-        proc = perflab_cli("run", "bench.py", "--json", f"r{i}.json", "--history", str(db),
-                           *FAST, *extra, cwd=tmp_path)
+        proc = subprocess.run([sys.executable, "-m", "perflab", "run", "bench.py", "--json",
+                               f"r{i}.json", "--history", str(db), *FAST, *extra],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
         assert "warning" not in proc.stderr
     return tmp_path, db
@@ -80,7 +85,10 @@ def test_trend_table_chart_and_compare_to_last(two_runs, perflab_cli) -> None:  
     by_ref = perflab_cli("compare", "--to", "HEAD", "r0.json", "--history", str(db),
                          "--format", "csv", cwd=folder)
     assert by_ref.returncode == 0, by_ref.stderr
-    run = perflab_cli("run", "bench.py", "--history", str(db), *FAST, "--compare-to", "1",
+    copy = folder / "h-trend.sqlite"  # this run is recorded: not into the module's database
+    with sqlite3.connect(db) as source, sqlite3.connect(copy) as target:
+        source.backup(target)
+    run = perflab_cli("run", "bench.py", "--history", str(copy), *FAST, "--compare-to", "1",
                       "--threshold", "auto", "--format", "markdown", cwd=folder)
     assert run.returncode == 0, run.stderr
     assert "against A = history #1" in run.stdout and "threshold auto" in run.stdout

@@ -44,7 +44,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from perflab.model import Benchmark
 
@@ -116,6 +115,8 @@ def median_ci(values: Sequence[float], confidence: float = 0.95
     Raises:
         ValueError: on no values.
     """
+    from scipy import stats  # here: importing scipy.stats costs ~1 s of every CLI start
+
     x = np.sort(np.asarray(values, dtype=float))
     n = x.size
     if n == 0:

@@ -73,7 +73,12 @@ def ray_head() -> Iterator[dict[str, str]]:
              "--num-cpus=4", "--include-dashboard=false", f"--temp-dir={temp}",
              f"--object-store-memory={100 * 2**20}", "--disable-usage-stats"],
             stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
+            # a busy head as docs/distributed.md says: its Ray Client proxy waits up to
+            # 120 s (not 30) for a driver's server to start, so a ray:// join under load
+            # succeeds at once rather than after a refused attempt and its ≈ 30 s grace
+            # (the retry itself is tested in test_parts)
+            env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0",
+                 "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "120"})
     try:
         deadline = time.monotonic() + HEAD_START_S
         while "block forever" not in log.read_text(errors="replace"):
