@@ -1,8 +1,8 @@
 """Validation of the JSON documents perflab reads, against the published JSON Schemas.
 
 The schemas live in ``perflab/schemas/`` (documented in docs/results-format.md)
-and are checked with fastjsonschema, which compiles a schema to Python once
-per process. A failure is reported as one line naming the JSON path, e.g.
+and are checked with fastjsonschema, which generates Python code from a schema
+(compiled once and kept in perflab's cache: :mod:`perflab.schema_cache`). A failure is reported as one line naming the JSON path, e.g.
 ``benchmarks[0].processes[1].samples[3].wall_ns: must be a non-negative integer``.
 """
 
@@ -27,9 +27,11 @@ def schema(name: str) -> dict[str, Any]:
 
 @functools.cache
 def _validator(name: str) -> Callable[[Any], Any]:
-    import fastjsonschema
+    """The compiled validator of schema ``name``: fastjsonschema's generated code, loaded
+    from :mod:`perflab.schema_cache` when a previous process compiled the same schema."""
+    from perflab import schema_cache
 
-    return fastjsonschema.compile(schema(name))
+    return schema_cache.validator((SCHEMA_DIR / f"{name}.schema.json").read_bytes())
 
 
 def json_path(name: str) -> str:
