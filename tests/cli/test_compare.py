@@ -178,11 +178,14 @@ def test_run_compare_to_gates_with_fail_on(tmp_path: Path, perflab_cli) -> None:
     bench.write_text("import perflab\n@perflab.bench\ndef f():\n    return sum(range(50))\n")
     base = tmp_path / "base.json"
     assert perflab_cli("run", str(bench), "--json", str(base), *FAST).returncode == 0
-    # Two processes a side never give a faster/slower/same verdict: always inconclusive.
+    # The same f, 100x the work: never "same" or "faster"; with two processes a side
+    # usually "inconclusive", but "slower" when the two runs' spreads are narrow (a
+    # quiet machine, or a load that changes between the runs), so the gate names both.
+    bench.write_text("import perflab\n@perflab.bench\ndef f():\n    return sum(range(5000))\n")
     proc = perflab_cli("run", str(bench), "--json", str(tmp_path / "new.json"), *FAST,
-                       "--compare-to", str(base), "--fail-on", "inconclusive")
+                       "--compare-to", str(base), "--fail-on", "slower,inconclusive")
     assert proc.returncode == 1, proc.stderr
-    assert "gate: --fail-on inconclusive tripped" in proc.stderr
+    assert "gate: --fail-on slower,inconclusive tripped" in proc.stderr
     alone = perflab_cli("run", str(bench), *FAST, "--fail-on", "slower")
     # no baseline benchmark and no --compare-to: nothing to judge (the in-run verdicts are
     # tested in tests/cli/test_gates.py)
