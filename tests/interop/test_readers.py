@@ -180,3 +180,25 @@ def test_cpu_figures_of_perflab_runs_stay(tmp_path: Path) -> None:
     foreign = Benchmark(name="f", processes=[Process(index=0, pid=0, started_s=0.0,
                                                      samples=[Sample(1, 1000, 0)] * 5)])
     assert math.isnan(summarize(foreign).cpu_wall)
+
+
+def test_hyperfine_without_cpu_times_shows_them_unknown(tmp_path: Path,
+                                                        perflab_cli: Any) -> None:
+    """A hyperfine file without ``user``/``system``: CPU is unknown ("–"), never 0 ns."""
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps({"results": [{"command": "a", "times": [0.010, 0.011, 0.012]},
+                                            {"command": "b", "times": [0.020, 0.021]}]}))
+    assert all(r.user_ns is None and r.sys_ns is None
+               for b in model.load(bare).benchmarks for r in b.runs)
+    shown = perflab_cli("show", str(bare), "--format", "markdown")
+    assert shown.returncode == 0, shown.stderr
+    row = next(line for line in shown.stdout.splitlines() if line.startswith("| a |"))
+    assert "0 ns" not in row and "0.00" not in row
+    assert row.split(" | ")[3:6] == ["–", "–", "–"]  # user, system, total
+    assert "user and system CPU as means" not in shown.stdout
+    assert "no user or system CPU time" in shown.stdout
+    out = tmp_path / "again.json"
+    exported = perflab_cli("show", str(bare), "--export", "hyperfine", str(out))
+    assert exported.returncode == 0, exported.stderr
+    assert "user" not in json.loads(out.read_text())["results"][0]
+    assert model.load(out).benchmarks[0].runs[0].user_ns is None
