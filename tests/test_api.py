@@ -46,6 +46,51 @@ def test_measure_refuses_bad_settings_and_raises_the_functions_error():
         perflab.measure(boom, budget=0.1)
 
 
+def test_measure_in_fresh_processes(tmp_path):
+    """processes=N: N worker processes import the script's function again (as
+    __mp_main__: the guard keeps them from measuring again); async too."""
+    script = tmp_path / "fresh.py"
+    script.write_text(textwrap.dedent("""
+        import asyncio, json, os, perflab
+
+        def work(n):
+            return sum(range(n))
+
+        async def hop():
+            await asyncio.sleep(0)
+
+        if __name__ == "__main__":
+            r = perflab.measure(work, 100, processes=2, budget=20)
+            a = perflab.measure(hop, processes=2, budget=20)
+            print(json.dumps({"me": os.getpid(), "mode": r.mode, "value": r.value,
+                              "pids": [p.pid for p in r.benchmark.processes],
+                              "samples": [len(p.samples) for p in r.benchmark.processes],
+                              "async": [len(p.samples) for p in a.benchmark.processes],
+                              "text": str(r)}))
+    """))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["mode"] == "fresh processes" and out["value"] == 4950
+    assert len(set(out["pids"])) == 2 and out["me"] not in out["pids"]
+    assert all(out["samples"]) and len(out["async"]) == 2 and all(out["async"])
+    assert "2 processes" in out["text"]
+    unguarded = tmp_path / "unguarded.py"
+    unguarded.write_text("import perflab\n\ndef f():\n    pass\n\n"
+                         "perflab.measure(f, processes=1, budget=5)\n")
+    done = subprocess.run([sys.executable, str(unguarded)], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode != 0 and "__name__ ==" in done.stderr
+
+
+def test_measure_in_fresh_processes_refuses_what_cannot_travel():
+    with pytest.raises(UsageError, match="processes=0"):
+        perflab.measure(lambda: 1, processes=2)
+    with pytest.raises(UsageError, match="processes an integer"):
+        perflab.measure(len, "x", processes=-1)
+
+
 def test_runner_script_is_measured_in_fresh_workers(tmp_path):
     script = tmp_path / "bench.py"
     script.write_text(textwrap.dedent("""
