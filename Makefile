@@ -77,6 +77,18 @@ $(STAMPS)/venv: pyproject.toml | $(STAMPS)
 	$(PIP) install -q "ray[client]>=2.40"
 	touch $@
 
+# Peers of the pytest plugin's interop tests, installed beside the venv and not in it:
+# with pytest-benchmark importable perflab's own `benchmark` compatibility fixture steps
+# aside, and the tests of that fixture need it absent. A test puts a folder on the
+# PYTHONPATH of the child pytest that needs it (tests/interop/test_real_plugins.py).
+PEERS := $(VENV)/peers
+$(STAMPS)/peers: $(STAMPS)/venv Makefile | $(STAMPS)
+	rm -rf $(PEERS) && mkdir -p $(PEERS)
+	$(PIP) install -q --no-deps --target $(PEERS)/pytest-benchmark "pytest-benchmark==5.3.1" \
+	  "py-cpuinfo==9.0.0"
+	$(PIP) install -q --no-deps --target $(PEERS)/xdist "pytest-xdist==3.8.0" "execnet>=2.1"
+	touch $@
+
 $(STAMPS)/build: $(STAMPS)/venv $(RUST_SOURCES) pyproject.toml | $(STAMPS)
 	. $(VENV)/bin/activate && maturin develop -q
 	touch $@
@@ -99,7 +111,7 @@ test-rust:
 # times. Where PYTHONDONTWRITEBYTECODE is set (as on this CI machine) no process caches
 # bytecode, so each would compile perflab's modules from source again: they are compiled
 # once here. Python checks each file's stamp, so an edited module is never run stale.
-test-python: build
+test-python: build $(STAMPS)/peers
 	$(PY) -m compileall -q python/perflab examples
 	$(PY) -m pytest tests
 

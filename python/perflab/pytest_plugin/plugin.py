@@ -17,14 +17,12 @@ installed: it imports nothing heavy until a benchmark runs.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from typing import Any
 
 import pytest
 
-#: pytest-benchmark installed: it owns ``benchmark`` and the ``--benchmark-*`` options
-HAS_PYTEST_BENCHMARK = importlib.util.find_spec("pytest_benchmark") is not None
+from perflab.pytest_plugin.compat import HAS_PYTEST_BENCHMARK
 FIXTURES = ("perflab_bench",) if HAS_PYTEST_BENCHMARK else ("perflab_bench", "benchmark")
 _KEY = pytest.StashKey[Any]()
 
