@@ -46,12 +46,12 @@ def test_example_project_under_the_real_pytest_benchmark(tmp_path: Path,
                         "--benchmark-min-rounds=5", "--benchmark-json=pb.json",
                         "--perflab-budget=0.2s", "--perflab-json=perflab.json")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    assert "9 passed" in run.stdout
+    assert "11 passed" in run.stdout
     made = json.loads((tmp_path / "pb.json").read_text())  # pytest-benchmark's, untouched
     assert "machine_info" in made and made["version"].startswith("5.")
     assert {b["name"] for b in made["benchmarks"]} == {
         "test_my_stuff", "test_my_stuff_different_arg", "test_my_stuff_marked",
-        "test_with_setup", "test_group_attribute"}
+        "test_with_setup", "test_group_attribute", "test_top_k[1]", "test_top_k[5]"}
     assert all(len(b["stats"]["data"]) >= 5 for b in made["benchmarks"])
     ours = json.loads((tmp_path / "perflab.json").read_text())
     assert {b["name"] for b in ours["benchmarks"]} == {  # only perflab_bench's tests
@@ -63,6 +63,14 @@ def test_example_project_under_the_real_pytest_benchmark(tmp_path: Path,
     compared = perflab_cli("compare", pb, pb, "--fail-on", "slower")
     assert compared.returncode == 0, compared.stderr
     assert "0 slower" in compared.stdout
+    # moving to perflab: the same suite without pytest-benchmark, compared with its file
+    moved = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                            "test_pytest_benchmark_style.py", "--perflab-budget=0.2s",
+                            "--perflab-compare=pb.json"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
+    assert moved.returncode == 0, moved.stdout[-3000:] + moved.stderr[-3000:]
+    only = [line for line in moved.stdout.splitlines() if line.strip().startswith("only in")]
+    assert len(only) == 2 and all(line.rstrip().endswith("none") for line in only), only
 
 
 def test_pytest_benchmark_autosave_file_is_shown_without_cis(tmp_path: Path,

@@ -154,8 +154,13 @@ def _make_bench(request: pytest.FixtureRequest) -> Any:
         from dataclasses import replace
 
         options = replace(options, settings=replace(options.settings, budget_s=budget))
-    return PerflabBench(request.node.name, group, baseline, options, session.record,
-                        request.node.nodeid)
+    from perflab.interop.pytest_benchmark import name_and_params
+
+    callspec = getattr(request.node, "callspec", None)  # a parametrized test's parameters
+    name, params = name_and_params({"name": request.node.name,
+                                    "params": callspec.params if callspec else {}})
+    return PerflabBench(name, group, baseline, options, session.record,
+                        request.node.nodeid, params)
 
 
 @pytest.fixture
