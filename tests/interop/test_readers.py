@@ -166,6 +166,13 @@ def test_names_from_a_file_are_escaped(tmp_path: Path, perflab_cli: Any) -> None
     result = perflab_cli("show", str(evil))
     assert result.returncode == 0, result.stderr
     assert "\x1b[31m" not in result.stdout
+    # a newline in a name stays visible as \x0a in the footnotes that name it too
+    lines = tmp_path / "lines.json"
+    lines.write_text(json.dumps({"version": "1.0", "benchmarks": [{
+        "metadata": {"name": "a\n<b>"}, "runs": [{"values": [0.1, 0.2, 0.3]}]}]}))
+    result = perflab_cli("show", str(lines))
+    assert result.returncode == 0, result.stderr
+    assert "\n<b>" not in result.stdout and "a\\x0a<b> 1×3 (1)" in result.stdout
 
 
 def test_cpu_figures_of_perflab_runs_stay(tmp_path: Path) -> None:
