@@ -209,3 +209,30 @@ def test_hyperfine_without_cpu_times_shows_them_unknown(tmp_path: Path,
     assert exported.returncode == 0, exported.stderr
     assert "user" not in json.loads(out.read_text())["results"][0]
     assert model.load(out).benchmarks[0].runs[0].user_ns is None
+
+
+def test_fresh_hyperfine_files(tmp_path: Path, perflab_cli: Any) -> None:
+    """Files hyperfine writes now (Debian's hyperfine; `make test` installs it): read,
+    shown and compared; with -i, non-zero exits are runs hyperfine kept, not failures."""
+    made = tmp_path / "hf.json"
+    ran = subprocess.run(["hyperfine", "-N", "--runs", "3", "--warmup", "1", "true",
+                          "sleep 0.002", "--export-json", str(made)],
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    raw = json.loads(made.read_text())["results"]
+    results = model.load(made)
+    assert [b.name for b in results.benchmarks] == ["true", "sleep 0.002"]
+    assert [[r.wall_ns * 1e-9 for r in b.runs] for b in results.benchmarks] == [
+        pytest.approx(r["times"]) for r in raw]
+    compared = perflab_cli("compare", str(made), str(made), "--fail-on", "slower")
+    assert compared.returncode == 0, compared.stderr
+    ignored = tmp_path / "ignored.json"
+    ran = subprocess.run(["hyperfine", "-N", "--runs", "3", "-i", "false",
+                          "--export-json", str(ignored)],
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    [bench] = model.load(ignored).benchmarks
+    assert [(r.exit_code, r.ok) for r in bench.runs] == [(1, True)] * 3
+    shown = perflab_cli("show", str(ignored), "--format", "markdown")
+    assert shown.returncode == 0, shown.stderr
+    assert "| false | 3 |" in shown.stdout and "failed" not in shown.stdout

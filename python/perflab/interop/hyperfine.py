@@ -4,6 +4,9 @@ hyperfine's documented export (its README and ``src/export/json.rs``): ``{"resul
 [{"command", "mean", "stddev", "median", "user", "system", "min", "max", "times": [s, …],
 "exit_codes": [int|null, …], "parameters": {name: value}}]}``. Each time is the wall time
 of one run, seconds (with hyperfine's shell-spawn correction unless it ran with ``-N``).
+hyperfine stops at a non-zero exit unless run with ``-i``, so a non-zero code in its file
+is a run it kept (perflab cmd's ``--ignore-failure``): counted, not failed; a null code
+(killed by a signal) is a failed run.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ def read(document: dict[str, Any], where: str, created: str) -> Any:
         runs = [CommandRun(index=j, started_s=0.0, wall_ns=max(1, round(t * 1e9)),
                            user_ns=user_ns, sys_ns=sys_ns,
                            exit_code=-1 if code is None else int(code),
-                           ok=code == 0)
+                           ok=code is not None)
                 for j, (t, code) in enumerate(zip(times, codes))]
         params = {str(k): v for k, v in (raw.get("parameters") or {}).items()}
         benchmarks.append(Benchmark(name=str(raw["command"]), kind="command", params=params,
