@@ -79,7 +79,7 @@ $(STAMPS)/venv: pyproject.toml | $(STAMPS)
 	$(PIP) install -q "ray[client]>=2.40"
 	touch $@
 
-# Peers of the pytest plugin's interop tests, installed beside the venv and not in it:
+# Peers of the interop tests (pytest plugin, Python API), installed beside the venv, not in it:
 # with pytest-benchmark importable perflab's own `benchmark` compatibility fixture steps
 # aside, and the tests of that fixture need it absent. A test puts a folder on the
 # PYTHONPATH of the child pytest that needs it (tests/interop/test_real_plugins.py).
@@ -89,6 +89,8 @@ $(STAMPS)/peers: $(STAMPS)/venv Makefile | $(STAMPS)
 	$(PIP) install -q --no-deps --target $(PEERS)/pytest-benchmark "pytest-benchmark==5.3.1" \
 	  "py-cpuinfo==9.0.0"
 	$(PIP) install -q --no-deps --target $(PEERS)/xdist "pytest-xdist==3.8.0" "execnet>=2.1"
+	@# pandas for perflab.load(...).to_pandas(), which perflab does not depend on
+	$(PIP) install -q --no-deps --target $(PEERS)/pandas "pandas>=2.2" pytz
 	touch $@
 
 $(STAMPS)/build: $(STAMPS)/venv $(RUST_SOURCES) pyproject.toml | $(STAMPS)

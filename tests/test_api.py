@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import textwrap
-import types
 
 import pytest
 
@@ -123,21 +123,33 @@ def test_runner_script_is_measured_in_fresh_workers(tmp_path):
     assert all(r["median_s"] > 0 for r in records)
 
 
-def test_to_pandas_builds_a_frame_from_the_records(tmp_path, monkeypatch):
-    frames = []
-    fake = types.ModuleType("pandas")
-    fake.DataFrame = lambda rows: frames.append(rows) or "frame"  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "pandas", fake)
-    result = perflab.measure(len, "abc", budget=0.1)
-    from perflab import model
-    from perflab.model import Results
+def test_to_pandas_with_the_real_pandas(tmp_path):
+    """pandas (installed by make into .venv/peers/pandas, beside the venv: perflab does
+    not depend on it) builds the frame of a run, a cmd and an http-free pytest-benchmark
+    file, in a child Python with that folder on its path."""
+    from tests.conftest import ROOT
 
-    path = tmp_path / "r.json"
-    model.save(Results(kind="run", command_line=["x"], created="2026-01-01T00:00:00+00:00",
-                       perflab_version="0", benchmarks=[result.benchmark]),
-               path, {})
-    assert perflab.load(path).to_pandas() == "frame"
-    assert frames[0][0]["benchmark"] == "len"
+    peers = ROOT / ".venv" / "peers" / "pandas"
+    assert peers.is_dir(), f"{peers} is missing: `make test` (.stamps/peers) installs it"
+    data = ROOT / "tests" / "data" / "interop"
+    script = textwrap.dedent(f"""
+        import json, perflab
+        run = perflab.load({str(data / "pyperf_suite.json")!r}).to_pandas()
+        cmd = perflab.load({str(data / "hyperfine.json")!r}).to_pandas()
+        print(json.dumps({{"type": type(run).__module__.split(".")[0],
+                          "run": run[["benchmark", "median_s"]].values.tolist(),
+                          "cmd": cmd[["label", "median_s", "user_s"]].values.tolist()}}))
+    """)
+    env = {**os.environ, "PYTHONPATH": str(peers)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["type"] == "pandas"
+    assert [row[0] for row in out["run"]] == ["sort_small", "sum_small"]
+    assert all(row[1] > 0 for row in out["run"])
+    assert out["cmd"] == [["sleep 0.01", pytest.approx(0.01431334), pytest.approx(0.0010912)],
+                          ["true", pytest.approx(0.000975211), pytest.approx(0.0006936)]]
 
 
 def test_to_pandas_without_pandas_is_one_clear_error(tmp_path, monkeypatch):

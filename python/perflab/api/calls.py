@@ -267,17 +267,33 @@ def _loaded_class() -> type:
         """:class:`perflab.model.Results` with flat views of its statistics."""
 
         def to_records(self) -> list[dict[str, Any]]:
-            """One flat dict per benchmark of a ``run`` file: the summary's figures in
-            base units (``median_s``, ``ci_low_s``, …) as ``perflab show --format csv``
-            prints them. Raises UsageError for cmd and http files (not built yet)."""
-            if self.kind != "run":
-                raise UsageError(f"to_records() reads run files; this one is {self.kind!r}")
-            from perflab.analyze.summary import summarize_benchmarks
-            from perflab.report.table import summary_records
+            """One flat dict per row of ``perflab show FILE --format csv``, figures in
+            base units: per benchmark of a ``run`` file (``median_s``, ``ci_low_s``, …),
+            per command of a ``cmd`` file (``median_s``, ``user_s``, ``ratio``, …), per
+            step of an ``http`` file (``offered_rate``, ``p99_ms``, …).
 
-            grouped = summarize_benchmarks(self.benchmarks,
-                                           precision=self.settings.get("precision"))
-            return summary_records(grouped)
+            Raises:
+                UsageError: a ``trace`` file (its figures are in ``benchmarks[].span``).
+            """
+            if self.kind == "run":
+                from perflab.analyze.summary import summarize_benchmarks
+                from perflab.report.table import summary_records
+
+                grouped = summarize_benchmarks(self.benchmarks,
+                                               precision=self.settings.get("precision"))
+                return summary_records(grouped)
+            from perflab.analyze.results_figures import results_figures
+
+            if self.kind == "cmd":
+                from perflab.report.cmd_table import summary_records as command_records
+
+                return command_records(results_figures(self).commands)
+            if self.kind == "http":
+                from perflab.report.http_table import http_records
+
+                return http_records(self, results_figures(self).sweep)
+            raise UsageError(f"to_records() reads run, cmd and http files; this one is "
+                             f"{self.kind!r}")
 
         def to_pandas(self) -> Any:
             """:meth:`to_records` as a pandas DataFrame. Raises UsageError without pandas."""
