@@ -290,9 +290,14 @@ def test_parametrized_tests_keep_their_parameters_as_pytest_benchmark_does(pytes
         @pytest.mark.parametrize("kind", ["list"], ids=["L"])
         def test_sum(perflab_bench, n, kind):
             assert perflab_bench(sum, range(n)) == n * (n - 1) // 2
+
+        @pytest.mark.parametrize("data", [object()])
+        def test_obj(perflab_bench, data):  # an object's repr holds its address
+            perflab_bench(id, data)
     """)
     out = pytester.path / "r.json"
-    pytester.runpytest(*FAST, f"--perflab-json={out}").assert_outcomes(passed=2)
+    pytester.runpytest(*FAST, f"--perflab-json={out}").assert_outcomes(passed=3)
     benches = _results(out)["benchmarks"]
     assert [(b["name"], b["params"]) for b in benches] == [
-        ("test_sum", {"kind": "list", "n": 10}), ("test_sum", {"kind": "list", "n": 20})]
+        ("test_sum", {"kind": "list", "n": 10}), ("test_sum", {"kind": "list", "n": 20}),
+        ("test_obj[data0]", {})]

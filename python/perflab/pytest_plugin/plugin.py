@@ -157,8 +157,11 @@ def _make_bench(request: pytest.FixtureRequest) -> Any:
     from perflab.interop.pytest_benchmark import name_and_params
 
     callspec = getattr(request.node, "callspec", None)  # a parametrized test's parameters
-    name, params = name_and_params({"name": request.node.name,
-                                    "params": callspec.params if callspec else {}})
+    values = callspec.params if callspec else {}
+    if all(v is None or isinstance(v, (str, int, float, bool)) for v in values.values()):
+        name, params = name_and_params({"name": request.node.name, "params": values})
+    else:  # an object's text may change from run to run (its address): pytest's id stays
+        name, params = request.node.name, {}
     return PerflabBench(name, group, baseline, options, session.record,
                         request.node.nodeid, params)
 
