@@ -236,3 +236,27 @@ def test_fresh_hyperfine_files(tmp_path: Path, perflab_cli: Any) -> None:
     shown = perflab_cli("show", str(ignored), "--format", "markdown")
     assert shown.returncode == 0, shown.stderr
     assert "| false | 3 |" in shown.stdout and "failed" not in shown.stdout
+
+
+def test_gzip_compressed_pyperf_files(tmp_path: Path, perflab_cli: Any) -> None:
+    """pyperf writes gzip-compressed JSON for -o FILE.json.gz; decompression is bounded
+    (a gzip bomb is one error line)."""
+    out = tmp_path / "t.json.gz"
+    made = subprocess.run([sys.executable, "-m", "pyperf", "timeit", "-p", "2", "-w", "1",
+                           "-n", "3", "-l", "10", "-q", "-o", str(out), "sum(range(30))"],
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    assert out.read_bytes()[:2] == b"\x1f\x8b"
+    shown = perflab_cli("show", str(out))
+    assert shown.returncode == 0, shown.stderr
+    assert "2×3 (10)" in shown.stdout
+    import gzip
+
+    bomb = tmp_path / "bomb.json.gz"
+    with gzip.open(bomb, "wb") as sink:
+        chunk = b" " * 2**20
+        for _ in range(300):  # 300 MiB of blanks, ~300 KiB compressed
+            sink.write(chunk)
+    result = perflab_cli("show", str(bomb))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: ") and "MiB" in result.stderr, result.stderr
