@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from perflab import model
+from tests.conftest import debian_tool
 
 DATA = Path(__file__).parent.parent / "data" / "interop"
 
@@ -214,8 +215,9 @@ def test_hyperfine_without_cpu_times_shows_them_unknown(tmp_path: Path,
 def test_fresh_hyperfine_files(tmp_path: Path, perflab_cli: Any) -> None:
     """Files hyperfine writes now (Debian's hyperfine; `make test` installs it): read,
     shown and compared; with -i, non-zero exits are runs hyperfine kept, not failures."""
+    hyperfine = debian_tool("hyperfine")
     made = tmp_path / "hf.json"
-    ran = subprocess.run(["hyperfine", "-N", "--runs", "3", "--warmup", "1", "true",
+    ran = subprocess.run([hyperfine, "-N", "--runs", "3", "--warmup", "1", "true",
                           "sleep 0.002", "--export-json", str(made)],
                          capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr
@@ -227,7 +229,7 @@ def test_fresh_hyperfine_files(tmp_path: Path, perflab_cli: Any) -> None:
     compared = perflab_cli("compare", str(made), str(made), "--fail-on", "slower")
     assert compared.returncode == 0, compared.stderr
     ignored = tmp_path / "ignored.json"
-    ran = subprocess.run(["hyperfine", "-N", "--runs", "3", "-i", "false",
+    ran = subprocess.run([hyperfine, "-N", "--runs", "3", "-i", "false",
                           "--export-json", str(ignored)],
                          capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr
