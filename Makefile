@@ -20,8 +20,9 @@ $(STAMPS):
 # (a self-signed certificate for the https tests), nginx (the https target of the
 # distributed-load test), chromium (the HTML report's browser
 # test, driven by Playwright), memcached and redis-server (the examples' cache and queue
-# servers; policy-rc.d keeps the packages from starting system services). Installed only
-# where missing; rechecked when this file changes.
+# servers; policy-rc.d keeps the packages from starting system services), hyperfine (the
+# interop tests read files it writes). Installed only where missing; rechecked when this
+# file changes.
 $(STAMPS)/system-deps: Makefile | $(STAMPS)
 	@missing=; ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || missing=libfaketime; \
 	command -v openssl >/dev/null 2>&1 || missing="$$missing openssl"; \
@@ -29,6 +30,7 @@ $(STAMPS)/system-deps: Makefile | $(STAMPS)
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	test -x /usr/bin/memcached || missing="$$missing memcached"; \
 	test -x /usr/bin/redis-server || missing="$$missing redis-server"; \
+	command -v hyperfine >/dev/null 2>&1 || missing="$$missing hyperfine"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then guard=; if [ ! -e /usr/sbin/policy-rc.d ]; then \
 	      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; \
@@ -45,7 +47,7 @@ $(STAMPS)/bench-deps: $(STAMPS)/system-deps $(STAMPS)/venv | $(STAMPS)
 	@if ! command -v hyperfine >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	    apt-get install -y -qq hyperfine >/dev/null || echo "note: hyperfine not installed;" \
-	    "benchmarks/cmd.py needs it (tests don't)"; \
+	    "benchmarks/cmd.py needs it"; \
 	  else echo "note: hyperfine missing and not root; benchmarks/cmd.py needs it"; fi; fi
 	@# nginx and wrk for benchmarks/http.py (its own nginx in a temp dir; policy-rc.d
 	@# keeps the package from starting the system nginx service on install).
@@ -77,6 +79,20 @@ $(STAMPS)/venv: pyproject.toml | $(STAMPS)
 	$(PIP) install -q "ray[client]>=2.40"
 	touch $@
 
+# Peers of the interop tests (pytest plugin, Python API), installed beside the venv, not in it:
+# with pytest-benchmark importable perflab's own `benchmark` compatibility fixture steps
+# aside, and the tests of that fixture need it absent. A test puts a folder on the
+# PYTHONPATH of the child pytest that needs it (tests/interop/test_real_plugins.py).
+PEERS := $(VENV)/peers
+$(STAMPS)/peers: $(STAMPS)/venv Makefile | $(STAMPS)
+	rm -rf $(PEERS) && mkdir -p $(PEERS)
+	$(PIP) install -q --no-deps --target $(PEERS)/pytest-benchmark "pytest-benchmark==5.3.1" \
+	  "py-cpuinfo==9.0.0"
+	$(PIP) install -q --no-deps --target $(PEERS)/xdist "pytest-xdist==3.8.0" "execnet>=2.1"
+	@# pandas for perflab.load(...).to_pandas(), which perflab does not depend on
+	$(PIP) install -q --no-deps --target $(PEERS)/pandas "pandas>=2.2" pytz
+	touch $@
+
 $(STAMPS)/build: $(STAMPS)/venv $(RUST_SOURCES) pyproject.toml | $(STAMPS)
 	. $(VENV)/bin/activate && maturin develop -q
 	touch $@
@@ -99,7 +115,7 @@ test-rust:
 # times. Where PYTHONDONTWRITEBYTECODE is set (as on this CI machine) no process caches
 # bytecode, so each would compile perflab's modules from source again: they are compiled
 # once here. Python checks each file's stamp, so an edited module is never run stale.
-test-python: build
+test-python: build $(STAMPS)/peers
 	$(PY) -m compileall -q python/perflab examples
 	$(PY) -m pytest tests
 

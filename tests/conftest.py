@@ -45,6 +45,22 @@ def lognormal_groups(median: float, processes: int, samples: int, sigma: float =
     return out
 
 
+def debian_tool(name: str) -> str:
+    """The path of a Debian package's program that `make test`'s system-deps installs
+    (chromium, hyperfine), or a skip saying why it can't be there (not root: apt-get
+    can't run), or a failure when make, as root, should have installed it."""
+    import shutil
+
+    found = shutil.which(name)
+    if found:
+        return found
+    if os.geteuid() != 0:
+        pytest.skip(f"{name} is not installed and make could not install it: apt-get needs "
+                    f"root (run make test as root, or apt-get install {name})")
+    pytest.fail(f"{name} is missing although make runs as root: the Makefile's system-deps "
+                "step should have installed it")
+
+
 @pytest.fixture
 def perflab_cli():
     """Run the real entry point: ``python -m perflab ARGS`` → CompletedProcess."""

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import textwrap
-import types
 
 import pytest
 
@@ -46,6 +46,51 @@ def test_measure_refuses_bad_settings_and_raises_the_functions_error():
         perflab.measure(boom, budget=0.1)
 
 
+def test_measure_in_fresh_processes(tmp_path):
+    """processes=N: N worker processes import the script's function again (as
+    __mp_main__: the guard keeps them from measuring again); async too."""
+    script = tmp_path / "fresh.py"
+    script.write_text(textwrap.dedent("""
+        import asyncio, json, os, perflab
+
+        def work(n):
+            return sum(range(n))
+
+        async def hop():
+            await asyncio.sleep(0)
+
+        if __name__ == "__main__":
+            r = perflab.measure(work, 100, processes=2, budget=20)
+            a = perflab.measure(hop, processes=2, budget=20)
+            print(json.dumps({"me": os.getpid(), "mode": r.mode, "value": r.value,
+                              "pids": [p.pid for p in r.benchmark.processes],
+                              "samples": [len(p.samples) for p in r.benchmark.processes],
+                              "async": [len(p.samples) for p in a.benchmark.processes],
+                              "text": str(r)}))
+    """))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["mode"] == "fresh processes" and out["value"] == 4950
+    assert len(set(out["pids"])) == 2 and out["me"] not in out["pids"]
+    assert all(out["samples"]) and len(out["async"]) == 2 and all(out["async"])
+    assert "2 processes" in out["text"]
+    unguarded = tmp_path / "unguarded.py"
+    unguarded.write_text("import perflab\n\ndef f():\n    pass\n\n"
+                         "perflab.measure(f, processes=1, budget=5)\n")
+    done = subprocess.run([sys.executable, str(unguarded)], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode != 0 and "__name__ ==" in done.stderr
+
+
+def test_measure_in_fresh_processes_refuses_what_cannot_travel():
+    with pytest.raises(UsageError, match="processes=0"):
+        perflab.measure(lambda: 1, processes=2)
+    with pytest.raises(UsageError, match="processes an integer"):
+        perflab.measure(len, "x", processes=-1)
+
+
 def test_runner_script_is_measured_in_fresh_workers(tmp_path):
     script = tmp_path / "bench.py"
     script.write_text(textwrap.dedent("""
@@ -78,21 +123,33 @@ def test_runner_script_is_measured_in_fresh_workers(tmp_path):
     assert all(r["median_s"] > 0 for r in records)
 
 
-def test_to_pandas_builds_a_frame_from_the_records(tmp_path, monkeypatch):
-    frames = []
-    fake = types.ModuleType("pandas")
-    fake.DataFrame = lambda rows: frames.append(rows) or "frame"  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "pandas", fake)
-    result = perflab.measure(len, "abc", budget=0.1)
-    from perflab import model
-    from perflab.model import Results
+def test_to_pandas_with_the_real_pandas(tmp_path):
+    """pandas (installed by make into .venv/peers/pandas, beside the venv: perflab does
+    not depend on it) builds the frame of a run, a cmd and an http-free pytest-benchmark
+    file, in a child Python with that folder on its path."""
+    from tests.conftest import ROOT
 
-    path = tmp_path / "r.json"
-    model.save(Results(kind="run", command_line=["x"], created="2026-01-01T00:00:00+00:00",
-                       perflab_version="0", benchmarks=[result.benchmark]),
-               path, {})
-    assert perflab.load(path).to_pandas() == "frame"
-    assert frames[0][0]["benchmark"] == "len"
+    peers = ROOT / ".venv" / "peers" / "pandas"
+    assert peers.is_dir(), f"{peers} is missing: `make test` (.stamps/peers) installs it"
+    data = ROOT / "tests" / "data" / "interop"
+    script = textwrap.dedent(f"""
+        import json, perflab
+        run = perflab.load({str(data / "pyperf_suite.json")!r}).to_pandas()
+        cmd = perflab.load({str(data / "hyperfine.json")!r}).to_pandas()
+        print(json.dumps({{"type": type(run).__module__.split(".")[0],
+                          "run": run[["benchmark", "median_s"]].values.tolist(),
+                          "cmd": cmd[["label", "median_s", "user_s"]].values.tolist()}}))
+    """)
+    env = {**os.environ, "PYTHONPATH": str(peers)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["type"] == "pandas"
+    assert [row[0] for row in out["run"]] == ["sort_small", "sum_small"]
+    assert all(row[1] > 0 for row in out["run"])
+    assert out["cmd"] == [["sleep 0.01", pytest.approx(0.01431334), pytest.approx(0.0010912)],
+                          ["true", pytest.approx(0.000975211), pytest.approx(0.0006936)]]
 
 
 def test_to_pandas_without_pandas_is_one_clear_error(tmp_path, monkeypatch):

@@ -57,3 +57,11 @@ def test_with_setup(benchmark):
 def test_group_attribute(benchmark, text):
     benchmark.group = "counting"
     assert benchmark(textstats.top_words, text, k=1) == [("the", 270)]
+
+
+@pytest.mark.parametrize("k", [1, 5])
+def test_top_k(benchmark, text, k):
+    # parametrized: perflab names it test_top_k with params {"k": …}, as it reads
+    # pytest-benchmark's files, so a pytest-benchmark baseline matches by name
+    benchmark.group = "top"
+    assert len(benchmark(textstats.top_words, text, k=k)) == k

@@ -192,3 +192,10 @@ def test_hlog_is_read_by_the_hdrhistogram_log_reader(http_results: Path, tmp_pat
     first, second = (float(line.split(",")[1]) for line in out.read_text().splitlines()
                      if line.startswith("Tag="))
     assert first == pytest.approx(0.1) and second > first  # after the first step's warmup
+
+
+def test_api_records_of_an_http_file(http_results: Path) -> None:
+    import perflab
+
+    records = perflab.load(http_results).to_records()
+    assert len(records) == 2 and [r["offered_rate"] for r in records] == [100, 200]

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from perflab import model
+from tests.conftest import debian_tool
 
 DATA = Path(__file__).parent.parent / "data" / "interop"
 
@@ -166,6 +167,13 @@ def test_names_from_a_file_are_escaped(tmp_path: Path, perflab_cli: Any) -> None
     result = perflab_cli("show", str(evil))
     assert result.returncode == 0, result.stderr
     assert "\x1b[31m" not in result.stdout
+    # a newline in a name stays visible as \x0a in the footnotes that name it too
+    lines = tmp_path / "lines.json"
+    lines.write_text(json.dumps({"version": "1.0", "benchmarks": [{
+        "metadata": {"name": "a\n<b>"}, "runs": [{"values": [0.1, 0.2, 0.3]}]}]}))
+    result = perflab_cli("show", str(lines))
+    assert result.returncode == 0, result.stderr
+    assert "\n<b>" not in result.stdout and "a\\x0a<b> 1×3 (1)" in result.stdout
 
 
 def test_cpu_figures_of_perflab_runs_stay(tmp_path: Path) -> None:
@@ -180,3 +188,77 @@ def test_cpu_figures_of_perflab_runs_stay(tmp_path: Path) -> None:
     foreign = Benchmark(name="f", processes=[Process(index=0, pid=0, started_s=0.0,
                                                      samples=[Sample(1, 1000, 0)] * 5)])
     assert math.isnan(summarize(foreign).cpu_wall)
+
+
+def test_hyperfine_without_cpu_times_shows_them_unknown(tmp_path: Path,
+                                                        perflab_cli: Any) -> None:
+    """A hyperfine file without ``user``/``system``: CPU is unknown ("–"), never 0 ns."""
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps({"results": [{"command": "a", "times": [0.010, 0.011, 0.012]},
+                                            {"command": "b", "times": [0.020, 0.021]}]}))
+    assert all(r.user_ns is None and r.sys_ns is None
+               for b in model.load(bare).benchmarks for r in b.runs)
+    shown = perflab_cli("show", str(bare), "--format", "markdown")
+    assert shown.returncode == 0, shown.stderr
+    row = next(line for line in shown.stdout.splitlines() if line.startswith("| a |"))
+    assert "0 ns" not in row and "0.00" not in row
+    assert row.split(" | ")[3:6] == ["–", "–", "–"]  # user, system, total
+    assert "user and system CPU as means" not in shown.stdout
+    assert "no user or system CPU time" in shown.stdout
+    out = tmp_path / "again.json"
+    exported = perflab_cli("show", str(bare), "--export", "hyperfine", str(out))
+    assert exported.returncode == 0, exported.stderr
+    assert "user" not in json.loads(out.read_text())["results"][0]
+    assert model.load(out).benchmarks[0].runs[0].user_ns is None
+
+
+def test_fresh_hyperfine_files(tmp_path: Path, perflab_cli: Any) -> None:
+    """Files hyperfine writes now (Debian's hyperfine; `make test` installs it): read,
+    shown and compared; with -i, non-zero exits are runs hyperfine kept, not failures."""
+    hyperfine = debian_tool("hyperfine")
+    made = tmp_path / "hf.json"
+    ran = subprocess.run([hyperfine, "-N", "--runs", "3", "--warmup", "1", "true",
+                          "sleep 0.002", "--export-json", str(made)],
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    raw = json.loads(made.read_text())["results"]
+    results = model.load(made)
+    assert [b.name for b in results.benchmarks] == ["true", "sleep 0.002"]
+    assert [[r.wall_ns * 1e-9 for r in b.runs] for b in results.benchmarks] == [
+        pytest.approx(r["times"]) for r in raw]
+    compared = perflab_cli("compare", str(made), str(made), "--fail-on", "slower")
+    assert compared.returncode == 0, compared.stderr
+    ignored = tmp_path / "ignored.json"
+    ran = subprocess.run([hyperfine, "-N", "--runs", "3", "-i", "false",
+                          "--export-json", str(ignored)],
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    [bench] = model.load(ignored).benchmarks
+    assert [(r.exit_code, r.ok) for r in bench.runs] == [(1, True)] * 3
+    shown = perflab_cli("show", str(ignored), "--format", "markdown")
+    assert shown.returncode == 0, shown.stderr
+    assert "| false | 3 |" in shown.stdout and "failed" not in shown.stdout
+
+
+def test_gzip_compressed_pyperf_files(tmp_path: Path, perflab_cli: Any) -> None:
+    """pyperf writes gzip-compressed JSON for -o FILE.json.gz; decompression is bounded
+    (a gzip bomb is one error line)."""
+    out = tmp_path / "t.json.gz"
+    made = subprocess.run([sys.executable, "-m", "pyperf", "timeit", "-p", "2", "-w", "1",
+                           "-n", "3", "-l", "10", "-q", "-o", str(out), "sum(range(30))"],
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    assert out.read_bytes()[:2] == b"\x1f\x8b"
+    shown = perflab_cli("show", str(out))
+    assert shown.returncode == 0, shown.stderr
+    assert "2×3 (10)" in shown.stdout
+    import gzip
+
+    bomb = tmp_path / "bomb.json.gz"
+    with gzip.open(bomb, "wb") as sink:
+        chunk = b" " * 2**20
+        for _ in range(300):  # 300 MiB of blanks, ~300 KiB compressed
+            sink.write(chunk)
+    result = perflab_cli("show", str(bomb))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: ") and "MiB" in result.stderr, result.stderr

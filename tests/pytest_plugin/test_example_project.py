@@ -45,12 +45,15 @@ def project(tmp_path_factory):
 
 def test_both_styles_run_and_are_measured(project):
     where, run = project
-    assert "9 passed" in run.stdout, run.stdout
+    assert "11 passed" in run.stdout, run.stdout
     data = json.loads((where / "base.json").read_text())
     names = {b["name"]: b for b in data["benchmarks"]}
     assert set(names) == {"test_words", "test_word_counts", "test_top_words_pedantic",
                           "test_my_stuff", "test_my_stuff_different_arg",
-                          "test_my_stuff_marked", "test_with_setup", "test_group_attribute"}
+                          "test_my_stuff_marked", "test_with_setup", "test_group_attribute",
+                          "test_top_k"}
+    assert [b["params"] for b in data["benchmarks"] if b["name"] == "test_top_k"] == [
+        {"k": 1}, {"k": 5}]
     assert names["test_my_stuff_marked"]["group"] == "group-name"
     assert names["test_group_attribute"]["group"] == "counting"
     assert names["test_words"]["baseline"] is True

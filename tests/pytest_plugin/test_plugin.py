@@ -278,3 +278,26 @@ def test_saved_results_are_recorded_and_compared_by_git_ref(pytester, monkeypatc
     assert unknown.ret == 2
     unknown.stderr.fnmatch_lines(["error: --perflab-compare nosuchref: not 'last', a run id "
                                   "or a git ref*"])
+
+
+def test_parametrized_tests_keep_their_parameters_as_pytest_benchmark_does(pytester):
+    """test_sum[10] is name test_sum with params {"n": 10}, as perflab reads
+    pytest-benchmark's files: a baseline from pytest-benchmark matches by id."""
+    pytester.makepyfile("""
+        import pytest
+
+        @pytest.mark.parametrize("n", [10, 20])
+        @pytest.mark.parametrize("kind", ["list"], ids=["L"])
+        def test_sum(perflab_bench, n, kind):
+            assert perflab_bench(sum, range(n)) == n * (n - 1) // 2
+
+        @pytest.mark.parametrize("data", [object()])
+        def test_obj(perflab_bench, data):  # an object's repr holds its address
+            perflab_bench(id, data)
+    """)
+    out = pytester.path / "r.json"
+    pytester.runpytest(*FAST, f"--perflab-json={out}").assert_outcomes(passed=3)
+    benches = _results(out)["benchmarks"]
+    assert [(b["name"], b["params"]) for b in benches] == [
+        ("test_sum", {"kind": "list", "n": 10}), ("test_sum", {"kind": "list", "n": 20}),
+        ("test_obj[data0]", {})]

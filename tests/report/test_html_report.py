@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ import pytest
 from perflab import _core, model
 from perflab.analyze.summary import summarize_benchmarks
 from perflab.history.store import Store
+from tests.conftest import debian_tool
 from tests.history.helpers import add, results
 
 NASTY = "<script>alert(1)</script>"
@@ -31,14 +31,7 @@ USL_CSV = Path(__file__).resolve().parents[1] / "golden" / "data" / "usl.csv"
 
 def chromium() -> str:
     """Debian's chromium, or a skip saying why it can't be there."""
-    found = shutil.which("chromium")
-    if found:
-        return found
-    if os.geteuid() != 0:
-        pytest.skip("chromium is not installed and make could not install it: apt-get needs "
-                    "root (run make test as root, or apt-get install chromium)")
-    pytest.fail("chromium is missing although make runs as root: the Makefile's system-deps "
-                "step should have installed it")
+    return debian_tool("chromium")
 
 
 @pytest.fixture(scope="module")

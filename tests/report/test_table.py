@@ -106,3 +106,15 @@ def test_threads_table_shows_scaling_fairness_and_the_interpreter() -> None:
     assert any("free-threaded" in line
                for line in threads_table("t", thread_rows(free, summarize_group(free)),
                                          summarize_group(free)).footnotes)
+
+
+def test_the_footnotes_say_which_mode_made_each_count() -> None:
+    """The pytest plugin's in-process repetitions are not processes: the count footnote
+    names them as such (issue 16: say in the table which mode produced each number)."""
+    here = make_bench("here", lognormal_groups(1e-6, 3, 10, seed=1))
+    fresh = make_bench("fresh", lognormal_groups(1e-6, 3, 10, seed=2))
+    table = group_table("g", summarize_group([here, fresh], seed=0), in_process={"g/here"})
+    [counts] = [line for line in table.footnotes if line.startswith("processes ×")]
+    assert "fresh 3×10" in counts and "here" not in counts
+    [reps] = [line for line in table.footnotes if line.startswith("in-process repetitions")]
+    assert "here 3×10" in reps and "fresh" not in reps and "between-process" in reps

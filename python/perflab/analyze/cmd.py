@@ -136,11 +136,13 @@ def summarize_command(bench: Benchmark, confidence: float = 0.95, resamples: int
 
 
 def _fill_cpu(s: CommandSummary, runs: Sequence[CommandRun]) -> None:
-    """Ruby-``Benchmark.bm`` means per run, CPU/wall and RSS."""
-    user = np.array([r.user_ns for r in runs]) * 1e-9
-    system = np.array([r.sys_ns for r in runs]) * 1e-9
-    s.user_s, s.sys_s = float(user.mean()), float(system.mean())
-    s.total_s, s.real_s = s.user_s + s.sys_s, s.mean_s
+    """Ruby-``Benchmark.bm`` means per run, CPU/wall and RSS. CPU figures stay NaN
+    (unknown) when a run lacks its CPU times (an imported file without them)."""
+    s.real_s = s.mean_s
+    if all(r.user_ns is not None and r.sys_ns is not None for r in runs):  # else unknown: NaN
+        s.user_s = float(np.mean([r.user_ns for r in runs])) * 1e-9
+        s.sys_s = float(np.mean([r.sys_ns for r in runs])) * 1e-9
+        s.total_s = s.user_s + s.sys_s
     s.cpu_wall = s.total_s / s.real_s if s.real_s > 0 else math.nan
     rss = [r.max_rss_bytes for r in runs]
     if any(rss):  # all 0: not recorded (an imported hyperfine file)

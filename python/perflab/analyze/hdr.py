@@ -9,7 +9,10 @@ computes what comparisons need from them.
 
 from __future__ import annotations
 
+import base64
 import math
+import struct
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,3 +125,96 @@ def mann_whitney_counts(a: HdrCounts, b: HdrCounts) -> float:
         return math.nan
     z = (abs(u - n_a * n_b / 2) - 0.5) / math.sqrt(variance)
     return float(min(1.0, 2 * sps.norm.sf(max(z, 0.0))))
+
+
+@dataclass
+class PercentileDistribution:
+    """HdrHistogram's percentile distribution of one histogram: the figures of Java's
+    ``outputPercentileDistribution`` (what wrk2 and the HdrHistogram tools print, the
+    ``.hgrm`` text of :func:`perflab.report.peer_formats.hgrm`).
+
+    Attributes:
+        rows: (value, level, cumulative count) at each percentile level HdrHistogram's
+            percentile iterator visits, then the 100% row: ``level`` in [0, 1], ``value``
+            (the histogram's unit, µs in perflab files) that of rank ceil(level·N), the
+            convention of the Java and Rust libraries (Python's ``hdrhistogram`` package
+            takes int(level·N + 0.5): one rank lower at p99.9 for some N).
+        total: N, the recorded values.
+        mean / std: mean and population standard deviation, the histogram's unit
+            (Java's ``getMean``/``getStdDeviation``; 0 for an empty histogram).
+        max: the largest recorded value (0 when empty).
+        digits / buckets / sub_buckets: significant digits, bucket and sub-bucket
+            counts of the histogram's geometry, from its V2 header.
+    """
+
+    rows: list[tuple[int, float, int]]
+    total: int
+    mean: float
+    std: float
+    max: int
+    digits: int
+    buckets: int
+    sub_buckets: int
+
+
+def geometry(encoded: str) -> tuple[int, int, int]:
+    """(significant digits, bucket count, sub-bucket count) of a base64 V2-deflate
+    histogram, from its header (lowest discernible value 1, as perflab records); (3, 1,
+    2048) when the header can't be read. Inflates at most the header's 32 bytes."""
+    try:
+        raw = base64.b64decode(encoded)
+        inner = zlib.decompressobj().decompress(raw[8:], 32) if len(raw) > 8 else b""
+    except (ValueError, zlib.error):
+        inner = b""
+    digits, _low, high = struct.unpack(">iqq", inner[12:32]) if len(inner) >= 32 \
+        else (3, 1, 2)
+    digits = min(max(digits, 0), 5)  # HdrHistogram's range; the header is untrusted
+    sub_buckets = 2 ** max(math.ceil(math.log2(2 * 10 ** digits)), 1)
+    buckets, untrackable = 1, sub_buckets
+    while untrackable <= high and buckets < 64:
+        untrackable <<= 1
+        buckets += 1
+    return digits, buckets, sub_buckets
+
+
+def percentile_distribution(encoded: str, ticks_per_half_distance: int = 5
+                            ) -> PercentileDistribution:
+    """The percentile distribution of a base64 V2 histogram, as HdrHistogram's
+    percentile iterator walks it: levels 0, 10, 20 … 50, 55 … with
+    ``ticks_per_half_distance`` ticks in each half of the distance left to 100%
+    (HdrHistogram's and wrk2's default 5), one row per level reached, then 100%.
+
+    Raises:
+        ValueError: an encoding the native decoder refuses.
+    """
+    hist = decode_histogram(encoded)
+    digits, buckets, sub_buckets = geometry(encoded) if encoded else (3, 1, 2048)
+    total = hist.total
+    rows: list[tuple[int, float, int]] = []
+    level = 0.0  # percent
+    for value, count_to in zip(hist.values.tolist(), np.cumsum(hist.counts).tolist()):
+        while level < 100 and 100.0 * count_to / total >= level:
+            rows.append((value, level / 100, count_to))
+            ticks = ticks_per_half_distance * 2 ** (int(math.log2(100 / (100 - level))) + 1)
+            level += 100 / ticks
+            if count_to == total:  # the last value: only the 100% row follows
+                break
+    if not total:
+        return PercentileDistribution(rows, 0, 0.0, 0.0, 0, digits, buckets, sub_buckets)
+    rows.append((int(hist.values[-1]), 1.0, total))
+    summary = decode_summary(encoded)
+    mean = float(summary["mean_us"])
+    std = float(np.sqrt(np.sum(hist.counts * (hist.values - mean) ** 2) / total))
+    return PercentileDistribution(rows, total, mean, std, int(summary["max_us"]), digits,
+                                  buckets, sub_buckets)
+
+
+def step_distributions(results: object) -> list[PercentileDistribution]:
+    """:func:`percentile_distribution` of each step's latency histogram of an ``http``
+    Results (``results.benchmarks[0].steps``), in step order.
+
+    Raises:
+        ValueError: a histogram the native decoder refuses.
+    """
+    return [percentile_distribution(step.latency.encoded)
+            for step in results.benchmarks[0].steps]  # type: ignore[attr-defined]

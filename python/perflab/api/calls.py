@@ -1,7 +1,8 @@
 """The Python API for scripts and notebooks (docs/api.md).
 
-* :func:`measure`: measure one callable now, in this process, with ``perflab run``'s
-  harness (the in-process mode of the pytest plugin), and get its estimate back;
+* :func:`measure`: measure one callable now with ``perflab run``'s harness, in this
+  process (the in-process mode of the pytest plugin) or in N fresh worker processes
+  (:mod:`perflab.api.child`), and get its estimate back;
 * :class:`Runner`: a script that registers several functions and is then run with
   ``perflab run``'s options (``python bench.py --json out.json``), like pyperf's Runner:
   fresh worker processes import the script again and find the functions it registered;
@@ -32,7 +33,7 @@ class Result:
             ``ci_low_s``, ``ci_high_s`` (s per call, 95% CI), ``cpu_wall``, allocations,
             ``warnings``…
         mode: "in-process" (the repetitions shared this process; the CI leaves out
-            between-process variation).
+            between-process variation) or "fresh processes" (``processes=N``).
         value: the first call's return value.
     """
 
@@ -57,57 +58,120 @@ class Result:
         low, high = self.ci_s
         return (f"{self.benchmark.name}: {format_time(self.median_s)} per call "
                 f"(95% CI {format_time(low)} – {format_time(high)}, {self.mode}, "
-                f"{self.summary.processes} repetitions, {self.summary.samples} samples)")
+                f"{self.summary.processes} "
+                f"{'repetitions' if self.mode == 'in-process' else 'processes'}, "
+                f"{self.summary.samples} samples)")
 
 
 def measure(func: Callable[..., Any], *args: Any, precision: float = 0.02,
-            budget: float = 2.0, name: str | None = None, **kwargs: Any) -> Result:
-    """Measure ``func(*args, **kwargs)`` now, in this process.
+            budget: float = 2.0, processes: int = 0, name: str | None = None,
+            **kwargs: Any) -> Result:
+    """Measure ``func(*args, **kwargs)`` now, in this process or in fresh ones.
 
     The harness of ``perflab run`` (calibration, warmup until stable, loop overhead,
-    samples with CPU and GC, allocation pass, clock check), repeated in this process
-    until the median's 95% CI half-width is within ``precision`` or ``budget`` is spent.
-    ``async def`` functions run to completion on one event loop per repetition.
+    samples with CPU and GC, allocation pass, clock check). ``processes=0`` (default):
+    repetitions in this process until the median's 95% CI half-width is within
+    ``precision`` or ``budget`` is spent (any callable, closures too; the CI leaves out
+    between-process variation). ``processes=N``: N fresh worker processes, each
+    importing the function again (fewer when ``budget`` runs out first), so the CI is
+    comparable with ``perflab run``'s; the function must be importable (a module-level
+    ``def`` in a module or in the running script, whose ``measure`` call then sits under
+    ``if __name__ == "__main__"``) and its arguments picklable. ``async def`` functions
+    run to completion on one event loop per repetition or process.
 
     Args:
-        func: the callable; ``args``/``kwargs`` are passed to it (any objects).
+        func: the callable; ``args``/``kwargs`` are passed to it.
         precision: target relative CI half-width (0.02 = 2%), in (0, 1).
         budget: time budget, s (> 0).
+        processes: 0 (this process) or the number of fresh worker processes (1–1000).
         name: the benchmark's name (default: ``func.__name__``).
 
     Returns:
-        :class:`Result` (median and CI per call in seconds, raw data, first result).
+        :class:`Result` (median and CI per call in seconds, raw data, and the value of a
+        call made in this process: the first measured one, or with ``processes`` one
+        untimed call before the workers start).
 
     Raises:
-        UsageError: precision or budget out of range.
-        Whatever ``func`` raises (its own exception).
+        UsageError: precision, budget or processes out of range; with ``processes``, a
+            call that can't be sent to a fresh process, or a script without the
+            ``__main__`` guard.
+        Whatever ``func`` raises (its own exception; from a worker, a RuntimeError with
+            the worker's message).
     """
-    if not 0 < precision < 1 or not budget > 0:
-        raise UsageError(f"measure(precision={precision!r}, budget={budget!r}): precision "
-                         "must be in (0, 1), e.g. 0.02, and budget > 0 seconds")
-    from perflab.analyze.summary import summarize_benchmarks
-    from perflab.measure import clocks
-    from perflab.measure.inprocess import InProcessBackend
-    from perflab.measure.runner import Runner as HarnessRunner
-    from perflab.measure.runner import Settings
-    from perflab.measure.suite import BenchSpec, Case, MetricSpec
+    import os
 
+    from perflab.api import child
+
+    if not 0 < precision < 1 or not budget > 0 or isinstance(processes, bool) or \
+            not isinstance(processes, int) or not 0 <= processes <= 1000:
+        raise UsageError(f"measure(precision={precision!r}, budget={budget!r}, processes="
+                         f"{processes!r}): precision must be in (0, 1), e.g. 0.02, budget > 0 "
+                         "seconds, processes an integer from 0 (this process) to 1000")
+    if os.environ.get(child.LOADING_ENV):
+        raise UsageError("measure(processes=…) ran again while a worker imported the script: "
+                         "put the script's measure() calls under "
+                         "`if __name__ == \"__main__\":`")
     label = name or getattr(func, "__name__", type(func).__name__)
+    if processes:
+        return _measure_fresh(func, args, kwargs, precision, budget, processes, label)
+    from perflab.measure.inprocess import InProcessBackend
+    from perflab.measure.suite import MetricSpec
+
     first: list[Any] = []
     backend = InProcessBackend(func, args, kwargs,
                                metrics=[MetricSpec(first.append, "__result__")])
+    bench, summary = _run_harness(func, label, backend, precision, budget, None)
+    if backend.error is not None:
+        raise backend.error
+    return Result(bench, summary, "in-process", first[0] if first else None)
+
+
+def _measure_fresh(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                   precision: float, budget: float, processes: int, label: str) -> Result:
+    """:func:`measure` in ``processes`` fresh workers (:mod:`perflab.api.child`)."""
+    import tempfile
+
+    from perflab.api import child
+    from perflab.measure.aio import is_async
+
+    with tempfile.TemporaryDirectory(prefix="perflab-measure-") as folder:
+        backend = child.ChildBackend(child.call_file(func, args, kwargs, folder))
+        if is_async(func):
+            import asyncio
+
+            value = asyncio.run(func(*args, **kwargs))
+        else:
+            value = func(*args, **kwargs)
+        bench, summary = _run_harness(func, label, backend, precision, budget, processes)
+    if bench.error:
+        raise RuntimeError(f"{label} failed in a worker process: {bench.error}")
+    return Result(bench, summary, "fresh processes", value)
+
+
+def _run_harness(func: Callable[..., Any], label: str, backend: Any, precision: float,
+                 budget: float, processes: int | None) -> tuple[Any, Any]:
+    """The harness runner over one benchmark with ``backend``: (Benchmark, Summary).
+    ``processes``: exactly that many (fewer when the budget runs out), else adaptive."""
+    from dataclasses import replace
+
+    from perflab.analyze.summary import summarize_benchmarks
+    from perflab.measure import clocks
+    from perflab.measure.runner import Runner as HarnessRunner
+    from perflab.measure.runner import Settings
+    from perflab.measure.suite import BenchSpec, Case
+
     settings = Settings(precision=precision, budget_s=budget)
+    if processes is not None:
+        settings = replace(settings, min_processes=processes, max_processes=processes)
     timer = clocks.measure_timer()
     runner = HarnessRunner(f"<api {label}>", [Case(BenchSpec(func, label, ""), {}, 0)],
                            settings, max(timer.min_sample_ns, settings.min_sample_ns),
                            timer.error_ns, backend=backend)
     [bench] = runner.run()
-    if backend.error is not None:
-        raise backend.error
     if runner.interrupted:
         raise KeyboardInterrupt
     [[summary]] = summarize_benchmarks([bench], precision=precision).values()
-    return Result(bench, summary, "in-process", first[0] if first else None)
+    return bench, summary
 
 
 class Runner:
@@ -203,17 +267,33 @@ def _loaded_class() -> type:
         """:class:`perflab.model.Results` with flat views of its statistics."""
 
         def to_records(self) -> list[dict[str, Any]]:
-            """One flat dict per benchmark of a ``run`` file: the summary's figures in
-            base units (``median_s``, ``ci_low_s``, …) as ``perflab show --format csv``
-            prints them. Raises UsageError for cmd and http files (not built yet)."""
-            if self.kind != "run":
-                raise UsageError(f"to_records() reads run files; this one is {self.kind!r}")
-            from perflab.analyze.summary import summarize_benchmarks
-            from perflab.report.table import summary_records
+            """One flat dict per row of ``perflab show FILE --format csv``, figures in
+            base units: per benchmark of a ``run`` file (``median_s``, ``ci_low_s``, …),
+            per command of a ``cmd`` file (``median_s``, ``user_s``, ``ratio``, …), per
+            step of an ``http`` file (``offered_rate``, ``p99_ms``, …).
 
-            grouped = summarize_benchmarks(self.benchmarks,
-                                           precision=self.settings.get("precision"))
-            return summary_records(grouped)
+            Raises:
+                UsageError: a ``trace`` file (its figures are in ``benchmarks[].span``).
+            """
+            if self.kind == "run":
+                from perflab.analyze.summary import summarize_benchmarks
+                from perflab.report.table import summary_records
+
+                grouped = summarize_benchmarks(self.benchmarks,
+                                               precision=self.settings.get("precision"))
+                return summary_records(grouped)
+            from perflab.analyze.results_figures import results_figures
+
+            if self.kind == "cmd":
+                from perflab.report.cmd_table import summary_records as command_records
+
+                return command_records(results_figures(self).commands)
+            if self.kind == "http":
+                from perflab.report.http_table import http_records
+
+                return http_records(self, results_figures(self).sweep)
+            raise UsageError(f"to_records() reads run, cmd and http files; this one is "
+                             f"{self.kind!r}")
 
         def to_pandas(self) -> Any:
             """:meth:`to_records` as a pandas DataFrame. Raises UsageError without pandas."""

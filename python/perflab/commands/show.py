@@ -105,7 +105,10 @@ def _export(results: Any, figures: Any, exports: list[list[str]]) -> None:
     for fmt, _out in exports:
         peer_formats.check(fmt, results.kind)
     for fmt, out in exports:
-        for path in peer_formats.write(results, figures, fmt, out):
+        from perflab.analyze.hdr import step_distributions
+
+        distributions = step_distributions(results) if fmt == "hgrm" else None
+        for path in peer_formats.write(results, figures, fmt, out, distributions):
             sys.stderr.write(f"perflab: {fmt} export written to {path}\n")
 
 

@@ -36,7 +36,9 @@ def _scalar(value: Any) -> Any:
 
 def name_and_params(raw: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """``test_sum[10]`` with params {"n": 10} → ("test_sum", {"n": 10}): the parameters
-    are perflab's params, so the id is not doubled."""
+    are perflab's params, so the id is not doubled. The pytest plugin names its own
+    parametrized tests the same way (from ``item.callspec.params``, which is what
+    pytest-benchmark saves as ``params``), so ids match across the two tools' files."""
     name = str(raw["name"])
     params = {str(k): _scalar(v) for k, v in (raw.get("params") or {}).items()}
     if params:

@@ -342,12 +342,11 @@ def error_fields(phase: str, exc: BaseException) -> dict[str, str]:
             "traceback": "".join(traceback.format_exception(exc))}
 
 
-def main() -> int:
-    """Entry point: read the plan on stdin, measure, report. Exit 0, or 3 on a benchmark error."""
-    plan = json.loads(sys.stdin.read())
-    emit = Emitter(plan["fd"])
+def reporting(emit: Emitter, work: Callable[[], None]) -> int:
+    """Run a worker's ``work``; a failure becomes one ``error`` event (a PhaseError's
+    phase, else "load"). Returns the worker's exit code: 0, or 3 on a benchmark error."""
     try:
-        measure(plan, emit)
+        work()
     except PhaseError as err:
         emit("error", **error_fields(err.phase, err.exc))
         return 3
@@ -355,6 +354,13 @@ def main() -> int:
         emit("error", **error_fields("load", exc))
         return 3
     return 0
+
+
+def main() -> int:
+    """Entry point: read the plan on stdin, measure, report. Exit 0, or 3 on a benchmark error."""
+    plan = json.loads(sys.stdin.read())
+    emit = Emitter(plan["fd"])
+    return reporting(emit, lambda: measure(plan, emit))
 
 
 if __name__ == "__main__":

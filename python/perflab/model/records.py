@@ -153,7 +153,8 @@ class CommandRun:
         index: order of the run within the invocation (interleaving is visible here).
         started_s: start time, seconds since the invocation began.
         wall_ns: wall time from spawn to exit on the monotonic clock, ns.
-        user_ns / sys_ns: CPU time from ``wait4``, ns.
+        user_ns / sys_ns: CPU time from ``wait4``, ns; None when unknown (an imported
+            hyperfine file without ``user``/``system``), shown as "–", never as 0.
         max_rss_bytes: peak resident set size from ``wait4``, bytes.
         exit_code: exit status (negative: killed by that signal).
         ok: False when the run failed (non-zero exit not ignored, timeout).
@@ -176,8 +177,8 @@ class CommandRun:
     index: int
     started_s: float
     wall_ns: int
-    user_ns: int = 0
-    sys_ns: int = 0
+    user_ns: int | None = 0
+    sys_ns: int | None = 0
     max_rss_bytes: int = 0
     exit_code: int = 0
     ok: bool = True

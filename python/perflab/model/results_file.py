@@ -59,13 +59,41 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _gunzip(data: bytes, where: str) -> bytes:
+    """The contents of gzip-compressed bytes (pyperf writes ``-o FILE.json.gz`` so), at
+    most ``MAX_RESULTS_BYTES`` of them: a larger (or bomb) payload is refused unread.
+
+    Raises:
+        ResultsFileError: corrupt gzip, or more than the limit once decompressed.
+    """
+    import zlib
+
+    from perflab.files import MAX_RESULTS_BYTES
+
+    inflater = zlib.decompressobj(wbits=31)
+    try:
+        out = inflater.decompress(data, MAX_RESULTS_BYTES + 1)
+    except zlib.error as exc:
+        raise ResultsFileError(f"{where}: a damaged gzip file ({exc}); pass the file as "
+                               "written") from None
+    if len(out) > MAX_RESULTS_BYTES or inflater.unconsumed_tail:
+        raise ResultsFileError(f"{where}: more than the {MAX_RESULTS_BYTES >> 20} MiB perflab "
+                               "reads once decompressed; pass a smaller file")
+    return out
+
+
 def parse_json(data: bytes, where: str) -> Any:
-    """Strict JSON (no NaN or Infinity, finite floats) from untrusted bytes.
+    """Strict JSON (no NaN or Infinity, finite floats) from untrusted bytes, plain or
+    gzip-compressed (:func:`_gunzip`, bounded).
 
     Raises:
         ResultsFileError: not UTF-8, not valid JSON, nested too deeply, or a number
-            out of range; the message names ``where`` and what to do.
+            out of range; a damaged or oversized gzip; the message names ``where`` and
+            what to do.
     """
+    if data[:2] == b"\x1f\x8b":
+        data = _gunzip(data, where)
+
     def finite(text: str) -> float:
         value = float(text)
         if not math.isfinite(value):

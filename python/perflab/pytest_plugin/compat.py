@@ -9,11 +9,16 @@ pytest stops with its usual "unrecognized arguments" line instead of ignoring it
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 import pytest
 
 from perflab.errors import UsageError
+
+#: pytest-benchmark installed: it owns ``benchmark``, its marker and the ``--benchmark-*``
+#: options (perflab then reads none of them: they are pytest-benchmark's, with its types)
+HAS_PYTEST_BENCHMARK = importlib.util.find_spec("pytest_benchmark") is not None
 
 #: the marker keys of pytest-benchmark that perflab accepts but does not use (its
 #: harness decides rounds, warmup, timer and GC handling itself)
@@ -49,7 +54,11 @@ def add_benchmark_options(parser: pytest.Parser) -> None:
 
 
 def _opt(config: pytest.Config, name: str) -> Any:
-    """An option's value, None when it is not registered."""
+    """An option's value, None when it is not registered, or when it is one of
+    pytest-benchmark's and pytest-benchmark itself is installed (its option: not ours to
+    read; ``--benchmark-json`` is then its file, not perflab's)."""
+    if HAS_PYTEST_BENCHMARK and name.startswith("benchmark_"):
+        return None
     return config.getoption(name, default=None)
 
 
@@ -134,7 +143,7 @@ def marker_settings(node: pytest.Item) -> tuple[str, bool, float | None]:
         UsageError: a marker key perflab does not know.
     """
     group, baseline, budget = "", False, None
-    bench_marker = node.get_closest_marker("benchmark")
+    bench_marker = None if HAS_PYTEST_BENCHMARK else node.get_closest_marker("benchmark")
     if bench_marker is not None:
         unknown = set(bench_marker.kwargs) - IGNORED_MARKER_KEYS - {"group", "max_time"}
         if unknown:

@@ -49,11 +49,14 @@ class PerflabBench:
     """Measures the callable a test hands it; one measurement per test.
 
     Args:
-        name: the benchmark's name (the test's name, parameters included).
+        name: the benchmark's name (the test's name, without its parametrization id
+            when ``params`` hold the parameters).
         group: its group (tables and comparisons are per group).
         baseline: True for the group's "× baseline" reference.
         options: the session's :class:`BenchOptions`.
         record: called with the finished :class:`perflab.model.Benchmark`.
+        nodeid: the test's node id (fresh processes re-run it).
+        params: the test's parameters (JSON scalars), the benchmark's params.
 
     Attributes:
         extra_info: free JSON-able data stored with the benchmark (pytest-benchmark's
@@ -68,9 +71,10 @@ class PerflabBench:
     """
 
     def __init__(self, name: str, group: str, baseline: bool, options: BenchOptions,
-                 record: Callable[[Any, dict[str, Any]], None], nodeid: str = "") -> None:
+                 record: Callable[[Any, dict[str, Any]], None], nodeid: str = "",
+                 params: dict[str, Any] | None = None) -> None:
         self.name, self.group, self.baseline = name, group, baseline
-        self.nodeid = nodeid
+        self.nodeid, self.params = nodeid, params or {}
         self.options = options
         self.extra_info: dict[str, Any] = {}
         self.result: Any = None
@@ -169,7 +173,7 @@ class PerflabBench:
             settings = replace(settings, min_processes=processes, max_processes=processes,
                                budget_s=1e9)
         spec = BenchSpec(func, self.name, self.group, baseline=self.baseline)
-        runner = Runner(f"<pytest {self.name}>", [Case(spec, {}, 0)], settings,
+        runner = Runner(f"<pytest {self.name}>", [Case(spec, dict(self.params), 0)], settings,
                         self.options.sample_target_ns, self.options.timer_error_ns,
                         backend=backend)
         [bench] = runner.run()

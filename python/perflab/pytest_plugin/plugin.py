@@ -17,14 +17,12 @@ installed: it imports nothing heavy until a benchmark runs.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from typing import Any
 
 import pytest
 
-#: pytest-benchmark installed: it owns ``benchmark`` and the ``--benchmark-*`` options
-HAS_PYTEST_BENCHMARK = importlib.util.find_spec("pytest_benchmark") is not None
+from perflab.pytest_plugin.compat import HAS_PYTEST_BENCHMARK
 FIXTURES = ("perflab_bench",) if HAS_PYTEST_BENCHMARK else ("perflab_bench", "benchmark")
 _KEY = pytest.StashKey[Any]()
 
@@ -156,8 +154,16 @@ def _make_bench(request: pytest.FixtureRequest) -> Any:
         from dataclasses import replace
 
         options = replace(options, settings=replace(options.settings, budget_s=budget))
-    return PerflabBench(request.node.name, group, baseline, options, session.record,
-                        request.node.nodeid)
+    from perflab.interop.pytest_benchmark import name_and_params
+
+    callspec = getattr(request.node, "callspec", None)  # a parametrized test's parameters
+    values = callspec.params if callspec else {}
+    if all(v is None or isinstance(v, (str, int, float, bool)) for v in values.values()):
+        name, params = name_and_params({"name": request.node.name, "params": values})
+    else:  # an object's text may change from run to run (its address): pytest's id stays
+        name, params = request.node.name, {}
+    return PerflabBench(name, group, baseline, options, session.record,
+                        request.node.nodeid, params)
 
 
 @pytest.fixture

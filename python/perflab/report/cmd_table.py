@@ -119,7 +119,8 @@ def _rss_cell(s: CommandSummary, floor: int | None) -> str:
 def _row(s: CommandSummary, rss_floor_bytes: int | None = None) -> list[str]:
     runs = f"{s.runs}" + (f" +{s.failed} failed" if s.failed else "")
     cells = [s.label, runs, _median_cell(s)]
-    cells += [format_time(v) if s.ok else "–" for v in (s.user_s, s.sys_s, s.total_s)]
+    cells += [format_time(v) if s.ok and math.isfinite(v) else "–"
+              for v in (s.user_s, s.sys_s, s.total_s)]
     cells += [_real_cell(s), f"{s.cpu_wall:.2f}" if math.isfinite(s.cpu_wall) else "–",
               _rss_cell(s, rss_floor_bytes),
               _ratio_cell(s), s.verdict or "–", _notes(s)]
@@ -201,7 +202,8 @@ def hyperfine_document(results: Results, summaries: Sequence[CommandSummary]
     median, user, system, min, max, times, exit_codes, parameters), so scripts that read
     hyperfine's file read this one; ``"tool": "perflab"`` marks it as perflab's. Failed
     runs are left out of ``times`` and the statistics, as hyperfine leaves out none but
-    fails instead; their exit codes are kept.
+    fails instead; their exit codes are kept. ``user`` and ``system`` are left out when
+    unknown (read from a file without them), as hyperfine's keys hold numbers only.
     """
     from perflab.analyze.cmd import timed_runs
 
@@ -211,9 +213,9 @@ def hyperfine_document(results: Results, summaries: Sequence[CommandSummary]
     out = []
     for bench, s in zip(results.benchmarks, summaries):
         runs = [r for r in bench.runs if not r.warmup]
+        cpu = {"user": s.user_s, "system": s.sys_s} if math.isfinite(s.total_s) else {}
         out.append({"command": s.label, "mean": number(s.mean_s), "stddev": number(s.std_s),
-                    "median": number(s.median_s), "user": number(s.user_s),
-                    "system": number(s.sys_s), "min": number(s.min_s),
+                    "median": number(s.median_s), **cpu, "min": number(s.min_s),
                     "max": number(s.max_s),
                     "times": [r.wall_ns * 1e-9 for r in timed_runs(bench)],
                     "exit_codes": [r.exit_code for r in runs],

@@ -226,7 +226,7 @@ def print_tables(tables: Iterable[Table], console: Any | None = None) -> None:
             console.print(rich_table)
         folded = None if _WIDE else folded_line(table, shown, console.width)
         for line in [*([folded] if folded else []), *table.footnotes]:
-            console.print(escape.rich_text(f"  • {line}"))
+            console.print(escape.rich_text(f"  • {line}", one_line=True))
         console.print()
 
 

@@ -22,23 +22,16 @@ Reading peers' formats is :mod:`perflab.interop`.
 
 from __future__ import annotations
 
-import base64
 import json
 import math
-import struct
-import zlib
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from perflab.errors import UsageError
 
 #: The formats ``--export`` writes, and the results kinds each takes.
 EXPORTS = {"github-action-benchmark": ("run", "cmd", "http"), "hyperfine": ("cmd",),
            "hgrm": ("http",), "hlog": ("http",)}
-#: Percentile ticks per half distance to 100% (HdrHistogram's default, wrk2's too).
-TICKS_PER_HALF_DISTANCE = 5
 #: .hgrm values are printed in milliseconds (the histograms hold µs).
 HGRM_SCALE = 1000.0
 
@@ -110,61 +103,23 @@ def _gab_http(results: Any) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- hgrm
 
 
-def _geometry(encoded: str) -> tuple[int, int, int]:
-    """(significant digits, bucket count, sub-bucket count) of a V2-deflate histogram,
-    from its header (lowest discernible value 1, as perflab records)."""
-    raw = base64.b64decode(encoded)
-    inner = zlib.decompressobj().decompress(raw[8:], 32) if len(raw) > 8 else b""  # header
-    digits, _low, high = struct.unpack(">iqq", inner[12:32]) if len(inner) >= 32 \
-        else (3, 1, 2)
-    magnitude = math.ceil(math.log2(2 * 10 ** digits))
-    sub_buckets = 2 ** (max(magnitude, 1))
-    buckets, untrackable = 1, sub_buckets
-    while untrackable <= high:
-        untrackable <<= 1
-        buckets += 1
-    return digits, buckets, sub_buckets
-
-
-def hgrm(encoded: str) -> str:
-    """The percentile distribution of one V2 histogram (µs) as HdrHistogram's Java
-    ``outputPercentileDistribution`` prints it with 5 ticks per half distance, values in
-    ms. Percentile levels are those HdrHistogram iterates; the value at each is that of
-    rank ceil(level·N) (perflab's and the Java/Rust libraries' convention; see the last
-    comment line).
-
-    Raises:
-        ValueError: an encoding the native decoder refuses.
-    """
-    from perflab.analyze.hdr import decode_histogram, decode_summary
-
-    hist = decode_histogram(encoded)
-    digits, buckets, sub_buckets = _geometry(encoded) if encoded else (3, 1, 2048)
+def hgrm(dist: Any) -> str:
+    """One histogram's percentile distribution
+    (:class:`perflab.analyze.hdr.PercentileDistribution`, µs) as HdrHistogram's Java
+    ``outputPercentileDistribution`` prints it, values in ms; the last comment line
+    names the rank convention (ceil(p·N))."""
+    value_fmt = f"{{:12.{dist.digits}f}}"
     lines = [f"{'Value':>12} {'Percentile':>14} {'TotalCount':>10} {'1/(1-Percentile)':>14}",
              ""]
-    total = hist.total
-    cumulative = np.cumsum(hist.counts)
-    level, value_fmt = 0.0, f"{{:12.{digits}f}}"
-    for value, count_to in zip(hist.values, cumulative):
-        while level < 100 and 100.0 * count_to / total >= level:
-            lines.append(f"{value_fmt.format(value / HGRM_SCALE)} {level / 100:2.12f} "
-                         f"{count_to:10d} {1 / (1 - level / 100):14.2f}")
-            ticks = TICKS_PER_HALF_DISTANCE * 2 ** (int(math.log2(100 / (100 - level))) + 1)
-            level += 100 / ticks
-            if count_to == total:  # the last value: only the 100% line follows
-                break
-    if total:
-        lines.append(f"{value_fmt.format(hist.values[-1] / HGRM_SCALE)} {1.0:2.12f} "
-                     f"{total:10d}")
-    summary = decode_summary(encoded) if encoded else {"mean_us": 0.0, "max_us": 0}
-    mean = summary["mean_us"] if total else 0.0
-    std = float(np.sqrt(np.sum(hist.counts * (hist.values - mean) ** 2) / total)) \
-        if total else 0.0
-    lines += [f"#[Mean    = {value_fmt.format(mean / HGRM_SCALE)}, StdDeviation   = "
-              f"{value_fmt.format(std / HGRM_SCALE)}]",
-              f"#[Max     = {value_fmt.format(summary['max_us'] / HGRM_SCALE)}, Total count    = "
-              f"{total:12d}]",
-              f"#[Buckets = {buckets:12d}, SubBuckets     = {sub_buckets:12d}]",
+    for value, level, count_to in dist.rows:
+        tail = f" {1 / (1 - level):14.2f}" if level < 1 else ""
+        lines.append(f"{value_fmt.format(value / HGRM_SCALE)} {level:2.12f} "
+                     f"{count_to:10d}{tail}")
+    lines += [f"#[Mean    = {value_fmt.format(dist.mean / HGRM_SCALE)}, StdDeviation   = "
+              f"{value_fmt.format(dist.std / HGRM_SCALE)}]",
+              f"#[Max     = {value_fmt.format(dist.max / HGRM_SCALE)}, Total count    = "
+              f"{dist.total:12d}]",
+              f"#[Buckets = {dist.buckets:12d}, SubBuckets     = {dist.sub_buckets:12d}]",
               "#[perflab: values in ms; the value at percentile p is that of rank ceil(p·N) "
               "(HdrHistogram Java/Rust; Python's hdrhistogram uses int(p·N + 0.5))]"]
     return "\n".join(lines) + "\n"
@@ -201,15 +156,15 @@ def hlog(results: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
-def hgrm_files(results: Any, out: str) -> list[tuple[str, str]]:
-    """(path, text) of the ``.hgrm`` of each step's latency histogram of an http Results:
-    ``out`` itself for one step, ``out`` with ``-stepN`` before its suffix for several."""
-    steps = results.benchmarks[0].steps
+def hgrm_files(results: Any, out: str, distributions: list[Any]) -> list[tuple[str, str]]:
+    """(path, text) of the ``.hgrm`` of each step of an http Results, from each step's
+    :class:`perflab.analyze.hdr.PercentileDistribution`: ``out`` itself for one step,
+    ``out`` with ``-stepN`` before its suffix for several."""
     path = Path(out)
-    if len(steps) == 1:
-        return [(out, hgrm(steps[0].latency.encoded))]
+    if len(results.benchmarks[0].steps) == 1:
+        return [(out, hgrm(distributions[0]))]
     return [(str(path.with_name(f"{path.stem}-step{i + 1}{path.suffix or '.hgrm'}")),
-             hgrm(step.latency.encoded)) for i, step in enumerate(steps)]
+             hgrm(dist)) for i, dist in enumerate(distributions)]
 
 
 def _json_text(results: Any, figures: Any, fmt: str) -> str:
@@ -222,10 +177,13 @@ def _json_text(results: Any, figures: Any, fmt: str) -> str:
                       ensure_ascii=False) + "\n"
 
 
-def write(results: Any, figures: Any, fmt: str, out: str) -> list[str]:
+def write(results: Any, figures: Any, fmt: str, out: str,
+          distributions: list[Any] | None = None) -> list[str]:
     """Write ``results`` as ``fmt`` to ``out`` (checked, atomic; perflab replaces only
     files it wrote), with its ``figures``
-    (:func:`perflab.analyze.results_figures.results_figures`). Returns the paths written.
+    (:func:`perflab.analyze.results_figures.results_figures`) and, for ``hgrm``, each
+    step's percentile distribution (:func:`perflab.analyze.hdr.step_distributions`).
+    Returns the paths written.
 
     Raises:
         UsageError: a format the results kind can't give, or an unusable destination.
@@ -235,7 +193,7 @@ def write(results: Any, figures: Any, fmt: str, out: str) -> list[str]:
 
     check(fmt, results.kind)
     if fmt == "hgrm":
-        outputs = hgrm_files(results, out)
+        outputs = hgrm_files(results, out, distributions or [])
     elif fmt == "hlog":
         outputs = [(out, hlog(results))]
     else:

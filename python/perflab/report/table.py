@@ -192,12 +192,27 @@ def _footnotes(summaries: Sequence[Summary], verbose: bool = False,
     if measured:
         lines.append("loop overhead per op (included in time/op, not subtracted): " + ", ".join(
             f"{_name(s)} {format_time(s.loop_overhead_s)}" for s in measured))
-        lines.append("processes × samples each (calls per sample): " + ", ".join(
-            f"{_name(s)} {s.processes}×{round(s.samples / max(s.processes, 1))} "
-            f"({s.iterations:,})" for s in measured))
+        lines += _count_lines(measured, in_process)
         lines += _cold_lines([s for s in measured if math.isfinite(s.cold_s)], in_process)
     lines += _reference_footnote(measured)
     lines += _ops_footnote(summaries)
+    return lines
+
+
+def _count_lines(summaries: Sequence[Summary], in_process: Collection[str]) -> list[str]:
+    """Processes × samples of each benchmark; the pytest plugin's and the API's in-process
+    repetitions (ids in ``in_process``) on a line of their own, named as what they are."""
+    def counts(chosen: Sequence[Summary]) -> str:
+        return ", ".join(f"{_name(s)} {s.processes}×{round(s.samples / max(s.processes, 1))} "
+                         f"({s.iterations:,})" for s in chosen)
+
+    fresh = [s for s in summaries if s.id not in in_process]
+    here = [s for s in summaries if s.id in in_process]
+    lines = ["processes × samples each (calls per sample): " + counts(fresh)] if fresh else []
+    if here:
+        lines.append("in-process repetitions × samples each (calls per sample; the "
+                     "repetitions share one process, so the CI leaves out between-process "
+                     "variation): " + counts(here))
     return lines
 
 

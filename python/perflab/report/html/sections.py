@@ -109,11 +109,12 @@ def cmd_sections(results: Results, figures: ResultsFigures, name: str) -> list[S
         section.blocks.append(figure_html(charts.to_svg(charts.distribution_figure(
             "wall time per run", labels, walls, walls, "run", "wall time per run")),
             "box of each command's wall times per run, every run a dot", "distribution"))
-        section.blocks.append(figure_html(charts.to_svg(charts.user_sys_figure(
-            "CPU time per run", labels, [s.user_s for s, _ in shown],
-            [s.sys_s for s, _ in shown], [s.median_s for s, _ in shown])),
-            "median user and system CPU time per run; the tick is the median wall time",
-            "user-sys"))
+        if any(math.isfinite(s.total_s) for s, _ in shown):  # else no CPU times (imported)
+            section.blocks.append(figure_html(charts.to_svg(charts.user_sys_figure(
+                "CPU time per run", labels, [s.user_s for s, _ in shown],
+                [s.sys_s for s, _ in shown], [s.median_s for s, _ in shown])),
+                "median user and system CPU time per run; the tick is the median wall time",
+                "user-sys"))
         section.blocks.append(_figures_table("exact figures", [s for s, _ in shown]))
     return [section]
 
