@@ -19,12 +19,13 @@
 //!   middle of one), so the stack stays LIFO; the innermost span is its top
 //!   when the current context's span is still that top's base, else the
 //!   context's span ([`innermost`]). So does a block entered by a `with`
-//!   statement in code that cannot be suspended (a plain function, not a
-//!   coroutine or generator: [`crate::trace_site`]); its entry also holds
-//!   the caller's frame, which `__exit__` matches. A block in async code or
-//!   a generator, one entered by other code than a `with` statement, a
-//!   coroutine or a request is set in the ContextVar, its parent being the
-//!   innermost span, sync or not. (Greenlets that switch stacks inside a
+//!   statement that nothing can suspend before it ends (in a plain
+//!   function, or in a coroutine or generator when the block holds no
+//!   `await` or `yield`: [`crate::trace_site`]); its entry also holds the
+//!   caller's frame, which `__exit__` matches. A block that spans an
+//!   `await` or a `yield`, one entered by other code than a `with`
+//!   statement, a decorated coroutine or a request is set in the
+//!   ContextVar, its parent being the innermost span, sync or not. (Greenlets that switch stacks inside a
 //!   sync span can mis-attribute self time; durations stay right.)
 //! * A [`Request`] (the Server-Timing middleware's) is a root frame with a
 //!   [`Collector`]: every span under it also adds its duration, by name,
