@@ -202,6 +202,19 @@ def test_reset_starts_from_zero():
     assert perflab.trace.snapshot()["t.reset"]["count"] == 1
 
 
+def test_a_span_called_by_hand_checks_its_arguments_like_a_context_manager():
+    """__enter__ and __exit__ are C methods: called directly, they take what a with
+    statement passes and say so otherwise."""
+    s = perflab.span("t.by_hand")
+    assert s.__enter__() is s
+    with pytest.raises(TypeError, match="3 arguments"):
+        s.__exit__()
+    assert s.__exit__(None, None, None) is False
+    with pytest.raises(TypeError):
+        type(s).__enter__(object())  # not a span
+    assert perflab.trace.snapshot()["t.by_hand"]["count"] == 1
+
+
 def test_bad_names_are_clear_errors_at_decoration_and_warnings_in_spans():
     with pytest.raises(TypeError, match="must be a str"):
         perflab.trace(42)

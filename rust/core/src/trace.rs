@@ -227,11 +227,43 @@ fn finish(f: &Frame, end_ns: u64) -> u64 {
     duration
 }
 
-/// `with perflab.span("name"):` — one reusable object per name.
+/// `with perflab.span("name"):` — one reusable object per name. Its
+/// `__enter__` and `__exit__` are C methods ([`crate::trace_block`]) that
+/// call [`open_block`] and [`close_block`].
 #[pyclass(module = "perflab._core", frozen)]
 pub struct Span {
     id: u32,
     name: Py<PyString>,
+}
+
+/// Open a block of `span` (its `__enter__`), while recording is on: on this
+/// thread's stack when nothing can suspend it ([`stack_block_caller`]),
+/// else in the ContextVar.
+pub(crate) fn open_block(py: Python<'_>, span: &Span) {
+    if ENABLED.load(Relaxed) {
+        match stack_block_caller(py) {
+            Some(caller) => {
+                push_sync(py, span.id, Some(caller));
+            }
+            None => drop(enter(py, span.id)),
+        }
+    }
+}
+
+/// Close the block of `span` (its `__exit__`) that the calling frame opened
+/// on this thread's stack, or else the context's current span when it is
+/// a block of this name; nothing when neither (opened while recording was
+/// off).
+pub(crate) fn close_block(py: Python<'_>, span: &Span) {
+    let end = now_ns();
+    if pop_block(py, span.id, end) {
+        return;
+    }
+    if let Some(frame) = current(py) {
+        if frame.get().id == span.id && frame.get().token.get().is_some() {
+            exit(py, &frame, end);
+        }
+    }
 }
 
 #[pymethods]
@@ -241,39 +273,6 @@ impl Span {
     #[new]
     fn new(id: u32, name: Py<PyString>) -> Self {
         Self { id, name }
-    }
-
-    fn __enter__(slf: &Bound<'_, Self>) -> Py<Span> {
-        if ENABLED.load(Relaxed) {
-            let py = slf.py();
-            let id = slf.get().id;
-            match stack_block_caller(py) {
-                Some(caller) => {
-                    push_sync(py, id, Some(caller));
-                }
-                None => drop(enter(py, id)),
-            }
-        }
-        slf.clone().unbind()
-    }
-
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        _type: &Bound<'_, PyAny>,
-        _value: &Bound<'_, PyAny>,
-        _tb: &Bound<'_, PyAny>,
-    ) -> bool {
-        let end = now_ns();
-        if pop_block(py, self.id, end) {
-            return false;
-        }
-        if let Some(frame) = current(py) {
-            if frame.get().id == self.id && frame.get().token.get().is_some() {
-                exit(py, &frame, end);
-            }
-        }
-        false
     }
 
     /// The span name.
@@ -464,6 +463,7 @@ fn trace_limits() -> (usize, u64) {
 pub fn register_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     crate::trace_call::register_module(m)?;
     m.add_class::<Span>()?;
+    crate::trace_block::install(&m.py().get_type::<Span>())?;
     m.add_class::<OffSpan>()?;
     m.add_class::<Request>()?;
     m.add_function(wrap_pyfunction!(span, m)?)?;

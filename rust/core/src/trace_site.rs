@@ -108,7 +108,9 @@ pub(crate) fn stack_block_caller(py: Python<'_>) -> Option<Py<PyAny>> {
                 on_stack,
             })
         });
-        drop(old); // outside the borrow: a code object's last reference may go here
+        // Outside the borrow: a code object's last reference may go here; as a
+        // Bound, so that no decref is deferred to PyO3's pool (see trace_block).
+        drop(old.map(|site| site.code.into_bound(py)));
         on_stack
     });
     // SAFETY: `frame` is live (borrowed above); this takes a reference of our own.
