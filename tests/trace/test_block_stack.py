@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 
 import perflab
 import perflab.trace
@@ -226,6 +227,59 @@ def test_a_stack_block_and_a_generator_block_of_one_name_pair_up_right():
     assert snap["duration"]["min_ns"] >= 1_900_000
     with perflab.span("g.after"):
         assert _core.trace_sync_depth() == 1
+
+
+def test_context_spans_ended_out_of_order_or_in_another_context_leave_contexts_right():
+    """A span in the ContextVar is marked ended, not reset: one ended out of order is
+    recorded and leaves the later one current; one ended in another context than it
+    was opened in (not recorded: its context is not the one running) leaves both
+    contexts with no current span (no stray value set in either)."""
+    def gen(name):
+        with perflab.span(name):
+            yield
+
+    def child():
+        with perflab.span("o.child"):
+            busy(0.002)
+
+    g1, g2 = gen("o.g1"), gen("o.g2")
+    next(g1)
+    next(g2)  # under g1
+    g1.close()  # ended out of order: g2 stays the current span
+    child()
+    g2.close()
+    snap = perflab.trace.snapshot()
+    g2_children = snap["o.g2"]["total_ns"] - snap["o.g2"]["self_total_ns"]
+    assert g2_children == snap["o.child"]["total_ns"] >= 1_900_000
+    # g1 ended before g2 did: g2's time never became g1's child time.
+    assert snap["o.g1"]["count"] == 1
+    assert snap["o.g1"]["self_total_ns"] == snap["o.g1"]["total_ns"]
+
+    elsewhere = contextvars.copy_context()
+    g3 = gen("o.g3")
+    elsewhere.run(next, g3)  # opened in `elsewhere`
+    g3.close()  # ended here
+    request = _core.Request(_core.trace_register("o.req")[0], True)
+    elsewhere.run(child)
+    asyncio.run(coroutine_block("o.async"))  # a context span in a copy of this context
+    request.end()
+    sums = {name for name, _, _ in request.timing()}
+    # Only this context's spans are the request's; `elsewhere` has no current span.
+    assert sums == {"o.req", "o.async", None}
+
+    g4 = gen("o.g4")
+    next(g4)  # opened here, with no parent
+    copied = contextvars.copy_context()  # g4's span is current there too
+    copied.run(g4.close)  # ended there: recorded, and `copied` is left with no span
+    copied.run(asyncio.run, coroutine_block("o.after"))
+    snap = perflab.trace.snapshot()
+    assert snap["o.g4"]["count"] == snap["o.after"]["count"] == 1
+
+
+async def coroutine_block(name: str) -> None:
+    """A block that spans an await (so it takes the ContextVar)."""
+    with perflab.span(name):
+        await asyncio.sleep(0)
 
 
 def test_threads_each_keep_their_own_stack():
