@@ -355,9 +355,9 @@ fn trace_register(py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<(u32, boo
 /// its duration and self time (ns: the duration less its direct child spans'),
 /// also when the block raises. While recording is off, one shared no-op
 /// ([`OffSpan`]). A name that is not a str is used as `str(name)` after a
-/// RuntimeWarning: never an exception in the traced code.
-#[pyfunction]
-fn span(py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+/// RuntimeWarning: never an exception in the traced code. Called by the C
+/// function `_core.span` ([`crate::trace_block`]).
+pub(crate) fn span(py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     if let Ok(text) = name.cast::<PyString>() {
         if !ENABLED.load(Relaxed) {
             let off = OFF_SPAN.get_or_try_init(py, || Py::new(py, OffSpan))?;
@@ -464,7 +464,7 @@ pub fn register_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     crate::trace_block::install(&m.py().get_type::<Span>())?;
     m.add_class::<OffSpan>()?;
     m.add_class::<Request>()?;
-    m.add_function(wrap_pyfunction!(span, m)?)?;
+    crate::trace_block::add_span_function(m)?;
     m.add_function(wrap_pyfunction!(trace_register, m)?)?;
     m.add_function(wrap_pyfunction!(trace_record, m)?)?;
     m.add_function(wrap_pyfunction!(trace_enable, m)?)?;
