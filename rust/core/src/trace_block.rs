@@ -71,7 +71,9 @@ pub(crate) fn install(tp: &Bound<'_, PyType>) -> PyResult<()> {
         },
         ffi::PyMethodDef {
             ml_name: c"__exit__".as_ptr(),
-            ml_meth: ffi::PyMethodDefPointer { PyCFunctionFast: exit },
+            ml_meth: ffi::PyMethodDefPointer {
+                PyCFunctionFast: exit,
+            },
             ml_flags: ffi::METH_FASTCALL,
             ml_doc: c"Close the span and record it; returns False.".as_ptr(),
         },

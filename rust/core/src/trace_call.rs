@@ -219,7 +219,9 @@ unsafe extern "C" fn reduce(slf: *mut ffi::PyObject, _: *mut ffi::PyObject) -> *
     match this.getattr("__qualname__") {
         Ok(name) if name.is_instance_of::<PyString>() => name.into_ptr(),
         _ => {
-            let shown = this.repr().map_or_else(|_| "?".to_string(), |r| r.to_string());
+            let shown = this
+                .repr()
+                .map_or_else(|_| "?".to_string(), |r| r.to_string());
             PyTypeError::new_err(format!(
                 "cannot pickle {shown}: a traced function is pickled by reference, \
                  and it has no __qualname__ (str)"
@@ -298,8 +300,7 @@ fn traced_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
                         PyCFunction: reduce,
                     },
                     ml_flags: ffi::METH_NOARGS,
-                    ml_doc: c"Pickled by reference (its __qualname__), as a function is."
-                        .as_ptr(),
+                    ml_doc: c"Pickled by reference (its __qualname__), as a function is.".as_ptr(),
                 },
                 ffi::PyMethodDef::zeroed(),
             ]));
