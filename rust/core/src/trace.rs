@@ -25,8 +25,9 @@
 //!   caller's frame, which `__exit__` matches. A block that spans an
 //!   `await` or a `yield`, one entered by other code than a `with`
 //!   statement, a decorated coroutine or a request is set in the
-//!   ContextVar, its parent being the innermost span, sync or not. (Greenlets that switch stacks inside a
-//!   sync span can mis-attribute self time; durations stay right.)
+//!   ContextVar, its parent being the innermost span, sync or not.
+//!   (Greenlets that switch stacks inside a sync span can mis-attribute
+//!   self time; durations stay right.)
 //! * A [`Request`] (the Server-Timing middleware's) is a root frame with a
 //!   [`Collector`]: every span under it also adds its duration, by name,
 //!   to that request's sums.
@@ -132,8 +133,8 @@ pub(crate) fn set_current(py: Python<'_>, frame: &Bound<'_, Frame>) -> PyResult<
 /// One running span: what its children and its own end need.
 ///
 /// A span in the ContextVar (a block that spans an `await`, a request) is
-/// set when it opens, and not reset when it ends (a reset costs about as
-/// much as the set): it is marked `closed`, and [`current`] looks past it
+/// set when it opens, and not reset when it ends (a reset would be a second
+/// update of the context's mapping): it is marked `closed`, and [`current`] looks past it
 /// to the span that was current when it opened (`ctx_parent`). So a span
 /// ended in another context than it was opened in (a generator, a
 /// callback), or out of order (two async generators), never disturbs the
