@@ -6,9 +6,10 @@ with perflab.trace (recording on, and off with ``enable(False)``), decorated wit
 OpenTelemetry's ``start_as_current_span`` (SDK tracer with the batch span
 processor and an exporter that drops spans; the API's no-op tracer; the SDK
 feeding perflab's bridge), and the same for ``with make(name): pass`` blocks
-against a C-level context manager (an uncontended lock), in a plain function and in
-a coroutine. A span's overhead is the case's median less its baseline's (the plain
-call, the null block).
+against a C-level context manager (an uncontended lock), in a plain function, in
+a coroutine (no await inside: the thread's stack) and around an ``await`` of a done
+future in a coroutine (the ContextVar). A span's overhead is the case's median less
+its baseline's (the plain call, the lock block).
 
 Verdict rule (one, printed by this script): the overhead's 95% interval is
 [case CI low − baseline CI high, case CI high − baseline CI low] (the two CIs
@@ -54,6 +55,7 @@ ROWS = {
     "trace-block/otel span batch": ("trace-block/c lock", None),
     "trace-block/otel no-op span": ("trace-block/c lock", None),
     "trace-async-block/perflab span on": ("trace-async-block/c lock", TARGET_ON_NS),
+    "trace-async-await/perflab span on": ("trace-async-await/c lock", TARGET_ON_NS),
 }
 #: The CPU-time table: interleaved rounds of calls per case (OpenTelemetry's are left
 #: out: at 10–90 µs a call they would take minutes).
@@ -133,10 +135,13 @@ def report(rows: dict[str, dict[str, float]], command: str, wall_s: float,
              "the same call of an empty function, plain or wrapped by each tracer's decorator; "
              "and `with make(name): pass` against a C-level context manager (`with "
              "locks.get(None): pass`, an uncontended lock), in a plain function "
-             "(`trace-block`: perflab keeps the span on a per-thread stack) and in a "
-             "coroutine run by one `send` (`trace-async-block`: in a ContextVar). A disabled "
-             "span is `enable(False)` at run time: the decorated wrapper's flag check, and "
-             "`span(name)` returning a shared no-op.", "",
+             "(`trace-block`: perflab keeps the span on a per-thread stack), in a coroutine "
+             "run by one `send` (`trace-async-block`: the block holds no `await`, so the "
+             "per-thread stack too), and as `with make(name): await done` in a coroutine "
+             "(`trace-async-await`: a block that spans an `await`, of an already-done "
+             "asyncio future, so one `send` still runs it to its end: the span is kept in a "
+             "ContextVar). A disabled span is `enable(False)` at run time: the decorated "
+             "wrapper's flag check, and `span(name)` returning a shared no-op.", "",
              "Verdict rule: the overhead's interval is [case CI low − baseline CI high, case "
              "CI high − baseline CI low] (95% CIs of perflab run's medians, combined "
              "conservatively); **met** when it lies wholly at or under the target, **not met** "

@@ -6,8 +6,11 @@ case's median less the plain call's. The ``block`` cases time ``with
 make(name): pass`` the same way against a C-level context manager (an
 uncontended lock fetched by ``dict.get``), in a plain function; the
 ``async-block`` cases time the same block inside a coroutine (run by one
-``send``), where perflab.trace must keep the span in a ContextVar. Recording on
-or off is set per worker process by the setup (untimed).
+``send``): its body cannot suspend, so perflab.trace keeps the span on the
+thread's stack as in a plain function; the ``async-await`` cases time a block
+whose body awaits (an already-done future, so one ``send`` still runs it to its
+end), where perflab.trace must keep the span in a ContextVar. Recording on or off
+is set per worker process by the setup (untimed).
 
     perflab run benchmarks/workloads/trace_overhead.py
 """
@@ -46,6 +49,11 @@ async def _in_coroutine(make, name):
         pass
 
 
+async def _awaiting(make, name, done):
+    with make(name):
+        await done
+
+
 def async_block(spec):
     """The timed body of the async-block cases: the same block in a coroutine, run to
     its end by one ``send`` (no event loop: its cost is not the span's)."""
@@ -54,6 +62,36 @@ def async_block(spec):
         _in_coroutine(make, name).send(None)
     except StopIteration:
         pass
+
+
+def async_await_block(spec):
+    """The timed body of the async-await-block cases: a block whose body awaits an
+    already-done asyncio future (the await returns at once, so one ``send`` still runs
+    the coroutine to its end), which perflab.trace must keep in a ContextVar."""
+    make, name, done = spec
+    try:
+        _awaiting(make, name, done).send(None)
+    except StopIteration:
+        pass
+
+
+def _done_future():
+    """An asyncio future already done (made on a loop closed at once: awaiting a done
+    future never touches its loop)."""
+    import asyncio
+
+    loop = asyncio.new_event_loop()
+    try:
+        done = loop.create_future()
+        done.set_result(None)
+    finally:
+        loop.close()
+    return done
+
+
+def _awaiting_case(block_setup):
+    """An async-await-block case's setup: a block case's spec and a done future."""
+    return lambda: (*block_setup(), _done_future())
 
 
 def _perflab(on: bool):
@@ -130,9 +168,11 @@ BLOCKS = {
 }
 
 ASYNC_BLOCKS = {name: BLOCKS[name] for name in ("c lock", "perflab span on")}
+AWAIT_BLOCKS = {name: _awaiting_case(setup) for name, setup in ASYNC_BLOCKS.items()}
 #: group → (timed body, its cases, the baseline case): what benchmarks/trace.py times.
 GROUPS = {GROUP: (call, CASES, "plain call"), GROUP + "-block": (block, BLOCKS, "c lock"),
-          GROUP + "-async-block": (async_block, ASYNC_BLOCKS, "c lock")}
+          GROUP + "-async-block": (async_block, ASYNC_BLOCKS, "c lock"),
+          GROUP + "-async-await": (async_await_block, AWAIT_BLOCKS, "c lock")}
 
 for _group, (_body, _cases, _baseline) in GROUPS.items():
     for _name, _setup in _cases.items():

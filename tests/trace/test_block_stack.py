@@ -2,29 +2,23 @@
 can suspend the block, and right when they mix with decorated calls, coroutines,
 generators, wrappers, threads and interleaved asyncio tasks.
 
-A block entered by a ``with`` statement in a plain function keeps its frame on the
-thread's stack (cheap); one in ``async def`` or in a generator, or whose ``__enter__``
-is called by other code (a wrapper class, ``ExitStack``), keeps the ContextVar.
-``_core.trace_sync_depth()`` says which path a block took.
+A block entered by a ``with`` statement in a plain function, or in ``async def`` or a
+generator when the block holds no ``await``/``yield`` (perflab.trace.sites), keeps its
+frame on the thread's stack (cheap); one that spans an ``await`` or a ``yield``, or
+whose ``__enter__`` is called by other code (a wrapper class, ``ExitStack``), keeps
+the ContextVar. ``_core.trace_sync_depth()`` says which path a block took.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
-import time
+import contextvars
 
 import perflab
 import perflab.trace
 from perflab import _core
-
-
-def busy(seconds: float) -> None:
-    """Spin (no sleep: its wake-up would add scheduler noise to the self time)."""
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        pass
+from tests.trace.concurrency import busy, in_threads, interleaved
 
 
 class Timed:
@@ -51,14 +45,20 @@ def test_a_with_statement_in_a_plain_function_uses_the_thread_stack():
     depths.append(_core.trace_sync_depth())
 
     async def coroutine():
-        with perflab.span("k.async"):
+        with perflab.span("k.async"):  # spans an await: the ContextVar
             depths.append(_core.trace_sync_depth())
             await asyncio.sleep(0)
+        with perflab.span("k.async_sync"):  # no await inside: the thread's stack
+            depths.append(_core.trace_sync_depth())
+        await asyncio.sleep(0)
 
     def generator():
         with perflab.span("k.gen"):
             depths.append(_core.trace_sync_depth())
             yield
+        with perflab.span("k.gen_sync"):
+            depths.append(_core.trace_sync_depth())
+        yield
 
     asyncio.run(coroutine())
     list(generator())
@@ -67,11 +67,11 @@ def test_a_with_statement_in_a_plain_function_uses_the_thread_stack():
     with contextlib.ExitStack() as stack:
         stack.enter_context(perflab.span("k.exitstack"))
         depths.append(_core.trace_sync_depth())
-    assert depths == [1, 2, 0, 0, 0, 0, 0]
+    assert depths == [1, 2, 0, 0, 1, 0, 1, 0, 0]
     snap = perflab.trace.snapshot()
     assert {n: snap[n]["count"] for n in snap} == {
         "k.plain": 1, "k.inner": 1, "k.async": 1, "k.gen": 1, "k.wrapped": 1,
-        "k.exitstack": 1}
+        "k.exitstack": 1, "k.async_sync": 1, "k.gen_sync": 1}
     p, i = snap["k.plain"], snap["k.inner"]
     assert p["self_total_ns"] == p["total_ns"] - i["total_ns"]
 
@@ -134,11 +134,8 @@ def test_stack_blocks_in_sync_helpers_of_interleaved_tasks_keep_their_parents():
             await asyncio.sleep(0.005)  # the other tasks run here
             call()
 
-    async def main():
-        await asyncio.wait_for(asyncio.gather(task(), task(), task()), 30)
-
     with perflab.span("h.outer"):  # a stack block around the event loop
-        asyncio.run(main())
+        interleaved(task)
     snap = perflab.trace.snapshot()
     o, t, c, h = (snap[n] for n in ("h.outer", "h.task", "h.call", "h.helper"))
     assert depths == {2, 3}  # under h.outer: helper, or call and its helper
@@ -151,6 +148,36 @@ def test_stack_blocks_in_sync_helpers_of_interleaved_tasks_keep_their_parents():
     # The loop's tasks (which overlap) are children of the outer block.
     assert o["self_total_ns"] == max(0, o["total_ns"] - t["total_ns"])
     assert _core.trace_sync_depth() == 0
+
+
+def test_blocks_without_awaits_in_interleaved_tasks_use_the_stack_and_keep_parents():
+    """A block in ``async def`` whose body cannot suspend takes the thread's stack; in
+    three interleaved tasks each such block is its own task's child, never another's,
+    and one that raises leaves the stack clean."""
+    depths = set()
+
+    async def task():
+        with perflab.span("a.task"):  # spans awaits: the ContextVar
+            with perflab.span("a.step"):  # no await: the thread's stack
+                depths.add(_core.trace_sync_depth())
+                busy(0.001)
+            await asyncio.sleep(0.005)  # the other tasks run here
+            try:
+                with perflab.span("a.step"):
+                    busy(0.001)
+                    raise KeyError
+            except KeyError:
+                pass
+            await asyncio.sleep(0)
+
+    interleaved(task)
+    snap = perflab.trace.snapshot()
+    t, s = snap["a.task"], snap["a.step"]
+    assert depths == {1} and _core.trace_sync_depth() == 0
+    assert (t["count"], s["count"]) == (3, 6)
+    # Each task block's children are its own two steps, whatever ran in between.
+    assert t["self_total_ns"] == t["total_ns"] - s["total_ns"]
+    assert s["self_total_ns"] == s["total_ns"]
 
 
 def test_blocks_decorators_and_recursion_nest_with_exact_self_times():
@@ -202,6 +229,59 @@ def test_a_stack_block_and_a_generator_block_of_one_name_pair_up_right():
         assert _core.trace_sync_depth() == 1
 
 
+def test_context_spans_ended_out_of_order_or_in_another_context_leave_contexts_right():
+    """A span in the ContextVar is marked ended, not reset: one ended out of order is
+    recorded and leaves the later one current; one ended in another context than it
+    was opened in (not recorded: its context is not the one running) leaves both
+    contexts with no current span (no stray value set in either)."""
+    def gen(name):
+        with perflab.span(name):
+            yield
+
+    def child():
+        with perflab.span("o.child"):
+            busy(0.002)
+
+    g1, g2 = gen("o.g1"), gen("o.g2")
+    next(g1)
+    next(g2)  # under g1
+    g1.close()  # ended out of order: g2 stays the current span
+    child()
+    g2.close()
+    snap = perflab.trace.snapshot()
+    g2_children = snap["o.g2"]["total_ns"] - snap["o.g2"]["self_total_ns"]
+    assert g2_children == snap["o.child"]["total_ns"] >= 1_900_000
+    # g1 ended before g2 did: g2's time never became g1's child time.
+    assert snap["o.g1"]["count"] == 1
+    assert snap["o.g1"]["self_total_ns"] == snap["o.g1"]["total_ns"]
+
+    elsewhere = contextvars.copy_context()
+    g3 = gen("o.g3")
+    elsewhere.run(next, g3)  # opened in `elsewhere`
+    g3.close()  # ended here
+    request = _core.Request(_core.trace_register("o.req")[0], True)
+    elsewhere.run(child)
+    asyncio.run(coroutine_block("o.async"))  # a context span in a copy of this context
+    request.end()
+    sums = {name for name, _, _ in request.timing()}
+    # Only this context's spans are the request's; `elsewhere` has no current span.
+    assert sums == {"o.req", "o.async", None}
+
+    g4 = gen("o.g4")
+    next(g4)  # opened here, with no parent
+    copied = contextvars.copy_context()  # g4's span is current there too
+    copied.run(g4.close)  # ended there: recorded, and `copied` is left with no span
+    copied.run(asyncio.run, coroutine_block("o.after"))
+    snap = perflab.trace.snapshot()
+    assert snap["o.g4"]["count"] == snap["o.after"]["count"] == 1
+
+
+async def coroutine_block(name: str) -> None:
+    """A block that spans an await (so it takes the ContextVar)."""
+    with perflab.span(name):
+        await asyncio.sleep(0)
+
+
 def test_threads_each_keep_their_own_stack():
     def run():
         for _ in range(2000):
@@ -209,11 +289,7 @@ def test_threads_each_keep_their_own_stack():
                 with perflab.span("th.inner"):
                     pass
 
-    threads = [threading.Thread(target=run) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    in_threads(run)
     snap = perflab.trace.snapshot()
     o, i = snap["th.outer"], snap["th.inner"]
     assert o["count"] == i["count"] == 8000

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import threading
 
 import pytest
 
 import perflab.trace
+from tests.trace.concurrency import in_threads
 
 sdk_trace = pytest.importorskip(
     "opentelemetry.sdk.trace",
@@ -62,11 +62,7 @@ def test_otel_bridge_from_many_threads_and_bad_spans_never_raise():
             with t.start_as_current_span("otel.threaded"):
                 pass
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    in_threads(work)
     assert perflab.trace.snapshot()["otel.threaded"]["count"] == 800
 
     class Odd:

@@ -6,7 +6,6 @@ import asyncio
 import subprocess
 import sys
 import threading
-import time
 import warnings
 
 import pytest
@@ -14,13 +13,7 @@ import pytest
 import perflab
 import perflab.trace
 from perflab import _core
-
-
-def busy(seconds: float) -> None:
-    """Spin (no sleep: its wake-up would add scheduler noise to the self time)."""
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        pass
+from tests.trace.concurrency import busy, in_threads, interleaved
 
 
 def test_decorator_counts_calls_and_keeps_the_function_shape():
@@ -148,13 +141,10 @@ def test_sync_calls_and_tasks_interleaved_inside_a_sync_span_keep_their_parents(
             await asyncio.sleep(0.005)  # the other tasks run here
             leaf()
 
-    async def main():
-        await asyncio.wait_for(asyncio.gather(task(), task(), task()), 30)
-
     @perflab.trace("m.outer")
     def outer():
         direct()
-        asyncio.run(main())
+        interleaved(task)
 
     outer()
     snap = perflab.trace.snapshot()
@@ -210,6 +200,19 @@ def test_reset_starts_from_zero():
     with perflab.span("t.reset"):
         pass
     assert perflab.trace.snapshot()["t.reset"]["count"] == 1
+
+
+def test_a_span_called_by_hand_checks_its_arguments_like_a_context_manager():
+    """__enter__ and __exit__ are C methods: called directly, they take what a with
+    statement passes and say so otherwise."""
+    s = perflab.span("t.by_hand")
+    assert s.__enter__() is s
+    with pytest.raises(TypeError, match="3 arguments"):
+        s.__exit__()
+    assert s.__exit__(None, None, None) is False
+    with pytest.raises(TypeError):
+        type(s).__enter__(object())  # not a span
+    assert perflab.trace.snapshot()["t.by_hand"]["count"] == 1
 
 
 def test_bad_names_are_clear_errors_at_decoration_and_warnings_in_spans():

@@ -6,8 +6,10 @@ vectorcall): it passes every kind of argument on unchanged, binds like a functio
 from __future__ import annotations
 
 import asyncio
+import copy
 import gc
 import inspect
+import pickle
 import weakref
 
 import pytest
@@ -15,6 +17,20 @@ import pytest
 import perflab
 import perflab.trace
 from perflab import _core
+
+
+@perflab.trace("c.pickled")
+def pickled(x):
+    """A module-level traced function: what pickle can find by name."""
+    return x * 2
+
+
+class Pickled:
+    """A module-level class with a traced method."""
+
+    @perflab.trace("c.pickled_method")
+    def method(self):
+        return 3
 
 
 def counts() -> dict[str, int]:
@@ -117,3 +133,23 @@ def test_recording_off_forwards_the_same_way():
         perflab.trace.enable(True)
     assert f(1, b=1) == 2
     assert counts() == {"c.off": 1}
+
+
+def test_a_traced_function_pickles_and_copies_by_reference_as_a_function_does():
+    """What multiprocessing and ProcessPoolExecutor do with the function they run."""
+    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+        assert pickle.loads(pickle.dumps(pickled, protocol)) is pickled
+    assert pickle.loads(pickle.dumps(Pickled.method)) is Pickled.method
+    assert pickle.loads(pickle.dumps(Pickled().method))() == 3  # a bound method
+    assert copy.copy(pickled) is pickled and copy.deepcopy(pickled) is pickled
+
+    @perflab.trace("c.local")
+    def local():
+        pass
+
+    with pytest.raises((pickle.PicklingError, AttributeError)):
+        pickle.dumps(local)  # as with a plain local function: not found by name
+    nameless = perflab.trace("c.nameless")(len)
+    del nameless.__dict__["__qualname__"]
+    with pytest.raises(TypeError, match="pickled by reference"):
+        pickle.dumps(nameless)

@@ -22,11 +22,12 @@ about 1 KiB per power of two of durations per name and thread, and at most
 ``PERFLAB_TRACE_MAX_NAMES`` names (default 1000; later names are counted
 under ``"(other spans)"`` after one RuntimeWarning). Nesting follows
 ``contextvars``, so it is right in threads and in asyncio tasks alike. A sync
-decorated call, and a ``with span(...)`` statement in a plain function (not
-``async def``, not a generator: its body can hold no ``await`` or ``yield``), which
-no task switch can interrupt, keep their frames on a per-thread stack instead
-(setting a ContextVar costs more than the rest of a span), and the spans they
-enclose still find them as their parent. Greenlets that switch stacks inside such
+decorated call, and a ``with span(...)`` statement that nothing can suspend before
+its block ends (in a plain function, or in ``async def`` or a generator when the
+block holds no ``await``, ``yield``, ``async for`` or ``async with``: see
+:mod:`perflab.trace.sites`), which no task switch can interrupt, keep their frames
+on a per-thread stack instead (setting a ContextVar costs more than the rest of a
+span), and the spans they enclose still find them as their parent. Greenlets that switch stacks inside such
 a span can misattribute self time (durations stay right).
 
 Environment (read when this module is first imported):
@@ -133,9 +134,10 @@ def _decorate(func: Callable[..., Any], name: str) -> Any:
 #: ``with span(name):`` times a block as a span: the native ``_core.span`` itself (no
 #: Python frame in between), returning one reusable, stateless context manager per name
 #: (cached), or while recording is off one shared no-op. Entering pushes a frame on
-#: this thread's stack (a ``with`` statement in a plain function) or on the current
-#: context (in a coroutine or generator, or when ``__enter__`` is called by other code,
-#: such as a wrapper or ``ExitStack``); leaving records the block's duration and self
+#: this thread's stack (a ``with`` statement whose block cannot be suspended) or on the
+#: current context (a block that spans an ``await`` or ``yield``, or when ``__enter__``
+#: is called by other code, such as a wrapper or ``ExitStack``); leaving records the
+#: block's duration and self
 #: time (ns), also when the block raises (the exception propagates). A name that is
 #: not a str is used as ``str(name)`` after a RuntimeWarning: it never raises into the
 #: traced code.

@@ -12,6 +12,7 @@ mod hdr;
 mod http;
 mod serve;
 mod trace;
+mod trace_block;
 mod trace_call;
 mod trace_request;
 mod trace_site;

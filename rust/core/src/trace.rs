@@ -19,13 +19,15 @@
 //!   middle of one), so the stack stays LIFO; the innermost span is its top
 //!   when the current context's span is still that top's base, else the
 //!   context's span ([`innermost`]). So does a block entered by a `with`
-//!   statement in code that cannot be suspended (a plain function, not a
-//!   coroutine or generator: [`crate::trace_site`]); its entry also holds
-//!   the caller's frame, which `__exit__` matches. A block in async code or
-//!   a generator, one entered by other code than a `with` statement, a
-//!   coroutine or a request is set in the ContextVar, its parent being the
-//!   innermost span, sync or not. (Greenlets that switch stacks inside a
-//!   sync span can mis-attribute self time; durations stay right.)
+//!   statement that nothing can suspend before it ends (in a plain
+//!   function, or in a coroutine or generator when the block holds no
+//!   `await` or `yield`: [`crate::trace_site`]); its entry also holds the
+//!   caller's frame, which `__exit__` matches. A block that spans an
+//!   `await` or a `yield`, one entered by other code than a `with`
+//!   statement, a decorated coroutine or a request is set in the
+//!   ContextVar, its parent being the innermost span, sync or not.
+//!   (Greenlets that switch stacks inside a sync span can mis-attribute
+//!   self time; durations stay right.)
 //! * A [`Request`] (the Server-Timing middleware's) is a root frame with a
 //!   [`Collector`]: every span under it also adds its duration, by name,
 //!   to that request's sums.
@@ -35,7 +37,7 @@
 //! traced code: a failure of the recorder skips the recording.
 
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 
 use perflab_engine::trace::{self, now_ns, SpanReport, OVERFLOW_NAME};
 use pyo3::exceptions::{PyRuntimeWarning, PyTypeError};
@@ -72,7 +74,6 @@ pub(crate) mod cv {
             value: *mut *mut PyObject,
         ) -> c_int;
         pub fn PyContextVar_Set(var: *mut PyObject, value: *mut PyObject) -> *mut PyObject;
-        pub fn PyContextVar_Reset(var: *mut PyObject, token: *mut PyObject) -> c_int;
     }
 }
 static SPANS: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
@@ -94,7 +95,9 @@ pub(crate) fn frame_var(py: Python<'_>) -> *mut ffi::PyObject {
         .as_ptr()
 }
 
-/// The innermost span running in the current context, if any.
+/// The innermost span running in the current context, if any: the
+/// ContextVar's frame, or the nearest of its `ctx_parent`s that is still
+/// open (an ended span stays in the ContextVar: see [`Frame`]).
 pub(crate) fn current(py: Python<'_>) -> Option<Bound<'_, Frame>> {
     let mut value = null_mut();
     // SAFETY: the var is a ContextVar; `value` receives a new reference.
@@ -103,111 +106,103 @@ pub(crate) fn current(py: Python<'_>) -> Option<Bound<'_, Frame>> {
         return None;
     }
     // SAFETY: a new reference or NULL; only Frames are ever set.
-    unsafe { Bound::from_owned_ptr_or_opt(py, value).map(|v| v.cast_into_unchecked()) }
+    let mut frame: Bound<'_, Frame> =
+        unsafe { Bound::from_owned_ptr_or_opt(py, value).map(|v| v.cast_into_unchecked()) }?;
+    while frame.get().closed.load(Relaxed) {
+        frame = frame.get().ctx_parent.as_ref()?.bind(py).clone();
+    }
+    Some(frame)
 }
 
-/// A new frame of `id` under `parent`, in its parent's request (if any);
-/// None when it could not be allocated.
-fn child_frame<'py>(
-    py: Python<'py>,
-    id: u32,
-    parent: Option<Bound<'py, Frame>>,
-) -> Option<Bound<'py, Frame>> {
-    let collector = parent
-        .as_ref()
-        .and_then(|p| p.get().collector.as_ref().map(|c| c.clone_ref(py)));
-    let frame = Frame {
-        id,
-        start_ns: AtomicU64::new(0),
-        child_ns: AtomicU64::new(0),
-        parent: parent.map(Bound::unbind),
-        collector,
-        token: Token::default(),
-    };
-    Bound::new(py, frame).ok()
+/// Make `frame` the current context's span (its `ctx_parent` must be the
+/// span current until now).
+///
+/// Errors: the context could not be changed (memory exhausted).
+pub(crate) fn set_current(py: Python<'_>, frame: &Bound<'_, Frame>) -> PyResult<()> {
+    // SAFETY: a ContextVar and a live object; returns a new reference (the
+    // token, which a span never needs: see `Frame`) or NULL.
+    let token = unsafe { cv::PyContextVar_Set(frame_var(py), frame.as_ptr()) };
+    if token.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: our new reference.
+    unsafe { ffi::Py_DECREF(token) };
+    Ok(())
 }
 
 /// One running span: what its children and its own end need.
+///
+/// A span in the ContextVar (a block that spans an `await`, a request) is
+/// set when it opens, and not reset when it ends (a reset would be a second
+/// update of the context's mapping): it is marked `closed`, and [`current`] looks past it
+/// to the span that was current when it opened (`ctx_parent`). So a span
+/// ended in another context than it was opened in (a generator, a
+/// callback), or out of order (two async generators), never disturbs the
+/// context it was opened in. An ended span stays referenced by its context
+/// until the next one is set there or the context is freed: one chain of
+/// frames per context at most.
 #[pyclass(module = "perflab._core", frozen)]
 pub struct Frame {
     pub(crate) id: u32,
     pub(crate) start_ns: AtomicU64,
     pub(crate) child_ns: AtomicU64,
+    /// Where its duration goes when it ends (its parent's child time).
     pub(crate) parent: Option<Py<Frame>>,
     pub(crate) collector: Option<Py<Collector>>,
-    /// The ContextVar token that restores the parent.
-    pub(crate) token: Token,
+    /// The context's span when this one was set in the ContextVar.
+    pub(crate) ctx_parent: Option<Py<Frame>>,
+    /// Ended ([`current`] looks past it).
+    pub(crate) closed: AtomicBool,
 }
 
-/// A context span's ContextVar token (a strong reference), set once when it
-/// opens: an atomic pointer, which costs less than a `OnceLock` to set.
-#[derive(Default)]
-pub(crate) struct Token(AtomicPtr<ffi::PyObject>);
-
-impl Token {
-    /// Keep `token` (a second call replaces the first).
-    pub(crate) fn set(&self, token: Bound<'_, PyAny>) {
-        let old = self.0.swap(token.into_ptr(), Relaxed);
-        if !old.is_null() {
-            // SAFETY: a reference we owned; the GIL is held (`token`'s).
-            unsafe { ffi::Py_DECREF(old) };
-        }
-    }
-
-    /// The token (borrowed), if set.
-    pub(crate) fn get(&self) -> Option<*mut ffi::PyObject> {
-        let p = self.0.load(Relaxed);
-        (!p.is_null()).then_some(p)
-    }
-}
-
-impl Drop for Token {
-    fn drop(&mut self) {
-        let p = *self.0.get_mut();
-        if !p.is_null() {
-            // SAFETY: a reference we own. A set token is only ever dropped
-            // with its Frame, by the Frame's deallocation: the GIL is held.
-            unsafe { ffi::Py_DECREF(p) };
-        }
+impl Frame {
+    /// A new open frame of `id` started at `start_ns`, under `parent`, in
+    /// `collector`'s request, set over `ctx_parent` (None when it is never
+    /// set in the ContextVar).
+    pub(crate) fn new<'py>(
+        py: Python<'py>,
+        id: u32,
+        start_ns: u64,
+        parent: Option<Py<Frame>>,
+        collector: Option<Py<Collector>>,
+        ctx_parent: Option<Bound<'py, Frame>>,
+    ) -> PyResult<Bound<'py, Frame>> {
+        let frame = Frame {
+            id,
+            start_ns: AtomicU64::new(start_ns),
+            child_ns: AtomicU64::new(0),
+            parent,
+            collector,
+            ctx_parent: ctx_parent.map(Bound::unbind),
+            closed: AtomicBool::new(false),
+        };
+        Bound::new(py, frame)
     }
 }
 
 /// Open a span of `id` in the current context: its frame is set as the
-/// current one. None when the context could not be changed (the span is
-/// then not recorded).
+/// current one, under the innermost span (in its request, if any). None
+/// when the context could not be changed (the span is then not recorded).
 fn enter<'py>(py: Python<'py>, id: u32) -> Option<Bound<'py, Frame>> {
-    let frame = child_frame(py, id, innermost(py).1)?;
-    // SAFETY: a ContextVar and a live object; returns a new reference.
-    let token = unsafe { cv::PyContextVar_Set(frame_var(py), frame.as_ptr()) };
-    // SAFETY: a new reference or NULL.
-    let token = unsafe { Bound::from_owned_ptr_or_opt(py, token) };
-    let Some(token) = token else {
-        let _ = PyErr::take(py);
+    let (ctx, parent) = innermost(py);
+    let collector = parent
+        .as_ref()
+        .and_then(|p| p.get().collector.as_ref().map(|c| c.clone_ref(py)));
+    let frame = Frame::new(py, id, 0, parent.map(Bound::unbind), collector, ctx).ok()?;
+    if let Err(e) = set_current(py, &frame) {
+        drop(e.into_value(py).into_bound(py)); // as a Bound: see trace_block
         return None;
-    };
-    frame.get().token.set(token);
+    }
     frame.get().start_ns.store(now_ns(), Relaxed);
     Some(frame)
 }
 
-/// Close `frame` at `end_ns`: restore its parent as the current span and
-/// record its duration and self time. Returns the duration, ns.
-pub(crate) fn exit(py: Python<'_>, frame: &Bound<'_, Frame>, end_ns: u64) -> u64 {
+/// Close `frame` (a span in the ContextVar) at `end_ns`: mark it ended (the
+/// context's current span is its `ctx_parent` again) and record its
+/// duration and self time. Returns the duration, ns.
+pub(crate) fn exit(frame: &Bound<'_, Frame>, end_ns: u64) -> u64 {
     let f = frame.get();
-    if let Some(token) = f.token.get() {
-        // SAFETY: a ContextVar and its token.
-        if unsafe { cv::PyContextVar_Reset(frame_var(py), token) } < 0 {
-            // Closed in another context than it was opened in (a
-            // generator, a callback): put its parent back by hand.
-            let _ = PyErr::take(py);
-            let parent = f.parent.as_ref().map_or(py.None().as_ptr(), |p| p.as_ptr());
-            // SAFETY: as above; the token returned is dropped at once.
-            let t = unsafe { cv::PyContextVar_Set(frame_var(py), parent) };
-            // SAFETY: a new reference or NULL.
-            drop(unsafe { Bound::from_owned_ptr_or_opt(py, t) });
-            let _ = PyErr::take(py);
-        }
-    }
+    f.closed.store(true, Relaxed);
     finish(f, end_ns)
 }
 
@@ -226,11 +221,48 @@ fn finish(f: &Frame, end_ns: u64) -> u64 {
     duration
 }
 
-/// `with perflab.span("name"):` — one reusable object per name.
+/// `with perflab.span("name"):` — one reusable object per name. Its
+/// `__enter__` and `__exit__` are C methods ([`crate::trace_block`]) that
+/// call [`open_block`] and [`close_block`].
 #[pyclass(module = "perflab._core", frozen)]
 pub struct Span {
     id: u32,
     name: Py<PyString>,
+}
+
+/// Open a block of `span` (its `__enter__`), while recording is on: on this
+/// thread's stack when nothing can suspend it ([`stack_block_caller`]),
+/// else in the ContextVar.
+pub(crate) fn open_block(py: Python<'_>, span: &Span) {
+    if ENABLED.load(Relaxed) {
+        match stack_block_caller(py) {
+            Some(caller) => {
+                push_sync(py, span.id, Some(caller));
+            }
+            None => drop(enter(py, span.id)),
+        }
+    }
+}
+
+/// Close the block of `span` (its `__exit__`) that the calling frame opened
+/// on this thread's stack, or else the context's innermost open span of
+/// this name: normally the current one; one further out when blocks of two
+/// generators end out of order. Nothing when neither: opened while
+/// recording was off, or in another context (a generator resumed in
+/// another task), which is then not recorded.
+pub(crate) fn close_block(py: Python<'_>, span: &Span) {
+    let end = now_ns();
+    if pop_block(py, span.id, end) {
+        return;
+    }
+    let mut frame = current(py);
+    while let Some(f) = frame {
+        if f.get().id == span.id && !f.get().closed.load(Relaxed) {
+            exit(&f, end);
+            return;
+        }
+        frame = f.get().ctx_parent.as_ref().map(|p| p.bind(py).clone());
+    }
 }
 
 #[pymethods]
@@ -240,39 +272,6 @@ impl Span {
     #[new]
     fn new(id: u32, name: Py<PyString>) -> Self {
         Self { id, name }
-    }
-
-    fn __enter__(slf: &Bound<'_, Self>) -> Py<Span> {
-        if ENABLED.load(Relaxed) {
-            let py = slf.py();
-            let id = slf.get().id;
-            match stack_block_caller(py) {
-                Some(caller) => {
-                    push_sync(py, id, Some(caller));
-                }
-                None => drop(enter(py, id)),
-            }
-        }
-        slf.clone().unbind()
-    }
-
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        _type: &Bound<'_, PyAny>,
-        _value: &Bound<'_, PyAny>,
-        _tb: &Bound<'_, PyAny>,
-    ) -> bool {
-        let end = now_ns();
-        if pop_block(py, self.id, end) {
-            return false;
-        }
-        if let Some(frame) = current(py) {
-            if frame.get().id == self.id && frame.get().token.get().is_some() {
-                exit(py, &frame, end);
-            }
-        }
-        false
     }
 
     /// The span name.
@@ -357,9 +356,9 @@ fn trace_register(py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<(u32, boo
 /// its duration and self time (ns: the duration less its direct child spans'),
 /// also when the block raises. While recording is off, one shared no-op
 /// ([`OffSpan`]). A name that is not a str is used as `str(name)` after a
-/// RuntimeWarning: never an exception in the traced code.
-#[pyfunction]
-fn span(py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+/// RuntimeWarning: never an exception in the traced code. Called by the C
+/// function `_core.span` ([`crate::trace_block`]).
+pub(crate) fn span(py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     if let Ok(text) = name.cast::<PyString>() {
         if !ENABLED.load(Relaxed) {
             let off = OFF_SPAN.get_or_try_init(py, || Py::new(py, OffSpan))?;
@@ -463,9 +462,10 @@ fn trace_limits() -> (usize, u64) {
 pub fn register_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     crate::trace_call::register_module(m)?;
     m.add_class::<Span>()?;
+    crate::trace_block::install(&m.py().get_type::<Span>())?;
     m.add_class::<OffSpan>()?;
     m.add_class::<Request>()?;
-    m.add_function(wrap_pyfunction!(span, m)?)?;
+    crate::trace_block::add_span_function(m)?;
     m.add_function(wrap_pyfunction!(trace_register, m)?)?;
     m.add_function(wrap_pyfunction!(trace_record, m)?)?;
     m.add_function(wrap_pyfunction!(trace_enable, m)?)?;

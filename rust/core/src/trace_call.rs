@@ -30,7 +30,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::null_mut;
 use std::sync::atomic::Ordering::Relaxed;
 
-use pyo3::exceptions::PySystemError;
+use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -111,11 +111,14 @@ unsafe extern "C" fn call(
     }
     // SAFETY: CPython holds the GIL for every call.
     let py = unsafe { Python::assume_attached() };
-    // A panic must not unwind into CPython: it becomes a SystemError.
-    catch_unwind(AssertUnwindSafe(|| sync_span(py, this.id, forward))).unwrap_or_else(|_| {
-        PySystemError::new_err("perflab.trace: internal error").restore(py);
-        null_mut()
-    })
+    // A panic must not unwind into CPython, nor change what the call returns:
+    // the recording is skipped, the function's result (or exception) is
+    // returned as it is, and a function not yet called is called unrecorded.
+    let mut called = None;
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        sync_span(py, this.id, || called = Some(forward()))
+    }));
+    called.unwrap_or_else(forward)
 }
 
 /// `__get__`: the wrapper itself from the class, a bound method from an
@@ -205,6 +208,30 @@ unsafe fn new_ref(obj: *mut ffi::PyObject) -> *mut ffi::PyObject {
     }
 }
 
+/// `__reduce__`: pickled by reference, as a function is: the wrapper's
+/// `__qualname__`, which pickle looks up in its `__module__` (and checks it
+/// finds this very object), so a traced function can be sent to another
+/// process (multiprocessing, `ProcessPoolExecutor`) and `copy` returns it.
+unsafe extern "C" fn reduce(slf: *mut ffi::PyObject, _: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: the GIL is held; an instance of the type.
+    let py = unsafe { Python::assume_attached() };
+    let this = unsafe { Bound::from_borrowed_ptr(py, slf) };
+    match this.getattr("__qualname__") {
+        Ok(name) if name.is_instance_of::<PyString>() => name.into_ptr(),
+        _ => {
+            let shown = this
+                .repr()
+                .map_or_else(|_| "?".to_string(), |r| r.to_string());
+            PyTypeError::new_err(format!(
+                "cannot pickle {shown}: a traced function is pickled by reference, \
+                 and it has no __qualname__ (str)"
+            ))
+            .restore(py);
+            null_mut()
+        }
+    }
+}
+
 unsafe extern "C" fn repr(slf: *mut ffi::PyObject) -> *mut ffi::PyObject {
     // SAFETY: the GIL is held; an instance of the type.
     let py = unsafe { Python::assume_attached() };
@@ -236,7 +263,7 @@ fn traced_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
                 flags: ffi::Py_READONLY,
                 doc: null_mut(),
             };
-            // CPython keeps pointers into the getset table: it lives forever
+            // CPython keeps pointers into these tables: they live forever
             // (one per process, like the type).
             let members = Box::leak(Box::new([
                 member(c"__vectorcalloffset__", offset_of!(Traced, vectorcall)),
@@ -266,6 +293,17 @@ fn traced_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
                 },
                 ffi::PyGetSetDef::default(),
             ]));
+            let methods = Box::leak(Box::new([
+                ffi::PyMethodDef {
+                    ml_name: c"__reduce__".as_ptr(),
+                    ml_meth: ffi::PyMethodDefPointer {
+                        PyCFunction: reduce,
+                    },
+                    ml_flags: ffi::METH_NOARGS,
+                    ml_doc: c"Pickled by reference (its __qualname__), as a function is.".as_ptr(),
+                },
+                ffi::PyMethodDef::zeroed(),
+            ]));
             let slot = |slot: c_int, pfunc: *mut c_void| ffi::PyType_Slot { slot, pfunc };
             let vectorcall_call: unsafe extern "C" fn(_, _, _) -> _ = PyVectorcall_Call;
             let mut slots = [
@@ -277,6 +315,7 @@ fn traced_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
                 slot(ffi::Py_tp_repr, repr as *mut c_void),
                 slot(ffi::Py_tp_members, members.as_mut_ptr().cast()),
                 slot(ffi::Py_tp_getset, getsets.as_mut_ptr().cast()),
+                slot(ffi::Py_tp_methods, methods.as_mut_ptr().cast()),
                 slot(
                     ffi::Py_tp_doc,
                     c"A function traced by perflab.trace: each call is a span.".as_ptr()

@@ -2,13 +2,13 @@
 //! request as a root span ([`Request`]) whose [`Collector`] sums, by name,
 //! the durations of every span run under it (see `crate::trace`).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::sync::Mutex;
 
 use perflab_engine::trace::{self, now_ns};
 use pyo3::prelude::*;
 
-use crate::trace::{cv, exit, frame_var, Frame, Token, ENABLED, MAX_REQUEST_NAMES};
+use crate::trace::{exit, set_current, Frame, ENABLED, MAX_REQUEST_NAMES};
 use crate::trace_stack::innermost;
 
 /// Per-request sums of span durations by name (for Server-Timing).
@@ -64,23 +64,16 @@ impl Request {
             None
         };
         let frame = if ENABLED.load(Relaxed) || collect {
-            let parent = innermost(py).1.map(Bound::unbind);
-            let frame = Bound::new(
+            let (ctx, parent) = innermost(py);
+            let frame = Frame::new(
                 py,
-                Frame {
-                    id,
-                    start_ns: AtomicU64::new(now_ns()),
-                    child_ns: AtomicU64::new(0),
-                    parent,
-                    collector: collector.as_ref().map(|c| c.clone_ref(py)),
-                    token: Token::default(),
-                },
+                id,
+                now_ns(),
+                parent.map(Bound::unbind),
+                collector.as_ref().map(|c| c.clone_ref(py)),
+                ctx,
             )?;
-            // SAFETY: as in `enter`.
-            let token = unsafe { cv::PyContextVar_Set(frame_var(py), frame.as_ptr()) };
-            // SAFETY: a new reference or NULL (then the error is raised).
-            let token = unsafe { Bound::from_owned_ptr_or_err(py, token) }?;
-            frame.get().token.set(token);
+            set_current(py, &frame)?;
             Some(frame.unbind())
         } else {
             None
@@ -109,8 +102,8 @@ impl Request {
         out
     }
 
-    /// End the request: restore the context and record the root span
-    /// (when tracing is on). A second call does nothing.
+    /// End the request: its span is no longer the context's current one,
+    /// and is recorded when tracing is on. A second call does nothing.
     fn end(&self, py: Python<'_>) {
         if self.ended.swap(true, Relaxed) {
             return;
@@ -118,12 +111,9 @@ impl Request {
         if let Some(frame) = &self.frame {
             let frame = frame.bind(py);
             if ENABLED.load(Relaxed) {
-                exit(py, frame, now_ns());
-            } else if let Some(token) = frame.get().token.get() {
-                // SAFETY: as in `exit`.
-                if unsafe { cv::PyContextVar_Reset(frame_var(py), token) } < 0 {
-                    let _ = PyErr::take(py);
-                }
+                exit(frame, now_ns());
+            } else {
+                frame.get().closed.store(true, Relaxed);
             }
         }
     }

@@ -6,21 +6,29 @@
 //! A block may use the thread's stack only when nothing can suspend it
 //! before it ends, so that the stack stays LIFO: its `__enter__` was called
 //! by a `with` statement (the caller frame's current instruction is
-//! `BEFORE_WITH`) whose code object is neither a generator, a coroutine nor
-//! an async generator (`co_flags` without `CO_GENERATOR | CO_COROUTINE |
-//! CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR`). Such a statement's body
-//! can hold no `await` or `yield`, and the same frame calls `__exit__`
-//! before anything not nested in the block runs on this thread. Everything
-//! else keeps the ContextVar: a `with` in `async def` or in a generator
-//! (`@contextmanager` included), and `__enter__` called by other code — a
-//! wrapper class's `__enter__`, `ExitStack.enter_context` — which may well
-//! be suspended by an `await` of its own caller.
+//! `BEFORE_WITH`), and either the code object cannot be suspended at all
+//! (`co_flags` without `CO_GENERATOR | CO_COROUTINE |
+//! CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR`) or, in a coroutine or
+//! generator, the block itself holds nothing that suspends the frame: no
+//! `await`, `yield`, `async for` or `async with` on any path from the
+//! statement to the block's end, normal or exceptional
+//! (`perflab.trace.sites` reads it from the bytecode and the exception
+//! table; any doubt is a no). A frame runs only on one thread and only one
+//! task at a time runs on a thread, so no other task can run between such
+//! a block's `__enter__` and `__exit__` but nested under it, and the same
+//! frame calls `__exit__` before anything not nested in the block runs on
+//! this thread. Everything else keeps the ContextVar: a block that spans an
+//! `await` or a `yield` (`@contextmanager` included), and `__enter__`
+//! called by other code — a wrapper class's `__enter__`,
+//! `ExitStack.enter_context` — which may well be suspended by an `await` of
+//! its own caller.
 //!
 //! The answer depends only on (code object, instruction offset), so it is
 //! cached per thread in a direct-mapped table of [`SITES`] entries, each
 //! holding a reference to its code object (so that its address is not
-//! reused by another while cached). The opcode number comes from the
-//! running interpreter's `opcode.opmap`; where `BEFORE_WITH` does not exist
+//! reused by another while cached); `perflab.trace.sites` keeps its answers
+//! per code object too. The opcode number comes from the running
+//! interpreter's `opcode.opmap`; where `BEFORE_WITH` does not exist
 //! (CPython 3.14 compiles `with` differently) every block takes the
 //! ContextVar path: slower, never wrong.
 
@@ -46,6 +54,8 @@ const SITES: usize = 256;
 
 /// `BEFORE_WITH`'s opcode on this interpreter, or None.
 static WITH_OPCODE: PyOnceLock<Option<u8>> = PyOnceLock::new();
+/// `perflab.trace.sites.with_body_cannot_suspend`.
+static WITH_BODY_CHECK: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// One cached call site: a code object, an instruction offset, the answer.
 struct Site {
@@ -98,7 +108,9 @@ pub(crate) fn stack_block_caller(py: Python<'_>) -> Option<Py<PyAny>> {
                 on_stack,
             })
         });
-        drop(old); // outside the borrow: a code object's last reference may go here
+        // Outside the borrow: a code object's last reference may go here; as a
+        // Bound, so that no decref is deferred to PyO3's pool (see trace_block).
+        drop(old.map(|site| site.code.into_bound(py)));
         on_stack
     });
     // SAFETY: `frame` is live (borrowed above); this takes a reference of our own.
@@ -106,25 +118,38 @@ pub(crate) fn stack_block_caller(py: Python<'_>) -> Option<Py<PyAny>> {
 }
 
 /// True when the frame executing `code` at byte offset `lasti` is a `with`
-/// statement's `BEFORE_WITH` in code that cannot be suspended.
+/// statement's `BEFORE_WITH` that nothing can suspend before its block
+/// ends: in code that cannot be suspended at all, or, in a coroutine or
+/// generator, one whose block holds no `await`, `yield`, `async for` or
+/// `async with` (`perflab.trace.sites`, from the bytecode).
 fn decide(py: Python<'_>, code: &Bound<'_, PyAny>, lasti: c_int) -> bool {
     let Some(opcode) = *WITH_OPCODE.get_or_init(py, || with_opcode(py)) else {
         return false;
     };
-    let flags = code.getattr("co_flags").and_then(|f| f.extract::<i64>());
-    if !matches!(flags, Ok(f) if f & SUSPENDABLE == 0) {
+    let Ok(flags) = code.getattr("co_flags").and_then(|f| f.extract::<i64>()) else {
         return false;
-    }
+    };
     let Ok(bytes) = code.getattr("co_code") else {
         return false;
     };
     let Ok(bytes) = bytes.cast_into::<PyBytes>() else {
         return false;
     };
-    usize::try_from(lasti)
+    let at_with = usize::try_from(lasti)
         .ok()
         .and_then(|i| bytes.as_bytes().get(i).copied())
-        == Some(opcode)
+        == Some(opcode);
+    if !at_with || flags & SUSPENDABLE == 0 {
+        return at_with;
+    }
+    let answer = WITH_BODY_CHECK
+        .get_or_try_init(py, || {
+            py.import("perflab.trace.sites")?
+                .getattr("with_body_cannot_suspend")
+                .map(Bound::unbind)
+        })
+        .and_then(|check| check.bind(py).call1((code, lasti))?.extract::<bool>());
+    answer.unwrap_or(false) // any doubt (an error included): the ContextVar path
 }
 
 /// `opcode.opmap["BEFORE_WITH"]` of the running interpreter, or None.

@@ -15,13 +15,13 @@
 //! current context's span (its *base*); else the context's span is.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 
 use perflab_engine::trace::{self, now_ns};
 use pyo3::ffi;
 use pyo3::prelude::*;
 
-use crate::trace::{current, Frame, Token};
+use crate::trace::{current, Frame};
 use crate::trace_request::Collector;
 
 /// Where a sync span's duration goes when it ends (its parent's child time).
@@ -136,18 +136,8 @@ pub(crate) fn innermost(py: Python<'_>) -> (Option<Bound<'_, Frame>>, Option<Bou
         Some(Ok(frame)) => Some(frame),
         // Made outside the borrow: an allocation may run the GC.
         Some(Err((seq, id, start_ns, collector))) => {
-            let frame = Bound::new(
-                py,
-                Frame {
-                    id,
-                    start_ns: AtomicU64::new(start_ns),
-                    child_ns: AtomicU64::new(0),
-                    parent: None, // the entry itself records where its time goes
-                    collector,
-                    token: Token::default(),
-                },
-            )
-            .ok();
+            // No parent: the entry itself records where its time goes.
+            let frame = Frame::new(py, id, start_ns, None, collector, None).ok();
             if let Some(f) = &frame {
                 SYNC.with(|s| {
                     let mut s = s.borrow_mut();
