@@ -170,6 +170,7 @@ def test_every_json_and_export_perflab_writes_is_its_own(tmp_path: Path) -> None
     import json
     from types import SimpleNamespace
 
+    from perflab.analyze.hdr import percentile_distribution
     from perflab.model import Benchmark, Results
     from perflab.report import peer_formats
     from perflab.report.cmd_table import hyperfine_json
@@ -179,7 +180,8 @@ def test_every_json_and_export_perflab_writes_is_its_own(tmp_path: Path) -> None
     figures = SimpleNamespace(median_s=1.0, ci_low_s=0.9, ci_high_s=1.1)
     texts = {"json": [json.dumps(model.load(GOLDEN / "run-a.json").to_dict({}), indent=1),
                       hyperfine_json(empty, [])],
-             "export": [hyperfine_json(empty, []), peer_formats.hgrm(""), peer_formats.hlog(empty),
+             "export": [hyperfine_json(empty, []), peer_formats.hgrm(percentile_distribution("")),
+                        peer_formats.hlog(empty),
                         json.dumps([peer_formats._entry('a "{b}"', "ms", 1e3, figures, "3 runs")],
                                    indent=1)]}
     for kind, outputs in texts.items():
