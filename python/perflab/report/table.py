@@ -146,11 +146,13 @@ def group_table(title: str, summaries: Sequence[Summary], threaded: bool = False
 
 def _verdict_footnote(summaries: Sequence[Summary], threshold: float | None) -> list[str]:
     """How the in-run verdicts were decided (only where the table shows them)."""
-    base = next((s for s in summaries if s.baseline), None)
-    if base is None or not any(s.verdict for s in summaries):
+    bases = [s.label for s in summaries if s.baseline]
+    if not bases or not any(s.verdict for s in summaries):
         return []
     limit = f"±{threshold:.1%}" if threshold is not None else "± the threshold"
-    return [f"verdict: against the baseline ({base.label}), from the CI of × baseline: faster "
+    against = f"the baseline ({bases[0]})" if len(bases) == 1 else \
+        f"the baseline case with the same parameters ({', '.join(bases)})"
+    return [f"verdict: against {against}, from the CI of × baseline: faster "
             f"or slower when it lies wholly beyond {limit}, same when wholly within, else "
             "inconclusive (--threshold; gate with --fail-on)"]
 
