@@ -84,3 +84,18 @@ def test_a_very_long_name_is_shortened_on_the_terminal_only(
     assert out.count("…") == 3 and "-end] ±9%, b ±6%" in out  # row, title, footnote
     assert len(out.splitlines()) < 20
     assert "a" * 10_000 + "-end" in console.markdown([table])  # files keep it whole
+
+
+def test_footnotes_wrap_with_a_hanging_indent(monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """issue 14: at 80 columns a footnote's second line started at the margin, so the
+    bullets ran together into one block of text."""
+    monkeypatch.setenv("COLUMNS", "80")
+    table = Table("t", ["name", "median"], [["a", "1 ms"]],
+                  footnotes=["word " * 40, "second"])
+    console.print_tables([table])
+    lines = capsys.readouterr().out.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("  • word"))
+    assert lines[first + 1].startswith("    word") and lines[first + 2].startswith("    word")
+    assert any(line.startswith("  • second") for line in lines)
+    assert max(len(line.rstrip()) for line in lines) <= 80

@@ -135,6 +135,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="seed the block order, the environment offsets "
                         "and the bootstrap")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
+    parser.add_argument("--verbose", action="store_true", help="every warning of every "
+                        "command in full (by default warnings are grouped by kind)")
     parser.add_argument("--chart", metavar="PNG", help="draw each command's wall times per "
                         "run into this PNG")
     from perflab.history import record
@@ -345,7 +347,7 @@ def _save_and_print(results: Any, args: argparse.Namespace, destination: Any,
     outputs.write(later, exports, "cmd", lambda: cmd_tables(results, summaries, overhead),
                   lambda: summary_records(summaries))
     if not destination.stdout:
-        print_cmd(results, summaries, overhead, args.format)
+        print_cmd(results, summaries, overhead, args.format, args.verbose)
     record_results(args, results, {s.id: s.to_dict() for s in summaries}, destination)
     later.raise_()
     if not destination.stdout:

@@ -141,7 +141,8 @@ def main(args: argparse.Namespace) -> int:
     elif results.kind == "cmd":
         from perflab.report.cmd_table import print_cmd
 
-        print_cmd(results, figures.commands, figures.spawn_overhead, args.format)
+        print_cmd(results, figures.commands, figures.spawn_overhead, args.format,
+                  args.verbose)
     elif results.kind == "http":
         from perflab.report.http_table import print_http
 

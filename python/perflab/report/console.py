@@ -225,9 +225,23 @@ def print_tables(tables: Iterable[Table], console: Any | None = None) -> None:
         else:
             console.print(rich_table)
         folded = None if _WIDE else folded_line(table, shown, console.width)
-        for line in [*([folded] if folded else []), *table.footnotes]:
-            console.print(escape.rich_text(f"  • {line}"))
+        _print_footnotes(console, [*([folded] if folded else []), *table.footnotes])
         console.print()
+
+
+def _print_footnotes(console: Any, lines: Sequence[str]) -> None:
+    """Footnotes as bullets, each wrapped with a hanging indent (its continuation lines
+    start under its first word, not at the margin), long words folded."""
+    from rich.table import Table as RichTable
+
+    if not lines:
+        return
+    grid = RichTable.grid()
+    grid.add_column(width=4, no_wrap=True)
+    grid.add_column(overflow="fold")
+    for line in lines:
+        grid.add_row("  • ", escape.rich_text(line))
+    console.print(grid)
 
 
 def markdown(tables: Sequence[Table]) -> str:
