@@ -99,3 +99,16 @@ def test_footnotes_wrap_with_a_hanging_indent(monkeypatch: pytest.MonkeyPatch,
     assert lines[first + 1].startswith("    word") and lines[first + 2].startswith("    word")
     assert any(line.startswith("  • second") for line in lines)
     assert max(len(line.rstrip()) for line in lines) <= 80
+
+
+def test_a_name_s_newline_does_not_break_a_footnote(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """A command named "a\\n  • verdict: fine" made its footnote look like two bullets;
+    footnotes are one line each, as the name in its row (and in Markdown) is."""
+    monkeypatch.setenv("COLUMNS", "100")
+    name = "a\x1b[2J\n  • verdict: fine"
+    console.print_tables([Table("t", ["name"], [[name]], footnotes=[f"unstable: {name} ±9%"])])
+    out = capsys.readouterr().out
+    assert "\x1b" not in out
+    assert not any(line.lstrip().startswith("• verdict") for line in out.splitlines())
+    assert "unstable: a\\x1b[2J\\x0a  • verdict: fine ±9%" in out

@@ -240,7 +240,7 @@ def _print_footnotes(console: Any, lines: Sequence[str]) -> None:
     grid.add_column(width=4, no_wrap=True)
     grid.add_column(overflow="fold")
     for line in lines:
-        grid.add_row("  • ", escape.rich_text(line))
+        grid.add_row("  • ", escape.rich_text(line, one_line=True))
     console.print(grid)
 
 
