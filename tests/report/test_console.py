@@ -112,3 +112,18 @@ def test_a_name_s_newline_does_not_break_a_footnote(monkeypatch: pytest.MonkeyPa
     assert "\x1b" not in out
     assert not any(line.lstrip().startswith("• verdict") for line in out.splitlines())
     assert "unstable: a\\x1b[2J\\x0a  • verdict: fine ±9%" in out
+
+
+def test_a_tripped_gate_is_in_the_step_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The job summary shows why the job failed, not only the tables."""
+    from perflab.report.compare_table import gate
+
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert gate(["g/a|b", "g/c"], ["slower"]) == 1
+    assert "gate: --fail-on slower tripped by 2 benchmark(s): g/a|b, g/c" in \
+        capsys.readouterr().err
+    assert summary.read_text() == \
+        "**gate: --fail-on slower tripped by 2 benchmark(s): g/a\\|b, g/c**\n\n"
+    assert gate([], ["slower"]) == 0 and summary.read_text().count("gate") == 1

@@ -306,12 +306,20 @@ def step_summary(tables: Sequence[Table]) -> None:
     """Append ``tables`` as Markdown to the GitHub Actions step summary when the
     ``GITHUB_STEP_SUMMARY`` file is set (a job's summary page then shows the tables and
     verdicts). A file that can't be written gets one ``note:`` line on stderr."""
+    if tables:
+        append_step_summary(markdown(tables) + "\n")
+
+
+def append_step_summary(text: str) -> None:
+    """Append Markdown ``text`` to the GitHub Actions step summary when
+    ``GITHUB_STEP_SUMMARY`` is set (tables, and a tripped gate's line); a file that
+    can't be written gets one ``note:`` line on stderr."""
     path = os.environ.get("GITHUB_STEP_SUMMARY")
-    if not path or not tables:
+    if not path:
         return
     try:
         with open(path, "a", encoding="utf-8") as out:
-            out.write(markdown(tables) + "\n")
+            out.write(text)
     except OSError as exc:
         sys.stderr.write(f"note: GITHUB_STEP_SUMMARY {escape.terminal(path, one_line=True)}: "
                          f"{exc.strerror or exc}; the step summary was not written\n")
