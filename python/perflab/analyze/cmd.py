@@ -246,23 +246,24 @@ def _warnings(s: CommandSummary, precision: float | None, overhead_s: float | No
         figure = f"±{s.median.relative_half_width:.1%} (" + (
             f"ratio ±{_ratio_half(s):.1%}, " if _ratio_half(s) else "") + \
             f"{STOP_WORDS[s.stop_reason]})"
-        out.append(Caveat("precision not reached", figure,
-                          f"{STOP_WORDS[s.stop_reason]} before precision: median {reached} "
-                          f"reached, ±{precision:.1%} asked"))
+        stop = STOP_WORDS[s.stop_reason]
+        out.append(Caveat("precision not reached", figure, f"precision not reached ({stop}): "
+                          f"median {reached} reached, ±{precision:.1%} asked"))
     if s.ok and overhead_s is not None and overhead_s > NEAR_SPAWN_COST * s.median_s:
         out.append(Caveat("near the spawn cost", f"{overhead_s / s.median_s:.0%}",
                           f"near the spawn cost: spawning an empty process alone takes "
                           f"{overhead_s / s.median_s:.0%} of its time"))
     if s.failed:
-        out.append(Caveat("failed runs", plural(s.failed, "run"), f"{s.failed} failed runs (timeout, "
-                          "signal or exit code) are left out of the statistics"))
+        out.append(Caveat("failed runs", plural(s.failed, "run"),
+                          f"{s.failed} failed runs (timeout, signal or exit code) are left "
+                          "out of the statistics"))
     if s.nonzero:
-        out.append(Caveat("non-zero exits", plural(s.nonzero, "run"), f"{s.nonzero} runs exited "
-                          "non-zero (accepted by --ignore-failure)"))
+        out.append(Caveat("non-zero exits", plural(s.nonzero, "run"),
+                          f"{s.nonzero} runs exited non-zero (accepted by --ignore-failure)"))
     if s.flagged:
-        out.append(Caveat("runs excluded", plural(s.flagged, "run"), f"{s.flagged} runs excluded: the "
-                          "clocks disagreed during them (see perflab doctor); they are kept "
-                          "in the results file"))
+        out.append(Caveat("runs excluded", plural(s.flagged, "run"),
+                          f"{s.flagged} runs excluded: the clocks disagreed during them (see "
+                          "perflab doctor); they are kept in the results file"))
     return out
 
 
