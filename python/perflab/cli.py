@@ -74,7 +74,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                             "(by default lower-priority columns fold away to fit the terminal, "
                             "or COLUMNS, or 120 when piped)")
     module.add_arguments(parser)
-    args = parser.parse_args(attach_negative_values(parser, argv[1:]))
+    words = attach_negative_values(parser, argv[1:])
+    args = parser.parse_args(words)
+    args.typed_options = typed_options(parser, words)
     from perflab.report import console
 
     console.configure(wide=getattr(args, "wide", False))
@@ -105,6 +107,22 @@ def attach_negative_values(parser: argparse.ArgumentParser, argv: list[str]) -> 
             out += [word] if value is None else [word, value]
             continue
         out.append(word)
+    return out
+
+
+def typed_options(parser: argparse.ArgumentParser, words: Sequence[str]) -> dict[str, str]:
+    """dest → the option string the user typed for it (the last one given): ``--markdown``
+    or ``--export-markdown``, ``-r`` or ``--runs``, so that an error names what was
+    written (:func:`perflab.errors.option_name`). ``--opt=value`` and ``-rVALUE`` count."""
+    strings = {s: a.dest for a in parser._actions for s in a.option_strings}  # noqa: SLF001
+    out: dict[str, str] = {}
+    for word in words:
+        if word == "--":
+            break
+        name = word.split("=", 1)[0] if word.startswith("--") else \
+            word if word in strings else word[:2]
+        if word.startswith("-") and name in strings:
+            out[strings[name]] = name
     return out
 
 

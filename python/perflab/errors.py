@@ -6,6 +6,8 @@ benchmark failed, 0 otherwise.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class PerflabError(Exception):
     """Base of every error perflab reports as one ``error: ...`` line.
@@ -33,3 +35,10 @@ class BenchFileError(UsageError):
 
 class BenchmarkError(PerflabError):
     """A benchmark that raised, hung or killed its worker (exit code 1)."""
+
+
+def option_name(args: Any, dest: str, default: str) -> str:
+    """The option as the user typed it for ``dest`` (``-r``, ``--markdown``…), recorded by
+    :func:`perflab.cli.typed_options`; ``default`` when it was not typed or ``args`` was
+    made without the CLI. For error messages: name what the user wrote."""
+    return getattr(args, "typed_options", {}).get(dest, default)

@@ -115,7 +115,8 @@ def test_ignore_failure_with_and_without_codes(tmp_path: Path, perflab_cli) -> N
     out = tmp_path / "r.json"
     result = perflab_cli("cmd", "--ignore-failure", "false", "--json", str(out), *QUIET)
     assert result.returncode == 0, result.stderr
-    assert "3 runs exited non-zero" in result.stdout
+    assert "non-zero exits (runs that exited non-zero" in result.stdout
+    assert "false 3 runs" in result.stdout
     assert [r["exit_code"] for r in load(out)["benchmarks"][0]["runs"]] == [1, 1, 1]
     only_2 = perflab_cli("cmd", "--ignore-failure=2", "sh -c 'exit 1'", "--json", str(out),
                          *QUIET)

@@ -90,3 +90,43 @@ def test_contradictions_are_one_line(perflab_cli: Any) -> None:
     assert both.returncode == 2 and "contradict" in both.stderr
     names = perflab_cli("cmd", "-n", "a", "-n", "b", "true", "--quiet")
     assert names.returncode == 2 and "2 names (-n) for 1 commands" in names.stderr
+
+
+def test_errors_name_the_option_as_it_was_typed(tmp_path: Path, capsys: Any) -> None:
+    """issue 14: `perflab cmd --markdown .` answered "error: --export-markdown .: is a
+    folder", and `-r 1` answered about --min-runs: name what the user wrote."""
+    from perflab import cli
+
+    def error(*argv: str) -> str:
+        assert cli.main(["cmd", "true", "--quiet", "--no-history", *argv]) == 2
+        return capsys.readouterr().err
+
+    assert error("--markdown", str(tmp_path)).startswith(f"error: --markdown {tmp_path}:")
+    assert error("--export-csv", str(tmp_path)).startswith(f"error: --export-csv {tmp_path}:")
+    assert error("--csv", str(tmp_path)).startswith(f"error: --csv {tmp_path}:")
+    assert error("-r", "1").startswith("error: -r 1:")
+    assert error("--runs=0").startswith("error: --runs 0:")
+    assert error("-m", "1").startswith("error: -m 1:")
+    assert error("-m", "5", "-M", "3").startswith("error: -M 3 is below -m 5")
+    assert error("-w", "-1").startswith("error: -w -1:")
+
+
+def test_parameter_step_size_and_shell_as_hyperfine_spells_them(tmp_path: Path,
+                                                                perflab_cli: Any) -> None:
+    """hyperfine: `-P NAME MIN MAX -D STEP` (--parameter-step-size) and `-S/--shell SHELL`
+    (`-S none` = -N); perflab's own `-P NAME LO HI STEP` still works."""
+    out = tmp_path / "r.json"
+    result = perflab_cli("cmd", "-r", "2", "-P", "n", "1", "5", "-D", "2", "sleep 0.00{n}",
+                         "-S", "bash", "--quiet", "--json", str(out), "--format", "csv")
+    assert result.returncode == 0, result.stderr
+    labels = [r["label"] for r in csv.DictReader(io.StringIO(result.stdout))]
+    assert labels == ["sleep 0.001", "sleep 0.003", "sleep 0.005"]
+    assert json.loads(out.read_text())["settings"]["shell"].endswith("bash")
+    none = perflab_cli("cmd", "-r", "2", "-S", "none", "true", "--quiet", "--json", str(out))
+    assert none.returncode == 0, none.stderr
+    assert json.loads(out.read_text())["settings"]["shell"] is None
+    twice = perflab_cli("cmd", "-r", "2", "-P", "n", "1", "5", "2", "-D", "2", "true {n}",
+                        "--quiet", "--json", str(out))
+    assert twice.returncode == 2 and "-D" in twice.stderr
+    alone = perflab_cli("cmd", "-r", "2", "-D", "2", "true", "--quiet", "--json", str(out))
+    assert alone.returncode == 2 and "-D" in alone.stderr and "-P" in alone.stderr

@@ -54,3 +54,20 @@ def test_an_interrupted_run_names_stop_signals_not_only_ctrl_c() -> None:
     notes = cmd_tables(results, summarize_commands([ok]), None)[0].footnotes
     assert any(n.startswith("interrupted (Ctrl-C or a stop signal: SIGTERM, SIGHUP)")
                for n in notes)
+
+
+def test_warnings_are_grouped_by_kind_with_the_advice_once() -> None:
+    """issue 14 (warnings a person reads): `cmd` printed the same sentence and advice for
+    every command ("gzip: unstable: … close other programs …", "zstd: unstable: …")."""
+    walls = [[10, 13, 8, 12, 9, 14, 7, 11], [20, 26, 16, 24, 18, 28, 14, 22]]
+    summaries = summarize_commands([bench("gzip", walls[0], stop_reason="budget"),
+                                    bench("zstd", walls[1], stop_reason="budget")],
+                                   precision=0.01)
+    notes = cmd_table(summaries).footnotes
+    unstable = [line for line in notes if "unstable" in line]
+    assert len(unstable) == 1 and "gzip ±" in unstable[0] and "zstd ±" in unstable[0]
+    assert unstable[0].count("close other programs") == 1
+    assert sum("raise --budget or --max-runs" in line for line in notes) == 1
+    assert "unstable" in cmd_table(summaries).rows[0][-1]
+    verbose = cmd_table(summaries, verbose=True).footnotes
+    assert sum(line.startswith(("gzip: unstable", "zstd: unstable")) for line in verbose) == 2

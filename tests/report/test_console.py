@@ -84,3 +84,46 @@ def test_a_very_long_name_is_shortened_on_the_terminal_only(
     assert out.count("…") == 3 and "-end] ±9%, b ±6%" in out  # row, title, footnote
     assert len(out.splitlines()) < 20
     assert "a" * 10_000 + "-end" in console.markdown([table])  # files keep it whole
+
+
+def test_footnotes_wrap_with_a_hanging_indent(monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """issue 14: at 80 columns a footnote's second line started at the margin, so the
+    bullets ran together into one block of text."""
+    monkeypatch.setenv("COLUMNS", "80")
+    table = Table("t", ["name", "median"], [["a", "1 ms"]],
+                  footnotes=["word " * 40, "second"])
+    console.print_tables([table])
+    lines = capsys.readouterr().out.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("  • word"))
+    assert lines[first + 1].startswith("    word") and lines[first + 2].startswith("    word")
+    assert any(line.startswith("  • second") for line in lines)
+    assert max(len(line.rstrip()) for line in lines) <= 80
+
+
+def test_a_name_s_newline_does_not_break_a_footnote(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """A command named "a\\n  • verdict: fine" made its footnote look like two bullets;
+    footnotes are one line each, as the name in its row (and in Markdown) is."""
+    monkeypatch.setenv("COLUMNS", "100")
+    name = "a\x1b[2J\n  • verdict: fine"
+    console.print_tables([Table("t", ["name"], [[name]], footnotes=[f"unstable: {name} ±9%"])])
+    out = capsys.readouterr().out
+    assert "\x1b" not in out
+    assert not any(line.lstrip().startswith("• verdict") for line in out.splitlines())
+    assert "unstable: a\\x1b[2J\\x0a  • verdict: fine ±9%" in out
+
+
+def test_a_tripped_gate_is_in_the_step_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The job summary shows why the job failed, not only the tables."""
+    from perflab.report.compare_table import gate
+
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert gate(["g/a|b", "g/c"], ["slower"]) == 1
+    assert "gate: --fail-on slower tripped by 2 benchmark(s): g/a|b, g/c" in \
+        capsys.readouterr().err
+    assert summary.read_text() == \
+        "**gate: --fail-on slower tripped by 2 benchmark(s): g/a\\|b, g/c**\n\n"
+    assert gate([], ["slower"]) == 0 and summary.read_text().count("gate") == 1

@@ -96,9 +96,12 @@ def test_a_small_machine_still_gets_a_floor_of_the_capacity() -> None:
     line = table.footnotes[0]
     assert line.startswith("capacity estimate: none — no step was ok; but the server kept up "
                            "with at least 2,000/s (achieved at 2,000/s")
-    assert "--threads" in line and "another machine" in line
+    assert "--threads" in line and "other machines" in line
+    # issue 14 §6: point to the distributed mode, which exists now
+    assert "--agents N" in line and "docs/distributed.md" in line
     # a step with server trouble is no floor
     troubled = summarize_steps([step(1000.0, cpu=0.97, failures=500,
                                      status_counts={"200": 9500, "503": 500})])
     assert sweep_table(swept("t", troubled)).footnotes[0] == \
         "capacity estimate: none — no step was ok"
+

@@ -118,3 +118,44 @@ def test_the_footnotes_say_which_mode_made_each_count() -> None:
     assert "fresh 3×10" in counts and "here" not in counts
     [reps] = [line for line in table.footnotes if line.startswith("in-process repetitions")]
     assert "here 3×10" in reps and "fresh" not in reps and "between-process" in reps
+
+
+def test_parametrized_cases_compare_with_the_same_parameters() -> None:
+    """issue 14: README's first example (json_dumps the baseline, both at n=10 and n=1000)
+    compared pickle_dumps n=1000 with json_dumps n=10 and called it "slower" (13.9×),
+    though pickle was 4× faster than json on the same 1,000 rows."""
+    from perflab.analyze.summary import baseline_verdicts
+
+    def case(name: str, n: int, per_op_s: float, seed: int) -> object:
+        return make_bench(name, lognormal_groups(per_op_s, 6, 30, seed=seed), params={"n": n},
+                          baseline=name == "json")
+
+    benches = [case("json", 10, 9e-6, 1), case("json", 1000, 560e-6, 2),
+               case("pickle", 10, 2.3e-6, 3), case("pickle", 1000, 130e-6, 4)]
+    summaries = summarize_group(benches, seed=0)
+    baseline_verdicts(summaries, 0.02)
+    by = {s.label: s for s in summaries}
+    assert by["pickle n=1000"].ratio_baseline.value == pytest.approx(130 / 560, rel=0.05)
+    assert by["pickle n=1000"].verdict == "faster"
+    assert by["json n=1000"].ratio_baseline.value == 1.0 and by["json n=1000"].verdict == ""
+    assert by["json n=1000"].ratio_best.value == pytest.approx(560 / 130, rel=0.05)
+    assert by["pickle n=1000"].ratio_best.value == 1.0
+    footnote = group_table("g", summaries, threshold=0.02).footnotes[-1]
+    assert "same parameters" in footnote and "json n=1000" in footnote
+
+
+def test_a_single_parametrized_benchmark_still_shows_its_growth() -> None:
+    """One function at several sizes has no like to compare with: × best is against the
+    fastest case, as before (how its cost grows)."""
+    benches = [make_bench("f", lognormal_groups(t, 6, 30, seed=i), params={"n": n})
+               for i, (n, t) in enumerate([(10, 1e-6), (1000, 1e-4)])]
+    summaries = summarize_group(benches, seed=0)
+    assert summaries[1].ratio_best.value == pytest.approx(100, rel=0.05)
+
+
+def test_a_baseline_without_parameters_is_every_case_s_baseline() -> None:
+    benches = [make_bench("noop", lognormal_groups(1e-6, 6, 30, seed=1), baseline=True)]
+    benches += [make_bench("f", lognormal_groups(t, 6, 30, seed=i), params={"n": n})
+                for i, (n, t) in enumerate([(10, 2e-6), (1000, 4e-6)])]
+    summaries = summarize_group(benches, seed=0)
+    assert [round(s.ratio_baseline.value) for s in summaries] == [1, 2, 4]

@@ -22,7 +22,8 @@ import numpy as np
 from perflab.analyze import stats
 from perflab.analyze.decisions import FAILED, verdict
 from perflab.analyze.estimate import Estimate
-from perflab.analyze.summary import NO_MEDIAN, UNSTABLE_SPREAD, MedianSummary
+from perflab.analyze.summary import (NO_MEDIAN, UNSTABLE_SPREAD, Caveat, MedianSummary,
+                                     plural)
 from perflab.model import Benchmark, CommandRun, Results
 
 #: Spawn overhead above this fraction of a command's median gets a warning.
@@ -61,7 +62,8 @@ class CommandSummary(MedianSummary):
         verdict: this command against the reference, decided from the ratio's CI and
             the noise threshold as ``perflab compare`` decides (faster, slower, same,
             inconclusive; failed when it has no statistics; "" for the reference).
-        stop_reason / error / warnings: why it stopped, failure, plain-words warnings.
+        stop_reason / error / warnings: why it stopped, failure, plain-words caveats
+            (:data:`CMD_CAVEATS`).
     """
 
     id: str
@@ -92,7 +94,7 @@ class CommandSummary(MedianSummary):
     verdict: str = ""
     stop_reason: str = ""
     error: str | None = None
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Caveat] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (seconds, bytes), with ``unit`` named (see :class:`MedianSummary`)."""
@@ -214,29 +216,56 @@ def _walls(bench: Benchmark) -> tuple[np.ndarray, list[int | None]]:
     return np.array([r.wall_ns for r in runs]) * 1e-9, [r.block for r in runs]
 
 
+#: kind → (what it means, shown once per kind; what to do, shown once per kind): the
+#: caveats of a command, grouped by kind in the table's footnotes as ``run``'s
+#: (:data:`perflab.analyze.summary.CAVEATS`, :func:`perflab.report.table.caveat_lines`)
+CMD_CAVEATS = {
+    "unstable": (f"runs vary by more than {UNSTABLE_SPREAD:.0%} (MAD/median)",
+                 "close other programs, or use --prepare to reset state between runs"),
+    "precision not reached": ("the budget or --max-runs ran out before the CI of the median "
+                              "(and of the ratio) was as narrow as asked",
+                              "raise --budget or --max-runs"),
+    "near the spawn cost": ("spawning an empty process alone takes this share of the time, "
+                            "so the command's own cost is a small part of what is timed", ""),
+    "failed runs": ("timeouts, signals or non-zero exits, left out of the statistics", ""),
+    "non-zero exits": ("runs that exited non-zero, accepted by --ignore-failure", ""),
+    "runs excluded": ("the clocks disagreed during them; they are kept in the results file "
+                      "and left out of the statistics", "check this machine with perflab doctor"),
+}
+
+
 def _warnings(s: CommandSummary, precision: float | None, overhead_s: float | None
-              ) -> list[str]:
-    """Plain-words warnings about how far the numbers can be trusted."""
+              ) -> list[Caveat]:
+    """Plain-words caveats about how far the numbers can be trusted (kinds of
+    :data:`CMD_CAVEATS`)."""
     out = []
     if s.ok and s.mad_s > UNSTABLE_SPREAD * s.median_s:
-        out.append(f"unstable: runs vary by ±{s.mad_s / s.median_s:.0%} (MAD/median); "
-                   "close other programs, or use --prepare to reset state between runs")
+        out.append(Caveat("unstable", f"±{s.mad_s / s.median_s:.0%}",
+                          f"unstable: runs vary by ±{s.mad_s / s.median_s:.0%} (MAD/median)"))
     if s.ok and precision is not None and s.stop_reason in ("budget", "max-runs") \
             and max(s.median.relative_half_width, _ratio_half(s)) > precision:
-        out.append(f"{STOP_WORDS[s.stop_reason]} before precision: median ±"
-                   f"{s.median.relative_half_width:.1%}{_ratio_width(s)} reached, ±{precision:.1%} "
-                   "asked; raise --budget or --max-runs")
+        reached = f"±{s.median.relative_half_width:.1%}{_ratio_width(s)}"
+        figure = f"±{s.median.relative_half_width:.1%} (" + (
+            f"ratio ±{_ratio_half(s):.1%}, " if _ratio_half(s) else "") + \
+            f"{STOP_WORDS[s.stop_reason]})"
+        stop = STOP_WORDS[s.stop_reason]
+        out.append(Caveat("precision not reached", figure, f"precision not reached ({stop}): "
+                          f"median {reached} reached, ±{precision:.1%} asked"))
     if s.ok and overhead_s is not None and overhead_s > NEAR_SPAWN_COST * s.median_s:
-        out.append(f"near the spawn cost: spawning an empty process alone takes "
-                   f"{overhead_s / s.median_s:.0%} of its time")
+        out.append(Caveat("near the spawn cost", f"{overhead_s / s.median_s:.0%}",
+                          f"near the spawn cost: spawning an empty process alone takes "
+                          f"{overhead_s / s.median_s:.0%} of its time"))
     if s.failed:
-        out.append(f"{s.failed} failed runs (timeout, signal or exit code) are left out "
-                   "of the statistics")
+        out.append(Caveat("failed runs", plural(s.failed, "run"),
+                          f"{s.failed} failed runs (timeout, signal or exit code) are left "
+                          "out of the statistics"))
     if s.nonzero:
-        out.append(f"{s.nonzero} runs exited non-zero (accepted by --ignore-failure)")
+        out.append(Caveat("non-zero exits", plural(s.nonzero, "run"),
+                          f"{s.nonzero} runs exited non-zero (accepted by --ignore-failure)"))
     if s.flagged:
-        out.append(f"{s.flagged} runs excluded: the clocks disagreed during them (see "
-                   "perflab doctor); they are kept in the results file")
+        out.append(Caveat("runs excluded", plural(s.flagged, "run"),
+                          f"{s.flagged} runs excluded: the clocks disagreed during them (see "
+                          "perflab doctor); they are kept in the results file"))
     return out
 
 

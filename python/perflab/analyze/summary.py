@@ -451,8 +451,12 @@ def summarize_group(benches: Sequence[Benchmark], confidence: float = 0.95,
 
     Like is compared with like: the best and the baseline are looked up among the
     benchmarks of the same stage and the same thread count (threads mode), so a
-    benchmark on 8 threads is compared with the baseline on 8 threads. The best is
-    the benchmark with the lowest median; ratios are B/A of medians with the CI of
+    benchmark on 8 threads is compared with the baseline on 8 threads, and among those
+    with the same parameter values: ``pickle_dumps n=1000`` against ``json_dumps
+    n=1000``, not ``n=10``. A case no other benchmark shares (one function at several
+    sizes) is compared with the fastest of them all, so × best shows how its cost grows;
+    a baseline without parameters is the baseline of every case (:func:`_baseline_of`).
+    The best is the benchmark with the lowest median; ratios are B/A of medians with the CI of
     two independent random-effects locations (see :func:`_ratio`); a
     benchmark's ratio to itself is exactly 1 with no CI. Metric "× best" is
     value / best value, lower or higher being better as the metric says.
@@ -480,18 +484,37 @@ def _ratios(benches: Sequence[Benchmark], summaries: list[Summary], members: lis
     ok = [i for i in members if summaries[i].ok]
     if not ok:
         return
-    best = min(ok, key=lambda i: summaries[i].median_s)
-    baselines = [i for i in ok if summaries[i].baseline]
     for i in ok:
+        peers = _same_params(benches, i, ok)
+        best = min(peers if len(peers) > 1 else ok, key=lambda j: summaries[j].median_s)
         summaries[i].ratio_best = _ratio(benches, i, best, confidence, resamples, rng)
-        if baselines:
-            summaries[i].ratio_baseline = _ratio(benches, i, baselines[0], confidence,
+        baseline = _baseline_of(benches, i, [j for j in ok if summaries[j].baseline])
+        if baseline is not None:
+            summaries[i].ratio_baseline = _ratio(benches, i, baseline, confidence,
                                                  resamples, rng)
     for name in {k for i in ok for k in summaries[i].metrics}:
         values = {i: summaries[i].metrics[name] for i in ok if name in summaries[i].metrics}
         best_value = min(values.values())
         for i, v in values.items():
             summaries[i].metric_ratio_best[name] = v / best_value if best_value else math.nan
+
+
+def _same_params(benches: Sequence[Benchmark], i: int, among: Sequence[int]) -> list[int]:
+    """The benchmarks of ``among`` with exactly benchmark i's parameter values."""
+    return [j for j in among if benches[j].params == benches[i].params]
+
+
+def _baseline_of(benches: Sequence[Benchmark], i: int, baselines: Sequence[int]) -> int | None:
+    """Benchmark i's baseline among ``baselines``: the one with the same parameter values,
+    else the first whose parameters (maybe none) all have i's values; None when no
+    baseline case matches (e.g. the baseline was not measured at i's size)."""
+    same = _same_params(benches, i, baselines)
+    if same:
+        return same[0]
+    params = benches[i].params
+    return next((j for j in baselines
+                 if all(params.get(k, object()) == v for k, v in benches[j].params.items())),
+                None)
 
 
 def _ratio(benches: Sequence[Benchmark], i: int, j: int, confidence: float, resamples: int,
@@ -541,13 +564,17 @@ def baseline_verdicts(summaries: Sequence[Summary], threshold: float) -> None:
     faster/slower/same/inconclusive from the CI of ``ratio_baseline`` against ±t, exactly
     as ``perflab compare`` decides (:func:`perflab.analyze.decisions.verdict`); "failed"
     when the benchmark (or the baseline) has no ratio; "" for the baseline itself, in
-    a group without a baseline, and in a staged group (its table has no × baseline).
+    a group without a baseline, for a case no baseline case matches (its parameter
+    values were not measured for the baseline), and in a staged group (its table has
+    no × baseline).
     """
     from perflab.analyze.decisions import FAILED, verdict
 
     if not any(s.baseline for s in summaries) or any(s.stage for s in summaries):
         return
+    baseline_failed = any(s.baseline and not s.ok for s in summaries)
     for s in summaries:
         ratio = s.ratio_baseline
-        s.verdict = "" if s.baseline else FAILED if not s.ok or ratio is None else \
-            verdict(ratio.ci_low, ratio.ci_high, threshold)
+        unmatched = s.ok and ratio is None and not baseline_failed  # no case of its size
+        s.verdict = "" if s.baseline or unmatched else FAILED if not s.ok or ratio is None \
+            else verdict(ratio.ci_low, ratio.ci_high, threshold)

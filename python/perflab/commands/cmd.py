@@ -14,7 +14,7 @@ import datetime as dt
 import sys
 from typing import Any
 
-from perflab.errors import UsageError
+from perflab.errors import UsageError, option_name
 from perflab.units import parse_positive_duration
 
 
@@ -74,9 +74,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="NAME", help="name of a command in tables and files, in the "
                         "order of the commands; repeatable; {param} placeholders are filled")
     parser.add_argument("--shell-path", default="sh", metavar="SHELL", help="the shell (sh)")
+    parser.add_argument("-S", dest="shell_option", metavar="SHELL",
+                        help="hyperfine's -S: run commands through SHELL (a name or path; "
+                        "'default': sh), or 'none': no shell (as -N)")
     parser.add_argument("-P", "--parameter-scan", nargs="+", action=_Scan, default=[],
                         dest="scans", metavar=("NAME LO HI", "STEP"),
                         help="a numeric parameter: NAME takes LO, LO+STEP, … HI (STEP 1)")
+    parser.add_argument("-D", "--parameter-step-size", dest="step", metavar="STEP",
+                        help="the STEP of -P, as hyperfine writes it: -P n 0 100 -D 10")
     parser.add_argument("-L", "--parameter-list", nargs=2, action="append", default=[],
                         dest="lists", metavar=("NAME", "A,B,C"),
                         help="a parameter of listed values")
@@ -135,6 +140,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="seed the block order, the environment offsets "
                         "and the bootstrap")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
+    parser.add_argument("--verbose", action="store_true", help="every warning of every "
+                        "command in full (by default warnings are grouped by kind)")
     parser.add_argument("--chart", metavar="PNG", help="draw each command's wall times per "
                         "run into this PNG")
     from perflab.history import record
@@ -145,7 +152,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _parameters(args: argparse.Namespace) -> list[Any]:
     from perflab.measure.parameters import parse_list, parse_scan
 
-    return [parse_scan(t) for t in args.scans] + [parse_list(t) for t in args.lists]
+    scans = [list(t) for t in args.scans]
+    if args.step is not None:
+        step = option_name(args, "step", "-D")
+        if not scans:
+            raise UsageError(f"{step} {args.step}: it is the step of a -P NAME LO HI scan; "
+                             "add one, e.g. -P n 0 100 -D 10")
+        if any(len(t) == 4 for t in scans):
+            raise UsageError(f"{step} {args.step} and a -P with its own STEP: give the step "
+                             "once, e.g. -P n 0 100 10 or -P n 0 100 -D 10")
+        scans = [[*t, args.step] for t in scans]
+    return [parse_scan(t) for t in scans] + [parse_list(t) for t in args.lists]
 
 
 def _settings(args: argparse.Namespace, specs: list[Any]) -> Any:
@@ -153,12 +170,19 @@ def _settings(args: argparse.Namespace, specs: list[Any]) -> Any:
     from perflab.measure.commands import CommandSettings, parse_codes
     from perflab.units import parse_fraction
 
+    def named(dest: str) -> str:
+        return f"{option_name(args, dest, '--' + dest.replace('_', '-'))} {getattr(args, dest)}"
+
+    for dest in ("runs", "min_runs"):
+        if getattr(args, dest) is not None and getattr(args, dest) < 2:
+            raise UsageError(f"{named(dest)}: a CI needs at least 2 timed runs; give 2 or more")
     if args.runs is not None:
         args.min_runs = args.max_runs = args.runs
-    if args.min_runs < 2 or args.max_runs < args.min_runs:
-        raise UsageError("--min-runs must be ≥ 2 and ≤ --max-runs (or use --runs N ≥ 2)")
+    elif args.max_runs < args.min_runs:
+        raise UsageError(f"{named('max_runs')} is below {named('min_runs')}; give a maximum "
+                         "at least the minimum (or exactly N runs: -r N)")
     if args.warmup < 0:
-        raise UsageError("--warmup must be 0 or more")
+        raise UsageError(f"{named('warmup')}: untimed warmup runs are 0 or more")
     codes = parse_codes(None if args.ignore_failure in (None, "all") else args.ignore_failure)
     timeout = None if args.timeout.strip() in ("0", "0s") else parse_positive_duration(
         args.timeout, "--timeout")
@@ -191,6 +215,7 @@ def _specs(args: argparse.Namespace) -> list[Any]:
     from perflab.measure.parameters import expand_commands
 
     hooks = {h: getattr(args, h) for h in HOOKS}
+    _shell_option(args)
     if args.shell and args.no_shell:
         raise UsageError("--shell and -N (no shell) contradict each other; give one")
     shell = args.shell_path if args.shell else None
@@ -205,6 +230,19 @@ def _specs(args: argparse.Namespace) -> list[Any]:
             commands.insert(0, args.reference)
             names = [args.reference, *names] if names else []
     return expand_commands(commands, _parameters(args), hooks, shell, names)
+
+
+def _shell_option(args: argparse.Namespace) -> None:
+    """hyperfine's ``-S SHELL`` onto perflab's options: ``none`` is -N, ``default`` the
+    shell sh, anything else the shell at that name or path (--shell --shell-path)."""
+    choice = args.shell_option
+    if choice is None:
+        return
+    if choice.strip() == "none":
+        args.no_shell = True
+    else:
+        args.shell = True
+        args.shell_path = "sh" if choice.strip() == "default" else choice
 
 
 def _check_input(path: str | None) -> None:
@@ -308,7 +346,7 @@ def _exports(args: argparse.Namespace, others: list[Any]) -> dict[str, Any]:
     from perflab.report import outputs
 
     json_to = {"json": Destination.check(args.export_json, "--export-json")} \
-        if args.export_json is not None else {}
+        if args.export_json is not None else {}  # no alias: --json is the results file
     return {**json_to, **outputs.check(args, "--export-{kind}", "export_{kind}",
                                         [*others, *json_to.values()])}
 
@@ -345,7 +383,7 @@ def _save_and_print(results: Any, args: argparse.Namespace, destination: Any,
     outputs.write(later, exports, "cmd", lambda: cmd_tables(results, summaries, overhead),
                   lambda: summary_records(summaries))
     if not destination.stdout:
-        print_cmd(results, summaries, overhead, args.format)
+        print_cmd(results, summaries, overhead, args.format, args.verbose)
     record_results(args, results, {s.id: s.to_dict() for s in summaries}, destination)
     later.raise_()
     if not destination.stdout:

@@ -45,6 +45,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chart", nargs="?", const="trend.png", metavar="PNG",
                         help="with BENCHMARK: draw the trend chart into PNG (trend.png)")
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table")
+    parser.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                        help="write the run list (or the trends) as JSON to FILE; alone (or "
+                        "'-'): print JSON on stdout instead of the table; perflab show FILE "
+                        "prints it again")
+    from perflab.report import outputs
+
+    outputs.add_arguments(parser, "one line per run, or per point of a trend")
     parser.add_argument("--import", dest="import_files", nargs="+", metavar="FILE",
                         help="record these results files (run, cmd, http) in history")
     parser.add_argument("--export", metavar="FOLDER", help="write the selected runs' results "
@@ -78,19 +85,50 @@ def main(args: argparse.Namespace) -> int:
         from perflab.files import Destination
 
         chart = Destination.check(args.chart, "--chart", "png")
+    outputs = _outputs(args, chart)
     with Store(_database(args), create=False) as store:
         if args.export:
             return _export(args, store)
         if args.benchmark:
-            return _trends(args, store, chart)
+            return _trends(args, store, chart, outputs)
         runs = store.runs(**_filters(args), limit=args.limit or None)
         total = store.count()
-    from perflab.report import console
+    from perflab.history.document import runs_document
     from perflab.report.history_table import run_records, runs_table
 
-    console.emit(args.format, lambda: [runs_table(runs, total, store.path)],
-                 lambda: run_records(runs))
+    _emit(args, outputs, lambda: runs_document(runs, total, store.path),
+          lambda: [runs_table(runs, total, store.path)], lambda: run_records(runs))
     return 0
+
+
+def _outputs(args: argparse.Namespace, chart: Any) -> dict[str, Any]:
+    """The checked ``--json``, ``--markdown`` and ``--csv`` destinations, by kind."""
+    from perflab.files import Destination
+    from perflab.report import outputs
+
+    json_to = {"json": Destination.check(args.json, "--json")} if args.json is not None else {}
+    return {**json_to, **outputs.check(args, others=[*json_to.values(), chart])}
+
+
+def _emit(args: argparse.Namespace, destinations: dict[str, Any], document: Any,
+          tables: Any, records: Any) -> None:
+    """Write the output files (JSON: ``document()``), then print the tables in
+    --format, unless the JSON went to stdout. A failed write is raised after printing."""
+    import json
+
+    from perflab.files import Deferred, save
+    from perflab.report import console, outputs
+
+    files = dict(destinations)
+    json_to = files.pop("json", None)
+    later = Deferred()
+    if json_to is not None:
+        later.run(save, json_to, lambda: (json.dumps(document(), indent=1, allow_nan=False)
+                                          + "\n").encode(), "history document")
+    outputs.write(later, files, "history", tables, records)
+    if json_to is None or not json_to.stdout:
+        console.emit(args.format, tables, records)
+    later.raise_()
 
 
 def _filters(args: argparse.Namespace) -> dict[str, Any]:
@@ -125,9 +163,9 @@ def parse_date(text: str | None, option: str) -> str | None:
     return utc.isoformat(timespec="seconds")
 
 
-def _trends(args: argparse.Namespace, store: Any, chart: Any) -> int:
+def _trends(args: argparse.Namespace, store: Any, chart: Any, outputs: dict[str, Any]) -> int:
     from perflab.history import trend
-    from perflab.report import console
+    from perflab.history.document import trends_document
     from perflab.report.history_table import trend_records, trend_table
 
     pairs = trend.matching(store, args.benchmark, args.metric)
@@ -138,8 +176,9 @@ def _trends(args: argparse.Namespace, store: Any, chart: Any) -> int:
                             else "; history holds no benchmark yet"))
     trends = [trend.build(store, bench, metric, args.fingerprint) for bench, metric in pairs]
     trends = [t for t in trends if t.points]
-    console.emit(args.format, lambda: [trend_table(t, args.limit or None) for t in trends],
-                 lambda: trend_records(trends))
+    _emit(args, outputs, lambda: trends_document(trends, args.limit or None, store.path),
+          lambda: [trend_table(t, args.limit or None) for t in trends],
+          lambda: trend_records(trends))
     if chart is not None:
         from perflab.files import save_file
         from perflab.report.history_chart import MAX_PANELS, trend_chart

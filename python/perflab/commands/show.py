@@ -12,7 +12,7 @@ from perflab import interop
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``perflab show``."""
     parser.add_argument("file", help="a results file (run, cmd, http, trace) or a doctor, "
-                        "compare or fit document written with --json")
+                        "compare, fit or history document written with --json")
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table")
     parser.add_argument("--env", action="store_true", help="also print the environment "
                         "fingerprint and the settings")
@@ -46,12 +46,12 @@ def print_environment(results: Any) -> None:
 
 
 #: Kinds of the documents (not results files) that ``show`` renders, each with its schema.
-DOCUMENT_KINDS = ("doctor", "compare", "fit")
+DOCUMENT_KINDS = ("doctor", "compare", "fit", "history")
 
 
 def _document(path: str) -> dict[str, Any] | None:
-    """The document of a ``perflab doctor``, ``compare`` or ``fit --json`` file, checked
-    against its schema; None for any other file (:func:`perflab.model.load` then says
+    """The document of a ``perflab doctor``, ``compare``, ``fit`` or ``history --json``
+    file, checked against its schema; None for any other file (:func:`perflab.model.load` then says
     what is wrong with it).
 
     Raises:
@@ -144,7 +144,8 @@ def main(args: argparse.Namespace) -> int:
     elif results.kind == "cmd":
         from perflab.report.cmd_table import print_cmd
 
-        print_cmd(results, figures.commands, figures.spawn_overhead, args.format)
+        print_cmd(results, figures.commands, figures.spawn_overhead, args.format,
+                  args.verbose)
     elif results.kind == "http":
         from perflab.report.http_table import print_http
 
@@ -156,7 +157,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _show_document(document: dict[str, Any], fmt: str) -> None:
-    """Print a doctor, compare or fit document's tables, rebuilt from its JSON, as the
+    """Print a doctor, compare, fit or history document's tables, rebuilt from its JSON, as the
     command that wrote it printed them (a compare document's gate is not applied again)."""
     from perflab.report import console
 
@@ -173,8 +174,27 @@ def _show_document(document: dict[str, Any], fmt: str) -> None:
         suite = suite_from_document(document)
         console.emit(fmt, lambda: comparison_tables(suite, document["a"], document["b"]),
                      lambda: csv_records(suite))
+    elif document["kind"] == "history":
+        _show_history(document, fmt)
     else:
         print_fit_document(document, fmt)
+
+
+def _show_history(document: dict[str, Any], fmt: str) -> None:
+    """A ``perflab history --json`` document's tables: the run list or the trends."""
+    from perflab.history.document import runs_from_document, trends_from_document
+    from perflab.report import console
+    from perflab.report.history_table import run_records, runs_table, trend_records, \
+        trend_table
+
+    if "runs" in document:
+        runs, total, database = runs_from_document(document)
+        console.emit(fmt, lambda: [runs_table(runs, total, database)],
+                     lambda: run_records(runs))
+        return
+    trends = trends_from_document(document)
+    console.emit(fmt, lambda: [trend_table(t, document.get("limit")) for t in trends],
+                 lambda: trend_records(trends))
 
 
 def print_fit_document(document: dict[str, Any], fmt: str) -> None:

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from perflab.analyze.cmd import STOP_WORDS, CommandSummary, SpawnOverhead
+from perflab.analyze.cmd import CMD_CAVEATS, STOP_WORDS, CommandSummary, SpawnOverhead
 from perflab.model import Results
-from perflab.report.table import KEY, NOTE, Table
+from perflab.report.table import KEY, NOTE, Table, caveat_lines
 from perflab.units import format_bytes, format_ratio, format_time
 
 _NOTE = {"unstable": "unstable", "near the spawn cost": "spawn-bound"}
@@ -32,7 +32,7 @@ def _notes(s: CommandSummary) -> str:
     parts = [STOP_WORDS.get(s.stop_reason, s.stop_reason)]
     parts += ["reference"] if s.reference else []
     parts += [f"{s.outliers} outliers"] if s.outliers else []
-    parts += [_NOTE[w.split(":")[0]] for w in s.warnings if w.split(":")[0] in _NOTE]
+    parts += [_NOTE[c.kind] for c in s.warnings if c.kind in _NOTE]
     return ", ".join(p for p in parts if p)
 
 
@@ -41,8 +41,8 @@ COLUMNS = ["command", "runs", "median ± CI", "user", "system", "total", "real (
 
 
 def cmd_table(summaries: Sequence[CommandSummary], overhead: SpawnOverhead | None = None,
-              settings: dict[str, Any] | None = None, rss_floor_bytes: int | None = None
-              ) -> Table:
+              settings: dict[str, Any] | None = None, rss_floor_bytes: int | None = None,
+              verbose: bool = False) -> Table:
     """The table of ``perflab cmd``: one row per command, then footnotes.
 
     Columns: command, runs (+ failed), median ± CI, user, system, total, real
@@ -52,7 +52,9 @@ def cmd_table(summaries: Sequence[CommandSummary], overhead: SpawnOverhead | Non
     is shown as "≤ floor": the true value is somewhere below. On a narrow terminal
     the columns fold away in this order: CPU/wall, system, user, real, total, max RSS,
     runs, × fastest. ``overhead``: the run's spawn overhead, named in a footnote
-    (:func:`perflab.analyze.cmd.spawn_overhead`).
+    (:func:`perflab.analyze.cmd.spawn_overhead`). Caveats are grouped by kind, one line
+    each naming the commands with the advice once, or one line per command and caveat
+    with ``verbose`` (as ``run``'s, :func:`perflab.report.table.caveat_lines`).
     """
     settings = settings or {}
     columns = list(COLUMNS)
@@ -62,7 +64,7 @@ def cmd_table(summaries: Sequence[CommandSummary], overhead: SpawnOverhead | Non
                   fold=[KEY, 7, KEY, 3, 2, 5, 4, 1, 6, 8, KEY, NOTE])
     for s in summaries:
         table.rows.append(_row(s, rss_floor_bytes))
-    table.footnotes = _footnotes(summaries, overhead, settings)
+    table.footnotes = _footnotes(summaries, overhead, settings, verbose)
     if rss_floor_bytes:
         table.footnotes.append(f"max RSS can't read below {format_bytes(rss_floor_bytes)}: "
                                "the kernel counts the spawning helper's memory until exec")
@@ -128,12 +130,9 @@ def _row(s: CommandSummary, rss_floor_bytes: int | None = None) -> list[str]:
 
 
 def _footnotes(summaries: Sequence[CommandSummary], overhead: SpawnOverhead | None,
-               settings: dict[str, Any]) -> list[str]:
-    lines = []
-    for s in summaries:
-        if s.error:
-            lines.append(f"{s.label}: {s.error}")
-        lines += [f"{s.label}: {w}" for w in s.warnings]
+               settings: dict[str, Any], verbose: bool = False) -> list[str]:
+    lines = [f"{s.label}: {s.error}" for s in summaries if s.error]
+    lines += caveat_lines([(s.label, s.warnings) for s in summaries], verbose, CMD_CAVEATS)
     if overhead is not None:
         lines.append(spawn_overhead_line(overhead))
     ref = next((s for s in summaries if s.reference), None)
@@ -168,7 +167,7 @@ def summary_records(summaries: Sequence[CommandSummary]) -> list[dict[str, objec
 
 
 def print_cmd(results: Results, summaries: Sequence[CommandSummary],
-              overhead: SpawnOverhead | None, fmt: str) -> None:
+              overhead: SpawnOverhead | None, fmt: str, verbose: bool = False) -> None:
     """Print a ``cmd`` run's table on stdout as a rich table, Markdown or CSV.
 
     Args:
@@ -176,18 +175,19 @@ def print_cmd(results: Results, summaries: Sequence[CommandSummary],
         summaries: its summaries (:func:`perflab.analyze.cmd.summarize_results`).
         overhead: its spawn overhead (:func:`perflab.analyze.cmd.spawn_overhead`).
         fmt: "table", "markdown" or "csv".
+        verbose: every caveat of every command in full (default: grouped by kind).
     """
     from perflab.report import console
 
-    console.emit(fmt, lambda: cmd_tables(results, summaries, overhead),
+    console.emit(fmt, lambda: cmd_tables(results, summaries, overhead, verbose),
                  lambda: summary_records(summaries))
 
 
 def cmd_tables(results: Results, summaries: Sequence[CommandSummary],
-               overhead: SpawnOverhead | None) -> list[Table]:
+               overhead: SpawnOverhead | None, verbose: bool = False) -> list[Table]:
     """The tables of a ``cmd`` results file (one), with its interruption noted (arguments
     as :func:`print_cmd`)."""
-    table = cmd_table(summaries, overhead, results.settings, results.rss_floor_bytes)
+    table = cmd_table(summaries, overhead, results.settings, results.rss_floor_bytes, verbose)
     if results.interrupted:
         table.footnotes.append("interrupted (Ctrl-C or a stop signal: SIGTERM, SIGHUP): the "
                                "runs finished before it are shown")

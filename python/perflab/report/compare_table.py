@@ -264,13 +264,16 @@ def print_comparison(suite: SuiteComparison, name_a: str, name_b: str, fmt: str,
 
 def gate(tripped: list[str], fail_on: list[str], noun: str = "benchmark(s)") -> int:
     """Exit code of the CI gate: 1 (with one stderr line naming ``tripped``, what
-    ``noun`` counts) when something tripped, else 0."""
+    ``noun`` counts, also appended in bold to the GitHub Actions step summary) when
+    something tripped, else 0."""
     if not tripped:
         return 0
-    from perflab.report.escape import terminal
+    from perflab.report.console import append_step_summary
+    from perflab.report.escape import markdown_text, terminal
 
-    shown = ", ".join(terminal(t, one_line=True) for t in tripped[:5]) + (
-        f" and {len(tripped) - 5} more" if len(tripped) > 5 else "")
-    sys.stderr.write(f"gate: --fail-on {','.join(fail_on)} tripped by {len(tripped)} "
-                     f"{noun}: {shown}\n")
+    more = f" and {len(tripped) - 5} more" if len(tripped) > 5 else ""
+    head = f"gate: --fail-on {','.join(fail_on)} tripped by {len(tripped)} {noun}: "
+    sys.stderr.write(head + ", ".join(terminal(t, one_line=True) for t in tripped[:5])
+                     + more + "\n")
+    append_step_summary(f"**{markdown_text(head + ', '.join(tripped[:5]) + more)}**\n\n")
     return 1

@@ -225,9 +225,23 @@ def print_tables(tables: Iterable[Table], console: Any | None = None) -> None:
         else:
             console.print(rich_table)
         folded = None if _WIDE else folded_line(table, shown, console.width)
-        for line in [*([folded] if folded else []), *table.footnotes]:
-            console.print(escape.rich_text(f"  • {line}", one_line=True))
+        _print_footnotes(console, [*([folded] if folded else []), *table.footnotes])
         console.print()
+
+
+def _print_footnotes(console: Any, lines: Sequence[str]) -> None:
+    """Footnotes as bullets, each wrapped with a hanging indent (its continuation lines
+    start under its first word, not at the margin), long words folded."""
+    from rich.table import Table as RichTable
+
+    if not lines:
+        return
+    grid = RichTable.grid()
+    grid.add_column(width=4, no_wrap=True)
+    grid.add_column(overflow="fold")
+    for line in lines:
+        grid.add_row("  • ", escape.rich_text(line, one_line=True))
+    console.print(grid)
 
 
 def markdown(tables: Sequence[Table]) -> str:
@@ -292,12 +306,20 @@ def step_summary(tables: Sequence[Table]) -> None:
     """Append ``tables`` as Markdown to the GitHub Actions step summary when the
     ``GITHUB_STEP_SUMMARY`` file is set (a job's summary page then shows the tables and
     verdicts). A file that can't be written gets one ``note:`` line on stderr."""
+    if tables:
+        append_step_summary(markdown(tables) + "\n")
+
+
+def append_step_summary(text: str) -> None:
+    """Append Markdown ``text`` to the GitHub Actions step summary when
+    ``GITHUB_STEP_SUMMARY`` is set (tables, and a tripped gate's line); a file that
+    can't be written gets one ``note:`` line on stderr."""
     path = os.environ.get("GITHUB_STEP_SUMMARY")
-    if not path or not tables:
+    if not path:
         return
     try:
         with open(path, "a", encoding="utf-8") as out:
-            out.write(markdown(tables) + "\n")
+            out.write(text)
     except OSError as exc:
         sys.stderr.write(f"note: GITHUB_STEP_SUMMARY {escape.terminal(path, one_line=True)}: "
                          f"{exc.strerror or exc}; the step summary was not written\n")

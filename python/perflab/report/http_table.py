@@ -224,7 +224,8 @@ def _capacity_lines(sweep: Sweep) -> list[str]:
                      f"at least {_rate(kept.achieved_rate)} (achieved at {kept.label}, p99 "
                      f"{_time(kept.latency_s['p99'])}, no sign of saturation) while perflab's "
                      "load generator was the limit; to measure beyond, give perflab more "
-                     "engine threads (--threads) on more cores, or run it on another machine")]
+                     "engine threads (--threads) on more cores, or send the load from other "
+                     "machines: perflab http URL --agents N (docs/distributed.md)")]
         return ["capacity estimate: none — no step was ok"]
     return [_capacity_text(cap)]
 

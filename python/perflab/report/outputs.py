@@ -39,7 +39,8 @@ def check(args: argparse.Namespace, option: str = "--{kind}", attribute: str = "
 
     Args:
         args: the parsed options.
-        option: the option's name for messages, ``{kind}`` filled in.
+        option: the option's name for messages, ``{kind}`` filled in, when the user's
+            spelling is not known (:func:`perflab.errors.option_name`).
         attribute: the attribute of ``args`` holding its path, ``{kind}`` filled in.
         others: the command's other outputs (its ``--json``…): none may share a place
             with another (:func:`perflab.files.distinct`).
@@ -48,7 +49,11 @@ def check(args: argparse.Namespace, option: str = "--{kind}", attribute: str = "
         UsageError: a destination that can't be used or is not perflab's own file
             (:meth:`perflab.files.Destination.check`), or two outputs on one place.
     """
-    out = {kind: Destination.check(path, option.format(kind=kind), kind) for kind in KINDS
+    from perflab.errors import option_name
+
+    out = {kind: Destination.check(path, option_name(args, attribute.format(kind=kind),
+                                                     option.format(kind=kind)), kind)
+           for kind in KINDS
            if (path := getattr(args, attribute.format(kind=kind), None)) is not None}
     distinct([*others, *out.values()])
     return out

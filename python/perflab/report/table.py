@@ -146,11 +146,13 @@ def group_table(title: str, summaries: Sequence[Summary], threaded: bool = False
 
 def _verdict_footnote(summaries: Sequence[Summary], threshold: float | None) -> list[str]:
     """How the in-run verdicts were decided (only where the table shows them)."""
-    base = next((s for s in summaries if s.baseline), None)
-    if base is None or not any(s.verdict for s in summaries):
+    bases = [s.label for s in summaries if s.baseline]
+    if not bases or not any(s.verdict for s in summaries):
         return []
     limit = f"±{threshold:.1%}" if threshold is not None else "± the threshold"
-    return [f"verdict: against the baseline ({base.label}), from the CI of × baseline: faster "
+    against = f"the baseline ({bases[0]})" if len(bases) == 1 else \
+        f"the baseline case with the same parameters ({', '.join(bases)})"
+    return [f"verdict: against {against}, from the CI of × baseline: faster "
             f"or slower when it lies wholly beyond {limit}, same when wholly within, else "
             "inconclusive (--threshold; gate with --fail-on)"]
 
@@ -232,19 +234,23 @@ def _cold_lines(summaries: Sequence[Summary], in_process: Collection[str]) -> li
     return lines
 
 
-def caveat_lines(named: Sequence[tuple[str, Sequence[Any]]], verbose: bool = False) -> list[str]:
+def caveat_lines(named: Sequence[tuple[str, Sequence[Any]]], verbose: bool = False,
+                 meanings: dict[str, tuple[str, str]] | None = None) -> list[str]:
     """Caveats as footnote lines: by default one line per kind, naming every affected
     benchmark with its figure, the meaning and the advice once; with ``verbose``
     one line per benchmark and caveat, in full.
 
     Args:
         named: (benchmark name, its caveats) pairs, in table order.
+        meanings: kind → (meaning, advice), in the order the lines go; default
+            :data:`perflab.analyze.summary.CAVEATS` (``run``'s).
     """
+    known = CAVEATS if meanings is None else meanings
     if verbose:
         lines = []
         for name, caveats in named:
             for c in caveats:
-                advice = CAVEATS.get(c.kind, ("", ""))[1]
+                advice = known.get(c.kind, ("", ""))[1]
                 text = c.text if c.kind in c.text else f"{c.kind}: {c.text}"
                 lines.append(f"{name}: {text}" + (f"; {advice}" if advice else ""))
         return lines
@@ -253,8 +259,8 @@ def caveat_lines(named: Sequence[tuple[str, Sequence[Any]]], verbose: bool = Fal
         for c in caveats:
             by_kind.setdefault(c.kind, []).append(f"{name} {c.figure}")
     lines = []
-    for kind in sorted(by_kind, key=lambda k: list(CAVEATS).index(k) if k in CAVEATS else 99):
-        meaning, advice = CAVEATS.get(kind, ("", ""))
+    for kind in sorted(by_kind, key=lambda k: list(known).index(k) if k in known else 99):
+        meaning, advice = known.get(kind, ("", ""))
         line = f"{kind}" + (f" ({meaning})" if meaning else "") + ": " + ", ".join(by_kind[kind])
         lines.append(line + (f"; {advice}" if advice else ""))
     return lines
