@@ -9,8 +9,10 @@ from perflab.errors import UsageError
 _TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
 
 
-def _sig(value: float, digits: int = 3) -> str:
-    """Format ``value`` with ``digits`` significant digits, no exponent for common sizes."""
+def significant(value: float, digits: int = 3) -> str:
+    """``value`` with ``digits`` significant digits as plain decimals with thousands
+    separators, never an exponent: ``significant(12345.6, 4)`` is "12,346",
+    ``significant(0.0012345)`` "0.00123"; 0, NaN and infinities as ``:g`` writes them."""
     if value == 0 or not math.isfinite(value):
         return f"{value:g}"
     decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(value)))))
@@ -47,7 +49,7 @@ def format_time(seconds: float, unit: tuple[str, float] | None = None, digits: i
     if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
         return "–"
     name, scale = unit or time_unit_for(seconds)
-    return f"{_sig(seconds / scale, digits)} {name}"
+    return f"{significant(seconds / scale, digits)} {name}"
 
 
 def format_bytes(n: float | None) -> str:
@@ -56,8 +58,8 @@ def format_bytes(n: float | None) -> str:
         return "–"
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if abs(n) >= scale:
-            return f"{_sig(n / scale)} {unit}"
-    return f"{_sig(float(n))} B" if n != int(n) else f"{int(n):,} B"
+            return f"{significant(n / scale)} {unit}"
+    return f"{significant(float(n))} B" if n != int(n) else f"{int(n):,} B"
 
 
 def format_quantity(value: float | None, unit: str = "") -> str:
@@ -68,7 +70,7 @@ def format_quantity(value: float | None, unit: str = "") -> str:
         return format_bytes(value)
     if unit == "s":
         return format_time(value)
-    return f"{_sig(float(value))} {unit}".rstrip()
+    return f"{significant(float(value))} {unit}".rstrip()
 
 
 def format_reference(loops: float) -> str:
@@ -81,15 +83,15 @@ def format_rate(per_second: float) -> str:
     """Format an operation rate: 1.23 M/s, 456 k/s, 12.3 /s."""
     for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(per_second) >= scale:
-            return f"{_sig(per_second / scale)} {unit}/s"
-    return f"{_sig(per_second)} /s"
+            return f"{significant(per_second / scale)} {unit}/s"
+    return f"{significant(per_second)} /s"
 
 
 def _ratio_digits(value: float) -> str:
     """Two decimals near 1 (where the verdicts live), three significant digits elsewhere."""
     if 0.1 <= abs(value) < 10:
         return f"{value:.2f}"
-    return _sig(value, 3)
+    return significant(value, 3)
 
 
 def format_ratio(ratio: float, low: float | None = None, high: float | None = None) -> str:

@@ -121,6 +121,7 @@ def test_github_action_benchmark_custom_smaller_is_better(tmp_path: Path, http_r
         assert isinstance(entry["name"], str) and isinstance(entry["value"], float)
         assert entry["unit"] == "ns/op" and entry["value"] > 0
         assert entry["range"].startswith("± ") and "95% CI" in entry["extra"]
+        assert "e+" not in entry["range"] + entry["extra"]  # plain numbers, as in the tables
     raw = json.loads(run_file.read_text())
     by_name = {e["name"]: e["value"] for e in entries}
     assert by_name["sums/test_sum(n=100)"] == pytest.approx(

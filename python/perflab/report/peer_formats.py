@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from perflab.errors import UsageError
+from perflab.units import significant
 
 #: The formats ``--export`` writes, and the results kinds each takes.
 EXPORTS = {"github-action-benchmark": ("run", "cmd", "http"), "hyperfine": ("cmd",),
@@ -69,10 +70,10 @@ def _entry(name: str, unit: str, scale: float, s: Any, counted: str) -> dict[str
     value, low, high = s.median_s * scale, s.ci_low_s * scale, s.ci_high_s * scale
     ci = math.isfinite(low) and math.isfinite(high)
     half = max(high - value, value - low) if ci else math.nan
-    extra = f"perflab: median of {counted}" + (f"; 95% CI {low:.4g}–{high:.4g} {unit}"
-                                              if ci else "; no CI")
+    extra = f"perflab: median of {counted}" + (
+        f"; 95% CI {significant(low, 4)}–{significant(high, 4)} {unit}" if ci else "; no CI")
     return {"name": name, "unit": unit, "value": float(f"{value:.6g}"),
-            "range": f"± {half:.3g}" if ci else "", "extra": extra}
+            "range": f"± {significant(half)}" if ci else "", "extra": extra}
 
 
 def _gab_run(figures: Any) -> list[dict[str, Any]]:
