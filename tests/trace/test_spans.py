@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import subprocess
 import sys
 import threading
@@ -279,3 +280,42 @@ def test_spans_closed_in_another_context_do_not_corrupt_nesting():
             pass
     assert perflab.trace.snapshot()["t.after"]["count"] == 2
     assert _core.trace_enabled()
+
+
+def test_context_span_frames_are_reused_only_when_nothing_holds_them():
+    """A block spanning an ``await`` keeps a frame in the ContextVar; perflab remakes
+    a thread's old frames once nothing else refers to them. Remade frames must carry
+    their new links (nesting stays exact over many spans), and a frame still held
+    (here by a context copied while its block was open) must never be remade: spans
+    run in that copy later have no parent, so they are not the running block's
+    child time."""
+
+    async def hold():
+        with perflab.span("k.held"):
+            await asyncio.sleep(0)
+            return contextvars.copy_context()
+
+    held = asyncio.run(hold())
+
+    def elsewhere():
+        with perflab.span("k.elsewhere"):
+            busy(0.002)
+
+    async def nested():
+        for _ in range(50):
+            with perflab.span("k.outer"):
+                await asyncio.sleep(0)
+                with perflab.span("k.inner"):
+                    await asyncio.sleep(0)
+        with perflab.span("k.running"):
+            await asyncio.sleep(0)
+            held.run(elsewhere)  # another context: not k.running's child
+
+    asyncio.run(nested())
+    snap = perflab.trace.snapshot()
+    outer, inner, running = snap["k.outer"], snap["k.inner"], snap["k.running"]
+    assert outer["count"] == inner["count"] == 50
+    assert outer["self_total_ns"] == outer["total_ns"] - inner["total_ns"]
+    assert inner["self_total_ns"] == inner["total_ns"]
+    assert snap["k.elsewhere"]["count"] == 1
+    assert running["self_total_ns"] == running["total_ns"] >= 1_900_000

@@ -36,8 +36,9 @@
 //! per-thread HdrHistograms merged on read. Nothing here raises into the
 //! traced code: a failure of the recorder skips the recording.
 
+use std::cell::{RefCell, UnsafeCell};
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 
 use perflab_engine::trace::{self, now_ns, SpanReport, OVERFLOW_NAME};
 use pyo3::exceptions::{PyRuntimeWarning, PyTypeError};
@@ -109,7 +110,7 @@ pub(crate) fn current(py: Python<'_>) -> Option<Bound<'_, Frame>> {
     let mut frame: Bound<'_, Frame> =
         unsafe { Bound::from_owned_ptr_or_opt(py, value).map(|v| v.cast_into_unchecked()) }?;
     while frame.get().closed.load(Relaxed) {
-        frame = frame.get().ctx_parent.as_ref()?.bind(py).clone();
+        frame = frame.get().ctx_parent()?.bind(py).clone();
     }
     Some(frame)
 }
@@ -141,24 +142,63 @@ pub(crate) fn set_current(py: Python<'_>, frame: &Bound<'_, Frame>) -> PyResult<
 /// context it was opened in. An ended span stays referenced by its context
 /// until the next one is set there or the context is freed: one chain of
 /// frames per context at most.
+///
+/// Frames are reused ([`Frame::new`]): each thread keeps the first
+/// [`FRAMES_KEPT`] frames it makes, and remakes one in place once nothing
+/// but that list refers to it (its reference count is 1), which saves an
+/// allocation, and a deallocation through PyO3's (which locks PyO3's pool
+/// of deferred reference counts), per span. A kept frame holds on to its
+/// last links (frames and a request's sums: Rust data) until remade.
 #[pyclass(module = "perflab._core", frozen)]
 pub struct Frame {
-    pub(crate) id: u32,
+    id: AtomicU32,
     pub(crate) start_ns: AtomicU64,
     pub(crate) child_ns: AtomicU64,
-    /// Where its duration goes when it ends (its parent's child time).
-    pub(crate) parent: Option<Py<Frame>>,
-    pub(crate) collector: Option<Py<Collector>>,
-    /// The context's span when this one was set in the ContextVar.
-    pub(crate) ctx_parent: Option<Py<Frame>>,
+    /// Written only by [`Frame::new`] remaking a frame that nothing else
+    /// refers to (see there); read through [`Frame::links`].
+    links: UnsafeCell<Links>,
     /// Ended ([`current`] looks past it).
     pub(crate) closed: AtomicBool,
+}
+
+// SAFETY: every field but `links` is atomic; `links` is written only while
+// the GIL is held and the frame is referred to by nothing but this thread's
+// list of kept frames (reference count 1): then no other thread, object or
+// borrow can be reading it (see `Frame::new`).
+unsafe impl Sync for Frame {}
+
+/// A frame's references to other objects.
+struct Links {
+    /// Where its duration goes when it ends (its parent's child time).
+    parent: Option<Py<Frame>>,
+    collector: Option<Py<Collector>>,
+    /// The context's span when this one was set in the ContextVar.
+    ctx_parent: Option<Py<Frame>>,
+}
+
+impl Links {
+    /// Drop the references now, as `Bound`s (see `trace_block`).
+    fn release(self, py: Python<'_>) {
+        drop(self.parent.map(|p| p.into_bound(py)));
+        drop(self.collector.map(|c| c.into_bound(py)));
+        drop(self.ctx_parent.map(|p| p.into_bound(py)));
+    }
+}
+
+/// Frames kept per thread for reuse (see [`Frame`]).
+const FRAMES_KEPT: usize = 8;
+
+thread_local! {
+    /// The frames this thread keeps for reuse.
+    static KEPT: RefCell<Vec<Py<Frame>>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Frame {
     /// A new open frame of `id` started at `start_ns`, under `parent`, in
     /// `collector`'s request, set over `ctx_parent` (None when it is never
-    /// set in the ContextVar).
+    /// set in the ContextVar): a kept frame remade, else a new one.
+    ///
+    /// Errors: memory exhausted.
     pub(crate) fn new<'py>(
         py: Python<'py>,
         id: u32,
@@ -167,16 +207,75 @@ impl Frame {
         collector: Option<Py<Collector>>,
         ctx_parent: Option<Bound<'py, Frame>>,
     ) -> PyResult<Bound<'py, Frame>> {
-        let frame = Frame {
-            id,
-            start_ns: AtomicU64::new(start_ns),
-            child_ns: AtomicU64::new(0),
+        let links = Links {
             parent,
             collector,
             ctx_parent: ctx_parent.map(Bound::unbind),
-            closed: AtomicBool::new(false),
         };
-        Bound::new(py, frame)
+        let free = KEPT.with(|k| {
+            let k = k.borrow();
+            // SAFETY: live objects; the GIL is held.
+            let free = k
+                .iter()
+                .find(|f| unsafe { ffi::Py_REFCNT(f.as_ptr()) } == 1);
+            free.map(|f| f.bind(py).clone())
+        });
+        if let Some(frame) = free {
+            let f = frame.get();
+            // SAFETY: its reference count was 1 (the list's) and the GIL has
+            // been held since: only the list and `frame` refer to it, so
+            // nothing else can be reading its links.
+            let old = std::mem::replace(unsafe { &mut *f.links.get() }, links);
+            f.id.store(id, Relaxed);
+            f.start_ns.store(start_ns, Relaxed);
+            f.child_ns.store(0, Relaxed);
+            f.closed.store(false, Relaxed);
+            old.release(py); // may free other frames: after the borrow
+            return Ok(frame);
+        }
+        let frame = Bound::new(
+            py,
+            Frame {
+                id: AtomicU32::new(id),
+                start_ns: AtomicU64::new(start_ns),
+                child_ns: AtomicU64::new(0),
+                links: UnsafeCell::new(links),
+                closed: AtomicBool::new(false),
+            },
+        )?;
+        KEPT.with(|k| {
+            let mut k = k.borrow_mut();
+            if k.len() < FRAMES_KEPT {
+                k.push(frame.clone().unbind());
+            }
+        });
+        Ok(frame)
+    }
+
+    fn links(&self) -> &Links {
+        // SAFETY: see `unsafe impl Sync for Frame`: whoever reads a frame
+        // refers to it, so it is not being remade.
+        unsafe { &*self.links.get() }
+    }
+
+    /// The span's name id.
+    pub(crate) fn id(&self) -> u32 {
+        self.id.load(Relaxed)
+    }
+
+    /// Where its duration goes when it ends (its parent's child time).
+    pub(crate) fn parent(&self) -> Option<&Py<Frame>> {
+        self.links().parent.as_ref()
+    }
+
+    /// The sums of the request it runs in, if any.
+    pub(crate) fn collector(&self) -> Option<&Py<Collector>> {
+        self.links().collector.as_ref()
+    }
+
+    /// The context's span when this one was set in the ContextVar.
+    pub(crate) fn ctx_parent(&self) -> Option<&Py<Frame>> {
+        self.links().ctx_parent.as_ref()
     }
 }
 
@@ -187,7 +286,7 @@ fn enter<'py>(py: Python<'py>, id: u32) -> Option<Bound<'py, Frame>> {
     let (ctx, parent) = innermost(py);
     let collector = parent
         .as_ref()
-        .and_then(|p| p.get().collector.as_ref().map(|c| c.clone_ref(py)));
+        .and_then(|p| p.get().collector().map(|c| c.clone_ref(py)));
     let frame = Frame::new(py, id, 0, parent.map(Bound::unbind), collector, ctx).ok()?;
     if let Err(e) = set_current(py, &frame) {
         drop(e.into_value(py).into_bound(py)); // as a Bound: see trace_block
@@ -211,12 +310,12 @@ pub(crate) fn exit(frame: &Bound<'_, Frame>, end_ns: u64) -> u64 {
 fn finish(f: &Frame, end_ns: u64) -> u64 {
     let duration = end_ns.saturating_sub(f.start_ns.load(Relaxed));
     let self_ns = duration.saturating_sub(f.child_ns.load(Relaxed));
-    if let Some(parent) = &f.parent {
+    if let Some(parent) = f.parent() {
         parent.get().child_ns.fetch_add(duration, Relaxed);
     }
-    trace::record(f.id, duration, self_ns);
-    if let Some(c) = &f.collector {
-        c.get().add(f.id, duration);
+    trace::record(f.id(), duration, self_ns);
+    if let Some(c) = f.collector() {
+        c.get().add(f.id(), duration);
     }
     duration
 }
@@ -257,11 +356,11 @@ pub(crate) fn close_block(py: Python<'_>, span: &Span) {
     }
     let mut frame = current(py);
     while let Some(f) = frame {
-        if f.get().id == span.id && !f.get().closed.load(Relaxed) {
+        if f.get().id() == span.id && !f.get().closed.load(Relaxed) {
             exit(&f, end);
             return;
         }
-        frame = f.get().ctx_parent.as_ref().map(|p| p.bind(py).clone());
+        frame = f.get().ctx_parent().map(|p| p.bind(py).clone());
     }
 }
 
@@ -407,7 +506,7 @@ fn trace_record(py: Python<'_>, id: u32, duration_ns: u64, self_ns: u64) {
     }
     trace::record(id, duration_ns, self_ns.min(duration_ns));
     if let Some(frame) = innermost(py).1 {
-        if let Some(c) = &frame.get().collector {
+        if let Some(c) = frame.get().collector() {
             c.get().add(id, duration_ns);
         }
     }

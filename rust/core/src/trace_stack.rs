@@ -168,7 +168,7 @@ pub(crate) fn push_sync(py: Python<'_>, id: u32, caller: Option<Py<PyAny>>) -> u
             _ => match &ctx {
                 Some(f) => (
                     Parent::Frame(f.clone().unbind()),
-                    f.get().collector.as_ref().map(|c| c.clone_ref(py)),
+                    f.get().collector().map(|c| c.clone_ref(py)),
                 ),
                 None => (Parent::None, None),
             },
