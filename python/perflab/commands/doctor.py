@@ -8,7 +8,6 @@ check failed.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -61,6 +60,7 @@ def main(args: argparse.Namespace) -> int:
     """Probe, print, save. Exit 1 when a check failed, 2 on bad input."""
     from perflab.files import Deferred, Destination, save
     from perflab.measure import doctor
+    from perflab.model import json_document
     from perflab.report import outputs
     from perflab.report.doctor_table import check_records, doctor_tables
 
@@ -77,8 +77,7 @@ def main(args: argparse.Namespace) -> int:
     later = Deferred()
     doc = document(report, sys.argv[1:])
     if destination is not None:
-        data = (json.dumps(doc, indent=1, allow_nan=False) + "\n").encode()
-        later.run(save, destination, data, "doctor report")
+        later.run(save, destination, json_document(doc), "doctor report")
     outputs.write(later, files_out, "doctor", lambda: doctor_tables(report),
                   lambda: check_records(report))
     if destination is None or not destination.stdout:

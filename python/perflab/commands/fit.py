@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import re
 import sys
 from collections.abc import Callable
@@ -171,7 +170,7 @@ _INPUTS: dict[str, Callable[[list[Any], argparse.Namespace], list[Any]]] = {
 def _write_json(report: Any, args: argparse.Namespace, destination: Any) -> None:
     """The fits, with the input and the command line; a single fit's keys also at top level."""
     from perflab import __version__
-    from perflab.model import json_types
+    from perflab.model import json_document
     from perflab.report.fit_tables import tables_document
 
     doc: dict[str, Any] = {"kind": "fit", "fit": report.model, "sources": list(args.files),
@@ -184,8 +183,7 @@ def _write_json(report: Any, args: argparse.Namespace, destination: Any) -> None
     if len(report.fits) == 1:
         doc = {**report.fits[0], **doc}
     doc = {"tool": "perflab", **doc}
-    files.save(destination, (json.dumps(json_types(doc), indent=1, allow_nan=False)
-                             + "\n").encode(), "fit")
+    files.save(destination, json_document(doc), "fit")
     if not destination.stdout:
         sys.stderr.write(f"fit saved to {destination}\n")
 

@@ -114,17 +114,15 @@ def _emit(args: argparse.Namespace, destinations: dict[str, Any], document: Any,
           tables: Any, records: Any) -> None:
     """Write the output files (JSON: ``document()``), then print the tables in
     --format, unless the JSON went to stdout. A failed write is raised after printing."""
-    import json
-
     from perflab.files import Deferred, save
+    from perflab.model import json_document
     from perflab.report import console, outputs
 
     files = dict(destinations)
     json_to = files.pop("json", None)
     later = Deferred()
     if json_to is not None:
-        later.run(save, json_to, lambda: (json.dumps(document(), indent=1, allow_nan=False)
-                                          + "\n").encode(), "history document")
+        later.run(save, json_to, lambda: json_document(document()), "history document")
     outputs.write(later, files, "history", tables, records)
     if json_to is None or not json_to.stdout:
         console.emit(args.format, tables, records)

@@ -16,7 +16,7 @@ from typing import Any
 
 from perflab.errors import ResultsFileError, UsageError
 from perflab.files import Destination
-from perflab.model.records import Histogram, Results, ServerTiming, SpanHistogram
+from perflab.model.records import Histogram, Results, ServerTiming, SpanHistogram, json_types
 from perflab.model.versions import migrate
 
 
@@ -57,6 +57,18 @@ def save(results: Results, path: str | Path | Destination,
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
+
+
+def json_document(value: Any) -> bytes:
+    """The bytes of a JSON document as perflab writes its files (doctor, compare, fit
+    and history documents): :func:`perflab.model.records.json_types` of ``value``,
+    indented by one space, UTF-8, a final newline.
+
+    Raises:
+        ValueError: a value JSON can't hold (``allow_nan=False`` after NaN became null).
+        TypeError: an object of a type that ``json_types`` does not convert.
+    """
+    return (json.dumps(json_types(value), indent=1, allow_nan=False) + "\n").encode()
 
 
 def _gunzip(data: bytes, where: str) -> bytes:

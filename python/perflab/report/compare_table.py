@@ -7,7 +7,6 @@ the pull-request Markdown say the same thing.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from collections.abc import Sequence
@@ -246,15 +245,14 @@ def print_comparison(suite: SuiteComparison, name_a: str, name_b: str, fmt: str,
         SaveError: the JSON could not be written (after the table is printed).
     """
     from perflab.files import Deferred, save
-    from perflab.model import json_types
+    from perflab.model import json_document
     from perflab.report import console
 
     tripped = suite.tripped(fail_on)
     later = Deferred()
     if json_to is not None:
         document = comparison_document(suite, name_a, name_b, fail_on, tripped)
-        later.run(save, json_to, (json.dumps(json_types(document), indent=1, allow_nan=False)
-                                  + "\n").encode(), "comparison")
+        later.run(save, json_to, json_document(document), "comparison")
     if json_to is None or not json_to.stdout:
         console.emit(fmt, lambda: comparison_tables(suite, name_a, name_b),
                      lambda: csv_records(suite))
