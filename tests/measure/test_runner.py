@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from perflab.measure.runner import Outcome, Runner, Settings
+from perflab.measure.runner import FailureAdvice, Outcome, Runner, Settings, _failure
 from perflab.measure.suite import BenchFile, BenchSpec, expand
 
 
@@ -94,6 +94,29 @@ def test_a_failing_benchmark_does_not_stop_the_others() -> None:
     failed, ok = _runner(_cases(2), backend, min_processes=3).run()
     assert failed.stop_reason == "failed" and "ValueError in warmup: boom" in failed.error
     assert ok.stop_reason == "precision" and ok.error is None
+
+
+def test_a_failure_offers_the_ways_out_of_its_caller() -> None:
+    """perflab run's message names --filter and --timeout; the pytest plugin and the API
+    have neither option, so they give their own advice (or none)."""
+    error = {"event": "error", "phase": "warmup", "type": "ValueError", "message": "boom"}
+    [run] = _runner(_cases(1), FakeBackend({0: 1e-6}, fail={0: error})).run()
+    assert run.error.endswith("Fix the benchmark or skip it with --filter")
+    advice = FailureAdvice(skip="deselect it (pytest -k, or --perflab-skip)", timeout="")
+    [plugin] = Runner(__file__, _cases(1), Settings(seed=1), 2e6, 50.0,
+                      backend=FakeBackend({0: 1e-6}, fail={0: error}), advice=advice).run()
+    assert plugin.error.endswith("Fix the benchmark or deselect it (pytest -k, or "
+                                 "--perflab-skip)") and "--filter" not in plugin.error
+    [api] = Runner(__file__, _cases(1), Settings(seed=1), 2e6, 50.0,
+                   backend=FakeBackend({0: 1e-6}, fail={0: error}),
+                   advice=FailureAdvice(skip="", timeout="")).run()
+    assert api.error.endswith("boom. Fix the benchmark")
+    hung = Outcome(events=[], returncode=None, wall_s=1.0, timed_out=True)
+    assert _failure(hung, 60, FailureAdvice()) == ("timed out after 60 s (hung?); make it "
+                                                   "faster, raise --timeout or skip it with "
+                                                   "--filter")
+    assert _failure(hung, 60, advice).endswith("make it faster or deselect it (pytest -k, "
+                                               "or --perflab-skip)")
 
 
 def test_process_records_carry_calibration_and_samples() -> None:

@@ -157,7 +157,7 @@ def _run_harness(func: Callable[..., Any], label: str, backend: Any, precision: 
     from perflab.analyze.summary import summarize_benchmarks
     from perflab.measure import clocks
     from perflab.measure.runner import Runner as HarnessRunner
-    from perflab.measure.runner import Settings
+    from perflab.measure.runner import FailureAdvice, Settings
     from perflab.measure.suite import BenchSpec, Case
 
     settings = Settings(precision=precision, budget_s=budget)
@@ -166,7 +166,8 @@ def _run_harness(func: Callable[..., Any], label: str, backend: Any, precision: 
     timer = clocks.measure_timer()
     runner = HarnessRunner(f"<api {label}>", [Case(BenchSpec(func, label, ""), {}, 0)],
                            settings, max(timer.min_sample_ns, settings.min_sample_ns),
-                           timer.error_ns, backend=backend)
+                           timer.error_ns, backend=backend,
+                           advice=FailureAdvice(skip="", timeout=""))
     [bench] = runner.run()
     if runner.interrupted:
         raise KeyboardInterrupt

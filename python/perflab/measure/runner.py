@@ -255,6 +255,20 @@ class CaseState:
     done: bool = False
 
 
+@dataclass(frozen=True)
+class FailureAdvice:
+    """The ways out a failed benchmark's message offers, in its caller's words.
+
+    Attributes:
+        skip: how to leave the benchmark out ("" for none), e.g. ``perflab run``'s
+            "skip it with --filter", pytest's "deselect it (-k, --perflab-skip)".
+        timeout: how to allow a slower benchmark ("" for none), e.g. "raise --timeout".
+    """
+
+    skip: str = "skip it with --filter"
+    timeout: str = "raise --timeout"
+
+
 class Runner:
     """Measures cases in interleaved rounds of worker processes until each stops.
 
@@ -267,13 +281,17 @@ class Runner:
         backend: how workers run (default: real subprocesses).
         progress: progress sink.
         clock: monotonic seconds (injectable for tests).
+        advice: what a failed benchmark's message tells the user to do, in the words of
+            the caller (:class:`FailureAdvice`; default ``perflab run``'s options).
     """
 
     def __init__(self, file: str, cases: list[Case], settings: Settings, sample_target_ns: float,
                  timer_error_ns: float, backend: WorkerBackend | None = None,
                  progress: Progress | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 advice: FailureAdvice | None = None) -> None:
         self.file = str(Path(file).resolve())
+        self.advice = advice or FailureAdvice()
         self.settings = settings
         self.sample_target_ns = sample_target_ns
         self.timer_error_ns = timer_error_ns
@@ -345,7 +363,7 @@ class Runner:
         if outcome.memory is not None:
             proc.memory = outcome.memory
             proc.rss_peak_bytes = max([proc.rss_peak_bytes or 0, *outcome.memory["rss_bytes"]])
-        proc.error = _failure(outcome, self.settings.timeout_s)
+        proc.error = _failure(outcome, self.settings.timeout_s, self.advice)
         if proc.error:
             state.bench.error = f"{state.bench.id!r} {proc.error}"
 
@@ -416,8 +434,9 @@ def _apply_event(proc: Process, state: CaseState, event: Event) -> None:
         proc.clock_skew_ns, proc.clock_flag = event.get("clock_skew"), event.get("clock_flag")
 
 
-def _failure(outcome: Outcome, timeout_s: float) -> str | None:
+def _failure(outcome: Outcome, timeout_s: float, advice: FailureAdvice) -> str | None:
     """The failure message of a finished worker, or None when it ended cleanly."""
+    skip = f" or {advice.skip}" if advice.skip else ""
     if outcome.interrupted:
         return "was interrupted (Ctrl-C or a stop signal: SIGTERM, SIGHUP)"
     errors = [e for e in outcome.events if e["event"] == "error"]
@@ -427,19 +446,18 @@ def _failure(outcome: Outcome, timeout_s: float) -> str | None:
             return (f"called sys.exit({e['message']}) in {e['phase']}: a benchmark must "
                     "return, not end its process. Remove the call (or move it under "
                     "if __name__ == '__main__':)")
-        return (f"raised {e['type']} in {e['phase']}: {e['message']}. "
-                "Fix the benchmark or skip it with --filter")
+        return f"raised {e['type']} in {e['phase']}: {e['message']}. Fix the benchmark{skip}"
     if outcome.timed_out:
-        return (f"timed out after {timeout_s:g} s (hung?); make it faster, raise --timeout, "
-                "or skip it with --filter")
+        slower = f", {advice.timeout}" if advice.timeout else ""
+        return f"timed out after {timeout_s:g} s (hung?); make it faster{slower}{skip}"
     if outcome.returncode is not None and outcome.returncode < 0:
         name = signal.Signals(-outcome.returncode).name
         return (f"killed its worker with {name}; the benchmark crashed the interpreter "
-                "(abort or segfault). Fix it or skip it with --filter")
+                f"(abort or segfault). Fix it{skip}")
     if outcome.returncode or not any(e["event"] == "done" for e in outcome.events):
         tail = outcome.stderr.strip().splitlines()[-1:]
         said = f"; its last words: {tail[0]}" if tail else ""
         return (f"ended its worker process (exit status {outcome.returncode}) before the "
                 f"measurement finished, without raising{said}. A benchmark must return: "
-                "look for os._exit(), os.kill() or exec in it, or skip it with --filter")
+                f"look for os._exit(), os.kill() or exec in it{skip}")
     return None

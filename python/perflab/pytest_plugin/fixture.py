@@ -165,7 +165,7 @@ class PerflabBench:
         """The harness runner over this one benchmark; its Benchmark record."""
         from dataclasses import replace
 
-        from perflab.measure.runner import Runner
+        from perflab.measure.runner import FailureAdvice, Runner
         from perflab.measure.suite import BenchSpec, Case
 
         settings = self.options.settings
@@ -175,7 +175,9 @@ class PerflabBench:
         spec = BenchSpec(func, self.name, self.group, baseline=self.baseline)
         runner = Runner(f"<pytest {self.name}>", [Case(spec, dict(self.params), 0)], settings,
                         self.options.sample_target_ns, self.options.timer_error_ns,
-                        backend=backend)
+                        backend=backend,
+                        advice=FailureAdvice(skip="deselect it (pytest -k, or --perflab-skip)",
+                                             timeout=""))
         [bench] = runner.run()
         if runner.interrupted:
             raise KeyboardInterrupt
