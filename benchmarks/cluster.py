@@ -57,9 +57,15 @@ def ray_init() -> Any:
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     logging.getLogger("ray._private.authentication").setLevel(logging.ERROR)
-    ray.init(address="local", include_dashboard=False, object_store_memory=100 * 2**20,
-             num_cpus=max(os.cpu_count() or 1, 2), logging_level=logging.ERROR,
-             log_to_driver=False, configure_logging=False)
+    ray.init(
+        address="local",
+        include_dashboard=False,
+        object_store_memory=100 * 2**20,
+        num_cpus=max(os.cpu_count() or 1, 2),
+        logging_level=logging.ERROR,
+        log_to_driver=False,
+        configure_logging=False,
+    )
     return ray
 
 
@@ -104,8 +110,9 @@ def plan_for(url: str, rate: float, seconds: float) -> Any:
 
     parser = ap.ArgumentParser()
     http_command.add_arguments(parser)
-    args = parser.parse_args([url, "--rate", str(rate), "--duration", f"{seconds}s",
-                              "--warmup", "1s", "--threads", "1"])
+    args = parser.parse_args(
+        [url, "--rate", str(rate), "--duration", f"{seconds}s", "--warmup", "1s", "--threads", "1"]
+    )
     return plan_from_args(args)
 
 
@@ -118,8 +125,9 @@ def measure_start(url: str, starts: int) -> list[tuple[float, float]]:
         ray = ray_init()
         init_s = time.monotonic() - t0
         try:
-            with Cluster(ClusterOptions(2), (plan.target.host, plan.target.port, 2.0),
-                         [plan.step_config(0)]) as cluster:
+            with Cluster(
+                ClusterOptions(2), (plan.target.host, plan.target.port, 2.0), [plan.step_config(0)]
+            ) as cluster:
                 out.append((init_s, cluster.started_s))
         finally:
             ray.shutdown()
@@ -128,8 +136,11 @@ def measure_start(url: str, starts: int) -> list[tuple[float, float]]:
 
 def one_run(config: str, plan: Any, clusters: dict[str, Cluster]) -> dict[str, float]:
     """One step of ``config``: its figures."""
-    daemons = [p for p in descendants()
-               if all(p != a.info.pid for c in clusters.values() for a in c.agents)]
+    daemons = [
+        p
+        for p in descendants()
+        if all(p != a.info.pid for c in clusters.values() for a in c.agents)
+    ]
     here0, daemons0 = os.times(), cpu_s(daemons)
     if config == "plain":
         outcome = run_sweep(plan)
@@ -140,10 +151,12 @@ def one_run(config: str, plan: Any, clusters: dict[str, Cluster]) -> dict[str, f
     agents_cpu = sum(s.process_cpu_s for s in step.agents)
     here = (here1.user - here0.user) + (here1.system - here0.system)
     sent = max(step.requests_sent, 1)
-    return {"engine_us": sum(step.thread_cpu_s) / sent * 1e6,
-            "all_us": (here + agents_cpu + daemons1 - daemons0) / sent * 1e6,
-            "lag_p99_ms": step.send_lag.p99_us / 1e3,
-            "achieved_share": step.ok_responses / step.elapsed_s / step.offered_rate}
+    return {
+        "engine_us": sum(step.thread_cpu_s) / sent * 1e6,
+        "all_us": (here + agents_cpu + daemons1 - daemons0) / sent * 1e6,
+        "lag_p99_ms": step.send_lag.p99_us / 1e3,
+        "achieved_share": step.ok_responses / step.elapsed_s / step.offered_rate,
+    }
 
 
 def main() -> None:
@@ -161,8 +174,10 @@ def main() -> None:
         configs = [plan.step_config(0)]
         ray = ray_init()
         try:
-            with Cluster(ClusterOptions(1), target, configs) as one, \
-                    Cluster(ClusterOptions(2), target, configs) as two:
+            with (
+                Cluster(ClusterOptions(1), target, configs) as one,
+                Cluster(ClusterOptions(2), target, configs) as two,
+            ):
                 clusters = {CONFIGS[1]: one, CONFIGS[2]: two}
                 runs: dict[str, list[dict[str, float]]] = {c: [] for c in CONFIGS}
                 for r in range(opts.rounds):
@@ -177,62 +192,91 @@ def main() -> None:
     write_section("cluster", report(opts, starts, runs, agent_rss, daemon_rss))
 
 
-def report(opts: Any, starts: list[tuple[float, float]], runs: dict[str, list[dict]],
-           agent_rss: float, daemon_rss: float) -> str:
-    med = {c: {k: statistics.median(r[k] for r in runs[c]) for k in runs[c][0]}
-           for c in CONFIGS}
+def report(
+    opts: Any,
+    starts: list[tuple[float, float]],
+    runs: dict[str, list[dict]],
+    agent_rss: float,
+    daemon_rss: float,
+) -> str:
+    med = {c: {k: statistics.median(r[k] for r in runs[c]) for k in runs[c][0]} for c in CONFIGS}
     blocks = list(range(opts.rounds))
     lines = [
-        "## Distributed load on Ray (`perflab http --agents`)", "",
-        f"Machine: {machine()}.", "",
+        "## Distributed load on Ray (`perflab http --agents`)",
+        "",
+        f"Machine: {machine()}.",
+        "",
         f"Command: `python benchmarks/cluster.py --rounds {opts.rounds} --rate {opts.rate:g} "
         f"--seconds {opts.seconds:g} --starts {opts.starts}` (release build). Target: "
         "`perflab serve --threads 1` on 127.0.0.1; one local Ray instance; rounds in random "
-        "order.", "",
-        "### Start-up of a local cluster", "",
-        "| | median | runs |", "| --- | ---: | --- |",
+        "order.",
+        "",
+        "### Start-up of a local cluster",
+        "",
+        "| | median | runs |",
+        "| --- | ---: | --- |",
         f"| `ray.init` (local instance) | {statistics.median(s[0] for s in starts):.1f} s | "
-        + ", ".join(f"{s[0]:.1f}" for s in starts) + " |",
+        + ", ".join(f"{s[0]:.1f}" for s in starts)
+        + " |",
         f"| 2 agents started and checked | {statistics.median(s[1] for s in starts):.1f} s | "
-        + ", ".join(f"{s[1]:.1f}" for s in starts) + " |", "",
+        + ", ".join(f"{s[1]:.1f}" for s in starts)
+        + " |",
+        "",
         f"### Overhead of the Ray path at {opts.rate:,.0f} requests/s offered "
-        f"({opts.seconds:g} s steps, {opts.rounds} rounds)", "",
+        f"({opts.seconds:g} s steps, {opts.rounds} rounds)",
+        "",
         "| | engine CPU/req | all CPU/req | send lag p99 | achieved ÷ offered |",
         "| --- | ---: | ---: | ---: | ---: |",
     ]
     for c in CONFIGS:
         m = med[c]
-        lines.append(f"| {c} | {m['engine_us']:.1f} µs | {m['all_us']:.1f} µs | "
-                     f"{m['lag_p99_ms']:.3f} ms | {m['achieved_share']:.4f} |")
-    lines += ["", "Medians. engine CPU = the engine threads' CPU time; all CPU = this "
-              "process + the agents' processes + Ray's daemons (gcs, raylet, …), from "
-              "/proc, ÷ requests sent. Plain runs also pay the idle Ray instance's daemons "
-              "(it runs throughout, so every configuration sees the same machine).", "",
-              "| ratio to plain (95% CI, paired by round) | engine CPU/req | all CPU/req | "
-              "send lag p99 |", "| --- | --- | --- | --- |"]
+        lines.append(
+            f"| {c} | {m['engine_us']:.1f} µs | {m['all_us']:.1f} µs | "
+            f"{m['lag_p99_ms']:.3f} ms | {m['achieved_share']:.4f} |"
+        )
+    lines += [
+        "",
+        "Medians. engine CPU = the engine threads' CPU time; all CPU = this "
+        "process + the agents' processes + Ray's daemons (gcs, raylet, …), from "
+        "/proc, ÷ requests sent. Plain runs also pay the idle Ray instance's daemons "
+        "(it runs throughout, so every configuration sees the same machine).",
+        "",
+        "| ratio to plain (95% CI, paired by round) | engine CPU/req | all CPU/req | "
+        "send lag p99 |",
+        "| --- | --- | --- | --- |",
+    ]
     for c in CONFIGS[1:]:
         cells = []
         for key in ("engine_us", "all_us", "lag_p99_ms"):
-            est = block_ratio_ci([r[key] for r in runs[c]], blocks,
-                                 [r[key] for r in runs["plain"]], blocks)
-            cells.append(f"{est.value:.2f} [{est.ci_low:.2f}, {est.ci_high:.2f}] "
-                         f"{ratio_verdict(est.ci_low, est.ci_high, at_most=1.0)}")
+            est = block_ratio_ci(
+                [r[key] for r in runs[c]], blocks, [r[key] for r in runs["plain"]], blocks
+            )
+            cells.append(
+                f"{est.value:.2f} [{est.ci_low:.2f}, {est.ci_high:.2f}] "
+                f"{ratio_verdict(est.ci_low, est.ci_high, at_most=1.0)}"
+            )
         lines.append(f"| {c} | " + " | ".join(cells) + " |")
     extra_us = med[CONFIGS[2]]["all_us"] - med["plain"]["all_us"]
     lines += [
-        "", f"Target: the Ray path costs no more than plain (ratio ≤ 1). Verdicts: "
-        f"{RATIO_RULE} (here the peer is plain `perflab http`).", "",
+        "",
+        f"Target: the Ray path costs no more than plain (ratio ≤ 1). Verdicts: "
+        f"{RATIO_RULE} (here the peer is plain `perflab http`).",
+        "",
         f"At this rate the medians of all CPU per request differ by {extra_us:+.0f} µs "
         f"between 2 agents and plain ({extra_us * opts.rate / 1e4:+.1f}% of one core; the "
         "CI above says whether that is beyond the noise): the "
         "agents' Ray threads, the controller's calls (clock reads, progress polls every "
         "0.25 s) and the daemons' share of them (their idle cost is in every row). At low rates every figure per request is dominated by the engine's "
         "wake-ups (one per request), so the engine's own CPU per request is no throughput "
-        "ceiling here (benchmarks/http.py measures that).", "",
-        "### Memory", "",
+        "ceiling here (benchmarks/http.py measures that).",
+        "",
+        "### Memory",
+        "",
         f"One agent process: {agent_rss:,.0f} MiB RSS (Python, Ray's core worker, the "
-        f"engine); Ray's daemons on this node: {daemon_rss:,.0f} MiB RSS together.", "",
-        "### On paper: a 10-node cluster", "",
+        f"engine); Ray's daemons on this node: {daemon_rss:,.0f} MiB RSS together.",
+        "",
+        "### On paper: a 10-node cluster",
+        "",
         "* **Rates** scale by addition: each agent offers its share (R/N, or by weight "
         "with `--split`: a faster node carries more) on its slots of one evenly spaced "
         "schedule (constant) or with its own seed (Poisson), all anchored to one start "

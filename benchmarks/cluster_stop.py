@@ -41,15 +41,37 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 LIMIT_S = 1.0
 
 
-def one_round(server: object, address: str, agents: int, rate: float, out: Path
-              ) -> tuple[float, float, float]:
+def one_round(
+    server: object, address: str, agents: int, rate: float, out: Path
+) -> tuple[float, float, float]:
     """(agents stopped, saved, exit) seconds after SIGINT, for one run."""
     out.unlink(missing_ok=True)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "perflab", "http", f"http://127.0.0.1:{server.port}/",
-         "--rate", str(rate), "--duration", "60s", "--warmup", "0s", "--threads", "1",
-         "--agents", str(agents), "--cluster", address, "--json", str(out)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "perflab",
+            "http",
+            f"http://127.0.0.1:{server.port}/",
+            "--rate",
+            str(rate),
+            "--duration",
+            "60s",
+            "--warmup",
+            "0s",
+            "--threads",
+            "1",
+            "--agents",
+            str(agents),
+            "--cluster",
+            address,
+            "--json",
+            str(out),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     for line in proc.stderr:
         if "ready in" in line:
             break
@@ -79,23 +101,36 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=1000)
     opts = parser.parse_args()
     import ray
+
     from perflab import _core
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     logging.getLogger("ray._private.authentication").setLevel(logging.ERROR)
-    ray.init(address="local", include_dashboard=False, object_store_memory=100 * 2**20,
-             num_cpus=max(os.cpu_count() or 1, opts.agents), logging_level=logging.ERROR,
-             log_to_driver=False, configure_logging=False)
+    ray.init(
+        address="local",
+        include_dashboard=False,
+        object_store_memory=100 * 2**20,
+        num_cpus=max(os.cpu_count() or 1, opts.agents),
+        logging_level=logging.ERROR,
+        log_to_driver=False,
+        configure_logging=False,
+    )
     rows = []
     try:
         address = ray.get_runtime_context().gcs_address
-        with _core.serve({"host": "127.0.0.1", "port": 0, "delay": "1ms"}) as server, \
-                tempfile.TemporaryDirectory() as tmp:
+        with (
+            _core.serve({"host": "127.0.0.1", "port": 0, "delay": "1ms"}) as server,
+            tempfile.TemporaryDirectory() as tmp,
+        ):
             for r in range(opts.rounds):
-                rows.append(one_round(server, address, opts.agents, opts.rate,
-                                      Path(tmp) / "r.json"))
-                print(f"round {r + 1}: stopped {rows[-1][0]:.3f} s, saved {rows[-1][1]:.3f} s, "
-                      f"exit {rows[-1][2]:.3f} s", file=sys.stderr)
+                rows.append(
+                    one_round(server, address, opts.agents, opts.rate, Path(tmp) / "r.json")
+                )
+                print(
+                    f"round {r + 1}: stopped {rows[-1][0]:.3f} s, saved {rows[-1][1]:.3f} s, "
+                    f"exit {rows[-1][2]:.3f} s",
+                    file=sys.stderr,
+                )
     finally:
         ray.shutdown()
     write_section("cluster_stop", report(opts, rows))
@@ -105,20 +140,30 @@ def report(opts: argparse.Namespace, rows: list[tuple[float, float, float]]) -> 
     met = all(stop <= LIMIT_S and saved <= LIMIT_S for stop, saved, _ in rows)
     cols = list(zip(*rows))
     lines = [
-        "### Ctrl-C stop time of `perflab http --agents`", "",
-        f"Machine: {machine()}.", "",
+        "### Ctrl-C stop time of `perflab http --agents`",
+        "",
+        f"Machine: {machine()}.",
+        "",
         f"Command: `python benchmarks/cluster_stop.py --rounds {opts.rounds} --agents "
         f"{opts.agents} --rate {opts.rate:g}`: SIGINT 2 s into a 60 s step at "
         f"{opts.rate:g} req/s from {opts.agents} agents on a local Ray instance (joined), "
-        "against `perflab serve` on 127.0.0.1.", "",
-        "| from SIGINT to | median | max |", "|---|---:|---:|"]
-    for name, values in zip(("the last request any agent sent", "results saved (interrupted)",
-                             "the controller's exit"), cols):
+        "against `perflab serve` on 127.0.0.1.",
+        "",
+        "| from SIGINT to | median | max |",
+        "|---|---:|---:|",
+    ]
+    for name, values in zip(
+        ("the last request any agent sent", "results saved (interrupted)", "the controller's exit"),
+        cols,
+    ):
         lines.append(f"| {name} | {statistics.median(values):.3f} s | {max(values):.3f} s |")
-    lines += ["", f"Target: agents stopped and results saved within {LIMIT_S:g} s of the "
-              f"signal in every round: **{'met' if met else 'not met'}**. (Each agent "
-              "looks at its stop flag every 100 ms, its engine threads at theirs every "
-              "100 ms; the exit also prints the tables, records history and leaves Ray.)"]
+    lines += [
+        "",
+        f"Target: agents stopped and results saved within {LIMIT_S:g} s of the "
+        f"signal in every round: **{'met' if met else 'not met'}**. (Each agent "
+        "looks at its stop flag every 100 ms, its engine threads at theirs every "
+        "100 ms; the exit also prints the tables, records history and leaves Ray.)",
+    ]
     return "\n".join(lines)
 
 

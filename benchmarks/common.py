@@ -35,9 +35,11 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return (f"{model}, {os.cpu_count()} cores, Linux {platform.release()}, "
-            f"Python {platform.python_version()}, {dt.date.today().isoformat()}, "
-            f"load average {LOAD_AT_START:.2f} when the script started")
+    return (
+        f"{model}, {os.cpu_count()} cores, Linux {platform.release()}, "
+        f"Python {platform.python_version()}, {dt.date.today().isoformat()}, "
+        f"load average {LOAD_AT_START:.2f} when the script started"
+    )
 
 
 def timed(cmd: list[str], **kw) -> tuple[float, subprocess.CompletedProcess[str]]:
@@ -62,13 +64,14 @@ def write_section(name: str, text: str) -> Path:
 
 
 #: The rule every ratio target is judged by (quoted under each verdict list).
-RATIO_RULE = ("a ratio perflab / peer with a 95% CI whose interval contains 1 is **tied** "
-              "(no difference shown); otherwise the target is **met** when the whole CI lies "
-              "in the target's range and **not met** when it does not")
+RATIO_RULE = (
+    "a ratio perflab / peer with a 95% CI whose interval contains 1 is **tied** "
+    "(no difference shown); otherwise the target is **met** when the whole CI lies "
+    "in the target's range and **not met** when it does not"
+)
 
 
-def ratio_verdict(low: float, high: float, at_most: float = math.inf,
-                  at_least: float = 0.0) -> str:
+def ratio_verdict(low: float, high: float, at_most: float = math.inf, at_least: float = 0.0) -> str:
     """The verdict of a ratio target by :data:`RATIO_RULE`: "tied", "met" or "not met".
 
     Args:
@@ -86,9 +89,13 @@ def perflab_serve(*argv: str) -> Iterator[str]:
     """`perflab serve --port 0 ARGS`; yields its URL."""
     # SIGINT at its default even when this script runs in the background (where it is
     # inherited ignored, and Python then keeps ignoring it): the way to stop serve is Ctrl-C
-    proc = subprocess.Popen([*PERFLAB, "serve", "--port", "0", *argv],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [*PERFLAB, "serve", "--port", "0", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         line = proc.stdout.readline()  # type: ignore[union-attr]
         yield "http://" + line.split("http://")[1].split("/")[0] + "/"
@@ -109,8 +116,12 @@ _UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}
 def wrk(url: str, seconds: int, connections: int) -> dict[str, float]:
     """One `wrk -t1` run: requests/s, whole-process CPU per request, latency p99 (s)."""
     before = child_cpu()
-    proc = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", url],
-                          check=True, capture_output=True, text=True)
+    proc = subprocess.run(
+        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", url],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     cpu = child_cpu() - before
 
     def find(pattern: str) -> tuple[str, ...]:
@@ -118,6 +129,9 @@ def wrk(url: str, seconds: int, connections: int) -> dict[str, float]:
 
     requests = int(find(r"(\d+) requests in")[0])
     value, unit = find(r"\s99%\s+([\d.]+)(us|ms|s|m)")
-    return {"rate": float(find(r"Requests/sec:\s+([\d.]+)")[0]),
-            "cpu_per_request_s": cpu / requests, "p99_s": float(value) * _UNITS[unit],
-            "requests": requests}
+    return {
+        "rate": float(find(r"Requests/sec:\s+([\d.]+)")[0]),
+        "cpu_per_request_s": cpu / requests,
+        "p99_s": float(value) * _UNITS[unit],
+        "requests": requests,
+    }

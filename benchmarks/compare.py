@@ -48,7 +48,7 @@ THRESHOLD = 0.02
 WIDE = 0.05  # a threshold for noisy shared machines, reported beside the default
 TARGET = "suite/busy_0"
 TWIN = "~b"  # suffix of the B twin in interleaved runs
-SUITE = '''
+SUITE = """
 import json
 import perflab
 
@@ -86,7 +86,7 @@ for name, func in OTHERS.items():
     perflab.bench(func, name=name, group="suite")
     if TWINS:
         perflab.bench(func, name=name + "~b", group="suite")
-'''
+"""
 
 
 @dataclass
@@ -104,27 +104,49 @@ class Design:
     """What one measurement design produced."""
 
     name: str
-    pairs: list[dict] = field(default_factory=list)      # sensitivity comparisons
-    aa: list[dict] = field(default_factory=list)         # A/A comparisons at ±2%
-    aa_wide: list[dict] = field(default_factory=list)    # the same at ±5%
+    pairs: list[dict] = field(default_factory=list)  # sensitivity comparisons
+    aa: list[dict] = field(default_factory=list)  # A/A comparisons at ±2%
+    aa_wide: list[dict] = field(default_factory=list)  # the same at ±5%
     peers_ab: list[dict] = field(default_factory=list)
     peers_aa: list[dict] = field(default_factory=list)
-    walls: list[float] = field(default_factory=list)     # sensitivity runs, s
+    walls: list[float] = field(default_factory=list)  # sensitivity runs, s
     aa_walls: list[float] = field(default_factory=list)  # suite runs, s
     cost: list[dict] = field(default_factory=list)
     aa_cost: list[dict] = field(default_factory=list)
 
 
-def run_suite(folder: Path, out: Path, budget: str, slow: float = 1.0, twins: bool = False,
-              only: str | None = None) -> float:
+def run_suite(
+    folder: Path,
+    out: Path,
+    budget: str,
+    slow: float = 1.0,
+    twins: bool = False,
+    only: str | None = None,
+) -> float:
     """One `perflab run` of the suite (or of benchmarks matching ``only``); wall seconds."""
     suite = folder / f"suite_{slow:g}_{twins}.py"
     suite.write_text(SUITE.format(slow=slow, twins=twins))
     extra = ["--max-processes", "200"] if only else []
     start = time.monotonic()
-    subprocess.run([PYTHON, "-m", "perflab", "run", str(suite), "--json", str(out), "--quiet",
-                    "--no-alloc", "--budget", budget, *extra,
-                    *(["--filter", only] if only else [])], check=True, capture_output=True)
+    subprocess.run(
+        [
+            PYTHON,
+            "-m",
+            "perflab",
+            "run",
+            str(suite),
+            "--json",
+            str(out),
+            "--quiet",
+            "--no-alloc",
+            "--budget",
+            budget,
+            *extra,
+            *(["--filter", only] if only else []),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return time.monotonic() - start
 
 
@@ -144,9 +166,22 @@ def split_twins(path: Path) -> tuple[Path, Path]:
 
 def compare(a: Path, b: Path, threshold: float = THRESHOLD) -> dict:
     """`perflab compare A B --json` through the real entry point."""
-    proc = subprocess.run([PYTHON, "-m", "perflab", "compare", str(a), str(b), "--json",
-                           "--threshold", str(threshold)],
-                          check=True, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            PYTHON,
+            "-m",
+            "perflab",
+            "compare",
+            str(a),
+            str(b),
+            "--json",
+            "--threshold",
+            str(threshold),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return json.loads(proc.stdout)
 
 
@@ -165,7 +200,8 @@ def peer_rules(a: Path, b: Path) -> dict[str, dict[str, bool]]:
         out[bench.id] = {
             "pyperf t-test": bool(sps.ttest_ind(va, vb).pvalue < 0.05),
             "benchstat MWU": bool(sps.mannwhitneyu(va, vb).pvalue < 0.05),
-            "medians ±2%": bool(abs(np.median(vb) / np.median(va) - 1) > THRESHOLD)}
+            "medians ±2%": bool(abs(np.median(vb) / np.median(va) - 1) > THRESHOLD),
+        }
     return out
 
 
@@ -175,8 +211,9 @@ def _record_aa(design: Design, a: Path, b: Path) -> None:
     design.aa_wide.append(compare(a, b, WIDE))
     design.aa_cost.append(result["cost"]["B"])
     design.peers_aa.append(peer_rules(a, b))
-    print(f"{design.name} A/A: {sum(_alarm(r['verdict']) for r in result['rows'])} alarms",
-          flush=True)
+    print(
+        f"{design.name} A/A: {sum(_alarm(r['verdict']) for r in result['rows'])} alarms", flush=True
+    )
 
 
 def _record_pair(design: Design, a: Path, b: Path) -> None:
@@ -184,8 +221,10 @@ def _record_pair(design: Design, a: Path, b: Path) -> None:
     design.pairs.append(result)
     design.cost.append(result["cost"]["A"])
     design.peers_ab.append(peer_rules(a, b))
-    print(f"{design.name} rep {len(design.pairs)}: {TARGET} → "
-          f"{_row(result, TARGET)['verdict']}", flush=True)
+    print(
+        f"{design.name} rep {len(design.pairs)}: {TARGET} → {_row(result, TARGET)['verdict']}",
+        flush=True,
+    )
 
 
 def measure_separate(args: Args, folder: Path) -> Design:
@@ -213,8 +252,9 @@ def measure_interleaved(args: Args, folder: Path) -> Design:
     for rep in range(args.repetitions):
         path = folder / f"twin{rep}.json"
         # --budget is per benchmark: each twin gets what one side of a separate run gets
-        design.walls.append(run_suite(folder, path, args.target_budget, SLOWDOWN, True,
-                                      only=TARGET))
+        design.walls.append(
+            run_suite(folder, path, args.target_budget, SLOWDOWN, True, only=TARGET)
+        )
         _record_pair(design, *split_twins(path))
     for i in range(args.aa_runs):
         path = folder / f"twin-aa{i}.json"
@@ -251,9 +291,11 @@ def peer_rates(design: Design) -> dict[str, tuple[float, float]]:
 
 
 def _cost_line(costs: list[dict], walls: list[float], what: str) -> str:
-    return (f"{what}: median {statistics.median(c['processes'] for c in costs):,.0f} processes "
-            f"and {statistics.median(c['samples'] for c in costs):,.0f} samples per side, "
-            f"{statistics.median(walls):.0f} s wall per run (median of {len(walls)} runs)")
+    return (
+        f"{what}: median {statistics.median(c['processes'] for c in costs):,.0f} processes "
+        f"and {statistics.median(c['samples'] for c in costs):,.0f} samples per side, "
+        f"{statistics.median(walls):.0f} s wall per run (median of {len(walls)} runs)"
+    )
 
 
 def design_lines(design: Design) -> list[str]:
@@ -263,74 +305,113 @@ def design_lines(design: Design) -> list[str]:
     alarms, total = _rate(design.aa)
     unchanged = [r["verdict"] for res in design.aa for r in res["rows"]]
     lines = [
-        f"### {design.name}", "",
-        "| check | target | measured |", "|---|---|---:|",
+        f"### {design.name}",
+        "",
+        "| check | target | measured |",
+        "|---|---|---:|",
         f"| sensitivity: 5% longer loop called slower | ≥ 9 of 10 | "
         f"**{slower} of {len(target)}** |",
         f"| A/A: unchanged benchmarks called faster or slower (±2%) | ≤ 5% | "
         f"**{_share(alarms, total)}** |",
         f"| A/A alarms per comparison of 20 (±2%) | | "
         f"{', '.join(str(_rate([res])[0]) for res in design.aa)} |",
-        f"| A/A with `--threshold 5%` | ≤ 5% | {_share(*_rate(design.aa_wide))} |", "",
-        "Slowed benchmark, B/A (95% CI) per repetition: " + "; ".join(
+        f"| A/A with `--threshold 5%` | ≤ 5% | {_share(*_rate(design.aa_wide))} |",
+        "",
+        "Slowed benchmark, B/A (95% CI) per repetition: "
+        + "; ".join(
             f"{r['verdict']} {r['ratio']['value']:.3f} ({r['ratio']['ci_low']:.3f}–"
-            f"{r['ratio']['ci_high']:.3f})" for r in target if r["ratio"]) + ".", "",
-        "All A/A verdicts at ±2%: " + ", ".join(
+            f"{r['ratio']['ci_high']:.3f})"
+            for r in target
+            if r["ratio"]
+        )
+        + ".",
+        "",
+        "All A/A verdicts at ±2%: "
+        + ", ".join(
             f"{sum(v == w for v in unchanged)} {w}"
-            for w in ("same", "inconclusive", "slower", "faster", "failed")) + ".", "",
-        "Cost:", "",
+            for w in ("same", "inconclusive", "slower", "faster", "failed")
+        )
+        + ".",
+        "",
+        "Cost:",
+        "",
         "* " + _cost_line(design.cost, design.walls, f"sensitivity (`{TARGET}`)"),
-        "* " + _cost_line(design.aa_cost, design.aa_walls, "A/A (the 20-benchmark suite)"), "",
-        "Peers' decision rules on the same samples:", "",
-        "| rule | A/A false alarms | 5% slowdown detected |", "|---|---:|---:|",
+        "* " + _cost_line(design.aa_cost, design.aa_walls, "A/A (the 20-benchmark suite)"),
+        "",
+        "Peers' decision rules on the same samples:",
+        "",
+        "| rule | A/A false alarms | 5% slowdown detected |",
+        "|---|---:|---:|",
         f"| perflab compare (CI over processes vs ±2%) | {alarms / max(total, 1):.1%} | "
-        f"{slower / max(len(target), 1):.0%} |"]
-    lines += [f"| {rule} | {false:.1%} | {hit:.0%} |"
-              for rule, (false, hit) in peer_rates(design).items()]
+        f"{slower / max(len(target), 1):.0%} |",
+    ]
+    lines += [
+        f"| {rule} | {false:.1%} | {hit:.0%} |" for rule, (false, hit) in peer_rates(design).items()
+    ]
     return lines + [""]
 
 
 def coverage_study(trials: int = 200) -> list[str]:
     """Synthetic: coverage and A/A alarms of the plain vs expanded percentile CI."""
-    from perflab.analyze import decisions
-    from perflab.analyze import stats
+    from perflab.analyze import decisions, stats
 
-    lines = ["| processes per side | process-to-process spread | CI coverage plain / expanded "
-             "| A/A alarms plain / expanded |", "|---:|---|---:|---:|"]
+    lines = [
+        "| processes per side | process-to-process spread | CI coverage plain / expanded "
+        "| A/A alarms plain / expanded |",
+        "|---:|---|---:|---:|",
+    ]
     for processes in (3, 5, 10):
-        for label, between in (("lognormal 3%", 0.03), ("lognormal 20%", 0.2),
-                               ("bimodal: 30% of processes +25%", None)):
+        for label, between in (
+            ("lognormal 3%", 0.03),
+            ("lognormal 20%", 0.2),
+            ("bimodal: 30% of processes +25%", None),
+        ):
             rng = np.random.default_rng(processes)
             hits = np.zeros((2, 2))
             for _ in range(trials):
                 ga, gb = (_groups(rng, processes, between) for _ in range(2))
                 point = stats.pooled_median(gb) / stats.pooled_median(ga)
-                reps = (stats.bootstrap_medians(gb, 1000, rng)
-                        / stats.bootstrap_medians(ga, 1000, rng))
-                for j, est in enumerate((stats.percentile_ci(reps, point),
-                                         decisions.expanded_ratio_ci(point, reps, processes)[0])):
-                    hits[j] += [est.ci_low <= 1 <= est.ci_high,
-                                _alarm(decisions.verdict(est.ci_low, est.ci_high, THRESHOLD))]
+                reps = stats.bootstrap_medians(gb, 1000, rng) / stats.bootstrap_medians(
+                    ga, 1000, rng
+                )
+                for j, est in enumerate(
+                    (
+                        stats.percentile_ci(reps, point),
+                        decisions.expanded_ratio_ci(point, reps, processes)[0],
+                    )
+                ):
+                    hits[j] += [
+                        est.ci_low <= 1 <= est.ci_high,
+                        _alarm(decisions.verdict(est.ci_low, est.ci_high, THRESHOLD)),
+                    ]
             hits /= trials
-            lines.append(f"| {processes} | {label} | {hits[0, 0]:.1%} / {hits[1, 0]:.1%} | "
-                         f"{hits[0, 1]:.1%} / {hits[1, 1]:.1%} |")
+            lines.append(
+                f"| {processes} | {label} | {hits[0, 0]:.1%} / {hits[1, 0]:.1%} | "
+                f"{hits[0, 1]:.1%} / {hits[1, 1]:.1%} |"
+            )
     return lines
 
 
 def _groups(rng: np.random.Generator, processes: int, between: float | None) -> list:
-    centres = (np.where(rng.random(processes) < 0.3, 1.25, 1.0) if between is None
-               else np.exp(rng.normal(0, between, processes)))
+    centres = (
+        np.where(rng.random(processes) < 0.3, 1.25, 1.0)
+        if between is None
+        else np.exp(rng.normal(0, between, processes))
+    )
     return [c * 1e-6 * np.exp(rng.normal(0, 0.04, 30)) for c in centres]
 
 
 def report(designs: list[Design], args: Args, seconds: float) -> str:
     lines = [
-        "## perflab compare: A/A false alarms, sensitivity to a 5% slowdown, cost", "",
+        "## perflab compare: A/A false alarms, sensitivity to a 5% slowdown, cost",
+        "",
         f"Machine: {machine()}. Shared with four other engineers' builds, tests and "
         "benchmarks while this ran (load average 3–8 on 2 CPUs): the numbers are noisy, "
-        "and this machine is a hard case, not a typical one.", "",
+        "and this machine is a hard case, not a typical one.",
+        "",
         f"Command: `python benchmarks/compare.py {args.repetitions} {args.target_budget} "
-        f"{args.aa_runs} {args.suite_budget}` ({seconds / 60:.0f} min in all).", "",
+        f"{args.aa_runs} {args.suite_budget}` ({seconds / 60:.0f} min in all).",
+        "",
         f"* Sensitivity: `{TARGET}` (a loop of 2,000 additions, ~40 µs) as A, the same loop "
         f"5% longer as B; `perflab run --filter {TARGET} --budget {args.target_budget} "
         f"--max-processes 200`, {args.repetitions} repetitions.",
@@ -343,18 +424,25 @@ def report(designs: list[Design], args: Args, seconds: float) -> str:
         "branch.json does.",
         "* Interleaved: A and B are twin benchmarks of one invocation, whose runner "
         "interleaves their processes in random order; the file is then split into A.json "
-        "and B.json (same per-benchmark budget).", ""]
+        "and B.json (same per-benchmark budget).",
+        "",
+    ]
     for design in designs:
         lines += design_lines(design)
-    lines += ["The peer rules treat every sample as independent (pyperf's t-test, benchstat's "
-              "U test on samples), so with thousands of samples they flag differences that "
-              "are only process-to-process or run-to-run noise; \"medians ±2%\" has no "
-              "interval at all.", "",
-              "### Synthetic check of the expanded CI (seeded, no timing)", "",
-              "200 A/A pairs per line, 30 samples per process with 4% noise; 'plain' is the "
-              "hierarchical percentile bootstrap, 'expanded' widens it by "
-              "sqrt(n/(n−1))·t/z (Hesterberg 2015) as perflab compare does.", "",
-              *coverage_study()]
+    lines += [
+        "The peer rules treat every sample as independent (pyperf's t-test, benchstat's "
+        "U test on samples), so with thousands of samples they flag differences that "
+        'are only process-to-process or run-to-run noise; "medians ±2%" has no '
+        "interval at all.",
+        "",
+        "### Synthetic check of the expanded CI (seeded, no timing)",
+        "",
+        "200 A/A pairs per line, 30 samples per process with 4% noise; 'plain' is the "
+        "hierarchical percentile bootstrap, 'expanded' widens it by "
+        "sqrt(n/(n−1))·t/z (Hesterberg 2015) as perflab compare does.",
+        "",
+        *coverage_study(),
+    ]
     return "\n".join(lines)
 
 
@@ -366,15 +454,24 @@ def more_budget(repetitions: int, budget: str) -> int:
         design = measure_interleaved(args, Path(tmp))
     target = [_row(res, TARGET) for res in design.pairs]
     lines = [
-        f"### interleaved, `--budget {budget}`: what 9 in 10 costs", "",
+        f"### interleaved, `--budget {budget}`: what 9 in 10 costs",
+        "",
         f"Command: `python benchmarks/compare.py --more-budget {repetitions} {budget}` "
-        f"({(time.monotonic() - start) / 60:.0f} min), sensitivity only.", "",
+        f"({(time.monotonic() - start) / 60:.0f} min), sensitivity only.",
+        "",
         f"* 5% longer loop called slower: **{sum(r['verdict'] == 'slower' for r in target)} "
         f"of {len(target)}**",
-        "* " + _cost_line(design.cost, design.walls, f"sensitivity (`{TARGET}`)"), "",
-        "Slowed benchmark, B/A (95% CI) per repetition: " + "; ".join(
+        "* " + _cost_line(design.cost, design.walls, f"sensitivity (`{TARGET}`)"),
+        "",
+        "Slowed benchmark, B/A (95% CI) per repetition: "
+        + "; ".join(
             f"{r['verdict']} {r['ratio']['value']:.3f} ({r['ratio']['ci_low']:.3f}–"
-            f"{r['ratio']['ci_high']:.3f})" for r in target if r["ratio"]) + "."]
+            f"{r['ratio']['ci_high']:.3f})"
+            for r in target
+            if r["ratio"]
+        )
+        + ".",
+    ]
     _insert_section(lines)
     return 0
 
@@ -393,15 +490,23 @@ def aa_target(runs: int, budget: str) -> int:
             previous = path
     rows = [_row(res, TARGET) for res in design.aa]
     lines = [
-        f"### separate runs, `{TARGET}` alone, `--budget {budget}`: A/A with tight CIs", "",
+        f"### separate runs, `{TARGET}` alone, `--budget {budget}`: A/A with tight CIs",
+        "",
         f"Command: `python benchmarks/compare.py --aa-target {runs} {budget}` "
         f"({(time.monotonic() - start) / 60:.0f} min): {runs + 1} runs of the unchanged "
-        "benchmark one after the other, each compared with the previous one.", "",
+        "benchmark one after the other, each compared with the previous one.",
+        "",
         f"* called faster or slower at ±2%: **{_share(*_rate(design.aa))}**; "
         f"at ±5%: {_share(*_rate(design.aa_wide))}",
-        "* B/A (95% CI) per comparison: " + "; ".join(
+        "* B/A (95% CI) per comparison: "
+        + "; ".join(
             f"{r['verdict']} {r['ratio']['value']:.3f} ({r['ratio']['ci_low']:.3f}–"
-            f"{r['ratio']['ci_high']:.3f})" for r in rows if r["ratio"]) + "."]
+            f"{r['ratio']['ci_high']:.3f})"
+            for r in rows
+            if r["ratio"]
+        )
+        + ".",
+    ]
     _insert_section(lines)
     return 0
 

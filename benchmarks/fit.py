@@ -82,18 +82,27 @@ def nx_csv(name: str, folder: Path) -> Path:
 
 
 def published_section(folder: Path) -> str:
-    fits = {name: fit_json([str(nx_csv(name, folder)), "--model", "usl"])
-            for name in ("specsdm91", "raytracer", "cisco")}
-    lines = ["| dataset | coefficient | perflab fit | published | ratio | source |",
-             "|---|---|---:|---:|---:|---|"]
+    fits = {
+        name: fit_json([str(nx_csv(name, folder)), "--model", "usl"])
+        for name in ("specsdm91", "raytracer", "cisco")
+    }
+    lines = [
+        "| dataset | coefficient | perflab fit | published | ratio | source |",
+        "|---|---|---:|---:|---:|---|",
+    ]
     for name, coef, value, source in PUBLISHED:
         got = fits[name][1][coef]
-        lines.append(f"| {name} | {coef} | {got:.6g} | {value:.6g} | {got / value:.4f} | "
-                     f"{source} |")
-    walls = [timed([PYTHON, "-m", "perflab", "fit", str(nx_csv("specsdm91", folder))])[0]
-             for _ in range(5)]
-    lines.append(f"\nWall time of `perflab fit specsdm91.csv` (process start, scipy import, "
-                 f"fit, table): median {statistics.median(walls):.2f} s of 5 runs.")
+        lines.append(
+            f"| {name} | {coef} | {got:.6g} | {value:.6g} | {got / value:.4f} | {source} |"
+        )
+    walls = [
+        timed([PYTHON, "-m", "perflab", "fit", str(nx_csv("specsdm91", folder))])[0]
+        for _ in range(5)
+    ]
+    lines.append(
+        f"\nWall time of `perflab fit specsdm91.csv` (process start, scipy import, "
+        f"fit, table): median {statistics.median(walls):.2f} s of 5 runs."
+    )
     return "\n".join(lines)
 
 
@@ -125,19 +134,23 @@ def _coverage(model: str, seeds: int) -> tuple[float, float]:
 
 
 def known_curves_section(folder: Path) -> str:
-    lines = ["| true curve | `perflab fit` chose (seed 0) | runner-up (Δ AICc) | b true (s per "
-             "unit of g) | b fitted (95% CI) | class right, 200 seeds | b in its 95% CI, 200 seeds |",
-             "|---|---|---|---:|---:|---:|---:|"]
+    lines = [
+        "| true curve | `perflab fit` chose (seed 0) | runner-up (Δ AICc) | b true (s per "
+        "unit of g) | b fitted (95% CI) | class right, 200 seeds | b in its 95% CI, 200 seeds |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
     for model, (_, b) in KNOWN.items():
         n, cost = _noisy_cost(model, np.random.default_rng(0))
         path = folder / "cost.csv"
         path.write_text("n,cost\n" + "".join(f"{x:g},{float(y)!r}\n" for x, y in zip(n, cost)))
         fit = fit_json([str(path), "--model", "complexity"])[1]
         right, inside = _coverage(model, 200)
-        lines.append(f"| {model} | {fit['model']} ({fit['verdict']}) | {fit['runner_up']} "
-                     f"({fit['delta']:.1f}) | {fmt_time(b)} | {fmt_time(fit['b'])} "
-                     f"({fmt_time(fit['b_ci_low'])} – {fmt_time(fit['b_ci_high'])}) "
-                     f"| {right:.0%} | {inside:.0%} |")
+        lines.append(
+            f"| {model} | {fit['model']} ({fit['verdict']}) | {fit['runner_up']} "
+            f"({fit['delta']:.1f}) | {fmt_time(b)} | {fmt_time(fit['b'])} "
+            f"({fmt_time(fit['b_ci_low'])} – {fmt_time(fit['b_ci_high'])}) "
+            f"| {right:.0%} | {inside:.0%} |"
+        )
     rng = np.random.default_rng(7)
     # cold + n·warm: A 85 ms one-off + 0.8 µs/object, B 24 ms + 4.4 µs/object → n* ≈ 16,900
     sizes = np.array([1, 10, 100, 1000, 10000, 100000, 1000000], dtype=float)
@@ -149,39 +162,67 @@ def known_curves_section(folder: Path) -> str:
     path.write_text("name,n,cost,cold\n" + "".join(rows))
     be = fit_json([str(path), "--between", "A", "B", "--growth", "O(n)"])[1]
     true_n = (0.085 - 0.024) / (4.4e-6 - 0.8e-6)
-    lines.append(f"\nBreak-even of cold + n·warm curves (A: 85 ms + 0.8 µs·n, B: 24 ms + "
-                 f"4.4 µs·n, 2% noise): true n* = {true_n:,.0f}; perflab: \"{be['sentence']}\" "
-                 f"— truth inside the CI: "
-                 f"{'yes' if be['ci_low'] <= true_n <= be['ci_high'] else 'NO'}.")
+    lines.append(
+        f"\nBreak-even of cold + n·warm curves (A: 85 ms + 0.8 µs·n, B: 24 ms + "
+        f'4.4 µs·n, 2% noise): true n* = {true_n:,.0f}; perflab: "{be["sentence"]}" '
+        f"— truth inside the CI: "
+        f"{'yes' if be['ci_low'] <= true_n <= be['ci_high'] else 'NO'}."
+    )
     return "\n".join(lines)
 
 
 #: Columns of the confusion matrix: confident picks, ties, and "no class fits".
-CHOICES = ["O(1)", "O(log n)", "O(n)", "O(n log n)", "O(n^2)", "O(n^3)", "tied, truth named",
-           "tied, truth missing", "no class fits"]
+CHOICES = [
+    "O(1)",
+    "O(log n)",
+    "O(n)",
+    "O(n log n)",
+    "O(n^2)",
+    "O(n^3)",
+    "tied, truth named",
+    "tied, truth missing",
+    "no class fits",
+]
 #: The issue's repro (n, cost): O(1) with R² 0.0000 before.
-REPRO = [(10, 5.65179e-07), (100, 2.71269e-06), (1000, 2.04432e-05), (10000, 0.000173292),
-         (100000, 0.00324726)]
+REPRO = [
+    (10, 5.65179e-07),
+    (100, 2.71269e-06),
+    (1000, 2.04432e-05),
+    (10000, 0.000173292),
+    (100000, 0.00324726),
+]
 
 
 def confusion_section(folder: Path, trials: int = 200) -> str:
     """Confusion matrices of the class choice, with and without SEs; the verdict by one rule."""
     out = []
-    for known, what in ((False, "costs only (a CSV with n,cost: relative errors assumed)"),
-                        (True, "costs with their SEs (as perflab run gives: each SE itself "
-                               "estimated from 20 processes)")):
+    for known, what in (
+        (False, "costs only (a CSV with n,cost: relative errors assumed)"),
+        (
+            True,
+            "costs with their SEs (as perflab run gives: each SE itself "
+            "estimated from 20 processes)",
+        ),
+    ):
         start = time.perf_counter()
         results = study(trials, known)
         took = time.perf_counter() - start
-        out += [f"**{what}**, {trials} trials per class ({took:.1f} s):", "",
-                "| true class | " + " | ".join(CHOICES) + " | right or no class fits | "
-                "wrong | verdict |", "|---|" + "---:|" * (len(CHOICES) + 3)]
+        out += [
+            f"**{what}**, {trials} trials per class ({took:.1f} s):",
+            "",
+            "| true class | " + " | ".join(CHOICES) + " | right or no class fits | "
+            "wrong | verdict |",
+            "|---|" + "---:|" * (len(CHOICES) + 3),
+        ]
         for true in TRUE_CLASSES:
             c = results[true]
             ok = (c["right"] + c["none"]) / trials
             verdict = "met" if ok >= 0.95 else "not met"
-            out.append(f"| {true} | " + " | ".join(str(c[k]) for k in CHOICES) +
-                       f" | {ok:.1%} | {c['wrong']} | {verdict} |")
+            out.append(
+                f"| {true} | "
+                + " | ".join(str(c[k]) for k in CHOICES)
+                + f" | {ok:.1%} | {c['wrong']} | {verdict} |"
+            )
         out.append("")
     path = folder / "repro.csv"
     path.write_text("n,cost\n" + "".join(f"{n},{c}\n" for n, c in REPRO))
@@ -189,16 +230,18 @@ def confusion_section(folder: Path, trials: int = 200) -> str:
     out.append(
         "Rule: a trial is *right* when the fit chooses the true class, or names it among "
         "classes it says it cannot tell apart; *wrong* when it chooses another class, or a tie "
-        "without the truth; the target is met for a class when right + \"no class fits\" "
+        'without the truth; the target is met for a class when right + "no class fits" '
         "≥ 95% of its trials. Sweeps: 5–8 sizes from 10–1,000 up, lognormal noise of 2–10% "
         "per point, costs spanning 1–6 decades (O(log n): what n up to 10¹² gives, under 1.5 "
         "decades), a constant term of 0–50% of the smallest cost; seeds fixed "
-        "(tests/analyze/cost_trials.py).")
+        "(tests/analyze/cost_trials.py)."
+    )
     out.append(
         f"\nThe issue's repro (`n,cost` 10 → 565 ns … 100,000 → 3.25 ms), before: "
-        f"\"O(1), R² 0.0000\", no warning. Now `perflab fit repro.csv --model complexity`: "
-        f"verdict `{fit['verdict']}`, \"{fit['reading']}\"; O(1) contradicted: "
-        f"\"{fit['contradicted'].get('O(1)', 'no')}\".")
+        f'"O(1), R² 0.0000", no warning. Now `perflab fit repro.csv --model complexity`: '
+        f'verdict `{fit["verdict"]}`, "{fit["reading"]}"; O(1) contradicted: '
+        f'"{fit["contradicted"].get("O(1)", "no")}".'
+    )
     return "\n".join(out)
 
 
@@ -207,8 +250,9 @@ def hand_rolled(name: str, threads: int, seconds: float) -> float:
     sys.path.insert(0, str(ROOT / "examples"))
     import perflab.measure.suite as suite
 
-    spec = next(s for s in suite.load_file(ROOT / "examples" / "contention.py").benches
-                if s.name == name)
+    spec = next(
+        s for s in suite.load_file(ROOT / "examples" / "contention.py").benches if s.name == name
+    )
     state = spec.setup()
     counts = [0] * threads
     running = [True]
@@ -236,39 +280,71 @@ def hand_rolled(name: str, threads: int, seconds: float) -> float:
 
 def contention_section(folder: Path, process_time: str) -> str:
     out = folder / "contention.json"
-    cmd = [PYTHON, "-m", "perflab", "run", str(ROOT / "examples" / "contention.py"), "--filter",
-           "stack/*", "--min-processes", "3", "--max-processes", "3", "--process-time",
-           process_time, "--no-alloc", "--quiet", "--json", str(out)]
+    cmd = [
+        PYTHON,
+        "-m",
+        "perflab",
+        "run",
+        str(ROOT / "examples" / "contention.py"),
+        "--filter",
+        "stack/*",
+        "--min-processes",
+        "3",
+        "--max-processes",
+        "3",
+        "--process-time",
+        process_time,
+        "--no-alloc",
+        "--quiet",
+        "--json",
+        str(out),
+    ]
     wall, _ = timed(cmd)
     data = json.loads(out.read_text())
-    perflab_rate = {(b["name"], b["threads"]): 1 / b["summary"]["median_s"]
-                    for b in data["benchmarks"] if b.get("summary", {}).get("median_s")}
+    perflab_rate = {
+        (b["name"], b["threads"]): 1 / b["summary"]["median_s"]
+        for b in data["benchmarks"]
+        if b.get("summary", {}).get("median_s")
+    }
     cpu = {(b["name"], b["threads"]): b["summary"]["cpu_wall"] for b in data["benchmarks"]}
     seconds = float(process_time.rstrip("ms")) / 1000 if process_time.endswith("ms") else 0.05
-    lines = ["| strategy | threads | perflab ops/s | hand-rolled ops/s (median of 3) | "
-             "perflab / hand-rolled | CPU/wall |", "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| strategy | threads | perflab ops/s | hand-rolled ops/s (median of 3) | "
+        "perflab / hand-rolled | CPU/wall |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for name in STRATEGIES:
         for n in THREADS:
             plain = statistics.median(hand_rolled(name, n, seconds) for _ in range(3))
             mine = perflab_rate.get((name, n), float("nan"))
-            lines.append(f"| {name} | {n} | {mine:,.0f} | {plain:,.0f} | {mine / plain:.2f} | "
-                         f"{cpu.get((name, n), float('nan')):.2f} |")
+            lines.append(
+                f"| {name} | {n} | {mine:,.0f} | {plain:,.0f} | {mine / plain:.2f} | "
+                f"{cpu.get((name, n), float('nan')):.2f} |"
+            )
     lines += ["", "| strategy | α (95% CI) | β | N* | reading |", "|---|---|---:|---:|---|"]
     for name in STRATEGIES:
         fit = fit_json([str(out), "--model", "usl", "--series", name])[1]
         peak = "∞" if fit["peak_load"] is None else fmt_number(fit["peak_load"])
         reading = fit["warnings"][0] if fit["degenerate"] else fit["reading"]
-        lines.append(f"| {name} | {fmt_number(fit['alpha'])} ({fmt_number(fit['alpha_ci_low'])}"
-                     f"–{fmt_number(fit['alpha_ci_high'])}) | {fmt_number(fit['beta'])} | "
-                     f"{peak} | {reading} |")
-    overhead = statistics.median(p["loop_overhead_ns"] for b in data["benchmarks"]
-                                 for p in b["processes"] if p.get("loop_overhead_ns"))
-    lines.append(f"\nperflab run wall time for the 20 cases: {wall:.0f} s. Timer cost of threads "
-                 f"mode (timed loop around an empty call, median): {overhead:.0f} ns per call; "
-                 "the hand-rolled loop does not time calls, which explains the steady gap "
-                 "for the cheapest operation (deque, ~50 ns); for the others the ratios "
-                 "scatter around 1 with the noise of this shared machine and of GIL "
-                 "scheduling, which decides which thread runs for 5 ms at a time.")
+        lines.append(
+            f"| {name} | {fmt_number(fit['alpha'])} ({fmt_number(fit['alpha_ci_low'])}"
+            f"–{fmt_number(fit['alpha_ci_high'])}) | {fmt_number(fit['beta'])} | "
+            f"{peak} | {reading} |"
+        )
+    overhead = statistics.median(
+        p["loop_overhead_ns"]
+        for b in data["benchmarks"]
+        for p in b["processes"]
+        if p.get("loop_overhead_ns")
+    )
+    lines.append(
+        f"\nperflab run wall time for the 20 cases: {wall:.0f} s. Timer cost of threads "
+        f"mode (timed loop around an empty call, median): {overhead:.0f} ns per call; "
+        "the hand-rolled loop does not time calls, which explains the steady gap "
+        "for the cheapest operation (deque, ~50 ns); for the others the ratios "
+        "scatter around 1 with the noise of this shared machine and of GIL "
+        "scheduling, which decides which thread runs for 5 ms at a time."
+    )
     return "\n".join(lines)
 
 
@@ -276,15 +352,48 @@ def end_to_end_section(folder: Path) -> str:
     """perflab serve with a 0.2 ms global lock per request, swept in closed loop, USL fitted."""
     import re
 
-    serve = subprocess.Popen([PYTHON, "-m", "perflab", "serve", "--port", "0", "--delay", "1ms",
-                              "--serialize", "0.2ms", "--threads", "2"],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    serve = subprocess.Popen(
+        [
+            PYTHON,
+            "-m",
+            "perflab",
+            "serve",
+            "--port",
+            "0",
+            "--delay",
+            "1ms",
+            "--serialize",
+            "0.2ms",
+            "--threads",
+            "2",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         url = re.search(r"http://[0-9.]+:[0-9]+/", serve.stdout.readline()).group(0)
         sweep = folder / "sweep.json"
-        timed([PYTHON, "-m", "perflab", "http", url, "--connections", E2E_CONNECTIONS,
-               "--duration", "2s", "--warmup", "0.4s", "--threads", "1", "--quiet", "--json",
-               str(sweep)])
+        timed(
+            [
+                PYTHON,
+                "-m",
+                "perflab",
+                "http",
+                url,
+                "--connections",
+                E2E_CONNECTIONS,
+                "--duration",
+                "2s",
+                "--warmup",
+                "0.4s",
+                "--threads",
+                "1",
+                "--quiet",
+                "--json",
+                str(sweep),
+            ]
+        )
     finally:
         serve.terminate()
         serve.wait(timeout=10)
@@ -300,14 +409,16 @@ def end_to_end_section(folder: Path) -> str:
         f"{fmt_number(fit['alpha_ci_high'])}), β = {fmt_number(fit['beta'])}, "
         f"γ = {fit['gamma']:,.0f}/s, N* = {fmt_number(fit['peak_load'])}, "
         f"X(N*) = {fit['peak_throughput']:,.0f}/s, R² = {fit['r_squared']:.3f}. "
-        f"Reading: {fit['reading']}. Chart: docs/{E2E_CHART.name}.")
+        f"Reading: {fit['reading']}. Chart: docs/{E2E_CHART.name}."
+    )
     plateau = max(fit["points"]["X"])
     lines.append(
         f"\nThe lock makes a hard knee (throughput grows linearly, then stays flat at "
         f"≈ {plateau:,.0f}/s); the USL's smooth curve bends earlier and, to follow the knee, "
         f"takes a small β that predicts a mild decline past N* which a lock alone does not "
-        f"cause. Read N* as \"no gain past here\" and X(N*) as the ceiling: "
-        f"{fit['peak_throughput'] / plateau:.2f}× the highest measured throughput.")
+        f'cause. Read N* as "no gain past here" and X(N*) as the ceiling: '
+        f"{fit['peak_throughput'] / plateau:.2f}× the highest measured throughput."
+    )
     return "\n".join(lines)
 
 
@@ -316,21 +427,27 @@ def main() -> None:
     nproc = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        text = "\n\n".join([
-            "## perflab fit and threads mode (issues 7 and 11)",
-            f"Machine: {machine()} (`nproc` = {nproc}); shared with other engineers' "
-            "builds and tests while this ran, so timings are noisy: read ratios, not "
-            "absolute rates.",
-            f"Command: `python benchmarks/fit.py {process_time}`",
-            "### Published USL fits, through `perflab fit`", published_section(folder),
-            "### Known curves: complexity and break-even", known_curves_section(folder),
-            "### Which growth class: confusion matrix of the complexity fit (issue 11)",
-            confusion_section(folder),
-            "### Threads mode: examples/contention.py (group stack) against a hand-rolled "
-            "threading loop", contention_section(folder, process_time),
-            "### End to end: USL of a `perflab http` closed-loop sweep against `perflab serve` "
-            "with a serialization point", end_to_end_section(folder),
-        ])
+        text = "\n\n".join(
+            [
+                "## perflab fit and threads mode (issues 7 and 11)",
+                f"Machine: {machine()} (`nproc` = {nproc}); shared with other engineers' "
+                "builds and tests while this ran, so timings are noisy: read ratios, not "
+                "absolute rates.",
+                f"Command: `python benchmarks/fit.py {process_time}`",
+                "### Published USL fits, through `perflab fit`",
+                published_section(folder),
+                "### Known curves: complexity and break-even",
+                known_curves_section(folder),
+                "### Which growth class: confusion matrix of the complexity fit (issue 11)",
+                confusion_section(folder),
+                "### Threads mode: examples/contention.py (group stack) against a hand-rolled "
+                "threading loop",
+                contention_section(folder, process_time),
+                "### End to end: USL of a `perflab http` closed-loop sweep against `perflab serve` "
+                "with a serialization point",
+                end_to_end_section(folder),
+            ]
+        )
     write_section("fit", text)
 
 

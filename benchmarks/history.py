@@ -49,15 +49,32 @@ def synthetic_results(rng: np.random.Generator) -> Results:
         procs = []
         for p in range(10):
             centre = 1e-6 * (1 + b / 10) * math.exp(rng.normal(0, 0.005))
-            samples = [Sample(100, int(centre * math.exp(rng.normal(0, 0.02)) * 1e11),
-                              int(centre * 1e11)) for _ in range(30)]
-            procs.append(Process(index=p, pid=1000 + p, started_s=float(p), iterations=100,
-                                 cold_ns=5000, loop_overhead_ns=10.0, timer_error_ns=50.0,
-                                 samples=samples))
+            samples = [
+                Sample(100, int(centre * math.exp(rng.normal(0, 0.02)) * 1e11), int(centre * 1e11))
+                for _ in range(30)
+            ]
+            procs.append(
+                Process(
+                    index=p,
+                    pid=1000 + p,
+                    started_s=float(p),
+                    iterations=100,
+                    cold_ns=5000,
+                    loop_overhead_ns=10.0,
+                    timer_error_ns=50.0,
+                    samples=samples,
+                )
+            )
         benches.append(Benchmark(name=f"b{b}", group="g", processes=procs))
-    return Results("run", ["perflab", "run", "bench.py"], "2026-01-01T00:00:00+00:00", "0.1.0",
-                   environment={"hostname": "bench", "cpu_model": "synthetic"},
-                   settings={"precision": 0.01}, benchmarks=benches)
+    return Results(
+        "run",
+        ["perflab", "run", "bench.py"],
+        "2026-01-01T00:00:00+00:00",
+        "0.1.0",
+        environment={"hostname": "bench", "cpu_model": "synthetic"},
+        settings={"precision": 0.01},
+        benchmarks=benches,
+    )
 
 
 def build(path: Path, runs: int) -> tuple[float, int]:
@@ -73,8 +90,18 @@ def build(path: Path, runs: int) -> tuple[float, int]:
         for i in range(runs):
             level *= steps.get(i, 1.0)
             noise = np.exp(rng.normal(0, 0.02, len(rows)))
-            moved = [type(r)(r.bench, r.metric, r.unit, r.value * level * n, r.ci_low * level * n,
-                             r.ci_high * level * n, r.units) for r, n in zip(rows, noise)]
+            moved = [
+                type(r)(
+                    r.bench,
+                    r.metric,
+                    r.unit,
+                    r.value * level * n,
+                    r.ci_low * level * n,
+                    r.ci_high * level * n,
+                    r.units,
+                )
+                for r, n in zip(rows, noise)
+            ]
             base.created = (start + dt.timedelta(minutes=i)).isoformat()
             made = record.make_record("run", base.to_dict(summaries), moved, [], None, git=False)
             made.git_commit, made.git_time = f"{i:040x}", base.created
@@ -101,11 +128,14 @@ def report_figures(folder: Path, db: Path) -> dict[str, float]:
     grouped = summarize_benchmarks(run.benchmarks, precision=0.01)
     model.save(run, folder / "run.json", {s.id: s.to_dict() for g in grouped.values() for s in g})
     out = folder / "report.html"
-    argv = ["report", str(folder / "run.json"), "--history", "--database", str(db), "-o",
-            str(out)]
+    argv = ["report", str(folder / "run.json"), "--history", "--database", str(db), "-o", str(out)]
     write_s = cli_median(argv, 3)
-    figures = {"write_s": write_s, "bytes": out.stat().st_size,
-               "charts": out.read_text().count("<figure"), "load_s": math.nan}
+    figures = {
+        "write_s": write_s,
+        "bytes": out.stat().st_size,
+        "charts": out.read_text().count("<figure"),
+        "load_s": math.nan,
+    }
     browser = shutil.which("chromium")
     if browser:
         from playwright.sync_api import sync_playwright
@@ -134,19 +164,23 @@ def detection(seeds: int) -> tuple[list[str], list[str]]:
                 e = 0.03 * (rng.standard_t(3, n) if noise == "t(3)" else rng.normal(0, 1, n))
                 false += bool(changepoints.detect(np.exp(e)))
             share = false / seeds
-            flat.append(f"| {n} | {noise}, σ 3% | {false} of {seeds} ({share:.1%}) | "
-                        f"{share:.1%} ≤ 5%: {'met' if share <= 0.05 else 'not met'} |")
+            flat.append(
+                f"| {n} | {noise}, σ 3% | {false} of {seeds} ({share:.1%}) | "
+                f"{share:.1%} ≤ 5%: {'met' if share <= 0.05 else 'not met'} |"
+            )
     for n in (20, 60):
         for size in (0.05, 0.10, 0.20):
             rng = np.random.default_rng(int(n * 100 + size * 100))
             found = 0
             for _ in range(seeds):
                 e = rng.normal(0, 0.03, n)
-                e[n // 2:] += math.log1p(size)
+                e[n // 2 :] += math.log1p(size)
                 got = changepoints.detect(np.exp(e))
                 found += len(got) == 1 and abs(got[0].index - n // 2) <= 1
-            step.append(f"| {n} | +{size:.0%} at run {n // 2}, σ 3% | {found} of {seeds} "
-                        f"({found / seeds:.1%}) |")
+            step.append(
+                f"| {n} | +{size:.0%} at run {n // 2}, σ 3% | {found} of {seeds} "
+                f"({found / seeds:.1%}) |"
+            )
     return flat, step
 
 
@@ -163,8 +197,9 @@ def built(db: Path, runs: int) -> tuple[float, int]:
     for stale in (db, figures):
         stale.unlink(missing_ok=True)
     per_insert, doc_bytes = build(db, runs)
-    figures.write_text(json.dumps({"runs": runs, "per_insert_s": per_insert,
-                                   "document_bytes": doc_bytes}))
+    figures.write_text(
+        json.dumps({"runs": runs, "per_insert_s": per_insert, "document_bytes": doc_bytes})
+    )
     return per_insert, doc_bytes
 
 
@@ -172,7 +207,7 @@ def main(argv: list[str]) -> int:
     keep = None
     if "--db" in argv:
         at = argv.index("--db")
-        keep, argv = Path(argv[at + 1]), argv[:at] + argv[at + 2:]
+        keep, argv = Path(argv[at + 1]), argv[:at] + argv[at + 2 :]
     runs = int(argv[0]) if argv else 10000
     seeds = int(argv[1]) if len(argv) > 1 else 500
     with tempfile.TemporaryDirectory() as tmp:

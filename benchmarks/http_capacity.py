@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import PERFLAB, machine, perflab_serve, wrk, write_section
+from common import PERFLAB, machine, perflab_serve, write_section, wrk
 
 SERIALIZE = "1ms"
 CONNECTIONS = 8
@@ -51,14 +51,23 @@ def perflab_step(url: str, *argv: str) -> dict[str, Any]:
     """One `perflab http` run with one engine thread: its step and its summary."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "r.json"
-        subprocess.run([*PERFLAB, "http", url, "--threads", "1", "--quiet", "--json", str(out),
-                        *argv], check=True, capture_output=True, text=True)
+        subprocess.run(
+            [*PERFLAB, "http", url, "--threads", "1", "--quiet", "--json", str(out), *argv],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         bench = json.loads(out.read_text())["benchmarks"][0]
     step, summary = bench["steps"][0], bench["summary"]["steps"][0]
     # What schema 1 divided by the window: every OK response to a recorded request.
     answered = step["ok_responses"] - step["ok_from_warmup"] + step["drained"]
-    return {**step, "achieved": summary["achieved_rate"], "verdict": summary["verdict"],
-            "reasons": summary["reasons"], "old_achieved": answered / step["elapsed_s"]}
+    return {
+        **step,
+        "achieved": summary["achieved_rate"],
+        "verdict": summary["verdict"],
+        "reasons": summary["reasons"],
+        "old_achieved": answered / step["elapsed_s"],
+    }
 
 
 def capacity(rounds: int) -> dict[str, list[float]]:
@@ -67,8 +76,9 @@ def capacity(rounds: int) -> dict[str, list[float]]:
     have_wrk = shutil.which("wrk") is not None
     with perflab_serve("--serialize", SERIALIZE) as url:
         for _ in range(rounds):
-            runs["perflab"].append(perflab_step(url, "--connections", str(CONNECTIONS),
-                                                "--duration", "5s")["achieved"])
+            runs["perflab"].append(
+                perflab_step(url, "--connections", str(CONNECTIONS), "--duration", "5s")["achieved"]
+            )
             if have_wrk:
                 runs["wrk"].append(wrk(url, 5, CONNECTIONS)["rate"])
     return runs
@@ -103,39 +113,54 @@ def section(caps: dict[str, list[float]], rows: list[dict[str, Any]], rounds: in
     def spread(values: list[float]) -> str:
         if not values:
             return "not measured (wrk is not installed: `make bench-deps`)"
-        return (f"median {statistics.median(values):,.0f}/s "
-                f"({', '.join(f'{v:,.0f}' for v in values)})")
+        return (
+            f"median {statistics.median(values):,.0f}/s ({', '.join(f'{v:,.0f}' for v in values)})"
+        )
 
     lines = [
-        "## perflab http: achieved rate against the server's capacity (issue 11)", "",
-        (f"Machine: {machine()}. Command: `python benchmarks/http_capacity.py --rounds {rounds}` "
-         "with a release build of perflab._core."), "",
-        (f"Target: `perflab serve --serialize {SERIALIZE}` (one lock held {SERIALIZE} per "
-         "request: at most 1,000 responses/s). Its capacity, closed loop with "
-         f"{CONNECTIONS} connections, 5 s runs: perflab "
-         f"`--connections {CONNECTIONS} --duration 5s` {spread(caps['perflab'])}; "
-         f"`wrk -t1 -c{CONNECTIONS} -d5s` {spread(caps['wrk'])}. Open-loop rates are "
-         f"multiples of perflab's median, {ours:,.0f}/s; the bound below uses the best "
-         f"measurement, **{best:,.0f}/s**."), "",
-        ("Each row is one `perflab http URL --rate R --duration T --threads 1` step against a "
-         "fresh server (default warmup: a fifth of the step up to 1 s; default `--timeout "
-         "10s`). *achieved* counts the successful responses that completed inside the "
-         "recorded window; *schema 1* is what perflab printed before (every response to a "
-         "recorded request ÷ the window, the drained ones included); *drained* are the "
-         "responses that came after the step ended, *drain* how long they took, *unsent* the "
-         "requests that never got a connection. Rule: **met** when achieved ≤ "
-         f"{SLACK:g} × {best:,.0f}/s and the verdict is `ok` below the capacity, `saturated` "
-         "above it."), "",
-        ("| load | step | offered | achieved | achieved ÷ capacity | schema 1 ÷ capacity | "
-         "drained | drain | unsent | perflab's verdict | rule |"),
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+        "## perflab http: achieved rate against the server's capacity (issue 11)",
+        "",
+        (
+            f"Machine: {machine()}. Command: `python benchmarks/http_capacity.py --rounds {rounds}` "
+            "with a release build of perflab._core."
+        ),
+        "",
+        (
+            f"Target: `perflab serve --serialize {SERIALIZE}` (one lock held {SERIALIZE} per "
+            "request: at most 1,000 responses/s). Its capacity, closed loop with "
+            f"{CONNECTIONS} connections, 5 s runs: perflab "
+            f"`--connections {CONNECTIONS} --duration 5s` {spread(caps['perflab'])}; "
+            f"`wrk -t1 -c{CONNECTIONS} -d5s` {spread(caps['wrk'])}. Open-loop rates are "
+            f"multiples of perflab's median, {ours:,.0f}/s; the bound below uses the best "
+            f"measurement, **{best:,.0f}/s**."
+        ),
+        "",
+        (
+            "Each row is one `perflab http URL --rate R --duration T --threads 1` step against a "
+            "fresh server (default warmup: a fifth of the step up to 1 s; default `--timeout "
+            "10s`). *achieved* counts the successful responses that completed inside the "
+            "recorded window; *schema 1* is what perflab printed before (every response to a "
+            "recorded request ÷ the window, the drained ones included); *drained* are the "
+            "responses that came after the step ended, *drain* how long they took, *unsent* the "
+            "requests that never got a connection. Rule: **met** when achieved ≤ "
+            f"{SLACK:g} × {best:,.0f}/s and the verdict is `ok` below the capacity, `saturated` "
+            "above it."
+        ),
+        "",
+        (
+            "| load | step | offered | achieved | achieved ÷ capacity | schema 1 ÷ capacity | "
+            "drained | drain | unsent | perflab's verdict | rule |"
+        ),
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
     for r in rows:
         verdict = r["verdict"] + (f": {', '.join(r['reasons'])}" if r["reasons"] else "")
         lines.append(
             f"| {r['load']:g}× | {r['step_s']} s | {r['offered_rate']:,.0f}/s | "
             f"{r['achieved']:,.0f}/s | {r['achieved'] / best:.3f} | "
             f"{r['old_achieved'] / best:.3f} | {r['drained']:,} | {r['drain_s']:.3f} s | "
-            f"{r['unsent']:,} | {verdict} | {judge(r, best)} |")
+            f"{r['unsent']:,} | {verdict} | {judge(r, best)} |"
+        )
     met = sum(judge(r, best) == "met" for r in rows)
     lines += ["", f"**{met} of {len(rows)} steps met the rule.**"]
     return "\n".join(lines)

@@ -39,15 +39,16 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (PERFLAB, PYTHON, RATIO_RULE, ROOT, machine,  # noqa: E402
-                    ratio_verdict, write_section)
+from common import PERFLAB, PYTHON, RATIO_RULE, ROOT, machine, ratio_verdict, write_section  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 RUNS = 3 if QUICK else 7
 SEEDS = range(3 if QUICK else 10)
 BIN = Path(PYTHON).parent
-GROW = ("import time\nb = []\nfor _ in range(20):\n    b.append(b'x' * 10_000_000)\n"
-        "    time.sleep(0.02)\ntime.sleep(0.3)\n")
+GROW = (
+    "import time\nb = []\nfor _ in range(20):\n    b.append(b'x' * 10_000_000)\n"
+    "    time.sleep(0.02)\ntime.sleep(0.3)\n"
+)
 HEAP = ROOT / "benchmarks" / "workloads" / "memory_heap.py"
 MB = 1e6
 
@@ -56,8 +57,10 @@ def ratio_ci(a: list[float], b: list[float], resamples: int = 2000) -> tuple[flo
     """median(a) / median(b) with a percentile-bootstrap 95% CI (independent resamples)."""
     rng = np.random.default_rng(0)
     x, y = np.asarray(a, float), np.asarray(b, float)
-    reps = [np.median(rng.choice(x, x.size)) / np.median(rng.choice(y, y.size))
-            for _ in range(resamples)]
+    reps = [
+        np.median(rng.choice(x, x.size)) / np.median(rng.choice(y, y.size))
+        for _ in range(resamples)
+    ]
     low, high = np.percentile(reps, [2.5, 97.5])
     return float(np.median(x) / np.median(y)), float(low), float(high)
 
@@ -66,16 +69,29 @@ def perflab_cmd(commands: list[str], runs: int, memory: bool = True) -> list[dic
     """``perflab cmd`` on COMMANDS (run through sh); the results file's benchmarks."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cmd.json"
-        cmd = [*PERFLAB, "cmd", "--shell", "--runs", str(runs), "--warmup", "1", "--quiet",
-               "--json", str(out), *(["--memory"] if memory else []), *commands]
+        cmd = [
+            *PERFLAB,
+            "cmd",
+            "--shell",
+            "--runs",
+            str(runs),
+            "--warmup",
+            "1",
+            "--quiet",
+            "--json",
+            str(out),
+            *(["--memory"] if memory else []),
+            *commands,
+        ]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         return json.loads(out.read_text())["benchmarks"]
 
 
 def time_v(command: str) -> float:
     """/usr/bin/time -v's Maximum resident set size of ``sh -c COMMAND``, bytes."""
-    proc = subprocess.run(["/usr/bin/time", "-v", "sh", "-c", command], check=True,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["/usr/bin/time", "-v", "sh", "-c", command], check=True, capture_output=True, text=True
+    )
     found = re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)
     return int(found.group(1)) * 1024  # type: ignore[union-attr]
 
@@ -84,34 +100,54 @@ def psrecord(command: str) -> float:
     """psrecord's highest RSS of COMMAND and its children (every 10 ms), bytes."""
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "log.txt"
-        subprocess.run([str(BIN / "psrecord"), command, "--interval", "0.01",
-                        "--include-children", "--log", str(log)], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        rows = [line.split() for line in log.read_text().splitlines()
-                if line.strip() and not line.startswith("#")]
-    return max(float(r[2]) for r in rows) * 1024 ** 2   # its "Real (MB)" column is MiB
+        subprocess.run(
+            [
+                str(BIN / "psrecord"),
+                command,
+                "--interval",
+                "0.01",
+                "--include-children",
+                "--log",
+                str(log),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        rows = [
+            line.split()
+            for line in log.read_text().splitlines()
+            if line.strip() and not line.startswith("#")
+        ]
+    return max(float(r[2]) for r in rows) * 1024**2  # its "Real (MB)" column is MiB
 
 
 def peaks(command: str, runs: int) -> dict[str, list[float]]:
     """Per-run peaks of one command by every tool (sh -c COMMAND for all)."""
     bench = perflab_cmd([command], runs)[0]
     timed = [r for r in bench["runs"] if r["ok"] and not r["warmup"]]
-    return {"perflab tree": [r["tree_rss_peak_bytes"] for r in timed],
-            "perflab max RSS (wait4)": [r["max_rss_bytes"] for r in timed],
-            "psrecord": [psrecord(command) for _ in range(runs)],
-            "time -v": [time_v(command) for _ in range(runs)]}
+    return {
+        "perflab tree": [r["tree_rss_peak_bytes"] for r in timed],
+        "perflab max RSS (wait4)": [r["max_rss_bytes"] for r in timed],
+        "psrecord": [psrecord(command) for _ in range(runs)],
+        "time -v": [time_v(command) for _ in range(runs)],
+    }
 
 
-def peak_section(title: str, figures: dict[str, list[float]],
-                 pairs: list[tuple[str, str, float, float]]) -> list[str]:
+def peak_section(
+    title: str, figures: dict[str, list[float]], pairs: list[tuple[str, str, float, float]]
+) -> list[str]:
     lines = [f"### {title}", "", "| tool | median peak RSS | runs |", "|---|---:|---:|"]
-    lines += [f"| {k} | {statistics.median(v) / MB:.1f} MB | {len(v)} |"
-              for k, v in figures.items()]
+    lines += [
+        f"| {k} | {statistics.median(v) / MB:.1f} MB | {len(v)} |" for k, v in figures.items()
+    ]
     lines += ["", "| ratio | median (95% CI) | target | verdict |", "|---|---:|---|---|"]
     for a, b, lo, hi in pairs:
         r = ratio_ci(figures[a], figures[b])
-        lines.append(f"| {a} / {b} | {r[0]:.3f} ({r[1]:.3f}–{r[2]:.3f}) | {lo:g}–{hi:g} | "
-                     f"{ratio_verdict(r[1], r[2], at_most=hi, at_least=lo)} |")
+        lines.append(
+            f"| {a} / {b} | {r[0]:.3f} ({r[1]:.3f}–{r[2]:.3f}) | {lo:g}–{hi:g} | "
+            f"{ratio_verdict(r[1], r[2], at_most=hi, at_least=lo)} |"
+        )
     return lines + [""]
 
 
@@ -119,29 +155,61 @@ def heap_section() -> list[str]:
     """C: perflab run --memory's peak growth vs memray's peak heap, 100 MB built and dropped."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run.json"
-        subprocess.run([*PERFLAB, "run", str(HEAP), "--memory", "--min-processes", str(RUNS),
-                        "--max-processes", str(RUNS), "--process-time", "50ms", "--no-alloc",
-                        "--quiet", "--json", str(out)], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                *PERFLAB,
+                "run",
+                str(HEAP),
+                "--memory",
+                "--min-processes",
+                str(RUNS),
+                "--max-processes",
+                str(RUNS),
+                "--process-time",
+                "50ms",
+                "--no-alloc",
+                "--quiet",
+                "--json",
+                str(out),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         procs = json.loads(out.read_text())["benchmarks"][0]["processes"]
-        ours = [p["rss_peak_bytes"] - p["rss_start_bytes"] for p in procs
-                if p.get("rss_peak_bytes") and p.get("rss_start_bytes")]
+        ours = [
+            p["rss_peak_bytes"] - p["rss_start_bytes"]
+            for p in procs
+            if p.get("rss_peak_bytes") and p.get("rss_start_bytes")
+        ]
         theirs = []
         for i in range(RUNS):
             trace, stats_json = Path(tmp) / f"m{i}.bin", Path(tmp) / f"m{i}.json"
-            subprocess.run([str(BIN / "memray"), "run", "-q", "-o", str(trace), str(HEAP)],
-                           check=True, stdout=subprocess.DEVNULL)
-            subprocess.run([str(BIN / "memray"), "stats", "--json", "-o", str(stats_json),
-                            str(trace)], check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [str(BIN / "memray"), "run", "-q", "-o", str(trace), str(HEAP)],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
+            subprocess.run(
+                [str(BIN / "memray"), "stats", "--json", "-o", str(stats_json), str(trace)],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
             theirs.append(float(json.loads(stats_json.read_text())["metadata"]["peak_memory"]))
     r = ratio_ci(ours, theirs)
-    return ["### C. A Python function building 100 MB of bytes (perflab run --memory vs memray)",
-            "", "| tool | median peak | runs |", "|---|---:|---:|",
-            f"| perflab run --memory: kernel peak − RSS at the first timed sample | "
-            f"{statistics.median(ours) / MB:.1f} MB | {len(ours)} |",
-            f"| memray: peak heap of the script | {statistics.median(theirs) / MB:.1f} MB | "
-            f"{len(theirs)} |", "",
-            f"perflab / memray: {r[0]:.3f} ({r[1]:.3f}–{r[2]:.3f}); target 0.9–1.1: "
-            f"**{ratio_verdict(r[1], r[2], at_most=1.1, at_least=0.9)}**", ""]
+    return [
+        "### C. A Python function building 100 MB of bytes (perflab run --memory vs memray)",
+        "",
+        "| tool | median peak | runs |",
+        "|---|---:|---:|",
+        f"| perflab run --memory: kernel peak − RSS at the first timed sample | "
+        f"{statistics.median(ours) / MB:.1f} MB | {len(ours)} |",
+        f"| memray: peak heap of the script | {statistics.median(theirs) / MB:.1f} MB | "
+        f"{len(theirs)} |",
+        "",
+        f"perflab / memray: {r[0]:.3f} ({r[1]:.3f}–{r[2]:.3f}); target 0.9–1.1: "
+        f"**{ratio_verdict(r[1], r[2], at_most=1.1, at_least=0.9)}**",
+        "",
+    ]
 
 
 def overhead_section() -> list[str]:
@@ -151,35 +219,45 @@ def overhead_section() -> list[str]:
     sampled: list[float] = []
     for _ in range(3):  # alternating, so that a slow stretch of the machine hits both
         for memory, walls in ((False, plain), (True, sampled)):
-            walls += [r["wall_ns"] for r in perflab_cmd([busy], RUNS, memory)[0]["runs"]
-                      if r["ok"] and not r["warmup"]]
+            walls += [
+                r["wall_ns"]
+                for r in perflab_cmd([busy], RUNS, memory)[0]["runs"]
+                if r["ok"] and not r["warmup"]
+            ]
     r = ratio_ci(sampled, plain)
-    return ["### D. What --memory costs the measured command", "",
-            f"`python -c 'sum(range(6_000_000))'`, {len(plain)} runs each in 3 alternating "
-            f"invocations: median wall {statistics.median(plain) / 1e6:.1f} ms without, "
-            f"{statistics.median(sampled) / 1e6:.1f} ms with --memory; "
-            f"ratio {r[0]:.3f} ({r[1]:.3f}–{r[2]:.3f}); target ≤ 1.02: "
-            f"**{ratio_verdict(r[1], r[2], at_most=1.02)}**", ""]
+    return [
+        "### D. What --memory costs the measured command",
+        "",
+        f"`python -c 'sum(range(6_000_000))'`, {len(plain)} runs each in 3 alternating "
+        f"invocations: median wall {statistics.median(plain) / 1e6:.1f} ms without, "
+        f"{statistics.median(sampled) / 1e6:.1f} ms with --memory; "
+        f"ratio {r[0]:.3f} ({r[1]:.3f}–{r[2]:.3f}); target ≤ 1.02: "
+        f"**{ratio_verdict(r[1], r[2], at_most=1.02)}**",
+        "",
+    ]
 
 
 def leak_section() -> list[str]:
     """E: how often the leak rule (RSS) and the heap rule flag each workload over seeds."""
-    code = ("import json, sys\n"
-            "from perflab.analyze import memory as am\n"
-            "from perflab.measure.runner import Runner, Settings\n"
-            "from perflab.measure.suite import expand, load_file\n"
-            f"f = load_file({str(ROOT / 'tests/measure/data/leak_workloads.py')!r})\n"
-            "s = Settings(seed=int(sys.argv[1]), min_processes=4, max_processes=4, "
-            "precision=1e-9, process_seconds=0.02, warmup_max_s=0.05, allocations=False, "
-            "memory_interval_s=0.01)\n"
-            "b = Runner(str(f.path), expand(f), s, 1e6, 50.0).run()\n"
-            "print(json.dumps({m.id.split('/')[-1]: [m.leaking, m.heap_growing] "
-            "for m in am.summaries(b)}))\n")
+    code = (
+        "import json, sys\n"
+        "from perflab.analyze import memory as am\n"
+        "from perflab.measure.runner import Runner, Settings\n"
+        "from perflab.measure.suite import expand, load_file\n"
+        f"f = load_file({str(ROOT / 'tests/measure/data/leak_workloads.py')!r})\n"
+        "s = Settings(seed=int(sys.argv[1]), min_processes=4, max_processes=4, "
+        "precision=1e-9, process_seconds=0.02, warmup_max_s=0.05, allocations=False, "
+        "memory_interval_s=0.01)\n"
+        "b = Runner(str(f.path), expand(f), s, 1e6, 50.0).run()\n"
+        "print(json.dumps({m.id.split('/')[-1]: [m.leaking, m.heap_growing] "
+        "for m in am.summaries(b)}))\n"
+    )
     flags: dict[str, list[list[bool]]] = {}
     env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
     for seed in SEEDS:
-        out = subprocess.run([PYTHON, "-c", code, str(seed)], check=True, capture_output=True,
-                             text=True, env=env).stdout
+        out = subprocess.run(
+            [PYTHON, "-c", code, str(seed)], check=True, capture_output=True, text=True, env=env
+        ).stdout
         for name, flagged in json.loads(out.splitlines()[-1]).items():
             flags.setdefault(name, []).append(flagged)
 
@@ -190,50 +268,80 @@ def leak_section() -> list[str]:
     heap_flat, heap_leaks = count("flat_", 1), count("leak_", 1) + count("slow_", 1)
     ok = sum(flat) <= 0.05 * len(flat) and all(leaks)
     heap_ok = sum(heap_flat) <= 0.05 * len(heap_flat) and all(heap_leaks)
-    lines = ["### E. The leak rules over seeds (4 processes × 20 ms of samples each)", "",
-             "`slow_leak` keeps 49 B per call of ≥ 50 µs: at most 20 kB over 20 ms of samples, "
-             "under the RSS rule's 64 KiB floor; the heap rule reads it from the heap pass "
-             "(`leak?` shows `heap grows`).", "",
-             "| workload | RSS rule: growing | heap rule: heap grows |", "|---|---:|---:|"]
-    lines += [f"| {k} | {sum(f[0] for f in v)} of {len(v)} | {sum(f[1] for f in v)} of "
-              f"{len(v)} |" for k, v in flags.items()]
+    lines = [
+        "### E. The leak rules over seeds (4 processes × 20 ms of samples each)",
+        "",
+        "`slow_leak` keeps 49 B per call of ≥ 50 µs: at most 20 kB over 20 ms of samples, "
+        "under the RSS rule's 64 KiB floor; the heap rule reads it from the heap pass "
+        "(`leak?` shows `heap grows`).",
+        "",
+        "| workload | RSS rule: growing | heap rule: heap grows |",
+        "|---|---:|---:|",
+    ]
+    lines += [
+        f"| {k} | {sum(f[0] for f in v)} of {len(v)} | {sum(f[1] for f in v)} of {len(v)} |"
+        for k, v in flags.items()
+    ]
     return lines + [
-        "", f"RSS rule: non-leaking flagged {sum(flat)} of {len(flat)} "
+        "",
+        f"RSS rule: non-leaking flagged {sum(flat)} of {len(flat)} "
         f"({sum(flat) / max(len(flat), 1):.0%}); leaking flagged {sum(leaks)} of {len(leaks)} "
         f"(and the slow leak {sum(slow)} of {len(slow)}); target ≥ 95% of non-leaking not "
-        f"flagged and every `leak_` one flagged: **{'met' if ok else 'not met'}**", "",
+        f"flagged and every `leak_` one flagged: **{'met' if ok else 'not met'}**",
+        "",
         f"heap rule: non-leaking flagged {sum(heap_flat)} of {len(heap_flat)}; leaking "
         f"(the slow leak included) flagged {sum(heap_leaks)} of {len(heap_leaks)}; target ≥ "
         f"95% of non-leaking not flagged and every leaking one flagged: "
-        f"**{'met' if heap_ok else 'not met'}**", ""]
+        f"**{'met' if heap_ok else 'not met'}**",
+        "",
+    ]
 
 
 def main() -> None:
-    grow = f"{PYTHON} -c \"{GROW}\""
+    grow = f'{PYTHON} -c "{GROW}"'
     both = f"{grow} & {grow}; wait"
-    text = ["## Memory: perflab beside psrecord, /usr/bin/time -v and memray", "",
-            f"`python benchmarks/memory.py{' --quick' if QUICK else ''}` on {machine()}. Verdicts: "
-            f"{RATIO_RULE}.", ""]
+    text = [
+        "## Memory: perflab beside psrecord, /usr/bin/time -v and memray",
+        "",
+        f"`python benchmarks/memory.py{' --quick' if QUICK else ''}` on {machine()}. Verdicts: "
+        f"{RATIO_RULE}.",
+        "",
+    ]
     single = peaks(grow, RUNS)
-    text += peak_section("A. One command writing 200 MB", single, [
-        ("perflab tree", "psrecord", 0.95, 1.05), ("perflab tree", "time -v", 0.95, 1.05),
-        ("perflab max RSS (wait4)", "time -v", 0.98, 1.02)])
+    text += peak_section(
+        "A. One command writing 200 MB",
+        single,
+        [
+            ("perflab tree", "psrecord", 0.95, 1.05),
+            ("perflab tree", "time -v", 0.95, 1.05),
+            ("perflab max RSS (wait4)", "time -v", 0.98, 1.02),
+        ],
+    )
     pair = peaks(both, RUNS)
-    text += peak_section("B. Two such commands at once under one shell", pair, [
-        ("perflab tree", "psrecord", 0.95, 1.05),
-        ("perflab max RSS (wait4)", "time -v", 0.98, 1.02)])
+    text += peak_section(
+        "B. Two such commands at once under one shell",
+        pair,
+        [
+            ("perflab tree", "psrecord", 0.95, 1.05),
+            ("perflab max RSS (wait4)", "time -v", 0.98, 1.02),
+        ],
+    )
     text += [
         "Reading A and B: `/usr/bin/time -v` and perflab's `max RSS` are the same number "
         "(the kernel's peak of the largest process, from wait4); perflab's tree peak and "
         "psrecord sum every process of the tree, sampled every 10 ms, so in B they read about "
         "twice the single peak, and a peak shorter than the interval can fall between two "
         "readings (both read a little below the kernel's peak). psrecord runs the command "
-        "through its own shell, as perflab does here with --shell.", ""]
+        "through its own shell, as perflab does here with --shell.",
+        "",
+    ]
     text += heap_section()
-    text += ["Reading C: memray counts the bytes the script's allocations asked for (its heap); "
-             "perflab counts resident pages at the kernel's peak above the worker's RSS after "
-             "warmup: allocator rounding and pages that were resident already separate them.",
-             ""]
+    text += [
+        "Reading C: memray counts the bytes the script's allocations asked for (its heap); "
+        "perflab counts resident pages at the kernel's peak above the worker's RSS after "
+        "warmup: allocator rounding and pages that were resident already separate them.",
+        "",
+    ]
     text += overhead_section()
     text += leak_section()
     write_section("memory", "\n".join(text))

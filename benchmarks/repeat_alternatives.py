@@ -58,7 +58,7 @@ FAST_PERCENTILE = 5
 LEVEL = 0.95
 
 
-def schedule(process: "model.Process") -> list[int] | None:
+def schedule(process: model.Process) -> list[int] | None:
     """For each sample of ``process``, the index of the reference timing taken just before
     it, by the worker's rule (perflab.measure.worker._sample); None when the rebuilt
     schedule does not account for every timing (another perflab version wrote the file)."""
@@ -73,12 +73,12 @@ def schedule(process: "model.Process") -> list[int] | None:
     return out if count == len(timings) and count else None
 
 
-def cpu_per_op(bench: "model.Benchmark", sample: "model.Sample") -> float:
+def cpu_per_op(bench: model.Benchmark, sample: model.Sample) -> float:
     """A sample's CPU seconds per op."""
     return sample.cpu_ns / sample.iterations / bench.ops_per_call * 1e-9
 
 
-def estimate(location: "stats.LogLocation | None") -> tuple[float, float, float] | None:
+def estimate(location: stats.LogLocation | None) -> tuple[float, float, float] | None:
     """(value, CI low, CI high) of a location, or None."""
     if location is None:
         return None
@@ -86,12 +86,12 @@ def estimate(location: "stats.LogLocation | None") -> tuple[float, float, float]
     return ci.value, ci.ci_low, ci.ci_high
 
 
-def per_process(bench: "model.Benchmark", fast_ns: float) -> tuple[float, float, float] | None:
+def per_process(bench: model.Benchmark, fast_ns: float) -> tuple[float, float, float] | None:
     """perflab's cpu_vs_reference, as shipped."""
     return estimate(reference.normalized_location(reference.cpu_reference_pairs(bench)))
 
 
-def scheduled(bench: "model.Benchmark"):
+def scheduled(bench: model.Benchmark):
     """(process, :func:`schedule` of it) for each process whose schedule could be rebuilt."""
     for process in bench.processes:
         before = schedule(process)
@@ -99,18 +99,21 @@ def scheduled(bench: "model.Benchmark"):
             yield process, before
 
 
-def per_sample(bench: "model.Benchmark", fast_ns: float) -> tuple[float, float, float] | None:
+def per_sample(bench: model.Benchmark, fast_ns: float) -> tuple[float, float, float] | None:
     """Each sample ÷ the reference timed just before it; geometric mean over processes."""
     groups = []
     for process, before in scheduled(bench):
-        group = [cpu_per_op(bench, s) / (process.reference_ns[i] * 1e-9)
-                 for s, i in zip(process.samples, before) if not s.flagged]
+        group = [
+            cpu_per_op(bench, s) / (process.reference_ns[i] * 1e-9)
+            for s, i in zip(process.samples, before)
+            if not s.flagged
+        ]
         if group:
             groups.append(group)
     return estimate(stats.process_location(groups))
 
 
-def fast_samples(bench: "model.Benchmark", fast_ns: float) -> tuple[float, float, float] | None:
+def fast_samples(bench: model.Benchmark, fast_ns: float) -> tuple[float, float, float] | None:
     """Only samples with both neighbouring reference timings in the fast mode."""
     groups = []
     for process, before in scheduled(bench):
@@ -126,7 +129,7 @@ def fast_samples(bench: "model.Benchmark", fast_ns: float) -> tuple[float, float
     return estimate(stats.process_location(groups))
 
 
-def regressed(bench: "model.Benchmark", fast_ns: float) -> tuple[float, float, float] | None:
+def regressed(bench: model.Benchmark, fast_ns: float) -> tuple[float, float, float] | None:
     """log CPU per op on log reference across processes, predicted at the fast mode."""
     x, y = [], []
     for process in bench.processes:
@@ -156,9 +159,11 @@ METHODS: dict[str, Callable] = {
 
 def run_files(folder: Path) -> list[Path]:
     """The results files of one repeat.py series, in run order."""
+
     def number(path: Path) -> int:
         part = next(p for p in path.relative_to(folder).parts if p.startswith("run"))
         return int(part[3:])
+
     return sorted(folder.glob("default/run*/**/r.json"), key=number)
 
 
@@ -179,7 +184,8 @@ def figures(folder: Path) -> tuple[int, dict[str, dict[str, list[dict]]]]:
                 if got is not None:
                     value, low, high = got
                     out[name].setdefault(bench.name, []).append(
-                        {"median": value, "low": low, "high": high})
+                        {"median": value, "low": low, "high": high}
+                    )
     return len(files), out
 
 
@@ -197,8 +203,10 @@ def rows(label: str, folder: Path) -> tuple[list[str], list[str]]:
             half = statistics.median((r["high"] - r["low"]) / 2 / r["median"] for r in runs)
             sd = statistics.stdev(math.log(r["median"]) for r in runs)
             ok = ok and first >= TARGET and every >= TARGET
-            lines.append(f"| {label} | {name} | {workload} | {len(runs)} | {first:.0%} | "
-                         f"{every:.0%} | ±{half:.1%} | {sd:.1%} |")
+            lines.append(
+                f"| {label} | {name} | {workload} | {len(runs)} | {first:.0%} | "
+                f"{every:.0%} | ±{half:.1%} | {sd:.1%} |"
+            )
         verdicts.append((name, ok))
     return lines, verdicts
 
@@ -206,11 +214,17 @@ def rows(label: str, folder: Path) -> tuple[list[str], list[str]]:
 def main(argv: list[str]) -> int:
     pairs = [a.split("=", 1) for a in argv]
     if not pairs or any(len(p) != 2 or not Path(p[1]).is_dir() for p in pairs):
-        print("error: give LABEL=KEPT_FOLDER pairs (the folders repeat.py keeps its results "
-              "files in)", file=sys.stderr)
+        print(
+            "error: give LABEL=KEPT_FOLDER pairs (the folders repeat.py keeps its results "
+            "files in)",
+            file=sys.stderr,
+        )
         return 2
-    table = ["| series | method | workload | runs | runs 2.. inside run 1's CI | every pair "
-             "| CI ± (median) | run-to-run SD |", "|---|---|---|---:|---:|---:|---:|---:|"]
+    table = [
+        "| series | method | workload | runs | runs 2.. inside run 1's CI | every pair "
+        "| CI ± (median) | run-to-run SD |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
     verdicts: dict[str, list[str]] = {name: [] for name in METHODS}
     for label, folder in pairs:
         lines, said = rows(label, Path(folder))
@@ -219,19 +233,29 @@ def main(argv: list[str]) -> int:
             verdicts[name].append(f"{label}: **{'met' if ok else 'not met'}**")
     summary = [f"- {name}: " + "; ".join(said) for name, said in verdicts.items()]
     robust = [name for name, said in verdicts.items() if all("**met**" in s for s in said)]
-    text = "\n".join([
-        "### Other ways to divide the machine's speed out (issue 11)", "",
-        f"Recomputed on {dt.date.today().isoformat()} from the results files of repeat.py's "
-        "series (no new measurement; measured on the machine named above): "
-        f"`python benchmarks/repeat_alternatives.py {shlex.join(argv)}`. Methods "
-        "(details in the script's docstring): perflab's per-process quotient as shipped; "
-        "each sample ÷ the reference timed just before it; only samples between two "
-        "fast-mode reference timings; log CPU time per op regressed on log reference across "
-        "processes and predicted at the fast mode (the run's "
-        f"{FAST_PERCENTILE}th-percentile reference timing).", "",
-        f"Verdict rule: **met** when every run has a figure and both shares are ≥ "
-        f"{TARGET:.0%} on every workload of the series, otherwise **not met**.", "", *table, "", *summary, "",
-        "Met in every series: " + (", ".join(robust) if robust else "none") + "."])
+    text = "\n".join(
+        [
+            "### Other ways to divide the machine's speed out (issue 11)",
+            "",
+            f"Recomputed on {dt.date.today().isoformat()} from the results files of repeat.py's "
+            "series (no new measurement; measured on the machine named above): "
+            f"`python benchmarks/repeat_alternatives.py {shlex.join(argv)}`. Methods "
+            "(details in the script's docstring): perflab's per-process quotient as shipped; "
+            "each sample ÷ the reference timed just before it; only samples between two "
+            "fast-mode reference timings; log CPU time per op regressed on log reference across "
+            "processes and predicted at the fast mode (the run's "
+            f"{FAST_PERCENTILE}th-percentile reference timing).",
+            "",
+            f"Verdict rule: **met** when every run has a figure and both shares are ≥ "
+            f"{TARGET:.0%} on every workload of the series, otherwise **not met**.",
+            "",
+            *table,
+            "",
+            *summary,
+            "",
+            "Met in every series: " + (", ".join(robust) if robust else "none") + ".",
+        ]
+    )
     write_section("repeat_alternatives", text)
     return 0
 

@@ -14,10 +14,26 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SECTIONS = ["harness", "layout", "repeat", "repeat_alternatives", "peers", "doctor", "cmd",
-            "http", "http_capacity", "cluster", "cluster_stop",
-            "compare", "fit", "history", "trace", "trace_app", "workloads",
-            "memory"]
+SECTIONS = [
+    "harness",
+    "layout",
+    "repeat",
+    "repeat_alternatives",
+    "peers",
+    "doctor",
+    "cmd",
+    "http",
+    "http_capacity",
+    "cluster",
+    "cluster_stop",
+    "compare",
+    "fit",
+    "history",
+    "trace",
+    "trace_app",
+    "workloads",
+    "memory",
+]
 #: sections whose script re-analyses another's kept files: not run here (their usage says how)
 REANALYSES = {"repeat_alternatives"}
 HEADER = """# perflab benchmarks
@@ -33,8 +49,9 @@ quote medians and side-by-side ratios. Regenerate with `make bench` (all) or
 def assemble() -> Path:
     """Concatenate benchmarks/results/*.md into BENCHMARKS.md."""
     parts = [HEADER]
-    names = SECTIONS + sorted(p.stem for p in (HERE / "results").glob("*.md")
-                              if p.stem not in SECTIONS)
+    names = SECTIONS + sorted(
+        p.stem for p in (HERE / "results").glob("*.md") if p.stem not in SECTIONS
+    )
     for name in names:
         path = HERE / "results" / f"{name}.md"
         if path.exists():

@@ -56,9 +56,13 @@ class App:
         sock_addr = sock.getsockname()
         self.url = f"http://127.0.0.1:{sock_addr[1]}"
         env = {**os.environ, "PERFLAB_TRACE": "1" if traced else "0"}
-        self.proc = subprocess.Popen([PYTHON, str(APP), "--fd", str(sock.fileno())],
-                                     pass_fds=[sock.fileno()], env=env,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [PYTHON, str(APP), "--fd", str(sock.fileno())],
+            pass_fds=[sock.fileno()],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         sock.close()
         for _ in range(600):  # a raw GET: benchmarks/http.py shadows the http package here
             try:
@@ -75,15 +79,30 @@ class App:
         """One perflab http step: latency p50/p99 (s), rate (1/s), server CPU/request (s)."""
         out = tmp / "http.json"
         before = cpu_s(self.proc.pid)
-        subprocess.run([*PERFLAB, "http", self.url + URL_PATH, *args, "--duration", STEP,
-                        "--json", str(out), "--quiet"], check=True, capture_output=True)
+        subprocess.run(
+            [
+                *PERFLAB,
+                "http",
+                self.url + URL_PATH,
+                *args,
+                "--duration",
+                STEP,
+                "--json",
+                str(out),
+                "--quiet",
+            ],
+            check=True,
+            capture_output=True,
+        )
         cpu = cpu_s(self.proc.pid) - before
         step = json.loads(out.read_text())["benchmarks"][0]["steps"][0]
         served = sum(step["status_counts"].values())
-        return {"p50_s": step["latency"]["p50_us"] * 1e-6,
-                "p99_s": step["latency"]["p99_us"] * 1e-6,
-                "rate": step["ok_responses"] / step["elapsed_s"],
-                "cpu_per_request_s": cpu / max(served, 1)}
+        return {
+            "p50_s": step["latency"]["p50_us"] * 1e-6,
+            "p99_s": step["latency"]["p99_us"] * 1e-6,
+            "rate": step["ok_responses"] / step["elapsed_s"],
+            "cpu_per_request_s": cpu / max(served, 1),
+        }
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -98,10 +117,13 @@ def measure(traced: bool, tmp: Path, rate: int) -> dict[str, float]:
         closed = app.load(tmp, "--connections", str(CONNECTIONS))
     finally:
         app.stop()
-    return {"open p50": opened["p50_s"], "open p99": opened["p99_s"],
-            "open CPU/request": opened["cpu_per_request_s"],
-            "closed throughput": closed["rate"],
-            "closed CPU/request": closed["cpu_per_request_s"]}
+    return {
+        "open p50": opened["p50_s"],
+        "open p99": opened["p99_s"],
+        "open CPU/request": opened["cpu_per_request_s"],
+        "closed throughput": closed["rate"],
+        "closed CPU/request": closed["cpu_per_request_s"],
+    }
 
 
 def paired_ratio(on: list[float], off: list[float]) -> tuple[float, float, float]:
@@ -110,8 +132,11 @@ def paired_ratio(on: list[float], off: list[float]) -> tuple[float, float, float
 
     logs = [math.log(a / b) for a, b in zip(on, off)]
     mean = statistics.fmean(logs)
-    half = (stats.t.ppf(0.975, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
-            if len(logs) > 1 else math.inf)
+    half = (
+        stats.t.ppf(0.975, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+        if len(logs) > 1
+        else math.inf
+    )
     return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 
 
@@ -128,33 +153,46 @@ def main() -> int:
     start = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(rounds):
-            for traced in ((True, False) if i % 2 == 0 else (False, True)):
+            for traced in (True, False) if i % 2 == 0 else (False, True):
                 results[traced].append(measure(traced, Path(tmp), rate))
     wall = time.monotonic() - start
-    lines = ["## perflab.trace on a real service: examples/traced_app (issue 17)", "",
-             f"Machine: {machine()}. The server, perflab http and other engineers' jobs "
-             "share the 2 cores: compare the paired ratios rather than absolutes.", "",
-             f"Command: `python benchmarks/trace_app.py {rounds} {rate}` ({wall:.0f} s). "
-             f"{rounds} rounds; each starts the example under uvicorn with tracing on "
-             "(spans `db.orders`, `render`, `app` recorded, no token: no Server-Timing) and "
-             "off (`PERFLAB_TRACE=0`), in alternating order, and runs `perflab http` at "
-             f"{rate}/s for {STEP} (open loop), then {CONNECTIONS} connections for {STEP} "
-             "(closed loop). CPU per request: the server process's user + system time over "
-             "the step / requests answered.", "",
-             "Rule: on/off is the geometric mean of the per-round ratios with a 95% Student "
-             "t interval on their logs; an interval containing 1 is **tied** (no overhead "
-             "shown).", "",
-             "| figure | tracing off (median) | tracing on (median) | on / off (95% CI) "
-             "| verdict |", "|---|---:|---:|---:|---|"]
+    lines = [
+        "## perflab.trace on a real service: examples/traced_app (issue 17)",
+        "",
+        f"Machine: {machine()}. The server, perflab http and other engineers' jobs "
+        "share the 2 cores: compare the paired ratios rather than absolutes.",
+        "",
+        f"Command: `python benchmarks/trace_app.py {rounds} {rate}` ({wall:.0f} s). "
+        f"{rounds} rounds; each starts the example under uvicorn with tracing on "
+        "(spans `db.orders`, `render`, `app` recorded, no token: no Server-Timing) and "
+        "off (`PERFLAB_TRACE=0`), in alternating order, and runs `perflab http` at "
+        f"{rate}/s for {STEP} (open loop), then {CONNECTIONS} connections for {STEP} "
+        "(closed loop). CPU per request: the server process's user + system time over "
+        "the step / requests answered.",
+        "",
+        "Rule: on/off is the geometric mean of the per-round ratios with a 95% Student "
+        "t interval on their logs; an interval containing 1 is **tied** (no overhead "
+        "shown).",
+        "",
+        "| figure | tracing off (median) | tracing on (median) | on / off (95% CI) | verdict |",
+        "|---|---:|---:|---:|---|",
+    ]
     for name in results[True][0]:
         on = [r[name] for r in results[True]]
         off = [r[name] for r in results[False]]
         ratio, low, high = paired_ratio(on, off)
-        verdict = "tied" if low <= 1 <= high else ("on costs more" if (
-            low > 1) != (name == "closed throughput") else "on costs less")
-        lines.append(f"| {name} | {fmt(name, statistics.median(off))} | "
-                     f"{fmt(name, statistics.median(on))} | {ratio:.3f} ({low:.3f}–{high:.3f}) "
-                     f"| {verdict} |")
+        verdict = (
+            "tied"
+            if low <= 1 <= high
+            else (
+                "on costs more" if (low > 1) != (name == "closed throughput") else "on costs less"
+            )
+        )
+        lines.append(
+            f"| {name} | {fmt(name, statistics.median(off))} | "
+            f"{fmt(name, statistics.median(on))} | {ratio:.3f} ({low:.3f}–{high:.3f}) "
+            f"| {verdict} |"
+        )
     write_section("trace_app", "\n".join(lines))
     return 0
 

@@ -31,10 +31,30 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import PYTHON, ROOT, machine, ratio_verdict, write_section  # noqa: E402
 
 EXAMPLES = ROOT / "examples"
-RUN_OPTIONS = ["--min-processes", "3", "--max-processes", "3", "--process-time", "100ms",
-               "--budget", "10s", "--timeout", "120s", "--quiet"]
-QUICK_OPTIONS = ["--min-processes", "2", "--max-processes", "2", "--process-time", "30ms",
-                 "--budget", "2s", "--quiet"]
+RUN_OPTIONS = [
+    "--min-processes",
+    "3",
+    "--max-processes",
+    "3",
+    "--process-time",
+    "100ms",
+    "--budget",
+    "10s",
+    "--timeout",
+    "120s",
+    "--quiet",
+]
+QUICK_OPTIONS = [
+    "--min-processes",
+    "2",
+    "--max-processes",
+    "2",
+    "--process-time",
+    "30ms",
+    "--budget",
+    "2s",
+    "--quiet",
+]
 CACHES = ["dict", "lru_cache", "cachetools", "memcached", "redis"]
 
 
@@ -80,15 +100,19 @@ def cache_section(benches: list[dict]) -> tuple[str, list[str]]:
     sizes = sorted({n for _, n, _ in by})
     lines, verdicts = [], []
     for n in sizes:
-        lines += [f"**n = {n:,} keys**", "",
-                  "| cache | ops/s, 1 thread | ops/s, 8 threads | × 1 thread | p50 / p99 per op "
-                  "(1 thread) | memory/key | alloc/op | blocks/op |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        lines += [
+            f"**n = {n:,} keys**",
+            "",
+            "| cache | ops/s, 1 thread | ops/s, 8 threads | × 1 thread | p50 / p99 per op "
+            "(1 thread) | memory/key | alloc/op | blocks/op |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
         for name in CACHES:
             one, eight = by.get((name, n, 1)), by.get((name, n, 8))
             if not one or one["error"] or not eight or eight["error"]:
-                lines.append(f"| {name} | failed: {(one or eight or {}).get('error')} |"
-                             " | | | | | |")
+                lines.append(
+                    f"| {name} | failed: {(one or eight or {}).get('error')} | | | | | | |"
+                )
                 continue
             s1, s8 = one["summary"], eight["summary"]
             mem = s1["metrics"].get("memory/key")
@@ -98,15 +122,18 @@ def cache_section(benches: list[dict]) -> tuple[str, list[str]]:
                 f"| {_fmt_time(_latency_per_op(one, 'p50'))} / "
                 f"{_fmt_time(_latency_per_op(one, 'p99'))} "
                 f"| {_fmt_bytes(mem)} | {_fmt_bytes(s1['alloc_peak_bytes'])} "
-                f"| {format(s1['alloc_blocks'], 'g') if s1['alloc_blocks'] is not None else '–'} |")
+                f"| {format(s1['alloc_blocks'], 'g') if s1['alloc_blocks'] is not None else '–'} |"
+            )
         lines.append("")
         for server in ("memcached", "redis"):
             b = by.get((server, n, 1))
             if b and b["summary"].get("ratio_baseline"):
                 ratio, low, high = b["summary"]["ratio_baseline"]
                 verdict = ratio_verdict(low, high, at_least=1.0)
-                verdicts.append(f"- n = {n:,}: {server} / dict time per op = {ratio:.0f}× "
-                                f"(95% CI {low:.0f}–{high:.0f}): dict faster — **{verdict}**")
+                verdicts.append(
+                    f"- n = {n:,}: {server} / dict time per op = {ratio:.0f}× "
+                    f"(95% CI {low:.0f}–{high:.0f}): dict faster — **{verdict}**"
+                )
     return "\n".join(lines), verdicts
 
 
@@ -135,10 +162,12 @@ def queue_section(benches: list[dict]) -> tuple[str, list[str]]:
             a, b = by.get((plain, p)), by.get((tx, p))
             if a and b and not a["error"] and not b["error"]:
                 ratio, low, high = _ratio(b, a)
-                verdicts.append(f"- {p} producer(s): {tx} / {plain} time per message = "
-                                f"{ratio:.2f}× (95% CI {low:.2f}–{high:.2f}): the extra "
-                                f"guarantee costs time — "
-                                f"**{ratio_verdict(low, high, at_least=1.0)}**")
+                verdicts.append(
+                    f"- {p} producer(s): {tx} / {plain} time per message = "
+                    f"{ratio:.2f}× (95% CI {low:.2f}–{high:.2f}): the extra "
+                    f"guarantee costs time — "
+                    f"**{ratio_verdict(low, high, at_least=1.0)}**"
+                )
     return "\n".join(lines), verdicts
 
 
@@ -150,9 +179,13 @@ def _ratio(num: dict, den: dict) -> tuple[float, float, float]:
     from perflab.analyze.summary import timing_groups
     from perflab.model import Benchmark
 
-    est = stats.ratio_ci(timing_groups(Benchmark.from_dict(num)),
-                         timing_groups(Benchmark.from_dict(den)), 0.95, 2000,
-                         np.random.default_rng(0))
+    est = stats.ratio_ci(
+        timing_groups(Benchmark.from_dict(num)),
+        timing_groups(Benchmark.from_dict(den)),
+        0.95,
+        2000,
+        np.random.default_rng(0),
+    )
     return est.value, est.ci_low, est.ci_high
 
 
@@ -166,13 +199,26 @@ def charts(cache: list[dict], queues: list[dict]) -> list[str]:
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for i, name in enumerate(CACHES):
         for threads, style in ((1, "-"), (8, "--")):
-            pts = sorted((b["params"]["n"], 1 / b["summary"]["median_s"]) for b in cache
-                         if b["name"] == name and b["threads"] == threads and not b["error"])
+            pts = sorted(
+                (b["params"]["n"], 1 / b["summary"]["median_s"])
+                for b in cache
+                if b["name"] == name and b["threads"] == threads and not b["error"]
+            )
             if pts:
-                ax.plot(*zip(*pts), style, marker="o", color=f"C{i}",
-                        label=f"{name}, {threads} thread{'s' if threads > 1 else ''}")
-    ax.set(xscale="log", yscale="log", xlabel="keys in the cache (n)",
-           ylabel="operations/s (put or get)", title="examples/cache.py")
+                ax.plot(
+                    *zip(*pts),
+                    style,
+                    marker="o",
+                    color=f"C{i}",
+                    label=f"{name}, {threads} thread{'s' if threads > 1 else ''}",
+                )
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="keys in the cache (n)",
+        ylabel="operations/s (put or get)",
+        title="examples/cache.py",
+    )
     ax.legend(fontsize=7, ncol=2)
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -183,20 +229,39 @@ def charts(cache: list[dict], queues: list[dict]) -> list[str]:
     counts = sorted({b["params"]["producers"] for b in queues})
     width = 0.8 / len(counts)
     for j, p in enumerate(counts):
-        rates = [next((1 / b["summary"]["median_s"] for b in queues if b["name"] == name
-                       and b["params"]["producers"] == p and not b["error"]), 0)
-                 for name in names]
-        ax.bar([i + j * width for i in range(len(names))], rates, width,
-               label=f"{p} producer{'s' if p > 1 else ''}")
-    ax.set_xticks([i + width * (len(counts) - 1) / 2 for i in range(len(names))], names,
-                  rotation=30, ha="right", fontsize=8)
+        rates = [
+            next(
+                (
+                    1 / b["summary"]["median_s"]
+                    for b in queues
+                    if b["name"] == name and b["params"]["producers"] == p and not b["error"]
+                ),
+                0,
+            )
+            for name in names
+        ]
+        ax.bar(
+            [i + j * width for i in range(len(names))],
+            rates,
+            width,
+            label=f"{p} producer{'s' if p > 1 else ''}",
+        )
+    ax.set_xticks(
+        [i + width * (len(counts) - 1) / 2 for i in range(len(names))],
+        names,
+        rotation=30,
+        ha="right",
+        fontsize=8,
+    )
     ax.set(yscale="log", ylabel="messages/s", title="examples/queues.py")
     ax.legend()
     fig.tight_layout()
     fig.savefig(ROOT / "docs" / "workloads-queues.png", dpi=110)
     plt.close(fig)
-    return ["![cache ops/s](../docs/workloads-cache.png)",
-            "![queue messages/s](../docs/workloads-queues.png)"]
+    return [
+        "![cache ops/s](../docs/workloads-cache.png)",
+        "![queue messages/s](../docs/workloads-queues.png)",
+    ]
 
 
 def main(argv: list[str]) -> int:
@@ -204,8 +269,9 @@ def main(argv: list[str]) -> int:
     options = QUICK_OPTIONS if quick else RUN_OPTIONS
     sizes = "1000" if quick else "1000,10000,100000,1000000"
     with tempfile.TemporaryDirectory() as tmp:
-        cache = run_example("cache.py", {"PERFLAB_CACHE_SIZES": sizes}, options,
-                            Path(tmp) / "cache.json")
+        cache = run_example(
+            "cache.py", {"PERFLAB_CACHE_SIZES": sizes}, options, Path(tmp) / "cache.json"
+        )
         queues = run_example("queues.py", {}, options, Path(tmp) / "queues.json")
     cache_md, cache_verdicts = cache_section(cache)
     queue_md, queue_verdicts = queue_section(queues)

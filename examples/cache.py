@@ -157,7 +157,7 @@ class LruCacheCache(Cache):
             self.load(_key(self.n, k))
 
     def put(self, i: int) -> None:  # noqa: D102
-        self.load(_key(self.n, self.n + i))   # never seen: a miss that evicts the LRU key
+        self.load(_key(self.n, self.n + i))  # never seen: a miss that evicts the LRU key
 
     def get(self, i: int) -> Any:  # noqa: D102
         # the last n keys loaded are i+1 … n+i; pick one of them, scattered
@@ -231,8 +231,12 @@ class ServerCache(Cache, abc.ABC):
     def fill(self) -> None:  # noqa: D102
         r = len(self.values)
         for start in range(0, self.n, FILL_BATCH):
-            self._set_many({_key(self.n, k): b"%d|" % k + self.values[k % r]
-                            for k in range(start, min(start + FILL_BATCH, self.n))})
+            self._set_many(
+                {
+                    _key(self.n, k): b"%d|" % k + self.values[k % r]
+                    for k in range(start, min(start + FILL_BATCH, self.n))
+                }
+            )
 
 
 class MemcachedCache(ServerCache):
@@ -243,8 +247,13 @@ class MemcachedCache(ServerCache):
     def _connect(self) -> Any:
         from pymemcache.client.base import PooledClient
 
-        return PooledClient((self.server.host, self.server.port), max_pool_size=max(THREADS),
-                            connect_timeout=5, timeout=10, no_delay=True)
+        return PooledClient(
+            (self.server.host, self.server.port),
+            max_pool_size=max(THREADS),
+            connect_timeout=5,
+            timeout=10,
+            no_delay=True,
+        )
 
     def _set_many(self, items: dict[bytes, bytes]) -> None:
         failed = self.client.set_many(items, noreply=False)
@@ -255,8 +264,7 @@ class MemcachedCache(ServerCache):
         return self.client.get(key)
 
     def put(self, i: int) -> None:  # noqa: D102
-        self.client.set(_key(self.n, i % self.n), self.values[i % len(self.values)],
-                        noreply=False)
+        self.client.set(_key(self.n, i % self.n), self.values[i % len(self.values)], noreply=False)
 
     def get(self, i: int) -> Any:  # noqa: D102
         return self.client.get(_key(self.n, i * SCATTER % self.n))
@@ -297,8 +305,10 @@ def _installed(module: str) -> bool:
     try:
         __import__(module)
     except ImportError:
-        print(f"note: {module} not installed; pip install {module} (make bench-deps) "
-              "to include it", file=sys.stderr)
+        print(
+            f"note: {module} not installed; pip install {module} (make bench-deps) to include it",
+            file=sys.stderr,
+        )
         return False
     return True
 
@@ -318,9 +328,16 @@ def _register() -> None:
         impls.append(cls)
     for n in sizes():
         for cls in impls:
-            perflab.bench(put_get, name=cls.name, group=f"cache n={n:,}", params={"n": [n]},
-                          setup=functools.partial(_setup, cls), threads=THREADS,
-                          baseline=cls is DictCache, ops=2)
+            perflab.bench(
+                put_get,
+                name=cls.name,
+                group=f"cache n={n:,}",
+                params={"n": [n]},
+                setup=functools.partial(_setup, cls),
+                threads=THREADS,
+                baseline=cls is DictCache,
+                ops=2,
+            )
 
 
 def _setup(cls: type[Cache], n: int) -> Cache:

@@ -68,10 +68,21 @@ def push_pop(state):
         stack.pop()
 
 
-perflab.bench(push_pop, name="lock", group="stack", threads=STACK_THREADS, baseline=True,
-              setup=lambda: _guarded_stack(threading.Lock()))
-perflab.bench(push_pop, name="spin", group="stack", threads=STACK_THREADS,
-              setup=lambda: _guarded_stack(SpinLock()))
+perflab.bench(
+    push_pop,
+    name="lock",
+    group="stack",
+    threads=STACK_THREADS,
+    baseline=True,
+    setup=lambda: _guarded_stack(threading.Lock()),
+)
+perflab.bench(
+    push_pop,
+    name="spin",
+    group="stack",
+    threads=STACK_THREADS,
+    setup=lambda: _guarded_stack(SpinLock()),
+)
 
 
 @perflab.bench(group="stack", threads=STACK_THREADS, setup=lambda: collections.deque())
@@ -111,8 +122,7 @@ def _spinning_consumer() -> collections.deque:
     return inbox
 
 
-@perflab.bench(group="handoff", threads=HANDOFF_THREADS, baseline=True,
-               setup=_blocking_consumer)
+@perflab.bench(group="handoff", threads=HANDOFF_THREADS, baseline=True, setup=_blocking_consumer)
 def blocking(inbox):
     time.sleep(IO_WAIT_S)
     inbox.put(1)

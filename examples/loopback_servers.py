@@ -91,8 +91,13 @@ def available(kind: str) -> bool:
 
 def _binary(kind: str) -> str | None:
     return shutil.which(BINARY[kind]) or next(
-        (p for p in (f"/usr/bin/{BINARY[kind]}", f"/usr/sbin/{BINARY[kind]}")
-         if os.access(p, os.X_OK)), None)
+        (
+            p
+            for p in (f"/usr/bin/{BINARY[kind]}", f"/usr/sbin/{BINARY[kind]}")
+            if os.access(p, os.X_OK)
+        ),
+        None,
+    )
 
 
 def ensure(kind: str) -> Server:
@@ -110,8 +115,10 @@ def ensure(kind: str) -> Server:
         return server
     binary = _binary(kind)
     if binary is None:
-        raise ServerError(f"{BINARY[kind]} is not installed; run `make bench-deps` "
-                          f"(Debian package {'redis-server' if kind == 'redis' else kind})")
+        raise ServerError(
+            f"{BINARY[kind]} is not installed; run `make bench-deps` "
+            f"(Debian package {'redis-server' if kind == 'redis' else kind})"
+        )
     for attempt in range(3):  # a free port can be taken between probe and bind: retry
         try:
             server = _start(kind, binary, _free_port())
@@ -139,21 +146,54 @@ def die_with_parent() -> None:
 
 def _command(kind: str, binary: str, port: int, folder: Path) -> list[str]:
     if kind == "memcached":
-        cmd = [binary, "-l", HOST, "-p", str(port), "-U", "0", "-m", str(MEMCACHED_MEMORY_MIB),
-               "-c", "1024", "-t", "2"]
+        cmd = [
+            binary,
+            "-l",
+            HOST,
+            "-p",
+            str(port),
+            "-U",
+            "0",
+            "-m",
+            str(MEMCACHED_MEMORY_MIB),
+            "-c",
+            "1024",
+            "-t",
+            "2",
+        ]
         # as root memcached needs -u; "root" keeps its credentials, since a change of
         # user would clear the parent-death signal (prctl(2))
         return cmd + (["-u", "root"] if os.geteuid() == 0 else [])
-    return [binary, "--bind", HOST, "--port", str(port), "--save", "", "--appendonly", "no",
-            "--daemonize", "no", "--protected-mode", "yes", "--dir", str(folder)]
+    return [
+        binary,
+        "--bind",
+        HOST,
+        "--port",
+        str(port),
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--daemonize",
+        "no",
+        "--protected-mode",
+        "yes",
+        "--dir",
+        str(folder),
+    ]
 
 
 def _start(kind: str, binary: str, port: int) -> Server:
     folder = Path(tempfile.mkdtemp(prefix=f"perflab-{kind}-"))
     log = (folder / "server.log").open("wb")
-    proc = subprocess.Popen(_command(kind, binary, port, folder), stdin=subprocess.DEVNULL,
-                            stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent,
-                            cwd=folder)
+    proc = subprocess.Popen(
+        _command(kind, binary, port, folder),
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        preexec_fn=die_with_parent,
+        cwd=folder,
+    )
     log.close()
     if not _started:
         atexit.register(stop_all)
@@ -168,14 +208,15 @@ def _start(kind: str, binary: str, port: int) -> Server:
     tail = (folder / "server.log").read_text(errors="replace")[-600:]
     _stop(proc, folder)
     _started.remove((proc, folder))
-    raise ServerError(f"{BINARY[kind]} on {HOST}:{port} did not answer within "
-                      f"{START_TIMEOUT_S:.0f}s (exit code {proc.returncode}); its log: {tail!r}")
+    raise ServerError(
+        f"{BINARY[kind]} on {HOST}:{port} did not answer within "
+        f"{START_TIMEOUT_S:.0f}s (exit code {proc.returncode}); its log: {tail!r}"
+    )
 
 
 def _answers(kind: str, port: int) -> bool:
     """True when the server answers its protocol's no-op (memcached version, Redis PING)."""
-    probe, expect = (b"version\r\n", b"VERSION") if kind == "memcached" else (b"PING\r\n",
-                                                                             b"+PONG")
+    probe, expect = (b"version\r\n", b"VERSION") if kind == "memcached" else (b"PING\r\n", b"+PONG")
     try:
         with socket.create_connection((HOST, port), timeout=0.5) as sock:
             sock.sendall(probe)

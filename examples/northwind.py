@@ -37,8 +37,9 @@ def load_tables(dump: Path = DUMP) -> dict[str, list[dict[str, Any]]]:
         FileNotFoundError: the dump is missing.
     """
     db = _connect(dump)
-    names = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table' "
-                                      "ORDER BY name")]
+    names = [
+        r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")
+    ]
     return {name: [dict(row) for row in db.execute(f"SELECT * FROM {name}")] for name in names}
 
 
@@ -48,8 +49,11 @@ def json_rows() -> list[bytes]:
     the values the cache and queue examples store and send."""
     import json
 
-    return [json.dumps(row, separators=(",", ":")).encode()
-            for rows in load_tables().values() for row in rows]
+    return [
+        json.dumps(row, separators=(",", ":")).encode()
+        for rows in load_tables().values()
+        for row in rows
+    ]
 
 
 if __name__ == "__main__":

@@ -83,17 +83,23 @@ class ThreadProducers:
     per-thread state (e.g. a client) passed to ``send`` as its first argument.
     """
 
-    def __init__(self, producers: int, send: Callable[..., None],
-                 connect: Callable[[], Any] | None = None) -> None:
-        json_rows()   # load the rows here, untimed, not in the first call
+    def __init__(
+        self, producers: int, send: Callable[..., None], connect: Callable[[], Any] | None = None
+    ) -> None:
+        json_rows()  # load the rows here, untimed, not in the first call
         self.goes = [threading.Semaphore(0) for _ in range(producers)]
         for go, share in zip(self.goes, _shares(producers)):
-            threading.Thread(target=self._loop, args=(go, share, send, connect),
-                             daemon=True, name="producer").start()
+            threading.Thread(
+                target=self._loop, args=(go, share, send, connect), daemon=True, name="producer"
+            ).start()
 
     @staticmethod
-    def _loop(go: threading.Semaphore, share: int, send: Callable[..., None],
-              connect: Callable[[], Any] | None) -> None:
+    def _loop(
+        go: threading.Semaphore,
+        share: int,
+        send: Callable[..., None],
+        connect: Callable[[], Any] | None,
+    ) -> None:
         rows = json_rows()
         args = (connect(),) if connect else ()
         i = 0
@@ -118,6 +124,7 @@ def _receive_all(get: Callable[[], Any]) -> int:
 
 
 # --- in-process queues -----------------------------------------------------------------
+
 
 def setup_queue(producers: int) -> tuple[queue.Queue[bytes], ThreadProducers]:
     """queue.Queue with P producer threads."""
@@ -198,7 +205,7 @@ def _mp_producer(go: Any, q: Any, share: int) -> None:
 
 def setup_multiprocessing(producers: int) -> tuple[Any, list[Any]]:
     """multiprocessing.Queue with P producer processes (fork; daemons end with the worker)."""
-    json_rows()   # loaded before the fork: the producers inherit the rows
+    json_rows()  # loaded before the fork: the producers inherit the rows
     ctx = multiprocessing.get_context("fork")
     q = ctx.Queue()
     goes = []
@@ -219,6 +226,7 @@ def run_multiprocessing(state: tuple[Any, list[Any]], producers: int) -> int:
 
 # --- Redis -----------------------------------------------------------------------------
 
+
 class RedisQueue:
     """A Redis list or stream with its own key; ``mode`` picks the commands."""
 
@@ -226,23 +234,28 @@ class RedisQueue:
         import redis
 
         server = servers.ensure("redis")
-        self.connect = lambda: redis.Redis(host=server.host, port=server.port,
-                                           socket_timeout=WAIT_S + 5)
+        self.connect = lambda: redis.Redis(
+            host=server.host, port=server.port, socket_timeout=WAIT_S + 5
+        )
         self.mode = mode
         self.key = f"perflab:queue:{uuid.uuid4().hex}"
         self.client = self.connect()
         self.last_id = b"0-0"
         if mode == "stream-ack":
             self.client.xgroup_create(self.key, "consumers", id="0", mkstream=True)
-        send = {"list": self._lpush, "list-tx": self._lpush_tx,
-                "stream": self._xadd, "stream-ack": self._xadd}[mode]
+        send = {
+            "list": self._lpush,
+            "list-tx": self._lpush_tx,
+            "stream": self._xadd,
+            "stream-ack": self._xadd,
+        }[mode]
         self.producers = ThreadProducers(producers, send, self.connect)
 
     def _lpush(self, client: Any, message: bytes) -> None:
         client.lpush(self.key, message)
 
     def _lpush_tx(self, client: Any, message: bytes) -> None:
-        pipe = client.pipeline(transaction=True)   # MULTI … EXEC: both or neither
+        pipe = client.pipeline(transaction=True)  # MULTI … EXEC: both or neither
         pipe.lpush(self.key, message)
         pipe.incr(self.key + ":sent")
         pipe.execute()
@@ -261,8 +274,9 @@ class RedisQueue:
         if self.mode == "stream":
             got = c.xread({self.key: self.last_id}, count=1, block=int(WAIT_S * 1000))
         else:
-            got = c.xreadgroup("consumers", "c1", {self.key: ">"}, count=1,
-                               block=int(WAIT_S * 1000))
+            got = c.xreadgroup(
+                "consumers", "c1", {self.key: ">"}, count=1, block=int(WAIT_S * 1000)
+            )
         if not got:
             raise TimeoutError(f"redis {self.mode}: no message within {WAIT_S}s")
         entry_id, fields = got[0][1][0]
@@ -281,9 +295,12 @@ def run_redis(rq: RedisQueue, producers: int) -> int:
 
 # --- registration ----------------------------------------------------------------------
 
-LOCAL = {"queue": (setup_queue, run_queue), "deque": (setup_deque, run_deque),
-         "asyncio": (setup_asyncio, run_asyncio),
-         "multiprocessing": (setup_multiprocessing, run_multiprocessing)}
+LOCAL = {
+    "queue": (setup_queue, run_queue),
+    "deque": (setup_deque, run_deque),
+    "asyncio": (setup_asyncio, run_asyncio),
+    "multiprocessing": (setup_multiprocessing, run_multiprocessing),
+}
 REDIS_MODES = ["list", "list-tx", "stream", "stream-ack"]
 
 
@@ -307,12 +324,24 @@ def _register() -> None:
     for p in producer_counts():
         group = f"queues, {p} producer{'s' if p > 1 else ''}"
         for name, (setup, run) in LOCAL.items():
-            perflab.bench(run, name=name, group=group, params={"producers": [p]}, setup=setup,
-                          baseline=name == "queue", ops=BATCH)
+            perflab.bench(
+                run,
+                name=name,
+                group=group,
+                params={"producers": [p]},
+                setup=setup,
+                baseline=name == "queue",
+                ops=BATCH,
+            )
         for mode in REDIS_MODES if redis_ok else []:
-            perflab.bench(run_redis, name=f"redis-{mode}", group=group,
-                          params={"producers": [p]}, ops=BATCH,
-                          setup=lambda producers, mode=mode: RedisQueue(mode, producers))
+            perflab.bench(
+                run_redis,
+                name=f"redis-{mode}",
+                group=group,
+                params={"producers": [p]},
+                ops=BATCH,
+                setup=lambda producers, mode=mode: RedisQueue(mode, producers),
+            )
 
 
 _register()

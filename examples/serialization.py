@@ -34,10 +34,22 @@ def rows():
 
 def _register(name, dumps, loads):
     """Register the serialize and deserialize stages of one serializer."""
-    perflab.bench(lambda data: dumps(data), name=name, group=GROUP, stage="serialize",
-                  setup=rows, baseline=name == "json")
-    perflab.bench(lambda payload: loads(payload), name=name, group=GROUP, stage="deserialize",
-                  setup=lambda: dumps(rows()), baseline=name == "json")
+    perflab.bench(
+        lambda data: dumps(data),
+        name=name,
+        group=GROUP,
+        stage="serialize",
+        setup=rows,
+        baseline=name == "json",
+    )
+    perflab.bench(
+        lambda payload: loads(payload),
+        name=name,
+        group=GROUP,
+        stage="deserialize",
+        setup=lambda: dumps(rows()),
+        baseline=name == "json",
+    )
 
 
 _register("json", json.dumps, json.loads)

@@ -21,21 +21,43 @@ os.environ.pop("GITHUB_STEP_SUMMARY", None)
 os.environ["COLUMNS"] = "200"
 
 
-def make_bench(name: str, per_op_s: list[list[float]], group: str = "g", iterations: int = 100,
-               **kwargs: object) -> Benchmark:
+def make_bench(
+    name: str,
+    per_op_s: list[list[float]],
+    group: str = "g",
+    iterations: int = 100,
+    **kwargs: object,
+) -> Benchmark:
     """A python-engine Benchmark whose process i has samples with the given seconds per op."""
     processes = []
     for i, values in enumerate(per_op_s):
-        samples = [Sample(iterations, int(round(v * iterations * 1e9)), int(v * iterations * 1e9))
-                   for v in values]
-        processes.append(Process(index=i, pid=1000 + i, started_s=float(i), iterations=iterations,
-                                 cold_ns=5000, loop_overhead_ns=10.0, timer_error_ns=50.0,
-                                 samples=samples))
+        samples = [
+            Sample(iterations, int(round(v * iterations * 1e9)), int(v * iterations * 1e9))
+            for v in values
+        ]
+        processes.append(
+            Process(
+                index=i,
+                pid=1000 + i,
+                started_s=float(i),
+                iterations=iterations,
+                cold_ns=5000,
+                loop_overhead_ns=10.0,
+                timer_error_ns=50.0,
+                samples=samples,
+            )
+        )
     return Benchmark(name=name, group=group, processes=processes, **kwargs)  # type: ignore[arg-type]
 
 
-def lognormal_groups(median: float, processes: int, samples: int, sigma: float = 0.02,
-                     between: float = 0.005, seed: int = 0) -> list[list[float]]:
+def lognormal_groups(
+    median: float,
+    processes: int,
+    samples: int,
+    sigma: float = 0.02,
+    between: float = 0.005,
+    seed: int = 0,
+) -> list[list[float]]:
     """Per-process samples: lognormal noise within, a per-process offset between processes."""
     rng = np.random.default_rng(seed)
     out = []
@@ -55,10 +77,14 @@ def debian_tool(name: str) -> str:
     if found:
         return found
     if os.geteuid() != 0:
-        pytest.skip(f"{name} is not installed and make could not install it: apt-get needs "
-                    f"root (run make test as root, or apt-get install {name})")
-    pytest.fail(f"{name} is missing although make runs as root: the Makefile's system-deps "
-                "step should have installed it")
+        pytest.skip(
+            f"{name} is not installed and make could not install it: apt-get needs "
+            f"root (run make test as root, or apt-get install {name})"
+        )
+    pytest.fail(
+        f"{name} is missing although make runs as root: the Makefile's system-deps "
+        "step should have installed it"
+    )
 
 
 @pytest.fixture
@@ -67,8 +93,14 @@ def perflab_cli():
     import subprocess
 
     def run(*args: str, timeout: float = 120, cwd: Path | None = None, **kw: object):
-        return subprocess.run([sys.executable, "-m", "perflab", *args], capture_output=True,
-                              text=True, timeout=timeout, cwd=cwd, **kw)  # type: ignore[call-overload]
+        return subprocess.run(
+            [sys.executable, "-m", "perflab", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=cwd,
+            **kw,
+        )  # type: ignore[call-overload]
 
     return run
 
@@ -88,8 +120,9 @@ def popen_perflab(args: list[str], **kwargs: object):  # type: ignore[no-untyped
     """
     import subprocess
 
-    return subprocess.Popen([sys.executable, "-m", "perflab", *args],
-                            preexec_fn=_sigint_default, **kwargs)  # type: ignore[call-overload]
+    return subprocess.Popen(
+        [sys.executable, "-m", "perflab", *args], preexec_fn=_sigint_default, **kwargs
+    )  # type: ignore[call-overload]
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -98,8 +131,7 @@ def _private_history(tmp_path_factory):  # type: ignore[no-untyped-def]
     (never the repository's .perflab/history.sqlite), module-scoped fixtures included;
     tests of history itself pass --history or set PERFLAB_HISTORY again."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("PERFLAB_HISTORY", str(tmp_path_factory.mktemp("history")
-                                            / "history.sqlite"))
+        patch.setenv("PERFLAB_HISTORY", str(tmp_path_factory.mktemp("history") / "history.sqlite"))
         yield
 
 
@@ -129,13 +161,26 @@ def load_agents():  # type: ignore[no-untyped-def]
     from perflab.measure.cluster.split import split_step
     from perflab.measure.http import plan_from_args
 
-    def run(url: str, agents: int, rate: float, duration_s: float,
-            weights: list[float] | None = None) -> list[dict]:
-        plan = plan_from_args(http_args(url, "--rate", str(rate), "--duration",
-                                        f"{duration_s}s", "--warmup", "0s", "--threads", "1"))
+    def run(
+        url: str, agents: int, rate: float, duration_s: float, weights: list[float] | None = None
+    ) -> list[dict]:
+        plan = plan_from_args(
+            http_args(
+                url,
+                "--rate",
+                str(rate),
+                "--duration",
+                f"{duration_s}s",
+                "--warmup",
+                "0s",
+                "--threads",
+                "1",
+            )
+        )
         start = time.time_ns() + 200_000_000
-        configs = [{**c, "start_unix_ns": start}
-                   for c in split_step(plan.step_config(0), agents, weights)]
+        configs = [
+            {**c, "start_unix_ns": start} for c in split_step(plan.step_config(0), agents, weights)
+        ]
         out: list[dict] = [{}] * agents
         failed: list[BaseException] = []
 

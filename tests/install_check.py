@@ -27,14 +27,18 @@ def main() -> None:
     version = subprocess.run([perflab, "--version"], capture_output=True, text=True)
     if version.returncode or not version.stdout.startswith("perflab "):
         fail(f"perflab --version: {version.stdout}{version.stderr}")
-    run = subprocess.run([perflab, "cmd", "true", "-r", "3", "--quiet", "--json", "r.json"],
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [perflab, "cmd", "true", "-r", "3", "--quiet", "--json", "r.json"],
+        capture_output=True,
+        text=True,
+    )
     if run.returncode or "true" not in run.stdout:
         fail(f"perflab cmd: {run.stdout}{run.stderr}")
     if json.loads(Path("r.json").read_text())["kind"] != "cmd":
         fail("perflab cmd wrote no results file")
-    shown = subprocess.run([perflab, "show", "r.json", "--format", "csv"], capture_output=True,
-                           text=True)
+    shown = subprocess.run(
+        [perflab, "show", "r.json", "--format", "csv"], capture_output=True, text=True
+    )
     if shown.returncode or not shown.stdout.startswith("id,"):
         fail(f"perflab show: {shown.stdout}{shown.stderr}")
     wheels = sys.argv[1:]

@@ -50,7 +50,8 @@ def test_measure_in_fresh_processes(tmp_path):
     """processes=N: N worker processes import the script's function again (as
     __mp_main__: the guard keeps them from measuring again); async too."""
     script = tmp_path / "fresh.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import asyncio, json, os, perflab
 
         def work(n):
@@ -67,9 +68,11 @@ def test_measure_in_fresh_processes(tmp_path):
                               "samples": [len(p.samples) for p in r.benchmark.processes],
                               "async": [len(p.samples) for p in a.benchmark.processes],
                               "text": str(r)}))
-    """))
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=120, cwd=tmp_path)
+    """)
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["mode"] == "fresh processes" and out["value"] == 4950
@@ -77,10 +80,12 @@ def test_measure_in_fresh_processes(tmp_path):
     assert all(out["samples"]) and len(out["async"]) == 2 and all(out["async"])
     assert "2 processes" in out["text"]
     unguarded = tmp_path / "unguarded.py"
-    unguarded.write_text("import perflab\n\ndef f():\n    pass\n\n"
-                         "perflab.measure(f, processes=1, budget=5)\n")
-    done = subprocess.run([sys.executable, str(unguarded)], capture_output=True, text=True,
-                          timeout=120, cwd=tmp_path)
+    unguarded.write_text(
+        "import perflab\n\ndef f():\n    pass\n\nperflab.measure(f, processes=1, budget=5)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(unguarded)], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
     assert done.returncode != 0 and "__name__ ==" in done.stderr
 
 
@@ -93,7 +98,8 @@ def test_measure_in_fresh_processes_refuses_what_cannot_travel():
 
 def test_runner_script_is_measured_in_fresh_workers(tmp_path):
     script = tmp_path / "bench.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import asyncio
         import perflab
 
@@ -105,11 +111,28 @@ def test_runner_script_is_measured_in_fresh_workers(tmp_path):
         runner.bench_async_func("hop", hop)
         if __name__ == "__main__":
             raise SystemExit(runner.run())
-    """))
+    """)
+    )
     out = tmp_path / "r.json"
-    run = subprocess.run([sys.executable, str(script), "--json", str(out), "--budget", "0.4s",
-                          "--min-processes", "2", "--process-time", "20ms", "--quiet"],
-                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            "--json",
+            str(out),
+            "--budget",
+            "0.4s",
+            "--min-processes",
+            "2",
+            "--process-time",
+            "20ms",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stderr
     data = json.loads(out.read_text())
     assert {b["name"] for b in data["benchmarks"]} == {"sorted 100", "hop"}
@@ -141,15 +164,18 @@ def test_to_pandas_with_the_real_pandas(tmp_path):
                           "cmd": cmd[["label", "median_s", "user_s"]].values.tolist()}}))
     """)
     env = {**os.environ, "PYTHONPATH": str(peers)}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
+    )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["type"] == "pandas"
     assert [row[0] for row in out["run"]] == ["sort_small", "sum_small"]
     assert all(row[1] > 0 for row in out["run"])
-    assert out["cmd"] == [["sleep 0.01", pytest.approx(0.01431334), pytest.approx(0.0010912)],
-                          ["true", pytest.approx(0.000975211), pytest.approx(0.0006936)]]
+    assert out["cmd"] == [
+        ["sleep 0.01", pytest.approx(0.01431334), pytest.approx(0.0010912)],
+        ["true", pytest.approx(0.000975211), pytest.approx(0.0006936)],
+    ]
 
 
 def test_to_pandas_without_pandas_is_one_clear_error(tmp_path, monkeypatch):

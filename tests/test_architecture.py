@@ -27,8 +27,17 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "python" / "perflab"
 #: Layer of each top-level room; higher layers may import lower ones, never the reverse.
-LAYERS = {"base": 0, "analyze": 1, "measure": 2, "report": 2, "history": 2, "commands": 3,
-          "pytest_plugin": 3, "entry": 4, "api": 4}
+LAYERS = {
+    "base": 0,
+    "analyze": 1,
+    "measure": 2,
+    "report": 2,
+    "history": 2,
+    "commands": 3,
+    "pytest_plugin": 3,
+    "entry": 4,
+    "api": 4,
+}
 #: Rooms of the same layer that must not import each other.
 APART = {("measure", "report"), ("report", "measure")}
 ENTRY = {"perflab.cli", "perflab.__main__"}
@@ -64,7 +73,7 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> Iterator[tuple[str
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, *([base] if base else [])])
             if base.split(".")[0] != "perflab":
                 continue
@@ -128,8 +137,13 @@ def test_imports_never_run_up_a_layer() -> None:
 
 
 def test_report_imports_nothing_from_measure() -> None:
-    wrong = [f"{m} imports {t}" for m, edges in GRAPH.items() if room(m) == "report"
-             for t in edges if room(t) == "measure"]
+    wrong = [
+        f"{m} imports {t}"
+        for m, edges in GRAPH.items()
+        if room(m) == "report"
+        for t in edges
+        if room(t) == "measure"
+    ]
     assert not wrong
 
 
@@ -139,9 +153,9 @@ RENDER_HELPERS = {
     "perflab.analyze.models.words": "numbers and counts in words (the fit tables' format)",
     "perflab.analyze.hdr.decode_histogram": "reads a saved HdrHistogram's counts to draw them",
     "perflab.analyze.cmd.timed_runs": "which runs of a command are timed: the charts draw "
-                                      "the runs the statistics counted",
+    "the runs the statistics counted",
     "perflab.analyze.summary.timing_groups": "the samples a benchmark's statistics counted, "
-                                             "in seconds per op: the run charts draw them",
+    "in seconds per op: the run charts draw them",
     "perflab.analyze.http.slo_text": "the SLO in words",
     "perflab.analyze.compare.step_label": "a step's name in ids",
     "perflab.analyze.fits.series_record": "a fitted series' JSON form, saved in the document",
@@ -189,7 +203,8 @@ def _report_takes_from_analyze() -> Iterator[tuple[str, int, str, str]]:
                     if alias.name.startswith("perflab.analyze"):
                         yield module, node.lineno, alias.name, "module"
             elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-                    "perflab.analyze"):
+                "perflab.analyze"
+            ):
                 for alias in node.names:
                     what = _bound(node.module, alias.name, known)  # type: ignore[arg-type]
                     yield module, node.lineno, f"{node.module}.{alias.name}", what
@@ -228,22 +243,48 @@ def test_the_rule_on_report_sees_what_it_checks() -> None:
 #: Reductions of many values to one figure (numpy's, the statistics module's, an array's
 #: own method): report/ calls none of them, under any receiver or name. ``sqrt`` too: a
 #: spread worked out by hand (the .hgrm's StdDeviation once was, in report/).
-REDUCTIONS = {"median", "mean", "average", "percentile", "quantile", "std", "var",
-              "nanmedian", "nanmean", "nanpercentile", "nanquantile", "nanstd", "nanvar",
-              "fmean", "geometric_mean", "harmonic_mean", "median_low", "median_high",
-              "stdev", "pstdev", "variance", "pvariance", "sqrt"}
+REDUCTIONS = {
+    "median",
+    "mean",
+    "average",
+    "percentile",
+    "quantile",
+    "std",
+    "var",
+    "nanmedian",
+    "nanmean",
+    "nanpercentile",
+    "nanquantile",
+    "nanstd",
+    "nanvar",
+    "fmean",
+    "geometric_mean",
+    "harmonic_mean",
+    "median_low",
+    "median_high",
+    "stdev",
+    "pstdev",
+    "variance",
+    "pvariance",
+    "sqrt",
+}
 
 
 def reductions(source: str) -> list[str]:
-    """"line: call" for every call in ``source`` whose function is named in
+    """ "line: call" for every call in ``source`` whose function is named in
     :data:`REDUCTIONS` (``np.median(x)``, ``x.std()``, ``fmean(x)`` after ``from
     statistics import fmean``)."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Call):
             func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else \
-                func.id if isinstance(func, ast.Name) else ""
+            name = (
+                func.attr
+                if isinstance(func, ast.Attribute)
+                else func.id
+                if isinstance(func, ast.Name)
+                else ""
+            )
             if name in REDUCTIONS:
                 found.append(f"{node.lineno}: {ast.unparse(func)}")
     return found
@@ -253,24 +294,34 @@ def test_report_reduces_no_values_itself() -> None:
     """report/ only renders: a median, mean, percentile or spread it shows is computed in
     analyze (a summary's field) and passed in, as the run chart's per-process medians are
     (``Summary.process_medians_s``)."""
-    wrong = [f"{module}:{call}" for module, path in modules().items()
-             if room(module) == "report" for call in reductions(path.read_text())]
+    wrong = [
+        f"{module}:{call}"
+        for module, path in modules().items()
+        if room(module) == "report"
+        for call in reductions(path.read_text())
+    ]
     assert not wrong, "compute it in analyze and pass the result:\n" + "\n".join(wrong)
 
 
 def test_the_reduction_rule_sees_what_it_checks() -> None:
     """A guard on the parser: a module's, an array's and a bare imported reduction are
     found; a median read from a summary is not a call."""
-    source = ("import numpy as np\nfrom statistics import fmean\na = np.median(x)\n"
-              "b = x.std(ddof=1)\nc = fmean(x)\nd = summary.median_s\ne = np.cumsum(x)\n"
-              "f = np.sqrt(np.sum(c * (v - m) ** 2) / n)\n")
+    source = (
+        "import numpy as np\nfrom statistics import fmean\na = np.median(x)\n"
+        "b = x.std(ddof=1)\nc = fmean(x)\nd = summary.median_s\ne = np.cumsum(x)\n"
+        "f = np.sqrt(np.sum(c * (v - m) ** 2) / n)\n"
+    )
     assert reductions(source) == ["3: np.median", "4: x.std", "5: fmean", "8: np.sqrt"]
 
 
 def test_commands_import_no_other_command() -> None:
-    wrong = [f"{m}:{line} imports {t}" for m, edges in GRAPH.items() if room(m) == "commands"
-             for t, line in edges.items()
-             if room(t) == "commands" and t != "perflab.commands"]
+    wrong = [
+        f"{m}:{line} imports {t}"
+        for m, edges in GRAPH.items()
+        if room(m) == "commands"
+        for t, line in edges.items()
+        if room(t) == "commands" and t != "perflab.commands"
+    ]
     assert not wrong, "\n".join(wrong)
 
 
@@ -309,12 +360,14 @@ def _sources() -> Iterator[Path]:
     """Python and Rust sources outside tests: python/, rust/*/src, benchmarks/."""
     yield from PACKAGE.rglob("*.py")
     yield from (ROOT / "benchmarks").rglob("*.py")
-    yield from (p for p in (ROOT / "rust").glob("*/src/**/*.rs")
-                if "test" not in p.stem)
+    yield from (p for p in (ROOT / "rust").glob("*/src/**/*.rs") if "test" not in p.stem)
 
 
 def test_no_room_over_600_lines() -> None:
     assert sum(1 for _ in _sources()) > 50  # a guard: the sources are found
-    long = [f"{p.relative_to(ROOT)}: {n} lines" for p in _sources()
-            if (n := len(p.read_text().splitlines())) > MAX_LINES]
+    long = [
+        f"{p.relative_to(ROOT)}: {n} lines"
+        for p in _sources()
+        if (n := len(p.read_text().splitlines())) > MAX_LINES
+    ]
     assert not long, "split by concept: " + ", ".join(long)

@@ -44,8 +44,9 @@ PAGES = {
 }
 
 
-def _names(node: ast.AST | None, scope: ast.AST, module: ast.AST,
-           seen: frozenset[str] = frozenset()) -> list[str]:
+def _names(
+    node: ast.AST | None, scope: ast.AST, module: ast.AST, seen: frozenset[str] = frozenset()
+) -> list[str]:
     """Every header an expression can produce; f-strings' variable parts become ``{}``."""
     if node is None:
         return []
@@ -64,8 +65,12 @@ def _names(node: ast.AST | None, scope: ast.AST, module: ast.AST,
         if isinstance(node.func, ast.Attribute):
             parts += _names(node.func.value, scope, module, seen)
         return parts
-    return [n for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr)
-            for n in _names(child, scope, module, seen)]
+    return [
+        n
+        for child in ast.iter_child_nodes(node)
+        if isinstance(child, ast.expr)
+        for n in _names(child, scope, module, seen)
+    ]
 
 
 def _assigned(name: str, scope: ast.AST, module: ast.AST, seen: frozenset[str]) -> list[str]:
@@ -99,11 +104,17 @@ def printed_columns() -> Iterator[tuple[str, str, str]]:
             if not isinstance(function, ast.FunctionDef):
                 continue
             for call in ast.walk(function):
-                if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
-                        and call.func.id == "Table"):
+                if not (
+                    isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Name)
+                    and call.func.id == "Table"
+                ):
                     continue
-                columns = call.args[1] if len(call.args) > 1 else next(
-                    (k.value for k in call.keywords if k.arg == "columns"), None)
+                columns = (
+                    call.args[1]
+                    if len(call.args) > 1
+                    else next((k.value for k in call.keywords if k.arg == "columns"), None)
+                )
                 for header in dict.fromkeys(_names(columns, function, module)):
                     yield path.relative_to(PACKAGE).as_posix(), function.name, header
 
@@ -135,26 +146,36 @@ def test_the_code_scan_finds_the_tables() -> None:
     """A guard on the scan: known headers of several kinds are found, conditional and
     f-string ones included."""
     found = {(m, h) for m, _, h in COLUMNS}
-    assert {("report/table.py", "× baseline{}"), ("report/table.py", "verdict"),
-            ("report/table.py", "{} × best"), ("report/http_table.py", "p99"),
-            ("report/http_table.py", "server CPU/wall"), ("report/cmd_table.py",
-                                                          "× reference"),
-            ("report/history_table.py", "median time per op"),
-            ("report/trace_table.py", "self p99")} <= found
+    assert {
+        ("report/table.py", "× baseline{}"),
+        ("report/table.py", "verdict"),
+        ("report/table.py", "{} × best"),
+        ("report/http_table.py", "p99"),
+        ("report/http_table.py", "server CPU/wall"),
+        ("report/cmd_table.py", "× reference"),
+        ("report/history_table.py", "median time per op"),
+        ("report/trace_table.py", "self p99"),
+    } <= found
     assert len(COLUMNS) > 100
 
 
 @pytest.mark.parametrize("module", sorted({m for m, _, _ in COLUMNS}))
 def test_every_printed_column_is_described_in_the_docs(module: str) -> None:
-    assert module in PAGES, (f"python/perflab/{module} builds tables but no docs page is "
-                             "named for them: add its page to PAGES in "
-                             "tests/test_columns_documented.py")
+    assert module in PAGES, (
+        f"python/perflab/{module} builds tables but no docs page is "
+        "named for them: add its page to PAGES in "
+        "tests/test_columns_documented.py"
+    )
     page = ROOT / PAGES[module]
     names = described(page)
-    missing = [(function, header) for m, function, header in COLUMNS if m == module
-               and not any(_pattern(header).fullmatch(n) for n in names)]
+    missing = [
+        (function, header)
+        for m, function, header in COLUMNS
+        if m == module and not any(_pattern(header).fullmatch(n) for n in names)
+    ]
     assert not missing, "\n".join(
         f"column {header.replace('{}', '…')!r} of {function}() in python/perflab/{module} "
         f"is not described in {PAGES[module]}: add a row `| {header.replace('{}', '*name*')} "
         f"| what it means, in plain words |` to a table of that page"
-        for function, header in missing)
+        for function, header in missing
+    )

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from perflab import _core as core
+
 HAS_TSC = core.clock_read("tsc") is not None
 
 
@@ -58,8 +59,15 @@ def test_probe_returns_windows_events_and_gap() -> None:
     raw = core.clock_probe(100_000_000, 10_000_000, 50_000_000, core.tsc_calibrate(5_000_000))
     took = time.monotonic() - t0
     assert 0.1 <= took < 5, "bounded by true time"
-    assert set(raw) == {"iterations", "windows", "events", "events_dropped", "backward",
-                        "longest_gap", "torn_reads"}
+    assert set(raw) == {
+        "iterations",
+        "windows",
+        "events",
+        "events_dropped",
+        "backward",
+        "longest_gap",
+        "torn_reads",
+    }
     assert 8 <= len(raw["windows"]) <= 13  # ~100 ms / 10 ms windows, plus start and end
     assert raw["iterations"] > 1000 and raw["torn_reads"] < raw["iterations"]
     assert raw["backward"] == {"monotonic": 0, "realtime": 0, "monotonic_raw": 0, "boottime": 0}
@@ -85,8 +93,15 @@ def test_ntp_state_has_its_fields() -> None:
     state = core.ntp_state()
     if state is None:
         pytest.skip("adjtimex refused here")
-    assert {"state", "status", "synchronised", "freq_ppm", "offset_ns", "maxerror_us",
-            "esterror_us"} <= set(state)
+    assert {
+        "state",
+        "status",
+        "synchronised",
+        "freq_ppm",
+        "offset_ns",
+        "maxerror_us",
+        "esterror_us",
+    } <= set(state)
     assert abs(state["freq_ppm"]) <= 600  # the kernel clamps frequency to ±500 ppm
 
 

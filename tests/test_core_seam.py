@@ -9,42 +9,113 @@ import pytest
 from perflab import _core
 
 SUMMARY = {"count", "min_us", "p50_us", "p90_us", "p99_us", "p999_us", "max_us", "mean_us"}
-STEP = {"index", "mode", "arrival", "offered_rate", "connections", "threads", "duration_s",
-        "warmup_s", "elapsed_s", "wall_s", "drain_s", "interrupted", "requests_sent",
-        "ok_responses", "ok_from_warmup", "drained", "failures", "unsent", "unfinished",
-        "status_counts", "errors", "bytes_in", "bytes_out", "connections_opened",
-        "connections_closed", "connections_errored", "connections_peak", "connect_failures",
-        "pool_waits", "thread_cpu_s", "histograms", "start_lead_s"}
-ERRORS = ["connect_refused", "connect_timeout", "read_timeout", "reset", "closed_mid_response",
-          "protocol", "tls", "other"]
-SNAPSHOT = {"step", "steps", "offered_rate", "wall_s", "in_warmup", "completed", "ok_responses",
-            "failures", "achieved_rate", "p99_us"}
+STEP = {
+    "index",
+    "mode",
+    "arrival",
+    "offered_rate",
+    "connections",
+    "threads",
+    "duration_s",
+    "warmup_s",
+    "elapsed_s",
+    "wall_s",
+    "drain_s",
+    "interrupted",
+    "requests_sent",
+    "ok_responses",
+    "ok_from_warmup",
+    "drained",
+    "failures",
+    "unsent",
+    "unfinished",
+    "status_counts",
+    "errors",
+    "bytes_in",
+    "bytes_out",
+    "connections_opened",
+    "connections_closed",
+    "connections_errored",
+    "connections_peak",
+    "connect_failures",
+    "pool_waits",
+    "thread_cpu_s",
+    "histograms",
+    "start_lead_s",
+}
+ERRORS = [
+    "connect_refused",
+    "connect_timeout",
+    "read_timeout",
+    "reset",
+    "closed_mid_response",
+    "protocol",
+    "tls",
+    "other",
+]
+SNAPSHOT = {
+    "step",
+    "steps",
+    "offered_rate",
+    "wall_s",
+    "in_warmup",
+    "completed",
+    "ok_responses",
+    "failures",
+    "achieved_rate",
+    "p99_us",
+}
 
 
 def test_http_run_result_progress_and_serve_stats() -> None:
     snapshots: list[dict] = []
     with _core.serve({"port": 0, "delay": "1ms", "seed": None}) as server:
-        raw = _core.http_run({"url": f"http://{server.address}/", "rate": 200.0,
-                              "duration_s": 0.4, "warmup_s": 0.1, "threads": 1,
-                              "method": "POST", "body": b"\x00\xff", "headers": [("A", "b")],
-                              "connections": None}, snapshots.append)
+        raw = _core.http_run(
+            {
+                "url": f"http://{server.address}/",
+                "rate": 200.0,
+                "duration_s": 0.4,
+                "warmup_s": 0.1,
+                "threads": 1,
+                "method": "POST",
+                "body": b"\x00\xff",
+                "headers": [("A", "b")],
+                "connections": None,
+            },
+            snapshots.append,
+        )
         stats = server.stats()
     assert set(raw) == {"steps", "interrupted", "address", "url", "histogram_unit"}
     assert (raw["address"], raw["url"], raw["histogram_unit"]) == (
-        server.address, f"http://{server.address}/", "us")
+        server.address,
+        f"http://{server.address}/",
+        "us",
+    )
     step = raw["steps"][0]
     assert set(step) == STEP
     assert list(step["errors"]) == ERRORS  # report order, every kind
     assert set(step["status_counts"]) == {200} and step["status_counts"][200] > 0
     assert (step["mode"], step["arrival"], step["offered_rate"]) == ("open", "constant", 200.0)
     assert isinstance(step["thread_cpu_s"], list) and len(step["thread_cpu_s"]) == 1
-    assert set(step["histograms"]) == {"latency", "service_time", "send_lag", "dispatch_lag",
-                                       "failed_latency"}
+    assert set(step["histograms"]) == {
+        "latency",
+        "service_time",
+        "send_lag",
+        "dispatch_lag",
+        "failed_latency",
+    }
     for hist in step["histograms"].values():
         assert set(hist) == SUMMARY | {"encoded_b64"}
     assert snapshots and all(set(s) == SNAPSHOT for s in snapshots)
-    assert stats == {"connections": stats["connections"], "requests": stats["requests"],
-                     "errors_injected": 0} and stats["requests"] > 0
+    assert (
+        stats
+        == {
+            "connections": stats["connections"],
+            "requests": stats["requests"],
+            "errors_injected": 0,
+        }
+        and stats["requests"] > 0
+    )
     decoded = _core.hdr_decode(step["histograms"]["latency"]["encoded_b64"], [0.5, 1.0])
     assert set(decoded) == SUMMARY | {"values", "counts", "quantiles"}
     assert set(decoded["quantiles"]) == {0.5, 1.0}
@@ -54,31 +125,45 @@ def test_http_run_result_progress_and_serve_stats() -> None:
 OPEN = {"url": "http://127.0.0.1:9/", "rate": 1.0}
 
 
-@pytest.mark.parametrize(("config", "message"), [
-    ({**OPEN, "sped": 2}, "unknown field `sped`"),
-    ({**OPEN, "threads": "two"}, "http_run config: threads:"),
-    ({**OPEN, "headers": 3}, "headers: .*list of"),
-    ({**OPEN, "body": 3}, "body: .*str or bytes"),
-    ({**OPEN, "ok": "abc"}, "ok: bad status range"),
-    ({**OPEN, "requests": [{"verb": "GET"}]},
-     r"requests\[0\]\.verb: unknown field `verb`, expected one of `method`"),
-    ({"url": "http://127.0.0.1:9/"}, "open loop needs"),
-    ({"rate": 1.0}, "missing field `url`")])
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({**OPEN, "sped": 2}, "unknown field `sped`"),
+        ({**OPEN, "threads": "two"}, "http_run config: threads:"),
+        ({**OPEN, "headers": 3}, "headers: .*list of"),
+        ({**OPEN, "body": 3}, "body: .*str or bytes"),
+        ({**OPEN, "ok": "abc"}, "ok: bad status range"),
+        (
+            {**OPEN, "requests": [{"verb": "GET"}]},
+            r"requests\[0\]\.verb: unknown field `verb`, expected one of `method`",
+        ),
+        ({"url": "http://127.0.0.1:9/"}, "open loop needs"),
+        ({"rate": 1.0}, "missing field `url`"),
+    ],
+)
 def test_bad_http_configs_are_value_errors_naming_the_key(config: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         _core.http_check(config)
 
 
 def test_good_http_configs_in_every_accepted_shape() -> None:
-    for extra in ({"headers": {"A": "b"}}, {"headers": [["A", "b"]]}, {"body": "text"},
-                  {"ok": [(200, 299), (304, 304)]}, {"ok": "200-299,304"},
-                  {"requests": [{"path": "/a", "body": b"x"}, {}]}, {"seed": 2**64 - 1},
-                  {"mode": "closed", "connections_list": [1, 2]}):
+    for extra in (
+        {"headers": {"A": "b"}},
+        {"headers": [["A", "b"]]},
+        {"body": "text"},
+        {"ok": [(200, 299), (304, 304)]},
+        {"ok": "200-299,304"},
+        {"requests": [{"path": "/a", "body": b"x"}, {}]},
+        {"seed": 2**64 - 1},
+        {"mode": "closed", "connections_list": [1, 2]},
+    ):
         _core.http_check({**OPEN, **extra})
 
 
 def test_serve_config_keys() -> None:
-    with pytest.raises(ValueError, match="serve config: dealy: unknown field `dealy`, expected one of `host`"):
+    with pytest.raises(
+        ValueError, match="serve config: dealy: unknown field `dealy`, expected one of `host`"
+    ):
         _core.serve({"dealy": "1ms"})
     with pytest.raises(ValueError, match="serve config: fault: unknown fault"):
         _core.serve({"fault": "boom"})
@@ -86,8 +171,15 @@ def test_serve_config_keys() -> None:
 
 def test_clock_probe_and_ntp_state() -> None:
     probe = _core.clock_probe(2_000_000, 1_000_000, 10**9, None)
-    assert set(probe) == {"iterations", "windows", "events", "events_dropped", "torn_reads",
-                          "backward", "longest_gap"}
+    assert set(probe) == {
+        "iterations",
+        "windows",
+        "events",
+        "events_dropped",
+        "torn_reads",
+        "backward",
+        "longest_gap",
+    }
     assert list(probe["backward"]) == ["monotonic", "realtime", "monotonic_raw", "boottime"]
     snapshot = probe["windows"][0]
     assert isinstance(snapshot, tuple) and len(snapshot) == 5
@@ -95,5 +187,12 @@ def test_clock_probe_and_ntp_state() -> None:
     assert isinstance(_core.clock_snapshot(), tuple)
     ntp = _core.ntp_state()
     if ntp is not None:  # adjtimex may be refused by a seccomp filter
-        assert set(ntp) == {"state", "status", "synchronised", "freq_ppm", "offset_ns",
-                            "maxerror_us", "esterror_us"}
+        assert set(ntp) == {
+            "state",
+            "status",
+            "synchronised",
+            "freq_ppm",
+            "offset_ns",
+            "maxerror_us",
+            "esterror_us",
+        }

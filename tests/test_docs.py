@@ -52,7 +52,9 @@ def test_every_relative_link_resolves() -> None:
 
 def test_the_link_checker_sees_links_and_anchors(tmp_path: Path) -> None:
     page = tmp_path / "a.md"
-    page.write_text("# Tables at any width\n## `perflab cmd`: whole commands\n"
-                    "[x](b.md#y) `[not](a link)` [z](https://example.org)\n")
+    page.write_text(
+        "# Tables at any width\n## `perflab cmd`: whole commands\n"
+        "[x](b.md#y) `[not](a link)` [z](https://example.org)\n"
+    )
     assert links(page) == ["b.md#y"]
     assert anchors(page) == {"tables-at-any-width", "perflab-cmd-whole-commands"}

@@ -12,9 +12,23 @@ from perflab import environment
 
 def test_fingerprint_has_every_field_the_results_file_promises() -> None:
     env = environment.finish(environment.fingerprint("9.9.9"))
-    for key in ("clocksource", "tsc_flags", "virtualization", "governor", "kernel", "cpu_model",
-                "cpu_count", "python", "perflab_version", "load_average_start",
-                "load_average_end", "clock_integrity", "boost", "smt", "isolated_cpus"):
+    for key in (
+        "clocksource",
+        "tsc_flags",
+        "virtualization",
+        "governor",
+        "kernel",
+        "cpu_model",
+        "cpu_count",
+        "python",
+        "perflab_version",
+        "load_average_start",
+        "load_average_end",
+        "clock_integrity",
+        "boost",
+        "smt",
+        "isolated_cpus",
+    ):
         assert key in env, key
     assert env["perflab_version"] == "9.9.9"
     assert {"implementation", "version"} <= set(env["python"])
@@ -49,8 +63,11 @@ def test_describe_of_an_old_file_without_the_new_keys() -> None:
 
 
 def test_describe_names_missing_tsc_flags_and_keeps_unknown_keys() -> None:
-    env = {"has_tsc": True, "tsc_flags": {"constant_tsc": True, "nonstop_tsc": False},
-           "gpu": {"model": "none"}}
+    env = {
+        "has_tsc": True,
+        "tsc_flags": {"constant_tsc": True, "nonstop_tsc": False},
+        "gpu": {"model": "none"},
+    }
     lines = dict(environment.describe(env))
     assert lines["TSC flags"] == "constant_tsc (missing: nonstop_tsc)"
     assert lines["gpu"] == '{"model": "none"}'
@@ -58,16 +75,20 @@ def test_describe_names_missing_tsc_flags_and_keeps_unknown_keys() -> None:
 
 
 def test_proc_parsers(monkeypatch: pytest.MonkeyPatch) -> None:
-    files = {"/proc/pressure/memory": "some avg10=1.50 avg60=0.10 avg300=0.00 total=12\n"
-                                      "full avg10=0.25 avg60=0.00 avg300=0.00 total=3",
-             "/proc/stat": "cpu  1 2 3 4 5 6 7 250 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\nctxt 987\n",
-             "/sys/devices/system/cpu/cpufreq/boost": "1",
-             "/sys/devices/system/cpu/smt/active": "0"}
+    files = {
+        "/proc/pressure/memory": "some avg10=1.50 avg60=0.10 avg300=0.00 total=12\n"
+        "full avg10=0.25 avg60=0.00 avg300=0.00 total=3",
+        "/proc/stat": "cpu  1 2 3 4 5 6 7 250 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\nctxt 987\n",
+        "/sys/devices/system/cpu/cpufreq/boost": "1",
+        "/sys/devices/system/cpu/smt/active": "0",
+    }
     monkeypatch.setattr(environment, "_read", lambda path: files.get(str(path)))
     assert environment.memory_pressure() == {"some_avg10": 1.5, "full_avg10": 0.25}
     ticks = environment.os.sysconf("SC_CLK_TCK")
-    assert environment.cpu_counters() == {"steal_ns": 250 * 1_000_000_000 // ticks,
-                                          "context_switches": 987}
+    assert environment.cpu_counters() == {
+        "steal_ns": 250 * 1_000_000_000 // ticks,
+        "context_switches": 987,
+    }
     assert environment.boost() is True and environment.smt() is False
 
 

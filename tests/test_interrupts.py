@@ -33,7 +33,8 @@ def test_ctrl_c_alone_is_130_and_nothing_is_none() -> None:
 
 
 def test_an_interrupt_that_reaches_the_top_exits_with_its_signal(
-        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     def stopped(args: object) -> int:
         raise Stopped(signal.SIGTERM)
 

@@ -16,9 +16,14 @@ from tests.conftest import make_bench
 
 def _results() -> model.Results:
     bench = make_bench("f", [[1e-6, 1.1e-6], [1.2e-6]], params={"n": 3})
-    return model.Results(kind="run", command_line=["perflab", "run", "x.py"],
-                         created="2026-01-01T00:00:00+00:00", perflab_version="0.1.0",
-                         environment={"cpu_model": "x"}, benchmarks=[bench])
+    return model.Results(
+        kind="run",
+        command_line=["perflab", "run", "x.py"],
+        created="2026-01-01T00:00:00+00:00",
+        perflab_version="0.1.0",
+        environment={"cpu_model": "x"},
+        benchmarks=[bench],
+    )
 
 
 def test_round_trip_keeps_raw_samples(tmp_path: Path) -> None:
@@ -33,12 +38,15 @@ def test_benchmark_id_is_stable() -> None:
     assert bench.id == "g/f[s](a=x,b=1)@4t"
 
 
-@pytest.mark.parametrize("text,needle", [
-    ('{"schema_version": 1, "tool": "perflab", "kind": "run"', "not valid JSON (truncated?)"),
-    ('{"hello": "world"}', "is not a perflab results file"),
-    ('[1, 2]', "is not a perflab results file"),
-    ('{"tool": "perflab", "schema_version": 99}', "newer than this perflab knows"),
-])
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        ('{"schema_version": 1, "tool": "perflab", "kind": "run"', "not valid JSON (truncated?)"),
+        ('{"hello": "world"}', "is not a perflab results file"),
+        ("[1, 2]", "is not a perflab results file"),
+        ('{"tool": "perflab", "schema_version": 99}', "newer than this perflab knows"),
+    ],
+)
 def test_bad_files_are_refused_clearly(tmp_path: Path, text: str, needle: str) -> None:
     path = tmp_path / "bad.json"
     path.write_text(text)
@@ -80,19 +88,34 @@ def test_json_types_converts_nested_dataclasses_tuples_and_non_finite_floats() -
     value = Outer([Inner((1.5, math.nan)), Inner((math.inf, -2.0), "x")], {"a": -math.inf})
     assert json_types(value) == {
         "items": [{"pair": [1.5, None], "label": None}, {"pair": [None, -2.0], "label": "x"}],
-        "extra": {"a": None}, "flag": True}
+        "extra": {"a": None},
+        "flag": True,
+    }
 
 
 def test_a_schema_1_http_file_loads_with_its_drain_marked_unknown(tmp_path: Path) -> None:
     # Schema 1 counted responses that came while a step drained in ok_responses; the
     # split is lost, so drained is unknown and drain_s is estimated from the wall time.
-    step = {"offered_rate": 1500.0, "connections": 1024, "mode": "open", "duration_s": 2.0,
-            "warmup_s": 0.4, "elapsed_s": 1.6, "requests_sent": 2905, "ok_responses": 2905,
-            "wall_s": 4.1}
-    data = {"schema_version": 1, "tool": "perflab", "kind": "http", "command_line": [],
-            "created": "2026-01-01T00:00:00+00:00", "perflab_version": "0.1.0",
-            "benchmarks": [{"name": "GET http://127.0.0.1:18601/", "kind": "http",
-                            "steps": [step]}]}
+    step = {
+        "offered_rate": 1500.0,
+        "connections": 1024,
+        "mode": "open",
+        "duration_s": 2.0,
+        "warmup_s": 0.4,
+        "elapsed_s": 1.6,
+        "requests_sent": 2905,
+        "ok_responses": 2905,
+        "wall_s": 4.1,
+    }
+    data = {
+        "schema_version": 1,
+        "tool": "perflab",
+        "kind": "http",
+        "command_line": [],
+        "created": "2026-01-01T00:00:00+00:00",
+        "perflab_version": "0.1.0",
+        "benchmarks": [{"name": "GET http://127.0.0.1:18601/", "kind": "http", "steps": [step]}],
+    }
     path = tmp_path / "old.json"
     path.write_text(json.dumps(data))
     loaded = model.load(path)
@@ -107,10 +130,15 @@ def test_a_schema_1_http_file_loads_with_its_drain_marked_unknown(tmp_path: Path
 
 def test_an_http_step_whose_times_were_not_measured_loads_as_nan(tmp_path: Path) -> None:
     # NaN is written as null; it loads back as NaN, so that comparisons never meet None.
-    step = model.HttpStep(offered_rate=10.0, connections=1, mode="open", duration_s=1.0,
-                          warmup_s=0.0, elapsed_s=1.0)
-    results = model.Results(kind="http", command_line=[], created="2026-01-01T00:00:00+00:00",
-                            perflab_version="0.1.0",
-                            benchmarks=[model.Benchmark(name="u", kind="http", steps=[step])])
+    step = model.HttpStep(
+        offered_rate=10.0, connections=1, mode="open", duration_s=1.0, warmup_s=0.0, elapsed_s=1.0
+    )
+    results = model.Results(
+        kind="http",
+        command_line=[],
+        created="2026-01-01T00:00:00+00:00",
+        perflab_version="0.1.0",
+        benchmarks=[model.Benchmark(name="u", kind="http", steps=[step])],
+    )
     loaded = model.load(model.save(results, tmp_path / "r.json")).benchmarks[0].steps[0]
     assert math.isnan(loaded.drain_s) and math.isnan(loaded.wall_s)

@@ -10,9 +10,13 @@ import pytest
 
 from perflab import schema, schema_cache
 
-SCHEMA = json.dumps({"type": "object", "required": ["tool"],
-                     "properties": {"tool": {"const": "perflab"},
-                                    "n": {"type": "integer", "minimum": 0}}}).encode()
+SCHEMA = json.dumps(
+    {
+        "type": "object",
+        "required": ["tool"],
+        "properties": {"tool": {"const": "perflab"}, "n": {"type": "integer", "minimum": 0}},
+    }
+).encode()
 
 
 @pytest.fixture

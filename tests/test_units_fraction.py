@@ -14,12 +14,15 @@ def test_percentages_and_fractions_parse_alike() -> None:
     assert parse_fraction("0%", "--threshold", "2%", "0.02", allow_zero=True) == 0
 
 
-@pytest.mark.parametrize("text, message", [
-    ("abc", "--precision 'abc' is not a number; write e.g. 1% or 0.005"),
-    ("0", "--precision '0' must be between 0% and 100%, e.g. 1%"),
-    ("100%", "--precision '100%' must be between 0% and 100%, e.g. 1%"),
-    ("nan", "--precision 'nan' must be between 0% and 100%, e.g. 1%"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("abc", "--precision 'abc' is not a number; write e.g. 1% or 0.005"),
+        ("0", "--precision '0' must be between 0% and 100%, e.g. 1%"),
+        ("100%", "--precision '100%' must be between 0% and 100%, e.g. 1%"),
+        ("nan", "--precision 'nan' must be between 0% and 100%, e.g. 1%"),
+    ],
+)
 def test_out_of_range_or_not_a_number(text: str, message: str) -> None:
     with pytest.raises(UsageError) as caught:
         parse_fraction(text, "--precision", "1%", "0.005")

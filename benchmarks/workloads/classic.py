@@ -56,8 +56,9 @@ class Packet:
 class Task:
     """A task control block; subclasses hold the task's body in ``run``."""
 
-    def __init__(self, scheduler: Scheduler, ident: int, priority: int, queue: Packet | None,
-                 state: int) -> None:
+    def __init__(
+        self, scheduler: Scheduler, ident: int, priority: int, queue: Packet | None, state: int
+    ) -> None:
         self.scheduler, self.ident, self.priority = scheduler, ident, priority
         self.queue, self.state = queue, state
         self.link = scheduler.tasks_head
@@ -224,24 +225,50 @@ SOLAR_MASS = 4 * math.pi * math.pi
 DAYS_PER_YEAR = 365.24
 _PLANETS = [  # x, y, z (AU), vx, vy, vz (AU/day), mass (solar masses)
     (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0),
-    (4.84143144246472090, -1.16032004402742839, -0.103622044471123109,
-     1.66007664274403694e-03, 7.69901118419740425e-03, -6.90460016972063023e-05,
-     9.54791938424326609e-04),
-    (8.34336671824457987, 4.12479856412430479, -0.403523417114321381,
-     -2.76742510726862411e-03, 4.99852801234917238e-03, 2.30417297573763929e-05,
-     2.85885980666130812e-04),
-    (12.8943695621391310, -15.1111514016986312, -0.223307578892655734,
-     2.96460137564761618e-03, 2.37847173959480950e-03, -2.96589568540237556e-05,
-     4.36624404335156298e-05),
-    (15.3796971148509165, -25.9193146099879641, 0.179258772950371181,
-     2.68067772490389322e-03, 1.62824170038242295e-03, -9.51592254519715870e-05,
-     5.15138902046611451e-05),
+    (
+        4.84143144246472090,
+        -1.16032004402742839,
+        -0.103622044471123109,
+        1.66007664274403694e-03,
+        7.69901118419740425e-03,
+        -6.90460016972063023e-05,
+        9.54791938424326609e-04,
+    ),
+    (
+        8.34336671824457987,
+        4.12479856412430479,
+        -0.403523417114321381,
+        -2.76742510726862411e-03,
+        4.99852801234917238e-03,
+        2.30417297573763929e-05,
+        2.85885980666130812e-04,
+    ),
+    (
+        12.8943695621391310,
+        -15.1111514016986312,
+        -0.223307578892655734,
+        2.96460137564761618e-03,
+        2.37847173959480950e-03,
+        -2.96589568540237556e-05,
+        4.36624404335156298e-05,
+    ),
+    (
+        15.3796971148509165,
+        -25.9193146099879641,
+        0.179258772950371181,
+        2.68067772490389322e-03,
+        1.62824170038242295e-03,
+        -9.51592254519715870e-05,
+        5.15138902046611451e-05,
+    ),
 ]
 
 
 def _bodies() -> list[list[float]]:
-    bodies = [[x, y, z, vx * DAYS_PER_YEAR, vy * DAYS_PER_YEAR, vz * DAYS_PER_YEAR,
-               m * SOLAR_MASS] for x, y, z, vx, vy, vz, m in _PLANETS]
+    bodies = [
+        [x, y, z, vx * DAYS_PER_YEAR, vy * DAYS_PER_YEAR, vz * DAYS_PER_YEAR, m * SOLAR_MASS]
+        for x, y, z, vx, vy, vz, m in _PLANETS
+    ]
     px = sum(b[3] * b[6] for b in bodies)
     py = sum(b[4] * b[6] for b in bodies)
     pz = sum(b[5] * b[6] for b in bodies)
@@ -255,15 +282,14 @@ def energy(bodies: list[list[float]]) -> float:
     e = 0.0
     for i, (x, y, z, vx, vy, vz, m) in enumerate(bodies):
         e += 0.5 * m * (vx * vx + vy * vy + vz * vz)
-        for x2, y2, z2, _, _, _, m2 in bodies[i + 1:]:
+        for x2, y2, z2, _, _, _, m2 in bodies[i + 1 :]:
             e -= m * m2 / math.sqrt((x - x2) ** 2 + (y - y2) ** 2 + (z - z2) ** 2)
     return e
 
 
 def advance(bodies: list[list[float]], steps: int, dt: float = 0.01) -> None:
     """Move the bodies ``steps`` times by ``dt`` (symplectic Euler)."""
-    pairs = [(bodies[i], bodies[j]) for i in range(len(bodies))
-             for j in range(i + 1, len(bodies))]
+    pairs = [(bodies[i], bodies[j]) for i in range(len(bodies)) for j in range(i + 1, len(bodies))]
     for _ in range(steps):
         for b1, b2 in pairs:
             dx, dy, dz = b1[0] - b2[0], b1[1] - b2[1], b1[2] - b2[2]
@@ -292,10 +318,15 @@ def nbody(steps: int = 2000) -> float:
 
 _DIGITS = "123456789"
 _SQUARES = [r * 9 + c for r in range(9) for c in range(9)]
-_UNITS = ([[r * 9 + c for c in range(9)] for r in range(9)]
-          + [[r * 9 + c for r in range(9)] for c in range(9)]
-          + [[r * 9 + c for r in range(br, br + 3) for c in range(bc, bc + 3)]
-             for br in (0, 3, 6) for bc in (0, 3, 6)])
+_UNITS = (
+    [[r * 9 + c for c in range(9)] for r in range(9)]
+    + [[r * 9 + c for r in range(9)] for c in range(9)]
+    + [
+        [r * 9 + c for r in range(br, br + 3) for c in range(bc, bc + 3)]
+        for br in (0, 3, 6)
+        for bc in (0, 3, 6)
+    ]
+)
 _UNITS_OF = [[u for u in _UNITS if s in u] for s in _SQUARES]
 _PEERS = [sorted(set().union(*_UNITS_OF[s]) - {s}) for s in _SQUARES]
 #: hard puzzles (each has one solution); "." is an empty square
@@ -384,7 +415,7 @@ def fannkuch(n: int = 7) -> tuple[int, int]:
         flips = 0
         k = perm[0]
         while k:
-            perm[:k + 1] = perm[k::-1]
+            perm[: k + 1] = perm[k::-1]
             flips += 1
             k = perm[0]
         max_flips = max(max_flips, flips)
@@ -393,7 +424,7 @@ def fannkuch(n: int = 7) -> tuple[int, int]:
             if r == n:
                 return checksum, max_flips
             perm0 = perm1[0]
-            perm1[:r] = perm1[1:r + 1]
+            perm1[:r] = perm1[1 : r + 1]
             perm1[r] = perm0
             count[r] -= 1
             if count[r] > 0:
@@ -407,12 +438,28 @@ def fannkuch(n: int = 7) -> tuple[int, int]:
 
 def _document() -> dict:
     """A realistic nested document: 400 orders with customers, lines and text."""
-    return {"orders": [{
-        "id": i, "customer": {"name": f"customer {i % 97}", "city": ["Lyon", "Oslo", "Kyoto"][i % 3],
-                              "vip": i % 7 == 0},
-        "lines": [{"sku": f"SKU-{(i * 31 + j) % 1000:04d}", "qty": j + 1,
-                   "price": round(1.5 + (i * j) % 40 * 0.75, 2)} for j in range(i % 5 + 1)],
-        "note": "deliver before noon" * (i % 3)} for i in range(400)]}
+    return {
+        "orders": [
+            {
+                "id": i,
+                "customer": {
+                    "name": f"customer {i % 97}",
+                    "city": ["Lyon", "Oslo", "Kyoto"][i % 3],
+                    "vip": i % 7 == 0,
+                },
+                "lines": [
+                    {
+                        "sku": f"SKU-{(i * 31 + j) % 1000:04d}",
+                        "qty": j + 1,
+                        "price": round(1.5 + (i * j) % 40 * 0.75, 2),
+                    }
+                    for j in range(i % 5 + 1)
+                ],
+                "note": "deliver before noon" * (i % 3),
+            }
+            for i in range(400)
+        ]
+    }
 
 
 _DOCUMENT = _document()
@@ -427,8 +474,13 @@ def json_roundtrip() -> int:
 
 # ---------------------------------------------------------------- registry
 
-WORKLOADS = {"richards": richards, "nbody": nbody, "sudoku": sudoku, "fannkuch": fannkuch,
-             "json_roundtrip": json_roundtrip}
+WORKLOADS = {
+    "richards": richards,
+    "nbody": nbody,
+    "sudoku": sudoku,
+    "fannkuch": fannkuch,
+    "json_roundtrip": json_roundtrip,
+}
 
 
 def check() -> None:

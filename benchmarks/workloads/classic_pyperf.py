@@ -1,6 +1,6 @@
 """The classic workloads as a pyperf Runner script (pyperf's default settings).
 
-    python classic_pyperf.py NAME -o OUT.json
+python classic_pyperf.py NAME -o OUT.json
 """
 
 import sys
@@ -10,6 +10,7 @@ import pyperf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from classic import WORKLOADS  # noqa: E402
+
 
 def _worker_args(cmd: list[str], args) -> None:  # noqa: ANN001 - pyperf's callback
     """pyperf starts its workers with its own options: pass the workload on."""

@@ -65,12 +65,12 @@ def alternate(name: str, seconds: float, feature: str) -> int:
     from perflab.measure import worker
 
     sys.path.insert(0, str(HERE))
-    from classic import WORKLOADS
-
     import functools
 
+    from classic import WORKLOADS
+
     fn = WORKLOADS[name]
-    gcmon = getattr(worker, "GcMonitor")()
+    gcmon = worker.GcMonitor()
     try:
         from perflab.measure.sampling import MONITOR as monitor
     except ImportError:  # perflab before the sampling module
@@ -144,7 +144,7 @@ def main() -> int:
         call = functools.partial(fn)
     gcmon = None
     if "gc_callback" in features or "time_loop" in features or "warmup" in features:
-        gcmon = getattr(worker, "GcMonitor")()
+        gcmon = worker.GcMonitor()
         if "gc_callback" in features:
             gc.callbacks.append(gcmon)
     out = open(os.devnull, "w") if "emit" in features else None  # noqa: SIM115
@@ -196,9 +196,17 @@ def main() -> int:
             sample()
     del keep
     ordered = sorted(cpu_samples)
-    print(json.dumps({"median_ns": statistics.median(samples), "samples": samples,
-                      "cpu_samples": cpu_samples, "cpu_median_ns": statistics.median(ordered),
-                      "cpu_p10_ns": ordered[len(ordered) // 10]}))
+    print(
+        json.dumps(
+            {
+                "median_ns": statistics.median(samples),
+                "samples": samples,
+                "cpu_samples": cpu_samples,
+                "cpu_median_ns": statistics.median(ordered),
+                "cpu_p10_ns": ordered[len(ordered) // 10],
+            }
+        )
+    )
     return 0
 
 

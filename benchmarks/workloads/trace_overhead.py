@@ -170,11 +170,13 @@ BLOCKS = {
 ASYNC_BLOCKS = {name: BLOCKS[name] for name in ("c lock", "perflab span on")}
 AWAIT_BLOCKS = {name: _awaiting_case(setup) for name, setup in ASYNC_BLOCKS.items()}
 #: group → (timed body, its cases, the baseline case): what benchmarks/trace.py times.
-GROUPS = {GROUP: (call, CASES, "plain call"), GROUP + "-block": (block, BLOCKS, "c lock"),
-          GROUP + "-async-block": (async_block, ASYNC_BLOCKS, "c lock"),
-          GROUP + "-async-await": (async_await_block, AWAIT_BLOCKS, "c lock")}
+GROUPS = {
+    GROUP: (call, CASES, "plain call"),
+    GROUP + "-block": (block, BLOCKS, "c lock"),
+    GROUP + "-async-block": (async_block, ASYNC_BLOCKS, "c lock"),
+    GROUP + "-async-await": (async_await_block, AWAIT_BLOCKS, "c lock"),
+}
 
 for _group, (_body, _cases, _baseline) in GROUPS.items():
     for _name, _setup in _cases.items():
-        perflab.bench(_body, name=_name, group=_group, setup=_setup,
-                      baseline=_name == _baseline)
+        perflab.bench(_body, name=_name, group=_group, setup=_setup, baseline=_name == _baseline)

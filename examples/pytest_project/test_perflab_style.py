@@ -1,7 +1,6 @@
 """Benchmarks written for perflab's own fixture, ``perflab_bench``."""
 
 import pytest
-
 import textstats
 
 
@@ -19,8 +18,9 @@ def test_word_counts(perflab_bench, text):
 
 def test_top_words_pedantic(perflab_bench, text):
     # fixed rounds, as pytest-benchmark's pedantic mode: 5 samples of 20 calls
-    top = perflab_bench.pedantic(textstats.top_words, args=(text,), kwargs={"k": 3},
-                                 rounds=5, iterations=20, warmup_rounds=2)
+    top = perflab_bench.pedantic(
+        textstats.top_words, args=(text,), kwargs={"k": 3}, rounds=5, iterations=20, warmup_rounds=2
+    )
     assert top[0] == ("the", 270)
 
 

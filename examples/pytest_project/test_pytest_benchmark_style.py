@@ -4,7 +4,6 @@ unchanged under perflab when pytest-benchmark is not installed."""
 import time
 
 import pytest
-
 import textstats
 
 
@@ -31,8 +30,15 @@ def test_my_stuff_different_arg(benchmark):
     assert result == 123
 
 
-@pytest.mark.benchmark(group="group-name", min_time=0.1, max_time=0.5, min_rounds=5,
-                       timer=time.time, disable_gc=True, warmup=False)
+@pytest.mark.benchmark(
+    group="group-name",
+    min_time=0.1,
+    max_time=0.5,
+    min_rounds=5,
+    timer=time.time,
+    disable_gc=True,
+    warmup=False,
+)
 def test_my_stuff_marked(benchmark, text):
     benchmark.extra_info["chars"] = len(text)
 

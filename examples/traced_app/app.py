@@ -29,7 +29,7 @@ from urllib.parse import parse_qs
 import perflab.trace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from northwind import DUMP, _STATEMENT  # noqa: E402
+from northwind import _STATEMENT, DUMP  # noqa: E402
 
 PAGE = string.Template("""<!doctype html>
 <html><head><title>Orders of $customer</title></head>
@@ -38,8 +38,10 @@ PAGE = string.Template("""<!doctype html>
 $rows
 </table></body></html>
 """)
-ROW = string.Template("<tr><td>$order_id</td><td>$order_date</td><td>$ship_city</td>"
-                      "<td>$lines</td><td>$total</td></tr>")
+ROW = string.Template(
+    "<tr><td>$order_id</td><td>$order_date</td><td>$ship_city</td>"
+    "<td>$lines</td><td>$total</td></tr>"
+)
 QUERY = """
 SELECT o.order_id, o.order_date, o.ship_city, COUNT(*) AS lines,
        ROUND(SUM(d.unit_price * d.quantity * (1 - d.discount)), 2) AS total
@@ -69,8 +71,9 @@ def orders(customer: str) -> list[sqlite3.Row]:
 def render(customer: str, rows: list[sqlite3.Row]) -> bytes:
     """The HTML page (every value escaped)."""
     with perflab.trace.span("render"):
-        body = "\n".join(ROW.substitute({k: html.escape(str(r[k])) for k in r.keys()})
-                         for r in rows)
+        body = "\n".join(
+            ROW.substitute({k: html.escape(str(r[k])) for k in r.keys()}) for r in rows
+        )
         return PAGE.substitute(customer=html.escape(customer), rows=body).encode()
 
 
@@ -86,9 +89,16 @@ async def app(scope, receive, send):
         status, body = 200, render(customer, orders(customer))
     else:
         status, body = 404, b"not found"
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/html; charset=utf-8"),
-                            (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"text/html; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -104,9 +114,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--fd", type=int, help="serve on this already-listening socket")
-    parser.add_argument("--token", default=os.environ.get("TRACED_APP_TOKEN"),
-                        help="the Server-Timing secret (default $TRACED_APP_TOKEN; none: "
-                        "never send the header)")
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("TRACED_APP_TOKEN"),
+        help="the Server-Timing secret (default $TRACED_APP_TOKEN; none: never send the header)",
+    )
     args = parser.parse_args(argv)
     config = {"log_level": "warning", "access_log": False, "lifespan": "off"}
     if args.fd is not None:

@@ -36,13 +36,20 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _top_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="perflab", description="perflab: a performance lab in one tool.",
-                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                     epilog="commands:\n" + "\n".join(f"  {k:<9} {v}"
-                                                      for k, v in COMMANDS.items()))
+    parser = _Parser(
+        prog="perflab",
+        description="perflab: a performance lab in one tool.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="commands:\n" + "\n".join(f"  {k:<9} {v}" for k, v in COMMANDS.items()),
+    )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
-    parser.add_argument("command", nargs="?", choices=list(COMMANDS), metavar="COMMAND",
-                        help="one of: " + ", ".join(COMMANDS))
+    parser.add_argument(
+        "command",
+        nargs="?",
+        choices=list(COMMANDS),
+        metavar="COMMAND",
+        help="one of: " + ", ".join(COMMANDS),
+    )
     parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return parser
 
@@ -69,10 +76,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _Parser(prog=f"perflab {top.command}", description=COMMANDS[top.command])
     parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
     if top.command != "serve":
-        parser.add_argument("--wide", action="store_true",
-                            help="print every column of the tables, however wide the lines "
-                            "(by default lower-priority columns fold away to fit the terminal, "
-                            "or COLUMNS, or 120 when piped)")
+        parser.add_argument(
+            "--wide",
+            action="store_true",
+            help="print every column of the tables, however wide the lines "
+            "(by default lower-priority columns fold away to fit the terminal, "
+            "or COLUMNS, or 120 when piped)",
+        )
     module.add_arguments(parser)
     words = attach_negative_values(parser, argv[1:])
     args = parser.parse_args(words)
@@ -89,8 +99,12 @@ def attach_negative_values(parser: argparse.ArgumentParser, argv: list[str]) -> 
     option's parser rejects it by its meaning ("must be above zero") instead of argparse
     answering "expected one argument". Words that are options themselves are left alone.
     """
-    takes_one = {s for a in parser._actions if a.nargs is None and a.option_strings  # noqa: SLF001
-                 for s in a.option_strings}
+    takes_one = {
+        s
+        for a in parser._actions
+        if a.nargs is None and a.option_strings  # noqa: SLF001
+        for s in a.option_strings
+    }
     known = {s for a in parser._actions for s in a.option_strings}  # noqa: SLF001
     out: list[str] = []
     words = iter(argv)
@@ -100,8 +114,12 @@ def attach_negative_values(parser: argparse.ArgumentParser, argv: list[str]) -> 
             break
         if word in takes_one:
             value = next(words, None)
-            if value is not None and value.startswith("-") and value != "-" and \
-                    value.split("=")[0] not in known:
+            if (
+                value is not None
+                and value.startswith("-")
+                and value != "-"
+                and value.split("=")[0] not in known
+            ):
                 out.append(f"{word}={value}" if word.startswith("--") else word + value)
                 continue
             out += [word] if value is None else [word, value]
@@ -119,8 +137,13 @@ def typed_options(parser: argparse.ArgumentParser, words: Sequence[str]) -> dict
     for word in words:
         if word == "--":
             break
-        name = word.split("=", 1)[0] if word.startswith("--") else \
-            word if word in strings else word[:2]
+        name = (
+            word.split("=", 1)[0]
+            if word.startswith("--")
+            else word
+            if word in strings
+            else word[:2]
+        )
         if word.startswith("-") and name in strings:
             out[strings[name]] = name
     return out
@@ -146,8 +169,10 @@ def _guarded(func, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-
     except Exception as exc:  # noqa: BLE001 - last line of defence, no traceback
         if args.debug:
             raise
-        sys.stderr.write(f"error: internal error {type(exc).__name__}: "
-                         f"{terminal(exc, one_line=True)}; re-run with --debug and report it\n")
+        sys.stderr.write(
+            f"error: internal error {type(exc).__name__}: "
+            f"{terminal(exc, one_line=True)}; re-run with --debug and report it\n"
+        )
         return 1
 
 

@@ -23,5 +23,8 @@ FLAG_PREFIX = "clock:"
 def settings() -> dict[str, Any]:
     """The rule as JSON, for the environment fingerprint's ``clock_integrity``: ``method``
     (str), ``rel_tolerance`` (fraction of the sample), ``abs_tolerance_ns`` (ns)."""
-    return {"method": "per-sample MONOTONIC vs REALTIME, MONOTONIC_RAW and TSC deltas",
-            "rel_tolerance": REL_TOLERANCE, "abs_tolerance_ns": ABS_TOLERANCE_NS}
+    return {
+        "method": "per-sample MONOTONIC vs REALTIME, MONOTONIC_RAW and TSC deltas",
+        "rel_tolerance": REL_TOLERANCE,
+        "abs_tolerance_ns": ABS_TOLERANCE_NS,
+    }

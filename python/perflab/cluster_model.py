@@ -15,8 +15,16 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 #: doctor's checks about clocks: an agent failing one of them is flagged.
-CLOCK_CHECKS = ("clocksource", "backward_steps", "clock_steps", "rate_vs_tsc", "slewing",
-                "suspend", "longest_gap", "sleep")
+CLOCK_CHECKS = (
+    "clocksource",
+    "backward_steps",
+    "clock_steps",
+    "rate_vs_tsc",
+    "slewing",
+    "suspend",
+    "longest_gap",
+    "sleep",
+)
 
 
 def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
@@ -75,7 +83,7 @@ class AgentInfo:
 
     @property
     def label(self) -> str:
-        """"agent 1 (host)" (1-based, as printed)."""
+        """ "agent 1 (host)" (1-based, as printed)."""
         return f"agent {self.index + 1} ({self.host})"
 
     @classmethod
@@ -115,8 +123,9 @@ class AgentShare:
     step: Any = None
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], step_from_dict: Callable[[dict[str, Any]], Any]
-                  ) -> AgentShare:
+    def from_dict(
+        cls, data: dict[str, Any], step_from_dict: Callable[[dict[str, Any]], Any]
+    ) -> AgentShare:
         """Build from the JSON form; ``step_from_dict`` builds the agent's step.
 
         Raises:

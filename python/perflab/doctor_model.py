@@ -196,12 +196,18 @@ class DoctorReport:
         environment, …) are ignored. Raises KeyError/TypeError on a malformed document."""
         cross = dict(document["cross_checks"])
         cross["steps"] = [Step(**s) for s in cross["steps"]]
-        return cls(document["created"], document["duration_s"], document["elapsed_s"],
-                   document["clocksource"],
-                   {k: ClockFigures(**v) for k, v in document["clocks"].items()},
-                   CrossChecks(**cross), document["timer_slack_ns"],
-                   [SleepFigures(**s) for s in document["sleep"]], CpuLoad(**document["cpu"]),
-                   [Check(**c) for c in document["checks"]])
+        return cls(
+            document["created"],
+            document["duration_s"],
+            document["elapsed_s"],
+            document["clocksource"],
+            {k: ClockFigures(**v) for k, v in document["clocks"].items()},
+            CrossChecks(**cross),
+            document["timer_slack_ns"],
+            [SleepFigures(**s) for s in document["sleep"]],
+            CpuLoad(**document["cpu"]),
+            [Check(**c) for c in document["checks"]],
+        )
 
     @property
     def failed(self) -> bool:

@@ -39,17 +39,26 @@ def cpu_info() -> dict[str, Any]:
             model = value.strip()
         elif key.strip() == "flags" and not flags:
             flags = set(value.split())
-    return {"model": model or platform.processor() or None,
-            "tsc_flags": {f: f in flags for f in _TSC_FLAGS} if flags else None,
-            "hypervisor_flag": "hypervisor" in flags if flags else None,
-            "has_tsc": "tsc" in flags if flags else None}
+    return {
+        "model": model or platform.processor() or None,
+        "tsc_flags": {f: f in flags for f in _TSC_FLAGS} if flags else None,
+        "hypervisor_flag": "hypervisor" in flags if flags else None,
+        "has_tsc": "tsc" in flags if flags else None,
+    }
 
 
 #: CPUID hypervisor vendor signatures → the names systemd-detect-virt uses.
-_HYPERVISOR_SIGNATURES = {"KVMKVMKVM": "kvm", "Microsoft Hv": "microsoft", "VMwareVMware": "vmware",
-                          "XenVMMXenVMM": "xen", "TCGTCGTCGTCG": "qemu", "VBoxVBoxVBox": "oracle",
-                          " lrpepyh  vr": "parallels", "bhyve bhyve ": "bhyve",
-                          "ACRNACRNACRN": "acrn"}
+_HYPERVISOR_SIGNATURES = {
+    "KVMKVMKVM": "kvm",
+    "Microsoft Hv": "microsoft",
+    "VMwareVMware": "vmware",
+    "XenVMMXenVMM": "xen",
+    "TCGTCGTCGTCG": "qemu",
+    "VBoxVBoxVBox": "oracle",
+    " lrpepyh  vr": "parallels",
+    "bhyve bhyve ": "bhyve",
+    "ACRNACRNACRN": "acrn",
+}
 
 
 def _cpuid_hypervisor() -> str | None:
@@ -76,9 +85,16 @@ def virtualization() -> str | None:
         return found
     vendor = (_read("/sys/class/dmi/id/sys_vendor") or "").lower()
     product = (_read("/sys/class/dmi/id/product_name") or "").lower()
-    for needle, name in (("kvm", "kvm"), ("qemu", "kvm"), ("vmware", "vmware"),
-                         ("microsoft", "microsoft"), ("xen", "xen"), ("amazon", "kvm"),
-                         ("google", "kvm"), ("virtualbox", "oracle")):
+    for needle, name in (
+        ("kvm", "kvm"),
+        ("qemu", "kvm"),
+        ("vmware", "vmware"),
+        ("microsoft", "microsoft"),
+        ("xen", "xen"),
+        ("amazon", "kvm"),
+        ("google", "kvm"),
+        ("virtualbox", "oracle"),
+    ):
         if needle in vendor or needle in product:
             return name
     info = cpu_info()
@@ -90,8 +106,10 @@ def virtualization() -> str | None:
 def clocksource() -> dict[str, Any]:
     """Current and available clocksources from sysfs (None when not available)."""
     available = _read(_SYS_CLOCKSOURCE / "available_clocksource")
-    return {"current": _read(_SYS_CLOCKSOURCE / "current_clocksource"),
-            "available": available.split() if available else None}
+    return {
+        "current": _read(_SYS_CLOCKSOURCE / "current_clocksource"),
+        "available": available.split() if available else None,
+    }
 
 
 def governor() -> str | None:
@@ -182,17 +200,30 @@ def fingerprint(perflab_version: str) -> dict[str, Any]:
 
     cpu = cpu_info()
     return {
-        "hostname": platform.node(), "machine": platform.machine(),
-        "cpu_model": cpu["model"], "cpu_count": os.cpu_count(), "usable_cpus": usable_cpus(),
-        "kernel": platform.release(), "os": platform.platform(),
-        "python": {"implementation": platform.python_implementation(),
-                   "version": platform.python_version(), "executable": sys.executable,
-                   "free_threaded": not getattr(sys, "_is_gil_enabled", lambda: True)()},
-        "perflab_version": perflab_version, "clocksource": clocksource(),
-        "has_tsc": cpu["has_tsc"], "tsc_flags": cpu["tsc_flags"],
-        "virtualization": virtualization(), "governor": governor(), "boost": boost(),
-        "smt": smt(), "isolated_cpus": isolated_cpus(),
-        "clock_integrity": clock_rule.settings(), "load_average_start": load_average(),
+        "hostname": platform.node(),
+        "machine": platform.machine(),
+        "cpu_model": cpu["model"],
+        "cpu_count": os.cpu_count(),
+        "usable_cpus": usable_cpus(),
+        "kernel": platform.release(),
+        "os": platform.platform(),
+        "python": {
+            "implementation": platform.python_implementation(),
+            "version": platform.python_version(),
+            "executable": sys.executable,
+            "free_threaded": not getattr(sys, "_is_gil_enabled", lambda: True)(),
+        },
+        "perflab_version": perflab_version,
+        "clocksource": clocksource(),
+        "has_tsc": cpu["has_tsc"],
+        "tsc_flags": cpu["tsc_flags"],
+        "virtualization": virtualization(),
+        "governor": governor(),
+        "boost": boost(),
+        "smt": smt(),
+        "isolated_cpus": isolated_cpus(),
+        "clock_integrity": clock_rule.settings(),
+        "load_average_start": load_average(),
     }
 
 
@@ -227,16 +258,36 @@ def _tsc_text(env: dict[str, Any]) -> str:
 def _integrity_text(integ: dict[str, Any] | None) -> str:
     if not integ:
         return "not recorded"
-    return (f"a sample is flagged when MONOTONIC and REALTIME, MONOTONIC_RAW or the TSC "
-            f"differ by more than {format_time(integ['abs_tolerance_ns'] * 1e-9)} + "
-            f"{integ['rel_tolerance']:.1%} of its length")
+    return (
+        f"a sample is flagged when MONOTONIC and REALTIME, MONOTONIC_RAW or the TSC "
+        f"differ by more than {format_time(integ['abs_tolerance_ns'] * 1e-9)} + "
+        f"{integ['rel_tolerance']:.1%} of its length"
+    )
 
 
 #: Fingerprint keys :func:`describe` puts into words; any other key is shown as JSON.
-_DESCRIBED = {"hostname", "os", "cpu_model", "cpu_count", "usable_cpus", "machine", "kernel",
-              "python", "perflab_version", "clocksource", "has_tsc", "tsc_flags",
-              "virtualization", "governor", "boost", "smt", "isolated_cpus",
-              "load_average_start", "load_average_end", "clock_integrity"}
+_DESCRIBED = {
+    "hostname",
+    "os",
+    "cpu_model",
+    "cpu_count",
+    "usable_cpus",
+    "machine",
+    "kernel",
+    "python",
+    "perflab_version",
+    "clocksource",
+    "has_tsc",
+    "tsc_flags",
+    "virtualization",
+    "governor",
+    "boost",
+    "smt",
+    "isolated_cpus",
+    "load_average_start",
+    "load_average_end",
+    "clock_integrity",
+}
 
 
 def describe(env: dict[str, Any]) -> list[tuple[str, str]]:
@@ -250,15 +301,23 @@ def describe(env: dict[str, Any]) -> list[tuple[str, str]]:
     loads = [env.get("load_average_start"), env.get("load_average_end")]
     return [
         ("host", f"{_text(env.get('hostname'))} ({_text(env.get('os'))})"),
-        ("CPU", f"{_text(env.get('cpu_model'))}, {_text(env.get('cpu_count'))} CPUs "
-                f"({_text(env.get('usable_cpus'))} usable), {_text(env.get('machine'))}"),
+        (
+            "CPU",
+            f"{_text(env.get('cpu_model'))}, {_text(env.get('cpu_count'))} CPUs "
+            f"({_text(env.get('usable_cpus'))} usable), {_text(env.get('machine'))}",
+        ),
         ("kernel", _text(env.get("kernel"))),
-        ("python", f"{_text(py.get('implementation'))} {_text(py.get('version'))}"
-                   + (" free-threaded" if py.get("free_threaded") else "")
-                   + f" ({_text(py.get('executable'))})"),
+        (
+            "python",
+            f"{_text(py.get('implementation'))} {_text(py.get('version'))}"
+            + (" free-threaded" if py.get("free_threaded") else "")
+            + f" ({_text(py.get('executable'))})",
+        ),
         ("perflab", _text(env.get("perflab_version"))),
-        ("clocksource", f"{_text(source.get('current'))} "
-                        f"(available: {_text(source.get('available'))})"),
+        (
+            "clocksource",
+            f"{_text(source.get('current'))} (available: {_text(source.get('available'))})",
+        ),
         ("TSC flags", _tsc_text(env)),
         ("virtualization", _text(env.get("virtualization"))),
         ("governor", _text(env.get("governor"))),
@@ -278,10 +337,16 @@ _FINGERPRINT: tuple[tuple[str, str, str], ...] = (
     ("clocksource.current", "clocksource", "timer cost and resolution differ"),
     ("governor", "CPU frequency governor", "use 'performance' on both for stable clocks"),
     ("kernel", "kernel", "system call costs may differ"),
-    ("python.implementation", "Python implementation", "the interpreter, not the code, "
-     "may explain the difference"),
-    ("python.version", "Python version", "the interpreter, not the code, may explain the "
-     "difference"),
+    (
+        "python.implementation",
+        "Python implementation",
+        "the interpreter, not the code, may explain the difference",
+    ),
+    (
+        "python.version",
+        "Python version",
+        "the interpreter, not the code, may explain the difference",
+    ),
     ("perflab_version", "perflab version", "the measurement method may differ"),
 )
 
@@ -311,6 +376,8 @@ def environment_differences(env_a: dict[str, Any], env_b: dict[str, Any]) -> lis
     for side, env in (("A", env_a), ("B", env_b)):
         load, cpus = env.get("load_average_start"), env.get("cpu_count")
         if load and cpus and load[0] >= cpus:
-            out.append(f"{side}'s machine was busy at the start (load {load[0]:g} on {cpus} "
-                       "CPUs): its numbers may be noisier")
+            out.append(
+                f"{side}'s machine was busy at the start (load {load[0]:g} on {cpus} "
+                "CPUs): its numbers may be noisier"
+            )
     return out

@@ -51,25 +51,36 @@ _FLAT = rb'(?:"(?:[^"\\]|\\.)*"|[^{}\[\]"])*?'
 #: A JSON document perflab wrote (results, compare, fit, doctor, the hyperfine export):
 #: ``"tool": "perflab"`` among the top-level keys before the first nested value (it is
 #: first or second). A file that only mentions perflab (a package.json) is not ours.
-_JSON_MARK = re.compile(rb'\s*\{' + _FLAT + rb'"tool"\s*:\s*"perflab"')
+_JSON_MARK = re.compile(rb"\s*\{" + _FLAT + rb'"tool"\s*:\s*"perflab"')
 #: The exports perflab wrote (report.peer_formats): a perflab JSON document (hyperfine),
 #: a github-action-benchmark list whose first entry's "extra" starts "perflab", an .hlog's
 #: first line, an .hgrm's header followed by its closing "#[perflab: …" line.
-_EXPORT_MARKS = (_JSON_MARK,
-                 re.compile(rb'\s*\[\s*\{' + _FLAT + rb'"extra"\s*:\s*"perflab[ :]'),
-                 re.compile(rb"#\[perflab http latency histograms"),
-                 re.compile(rb"\s*Value\s+Percentile\s+TotalCount[^\n]*\n(?:.*\n)*?#\[perflab: "))
+_EXPORT_MARKS = (
+    _JSON_MARK,
+    re.compile(rb"\s*\[\s*\{" + _FLAT + rb'"extra"\s*:\s*"perflab[ :]'),
+    re.compile(rb"#\[perflab http latency histograms"),
+    re.compile(rb"\s*Value\s+Percentile\s+TotalCount[^\n]*\n(?:.*\n)*?#\[perflab: "),
+)
 #: How each kind of output file perflab writes starts (what makes an existing file "ours"):
 #: a CSV file by the first columns of its header, as the CSV records of ``run``
 #: (report.table.summary_records), ``cmd`` (report.cmd_table), ``http``
 #: (report.http_table.step_records), ``compare``, ``fit`` and ``doctor`` begin;
 #: tests/reliability/test_output_files.py checks they do.
-_SIGNATURES = {"json": (b"{",), "png": (b"\x89PNG\r\n\x1a\n",),
-               "html": (b"<!DOCTYPE html><!-- perflab report -->",),
-               "markdown": (b"<!-- perflab",),
-               "csv": (b"id,group,benchmark,stage,", b"id,label,runs,failed,",
-                       b"step,mode,offered_rate,", b"id,kind,metric,unit,",
-                       b"series,x_label,y_label,", b"series,param,", b"name,status,detail,")}
+_SIGNATURES = {
+    "json": (b"{",),
+    "png": (b"\x89PNG\r\n\x1a\n",),
+    "html": (b"<!DOCTYPE html><!-- perflab report -->",),
+    "markdown": (b"<!-- perflab",),
+    "csv": (
+        b"id,group,benchmark,stage,",
+        b"id,label,runs,failed,",
+        b"step,mode,offered_rate,",
+        b"id,kind,metric,unit,",
+        b"series,x_label,y_label,",
+        b"series,param,",
+        b"name,status,detail,",
+    ),
+}
 
 
 class SaveError(PerflabError):
@@ -114,11 +125,15 @@ def read_bytes(path: str | os.PathLike[str], what: str, limit: int = MAX_INPUT_B
     if stat.S_ISDIR(info.st_mode):
         raise UsageError(f"{what}: is a folder, not a file; give the path of a file")
     if not stat.S_ISREG(info.st_mode):
-        raise UsageError(f"{what}: is not a regular file (a device, pipe or socket); "
-                         "save the data to a file and pass that")
+        raise UsageError(
+            f"{what}: is not a regular file (a device, pipe or socket); "
+            "save the data to a file and pass that"
+        )
     if info.st_size > limit:
-        raise UsageError(f"{what}: is {info.st_size / 2**20:,.0f} MiB, more than the "
-                         f"{limit / 2**20:,.0f} MiB perflab reads; pass a smaller file")
+        raise UsageError(
+            f"{what}: is {info.st_size / 2**20:,.0f} MiB, more than the "
+            f"{limit / 2**20:,.0f} MiB perflab reads; pass a smaller file"
+        )
     try:
         with open(path, "rb") as fh:
             data = fh.read(limit + 1)
@@ -139,8 +154,10 @@ def read_text(path: str | os.PathLike[str], what: str, limit: int = MAX_INPUT_BY
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{what}: is not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x}:"
-                         " a binary file?); pass a text file") from None
+        raise UsageError(
+            f"{what}: is not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x}:"
+            " a binary file?); pass a text file"
+        ) from None
 
 
 # --------------------------------------------------------------------------- writing
@@ -212,19 +229,26 @@ class Destination:
             _check_folder(path.parent, shown)
             return cls(path, option)
         except OSError as exc:
-            raise UsageError(f"{shown}: can't use it ({exc.strerror}); choose another "
-                             "path") from None
+            raise UsageError(
+                f"{shown}: can't use it ({exc.strerror}); choose another path"
+            ) from None
         if stat.S_ISDIR(info.st_mode):
-            raise UsageError(f"{shown}: is a folder; give a file path inside it, e.g. "
-                             f"{path / ('results.' + kind)}")
+            raise UsageError(
+                f"{shown}: is a folder; give a file path inside it, e.g. "
+                f"{path / ('results.' + kind)}"
+            )
         if stat.S_ISFIFO(info.st_mode):
             return cls(path, option, in_place=True)
         if not stat.S_ISREG(info.st_mode):
-            raise UsageError(f"{shown}: exists and is not a regular file (a device or "
-                             "socket); perflab won't write into it: choose a file path")
+            raise UsageError(
+                f"{shown}: exists and is not a regular file (a device or "
+                "socket); perflab won't write into it: choose a file path"
+            )
         if not _ours(path, kind):
-            raise UsageError(f"{shown}: exists and was not written by perflab; perflab only "
-                             "replaces its own files: remove it or choose another path")
+            raise UsageError(
+                f"{shown}: exists and was not written by perflab; perflab only "
+                "replaces its own files: remove it or choose another path"
+            )
         if path.is_symlink():  # write the link's target, keep the link
             path = Path(os.path.realpath(path))
         _check_folder(path.parent, shown)
@@ -263,8 +287,10 @@ def distinct(destinations: Iterable[Destination | None]) -> None:
         name = "stdout" if dest.path is None or str(dest.path) in _STDOUT else str(dest.path)
         key = name if name == "stdout" else os.path.realpath(dest.path)
         if key in seen:
-            raise UsageError(f"{seen[key]} and {dest.option} both write to {name}: each "
-                             "output needs its own place; give one of them another path")
+            raise UsageError(
+                f"{seen[key]} and {dest.option} both write to {name}: each "
+                "output needs its own place; give one of them another path"
+            )
         seen[key] = dest.option
 
 
@@ -274,7 +300,7 @@ def _write_fd(fd: int, data: bytes) -> None:
     sys.stderr.flush()
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _write_in_place(path: Path, data: bytes) -> None:
@@ -307,15 +333,17 @@ def _check_folder(folder: Path, shown: str) -> None:
             raise UsageError(f"{shown}: its folder {folder} can't be made; choose another path")
         probe = probe.parent
     if not probe.is_dir():
-        raise UsageError(f"{shown}: {probe} is a file, so the folder {folder} can't be made; "
-                         "choose another path")
+        raise UsageError(
+            f"{shown}: {probe} is a file, so the folder {folder} can't be made; choose another path"
+        )
     try:  # a real probe: access() says yes to root on a read-only filesystem or in /proc
         fd, name = tempfile.mkstemp(prefix=".perflab-probe-", dir=probe)
         os.close(fd)
         os.unlink(name)
     except OSError as exc:
-        raise UsageError(f"{shown}: the folder {probe} is not writable ({exc.strerror}); "
-                         "choose another path") from None
+        raise UsageError(
+            f"{shown}: the folder {probe} is not writable ({exc.strerror}); choose another path"
+        ) from None
 
 
 def _ours(path: Path, kind: str) -> bool:
@@ -394,8 +422,12 @@ def rescue(destination: Destination, kind: str, write: Callable[[Path], object])
     return Path(name)
 
 
-def save(destination: Destination, data: bytes | Callable[[], bytes], kind: str,
-         rescue_on_failure: bool = True) -> None:
+def save(
+    destination: Destination,
+    data: bytes | Callable[[], bytes],
+    kind: str,
+    rescue_on_failure: bool = True,
+) -> None:
     """Write an output file; on failure, rescue the data and raise :class:`SaveError`.
 
     Args:
@@ -414,8 +446,11 @@ def save(destination: Destination, data: bytes | Callable[[], bytes], kind: str,
         destination.write(payload)
     except OSError as exc:
         if not rescue_on_failure:
-            raise SaveError(f"{destination.option} {destination}: can't write the {kind} "
-                            f"({exc.strerror or type(exc).__name__})", None) from None
+            raise SaveError(
+                f"{destination.option} {destination}: can't write the {kind} "
+                f"({exc.strerror or type(exc).__name__})",
+                None,
+            ) from None
         _failed(destination, kind, exc, lambda path: path.write_bytes(payload), payload)
 
 
@@ -428,8 +463,11 @@ def save_file(destination: Destination, write: Callable[[Path], object], kind: s
     Raises:
         SaveError: the write failed; the rescue file (drawn again) is named.
     """
-    folder = destination.path.parent if destination.path is not None and \
-        not destination.in_place else Path(tempfile.gettempdir())
+    folder = (
+        destination.path.parent
+        if destination.path is not None and not destination.in_place
+        else Path(tempfile.gettempdir())
+    )
     try:
         folder.mkdir(parents=True, exist_ok=True)
         suffix = (destination.path.suffix if destination.path is not None else "") or ".png"
@@ -454,8 +492,13 @@ def save_file(destination: Destination, write: Callable[[Path], object], kind: s
         tmp.unlink(missing_ok=True)
 
 
-def _failed(destination: Destination, kind: str, exc: OSError,
-            write: Callable[[Path], object], payload: bytes | None = None) -> None:
+def _failed(
+    destination: Destination,
+    kind: str,
+    exc: OSError,
+    write: Callable[[Path], object],
+    payload: bytes | None = None,
+) -> None:
     """Rescue the output into the temp folder with ``write`` and raise SaveError.
 
     When no file can be written at all (the temp folder's disk is full too), a text
@@ -466,15 +509,18 @@ def _failed(destination: Destination, kind: str, exc: OSError,
     if saved is not None:
         where = f"it was saved to {saved} instead"
     elif payload is not None:
-        sys.stderr.write(f"perflab: no file could be written; the {kind} follow on stderr "
-                         "between this line and 'perflab: end'\n")
+        sys.stderr.write(
+            f"perflab: no file could be written; the {kind} follow on stderr "
+            "between this line and 'perflab: end'\n"
+        )
         sys.stderr.write(payload.decode("utf-8", "replace").rstrip("\n") + "\n")
         sys.stderr.write("perflab: end\n")
         where = "the rescue copy in the temp folder failed too, so it was printed on stderr"
     else:
         where = "and the rescue copy in the temp folder failed too"
-    raise SaveError(f"{destination.option} {destination}: can't write the {kind} "
-                    f"({reason}); {where}", saved) from None
+    raise SaveError(
+        f"{destination.option} {destination}: can't write the {kind} ({reason}); {where}", saved
+    ) from None
 
 
 class Deferred:

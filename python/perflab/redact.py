@@ -14,8 +14,9 @@ from collections.abc import Iterable, Sequence
 
 REDACTED = "<redacted>"
 #: Headers whose values are credentials, lower case.
-CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie",
-                                "x-api-key", "x-auth-token"})
+CREDENTIAL_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "x-auth-token"}
+)
 #: ``scheme://user:password@`` (the password is anything up to the last ``@`` of the authority).
 _URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*:)[^/\s]*(@)")
 
@@ -33,8 +34,7 @@ def secret_names(extra: Iterable[str] = ()) -> frozenset[str]:
 def headers(pairs: Sequence[Sequence[str]], extra: Iterable[str] = ()) -> list[list[str]]:
     """[[name, value], …] with the values of secret headers redacted."""
     names = secret_names(extra)
-    return [[name, REDACTED if name.strip().lower() in names else value]
-            for name, value in pairs]
+    return [[name, REDACTED if name.strip().lower() in names else value] for name, value in pairs]
 
 
 def header_text(text: str, extra: Iterable[str] = ()) -> str:
@@ -58,7 +58,7 @@ def argv(words: Sequence[str], extra: Iterable[str] = ()) -> list[str]:
             out.append(word)
             after_header = True
         elif word.startswith("--header="):
-            out.append("--header=" + header_text(word[len("--header="):], extra))
+            out.append("--header=" + header_text(word[len("--header=") :], extra))
         elif word.startswith("-H") and len(word) > 2:
             out.append("-H" + header_text(word[2:], extra))
         else:

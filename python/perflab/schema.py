@@ -15,9 +15,15 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA_DIR = Path(__file__).with_name("schemas")
-_TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a string",
-               "object": "an object", "array": "a list", "boolean": "true or false",
-               "null": "null"}
+_TYPE_WORDS = {
+    "integer": "an integer",
+    "number": "a number",
+    "string": "a string",
+    "object": "an object",
+    "array": "a list",
+    "boolean": "true or false",
+    "null": "null",
+}
 
 
 def schema(name: str) -> dict[str, Any]:
@@ -45,8 +51,12 @@ def _expected(definition: dict[str, Any]) -> str:
     types = [types] if isinstance(types, str) else list(types)
     words = [_TYPE_WORDS.get(t, t) for t in types if t != "null"]
     if definition.get("minimum") == 0 and words in (["an integer"], ["a number"]):
-        words = [w.replace("an integer", "a non-negative integer")
-                 .replace("a number", "a non-negative number") for w in words]
+        words = [
+            w.replace("an integer", "a non-negative integer").replace(
+                "a number", "a non-negative number"
+            )
+            for w in words
+        ]
     text = " or ".join(words) if words else "null"
     return text + (" (or null)" if "null" in types and words else "")
 
@@ -76,8 +86,13 @@ def problem(exc: Any, document: Any) -> str:
     if rule == "maxLength":
         return f"{path}: is too long (more than {definition:,} characters)"
     if rule == "pattern":
-        what = "base64 text" if path.endswith("encoded") else "a status list like 200-299,304" \
-            if path.endswith(".ok") else "in the expected form"
+        what = (
+            "base64 text"
+            if path.endswith("encoded")
+            else "a status list like 200-299,304"
+            if path.endswith(".ok")
+            else "in the expected form"
+        )
         return f"{path}: is not {what}"
     if rule == "propertyNames":
         return f"{path}: its keys must be HTTP status codes (100-599)"

@@ -59,8 +59,13 @@ def validator(schema_bytes: bytes) -> Callable[[Any], Any]:
     """
     import fastjsonschema
 
-    key = hashlib.sha256(FORMAT + importlib.util.MAGIC_NUMBER
-                         + fastjsonschema.VERSION.encode() + b"\0" + schema_bytes).hexdigest()
+    key = hashlib.sha256(
+        FORMAT
+        + importlib.util.MAGIC_NUMBER
+        + fastjsonschema.VERSION.encode()
+        + b"\0"
+        + schema_bytes
+    ).hexdigest()
     directory = cache_dir()
     path = directory / f"validator-{key[:32]}.marshal" if directory else None
     loaded = _load(path) if path else None
@@ -88,8 +93,10 @@ def _trusted(st: os.stat_result) -> bool:
 def _load(path: Path) -> tuple[str, CodeType] | None:
     """The (function name, code object) kept at ``path``, or None."""
     try:
-        if not (_trusted(os.stat(path.parent)) and _trusted(st := os.stat(path))) \
-                or st.st_size > MAX_BYTES:
+        if (
+            not (_trusted(os.stat(path.parent)) and _trusted(st := os.stat(path)))
+            or st.st_size > MAX_BYTES
+        ):
             return None
         with open(path, "rb") as f:
             name, code = marshal.loads(f.read())

@@ -137,8 +137,9 @@ def parse_positive_duration(text: str, option: str) -> float:
     return seconds
 
 
-def parse_fraction(text: str, option: str, example_percent: str, example_fraction: str,
-                   allow_zero: bool = False) -> float:
+def parse_fraction(
+    text: str, option: str, example_percent: str, example_fraction: str, allow_zero: bool = False
+) -> float:
     """Parse a share written as a percentage ("2%") or a fraction ("0.02") into a fraction.
 
     The one parser of percentages (``--precision``, ``--threshold``).
@@ -159,11 +160,13 @@ def parse_fraction(text: str, option: str, example_percent: str, example_fractio
     try:
         value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
     except ValueError:
-        raise UsageError(f"{option} {text!r} is not a number; write e.g. {example_percent} or "
-                         f"{example_fraction}") from None
+        raise UsageError(
+            f"{option} {text!r} is not a number; write e.g. {example_percent} or {example_fraction}"
+        ) from None
     if allow_zero and not 0 <= value < 1:
-        raise UsageError(f"{option} {text!r} must be at least 0% and below 100%, e.g. "
-                         f"{example_percent}")
+        raise UsageError(
+            f"{option} {text!r} must be at least 0% and below 100%, e.g. {example_percent}"
+        )
     if not allow_zero and not 0 < value < 1:
         raise UsageError(f"{option} {text!r} must be between 0% and 100%, e.g. {example_percent}")
     return value

@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
+
 from perflab.analyze.models import COMPLEXITY_MODELS, fit_complexity
 
 #: The true classes of the study.
@@ -90,7 +91,7 @@ def _solve(g, target: float, low: float) -> float:
 
 
 def outcome(true: str, verdict: str, model: str, tied: tuple[str, ...]) -> str:
-    """"right", "none" or "wrong" for one fit of a trial of class ``true``."""
+    """ "right", "none" or "wrong" for one fit of a trial of class ``true``."""
     if verdict == "none":
         return "none"
     if verdict == "fits":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from perflab.analyze.models import breakeven, breakeven_from_points, fit_complexity
 from perflab.analyze.models.breakeven import per_call_fit
 from perflab.analyze.models.measured import measured_summary
@@ -16,14 +17,17 @@ CLEAN_B = 5e-6 + 1.5e-9 * N
 
 def test_a_crossing_the_measurements_contradict_is_not_claimed() -> None:
     """Forced O(n), A's line crosses B's near 18,000, but at 100,000 A measured 2× B."""
-    r = breakeven_from_points(N, CLIFF_A, N, CLEAN_B, model="O(n)", se_a=0.02 * CLIFF_A,
-                              se_b=0.02 * CLEAN_B)
+    r = breakeven_from_points(
+        N, CLIFF_A, N, CLEAN_B, model="O(n)", se_a=0.02 * CLIFF_A, se_b=0.02 * CLEAN_B
+    )
     assert r.refuted and r.n_star is None and r.cheaper_beyond is None
     assert r.crossings and 1e4 < r.crossings[-1] < 3e4  # the fitted lines do cross
-    assert r.sentence().startswith("no break-even claimed: the fitted curves contradict the "
-                                   "measurements (at n = 100,000 the measurements show B "
-                                   "cheaper (155 µs vs 330 µs for A, beyond the CI of the "
-                                   "difference))")
+    assert r.sentence().startswith(
+        "no break-even claimed: the fitted curves contradict the "
+        "measurements (at n = 100,000 the measurements show B "
+        "cheaper (155 µs vs 330 µs for A, beyond the CI of the "
+        "difference))"
+    )
     assert "cheaper beyond" not in r.sentence()
     refuting = [o.n for o in r.measured if o.refutes]
     assert refuting == [1e5]
@@ -63,14 +67,22 @@ def test_the_issue_repro_never_says_the_slower_side_is_cheaper_beyond() -> None:
 def test_measured_summary_names_a_single_flip() -> None:
     a, b = 10e-6 + 1e-9 * N, 5e-6 + 1.5e-9 * N
     r = breakeven_from_points(N, a, N, b, model="O(n)", se_a=0.02 * a, se_b=0.02 * b)
-    assert measured_summary(r.measured) == ("measured: B is cheaper up to n = 1,000 and A from "
-                                            "n = 30,000, so the costs cross between those sizes")
+    assert measured_summary(r.measured) == (
+        "measured: B is cheaper up to n = 1,000 and A from "
+        "n = 30,000, so the costs cross between those sizes"
+    )
 
 
 def test_sides_without_common_sizes_or_points_are_not_checked() -> None:
     fa = fit_complexity(N, 10e-6 + 1e-9 * N)
     fb = fit_complexity(N * 2, 5e-6 + 1.5e-9 * N * 2)
     assert breakeven(fa, fb, n_boot=200).measured == ()
-    calls = breakeven(per_call_fit(1e-6, 0.0, 1e4), per_call_fit(3e-6, 0.0, 1e4), 2e-3, 0.0,
-                      search_range=(1.0, 1e4), n_boot=200)
+    calls = breakeven(
+        per_call_fit(1e-6, 0.0, 1e4),
+        per_call_fit(3e-6, 0.0, 1e4),
+        2e-3,
+        0.0,
+        search_range=(1.0, 1e4),
+        n_boot=200,
+    )
     assert calls.measured == () and not calls.refuted and calls.n_star is not None

@@ -12,10 +12,25 @@ from perflab.model import Benchmark, CommandRun
 MS = 1_000_000
 
 
-def bench(name: str, walls_ms: list[float], user_ms: float = 4, sys_ms: float = 1,
-          rss: int = 20_000_000, **kw) -> Benchmark:  # type: ignore[no-untyped-def]
-    runs = [CommandRun(index=i, started_s=i * 0.1, wall_ns=int(w * MS), user_ns=int(user_ms * MS),
-                       sys_ns=int(sys_ms * MS), max_rss_bytes=rss) for i, w in enumerate(walls_ms)]
+def bench(
+    name: str,
+    walls_ms: list[float],
+    user_ms: float = 4,
+    sys_ms: float = 1,
+    rss: int = 20_000_000,
+    **kw,
+) -> Benchmark:  # type: ignore[no-untyped-def]
+    runs = [
+        CommandRun(
+            index=i,
+            started_s=i * 0.1,
+            wall_ns=int(w * MS),
+            user_ns=int(user_ms * MS),
+            sys_ns=int(sys_ms * MS),
+            max_rss_bytes=rss,
+        )
+        for i, w in enumerate(walls_ms)
+    ]
     return Benchmark(name=name, kind="command", runs=runs, **kw)
 
 
@@ -44,9 +59,13 @@ def test_ratios_against_the_fastest_or_the_reference() -> None:
 
 def failed_bench() -> Benchmark:
     """A command whose one run exited with status 1."""
-    return Benchmark(name="bad", kind="command", error="'bad': run exited with status 1",
-                     stop_reason="failed",
-                     runs=[CommandRun(index=0, started_s=0, wall_ns=MS, exit_code=1, ok=False)])
+    return Benchmark(
+        name="bad",
+        kind="command",
+        error="'bad': run exited with status 1",
+        stop_reason="failed",
+        runs=[CommandRun(index=0, started_s=0, wall_ns=MS, exit_code=1, ok=False)],
+    )
 
 
 def test_a_command_without_successful_runs_has_no_numbers() -> None:

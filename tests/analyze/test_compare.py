@@ -25,16 +25,30 @@ RESAMPLES = 1000
 
 
 def results(*benches: Benchmark, env: dict | None = None) -> Results:
-    return Results("run", ["perflab"], "2026-01-01T00:00:00+00:00", "0.1.0",
-                   environment=env or {}, benchmarks=list(benches))
+    return Results(
+        "run",
+        ["perflab"],
+        "2026-01-01T00:00:00+00:00",
+        "0.1.0",
+        environment=env or {},
+        benchmarks=list(benches),
+    )
 
 
-def pair(shift: float, processes: int = 10, samples: int = 40, sigma: float = 0.01,
-         between: float = 0.005, seed: int = 0, name: str = "f") -> tuple[Benchmark, Benchmark]:
+def pair(
+    shift: float,
+    processes: int = 10,
+    samples: int = 40,
+    sigma: float = 0.01,
+    between: float = 0.005,
+    seed: int = 0,
+    name: str = "f",
+) -> tuple[Benchmark, Benchmark]:
     """A and B of one benchmark: B's true median is (1 + shift) × A's."""
     a = make_bench(name, lognormal_groups(1e-6, processes, samples, sigma, between, seed))
-    b = make_bench(name, lognormal_groups(1e-6 * (1 + shift), processes, samples, sigma, between,
-                                          seed + 1000))
+    b = make_bench(
+        name, lognormal_groups(1e-6 * (1 + shift), processes, samples, sigma, between, seed + 1000)
+    )
     return a, b
 
 
@@ -44,13 +58,22 @@ def one(a: Benchmark, b: Benchmark, threshold: float = 0.02) -> cmp.Row:
     return rows[0]
 
 
-@pytest.mark.parametrize("low, high, hib, expected", [
-    (1.03, 1.10, False, "slower"), (0.90, 0.97, False, "faster"),
-    (0.99, 1.01, False, "same"), (0.98, 1.02, False, "same"),
-    (0.99, 1.05, False, "inconclusive"), (0.90, 1.10, False, "inconclusive"),
-    (1.03, 1.10, True, "faster"), (0.90, 0.97, True, "slower"),
-    (1.02, 1.05, False, "inconclusive"), (0.0, math.inf, False, "inconclusive"),
-    (math.nan, 1.0, False, "inconclusive")])
+@pytest.mark.parametrize(
+    "low, high, hib, expected",
+    [
+        (1.03, 1.10, False, "slower"),
+        (0.90, 0.97, False, "faster"),
+        (0.99, 1.01, False, "same"),
+        (0.98, 1.02, False, "same"),
+        (0.99, 1.05, False, "inconclusive"),
+        (0.90, 1.10, False, "inconclusive"),
+        (1.03, 1.10, True, "faster"),
+        (0.90, 0.97, True, "slower"),
+        (1.02, 1.05, False, "inconclusive"),
+        (0.0, math.inf, False, "inconclusive"),
+        (math.nan, 1.0, False, "inconclusive"),
+    ],
+)
 def test_verdict_against_the_threshold(low: float, high: float, hib: bool, expected: str) -> None:
     assert decisions.verdict(low, high, 0.02, hib) == expected
 
@@ -64,8 +87,9 @@ def test_expansion_factor_widens_small_samples_and_vanishes_for_large() -> None:
     assert factors == sorted(factors, reverse=True)
 
 
-@pytest.mark.parametrize("shift, expected", [(0.10, "slower"), (-0.10, "faster"),
-                                             (0.05, "slower"), (-0.05, "faster")])
+@pytest.mark.parametrize(
+    "shift, expected", [(0.10, "slower"), (-0.10, "faster"), (0.05, "slower"), (-0.05, "faster")]
+)
 def test_shifted_distributions_are_called(shift: float, expected: str) -> None:
     row = one(*pair(shift))
     assert row.verdict == expected
@@ -104,22 +128,30 @@ def heavy_tailed(median: float, processes: int, samples: int, seed: int) -> list
 def test_heavy_tails_neither_hide_a_shift_nor_invent_one() -> None:
     a = make_bench("f", heavy_tailed(1e-6, 10, 50, 1))
     assert one(a, make_bench("f", heavy_tailed(1.1e-6, 10, 50, 2))).verdict == "slower"
-    assert one(a, make_bench("f", heavy_tailed(1e-6, 10, 50, 3))).verdict in ("same",
-                                                                              "inconclusive")
+    assert one(a, make_bench("f", heavy_tailed(1e-6, 10, 50, 3))).verdict in (
+        "same",
+        "inconclusive",
+    )
 
 
 def bimodal(median: float, processes: int, seed: int, slow_mode: float = 1.15) -> list[list[float]]:
     """Each process lands in one of two modes (e.g. two memory layouts), 50/50."""
     rng = np.random.default_rng(seed)
-    return [list(median * (slow_mode if rng.random() < 0.5 else 1.0)
-                 * np.exp(rng.normal(0, 0.005, 30))) for _ in range(processes)]
+    return [
+        list(median * (slow_mode if rng.random() < 0.5 else 1.0) * np.exp(rng.normal(0, 0.005, 30)))
+        for _ in range(processes)
+    ]
 
 
 def test_bimodal_processes_are_not_called_different_by_the_mode_draw() -> None:
     # a false alarm needs the 95% CI wholly beyond ±2%: nominally under 2.5% of trials;
     # 5% allows for the t-interval on a two-point (bimodal) distribution of 8 processes
-    verdicts = [one(make_bench("f", bimodal(1e-6, 8, s)),
-                    make_bench("f", bimodal(1e-6, 8, s + 500))).verdict for s in range(200)]
+    verdicts = [
+        one(
+            make_bench("f", bimodal(1e-6, 8, s)), make_bench("f", bimodal(1e-6, 8, s + 500))
+        ).verdict
+        for s in range(200)
+    ]
     assert verdicts.count("slower") + verdicts.count("faster") <= 10, verdicts
 
 
@@ -218,8 +250,10 @@ def test_suite_lists_missing_benchmarks_and_counts_verdicts() -> None:
 def drifting(name: str, start: float, end: float, seed: int) -> Benchmark:
     """Process medians moving steadily from ``start`` to ``end`` × 1 µs in run order."""
     rng = np.random.default_rng(seed)
-    return make_bench(name, [list(1e-6 * f * np.exp(rng.normal(0, 0.005, 20)))
-                             for f in np.linspace(start, end, 16)])
+    return make_bench(
+        name,
+        [list(1e-6 * f * np.exp(rng.normal(0, 0.005, 20))) for f in np.linspace(start, end, 16)],
+    )
 
 
 def test_a_run_whose_machine_changed_is_flagged() -> None:
@@ -258,8 +292,9 @@ def test_repeated_ids_are_kept_apart() -> None:
 
 def test_geometric_mean_of_a_uniform_slowdown() -> None:
     benches = [pair(0.08, name=f"b{i}", seed=i) for i in range(6)]
-    suite = cmp.compare_results(results(*[a for a, _ in benches]),
-                                results(*[b for _, b in benches]), resamples=RESAMPLES)
+    suite = cmp.compare_results(
+        results(*[a for a, _ in benches]), results(*[b for _, b in benches]), resamples=RESAMPLES
+    )
     assert suite.geomean.ci_low < 1.08 < suite.geomean.ci_high
     assert suite.geomean_verdict == "slower"
     assert any("machine-wide" in w for w in suite.warnings)
@@ -280,14 +315,24 @@ def test_mann_whitney_p_edge_cases() -> None:
 
 
 def test_environment_differences_are_plain_words() -> None:
-    env_a = {"hostname": "ci-1", "cpu_model": "Intel X", "cpu_count": 2,
-             "python": {"version": "3.12.1", "implementation": "CPython"},
-             "clocksource": {"current": "tsc"}, "governor": None,
-             "load_average_start": [0.1, 0.1, 0.1]}
-    env_b = {**env_a, "hostname": "laptop", "cpu_model": "AMD Y",
-             "python": {"version": "3.13.0", "implementation": "CPython"},
-             "clocksource": {"current": "hpet"}, "governor": "powersave",
-             "load_average_start": [4.0, 3.0, 2.0]}
+    env_a = {
+        "hostname": "ci-1",
+        "cpu_model": "Intel X",
+        "cpu_count": 2,
+        "python": {"version": "3.12.1", "implementation": "CPython"},
+        "clocksource": {"current": "tsc"},
+        "governor": None,
+        "load_average_start": [0.1, 0.1, 0.1],
+    }
+    env_b = {
+        **env_a,
+        "hostname": "laptop",
+        "cpu_model": "AMD Y",
+        "python": {"version": "3.13.0", "implementation": "CPython"},
+        "clocksource": {"current": "hpet"},
+        "governor": "powersave",
+        "load_average_start": [4.0, 3.0, 2.0],
+    }
     text = "\n".join(environment.environment_differences(env_a, env_b))
     assert "different machines" in text and "CPU differs: A 'Intel X', B 'AMD Y'" in text
     assert "Python version differs" in text and "clocksource differs" in text
@@ -298,8 +343,9 @@ def test_environment_differences_are_plain_words() -> None:
 
 @settings(max_examples=25, deadline=None)
 @given(shift=st.floats(-0.3, 0.3), seed=st.integers(0, 10_000))
-def test_swapping_a_and_b_inverts_the_ratio_and_mirrors_the_verdict(shift: float,
-                                                                   seed: int) -> None:
+def test_swapping_a_and_b_inverts_the_ratio_and_mirrors_the_verdict(
+    shift: float, seed: int
+) -> None:
     a, b = pair(shift, processes=6, samples=10, seed=seed)
     forward = cmp.compare_benchmark(a, b, resamples=300, seed=seed)[0]
     backward = cmp.compare_benchmark(b, a, resamples=300, seed=seed)[0]
@@ -327,18 +373,26 @@ def test_compare_prints_the_medians_and_cis_that_run_printed() -> None:
     summary.median_estimate's (several processes: process_location; one: the bootstrap)."""
     from perflab.analyze.summary import summarize_benchmarks
 
-    a = results(make_bench("f", lognormal_groups(1e-6, 10, 20, 0.02, 0.05, 1)),
-                make_bench("g", lognormal_groups(2e-6, 1, 20, 0.02, 0.05, 2)))
-    b = results(make_bench("f", lognormal_groups(1.1e-6, 12, 20, 0.02, 0.05, 3)),
-                make_bench("g", lognormal_groups(2e-6, 4, 20, 0.02, 0.05, 4)))
+    a = results(
+        make_bench("f", lognormal_groups(1e-6, 10, 20, 0.02, 0.05, 1)),
+        make_bench("g", lognormal_groups(2e-6, 1, 20, 0.02, 0.05, 2)),
+    )
+    b = results(
+        make_bench("f", lognormal_groups(1.1e-6, 12, 20, 0.02, 0.05, 3)),
+        make_bench("g", lognormal_groups(2e-6, 4, 20, 0.02, 0.05, 4)),
+    )
     suite = cmp.compare_results(a, b)
     for side, res in (("a", a), ("b", b)):
-        printed = {s.id: s for group in summarize_benchmarks(res.benchmarks).values()
-                   for s in group}
+        printed = {
+            s.id: s for group in summarize_benchmarks(res.benchmarks).values() for s in group
+        }
         for row in suite.rows:
             got, run = getattr(row, side), printed[row.id]
             est = got.estimate
-            assert (est.value, est.ci_low, est.ci_high) == (run.median_s, run.ci_low_s,
-                                                            run.ci_high_s)
+            assert (est.value, est.ci_low, est.ci_high) == (
+                run.median_s,
+                run.ci_low_s,
+                run.ci_high_s,
+            )
     f = next(r for r in suite.rows if r.id == "g/f")
     assert f.ratio.ci_low < 1.1 < f.ratio.ci_high and f.log_replicates is not None

@@ -66,12 +66,21 @@ def encode(values_us: list[int], digits: int = 3) -> str:
     return base64.b64encode(struct.pack(">iI", 0x1C849314, len(body)) + body).decode()
 
 
-def step(latencies_us: np.ndarray, rate: float = 1000.0, elapsed: float = 10.0,
-         ok: int | None = None) -> HttpStep:
+def step(
+    latencies_us: np.ndarray, rate: float = 1000.0, elapsed: float = 10.0, ok: int | None = None
+) -> HttpStep:
     hist = Histogram(encoded=encode([int(v) for v in latencies_us]), count=len(latencies_us))
-    return HttpStep(offered_rate=rate, connections=8, mode="open", duration_s=elapsed,
-                    warmup_s=1.0, elapsed_s=elapsed, requests_sent=len(latencies_us),
-                    ok_responses=len(latencies_us) if ok is None else ok, latency=hist)
+    return HttpStep(
+        offered_rate=rate,
+        connections=8,
+        mode="open",
+        duration_s=elapsed,
+        warmup_s=1.0,
+        elapsed_s=elapsed,
+        requests_sent=len(latencies_us),
+        ok_responses=len(latencies_us) if ok is None else ok,
+        latency=hist,
+    )
 
 
 def http_bench(*steps: HttpStep) -> Benchmark:
@@ -79,8 +88,9 @@ def http_bench(*steps: HttpStep) -> Benchmark:
 
 
 @pytest.mark.parametrize("encoded, values, counts", FOREIGN)
-def test_decodes_what_other_implementations_wrote(encoded: str, values: list[int],
-                                                  counts: list[int]) -> None:
+def test_decodes_what_other_implementations_wrote(
+    encoded: str, values: list[int], counts: list[int]
+) -> None:
     hist = hdr.decode_histogram(encoded)
     assert hist.values.tolist() == values and hist.counts.tolist() == counts
 
@@ -116,8 +126,10 @@ def test_quantiles_match_the_native_decoder_when_built() -> None:
 
 
 @settings(max_examples=20, deadline=None)
-@given(a=st.lists(st.integers(1, 2000), min_size=1, max_size=80),
-       b=st.lists(st.integers(1, 2000), min_size=1, max_size=80))
+@given(
+    a=st.lists(st.integers(1, 2000), min_size=1, max_size=80),
+    b=st.lists(st.integers(1, 2000), min_size=1, max_size=80),
+)
 def test_mann_whitney_from_counts_equals_scipy_on_the_values(a: list[int], b: list[int]) -> None:
     from scipy import stats as sps
 
@@ -170,7 +182,8 @@ def test_equal_histograms_are_not_an_alarm() -> None:
     a, b = (step(rng.lognormal(6, 0.3, 50_000) + 1) for _ in range(2))
     rows = cmp.compare_benchmark(http_bench(a), http_bench(b), resamples=500)
     assert all(r.verdict in ("same", "inconclusive") for r in rows), [
-        (r.id, r.verdict) for r in rows]
+        (r.id, r.verdict) for r in rows
+    ]
     assert all("run-to-run" in " ".join(r.notes) for r in rows if r.metric != "rate")
 
 
@@ -178,8 +191,7 @@ def test_steps_present_on_one_side_are_listed_and_empty_histograms_fail() -> Non
     rng = np.random.default_rng(5)
     lat = rng.lognormal(6, 0.3, 1000) + 1
     extra = step(lat, rate=2000.0)
-    rows = cmp.compare_benchmark(http_bench(step(lat)), http_bench(step(lat), extra),
-                                 resamples=200)
+    rows = cmp.compare_benchmark(http_bench(step(lat)), http_bench(step(lat), extra), resamples=200)
     missing = [r for r in rows if "2,000/s" in r.id]
     assert len(missing) == 1 and missing[0].verdict == "failed"
     assert "missing in A" in missing[0].notes[0]
@@ -204,10 +216,21 @@ def test_geomean_uses_p50_of_http_steps_only() -> None:
     from perflab.model import Results
 
     rng = np.random.default_rng(6)
-    a = Results("http", ["perflab"], "t", "0.1.0",
-                benchmarks=[http_bench(step(rng.lognormal(6, 0.3, 5000) + 1))])
-    b = Results("http", ["perflab"], "t", "0.1.0",
-                benchmarks=[http_bench(step(rng.lognormal(6, 0.3, 5000) * 1.5 + 1))])
+    a = Results(
+        "http",
+        ["perflab"],
+        "t",
+        "0.1.0",
+        benchmarks=[http_bench(step(rng.lognormal(6, 0.3, 5000) + 1))],
+    )
+    b = Results(
+        "http",
+        ["perflab"],
+        "t",
+        "0.1.0",
+        benchmarks=[http_bench(step(rng.lognormal(6, 0.3, 5000) * 1.5 + 1))],
+    )
     suite = cmp.compare_results(a, b, resamples=300)
-    assert suite.geomean.value == pytest.approx(next(r for r in suite.rows
-                                                     if r.metric == "p50").ratio.value)
+    assert suite.geomean.value == pytest.approx(
+        next(r for r in suite.rows if r.metric == "p50").ratio.value
+    )

@@ -14,8 +14,9 @@ from tests.conftest import make_bench
 REFERENCE_NS = 150_000  # the reference loop at the machine's usual speed
 
 
-def run(code_s: float, machine: float, seed: int, reference: bool = True,
-        processes: int = 12) -> Results:
+def run(
+    code_s: float, machine: float, seed: int, reference: bool = True, processes: int = 12
+) -> Results:
     """One run of two benchmarks whose ops take ``code_s`` at the usual machine speed, on a
     machine ``machine`` times slower; every process also meets its own speed (±10%), which
     its reference timings see as well as its samples."""
@@ -26,8 +27,11 @@ def run(code_s: float, machine: float, seed: int, reference: bool = True,
         groups = [list(cost * f * np.exp(rng.normal(0, 0.01, 20))) for f in factors]
         bench = make_bench(name, groups)
         for proc, f in zip(bench.processes, factors):
-            proc.reference_ns = list((REFERENCE_NS * f * np.exp(rng.normal(0, 0.01, 5))).astype(int)) \
-                if reference else []
+            proc.reference_ns = (
+                list((REFERENCE_NS * f * np.exp(rng.normal(0, 0.01, 5))).astype(int))
+                if reference
+                else []
+            )
         benches.append(bench)
     return Results("run", ["perflab"], "2026-01-01T00:00:00+00:00", "0.1.0", benchmarks=benches)
 
@@ -40,7 +44,9 @@ def test_a_slower_machine_reads_slower_in_seconds_and_the_same_at_equal_speed() 
     suite = compare_results(run(1e-3, 1.0, seed=1), run(1e-3, 1.25, seed=2))
     assert set(rows_by_metric(suite, "time").values()) == {"slower"}
     assert rows_by_metric(suite, SPEED_NORMALIZED) == {
-        "g/a (CPU ÷ reference)": "same", "g/b (CPU ÷ reference)": "same"}
+        "g/a (CPU ÷ reference)": "same",
+        "g/b (CPU ÷ reference)": "same",
+    }
     warning = [w for w in suite.warnings if "the machine ran" in w]
     assert len(warning) == 1
     found = re.search(r"ran (\d+)% slower during B", warning[0])
@@ -60,7 +66,6 @@ def test_slower_code_on_the_same_machine_reads_slower_both_ways_without_a_warnin
 
 
 def test_files_without_reference_timings_get_no_normalized_rows() -> None:
-    suite = compare_results(run(1e-3, 1.0, seed=5, reference=False),
-                            run(1e-3, 1.25, seed=6))
+    suite = compare_results(run(1e-3, 1.0, seed=5, reference=False), run(1e-3, 1.25, seed=6))
     assert rows_by_metric(suite, SPEED_NORMALIZED) == {}
     assert not [w for w in suite.warnings if "the machine ran" in w]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from perflab.analyze.models import fit_complexity
 
+from perflab.analyze.models import fit_complexity
 from tests.analyze.cost_trials import TRUE_CLASSES, draw, outcome, study
 
 #: The issue's repro: n,cost of a real benchmark whose cost per n jumps past 10,000.
@@ -19,14 +19,17 @@ def test_repro_is_no_class_fits_never_o1() -> None:
     assert fit.verdict == "none" and not fit.confident
     assert fit.model == "O(n)" and "O(1)" in fit.contradicted
     assert fit.candidates[-1].model != fit.model
-    assert fit.reading().startswith("no class fits these points: O(n), the closest, misses "
-                                    "n = 100,000 by +36%")
+    assert fit.reading().startswith(
+        "no class fits these points: O(n), the closest, misses n = 100,000 by +36%"
+    )
 
 
 def test_repro_with_cis_names_the_monotone_rise() -> None:
     fit = fit_complexity(REPRO_N, REPRO_COST, 0.02 * REPRO_COST)
-    assert "rise at every step, from 565 ns at n = 10 to 3.25 ms at n = 100,000, beyond " \
+    assert (
+        "rise at every step, from 565 ns at n = 10 to 3.25 ms at n = 100,000, beyond "
         "their 95% CIs" in fit.contradicted["O(1)"]
+    )
     assert fit.verdict == "none"
 
 

@@ -21,8 +21,13 @@ PROPERTY = settings(max_examples=25, deadline=None, derandomize=True)
 
 
 def results(kind: str, benches: list[Benchmark]) -> Results:
-    return Results(kind=kind, command_line=["perflab"], created="2026-01-01T00:00:00+00:00",
-                   perflab_version="0", benchmarks=benches)
+    return Results(
+        kind=kind,
+        command_line=["perflab"],
+        created="2026-01-01T00:00:00+00:00",
+        perflab_version="0",
+        benchmarks=benches,
+    )
 
 
 def write(tmp_path: Path, text: str, name: str = "points.csv") -> Path:
@@ -52,13 +57,16 @@ def test_usl_csv_gives_one_series_per_name(tmp_path: Path) -> None:
     np.testing.assert_array_equal(series[1].y, [20, 30])
 
 
-@pytest.mark.parametrize("text, message", [
-    ("threads,rate\n1,2\n", "no column n, x (columns: threads, rate)"),
-    ("N\n1\n", "no column x (columns: n)"),
-    ("N,X\n1,fast\n", "points.csv:2: x 'fast' is not a number"),
-    ("N,X\n", "no usable data"),
-    ("", "no usable data"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("threads,rate\n1,2\n", "no column n, x (columns: threads, rate)"),
+        ("N\n1\n", "no column x (columns: n)"),
+        ("N,X\n1,fast\n", "points.csv:2: x 'fast' is not a number"),
+        ("N,X\n", "no usable data"),
+        ("", "no usable data"),
+    ],
+)
 def test_bad_csv_says_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
         fi.usl_series(fi.read_source(write(tmp_path, text)))
@@ -70,8 +78,10 @@ def test_missing_file_is_a_usage_error(tmp_path: Path) -> None:
 
 
 @PROPERTY
-@given(st.lists(st.tuples(st.floats(0.5, 1e4), st.floats(1e-3, 1e9)), min_size=1, max_size=30),
-       st.sampled_from(["N,X", "n,x", "N , X"]))
+@given(
+    st.lists(st.tuples(st.floats(0.5, 1e4), st.floats(1e-3, 1e9)), min_size=1, max_size=30),
+    st.sampled_from(["N,X", "n,x", "N , X"]),
+)
 def test_csv_points_round_trip(points: list[tuple[float, float]], header: str) -> None:
     import tempfile
 
@@ -94,19 +104,36 @@ def test_cost_csv_reads_optional_cold_column(tmp_path: Path) -> None:
 # http sweeps
 
 
-def step(mode: str, connections: int, ok: int, elapsed: float, mean_ms: float,
-         service_ms: float | None = None, lag_ms: float = 0.0, rate: float | None = None
-         ) -> HttpStep:
-    return HttpStep(offered_rate=rate, connections=connections, mode=mode, duration_s=elapsed,
-                    warmup_s=0.0, elapsed_s=elapsed, ok_responses=ok,
-                    latency=Histogram(count=ok, mean_us=mean_ms * 1e3),
-                    service_time=Histogram(count=ok, mean_us=(service_ms or mean_ms) * 1e3),
-                    send_lag=Histogram(count=ok, mean_us=lag_ms * 1e3))
+def step(
+    mode: str,
+    connections: int,
+    ok: int,
+    elapsed: float,
+    mean_ms: float,
+    service_ms: float | None = None,
+    lag_ms: float = 0.0,
+    rate: float | None = None,
+) -> HttpStep:
+    return HttpStep(
+        offered_rate=rate,
+        connections=connections,
+        mode=mode,
+        duration_s=elapsed,
+        warmup_s=0.0,
+        elapsed_s=elapsed,
+        ok_responses=ok,
+        latency=Histogram(count=ok, mean_us=mean_ms * 1e3),
+        service_time=Histogram(count=ok, mean_us=(service_ms or mean_ms) * 1e3),
+        send_lag=Histogram(count=ok, mean_us=lag_ms * 1e3),
+    )
 
 
 def test_closed_loop_steps_use_the_connection_count() -> None:
-    bench = Benchmark(name="http://127.0.0.1:1/", kind="http",
-                      steps=[step("closed", c, ok, 2.0, 1.0) for c, ok in [(1, 2000), (4, 6000)]])
+    bench = Benchmark(
+        name="http://127.0.0.1:1/",
+        kind="http",
+        steps=[step("closed", c, ok, 2.0, 1.0) for c, ok in [(1, 2000), (4, 6000)]],
+    )
     (series,) = fi.usl_series(results("http", [bench]))
     np.testing.assert_array_equal(series.x, [1, 4])
     np.testing.assert_array_equal(series.y, [1000, 3000])
@@ -124,9 +151,11 @@ def test_open_loop_steps_use_littles_law_with_the_chosen_time() -> None:
 
 
 def test_unusable_steps_are_left_out_with_a_note_and_lag_is_flagged() -> None:
-    steps = [step("open", 8, 0, 1.0, 1.0, rate=10.0),
-             step("open", 8, 500, 1.0, 2.0, lag_ms=1.0, rate=500.0),
-             step("open", 8, 100, 1.0, 2.0, rate=100.0)]
+    steps = [
+        step("open", 8, 0, 1.0, 1.0, rate=10.0),
+        step("open", 8, 500, 1.0, 2.0, lag_ms=1.0, rate=500.0),
+        step("open", 8, 100, 1.0, 2.0, rate=100.0),
+    ]
     (series,) = fi.usl_series(results("http", [Benchmark(name="u", kind="http", steps=steps)]))
     assert len(series.x) == 2
     assert any("10/s left out: no successful responses" in n for n in series.notes)
@@ -166,14 +195,16 @@ def test_run_without_threads_is_no_usable_data_for_usl() -> None:
 # parameter sweeps
 
 
-def sweep(name: str, cost, sizes=(10, 100, 1000, 10000), cold_extra: float = 0.0,
-          **params: object) -> list[Benchmark]:
+def sweep(
+    name: str, cost, sizes=(10, 100, 1000, 10000), cold_extra: float = 0.0, **params: object
+) -> list[Benchmark]:
     """Benchmarks of ``name`` at each size n, warm cost cost(n), cold = warm + cold_extra."""
     out = []
     for n in sizes:
         c = cost(n)
-        bench = make_bench(name, [[c * (1 + 0.001 * k) for k in range(5)]] * 3,
-                           params={"n": n, **params})
+        bench = make_bench(
+            name, [[c * (1 + 0.001 * k) for k in range(5)]] * 3, params={"n": n, **params}
+        )
         for p in bench.processes:
             p.cold_ns = int(round((c + cold_extra) * 1e9))
         out.append(bench)
@@ -219,21 +250,25 @@ def test_without_the_parameter_a_benchmark_is_a_per_call_series() -> None:
 
 
 def test_failed_benchmarks_give_no_usable_data() -> None:
-    failed = Benchmark(name="x", params={"n": 1}, error="boom",
-                       processes=[model.Process(0, 1, 0.0)])
+    failed = Benchmark(
+        name="x", params={"n": 1}, error="boom", processes=[model.Process(0, 1, 0.0)]
+    )
     with pytest.raises(UsageError, match="every benchmark failed"):
         fi.cost_series(results("run", [failed]))
 
 
 def test_pick_by_full_or_unique_bare_name() -> None:
-    series = fi.cost_series(results("run", sweep("a", lambda n: n * 1e-9)
-                                    + sweep("b", lambda n: n * 1e-9)))
+    series = fi.cost_series(
+        results("run", sweep("a", lambda n: n * 1e-9) + sweep("b", lambda n: n * 1e-9))
+    )
     assert fi.pick(series, "g/a").name == "g/a"
     assert fi.pick(series, "a").name == "g/a"
     with pytest.raises(UsageError, match="unknown benchmark 'c'; the file has 'g/a'"):
         fi.pick(series, "c")
-    dup = [fi.Series("g/a x=1", "a", np.ones(1), np.ones(1), "", ""),
-           fi.Series("g/a x=2", "a", np.ones(1), np.ones(1), "", "")]
+    dup = [
+        fi.Series("g/a x=1", "a", np.ones(1), np.ones(1), "", ""),
+        fi.Series("g/a x=2", "a", np.ones(1), np.ones(1), "", ""),
+    ]
     with pytest.raises(UsageError, match="matches several"):
         fi.pick(dup, "a")
 
@@ -248,14 +283,17 @@ def test_results_files_are_detected_by_their_json(tmp_path: Path) -> None:
 def test_x_is_the_achieved_rate_of_the_window_never_the_drained_responses() -> None:
     # Issue 11's repro: 1,450 responses inside the 1.6 s window, 1,455 more while the
     # step drained for 1.7 s. X is 1,450 / 1.6 s, and the step is named as not steady.
-    saturated = replace(step("open", 1024, 1450, 1.6, 800.0, rate=1500.0), drained=1455,
-                        drain_s=1.7, ok_from_warmup=250)
+    saturated = replace(
+        step("open", 1024, 1450, 1.6, 800.0, rate=1500.0),
+        drained=1455,
+        drain_s=1.7,
+        ok_from_warmup=250,
+    )
     bench = Benchmark(name="u", kind="http", steps=[saturated])
     (series,) = fi.usl_series(results("http", [bench]))
     assert series.y[0] == pytest.approx(1450 / 1.6)
     assert series.x[0] == pytest.approx(1450 / 1.6 * 0.8)
-    assert any("1500/s ended behind (drained for 1.70 s after the step)" in n
-               for n in series.notes)
+    assert any("1500/s ended behind (drained for 1.70 s after the step)" in n for n in series.notes)
     # A file from before the split is used as it was, with a note saying so.
     old = replace(saturated, drained=None, ok_from_warmup=None)
     (series,) = fi.usl_series(results("http", [Benchmark(name="u", kind="http", steps=[old])]))
@@ -264,8 +302,16 @@ def test_x_is_the_achieved_rate_of_the_window_never_the_drained_responses() -> N
 
 def test_merge_series_pools_points_by_name_sorted_by_x() -> None:
     def series(name: str, x: list[float], se: list[float] | None, note: str) -> fi.Series:
-        return fi.Series(name, name, np.array(x), np.array(x) * 10, "N", "X",
-                         y_se=None if se is None else np.array(se), notes=(note,))
+        return fi.Series(
+            name,
+            name,
+            np.array(x),
+            np.array(x) * 10,
+            "N",
+            "X",
+            y_se=None if se is None else np.array(se),
+            notes=(note,),
+        )
 
     first = [series("a", [4, 1], [0.4, 0.1], "first"), series("b", [2], None, "b")]
     merged = fi.merge_series([first, [series("a", [2], [0.2], "second")]])

@@ -371,7 +371,8 @@ def test_breakeven_reports_every_crossing() -> None:
     assert (
         len(r.crossings) == 2
         and close(r.crossings[0], 4.016, 1e-3)
-        and r.n_star is not None and close(r.n_star.value, 995.98, 1e-3)
+        and r.n_star is not None
+        and close(r.n_star.value, 995.98, 1e-3)
     )
     assert r.cheaper_beyond == "B" and any("cross 2 times" in w for w in r.warnings)
 

@@ -18,8 +18,9 @@ from tests.conftest import make_bench
 OP_S, REFERENCE_NS = 10e-3, 200_000
 
 
-def fake_run(seed: int, run_factor: float = 1.0, processes: int = 12,
-             machine_sd: float = 0.2) -> tuple[list[list[float]], list[list[int]]]:
+def fake_run(
+    seed: int, run_factor: float = 1.0, processes: int = 12, machine_sd: float = 0.2
+) -> tuple[list[list[float]], list[list[int]]]:
     """(per-process seconds per op, per-process reference timings in ns)."""
     rng = np.random.default_rng(seed)
     samples, refs = [], []
@@ -45,7 +46,9 @@ def test_dividing_out_the_machine_speed_narrows_the_ci_around_the_true_quotient(
     value, low, high = est.value, est.ci_low, est.ci_high
     assert low <= true <= high
     assert (high - low) / 2 / value < 0.02  # the machine's 20% swings are gone
-    assert s.median.relative_half_width > 3 * (high - low) / 2 / value  # while the seconds keep them
+    assert (
+        s.median.relative_half_width > 3 * (high - low) / 2 / value
+    )  # while the seconds keep them
     assert math.isclose(s.reference_s, REFERENCE_NS * 1e-9, rel_tol=0.2)
     assert 0.05 < s.reference_spread < 0.4  # ≈ the 20% the fake machine swings by
 
@@ -62,14 +65,22 @@ def test_waiting_for_a_core_is_left_out_by_the_cpu_time() -> None:
             sample.wall_ns = int(sample.wall_ns / share)
     busy = summarize(busy_bench)
     assert busy.median_s > 1.3 * quiet.ci_high_s  # the seconds disagree
-    assert quiet.cpu_vs_reference.ci_low <= busy.cpu_vs_reference.value <= quiet.cpu_vs_reference.ci_high
+    assert (
+        quiet.cpu_vs_reference.ci_low
+        <= busy.cpu_vs_reference.value
+        <= quiet.cpu_vs_reference.ci_high
+    )
 
 
 def test_a_repeat_run_on_a_slower_machine_agrees_once_normalized() -> None:
     first = summarize(bench_with_reference(*fake_run(2)))
     slower = summarize(bench_with_reference(*fake_run(3, run_factor=1.3)))
     assert not first.ci_low_s <= slower.median_s <= first.ci_high_s  # seconds disagree
-    assert first.cpu_vs_reference.ci_low <= slower.cpu_vs_reference.value <= first.cpu_vs_reference.ci_high
+    assert (
+        first.cpu_vs_reference.ci_low
+        <= slower.cpu_vs_reference.value
+        <= first.cpu_vs_reference.ci_high
+    )
 
 
 def test_processes_without_reference_timings_are_left_out() -> None:

@@ -50,8 +50,9 @@ def test_outliers_are_never_the_majority(values: list[float]) -> None:
 @given(st.lists(finite, min_size=1, max_size=50), st.floats(0.1, 100), st.floats(-50, 50))
 def test_outlier_mask_is_affine_invariant(values: list[float], scale: float, shift: float) -> None:
     arr = np.asarray(values)
-    assert (stats.outlier_mask(arr) == stats.outlier_mask(arr * scale + shift)).all() or \
-        np.ptp(arr) < 1e-6 * np.abs(arr).max()
+    assert (stats.outlier_mask(arr) == stats.outlier_mask(arr * scale + shift)).all() or np.ptp(
+        arr
+    ) < 1e-6 * np.abs(arr).max()
 
 
 @settings(max_examples=40, deadline=None)
@@ -67,9 +68,12 @@ def test_bootstrap_ci_brackets_the_pooled_median_and_stays_in_range(groups, seed
 @given(groups_strategy, st.floats(0.5, 4.0))
 def test_bootstrap_is_scale_equivariant(groups, scale) -> None:
     a = stats.median_ci(groups, resamples=200, rng=np.random.default_rng(7))
-    b = stats.median_ci([[v * scale for v in g] for g in groups], resamples=200,
-                        rng=np.random.default_rng(7))
-    assert b.ci_low == pytest.approx(a.ci_low * scale) and b.ci_high == pytest.approx(a.ci_high * scale)
+    b = stats.median_ci(
+        [[v * scale for v in g] for g in groups], resamples=200, rng=np.random.default_rng(7)
+    )
+    assert b.ci_low == pytest.approx(a.ci_low * scale) and b.ci_high == pytest.approx(
+        a.ci_high * scale
+    )
 
 
 def test_hierarchical_bootstrap_widens_with_between_process_variation() -> None:
@@ -145,10 +149,14 @@ def test_block_ratio_ci_rejects_bad_input() -> None:
 
 
 @settings(max_examples=30, deadline=None)
-@given(values=st.lists(st.floats(0.5, 2.0), min_size=5, max_size=40),
-       ratio=st.floats(0.2, 5.0), seed=st.integers(0, 2**16))
-def test_block_ratio_ci_of_an_exact_multiple_is_that_multiple(values: list[float], ratio: float,
-                                                               seed: int) -> None:
+@given(
+    values=st.lists(st.floats(0.5, 2.0), min_size=5, max_size=40),
+    ratio=st.floats(0.2, 5.0),
+    seed=st.integers(0, 2**16),
+)
+def test_block_ratio_ci_of_an_exact_multiple_is_that_multiple(
+    values: list[float], ratio: float, seed: int
+) -> None:
     # Each block's B run is exactly ratio × its A run: whatever blocks a
     # replicate draws, ratio × the median of the drawn A runs is the median of B.
     a = np.array(values)
@@ -177,17 +185,19 @@ def test_the_process_level_ci_covers_what_a_repeat_run_gives() -> None:
     falls inside the first run's CI about 83% of the time (two independent estimates
     with equal errors). 300 seeded pairs of runs; the per-process offset (3%) is larger
     than the within-process noise (1%), as layout makes it."""
+
     def draw(processes: int, seed: int) -> list[list[float]]:
-        return lognormal_groups(1e-3, processes, samples=8, sigma=0.01, between=0.03,
-                                seed=seed)
+        return lognormal_groups(1e-3, processes, samples=8, sigma=0.01, between=0.03, seed=seed)
 
     trials, raw_hits, hits, repeats = 300, 0, 0, 0
     for seed in range(trials):
         few = draw(3, seed)
         raw = stats.median_ci(few, resamples=500, rng=np.random.default_rng(seed))
         raw_hits += raw.ci_low <= 1e-3 <= raw.ci_high
-        first, second = stats.process_location(draw(10, seed)), \
-            stats.process_location(draw(10, seed + 10_000))
+        first, second = (
+            stats.process_location(draw(10, seed)),
+            stats.process_location(draw(10, seed + 10_000)),
+        )
         assert first is not None and second is not None and first.df == 9
         est = first.ci()
         hits += est.ci_low <= 1e-3 <= est.ci_high
@@ -201,7 +211,7 @@ def test_a_process_level_ci_is_positive_and_symmetric_on_a_log_scale() -> None:
     est = stats.process_location([[1.0], [3.0]]).ci()  # type: ignore[union-attr]
     assert 0 < est.ci_low < 1.0 and est.ci_high > 3.0
     assert est.value == pytest.approx(math.sqrt(3.0))  # the geometric mean of the medians
-    assert est.ci_low * est.ci_high == pytest.approx(est.value ** 2, rel=1e-9)
+    assert est.ci_low * est.ci_high == pytest.approx(est.value**2, rel=1e-9)
 
 
 def test_one_process_has_no_process_level_location() -> None:
@@ -215,7 +225,7 @@ def test_ratios_and_sums_of_locations_add_log_variances_with_welch_df() -> None:
     b = stats.LogLocation(1.0, 0.04, 19)
     r = a / b
     assert r.value == 2.0 and r.se_log == pytest.approx(0.05)
-    assert r.df == pytest.approx(0.05 ** 4 / (0.03 ** 4 / 9 + 0.04 ** 4 / 19))
+    assert r.df == pytest.approx(0.05**4 / (0.03**4 / 9 + 0.04**4 / 19))
     total = stats.location_sum([a, b])
     assert total.value == 3.0
     assert total.se_log == pytest.approx(math.hypot(2.0 * 0.03, 1.0 * 0.04) / 3.0)

@@ -61,8 +61,9 @@ def test_waiting_code_is_not_mistaken_for_a_busy_machine() -> None:
 
 def test_flagged_samples_are_excluded_and_counted() -> None:
     bench = make_bench("f", lognormal_groups(1e-6, 3, 10, sigma=0.001))
-    bench.processes[0].samples.append(Sample(100, 10**9, 10**9, flagged="clock",
-                                             clock_skew_ns=5 * 10**8))
+    bench.processes[0].samples.append(
+        Sample(100, 10**9, 10**9, flagged="clock", clock_skew_ns=5 * 10**8)
+    )
     s = summarize(bench)
     assert s.flagged == 1 and s.samples == 30 and s.median_s < 2e-6
     (caveat,) = s.warnings
@@ -70,10 +71,12 @@ def test_flagged_samples_are_excluded_and_counted() -> None:
 
 
 def test_staged_rows_total_the_stages() -> None:
-    benches = [make_bench("a", [[1e-3] * 5] * 3, stage="ser"),
-               make_bench("a", [[2e-3] * 5] * 3, stage="de"),
-               make_bench("b", [[3e-3] * 5] * 3, stage="ser"),
-               make_bench("b", [[3e-3] * 5] * 3, stage="de")]
+    benches = [
+        make_bench("a", [[1e-3] * 5] * 3, stage="ser"),
+        make_bench("a", [[2e-3] * 5] * 3, stage="de"),
+        make_bench("b", [[3e-3] * 5] * 3, stage="ser"),
+        make_bench("b", [[3e-3] * 5] * 3, stage="de"),
+    ]
     summaries = summarize_group(benches, seed=0)
     stages, rows = staged_rows(benches, summaries, seed=0)
     assert stages == ["ser", "de"]
@@ -90,4 +93,4 @@ def test_precision_not_reached_says_how_much_the_processes_differ() -> None:
     assert 0.1 < s.process_spread < 0.4  # 12 draws of a 0.2 SD
     assert f"processes ±{s.process_spread:.1%}" in caveat.figure
     assert "the processes' medians differ by" in caveat.text
-    assert s.median.se == pytest.approx(s.median_s * s.process_spread / 12 ** 0.5)
+    assert s.median.se == pytest.approx(s.median_s * s.process_spread / 12**0.5)

@@ -39,8 +39,9 @@ def _new_summaries(results: model.Results) -> dict[str, dict[str, Any]]:
     if results.kind == "cmd":
         made = {s.id: s.to_dict() for s in summarize_results(results)}
     else:
-        grouped = summarize_benchmarks(results.benchmarks,
-                                       precision=results.settings.get("precision"))
+        grouped = summarize_benchmarks(
+            results.benchmarks, precision=results.settings.get("precision")
+        )
         made = {s.id: s.to_dict() for group in grouped.values() for s in group}
     return json.loads(json.dumps(model.json_types(made)))
 
@@ -58,9 +59,13 @@ def test_every_key_an_old_file_has_is_written_in_the_same_shape(name: str) -> No
         mine = new[bench.id]
         missing = [k for k in old if k not in mine]
         assert not missing, f"{bench.id}: keys an old reader reads are gone: {missing}"
-        changed = {k: (_shape(old[k]), _shape(mine[k])) for k in old
-                   if k != "warnings" and _shape(old[k]) != _shape(mine[k])
-                   and None not in (old[k], mine[k])}
+        changed = {
+            k: (_shape(old[k]), _shape(mine[k]))
+            for k in old
+            if k != "warnings"
+            and _shape(old[k]) != _shape(mine[k])
+            and None not in (old[k], mine[k])
+        }
         assert not changed, f"{bench.id}: shapes changed: {changed}"
 
 
@@ -74,10 +79,14 @@ def test_ratios_and_medians_read_the_way_older_readers_read_them() -> None:
         ratio, low, high = written["ratio_best"]
         want = (s.ratio_best.value, s.ratio_best.ci_low, s.ratio_best.ci_high)
         assert [math.nan if v is None else v for v in (ratio, low, high)] == pytest.approx(
-            want, nan_ok=True)
-        assert (written["median_s"], written["ci_low_s"], written["ci_high_s"],
-                written["median_se_s"]) == pytest.approx(
-            (s.median.value, s.median.ci_low, s.median.ci_high, s.median.se))
+            want, nan_ok=True
+        )
+        assert (
+            written["median_s"],
+            written["ci_low_s"],
+            written["ci_high_s"],
+            written["median_se_s"],
+        ) == pytest.approx((s.median.value, s.median.ci_low, s.median.ci_high, s.median.se))
         if written["ratio_baseline"] is not None:
             assert len(written["ratio_baseline"]) == 3
     rows = {r.bench: r for r in summary_rows(results, new)}
@@ -89,9 +98,11 @@ def test_ratios_and_medians_read_the_way_older_readers_read_them() -> None:
 def test_a_benchmark_s_ratio_to_itself_is_written_without_a_ci() -> None:
     results = model.load(OLD / "run-a.json")
     new = _new_summaries(results)
-    selves = [s["ratio_best"] for s in new.values()
-              if s["ratio_best"] is not None and s["ratio_best"][0] == 1.0
-              and s["ratio_best"][1] is None]
+    selves = [
+        s["ratio_best"]
+        for s in new.values()
+        if s["ratio_best"] is not None and s["ratio_best"][0] == 1.0 and s["ratio_best"][1] is None
+    ]
     assert selves and all(r == [1.0, None, None] for r in selves)
 
 
@@ -108,7 +119,7 @@ def test_a_file_saved_now_loads_and_stores_what_the_summaries_give(tmp_path: Pat
         written = raw["summary"]
         assert written["median_s"] == pytest.approx(s.median_s)
         assert [written["ci_low_s"], written["ci_high_s"]] == pytest.approx(
-            [s.median.ci_low, s.median.ci_high])
-        assert written["ratio"] == pytest.approx([s.ratio.value, s.ratio.ci_low,
-                                                  s.ratio.ci_high])
+            [s.median.ci_low, s.median.ci_high]
+        )
+        assert written["ratio"] == pytest.approx([s.ratio.value, s.ratio.ci_low, s.ratio.ci_high])
         assert "median" not in written and "median_se_s" not in written

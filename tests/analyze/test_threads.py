@@ -39,5 +39,3 @@ def test_thread_figures_take_medians_over_processes() -> None:
     assert fig.jain == pytest.approx(100**2 / (4 * 3000))
     assert fig.gil_enabled is True
     assert threads.thread_figures(Benchmark(name="plain")) is None
-
-

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from perflab.analyze.models import fit_usl
 from perflab.analyze.models.usl import NOT_USL
 from perflab.report.fit_chart import usl_chart, usl_title
-
 from tests.analyze.test_models import load
 
 #: benchmarks/results/fit.md, threads mode, deque: X does not grow with N (GIL-bound).
@@ -40,8 +40,10 @@ def test_a_point_missed_by_more_than_20_percent_is_named() -> None:
     x = 100 * n / (1 + 0.05 * (n - 1) + 0.001 * n * (n - 1))
     x[3] *= 1.6
     fit = fit_usl(n, x)
-    assert any(re.match(r"the curve misses N = 8 by \+\d+% of X \(beyond ±20%\)", r)
-               for r in fit.degenerate), fit.degenerate
+    assert any(
+        re.match(r"the curve misses N = 8 by \+\d+% of X \(beyond ±20%\)", r)
+        for r in fit.degenerate
+    ), fit.degenerate
 
 
 def test_a_band_wider_than_the_data_spans_the_chart() -> None:

@@ -34,11 +34,29 @@ def load(path: Path) -> dict:  # type: ignore[type-arg]
 
 def test_interpreters_compared_in_a_table_and_a_results_file(tmp_path: Path, perflab_cli) -> None:
     out = tmp_path / "r.json"
-    result = perflab_cli("cmd", "-L", "py", f"{sys.executable},{sys.executable}",
-                         "{py} -c 'import json'", "--json", str(out), *QUIET)
+    result = perflab_cli(
+        "cmd",
+        "-L",
+        "py",
+        f"{sys.executable},{sys.executable}",
+        "{py} -c 'import json'",
+        "--json",
+        str(out),
+        *QUIET,
+    )
     assert result.returncode == 0, result.stderr
-    for word in ("median ± CI", "user", "system", "total", "real (mean ± σ)", "CPU/wall",
-                 "max RSS", "× fastest", "spawn overhead", " #2"):
+    for word in (
+        "median ± CI",
+        "user",
+        "system",
+        "total",
+        "real (mean ± σ)",
+        "CPU/wall",
+        "max RSS",
+        "× fastest",
+        "spawn overhead",
+        " #2",
+    ):
         assert word in result.stdout
     data = load(out)
     assert data["kind"] == "cmd" and data["command_line"][:2] == ["perflab", "cmd"]
@@ -65,8 +83,20 @@ def test_show_re_renders_a_cmd_file(tmp_path: Path, perflab_cli) -> None:
 
 def test_scan_no_interleave_and_reference(tmp_path: Path, perflab_cli) -> None:
     out = tmp_path / "r.json"
-    result = perflab_cli("cmd", "-P", "n", "1", "2", "sleep 0.00{n}", "--no-interleave",
-                         "--reference", "true", "--json", str(out), *QUIET)
+    result = perflab_cli(
+        "cmd",
+        "-P",
+        "n",
+        "1",
+        "2",
+        "sleep 0.00{n}",
+        "--no-interleave",
+        "--reference",
+        "true",
+        "--json",
+        str(out),
+        *QUIET,
+    )
     assert result.returncode == 0, result.stderr
     assert "sleep 0.001" in result.stdout and "× reference" in result.stdout
     assert "n=1" not in result.stdout  # the name holds the value: not repeated
@@ -118,8 +148,7 @@ def test_ignore_failure_with_and_without_codes(tmp_path: Path, perflab_cli) -> N
     assert "non-zero exits (runs that exited non-zero" in result.stdout
     assert "false 3 runs" in result.stdout
     assert [r["exit_code"] for r in load(out)["benchmarks"][0]["runs"]] == [1, 1, 1]
-    only_2 = perflab_cli("cmd", "--ignore-failure=2", "sh -c 'exit 1'", "--json", str(out),
-                         *QUIET)
+    only_2 = perflab_cli("cmd", "--ignore-failure=2", "sh -c 'exit 1'", "--json", str(out), *QUIET)
     assert only_2.returncode == 1 and "--ignore-failure=1" in only_2.stdout
 
 
@@ -138,9 +167,11 @@ def test_gigabytes_of_output_are_discarded_or_streamed(tmp_path: Path, perflab_c
     result = perflab_cli("cmd", flood, "--json", str(out), "--quiet", "--runs", "2")
     assert result.returncode == 0, result.stderr
     assert len(result.stdout) < 20_000
-    proc = popen_perflab(["cmd", flood, "--show-output",
-                             "--json", str(out), "--quiet", "--runs", "2"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = popen_perflab(
+        ["cmd", flood, "--show-output", "--json", str(out), "--quiet", "--runs", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     # 2 GB went to stdout: perflab (and its helper) must not have held it in memory
@@ -151,21 +182,44 @@ def test_show_output_and_input_file(tmp_path: Path, perflab_cli) -> None:
     data = tmp_path / "in.txt"
     data.write_text("hello\n")
     out = tmp_path / "r.json"
-    result = perflab_cli("cmd", "--shell", "--show-output", "--input", str(data),
-                         'read x; echo "got $x"', "--json", str(out), *QUIET)
+    result = perflab_cli(
+        "cmd",
+        "--shell",
+        "--show-output",
+        "--input",
+        str(data),
+        'read x; echo "got $x"',
+        "--json",
+        str(out),
+        *QUIET,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("got hello") == 3
     silent = perflab_cli("cmd", "--shell", 'echo "not shown"', "--json", str(out), *QUIET)
-    assert "not shown" not in silent.stdout.replace("echo \"not shown\"", "")
+    assert "not shown" not in silent.stdout.replace('echo "not shown"', "")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_or_sigterm_keeps_finished_runs(tmp_path: Path, sig: int) -> None:
     out, log = tmp_path / "r.json", tmp_path / "log"
-    proc = popen_perflab(["cmd", "sleep 0.05", "--quiet",
-                             "--runs", "100000", "--budget", "10m", "--json", str(out),
-                             "--prepare", f"echo x >> {log}"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = popen_perflab(
+        [
+            "cmd",
+            "sleep 0.05",
+            "--quiet",
+            "--runs",
+            "100000",
+            "--budget",
+            "10m",
+            "--json",
+            str(out),
+            "--prepare",
+            f"echo x >> {log}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60  # generous: start-up on a busy machine
     while time.monotonic() < deadline and (not log.exists() or len(log.read_text()) < 8):
         time.sleep(0.05)

@@ -31,9 +31,21 @@ def test_warmup_runs_min_max(tmp_path: Path, perflab_cli: Any) -> None:
 
 def test_setup_prepare_cleanup(tmp_path: Path, perflab_cli: Any) -> None:
     log = tmp_path / "log"
-    result = perflab_cli("cmd", "-r", "3", "-s", f"echo s >> {log}", "-p", f"echo p >> {log}",
-                         "-c", f"echo c >> {log}", "true", "--quiet", "--json",
-                         str(tmp_path / "r.json"))
+    result = perflab_cli(
+        "cmd",
+        "-r",
+        "3",
+        "-s",
+        f"echo s >> {log}",
+        "-p",
+        f"echo p >> {log}",
+        "-c",
+        f"echo c >> {log}",
+        "true",
+        "--quiet",
+        "--json",
+        str(tmp_path / "r.json"),
+    )
     assert result.returncode == 0, result.stderr
     lines = log.read_text().split()
     assert lines[0] == "s" and lines[-1] == "c"
@@ -42,10 +54,29 @@ def test_setup_prepare_cleanup(tmp_path: Path, perflab_cli: Any) -> None:
 
 def test_names_no_shell_and_exports_at_once(tmp_path: Path, perflab_cli: Any) -> None:
     files = {k: tmp_path / f"e.{k}" for k in ("json", "md", "csv")}
-    result = perflab_cli("cmd", "-N", "-r", "3", "-w", "1", "-n", "empty", "-n", "nap",
-                         "true", "sleep 0.001", "--export-json", str(files["json"]),
-                         "--export-markdown", str(files["md"]), "--export-csv",
-                         str(files["csv"]), "--quiet", "--json", str(tmp_path / "r.json"))
+    result = perflab_cli(
+        "cmd",
+        "-N",
+        "-r",
+        "3",
+        "-w",
+        "1",
+        "-n",
+        "empty",
+        "-n",
+        "nap",
+        "true",
+        "sleep 0.001",
+        "--export-json",
+        str(files["json"]),
+        "--export-markdown",
+        str(files["md"]),
+        "--export-csv",
+        str(files["csv"]),
+        "--quiet",
+        "--json",
+        str(tmp_path / "r.json"),
+    )
     assert result.returncode == 0, result.stderr
     assert "empty" in result.stdout and "nap" in result.stdout
     hyperfine = json.loads(files["json"].read_text())["results"]
@@ -60,8 +91,17 @@ def test_names_no_shell_and_exports_at_once(tmp_path: Path, perflab_cli: Any) ->
     rows = list(csv.DictReader(io.StringIO(files["csv"].read_text())))
     assert [r["label"] for r in rows] == ["empty", "nap"]
     # perflab replaces its own exports, never another file
-    again = perflab_cli("cmd", "-r", "3", "true", "--export-csv", str(files["csv"]),
-                        "--quiet", "--json", str(tmp_path / "r.json"))
+    again = perflab_cli(
+        "cmd",
+        "-r",
+        "3",
+        "true",
+        "--export-csv",
+        str(files["csv"]),
+        "--quiet",
+        "--json",
+        str(tmp_path / "r.json"),
+    )
     assert again.returncode == 0, again.stderr
     foreign = tmp_path / "notes.md"
     foreign.write_text("my notes\n")
@@ -72,14 +112,43 @@ def test_names_no_shell_and_exports_at_once(tmp_path: Path, perflab_cli: Any) ->
 
 def test_parameter_names_do_not_repeat_the_parameter(tmp_path: Path, perflab_cli: Any) -> None:
     out = tmp_path / "r.json"
-    result = perflab_cli("cmd", "-r", "2", "-P", "n", "1", "2", "sleep 0.00{n}", "--quiet",
-                         "--json", str(out), "--format", "csv")
+    result = perflab_cli(
+        "cmd",
+        "-r",
+        "2",
+        "-P",
+        "n",
+        "1",
+        "2",
+        "sleep 0.00{n}",
+        "--quiet",
+        "--json",
+        str(out),
+        "--format",
+        "csv",
+    )
     assert result.returncode == 0, result.stderr
     labels = [r["label"] for r in csv.DictReader(io.StringIO(result.stdout))]
     assert labels == ["sleep 0.001", "sleep 0.002"]
-    named = perflab_cli("cmd", "-r", "2", "-L", "n", "1,2", "-n", "nap {n} ms", "-n", "plain",
-                        "--quiet", "--json", str(out), "--format", "csv", "sleep 0.00{n}",
-                        "true")
+    named = perflab_cli(
+        "cmd",
+        "-r",
+        "2",
+        "-L",
+        "n",
+        "1,2",
+        "-n",
+        "nap {n} ms",
+        "-n",
+        "plain",
+        "--quiet",
+        "--json",
+        str(out),
+        "--format",
+        "csv",
+        "sleep 0.00{n}",
+        "true",
+    )
     assert named.returncode == 0, named.stderr
     labels = [r["label"] for r in csv.DictReader(io.StringIO(named.stdout))]
     assert labels == ["nap 1 ms", "nap 2 ms", "plain"]
@@ -111,13 +180,31 @@ def test_errors_name_the_option_as_it_was_typed(tmp_path: Path, capsys: Any) -> 
     assert error("-w", "-1").startswith("error: -w -1:")
 
 
-def test_parameter_step_size_and_shell_as_hyperfine_spells_them(tmp_path: Path,
-                                                                perflab_cli: Any) -> None:
+def test_parameter_step_size_and_shell_as_hyperfine_spells_them(
+    tmp_path: Path, perflab_cli: Any
+) -> None:
     """hyperfine: `-P NAME MIN MAX -D STEP` (--parameter-step-size) and `-S/--shell SHELL`
     (`-S none` = -N); perflab's own `-P NAME LO HI STEP` still works."""
     out = tmp_path / "r.json"
-    result = perflab_cli("cmd", "-r", "2", "-P", "n", "1", "5", "-D", "2", "sleep 0.00{n}",
-                         "-S", "bash", "--quiet", "--json", str(out), "--format", "csv")
+    result = perflab_cli(
+        "cmd",
+        "-r",
+        "2",
+        "-P",
+        "n",
+        "1",
+        "5",
+        "-D",
+        "2",
+        "sleep 0.00{n}",
+        "-S",
+        "bash",
+        "--quiet",
+        "--json",
+        str(out),
+        "--format",
+        "csv",
+    )
     assert result.returncode == 0, result.stderr
     labels = [r["label"] for r in csv.DictReader(io.StringIO(result.stdout))]
     assert labels == ["sleep 0.001", "sleep 0.003", "sleep 0.005"]
@@ -125,8 +212,22 @@ def test_parameter_step_size_and_shell_as_hyperfine_spells_them(tmp_path: Path,
     none = perflab_cli("cmd", "-r", "2", "-S", "none", "true", "--quiet", "--json", str(out))
     assert none.returncode == 0, none.stderr
     assert json.loads(out.read_text())["settings"]["shell"] is None
-    twice = perflab_cli("cmd", "-r", "2", "-P", "n", "1", "5", "2", "-D", "2", "true {n}",
-                        "--quiet", "--json", str(out))
+    twice = perflab_cli(
+        "cmd",
+        "-r",
+        "2",
+        "-P",
+        "n",
+        "1",
+        "5",
+        "2",
+        "-D",
+        "2",
+        "true {n}",
+        "--quiet",
+        "--json",
+        str(out),
+    )
     assert twice.returncode == 2 and "-D" in twice.stderr
     alone = perflab_cli("cmd", "-r", "2", "-D", "2", "true", "--quiet", "--json", str(out))
     assert alone.returncode == 2 and "-D" in alone.stderr and "-P" in alone.stderr

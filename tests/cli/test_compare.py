@@ -19,22 +19,34 @@ from tests.conftest import lognormal_groups, make_bench
 
 
 def save(path: Path, *benches, **env) -> Path:  # type: ignore[no-untyped-def]
-    results = Results("run", ["perflab", "run", "x.py"], "2026-01-01T00:00:00+00:00", "0.1.0",
-                      environment={"hostname": "ci", "cpu_count": 2, **env},
-                      benchmarks=list(benches))
+    results = Results(
+        "run",
+        ["perflab", "run", "x.py"],
+        "2026-01-01T00:00:00+00:00",
+        "0.1.0",
+        environment={"hostname": "ci", "cpu_count": 2, **env},
+        benchmarks=list(benches),
+    )
     return model.save(results, path)
 
 
 @pytest.fixture
 def files(tmp_path: Path) -> tuple[Path, Path]:
     """A and B: "slow" is 10% slower in B, "same" unchanged, "gone" only in A, "new" only in B."""
+
     def bench(name: str, factor: float, seed: int):  # type: ignore[no-untyped-def]
         return make_bench(name, lognormal_groups(1e-6 * factor, 12, 30, 0.005, 0.002, seed))
 
-    a = save(tmp_path / "a.json", bench("slow", 1.0, 1), bench("same", 1.0, 2),
-             bench("gone", 1.0, 3))
-    b = save(tmp_path / "b.json", bench("slow", 1.1, 4), bench("same", 1.0, 5),
-             bench("new", 1.0, 6), cpu_model="Other CPU")
+    a = save(
+        tmp_path / "a.json", bench("slow", 1.0, 1), bench("same", 1.0, 2), bench("gone", 1.0, 3)
+    )
+    b = save(
+        tmp_path / "b.json",
+        bench("slow", 1.1, 4),
+        bench("same", 1.0, 5),
+        bench("new", 1.0, 6),
+        cpu_model="Other CPU",
+    )
     return a, b
 
 
@@ -64,8 +76,9 @@ def test_fail_on_slower_trips_the_gate(files, perflab_cli) -> None:
 
 
 def test_a_wide_threshold_silences_the_gate(files, perflab_cli) -> None:
-    proc = perflab_cli("compare", *map(str, files), "--fail-on", "slower,inconclusive",
-                       "--threshold", "20%")
+    proc = perflab_cli(
+        "compare", *map(str, files), "--fail-on", "slower,inconclusive", "--threshold", "20%"
+    )
     assert proc.returncode == 0, proc.stdout
 
 
@@ -110,13 +123,17 @@ def _write(path: Path, text: str) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("content, message", [
-    ('[1, 2, 3]', "is not a perflab results file"),
-    ('{"tool": "perflab", "schema_version": 99, "kind": "run"}', "newer than this perflab"),
-    ('{"tool": "perflab", "schema_version": 1, "kind": "run", "benchm', "not valid JSON"),
-])
-def test_bad_files_give_one_line_and_exit_2(files, tmp_path: Path, perflab_cli, content: str,
-                                            message: str) -> None:
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("[1, 2, 3]", "is not a perflab results file"),
+        ('{"tool": "perflab", "schema_version": 99, "kind": "run"}', "newer than this perflab"),
+        ('{"tool": "perflab", "schema_version": 1, "kind": "run", "benchm', "not valid JSON"),
+    ],
+)
+def test_bad_files_give_one_line_and_exit_2(
+    files, tmp_path: Path, perflab_cli, content: str, message: str
+) -> None:
     bad = _write(tmp_path / "bad.json", content)
     for args in ((bad, str(files[1])), (str(files[0]), bad)):
         proc = perflab_cli("compare", *args)
@@ -134,14 +151,16 @@ def test_no_benchmark_in_common_is_exit_2(tmp_path: Path, perflab_cli) -> None:
     assert "no benchmark in common" in line and "'g/x'" in line and "'g/y'" in line
 
 
-@pytest.mark.parametrize("option, value, message", [
-    ("--threshold", "lots", "--threshold 'lots' is not a number"),
-    ("--threshold", "150%", "below 100%"),
-    ("--fail-on", "slow", "--fail-on slow: not a verdict"),
-    ("--percentiles", "0,99", "above 0"),
-])
-def test_bad_options_are_exit_2(files, perflab_cli, option: str, value: str,
-                                message: str) -> None:
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("--threshold", "lots", "--threshold 'lots' is not a number"),
+        ("--threshold", "150%", "below 100%"),
+        ("--fail-on", "slow", "--fail-on slow: not a verdict"),
+        ("--percentiles", "0,99", "above 0"),
+    ],
+)
+def test_bad_options_are_exit_2(files, perflab_cli, option: str, value: str, message: str) -> None:
     proc = perflab_cli("compare", *map(str, files), option, value)
     assert proc.returncode == 2
     assert message in one_error_line(proc.stderr)
@@ -153,21 +172,41 @@ def test_missing_file_is_exit_2(tmp_path: Path, perflab_cli) -> None:
     assert "no such file" in one_error_line(proc.stderr)
 
 
-FAST = ["--budget", "0.5s", "--min-processes", "2", "--process-time", "20ms", "--quiet",
-        "--no-alloc"]
+FAST = [
+    "--budget",
+    "0.5s",
+    "--min-processes",
+    "2",
+    "--process-time",
+    "20ms",
+    "--quiet",
+    "--no-alloc",
+]
 
 
 def test_run_compare_to_runs_and_compares_in_one_go(tmp_path: Path, perflab_cli) -> None:
     bench = tmp_path / "bench.py"
-    bench.write_text("import perflab\n" + textwrap.dedent("""
+    bench.write_text(
+        "import perflab\n"
+        + textwrap.dedent("""
         @perflab.bench(group="g")
         def total():
             return sum(range(200))
-    """))
+    """)
+    )
     base = tmp_path / "base.json"
     assert perflab_cli("run", str(bench), "--json", str(base), *FAST).returncode == 0
-    proc = perflab_cli("run", str(bench), "--json", str(tmp_path / "new.json"), *FAST,
-                       "--compare-to", str(base), "--format", "markdown")
+    proc = perflab_cli(
+        "run",
+        str(bench),
+        "--json",
+        str(tmp_path / "new.json"),
+        *FAST,
+        "--compare-to",
+        str(base),
+        "--format",
+        "markdown",
+    )
     assert proc.returncode == 0, proc.stderr
     assert "### compare: B = this run against A = " in proc.stdout
     assert "| g/total |" in proc.stdout
@@ -182,22 +221,39 @@ def test_run_compare_to_gates_with_fail_on(tmp_path: Path, perflab_cli) -> None:
     # usually "inconclusive", but "slower" when the two runs' spreads are narrow (a
     # quiet machine, or a load that changes between the runs), so the gate names both.
     bench.write_text("import perflab\n@perflab.bench\ndef f():\n    return sum(range(5000))\n")
-    proc = perflab_cli("run", str(bench), "--json", str(tmp_path / "new.json"), *FAST,
-                       "--compare-to", str(base), "--fail-on", "slower,inconclusive")
+    proc = perflab_cli(
+        "run",
+        str(bench),
+        "--json",
+        str(tmp_path / "new.json"),
+        *FAST,
+        "--compare-to",
+        str(base),
+        "--fail-on",
+        "slower,inconclusive",
+    )
     assert proc.returncode == 1, proc.stderr
     assert "gate: --fail-on slower,inconclusive tripped" in proc.stderr
     alone = perflab_cli("run", str(bench), *FAST, "--fail-on", "slower")
     # no baseline benchmark and no --compare-to: nothing to judge (the in-run verdicts are
     # tested in tests/cli/test_gates.py)
-    assert alone.returncode == 2 and "--fail-on has nothing to judge" in \
-        one_error_line(alone.stderr)
+    assert alone.returncode == 2 and "--fail-on has nothing to judge" in one_error_line(
+        alone.stderr
+    )
 
 
 def test_run_compare_to_a_bad_file_fails_before_measuring(tmp_path: Path, perflab_cli) -> None:
     bench = tmp_path / "bench.py"
     bench.write_text("import perflab\n@perflab.bench\ndef f():\n    pass\n")
-    proc = perflab_cli("run", str(bench), *FAST, "--compare-to", _write(tmp_path / "x.json", "{"),
-                       "--json", str(tmp_path / "out.json"))
+    proc = perflab_cli(
+        "run",
+        str(bench),
+        *FAST,
+        "--compare-to",
+        _write(tmp_path / "x.json", "{"),
+        "--json",
+        str(tmp_path / "out.json"),
+    )
     assert proc.returncode == 2
     assert "not valid JSON" in one_error_line(proc.stderr)
     assert not (tmp_path / "out.json").exists()
@@ -209,8 +265,7 @@ def test_compares_real_perflab_cmd_results(tmp_path: Path, perflab_cli) -> None:
     "slower" whatever the load."""
     paths = [tmp_path / "a.json", tmp_path / "b.json"]
     for path, seconds in zip(paths, ("0.01", "0.05")):
-        proc = perflab_cli("cmd", f"sleep {seconds}", "--runs", "5", "--quiet", "--json",
-                           str(path))
+        proc = perflab_cli("cmd", f"sleep {seconds}", "--runs", "5", "--quiet", "--json", str(path))
         assert proc.returncode == 0, proc.stderr
         data = json.loads(path.read_text())
         data["benchmarks"][0]["name"] = "sleep"  # one benchmark id on both sides
@@ -229,13 +284,30 @@ def test_compares_real_perflab_http_results_step_by_step(tmp_path: Path, perflab
     paths = [tmp_path / "a.json", tmp_path / "b.json"]
     with _core.serve({"host": "127.0.0.1", "port": 0, "delay": "1ms"}) as server:
         for path in paths:
-            proc = perflab_cli("http", f"http://{server.address}/", "--rate", "100,200",
-                               "--duration", "0.5s", "--warmup", "0.1s", "--threads", "1",
-                               "--quiet", "--json", str(path))
+            proc = perflab_cli(
+                "http",
+                f"http://{server.address}/",
+                "--rate",
+                "100,200",
+                "--duration",
+                "0.5s",
+                "--warmup",
+                "0.1s",
+                "--threads",
+                "1",
+                "--quiet",
+                "--json",
+                str(path),
+            )
             assert proc.returncode == 0, proc.stderr
     proc = perflab_cli("compare", *map(str, paths), "--json", "--percentiles", "50,99")
     assert proc.returncode == 0, proc.stderr
     ids = [r["id"] for r in json.loads(proc.stdout)["rows"]]
     assert [i.split("/ ")[1] for i in ids] == [
-        "open 100/s rate", "open 100/s p50", "open 100/s p99",
-        "open 200/s rate", "open 200/s p50", "open 200/s p99"]
+        "open 100/s rate",
+        "open 100/s p50",
+        "open 100/s p99",
+        "open 200/s rate",
+        "open 200/s p50",
+        "open 200/s p99",
+    ]

@@ -31,10 +31,21 @@ def test_json_on_stdout_has_the_promised_keys(perflab_cli) -> None:  # type: ign
     assert mono["read_cost_ns"] > 0 and mono["resolution_ns"] > 0
     assert mono["python_read_cost_ns"] > 0 and mono["backward_steps"] == 0
     checks = {c["name"]: c for c in data["checks"]}
-    assert all(c["status"] in ("ok", "warn", "fail", "n/a") and c["detail"]
-               for c in checks.values())
-    assert {"clock_steps", "rate_vs_tsc", "slewing", "suspend", "longest_gap", "sleep",
-            "ntp", "governor", "steal", "load"} <= set(checks)
+    assert all(
+        c["status"] in ("ok", "warn", "fail", "n/a") and c["detail"] for c in checks.values()
+    )
+    assert {
+        "clock_steps",
+        "rate_vs_tsc",
+        "slewing",
+        "suspend",
+        "longest_gap",
+        "sleep",
+        "ntp",
+        "governor",
+        "steal",
+        "load",
+    } <= set(checks)
     assert done.returncode == (1 if any(c["status"] == "fail" for c in checks.values()) else 0)
     assert [s["request_ns"] for s in data["sleep"]] == [100_000, 1_000_000, 10_000_000]
     assert "cross-check probe" in done.stderr
@@ -42,12 +53,19 @@ def test_json_on_stdout_has_the_promised_keys(perflab_cli) -> None:  # type: ign
 
 def test_json_file_and_markdown_tables(tmp_path: Path, perflab_cli) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "sub" / "doctor.json"
-    done = perflab_cli("doctor", "--duration", "200ms", "--json", str(out), "--format",
-                       "markdown", timeout=120)
+    done = perflab_cli(
+        "doctor", "--duration", "200ms", "--json", str(out), "--format", "markdown", timeout=120
+    )
     assert done.returncode in (0, 1), done.stderr
     assert json.loads(out.read_text())["checks"]
-    for title in ("clock source", "clocks", "cross-checks over the probe", "sleep accuracy",
-                  "CPU and load", "verdicts"):
+    for title in (
+        "clock source",
+        "clocks",
+        "cross-checks over the probe",
+        "sleep accuracy",
+        "CPU and load",
+        "verdicts",
+    ):
         assert f"### {title}" in done.stdout, title
     assert "| MONOTONIC |" in done.stdout
 

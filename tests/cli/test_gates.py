@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from perflab import _core
 
 FAST = ["--duration", "0.5s", "--warmup", "0.1s", "--threads", "1", "--quiet"]
@@ -24,12 +25,23 @@ def server() -> Any:
 
 
 def _http(perflab_cli: Any, server: Any, tmp_path: Path, *argv: str) -> Any:
-    return perflab_cli("http", f"http://{server.address}/", "--rate", "50", *FAST,
-                       "--json", str(tmp_path / "h.json"), "--format", "markdown", *argv)
+    return perflab_cli(
+        "http",
+        f"http://{server.address}/",
+        "--rate",
+        "50",
+        *FAST,
+        "--json",
+        str(tmp_path / "h.json"),
+        "--format",
+        "markdown",
+        *argv,
+    )
 
 
-def test_a_missed_slo_exits_1_with_a_gate_line(tmp_path: Path, server: Any,
-                                               perflab_cli: Any) -> None:
+def test_a_missed_slo_exits_1_with_a_gate_line(
+    tmp_path: Path, server: Any, perflab_cli: Any
+) -> None:
     # every response takes ≥ 5 ms: p99 can't be under 1 ms
     missed = _http(perflab_cli, server, tmp_path, "--slo", "1ms")
     assert missed.returncode == 1, missed.stderr
@@ -55,26 +67,40 @@ def test_several_thresholds_each_gate(tmp_path: Path, server: Any, perflab_cli: 
     assert met.returncode == 0, met.stderr
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--slo", "p42=1ms"], "key of p50, p90, p99, p99.9, max, error"),
-    (["--slo", "p99=fast"], "--slo p99"),
-    (["--slo", "error=150%"], "--slo error"),
-    (["--fail-on", "slo"], "needs an --slo"),
-    (["--slo", "1s", "--fail-on", "slower"], "use some of slo, saturated"),
-])
-def test_bad_gates_are_one_line_and_exit_2(argv: list[str], message: str,
-                                           perflab_cli: Any) -> None:
-    result = perflab_cli("http", "http://127.0.0.1:1/", "--rate", "10", "--quiet", *argv,
-                         timeout=30)
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--slo", "p42=1ms"], "key of p50, p90, p99, p99.9, max, error"),
+        (["--slo", "p99=fast"], "--slo p99"),
+        (["--slo", "error=150%"], "--slo error"),
+        (["--fail-on", "slo"], "needs an --slo"),
+        (["--slo", "1s", "--fail-on", "slower"], "use some of slo, saturated"),
+    ],
+)
+def test_bad_gates_are_one_line_and_exit_2(argv: list[str], message: str, perflab_cli: Any) -> None:
+    result = perflab_cli(
+        "http", "http://127.0.0.1:1/", "--rate", "10", "--quiet", *argv, timeout=30
+    )
     assert result.returncode == 2, result.stderr
     assert message in result.stderr and "Traceback" not in result.stderr
 
 
 def test_cmd_verdict_against_the_reference_gates(tmp_path: Path, perflab_cli: Any) -> None:
     out = tmp_path / "c.json"
-    argv = ["cmd", "true", "sleep 0.05", "--reference", "true", "--runs", "4", "--quiet",
-            "--format", "markdown",
-            "--json", str(out)]
+    argv = [
+        "cmd",
+        "true",
+        "sleep 0.05",
+        "--reference",
+        "true",
+        "--runs",
+        "4",
+        "--quiet",
+        "--format",
+        "markdown",
+        "--json",
+        str(out),
+    ]
     # sleeping 50 ms against an empty process: ~10-50× slower on any machine
     slower = perflab_cli(*argv, "--fail-on", "slower")
     assert slower.returncode == 1, slower.stderr
@@ -87,24 +113,44 @@ def test_cmd_verdict_against_the_reference_gates(tmp_path: Path, perflab_cli: An
     assert bad.returncode == 2 and "not a verdict" in bad.stderr
 
 
-_RUN_FAST = ["--budget", "3s", "--min-processes", "5", "--max-processes", "5",
-             "--process-time", "20ms", "--quiet", "--no-alloc", "--no-history"]
+_RUN_FAST = [
+    "--budget",
+    "3s",
+    "--min-processes",
+    "5",
+    "--max-processes",
+    "5",
+    "--process-time",
+    "20ms",
+    "--quiet",
+    "--no-alloc",
+    "--no-history",
+]
 
 
 def _bench_file(tmp_path: Path, baseline: bool = True) -> Path:
     path = tmp_path / "bench.py"
-    path.write_text("import perflab\n"
-                    f"@perflab.bench(group='g', baseline={baseline})\n"
-                    "def small():\n    return sum(range(500))\n"
-                    "@perflab.bench(group='g')\n"
-                    "def busy():\n    return sum(range(100000))\n")
+    path.write_text(
+        "import perflab\n"
+        f"@perflab.bench(group='g', baseline={baseline})\n"
+        "def small():\n    return sum(range(500))\n"
+        "@perflab.bench(group='g')\n"
+        "def busy():\n    return sum(range(100000))\n"
+    )
     return path
 
 
 def test_run_verdict_against_the_baseline_gates(tmp_path: Path, perflab_cli: Any) -> None:
     out = tmp_path / "r.json"
-    argv = ["run", str(_bench_file(tmp_path)), *_RUN_FAST, "--format", "markdown",
-            "--json", str(out)]
+    argv = [
+        "run",
+        str(_bench_file(tmp_path)),
+        *_RUN_FAST,
+        "--format",
+        "markdown",
+        "--json",
+        str(out),
+    ]
     # summing 100,000 numbers against 500: ~200× slower on any machine; the baseline does
     # some work, as an empty call's per-process medians scatter widely on a busy machine
     slower = perflab_cli(*argv, "--fail-on", "slower")
@@ -133,8 +179,9 @@ def test_run_fail_on_needs_something_to_judge(tmp_path: Path, perflab_cli: Any) 
 def test_step_summary_of_a_github_actions_job(tmp_path: Path, perflab_cli: Any) -> None:
     summary = tmp_path / "summary.md"
     env = {**os.environ, "GITHUB_STEP_SUMMARY": str(summary)}
-    result = perflab_cli("cmd", "true", "--runs", "3", "--quiet", "--json",
-                         str(tmp_path / "c.json"), env=env)
+    result = perflab_cli(
+        "cmd", "true", "--runs", "3", "--quiet", "--json", str(tmp_path / "c.json"), env=env
+    )
     assert result.returncode == 0, result.stderr
     text = summary.read_text()
     assert text.startswith("### commands") and "| true |" in text and "verdict" in text

@@ -19,8 +19,16 @@ from perflab.history.store import Store
 from tests.cli.test_cmd import one_error_line
 from tests.history.helpers import add, results
 
-FAST = ["--budget", "0.5s", "--min-processes", "2", "--process-time", "20ms", "--quiet",
-        "--no-alloc"]
+FAST = [
+    "--budget",
+    "0.5s",
+    "--min-processes",
+    "2",
+    "--process-time",
+    "20ms",
+    "--quiet",
+    "--no-alloc",
+]
 BENCH = "import perflab\n@perflab.bench(group='g')\ndef total():\n    return sum(range(50))\n"
 
 
@@ -38,9 +46,25 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyp
     subprocess.run([*git, "commit", "-q", "-m", "bench"], check=True)
     db = tmp_path / "h.sqlite"
     for i, extra in enumerate([[], ["--tag", "nightly"]]):
-        proc = subprocess.run([sys.executable, "-m", "perflab", "run", "bench.py", "--json",
-                               f"r{i}.json", "--history", str(db), *FAST, *extra],
-                              capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "perflab",
+                "run",
+                "bench.py",
+                "--json",
+                f"r{i}.json",
+                "--history",
+                str(db),
+                *FAST,
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
         assert proc.returncode == 0, proc.stderr
         assert "warning" not in proc.stderr
     return tmp_path, db
@@ -67,47 +91,97 @@ def test_runs_are_recorded_with_git_state_and_listed_newest_first(two_runs, perf
 
 def test_trend_table_chart_and_compare_to_last(two_runs, perflab_cli) -> None:  # type: ignore[no-untyped-def]
     folder, db = two_runs
-    proc = perflab_cli("history", "g/*", "--history", str(db), "--chart", "trend.png",
-                       "--format", "markdown", cwd=folder)
+    proc = perflab_cli(
+        "history",
+        "g/*",
+        "--history",
+        str(db),
+        "--chart",
+        "trend.png",
+        "--format",
+        "markdown",
+        cwd=folder,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "### g/total: median time per op, 2 runs in commit order" in proc.stdout
     assert (folder / "trend.png").read_bytes().startswith(b"\x89PNG")
-    cmp = perflab_cli("compare", "--to", "last", "--history", str(db), "--format", "markdown",
-                      cwd=folder)
+    cmp = perflab_cli(
+        "compare", "--to", "last", "--history", str(db), "--format", "markdown", cwd=folder
+    )
     assert cmp.returncode == 0, cmp.stderr
     assert "B = history #2" in cmp.stdout and "A = history #1" in cmp.stdout
     # a file given as B: its own run is skipped, so A is the run before it
-    cmp = perflab_cli("compare", "--to", "last", "r1.json", "--history", str(db),
-                      "--threshold", "auto", "--format", "markdown", cwd=folder)
+    cmp = perflab_cli(
+        "compare",
+        "--to",
+        "last",
+        "r1.json",
+        "--history",
+        str(db),
+        "--threshold",
+        "auto",
+        "--format",
+        "markdown",
+        cwd=folder,
+    )
     assert cmp.returncode == 0, cmp.stderr
     assert "A = history #1" in cmp.stdout
     assert "threshold auto: fewer than 3 earlier runs" in cmp.stdout
-    by_ref = perflab_cli("compare", "--to", "HEAD", "r0.json", "--history", str(db),
-                         "--format", "csv", cwd=folder)
+    by_ref = perflab_cli(
+        "compare", "--to", "HEAD", "r0.json", "--history", str(db), "--format", "csv", cwd=folder
+    )
     assert by_ref.returncode == 0, by_ref.stderr
     copy = folder / "h-trend.sqlite"  # this run is recorded: not into the module's database
     with sqlite3.connect(db) as source, sqlite3.connect(copy) as target:
         source.backup(target)
-    run = perflab_cli("run", "bench.py", "--history", str(copy), *FAST, "--compare-to", "1",
-                      "--threshold", "auto", "--format", "markdown", cwd=folder)
+    run = perflab_cli(
+        "run",
+        "bench.py",
+        "--history",
+        str(copy),
+        *FAST,
+        "--compare-to",
+        "1",
+        "--threshold",
+        "auto",
+        "--format",
+        "markdown",
+        cwd=folder,
+    )
     assert run.returncode == 0, run.stderr
     assert "against A = history #1" in run.stdout and "threshold auto" in run.stdout
 
 
-def test_history_off_and_a_broken_database_never_lose_the_results(tmp_path: Path,
-                                                                   perflab_cli) -> None:
+def test_history_off_and_a_broken_database_never_lose_the_results(
+    tmp_path: Path, perflab_cli
+) -> None:
     bench = tmp_path / "bench.py"
     bench.write_text(BENCH)
-    off = perflab_cli("run", str(bench), "--json", str(tmp_path / "a.json"), *FAST,
-                      env={**os.environ, "PERFLAB_HISTORY": "off"})
+    off = perflab_cli(
+        "run",
+        str(bench),
+        "--json",
+        str(tmp_path / "a.json"),
+        *FAST,
+        env={**os.environ, "PERFLAB_HISTORY": "off"},
+    )
     assert off.returncode == 0 and (tmp_path / "a.json").exists()
-    skip = perflab_cli("run", str(bench), "--json", str(tmp_path / "b.json"), *FAST,
-                       "--no-history", "--history", str(tmp_path / "never.sqlite"))
+    skip = perflab_cli(
+        "run",
+        str(bench),
+        "--json",
+        str(tmp_path / "b.json"),
+        *FAST,
+        "--no-history",
+        "--history",
+        str(tmp_path / "never.sqlite"),
+    )
     assert skip.returncode == 0 and not (tmp_path / "never.sqlite").exists()
     broken = tmp_path / "broken.sqlite"
     broken.write_text("not a database " * 200)
-    proc = perflab_cli("run", str(bench), "--json", str(tmp_path / "c.json"), *FAST,
-                       "--history", str(broken))
+    proc = perflab_cli(
+        "run", str(bench), "--json", str(tmp_path / "c.json"), *FAST, "--history", str(broken)
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "c.json").read_text())["benchmarks"]
     warning = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
@@ -118,8 +192,7 @@ def test_history_off_and_a_broken_database_never_lose_the_results(tmp_path: Path
     assert "not a perflab history database" in one_error_line(listed.stderr)
 
 
-def test_a_locked_database_is_a_warning_after_the_busy_timeout(tmp_path: Path,
-                                                               perflab_cli) -> None:
+def test_a_locked_database_is_a_warning_after_the_busy_timeout(tmp_path: Path, perflab_cli) -> None:
     db = tmp_path / "h.sqlite"
     Store(db).close()
     holder = sqlite3.connect(db, isolation_level=None)
@@ -127,8 +200,9 @@ def test_a_locked_database_is_a_warning_after_the_busy_timeout(tmp_path: Path,
     try:
         bench = tmp_path / "bench.py"
         bench.write_text(BENCH)
-        proc = perflab_cli("run", str(bench), "--json", str(tmp_path / "r.json"), *FAST,
-                           "--history", str(db))
+        proc = perflab_cli(
+            "run", str(bench), "--json", str(tmp_path / "r.json"), *FAST, "--history", str(db)
+        )
     finally:
         holder.execute("ROLLBACK")
         holder.close()
@@ -139,13 +213,25 @@ def test_a_locked_database_is_a_warning_after_the_busy_timeout(tmp_path: Path,
 def test_import_export_round_trip_and_bad_input(tmp_path: Path, perflab_cli) -> None:
     from perflab import model
 
-    files = [model.save(results({"a": 1e-6 * (1 + i / 10)}, seed=i,
-                                created=f"2026-01-0{i + 1}T00:00:00+00:00"), tmp_path / f"{i}.json")
-             for i in range(3)]
+    files = [
+        model.save(
+            results({"a": 1e-6 * (1 + i / 10)}, seed=i, created=f"2026-01-0{i + 1}T00:00:00+00:00"),
+            tmp_path / f"{i}.json",
+        )
+        for i in range(3)
+    ]
     (tmp_path / "junk.json").write_text("{}")
     db = str(tmp_path / "h.sqlite")
-    proc = perflab_cli("history", "--history", db, "--import", *map(str, files),
-                       str(tmp_path / "junk.json"), "--import-tag", "old")
+    proc = perflab_cli(
+        "history",
+        "--history",
+        db,
+        "--import",
+        *map(str, files),
+        str(tmp_path / "junk.json"),
+        "--import-tag",
+        "old",
+    )
     assert proc.returncode == 2
     assert proc.stderr.count("recorded ") == 3 and "junk.json" in one_error_line(proc.stderr)
     out = tmp_path / "out"
@@ -156,9 +242,11 @@ def test_import_export_round_trip_and_bad_input(tmp_path: Path, perflab_cli) -> 
     trend = perflab_cli("history", "a", "--history", db, "--format", "csv")
     values = [float(line.split(",")[10]) for line in trend.stdout.splitlines()[1:]]
     assert values == pytest.approx([1e-6, 1.1e-6, 1.2e-6], rel=0.02)
-    for args, message in [(["nothing-matches"], "no recorded benchmark matches"),
-                          (["--chart", "x.png"], "give BENCHMARK"),
-                          (["--limit", "-1"], "--limit")]:
+    for args, message in [
+        (["nothing-matches"], "no recorded benchmark matches"),
+        (["--chart", "x.png"], "give BENCHMARK"),
+        (["--limit", "-1"], "--limit"),
+    ]:
         bad = perflab_cli("history", "--history", db, *args)
         assert bad.returncode == 2 and message in one_error_line(bad.stderr)
     missing = perflab_cli("compare", "--to", "last", "--history", str(tmp_path / "none.sqlite"))
@@ -167,12 +255,12 @@ def test_import_export_round_trip_and_bad_input(tmp_path: Path, perflab_cli) -> 
     assert one.returncode == 2 and "give two results files" in one_error_line(one.stderr)
 
 
-def test_a_benchmark_named_like_markup_is_escaped_in_the_trend(tmp_path: Path,
-                                                              perflab_cli) -> None:
+def test_a_benchmark_named_like_markup_is_escaped_in_the_trend(tmp_path: Path, perflab_cli) -> None:
     with Store(tmp_path / "h.sqlite") as store:
         add(store, results({"<script>alert(1)</script>|x": 1e-6}))
-    proc = perflab_cli("history", "script", "--history", str(tmp_path / "h.sqlite"),
-                       "--format", "markdown")
+    proc = perflab_cli(
+        "history", "script", "--history", str(tmp_path / "h.sqlite"), "--format", "markdown"
+    )
     assert proc.returncode == 0, proc.stderr
     assert "&lt;script>alert(1)&lt;/script>\\|x" in proc.stdout
 

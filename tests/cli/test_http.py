@@ -11,12 +11,12 @@ import json
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+
 from perflab import _core
 from tests.conftest import popen_perflab
 
@@ -42,12 +42,25 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_sweep_prints_a_table_writes_results_and_a_chart(tmp_path: Path, server: Any,
-                                                         perflab_cli) -> None:
+def test_sweep_prints_a_table_writes_results_and_a_chart(
+    tmp_path: Path, server: Any, perflab_cli
+) -> None:
     out, chart = tmp_path / "sweep.json", tmp_path / "sweep.png"
-    result = perflab_cli("http", f"http://{server.address}/", "--rate", "100:200:100", *FAST,
-                         "--json", str(out), "--chart", str(chart), "--slo", "500ms",
-                         "--format", "markdown")
+    result = perflab_cli(
+        "http",
+        f"http://{server.address}/",
+        "--rate",
+        "100:200:100",
+        *FAST,
+        "--json",
+        str(out),
+        "--chart",
+        str(chart),
+        "--slo",
+        "500ms",
+        "--format",
+        "markdown",
+    )
     assert result.returncode == 0, result.stderr
     assert "| offered | achieved | drained | error % |" in result.stdout
     assert "| 100/s |" in result.stdout and "| 200/s |" in result.stdout
@@ -57,8 +70,7 @@ def test_sweep_prints_a_table_writes_results_and_a_chart(tmp_path: Path, server:
     assert data["kind"] == "http" and len(data["benchmarks"][0]["steps"]) == 2
     first = data["benchmarks"][0]["steps"][0]
     assert first["ok_responses"] > 20 and first["latency"]["encoded"]
-    assert data["benchmarks"][0]["summary"]["steps"][0]["verdict"] in (
-        "ok", "generator-limited")
+    assert data["benchmarks"][0]["summary"]["steps"][0]["verdict"] in ("ok", "generator-limited")
     shown = perflab_cli("show", str(out), "--format", "csv")
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.splitlines()[0].startswith("step,mode,offered_rate")
@@ -70,8 +82,17 @@ def test_sweep_prints_a_table_writes_results_and_a_chart(tmp_path: Path, server:
 def test_closed_loop_and_a_requests_file(tmp_path: Path, server: Any, perflab_cli) -> None:
     reqs = tmp_path / "reqs.jsonl"
     reqs.write_text('{"path": "/a"}\n{"method": "POST", "path": "/b", "body": "x"}\n')
-    result = perflab_cli("http", f"http://{server.address}/", "--connections", "2", *FAST,
-                         "--requests", str(reqs), "--json", str(tmp_path / "c.json"))
+    result = perflab_cli(
+        "http",
+        f"http://{server.address}/",
+        "--connections",
+        "2",
+        *FAST,
+        "--requests",
+        str(reqs),
+        "--json",
+        str(tmp_path / "c.json"),
+    )
     assert result.returncode == 0, result.stderr
     assert "2 conn" in result.stdout
     data = json.loads((tmp_path / "c.json").read_text())
@@ -79,20 +100,25 @@ def test_closed_loop_and_a_requests_file(tmp_path: Path, server: Any, perflab_cl
     assert data["benchmarks"][0]["steps"][0]["mode"] == "closed"
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["not-a-url", "--rate", "10"], "malformed"),
-    (["ftp://127.0.0.1/", "--rate", "10"], "not supported"),
-    (["http://127.0.0.1:1/", "--rate", "0"], "above zero"),
-    (["http://127.0.0.1:1/", "--rate", "-5"], "above zero"),
-    (["http://127.0.0.1:1/", "--rate", "10", "--duration", "0s"], "above zero"),
-    (["http://127.0.0.1:1/", "--rate", "10", "--duration=-2s"], "above zero"),
-    (["http://127.0.0.1:1/"], "give --rate"),
-    (["http://127.0.0.1:1/", "--rate", "10", "--header", "nocolon"], "Name: value"),
-    # refused before the target is even tried (issue 12: 1e10 used to hang for minutes)
-    (["http://127.0.0.1:1/", "--rate", "1e10", "--threads", "1"],
-     "at most 1,000,000 requests/s per engine thread"),
-    (["http://127.0.0.1:1/", "--rate", "10", "--threads", "1000"], "more than the"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["not-a-url", "--rate", "10"], "malformed"),
+        (["ftp://127.0.0.1/", "--rate", "10"], "not supported"),
+        (["http://127.0.0.1:1/", "--rate", "0"], "above zero"),
+        (["http://127.0.0.1:1/", "--rate", "-5"], "above zero"),
+        (["http://127.0.0.1:1/", "--rate", "10", "--duration", "0s"], "above zero"),
+        (["http://127.0.0.1:1/", "--rate", "10", "--duration=-2s"], "above zero"),
+        (["http://127.0.0.1:1/"], "give --rate"),
+        (["http://127.0.0.1:1/", "--rate", "10", "--header", "nocolon"], "Name: value"),
+        # refused before the target is even tried (issue 12: 1e10 used to hang for minutes)
+        (
+            ["http://127.0.0.1:1/", "--rate", "1e10", "--threads", "1"],
+            "at most 1,000,000 requests/s per engine thread",
+        ),
+        (["http://127.0.0.1:1/", "--rate", "10", "--threads", "1000"], "more than the"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(argv: list[str], message: str, perflab_cli) -> None:
     result = perflab_cli("http", *argv, "--quiet", timeout=30)
     assert result.returncode == 2
@@ -101,26 +127,43 @@ def test_bad_input_is_one_line_and_exit_2(argv: list[str], message: str, perflab
 
 def test_unreachable_target_is_a_clear_line_not_a_hang(perflab_cli) -> None:
     started = time.monotonic()
-    result = perflab_cli("http", f"http://127.0.0.1:{free_port()}/", "--rate", "10", *FAST,
-                         timeout=30)
+    result = perflab_cli(
+        "http", f"http://127.0.0.1:{free_port()}/", "--rate", "10", *FAST, timeout=30
+    )
     assert result.returncode == 2 and time.monotonic() - started < 20
     assert "connection refused" in one_error_line(result.stderr)
 
 
-def test_more_connections_than_the_open_file_limit_names_ulimit(server: Any,
-                                                                perflab_cli) -> None:
-    result = perflab_cli("http", f"http://{server.address}/", "--connections", "10000000",
-                         *FAST, timeout=30)
+def test_more_connections_than_the_open_file_limit_names_ulimit(server: Any, perflab_cli) -> None:
+    result = perflab_cli(
+        "http", f"http://{server.address}/", "--connections", "10000000", *FAST, timeout=30
+    )
     assert result.returncode == 2
     assert "ulimit -n" in one_error_line(result.stderr)
 
 
 def test_ctrl_c_keeps_the_steps_measured(tmp_path: Path, server: Any) -> None:
     out = tmp_path / "int.json"
-    proc = popen_perflab(["http", f"http://{server.address}/",
-                             "--rate", "100,100,100", "--duration", "1s", "--warmup", "0.1s",
-                             "--threads", "1", "--quiet", "--json", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = popen_perflab(
+        [
+            "http",
+            f"http://{server.address}/",
+            "--rate",
+            "100,100,100",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0.1s",
+            "--threads",
+            "1",
+            "--quiet",
+            "--json",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(2.0)  # inside the second step (steps are 1 s plus a short start-up)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=30)
@@ -132,14 +175,30 @@ def test_ctrl_c_keeps_the_steps_measured(tmp_path: Path, server: Any) -> None:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_a_signal_stops_the_highest_rate_at_once(tmp_path: Path, server: Any,
-                                                 sig: signal.Signals) -> None:
+def test_a_signal_stops_the_highest_rate_at_once(
+    tmp_path: Path, server: Any, sig: signal.Signals
+) -> None:
     # A million requests/s (one thread's most) kept perflab busy; the signal still ends
     # the step within the engine's 100 ms check, and what was measured is saved.
     out = tmp_path / "fast.json"
-    proc = popen_perflab(["http", f"http://{server.address}/", "--rate", "1e6",
-                          "--duration", "20s", "--threads", "1", "--quiet", "--json", str(out)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = popen_perflab(
+        [
+            "http",
+            f"http://{server.address}/",
+            "--rate",
+            "1e6",
+            "--duration",
+            "20s",
+            "--threads",
+            "1",
+            "--quiet",
+            "--json",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(2.0)
     sent = time.monotonic()
     proc.send_signal(sig)
@@ -151,15 +210,32 @@ def test_a_signal_stops_the_highest_rate_at_once(tmp_path: Path, server: Any,
 
 
 def test_a_server_killed_mid_sweep_ends_it_with_results_kept(tmp_path: Path) -> None:
-    serve = popen_perflab(["serve", "--port", "0"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    serve = popen_perflab(
+        ["serve", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         address = serve.stdout.readline().split("http://")[1].split("/")[0]  # type: ignore[union-attr]
         out = tmp_path / "killed.json"
-        http = popen_perflab(["http", f"http://{address}/",
-                                 "--rate", "100,100,100", "--duration", "1s", "--warmup", "0.1s",
-                                 "--threads", "1", "--quiet", "--json", str(out)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        http = popen_perflab(
+            [
+                "http",
+                f"http://{address}/",
+                "--rate",
+                "100,100,100",
+                "--duration",
+                "1s",
+                "--warmup",
+                "0.1s",
+                "--threads",
+                "1",
+                "--quiet",
+                "--json",
+                str(out),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         time.sleep(1.5)
         serve.kill()
         stdout, stderr = http.communicate(timeout=60)
@@ -172,15 +248,28 @@ def test_a_server_killed_mid_sweep_ends_it_with_results_kept(tmp_path: Path) -> 
     assert steps and steps[0]["ok_responses"] > 0
 
 
-def test_responses_that_all_came_while_draining_are_successes(tmp_path: Path,
-                                                              perflab_cli) -> None:
+def test_responses_that_all_came_while_draining_are_successes(tmp_path: Path, perflab_cli) -> None:
     # Every response takes 1 s, the step 0.5 s: none completes inside the window, all
     # are drained. The achieved rate is 0, the step saturated, and the run succeeded.
     with _core.serve({"host": "127.0.0.1", "port": 0, "delay": "1s"}) as slow:
         out = tmp_path / "slow.json"
-        result = perflab_cli("http", f"http://{slow.address}/", "--rate", "6", "--duration",
-                             "0.5s", "--warmup", "0s", "--threads", "1", "--quiet", "--json",
-                             str(out), "--format", "csv")
+        result = perflab_cli(
+            "http",
+            f"http://{slow.address}/",
+            "--rate",
+            "6",
+            "--duration",
+            "0.5s",
+            "--warmup",
+            "0s",
+            "--threads",
+            "1",
+            "--quiet",
+            "--json",
+            str(out),
+            "--format",
+            "csv",
+        )
     assert result.returncode == 0, result.stderr
     (step,) = json.loads(out.read_text())["benchmarks"][0]["steps"]
     assert (step["ok_responses"], step["drained"]) == (0, 3) and step["drain_s"] > 0.5

@@ -60,9 +60,24 @@ def serve() -> Iterator[str]:
 
 def http(url: str, out: Path, *args: str) -> model.Results:
     """One ``perflab http`` run (one engine thread, quiet); its results."""
-    proc = subprocess.run([sys.executable, "-m", "perflab", "http", url, "--threads", "1",
-                           "--quiet", "--json", str(out), *args],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "perflab",
+            "http",
+            url,
+            "--threads",
+            "1",
+            "--quiet",
+            "--json",
+            str(out),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     return model.load(out)
 
@@ -86,14 +101,16 @@ def capacities(tmp_path_factory: pytest.TempPathFactory) -> list[float]:
 
 
 @pytest.mark.parametrize("duration", ["1s", "2s", "5s"])
-def test_achieved_never_exceeds_the_closed_loop_capacity(capacities: list[float],
-                                                         tmp_path: Path, duration: str) -> None:
+def test_achieved_never_exceeds_the_closed_loop_capacity(
+    capacities: list[float], tmp_path: Path, duration: str
+) -> None:
     with serve() as url:
         # A closed loop leaves at most 16 requests (80 ms) behind: the sweep may follow.
         capacities.append(closed_loop_rate(url, tmp_path / "before.json"))
         rates = ",".join(f"{load * max(capacities):.0f}" for load in LOADS)
-        results = http(url, tmp_path / "sweep.json", "--rate", rates, "--duration", duration,
-                       "--timeout", "1s")
+        results = http(
+            url, tmp_path / "sweep.json", "--rate", rates, "--duration", duration, "--timeout", "1s"
+        )
     with serve() as url:
         capacities.append(closed_loop_rate(url, tmp_path / "after.json"))
     capacity = max(capacities)
@@ -101,9 +118,15 @@ def test_achieved_never_exceeds_the_closed_loop_capacity(capacities: list[float]
     assert capacity > 0.8 / SERIALIZE_S, capacities
     steps = results.benchmarks[0].steps
     summaries = summarize_steps(steps)
-    table = json.dumps({"capacities": capacities, "steps": [
-        (s.label, round(s.achieved_rate), s.drained, s.unsent, s.verdict, s.reasons)
-        for s in summaries]})
+    table = json.dumps(
+        {
+            "capacities": capacities,
+            "steps": [
+                (s.label, round(s.achieved_rate), s.drained, s.unsent, s.verdict, s.reasons)
+                for s in summaries
+            ],
+        }
+    )
     for step, s in zip(steps, summaries):
         assert s.achieved_rate <= CAPACITY_SLACK * capacity, table
         assert step.ok_responses <= step.elapsed_s / SERIALIZE_S + 1, table
@@ -114,15 +137,21 @@ def test_achieved_never_exceeds_the_closed_loop_capacity(capacities: list[float]
     # limited, "sent late") rather than ok; the server's side must still be clean.
     assert not saturation_reasons(light), table
     assert light.verdict == "ok" or (
-        light.verdict == "generator-limited" and not engine_busy(light)
-        and all("sent late" in r for r in light.reasons)), table
+        light.verdict == "generator-limited"
+        and not engine_busy(light)
+        and all("sent late" in r for r in light.reasons)
+    ), table
     # The capacity estimate comes from the ok step only: never "at least" the offered
     # overload, as the issue's repro printed.
     assert "at least" not in _capacity_line(tmp_path / "sweep.json")
 
 
 def _capacity_line(path: Path) -> str:
-    proc = subprocess.run([sys.executable, "-m", "perflab", "show", str(path), "--format",
-                           "markdown"], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "perflab", "show", str(path), "--format", "markdown"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     (line,) = [x for x in proc.stdout.splitlines() if "capacity estimate" in x]
     return line

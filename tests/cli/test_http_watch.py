@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from perflab.analyze.watch import server_figures
-from perflab.measure.watch import Watcher, read, resolve
 from perflab.errors import UsageError
+from perflab.measure.watch import Watcher, read, resolve
 from perflab.model import HttpStep
 from tests.conftest import popen_perflab
 
@@ -24,8 +24,12 @@ FAST = ["--duration", "1s", "--warmup", "0.2s", "--threads", "1", "--quiet"]
 @pytest.fixture
 def serve():
     """`perflab serve` in its own process: (address, pid)."""
-    proc = popen_perflab(["serve", "--port", "0", "--delay", "1ms"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    proc = popen_perflab(
+        ["serve", "--port", "0", "--delay", "1ms"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stdout.readline()  # type: ignore[union-attr]
         yield line.split("http://")[1].split("/")[0], proc.pid
@@ -37,17 +41,26 @@ def serve():
 def test_watch_adds_the_servers_cpu_and_rss_per_step(tmp_path: Path, serve, perflab_cli) -> None:
     address, pid = serve
     out = tmp_path / "w.json"
-    result = perflab_cli("http", f"http://{address}/", "--rate", "200,400", *FAST,
-                         "--watch", str(pid), "--json", str(out))
+    result = perflab_cli(
+        "http",
+        f"http://{address}/",
+        "--rate",
+        "200,400",
+        *FAST,
+        "--watch",
+        str(pid),
+        "--json",
+        str(out),
+    )
     assert result.returncode == 0, result.stderr
     assert "server CPU/wall" in result.stdout and "RSS growth over each step" in result.stdout
     steps = json.loads(out.read_text())["benchmarks"][0]["steps"]
     assert len(steps) == 2
     for step in steps:
         (part,) = step["watched"]
-        assert part["pid"] == pid and len(part["t_s"]) >= 5     # 100 ms over ≥ 1 s
-        assert all(r > 1_000_000 for r in part["rss_bytes"])    # a Python process: > 1 MB
-        assert part["cpu_s"] == sorted(part["cpu_s"])           # cumulative
+        assert part["pid"] == pid and len(part["t_s"]) >= 5  # 100 ms over ≥ 1 s
+        assert all(r > 1_000_000 for r in part["rss_bytes"])  # a Python process: > 1 MB
+        assert part["cpu_s"] == sorted(part["cpu_s"])  # cumulative
     # the second step starts where the first ended: the timelines chain
     assert steps[1]["watched"][0]["t_s"][0] == steps[0]["watched"][0]["t_s"][-1]
     figures = server_figures(HttpStep.from_dict(steps[1]), completed=100)
@@ -65,11 +78,16 @@ def test_watch_cmd_finds_the_server_by_name(tmp_path: Path, serve) -> None:
     assert any(t.pid == pid for t in resolve([], [name]))
 
 
-@pytest.mark.parametrize("argv,words", [
-    (["--watch", "4194305"], "no such process"),
-    (["--watch-cmd", "no-such-server-xyz"], "no running process has that name")])
-def test_a_target_that_is_not_running_is_one_line_and_exit_2(argv, words, serve,
-                                                                perflab_cli) -> None:
+@pytest.mark.parametrize(
+    "argv,words",
+    [
+        (["--watch", "4194305"], "no such process"),
+        (["--watch-cmd", "no-such-server-xyz"], "no running process has that name"),
+    ],
+)
+def test_a_target_that_is_not_running_is_one_line_and_exit_2(
+    argv, words, serve, perflab_cli
+) -> None:
     address, _ = serve
     result = perflab_cli("http", f"http://{address}/", "--rate", "10", *FAST, *argv)
     assert result.returncode == 2
@@ -81,7 +99,7 @@ def test_watcher_cuts_chain_and_survive_an_exited_target() -> None:
     child = subprocess.Popen(["sleep", "30"])
     targets = resolve([os.getpid(), child.pid], [])
     with Watcher(targets, interval_s=0.01) as w:
-        sum(i * i for i in range(300_000))   # some CPU of our own
+        sum(i * i for i in range(300_000))  # some CPU of our own
         first = w.cut()
         child.kill()
         child.wait()
@@ -89,7 +107,7 @@ def test_watcher_cuts_chain_and_survive_an_exited_target() -> None:
     mine = first[0]
     assert mine["cpu_s"][-1] >= mine["cpu_s"][0] and mine["rss_bytes"][0] > 0
     assert second[0]["t_s"][0] == mine["t_s"][-1]
-    assert read(child.pid) is None    # gone: its timeline just stops
+    assert read(child.pid) is None  # gone: its timeline just stops
 
 
 def test_the_engines_cpu_sits_beside_the_servers_and_a_costlier_engine_is_named() -> None:
@@ -98,23 +116,38 @@ def test_the_engines_cpu_sits_beside_the_servers_and_a_costlier_engine_is_named(
     from perflab.analyze.http import summarize_step
     from perflab.report.http_table import _server_lines
 
-    step = HttpStep(offered_rate=100.0, connections=4, mode="open", duration_s=1.1,
-                    warmup_s=0.1, elapsed_s=1.0, ok_responses=100, requests_sent=100,
-                    drained=0, ok_from_warmup=0, drain_s=0.0, thread_cpu_s=[0.2, 0.1])
-    step.watched = [{"pid": 1, "name": "srv", "t_s": [0.0, 1.0], "cpu_s": [0.0, 0.1],
-                     "rss_bytes": [10, 10]}]
+    step = HttpStep(
+        offered_rate=100.0,
+        connections=4,
+        mode="open",
+        duration_s=1.1,
+        warmup_s=0.1,
+        elapsed_s=1.0,
+        ok_responses=100,
+        requests_sent=100,
+        drained=0,
+        ok_from_warmup=0,
+        drain_s=0.0,
+        thread_cpu_s=[0.2, 0.1],
+    )
+    step.watched = [
+        {"pid": 1, "name": "srv", "t_s": [0.0, 1.0], "cpu_s": [0.0, 0.1], "rss_bytes": [10, 10]}
+    ]
     summary = summarize_step(step, 0)
     f = summary.server
     assert f is not None and f.cpu_per_request_s == pytest.approx(0.001)
     assert f.engine_cpu_wall == pytest.approx(0.3)
     assert f.engine_cpu_per_request_s == pytest.approx(0.003)
-    assert any("load engine spent more CPU per request than the server" in line
-               for line in _server_lines([summary]))
+    assert any(
+        "load engine spent more CPU per request than the server" in line
+        for line in _server_lines([summary])
+    )
 
 
 def test_no_watch_no_figures() -> None:
-    step = HttpStep(offered_rate=10.0, connections=1, mode="open", duration_s=1.0,
-                    warmup_s=0.1, elapsed_s=0.9)
+    step = HttpStep(
+        offered_rate=10.0, connections=1, mode="open", duration_s=1.0, warmup_s=0.1, elapsed_s=0.9
+    )
     assert server_figures(step) is None
     with pytest.raises(UsageError):
         resolve([-1], [])

@@ -16,12 +16,23 @@ from pathlib import Path
 from perflab import cli
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-FAST = ["--budget", "0.2s", "--min-processes", "3", "--max-processes", "3",
-        "--process-time", "0.02s", "--no-alloc", "--quiet", "--no-history"]
+FAST = [
+    "--budget",
+    "0.2s",
+    "--min-processes",
+    "3",
+    "--max-processes",
+    "3",
+    "--process-time",
+    "0.02s",
+    "--no-alloc",
+    "--quiet",
+    "--no-history",
+]
 
 
 def _bench_file(text: str) -> str:
-    after = text[text.index("Write `bench.py`"):]
+    after = text[text.index("Write `bench.py`") :]
     return re.search(r"```python\n(.*?)```", after, re.S).group(1)  # type: ignore[union-attr]
 
 
@@ -31,8 +42,9 @@ def _commands(text: str) -> list[list[str]]:
     return [shlex.split(line.split("  #")[0]) for line in lines]
 
 
-def test_the_python_quick_start_runs_as_written(tmp_path: Path, perflab_cli, capsys,
-                                                 monkeypatch) -> None:
+def test_the_python_quick_start_runs_as_written(
+    tmp_path: Path, perflab_cli, capsys, monkeypatch
+) -> None:
     text = README.read_text(encoding="utf-8")
     (tmp_path / "bench.py").write_text(_bench_file(text), encoding="utf-8")
     made = perflab_cli("run", "bench.py", "--json", "main.json", *FAST, cwd=tmp_path)

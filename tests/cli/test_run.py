@@ -16,9 +16,18 @@ from perflab.model import SCHEMA_VERSION
 from tests.conftest import popen_perflab
 
 # a budget of 1.5 s: two processes of ~0.3 s each fit it even on a loaded shared machine
-FAST = ["--budget", "1.5s", "--min-processes", "2", "--max-processes", "2", "--process-time", "20ms",
-        "--quiet",
-        "--no-alloc"]
+FAST = [
+    "--budget",
+    "1.5s",
+    "--min-processes",
+    "2",
+    "--max-processes",
+    "2",
+    "--process-time",
+    "20ms",
+    "--quiet",
+    "--no-alloc",
+]
 
 
 def write(tmp_path: Path, body: str, name: str = "bench.py") -> Path:
@@ -35,7 +44,9 @@ def one_error_line(stderr: str) -> str:
 
 
 def test_good_run_prints_a_table_and_saves_results(tmp_path: Path, perflab_cli) -> None:
-    bench = write(tmp_path, """
+    bench = write(
+        tmp_path,
+        """
         @perflab.bench(group="g", baseline=True, params={"n": [10, 100]})
         def total(n):
             return sum(range(n))
@@ -43,7 +54,8 @@ def test_good_run_prints_a_table_and_saves_results(tmp_path: Path, perflab_cli) 
         @perflab.metric(group="g", name="digits", unit="")
         def digits(result):
             return len(str(result))
-    """)
+    """,
+    )
     out = tmp_path / "r.json"
     result = perflab_cli("run", str(bench), "--json", str(out), *FAST)
     assert result.returncode == 0, result.stderr
@@ -61,11 +73,14 @@ def test_good_run_prints_a_table_and_saves_results(tmp_path: Path, perflab_cli) 
 
 
 def test_show_renders_markdown_and_csv(tmp_path: Path, perflab_cli) -> None:
-    bench = write(tmp_path, """
+    bench = write(
+        tmp_path,
+        """
         @perflab.bench
         def noop():
             pass
-    """)
+    """,
+    )
     out = tmp_path / "r.json"
     assert perflab_cli("run", str(bench), "--json", str(out), *FAST).returncode == 0
     md = perflab_cli("show", str(out), "--format", "markdown")
@@ -77,7 +92,9 @@ def test_show_renders_markdown_and_csv(tmp_path: Path, perflab_cli) -> None:
 
 
 def test_filter_runs_only_matching_benchmarks(tmp_path: Path, perflab_cli) -> None:
-    bench = write(tmp_path, """
+    bench = write(
+        tmp_path,
+        """
         @perflab.bench
         def alpha():
             pass
@@ -85,10 +102,12 @@ def test_filter_runs_only_matching_benchmarks(tmp_path: Path, perflab_cli) -> No
         @perflab.bench
         def beta():
             pass
-    """)
+    """,
+    )
     out = tmp_path / "r.json"
-    assert perflab_cli("run", str(bench), "--filter", "alp", "--json", str(out),
-                       *FAST).returncode == 0
+    assert (
+        perflab_cli("run", str(bench), "--filter", "alp", "--json", str(out), *FAST).returncode == 0
+    )
     names = [b["name"] for b in json.loads(out.read_text())["benchmarks"]]
     assert names == ["alpha"]
     nothing = perflab_cli("run", str(bench), "--filter", "gamma", *FAST)
@@ -114,18 +133,23 @@ def test_no_benchmarks_found(tmp_path: Path, perflab_cli) -> None:
 
 
 def test_unknown_params(tmp_path: Path, perflab_cli) -> None:
-    bench = write(tmp_path, """
+    bench = write(
+        tmp_path,
+        """
         @perflab.bench(params={"size": [1, 2]})
         def f(n):
             pass
-    """)
+    """,
+    )
     result = perflab_cli("run", str(bench))
     line = one_error_line(result.stderr)
     assert result.returncode == 2 and "'f': unknown params ['size']" in line
 
 
-@pytest.mark.parametrize("option", [["--precision", "0"], ["--precision", "abc"],
-                                    ["--budget", "-1s"], ["--timeout", "soon"]])
+@pytest.mark.parametrize(
+    "option",
+    [["--precision", "0"], ["--precision", "abc"], ["--budget", "-1s"], ["--timeout", "soon"]],
+)
 def test_bad_options_are_usage_errors(tmp_path: Path, perflab_cli, option: list[str]) -> None:
     bench = write(tmp_path, "@perflab.bench\ndef f():\n    pass\n")
     result = perflab_cli("run", str(bench), *option)
@@ -134,11 +158,15 @@ def test_bad_options_are_usage_errors(tmp_path: Path, perflab_cli, option: list[
 
 
 def _failure_run(tmp_path: Path, perflab_cli, body: str, *extra: str):
-    bench = write(tmp_path, body + """
+    bench = write(
+        tmp_path,
+        body
+        + """
 @perflab.bench
 def healthy():
     return sum(range(10))
-""")
+""",
+    )
     out = tmp_path / "r.json"
     result = perflab_cli("run", str(bench), "--json", str(out), *FAST, *extra)
     data = json.loads(out.read_text())
@@ -149,31 +177,45 @@ def healthy():
 
 
 def test_a_raising_benchmark_fails_alone(tmp_path: Path, perflab_cli) -> None:
-    result, data = _failure_run(tmp_path, perflab_cli, """
+    result, data = _failure_run(
+        tmp_path,
+        perflab_cli,
+        """
 @perflab.bench
 def raises():
     raise ValueError("bad input data")
-""")
+""",
+    )
     assert "'raises' raised ValueError in first call: bad input data" in result.stdout
     assert "Traceback" not in result.stdout + result.stderr
 
 
 def test_a_hanging_benchmark_times_out(tmp_path: Path, perflab_cli) -> None:
-    result, _ = _failure_run(tmp_path, perflab_cli, """
+    result, _ = _failure_run(
+        tmp_path,
+        perflab_cli,
+        """
 import time
 @perflab.bench
 def hangs():
     time.sleep(3600)
-""", "--timeout", "1s")
+""",
+        "--timeout",
+        "1s",
+    )
     assert "'hangs' timed out after 1 s" in result.stdout
 
 
-@pytest.mark.parametrize("body,signal_name", [
-    ("import os\n@perflab.bench\ndef dies():\n    os.abort()\n", "SIGABRT"),
-    ("import ctypes\n@perflab.bench\ndef dies():\n    ctypes.string_at(0)\n", "SIGSEGV"),
-])
-def test_a_dying_worker_is_reported(tmp_path: Path, perflab_cli, body: str,
-                                    signal_name: str) -> None:
+@pytest.mark.parametrize(
+    "body,signal_name",
+    [
+        ("import os\n@perflab.bench\ndef dies():\n    os.abort()\n", "SIGABRT"),
+        ("import ctypes\n@perflab.bench\ndef dies():\n    ctypes.string_at(0)\n", "SIGSEGV"),
+    ],
+)
+def test_a_dying_worker_is_reported(
+    tmp_path: Path, perflab_cli, body: str, signal_name: str
+) -> None:
     result, _ = _failure_run(tmp_path, perflab_cli, body)
     assert f"'dies' killed its worker with {signal_name}" in result.stdout
 
@@ -193,10 +235,11 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path: Path) -> None:
     """SIGINT mid-run: exit 130 and a results file holding the processes measured so far."""
     import signal
     import subprocess
-    import sys
     import time
 
-    bench = write(tmp_path, """
+    bench = write(
+        tmp_path,
+        """
         @perflab.bench
         def first():
             return sum(range(100))
@@ -204,12 +247,27 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path: Path) -> None:
         @perflab.bench
         def second():
             return sum(range(100))
-    """)
+    """,
+    )
     out = tmp_path / "r.json"
-    proc = popen_perflab(["run", str(bench), "--json",
-                             str(out), "--quiet", "--budget", "60s", "--precision", "0.0001%",
-                             "--process-time", "50ms"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = popen_perflab(
+        [
+            "run",
+            str(bench),
+            "--json",
+            str(out),
+            "--quiet",
+            "--budget",
+            "60s",
+            "--precision",
+            "0.0001%",
+            "--process-time",
+            "50ms",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(4)  # generous: several worker processes finish in this time even on a busy CI box
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
@@ -223,22 +281,41 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("sig,code", [("SIGTERM", 143), ("SIGHUP", 129)])
 def test_sigterm_and_sighup_stop_like_ctrl_c_and_exit_with_the_signals_code(
-        tmp_path: Path, sig: str, code: int) -> None:
+    tmp_path: Path, sig: str, code: int
+) -> None:
     """issue 12: SIGTERM/SIGHUP exited 143/129 at once and wrote nothing. Now: workers
     stopped, finished samples kept, results saved and printed, exit 128 + the signal."""
     import signal
     import subprocess
     import time
 
-    bench = write(tmp_path, """
+    bench = write(
+        tmp_path,
+        """
         @perflab.bench
         def first():
             return sum(range(100))
-    """)
+    """,
+    )
     out = tmp_path / "r.json"
-    proc = popen_perflab(["run", str(bench), "--json", str(out), "--quiet", "--budget", "60s",
-                          "--precision", "0.0001%", "--process-time", "50ms"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = popen_perflab(
+        [
+            "run",
+            str(bench),
+            "--json",
+            str(out),
+            "--quiet",
+            "--budget",
+            "60s",
+            "--precision",
+            "0.0001%",
+            "--process-time",
+            "50ms",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(4)  # generous: several worker processes finish in this time even on a busy CI box
     proc.send_signal(getattr(signal, sig))
     stdout, stderr = proc.communicate(timeout=60)
@@ -252,23 +329,33 @@ def test_sigterm_and_sighup_stop_like_ctrl_c_and_exit_with_the_signals_code(
 @pytest.mark.parametrize("threads", ["[0, -1]", "[2.5]", "[]", "4"])
 def test_bad_thread_counts_are_bad_input(tmp_path: Path, perflab_cli, threads: str) -> None:
     """issue 12: threads=[0, -1] gave a FAILED row and exit 1; it is bad input."""
-    bench = write(tmp_path, f"""
+    bench = write(
+        tmp_path,
+        f"""
         @perflab.bench(threads={threads})
         def f():
             pass
-    """)
+    """,
+    )
     result = perflab_cli("run", str(bench), *FAST)
     line = one_error_line(result.stderr)
     assert result.returncode == 2 and "bench.py:3: threads=" in line
     assert "whole numbers from 1 to" in line or "list of thread counts" in line
 
 
-@pytest.mark.parametrize("option", [
-    ["--process-time", "1e30s"], ["--process-time", "20s", "--budget", "10s"],
-    ["--process-time", "60s", "--budget", "120s"], ["--budget", "1e400s"],
-    ["--timeout", "1e30s"]])
-def test_durations_that_cannot_fit_are_rejected(tmp_path: Path, perflab_cli,
-                                                option: list[str]) -> None:
+@pytest.mark.parametrize(
+    "option",
+    [
+        ["--process-time", "1e30s"],
+        ["--process-time", "20s", "--budget", "10s"],
+        ["--process-time", "60s", "--budget", "120s"],
+        ["--budget", "1e400s"],
+        ["--timeout", "1e30s"],
+    ],
+)
+def test_durations_that_cannot_fit_are_rejected(
+    tmp_path: Path, perflab_cli, option: list[str]
+) -> None:
     """issue 12: --process-time 1e30s was accepted and ran far past --budget."""
     bench = write(tmp_path, "@perflab.bench\ndef f():\n    pass\n")
     result = perflab_cli("run", str(bench), *option)
@@ -279,7 +366,10 @@ def test_durations_that_cannot_fit_are_rejected(tmp_path: Path, perflab_cli,
 
 def test_sys_exit_in_a_benchmark_is_explained(tmp_path: Path, perflab_cli) -> None:
     """issue 12: sys.exit(0) in a benchmark read "worker exited with status 0 (no output)"."""
-    result, _ = _failure_run(tmp_path, perflab_cli, """
+    result, _ = _failure_run(
+        tmp_path,
+        perflab_cli,
+        """
 import os, sys
 @perflab.bench
 def exits():
@@ -288,15 +378,21 @@ def exits():
 @perflab.bench
 def leaves():
     os._exit(0)
-""")
+""",
+    )
     assert "'exits' called sys.exit(0) in first call: a benchmark must return" in result.stdout
-    assert "'leaves' ended its worker process (exit status 0) before the measurement " \
-        "finished" in result.stdout and "os._exit()" in result.stdout
+    assert (
+        "'leaves' ended its worker process (exit status 0) before the measurement finished"
+        in result.stdout
+        and "os._exit()" in result.stdout
+    )
     assert "no output" not in result.stdout
 
 
 def test_sys_exit_at_import_is_bad_input(tmp_path: Path, perflab_cli) -> None:
-    bench = write(tmp_path, """
+    bench = write(
+        tmp_path,
+        """
         import sys
 
         @perflab.bench
@@ -304,7 +400,8 @@ def test_sys_exit_at_import_is_bad_input(tmp_path: Path, perflab_cli) -> None:
             pass
 
         sys.exit(main())
-    """.replace("main()", "0"))
+    """.replace("main()", "0"),
+    )
     result = perflab_cli("run", str(bench), *FAST)
     line = one_error_line(result.stderr)
     assert result.returncode == 2 and "bench.py:9: calls sys.exit(0) when imported" in line
@@ -315,7 +412,9 @@ def test_each_worker_gets_its_own_recorded_layout(tmp_path: Path, perflab_cli) -
     """Layout randomization: every process gets a padding variable and a hash seed of its
     own (recorded in the file and seen by the benchmark), --seed repeats the draws and
     --no-randomize turns them off."""
-    bench = write(tmp_path, """
+    bench = write(
+        tmp_path,
+        """
         import os
 
         @perflab.bench
@@ -330,12 +429,25 @@ def test_each_worker_gets_its_own_recorded_layout(tmp_path: Path, perflab_cli) -
         @perflab.metric(name="hash_seed")
         def hash_seed(result):
             return int(result[1]) if result[1] else -1
-    """)
+    """,
+    )
 
     def layouts(*extra: str) -> list[dict]:
         out = tmp_path / f"r{len(extra)}.json"
-        done = perflab_cli("run", str(bench), "--json", str(out), *FAST, "--budget", "30s",
-                           "--max-processes", "3", "--min-processes", "3", *extra)
+        done = perflab_cli(
+            "run",
+            str(bench),
+            "--json",
+            str(out),
+            *FAST,
+            "--budget",
+            "30s",
+            "--max-processes",
+            "3",
+            "--min-processes",
+            "3",
+            *extra,
+        )
         assert done.returncode == 0, done.stderr
         procs = json.loads(out.read_text())["benchmarks"][0]["processes"]
         for p in procs:  # what the benchmark saw is what the file says it got
@@ -345,25 +457,28 @@ def test_each_worker_gets_its_own_recorded_layout(tmp_path: Path, perflab_cli) -
 
     first = layouts("--seed", "7")
     assert len({(x["env_padding_bytes"], x["hash_seed"]) for x in first}) == 3
-    assert all(0 <= x["env_padding_bytes"] < 4096 and 0 <= x["heap_objects"] < 4096
-               for x in first)
+    assert all(0 <= x["env_padding_bytes"] < 4096 and 0 <= x["heap_objects"] < 4096 for x in first)
     assert layouts("--seed", "7", "--no-alloc") == first, "--seed repeats the draws"
     assert layouts("--no-randomize") == [{}, {}, {}]
 
 
-def test_what_the_file_prints_at_import_goes_to_stderr(tmp_path: Path,
-                                                       capsys: pytest.CaptureFixture[str]
-                                                       ) -> None:
+def test_what_the_file_prints_at_import_goes_to_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # stdout holds the table or, with --json -, the results file: a print at import made
     # that file invalid JSON
     from perflab.commands.run import load_cases
 
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
         print("hello from import")
         @perflab.bench(params={"n": [1, 2]})
         def f(n):
             pass
-    """, "printing_bench.py")
+    """,
+        "printing_bench.py",
+    )
     _, cases = load_cases(str(path), ["n=2"])
     assert [c.id for c in cases] == ["f(n=2)"]
     out, err = capsys.readouterr()

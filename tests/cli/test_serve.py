@@ -7,7 +7,6 @@ import http.client
 import signal
 import socket
 import subprocess
-import sys
 import time
 from typing import Any
 
@@ -17,8 +16,9 @@ from tests.conftest import popen_perflab
 
 
 def start(*argv: str) -> tuple[subprocess.Popen, str]:
-    proc = popen_perflab(["serve", "--port", "0", *argv],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = popen_perflab(
+        ["serve", "--port", "0", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     line = proc.stdout.readline()  # type: ignore[union-attr]
     assert line.startswith("perflab serve listening on http://127.0.0.1:"), line
     return proc, line.split("http://")[1].split("/")[0]
@@ -66,14 +66,20 @@ def busy_port() -> Any:
     return sock
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--error-rate", "2"], "between 0 and 1"), (["--delay", "1xs"], "--delay 1xs"),
-    (["--stall", "10s/1s"], "shorter than its period"),
-    (["--serialize", "-1ms"], '--serialize -1ms: "-1ms" must not be negative'),
-    (["--delay", "exp:5x"], '--delay exp:5x: "5x" is not a duration'),
-    (["--body-size", "-1"], "0 or more"), (["--port", "70000"], "not a port"),
-    (["--threads", "0"], "at least 1"),
-    (["--host", "192.0.2.1"], "is not an address of this machine: use 127.0.0.1")])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--error-rate", "2"], "between 0 and 1"),
+        (["--delay", "1xs"], "--delay 1xs"),
+        (["--stall", "10s/1s"], "shorter than its period"),
+        (["--serialize", "-1ms"], '--serialize -1ms: "-1ms" must not be negative'),
+        (["--delay", "exp:5x"], '--delay exp:5x: "5x" is not a duration'),
+        (["--body-size", "-1"], "0 or more"),
+        (["--port", "70000"], "not a port"),
+        (["--threads", "0"], "at least 1"),
+        (["--host", "192.0.2.1"], "is not an address of this machine: use 127.0.0.1"),
+    ],
+)
 def test_bad_options_are_one_line_and_exit_2(argv: list[str], message: str, perflab_cli) -> None:
     result = perflab_cli("serve", *argv, timeout=30)
     assert result.returncode == 2

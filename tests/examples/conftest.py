@@ -19,7 +19,11 @@ def need_server(binary: str) -> None:
     if shutil.which(binary) or os.access(f"/usr/bin/{binary}", os.X_OK):
         return
     if os.geteuid() == 0:
-        pytest.fail(f"{binary} is missing although this is root: `make system-deps` installs "
-                    "it (did the install fail?)")
-    pytest.skip(f"{binary} is not installed and this is not root, so it can't be installed "
-                "(sudo apt-get install memcached redis-server)")
+        pytest.fail(
+            f"{binary} is missing although this is root: `make system-deps` installs "
+            "it (did the install fail?)"
+        )
+    pytest.skip(
+        f"{binary} is not installed and this is not root, so it can't be installed "
+        "(sudo apt-get install memcached redis-server)"
+    )

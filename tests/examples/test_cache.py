@@ -20,10 +20,29 @@ def test_quick_set_runs_every_cache_serially_and_on_8_threads(tmp_path: Path) ->
     out = tmp_path / "cache.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PERFLAB_")}
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "cache.py"), "--quick", "--quiet",
-         "--min-processes", "1", "--max-processes", "1", "--process-time", "30ms",
-         "--budget", "1s", "--no-alloc", "--json", str(out)],
-        capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
+        [
+            sys.executable,
+            str(ROOT / "examples" / "cache.py"),
+            "--quick",
+            "--quiet",
+            "--min-processes",
+            "1",
+            "--max-processes",
+            "1",
+            "--process-time",
+            "30ms",
+            "--budget",
+            "1s",
+            "--no-alloc",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     benches = json.loads(out.read_text())["benchmarks"]
     seen = {(b["name"], b["threads"]) for b in benches}
@@ -36,6 +55,7 @@ def test_quick_set_runs_every_cache_serially_and_on_8_threads(tmp_path: Path) ->
         # every key holds a Northwind row of 43–894 B: the cache can't keep it in less
         # than ~40 B, nor (memcached's 1 MiB slab pages at 1,000 keys aside) in over 64 kB
         assert 40 < per_key < 65_536, (b["name"], per_key)
+
     # the in-process caches beat a network round trip per operation by far (≥ 5×,
     # generous: the machine is shared; ~100× is usual)
     def median_ns(name: str) -> float:

@@ -50,16 +50,22 @@ def _gone(pid: int, within_s: float = 10.0) -> bool:
 def test_server_stops_with_its_starter(kind: str, binary: str, mode: str) -> None:
     need_server(binary)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PERFLAB_")}
-    code = STARTER.format(folder=str(ROOT / "examples"), kind=kind,
-                          mode="hang" if mode == "kill" else mode)
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    code = STARTER.format(
+        folder=str(ROOT / "examples"), kind=kind, mode="hang" if mode == "kill" else mode
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     line = proc.stdout.readline().split()
     assert line, proc.stderr.read()
     pid, port = int(line[0]), int(line[1])
     assert pid != proc.pid and port > 0
     if mode == "kill":
-        os.kill(proc.pid, signal.SIGKILL)   # no atexit: the kernel's parent-death signal
+        os.kill(proc.pid, signal.SIGKILL)  # no atexit: the kernel's parent-death signal
     proc.wait(30)
     assert _gone(pid), f"{kind} (pid {pid}) outlived its starter ({mode})"
 

@@ -26,11 +26,15 @@ import pytest
 
 LIB = next(iter(sorted(Path("/usr/lib").glob("*/faketime/libfaketime.so.1"))), None)
 pytestmark = [
-    pytest.mark.skipif(LIB is None, reason="libfaketime is not installed (Debian package "
-                       "libfaketime; 'make system-deps' installs it)"),
-    pytest.mark.skipif(not Path("/proc/cpuinfo").exists()
-                       or " tsc" not in Path("/proc/cpuinfo").read_text(),
-                       reason="no TSC: the faked clocks can't be told from true ones"),
+    pytest.mark.skipif(
+        LIB is None,
+        reason="libfaketime is not installed (Debian package "
+        "libfaketime; 'make system-deps' installs it)",
+    ),
+    pytest.mark.skipif(
+        not Path("/proc/cpuinfo").exists() or " tsc" not in Path("/proc/cpuinfo").read_text(),
+        reason="no TSC: the faked clocks can't be told from true ones",
+    ),
 ]
 
 BENCH = "import perflab\n\n@perflab.bench()\ndef add():\n    return sum(range(200))\n"
@@ -40,10 +44,18 @@ def _env(**faketime: str) -> dict[str, str]:
     return {**os.environ, "LD_PRELOAD": str(LIB), **faketime}
 
 
-def _perflab(*args: str, env: dict[str, str], cwd: Path | None = None,
-             timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "perflab", *args], capture_output=True,
-                          text=True, env=env, cwd=cwd, timeout=timeout, check=False)
+def _perflab(
+    *args: str, env: dict[str, str], cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "perflab", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def _write_offset(path: Path, seconds: float) -> None:
@@ -83,9 +95,13 @@ def _step_doctor(offset_file: Path, **extra: str) -> tuple[dict[str, Any], float
         (the JSON document, wall time of the step as epoch seconds).
     """
     env = _env(FAKETIME_NO_CACHE="1", FAKETIME_TIMESTAMP_FILE=str(offset_file), **extra)
-    proc = subprocess.Popen([sys.executable, "-m", "perflab", "doctor", "--duration", "2s",
-                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "perflab", "doctor", "--duration", "2s", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     assert proc.stderr is not None
     for line in proc.stderr:
         if "cross-check probe" in line:
@@ -109,8 +125,11 @@ def test_doctor_reports_a_step_of_every_clock_with_its_size_and_time(offset_file
     # libfaketime re-reads the offset file on every call, so the step can land between
     # the probe's MONOTONIC and REALTIME reads: REALTIME's +1 s then shows in that window
     # or the next one. Either way it is reported once, with the right size.
-    realtime = [s["sizes_ns"]["realtime"] for s in steps
-                if abs(s["sizes_ns"].get("realtime", 0)) > 100_000_000]
+    realtime = [
+        s["sizes_ns"]["realtime"]
+        for s in steps
+        if abs(s["sizes_ns"].get("realtime", 0)) > 100_000_000
+    ]
     assert realtime == [pytest.approx(1e9, abs=5e6)], steps
     assert 0.2 < step["offset_s"] < 2.0
     from datetime import datetime
@@ -125,19 +144,38 @@ def test_doctor_reports_a_step_of_every_clock_with_its_size_and_time(offset_file
 
 def test_doctor_reports_a_realtime_only_step_as_a_warning(offset_file: Path) -> None:
     doc, _ = _step_doctor(offset_file, FAKETIME_DONT_FAKE_MONOTONIC="1")
-    big = [s for s in doc["cross_checks"]["steps"]
-           if abs(max(s["sizes_ns"].values(), key=abs)) > 100_000_000]
+    big = [
+        s
+        for s in doc["cross_checks"]["steps"]
+        if abs(max(s["sizes_ns"].values(), key=abs)) > 100_000_000
+    ]
     assert [sorted(s["sizes_ns"]) for s in big] == [["realtime"]]
     assert big[0]["sizes_ns"]["realtime"] == pytest.approx(1e9, abs=5e6)
     assert _checks(doc)["clock_steps"]["status"] == "warn"
 
 
-def _run(tmp_path: Path, env: dict[str, str], process_time: str = "100ms"
-         ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+def _run(
+    tmp_path: Path, env: dict[str, str], process_time: str = "100ms"
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     (tmp_path / "b.py").write_text(BENCH)
-    done = _perflab("run", "b.py", "--min-processes", "2", "--max-processes", "2", "--budget",
-                    "5s", "--process-time", process_time, "--no-alloc", "--quiet", "--json",
-                    "r.json", env=env, cwd=tmp_path)
+    done = _perflab(
+        "run",
+        "b.py",
+        "--min-processes",
+        "2",
+        "--max-processes",
+        "2",
+        "--budget",
+        "5s",
+        "--process-time",
+        process_time,
+        "--no-alloc",
+        "--quiet",
+        "--json",
+        "r.json",
+        env=env,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     return done, json.loads((tmp_path / "r.json").read_text())
 
@@ -153,8 +191,10 @@ def test_run_at_twice_the_rate_flags_and_excludes_every_sample(tmp_path: Path) -
         # the bracket, which holds the timed loop (wall) and can't be shorter.
         assert s["clock_skew_ns"] <= -0.45 * s["wall_ns"]
     assert bench["summary"]["flagged"] == len(samples) and bench["summary"]["samples"] == 0
-    assert f"samples excluded (the clocks disagreed during these samples; they are kept in " \
+    assert (
+        f"samples excluded (the clocks disagreed during these samples; they are kept in "
         f"the file and left out of the statistics): add all {len(samples)}" in done.stdout
+    )
 
 
 THREADS_BENCH = """
@@ -169,9 +209,22 @@ def add():
 def test_threads_mode_at_twice_the_rate_flags_every_window(tmp_path: Path) -> None:
     """Threads-mode windows carry the same clock cross-check as normal samples."""
     (tmp_path / "t.py").write_text(THREADS_BENCH)
-    done = _perflab("run", "t.py", "--min-processes", "1", "--max-processes", "1",
-                    "--process-time", "100ms", "--no-alloc", "--quiet", "--json", "r.json",
-                    env=_env(FAKETIME="+0 x2"), cwd=tmp_path)
+    done = _perflab(
+        "run",
+        "t.py",
+        "--min-processes",
+        "1",
+        "--max-processes",
+        "1",
+        "--process-time",
+        "100ms",
+        "--no-alloc",
+        "--quiet",
+        "--json",
+        "r.json",
+        env=_env(FAKETIME="+0 x2"),
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     bench = json.loads((tmp_path / "r.json").read_text())["benchmarks"][0]
     windows = [s for p in bench["processes"] for s in p["samples"]]
@@ -180,8 +233,19 @@ def test_threads_mode_at_twice_the_rate_flags_every_window(tmp_path: Path) -> No
 
 def test_cmd_at_twice_the_rate_flags_and_excludes_every_run(tmp_path: Path) -> None:
     """perflab cmd checks the clocks per batch of runs, in the parent (which reads the TSC)."""
-    done = _perflab("cmd", "--runs", "6", "--warmup", "0", "--quiet", "--json", "r.json",
-                    "sleep 0.01", env=_env(FAKETIME="+0 x2"), cwd=tmp_path)
+    done = _perflab(
+        "cmd",
+        "--runs",
+        "6",
+        "--warmup",
+        "0",
+        "--quiet",
+        "--json",
+        "r.json",
+        "sleep 0.01",
+        env=_env(FAKETIME="+0 x2"),
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     bench = json.loads((tmp_path / "r.json").read_text())["benchmarks"][0]
     runs = [r for r in bench["runs"] if not r["warmup"]]
@@ -195,8 +259,18 @@ def test_http_at_twice_the_rate_flags_the_step(tmp_path: Path) -> None:
     from perflab import _core
 
     with _core.serve({"port": 0}) as server:
-        done = _perflab("http", f"http://{server.address}/", "--rate", "200", "--duration",
-                        "1s", "--json", "r.json", env=_env(FAKETIME="+0 x2"), cwd=tmp_path)
+        done = _perflab(
+            "http",
+            f"http://{server.address}/",
+            "--rate",
+            "200",
+            "--duration",
+            "1s",
+            "--json",
+            "r.json",
+            env=_env(FAKETIME="+0 x2"),
+            cwd=tmp_path,
+        )
     assert done.returncode == 0, done.stderr
     (step,) = json.loads((tmp_path / "r.json").read_text())["benchmarks"][0]["steps"]
     assert step["flagged"] == "clock:tsc"
@@ -204,7 +278,8 @@ def test_http_at_twice_the_rate_flags_the_step(tmp_path: Path) -> None:
 
 
 def test_run_with_clock_steps_flags_and_excludes_the_samples_spanning_them(
-        tmp_path: Path, offset_file: Path) -> None:
+    tmp_path: Path, offset_file: Path
+) -> None:
     stop = threading.Event()
 
     def stepper() -> None:  # +20 ms every 250 ms (a sample lasts 10-100 ms here)
@@ -216,8 +291,9 @@ def test_run_with_clock_steps_flags_and_excludes_the_samples_spanning_them(
     thread = threading.Thread(target=stepper, daemon=True)
     thread.start()
     try:
-        done, results = _run(tmp_path, _env(FAKETIME_NO_CACHE="1",
-                                            FAKETIME_TIMESTAMP_FILE=str(offset_file)), "1s")
+        done, results = _run(
+            tmp_path, _env(FAKETIME_NO_CACHE="1", FAKETIME_TIMESTAMP_FILE=str(offset_file)), "1s"
+        )
     finally:
         stop.set()
         thread.join()
@@ -238,5 +314,7 @@ def test_run_with_clock_steps_flags_and_excludes_the_samples_spanning_them(
     summary = bench["summary"]
     assert summary["flagged"] == len(flagged)
     assert summary["samples"] == len(samples) - len(flagged)
-    assert f"samples excluded (the clocks disagreed during these samples; they are kept in " \
+    assert (
+        f"samples excluded (the clocks disagreed during these samples; they are kept in "
         f"the file and left out of the statistics): add {len(flagged)}" in done.stdout
+    )

@@ -35,18 +35,33 @@ DATA = HERE / "data"
 SNAPSHOTS = HERE / "snapshots"
 UPDATE = os.environ.get("PERFLAB_UPDATE_GOLDEN") == "1"
 FORMATS = ("table", "markdown", "csv")
-RESULTS = ("run-a", "run-b", "run-synthetic-a", "run-synthetic-b", "cmd-a", "cmd-b", "cmd-c", "http-open", "http-closed",
-           "http-closed-b")
-COMPARISONS = {"run": ("run-a", "run-b"), "run-synthetic": ("run-synthetic-a", "run-synthetic-b"),
-               "cmd": ("cmd-b", "cmd-c"),
-               "http": ("http-closed", "http-closed-b")}
-FITS = {"complexity-run": ["run-a.json", "--model", "complexity", "--series", "sum_range"],
-        "breakeven-run": ["run-a.json", "--between", "sum_range", "sum_list"],
-        "usl-threads": ["run-a.json", "--model", "usl"],
-        "usl-http": ["http-closed.json"],
-        "usl-csv": ["usl.csv"],
-        "complexity-csv": ["cost.csv", "--model", "complexity"],
-        "breakeven-csv": ["cost.csv", "--between", "scan", "index"]}
+RESULTS = (
+    "run-a",
+    "run-b",
+    "run-synthetic-a",
+    "run-synthetic-b",
+    "cmd-a",
+    "cmd-b",
+    "cmd-c",
+    "http-open",
+    "http-closed",
+    "http-closed-b",
+)
+COMPARISONS = {
+    "run": ("run-a", "run-b"),
+    "run-synthetic": ("run-synthetic-a", "run-synthetic-b"),
+    "cmd": ("cmd-b", "cmd-c"),
+    "http": ("http-closed", "http-closed-b"),
+}
+FITS = {
+    "complexity-run": ["run-a.json", "--model", "complexity", "--series", "sum_range"],
+    "breakeven-run": ["run-a.json", "--between", "sum_range", "sum_list"],
+    "usl-threads": ["run-a.json", "--model", "usl"],
+    "usl-http": ["http-closed.json"],
+    "usl-csv": ["usl.csv"],
+    "complexity-csv": ["cost.csv", "--model", "complexity"],
+    "breakeven-csv": ["cost.csv", "--between", "scan", "index"],
+}
 #: Significant digits kept of the floats of JSON documents: the last bits of a fit or a
 #: bootstrap may differ between BLAS builds, the figures a reader sees may not.
 DIGITS = 6
@@ -69,8 +84,10 @@ def _json_text(text: str) -> str:
 
 def _perflab(*argv: str) -> Callable[[], int]:
     """A case that runs ``perflab ARGV`` in ``tests/golden/data``."""
+
     def run() -> int:
         return cli.main(list(argv))
+
     run.argv = argv  # type: ignore[attr-defined]
     return run
 
@@ -92,19 +109,22 @@ def _doctor(fmt: str) -> Callable[[], int]:
         else:
             print_report(report, fmt)
         return 0
+
     return run
 
 
 def _summaries(name: str) -> Callable[[], int]:
     """The summaries a results file is saved with, recomputed from its raw data."""
+
     def run() -> int:
         from perflab.analyze import cmd, http
         from perflab.analyze.summary import summarize_benchmarks
 
         results = model.load(DATA / f"{name}.json")
         if results.kind == "run":
-            grouped = summarize_benchmarks(results.benchmarks,
-                                           precision=results.settings.get("precision"))
+            grouped = summarize_benchmarks(
+                results.benchmarks, precision=results.settings.get("precision")
+            )
             out = {s.id: s.to_dict() for group in grouped.values() for s in group}
         elif results.kind == "cmd":
             out = {s.id: s.to_dict() for s in cmd.summarize_results(results)}
@@ -112,12 +132,14 @@ def _summaries(name: str) -> Callable[[], int]:
             out = {"steps": [s.to_dict() for s in http.summarize_results(results).steps]}
         print(json.dumps(model.json_types(out)))
         return 0
+
     return run
 
 
 def _shown(*argv: str) -> Callable[[], int]:
     """A case that runs ``perflab ARGV --json FILE`` quietly (a compare or fit document,
     written to a temp folder), then ``perflab show FILE`` and any further options."""
+
     def run(*show_options: str) -> int:
         import contextlib
         import io
@@ -125,10 +147,13 @@ def _shown(*argv: str) -> Callable[[], int]:
 
         with tempfile.TemporaryDirectory() as folder:
             document = str(Path(folder) / "document.json")
-            with contextlib.redirect_stdout(io.StringIO()), \
-                    contextlib.redirect_stderr(io.StringIO()):
+            with (
+                contextlib.redirect_stdout(io.StringIO()),
+                contextlib.redirect_stderr(io.StringIO()),
+            ):
                 cli.main([*argv, "--format", "csv", "--json", document])
             return cli.main(["show", document, *show_options])
+
     return run
 
 
@@ -142,23 +167,30 @@ def _cases() -> dict[str, tuple[Callable[[], int], bool]]:
     cases: dict[str, tuple[Callable[[], int], bool]] = {}
     for name in RESULTS:
         for fmt in FORMATS:
-            cases[f"show-{name}.{fmt}"] = (_perflab("show", f"{name}.json", "--format", fmt),
-                                           False)
+            cases[f"show-{name}.{fmt}"] = (_perflab("show", f"{name}.json", "--format", fmt), False)
         cases[f"summaries-{name}.json"] = (_summaries(name), True)
     cases["show-run-a-env.table"] = (_perflab("show", "run-a.json", "--env"), False)
     for fmt in FORMATS:
         cases[f"show-doctor.{fmt}"] = (_perflab("show", "doctor.json", "--format", fmt), False)
     for kind, (a, b) in COMPARISONS.items():
         for fmt in FORMATS:
-            cases[f"compare-{kind}.{fmt}"] = (_perflab("compare", f"{a}.json", f"{b}.json",
-                                                       "--format", fmt), False)
-        cases[f"compare-{kind}.json"] = (_perflab("compare", f"{a}.json", f"{b}.json",
-                                                  "--json"), True)
+            cases[f"compare-{kind}.{fmt}"] = (
+                _perflab("compare", f"{a}.json", f"{b}.json", "--format", fmt),
+                False,
+            )
+        cases[f"compare-{kind}.json"] = (
+            _perflab("compare", f"{a}.json", f"{b}.json", "--json"),
+            True,
+        )
         for fmt in FORMATS:
             cases[f"show-compare-{kind}.{fmt}"] = (
-                _show_document(("compare", f"{a}.json", f"{b}.json"), fmt), False)
-    cases["compare-run-gate.table"] = (_perflab("compare", "run-a.json", "run-b.json",
-                                                "--fail-on", "slower,inconclusive"), False)
+                _show_document(("compare", f"{a}.json", f"{b}.json"), fmt),
+                False,
+            )
+    cases["compare-run-gate.table"] = (
+        _perflab("compare", "run-a.json", "run-b.json", "--fail-on", "slower,inconclusive"),
+        False,
+    )
     for name, argv in FITS.items():
         for fmt in FORMATS:
             cases[f"fit-{name}.{fmt}"] = (_perflab("fit", *argv, "--format", fmt), False)
@@ -175,14 +207,20 @@ def _cases() -> dict[str, tuple[Callable[[], int], bool]]:
 WIDTHS = (80, 100, 120)
 #: Case name → (the call, whether its stdout is JSON, COLUMNS).
 CASES = {name: (call, is_json, 200) for name, (call, is_json) in _cases().items()}
-CASES.update({f"{name}-{width}": (call, False, width)
-              for name, (call, is_json) in _cases().items() if name.endswith(".table")
-              for width in WIDTHS})
+CASES.update(
+    {
+        f"{name}-{width}": (call, False, width)
+        for name, (call, is_json) in _cases().items()
+        if name.endswith(".table")
+        for width in WIDTHS
+    }
+)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_golden(case: str, capfd: pytest.CaptureFixture[str],
-                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_golden(
+    case: str, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The case's exit code, stdout and stderr are its snapshot's."""
     call, is_json, width = CASES[case]
     monkeypatch.chdir(DATA)
@@ -196,12 +234,15 @@ def test_golden(case: str, capfd: pytest.CaptureFixture[str],
         SNAPSHOTS.mkdir(exist_ok=True)
         path.write_text(text)
     assert path.exists(), f"no snapshot {path.name}; make it with PERFLAB_UPDATE_GOLDEN=1"
-    assert text == path.read_text(), (f"{case} renders differently from its snapshot; if "
-                                      "the change is intended, PERFLAB_UPDATE_GOLDEN=1")
+    assert text == path.read_text(), (
+        f"{case} renders differently from its snapshot; if "
+        "the change is intended, PERFLAB_UPDATE_GOLDEN=1"
+    )
 
 
-@pytest.mark.parametrize("case", sorted(c for c in CASES if c.startswith(("show-compare-",
-                                                                         "show-fit-"))))
+@pytest.mark.parametrize(
+    "case", sorted(c for c in CASES if c.startswith(("show-compare-", "show-fit-")))
+)
 def test_show_of_a_document_prints_what_its_command_printed(case: str) -> None:
     """``perflab show`` of a compare or fit document rebuilds, from the JSON alone, exactly
     the tables (and CSV) that the command printed when it wrote the document."""
@@ -216,10 +257,12 @@ def test_every_snapshot_has_a_case() -> None:
     assert not stale
 
 
-@pytest.mark.parametrize("case", sorted(c for c in CASES if c.endswith(".table")
-                                        or c.rsplit("-", 1)[-1].isdigit()))
-def test_tables_fit(case: str, capfd: pytest.CaptureFixture[str],
-                    monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "case", sorted(c for c in CASES if c.endswith(".table") or c.rsplit("-", 1)[-1].isdigit())
+)
+def test_tables_fit(
+    case: str, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """At every width, each line fits, every identifying cell and headline figure shows
     whole (units included), every word of the notes shows, nothing is cut with "…", and
     the columns folded away are named under their table."""
@@ -244,8 +287,9 @@ def test_tables_fit(case: str, capfd: pytest.CaptureFixture[str],
     assert printed
     lines = out.splitlines()
     assert all(cell_len(line.rstrip()) <= width for line in lines), case
-    made = "".join(t.title + "".join(t.footnotes) + "".join(c for r in t.rows for c in r)
-                   for t in printed)
+    made = "".join(
+        t.title + "".join(t.footnotes) + "".join(c for r in t.rows for c in r) for t in printed
+    )
     assert out.count("…") <= made.count("…"), "rich cut a cell"
     for table in printed:
         ranks = table.fold or [KEY] * len(table.columns)
@@ -259,8 +303,11 @@ def test_tables_fit(case: str, capfd: pytest.CaptureFixture[str],
                     if right or column is None:  # never wraps: the whole cell on one line
                         assert any(cell in line for line in lines), (name, cell)
                         continue
-                    pieces = [w[k:k + column] for w in cell.split()  # wrapped, or folded
-                              for k in range(0, len(w), column)]
+                    pieces = [
+                        w[k : k + column]
+                        for w in cell.split()  # wrapped, or folded
+                        for k in range(0, len(w), column)
+                    ]
                     assert all(p in out for p in pieces), (name, cell)
             elif i not in shown:
                 flowing = " ".join(out.split())  # footnotes wrap

@@ -37,8 +37,9 @@ def test_a_git_ref_picks_the_newest_run_at_that_commit(tmp_path: Path, monkeypat
     subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
     subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "one"], check=True)
     subprocess.run([*git, "tag", "v1"], check=True)
-    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    head = subprocess.run(
+        [*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     monkeypatch.chdir(repo)
     with Store(tmp_path / "h.sqlite") as store:
         at_v1 = add(store, results({"a": 1e-6}), commit=head)

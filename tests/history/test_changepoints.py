@@ -12,8 +12,13 @@ from perflab.history.store import Store
 from tests.history.helpers import add, results
 
 
-def history(n: int, seed: int, steps: dict[int, float] = {}, sigma: float = 0.03,  # noqa: B006
-            heavy: bool = False) -> np.ndarray:
+def history(
+    n: int,
+    seed: int,
+    steps: dict[int, float] = {},
+    sigma: float = 0.03,  # noqa: B006
+    heavy: bool = False,
+) -> np.ndarray:
     rng = np.random.default_rng(seed)
     noise = sigma * (rng.standard_t(3, n) if heavy else rng.normal(0, 1, n))
     for at, ratio in steps.items():
@@ -58,8 +63,12 @@ def test_a_trend_names_the_commit_range_of_its_change(tmp_path: Path) -> None:
     values = history(12, 7, {6: 1.25}, sigma=0.01)
     with Store(tmp_path / "h.sqlite") as store:
         for i, value in enumerate(values):
-            add(store, results({"a": float(value)}, seed=i), commit=f"{i:x}" * 40,
-                time=f"2026-01-{i + 1:02d}T00:00:00+00:00")
+            add(
+                store,
+                results({"a": float(value)}, seed=i),
+                commit=f"{i:x}" * 40,
+                time=f"2026-01-{i + 1:02d}T00:00:00+00:00",
+            )
         got = trend.build(store, "g/a", "time")
     assert len(got.points) == 12 and got.fingerprint_changes == []
     assert [c.index for c in got.changes] == [6]
@@ -82,10 +91,13 @@ def test_pelt_finds_the_segmentation_ruptures_finds() -> None:
         n = int(rng.integers(6, 150))
         x = (rng.standard_t(3, n) if trial % 3 == 0 else rng.normal(0, 1, n)) * 0.03
         for _ in range(int(rng.integers(0, 4))):
-            x[int(rng.integers(0, n)):] += rng.normal(0, 0.1)
+            x[int(rng.integers(0, n)) :] += rng.normal(0, 0.1)
         penalty = changepoints.PENALTY_FACTOR * changepoints.robust_sigma(x) ** 2 * np.log(n)
-        expected = ruptures.Pelt(model="l2", min_size=changepoints.MIN_SEGMENT, jump=1).fit(
-            x.reshape(-1, 1)).predict(pen=penalty)
+        expected = (
+            ruptures.Pelt(model="l2", min_size=changepoints.MIN_SEGMENT, jump=1)
+            .fit(x.reshape(-1, 1))
+            .predict(pen=penalty)
+        )
         assert _core.pelt(x.tolist(), penalty, changepoints.MIN_SEGMENT) == expected
 
 
@@ -105,8 +117,9 @@ def test_welch_p_and_the_t_distribution_equal_scipys() -> None:
         assert changepoints.welch_p(a, b) == pytest.approx(expected, rel=1e-9, abs=1e-300)
     for t in (0.0, 0.3, 2.0, 8.0, 60.0, -2.5):
         for dof in (1.0, 2.5, 7.0, 1e4):
-            assert changepoints.student_t_sf(t, dof) == pytest.approx(stats.t.sf(t, dof),
-                                                                      rel=1e-10, abs=1e-300)
+            assert changepoints.student_t_sf(t, dof) == pytest.approx(
+                stats.t.sf(t, dof), rel=1e-10, abs=1e-300
+            )
     assert changepoints.welch_p(np.ones(3), np.ones(4)) == 1.0
     assert changepoints.welch_p(np.ones(3), np.full(4, 2.0)) == 0.0
     with pytest.raises(ValueError):

@@ -49,11 +49,16 @@ def test_a_version_1_database_gains_each_runs_benchmark_count(tmp_path: Path) ->
     path = tmp_path / "h.sqlite"
     db = sqlite3.connect(path)
     db.executescript(store_module.MIGRATIONS[0] + "; PRAGMA user_version = 1;")
-    db.execute("INSERT INTO runs (id, kind, created, recorded, fingerprint, command_line, "
-               "sha256, size_bytes, document) VALUES (1, 'run', '2026-01-01', '2026-01-01', "
-               "'f', '[]', 'x', 2, x'00')")
-    db.executemany("INSERT INTO benchmarks (run_id, bench, metric, unit, units, failed) "
-                   "VALUES (1, ?, ?, 's', 1, 0)", [("a", "time"), ("b", "p50"), ("b", "p99")])
+    db.execute(
+        "INSERT INTO runs (id, kind, created, recorded, fingerprint, command_line, "
+        "sha256, size_bytes, document) VALUES (1, 'run', '2026-01-01', '2026-01-01', "
+        "'f', '[]', 'x', 2, x'00')"
+    )
+    db.executemany(
+        "INSERT INTO benchmarks (run_id, bench, metric, unit, units, failed) "
+        "VALUES (1, ?, ?, 's', 1, 0)",
+        [("a", "time"), ("b", "p50"), ("b", "p99")],
+    )
     db.commit()
     db.close()
     with Store(path) as store:
@@ -77,9 +82,15 @@ def test_a_file_that_is_not_a_database_is_one_clear_error(tmp_path: Path) -> Non
 def test_a_failed_insert_leaves_nothing_of_the_run(tmp_path: Path) -> None:
     with Store(tmp_path / "h.sqlite") as store:
         add(store, results({"a": 1e-6}))
-        bad = RunRecord("run", "2026-01-02T00:00:00+00:00", "f" * 16, "ci", ["perflab"], b"{}",
-                        rows=[SummaryRow("a", "time", "s", 1.0),
-                              SummaryRow(None, "time", "s", 2.0)])  # type: ignore[arg-type]
+        bad = RunRecord(
+            "run",
+            "2026-01-02T00:00:00+00:00",
+            "f" * 16,
+            "ci",
+            ["perflab"],
+            b"{}",
+            rows=[SummaryRow("a", "time", "s", 1.0), SummaryRow(None, "time", "s", 2.0)],
+        )  # type: ignore[arg-type]
         with pytest.raises(sqlite3.IntegrityError):
             store.add(bad)
         assert store.count() == 1
@@ -106,10 +117,10 @@ def test_documents_rows_and_tags_round_trip(tmp_path: Path) -> None:
 def test_filters_and_newest_first(tmp_path: Path) -> None:
     with Store(tmp_path / "h.sqlite") as store:
         one = add(store, results({"a": 1e-6}, created="2026-01-01T00:00:00+00:00"), tags=["t"])
-        two = add(store, results({"b": 1e-6}, created="2026-02-01T00:00:00+00:00"),
-                  commit="b" * 40)
-        three = add(store, results({"a": 1e-6}, created="2026-03-01T00:00:00+00:00",
-                                   cpu_model="Other"))
+        two = add(store, results({"b": 1e-6}, created="2026-02-01T00:00:00+00:00"), commit="b" * 40)
+        three = add(
+            store, results({"a": 1e-6}, created="2026-03-01T00:00:00+00:00", cpu_model="Other")
+        )
         assert [r.id for r in store.runs()] == [three, two, one]
         assert [r.id for r in store.runs(bench_glob="g/a")] == [three, one]
         assert [r.id for r in store.runs(tag="t")] == [one]
@@ -126,10 +137,18 @@ def test_filters_and_newest_first(tmp_path: Path) -> None:
 
 def test_trend_is_in_commit_order_then_start_time(tmp_path: Path) -> None:
     with Store(tmp_path / "h.sqlite") as store:
-        late = add(store, results({"a": 1e-6}, created="2026-01-01T00:00:00+00:00"),
-                   commit="2" * 40, time="2026-01-05T00:00:00+00:00")
-        early = add(store, results({"a": 2e-6}, created="2026-01-02T00:00:00+00:00"),
-                    commit="1" * 40, time="2026-01-03T00:00:00+00:00")
+        late = add(
+            store,
+            results({"a": 1e-6}, created="2026-01-01T00:00:00+00:00"),
+            commit="2" * 40,
+            time="2026-01-05T00:00:00+00:00",
+        )
+        early = add(
+            store,
+            results({"a": 2e-6}, created="2026-01-02T00:00:00+00:00"),
+            commit="1" * 40,
+            time="2026-01-03T00:00:00+00:00",
+        )
         points = store.trend("g/a")
         assert [p.run.id for p in points] == [early, late]
         assert math.isclose(points[0].row.value, 2e-6, rel_tol=0.02)

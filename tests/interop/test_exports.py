@@ -26,11 +26,31 @@ def http_results(tmp_path_factory: Any) -> Path:
 
     out = tmp_path_factory.mktemp("http") / "h.json"
     with _core.serve({"host": "127.0.0.1", "port": 0, "delay": "1ms"}) as server:
-        done = subprocess.run([sys.executable, "-m", "perflab", "http",
-                               f"http://{server.address}/", "--rate", "100:200:100",
-                               "--duration", "0.6s", "--warmup", "0.1s", "--threads", "1",
-                               "--timeout", "2s", "--quiet", "--json", str(out)],
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "perflab",
+                "http",
+                f"http://{server.address}/",
+                "--rate",
+                "100:200:100",
+                "--duration",
+                "0.6s",
+                "--warmup",
+                "0.1s",
+                "--threads",
+                "1",
+                "--timeout",
+                "2s",
+                "--quiet",
+                "--json",
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert done.returncode == 0, done.stderr
     return out
 
@@ -45,8 +65,7 @@ def _merged(steps: list[Any]) -> HdrCounts:
     return HdrCounts(np.array(keys, np.int64), np.array([values[k] for k in keys], np.int64))
 
 
-def test_hdrhistogram_package_decodes_and_merges_perflab_histograms(http_results: Path
-                                                                    ) -> None:
+def test_hdrhistogram_package_decodes_and_merges_perflab_histograms(http_results: Path) -> None:
     from hdrh.histogram import HdrHistogram
 
     steps = model.load(http_results).benchmarks[0].steps
@@ -63,8 +82,10 @@ def test_hdrhistogram_package_decodes_and_merges_perflab_histograms(http_results
         # hdrh's rank is int(q·N + 0.5); perflab's (Java's, Rust's) is ceil(q·N)
         rank = max(1, int(q / 100 * ours.total + 0.5))
         assert merged.get_value_at_percentile(q) == ours.at_rank(np.array([rank]))[0]
-        assert ours.quantile(q / 100) == ours.at_rank(
-            np.array([max(1, math.ceil(q / 100 * ours.total))]))[0]
+        assert (
+            ours.quantile(q / 100)
+            == ours.at_rank(np.array([max(1, math.ceil(q / 100 * ours.total))]))[0]
+        )
     assert merged.get_max_value() == ours.values[-1]
 
 
@@ -85,8 +106,9 @@ def _rows(text: str) -> list[tuple[float, float, int]]:
     return rows
 
 
-def test_hgrm_is_hdrhistograms_percentile_distribution(http_results: Path, tmp_path: Path,
-                                                       perflab_cli: Any) -> None:
+def test_hgrm_is_hdrhistograms_percentile_distribution(
+    http_results: Path, tmp_path: Path, perflab_cli: Any
+) -> None:
     steps = _exported(perflab_cli, http_results, "hgrm", tmp_path / "lat.hgrm")
     for i, step in enumerate(steps):
         text = (tmp_path / f"lat-step{i + 1}.hgrm").read_text()
@@ -95,7 +117,7 @@ def test_hgrm_is_hdrhistograms_percentile_distribution(http_results: Path, tmp_p
         rows = _rows(text)
         # the levels HdrHistogram iterates with 5 ticks per half distance (as wrk2 prints)
         levels = [level for _, level, _ in rows]
-        assert levels[:8] == pytest.approx([0, .1, .2, .3, .4, .5, .55, .6])
+        assert levels[:8] == pytest.approx([0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.55, 0.6])
         assert levels[-1] == 1.0 and rows[-1][2] == hist.total
         cumulative = np.cumsum(hist.counts)
         for value_ms, level, count in rows[:-1]:
@@ -108,8 +130,9 @@ def test_hgrm_is_hdrhistograms_percentile_distribution(http_results: Path, tmp_p
         assert "ceil(p·N)" in text.splitlines()[-1]
 
 
-def test_github_action_benchmark_custom_smaller_is_better(tmp_path: Path, http_results: Path,
-                                                          perflab_cli: Any) -> None:
+def test_github_action_benchmark_custom_smaller_is_better(
+    tmp_path: Path, http_results: Path, perflab_cli: Any
+) -> None:
     out = tmp_path / "gab.json"
     run_file = DATA / "pytest_benchmark.json"
     result = perflab_cli("show", str(run_file), "--export", "github-action-benchmark", str(out))
@@ -125,13 +148,22 @@ def test_github_action_benchmark_custom_smaller_is_better(tmp_path: Path, http_r
     raw = json.loads(run_file.read_text())
     by_name = {e["name"]: e["value"] for e in entries}
     assert by_name["sums/test_sum(n=100)"] == pytest.approx(
-        raw["benchmarks"][2]["stats"]["median"] * 1e9, abs=1)
+        raw["benchmarks"][2]["stats"]["median"] * 1e9, abs=1
+    )
     # again onto the same file: perflab replaces its own export
-    assert perflab_cli("show", str(run_file), "--export", "github-action-benchmark",
-                       str(out)).returncode == 0
+    assert (
+        perflab_cli(
+            "show", str(run_file), "--export", "github-action-benchmark", str(out)
+        ).returncode
+        == 0
+    )
     http_out = tmp_path / "gab-http.json"
-    assert perflab_cli("show", str(http_results), "--export", "github-action-benchmark",
-                       str(http_out)).returncode == 0
+    assert (
+        perflab_cli(
+            "show", str(http_results), "--export", "github-action-benchmark", str(http_out)
+        ).returncode
+        == 0
+    )
     names = [e["name"] for e in json.loads(http_out.read_text())]
     assert len(names) == 4 and names[0].endswith("@ 100 req/s latency p50")
 
@@ -149,32 +181,44 @@ def test_hyperfine_export_round_trips(tmp_path: Path, perflab_cli: Any) -> None:
     assert [len(b.runs) for b in reread.benchmarks] == [5, 5]
     # and the file perflab cmd writes for hyperfine's scripts reads back too
     made = tmp_path / "cmd-hf.json"
-    ran = perflab_cli("cmd", "-r", "3", "true", "--quiet", "--json", str(tmp_path / "c.json"),
-                      "--export-json", str(made))
+    ran = perflab_cli(
+        "cmd",
+        "-r",
+        "3",
+        "true",
+        "--quiet",
+        "--json",
+        str(tmp_path / "c.json"),
+        "--export-json",
+        str(made),
+    )
     assert ran.returncode == 0, ran.stderr
     shown = perflab_cli("show", str(made))
     assert shown.returncode == 0, shown.stderr and "true" in shown.stdout
 
 
-def test_exports_refuse_what_they_cannot_write(tmp_path: Path, http_results: Path,
-                                               perflab_cli: Any) -> None:
+def test_exports_refuse_what_they_cannot_write(
+    tmp_path: Path, http_results: Path, perflab_cli: Any
+) -> None:
     foreign = tmp_path / "notes.json"
     foreign.write_text('["my own file"]\n')
-    result = perflab_cli("show", str(DATA / "hyperfine.json"), "--export",
-                         "github-action-benchmark", str(foreign))
+    result = perflab_cli(
+        "show", str(DATA / "hyperfine.json"), "--export", "github-action-benchmark", str(foreign)
+    )
     assert result.returncode == 2 and "was not written by perflab" in result.stderr
     assert foreign.read_text() == '["my own file"]\n'
-    wrong = perflab_cli("show", str(DATA / "hyperfine.json"), "--export", "hgrm",
-                        str(tmp_path / "x.hgrm"))
+    wrong = perflab_cli(
+        "show", str(DATA / "hyperfine.json"), "--export", "hgrm", str(tmp_path / "x.hgrm")
+    )
     assert wrong.returncode == 2
     assert wrong.stderr.startswith("error: --export hgrm: needs a http results file")
-    unknown = perflab_cli("show", str(http_results), "--export", "criterion",
-                          str(tmp_path / "x"))
+    unknown = perflab_cli("show", str(http_results), "--export", "criterion", str(tmp_path / "x"))
     assert unknown.returncode == 2 and "unknown format" in unknown.stderr
 
 
-def test_hlog_is_read_by_the_hdrhistogram_log_reader(http_results: Path, tmp_path: Path,
-                                                     perflab_cli: Any) -> None:
+def test_hlog_is_read_by_the_hdrhistogram_log_reader(
+    http_results: Path, tmp_path: Path, perflab_cli: Any
+) -> None:
     from hdrh.log import HistogramLogReader
 
     out = tmp_path / "lat.hlog"
@@ -190,8 +234,11 @@ def test_hlog_is_read_by_the_hdrhistogram_log_reader(http_results: Path, tmp_pat
     merged = again.add_next_interval_histogram()
     assert again.add_next_interval_histogram(merged) is merged  # step 2 merged into step 1
     assert merged.get_total_count() == sum(s.latency.count for s in steps)
-    first, second = (float(line.split(",")[1]) for line in out.read_text().splitlines()
-                     if line.startswith("Tag="))
+    first, second = (
+        float(line.split(",")[1])
+        for line in out.read_text().splitlines()
+        if line.startswith("Tag=")
+    )
     assert first == pytest.approx(0.1) and second > first  # after the first step's warmup
 
 

@@ -21,8 +21,9 @@ DATA = Path(__file__).parent.parent / "data" / "interop"
 
 
 def _median_s(bench: Any) -> float:
-    return float(np.median([s.wall_ns / s.iterations * 1e-9
-                            for p in bench.processes for s in p.samples]))
+    return float(
+        np.median([s.wall_ns / s.iterations * 1e-9 for p in bench.processes for s in p.samples])
+    )
 
 
 def test_pyperf_runs_become_processes_and_values_samples() -> None:
@@ -38,12 +39,31 @@ def test_pyperf_runs_become_processes_and_values_samples() -> None:
         assert all(s.iterations == 50 for p in bench.processes for s in p.samples)  # -l 50
 
 
-def test_a_fresh_pyperf_file_is_shown_with_what_it_lacks(tmp_path: Path,
-                                                         perflab_cli: Any) -> None:
+def test_a_fresh_pyperf_file_is_shown_with_what_it_lacks(tmp_path: Path, perflab_cli: Any) -> None:
     out = tmp_path / "t.json"
-    made = subprocess.run([sys.executable, "-m", "pyperf", "timeit", "-p", "2", "-w", "1",
-                           "-n", "3", "-l", "20", "-q", "-o", str(out), "sum(range(30))"],
-                          capture_output=True, text=True, timeout=120)
+    made = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pyperf",
+            "timeit",
+            "-p",
+            "2",
+            "-w",
+            "1",
+            "-n",
+            "3",
+            "-l",
+            "20",
+            "-q",
+            "-o",
+            str(out),
+            "sum(range(30))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert made.returncode == 0, made.stderr
     shown = perflab_cli("show", str(out))
     assert shown.returncode == 0, shown.stderr
@@ -77,8 +97,13 @@ def test_pytest_benchmark_rounds_are_samples_of_one_process() -> None:
     raw = json.loads((DATA / "pytest_benchmark.json").read_text())
     results = model.load(DATA / "pytest_benchmark.json")
     ids = [b.id for b in results.benchmarks]
-    assert ids == ["test_sorted", "sums/test_sum(n=10)", "sums/test_sum(n=100)",
-                   "sums/test_sum(n=1000)", "test_pedantic"]
+    assert ids == [
+        "test_sorted",
+        "sums/test_sum(n=10)",
+        "sums/test_sum(n=100)",
+        "sums/test_sum(n=1000)",
+        "test_pedantic",
+    ]
     for bench, source in zip(results.benchmarks, raw["benchmarks"]):
         assert len(bench.processes) == 1
         assert len(bench.processes[0].samples) == source["stats"]["rounds"]
@@ -105,15 +130,28 @@ def test_compare_two_peer_files_names_what_they_lack(perflab_cli: Any) -> None:
     result = perflab_cli("compare", path, path, "--format", "markdown")
     assert result.returncode == 0, result.stderr
     assert "sort_small" in result.stdout and "pyperf file" in result.stdout
-    mixed = perflab_cli("compare", str(DATA / "pytest_benchmark.json"),
-                        str(DATA / "pytest_benchmark.json"), "--fail-on", "slower")
+    mixed = perflab_cli(
+        "compare",
+        str(DATA / "pytest_benchmark.json"),
+        str(DATA / "pytest_benchmark.json"),
+        "--fail-on",
+        "slower",
+    )
     assert mixed.returncode == 0, mixed.stderr
     assert "within-process bootstrap" in mixed.stdout
 
 
 def test_fit_reads_a_pytest_benchmark_sweep(perflab_cli: Any) -> None:
-    result = perflab_cli("fit", str(DATA / "pytest_benchmark.json"), "--model", "complexity",
-                         "--param", "n", "--json", "-")
+    result = perflab_cli(
+        "fit",
+        str(DATA / "pytest_benchmark.json"),
+        "--model",
+        "complexity",
+        "--param",
+        "n",
+        "--json",
+        "-",
+    )
     assert result.returncode == 0, result.stderr
     fits = json.loads(result.stdout)
     assert any("test_sum" in json.dumps(f) for f in fits["fits"])
@@ -127,22 +165,37 @@ def test_api_load_reads_peer_files() -> None:
     assert [r["id"] for r in records] == ["sort_small", "sum_small"]
 
 
-@pytest.mark.parametrize(("content", "words"), [
-    ('{"version": "1.0", "benchmarks": [{"runs": [{"values": [0.1, -1]}]}]}',
-     "not a valid pyperf file: benchmarks[0].runs[0].values[1]: must be a non-negative"),
-    ('{"results": [{"command": "x", "times": "fast"}]}',
-     "not a valid hyperfine file: results[0].times: must be a list"),
-    ('{"machine_info": {}, "benchmarks": [{"name": "t", "stats": {"median": 1}}]}',
-     "not a valid pytest-benchmark file: benchmarks[0].stats: missing key 'rounds'"),
-    ('{"version": "1.0", "benchmarks": [{"runs": [{"warmups": [[1, 0.1]]}]}]}',
-     "no run with values"),
-    ('{"version": "1.0", "metadata": {"unit": "byte", "name": "m"}, "benchmarks": '
-     '[{"runs": [{"values": [10]}]}]}', "measures 'byte', not time"),
-    ('{"results": [{"command": "x", "times": [0.1], "mean": NaN}]}', "not valid JSON"),
-    ('{"results": [{"command": "x", "times": [0.1, 0.2', "not valid JSON"),
-])
-def test_malformed_peer_files_get_one_error_line(tmp_path: Path, perflab_cli: Any,
-                                                 content: str, words: str) -> None:
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (
+            '{"version": "1.0", "benchmarks": [{"runs": [{"values": [0.1, -1]}]}]}',
+            "not a valid pyperf file: benchmarks[0].runs[0].values[1]: must be a non-negative",
+        ),
+        (
+            '{"results": [{"command": "x", "times": "fast"}]}',
+            "not a valid hyperfine file: results[0].times: must be a list",
+        ),
+        (
+            '{"machine_info": {}, "benchmarks": [{"name": "t", "stats": {"median": 1}}]}',
+            "not a valid pytest-benchmark file: benchmarks[0].stats: missing key 'rounds'",
+        ),
+        (
+            '{"version": "1.0", "benchmarks": [{"runs": [{"warmups": [[1, 0.1]]}]}]}',
+            "no run with values",
+        ),
+        (
+            '{"version": "1.0", "metadata": {"unit": "byte", "name": "m"}, "benchmarks": '
+            '[{"runs": [{"values": [10]}]}]}',
+            "measures 'byte', not time",
+        ),
+        ('{"results": [{"command": "x", "times": [0.1], "mean": NaN}]}', "not valid JSON"),
+        ('{"results": [{"command": "x", "times": [0.1, 0.2', "not valid JSON"),
+    ],
+)
+def test_malformed_peer_files_get_one_error_line(
+    tmp_path: Path, perflab_cli: Any, content: str, words: str
+) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(content)
     for command in (["show", str(bad)], ["compare", str(bad), str(bad)]):
@@ -162,15 +215,26 @@ def test_from_forces_the_format(perflab_cli: Any) -> None:
 
 def test_names_from_a_file_are_escaped(tmp_path: Path, perflab_cli: Any) -> None:
     evil = tmp_path / "evil.json"
-    evil.write_text(json.dumps({"results": [{"command": "x\u001b[31mred\u001b[0m",
-                                             "times": [0.01, 0.011, 0.012]}]}))
+    evil.write_text(
+        json.dumps(
+            {"results": [{"command": "x\u001b[31mred\u001b[0m", "times": [0.01, 0.011, 0.012]}]}
+        )
+    )
     result = perflab_cli("show", str(evil))
     assert result.returncode == 0, result.stderr
     assert "\x1b[31m" not in result.stdout
     # a newline in a name stays visible as \x0a in the footnotes that name it too
     lines = tmp_path / "lines.json"
-    lines.write_text(json.dumps({"version": "1.0", "benchmarks": [{
-        "metadata": {"name": "a\n<b>"}, "runs": [{"values": [0.1, 0.2, 0.3]}]}]}))
+    lines.write_text(
+        json.dumps(
+            {
+                "version": "1.0",
+                "benchmarks": [
+                    {"metadata": {"name": "a\n<b>"}, "runs": [{"values": [0.1, 0.2, 0.3]}]}
+                ],
+            }
+        )
+    )
     result = perflab_cli("show", str(lines))
     assert result.returncode == 0, result.stderr
     assert "\n<b>" not in result.stdout and "a\\x0a<b> 1×3 (1)" in result.stdout
@@ -181,23 +245,42 @@ def test_cpu_figures_of_perflab_runs_stay(tmp_path: Path) -> None:
     from perflab.analyze.summary import summarize
     from perflab.model import Benchmark, Process, Sample
 
-    own = Benchmark(name="f", processes=[Process(index=0, pid=1, started_s=0.0,
-                                                 loop_overhead_ns=1.0,
-                                                 samples=[Sample(1, 1000, 900)] * 5)])
+    own = Benchmark(
+        name="f",
+        processes=[
+            Process(
+                index=0,
+                pid=1,
+                started_s=0.0,
+                loop_overhead_ns=1.0,
+                samples=[Sample(1, 1000, 900)] * 5,
+            )
+        ],
+    )
     assert summarize(own).cpu_wall == pytest.approx(0.9)
-    foreign = Benchmark(name="f", processes=[Process(index=0, pid=0, started_s=0.0,
-                                                     samples=[Sample(1, 1000, 0)] * 5)])
+    foreign = Benchmark(
+        name="f",
+        processes=[Process(index=0, pid=0, started_s=0.0, samples=[Sample(1, 1000, 0)] * 5)],
+    )
     assert math.isnan(summarize(foreign).cpu_wall)
 
 
-def test_hyperfine_without_cpu_times_shows_them_unknown(tmp_path: Path,
-                                                        perflab_cli: Any) -> None:
+def test_hyperfine_without_cpu_times_shows_them_unknown(tmp_path: Path, perflab_cli: Any) -> None:
     """A hyperfine file without ``user``/``system``: CPU is unknown ("–"), never 0 ns."""
     bare = tmp_path / "bare.json"
-    bare.write_text(json.dumps({"results": [{"command": "a", "times": [0.010, 0.011, 0.012]},
-                                            {"command": "b", "times": [0.020, 0.021]}]}))
-    assert all(r.user_ns is None and r.sys_ns is None
-               for b in model.load(bare).benchmarks for r in b.runs)
+    bare.write_text(
+        json.dumps(
+            {
+                "results": [
+                    {"command": "a", "times": [0.010, 0.011, 0.012]},
+                    {"command": "b", "times": [0.020, 0.021]},
+                ]
+            }
+        )
+    )
+    assert all(
+        r.user_ns is None and r.sys_ns is None for b in model.load(bare).benchmarks for r in b.runs
+    )
     shown = perflab_cli("show", str(bare), "--format", "markdown")
     assert shown.returncode == 0, shown.stderr
     row = next(line for line in shown.stdout.splitlines() if line.startswith("| a |"))
@@ -217,21 +300,39 @@ def test_fresh_hyperfine_files(tmp_path: Path, perflab_cli: Any) -> None:
     shown and compared; with -i, non-zero exits are runs hyperfine kept, not failures."""
     hyperfine = debian_tool("hyperfine")
     made = tmp_path / "hf.json"
-    ran = subprocess.run([hyperfine, "-N", "--runs", "3", "--warmup", "1", "true",
-                          "sleep 0.002", "--export-json", str(made)],
-                         capture_output=True, text=True, timeout=120)
+    ran = subprocess.run(
+        [
+            hyperfine,
+            "-N",
+            "--runs",
+            "3",
+            "--warmup",
+            "1",
+            "true",
+            "sleep 0.002",
+            "--export-json",
+            str(made),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert ran.returncode == 0, ran.stderr
     raw = json.loads(made.read_text())["results"]
     results = model.load(made)
     assert [b.name for b in results.benchmarks] == ["true", "sleep 0.002"]
     assert [[r.wall_ns * 1e-9 for r in b.runs] for b in results.benchmarks] == [
-        pytest.approx(r["times"]) for r in raw]
+        pytest.approx(r["times"]) for r in raw
+    ]
     compared = perflab_cli("compare", str(made), str(made), "--fail-on", "slower")
     assert compared.returncode == 0, compared.stderr
     ignored = tmp_path / "ignored.json"
-    ran = subprocess.run([hyperfine, "-N", "--runs", "3", "-i", "false",
-                          "--export-json", str(ignored)],
-                         capture_output=True, text=True, timeout=120)
+    ran = subprocess.run(
+        [hyperfine, "-N", "--runs", "3", "-i", "false", "--export-json", str(ignored)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert ran.returncode == 0, ran.stderr
     [bench] = model.load(ignored).benchmarks
     assert [(r.exit_code, r.ok) for r in bench.runs] == [(1, True)] * 3
@@ -244,9 +345,29 @@ def test_gzip_compressed_pyperf_files(tmp_path: Path, perflab_cli: Any) -> None:
     """pyperf writes gzip-compressed JSON for -o FILE.json.gz; decompression is bounded
     (a gzip bomb is one error line)."""
     out = tmp_path / "t.json.gz"
-    made = subprocess.run([sys.executable, "-m", "pyperf", "timeit", "-p", "2", "-w", "1",
-                           "-n", "3", "-l", "10", "-q", "-o", str(out), "sum(range(30))"],
-                          capture_output=True, text=True, timeout=120)
+    made = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pyperf",
+            "timeit",
+            "-p",
+            "2",
+            "-w",
+            "1",
+            "-n",
+            "3",
+            "-l",
+            "10",
+            "-q",
+            "-o",
+            str(out),
+            "sum(range(30))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert made.returncode == 0, made.stderr
     assert out.read_bytes()[:2] == b"\x1f\x8b"
     shown = perflab_cli("show", str(out))

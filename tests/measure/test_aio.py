@@ -17,8 +17,15 @@ import pytest
 from perflab.measure import aio
 from perflab.measure.worker import PhaseError, empty_like, measure_call
 
-PLAN = {"iterations": None, "sample_target_ns": 2e6, "warmup_max_s": 0.05,
-        "sample_seconds": 0.02, "min_samples": 3, "max_samples": 50, "allocations": True}
+PLAN = {
+    "iterations": None,
+    "sample_target_ns": 2e6,
+    "warmup_max_s": 0.05,
+    "sample_seconds": 0.02,
+    "min_samples": 3,
+    "max_samples": 50,
+    "allocations": True,
+}
 
 
 def _events(func, *args, **plan):
@@ -78,7 +85,8 @@ def test_an_unknown_loop_is_a_phase_error():
 
 def test_perflab_run_measures_an_async_bench(tmp_path, perflab_cli):
     bench = tmp_path / "abench.py"
-    bench.write_text(textwrap.dedent("""
+    bench.write_text(
+        textwrap.dedent("""
         import asyncio
         import perflab
 
@@ -86,10 +94,22 @@ def test_perflab_run_measures_an_async_bench(tmp_path, perflab_cli):
         async def hop():
             await asyncio.sleep(0)
             return 1
-    """))
+    """)
+    )
     out = tmp_path / "r.json"
-    result = perflab_cli("run", str(bench), "--json", str(out), "--budget", "0.5s",
-                         "--min-processes", "2", "--process-time", "20ms", "--quiet")
+    result = perflab_cli(
+        "run",
+        str(bench),
+        "--json",
+        str(out),
+        "--budget",
+        "0.5s",
+        "--min-processes",
+        "2",
+        "--process-time",
+        "20ms",
+        "--quiet",
+    )
     assert result.returncode == 0, result.stderr
     [b] = json.loads(out.read_text())["benchmarks"]
     assert not b["error"] and b["processes"][0]["samples"]
@@ -122,7 +142,8 @@ def test_uvloop_runs_the_calls_when_asked():
 
 def test_perflab_run_event_loop_uvloop(tmp_path, perflab_cli):
     bench = tmp_path / "ubench.py"
-    bench.write_text(textwrap.dedent("""
+    bench.write_text(
+        textwrap.dedent("""
         import asyncio
         import perflab
         import uvloop
@@ -131,11 +152,24 @@ def test_perflab_run_event_loop_uvloop(tmp_path, perflab_cli):
         async def hop():
             assert isinstance(asyncio.get_running_loop(), uvloop.Loop)
             await asyncio.sleep(0)
-    """))
+    """)
+    )
     out = tmp_path / "r.json"
-    result = perflab_cli("run", str(bench), "--event-loop", "uvloop", "--json", str(out),
-                         "--budget", "0.5s", "--min-processes", "2", "--process-time", "20ms",
-                         "--quiet")
+    result = perflab_cli(
+        "run",
+        str(bench),
+        "--event-loop",
+        "uvloop",
+        "--json",
+        str(out),
+        "--budget",
+        "0.5s",
+        "--min-processes",
+        "2",
+        "--process-time",
+        "20ms",
+        "--quiet",
+    )
     assert result.returncode == 0, result.stderr
     data = json.loads(out.read_text())
     [b] = data["benchmarks"]

@@ -34,8 +34,9 @@ class FakeSpawner(SerialSpawner):
     Hooks (``sh -c TEXT``) are keyed by TEXT, commands by argv[0]; unknown keys take 1 ms.
     """
 
-    def __init__(self, clock: FakeClock,
-                 behaviours: dict[str, Callable[[int], SpawnOutcome]] | None = None) -> None:
+    def __init__(
+        self, clock: FakeClock, behaviours: dict[str, Callable[[int], SpawnOutcome]] | None = None
+    ) -> None:
         self.clock = clock
         self.behaviours = behaviours or {}
         self.calls: list[str] = []
@@ -54,8 +55,9 @@ class FakeSpawner(SerialSpawner):
 
 
 def spec(name: str, **hooks: str) -> CommandSpec:
-    return CommandSpec(name, name, (name,), {},
-                       {h: ("/bin/sh", "-c", text) for h, text in hooks.items()})
+    return CommandSpec(
+        name, name, (name,), {}, {h: ("/bin/sh", "-c", text) for h, text in hooks.items()}
+    )
 
 
 def constant(ms: float, **kw) -> Callable[[int], SpawnOutcome]:  # type: ignore[no-untyped-def]
@@ -80,18 +82,16 @@ def order(benches) -> list[str]:  # type: ignore[no-untyped-def]
 
 
 def test_interleaved_blocks_run_every_command_once_in_varying_order() -> None:
-    engine, _ = runner([spec("A"), spec("B"), spec("C")], min_runs=20, max_runs=20,
-                       precision=1e-9)
+    engine, _ = runner([spec("A"), spec("B"), spec("C")], min_runs=20, max_runs=20, precision=1e-9)
     names = order(engine.run())
-    blocks = [tuple(names[i:i + 3]) for i in range(0, len(names), 3)]
+    blocks = [tuple(names[i : i + 3]) for i in range(0, len(names), 3)]
     assert len(blocks) == 20
     assert all(sorted(b) == ["A", "B", "C"] for b in blocks)
     assert len(set(blocks)) > 1, "the order within blocks must be randomized"
 
 
 def test_each_interleaved_run_records_its_block_and_sequential_runs_none() -> None:
-    engine, _ = runner([spec("A"), spec("B")], min_runs=6, max_runs=6, warmup=1,
-                       precision=1e-9)
+    engine, _ = runner([spec("A"), spec("B")], min_runs=6, max_runs=6, warmup=1, precision=1e-9)
     benches = engine.run()
     timed = {b.name: [r.block for r in b.runs if not r.warmup] for b in benches}
     assert timed["A"] == timed["B"] and len(set(timed["A"])) == 6
@@ -112,10 +112,16 @@ def test_drift_common_to_both_commands_cancels_in_the_ratio_ci() -> None:
             calls["A" if base == 10 else "B"] += 1
             slow = 3.0 if n > 30 else 1.0
             return SpawnOutcome(int(base * slow * MS * (1 + 0.001 * (n % 7))))
+
         return run
 
-    engine, _ = runner([spec("A"), spec("B")], {"A": drifting(10), "B": drifting(11)},
-                       min_runs=60, max_runs=60, precision=1e-9)
+    engine, _ = runner(
+        [spec("A"), spec("B")],
+        {"A": drifting(10), "B": drifting(11)},
+        min_runs=60,
+        max_runs=60,
+        precision=1e-9,
+    )
     benches = engine.run()
     paired = summarize_commands(benches, reference=0)[1].ratio
     assert paired is not None
@@ -143,8 +149,7 @@ def test_same_seed_same_order_and_runs_are_indexed_in_time() -> None:
 
 
 def test_constant_timings_stop_for_precision_at_min_runs() -> None:
-    engine, _ = runner([spec("A"), spec("B")], {"A": constant(10), "B": constant(20)},
-                       min_runs=12)
+    engine, _ = runner([spec("A"), spec("B")], {"A": constant(10), "B": constant(20)}, min_runs=12)
     benches = engine.run()
     assert [b.stop_reason for b in benches] == ["precision", "precision"]
     assert [len(b.runs) for b in benches] == [12, 12]
@@ -163,8 +168,12 @@ def test_noise_needs_more_runs_and_ratios_need_more_than_medians() -> None:
 
 
 def test_budget_stops_the_set_when_any_command_spent_it() -> None:
-    engine, _ = runner([spec("A"), spec("B")], {"A": noisy(1000, 0.3, 1), "B": constant(10)},
-                       budget_s=5, min_runs=2)
+    engine, _ = runner(
+        [spec("A"), spec("B")],
+        {"A": noisy(1000, 0.3, 1), "B": constant(10)},
+        budget_s=5,
+        min_runs=2,
+    )
     benches = engine.run()
     assert [b.stop_reason for b in benches] == ["budget", "budget"]
     assert len(benches[0].runs) == len(benches[1].runs)
@@ -199,8 +208,12 @@ def test_ignore_failure_accepts_every_code_and_codes_accept_only_those() -> None
     engine, _ = runner([spec("A")], {"A": fails_at(1, 2)}, ignore_all=True, min_runs=10)
     (a,) = engine.run()
     assert not a.failed and all(r.ok for r in a.runs) and len(a.runs) == 10
-    engine, _ = runner([spec("A"), spec("B")], {"A": fails_at(1, 2), "B": fails_at(1, 3)},
-                       ignore_codes=frozenset({2}), min_runs=10)
+    engine, _ = runner(
+        [spec("A"), spec("B")],
+        {"A": fails_at(1, 2), "B": fails_at(1, 3)},
+        ignore_codes=frozenset({2}),
+        min_runs=10,
+    )
     a, b = engine.run()
     assert not a.failed and b.failed and "status 3" in b.error
 
@@ -217,8 +230,9 @@ def test_ignore_failure_keeps_timeouts_apart_from_the_statistics() -> None:
     def sometimes_hangs(n: int) -> SpawnOutcome:
         return SpawnOutcome(5000 * MS if n % 4 == 0 else 10 * MS)
 
-    engine, _ = runner([spec("A")], {"A": sometimes_hangs}, timeout_s=1, ignore_all=True,
-                       max_runs=40, budget_s=1e9)
+    engine, _ = runner(
+        [spec("A")], {"A": sometimes_hangs}, timeout_s=1, ignore_all=True, max_runs=40, budget_s=1e9
+    )
     (a,) = engine.run()
     failed = [r for r in a.runs if not r.ok]
     assert failed and all(r.timed_out for r in failed) and not a.failed
@@ -228,8 +242,10 @@ def test_ignore_failure_keeps_timeouts_apart_from_the_statistics() -> None:
 
 
 def test_hooks_run_in_order_around_interleaved_runs() -> None:
-    specs = [spec("A", setup="setA", prepare="prepA", conclude="concA", cleanup="cleanA"),
-             spec("B", setup="setB", prepare="prepB", cleanup="cleanB")]
+    specs = [
+        spec("A", setup="setA", prepare="prepA", conclude="concA", cleanup="cleanA"),
+        spec("B", setup="setB", prepare="prepB", cleanup="cleanB"),
+    ]
     engine, spawner = runner(specs, min_runs=3, max_runs=3, warmup=1)
     engine.run()
     calls = spawner.calls
@@ -258,9 +274,12 @@ def test_a_failing_prepare_fails_the_command_but_cleanup_still_runs() -> None:
 
 
 def test_warmup_runs_are_recorded_but_kept_out_of_the_statistics() -> None:
-    engine, _ = runner([spec("A")],
-                       {"A": lambda n: SpawnOutcome(100 * MS if n <= 2 else 10 * MS)},
-                       warmup=2, min_runs=10)
+    engine, _ = runner(
+        [spec("A")],
+        {"A": lambda n: SpawnOutcome(100 * MS if n <= 2 else 10 * MS)},
+        warmup=2,
+        min_runs=10,
+    )
     (a,) = engine.run()
     assert [r.warmup for r in a.runs[:3]] == [True, True, False]
     (summary,) = summarize_commands([a])
@@ -294,10 +313,12 @@ def test_a_command_that_cannot_start_is_a_start_error() -> None:
 
 def test_spawn_overhead_is_probed_first_and_never_subtracted() -> None:
     clock = FakeClock()
-    spawner = FakeSpawner(clock, {"true": constant(0.5, max_rss_bytes=9_000_000),
-                                  "A": constant(10)})
-    engine = CommandRunner([spec("A")], CommandSettings(overhead_runs=5), spawner, ("true",),
-                           clock=clock)
+    spawner = FakeSpawner(
+        clock, {"true": constant(0.5, max_rss_bytes=9_000_000), "A": constant(10)}
+    )
+    engine = CommandRunner(
+        [spec("A")], CommandSettings(overhead_runs=5), spawner, ("true",), clock=clock
+    )
     (a,) = engine.run()
     assert spawner.calls[:5] == ["true"] * 5
     assert engine.spawn_overhead_ns == [500_000] * 5 and engine.rss_floor_bytes == 9_000_000
@@ -310,12 +331,21 @@ def test_a_tree_peak_is_never_below_the_largest_process_that_wait4_saw() -> None
     helper's pages and floors nothing."""
     clock = FakeClock()
     sampled = ([0.01, 0.02], [5_000_000, 6_000_000])
-    spawner = FakeSpawner(clock, {
-        "true": constant(0.5, max_rss_bytes=9_000_000),
-        "A": constant(10, max_rss_bytes=200_000_000, memory=sampled),
-        "B": constant(10, max_rss_bytes=17_000_000, memory=sampled)})
-    engine = CommandRunner([spec("A"), spec("B")], CommandSettings(min_runs=3, max_runs=3), spawner,
-                           ("true",), clock=clock)
+    spawner = FakeSpawner(
+        clock,
+        {
+            "true": constant(0.5, max_rss_bytes=9_000_000),
+            "A": constant(10, max_rss_bytes=200_000_000, memory=sampled),
+            "B": constant(10, max_rss_bytes=17_000_000, memory=sampled),
+        },
+    )
+    engine = CommandRunner(
+        [spec("A"), spec("B")],
+        CommandSettings(min_runs=3, max_runs=3),
+        spawner,
+        ("true",),
+        clock=clock,
+    )
     a, b = engine.run()
     assert {r.tree_rss_peak_bytes for r in a.runs} == {200_000_000}
     assert {r.tree_rss_peak_bytes for r in b.runs} == {6_000_000}
@@ -326,8 +356,10 @@ def test_reference_drives_the_ratio_criterion() -> None:
     behaviours = {"A": constant(10), "B": constant(20), "C": constant(30)}
     engine, _ = runner([spec("A"), spec("B"), spec("C")], behaviours, reference=2)
     engine.run()
-    assert engine._reference(engine.states, {id(s): [s.ok_walls] for s in engine.states}) \
+    assert (
+        engine._reference(engine.states, {id(s): [s.ok_walls] for s in engine.states})
         is engine.states[2]
+    )
 
 
 @settings(max_examples=25, deadline=None)
@@ -338,4 +370,4 @@ def test_property_every_block_is_a_permutation(n_commands: int, runs: int, seed:
     got = order(engine.run())
     assert len(got) == n_commands * runs
     for i in range(0, len(got), n_commands):
-        assert sorted(got[i:i + n_commands]) == names
+        assert sorted(got[i : i + n_commands]) == names

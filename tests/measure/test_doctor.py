@@ -11,8 +11,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from perflab import environment
-from perflab import doctor_model
+from perflab import doctor_model, environment
 from perflab.analyze import doctor_verdicts
 from perflab.measure import doctor
 from perflab.report import console
@@ -27,17 +26,25 @@ class Timeline:
     """Synthetic clocks: each OS clock runs at ``rates[c]`` × true time plus its steps;
     the TSC ticks 3 per true ns (None when ``tsc`` is False)."""
 
-    def __init__(self, rates: dict[str, float] | None = None,
-                 steps: list[tuple[int, dict[str, int]]] | None = None, tsc: bool = True,
-                 suspend: tuple[int, int] | None = None) -> None:
+    def __init__(
+        self,
+        rates: dict[str, float] | None = None,
+        steps: list[tuple[int, dict[str, int]]] | None = None,
+        tsc: bool = True,
+        suspend: tuple[int, int] | None = None,
+    ) -> None:
         self.rates = {c: 1.0 for c in doctor.SNAPSHOT_CLOCKS} | (rates or {})
         self.steps = steps or []
         self.tsc = tsc
         self.suspend = suspend  # (at true ns, length): BOOTTIME jumps, the rest don't
 
     def snap(self, t: int) -> Snap:
-        base = {"monotonic": 500 * S, "realtime": T0_REALTIME, "monotonic_raw": 499 * S,
-                "boottime": 500 * S}
+        base = {
+            "monotonic": 500 * S,
+            "realtime": T0_REALTIME,
+            "monotonic_raw": 499 * S,
+            "boottime": 500 * S,
+        }
         out = []
         for clock in doctor.SNAPSHOT_CLOCKS:
             value = base[clock] + round(self.rates[clock] * t)
@@ -51,19 +58,29 @@ class Timeline:
         windows = [self.snap(t) for t in range(0, duration_ns + 1, doctor.WINDOW_NS)]
         # Event pairs are consecutive reads, so they never overlap: a step inside the
         # longest gap shows in the gap's pair only, as the native probe would report it.
-        events = [(self.snap(at - 100), self.snap(at + 100)) for at, _ in self.steps
-                  if not gap[0] < at <= gap[0] + gap[1]]
+        events = [
+            (self.snap(at - 100), self.snap(at + 100))
+            for at, _ in self.steps
+            if not gap[0] < at <= gap[0] + gap[1]
+        ]
         gap_pair = (self.snap(gap[0]), self.snap(gap[0] + gap[1]))
-        return {"iterations": 1_000_000, "windows": windows, "events": events + [gap_pair],
-                "events_dropped": 0, "torn_reads": 3,
-                "backward": {c: 0 for c in doctor.SNAPSHOT_CLOCKS}, "longest_gap": gap_pair}
+        return {
+            "iterations": 1_000_000,
+            "windows": windows,
+            "events": events + [gap_pair],
+            "events_dropped": 0,
+            "torn_reads": 3,
+            "backward": {c: 0 for c in doctor.SNAPSHOT_CLOCKS},
+            "longest_gap": gap_pair,
+        }
 
 
 class FakeNative:
     """The native probes doctor calls, answering from a :class:`Timeline`."""
 
-    def __init__(self, timeline: Timeline, overshoot_ns: int = 60_000,
-                 ntp: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, timeline: Timeline, overshoot_ns: int = 60_000, ntp: dict[str, Any] | None = None
+    ) -> None:
         self.timeline = timeline
         self.overshoot_ns = overshoot_ns
         self.ntp = ntp
@@ -74,15 +91,17 @@ class FakeNative:
     def clock_read_cost_ns(self, clock: str, reads: int) -> float:
         return 20.0
 
-    def clock_resolution_within(self, clock: str, min_steps: int, max_ns: int
-                                ) -> tuple[int, int] | None:
+    def clock_resolution_within(
+        self, clock: str, min_steps: int, max_ns: int
+    ) -> tuple[int, int] | None:
         return (4 * MS, 0) if "coarse" in clock else (1 if clock == "tsc" else 20, 0)
 
     def tsc_calibrate(self, span_ns: int) -> float | None:
         return 3.0 if self.timeline.tsc else None
 
-    def clock_probe(self, duration_ns: int, window_ns: int, event_floor_ns: int,
-                    ticks_per_ns: float | None) -> dict[str, Any]:
+    def clock_probe(
+        self, duration_ns: int, window_ns: int, event_floor_ns: int, ticks_per_ns: float | None
+    ) -> dict[str, Any]:
         return self.timeline.probe(duration_ns)
 
     def sleep_durations(self, request_ns: int, count: int, budget_ns: int) -> list[int]:
@@ -101,14 +120,30 @@ def _check(report: doctor_model.DoctorReport, name: str) -> doctor_model.Check:
 
 @pytest.fixture(scope="module")
 def healthy() -> doctor_model.DoctorReport:
-    ntp = {"state": 0, "status": 0, "synchronised": True, "freq_ppm": 12.5, "offset_ns": 0,
-           "maxerror_us": 10, "esterror_us": 2}
+    ntp = {
+        "state": 0,
+        "status": 0,
+        "synchronised": True,
+        "freq_ppm": 12.5,
+        "offset_ns": 0,
+        "maxerror_us": 10,
+        "esterror_us": 2,
+    }
     return doctor.run(1.0, FakeNative(Timeline(), ntp=ntp))
 
 
 def test_a_healthy_machine_passes_the_clock_checks(healthy: doctor_model.DoctorReport) -> None:
-    for name in ("clock_steps", "rate_vs_tsc", "slewing", "suspend", "backward_steps", "ntp",
-                 "read_cost", "resolution", "sleep"):
+    for name in (
+        "clock_steps",
+        "rate_vs_tsc",
+        "slewing",
+        "suspend",
+        "backward_steps",
+        "ntp",
+        "read_cost",
+        "resolution",
+        "sleep",
+    ):
         assert _check(healthy, name).status == "ok", _check(healthy, name)
     assert healthy.cross_checks.reference == "tsc"
     assert healthy.cross_checks.rates["monotonic"] == pytest.approx(1.0)
@@ -125,13 +160,16 @@ def test_the_json_document_has_the_promised_keys(healthy: doctor_model.DoctorRep
 
 
 def test_resolution_verdict_names_the_shortest_resolvable_timing(
-        healthy: doctor_model.DoctorReport) -> None:
+    healthy: doctor_model.DoctorReport,
+) -> None:
     mono = healthy.clocks["monotonic"]
     floor = (mono.python_read_cost_ns + 20) / 0.001 * 1e-9
     from perflab.units import format_time
 
-    assert f"timings below {format_time(floor)} are not resolvable" in _check(
-        healthy, "resolution").detail
+    assert (
+        f"timings below {format_time(floor)} are not resolvable"
+        in _check(healthy, "resolution").detail
+    )
 
 
 def test_clocks_at_twice_the_rate_fail_against_the_tsc() -> None:
@@ -187,13 +225,21 @@ def test_a_suspend_fails() -> None:
     assert _check(report, "suspend").status == "fail"
 
 
-def test_a_machine_without_sys_or_proc_says_not_available(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_machine_without_sys_or_proc_says_not_available(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(environment, "_read", lambda path: None)
     monkeypatch.setattr(environment, "_cpuid_hypervisor", lambda: None)
     report = doctor.run(1.0, FakeNative(Timeline()))
-    for name in ("clocksource", "governor", "boost", "smt", "isolated_cpus", "steal",
-                 "memory_pressure", "hypervisor", "ntp"):
+    for name in (
+        "clocksource",
+        "governor",
+        "boost",
+        "smt",
+        "isolated_cpus",
+        "steal",
+        "memory_pressure",
+        "hypervisor",
+        "ntp",
+    ):
         check = _check(report, name)
         assert check.status == "n/a" and check.detail.startswith("not available"), check
     text = console.markdown(doctor_tables(report))
@@ -201,8 +247,9 @@ def test_a_machine_without_sys_or_proc_says_not_available(
     assert console.csv_text(check_records(report)).startswith("name,status,detail,action")
 
 
-@pytest.mark.parametrize(("overshoot", "status"), [(60_000, "ok"), (2 * MS, "warn"),
-                                                   (15 * MS, "fail")])
+@pytest.mark.parametrize(
+    ("overshoot", "status"), [(60_000, "ok"), (2 * MS, "warn"), (15 * MS, "fail")]
+)
 def test_sleep_overshoot_verdicts(overshoot: int, status: str) -> None:
     report = doctor.run(0.5, FakeNative(Timeline(), overshoot_ns=overshoot))
     assert _check(report, "sleep").status == status
@@ -215,37 +262,48 @@ def _with_cpu(report: doctor_model.DoctorReport, **changes: Any) -> doctor_model
     return dataclasses.replace(report, cpu=dataclasses.replace(report.cpu, **changes))
 
 
-@pytest.mark.parametrize(("changes", "name", "status"), [
-    ({"steal_fraction": 0.05, "steal_ns": 10}, "steal", "warn"),
-    ({"steal_fraction": 0.2, "steal_ns": 10}, "steal", "fail"),
-    ({"steal_fraction": 0.0, "steal_ns": 0}, "steal", "ok"),
-    ({"load_average": [5.0, 1.0, 1.0], "usable_cpus": 2}, "load", "warn"),
-    ({"load_average": [0.5, 1.0, 1.0], "usable_cpus": 2}, "load", "ok"),
-    ({"governor": "powersave"}, "governor", "warn"),
-    ({"governor": "performance"}, "governor", "ok"),
-    ({"boost": True}, "boost", "warn"),
-    ({"memory_pressure": {"some_avg10": 25.0}}, "memory_pressure", "warn"),
-    ({"involuntary_switches": 1000}, "context_switches", "warn"),
-    ({"involuntary_switches": 2}, "context_switches", "ok"),
-])
-def test_cpu_and_load_verdicts(healthy: doctor_model.DoctorReport, changes: dict[str, Any],
-                               name: str, status: str) -> None:
-    check = next(c for c in doctor_verdicts.verdicts(_with_cpu(healthy, **changes)) if c.name == name)
+@pytest.mark.parametrize(
+    ("changes", "name", "status"),
+    [
+        ({"steal_fraction": 0.05, "steal_ns": 10}, "steal", "warn"),
+        ({"steal_fraction": 0.2, "steal_ns": 10}, "steal", "fail"),
+        ({"steal_fraction": 0.0, "steal_ns": 0}, "steal", "ok"),
+        ({"load_average": [5.0, 1.0, 1.0], "usable_cpus": 2}, "load", "warn"),
+        ({"load_average": [0.5, 1.0, 1.0], "usable_cpus": 2}, "load", "ok"),
+        ({"governor": "powersave"}, "governor", "warn"),
+        ({"governor": "performance"}, "governor", "ok"),
+        ({"boost": True}, "boost", "warn"),
+        ({"memory_pressure": {"some_avg10": 25.0}}, "memory_pressure", "warn"),
+        ({"involuntary_switches": 1000}, "context_switches", "warn"),
+        ({"involuntary_switches": 2}, "context_switches", "ok"),
+    ],
+)
+def test_cpu_and_load_verdicts(
+    healthy: doctor_model.DoctorReport, changes: dict[str, Any], name: str, status: str
+) -> None:
+    check = next(
+        c for c in doctor_verdicts.verdicts(_with_cpu(healthy, **changes)) if c.name == name
+    )
     assert check.status == status, check
     if status != "ok":
         assert check.action, "a warning says what to do"
 
 
 @settings(max_examples=40, deadline=None)
-@given(rate=st.floats(min_value=0.5, max_value=2.0),
-       at=st.integers(min_value=50 * MS, max_value=950 * MS),
-       size=st.integers(min_value=2 * MS, max_value=100 * S).map(lambda v: v),
-       sign=st.sampled_from([1, -1]), clock=st.sampled_from(doctor.SNAPSHOT_CLOCKS))
+@given(
+    rate=st.floats(min_value=0.5, max_value=2.0),
+    at=st.integers(min_value=50 * MS, max_value=950 * MS),
+    size=st.integers(min_value=2 * MS, max_value=100 * S).map(lambda v: v),
+    sign=st.sampled_from([1, -1]),
+    clock=st.sampled_from(doctor.SNAPSHOT_CLOCKS),
+)
 @example(rate=1.0, at=300_000_001, size=2 * MS, sign=1, clock="monotonic")  # inside the gap
-def test_analysis_recovers_rate_and_step(rate: float, at: int, size: int, sign: int,
-                                         clock: str) -> None:
-    timeline = Timeline(rates={c: rate for c in doctor.SNAPSHOT_CLOCKS},
-                        steps=[(at, {clock: sign * size})])
+def test_analysis_recovers_rate_and_step(
+    rate: float, at: int, size: int, sign: int, clock: str
+) -> None:
+    timeline = Timeline(
+        rates={c: rate for c in doctor.SNAPSHOT_CLOCKS}, steps=[(at, {clock: sign * size})]
+    )
     cross = doctor.analyze_probe(timeline.probe(S), 3.0)
     assert cross.rates["monotonic"] == pytest.approx(rate, rel=1e-6)
     (step,) = cross.steps

@@ -40,8 +40,7 @@ def test_a_list_made_before_tracing_counts_whole_when_resized_during_the_pass() 
     """tracemalloc counts a resized block as new: a leak's rate reads high, never low."""
     kept: list[bytes] = [b""] * 100_000
     kept.append(b"")  # room for 12,500 more: the next resize comes during the pass
-    heap = heap_timeline(lambda: kept.append(bytes(1000)), 10.0, max_calls=20_000,
-                         warmup_share=0)
+    heap = heap_timeline(lambda: kept.append(bytes(1000)), 10.0, max_calls=20_000, warmup_share=0)
     per_call = heap_growth_per_call(heap)
     assert per_call is not None and per_call >= sys.getsizeof(bytes(1000)) + 800_000 / 20_000
 
@@ -54,8 +53,7 @@ def test_a_call_keeping_nothing_reads_no_growth_even_while_allocating() -> None:
 
 def test_a_long_pass_keeps_between_points_and_twice_points_readings_over_all_calls() -> None:
     kept: list[int] = []
-    heap = heap_timeline(lambda: kept.append(1), 10.0, max_calls=10_000, points=8,
-                         warmup_share=0)
+    heap = heap_timeline(lambda: kept.append(1), 10.0, max_calls=10_000, points=8, warmup_share=0)
     calls = heap["calls"]
     assert calls[-1] == 10_000 and 8 <= len(calls) <= 17
     steps = {b - a for a, b in zip(calls[:-2], calls[1:-1])}

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from perflab import _core
 from perflab.analyze.http import saturation_reasons, summarize_steps
 from perflab.errors import UsageError
@@ -62,8 +63,9 @@ def test_sweep_forms() -> None:
     assert len(mh.parse_sweep("1000:2000")) == 10
 
 
-@pytest.mark.parametrize("text", ["0", "-5", "1000,0", "abc", "5000:1000:100", "1:10:0",
-                                  "1:100000:1", "", "nan"])
+@pytest.mark.parametrize(
+    "text", ["0", "-5", "1000,0", "abc", "5000:1000:100", "1:10:0", "1:100000:1", "", "nan"]
+)
 def test_bad_sweeps_are_usage_errors(text: str) -> None:
     with pytest.raises(UsageError, match="--rate"):
         mh.parse_sweep(text)
@@ -71,8 +73,7 @@ def test_bad_sweeps_are_usage_errors(text: str) -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 10_000), st.integers(0, 50), st.integers(1, 5_000))
-def test_range_sweeps_start_at_start_and_never_pass_stop(start: int, count: int,
-                                                         step: int) -> None:
+def test_range_sweeps_start_at_start_and_never_pass_stop(start: int, count: int, step: int) -> None:
     stop = start + count * step
     values = mh.parse_sweep(f"{start}:{stop}:{step}")
     assert values[0] == start and values[-1] == pytest.approx(stop)
@@ -86,9 +87,15 @@ def test_connections_must_be_whole() -> None:
         mh.parse_connections("1.5")
 
 
-@pytest.mark.parametrize(("url", "message"), [
-    ("localhost:8080", "malformed"), ("ftp://127.0.0.1/", "not supported"),
-    ("http:///x", "no host"), ("http://127.0.0.1:99999/", "bad port")])
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("localhost:8080", "malformed"),
+        ("ftp://127.0.0.1/", "not supported"),
+        ("http:///x", "no host"),
+        ("http://127.0.0.1:99999/", "bad port"),
+    ],
+)
 def test_bad_urls(url: str, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         mh.parse_url(url)
@@ -114,19 +121,30 @@ def test_headers_and_ok() -> None:
 
 def test_requests_file_json_lines(tmp_path: Path) -> None:
     path = tmp_path / "reqs.jsonl"
-    path.write_text('# comment\n{"path": "/a"}\n\n{"method": "POST", "path": "/b", '
-                    '"headers": {"X-A": "1"}, "body": "hi"}\n')
+    path.write_text(
+        '# comment\n{"path": "/a"}\n\n{"method": "POST", "path": "/b", '
+        '"headers": {"X-A": "1"}, "body": "hi"}\n'
+    )
     reqs = mh.load_requests(path)
-    assert reqs == [{"path": "/a", "headers": []},
-                    {"method": "POST", "path": "/b", "headers": [("X-A", "1")], "body": "hi"}]
+    assert reqs == [
+        {"path": "/a", "headers": []},
+        {"method": "POST", "path": "/b", "headers": [("X-A", "1")], "body": "hi"},
+    ]
     path.write_text('[{"path": "/a", "headers": [["K", "V"]]}]')
     assert mh.load_requests(path)[0]["headers"] == [("K", "V")]
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ('{"path": "/a"}\n{oops\n', "line 2: not valid JSON"), ('{"url": "/a"}', "unknown key"),
-    ('{"path": "a"}', "must start with '/'"), ('"GET /"', "expected a JSON object"),
-    ('{"headers": 3}', "headers must be"), ("# only a comment\n", "no requests")])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"path": "/a"}\n{oops\n', "line 2: not valid JSON"),
+        ('{"url": "/a"}', "unknown key"),
+        ('{"path": "a"}', "must start with '/'"),
+        ('"GET /"', "expected a JSON object"),
+        ('{"headers": 3}', "headers must be"),
+        ("# only a comment\n", "no requests"),
+    ],
+)
 def test_bad_requests_files(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "reqs.jsonl"
     path.write_text(text)
@@ -140,21 +158,33 @@ def test_plan_open_loop_and_closed_loop() -> None:
     plan = plan_for("http://127.0.0.1:9/x", rate="100,200", header=["A: b"], method="post")
     assert plan.rates == [100, 200] and plan.steps == 2
     step = plan.step_config(1)
-    assert (step["mode"], step["rate"], step["method"], step["headers"]) == \
-        ("open", 200, "POST", [("A", "b")])
+    assert (step["mode"], step["rate"], step["method"], step["headers"]) == (
+        "open",
+        200,
+        "POST",
+        [("A", "b")],
+    )
     closed = plan_for("http://127.0.0.1:9/", connections="1,4")
     assert closed.step_config(1)["connections"] == 4 and closed.step_config(1)["mode"] == "closed"
     assert mh.plan_from_args(args(url="http://h/", rate="1", duration="2s")).config[
-        "warmup_s"] == pytest.approx(0.4)
+        "warmup_s"
+    ] == pytest.approx(0.4)
 
 
-@pytest.mark.parametrize(("overrides", "message"), [
-    ({}, "give --rate"), ({"rate": "10", "connections": "1,2"}, "pool's cap"),
-    ({"connections": "2", "poisson": True}, "needs --rate"),
-    ({"rate": "10", "duration": "0s"}, "above zero"), ({"rate": "10", "duration": "-1s"}, "duration"),
-    ({"rate": "10", "warmup": "1s"}, "shorter than"), ({"rate": "10", "threads": 0}, "threads"),
-    ({"rate": "10", "requests": "x.jsonl", "method": "PUT"}, "drop --method"),
-    ({"rate": "10", "body_file": "/no/such/file"}, "no such file")])
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({}, "give --rate"),
+        ({"rate": "10", "connections": "1,2"}, "pool's cap"),
+        ({"connections": "2", "poisson": True}, "needs --rate"),
+        ({"rate": "10", "duration": "0s"}, "above zero"),
+        ({"rate": "10", "duration": "-1s"}, "duration"),
+        ({"rate": "10", "warmup": "1s"}, "shorter than"),
+        ({"rate": "10", "threads": 0}, "threads"),
+        ({"rate": "10", "requests": "x.jsonl", "method": "PUT"}, "drop --method"),
+        ({"rate": "10", "body_file": "/no/such/file"}, "no such file"),
+    ],
+)
 def test_bad_plans(overrides: dict[str, Any], message: str) -> None:
     with pytest.raises(UsageError, match=message):
         plan_for("http://127.0.0.1:9/", **overrides)
@@ -172,20 +202,57 @@ def test_unreachable_target_is_one_clear_error() -> None:
 
 
 def raw_step(**overrides: Any) -> dict[str, Any]:
-    hist = {"encoded_b64": "", "count": 10, "min_us": 100, "p50_us": 200, "p90_us": 300,
-            "p99_us": 400, "p999_us": 500, "max_us": 600, "mean_us": 210.0}
+    hist = {
+        "encoded_b64": "",
+        "count": 10,
+        "min_us": 100,
+        "p50_us": 200,
+        "p90_us": 300,
+        "p99_us": 400,
+        "p999_us": 500,
+        "max_us": 600,
+        "mean_us": 210.0,
+    }
     empty = {"encoded_b64": "", "count": 0, **{k: 0 for k in hist if k.endswith("us")}}
-    step = {"index": 0, "mode": "open", "arrival": "poisson", "offered_rate": 100.0,
-            "connections": 64, "threads": 1, "duration_s": 1.0, "warmup_s": 0.2,
-            "elapsed_s": 0.8, "wall_s": 1.05, "drain_s": 0.01, "interrupted": False,
-            "requests_sent": 12, "ok_responses": 10, "ok_from_warmup": 1, "drained": 1,
-            "failures": 2, "unsent": 1, "unfinished": 0,
-            "status_counts": {200: 10, 503: 1}, "errors": {"reset": 1, "tls": 0},
-            "bytes_in": 5, "bytes_out": 6, "connections_opened": 3, "connections_closed": 3,
-            "connections_errored": 1, "connections_peak": 3, "connect_failures": 0,
-            "pool_waits": 2, "thread_cpu_s": [0.01],
-            "histograms": {"latency": hist, "service_time": hist, "send_lag": hist,
-                           "dispatch_lag": hist, "failed_latency": empty}}
+    step = {
+        "index": 0,
+        "mode": "open",
+        "arrival": "poisson",
+        "offered_rate": 100.0,
+        "connections": 64,
+        "threads": 1,
+        "duration_s": 1.0,
+        "warmup_s": 0.2,
+        "elapsed_s": 0.8,
+        "wall_s": 1.05,
+        "drain_s": 0.01,
+        "interrupted": False,
+        "requests_sent": 12,
+        "ok_responses": 10,
+        "ok_from_warmup": 1,
+        "drained": 1,
+        "failures": 2,
+        "unsent": 1,
+        "unfinished": 0,
+        "status_counts": {200: 10, 503: 1},
+        "errors": {"reset": 1, "tls": 0},
+        "bytes_in": 5,
+        "bytes_out": 6,
+        "connections_opened": 3,
+        "connections_closed": 3,
+        "connections_errored": 1,
+        "connections_peak": 3,
+        "connect_failures": 0,
+        "pool_waits": 2,
+        "thread_cpu_s": [0.01],
+        "histograms": {
+            "latency": hist,
+            "service_time": hist,
+            "send_lag": hist,
+            "dispatch_lag": hist,
+            "failed_latency": empty,
+        },
+    }
     return {**step, **overrides}
 
 
@@ -230,8 +297,12 @@ def test_sweep_runs_each_step_and_reports_progress_and_saves() -> None:
     engine = fake_engine([run, run])
     seen, saved = [], []
     with sock:
-        out = mh.run_sweep(plan, engine, lambda i, n, snap: seen.append((i, n)),
-                           lambda o: saved.append(len(o.steps)))
+        out = mh.run_sweep(
+            plan,
+            engine,
+            lambda i, n, snap: seen.append((i, n)),
+            lambda o: saved.append(len(o.steps)),
+        )
     assert [c["rate"] for c in engine.calls] == [100, 200]
     assert seen == [(0, 2), (1, 2)] and saved == [1, 2]
     assert len(out.steps) == 2 and not out.interrupted and out.target_lost is None
@@ -342,12 +413,15 @@ def test_a_server_dying_mid_step_gives_counted_errors_not_a_hang() -> None:
     assert set(step.errors) <= {"connect_refused", "reset", "closed_mid_response", "other"}
 
 
-@pytest.mark.parametrize(("fault", "kind"), [("close_mid_response", "closed_mid_response"),
-                                              ("endless_body", "read_timeout")])
+@pytest.mark.parametrize(
+    ("fault", "kind"),
+    [("close_mid_response", "closed_mid_response"), ("endless_body", "read_timeout")],
+)
 def test_faulty_responses_are_counted_errors(fault: str, kind: str) -> None:
     with serve(fault=fault, body_size=100) as server:
-        plan = plan_for(f"http://{server.address}/", rate="20", duration="0.6s",
-                        warmup="0.1s", timeout="0.2s")
+        plan = plan_for(
+            f"http://{server.address}/", rate="20", duration="0.6s", warmup="0.1s", timeout="0.2s"
+        )
         started = time.monotonic()
         out = mh.run_sweep(plan)
     # A body that never ends is cut at --timeout (0.2 s) after each write.

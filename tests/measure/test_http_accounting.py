@@ -31,13 +31,16 @@ from perflab.model import HttpStep
 #: loaded 2-core test machine (a step that overran used to take 13 s longer).
 WALL_SLACK_S = 0.5
 
-servers = st.fixed_dictionaries({}, optional={
-    "delay": st.sampled_from(["1ms", "uniform:0ms:20ms", "exp:5ms"]),
-    "serialize": st.sampled_from(["2ms", "5ms"]),
-    "error_rate": st.sampled_from([0.05, 0.3]),
-    "fault": st.sampled_from(["close_mid_response", "endless_body"]),
-    "body_size": st.integers(0, 3000),
-})
+servers = st.fixed_dictionaries(
+    {},
+    optional={
+        "delay": st.sampled_from(["1ms", "uniform:0ms:20ms", "exp:5ms"]),
+        "serialize": st.sampled_from(["2ms", "5ms"]),
+        "error_rate": st.sampled_from([0.05, 0.3]),
+        "fault": st.sampled_from(["close_mid_response", "endless_body"]),
+        "body_size": st.integers(0, 3000),
+    },
+)
 
 
 @st.composite
@@ -53,9 +56,12 @@ def loads(draw: Any) -> dict[str, Any]:
     if draw(st.booleans()):
         config.update(mode="closed", connections=draw(st.integers(1, 16)))
     else:
-        config.update(mode="open", rate=draw(st.sampled_from([20.0, 300.0, 3000.0, 30000.0])),
-                      arrival=draw(st.sampled_from(["constant", "poisson"])),
-                      connections=draw(st.sampled_from([None, 1, 4, 64])))
+        config.update(
+            mode="open",
+            rate=draw(st.sampled_from([20.0, 300.0, 3000.0, 30000.0])),
+            arrival=draw(st.sampled_from(["constant", "poisson"])),
+            connections=draw(st.sampled_from([None, 1, 4, 64])),
+        )
     return config
 
 
@@ -90,8 +96,9 @@ def capacity_bound(step: HttpStep, serialize: str | None) -> float:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(server=servers, load=loads())
-def test_every_request_and_connection_is_accounted_for(server: dict[str, Any],
-                                                       load: dict[str, Any]) -> None:
+def test_every_request_and_connection_is_accounted_for(
+    server: dict[str, Any], load: dict[str, Any]
+) -> None:
     with _core.serve({"host": "127.0.0.1", "port": 0, **server}) as target:
         raw = _core.http_run({"url": f"http://{target.address}/", **load})
     (raw_step,) = raw["steps"]

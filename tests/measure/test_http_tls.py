@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+
 from perflab.measure import http as mh
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
@@ -35,9 +36,28 @@ def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """An https server on 127.0.0.1 with a fresh self-signed certificate; yields its URL."""
     folder = tmp_path_factory.mktemp("tls")
     key, cert = folder / "key.pem", folder / "cert.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -51,10 +71,19 @@ def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def run(url: str, insecure: bool) -> mh.SweepOutcome:
-    plan = mh.Plan(mh.parse_url(url), {"url": url, "duration_s": 0.6, "warmup_s": 0.1,
-                                       "threads": 1, "insecure": insecure,
-                                       "connect_timeout_s": 2.0, "read_timeout_s": 2.0},
-                   rates=[50.0])
+    plan = mh.Plan(
+        mh.parse_url(url),
+        {
+            "url": url,
+            "duration_s": 0.6,
+            "warmup_s": 0.1,
+            "threads": 1,
+            "insecure": insecure,
+            "connect_timeout_s": 2.0,
+            "read_timeout_s": 2.0,
+        },
+        rates=[50.0],
+    )
     return mh.run_sweep(plan)
 
 

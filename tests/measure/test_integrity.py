@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from perflab import _core as core
 from perflab.measure import integrity, sampling, worker
 from perflab.model import Benchmark
 
-from perflab import _core as core
 REL, ABS = integrity.REL_TOLERANCE, integrity.ABS_TOLERANCE_NS
 NS = 1_000_000_000
 
@@ -17,8 +18,13 @@ NS = 1_000_000_000
 class FakeBracket:
     """ClockBracket that replays scripted (skew, clock, flagged) results."""
 
-    def __init__(self, ticks_per_ns: float | None, rel: float, abs_ns: int,
-                 results: list[tuple[int, str, bool]]) -> None:
+    def __init__(
+        self,
+        ticks_per_ns: float | None,
+        rel: float,
+        abs_ns: int,
+        results: list[tuple[int, str, bool]],
+    ) -> None:
         self.args = (ticks_per_ns, rel, abs_ns)
         self.results = results
         self.starts = 0
@@ -135,10 +141,12 @@ jitter = st.integers(min_value=-1_000, max_value=1_000)
 
 
 @settings(max_examples=200, deadline=None)
-@given(d=durations, j1=jitter, j2=jitter, j3=jitter,
-       slew=st.floats(min_value=-5e-4, max_value=5e-4))
-def test_clocks_that_agree_within_ntp_slewing_are_never_flagged(d: int, j1: int, j2: int,
-                                                                j3: int, slew: float) -> None:
+@given(
+    d=durations, j1=jitter, j2=jitter, j3=jitter, slew=st.floats(min_value=-5e-4, max_value=5e-4)
+)
+def test_clocks_that_agree_within_ntp_slewing_are_never_flagged(
+    d: int, j1: int, j2: int, j3: int, slew: float
+) -> None:
     m, r, raw, t = BASE[0], BASE[1], BASE[2], BASE[4]
     end = _snap(m + d, r + d + j1, raw + int(d * (1 + slew)) + j2, t + 3 * (d + j3))
     skew, _, flagged = core.clock_compare(BASE, end, 3.0, REL, ABS)
@@ -147,14 +155,20 @@ def test_clocks_that_agree_within_ntp_slewing_are_never_flagged(d: int, j1: int,
 
 
 @settings(max_examples=200, deadline=None)
-@given(d=durations, step=st.integers(min_value=-100 * NS, max_value=100 * NS),
-       clock=st.sampled_from(["realtime", "monotonic_raw", "tsc"]))
-def test_a_step_beyond_the_tolerance_is_flagged_with_its_size(d: int, step: int,
-                                                              clock: str) -> None:
+@given(
+    d=durations,
+    step=st.integers(min_value=-100 * NS, max_value=100 * NS),
+    clock=st.sampled_from(["realtime", "monotonic_raw", "tsc"]),
+)
+def test_a_step_beyond_the_tolerance_is_flagged_with_its_size(
+    d: int, step: int, clock: str
+) -> None:
     m, r, raw, t = BASE[0], BASE[1], BASE[2], BASE[4]
-    bumped = {"realtime": (r + d + step, raw + d, t + 3 * d),
-              "monotonic_raw": (r + d, raw + d + step, t + 3 * d),
-              "tsc": (r + d, raw + d, t + 3 * (d + step))}[clock]
+    bumped = {
+        "realtime": (r + d + step, raw + d, t + 3 * d),
+        "monotonic_raw": (r + d, raw + d + step, t + 3 * d),
+        "tsc": (r + d, raw + d, t + 3 * (d + step)),
+    }[clock]
     end = _snap(m + d, *bumped)
     skew, named, flagged = core.clock_compare(BASE, end, 3.0, REL, ABS)
     assert flagged == (abs(step) > ABS + REL * d)
@@ -176,20 +190,39 @@ def test_every_os_clock_at_the_wrong_rate_is_caught_only_by_the_tsc(d: int, fact
 
 
 def test_worker_samples_carry_skew_and_flag(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = FakeCore([(40, "realtime", False), (-2_000_000, "tsc", True), (7, "tsc", False),
-                     (9, "tsc", False), (11, "tsc", False), (-2_000_070, "tsc", True)])
+    fake = FakeCore(
+        [
+            (40, "realtime", False),
+            (-2_000_000, "tsc", True),
+            (7, "tsc", False),
+            (9, "tsc", False),
+            (11, "tsc", False),
+            (-2_000_070, "tsc", True),
+        ]
+    )
     monkeypatch.setattr(sampling, "MONITOR", integrity.Monitor(core=fake))
     events: list[dict[str, object]] = []
     plan = {"sample_seconds": 0.0, "min_samples": 5, "max_samples": 5}
-    span = worker._sample(lambda: None, 3, sampling.GcMonitor(), plan,
-                          lambda event, **f: events.append({"event": event, **f}))
+    span = worker._sample(
+        lambda: None,
+        3,
+        sampling.GcMonitor(),
+        plan,
+        lambda event, **f: events.append({"event": event, **f}),
+    )
     assert [(e["skew"], e["flag"]) for e in events] == [
-        (40, None), (-2_000_000, "clock:tsc"), (7, None), (9, None), (11, None)]
+        (40, None),
+        (-2_000_000, "clock:tsc"),
+        (7, None),
+        (9, None),
+        (11, None),
+    ]
     assert span == (-2_000_070, "clock:tsc"), "the last comparison spans the whole phase"
 
 
 def test_a_clock_step_between_samples_is_caught_by_the_span(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """issue 11: a 1 s step that fell between two samples flagged nothing and said nothing.
     No sample's bracket sees it; the bracket over the whole sampling phase does, and the
     summary reports it as a note with no sample excluded."""
@@ -211,8 +244,13 @@ def test_a_clock_step_between_samples_is_caught_by_the_span(
     for i in range(3):
         proc = Process(i, 1, 0.0)
         for event in events:
-            _apply_event(proc, state, {**event, "wall": event.get("wall", 0) or 1_000_000}
-                         if event["event"] == "sample" else event)
+            _apply_event(
+                proc,
+                state,
+                {**event, "wall": event.get("wall", 0) or 1_000_000}
+                if event["event"] == "sample"
+                else event,
+            )
         procs.append(proc)
     assert procs[0].clock_flag == "clock:tsc" and procs[0].clock_skew_ns == -1_000_000_000
     summary = summarize(Benchmark(name="f", processes=procs))

@@ -28,9 +28,16 @@ SEEDS = (1, 2)
 
 
 def _run(bench_file: BenchFile, seed: int) -> list[Benchmark]:
-    settings = Settings(seed=seed, min_processes=4, max_processes=4, precision=1e-9,
-                        process_seconds=0.02, warmup_max_s=0.05, allocations=False,
-                        memory_interval_s=0.01)
+    settings = Settings(
+        seed=seed,
+        min_processes=4,
+        max_processes=4,
+        precision=1e-9,
+        process_seconds=0.02,
+        warmup_max_s=0.05,
+        allocations=False,
+        memory_interval_s=0.01,
+    )
     return Runner(str(bench_file.path), expand(bench_file), settings, 1e6, 50.0).run()
 
 
@@ -51,8 +58,12 @@ def test_leaking_workloads_are_flagged_and_non_leaking_ones_are_not() -> None:
     # the heap pass: at least the bytes each call keeps (per 1,000 ops: ×1,000); more when
     # the list holding them, made before the pass, is resized during it (measure/heap.py)
     heap = {k: [s.heap_per_1k_ops_bytes for s in v] for k, v in summaries.items()}
-    for name, kept in (("leak_bytes", sys.getsizeof(bytes(1000))), ("leak_cache", 64),
-                       ("leak_objects", 64), ("slow_leak", sys.getsizeof(bytes(16)))):
+    for name, kept in (
+        ("leak_bytes", sys.getsizeof(bytes(1000))),
+        ("leak_cache", 64),
+        ("leak_objects", 64),
+        ("slow_leak", sys.getsizeof(bytes(16))),
+    ):
         assert all(h[1] >= kept * 1000 for h in heap[name]), (name, heap[name])
     for name, values in summaries.items():  # the slow leak too, which RSS may not show yet
         assert all(s.heap_growing == (not name.startswith("flat_")) for s in values), name

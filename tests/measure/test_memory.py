@@ -17,8 +17,9 @@ from perflab.measure.runner import Outcome, Runner, Settings
 from perflab.measure.suite import BenchFile, BenchSpec, expand
 from perflab.report.memory_table import memory_table, with_memory
 
-ALLOCATE_20MB = "b = bytearray(20_000_000); b[::4096] = b'x' * len(b[::4096]); import time; " \
-                "time.sleep(5)"
+ALLOCATE_20MB = (
+    "b = bytearray(20_000_000); b[::4096] = b'x' * len(b[::4096]); import time; time.sleep(5)"
+)
 
 
 def test_a_tree_sums_the_resident_memory_of_a_command_and_its_children() -> None:
@@ -50,7 +51,8 @@ SPAWNS_ON_REQUEST = (
     "sys.stdin.readline()\n"
     "subprocess.run([sys.executable, '-c', 'import sys, threading; b = bytearray(40_000_000); "
     "b[::4096] = bytes(len(b[::4096])); threading.Thread(target=sys.stdin.read, daemon=True)"
-    ".start(); print(\"ready\", flush=True); sys.stdin.read()'])\n")
+    '.start(); print("ready", flush=True); sys.stdin.read()\'])\n'
+)
 
 
 def test_a_child_born_between_two_scans_is_in_the_next_reading(monkeypatch: Any) -> None:
@@ -61,8 +63,12 @@ def test_a_child_born_between_two_scans_is_in_the_next_reading(monkeypatch: Any)
     full_scan = memory.descendants
     monkeypatch.setattr(memory, "descendants", lambda pid: scans.append(pid) or full_scan(pid))
     monkeypatch.setattr(memory, "NEW_PIDS_MAX", 100_000)  # a busy machine: no fallback scan
-    root = subprocess.Popen([sys.executable, "-c", SPAWNS_ON_REQUEST], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    root = subprocess.Popen(
+        [sys.executable, "-c", SPAWNS_ON_REQUEST],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert root.stdin is not None and root.stdout is not None
         tree = memory.Tree(root.pid, children=True)
@@ -94,10 +100,12 @@ def test_the_sampler_keeps_a_timeline_that_stops_when_the_process_ends() -> None
     assert set(as_json) == {"t_s", "cpu_s", "rss_bytes"} and len(as_json["t_s"]) == len(t)
 
 
-@pytest.mark.parametrize("n, low_rank, level", [(10, 2, 1 - 2 * 11 / 1024), (20, 6, None),
-                                                (5, 1, 1 - 2 ** -4)])
-def test_median_ci_is_the_order_statistics_interval(n: int, low_rank: int,
-                                                    level: float | None) -> None:
+@pytest.mark.parametrize(
+    "n, low_rank, level", [(10, 2, 1 - 2 * 11 / 1024), (20, 6, None), (5, 1, 1 - 2**-4)]
+)
+def test_median_ci_is_the_order_statistics_interval(
+    n: int, low_rank: int, level: float | None
+) -> None:
     values = list(range(1, n + 1))
     median, low, high, reached = am.median_ci(values)
     assert median == np.median(values)
@@ -119,34 +127,59 @@ class GrowingBackend:
         self.per_call, self.rng = per_call, np.random.default_rng(0)
         self.noise, self.step = noise, step
 
-    def run(self, plan: dict[str, Any], timeout_s: float,
-            on_event: Callable[[dict[str, Any]], None]) -> Outcome:
+    def run(
+        self, plan: dict[str, Any], timeout_s: float, on_event: Callable[[dict[str, Any]], None]
+    ) -> Outcome:
         assert plan["memory_interval_s"] == 0.01
         rss, events = 30_000_000.0, [{"event": "start", "pid": 1}]
         for i in range(20):
             rss += self.per_call[plan["index"]] * 1000 + (self.step if i == 10 else 0)
             rss += 4096 * self.rng.integers(-1, 2) if self.noise else 0
-            events.append({"event": "sample", "n": 1000, "wall": 10**6, "cpu": 10**6, "gc": 0,
-                           "gc_ns": 0, "rss_bytes": int(rss)})
+            events.append(
+                {
+                    "event": "sample",
+                    "n": 1000,
+                    "wall": 10**6,
+                    "cpu": 10**6,
+                    "gc": 0,
+                    "gc_ns": 0,
+                    "rss_bytes": int(rss),
+                }
+            )
         per_call = self.per_call[plan["index"]]
-        events.append({"event": "heap", "calls": [0, 500, 1000], "t_s": [0.0, 0.01, 0.02],
-                       "traced_bytes": [0, int(per_call * 500), int(per_call * 1000)],
-                       "peak_bytes": [0, int(per_call * 500) + 64, int(per_call * 1000) + 64]})
+        events.append(
+            {
+                "event": "heap",
+                "calls": [0, 500, 1000],
+                "t_s": [0.0, 0.01, 0.02],
+                "traced_bytes": [0, int(per_call * 500), int(per_call * 1000)],
+                "peak_bytes": [0, int(per_call * 500) + 64, int(per_call * 1000) + 64],
+            }
+        )
         events.append({"event": "done", "rss_hwm_bytes": int(rss) + 8192})
         for ev in events:
             on_event(ev)
-        return Outcome(events=events, wall_s=0.1,
-                       memory={"t_s": [0.0, 0.1], "cpu_s": [0.0, 0.1],
-                               "rss_bytes": [20_000_000, int(rss)]})
+        return Outcome(
+            events=events,
+            wall_s=0.1,
+            memory={"t_s": [0.0, 0.1], "cpu_s": [0.0, 0.1], "rss_bytes": [20_000_000, int(rss)]},
+        )
 
 
 def test_the_runner_folds_readings_into_processes_and_the_rule_flags_only_growth() -> None:
     """Deterministic: 100 B per call is flagged; a flat RSS with page noise is not."""
     specs = [BenchSpec(_noop, "leaks", "g"), BenchSpec(_noop, "flat", "g")]
     cases = expand(BenchFile(__file__, specs, []))  # type: ignore[arg-type]
-    runner = Runner(__file__, cases, Settings(seed=1, min_processes=10, max_processes=10,
-                                              precision=1e-9, memory_interval_s=0.01),
-                    2e6, 50.0, backend=GrowingBackend({0: 100.0, 1: 0.0}))
+    runner = Runner(
+        __file__,
+        cases,
+        Settings(
+            seed=1, min_processes=10, max_processes=10, precision=1e-9, memory_interval_s=0.01
+        ),
+        2e6,
+        50.0,
+        backend=GrowingBackend({0: 100.0, 1: 0.0}),
+    )
     leaks, flat = runner.run()
     proc = leaks.processes[0]
     assert proc.rss_calls == 19_000 and proc.memory is not None
@@ -171,9 +204,16 @@ def test_a_deterministic_step_in_every_process_is_not_a_leak() -> None:
     process, but below the size a leak must reach."""
     specs = [BenchSpec(_noop, "settles", "g")]
     cases = expand(BenchFile(__file__, specs, []))  # type: ignore[arg-type]
-    bench = Runner(__file__, cases, Settings(seed=1, min_processes=10, max_processes=10,
-                                             precision=1e-9, memory_interval_s=0.01),
-                   2e6, 50.0, backend=GrowingBackend({0: 0.0}, noise=False, step=8192)).run()[0]
+    bench = Runner(
+        __file__,
+        cases,
+        Settings(
+            seed=1, min_processes=10, max_processes=10, precision=1e-9, memory_interval_s=0.01
+        ),
+        2e6,
+        50.0,
+        backend=GrowingBackend({0: 0.0}, noise=False, step=8192),
+    ).run()[0]
     summary = am.summarize(bench)
     assert summary is not None and summary.growth_per_1k_ops_bytes[1] > 0
     assert not summary.leaking

@@ -39,10 +39,17 @@ def test_ops_number_and_param_name_give_the_ops_per_call() -> None:
     assert case.ops_per_call == 1
 
 
-@pytest.mark.parametrize("ops,params,words", [
-    (0, {}, "whole number ≥ 1"), (2.5, {}, "whole number ≥ 1"), (True, {}, "whole number"),
-    ("batch", {"n": [1]}, "params: ['n']"), ("n", {"n": [10, "x"]}, "got ['x']"),
-    ("n", {"n": [0]}, "got [0]")])
+@pytest.mark.parametrize(
+    "ops,params,words",
+    [
+        (0, {}, "whole number ≥ 1"),
+        (2.5, {}, "whole number ≥ 1"),
+        (True, {}, "whole number"),
+        ("batch", {"n": [1]}, "params: ['n']"),
+        ("n", {"n": [10, "x"]}, "got ['x']"),
+        ("n", {"n": [0]}, "got [0]"),
+    ],
+)
 def test_bad_ops_is_one_clear_usage_error(ops, params, words) -> None:
     with pytest.raises(UsageError, match="ops=") as info:
         suite.bench(lambda n=1: None, name="f", ops=ops, params=params)
@@ -62,7 +69,7 @@ def test_summary_times_rates_and_allocations_are_per_operation() -> None:
     assert batched.timer_error_fraction == pytest.approx(plain.timer_error_fraction)
     assert (batched.alloc_peak_bytes, batched.alloc_blocks) == (56.0, 2.0)
     table = group_table("g", [batched])
-    assert table.rows[0][3] == "50.0 M/s"     # 1 / 20 ns, not 1 / 2 µs
+    assert table.rows[0][3] == "50.0 M/s"  # 1 / 20 ns, not 1 / 2 µs
     assert any("does 100 per call" in line for line in table.footnotes)
     assert summary_records({"g": [batched]})[0]["ops_per_call"] == 100
 
@@ -80,7 +87,8 @@ def test_threads_latencies_are_per_operation() -> None:
 
 def test_run_records_ops_and_prints_per_operation(tmp_path: Path, perflab_cli) -> None:
     bench = tmp_path / "batch.py"
-    bench.write_text(textwrap.dedent("""
+    bench.write_text(
+        textwrap.dedent("""
         import collections
         import perflab
 
@@ -90,10 +98,23 @@ def test_run_records_ops_and_prints_per_operation(tmp_path: Path, perflab_cli) -
                 q.append(i)
             for i in range(n):
                 q.popleft()
-    """))
+    """)
+    )
     out = tmp_path / "r.json"
-    result = perflab_cli("run", str(bench), "--json", str(out), "--min-processes", "2",
-                         "--max-processes", "2", "--budget", "1s", "--process-time", "20ms")
+    result = perflab_cli(
+        "run",
+        str(bench),
+        "--json",
+        str(out),
+        "--min-processes",
+        "2",
+        "--max-processes",
+        "2",
+        "--budget",
+        "1s",
+        "--process-time",
+        "20ms",
+    )
     assert result.returncode == 0, result.stderr
     assert "does 50 per call" in result.stdout
     (data,) = json.loads(out.read_text())["benchmarks"]

@@ -11,11 +11,21 @@ from hypothesis import strategies as st
 
 from perflab.errors import UsageError
 from perflab.measure.commands import parse_codes
-from perflab.measure.parameters import (command_argv, expand_commands, parse_list, parse_scan,
-                                        resolve_executable, substitute)
+from perflab.measure.parameters import (
+    command_argv,
+    expand_commands,
+    parse_list,
+    parse_scan,
+    resolve_executable,
+    substitute,
+)
 
-NO_HOOKS: dict[str, str | None] = {"setup": None, "prepare": None, "conclude": None,
-                                   "cleanup": None}
+NO_HOOKS: dict[str, str | None] = {
+    "setup": None,
+    "prepare": None,
+    "conclude": None,
+    "cleanup": None,
+}
 
 
 def test_scan_of_integers_includes_both_ends() -> None:
@@ -29,17 +39,20 @@ def test_scan_of_decimals_is_rounded_to_what_was_written() -> None:
     assert parse_scan(["t", "0", "1", "0.25"]).values == (0, 0.25, 0.5, 0.75, 1.0)
 
 
-@pytest.mark.parametrize("tokens, words", [
-    (["n", "1"], "NAME LO HI"),
-    (["n", "1", "2", "3", "4"], "NAME LO HI"),
-    (["1n", "1", "2"], "must be a word"),
-    (["n", "a", "2"], "not a number"),
-    (["n", "5", "1"], "above HI"),
-    (["n", "1", "5", "0"], "above zero"),
-    (["n", "1", "5", "-1"], "above zero"),
-    (["n", "0", "1e9"], "too many"),
-    (["n", "nan", "1"], "finite"),
-])
+@pytest.mark.parametrize(
+    "tokens, words",
+    [
+        (["n", "1"], "NAME LO HI"),
+        (["n", "1", "2", "3", "4"], "NAME LO HI"),
+        (["1n", "1", "2"], "must be a word"),
+        (["n", "a", "2"], "not a number"),
+        (["n", "5", "1"], "above HI"),
+        (["n", "1", "5", "0"], "above zero"),
+        (["n", "1", "5", "-1"], "above zero"),
+        (["n", "0", "1e9"], "too many"),
+        (["n", "nan", "1"], "finite"),
+    ],
+)
 def test_malformed_scans_say_what_to_write(tokens: list[str], words: str) -> None:
     with pytest.raises(UsageError, match=words):
         parse_scan(tokens)
@@ -88,8 +101,16 @@ def test_substitute_leaves_other_braces_alone() -> None:
 def test_expand_is_commands_times_every_combination() -> None:
     params = [parse_scan(["n", "1", "2"]), parse_list(["m", "a,b"])]
     specs = expand_commands(["echo {n} {m}", "true {n}{m}"], params, NO_HOOKS)
-    assert [s.name for s in specs] == ["echo 1 a", "echo 1 b", "echo 2 a", "echo 2 b",
-                                       "true 1a", "true 1b", "true 2a", "true 2b"]
+    assert [s.name for s in specs] == [
+        "echo 1 a",
+        "echo 1 b",
+        "echo 2 a",
+        "echo 2 b",
+        "true 1a",
+        "true 1b",
+        "true 2a",
+        "true 2b",
+    ]
     assert specs[1].params == {"n": 1, "m": "b"}
     assert specs[0].argv[1:] == ("1", "a") and os.path.isabs(specs[0].argv[0])
     assert len({s.to_benchmark().id for s in specs}) == len(specs)
@@ -104,8 +125,11 @@ def test_repeated_commands_get_distinct_names() -> None:
 
 def test_a_command_without_placeholders_runs_once() -> None:
     specs = expand_commands(["true", "sleep {n}"], [parse_scan(["n", "0", "1"])], NO_HOOKS)
-    assert [(s.name, s.params) for s in specs] == [("true", {}), ("sleep 0", {"n": 0}),
-                                                   ("sleep 1", {"n": 1})]
+    assert [(s.name, s.params) for s in specs] == [
+        ("true", {}),
+        ("sleep 0", {"n": 0}),
+        ("sleep 1", {"n": 1}),
+    ]
 
 
 def test_hooks_run_through_sh_with_parameters_substituted() -> None:
@@ -118,8 +142,9 @@ def test_parameters_must_be_used_and_given_once() -> None:
     with pytest.raises(UsageError, match="not used"):
         expand_commands(["true"], [parse_scan(["n", "1", "2"])], NO_HOOKS)
     with pytest.raises(UsageError, match="given twice"):
-        expand_commands(["true {n}"], [parse_scan(["n", "1", "2"]), parse_list(["n", "a"])],
-                        NO_HOOKS)
+        expand_commands(
+            ["true {n}"], [parse_scan(["n", "1", "2"]), parse_list(["n", "a"])], NO_HOOKS
+        )
     expand_commands(["true"], [parse_scan(["n", "1", "2"])], {**NO_HOOKS, "setup": "echo {n}"})
 
 

@@ -59,8 +59,15 @@ def test_max_rss_and_cpu_time_come_from_wait4(spawner: PosixSpawner) -> None:
     big = spawner.run((PY, "-c", "b = b'x' * 150_000_000"), 30)
     assert floor < 40e6, "the helper spawns from a small process"
     assert big.max_rss_bytes > 150e6 > floor
-    busy = spawner.run((PY, "-c", "import time\nt = time.process_time()\n"
-                        "while time.process_time() - t < 0.3: sum(range(20000))"), 30)
+    busy = spawner.run(
+        (
+            PY,
+            "-c",
+            "import time\nt = time.process_time()\n"
+            "while time.process_time() - t < 0.3: sum(range(20000))",
+        ),
+        30,
+    )
     assert busy.user_ns + busy.sys_ns >= 0.25e9 and busy.user_ns > busy.sys_ns
 
 
@@ -70,7 +77,7 @@ def test_commands_start_with_default_signal_dispositions(spawner: PosixSpawner) 
     # would see EPIPE errors instead of dying quietly, as under a shell.
     for sig in (signal.SIGINT, signal.SIGPIPE, signal.SIGXFSZ):
         bit = 1 << (sig - 1)
-        check = sh(f'test $(( 0x$(grep SigIgn /proc/$$/status | cut -f2) & {bit} )) -eq 0')
+        check = sh(f"test $(( 0x$(grep SigIgn /proc/$$/status | cut -f2) & {bit} )) -eq 0")
         assert spawner.run(check, 10).exit_code == 0, sig.name
 
 
@@ -80,7 +87,7 @@ def test_each_run_gets_an_environment_offset_of_random_length(tmp_path: Path) ->
         spawner = PosixSpawner(seed=seed)
         try:
             for _ in range(runs):
-                spawner.run(sh(f'echo ${{#{ENV_OFFSET_VAR}}} >> {log}'), 10)
+                spawner.run(sh(f"echo ${{#{ENV_OFFSET_VAR}}} >> {log}"), 10)
         finally:
             spawner.close()
         return [int(x) for x in log.read_text().split()]
@@ -119,7 +126,8 @@ def test_output_is_discarded_unless_shown(show: bool, capfd: pytest.CaptureFixtu
 
 
 def test_shown_output_goes_to_stderr_when_stdout_carries_results(
-        capfd: pytest.CaptureFixture[str]) -> None:
+    capfd: pytest.CaptureFixture[str],
+) -> None:
     # cmd --show-output --json -: the commands' output made the JSON on stdout invalid
     spawner = PosixSpawner(show_output=True, output_to_stderr=True)
     try:

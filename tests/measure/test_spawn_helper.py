@@ -20,8 +20,16 @@ from pathlib import Path
 import pytest
 
 from perflab.measure import spawn_helper
-from perflab.measure.spawn_helper import (ENV_OFFSET_VAR, MAX_ENV_OFFSET, Helper, next_offset,
-                                          receive, run_items, send, stops)
+from perflab.measure.spawn_helper import (
+    ENV_OFFSET_VAR,
+    MAX_ENV_OFFSET,
+    Helper,
+    next_offset,
+    receive,
+    run_items,
+    send,
+    stops,
+)
 
 SH = shutil.which("sh") or "/bin/sh"
 TRUE = shutil.which("true") or "/bin/true"
@@ -90,15 +98,16 @@ def helper(tmp_path: Path) -> Iterator[Helper]:
 
 def test_a_run_reports_exit_code_cpu_time_and_memory(helper: Helper) -> None:
     wall, user, system, rss, code, timed_out, start, error, memory = helper.run((TRUE,), None)
-    assert memory is None                                    # not sampling (no --memory)
+    assert memory is None  # not sampling (no --memory)
     assert wall > 0 and rss > 0 and code == 0 and not timed_out and error == ""
     assert start <= time.monotonic_ns()
     assert helper.run((SH, "-c", "exit 3"), None)[4] == 3
     assert helper.run((SH, "-c", "kill -9 $$"), None)[4] == -signal.SIGKILL
 
 
-def test_a_program_that_cannot_start_is_an_error_not_an_exception(helper: Helper,
-                                                                   tmp_path: Path) -> None:
+def test_a_program_that_cannot_start_is_an_error_not_an_exception(
+    helper: Helper, tmp_path: Path
+) -> None:
     script = tmp_path / "script"
     script.write_text("echo no shebang\n")
     script.chmod(0o755)
@@ -122,13 +131,31 @@ def test_each_run_sees_an_offset_of_the_seeded_length(helper: Helper, tmp_path: 
 def test_the_helper_runs_by_path_and_serves_batches(tmp_path: Path) -> None:
     requests_r, requests_w = os.pipe()
     replies_r, replies_w = os.pipe()
-    proc = subprocess.Popen([sys.executable, "-I", "-S", spawn_helper.__file__, str(requests_r),
-                             str(replies_w), "0", "", "5"], pass_fds=(requests_r, replies_w))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-I",
+            "-S",
+            spawn_helper.__file__,
+            str(requests_r),
+            str(replies_w),
+            "0",
+            "",
+            "5",
+        ],
+        pass_fds=(requests_r, replies_w),
+    )
     os.close(requests_r)
     os.close(replies_w)
     try:
-        send(requests_w, ([((TRUE,), None, True), ((SH, "-c", "exit 4"), None, True),
-                           ((TRUE,), None, True)], False, frozenset()))
+        send(
+            requests_w,
+            (
+                [((TRUE,), None, True), ((SH, "-c", "exit 4"), None, True), ((TRUE,), None, True)],
+                False,
+                frozenset(),
+            ),
+        )
         replies = receive(replies_r)
         assert [r[4] for r in replies] == [0, 4], "the failing run ends the batch"
         os.close(requests_w)
@@ -144,9 +171,12 @@ def test_the_helper_runs_by_path_and_serves_batches(tmp_path: Path) -> None:
 
 def test_the_helper_imports_only_built_in_modules() -> None:
     tree = ast.parse(Path(spawn_helper.__file__).read_text())
-    guarded = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
-               and getattr(node.test, "id", None) == "TYPE_CHECKING"
-               for n in ast.walk(node)}
+    guarded = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING"
+        for n in ast.walk(node)
+    }
     imported = set()
     for node in ast.walk(tree):
         if id(node) in guarded:

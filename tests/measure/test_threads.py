@@ -8,15 +8,13 @@ machine is shared and noisy.
 
 from __future__ import annotations
 
-import math
 import sys
 import threading
 import time
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import settings
 
 from perflab.measure import threads
 from perflab.measure.sampling import GcMonitor
@@ -42,9 +40,16 @@ class Counter:
 
 def plan(n: int, **extra: Any) -> dict[str, Any]:
     """A small worker plan: 20 ms of timed windows after at most 30 ms of warmup."""
-    return {"threads": n, "sample_target_ns": 2_000_000, "sample_seconds": 0.02,
-            "min_samples": 3, "max_samples": 50, "warmup_max_s": 0.03, "allocations": False,
-            **extra}
+    return {
+        "threads": n,
+        "sample_target_ns": 2_000_000,
+        "sample_seconds": 0.02,
+        "min_samples": 3,
+        "max_samples": 50,
+        "warmup_max_s": 0.03,
+        "allocations": False,
+        **extra,
+    }
 
 
 def run_measure(call: Any, n: int, **extra: Any) -> list[dict[str, Any]]:
@@ -65,8 +70,14 @@ def run_measure(call: Any, n: int, **extra: Any) -> list[dict[str, Any]]:
 def test_latency_percentiles_are_nearest_rank() -> None:
     values = list(range(1000, 0, -1))  # 1..1000, unsorted
     out = threads.latency_percentiles(values)
-    assert out == {"p50": 500.0, "p90": 900.0, "p99": 990.0, "p99.9": 999.0, "max": 1000.0,
-                   "mean": 500.5}
+    assert out == {
+        "p50": 500.0,
+        "p90": 900.0,
+        "p99": 990.0,
+        "p99.9": 999.0,
+        "max": 1000.0,
+        "mean": 500.5,
+    }
     assert threads.latency_percentiles([]) == {}
 
 
@@ -177,9 +188,16 @@ def test_a_failing_benchmark_keeps_the_windows_already_emitted() -> None:
 
     events: list[dict[str, Any]] = []
     with pytest.raises(RuntimeError, match="target died"):
-        threads.measure(fails_after_300ms, fails_after_300ms, (), {}, GcMonitor(),
-                        plan(2, sample_seconds=5.0, warmup_max_s=0.0),
-                        lambda event, **f: events.append({"event": event, **f}), None)
+        threads.measure(
+            fails_after_300ms,
+            fails_after_300ms,
+            (),
+            {},
+            GcMonitor(),
+            plan(2, sample_seconds=5.0, warmup_max_s=0.0),
+            lambda event, **f: events.append({"event": event, **f}),
+            None,
+        )
     assert any(e["event"] == "sample" for e in events)
 
 
@@ -194,8 +212,7 @@ def test_sleepers_overlap_so_throughput_grows_with_threads() -> None:
         time.sleep(0.002)
 
     def rate(n: int) -> tuple[float, float]:
-        samples = [e for e in run_measure(io_wait, n, sample_seconds=0.1)
-                   if e["event"] == "sample"]
+        samples = [e for e in run_measure(io_wait, n, sample_seconds=0.1) if e["event"] == "sample"]
         ops, wall = sum(s["n"] for s in samples), sum(s["wall"] for s in samples)
         return ops / wall * 1e9, sum(s["cpu"] for s in samples) / wall
 
@@ -211,15 +228,24 @@ def test_sleepers_overlap_so_throughput_grows_with_threads() -> None:
 # folding and the table
 
 
-def threaded_bench(name: str, n: int, per_op_s: float, ops: list[int], gil: bool = True
-                   ) -> Benchmark:
+def threaded_bench(
+    name: str, n: int, per_op_s: float, ops: list[int], gil: bool = True
+) -> Benchmark:
     """A threads-mode benchmark with 3 processes of 5 windows each at ``per_op_s``."""
     procs = []
     for i in range(3):
         samples = [Sample(1000, int(per_op_s * 1000 * 1e9 * (1 + 0.01 * k)), 1) for k in range(5)]
-        procs.append(Process(i, 100 + i, float(i), iterations=1000, samples=samples,
-                             thread_ops=list(ops), gil_enabled=gil, loop_overhead_ns=200.0,
-                             latency_ns={"p50": 1000.0 * (i + 1), "p99": 5000.0,
-                                         "p99.9": 9000.0}))
+        procs.append(
+            Process(
+                i,
+                100 + i,
+                float(i),
+                iterations=1000,
+                samples=samples,
+                thread_ops=list(ops),
+                gil_enabled=gil,
+                loop_overhead_ns=200.0,
+                latency_ns={"p50": 1000.0 * (i + 1), "p99": 5000.0, "p99.9": 9000.0},
+            )
+        )
     return Benchmark(name=name, group="g", threads=n, processes=procs)
-

@@ -79,12 +79,15 @@ def test_time_loop_counts_gc_collections(clock: FakeClock) -> None:
     assert (wall, gcs, gc_ns) == (500, 5, 450)
 
 
-@pytest.mark.parametrize("source", [
-    "def f(a, b=2, *args, c, d=4, **kw): pass",
-    "def f(a, /, b): pass",
-    "def f(*, n): pass",
-    "def f(): pass",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f(a, b=2, *args, c, d=4, **kw): pass",
+        "def f(a, /, b): pass",
+        "def f(*, n): pass",
+        "def f(): pass",
+    ],
+)
 def test_empty_like_accepts_the_same_calls(source: str) -> None:
     namespace: dict[str, object] = {}
     exec(source, namespace)
@@ -92,13 +95,15 @@ def test_empty_like_accepts_the_same_calls(source: str) -> None:
     import inspect
 
     original = inspect.signature(namespace["f"])  # type: ignore[arg-type]
-    assert [p.kind for p in inspect.signature(empty).parameters.values()] == \
-        [p.kind for p in original.parameters.values()]
+    assert [p.kind for p in inspect.signature(empty).parameters.values()] == [
+        p.kind for p in original.parameters.values()
+    ]
 
 
 def test_warmup_of_long_samples_needs_fewer_of_them(clock: FakeClock) -> None:
     """A window need not span more than WARMUP_WINDOW_NS: 20 ms samples that do not drift
     converge after 2 windows of 2, not 2 of 5 (more processes then fit the budget)."""
+
     def op() -> None:
         clock.now += 20_000_000
 
@@ -112,9 +117,11 @@ def test_warmup_of_long_samples_needs_fewer_of_them(clock: FakeClock) -> None:
 
 
 def test_the_reference_is_timed_between_samples_within_its_share(
-        clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Before each of the first REFERENCE_MIN samples, then only while the reference took at
     most REFERENCE_SHARE of the sampled time: a 1 ms reference beside 10 ms samples."""
+
     def reference() -> int:
         clock.now += 1_000_000
         return 1_000_000
@@ -135,8 +142,13 @@ def test_the_reference_is_timed_between_samples_within_its_share(
     assert kinds[-1] == "sample"  # never inside or after the last sample
 
     events.clear()
-    worker._sample(op, 1, sampling.GcMonitor(), {**plan, "reference": False},
-                   lambda e, **f: events.append((e, f)))
+    worker._sample(
+        op,
+        1,
+        sampling.GcMonitor(),
+        {**plan, "reference": False},
+        lambda e, **f: events.append((e, f)),
+    )
     assert "reference" not in [e for e, _ in events]
 
 

@@ -28,8 +28,14 @@ FAST = ["--perflab-budget=0.3s", "-p", "no:cacheprovider", "-q"]
 
 def _pytest(cwd, *args: str, slowdown: int = 1) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PERFLAB_EXAMPLE_SLOWDOWN": str(slowdown)}
-    return subprocess.run([sys.executable, "-m", "pytest", *FAST, *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *FAST, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -48,17 +54,25 @@ def test_both_styles_run_and_are_measured(project):
     assert "11 passed" in run.stdout, run.stdout
     data = json.loads((where / "base.json").read_text())
     names = {b["name"]: b for b in data["benchmarks"]}
-    assert set(names) == {"test_words", "test_word_counts", "test_top_words_pedantic",
-                          "test_my_stuff", "test_my_stuff_different_arg",
-                          "test_my_stuff_marked", "test_with_setup", "test_group_attribute",
-                          "test_top_k"}
+    assert set(names) == {
+        "test_words",
+        "test_word_counts",
+        "test_top_words_pedantic",
+        "test_my_stuff",
+        "test_my_stuff_different_arg",
+        "test_my_stuff_marked",
+        "test_with_setup",
+        "test_group_attribute",
+        "test_top_k",
+    }
     assert [b["params"] for b in data["benchmarks"] if b["name"] == "test_top_k"] == [
-        {"k": 1}, {"k": 5}]
+        {"k": 1},
+        {"k": 5},
+    ]
     assert names["test_my_stuff_marked"]["group"] == "group-name"
     assert names["test_group_attribute"]["group"] == "counting"
     assert names["test_words"]["baseline"] is True
-    assert data["settings"]["extra_info"] == {"group-name/test_my_stuff_marked":
-                                              {"chars": 6210}}
+    assert data["settings"]["extra_info"] == {"group-name/test_my_stuff_marked": {"chars": 6210}}
     assert all(b["processes"] and not b["error"] for b in data["benchmarks"])
     assert "in-process" in run.stdout and "test_word_counts" in run.stdout
 
@@ -75,15 +89,29 @@ GATE = ["--perflab-budget=1.5s"]
 
 
 def test_gate_fails_on_an_injected_slowdown(gate_baseline):
-    run = _pytest(gate_baseline, "-k", "word_counts", "--perflab-compare=gate.json",
-                  "--perflab-fail-on=slower", "--perflab-threshold=50%", *GATE, slowdown=20)
+    run = _pytest(
+        gate_baseline,
+        "-k",
+        "word_counts",
+        "--perflab-compare=gate.json",
+        "--perflab-fail-on=slower",
+        "--perflab-threshold=50%",
+        *GATE,
+        slowdown=20,
+    )
     assert run.returncode == 1, run.stdout + run.stderr
     assert "1 slower" in run.stdout
     assert "1 passed" in run.stdout  # the tests passed; the gate failed the session
 
 
 def test_gate_passes_a_to_a(gate_baseline):
-    run = _pytest(gate_baseline, "-k", "word_counts", "--benchmark-compare=gate.json",
-                  "--benchmark-compare-fail=mean:50%", *GATE)
+    run = _pytest(
+        gate_baseline,
+        "-k",
+        "word_counts",
+        "--benchmark-compare=gate.json",
+        "--benchmark-compare-fail=mean:50%",
+        *GATE,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "0 slower" in run.stdout, run.stdout

@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from perflab.pytest_plugin import compat
 from perflab.errors import UsageError
+from perflab.pytest_plugin import compat
 
 FAST = ["--perflab-budget=0.2s", "-p", "no:cacheprovider"]
 
@@ -52,8 +52,7 @@ def test_fixture_measures_with_the_harness_and_returns_the_result(pytester):
     assert len(process["samples"]) >= 5 and all(s["cpu_ns"] > 0 for s in process["samples"])
     assert bench["stop_reason"] in ("budget", "precision")
     assert _results(out)["settings"]["modes"] == {"math/test_add": "in-process"}
-    result.stdout.fnmatch_lines(["*perflab: 1 benchmark(s) measured in-process*",
-                                 "*test_add*"])
+    result.stdout.fnmatch_lines(["*perflab: 1 benchmark(s) measured in-process*", "*test_add*"])
 
 
 def test_in_process_mode_reports_its_first_call_not_a_cold_one(pytester):
@@ -126,8 +125,9 @@ def test_only_skip_and_disable(pytester):
             perflab_bench(calls.append, 1)
             assert calls == [1]
     """)
-    pytester.runpytest(*FAST, "--perflab-only", "-k", "test_bench or test_count"
-                       ).assert_outcomes(passed=1, skipped=1)
+    pytester.runpytest(*FAST, "--perflab-only", "-k", "test_bench or test_count").assert_outcomes(
+        passed=1, skipped=1
+    )
     pytester.runpytest(*FAST, "--perflab-skip").assert_outcomes(passed=1, skipped=2)
     result = pytester.runpytest(*FAST, "--perflab-disable", "-k", "disabled")
     result.assert_outcomes(passed=1)
@@ -198,8 +198,9 @@ def test_async_benchmark_on_uvloop(pytester):
             perflab_bench(hop)
     """)
     out = pytester.path / "r.json"
-    pytester.runpytest(*FAST, "--perflab-event-loop=uvloop",
-                       f"--perflab-json={out}").assert_outcomes(passed=1)
+    pytester.runpytest(
+        *FAST, "--perflab-event-loop=uvloop", f"--perflab-json={out}"
+    ).assert_outcomes(passed=1)
     assert _bench(_results(out), "test_hop")["processes"][0]["samples"]
 
 
@@ -220,8 +221,10 @@ def test_fresh_processes_measure_in_child_pytests(pytester):
     pids = {p["pid"] for p in _bench(data, "test_pid")["processes"]}
     assert len(pids) == 2 and os.getpid() not in pids
     assert all(p["samples"] for p in _bench(data, "test_pid")["processes"])
-    assert data["settings"]["modes"] == {"test_pid": "fresh processes",
-                                         "test_here": "in-process"}  # pedantic stays here
+    assert data["settings"]["modes"] == {
+        "test_pid": "fresh processes",
+        "test_here": "in-process",
+    }  # pedantic stays here
     result.stdout.fnmatch_lines(["*1 benchmark(s) measured fresh processes*: test_pid"])
 
 
@@ -234,8 +237,7 @@ def test_save_then_compare_with_the_last_saved_run(pytester, monkeypatch):
     result = pytester.runpytest(*FAST, "--perflab-compare")
     assert result.ret == 2  # nothing saved yet: one error line, exit status 2
     result.stderr.fnmatch_lines(["error: --perflab-compare=last: nothing recorded*"])
-    pytester.runpytest(*FAST, "--perflab-save", "--perflab-no-history").assert_outcomes(
-        passed=1)
+    pytester.runpytest(*FAST, "--perflab-save", "--perflab-no-history").assert_outcomes(passed=1)
     [saved] = (pytester.path / ".perflab").glob("pytest-*.json")
     assert not (pytester.path / ".perflab" / "history.sqlite").exists()
     result = pytester.runpytest(*FAST, "--perflab-compare")
@@ -255,12 +257,14 @@ def test_saved_results_are_recorded_and_compared_by_git_ref(pytester, monkeypatc
     subprocess.run(["git", "init", "-q"], cwd=pytester.path, check=True)
     subprocess.run([*git, "add", "."], cwd=pytester.path, check=True)
     subprocess.run([*git, "commit", "-qm", "first"], cwd=pytester.path, check=True)
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=pytester.path, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=pytester.path, check=True, capture_output=True, text=True
+    ).stdout.strip()
     missing = pytester.runpytest(*FAST, "--perflab-compare=HEAD")
     assert missing.ret == 2
-    missing.stderr.fnmatch_lines(["error: --perflab-compare HEAD: no such file, and no "
-                                  "history database*"])
+    missing.stderr.fnmatch_lines(
+        ["error: --perflab-compare HEAD: no such file, and no history database*"]
+    )
     pytester.runpytest(*FAST, "--perflab-save").assert_outcomes(passed=1)
     from perflab.history.store import Store
 
@@ -268,16 +272,18 @@ def test_saved_results_are_recorded_and_compared_by_git_ref(pytester, monkeypatc
         [run] = store.runs()
         assert run.kind == "run" and run.git_commit == head
         assert [r.bench for r in store.rows(run.id)][0] == "test_abs"
-    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "second"],
-                   cwd=pytester.path, check=True)
+    subprocess.run(
+        [*git, "commit", "-q", "--allow-empty", "-m", "second"], cwd=pytester.path, check=True
+    )
     result = pytester.runpytest(*FAST, "--perflab-compare=HEAD~1")
     assert result.ret == 0, result.stderr.str()
     result.stdout.fnmatch_lines(["*A = *", "*test_abs*"])
     assert head[:7] in result.stdout.str()
     unknown = pytester.runpytest(*FAST, "--perflab-compare=nosuchref")
     assert unknown.ret == 2
-    unknown.stderr.fnmatch_lines(["error: --perflab-compare nosuchref: not 'last', a run id "
-                                  "or a git ref*"])
+    unknown.stderr.fnmatch_lines(
+        ["error: --perflab-compare nosuchref: not 'last', a run id or a git ref*"]
+    )
 
 
 def test_parametrized_tests_keep_their_parameters_as_pytest_benchmark_does(pytester):
@@ -299,5 +305,7 @@ def test_parametrized_tests_keep_their_parameters_as_pytest_benchmark_does(pytes
     pytester.runpytest(*FAST, f"--perflab-json={out}").assert_outcomes(passed=3)
     benches = _results(out)["benchmarks"]
     assert [(b["name"], b["params"]) for b in benches] == [
-        ("test_sum", {"kind": "list", "n": 10}), ("test_sum", {"kind": "list", "n": 20}),
-        ("test_obj[data0]", {})]
+        ("test_sum", {"kind": "list", "n": 10}),
+        ("test_sum", {"kind": "list", "n": 20}),
+        ("test_obj[data0]", {}),
+    ]

@@ -91,6 +91,7 @@ class Outcome:
 def _write_doc(doc: Any, name: str = "x.json") -> Callable[[Path], None]:
     def setup(folder: Path) -> None:
         (folder / name).write_text(doc if isinstance(doc, str) else json.dumps(doc))
+
     return setup
 
 
@@ -102,6 +103,7 @@ def _mutated(kind: str, edit: Callable[[dict[str, Any]], None]) -> dict[str, Any
 
 def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
     """An edit setting the dotted ``path`` (ints index lists) to ``value``; "DEL" deletes."""
+
     def edit(doc: dict[str, Any]) -> None:
         keys: list[Any] = [int(k) if k.isdigit() else k for k in path.split(".")]
         node: Any = doc
@@ -111,6 +113,7 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
             del node[keys[-1]]
         else:
             node[keys[-1]] = value
+
     return edit
 
 
@@ -150,19 +153,31 @@ CRAFTED: list[tuple[str, str, Callable[[dict[str, Any]], None]]] = [
     ("benchmarks an object", "cmd", _set("benchmarks", {})),
     ("histogram not base64", "http", _set(f"{STEP}.latency.encoded", "not base64!")),
     ("histogram bad padding", "http", _set(f"{STEP}.latency.encoded", "QUJ")),
-    ("histogram foreign cookie", "http",
-     _set(f"{STEP}.latency.encoded", base64.b64encode(b"\x00" * 48).decode())),
+    (
+        "histogram foreign cookie",
+        "http",
+        _set(f"{STEP}.latency.encoded", base64.b64encode(b"\x00" * 48).decode()),
+    ),
     ("histogram 2^62 range", "http", _set(f"{STEP}.latency.encoded", _hdr(5, 1, 2**62))),
-    ("histogram 2^52 range, 5 digits", "http",
-     _set(f"{STEP}.latency.encoded", _hdr(5, 1, 2**52))),
-    ("histogram i64::MIN varint", "http",
-     _set(f"{STEP}.latency.encoded", _hdr(3, 1, 3_600_000_000, b"\xff" * 9))),
-    ("histogram counts past its range", "http",
-     _set(f"{STEP}.latency.encoded", _hdr(3, 1, 3_600_000_000, b"\x02" * 10**6))),
+    ("histogram 2^52 range, 5 digits", "http", _set(f"{STEP}.latency.encoded", _hdr(5, 1, 2**52))),
+    (
+        "histogram i64::MIN varint",
+        "http",
+        _set(f"{STEP}.latency.encoded", _hdr(3, 1, 3_600_000_000, b"\xff" * 9)),
+    ),
+    (
+        "histogram counts past its range",
+        "http",
+        _set(f"{STEP}.latency.encoded", _hdr(3, 1, 3_600_000_000, b"\x02" * 10**6)),
+    ),
     ("histogram deflate bomb (64 MiB)", "http", _set(f"{STEP}.latency.encoded", _bomb())),
-    ("histogram truncated", "http",
-     lambda d: d["benchmarks"][0]["steps"][1]["latency"].update(
-         encoded=d["benchmarks"][0]["steps"][1]["latency"]["encoded"][:40])),
+    (
+        "histogram truncated",
+        "http",
+        lambda d: d["benchmarks"][0]["steps"][1]["latency"].update(
+            encoded=d["benchmarks"][0]["steps"][1]["latency"]["encoded"][:40]
+        ),
+    ),
     ("status code key ''", "http", _set(f"{STEP}.status_counts", {"": 3})),
     ("settings.ok not a status list", "http", _set("settings.ok", "ok")),
     ("settings.reference 99", "cmd", _set("settings.reference", 99)),
@@ -183,12 +198,18 @@ CRAFTED: list[tuple[str, str, Callable[[dict[str, Any]], None]]] = [
 
 #: (name, text) of files that are not JSON documents of perflab's.
 TEXTS: list[tuple[str, str | bytes]] = [
-    ("empty file", ""), ("truncated JSON", '{"tool": "perflab", "schema_'),
-    ("a JSON list", "[1, 2]"), ("NaN", '{"a": NaN}'), ("Infinity", '{"a": -Infinity}'),
+    ("empty file", ""),
+    ("truncated JSON", '{"tool": "perflab", "schema_'),
+    ("a JSON list", "[1, 2]"),
+    ("NaN", '{"a": NaN}'),
+    ("Infinity", '{"a": -Infinity}'),
     ("1e999", '{"tool": "perflab", "schema_version": 1, "x": 1e999}'),
-    ("5000-digit integer", '{"a": ' + "1" * 5000 + "}"), ("nested 100,000 deep", "[" * 100_000),
-    ("binary", b"{\xff\xfe\x00\x01binary"), ("UTF-16", '{"a": 1}'.encode("utf-16")),
-    ("a CSV", "N,X\n1,2\n"), ("a doctor document", '{"tool": "perflab", "kind": "doctor"}'),
+    ("5000-digit integer", '{"a": ' + "1" * 5000 + "}"),
+    ("nested 100,000 deep", "[" * 100_000),
+    ("binary", b"{\xff\xfe\x00\x01binary"),
+    ("UTF-16", '{"a": 1}'.encode("utf-16")),
+    ("a CSV", "N,X\n1,2\n"),
+    ("a doctor document", '{"tool": "perflab", "kind": "doctor"}'),
 ]
 
 
@@ -206,38 +227,71 @@ def _special(kind: str) -> Callable[[Path], None]:
             path.symlink_to("/dev/zero")
         elif kind == "link loop":
             path.symlink_to(path)
+
     return setup
 
 
 def _reading_cases() -> list[Case]:
     cases = []
-    readers = [("show", ["show", "{dir}/x.json"]),
-               ("compare", ["compare", "{dir}/x.json", "{dir}/x.json"]),
-               ("fit", ["fit", "{dir}/x.json"])]
+    readers = [
+        ("show", ["show", "{dir}/x.json"]),
+        ("compare", ["compare", "{dir}/x.json", "{dir}/x.json"]),
+        ("fit", ["fit", "{dir}/x.json"]),
+    ]
     for name, kind, edit in CRAFTED:
         for reader, argv in readers:
             allowed = frozenset({0, 2}) if name in VALID_ODDITIES else frozenset({2})
-            cases.append(Case("crafted results files", f"{name} → {reader}", argv, allowed,
-                              setup=_write_doc(_mutated(kind, edit))))
+            cases.append(
+                Case(
+                    "crafted results files",
+                    f"{name} → {reader}",
+                    argv,
+                    allowed,
+                    setup=_write_doc(_mutated(kind, edit)),
+                )
+            )
     for name, text in TEXTS:
         for reader, argv in readers:
             data = text if isinstance(text, bytes) else text.encode()
-            cases.append(Case("malformed JSON", f"{name} → {reader}", argv,
-                              setup=lambda f, d=data: (f / "x.json").write_bytes(d)))
-    specials = ["/dev/zero", "/dev/urandom", "fifo", "folder", "sparse 600 MiB",
-                "link to /dev/zero", "link loop", "missing"]
+            cases.append(
+                Case(
+                    "malformed JSON",
+                    f"{name} → {reader}",
+                    argv,
+                    setup=lambda f, d=data: (f / "x.json").write_bytes(d),
+                )
+            )
+    specials = [
+        "/dev/zero",
+        "/dev/urandom",
+        "fifo",
+        "folder",
+        "sparse 600 MiB",
+        "link to /dev/zero",
+        "link loop",
+        "missing",
+    ]
     for special in specials:
         for reader, argv in readers:
-            words = [w.replace("{dir}/x.json", special) if special.startswith("/") else w
-                     for w in argv]
-            setup = None if special.startswith("/") or special == "missing" else \
-                _special(special)
+            words = [
+                w.replace("{dir}/x.json", special) if special.startswith("/") else w for w in argv
+            ]
+            setup = None if special.startswith("/") or special == "missing" else _special(special)
             cases.append(Case("special files", f"{special} → {reader}", words, setup=setup))
-    tampered = _mutated("http", lambda d: d["benchmarks"][0]["steps"][0]["latency"].update(
-        p50_us=9e9, p90_us=1.0, count=7))
-    cases.append(Case("crafted results files", "p50 > p90 (recomputed) → show",
-                      ["show", "{dir}/x.json", "--format", "csv"], frozenset({0}),
-                      setup=_write_doc(tampered), check=_p50_below_p90))
+    tampered = _mutated(
+        "http",
+        lambda d: d["benchmarks"][0]["steps"][0]["latency"].update(p50_us=9e9, p90_us=1.0, count=7),
+    )
+    cases.append(
+        Case(
+            "crafted results files",
+            "p50 > p90 (recomputed) → show",
+            ["show", "{dir}/x.json", "--format", "csv"],
+            frozenset({0}),
+            setup=_write_doc(tampered),
+            check=_p50_below_p90,
+        )
+    )
     return cases
 
 
@@ -252,10 +306,20 @@ def _p50_below_p90(folder: Path, result: subprocess.CompletedProcess[str]) -> st
 
 # --------------------------------------------------------------------------- names
 
-NASTY = ["closing [/] tag", "[red]RED[/red] [link=https://x.invalid]click[/link]",
-         "\x1b[31mred\x1b[0m", "\x1b]0;title\x07", "\x1b]8;;https://x.invalid\x1b\\link",
-         "two\nlines", "<script>alert(1)</script>", "`code` | pipe",
-         "=HYPERLINK(\"http://x.invalid\")", "@SUM(A1)", "\u202eevil", "$x$ {y}"]
+NASTY = [
+    "closing [/] tag",
+    "[red]RED[/red] [link=https://x.invalid]click[/link]",
+    "\x1b[31mred\x1b[0m",
+    "\x1b]0;title\x07",
+    "\x1b]8;;https://x.invalid\x1b\\link",
+    "two\nlines",
+    "<script>alert(1)</script>",
+    "`code` | pipe",
+    '=HYPERLINK("http://x.invalid")',
+    "@SUM(A1)",
+    "\u202eevil",
+    "$x$ {y}",
+]
 
 
 def _nasty_doc() -> dict[str, Any]:
@@ -283,37 +347,96 @@ def _name_cases() -> list[Case]:
     setup = _write_doc(_nasty_doc())
     out = []
     for fmt in ("table", "markdown", "csv"):
-        out.append(Case("names", f"markup, escapes, HTML, formulas → show --format {fmt}",
-                        ["show", "{dir}/x.json", "--format", fmt], frozenset({0}), setup,
-                        check=_no_controls))
-    out.append(Case("names", "the same names → show --env", ["show", "{dir}/x.json", "--env"],
-                    frozenset({0}), setup, check=_no_controls))
-    out.append(Case("names", "the same names → compare", ["compare", "{dir}/x.json",
-                    "{dir}/x.json", "--format", "markdown"], frozenset({0}), setup,
-                    check=_no_controls))
+        out.append(
+            Case(
+                "names",
+                f"markup, escapes, HTML, formulas → show --format {fmt}",
+                ["show", "{dir}/x.json", "--format", fmt],
+                frozenset({0}),
+                setup,
+                check=_no_controls,
+            )
+        )
+    out.append(
+        Case(
+            "names",
+            "the same names → show --env",
+            ["show", "{dir}/x.json", "--env"],
+            frozenset({0}),
+            setup,
+            check=_no_controls,
+        )
+    )
+    out.append(
+        Case(
+            "names",
+            "the same names → compare",
+            ["compare", "{dir}/x.json", "{dir}/x.json", "--format", "markdown"],
+            frozenset({0}),
+            setup,
+            check=_no_controls,
+        )
+    )
     for name in ("echo [/] [red]x[/red]", "echo $'\\x1b[31m'"):
-        out.append(Case("names", f"cmd {name!r}", ["cmd", name, "--runs", "3", "--quiet",
-                        "--json", "{dir}/r.json"], frozenset({0}), outputs=("r.json",),
-                        measured=True, check=_no_controls))
-    out.append(Case("names", "fit --chart of a series named '$\\frac{a$' (mathtext)",
-                    ["fit", "{dir}/d.csv", "--chart", "{dir}/c.png"], frozenset({0}),
-                    lambda f: (f / "d.csv").write_text(
-                        "name,N,X\n" + "".join(f"$\\frac{{a$,{n},{x}\n" for n, x in
-                                                ((1, 100), (2, 190), (4, 350), (8, 500)))),
-                    outputs=("c.png",)))
+        out.append(
+            Case(
+                "names",
+                f"cmd {name!r}",
+                ["cmd", name, "--runs", "3", "--quiet", "--json", "{dir}/r.json"],
+                frozenset({0}),
+                outputs=("r.json",),
+                measured=True,
+                check=_no_controls,
+            )
+        )
+    out.append(
+        Case(
+            "names",
+            "fit --chart of a series named '$\\frac{a$' (mathtext)",
+            ["fit", "{dir}/d.csv", "--chart", "{dir}/c.png"],
+            frozenset({0}),
+            lambda f: (f / "d.csv").write_text(
+                "name,N,X\n"
+                + "".join(
+                    f"$\\frac{{a$,{n},{x}\n" for n, x in ((1, 100), (2, 190), (4, 350), (8, 500))
+                )
+            ),
+            outputs=("c.png",),
+        )
+    )
     for module in ("rich", "numpy", "json"):
-        out.append(Case("names", f"a {module}.py beside the bench file → run",
-                        ["run", "{dir}/bench.py", "--budget", "0.5s", "--max-processes", "5",
-                         "--quiet", "--no-alloc", "--json", "{dir}/r.json"], frozenset({0}),
-                        _shadowing(module), outputs=("r.json",), measured=True))
+        out.append(
+            Case(
+                "names",
+                f"a {module}.py beside the bench file → run",
+                [
+                    "run",
+                    "{dir}/bench.py",
+                    "--budget",
+                    "0.5s",
+                    "--max-processes",
+                    "5",
+                    "--quiet",
+                    "--no-alloc",
+                    "--json",
+                    "{dir}/r.json",
+                ],
+                frozenset({0}),
+                _shadowing(module),
+                outputs=("r.json",),
+                measured=True,
+            )
+        )
     return out
 
 
 def _shadowing(module: str) -> Callable[[Path], None]:
     def setup(folder: Path) -> None:
         (folder / f"{module}.py").write_text("raise ImportError('user module imported')\n")
-        (folder / "bench.py").write_text("import perflab\n\n\n@perflab.bench\ndef add():\n"
-                                         "    return 1 + 1\n")
+        (folder / "bench.py").write_text(
+            "import perflab\n\n\n@perflab.bench\ndef add():\n    return 1 + 1\n"
+        )
+
     return setup
 
 
@@ -323,6 +446,7 @@ def _shadowing(module: str) -> Callable[[Path], None]:
 def _foreign(name: str) -> Callable[[Path], None]:
     def setup(folder: Path) -> None:
         (folder / name).write_text("someone else's notes\n")
+
     return setup
 
 
@@ -335,55 +459,109 @@ def _saving_cases() -> list[Case]:
     out = []
     targets: list[tuple[str, str, Callable[[Path], None] | None]] = [
         ("a folder", "{dir}/adir", lambda f: (f / "adir").mkdir()),
-        ("a link to /dev/zero", "{dir}/link.json", lambda f: (f / "link.json").symlink_to(
-            "/dev/zero")),
-        ("a link to a foreign file", "{dir}/link.json", lambda f: (
-            _foreign("notes.txt")(f), (f / "link.json").symlink_to(f / "notes.txt"))),
+        (
+            "a link to /dev/zero",
+            "{dir}/link.json",
+            lambda f: (f / "link.json").symlink_to("/dev/zero"),
+        ),
+        (
+            "a link to a foreign file",
+            "{dir}/link.json",
+            lambda f: (_foreign("notes.txt")(f), (f / "link.json").symlink_to(f / "notes.txt")),
+        ),
         ("a foreign file", "{dir}/notes.json", _foreign("notes.json")),
         ("below a file", "{dir}/afile/r.json", _foreign("afile")),
         ("a folder under /proc", "/proc/nope/x.json", None),
-        ("a broken link", "{dir}/gone.json", lambda f: (f / "gone.json").symlink_to(
-            f / "nowhere" / "x")),
+        (
+            "a broken link",
+            "{dir}/gone.json",
+            lambda f: (f / "gone.json").symlink_to(f / "nowhere" / "x"),
+        ),
     ]
-    writers = [("cmd --json", [*CMD, "--json"]),
-               ("compare --json", ["compare", "{dir}/a.json", "{dir}/a.json", "--json"]),
-               ("fit --json", ["fit", "{dir}/a.json", "--json"]),
-               ("fit --chart", ["fit", "{dir}/a.json", "--chart"]),
-               ("run --json", ["run", "{dir}/bench.py", "--budget", "0.5s", "--json"]),
-               ("doctor --json", ["doctor", "--duration", "100ms", "--json"]),
-               ("http --json", ["http", "http://127.0.0.1:9/", "--rate", "1", "--json"]),
-               ("http --chart", ["http", "http://127.0.0.1:9/", "--rate", "1", "--chart"])]
+    writers = [
+        ("cmd --json", [*CMD, "--json"]),
+        ("compare --json", ["compare", "{dir}/a.json", "{dir}/a.json", "--json"]),
+        ("fit --json", ["fit", "{dir}/a.json", "--json"]),
+        ("fit --chart", ["fit", "{dir}/a.json", "--chart"]),
+        ("run --json", ["run", "{dir}/bench.py", "--budget", "0.5s", "--json"]),
+        ("doctor --json", ["doctor", "--duration", "100ms", "--json"]),
+        ("http --json", ["http", "http://127.0.0.1:9/", "--rate", "1", "--json"]),
+        ("http --chart", ["http", "http://127.0.0.1:9/", "--rate", "1", "--chart"]),
+    ]
     for what, target, make in targets:
         for writer, argv in writers:
+
             def setup(folder: Path, make: Any = make) -> None:
                 _write_doc(document("http"), "a.json")(folder)
                 _shadowing("nothing")(folder)
                 if make is not None:
                     make(folder)
-            out.append(Case("saving: bad destinations", f"{writer} {what}", [*argv, target],
-                            setup=setup))
+
+            out.append(
+                Case("saving: bad destinations", f"{writer} {what}", [*argv, target], setup=setup)
+            )
     out += [
-        Case("saving: faults after measuring", "cmd, disk full (RLIMIT_FSIZE 1000 B)",
-             [*CMD, "--json", "{dir}/r.json"], frozenset({3}), preexec=_file_limit),
-        Case("saving: faults after measuring", "cmd, folder replaced by a file mid-run",
-             [*CMD, "--json", "{dir}/sub/r.json", "--shell", "--prepare", "touch {dir}/sub"],
-             frozenset({3}), outputs=("sub",), measured=True),
-        Case("saving: faults after measuring", "fit --json, disk full",
-             ["fit", "{dir}/a.json", "--json", "{dir}/f.json"], frozenset({3}),
-             _write_doc(document("http"), "a.json"), preexec=_file_limit),
-        Case("saving: destinations that work", "cmd --json /dev/null", [*CMD, "--json",
-             "/dev/null"], frozenset({0})),
-        Case("saving: destinations that work", "cmd --json -", [*CMD, "--json", "-"],
-             frozenset({0}), measured=True),
-        Case("saving: destinations that work", "cmd --json over its own file",
-             [*CMD, "--json", "{dir}/own.json"], frozenset({0}),
-             _write_doc(document("cmd"), "own.json"), outputs=("own.json",), measured=True),
-        Case("saving: destinations that work", "cmd --json into a new folder",
-             [*CMD, "--json", "{dir}/new/deeper/r.json"], frozenset({0}),
-             outputs=("new", "new/deeper", "new/deeper/r.json"), measured=True),
-        Case("saving: destinations that work", "fit --chart into a new folder",
-             ["fit", "{dir}/a.json", "--chart", "{dir}/new/c.png"], frozenset({0}),
-             _write_doc(document("http"), "a.json"), outputs=("new", "new/c.png")),
+        Case(
+            "saving: faults after measuring",
+            "cmd, disk full (RLIMIT_FSIZE 1000 B)",
+            [*CMD, "--json", "{dir}/r.json"],
+            frozenset({3}),
+            preexec=_file_limit,
+        ),
+        Case(
+            "saving: faults after measuring",
+            "cmd, folder replaced by a file mid-run",
+            [*CMD, "--json", "{dir}/sub/r.json", "--shell", "--prepare", "touch {dir}/sub"],
+            frozenset({3}),
+            outputs=("sub",),
+            measured=True,
+        ),
+        Case(
+            "saving: faults after measuring",
+            "fit --json, disk full",
+            ["fit", "{dir}/a.json", "--json", "{dir}/f.json"],
+            frozenset({3}),
+            _write_doc(document("http"), "a.json"),
+            preexec=_file_limit,
+        ),
+        Case(
+            "saving: destinations that work",
+            "cmd --json /dev/null",
+            [*CMD, "--json", "/dev/null"],
+            frozenset({0}),
+        ),
+        Case(
+            "saving: destinations that work",
+            "cmd --json -",
+            [*CMD, "--json", "-"],
+            frozenset({0}),
+            measured=True,
+        ),
+        Case(
+            "saving: destinations that work",
+            "cmd --json over its own file",
+            [*CMD, "--json", "{dir}/own.json"],
+            frozenset({0}),
+            _write_doc(document("cmd"), "own.json"),
+            outputs=("own.json",),
+            measured=True,
+        ),
+        Case(
+            "saving: destinations that work",
+            "cmd --json into a new folder",
+            [*CMD, "--json", "{dir}/new/deeper/r.json"],
+            frozenset({0}),
+            outputs=("new", "new/deeper", "new/deeper/r.json"),
+            measured=True,
+        ),
+        Case(
+            "saving: destinations that work",
+            "fit --chart into a new folder",
+            ["fit", "{dir}/a.json", "--chart", "{dir}/new/c.png"],
+            frozenset({0}),
+            _write_doc(document("http"), "a.json"),
+            outputs=("new", "new/c.png"),
+        ),
     ]
     return out
 
@@ -407,11 +585,16 @@ def _option_cases() -> list[Case]:
         ("http port 0", ["http", "http://127.0.0.1:0/", "--rate", "1"]),
         ("http port 99999", ["http", "http://127.0.0.1:99999/", "--rate", "1"]),
         ("http user:password@ URL", ["http", "http://u:hunter2@127.0.0.1:9/", "--rate", "1"]),
-        ("http --requests a FIFO", ["http", "http://127.0.0.1:9/", "--rate", "1",
-                                    "--requests", "{dir}/fifo"]),
-        ("http --body-file /dev/zero", ["http", "http://127.0.0.1:9/", "--rate", "1",
-                                        "--body-file", "/dev/zero"]),
-        ("run a folder", ["run", "{dir}"]), ("run a FIFO", ["run", "{dir}/fifo"]),
+        (
+            "http --requests a FIFO",
+            ["http", "http://127.0.0.1:9/", "--rate", "1", "--requests", "{dir}/fifo"],
+        ),
+        (
+            "http --body-file /dev/zero",
+            ["http", "http://127.0.0.1:9/", "--rate", "1", "--body-file", "/dev/zero"],
+        ),
+        ("run a folder", ["run", "{dir}"]),
+        ("run a FIFO", ["run", "{dir}/fifo"]),
         ("run /dev/urandom", ["run", "/dev/urandom"]),
         ("run a binary file", ["run", "{dir}/bin.py"]),
         ("fit a CSV with extra cells", ["fit", "{dir}/extra.csv"]),
@@ -423,8 +606,10 @@ def _option_cases() -> list[Case]:
         (folder / "bin.py").write_bytes(b"import x\x00\xff\xfe")
         (folder / "extra.csv").write_text("N,X\n1,100\n2,190,7\n4,350\n")
 
-    return [Case("options and inputs", name, argv, setup=setup,
-                 check=_no_password) for name, argv in bad]
+    return [
+        Case("options and inputs", name, argv, setup=setup, check=_no_password)
+        for name, argv in bad
+    ]
 
 
 def _no_password(folder: Path, result: subprocess.CompletedProcess[str]) -> str | None:
@@ -468,10 +653,16 @@ def run_case(case: Case) -> Outcome:
         argv = [w.replace("{dir}", str(folder)) for w in case.argv]
         started = time.monotonic()
         try:
-            result = subprocess.run([sys.executable, "-m", "perflab", *argv], cwd=folder,
-                                    capture_output=True, text=True, timeout=TIMEOUT_S,
-                                    env={**os.environ, "COLUMNS": "120"},
-                                    preexec_fn=case.preexec, errors="replace")
+            result = subprocess.run(
+                [sys.executable, "-m", "perflab", *argv],
+                cwd=folder,
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT_S,
+                env={**os.environ, "COLUMNS": "120"},
+                preexec_fn=case.preexec,
+                errors="replace",
+            )
         except subprocess.TimeoutExpired:
             return Outcome(case, None, time.monotonic() - started, ["hang"])
         outcome = Outcome(case, result.returncode, time.monotonic() - started)
@@ -481,8 +672,13 @@ def run_case(case: Case) -> Outcome:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _judge(case: Case, folder: Path, before: dict[str, str],
-           result: subprocess.CompletedProcess[str], outcome: Outcome) -> None:
+def _judge(
+    case: Case,
+    folder: Path,
+    before: dict[str, str],
+    result: subprocess.CompletedProcess[str],
+    outcome: Outcome,
+) -> None:
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     if "internal error" in result.stderr or "Traceback" in result.stderr:
         outcome.problems.append("internal error")
@@ -509,8 +705,9 @@ def _judge(case: Case, folder: Path, before: dict[str, str],
             outcome.problems.append(problem)
 
 
-def _results_survived(case: Case, folder: Path, result: subprocess.CompletedProcess[str],
-                      rescue: Path | None) -> bool:
+def _results_survived(
+    case: Case, folder: Path, result: subprocess.CompletedProcess[str], rescue: Path | None
+) -> bool:
     """The measured results load from the destination, stdout or the rescue file."""
     from perflab import model
 
@@ -547,46 +744,58 @@ COLUMNS = ("internal error", "hang", "data lost", "outside touched")
 def table(outcomes: list[Outcome]) -> str:
     """The Markdown table: per fault class, inputs tried and outcomes."""
     groups = list(dict.fromkeys(o.case.group for o in outcomes))
-    lines = ["| fault class | inputs tried | handled | internal errors | hangs | data lost | "
-             "files outside the results touched | other problems |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| fault class | inputs tried | handled | internal errors | hangs | data lost | "
+        "files outside the results touched | other problems |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     rows = [(g, [o for o in outcomes if o.case.group == g]) for g in groups]
     rows.append(("**all**", outcomes))
     for group, items in rows:
         counts = [sum(c in o.problems for o in items) for c in COLUMNS]
         other = sum(any(p not in COLUMNS for p in o.problems) for o in items)
         ok = sum(not o.problems for o in items)
-        lines.append(f"| {group} | {len(items)} | {ok} | " + " | ".join(map(str, counts)) +
-                     f" | {other} |")
+        lines.append(
+            f"| {group} | {len(items)} | {ok} | " + " | ".join(map(str, counts)) + f" | {other} |"
+        )
     return "\n".join(lines)
 
 
 def report(outcomes: list[Outcome], seconds: float) -> str:
     """docs/reliability.md: how it was run, the table, and every case that had a problem."""
-    load = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() \
-        else ["?"]
+    load = (
+        Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else ["?"]
+    )
     bad = [o for o in outcomes if o.problems]
-    text = ["# Reliability: the fault battery", "",
-            "Every malformed input and fault class of issue 12 aimed at every subcommand "
-            "(show, compare, fit, run, cmd, http, doctor), each case in a fresh folder. "
-            "Written by `python -m tests.reliability.battery` (the same cases run in "
-            "`make test`, tests/reliability/test_battery.py); the rules of reading and "
-            "writing files are in [results-format.md](results-format.md).", "",
-            f"Run {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC on "
-            f"{platform.system()} {platform.release()}, {os.cpu_count()} CPUs, Python "
-            f"{platform.python_version()}; load average at start {' '.join(load)}; "
-            f"{len(outcomes)} cases in {seconds:.0f} s.", "",
-            "A case is *handled* when perflab exits with the code the case allows (2 for "
-            "bad input, 0 for what must work, 3 when a save fails after measuring) with one "
-            "`error:` line and no traceback, within 60 s, the measured results load from "
-            "the destination, from the rescue file the error names or, when no file can be "
-            "written at all, from stderr, and no file in the case's "
-            "folder other than its declared outputs was created, changed or removed.", "",
-            table(outcomes), ""]
+    text = [
+        "# Reliability: the fault battery",
+        "",
+        "Every malformed input and fault class of issue 12 aimed at every subcommand "
+        "(show, compare, fit, run, cmd, http, doctor), each case in a fresh folder. "
+        "Written by `python -m tests.reliability.battery` (the same cases run in "
+        "`make test`, tests/reliability/test_battery.py); the rules of reading and "
+        "writing files are in [results-format.md](results-format.md).",
+        "",
+        f"Run {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC on "
+        f"{platform.system()} {platform.release()}, {os.cpu_count()} CPUs, Python "
+        f"{platform.python_version()}; load average at start {' '.join(load)}; "
+        f"{len(outcomes)} cases in {seconds:.0f} s.",
+        "",
+        "A case is *handled* when perflab exits with the code the case allows (2 for "
+        "bad input, 0 for what must work, 3 when a save fails after measuring) with one "
+        "`error:` line and no traceback, within 60 s, the measured results load from "
+        "the destination, from the rescue file the error names or, when no file can be "
+        "written at all, from stderr, and no file in the case's "
+        "folder other than its declared outputs was created, changed or removed.",
+        "",
+        table(outcomes),
+        "",
+    ]
     if bad:
         text += ["## Cases with problems", ""]
-        text += [f"- {o.case.group}: {o.case.name}: {', '.join(o.problems)} "
-                 f"(exit {o.code})" for o in bad]
+        text += [
+            f"- {o.case.group}: {o.case.name}: {', '.join(o.problems)} (exit {o.code})" for o in bad
+        ]
         text.append("")
     return "\n".join(text)
 

@@ -22,11 +22,19 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def run_results(seed: int = 0) -> Results:
     """A ``run`` file: two sizes of one benchmark (fit complexity works on it)."""
-    benches = [make_bench("dumps", lognormal_groups(2e-6 * n, 5, 8, seed=seed + n),
-                          params={"n": n}) for n in (10, 100, 1000)]
-    return Results(kind="run", command_line=["perflab", "run", "x.py"], created="2026-01-01",
-                   perflab_version="0.1.0", environment={"cpu_count": 2},
-                   settings={"precision": 0.01}, benchmarks=benches)
+    benches = [
+        make_bench("dumps", lognormal_groups(2e-6 * n, 5, 8, seed=seed + n), params={"n": n})
+        for n in (10, 100, 1000)
+    ]
+    return Results(
+        kind="run",
+        command_line=["perflab", "run", "x.py"],
+        created="2026-01-01",
+        perflab_version="0.1.0",
+        environment={"cpu_count": 2},
+        settings={"precision": 0.01},
+        benchmarks=benches,
+    )
 
 
 def cmd_results(seed: int = 0) -> Results:
@@ -34,13 +42,28 @@ def cmd_results(seed: int = 0) -> Results:
     rng = np.random.default_rng(seed)
     benches = []
     for k, name in enumerate(("sleep 0.01", "sleep 0.02")):
-        runs = [CommandRun(index=2 * i + k, started_s=0.05 * i, wall_ns=int(1e7 * (k + 1) *
-                           rng.lognormal(0, 0.02)), user_ns=1000, sys_ns=1000,
-                           max_rss_bytes=2_000_000, block=i) for i in range(12)]
+        runs = [
+            CommandRun(
+                index=2 * i + k,
+                started_s=0.05 * i,
+                wall_ns=int(1e7 * (k + 1) * rng.lognormal(0, 0.02)),
+                user_ns=1000,
+                sys_ns=1000,
+                max_rss_bytes=2_000_000,
+                block=i,
+            )
+            for i in range(12)
+        ]
         benches.append(Benchmark(name=name, kind="command", runs=runs))
-    return Results(kind="cmd", command_line=["perflab", "cmd"], created="2026-01-01",
-                   perflab_version="0.1.0", settings={"precision": 0.01, "interleave": True},
-                   benchmarks=benches, spawn_overhead_ns=[500_000] * 5)
+    return Results(
+        kind="cmd",
+        command_line=["perflab", "cmd"],
+        created="2026-01-01",
+        perflab_version="0.1.0",
+        settings={"precision": 0.01, "interleave": True},
+        benchmarks=benches,
+        spawn_overhead_ns=[500_000] * 5,
+    )
 
 
 def http_results(seed: int = 0) -> Results:
@@ -50,14 +73,32 @@ def http_results(seed: int = 0) -> Results:
     for n in (1, 2, 4, 8):
         values = (rng.exponential(800 * (1 + n / 8), 400) + 100).astype(int).tolist()
         hist = Histogram(encoded=encode(values), count=len(values))
-        steps.append(HttpStep(offered_rate=None, connections=n, mode="closed", duration_s=2.0,
-                              warmup_s=0.5, elapsed_s=1.5, requests_sent=len(values),
-                              status_counts={"200": len(values)}, ok_responses=len(values),
-                              latency=hist, service_time=hist, threads=1, wall_s=2.0))
+        steps.append(
+            HttpStep(
+                offered_rate=None,
+                connections=n,
+                mode="closed",
+                duration_s=2.0,
+                warmup_s=0.5,
+                elapsed_s=1.5,
+                requests_sent=len(values),
+                status_counts={"200": len(values)},
+                ok_responses=len(values),
+                latency=hist,
+                service_time=hist,
+                threads=1,
+                wall_s=2.0,
+            )
+        )
     bench = Benchmark(name="GET http://127.0.0.1:8080/", kind="http", steps=steps)
-    return Results(kind="http", command_line=["perflab", "http"], created="2026-01-01",
-                   perflab_version="0.1.0", settings={"ok": "200-299", "slo_s": None},
-                   benchmarks=[bench])
+    return Results(
+        kind="http",
+        command_line=["perflab", "http"],
+        created="2026-01-01",
+        perflab_version="0.1.0",
+        settings={"ok": "200-299", "slo_s": None},
+        benchmarks=[bench],
+    )
 
 
 MAKERS = {"run": run_results, "cmd": cmd_results, "http": http_results}
@@ -75,12 +116,20 @@ def document(kind: str, seed: int = 0) -> dict[str, Any]:
     return json.loads(json.dumps(MAKERS[kind](seed).to_dict()))
 
 
-def perflab(*args: str, cwd: Path | None = None, timeout: float = 60,
-            **kwargs: Any) -> subprocess.CompletedProcess[str]:
+def perflab(
+    *args: str, cwd: Path | None = None, timeout: float = 60, **kwargs: Any
+) -> subprocess.CompletedProcess[str]:
     """``python -m perflab ARGS`` in a subprocess, output captured."""
     env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "perflab", *args], capture_output=True,
-                          text=True, timeout=timeout, cwd=cwd, env=env, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "perflab", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env=env,
+        **kwargs,
+    )
 
 
 def clean_failure(result: subprocess.CompletedProcess[str], code: int = 2) -> str:

@@ -9,7 +9,10 @@ from tests.reliability import battery
 
 def test_the_battery_has_no_problem() -> None:
     outcomes = battery.run_battery()
-    bad = [f"{o.case.group}: {o.case.name}: {', '.join(o.problems)} (exit {o.code})"
-           for o in outcomes if o.problems]
+    bad = [
+        f"{o.case.group}: {o.case.name}: {', '.join(o.problems)} (exit {o.code})"
+        for o in outcomes
+        if o.problems
+    ]
     assert not bad, "\n".join(bad)
     assert len(outcomes) > 250

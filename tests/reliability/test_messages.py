@@ -11,25 +11,31 @@ import pytest
 from tests.reliability.samples import clean_failure, perflab, write_valid
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["run", "x.py", "--budget", "-1s"], "--budget must be above zero"),
-    (["run", "x.py", "--precision", "-1%"], "must be between 0% and 100%"),
-    (["cmd", "true", "--timeout", "-3s"], "--timeout must be above zero"),
-    (["compare", "a", "b", "--threshold", "-5%"], "must be at least 0%"),
-    (["http", "http://127.0.0.1:9/", "--rate", "1", "--duration", "-2s"], "above zero"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["run", "x.py", "--budget", "-1s"], "--budget must be above zero"),
+        (["run", "x.py", "--precision", "-1%"], "must be between 0% and 100%"),
+        (["cmd", "true", "--timeout", "-3s"], "--timeout must be above zero"),
+        (["compare", "a", "b", "--threshold", "-5%"], "must be at least 0%"),
+        (["http", "http://127.0.0.1:9/", "--rate", "1", "--duration", "-2s"], "above zero"),
+    ],
+)
 def test_negative_looking_values_are_rejected_by_meaning(argv: list[str], words: str) -> None:
     # was: "expected one argument"
     assert words in clean_failure(perflab(*argv))
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["doctor", "--duration", "1e12s"], "a year at most"),
-    (["doctor", "--duration", "2d"], "not a duration"),
-    (["http", "http://[::1", "--rate", "1"], "malformed"),
-    (["http", "http://127.0.0.1:0/", "--rate", "1"], "port 0"),
-    (["cmd", "--ignore-failure=abc", "true"], "exit codes are whole numbers"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["doctor", "--duration", "1e12s"], "a year at most"),
+        (["doctor", "--duration", "2d"], "not a duration"),
+        (["http", "http://[::1", "--rate", "1"], "malformed"),
+        (["http", "http://127.0.0.1:0/", "--rate", "1"], "port 0"),
+        (["cmd", "--ignore-failure=abc", "true"], "exit codes are whole numbers"),
+    ],
+)
 def test_former_internal_errors(argv: list[str], words: str) -> None:
     # was: OverflowError, ValueError, "cannot connect to 127.0.0.1:80", "command 'abc'"
     started = time.monotonic()

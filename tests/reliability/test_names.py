@@ -15,11 +15,22 @@ from perflab import model
 from perflab.report import escape
 from tests.reliability.samples import perflab, run_results
 
-NASTY = ["closing [/] tag", "[red]RED[/red] [link=https://x.invalid]click[/link]",
-         "\x1b[31mred\x1b[0m", "\x1b]0;title\x07", "\x1b]8;;https://x.invalid\x1b\\link",
-         "two\nlines", "<script>alert(1)</script>", "<img src=x onerror=alert(1)>",
-         "`code` | pipe", "=HYPERLINK(\"http://x.invalid\")", "+1", "-1+2", "@SUM(A1)",
-         "\u202eevil"]
+NASTY = [
+    "closing [/] tag",
+    "[red]RED[/red] [link=https://x.invalid]click[/link]",
+    "\x1b[31mred\x1b[0m",
+    "\x1b]0;title\x07",
+    "\x1b]8;;https://x.invalid\x1b\\link",
+    "two\nlines",
+    "<script>alert(1)</script>",
+    "<img src=x onerror=alert(1)>",
+    "`code` | pipe",
+    '=HYPERLINK("http://x.invalid")',
+    "+1",
+    "-1+2",
+    "@SUM(A1)",
+    "\u202eevil",
+]
 
 
 @pytest.fixture(scope="module")
@@ -68,9 +79,12 @@ def test_csv_neutralizes_formulas(nasty_file: Path) -> None:
     assert result.returncode == 0, result.stderr
     cells = [c for row in csv.reader(io.StringIO(result.stdout)) for c in row]
     assert not any(c.startswith(("=", "+", "@")) for c in cells)
-    assert not any(c.startswith("-") and not c.lstrip("-").replace(".", "").replace(
-        "e", "").replace("-", "").isdigit() for c in cells)
-    assert "'=HYPERLINK(\"http://x.invalid\")" in cells
+    assert not any(
+        c.startswith("-")
+        and not c.lstrip("-").replace(".", "").replace("e", "").replace("-", "").isdigit()
+        for c in cells
+    )
+    assert '\'=HYPERLINK("http://x.invalid")' in cells
 
 
 def test_compare_of_nasty_names(nasty_file: Path) -> None:
@@ -79,15 +93,16 @@ def test_compare_of_nasty_names(nasty_file: Path) -> None:
     assert "\x1b" not in result.stdout and "closing [/] tag" in result.stdout
 
 
-def test_show_of_compare_and_fit_documents_escapes_names(nasty_file: Path,
-                                                          tmp_path: Path) -> None:
+def test_show_of_compare_and_fit_documents_escapes_names(nasty_file: Path, tmp_path: Path) -> None:
     """Documents are untrusted too: names in a compare document, and series names in a
     fit document's saved inputs, reach no terminal, Markdown table or spreadsheet raw."""
     import json
 
     document = tmp_path / "compare.json"
-    assert perflab("compare", str(nasty_file), str(nasty_file), "--json",
-                   str(document)).returncode == 0
+    assert (
+        perflab("compare", str(nasty_file), str(nasty_file), "--json", str(document)).returncode
+        == 0
+    )
     fit = tmp_path / "fit.json"
     csv_input = tmp_path / "points.csv"
     csv_input.write_text("n,x\n1,100\n2,190\n4,340\n8,560\n16,800\n")
@@ -103,16 +118,26 @@ def test_show_of_compare_and_fit_documents_escapes_names(nasty_file: Path,
         rows = [line for line in markdown.stdout.splitlines() if line.startswith("|")]
         assert len({line.replace("\\|", "").count("|") for line in rows}) <= 2  # two tables
         assert "<script>" not in markdown.stdout and "\x1b" not in markdown.stdout
-        cells = [c for row in csv.reader(io.StringIO(perflab("show", str(path), "--format",
-                                                             "csv").stdout)) for c in row]
+        cells = [
+            c
+            for row in csv.reader(io.StringIO(perflab("show", str(path), "--format", "csv").stdout))
+            for c in row
+        ]
         assert not any(c.startswith(("=", "+", "@")) for c in cells)
     assert "\\x1b[31mred" in perflab("show", str(fit)).stdout  # shown, not obeyed
 
 
 def test_cmd_with_markup_in_the_command_runs(tmp_path: Path) -> None:
     # was: run and cmd failed with MarkupError after measuring
-    result = perflab("cmd", "echo closing [/] tag [red]x[/red]", "--runs", "3", "--quiet",
-                     "--json", str(tmp_path / "r.json"))
+    result = perflab(
+        "cmd",
+        "echo closing [/] tag [red]x[/red]",
+        "--runs",
+        "3",
+        "--quiet",
+        "--json",
+        str(tmp_path / "r.json"),
+    )
     assert result.returncode == 0, result.stderr
     assert "echo closing [/] tag [red]x[/red]" in result.stdout
 
@@ -127,18 +152,35 @@ def test_escape_functions() -> None:
 
 
 @pytest.mark.parametrize("shadow", ["rich", "numpy", "json", "fastjsonschema"])
-def test_a_module_beside_the_bench_file_does_not_shadow_perflab(tmp_path: Path,
-                                                                shadow: str) -> None:
+def test_a_module_beside_the_bench_file_does_not_shadow_perflab(
+    tmp_path: Path, shadow: str
+) -> None:
     # was: ImportError: cannot import name 'box' from 'rich' (in the parent and the worker)
     (tmp_path / f"{shadow}.py").write_text("raise ImportError('the user module was imported')\n")
-    (tmp_path / "bench.py").write_text("import perflab\n\n\n@perflab.bench\ndef add():\n"
-                                       "    return 1 + 1\n")
+    (tmp_path / "bench.py").write_text(
+        "import perflab\n\n\n@perflab.bench\ndef add():\n    return 1 + 1\n"
+    )
     # the installed `perflab` script, as users run it (`python -m` puts the cwd first itself)
     script = Path(sys.executable).with_name("perflab")
-    result = subprocess.run([str(script), "run", "bench.py", "--budget", "1s",
-                             "--max-processes", "5", "--quiet", "--no-alloc", "--json",
-                             str(tmp_path / "r.json")], capture_output=True, text=True,
-                            cwd=tmp_path, timeout=120)
+    result = subprocess.run(
+        [
+            str(script),
+            "run",
+            "bench.py",
+            "--budget",
+            "1s",
+            "--max-processes",
+            "5",
+            "--quiet",
+            "--no-alloc",
+            "--json",
+            str(tmp_path / "r.json"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert "add" in result.stdout
 
@@ -149,7 +191,8 @@ def test_run_with_markup_in_names_on_a_terminal(tmp_path: Path) -> None:
 
     (tmp_path / "bench.py").write_text(
         "import perflab\n\n\n@perflab.bench(name='closing [/] tag \\x1b[31m', group='[b]g[/]')"
-        "\ndef add():\n    return 1 + 1\n")
+        "\ndef add():\n    return 1 + 1\n"
+    )
     import threading
 
     leader, follower = os.openpty()  # stderr is a terminal: the progress bars are drawn
@@ -165,10 +208,27 @@ def test_run_with_markup_in_names_on_a_terminal(tmp_path: Path) -> None:
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
     try:
-        result = subprocess.run([sys.executable, "-m", "perflab", "run", "bench.py", "--budget",
-                                 "0.5s", "--max-processes", "5", "--no-alloc", "--json",
-                                 str(tmp_path / "r.json")], stdout=subprocess.PIPE,
-                                stderr=follower, text=True, cwd=tmp_path, timeout=120)
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "perflab",
+                "run",
+                "bench.py",
+                "--budget",
+                "0.5s",
+                "--max-processes",
+                "5",
+                "--no-alloc",
+                "--json",
+                str(tmp_path / "r.json"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            text=True,
+            cwd=tmp_path,
+            timeout=120,
+        )
     finally:
         os.close(follower)
         reader.join(timeout=10)

@@ -28,12 +28,16 @@ VALID = {kind: document(kind) for kind in KINDS}
 MEMORY_BOUND_KIB = 600 * 1024
 
 values = st.one_of(
-    st.none(), st.booleans(), st.integers(-2**70, 2**70),
-    st.sampled_from([0, -1, 2**53, 2**63, -2**63, 2**64]),
-    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=20),
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.sampled_from([0, -1, 2**53, 2**63, -(2**63), 2**64]),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=20),
     st.sampled_from(["", "!!!", "HISTFAAAAA==", "[/]", "\x1b[31m", "-1", "1e999"]),
-    st.lists(st.integers(-3, 3), max_size=3), st.dictionaries(st.text(max_size=5),
-                                                              st.integers(), max_size=2))
+    st.lists(st.integers(-3, 3), max_size=3),
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),
+)
 
 
 def _paths(node: Any, prefix: tuple = ()) -> list[tuple]:
@@ -69,19 +73,20 @@ def mutated(draw: st.DrawFn) -> tuple[str, str]:
             elif action == "negate" and isinstance(parent[key], (int, float)):
                 parent[key] = -parent[key] - 1
             elif action == "huge" and isinstance(parent[key], (int, float)):
-                parent[key] = parent[key] * 10**draw(st.integers(3, 40))
+                parent[key] = parent[key] * 10 ** draw(st.integers(3, 40))
             elif action == "base64" and isinstance(parent[key], str) and len(parent[key]) > 8:
                 text = parent[key]
                 i = draw(st.integers(0, len(text) - 1))
-                parent[key] = text[:i] + draw(st.sampled_from(["A", "!", "=", "", "AAAA"])) + \
-                    text[i + 1:]
+                parent[key] = (
+                    text[:i] + draw(st.sampled_from(["A", "!", "=", "", "AAAA"])) + text[i + 1 :]
+                )
             else:
                 parent[key] = draw(values)
         except (KeyError, IndexError, TypeError):
             continue
     text = json.dumps(doc)
     if draw(st.integers(0, 9)) == 0:
-        text = text[:draw(st.integers(0, len(text)))]  # truncated file
+        text = text[: draw(st.integers(0, len(text)))]  # truncated file
     return kind, text
 
 
@@ -96,8 +101,11 @@ def run_cli(*argv: str) -> tuple[int, str]:
     return code, err.getvalue()
 
 
-@settings(max_examples=int(os.environ.get("PERFLAB_PROPERTY_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                   HealthCheck.data_too_large])
+@settings(
+    max_examples=int(os.environ.get("PERFLAB_PROPERTY_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(mutated())
 def test_mutated_files_exit_0_or_2(tmp_path_factory: Any, case: tuple[str, str]) -> None:
     kind, text = case
@@ -106,8 +114,7 @@ def test_mutated_files_exit_0_or_2(tmp_path_factory: Any, case: tuple[str, str])
     path.write_text(text)
     valid.write_text(json.dumps(VALID[kind]))
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    for argv in (["show", str(path)], ["compare", str(valid), str(path)],
-                 ["fit", str(path)]):
+    for argv in (["show", str(path)], ["compare", str(valid), str(path)], ["fit", str(path)]):
         code, err = run_cli(*argv)
         assert code in (0, 2), (argv, code, err)
         assert "Traceback" not in err and "internal error" not in err, err

@@ -31,8 +31,10 @@ def test_kind_is_checked_before_anything_is_dispatched(tmp_path: Path, kind: Any
     doc = document("run")
     doc["kind"] = kind
     line = clean_failure(perflab("show", str(write(tmp_path, doc))))
-    assert "kind: must be one of 'run', 'cmd', 'http'" in line or \
-        "the file was damaged or edited: use the file perflab doctor wrote" in line
+    assert (
+        "kind: must be one of 'run', 'cmd', 'http'" in line
+        or "the file was damaged or edited: use the file perflab doctor wrote" in line
+    )
 
 
 def test_run_data_labelled_cmd_is_refused(tmp_path: Path) -> None:
@@ -43,9 +45,16 @@ def test_run_data_labelled_cmd_is_refused(tmp_path: Path) -> None:
     assert "benchmarks[0].kind: is 'python' in a 'cmd' file" in line
 
 
-@pytest.mark.parametrize("value, words", [
-    ("12", "must be a non-negative integer"), (-5, "must be a non-negative integer"),
-    (1.5, "must be a non-negative integer"), (2**70, "must be a non-negative integer at most"), (True, "must be a non-neg")])
+@pytest.mark.parametrize(
+    "value, words",
+    [
+        ("12", "must be a non-negative integer"),
+        (-5, "must be a non-negative integer"),
+        (1.5, "must be a non-negative integer"),
+        (2**70, "must be a non-negative integer at most"),
+        (True, "must be a non-neg"),
+    ],
+)
 def test_bad_raw_numbers_name_their_json_path(tmp_path: Path, value: Any, words: str) -> None:
     # was: TypeError / silently accepted
     doc = document("run")
@@ -70,17 +79,22 @@ def _hdr(digits: int, lowest: int, highest: int, payload: bytes = b"\x02") -> st
     return base64.b64encode(struct.pack(">iI", 0x1C849314, len(body)) + body).decode()
 
 
-@pytest.mark.parametrize("encoded, words", [
-    ("not base64!", "is not base64 text"),
-    ("QUJ", "not valid base64"), ("QUJD", "too short"),
-    (base64.b64encode(b"\x00" * 48).decode(), "not an HdrHistogram"),
-    (_hdr(5, 1, 2**62), "beyond the 2^53"),
-    (_hdr(5, 1, 2**52), "more than 2097152 buckets"),
-    (_hdr(3, 1, 3_600_000_000, b"\xff" * 9), "impossible run length"),
-    (_hdr(3, 1, 3_600_000_000, b"\x02" * 10**6), "longer than it should be"),
-])
-def test_crafted_histograms_are_refused_within_bounds(tmp_path: Path, encoded: str,
-                                                      words: str) -> None:
+@pytest.mark.parametrize(
+    "encoded, words",
+    [
+        ("not base64!", "is not base64 text"),
+        ("QUJ", "not valid base64"),
+        ("QUJD", "too short"),
+        (base64.b64encode(b"\x00" * 48).decode(), "not an HdrHistogram"),
+        (_hdr(5, 1, 2**62), "beyond the 2^53"),
+        (_hdr(5, 1, 2**52), "more than 2097152 buckets"),
+        (_hdr(3, 1, 3_600_000_000, b"\xff" * 9), "impossible run length"),
+        (_hdr(3, 1, 3_600_000_000, b"\x02" * 10**6), "longer than it should be"),
+    ],
+)
+def test_crafted_histograms_are_refused_within_bounds(
+    tmp_path: Path, encoded: str, words: str
+) -> None:
     # was: ZeroDivisionError / TypeError, or a 2^62 range silently accepted
     doc = document("http")
     doc["benchmarks"][0]["steps"][1]["latency"]["encoded"] = encoded
@@ -108,14 +122,22 @@ def test_stored_summaries_are_recomputed_not_trusted(tmp_path: Path) -> None:
     assert latency.count == 400 and latency.p50_us <= latency.p90_us < 1e6
 
 
-@pytest.mark.parametrize("text, words", [
-    ('{"a": NaN}', "not a JSON number"), ("[" * 100_000, "nested too deeply"),
-    ('{"tool": "perflab", "schema_version": "one"}', "not a version number"),
-    ('{"tool": "perflab", "schema_version": 99}', "newer than this perflab"),
-    ('{"tool": "perflab", "schema_version": 1, "kind": "run", "benchmarks": [], "x": 1e999}',
-     "out of range"),
-    ("1" * 5000, "not valid JSON"), ('{"truncated": ', "truncated"), ("", "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ('{"a": NaN}', "not a JSON number"),
+        ("[" * 100_000, "nested too deeply"),
+        ('{"tool": "perflab", "schema_version": "one"}', "not a version number"),
+        ('{"tool": "perflab", "schema_version": 99}', "newer than this perflab"),
+        (
+            '{"tool": "perflab", "schema_version": 1, "kind": "run", "benchmarks": [], "x": 1e999}',
+            "out of range",
+        ),
+        ("1" * 5000, "not valid JSON"),
+        ('{"truncated": ', "truncated"),
+        ("", "not valid JSON"),
+    ],
+)
 def test_malformed_json_gets_one_line(tmp_path: Path, text: str, words: str) -> None:
     assert words in clean_failure(perflab("show", str(write(tmp_path, text))))
 
@@ -147,10 +169,14 @@ def test_special_files_give_a_clear_error_within_a_second(tmp_path: Path, specia
 def test_every_file_input_is_capped(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    for argv in (["run", str(fifo)], ["cmd", "true", "--input", str(fifo)],
-                 ["http", "http://127.0.0.1:9/", "--rate", "1", "--requests", str(fifo)],
-                 ["http", "http://127.0.0.1:9/", "--rate", "1", "--body-file", "/dev/zero"],
-                 ["fit", "/dev/zero"], ["run", "/dev/urandom"]):
+    for argv in (
+        ["run", str(fifo)],
+        ["cmd", "true", "--input", str(fifo)],
+        ["http", "http://127.0.0.1:9/", "--rate", "1", "--requests", str(fifo)],
+        ["http", "http://127.0.0.1:9/", "--rate", "1", "--body-file", "/dev/zero"],
+        ["fit", "/dev/zero"],
+        ["run", "/dev/urandom"],
+    ):
         line = clean_failure(perflab(*argv, timeout=20))
         assert "regular file" in line, line
 
@@ -169,8 +195,11 @@ def test_published_schemas_describe_what_perflab_writes(tmp_path: Path) -> None:
     http = write_valid(tmp_path, "http")
     for kind in ("run", "cmd", "http"):
         assert schema.validate(json.loads(write_valid(tmp_path, kind).read_text())) is None
-    for name, argv in (("compare", ["compare", str(run), str(run)]), ("fit", ["fit", str(http)]),
-                       ("doctor", ["doctor", "--duration", "100ms"])):
+    for name, argv in (
+        ("compare", ["compare", str(run), str(run)]),
+        ("fit", ["fit", str(http)]),
+        ("doctor", ["doctor", "--duration", "100ms"]),
+    ):
         out = tmp_path / f"{name}.json"
         result = perflab(*argv, "--json", str(out))
         assert result.returncode in (0, 1), result.stderr

@@ -35,12 +35,15 @@ def test_json_naming_a_folder_is_refused_before_measuring(tmp_path: Path) -> Non
     assert list(folder.iterdir()) == [] and leftovers(tmp_path) == []
 
 
-@pytest.mark.parametrize("argv", [
-    ["compare", "{a}", "{a}", "--json", "{dir}"],
-    ["fit", "{a}", "--json", "{dir}"],
-    ["fit", "{a}", "--chart", "{dir}"],
-    ["doctor", "--duration", "100ms", "--json", "{dir}"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["compare", "{a}", "{a}", "--json", "{dir}"],
+        ["fit", "{a}", "--json", "{dir}"],
+        ["fit", "{a}", "--chart", "{dir}"],
+        ["doctor", "--duration", "100ms", "--json", "{dir}"],
+    ],
+)
 def test_every_writer_refuses_a_folder(tmp_path: Path, argv: list[str]) -> None:
     # was: doctor and compare left 0-byte files or internal errors; fit exited 1 after its table
     a = write_valid(tmp_path, "run")
@@ -68,8 +71,11 @@ def test_dev_null_and_dev_stdout_are_written_in_place() -> None:
 def test_json_dash_is_stdout_everywhere(tmp_path: Path) -> None:
     # was: stdout for compare and doctor, a file named "-" for run and cmd
     a = write_valid(tmp_path, "run")
-    for argv in ([*CMD, "--json", "-"], ["compare", str(a), str(a), "--json", "-"],
-                 ["fit", str(a), "--json", "-"]):
+    for argv in (
+        [*CMD, "--json", "-"],
+        ["compare", str(a), str(a), "--json", "-"],
+        ["fit", str(a), "--json", "-"],
+    ):
         result = perflab(*argv, cwd=tmp_path)
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout)["tool"] == "perflab"
@@ -100,15 +106,18 @@ def _file_size_limit(limit: int):  # type: ignore[no-untyped-def]
     def apply() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail: EFBIG
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
     return apply
 
 
 def test_disk_full_after_measuring_prints_the_table_and_leaves_no_partial_file(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     # was: no table, exit 1 "internal error OSError [Errno 28]", data lost or in PATH.tmp
     out = tmp_path / "r.json"
-    result = perflab(*CMD, "--json", str(out), "--format", "markdown",
-                     preexec_fn=_file_size_limit(1000))
+    result = perflab(
+        *CMD, "--json", str(out), "--format", "markdown", preexec_fn=_file_size_limit(1000)
+    )
     line = clean_failure(result, files.EXIT_SAVE_FAILED)
     assert "can't write the cmd results" in line and "printed on stderr" in line
     assert "| true |" in result.stdout  # the table is printed anyway
@@ -122,8 +131,7 @@ def test_disk_full_after_measuring_prints_the_table_and_leaves_no_partial_file(
 def test_a_save_that_fails_after_measuring_goes_to_a_rescue_file(tmp_path: Path) -> None:
     # the folder is usable when checked, then a file takes its name while commands run
     out = tmp_path / "sub" / "r.json"
-    result = perflab(*CMD, "--json", str(out), "--shell", "--prepare",
-                     f"touch {tmp_path / 'sub'}")
+    result = perflab(*CMD, "--json", str(out), "--shell", "--prepare", f"touch {tmp_path / 'sub'}")
     line = clean_failure(result, files.EXIT_SAVE_FAILED)
     rescue = Path(line.split("saved to ")[1].split(" instead")[0])
     try:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from perflab.analyze.cmd import spawn_overhead, summarize_commands
 from perflab.report import console
 from perflab.report.cmd_table import cmd_table, summary_records
-
 from tests.analyze.test_cmd import MS, bench, failed_bench
 
 
@@ -24,14 +22,16 @@ def test_table_cells_footnotes_and_rss_floor() -> None:
     small = bench("small", [10] * 10, rss=10_100_000)
     big = bench("big", [20] * 10, rss=300_000_000)
     summaries = summarize_commands([small, big], spawn_overhead_ns=[8 * MS] * 30, precision=0.01)
-    table = cmd_table(summaries, spawn_overhead([8 * MS] * 30), {"interleave": True},
-                      rss_floor_bytes=10_000_000)
+    table = cmd_table(
+        summaries, spawn_overhead([8 * MS] * 30), {"interleave": True}, rss_floor_bytes=10_000_000
+    )
     assert table.columns[:4] == ["command", "runs", "median ± CI", "user"]
     small_row, big_row = table.rows
     assert small_row[8] == "≤ 10.0 MB" and big_row[8] == "300 MB"
     assert big_row[9].startswith("2.00×") and "spawn-bound" in small_row[-1]
-    assert any(line.startswith("spawn overhead") and "not subtracted" in line
-               for line in table.footnotes)
+    assert any(
+        line.startswith("spawn overhead") and "not subtracted" in line for line in table.footnotes
+    )
     assert any("can't read below 10.0 MB" in line for line in table.footnotes)
     text = console.markdown([table])
     assert "| small | 10 |" in text and "interleaved" in text
@@ -49,20 +49,32 @@ def test_an_interrupted_run_names_stop_signals_not_only_ctrl_c() -> None:
     from perflab.report.cmd_table import cmd_tables
 
     ok = bench("ok", [5, 5, 5])
-    results = Results(kind="cmd", command_line=[], created="", perflab_version="",
-                      environment={}, benchmarks=[ok], interrupted=True)
+    results = Results(
+        kind="cmd",
+        command_line=[],
+        created="",
+        perflab_version="",
+        environment={},
+        benchmarks=[ok],
+        interrupted=True,
+    )
     notes = cmd_tables(results, summarize_commands([ok]), None)[0].footnotes
-    assert any(n.startswith("interrupted (Ctrl-C or a stop signal: SIGTERM, SIGHUP)")
-               for n in notes)
+    assert any(
+        n.startswith("interrupted (Ctrl-C or a stop signal: SIGTERM, SIGHUP)") for n in notes
+    )
 
 
 def test_warnings_are_grouped_by_kind_with_the_advice_once() -> None:
     """issue 14 (warnings a person reads): `cmd` printed the same sentence and advice for
     every command ("gzip: unstable: … close other programs …", "zstd: unstable: …")."""
     walls = [[10, 13, 8, 12, 9, 14, 7, 11], [20, 26, 16, 24, 18, 28, 14, 22]]
-    summaries = summarize_commands([bench("gzip", walls[0], stop_reason="budget"),
-                                    bench("zstd", walls[1], stop_reason="budget")],
-                                   precision=0.01)
+    summaries = summarize_commands(
+        [
+            bench("gzip", walls[0], stop_reason="budget"),
+            bench("zstd", walls[1], stop_reason="budget"),
+        ],
+        precision=0.01,
+    )
     notes = cmd_table(summaries).footnotes
     unstable = [line for line in notes if "unstable" in line]
     assert len(unstable) == 1 and "gzip ±" in unstable[0] and "zstd ±" in unstable[0]

@@ -6,20 +6,34 @@ import re
 
 import numpy as np
 import pytest
+
 from perflab.analyze.models import breakeven_from_points, fit_complexity, fit_usl
 from perflab.analyze.models.words import fmt_count, fmt_number, fmt_time, fmt_value
-from perflab.report.fit_tables import (MAX_POINT_ROWS, breakeven_points, complexity_table,
-                                      usl_points, usl_table)
-
+from perflab.report.fit_tables import (
+    MAX_POINT_ROWS,
+    breakeven_points,
+    complexity_table,
+    usl_points,
+    usl_table,
+)
 from tests.analyze.test_models import load
 
 E_NOTATION = re.compile(r"\d[eE][+-]?\d")
 
 
-@pytest.mark.parametrize("value, text", [
-    (0.0277, "0.0277"), (1.04e-4, "1.04×10⁻⁴"), (9.999e-6, "1.00×10⁻⁵"), (4.512e7, "4.51×10⁷"),
-    (1234.5, "1,234"), (0.99999, "1.00"), (float("inf"), "∞"), (float("nan"), "–"),
-])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (0.0277, "0.0277"),
+        (1.04e-4, "1.04×10⁻⁴"),
+        (9.999e-6, "1.00×10⁻⁵"),
+        (4.512e7, "4.51×10⁷"),
+        (1234.5, "1,234"),
+        (0.99999, "1.00"),
+        (float("inf"), "∞"),
+        (float("nan"), "–"),
+    ],
+)
 def test_bare_numbers_never_use_e_notation(value: float, text: str) -> None:
     assert fmt_number(value) == text
 
@@ -42,8 +56,9 @@ def test_complexity_rows_say_best_tied_or_closest() -> None:
     n = np.array([10, 100, 1000, 10000, 100000], dtype=float)
     repro = np.array([5.65179e-07, 2.71269e-06, 2.04432e-05, 0.000173292, 0.00324726])
     clean = fit_complexity(n, 2e-6 + 5e-8 * n, 0.01 * (2e-6 + 5e-8 * n))
-    table = complexity_table([(_Series("repro"), fit_complexity(n, repro)),
-                              (_Series("clean"), clean)])
+    table = complexity_table(
+        [(_Series("repro"), fit_complexity(n, repro)), (_Series("clean"), clean)]
+    )
     assert [r[1] for r in table.rows if r[0]] == ["closest", "best"]
     assert "no class fits these points" in table.footnotes[0]
     assert not any(E_NOTATION.search(c) for row in table.rows for c in row)
@@ -76,8 +91,12 @@ def test_a_points_table_of_a_large_input_shows_a_bounded_spread_of_rows() -> Non
     table = usl_points(series, fit)
     assert len(table.rows) == MAX_POINT_ROWS
     assert [table.rows[0][0], table.rows[-1][0]] == ["1", "5,000"]  # first and last
-    assert table.footnotes == [f"{MAX_POINT_ROWS} of 5,000 points shown, evenly spread; "
-                               "every point is in --json's \"points\""]
-    small = usl_points(type("S", (), {"name": "s", "x": n[:9], "y": x[:9], "y_unit": "/s",
-                                      "notes": []}), fit_usl(n[:9], x[:9]))
+    assert table.footnotes == [
+        f"{MAX_POINT_ROWS} of 5,000 points shown, evenly spread; "
+        'every point is in --json\'s "points"'
+    ]
+    small = usl_points(
+        type("S", (), {"name": "s", "x": n[:9], "y": x[:9], "y_unit": "/s", "notes": []}),
+        fit_usl(n[:9], x[:9]),
+    )
     assert len(small.rows) == 9 and not small.footnotes

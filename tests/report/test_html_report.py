@@ -45,39 +45,101 @@ def report(tmp_path_factory: Any) -> dict[str, Any]:
     model.save(run, tmp / "run.json", summaries)
     slower = results({NASTY: 1.3e-6, "plain": 3e-6}, seed=4)
     grouped_b = summarize_benchmarks(slower.benchmarks, precision=0.01)
-    model.save(slower, tmp / "run-b.json", {s.id: s.to_dict() for g in grouped_b.values()
-                                            for s in g})
+    model.save(
+        slower, tmp / "run-b.json", {s.id: s.to_dict() for g in grouped_b.values() for s in g}
+    )
     perflab = [sys.executable, "-m", "perflab"]
-    for argv in (["cmd", "--memory", "--runs", "2", "--quiet", "--no-history", "--json",
-                  str(tmp / "cmd.json"), "sleep 0.05"],
-                 ["compare", str(tmp / "run.json"), str(tmp / "run-b.json"), "--json",
-                  str(tmp / "compare.json")],
-                 ["fit", str(USL_CSV), "--model", "usl", "--json", str(tmp / "fit.json")]):
+    for argv in (
+        [
+            "cmd",
+            "--memory",
+            "--runs",
+            "2",
+            "--quiet",
+            "--no-history",
+            "--json",
+            str(tmp / "cmd.json"),
+            "sleep 0.05",
+        ],
+        [
+            "compare",
+            str(tmp / "run.json"),
+            str(tmp / "run-b.json"),
+            "--json",
+            str(tmp / "compare.json"),
+        ],
+        ["fit", str(USL_CSV), "--model", "usl", "--json", str(tmp / "fit.json")],
+    ):
         done = subprocess.run(perflab + argv, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
     with _core.serve({"host": "127.0.0.1", "port": 0, "delay": "1ms"}) as server:
-        http = subprocess.run([sys.executable, "-m", "perflab", "http",
-                               f"http://{server.address}/", "--rate", "100:200:100",
-                               "--duration", "0.3s", "--warmup", "0.1s", "--threads", "1",
-                               "--quiet", "--json", str(tmp / "http.json"), "--no-history",
-                               "--watch", str(os.getpid())],  # the server runs in here
-                              capture_output=True, text=True, timeout=60)
+        http = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "perflab",
+                "http",
+                f"http://{server.address}/",
+                "--rate",
+                "100:200:100",
+                "--duration",
+                "0.3s",
+                "--warmup",
+                "0.1s",
+                "--threads",
+                "1",
+                "--quiet",
+                "--json",
+                str(tmp / "http.json"),
+                "--no-history",
+                "--watch",
+                str(os.getpid()),
+            ],  # the server runs in here
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert http.returncode == 0, http.stderr
     db = tmp / "h.sqlite"
     with Store(db) as store:
         for i, level in enumerate([1.0, 1.0, 1.0, 1.3, 1.3, 1.3]):
-            add(store, results({"plain": 3e-6 * level}, seed=i), commit=f"{i:x}" * 40,
-                time=f"2026-01-0{i + 1}T00:00:00+00:00")
+            add(
+                store,
+                results({"plain": 3e-6 * level}, seed=i),
+                commit=f"{i:x}" * 40,
+                time=f"2026-01-0{i + 1}T00:00:00+00:00",
+            )
     out = tmp / "report.html"
-    proc = subprocess.run([sys.executable, "-m", "perflab", "report", str(tmp / "run.json"),
-                           str(tmp / "http.json"), str(tmp / "cmd.json"),
-                           str(tmp / "compare.json"),
-                           str(tmp / "fit.json"), "--history", "--database", str(db),
-                           "-o", str(out)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "perflab",
+            "report",
+            str(tmp / "run.json"),
+            str(tmp / "http.json"),
+            str(tmp / "cmd.json"),
+            str(tmp / "compare.json"),
+            str(tmp / "fit.json"),
+            "--history",
+            "--database",
+            str(db),
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
-    return {"page": out, "summaries": summaries,
-            **{name: json.loads((tmp / f"{name}.json").read_text())
-               for name in ("http", "compare", "fit")}}
+    return {
+        "page": out,
+        "summaries": summaries,
+        **{
+            name: json.loads((tmp / f"{name}.json").read_text())
+            for name in ("http", "compare", "fit")
+        },
+    }
 
 
 def _with_memory(run: model.Results) -> None:
@@ -87,10 +149,17 @@ def _with_memory(run: model.Results) -> None:
         for i, proc in enumerate(bench.processes):
             proc.rss_start_bytes, proc.rss_end_bytes = 20_000_000, 20_000_000 + 4096 * i
             proc.rss_calls, proc.rss_peak_bytes = 1000, 21_000_000
-            proc.memory = {"t_s": [0.0, 0.01, 0.02], "cpu_s": [0.0, 0.01, 0.02],
-                           "rss_bytes": [9_000_000, 20_000_000, 20_000_000 + 4096 * i]}
-            proc.heap = {"calls": [0, 10, 20], "t_s": [0.0, 0.001, 0.002],
-                         "traced_bytes": [0, 500, 1000], "peak_bytes": [0, 700, 1200]}
+            proc.memory = {
+                "t_s": [0.0, 0.01, 0.02],
+                "cpu_s": [0.0, 0.01, 0.02],
+                "rss_bytes": [9_000_000, 20_000_000, 20_000_000 + 4096 * i],
+            }
+            proc.heap = {
+                "calls": [0, 10, 20],
+                "t_s": [0.0, 0.001, 0.002],
+                "traced_bytes": [0, 500, 1000],
+                "peak_bytes": [0, 700, 1200],
+            }
 
 
 def test_the_file_is_self_contained_small_and_escapes_names(report: dict[str, Any]) -> None:
@@ -102,8 +171,9 @@ def test_the_file_is_self_contained_small_and_escapes_names(report: dict[str, An
     assert len(text.encode()) < 5 * 2**20
 
 
-def test_chromium_renders_every_chart_offline_with_the_files_figures(report: dict[str, Any]
-                                                                     ) -> None:
+def test_chromium_renders_every_chart_offline_with_the_files_figures(
+    report: dict[str, Any],
+) -> None:
     from playwright.sync_api import sync_playwright
 
     url = report["page"].resolve().as_uri()
@@ -120,47 +190,67 @@ def test_chromium_renders_every_chart_offline_with_the_files_figures(report: dic
             assert problems == [] and dialogs == []
             assert requests == [url], "the page made a request"
             charts = page.eval_on_selector_all(
-                "figure[data-chart]", "fs => fs.map(f => [f.dataset.chart, "
-                "f.querySelectorAll('svg').length, f.querySelector('svg').getBBox().width])")
+                "figure[data-chart]",
+                "fs => fs.map(f => [f.dataset.chart, "
+                "f.querySelectorAll('svg').length, f.querySelector('svg').getBBox().width])",
+            )
             kinds = sorted(kind for kind, _, _ in charts)
             # run: distribution, forest, cold-warm, memory, heap; http: sweep, spectrum,
             # memory (--watch); cmd: distribution, user-sys, memory; compare: forest;
             # fit: its curve; one trend
-            assert kinds == ["cold-warm", "distribution", "distribution", "fit", "forest",
-                             "forest", "heap", "memory", "memory", "memory", "spectrum",
-                             "sweep", "trend", "user-sys"]
+            assert kinds == [
+                "cold-warm",
+                "distribution",
+                "distribution",
+                "fit",
+                "forest",
+                "forest",
+                "heap",
+                "memory",
+                "memory",
+                "memory",
+                "spectrum",
+                "sweep",
+                "trend",
+                "user-sys",
+            ]
             assert all(count == 1 and width > 100 for _, count, width in charts)
             figures = page.eval_on_selector_all(
                 "table.figures tr[data-id]",
-                "rs => rs.map(r => [r.dataset.id, Number(r.dataset.medianS)])")
+                "rs => rs.map(r => [r.dataset.id, Number(r.dataset.medianS)])",
+            )
             assert len(figures) == 3  # the run's two benchmarks and the cmd's command
             figures = [f for f in figures if f[0] in report["summaries"]]
             assert len(figures) == 2
             for bench_id, median in figures:
-                assert median == pytest.approx(report["summaries"][bench_id]["median_s"],
-                                               rel=1e-12)
+                assert median == pytest.approx(report["summaries"][bench_id]["median_s"], rel=1e-12)
             steps = page.eval_on_selector_all(
                 "table.figures tr[data-step]",
-                "rs => rs.map(r => [r.dataset.step, Number(r.dataset.achievedRate)])")
+                "rs => rs.map(r => [r.dataset.step, Number(r.dataset.achievedRate)])",
+            )
             saved = report["http"]["benchmarks"][0]["summary"]["steps"]
             assert [s for s, _ in steps] == [s["label"] for s in saved]
             assert [r for _, r in steps] == pytest.approx([s["achieved_rate"] for s in saved])
             compared = page.eval_on_selector_all(
-                "table.compare tr[data-id]", "rs => rs.map(r => [r.dataset.id, "
+                "table.compare tr[data-id]",
+                "rs => rs.map(r => [r.dataset.id, "
                 "r.dataset.verdict, Number(r.dataset.ratio), Number(r.dataset.ratioLow), "
-                "Number(r.dataset.ratioHigh)])")
+                "Number(r.dataset.ratioHigh)])",
+            )
             saved_rows = report["compare"]["rows"]
             assert [c[:2] for c in compared] == [[r["id"], r["verdict"]] for r in saved_rows]
             for (_, _, *ratio), row in zip(compared, saved_rows):
-                assert ratio == pytest.approx([row["ratio"][k] for k in ("value", "ci_low",
-                                                                         "ci_high")], rel=1e-12)
+                assert ratio == pytest.approx(
+                    [row["ratio"][k] for k in ("value", "ci_low", "ci_high")], rel=1e-12
+                )
             body = page.inner_text("body")
             # run --memory: the terminal's memory table, the heap kept 50 B per call
             assert "memory (--memory)" in body and "heap/1k ops" in body
             assert "+50.0 kB" in body
             memory_titles = page.eval_on_selector_all(
                 "figure[data-chart=memory] svg, figure[data-chart=heap] svg",
-                "ss => ss.map(s => s.textContent)")
+                "ss => ss.map(s => s.textContent)",
+            )
             assert any("spawn to exit" in t for t in memory_titles)  # run
             assert any("children summed" in t for t in memory_titles)  # cmd
             assert any("watched processes" in t for t in memory_titles)  # http --watch

@@ -11,7 +11,6 @@ from perflab.analyze.http import Sweep, capacity, summarize_steps
 from perflab.report import console
 from perflab.report.http_chart import sweep_chart
 from perflab.report.http_table import COLUMNS, step_line, step_records, sweep_table
-
 from tests.analyze.test_http import step
 
 SNAPSHOT = """\
@@ -37,10 +36,18 @@ def swept(name: str, summaries: list, slo_s: float | None = None) -> Sweep:
 
 
 def sweep() -> list:
-    steps = [step(1000.0, status_counts={"200": 10003}, drained=3, drain_s=0.002),
-             step(2000.0, failures=500, status_counts={"200": 21800, "503": 300},
-                  errors={"read_timeout": 200}, drained=1800, drain_s=1.2),
-             step(3000.0, cpu=0.97, unsent=42, drained=None, ok_from_warmup=None)]
+    steps = [
+        step(1000.0, status_counts={"200": 10003}, drained=3, drain_s=0.002),
+        step(
+            2000.0,
+            failures=500,
+            status_counts={"200": 21800, "503": 300},
+            errors={"read_timeout": 200},
+            drained=1800,
+            drain_s=1.2,
+        ),
+        step(3000.0, cpu=0.97, unsent=42, drained=None, ok_from_warmup=None),
+    ]
     return summarize_steps(steps, 0.1)
 
 
@@ -74,8 +81,9 @@ def test_csv_records_use_base_units() -> None:
 
 
 def test_step_line() -> None:
-    assert step_line(sweep()[0]) == ("1,000/s: achieved 1,000/s, drained 3, errors 0, p99 2.00 ms, "
-                                     "ok")
+    assert step_line(sweep()[0]) == (
+        "1,000/s: achieved 1,000/s, drained 3, errors 0, p99 2.00 ms, ok"
+    )
 
 
 def test_chart_is_written(tmp_path: Path) -> None:
@@ -94,14 +102,17 @@ def test_a_small_machine_still_gets_a_floor_of_the_capacity() -> None:
     steps = summarize_steps([step(1000.0, cpu=0.97), step(2000.0, cpu=0.97)])
     table = sweep_table(swept("t", steps))
     line = table.footnotes[0]
-    assert line.startswith("capacity estimate: none — no step was ok; but the server kept up "
-                           "with at least 2,000/s (achieved at 2,000/s")
+    assert line.startswith(
+        "capacity estimate: none — no step was ok; but the server kept up "
+        "with at least 2,000/s (achieved at 2,000/s"
+    )
     assert "--threads" in line and "other machines" in line
     # issue 14 §6: point to the distributed mode, which exists now
     assert "--agents N" in line and "docs/distributed.md" in line
     # a step with server trouble is no floor
-    troubled = summarize_steps([step(1000.0, cpu=0.97, failures=500,
-                                     status_counts={"200": 9500, "503": 500})])
-    assert sweep_table(swept("t", troubled)).footnotes[0] == \
-        "capacity estimate: none — no step was ok"
-
+    troubled = summarize_steps(
+        [step(1000.0, cpu=0.97, failures=500, status_counts={"200": 9500, "503": 500})]
+    )
+    assert (
+        sweep_table(swept("t", troubled)).footnotes[0] == "capacity estimate: none — no step was ok"
+    )

@@ -7,17 +7,30 @@ from pathlib import Path
 
 from perflab.analyze.summary import summarize
 from perflab.model import Benchmark, HttpStep, Process, Sample
-from perflab.report.memory_chart import (add_memory_panel, draw_memory, heap_series,
-                                         process_series, sweep_series)
+from perflab.report.memory_chart import (
+    add_memory_panel,
+    draw_memory,
+    heap_series,
+    process_series,
+    sweep_series,
+)
 from perflab.report.pyplot import pyplot
 from perflab.report.result_charts import run_chart
 
 
 def _step(t0: float, pid: int = 7) -> HttpStep:
-    step = HttpStep(offered_rate=100.0, connections=4, mode="open", duration_s=1.0,
-                    warmup_s=0.1, elapsed_s=0.9)
-    step.watched = [{"pid": pid, "name": "nginx", "t_s": [t0, t0 + 0.5, t0 + 1.0],
-                     "cpu_s": [0.0, 0.1, 0.2], "rss_bytes": [10_000_000, 12_000_000, 13_000_000]}]
+    step = HttpStep(
+        offered_rate=100.0, connections=4, mode="open", duration_s=1.0, warmup_s=0.1, elapsed_s=0.9
+    )
+    step.watched = [
+        {
+            "pid": pid,
+            "name": "nginx",
+            "t_s": [t0, t0 + 0.5, t0 + 1.0],
+            "cpu_s": [0.0, 0.1, 0.2],
+            "rss_bytes": [10_000_000, 12_000_000, 13_000_000],
+        }
+    ]
     return step
 
 
@@ -42,12 +55,18 @@ def test_the_panel_goes_under_the_existing_ones_without_shrinking_them(tmp_path:
 
 def test_run_chart_adds_the_workers_timelines_when_run_with_memory(tmp_path: Path) -> None:
     bench = Benchmark(name="leaky", group="g")
-    proc = Process(index=0, pid=1, started_s=0.0,
-                   samples=[Sample(10, 10_000, 10_000, 0, 0)] * 3)
-    proc.memory = {"t_s": [0.0, 0.01, 0.02], "cpu_s": [0.0, 0.0, 0.01],
-                   "rss_bytes": [5_000_000, 9_000_000, 12_000_000]}
-    proc.heap = {"calls": [0, 50, 100], "t_s": [0.0, 0.001, 0.002],
-                 "traced_bytes": [0, 5_000, 10_000], "peak_bytes": [0, 5_100, 10_100]}
+    proc = Process(index=0, pid=1, started_s=0.0, samples=[Sample(10, 10_000, 10_000, 0, 0)] * 3)
+    proc.memory = {
+        "t_s": [0.0, 0.01, 0.02],
+        "cpu_s": [0.0, 0.0, 0.01],
+        "rss_bytes": [5_000_000, 9_000_000, 12_000_000],
+    }
+    proc.heap = {
+        "calls": [0, 50, 100],
+        "t_s": [0.0, 0.001, 0.002],
+        "traced_bytes": [0, 5_000, 10_000],
+        "peak_bytes": [0, 5_100, 10_100],
+    }
     bench.processes = [proc]
     assert [s[0] for s in process_series([bench])] == ["g/leaky"]
     assert heap_series([bench]) == [("g/leaky", [0, 50, 100], [0, 5_000, 10_000])]

@@ -42,8 +42,7 @@ def test_threads_compare_with_the_baseline_on_the_same_thread_count() -> None:
     """issue 11: "spinning ×8t × baseline 2.27×" came from the baseline's 1-thread row
     while the same thread counts differed 19×."""
     lock = [threaded_bench("lock", n, 1e-6 / n, [100] * n) for n in (1, 8)]
-    spin = [threaded_bench("spin", n, 2e-6 / n * (19 if n == 8 else 1), [100] * n)
-            for n in (1, 8)]
+    spin = [threaded_bench("spin", n, 2e-6 / n * (19 if n == 8 else 1), [100] * n) for n in (1, 8)]
     for bench in lock:
         bench.baseline = True
     benches = lock + spin
@@ -69,17 +68,27 @@ def test_the_threads_footnote_says_what_the_code_times() -> None:
 
 def test_caveats_are_grouped_by_kind_with_the_advice_once() -> None:
     """issue 14: the same sentence per benchmark, 24 bullets in the demo."""
-    named = [(f"b{i}", [Caveat("unstable", f"±{6 + i}%", f"samples vary by ±{6 + i}%"),
-                        Caveat("precision not reached", "±2.0%", "stopped at the budget")])
-             for i in range(3)]
+    named = [
+        (
+            f"b{i}",
+            [
+                Caveat("unstable", f"±{6 + i}%", f"samples vary by ±{6 + i}%"),
+                Caveat("precision not reached", "±2.0%", "stopped at the budget"),
+            ],
+        )
+        for i in range(3)
+    ]
     lines = caveat_lines(named)
     assert len(lines) == 2
     assert lines[0].startswith("precision not reached (the CI is wider than asked")
     assert "): b0 ±2.0%, b1 ±2.0%, b2 ±2.0%; raise --budget" in lines[0]
     assert lines[1].count("close other programs") == 1 and "b2 ±8%" in lines[1]
     verbose = caveat_lines(named, verbose=True)
-    assert len(verbose) == 6 and verbose[0] == "b0: unstable: samples vary by ±6%; close " \
-        "other programs or raise --budget"
+    assert (
+        len(verbose) == 6
+        and verbose[0]
+        == "b0: unstable: samples vary by ±6%; close other programs or raise --budget"
+    )
 
 
 @pytest.mark.parametrize("n", [1, 2])
@@ -91,21 +100,31 @@ def test_counts_agree_with_their_nouns(n: int) -> None:
 
 
 def test_threads_table_shows_scaling_fairness_and_the_interpreter() -> None:
-    benches = [threaded_bench("lock", 1, 1e-6, [100]),
-               threaded_bench("lock", 2, 0.5e-6, [100, 100])]
+    benches = [
+        threaded_bench("lock", 1, 1e-6, [100]),
+        threaded_bench("lock", 2, 0.5e-6, [100, 100]),
+    ]
     summaries = summarize_group(benches, seed=0)
     table = threads_table("t", thread_rows(benches, summaries), summaries)
-    assert table.columns[:5] == ["benchmark", "threads", "ops/s ± CI", "ops/s per thread",
-                                 "× 1 thread"]
+    assert table.columns[:5] == [
+        "benchmark",
+        "threads",
+        "ops/s ± CI",
+        "ops/s per thread",
+        "× 1 thread",
+    ]
     one, two = table.rows
     assert one[4] == "1.00×" and two[4] == "2.00×"
     assert two[3] == "980 k/s"  # 1 / (0.5 µs × 1.02 median drift) / 2 threads
     assert two[8:10] == ["1.00", "1.000"]
     assert any("GIL enabled" in line for line in table.footnotes)
     free = [threaded_bench("lock", 1, 1e-6, [5], gil=False)]
-    assert any("free-threaded" in line
-               for line in threads_table("t", thread_rows(free, summarize_group(free)),
-                                         summarize_group(free)).footnotes)
+    assert any(
+        "free-threaded" in line
+        for line in threads_table(
+            "t", thread_rows(free, summarize_group(free)), summarize_group(free)
+        ).footnotes
+    )
 
 
 def test_the_footnotes_say_which_mode_made_each_count() -> None:
@@ -127,11 +146,19 @@ def test_parametrized_cases_compare_with_the_same_parameters() -> None:
     from perflab.analyze.summary import baseline_verdicts
 
     def case(name: str, n: int, per_op_s: float, seed: int) -> object:
-        return make_bench(name, lognormal_groups(per_op_s, 6, 30, seed=seed), params={"n": n},
-                          baseline=name == "json")
+        return make_bench(
+            name,
+            lognormal_groups(per_op_s, 6, 30, seed=seed),
+            params={"n": n},
+            baseline=name == "json",
+        )
 
-    benches = [case("json", 10, 9e-6, 1), case("json", 1000, 560e-6, 2),
-               case("pickle", 10, 2.3e-6, 3), case("pickle", 1000, 130e-6, 4)]
+    benches = [
+        case("json", 10, 9e-6, 1),
+        case("json", 1000, 560e-6, 2),
+        case("pickle", 10, 2.3e-6, 3),
+        case("pickle", 1000, 130e-6, 4),
+    ]
     summaries = summarize_group(benches, seed=0)
     baseline_verdicts(summaries, 0.02)
     by = {s.label: s for s in summaries}
@@ -147,15 +174,19 @@ def test_parametrized_cases_compare_with_the_same_parameters() -> None:
 def test_a_single_parametrized_benchmark_still_shows_its_growth() -> None:
     """One function at several sizes has no like to compare with: × best is against the
     fastest case, as before (how its cost grows)."""
-    benches = [make_bench("f", lognormal_groups(t, 6, 30, seed=i), params={"n": n})
-               for i, (n, t) in enumerate([(10, 1e-6), (1000, 1e-4)])]
+    benches = [
+        make_bench("f", lognormal_groups(t, 6, 30, seed=i), params={"n": n})
+        for i, (n, t) in enumerate([(10, 1e-6), (1000, 1e-4)])
+    ]
     summaries = summarize_group(benches, seed=0)
     assert summaries[1].ratio_best.value == pytest.approx(100, rel=0.05)
 
 
 def test_a_baseline_without_parameters_is_every_case_s_baseline() -> None:
     benches = [make_bench("noop", lognormal_groups(1e-6, 6, 30, seed=1), baseline=True)]
-    benches += [make_bench("f", lognormal_groups(t, 6, 30, seed=i), params={"n": n})
-                for i, (n, t) in enumerate([(10, 2e-6), (1000, 4e-6)])]
+    benches += [
+        make_bench("f", lognormal_groups(t, 6, 30, seed=i), params={"n": n})
+        for i, (n, t) in enumerate([(10, 2e-6), (1000, 4e-6)])
+    ]
     summaries = summarize_group(benches, seed=0)
     assert [round(s.ratio_baseline.value) for s in summaries] == [1, 2, 4]

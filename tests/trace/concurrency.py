@@ -29,6 +29,7 @@ def in_threads(work: Callable[[], object], threads: int = 4) -> None:
 def interleaved(task: Callable[[], Coroutine[Any, Any, object]], tasks: int = 3) -> None:
     """Run ``tasks`` copies of ``task()`` as asyncio tasks of one new event loop (their
     awaits interleave them), at most 30 s."""
+
     async def main() -> None:
         await asyncio.wait_for(asyncio.gather(*(task() for _ in range(tasks))), 30)
 

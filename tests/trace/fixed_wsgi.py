@@ -37,8 +37,7 @@ def render(rows: list[int]) -> bytes:
 def traced(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
     """``/``: the traced page."""
     body = render(query())
-    start_response("200 OK", [("Content-Type", "text/html"),
-                              ("Content-Length", str(len(body)))])
+    start_response("200 OK", [("Content-Type", "text/html"), ("Content-Length", str(len(body)))])
     return [body]
 
 

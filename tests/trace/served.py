@@ -8,8 +8,9 @@ import urllib.request
 from pathlib import Path
 
 
-def wait_until_up(url: str, expected: bytes, proc: subprocess.Popen, log: Path,
-                  stop, timeout_s: float = 60) -> None:  # type: ignore[no-untyped-def]
+def wait_until_up(
+    url: str, expected: bytes, proc: subprocess.Popen, log: Path, stop, timeout_s: float = 60
+) -> None:  # type: ignore[no-untyped-def]
     """Poll ``url`` until it answers ``expected``; on timeout or the server's exit, call
     ``stop()`` and fail with the server's log."""
     deadline = time.monotonic() + timeout_s

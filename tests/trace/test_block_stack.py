@@ -70,8 +70,15 @@ def test_a_with_statement_in_a_plain_function_uses_the_thread_stack():
     assert depths == [1, 2, 0, 0, 1, 0, 1, 0, 0]
     snap = perflab.trace.snapshot()
     assert {n: snap[n]["count"] for n in snap} == {
-        "k.plain": 1, "k.inner": 1, "k.async": 1, "k.gen": 1, "k.wrapped": 1,
-        "k.exitstack": 1, "k.async_sync": 1, "k.gen_sync": 1}
+        "k.plain": 1,
+        "k.inner": 1,
+        "k.async": 1,
+        "k.gen": 1,
+        "k.wrapped": 1,
+        "k.exitstack": 1,
+        "k.async_sync": 1,
+        "k.gen_sync": 1,
+    }
     p, i = snap["k.plain"], snap["k.inner"]
     assert p["self_total_ns"] == p["total_ns"] - i["total_ns"]
 
@@ -80,6 +87,7 @@ def test_wrapped_and_exitstack_spans_held_across_awaits_keep_their_own_durations
     """Task A opens at 0 ms and closes at 100 ms; task B opens at 50 ms and closes at
     250 ms. Were their frames on one LIFO stack, A's exit would close B's frame (50 ms)
     and B's exit A's (250 ms)."""
+
     async def hold(open_after_s: float, hold_s: float, enter) -> None:
         await asyncio.sleep(open_after_s)
         async with contextlib.AsyncExitStack() as stack:
@@ -98,8 +106,12 @@ def test_wrapped_and_exitstack_spans_held_across_awaits_keep_their_own_durations
         stack.enter_context(perflab.span("x.exitstack"))
 
     async def main():
-        await asyncio.gather(hold(0, 0.1, wrapped), hold(0.05, 0.2, wrapped),
-                             hold(0, 0.1, exitstack), hold(0.05, 0.2, exitstack))
+        await asyncio.gather(
+            hold(0, 0.1, wrapped),
+            hold(0.05, 0.2, wrapped),
+            hold(0, 0.1, exitstack),
+            hold(0.05, 0.2, exitstack),
+        )
 
     asyncio.run(main())
     snap = perflab.trace.snapshot()
@@ -112,8 +124,9 @@ def test_wrapped_and_exitstack_spans_held_across_awaits_keep_their_own_durations
         assert s["duration"]["max_ns"] >= 195_000_000, (name, s["duration"])
     # Each span's only child is its own leaf: other tasks' spans never became children.
     both = snap["x.wrapped"]["self_total_ns"] + snap["x.exitstack"]["self_total_ns"]
-    assert both == (snap["x.wrapped"]["total_ns"] + snap["x.exitstack"]["total_ns"]
-                    - snap["x.leaf"]["total_ns"])
+    assert both == (
+        snap["x.wrapped"]["total_ns"] + snap["x.exitstack"]["total_ns"] - snap["x.leaf"]["total_ns"]
+    )
 
 
 def test_stack_blocks_in_sync_helpers_of_interleaved_tasks_keep_their_parents():
@@ -142,8 +155,7 @@ def test_stack_blocks_in_sync_helpers_of_interleaved_tasks_keep_their_parents():
     assert (o["count"], t["count"], c["count"], h["count"]) == (1, 3, 3, 6)
     # Each task block's children: its own first helper and its call.
     helpers_in_calls = c["total_ns"] - c["self_total_ns"]
-    assert t["self_total_ns"] == t["total_ns"] - (h["total_ns"] - helpers_in_calls) \
-        - c["total_ns"]
+    assert t["self_total_ns"] == t["total_ns"] - (h["total_ns"] - helpers_in_calls) - c["total_ns"]
     assert helpers_in_calls <= h["total_ns"] and h["self_total_ns"] == h["total_ns"]
     # The loop's tasks (which overlap) are children of the outer block.
     assert o["self_total_ns"] == max(0, o["total_ns"] - t["total_ns"])
@@ -234,6 +246,7 @@ def test_context_spans_ended_out_of_order_or_in_another_context_leave_contexts_r
     recorded and leaves the later one current; one ended in another context than it
     was opened in (not recorded: its context is not the one running) leaves both
     contexts with no current span (no stray value set in either)."""
+
     def gen(name):
         with perflab.span(name):
             yield
@@ -351,6 +364,7 @@ def test_a_coroutine_decorated_while_recording_is_off_records_once_it_is_on():
 def test_a_sync_span_adds_up_its_stack_and_context_children():
     """A decorated call's children: a block on the thread's stack, and a coroutine's
     block (in the ContextVar), which is given a frame of the call to add its time to."""
+
     async def in_coroutine():
         with perflab.span("m.coro"):
             busy(0.001)

@@ -59,17 +59,27 @@ def test_a_damaged_span_histogram_is_a_clear_error(tmp_path):
         model.load(path)
 
 
-@pytest.mark.parametrize("spec,expected", [
-    ("t.json,30s", ("t.json", 30.0)), ("a,b.json,2m", ("a,b.json", 120.0)),
-    ("t.json", ("t.json", float("inf"))), ("t.json,", ("t.json", float("inf"))),
-])
+@pytest.mark.parametrize(
+    "spec,expected",
+    [
+        ("t.json,30s", ("t.json", 30.0)),
+        ("a,b.json,2m", ("a,b.json", 120.0)),
+        ("t.json", ("t.json", float("inf"))),
+        ("t.json,", ("t.json", float("inf"))),
+    ],
+)
 def test_dump_specs(spec, expected):
     assert parse_dump_spec(spec) == expected
 
 
-@pytest.mark.parametrize("spec,message", [
-    (",30s", "no path"), ("t.json,soon", "not a duration"), ("t.json,0.1s", "under 1s"),
-])
+@pytest.mark.parametrize(
+    "spec,message",
+    [
+        (",30s", "no path"),
+        ("t.json,soon", "not a duration"),
+        ("t.json,0.1s", "under 1s"),
+    ],
+)
 def test_bad_dump_specs(spec, message):
     with pytest.raises(ValueError, match=message):
         parse_dump_spec(spec)
@@ -94,15 +104,21 @@ def test_periodic_dump_rewrites_the_file_and_warns_once_on_failure(tmp_path):
 
 
 def run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={"PATH": os.environ.get("PATH", "/usr/bin"), **env},
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={"PATH": os.environ.get("PATH", "/usr/bin"), **env},
+        timeout=120,
+    )
 
 
 def test_perflab_trace_dump_writes_at_exit(tmp_path):
     out = tmp_path / "svc.json"
-    proc = run_python("import perflab\n@perflab.trace('svc')\ndef f(): pass\nf(); f()",
-                      PERFLAB_TRACE_DUMP=f"{out},1h")
+    proc = run_python(
+        "import perflab\n@perflab.trace('svc')\ndef f(): pass\nf(); f()",
+        PERFLAB_TRACE_DUMP=f"{out},1h",
+    )
     assert proc.returncode == 0, proc.stderr
     (bench,) = model.load(out).benchmarks
     assert (bench.name, bench.span.count) == ("svc", 2)
@@ -119,11 +135,16 @@ def test_perflab_trace_dump_writes_on_sigterm(tmp_path):
     import signal
 
     out = tmp_path / "term.json"
-    code = ("import perflab, sys, time\n@perflab.trace('busy')\ndef f(): pass\nf()\n"
-            "print('ready', flush=True)\ntime.sleep(60)")
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                            env={"PATH": os.environ.get("PATH", ""),
-                                 "PERFLAB_TRACE_DUMP": f"{out},1h"})
+    code = (
+        "import perflab, sys, time\n@perflab.trace('busy')\ndef f(): pass\nf()\n"
+        "print('ready', flush=True)\ntime.sleep(60)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={"PATH": os.environ.get("PATH", ""), "PERFLAB_TRACE_DUMP": f"{out},1h"},
+    )
     assert proc.stdout.readline().strip() == "ready"
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == -signal.SIGTERM  # still ended by SIGTERM

@@ -22,8 +22,9 @@ from perflab.errors import ResultsFileError
 from tests.conftest import ROOT
 from tests.trace.served import wait_until_up
 
-pytest.importorskip("gunicorn", reason="gunicorn is a test dependency that `make test` "
-                    "installs; run make test")
+pytest.importorskip(
+    "gunicorn", reason="gunicorn is a test dependency that `make test` installs; run make test"
+)
 
 TOKEN = "gunicorn-t0ken"
 
@@ -38,14 +39,36 @@ class Gunicorn:
         sock.listen(128)
         self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
         self.log = tmp_path / "gunicorn.log"
-        env = {**os.environ, "PERFLAB_TEST_TOKEN": TOKEN,
-               "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+        env = {
+            **os.environ,
+            "PERFLAB_TEST_TOKEN": TOKEN,
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        }
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "--bind", f"fd://{sock.fileno()}",
-                 "--workers", "1", "--worker-class", "gthread", "--threads", "8",
-                 "--keep-alive", "30", "--chdir", str(ROOT), "tests.trace.fixed_wsgi:app"],
-                pass_fds=[sock.fileno()], env=env, stdout=log, stderr=subprocess.STDOUT)
+                [
+                    sys.executable,
+                    "-m",
+                    "gunicorn",
+                    "--bind",
+                    f"fd://{sock.fileno()}",
+                    "--workers",
+                    "1",
+                    "--worker-class",
+                    "gthread",
+                    "--threads",
+                    "8",
+                    "--keep-alive",
+                    "30",
+                    "--chdir",
+                    str(ROOT),
+                    "tests.trace.fixed_wsgi:app",
+                ],
+                pass_fds=[sock.fileno()],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         sock.close()
         wait_until_up(self.url + "/raw", b"ok", self.proc, self.log, self.stop)
 
@@ -79,22 +102,40 @@ def test_gunicorn_serves_the_header_to_the_token_holder_only(gunicorn):
         assert plain_body == body
         assert "server-timing" not in dict(plain_headers)
         # The same headers as the token holder's, minus Server-Timing (Date may tick).
-        assert ([k for k, _ in plain_headers] ==
-                [k for k, _ in headers if k != "server-timing"])
+        assert [k for k, _ in plain_headers] == [k for k, _ in headers if k != "server-timing"]
 
 
 def run_http(perflab_cli, url: str, out, *extra: str) -> dict:
-    proc = perflab_cli("http", url, "--rate", "40", "--duration", "2s", "--warmup", "0.5s",
-                       *extra, "--json", str(out), "--quiet", timeout=120)
+    proc = perflab_cli(
+        "http",
+        url,
+        "--rate",
+        "40",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0.5s",
+        *extra,
+        "--json",
+        str(out),
+        "--quiet",
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(out.read_text())["benchmarks"][0]["steps"][0]
 
 
-def test_perflab_http_breaks_the_latency_down_by_server_timing(gunicorn, perflab_cli,
-                                                               tmp_path):
+def test_perflab_http_breaks_the_latency_down_by_server_timing(gunicorn, perflab_cli, tmp_path):
     out = tmp_path / "traced.json"
-    step = run_http(perflab_cli, gunicorn.url + "/", out, "-H", f"X-Perflab-Token: {TOKEN}",
-                    "--redact", "X-Perflab-Token")
+    step = run_http(
+        perflab_cli,
+        gunicorn.url + "/",
+        out,
+        "-H",
+        f"X-Perflab-Token: {TOKEN}",
+        "--redact",
+        "X-Perflab-Token",
+    )
     timing = step["server_timing"]
     ok = step["status_counts"]["200"]
     assert ok >= 40 and timing["responses"] == ok

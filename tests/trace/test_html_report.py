@@ -28,6 +28,7 @@ def test_a_trace_file_gets_its_section_table_and_spectrum(tmp_path, perflab_cli)
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     # One table row per span name, with its figures for tools, and one spectrum chart.
     rows = re.findall(r'<tr data-span="([^"]*)" data-count="(\d+)"', text)
-    assert sorted(rows) == sorted([("&lt;script&gt;alert(1)&lt;/script&gt;", "200"),
-                                   ("once", "1"), ("outer", "200")]), rows
+    assert sorted(rows) == sorted(
+        [("&lt;script&gt;alert(1)&lt;/script&gt;", "200"), ("once", "1"), ("outer", "200")]
+    ), rows
     assert text.count('data-chart="spectrum"') == 1

@@ -28,8 +28,7 @@ def wsgi_app(environ, start_response):
     rows = query()
     with perflab.trace.span("render page"):
         body = f"rows={len(rows)}".encode()
-    start_response("200 OK", [("Content-Type", "text/plain"),
-                              ("Content-Length", str(len(body)))])
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
     return [body]
 
 
@@ -84,8 +83,13 @@ async def asgi_app(scope, receive, send):
     with perflab.trace.span("render"):
         await asyncio.sleep(0.001)
     body = f"rows={len(rows)}".encode()
-    await send({"type": "http.response.start", "status": 200,
-                "headers": [(b"content-type", b"text/plain")]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"text/plain")],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -123,8 +127,10 @@ def test_asgi_header_only_with_the_token_and_concurrent_requests_do_not_mix():
 
             async def send(m):
                 got.append(m)
+
             await app(scope, None, send)
             out.append(dict(got[0]["headers"])[b"server-timing"].decode())
+
         await asyncio.gather(*(one() for _ in range(10)))
         return out
 
@@ -140,8 +146,7 @@ def test_each_form_has_the_call_signature_servers_look_for():
     assert inspect.iscoroutinefunction(asgi.__call__)  # how uvicorn tells ASGI 3 apps
     assert not inspect.iscoroutinefunction(wsgi.__call__)
     assert isinstance(asgi, ServerTimingMiddleware) and isinstance(wsgi, ServerTimingMiddleware)
-    assert inspect.iscoroutinefunction(
-        ServerTimingMiddleware(wsgi_app, interface="asgi").__call__)
+    assert inspect.iscoroutinefunction(ServerTimingMiddleware(wsgi_app, interface="asgi").__call__)
 
 
 def test_asgi_lifespan_and_websocket_pass_through():
@@ -162,8 +167,9 @@ def test_recorder_failures_never_break_the_app(monkeypatch):
     monkeypatch.setattr(mw._core, "Request", Broken)
     app = ServerTimingMiddleware(wsgi_app, token=TOKEN)
     assert call_wsgi(app, TOKEN) == call_wsgi(wsgi_app, TOKEN)
-    assert call_asgi(ServerTimingMiddleware(asgi_app, token=TOKEN), TOKEN) == \
-        call_asgi(asgi_app, TOKEN)
+    assert call_asgi(ServerTimingMiddleware(asgi_app, token=TOKEN), TOKEN) == call_asgi(
+        asgi_app, TOKEN
+    )
 
     class FailsLater:
         def __init__(self, *a):
@@ -177,8 +183,9 @@ def test_recorder_failures_never_break_the_app(monkeypatch):
 
     monkeypatch.setattr(mw._core, "Request", FailsLater)
     assert call_wsgi(app, TOKEN) == call_wsgi(wsgi_app, TOKEN)
-    assert call_asgi(ServerTimingMiddleware(asgi_app, token=TOKEN), TOKEN) == \
-        call_asgi(asgi_app, TOKEN)
+    assert call_asgi(ServerTimingMiddleware(asgi_app, token=TOKEN), TOKEN) == call_asgi(
+        asgi_app, TOKEN
+    )
 
 
 def test_app_errors_propagate_and_the_context_is_restored():
@@ -209,7 +216,7 @@ def test_metric_entries_are_valid_tokens_and_escaped():
     assert metric_entry("db", 12_345_678) == "db;dur=12.346"
     assert metric_entry("x", 2_000_000) == "x;dur=2"
     assert metric_entry('a "b"\\\n\x1bé', 1) == 'a__b_____;dur=0;desc="a b"'
-    assert metric_entry("", 0) == "_;dur=0;desc=\"\""
+    assert metric_entry("", 0) == '_;dur=0;desc=""'
     assert ENTRY.match(metric_entry("a" * 500, 5))
     assert len(metric_entry("a" * 500, 5)) < 100
     assert header_value([("app", 5, 1), (None, 7_000_000, 1)], "app") == "app;dur=7"

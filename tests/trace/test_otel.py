@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 import perflab.trace
@@ -10,7 +9,8 @@ from tests.trace.concurrency import in_threads
 
 sdk_trace = pytest.importorskip(
     "opentelemetry.sdk.trace",
-    reason="opentelemetry-sdk is a test extra that `make test` installs; run make test")
+    reason="opentelemetry-sdk is a test extra that `make test` installs; run make test",
+)
 
 
 def tracer():
@@ -47,8 +47,9 @@ def test_otel_spans_join_the_server_timing_of_the_request():
         return [b""]
 
     headers = {}
-    ServerTimingMiddleware(app, token="k")({"HTTP_X_PERFLAB_TOKEN": "k"},
-                                           lambda s, h: headers.update(h))
+    ServerTimingMiddleware(app, token="k")(
+        {"HTTP_X_PERFLAB_TOKEN": "k"}, lambda s, h: headers.update(h)
+    )
     assert headers["Server-Timing"].startswith("otel.db;dur=")
 
 

@@ -66,12 +66,16 @@ def _buckets(h: Histogram) -> Counter[float]:
 
 def _documented_csv_columns() -> set[str]:
     """Every snake_case name on the pages that describe ``http``'s CSV records."""
-    return {w for page in ("http.md", "distributed.md", "trace.md")
-            for w in re.findall(r"[a-z][a-z0-9_]*", (ROOT / "docs" / page).read_text())}
+    return {
+        w
+        for page in ("http.md", "distributed.md", "trace.md")
+        for w in re.findall(r"[a-z][a-z0-9_]*", (ROOT / "docs" / page).read_text())
+    }
 
 
-def test_agents_keep_their_server_timing_and_the_merge_is_exact(url: str, tmp_path: Path,
-                                                                 load_agents: Any) -> None:
+def test_agents_keep_their_server_timing_and_the_merge_is_exact(
+    url: str, tmp_path: Path, load_agents: Any
+) -> None:
     steps = [step_from_raw(a["raw"]["steps"][0]) for a in load_agents(url, 2, 300.0, 0.5)]
     timings = [s.server_timing for s in steps]
     assert all(t is not None and t.responses > 0 and t.malformed > 0 for t in timings)
@@ -81,8 +85,10 @@ def test_agents_keep_their_server_timing_and_the_merge_is_exact(url: str, tmp_pa
     assert m.responses == sum(t.responses for t in timings)
     assert m.malformed == sum(t.malformed for t in timings)
     pairs = [(m.metrics[n], [t.metrics[n] for t in timings]) for n in m.metrics]
-    pairs += [(m.app_total, [t.app_total for t in timings]),
-              (m.outside_app, [t.outside_app for t in timings])]
+    pairs += [
+        (m.app_total, [t.app_total for t in timings]),
+        (m.outside_app, [t.outside_app for t in timings]),
+    ]
     for whole, parts in pairs:  # bucket by bucket: one recorder fed every response
         assert whole.count == sum(p.count for p in parts) > 0
         assert _buckets(whole) == sum((_buckets(p) for p in parts), Counter())
@@ -92,16 +98,21 @@ def test_agents_keep_their_server_timing_and_the_merge_is_exact(url: str, tmp_pa
 
     # The results file keeps both levels; the CSV records carry both breakdowns.
     merged.agents = [AgentShare(k, 0, 0, 0.2, 0.01, step=s) for k, s in enumerate(steps)]
-    results = Results(kind="http", command_line=["perflab"], created="", perflab_version="x",
-                      environment={}, settings={"ok": "200-299"},
-                      benchmarks=[Benchmark(name=url, kind="http", steps=[merged])],
-                      agents=[AgentInfo(k, f"h{k}", same_clock=True) for k in range(2)])
+    results = Results(
+        kind="http",
+        command_line=["perflab"],
+        created="",
+        perflab_version="x",
+        environment={},
+        settings={"ok": "200-299"},
+        benchmarks=[Benchmark(name=url, kind="http", steps=[merged])],
+        agents=[AgentInfo(k, f"h{k}", same_clock=True) for k in range(2)],
+    )
     model.save(results, tmp_path / "r.json", {})
     back = model.load(tmp_path / "r.json")
     step = back.benchmarks[0].steps[0]
     assert step.server_timing.metrics["db"].p99_us == m.metrics["db"].p99_us
-    assert [a.step.server_timing.responses for a in step.agents] == \
-        [t.responses for t in timings]
+    assert [a.step.server_timing.responses for a in step.agents] == [t.responses for t in timings]
     from perflab.analyze.http import summarize_results
     from perflab.analyze.server_timing import breakdown
     from perflab.report.http_table import http_records
@@ -119,10 +130,24 @@ def test_agents_keep_their_server_timing_and_the_merge_is_exact(url: str, tmp_pa
 
 
 def test_http_csv_on_one_machine_has_the_breakdown_and_documented_columns(
-        url: str, tmp_path: Path, capsys: Any) -> None:
+    url: str, tmp_path: Path, capsys: Any
+) -> None:
     out = tmp_path / "sweep.csv"
-    code = cli.main(["http", url, "--rate", "100,200", "--duration", "0.4s", "--warmup",
-                     "0s", "--csv", str(out), "--quiet"])
+    code = cli.main(
+        [
+            "http",
+            url,
+            "--rate",
+            "100,200",
+            "--duration",
+            "0.4s",
+            "--warmup",
+            "0s",
+            "--csv",
+            str(out),
+            "--quiet",
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     with out.open(newline="") as f:
         rows = list(csv.DictReader(f))
@@ -133,6 +158,5 @@ def test_http_csv_on_one_machine_has_the_breakdown_and_documented_columns(
     for step in ("1", "2"):
         mine = {r["server_timing_metric"] for r in metrics if r["step"] == step}
         assert {"db", "render", "app", "outside the app"} <= mine
-    assert all(float(r["server_timing_p50_s"]) <= float(r["server_timing_max_s"])
-               for r in metrics)
+    assert all(float(r["server_timing_p50_s"]) <= float(r["server_timing_max_s"]) for r in metrics)
     assert set(rows[0]) - _documented_csv_columns() == set()

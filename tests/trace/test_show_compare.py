@@ -27,8 +27,9 @@ def dump_with(tmp_path, file, spans):
 
 
 def test_show_prints_one_row_per_span_by_total(tmp_path, perflab_cli):
-    path = dump_with(tmp_path, "t.json", {"s.small": [1_000] * 10,
-                                          "s.big\x1b[31m": [2_000_000] * 3})
+    path = dump_with(
+        tmp_path, "t.json", {"s.small": [1_000] * 10, "s.big\x1b[31m": [2_000_000] * 3}
+    )
     out = perflab_cli("show", str(path), "--format", "markdown")
     assert out.returncode == 0, out.stderr
     rows = [line for line in out.stdout.splitlines() if line.startswith("| s.")]
@@ -53,8 +54,12 @@ def test_compare_gives_per_span_percentile_verdicts():
     b = build()
     suite = compare_results(a, b, percentiles=(50, 99))
     verdicts = {r.id: r.verdict for r in suite.rows}
-    assert verdicts == {"trace/c.same p50": "same", "trace/c.same p99": "same",
-                        "trace/c.slow p50": "slower", "trace/c.slow p99": "slower"}
+    assert verdicts == {
+        "trace/c.same p50": "same",
+        "trace/c.same p99": "same",
+        "trace/c.slow p50": "slower",
+        "trace/c.slow p99": "slower",
+    }
     slow = next(r for r in suite.rows if r.id == "trace/c.slow p50")
     assert slow.ratio.value == pytest.approx(1.5, rel=0.01)
     assert slow.a.value == pytest.approx(10_025e-9, rel=0.01)  # seconds
@@ -74,6 +79,9 @@ def test_compare_cli_on_two_dumps_and_a_span_missing_on_one_side(tmp_path, perfl
 def test_a_trace_file_saved_and_loaded_keeps_every_figure(tmp_path):
     path = dump_with(tmp_path, "r.json", {"r": [100, 200, 300, 400_000]})
     (bench,) = model.load(path).benchmarks
-    assert (bench.span.count, bench.span.total_ns, bench.span.self_total_ns) == \
-        (4, 400_600, 200_300)
+    assert (bench.span.count, bench.span.total_ns, bench.span.self_total_ns) == (
+        4,
+        400_600,
+        200_300,
+    )
     assert bench.span.duration.min_ns == 100 and 398_000 <= bench.span.duration.max_ns <= 402_000

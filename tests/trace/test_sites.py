@@ -15,8 +15,11 @@ from perflab.trace.sites import with_body_cannot_suspend
 def answers(func) -> list[bool]:
     """The answer for each ``with`` statement of ``func``, in source order."""
     code = func.__code__
-    return [with_body_cannot_suspend(code, ins.offset) for ins in dis.get_instructions(code)
-            if ins.opname == "BEFORE_WITH"]
+    return [
+        with_body_cannot_suspend(code, ins.offset)
+        for ins in dis.get_instructions(code)
+        if ins.opname == "BEFORE_WITH"
+    ]
 
 
 def test_blocks_without_a_suspension_point_are_found_in_coroutines():
@@ -100,6 +103,7 @@ def test_generators_and_async_generators():
 def test_a_return_that_runs_a_finally_with_an_await_counts_as_inside():
     """Erring on the safe side: after a return's call of __exit__, the return value
     sits in the block's slot while the finally (with its await) runs."""
+
     async def handler(s, g):
         try:
             with s("f"):

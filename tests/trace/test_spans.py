@@ -14,7 +14,7 @@ import pytest
 import perflab
 import perflab.trace
 from perflab import _core
-from tests.trace.concurrency import busy, in_threads, interleaved
+from tests.trace.concurrency import busy, interleaved
 
 
 def test_decorator_counts_calls_and_keeps_the_function_shape():
@@ -116,10 +116,13 @@ def test_async_spans_follow_each_task():
     snap = perflab.trace.snapshot()
     assert snap["t.handler"]["count"] == snap["t.io"]["count"] == snap["t.inner"]["count"] == 5
     # Each task's handler has only its own inner as child: concurrent tasks don't mix.
-    assert snap["t.handler"]["self_total_ns"] == \
-        snap["t.handler"]["total_ns"] - snap["t.inner"]["total_ns"]
-    assert snap["t.inner"]["self_total_ns"] == \
-        snap["t.inner"]["total_ns"] - snap["t.io"]["total_ns"]
+    assert (
+        snap["t.handler"]["self_total_ns"]
+        == snap["t.handler"]["total_ns"] - snap["t.inner"]["total_ns"]
+    )
+    assert (
+        snap["t.inner"]["self_total_ns"] == snap["t.inner"]["total_ns"] - snap["t.io"]["total_ns"]
+    )
     # Five sleeps of 20 ms overlapped: each span ≥ 20 ms, all well under 5 × 20 ms each.
     assert snap["t.io"]["duration"]["min_ns"] >= 19_000_000
 
@@ -128,6 +131,7 @@ def test_sync_calls_and_tasks_interleaved_inside_a_sync_span_keep_their_parents(
     """Sync calls keep their frames on a per-thread stack, not in the ContextVar: an
     event loop run inside a sync span, whose tasks interleave blocks and sync calls, must
     still give each span the right parent."""
+
     @perflab.trace("m.leaf")
     def leaf():
         busy(0.001)
@@ -220,9 +224,11 @@ def test_bad_names_are_clear_errors_at_decoration_and_warnings_in_spans():
     with pytest.raises(TypeError, match="must be a str"):
         perflab.trace(42)
     with pytest.raises(TypeError, match="generator function"):
+
         @perflab.trace("t.gen")
         def gen():
             yield 1
+
     with pytest.warns(RuntimeWarning, match="must be a str"):
         with perflab.span(3.5):
             pass
@@ -240,20 +246,41 @@ with warnings.catch_warnings(record=True) as caught:
 snap = perflab.trace.snapshot()
 print(sorted(snap), snap["(other spans)"]["count"], perflab.trace.limits(), len(caught))
 """
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         env={"PERFLAB_TRACE_MAX_NAMES": "3", "PATH": "/usr/bin:/bin"},
-                         check=True, timeout=60).stdout
-    assert out.split() == ["['(other", "spans)',", "'n0',", "'n1',", "'n2']", "7", "(3,",
-                           "7)", "1"], out
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env={"PERFLAB_TRACE_MAX_NAMES": "3", "PATH": "/usr/bin:/bin"},
+        check=True,
+        timeout=60,
+    ).stdout
+    assert out.split() == [
+        "['(other",
+        "spans)',",
+        "'n0',",
+        "'n1',",
+        "'n2']",
+        "7",
+        "(3,",
+        "7)",
+        "1",
+    ], out
 
 
 def test_perflab_trace_0_disables_at_import():
-    script = ("import perflab\ndef g(): return 7\nf = perflab.trace('x')(g)\n"
-              "with perflab.span('b'): pass\n"
-              "print(f(), f is g, perflab.trace.enabled(), perflab.trace.snapshot())")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         env={"PERFLAB_TRACE": "0", "PATH": "/usr/bin:/bin"}, check=True,
-                         timeout=60).stdout
+    script = (
+        "import perflab\ndef g(): return 7\nf = perflab.trace('x')(g)\n"
+        "with perflab.span('b'): pass\n"
+        "print(f(), f is g, perflab.trace.enabled(), perflab.trace.snapshot())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env={"PERFLAB_TRACE": "0", "PATH": "/usr/bin:/bin"},
+        check=True,
+        timeout=60,
+    ).stdout
     # Off at start: the decorator returns the function itself (no cost at all).
     assert out.strip() == "7 True False {}"
 

@@ -16,8 +16,9 @@ from perflab import model
 from tests.conftest import ROOT
 from tests.trace.served import wait_until_up
 
-pytest.importorskip("uvicorn", reason="uvicorn is a test dependency that `make test` installs; "
-                    "run make test")
+pytest.importorskip(
+    "uvicorn", reason="uvicorn is a test dependency that `make test` installs; run make test"
+)
 
 APP = ROOT / "examples" / "traced_app" / "app.py"
 TOKEN = "t0ken-for-tests"
@@ -40,10 +41,13 @@ class Served:
         env = {**os.environ, "PERFLAB_TRACE_DUMP": f"{self.dump},1h"}
         self.log = tmp_path / "app.log"  # a file, not a pipe nobody reads while it runs
         with open(self.log, "w") as log:
-            self.proc = subprocess.Popen([sys.executable, str(APP), "--fd",
-                                          str(sock.fileno()), "--token", TOKEN],
-                                         pass_fds=[sock.fileno()], env=env,
-                                         stdout=log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                [sys.executable, str(APP), "--fd", str(sock.fileno()), "--token", TOKEN],
+                pass_fds=[sock.fileno()],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         sock.close()
         wait_until_up(self.url + "/health", b"ok", self.proc, self.log, self.stop)
 
@@ -85,10 +89,24 @@ def test_the_token_holder_sees_the_server_side_and_nobody_else(served):
 
 def test_under_perflab_http_every_request_is_a_span(served, perflab_cli, tmp_path):
     out = tmp_path / "http.json"
-    proc = perflab_cli("http", served.url + "/orders?customer=ALFKI", "--rate", "50",
-                       "--duration", "2s", "--warmup", "0s", "-H", f"X-Perflab-Token: {TOKEN}",
-                       "--redact", "X-Perflab-Token", "--json", str(out), "--quiet",
-                       timeout=120)
+    proc = perflab_cli(
+        "http",
+        served.url + "/orders?customer=ALFKI",
+        "--rate",
+        "50",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0s",
+        "-H",
+        f"X-Perflab-Token: {TOKEN}",
+        "--redact",
+        "X-Perflab-Token",
+        "--json",
+        str(out),
+        "--quiet",
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert TOKEN not in out.read_text()  # the secret is redacted from the results file
     step = json.loads(out.read_text())["benchmarks"][0]["steps"][0]

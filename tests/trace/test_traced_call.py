@@ -49,8 +49,7 @@ def test_every_kind_of_argument_is_passed_on_unchanged():
     with pytest.raises(TypeError, match="c"):
         f(1, 2)  # the function's own error, recorded as a span all the same
     assert counts()["c.args"] == 5
-    assert isinstance(f, _core.Traced) and inspect.signature(f) == inspect.signature(
-        f.__wrapped__)
+    assert isinstance(f, _core.Traced) and inspect.signature(f) == inspect.signature(f.__wrapped__)
     with pytest.raises(TypeError):
         type(f)(f.__wrapped__)  # made only by perflab.trace
 
@@ -83,15 +82,20 @@ def test_methods_classmethods_staticmethods_and_properties_bind_like_functions()
 
     shop = Shop()
     assert shop.method(1, k=2) == (shop, 1, 2)  # called with no bound method made
-    bound = getattr(shop, "method")
+    bound = shop.method
     assert bound.__self__ is shop and bound.__func__ is Shop.method and bound(3) == (shop, 3, 0)
     assert Shop.method(shop, 4) == (shop, 4, 0)
     assert Shop.cls_method(5) == (Shop, 5) and shop.cls_method(6) == (Shop, 6)
     assert Shop.static(7) == 7 and shop.static(8) == 8
     assert shop.prop is shop
     assert asyncio.run(shop.coro(9)) == (shop, 9)
-    assert counts() == {"c.method": 3, "c.classmethod": 2, "c.staticmethod": 2,
-                        "c.property": 1, "c.async": 1}
+    assert counts() == {
+        "c.method": 3,
+        "c.classmethod": 2,
+        "c.staticmethod": 2,
+        "c.property": 1,
+        "c.async": 1,
+    }
 
 
 def test_metadata_dict_weakrefs_and_repr():
@@ -101,7 +105,11 @@ def test_metadata_dict_weakrefs_and_repr():
     f.extra = 1
     g = perflab.trace("c.meta")(f)
     assert (g.__name__, g.__qualname__, g.__doc__, g.__module__) == (
-        f.__name__, f.__qualname__, "Doc.", __name__)
+        f.__name__,
+        f.__qualname__,
+        "Doc.",
+        __name__,
+    )
     assert g.extra == 1 and g.__wrapped__ is f and g.span_name == "c.meta"
     g.more = 2
     assert g.__dict__["more"] == 2

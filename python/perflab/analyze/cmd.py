@@ -22,15 +22,20 @@ import numpy as np
 from perflab.analyze import stats
 from perflab.analyze.decisions import FAILED, verdict
 from perflab.analyze.estimate import Estimate
-from perflab.analyze.summary import (NO_MEDIAN, UNSTABLE_SPREAD, Caveat, MedianSummary,
-                                     plural)
+from perflab.analyze.summary import NO_MEDIAN, UNSTABLE_SPREAD, Caveat, MedianSummary, plural
 from perflab.model import Benchmark, CommandRun, Results
 
 #: Spawn overhead above this fraction of a command's median gets a warning.
 NEAR_SPAWN_COST = 0.30
 #: Why a command stopped, in the words of the table's notes ("" when nothing to say).
-STOP_WORDS = {"precision": "", "budget": "budget hit", "max-runs": "max runs",
-              "failed": "FAILED", "interrupted": "interrupted", "done": ""}
+STOP_WORDS = {
+    "precision": "",
+    "budget": "budget hit",
+    "max-runs": "max runs",
+    "failed": "FAILED",
+    "interrupted": "interrupted",
+    "done": "",
+}
 
 
 @dataclass
@@ -106,8 +111,12 @@ def timed_runs(bench: Benchmark) -> list[CommandRun]:
     return [r for r in bench.runs if r.ok and not r.warmup and not r.flagged]
 
 
-def summarize_command(bench: Benchmark, confidence: float = 0.95, resamples: int = 2000,
-                      rng: np.random.Generator | None = None) -> CommandSummary:
+def summarize_command(
+    bench: Benchmark,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    rng: np.random.Generator | None = None,
+) -> CommandSummary:
     """Statistics of one command from its runs (no ratios; see :func:`summarize_commands`).
 
     Args:
@@ -120,12 +129,17 @@ def summarize_command(bench: Benchmark, confidence: float = 0.95, resamples: int
         The summary; without successful runs only counts, stop reason and error are set.
     """
     runs = timed_runs(bench)
-    s = CommandSummary(bench.id, bench.label, runs=len(runs), stop_reason=bench.stop_reason,
-                       error=bench.error,
-                       failed=sum(1 for r in bench.runs if not r.ok and not r.warmup),
-                       nonzero=sum(1 for r in runs if r.exit_code),
-                       warmup=sum(1 for r in bench.runs if r.warmup),
-                       flagged=sum(1 for r in bench.runs if r.ok and not r.warmup and r.flagged))
+    s = CommandSummary(
+        bench.id,
+        bench.label,
+        runs=len(runs),
+        stop_reason=bench.stop_reason,
+        error=bench.error,
+        failed=sum(1 for r in bench.runs if not r.ok and not r.warmup),
+        nonzero=sum(1 for r in runs if r.exit_code),
+        warmup=sum(1 for r in bench.runs if r.warmup),
+        flagged=sum(1 for r in bench.runs if r.ok and not r.warmup and r.flagged),
+    )
     if not runs:
         return s
     wall = np.array([r.wall_ns for r in runs]) * 1e-9
@@ -157,10 +171,15 @@ def _fill_cpu(s: CommandSummary, runs: Sequence[CommandRun]) -> None:
         s.tree_rss_growth_bytes = float(np.median(growths))
 
 
-def summarize_commands(benches: Sequence[Benchmark], reference: int | None = None,
-                       spawn_overhead_ns: Sequence[int] = (), confidence: float = 0.95,
-                       precision: float | None = None, seed: int | None = 0,
-                       threshold: float = 0.02) -> list[CommandSummary]:
+def summarize_commands(
+    benches: Sequence[Benchmark],
+    reference: int | None = None,
+    spawn_overhead_ns: Sequence[int] = (),
+    confidence: float = 0.95,
+    precision: float | None = None,
+    seed: int | None = 0,
+    threshold: float = 0.02,
+) -> list[CommandSummary]:
     """Summaries of all commands with ratios against the reference (default: the fastest).
 
     The ratio is this command's median / the reference's median with a
@@ -190,11 +209,17 @@ def summarize_commands(benches: Sequence[Benchmark], reference: int | None = Non
         summaries[ref].ratio = Estimate(1.0, 1.0, 1.0, confidence, 0.0)
         for i in ok:
             if i != ref:
-                summaries[i].ratio = stats.block_ratio_ci(*_walls(benches[i]), ref_walls,
-                                                          ref_blocks, confidence, 2000, rng)
+                summaries[i].ratio = stats.block_ratio_ci(
+                    *_walls(benches[i]), ref_walls, ref_blocks, confidence, 2000, rng
+                )
     for s in summaries:
-        s.verdict = "" if s.reference else FAILED if not s.ok or s.ratio is None else \
-            verdict(s.ratio.ci_low, s.ratio.ci_high, threshold)
+        s.verdict = (
+            ""
+            if s.reference
+            else FAILED
+            if not s.ok or s.ratio is None
+            else verdict(s.ratio.ci_low, s.ratio.ci_high, threshold)
+        )
     overhead = float(np.median(spawn_overhead_ns)) * 1e-9 if len(spawn_overhead_ns) else None
     for s in summaries:
         s.warnings = _warnings(s, precision, overhead)
@@ -205,9 +230,14 @@ def summarize_results(results: Results) -> list[CommandSummary]:
     """The summaries of a ``cmd`` results file, with the reference, confidence and
     precision its settings recorded (see :func:`summarize_commands`)."""
     s = results.settings
-    return summarize_commands(results.benchmarks, s.get("reference"), results.spawn_overhead_ns,
-                              s.get("confidence", 0.95), s.get("precision"),
-                              threshold=s.get("threshold", 0.02))
+    return summarize_commands(
+        results.benchmarks,
+        s.get("reference"),
+        results.spawn_overhead_ns,
+        s.get("confidence", 0.95),
+        s.get("precision"),
+        threshold=s.get("threshold", 0.02),
+    )
 
 
 def _walls(bench: Benchmark) -> tuple[np.ndarray, list[int | None]]:
@@ -220,52 +250,97 @@ def _walls(bench: Benchmark) -> tuple[np.ndarray, list[int | None]]:
 #: caveats of a command, grouped by kind in the table's footnotes as ``run``'s
 #: (:data:`perflab.analyze.summary.CAVEATS`, :func:`perflab.report.table.caveat_lines`)
 CMD_CAVEATS = {
-    "unstable": (f"runs vary by more than {UNSTABLE_SPREAD:.0%} (MAD/median)",
-                 "close other programs, or use --prepare to reset state between runs"),
-    "precision not reached": ("the budget or --max-runs ran out before the CI of the median "
-                              "(and of the ratio) was as narrow as asked",
-                              "raise --budget or --max-runs"),
-    "near the spawn cost": ("spawning an empty process alone takes this share of the time, "
-                            "so the command's own cost is a small part of what is timed", ""),
+    "unstable": (
+        f"runs vary by more than {UNSTABLE_SPREAD:.0%} (MAD/median)",
+        "close other programs, or use --prepare to reset state between runs",
+    ),
+    "precision not reached": (
+        "the budget or --max-runs ran out before the CI of the median "
+        "(and of the ratio) was as narrow as asked",
+        "raise --budget or --max-runs",
+    ),
+    "near the spawn cost": (
+        "spawning an empty process alone takes this share of the time, "
+        "so the command's own cost is a small part of what is timed",
+        "",
+    ),
     "failed runs": ("timeouts, signals or non-zero exits, left out of the statistics", ""),
     "non-zero exits": ("runs that exited non-zero, accepted by --ignore-failure", ""),
-    "runs excluded": ("the clocks disagreed during them; they are kept in the results file "
-                      "and left out of the statistics", "check this machine with perflab doctor"),
+    "runs excluded": (
+        "the clocks disagreed during them; they are kept in the results file "
+        "and left out of the statistics",
+        "check this machine with perflab doctor",
+    ),
 }
 
 
-def _warnings(s: CommandSummary, precision: float | None, overhead_s: float | None
-              ) -> list[Caveat]:
+def _warnings(s: CommandSummary, precision: float | None, overhead_s: float | None) -> list[Caveat]:
     """Plain-words caveats about how far the numbers can be trusted (kinds of
     :data:`CMD_CAVEATS`)."""
     out = []
     if s.ok and s.mad_s > UNSTABLE_SPREAD * s.median_s:
-        out.append(Caveat("unstable", f"±{s.mad_s / s.median_s:.0%}",
-                          f"unstable: runs vary by ±{s.mad_s / s.median_s:.0%} (MAD/median)"))
-    if s.ok and precision is not None and s.stop_reason in ("budget", "max-runs") \
-            and max(s.median.relative_half_width, _ratio_half(s)) > precision:
+        out.append(
+            Caveat(
+                "unstable",
+                f"±{s.mad_s / s.median_s:.0%}",
+                f"unstable: runs vary by ±{s.mad_s / s.median_s:.0%} (MAD/median)",
+            )
+        )
+    if (
+        s.ok
+        and precision is not None
+        and s.stop_reason in ("budget", "max-runs")
+        and max(s.median.relative_half_width, _ratio_half(s)) > precision
+    ):
         reached = f"±{s.median.relative_half_width:.1%}{_ratio_width(s)}"
-        figure = f"±{s.median.relative_half_width:.1%} (" + (
-            f"ratio ±{_ratio_half(s):.1%}, " if _ratio_half(s) else "") + \
-            f"{STOP_WORDS[s.stop_reason]})"
+        figure = (
+            f"±{s.median.relative_half_width:.1%} ("
+            + (f"ratio ±{_ratio_half(s):.1%}, " if _ratio_half(s) else "")
+            + f"{STOP_WORDS[s.stop_reason]})"
+        )
         stop = STOP_WORDS[s.stop_reason]
-        out.append(Caveat("precision not reached", figure, f"precision not reached ({stop}): "
-                          f"median {reached} reached, ±{precision:.1%} asked"))
+        out.append(
+            Caveat(
+                "precision not reached",
+                figure,
+                f"precision not reached ({stop}): median {reached} reached, ±{precision:.1%} asked",
+            )
+        )
     if s.ok and overhead_s is not None and overhead_s > NEAR_SPAWN_COST * s.median_s:
-        out.append(Caveat("near the spawn cost", f"{overhead_s / s.median_s:.0%}",
-                          f"near the spawn cost: spawning an empty process alone takes "
-                          f"{overhead_s / s.median_s:.0%} of its time"))
+        out.append(
+            Caveat(
+                "near the spawn cost",
+                f"{overhead_s / s.median_s:.0%}",
+                f"near the spawn cost: spawning an empty process alone takes "
+                f"{overhead_s / s.median_s:.0%} of its time",
+            )
+        )
     if s.failed:
-        out.append(Caveat("failed runs", plural(s.failed, "run"),
-                          f"{s.failed} failed runs (timeout, signal or exit code) are left "
-                          "out of the statistics"))
+        out.append(
+            Caveat(
+                "failed runs",
+                plural(s.failed, "run"),
+                f"{s.failed} failed runs (timeout, signal or exit code) are left "
+                "out of the statistics",
+            )
+        )
     if s.nonzero:
-        out.append(Caveat("non-zero exits", plural(s.nonzero, "run"),
-                          f"{s.nonzero} runs exited non-zero (accepted by --ignore-failure)"))
+        out.append(
+            Caveat(
+                "non-zero exits",
+                plural(s.nonzero, "run"),
+                f"{s.nonzero} runs exited non-zero (accepted by --ignore-failure)",
+            )
+        )
     if s.flagged:
-        out.append(Caveat("runs excluded", plural(s.flagged, "run"),
-                          f"{s.flagged} runs excluded: the clocks disagreed during them (see "
-                          "perflab doctor); they are kept in the results file"))
+        out.append(
+            Caveat(
+                "runs excluded",
+                plural(s.flagged, "run"),
+                f"{s.flagged} runs excluded: the clocks disagreed during them (see "
+                "perflab doctor); they are kept in the results file",
+            )
+        )
     return out
 
 

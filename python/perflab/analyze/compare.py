@@ -41,19 +41,37 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from perflab.analyze import stats
-from perflab.analyze.decisions import (FAILED, FASTER, INCONCLUSIVE, SLOWER, VERDICTS,
-                                       benjamini_hochberg, expanded_ratio_ci, geometric_mean_ci,
-                                       mann_whitney_p, verdict)
-from perflab.analyze.hdr import HdrCounts, decode_histogram, mann_whitney_counts, quantile_replicates
-from perflab.analyze.compare_rows import (DEFAULT_PERCENTILES, DEFAULT_THRESHOLD,
-                                           SPEED_NORMALIZED, Row, Side, SuiteComparison)
+from perflab.analyze.compare_rows import (
+    DEFAULT_PERCENTILES,
+    DEFAULT_THRESHOLD,
+    SPEED_NORMALIZED,
+    Row,
+    Side,
+    SuiteComparison,
+)
 from perflab.analyze.compare_speed import machine_speed_warning, speed_normalized_row
+from perflab.analyze.decisions import (
+    FAILED,
+    FASTER,
+    SLOWER,
+    VERDICTS,
+    benjamini_hochberg,
+    expanded_ratio_ci,
+    geometric_mean_ci,
+    mann_whitney_p,
+    verdict,
+)
 from perflab.analyze.estimate import Estimate
+from perflab.analyze.hdr import (
+    HdrCounts,
+    decode_histogram,
+    mann_whitney_counts,
+    quantile_replicates,
+)
 from perflab.analyze.server_timing import histogram_pairs
 from perflab.analyze.summary import median_estimate, timing_groups
 from perflab.environment import environment_differences
@@ -85,8 +103,14 @@ def _unit_groups(bench: Benchmark) -> tuple[list[np.ndarray], int]:
     return groups, sum(g.size for g in groups)
 
 
-def compare_groups(row: Row, groups_a: list[np.ndarray], groups_b: list[np.ndarray],
-                   confidence: float, resamples: int, rng: np.random.Generator) -> Row:
+def compare_groups(
+    row: Row,
+    groups_a: list[np.ndarray],
+    groups_b: list[np.ndarray],
+    confidence: float,
+    resamples: int,
+    rng: np.random.Generator,
+) -> Row:
     """Fill ``row`` from per-process values of A and B (the python and command engines).
 
     Ratio of pooled medians B/A, hierarchical bootstrap replicates widened
@@ -108,23 +132,32 @@ def compare_groups(row: Row, groups_a: list[np.ndarray], groups_b: list[np.ndarr
         return row
     n = min(len(groups_a), len(groups_b))
     if n < 2:
-        row.notes.append("one process on a side: processes are the unit of replication, so "
-                         "no CI can be formed; measure with more processes")
+        row.notes.append(
+            "one process on a side: processes are the unit of replication, so "
+            "no CI can be formed; measure with more processes"
+        )
     with np.errstate(divide="ignore", invalid="ignore"):
-        row.ratio, row.log_replicates = expanded_ratio_ci(median_b / median_a, reps_b / reps_a,
-                                                          n, confidence)
-    row.p_value = mann_whitney_p([np.median(g) for g in groups_a],
-                                 [np.median(g) for g in groups_b])
+        row.ratio, row.log_replicates = expanded_ratio_ci(
+            median_b / median_a, reps_b / reps_a, n, confidence
+        )
+    row.p_value = mann_whitney_p([np.median(g) for g in groups_a], [np.median(g) for g in groups_b])
     return row
 
 
 def _side(median: float, reps: np.ndarray, groups: list[np.ndarray], confidence: float) -> Side:
-    return Side(stats.percentile_ci(reps, median, confidence), len(groups),
-                int(sum(g.size for g in groups)))
+    return Side(
+        stats.percentile_ci(reps, median, confidence), len(groups), int(sum(g.size for g in groups))
+    )
 
 
-def compare_timed(a: Benchmark, b: Benchmark, confidence: float = 0.95, resamples: int = 2000,
-                  seed: int = 0, threshold: float = DEFAULT_THRESHOLD) -> Row:
+def compare_timed(
+    a: Benchmark,
+    b: Benchmark,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+    threshold: float = DEFAULT_THRESHOLD,
+) -> Row:
     """Compare one python or command benchmark in A and B (see :func:`compare_groups`).
 
     Also checks each side for drift within its run (see :func:`within_run_drift`).
@@ -135,8 +168,11 @@ def compare_timed(a: Benchmark, b: Benchmark, confidence: float = 0.95, resample
     row = Row(a.id, a.kind, "time", "s", test_key=a.id)
     groups_a, _ = _unit_groups(a)
     groups_b, _ = _unit_groups(b)
-    missing = [f"{side}: {bench.error or 'no successful samples'}"
-               for side, bench, groups in (("A", a, groups_a), ("B", b, groups_b)) if not groups]
+    missing = [
+        f"{side}: {bench.error or 'no successful samples'}"
+        for side, bench, groups in (("A", a, groups_a), ("B", b, groups_b))
+        if not groups
+    ]
     if missing:
         row.verdict, row.primary, row.notes = FAILED, False, missing
         return row
@@ -144,16 +180,24 @@ def compare_timed(a: Benchmark, b: Benchmark, confidence: float = 0.95, resample
         change, p_value = within_run_drift(groups)
         if abs(change) > threshold and p_value < DRIFT_P:
             row.drift[side] = change
-            row.notes.append(f"{side} drifted {change:+.1%} from the first to the second half "
-                             "of its processes: the machine changed during the run")
+            row.notes.append(
+                f"{side} drifted {change:+.1%} from the first to the second half "
+                "of its processes: the machine changed during the run"
+            )
     rng = _rng(seed, a.id)
     if a.kind == "python":
         return compare_processes(row, a, b, confidence, resamples, rng)
     return compare_groups(row, groups_a, groups_b, confidence, resamples, rng)
 
 
-def compare_processes(row: Row, a: Benchmark, b: Benchmark, confidence: float,
-                      resamples: int, rng: np.random.Generator) -> Row:
+def compare_processes(
+    row: Row,
+    a: Benchmark,
+    b: Benchmark,
+    confidence: float,
+    resamples: int,
+    rng: np.random.Generator,
+) -> Row:
     """Fill ``row`` for a python benchmark (both sides with usable samples): each side's
     median and CI as ``perflab run`` computes them (:func:`median_estimate`), B/A and
     its CI from the two random-effects locations (see the module docstring), the
@@ -167,10 +211,12 @@ def compare_processes(row: Row, a: Benchmark, b: Benchmark, confidence: float,
     else:
         ratio = loc_b / loc_a
         row.ratio = ratio.ci(confidence)
-        row.log_replicates = (math.log(ratio.value)
-                              + ratio.se_log * rng.standard_t(ratio.df, resamples))
-        row.p_value = mann_whitney_p([np.median(g) for g in groups_a],
-                                     [np.median(g) for g in groups_b])
+        row.log_replicates = math.log(ratio.value) + ratio.se_log * rng.standard_t(
+            ratio.df, resamples
+        )
+        row.p_value = mann_whitney_p(
+            [np.median(g) for g in groups_a], [np.median(g) for g in groups_b]
+        )
     for side, bench, groups in (("a", a, groups_a), ("b", b, groups_b)):
         est = median_estimate(bench, confidence, resamples)
         if est is not None:
@@ -243,15 +289,21 @@ def compare_rates(row: Row, a: HttpStep, b: HttpStep, confidence: float) -> Row:
     ci = test.proportion_ci(confidence, method="exact")
     scale = t_a / t_b
     high = ci.high / (1 - ci.high) * scale if ci.high < 1 else math.inf
-    row.ratio = Estimate(row.b.value / row.a.value, ci.low / (1 - ci.low) * scale, high,
-                         confidence)
+    row.ratio = Estimate(row.b.value / row.a.value, ci.low / (1 - ci.low) * scale, high, confidence)
     row.p_value = float(test.pvalue)
     return row
 
 
-def compare_latencies(key: str, a: HttpStep, b: HttpStep, percentiles: Sequence[float],
-                      confidence: float, resamples: int, seed: int,
-                      hists: tuple[Histogram, Histogram] | None = None) -> list[Row]:
+def compare_latencies(
+    key: str,
+    a: HttpStep,
+    b: HttpStep,
+    percentiles: Sequence[float],
+    confidence: float,
+    resamples: int,
+    seed: int,
+    hists: tuple[Histogram, Histogram] | None = None,
+) -> list[Row]:
     """One row per latency percentile of two steps, CIs from their HdrHistograms.
 
     The Mann–Whitney U p-value of the two latency distributions is shared by
@@ -264,21 +316,46 @@ def compare_latencies(key: str, a: HttpStep, b: HttpStep, percentiles: Sequence[
     try:
         hist_a, hist_b = decode_histogram(hists[0].encoded), decode_histogram(hists[1].encoded)
     except ValueError as exc:
-        return [Row(f"{key} latency", "http", "latency", "s", verdict=FAILED, primary=False,
-                    notes=[f"latency histogram unreadable: {exc}"])]
+        return [
+            Row(
+                f"{key} latency",
+                "http",
+                "latency",
+                "s",
+                verdict=FAILED,
+                primary=False,
+                notes=[f"latency histogram unreadable: {exc}"],
+            )
+        ]
     rows = []
     p_value = mann_whitney_counts(hist_a, hist_b) if hist_a.total and hist_b.total else math.nan
     for pct in percentiles:
-        row = Row(f"{key} p{pct:g}", "http", f"p{pct:g}", "s", test_key=key,
-                  primary=primary and pct == 50, p_value=p_value,
-                  notes=[ONE_RUN])
-        rows.append(_latency_row(row, hist_a, hist_b, pct / 100, confidence, resamples,
-                                 _rng(seed, row.id)))
+        row = Row(
+            f"{key} p{pct:g}",
+            "http",
+            f"p{pct:g}",
+            "s",
+            test_key=key,
+            primary=primary and pct == 50,
+            p_value=p_value,
+            notes=[ONE_RUN],
+        )
+        rows.append(
+            _latency_row(row, hist_a, hist_b, pct / 100, confidence, resamples, _rng(seed, row.id))
+        )
     return rows
 
 
-def _latency_row(row: Row, hist_a: HdrCounts, hist_b: HdrCounts, q: float, confidence: float,
-                 resamples: int, rng: np.random.Generator, scale_s: float = 1e-6) -> Row:
+def _latency_row(
+    row: Row,
+    hist_a: HdrCounts,
+    hist_b: HdrCounts,
+    q: float,
+    confidence: float,
+    resamples: int,
+    rng: np.random.Generator,
+    scale_s: float = 1e-6,
+) -> Row:
     """Fill ``row`` with the q-quantiles of two histograms (values × ``scale_s`` = s:
     1e-6 for the µs of HTTP steps, 1e-9 for the ns of trace spans), their CIs and B/A."""
     if not hist_a.total or not hist_b.total:
@@ -292,13 +369,19 @@ def _latency_row(row: Row, hist_a: HdrCounts, hist_b: HdrCounts, q: float, confi
     (row.a, reps_a), (row.b, reps_b) = sides
     with np.errstate(divide="ignore", invalid="ignore"):
         row.ratio, row.log_replicates = expanded_ratio_ci(
-            row.b.value / row.a.value, reps_b / reps_a, min(hist_a.total, hist_b.total),
-            confidence)
+            row.b.value / row.a.value, reps_b / reps_a, min(hist_a.total, hist_b.total), confidence
+        )
     return row
 
 
-def compare_http(a: Benchmark, b: Benchmark, percentiles: Sequence[float] = DEFAULT_PERCENTILES,
-                 confidence: float = 0.95, resamples: int = 2000, seed: int = 0) -> list[Row]:
+def compare_http(
+    a: Benchmark,
+    b: Benchmark,
+    percentiles: Sequence[float] = DEFAULT_PERCENTILES,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> list[Row]:
     """Compare two HTTP benchmarks step by step (steps matched by mode and rate/connections).
 
     Returns:
@@ -311,17 +394,47 @@ def compare_http(a: Benchmark, b: Benchmark, percentiles: Sequence[float] = DEFA
         key = f"{a.id} {label}"
         if label not in steps_a or label not in steps_b:
             side = "B" if label in steps_a else "A"
-            rows.append(Row(key, "http", "rate", "1/s", verdict=FAILED, primary=False,
-                            notes=[f"step missing in {side}"]))
+            rows.append(
+                Row(
+                    key,
+                    "http",
+                    "rate",
+                    "1/s",
+                    verdict=FAILED,
+                    primary=False,
+                    notes=[f"step missing in {side}"],
+                )
+            )
             continue
         sa, sb = steps_a[label], steps_b[label]
-        rows.append(compare_rates(Row(f"{key} rate", "http", "rate", "1/s", True,
-                                      test_key=f"{key} rate", primary=False),
-                                  sa, sb, confidence))
+        rows.append(
+            compare_rates(
+                Row(
+                    f"{key} rate",
+                    "http",
+                    "rate",
+                    "1/s",
+                    True,
+                    test_key=f"{key} rate",
+                    primary=False,
+                ),
+                sa,
+                sb,
+                confidence,
+            )
+        )
         rows += compare_latencies(key, sa, sb, percentiles, confidence, resamples, seed)
         for metric, ha, hb in histogram_pairs(sa, sb):  # Server-Timing
-            rows += compare_latencies(f"{key} server-timing {metric}", sa, sb, percentiles,
-                                      confidence, resamples, seed, (ha, hb))
+            rows += compare_latencies(
+                f"{key} server-timing {metric}",
+                sa,
+                sb,
+                percentiles,
+                confidence,
+                resamples,
+                seed,
+                (ha, hb),
+            )
     return rows
 
 
@@ -337,8 +450,14 @@ def _steps_by_label(bench: Benchmark) -> dict[str, HttpStep]:
 # --------------------------------------------------------------------------- trace
 
 
-def compare_spans(a: Benchmark, b: Benchmark, percentiles: Sequence[float], confidence: float,
-                  resamples: int, seed: int) -> list[Row]:
+def compare_spans(
+    a: Benchmark,
+    b: Benchmark,
+    percentiles: Sequence[float],
+    confidence: float,
+    resamples: int,
+    seed: int,
+) -> list[Row]:
     """Rows comparing one span name of two trace files (``perflab.trace.dump``).
 
     Method: as HTTP latencies (:func:`compare_latencies`): each percentile of the
@@ -360,23 +479,57 @@ def compare_spans(a: Benchmark, b: Benchmark, percentiles: Sequence[float], conf
     """
     key = a.id
     if a.span is None or b.span is None:
-        return [Row(key, "trace", "duration", "s", verdict=FAILED, primary=False,
-                    notes=["no span data on a side"])]
+        return [
+            Row(
+                key,
+                "trace",
+                "duration",
+                "s",
+                verdict=FAILED,
+                primary=False,
+                notes=["no span data on a side"],
+            )
+        ]
     try:
         hist_a = decode_histogram(a.span.duration.encoded)
         hist_b = decode_histogram(b.span.duration.encoded)
     except ValueError as exc:
-        return [Row(key, "trace", "duration", "s", verdict=FAILED, primary=False,
-                    notes=[f"duration histogram unreadable: {exc}"])]
+        return [
+            Row(
+                key,
+                "trace",
+                "duration",
+                "s",
+                verdict=FAILED,
+                primary=False,
+                notes=[f"duration histogram unreadable: {exc}"],
+            )
+        ]
     p_value = mann_whitney_counts(hist_a, hist_b) if hist_a.total and hist_b.total else math.nan
     rows = []
     for pct in percentiles:
-        row = Row(f"{key} p{pct:g}", "trace", f"p{pct:g}", "s", test_key=key,
-                  primary=pct == 50, p_value=p_value,
-                  notes=["spans of one process per side: the CI leaves out "
-                         "process-to-process variation"])
-        rows.append(_latency_row(row, hist_a, hist_b, pct / 100, confidence, resamples,
-                                 _rng(seed, row.id), scale_s=1e-9))
+        row = Row(
+            f"{key} p{pct:g}",
+            "trace",
+            f"p{pct:g}",
+            "s",
+            test_key=key,
+            primary=pct == 50,
+            p_value=p_value,
+            notes=["spans of one process per side: the CI leaves out process-to-process variation"],
+        )
+        rows.append(
+            _latency_row(
+                row,
+                hist_a,
+                hist_b,
+                pct / 100,
+                confidence,
+                resamples,
+                _rng(seed, row.id),
+                scale_s=1e-9,
+            )
+        )
     return rows
 
 
@@ -402,8 +555,12 @@ def _cost(results: Results, ids: Sequence[str]) -> dict[str, int]:
     samples = sum(g.size for b in chosen for g in timing_groups(b))
     samples += sum(sum(r.ok and not r.warmup for r in b.runs) for b in chosen)
     requests = sum(s.requests_sent for b in chosen for s in b.steps)
-    return {"benchmarks": len(chosen), "processes": processes, "samples": samples,
-            "requests": requests}
+    return {
+        "benchmarks": len(chosen),
+        "processes": processes,
+        "samples": samples,
+        "requests": requests,
+    }
 
 
 def _no_common(names: tuple[str, str], ids_a: Sequence[str], ids_b: Sequence[str]) -> UsageError:
@@ -411,14 +568,22 @@ def _no_common(names: tuple[str, str], ids_a: Sequence[str], ids_b: Sequence[str
         shown = ", ".join(repr(i) for i in ids[:3])
         return (shown + ", …" if len(ids) > 3 else shown) or "no benchmarks"
 
-    return UsageError(f"{names[0]} and {names[1]} have no benchmark in common ({names[0]} has "
-                      f"{some(ids_a)}; {names[1]} has {some(ids_b)}); compare two results of "
-                      "the same suite (ids are group/name[stage](params))")
+    return UsageError(
+        f"{names[0]} and {names[1]} have no benchmark in common ({names[0]} has "
+        f"{some(ids_a)}; {names[1]} has {some(ids_b)}); compare two results of "
+        "the same suite (ids are group/name[stage](params))"
+    )
 
 
-def compare_benchmark(a: Benchmark, b: Benchmark, threshold: float = DEFAULT_THRESHOLD,
-                      confidence: float = 0.95, resamples: int = 2000, seed: int = 0,
-                      percentiles: Sequence[float] = DEFAULT_PERCENTILES) -> list[Row]:
+def compare_benchmark(
+    a: Benchmark,
+    b: Benchmark,
+    threshold: float = DEFAULT_THRESHOLD,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+    percentiles: Sequence[float] = DEFAULT_PERCENTILES,
+) -> list[Row]:
     """Rows comparing one benchmark of A with its match in B, verdicts included.
 
     Returns:
@@ -427,8 +592,17 @@ def compare_benchmark(a: Benchmark, b: Benchmark, threshold: float = DEFAULT_THR
         a "failed" row when the kinds differ.
     """
     if a.kind != b.kind:
-        return [Row(a.id, a.kind, "time", "s", verdict=FAILED, primary=False,
-                    notes=[f"A measured it as {a.kind!r}, B as {b.kind!r}"])]
+        return [
+            Row(
+                a.id,
+                a.kind,
+                "time",
+                "s",
+                verdict=FAILED,
+                primary=False,
+                notes=[f"A measured it as {a.kind!r}, B as {b.kind!r}"],
+            )
+        ]
     if a.kind == "http":
         rows = compare_http(a, b, percentiles, confidence, resamples, seed)
     elif a.kind == "trace":
@@ -439,14 +613,22 @@ def compare_benchmark(a: Benchmark, b: Benchmark, threshold: float = DEFAULT_THR
         rows += [normalized] if normalized is not None and rows[0].verdict != FAILED else []
     for row in rows:
         if row.verdict != FAILED and row.ratio is not None:
-            row.verdict = verdict(row.ratio.ci_low, row.ratio.ci_high, threshold, row.higher_is_better)
+            row.verdict = verdict(
+                row.ratio.ci_low, row.ratio.ci_high, threshold, row.higher_is_better
+            )
     return rows
 
 
-def compare_results(a: Results, b: Results, threshold: float = DEFAULT_THRESHOLD,
-                    confidence: float = 0.95, resamples: int = 2000, seed: int = 0,
-                    percentiles: Sequence[float] = DEFAULT_PERCENTILES,
-                    names: tuple[str, str] = ("A", "B")) -> SuiteComparison:
+def compare_results(
+    a: Results,
+    b: Results,
+    threshold: float = DEFAULT_THRESHOLD,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+    percentiles: Sequence[float] = DEFAULT_PERCENTILES,
+    names: tuple[str, str] = ("A", "B"),
+) -> SuiteComparison:
     """Compare every benchmark of B with its match in A, then summarize the suite.
 
     Args:
@@ -468,14 +650,22 @@ def compare_results(a: Results, b: Results, threshold: float = DEFAULT_THRESHOLD
     common = [k for k in by_a if k in by_b]
     if not common:
         raise _no_common(names, list(by_a), list(by_b))
-    rows = [row for key in common
-            for row in compare_benchmark(by_a[key], by_b[key], threshold, confidence,
-                                         resamples, seed, percentiles)]
-    suite = SuiteComparison(rows, [k for k in by_a if k not in by_b],
-                            [k for k in by_b if k not in by_a], threshold=threshold,
-                            confidence=confidence,
-                            environment=environment_differences(a.environment, b.environment),
-                            cost={"A": _cost(a, common), "B": _cost(b, common)})
+    rows = [
+        row
+        for key in common
+        for row in compare_benchmark(
+            by_a[key], by_b[key], threshold, confidence, resamples, seed, percentiles
+        )
+    ]
+    suite = SuiteComparison(
+        rows,
+        [k for k in by_a if k not in by_b],
+        [k for k in by_b if k not in by_a],
+        threshold=threshold,
+        confidence=confidence,
+        environment=environment_differences(a.environment, b.environment),
+        cost={"A": _cost(a, common), "B": _cost(b, common)},
+    )
     _summarize(suite)
     speed = machine_speed_warning(a.benchmarks, b.benchmarks, threshold, confidence)
     suite.warnings += [speed] if speed else []
@@ -487,12 +677,16 @@ def _summarize(suite: SuiteComparison) -> None:
     _apply_bh(suite.rows)
     counted = [r for r in suite.rows if r.metric != SPEED_NORMALIZED]  # one verdict per metric
     suite.counts = {v: sum(r.verdict == v for r in counted) for v in VERDICTS}
-    primary = [r for r in suite.rows if r.primary and r.ratio is not None
-               and r.log_replicates is not None]
+    primary = [
+        r for r in suite.rows if r.primary and r.ratio is not None and r.log_replicates is not None
+    ]
     if primary:
-        suite.geomean = geometric_mean_ci([r.log_replicates for r in primary],
-                                          [r.ratio.value for r in primary], suite.confidence)
-        suite.geomean_verdict = verdict(suite.geomean.ci_low, suite.geomean.ci_high, suite.threshold)
+        suite.geomean = geometric_mean_ci(
+            [r.log_replicates for r in primary], [r.ratio.value for r in primary], suite.confidence
+        )
+        suite.geomean_verdict = verdict(
+            suite.geomean.ci_low, suite.geomean.ci_high, suite.threshold
+        )
         suite.geomean_over = len(primary)
     suite.warnings = _suite_warnings(suite, primary)
 
@@ -515,9 +709,11 @@ def _suite_warnings(suite: SuiteComparison, primary: list[Row]) -> list[str]:
     for word in (SLOWER, FASTER):
         share = sum(r.verdict == word for r in primary) / len(primary)
         if share >= MACHINE_WIDE_SHARE:
-            out.append(f"{share:.0%} of the benchmarks are {word}: a machine-wide change "
-                       "(load, CPU frequency, thermal state, interpreter) is a likelier cause "
-                       "than the code; check the environment notes and re-run both")
+            out.append(
+                f"{share:.0%} of the benchmarks are {word}: a machine-wide change "
+                "(load, CPU frequency, thermal state, interpreter) is a likelier cause "
+                "than the code; check the environment notes and re-run both"
+            )
     return out
 
 
@@ -527,12 +723,14 @@ def _drift_warnings(suite: SuiteComparison) -> list[str]:
     for side in ("A", "B"):
         moved = [r.drift[side] for r in timed if side in r.drift]
         if len(moved) >= 2 and len(moved) >= DRIFTING_RUN_SHARE * len(timed):
-            out.append(f"{side}'s machine changed during its run: {len(moved)} of {len(timed)} "
-                       f"benchmarks moved by more than ±{suite.threshold:.0%} (up to "
-                       f"{max(moved, key=abs):+.1%}) between the first and second half of "
-                       "their processes. Runs made at different times differ by as much, which "
-                       "CIs computed inside each run don't cover: measure A and B interleaved, "
-                       "or raise --threshold")
+            out.append(
+                f"{side}'s machine changed during its run: {len(moved)} of {len(timed)} "
+                f"benchmarks moved by more than ±{suite.threshold:.0%} (up to "
+                f"{max(moved, key=abs):+.1%}) between the first and second half of "
+                "their processes. Runs made at different times differ by as much, which "
+                "CIs computed inside each run don't cover: measure A and B interleaved, "
+                "or raise --threshold"
+            )
     return out
 
 
@@ -542,11 +740,12 @@ def fail_on_words() -> tuple[str, ...]:
 
 
 def parse_fail_on(text: str) -> list[str]:
-    """"slower,inconclusive" → ["slower", "inconclusive"]. Raises UsageError on other words."""
+    """ "slower,inconclusive" → ["slower", "inconclusive"]. Raises UsageError on other words."""
     words = [w.strip().lower() for w in text.split(",") if w.strip()]
     bad = [w for w in words if w not in fail_on_words()]
     if bad:
-        raise UsageError(f"--fail-on {', '.join(bad)}: not a verdict; use some of "
-                         f"{', '.join(fail_on_words())}, comma separated")
+        raise UsageError(
+            f"--fail-on {', '.join(bad)}: not a verdict; use some of "
+            f"{', '.join(fail_on_words())}, comma separated"
+        )
     return words
-

@@ -53,18 +53,24 @@ def speed_normalized_row(a: Benchmark, b: Benchmark, confidence: float) -> Row |
     loc_b = reference.normalized_location(reference.cpu_reference_pairs(b))
     if loc_a is None or loc_b is None:
         return None
-    row = Row(f"{a.id} (CPU ÷ reference)", a.kind, SPEED_NORMALIZED, REFERENCE_UNIT,
-              test_key=a.id, primary=False)
+    row = Row(
+        f"{a.id} (CPU ÷ reference)",
+        a.kind,
+        SPEED_NORMALIZED,
+        REFERENCE_UNIT,
+        test_key=a.id,
+        primary=False,
+    )
     for side, loc, bench in (("a", loc_a, a), ("b", loc_b, b)):
         ci = loc.ci(confidence)
-        setattr(row, side, Side(ci, int(loc.df) + 1,
-                                sum(len(p.samples) for p in bench.processes)))
+        setattr(row, side, Side(ci, int(loc.df) + 1, sum(len(p.samples) for p in bench.processes)))
     row.ratio = (loc_b / loc_a).ci(confidence)
     return row
 
 
-def machine_speed_warning(a: Sequence[Benchmark], b: Sequence[Benchmark], threshold: float,
-                          confidence: float) -> str | None:
+def machine_speed_warning(
+    a: Sequence[Benchmark], b: Sequence[Benchmark], threshold: float, confidence: float
+) -> str | None:
     """A plain-words warning when the machine ran at a different speed in B than in A.
 
     Args:
@@ -86,8 +92,10 @@ def machine_speed_warning(a: Sequence[Benchmark], b: Sequence[Benchmark], thresh
         return None
     change = ratio.value - 1
     how = "slower" if change > 0 else "faster"
-    return (f"the machine ran {abs(change):.0%} {how} during B than during A (its speed "
-            f"reference: {format_time(ref_b.value)} in B, {format_time(ref_a.value)} in A; "
-            f"ratio CI {ratio.ci_low:.2f}–{ratio.ci_high:.2f}): the seconds ratios include "
-            "that change of machine. The '(CPU ÷ reference)' rows divide it out for "
-            "CPU-bound code; re-run both, interleaved, to be sure")
+    return (
+        f"the machine ran {abs(change):.0%} {how} during B than during A (its speed "
+        f"reference: {format_time(ref_b.value)} in B, {format_time(ref_a.value)} in A; "
+        f"ratio CI {ratio.ci_low:.2f}–{ratio.ci_high:.2f}): the seconds ratios include "
+        "that change of machine. The '(CPU ÷ reference)' rows divide it out for "
+        "CPU-bound code; re-run both, interleaved, to be sure"
+    )

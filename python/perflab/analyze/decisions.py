@@ -84,8 +84,9 @@ def expansion_factor(n: int, confidence: float = 0.95) -> float:
     return math.sqrt(n / (n - 1)) * float(special.stdtrit(n - 1, tail) / special.ndtri(tail))
 
 
-def expanded_ratio_ci(point: float, replicates: np.ndarray, n: int,
-                      confidence: float = 0.95) -> tuple[Estimate, np.ndarray | None]:
+def expanded_ratio_ci(
+    point: float, replicates: np.ndarray, n: int, confidence: float = 0.95
+) -> tuple[Estimate, np.ndarray | None]:
     """Percentile CI of a ratio from bootstrap replicates, widened for n units.
 
     The log-replicates are spread around log(point) by :func:`expansion_factor`,
@@ -146,8 +147,9 @@ def benjamini_hochberg(p_values: Sequence[float]) -> np.ndarray:
     return q
 
 
-def geometric_mean_ci(log_replicates: Sequence[np.ndarray], points: Sequence[float],
-                      confidence: float = 0.95) -> Estimate:
+def geometric_mean_ci(
+    log_replicates: Sequence[np.ndarray], points: Sequence[float], confidence: float = 0.95
+) -> Estimate:
     """Geometric mean of ratios with a bootstrap CI. O(k·B).
 
     Benchmarks are resampled independently, so replicate i of the geometric

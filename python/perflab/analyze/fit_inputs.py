@@ -47,7 +47,7 @@ LittleTime = Literal["latency", "service"]
 CSV_COLUMNS = {
     ("n", "x"): "a USL fit needs the columns N,X (optional: name)",
     ("n", "cost"): "a complexity or break-even fit needs the columns n,cost (optional: name, "
-                   "se, cold)",
+    "se, cold)",
 }
 
 
@@ -120,8 +120,9 @@ class CsvTable:
             try:
                 out.append(float(cell))
             except ValueError:
-                raise UsageError(f"{self.path}:{line}: {name} {cell!r} is not a number; "
-                                 "fix or delete that row") from None
+                raise UsageError(
+                    f"{self.path}:{line}: {name} {cell!r} is not a number; fix or delete that row"
+                ) from None
         return np.asarray(out)
 
     def require(self, *names: str) -> None:
@@ -130,8 +131,10 @@ class CsvTable:
         if missing:
             found = ", ".join(self.columns) or "none"
             needs = CSV_COLUMNS.get(names, "the header needs " + ", ".join(names))
-            raise UsageError(f"{self.path}: CSV has no column {', '.join(missing)} (columns: "
-                             f"{found}); {needs} (header names in any case)")
+            raise UsageError(
+                f"{self.path}: CSV has no column {', '.join(missing)} (columns: "
+                f"{found}); {needs} (header names in any case)"
+            )
 
 
 def read_source(path: str | Path) -> Results | CsvTable:
@@ -147,30 +150,41 @@ def read_source(path: str | Path) -> Results | CsvTable:
     if data.lstrip().startswith(b"{"):
         return model.load(path)
     if len(data) > files.MAX_INPUT_BYTES:
-        raise UsageError(f"{path}: a CSV of {len(data) / 2**20:,.0f} MiB is more than the "
-                         f"{files.MAX_INPUT_BYTES / 2**20:,.0f} MiB perflab reads")
+        raise UsageError(
+            f"{path}: a CSV of {len(data) / 2**20:,.0f} MiB is more than the "
+            f"{files.MAX_INPUT_BYTES / 2**20:,.0f} MiB perflab reads"
+        )
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: is neither a results file nor UTF-8 CSV text (byte "
-                         f"{exc.start} is 0x{data[exc.start]:02x}: a binary file?)") from None
+        raise UsageError(
+            f"{path}: is neither a results file nor UTF-8 CSV text (byte "
+            f"{exc.start} is 0x{data[exc.start]:02x}: a binary file?)"
+        ) from None
     return _parse_csv(path, text)
 
 
 def _parse_csv(path: Path, text: str) -> CsvTable:
     """Rows of a CSV, skipping blank lines and ``#`` comments."""
-    rows = [(i, row) for i, row in enumerate(csv.reader(text.splitlines()), start=1)
-            if row and any(c.strip() for c in row) and not row[0].lstrip().startswith("#")]
+    rows = [
+        (i, row)
+        for i, row in enumerate(csv.reader(text.splitlines()), start=1)
+        if row and any(c.strip() for c in row) and not row[0].lstrip().startswith("#")
+    ]
     if len(rows) < 2:
-        raise UsageError(f"{path}: no usable data: expected a results file written with --json "
-                         "or a CSV with a header row and at least one data row")
+        raise UsageError(
+            f"{path}: no usable data: expected a results file written with --json "
+            "or a CSV with a header row and at least one data row"
+        )
     header = [h.strip().lower() for h in rows[0][1]]
     columns: dict[str, list[str]] = {h: [] for h in header if h}
     for line, row in rows[1:]:
-        if any(cell.strip() for cell in row[len(header):]):
-            raise UsageError(f"{path}:{line}: {len(row)} cells but the header names "
-                             f"{len(header)} columns ({', '.join(header)}); delete the extra "
-                             "cells or name their column in the header")
+        if any(cell.strip() for cell in row[len(header) :]):
+            raise UsageError(
+                f"{path}:{line}: {len(row)} cells but the header names "
+                f"{len(header)} columns ({', '.join(header)}); delete the extra "
+                "cells or name their column in the header"
+            )
         for h, cell in zip(header, row + [""] * (len(header) - len(row))):
             if h:
                 columns[h].append(cell.strip())
@@ -209,8 +223,10 @@ def usl_series(source: Results | CsvTable, little: LittleTime = "latency") -> li
     if isinstance(source, CsvTable):
         source.require("n", "x")
         n, x = source.numbers("n"), source.numbers("x")
-        return [Series(name or source.path.stem, name or source.path.stem, n[idx], x[idx],
-                       "N", "X") for name, idx in _csv_groups(source).items()]
+        return [
+            Series(name or source.path.stem, name or source.path.stem, n[idx], x[idx], "N", "X")
+            for name, idx in _csv_groups(source).items()
+        ]
     if source.kind == "http":
         series = [s for b in source.benchmarks if (s := _http_series(b, little))]
     elif source.kind == "run":
@@ -218,9 +234,11 @@ def usl_series(source: Results | CsvTable, little: LittleTime = "latency") -> li
     else:
         series = []
     if not series:
-        raise UsageError("no usable data for a USL fit: expected an http sweep (perflab http "
-                         "--json), a threads sweep (perflab run with @perflab.bench(threads="
-                         "[1, 2, 4, 8])) or a CSV with columns N,X")
+        raise UsageError(
+            "no usable data for a USL fit: expected an http sweep (perflab http "
+            "--json), a threads sweep (perflab run with @perflab.bench(threads="
+            "[1, 2, 4, 8])) or a CSV with columns N,X"
+        )
     return series
 
 
@@ -235,10 +253,21 @@ def _http_series(bench: Benchmark, little: LittleTime) -> Series | None:
     if not n:
         return None
     modes = {s.mode == "closed" for s in bench.steps}
-    x_label = ("connections N (closed loop)" if modes == {True} else
-               f"concurrency N = X·R (Little's law, R = mean {little} time)")
-    return Series(bench.name, bench.name, np.asarray(n), np.asarray(x), x_label,
-                  "throughput X (responses/s)", "/s", notes=tuple(notes))
+    x_label = (
+        "connections N (closed loop)"
+        if modes == {True}
+        else f"concurrency N = X·R (Little's law, R = mean {little} time)"
+    )
+    return Series(
+        bench.name,
+        bench.name,
+        np.asarray(n),
+        np.asarray(x),
+        x_label,
+        "throughput X (responses/s)",
+        "/s",
+        notes=tuple(notes),
+    )
 
 
 def _step_label(step: HttpStep) -> str:
@@ -247,8 +276,7 @@ def _step_label(step: HttpStep) -> str:
     return f"{step.offered_rate:g}/s"
 
 
-def _http_point(step: HttpStep, little: LittleTime, notes: list[str]
-                ) -> tuple[float, float] | None:
+def _http_point(step: HttpStep, little: LittleTime, notes: list[str]) -> tuple[float, float] | None:
     """(N, X) of one step, or None (with a note) when the step has no usable rate.
     X is the achieved rate of :func:`perflab.analyze.http.summarize_step`."""
     from perflab.analyze.http import backlog_reasons, summarize_step
@@ -260,13 +288,17 @@ def _http_point(step: HttpStep, little: LittleTime, notes: list[str]
     summary = summarize_step(step)
     rate = summary.achieved_rate
     if step.drained is None:
-        notes.append(f"step {_step_label(step)}: its file predates the separate count of "
-                     "responses that came after a step ended, so X may include them")
+        notes.append(
+            f"step {_step_label(step)}: its file predates the separate count of "
+            "responses that came after a step ended, so X may include them"
+        )
     if step.mode == "closed":
         return float(step.connections), rate
     if behind := backlog_reasons(summary):
-        notes.append(f"step {_step_label(step)} ended behind ({', '.join(behind)}): not a "
-                     "steady state, so its R, and N = X·R, grow with the step's length")
+        notes.append(
+            f"step {_step_label(step)} ended behind ({', '.join(behind)}): not a "
+            "steady state, so its R, and N = X·R, grow with the step's length"
+        )
     mean_us = (step.latency if little == "latency" else step.service_time).mean_us
     if not math.isfinite(mean_us):
         notes.append(f"step {_step_label(step)} left out: no {little} time recorded")
@@ -275,9 +307,11 @@ def _http_point(step: HttpStep, little: LittleTime, notes: list[str]
     # connection (the server's doing) and the engine's intended timer batching
     lag = step.dispatch_lag if step.dispatch_lag.count else step.send_lag
     if lag.mean_us > SEND_LAG_SHARE * step.latency.mean_us:
-        notes.append(f"step {_step_label(step)}: the load generator fell behind (mean "
-                     f"dispatch lag {lag.mean_us:.0f} µs), so N counts requests waiting in "
-                     "perflab")
+        notes.append(
+            f"step {_step_label(step)}: the load generator fell behind (mean "
+            f"dispatch lag {lag.mean_us:.0f} µs), so N counts requests waiting in "
+            "perflab"
+        )
     return float(littles_law_concurrency(rate, mean_us * 1e-6)), rate
 
 
@@ -293,9 +327,18 @@ def _threads_series(benches: list[Benchmark]) -> list[Series]:
         short[key] = bench.name
         if summary.ok and summary.median_s > 0:
             points.setdefault(key, []).append((bench.threads, 1.0 / summary.median_s))
-    return [Series(k, short[k], np.asarray([p[0] for p in v], float),
-                   np.asarray([p[1] for p in v]), "threads N", "throughput X (ops/s)", "/s")
-            for k, v in points.items()]
+    return [
+        Series(
+            k,
+            short[k],
+            np.asarray([p[0] for p in v], float),
+            np.asarray([p[1] for p in v]),
+            "threads N",
+            "throughput X (ops/s)",
+            "/s",
+        )
+        for k, v in points.items()
+    ]
 
 
 def _summary(bench: Benchmark) -> Any:
@@ -328,8 +371,7 @@ def numeric_params(benches: list[Benchmark]) -> list[str]:
     return list(names)
 
 
-def choose_param(benches: list[Benchmark], param: str | None, required: bool = True
-                 ) -> str | None:
+def choose_param(benches: list[Benchmark], param: str | None, required: bool = True) -> str | None:
     """``param`` if the benchmarks have it, else the only numeric parameter.
 
     Raises:
@@ -339,21 +381,27 @@ def choose_param(benches: list[Benchmark], param: str | None, required: bool = T
     found = numeric_params(benches)
     if param is not None:
         if param not in found:
-            raise UsageError(f"--param {param}: no benchmark has a numeric parameter {param!r} "
-                             f"(numeric parameters: {', '.join(found) or 'none'})")
+            raise UsageError(
+                f"--param {param}: no benchmark has a numeric parameter {param!r} "
+                f"(numeric parameters: {', '.join(found) or 'none'})"
+            )
         return param
     if len(found) > 1:
-        raise UsageError(f"several numeric parameters ({', '.join(found)}); choose the size "
-                         "with --param NAME")
+        raise UsageError(
+            f"several numeric parameters ({', '.join(found)}); choose the size with --param NAME"
+        )
     if not found and required:
-        raise UsageError("no usable data for a complexity fit: no benchmark has a numeric "
-                         "parameter; sweep one with @perflab.bench(params={'n': [10, 100, "
-                         "1000]}) or pass a CSV with columns n,cost")
+        raise UsageError(
+            "no usable data for a complexity fit: no benchmark has a numeric "
+            "parameter; sweep one with @perflab.bench(params={'n': [10, 100, "
+            "1000]}) or pass a CSV with columns n,cost"
+        )
     return found[0] if found else None
 
 
-def cost_series(source: Results | CsvTable, param: str | None = None, required: bool = True
-                ) -> list[Series]:
+def cost_series(
+    source: Results | CsvTable, param: str | None = None, required: bool = True
+) -> list[Series]:
     """(n, seconds per call) series from a ``perflab run`` file or a CSV.
 
     Args:
@@ -373,16 +421,19 @@ def cost_series(source: Results | CsvTable, param: str | None = None, required: 
         return _csv_cost_series(source)
     benches = [b for b in source.benchmarks if b.processes] if source.kind == "run" else []
     if not benches:
-        raise UsageError("no usable data for a cost fit: expected a perflab run results file "
-                         "(with measured benchmarks) or a CSV with columns n,cost")
+        raise UsageError(
+            "no usable data for a cost fit: expected a perflab run results file "
+            "(with measured benchmarks) or a CSV with columns n,cost"
+        )
     chosen = choose_param(benches, param, required)
     groups: dict[str, list[Benchmark]] = {}
     for bench in benches:
         groups.setdefault(_key(bench, chosen if chosen in bench.params else None), []).append(bench)
     series = [s for members in groups.values() if (s := _run_cost_series(members, chosen))]
     if not series:
-        raise UsageError("no usable data for a cost fit: every benchmark failed or has no "
-                         "samples; re-run it")
+        raise UsageError(
+            "no usable data for a cost fit: every benchmark failed or has no samples; re-run it"
+        )
     return series
 
 
@@ -401,9 +452,20 @@ def _csv_cost_series(table: CsvTable) -> list[Series]:
     out = []
     for name, idx in _csv_groups(table).items():
         label = name or table.path.stem
-        out.append(Series(label, label, n[idx], cost[idx], "n", "cost", "s",
-                          None if se is None else se[idx],
-                          cold=float(np.median(cold[idx])), param="n"))
+        out.append(
+            Series(
+                label,
+                label,
+                n[idx],
+                cost[idx],
+                "n",
+                "cost",
+                "s",
+                None if se is None else se[idx],
+                cold=float(np.median(cold[idx])),
+                param="n",
+            )
+        )
     return out
 
 
@@ -415,8 +477,10 @@ def _run_cost_series(members: list[Benchmark], param: str | None) -> Series | No
         if s.ok:
             size = bench.params.get(param, 1) if param else 1
             if isinstance(size, bool) or not isinstance(size, (int, float)):
-                raise UsageError(f"{bench.id}: parameter {param} is {size!r}, not a number; "
-                                 "a complexity fit needs numeric sizes (--param NAME)")
+                raise UsageError(
+                    f"{bench.id}: parameter {param} is {size!r}, not a number; "
+                    "a complexity fit needs numeric sizes (--param NAME)"
+                )
             rows.append((float(size), s.median_s, s.median.se, bench))
     if not rows:
         return None
@@ -424,10 +488,19 @@ def _run_cost_series(members: list[Benchmark], param: str | None) -> Series | No
     bench = rows[0][3]
     swept = param is not None and param in bench.params
     cold, cold_se = one_off_cost([(r[3], r[1]) for r in rows])
-    return Series(_key(bench, param if swept else None), bench.name,
-                  np.asarray([r[0] for r in rows]), np.asarray([r[1] for r in rows]),
-                  param if swept else "calls n", "time per call (s)", "s",
-                  np.asarray([r[2] for r in rows]), cold, cold_se, param if swept else None)
+    return Series(
+        _key(bench, param if swept else None),
+        bench.name,
+        np.asarray([r[0] for r in rows]),
+        np.asarray([r[1] for r in rows]),
+        param if swept else "calls n",
+        "time per call (s)",
+        "s",
+        np.asarray([r[2] for r in rows]),
+        cold,
+        cold_se,
+        param if swept else None,
+    )
 
 
 def one_off_cost(points: list[tuple[Benchmark, float]]) -> tuple[float, float]:
@@ -445,8 +518,12 @@ def one_off_cost(points: list[tuple[Benchmark, float]]) -> tuple[float, float]:
     """
     from perflab.analyze.stats import mad
 
-    diffs = [p.cold_ns * 1e-9 - warm for bench, warm in points for p in bench.processes
-             if p.cold_ns is not None]
+    diffs = [
+        p.cold_ns * 1e-9 - warm
+        for bench, warm in points
+        for p in bench.processes
+        if p.cold_ns is not None
+    ]
     if not diffs:
         return 0.0, 0.0
     se = 1.2533 * mad(diffs) / math.sqrt(len(diffs)) if len(diffs) > 1 else 0.0
@@ -467,13 +544,20 @@ def merge_series(lists: list[list[Series]]) -> list[Series]:
     for s in (s for lst in lists for s in lst):
         if s.name in out:
             prev = out[s.name]
-            se = (None if prev.y_se is None or s.y_se is None
-                  else np.concatenate([prev.y_se, s.y_se]))
-            s = replace(prev, x=np.concatenate([prev.x, s.x]), y=np.concatenate([prev.y, s.y]),
-                        y_se=se, notes=prev.notes + s.notes)
+            se = (
+                None if prev.y_se is None or s.y_se is None else np.concatenate([prev.y_se, s.y_se])
+            )
+            s = replace(
+                prev,
+                x=np.concatenate([prev.x, s.x]),
+                y=np.concatenate([prev.y, s.y]),
+                y_se=se,
+                notes=prev.notes + s.notes,
+            )
         order = np.argsort(s.x, kind="stable")
-        out[s.name] = replace(s, x=s.x[order], y=s.y[order],
-                              y_se=None if s.y_se is None else s.y_se[order])
+        out[s.name] = replace(
+            s, x=s.x[order], y=s.y[order], y_se=None if s.y_se is None else s.y_se[order]
+        )
     return list(out.values())
 
 

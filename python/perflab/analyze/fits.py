@@ -42,8 +42,7 @@ def cost_fit(s: Series, models: list[str] | None) -> Any:
     return fitted(s, lambda: fit_complexity(s.x, s.y, se, models=models, unit=s.y_unit))
 
 
-def complexity_fits(series: list[Series], growth: str | None = None
-                    ) -> list[tuple[Series, Any]]:
+def complexity_fits(series: list[Series], growth: str | None = None) -> list[tuple[Series, Any]]:
     """(series, ComplexityFit) per (n, cost) series; ``growth``: the only class considered."""
     models = [growth] if growth else None
     return [(s, cost_fit(s, models)) for s in series]
@@ -55,14 +54,25 @@ def breakeven_fit(a: Series, b: Series, growth: str | None = None) -> tuple[Any,
     from perflab.analyze.models import breakeven
 
     fit_a, fit_b, search = _side_fits(a, b, growth)
-    result = fitted(a, lambda: breakeven(
-        fit_a, fit_b, a.cold, b.cold, cold_a_se=a.cold_se, cold_b_se=b.cold_se,
-        labels=(a.name, b.name), search_range=search))
+    result = fitted(
+        a,
+        lambda: breakeven(
+            fit_a,
+            fit_b,
+            a.cold,
+            b.cold,
+            cold_a_se=a.cold_se,
+            cold_b_se=b.cold_se,
+            labels=(a.name, b.name),
+            search_range=search,
+        ),
+    )
     return fit_a, fit_b, result
 
 
-def _side_fits(a: Series, b: Series, growth: str | None
-               ) -> tuple[Any, Any, tuple[float, float] | None]:
+def _side_fits(
+    a: Series, b: Series, growth: str | None
+) -> tuple[Any, Any, tuple[float, float] | None]:
     """Cost fits of both sides and the search range (None: the default range of breakeven)."""
     from perflab.analyze.models.breakeven import calls_search_range, per_call_fit
 
@@ -81,10 +91,20 @@ def _warm(s: Series) -> tuple[float, float]:
 
 def series_record(s: Series) -> dict[str, Any]:
     """A series as JSON types (arrays as lists; NaN becomes null when saved)."""
-    return {"name": s.name, "short": s.short, "x": s.x.tolist(), "y": s.y.tolist(),
-            "x_label": s.x_label, "y_label": s.y_label, "y_unit": s.y_unit,
-            "y_se": None if s.y_se is None else s.y_se.tolist(), "cold": s.cold,
-            "cold_se": s.cold_se, "param": s.param, "notes": list(s.notes)}
+    return {
+        "name": s.name,
+        "short": s.short,
+        "x": s.x.tolist(),
+        "y": s.y.tolist(),
+        "x_label": s.x_label,
+        "y_label": s.y_label,
+        "y_unit": s.y_unit,
+        "y_se": None if s.y_se is None else s.y_se.tolist(),
+        "cold": s.cold,
+        "cold_se": s.cold_se,
+        "param": s.param,
+        "notes": list(s.notes),
+    }
 
 
 def series_from_record(d: dict[str, Any]) -> Series:
@@ -94,6 +114,7 @@ def series_from_record(d: dict[str, Any]) -> Series:
         KeyError / TypeError / ValueError: a record without the fields of the fit
             schema's ``inputs`` (the caller validates the document first).
     """
+
     def number(value: Any) -> float:
         return math.nan if value is None else float(value)
 
@@ -101,10 +122,20 @@ def series_from_record(d: dict[str, Any]) -> Series:
         return np.array([number(v) for v in values], dtype=float)
 
     y_se = d.get("y_se")
-    return Series(d["name"], d["short"], array(d["x"]), array(d["y"]), d["x_label"],
-                  d["y_label"], d.get("y_unit", ""), None if y_se is None else array(y_se),
-                  number(d.get("cold", 0.0)), number(d.get("cold_se", 0.0)), d.get("param"),
-                  tuple(d.get("notes", ())))
+    return Series(
+        d["name"],
+        d["short"],
+        array(d["x"]),
+        array(d["y"]),
+        d["x_label"],
+        d["y_label"],
+        d.get("y_unit", ""),
+        None if y_se is None else array(y_se),
+        number(d.get("cold", 0.0)),
+        number(d.get("cold_se", 0.0)),
+        d.get("param"),
+        tuple(d.get("notes", ())),
+    )
 
 
 def fit_model(model: str, series: list[Series], growth: str | None = None) -> list[Any]:

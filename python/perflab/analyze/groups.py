@@ -53,9 +53,13 @@ class StagedRow:
         return sum(c * m for c, m in parts) / wall
 
 
-def staged_rows(benches: Sequence[Benchmark], summaries: Sequence[Summary],
-                confidence: float = 0.95, resamples: int = RESAMPLES, seed: int | None = None
-                ) -> tuple[list[str], list[StagedRow]]:
+def staged_rows(
+    benches: Sequence[Benchmark],
+    summaries: Sequence[Summary],
+    confidence: float = 0.95,
+    resamples: int = RESAMPLES,
+    seed: int | None = None,
+) -> tuple[list[str], list[StagedRow]]:
     """Pivot a staged group: one row per name, one column per stage, plus the total.
 
     The total is the sum of the stage medians; its CI and that of "× best" (total /
@@ -77,8 +81,9 @@ def staged_rows(benches: Sequence[Benchmark], summaries: Sequence[Summary],
         row.metric_ratio_best.update(summary.metric_ratio_best)
         if summary.ok:
             parts.setdefault(bench.label, []).append(timing_groups(bench))
-    complete = [r for r in rows.values()
-                if len(parts.get(r.name, [])) == len(stage_names) and stage_names]
+    complete = [
+        r for r in rows.values() if len(parts.get(r.name, [])) == len(stage_names) and stage_names
+    ]
     totals: dict[str, stats.LogLocation | None] = {}
     replicates = {}
     sums_s: dict[str, float] = {}
@@ -89,8 +94,9 @@ def staged_rows(benches: Sequence[Benchmark], summaries: Sequence[Summary],
             est = totals[row.name].ci(confidence)  # type: ignore[union-attr]
         else:  # a stage with one process: the bootstrap of the sum
             totals[row.name] = None
-            est, replicates[row.name] = stats.sum_of_medians_ci(parts[row.name], confidence,
-                                                                resamples, rng)
+            est, replicates[row.name] = stats.sum_of_medians_ci(
+                parts[row.name], confidence, resamples, rng
+            )
         row.total, sums_s[row.name] = est, est.value
     if complete:
         best = min(complete, key=lambda r: sums_s[r.name])
@@ -102,16 +108,22 @@ def staged_rows(benches: Sequence[Benchmark], summaries: Sequence[Summary],
             if mine is not None and theirs is not None:
                 est = (mine / theirs).ci(confidence)
             else:
-                est = stats.percentile_ci(_replicates(replicates, row.name, parts, rng)
-                                          / _replicates(replicates, best.name, parts, rng),
-                                          sums_s[row.name] / sums_s[best.name], confidence)
+                est = stats.percentile_ci(
+                    _replicates(replicates, row.name, parts, rng)
+                    / _replicates(replicates, best.name, parts, rng),
+                    sums_s[row.name] / sums_s[best.name],
+                    confidence,
+                )
             row.ratio_best = est
     return stage_names, list(rows.values())
 
 
-def _replicates(replicates: dict[str, np.ndarray], name: str,
-                parts: dict[str, list[list[np.ndarray]]], rng: np.random.Generator
-                ) -> np.ndarray:
+def _replicates(
+    replicates: dict[str, np.ndarray],
+    name: str,
+    parts: dict[str, list[list[np.ndarray]]],
+    rng: np.random.Generator,
+) -> np.ndarray:
     """Bootstrap replicates of a staged row's total, computed when first needed."""
     if name not in replicates:
         replicates[name] = stats.sum_of_medians_ci(parts[name], rng=rng)[1]
@@ -140,8 +152,11 @@ def thread_rows(benches: Sequence[Benchmark], summaries: Sequence[Summary]) -> l
     Args:
         benches: the group's benchmarks; summaries: theirs, in the same order.
     """
-    return [ThreadRow(replace(b, threads=None).label, s, thread_figures(b))
-            for b, s in zip(benches, summaries) if b.threads is not None]
+    return [
+        ThreadRow(replace(b, threads=None).label, s, thread_figures(b))
+        for b, s in zip(benches, summaries)
+        if b.threads is not None
+    ]
 
 
 @dataclass
@@ -165,8 +180,9 @@ class GroupFigures:
     threads: list[ThreadRow] = field(default_factory=list)
 
 
-def run_groups(benches: Sequence[Benchmark], grouped: dict[str, list[Summary]],
-               seed: int | None = 0) -> list[GroupFigures]:
+def run_groups(
+    benches: Sequence[Benchmark], grouped: dict[str, list[Summary]], seed: int | None = 0
+) -> list[GroupFigures]:
     """The figures of every group of a run, in order of first appearance.
 
     Args:
@@ -179,8 +195,9 @@ def run_groups(benches: Sequence[Benchmark], grouped: dict[str, list[Summary]],
     out = []
     for group, members in by_group(benches).items():
         summaries = grouped[group]
-        figures = GroupFigures(group, summaries,
-                               threaded=any(b.threads is not None for b in members))
+        figures = GroupFigures(
+            group, summaries, threaded=any(b.threads is not None for b in members)
+        )
         if any(s.stage for s in summaries):
             figures.stage_names, figures.staged = staged_rows(members, summaries, seed=seed)
         if figures.threaded:

@@ -78,12 +78,14 @@ def decode_histogram(encoded: str) -> HdrCounts:
     if not encoded:
         return HdrCounts(np.zeros(0, np.int64), np.zeros(0, np.int64))
     decoded = decode_summary(encoded)
-    return HdrCounts(np.asarray(decoded["values"], np.int64),
-                     np.asarray(decoded["counts"], np.int64))
+    return HdrCounts(
+        np.asarray(decoded["values"], np.int64), np.asarray(decoded["counts"], np.int64)
+    )
 
 
-def quantile_replicates(hist: HdrCounts, q: float, resamples: int,
-                        rng: np.random.Generator) -> np.ndarray:
+def quantile_replicates(
+    hist: HdrCounts, q: float, resamples: int, rng: np.random.Generator
+) -> np.ndarray:
     """Bootstrap replicates of the q-quantile of a histogram, without drawing N values.
 
     The m-th smallest of N draws from the histogram is F̂⁻¹(U) with
@@ -166,10 +168,9 @@ def geometry(encoded: str) -> tuple[int, int, int]:
         inner = zlib.decompressobj().decompress(raw[8:], 32) if len(raw) > 8 else b""
     except (ValueError, zlib.error):
         inner = b""
-    digits, _low, high = struct.unpack(">iqq", inner[12:32]) if len(inner) >= 32 \
-        else (3, 1, 2)
+    digits, _low, high = struct.unpack(">iqq", inner[12:32]) if len(inner) >= 32 else (3, 1, 2)
     digits = min(max(digits, 0), 5)  # HdrHistogram's range; the header is untrusted
-    sub_buckets = 2 ** max(math.ceil(math.log2(2 * 10 ** digits)), 1)
+    sub_buckets = 2 ** max(math.ceil(math.log2(2 * 10**digits)), 1)
     buckets, untrackable = 1, sub_buckets
     while untrackable <= high and buckets < 64:
         untrackable <<= 1
@@ -177,8 +178,9 @@ def geometry(encoded: str) -> tuple[int, int, int]:
     return digits, buckets, sub_buckets
 
 
-def percentile_distribution(encoded: str, ticks_per_half_distance: int = 5
-                            ) -> PercentileDistribution:
+def percentile_distribution(
+    encoded: str, ticks_per_half_distance: int = 5
+) -> PercentileDistribution:
     """The percentile distribution of a base64 V2 histogram, as HdrHistogram's
     percentile iterator walks it: levels 0, 10, 20 … 50, 55 … with
     ``ticks_per_half_distance`` ticks in each half of the distance left to 100%
@@ -205,8 +207,9 @@ def percentile_distribution(encoded: str, ticks_per_half_distance: int = 5
     summary = decode_summary(encoded)
     mean = float(summary["mean_us"])
     std = float(np.sqrt(np.sum(hist.counts * (hist.values - mean) ** 2) / total))
-    return PercentileDistribution(rows, total, mean, std, int(summary["max_us"]), digits,
-                                  buckets, sub_buckets)
+    return PercentileDistribution(
+        rows, total, mean, std, int(summary["max_us"]), digits, buckets, sub_buckets
+    )
 
 
 def step_distributions(results: object) -> list[PercentileDistribution]:
@@ -216,5 +219,4 @@ def step_distributions(results: object) -> list[PercentileDistribution]:
     Raises:
         ValueError: a histogram the native decoder refuses.
     """
-    return [percentile_distribution(step.latency.encoded)
-            for step in results.benchmarks[0].steps]  # type: ignore[attr-defined]
+    return [percentile_distribution(step.latency.encoded) for step in results.benchmarks[0].steps]  # type: ignore[attr-defined]

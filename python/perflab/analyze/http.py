@@ -76,8 +76,14 @@ CLOSED_GROWTH = 1.5
 CLOSED_GAIN = 0.10
 
 OK, SATURATED, GENERATOR_LIMITED = "ok", "saturated", "generator-limited"
-_PERCENTILES = (("p50", "p50_us"), ("p90", "p90_us"), ("p99", "p99_us"),
-                ("p99.9", "p999_us"), ("max", "max_us"), ("mean", "mean_us"))
+_PERCENTILES = (
+    ("p50", "p50_us"),
+    ("p90", "p90_us"),
+    ("p99", "p99_us"),
+    ("p99.9", "p999_us"),
+    ("max", "max_us"),
+    ("mean", "mean_us"),
+)
 
 
 def _seconds(hist: Histogram, key: str) -> float:
@@ -185,14 +191,14 @@ class StepSummary:
 
 
 def step_label(step: HttpStep) -> str:
-    """"1,000/s" for an open-loop step, "16 conn" for a closed-loop one."""
+    """ "1,000/s" for an open-loop step, "16 conn" for a closed-loop one."""
     if step.mode == "closed" or step.offered_rate is None:
         return f"{step.connections} conn"
     return f"{step.offered_rate:,.0f}/s"
 
 
 def ok_ranges(text: str) -> list[tuple[int, int]]:
-    """"200-299,304" → [(200, 299), (304, 304)] (the --ok option, already checked)."""
+    """ "200-299,304" → [(200, 299), (304, 304)] (the --ok option, already checked)."""
     ranges = []
     for item in text.replace(" ", "").split(","):
         low, _, high = item.partition("-")
@@ -221,11 +227,16 @@ def summarize_step(step: HttpStep, index: int = 0, ok: str = "200-299") -> StepS
     tried = step.connections_opened + step.connect_failures
     closed = step.mode == "closed" or step.offered_rate is None
     return StepSummary(
-        index=index, label=step_label(step), mode=step.mode,
+        index=index,
+        label=step_label(step),
+        mode=step.mode,
         load=float(step.connections if closed else step.offered_rate),  # type: ignore[arg-type]
         offered_rate=None if closed else step.offered_rate,
-        achieved_rate=_share(step.ok_responses, step.elapsed_s), completed=completed,
-        drained=step.drained, drain_s=step.drain_s, window_s=step.elapsed_s,
+        achieved_rate=_share(step.ok_responses, step.elapsed_s),
+        completed=completed,
+        drained=step.drained,
+        drain_s=step.drain_s,
+        window_s=step.elapsed_s,
         error_fraction=_share(step.failures, completed),
         connection_error_fraction=_share(step.connection_errors, tried),
         latency_s={name: _seconds(step.latency, key) for name, key in _PERCENTILES},
@@ -233,18 +244,28 @@ def summarize_step(step: HttpStep, index: int = 0, ok: str = "200-299") -> StepS
         dispatch_lag_p99_s=math.nan if closed else _seconds(step.dispatch_lag, "p99_us"),
         service_p99_s=_seconds(step.service_time, "p99_us"),
         cpu_share=_share(max(step.thread_cpu_s, default=math.nan), step.elapsed_s),
-        connections=step.connections, connections_peak=step.connections_peak,
-        threads=step.threads, unsent=step.unsent, unfinished=step.unfinished,
+        connections=step.connections,
+        connections_peak=step.connections_peak,
+        threads=step.threads,
+        unsent=step.unsent,
+        unfinished=step.unfinished,
         pool_waits=step.pool_waits,
         errors=dict(step.errors),
-        failed_statuses={code: n for code, n in step.status_counts.items()
-                         if not any(lo <= int(code) <= hi for lo, hi in ranges)},
-        interrupted=step.interrupted, clock_skew_ns=step.clock_skew_ns, flagged=step.flagged,
+        failed_statuses={
+            code: n
+            for code, n in step.status_counts.items()
+            if not any(lo <= int(code) <= hi for lo, hi in ranges)
+        },
+        interrupted=step.interrupted,
+        clock_skew_ns=step.clock_skew_ns,
+        flagged=step.flagged,
         server=server_figures(step, completed),
         agents_lost=[a.agent for a in step.agents if a.lost],
         server_timing=breakdown(step),
-        server_timing_notes=[] if step.server_timing is None else timing_notes(
-            step.server_timing, answered_ok(step)))
+        server_timing_notes=[]
+        if step.server_timing is None
+        else timing_notes(step.server_timing, answered_ok(step)),
+    )
 
 
 def engine_busy(s: StepSummary) -> bool:
@@ -258,8 +279,7 @@ def generator_reasons(s: StepSummary) -> list[str]:
     if engine_busy(s):
         reasons.append(f"engine thread {s.cpu_share:.0%} busy")
     lag = s.dispatch_lag_p99_s
-    if math.isnan(lag) and not _share(s.pool_waits, s.completed + s.unfinished) >= \
-            POOL_WAIT_SHARE:
+    if math.isnan(lag) and not _share(s.pool_waits, s.completed + s.unfinished) >= POOL_WAIT_SHARE:
         lag = s.send_lag_p99_s
     if lag > SEND_LAG_LIMIT_S:
         reasons.append(f"perflab sent late (p99 {format_time(lag)})")
@@ -302,8 +322,11 @@ def agent_steps(step: HttpStep, ok: str = "200-299") -> list[AgentStep]:
 def agent_generator_reasons(step: HttpStep, ok: str = "200-299") -> list[str]:
     """A distributed step: each agent's own :func:`generator_reasons`, naming the agent
     ("agent 2: perflab sent late (p99 3.1 ms)"); empty when no agent was limited."""
-    return [f"agent {a.share.agent + 1}: {reason}" for a in agent_steps(step, ok)
-            for reason in a.reasons]
+    return [
+        f"agent {a.share.agent + 1}: {reason}"
+        for a in agent_steps(step, ok)
+        for reason in a.reasons
+    ]
 
 
 #: What ``--slo`` may bound: latency percentiles (s) and the error fraction.
@@ -319,8 +342,10 @@ def slo_thresholds(slo_s: float | dict[str, float] | None) -> dict[str, float]:
 
 def slo_text(slo: dict[str, float]) -> str:
     """The SLO in words, e.g. "p99 ≤ 10 ms, error ≤ 0.1%"."""
-    return ", ".join(f"errors ≤ {v * 100:.3g}%" if k == "error" else f"{k} ≤ {v * 1e3:g} ms"
-                     for k, v in slo.items())
+    return ", ".join(
+        f"errors ≤ {v * 100:.3g}%" if k == "error" else f"{k} ≤ {v * 1e3:g} ms"
+        for k, v in slo.items()
+    )
 
 
 def slo_misses(s: StepSummary, slo: dict[str, float], unmeasured: bool = True) -> list[str]:
@@ -337,13 +362,15 @@ def slo_misses(s: StepSummary, slo: dict[str, float], unmeasured: bool = True) -
         value = s.error_fraction if key == "error" else s.latency_s[key]
         if value <= limit or (not unmeasured and not math.isfinite(value)):
             continue
-        out.append(f"errors over the {limit * 100:.3g}% SLO" if key == "error"
-                   else f"{key} over the {limit * 1e3:g} ms SLO")
+        out.append(
+            f"errors over the {limit * 100:.3g}% SLO"
+            if key == "error"
+            else f"{key} over the {limit * 1e3:g} ms SLO"
+        )
     return out
 
 
-def saturation_reasons(s: StepSummary, slo_s: float | dict[str, float] | None = None
-                       ) -> list[str]:
+def saturation_reasons(s: StepSummary, slo_s: float | dict[str, float] | None = None) -> list[str]:
     """Why this step shows a saturated server (empty when it does not); ``slo_s``: a
     p99 limit in seconds, or the limits of :func:`slo_thresholds`."""
     reasons = []
@@ -379,13 +406,16 @@ def server_bound(s: StepSummary) -> bool:
     if not backlog_reasons(s) or engine_busy(s):
         return False
     lag = s.dispatch_lag_p99_s if math.isfinite(s.dispatch_lag_p99_s) else 0.0
-    backlog = max(s.drain_s if math.isfinite(s.drain_s) else 0.0,
-                  s.send_lag_p99_s if math.isfinite(s.send_lag_p99_s) else 0.0)
+    backlog = max(
+        s.drain_s if math.isfinite(s.drain_s) else 0.0,
+        s.send_lag_p99_s if math.isfinite(s.send_lag_p99_s) else 0.0,
+    )
     return backlog >= SERVER_BOUND_FACTOR * lag
 
 
-def summarize_steps(steps: Sequence[HttpStep], slo_s: float | dict[str, float] | None = None,
-                    ok: str = "200-299") -> list[StepSummary]:
+def summarize_steps(
+    steps: Sequence[HttpStep], slo_s: float | dict[str, float] | None = None, ok: str = "200-299"
+) -> list[StepSummary]:
     """Summaries with verdicts for a sweep (module docstring: the rules).
 
     Args:
@@ -428,16 +458,25 @@ def queueing_reasons(s: StepSummary, summaries: Sequence[StepSummary]) -> list[s
     with load while response time climbs)."""
     if s.mode != "closed" or not s.achieved_rate > 0:
         return []
-    lighter = [j for j in summaries if j.mode == "closed" and j.verdict in (OK, SATURATED)
-               and not j.flagged and j.achieved_rate > 0 and j.connections > 0
-               and s.connections >= CLOSED_GROWTH * j.connections]
+    lighter = [
+        j
+        for j in summaries
+        if j.mode == "closed"
+        and j.verdict in (OK, SATURATED)
+        and not j.flagged
+        and j.achieved_rate > 0
+        and j.connections > 0
+        and s.connections >= CLOSED_GROWTH * j.connections
+    ]
     if not lighter:
         return []
     j = max(lighter, key=lambda j: j.achieved_rate)
     if s.achieved_rate > (1 + CLOSED_GAIN) * j.achieved_rate:
         return []
-    return [f"{s.connections / j.connections:.3g}× the conns of {j.label}, "
-            f"{s.achieved_rate / j.achieved_rate - 1:+.0%} throughput"]
+    return [
+        f"{s.connections / j.connections:.3g}× the conns of {j.label}, "
+        f"{s.achieved_rate / j.achieved_rate - 1:+.0%} throughput"
+    ]
 
 
 def first_saturated(summaries: Sequence[StepSummary]) -> StepSummary | None:
@@ -471,18 +510,26 @@ def capacity(summaries: Sequence[StepSummary]) -> Capacity | None:
     best = max(ok, key=lambda s: s.load)
     heavier = [s for s in summaries if s.load > best.load]
     saturated = any(s.verdict == SATURATED for s in heavier)
-    return Capacity(best, at_least=not saturated,
-                    limited_by_perflab=not saturated and bool(heavier))
+    return Capacity(
+        best, at_least=not saturated, limited_by_perflab=not saturated and bool(heavier)
+    )
 
 
-def kept_up_while_limited(summaries: Sequence[StepSummary],
-                          slo: float | dict[str, float] | None = None) -> StepSummary | None:
+def kept_up_while_limited(
+    summaries: Sequence[StepSummary], slo: float | dict[str, float] | None = None
+) -> StepSummary | None:
     """The generator-limited step with the highest achieved rate at which the server
     showed no sign of saturation (:func:`saturation_reasons` empty): the server kept up
     with at least that rate while perflab was the limit. None when there is none."""
-    clean = [s for s in summaries if s.verdict == GENERATOR_LIMITED and not s.flagged
-             and math.isfinite(s.achieved_rate) and s.achieved_rate > 0
-             and not saturation_reasons(s, slo)]
+    clean = [
+        s
+        for s in summaries
+        if s.verdict == GENERATOR_LIMITED
+        and not s.flagged
+        and math.isfinite(s.achieved_rate)
+        and s.achieved_rate > 0
+        and not saturation_reasons(s, slo)
+    ]
     return max(clean, key=lambda s: s.achieved_rate, default=None)
 
 
@@ -527,5 +574,4 @@ def summarize_results(results: Results) -> Sweep:
     raw = results.benchmarks[0].steps
     steps = summarize_steps(raw, slo or None, ok)
     agents = [agent_steps(step, ok) for step in raw] if results.agents else []
-    return Sweep(results.benchmarks[0].name, steps, capacity(steps), slo.get("p99"), slo,
-                 agents)
+    return Sweep(results.benchmarks[0].name, steps, capacity(steps), slo.get("p99"), slo, agents)

@@ -96,8 +96,9 @@ class MemorySummary:
     heap_growing: bool = False
 
 
-def median_ci(values: Sequence[float], confidence: float = 0.95
-              ) -> tuple[float, float, float, float]:
+def median_ci(
+    values: Sequence[float], confidence: float = 0.95
+) -> tuple[float, float, float, float]:
     """Median of ``values`` with its distribution-free CI from order statistics.
 
     The CI is [x₍ₖ₎, x₍ₙ₋ₖ₊₁₎] with the largest k for which the Binomial(n, ½) tail
@@ -122,7 +123,7 @@ def median_ci(values: Sequence[float], confidence: float = 0.95
     if n == 0:
         raise ValueError("median_ci needs at least one value")
     alpha = (1 - confidence) / 2
-    k = int(stats.binom.ppf(alpha, n, 0.5))          # P(X ≤ k) ≥ alpha
+    k = int(stats.binom.ppf(alpha, n, 0.5))  # P(X ≤ k) ≥ alpha
     while k > 0 and stats.binom.cdf(k - 1, n, 0.5) > alpha:
         k -= 1
     if k < 1:
@@ -134,8 +135,14 @@ def median_ci(values: Sequence[float], confidence: float = 0.95
 def summarize(bench: Benchmark, confidence: float = 0.95) -> MemorySummary | None:
     """The memory summary of ``bench``, or None when no process has both readings (not
     run with --memory, threads mode, or every process failed)."""
-    procs = [p for p in bench.processes if not p.error and p.rss_start_bytes is not None
-             and p.rss_end_bytes is not None and p.rss_calls]
+    procs = [
+        p
+        for p in bench.processes
+        if not p.error
+        and p.rss_start_bytes is not None
+        and p.rss_end_bytes is not None
+        and p.rss_calls
+    ]
     if not procs:
         return None
     ops = max(bench.ops_per_call, 1)
@@ -145,23 +152,33 @@ def summarize(bench: Benchmark, confidence: float = 0.95) -> MemorySummary | Non
     median, low, high, level = median_ci(per_1k, confidence)
     peaks = [p.rss_peak_bytes for p in procs if p.rss_peak_bytes]
     grew = float(np.median(growth))
-    passes = [h for p in bench.processes if not p.error and (h := p.heap) is not None
-              and heap_growth_per_call(h) is not None]
+    passes = [
+        h
+        for p in bench.processes
+        if not p.error and (h := p.heap) is not None and heap_growth_per_call(h) is not None
+    ]
     heap = [heap_growth_per_call(h) or 0.0 for h in passes]
     heap_ci = median_ci([g * 1000 / ops for g in heap], confidence) if heap else None
-    heap_grew = float(np.median([h["traced_bytes"][-1] - h["traced_bytes"][0]
-                                 for h in passes])) if passes else 0.0
+    heap_grew = (
+        float(np.median([h["traced_bytes"][-1] - h["traced_bytes"][0] for h in passes]))
+        if passes
+        else 0.0
+    )
     return MemorySummary(
-        bench.id, len(procs),
+        bench.id,
+        len(procs),
         float(np.median([p.rss_start_bytes for p in procs])),
         float(np.median([p.rss_end_bytes for p in procs])),
         float(np.median(peaks)) if peaks else math.nan,
-        (median, low, high), grew, level,
+        (median, low, high),
+        grew,
+        level,
         leaking=low > 0 and grew >= LEAK_MIN_BYTES,
         heap_per_1k_ops_bytes=(heap_ci[0], heap_ci[1], heap_ci[2]) if heap_ci else None,
         heap_processes=len(heap),
         heap_confidence=heap_ci[3] if heap_ci else math.nan,
-        heap_growing=bool(heap_ci) and heap_ci[1] > 0 and heap_grew >= HEAP_MIN_BYTES)
+        heap_growing=bool(heap_ci) and heap_ci[1] > 0 and heap_grew >= HEAP_MIN_BYTES,
+    )
 
 
 def heap_growth_per_call(heap: dict[str, list[float]] | None) -> float | None:

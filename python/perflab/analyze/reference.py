@@ -65,7 +65,6 @@ from perflab.analyze import stats
 from perflab.analyze.estimate import Estimate
 from perflab.model import Benchmark
 
-
 #: Code waits (I/O, sleep, locks) rather than computes when even the WAIT_QUANTILE of its
 #: samples' CPU/wall is below this: its CPU time is not its cost per op, so it gets no
 #: speed-normalized figure. Far below the busy-machine warning's 0.95: CPU-bound code
@@ -119,8 +118,9 @@ def reference_spread(reference_ns: Sequence[Sequence[int]]) -> float:
     return stats.process_spread(groups) if len(groups) >= 2 else math.nan
 
 
-def normalized_location(pairs: Sequence[tuple[np.ndarray, Sequence[int]]]
-                        ) -> stats.LogLocation | None:
+def normalized_location(
+    pairs: Sequence[tuple[np.ndarray, Sequence[int]]],
+) -> stats.LogLocation | None:
     """The speed-normalized median: the geometric mean over processes of (the process's
     median time per op ÷ its reference time), with the random-effects SE of its log
     (P − 1 df). Unitless: the op's cost in reference loops. O(N).
@@ -153,9 +153,14 @@ def cpu_reference_pairs(bench: Benchmark) -> list[tuple[np.ndarray, list[int]]]:
     if waits([s for p in bench.processes for s in p.samples if not s.flagged]):
         return []
     per_call = bench.ops_per_call
-    return [(np.asarray([s.cpu_ns / s.iterations / per_call * 1e-9 for s in good]),
-             list(proc.reference_ns))
-            for proc in bench.processes if (good := [s for s in proc.samples if not s.flagged])]
+    return [
+        (
+            np.asarray([s.cpu_ns / s.iterations / per_call * 1e-9 for s in good]),
+            list(proc.reference_ns),
+        )
+        for proc in bench.processes
+        if (good := [s for s in proc.samples if not s.flagged])
+    ]
 
 
 def machine_reference(benches: Sequence[Benchmark]) -> stats.LogLocation | None:
@@ -166,12 +171,12 @@ def machine_reference(benches: Sequence[Benchmark]) -> stats.LogLocation | None:
     Returns:
         The location, or None with fewer than 2 processes with timings.
     """
-    return reference_location([list(p.reference_ns) for b in benches for p in b.processes
-                               if p.reference_ns])
+    return reference_location(
+        [list(p.reference_ns) for b in benches for p in b.processes if p.reference_ns]
+    )
 
 
-def figures(bench: Benchmark, confidence: float = 0.95
-            ) -> tuple[float, float, Estimate | None]:
+def figures(bench: Benchmark, confidence: float = 0.95) -> tuple[float, float, Estimate | None]:
     """A benchmark's reference figures, from each process's unflagged samples and its
     reference timings. O(N).
 
@@ -182,8 +187,9 @@ def figures(bench: Benchmark, confidence: float = 0.95
         ``confidence``, :func:`normalized_location`, or None — also for code that
         :func:`waits`).
     """
-    timings = [list(p.reference_ns) for p in bench.processes
-               if any(not s.flagged for s in p.samples)]
+    timings = [
+        list(p.reference_ns) for p in bench.processes if any(not s.flagged for s in p.samples)
+    ]
     where = reference_location(timings)
     if where is not None:
         reference_s = where.value
@@ -191,5 +197,8 @@ def figures(bench: Benchmark, confidence: float = 0.95
         medians = [m for m in map(reference_median_s, timings) if m is not None]
         reference_s = float(np.median(medians)) if medians else math.nan
     normalized = normalized_location(cpu_reference_pairs(bench))
-    return (reference_s, reference_spread(timings),
-            normalized.ci(confidence) if normalized is not None else None)
+    return (
+        reference_s,
+        reference_spread(timings),
+        normalized.ci(confidence) if normalized is not None else None,
+    )

@@ -57,11 +57,18 @@ def run_figures(results: Results) -> ResultsFigures:
 
     settings = results.settings
     threshold = settings.get("threshold", DEFAULT_THRESHOLD)
-    grouped = summarize_benchmarks(results.benchmarks, precision=settings.get("precision"),
-                                   min_processes=settings.get("min_processes"),
-                                   threshold=threshold)
-    return ResultsFigures(grouped=grouped, groups=run_groups(results.benchmarks, grouped),
-                          memory=memory.summaries(results.benchmarks), threshold=threshold)
+    grouped = summarize_benchmarks(
+        results.benchmarks,
+        precision=settings.get("precision"),
+        min_processes=settings.get("min_processes"),
+        threshold=threshold,
+    )
+    return ResultsFigures(
+        grouped=grouped,
+        groups=run_groups(results.benchmarks, grouped),
+        memory=memory.summaries(results.benchmarks),
+        threshold=threshold,
+    )
 
 
 def results_figures(results: Results) -> ResultsFigures:
@@ -70,8 +77,10 @@ def results_figures(results: Results) -> ResultsFigures:
     if results.kind == "cmd":
         from perflab.analyze.cmd import spawn_overhead, summarize_results
 
-        return ResultsFigures(commands=summarize_results(results),
-                              spawn_overhead=spawn_overhead(results.spawn_overhead_ns))
+        return ResultsFigures(
+            commands=summarize_results(results),
+            spawn_overhead=spawn_overhead(results.spawn_overhead_ns),
+        )
     if results.kind == "http":
         from perflab.analyze.http import summarize_results as sweep
 

@@ -47,8 +47,7 @@ def _figures(name: str, h: Histogram, client_p50_us: float) -> MetricFigures:
         return us * 1e-6 if h.count else math.nan
 
     share = h.p50_us / client_p50_us if h.count and client_p50_us > 0 else math.nan
-    return MetricFigures(name, h.count, s(h.p50_us), s(h.p90_us), s(h.p99_us), s(h.max_us),
-                         share)
+    return MetricFigures(name, h.count, s(h.p50_us), s(h.p90_us), s(h.p99_us), s(h.max_us), share)
 
 
 def breakdown(step: HttpStep) -> list[MetricFigures]:
@@ -59,8 +58,10 @@ def breakdown(step: HttpStep) -> list[MetricFigures]:
     if timing is None:
         return []
     client = step.service_time.p50_us if step.service_time.count else math.nan
-    rows = sorted((_figures(name, h, client) for name, h in timing.metrics.items()),
-                  key=lambda r: (-r.p50_s if math.isfinite(r.p50_s) else math.inf, r.name))
+    rows = sorted(
+        (_figures(name, h, client) for name, h in timing.metrics.items()),
+        key=lambda r: (-r.p50_s if math.isfinite(r.p50_s) else math.inf, r.name),
+    )
     named = [r for r in rows if r.name.lower() in ("app", "total")]
     if not (named and named[0].count == timing.app_total.count):  # else the same row twice
         rows.append(_figures(APP_TOTAL, timing.app_total, client))
@@ -71,15 +72,20 @@ def timing_notes(timing: ServerTiming, ok_responses: int) -> list[str]:
     """Plain-words caveats: malformed headers, dropped metrics, responses without one."""
     notes = []
     if timing.malformed:
-        notes.append(f"{timing.malformed:,} of {timing.responses:,} Server-Timing headers were "
-                     "malformed (partly or wholly); their well-formed metrics were kept and "
-                     "the requests did not fail")
+        notes.append(
+            f"{timing.malformed:,} of {timing.responses:,} Server-Timing headers were "
+            "malformed (partly or wholly); their well-formed metrics were kept and "
+            "the requests did not fail"
+        )
     if timing.metrics_dropped:
-        notes.append(f"{timing.metrics_dropped:,} metric values were not recorded: over 32 "
-                     "metrics in one response, or over 32 distinct names in the step")
+        notes.append(
+            f"{timing.metrics_dropped:,} metric values were not recorded: over 32 "
+            "metrics in one response, or over 32 distinct names in the step"
+        )
     if 0 < timing.responses < ok_responses:
-        notes.append(f"only {timing.responses:,} of {ok_responses:,} OK responses carried "
-                     "Server-Timing")
+        notes.append(
+            f"only {timing.responses:,} of {ok_responses:,} OK responses carried Server-Timing"
+        )
     return notes
 
 
@@ -90,8 +96,11 @@ def histogram_pairs(a: HttpStep, b: HttpStep) -> list[tuple[str, Histogram, Hist
     ta, tb = a.server_timing, b.server_timing
     if ta is None or tb is None:
         return []
-    pairs = [(name, ta.metrics[name], tb.metrics[name])
-             for name in sorted(ta.metrics) if name in tb.metrics]
+    pairs = [
+        (name, ta.metrics[name], tb.metrics[name])
+        for name in sorted(ta.metrics)
+        if name in tb.metrics
+    ]
     for label, attr in ((APP_TOTAL, "app_total"), (OUTSIDE, "outside_app")):
         ha, hb = getattr(ta, attr), getattr(tb, attr)
         if ha.count and hb.count:

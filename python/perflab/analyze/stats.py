@@ -121,8 +121,11 @@ def _padded(groups: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return table, lengths
 
 
-def bootstrap_medians(groups: Sequence[Sequence[float] | np.ndarray], resamples: int = 2000,
-                      rng: np.random.Generator | None = None) -> np.ndarray:
+def bootstrap_medians(
+    groups: Sequence[Sequence[float] | np.ndarray],
+    resamples: int = 2000,
+    rng: np.random.Generator | None = None,
+) -> np.ndarray:
     """Bootstrap distribution of the pooled median, hierarchical across groups.
 
     Each replicate draws P groups with replacement, then, within each drawn
@@ -159,7 +162,7 @@ def bootstrap_medians(groups: Sequence[Sequence[float] | np.ndarray], resamples:
         idx = (rng.random((b, n_groups, width)) * n_chosen[..., None]).astype(np.int64)
         drawn = table[chosen[..., None], idx]
         drawn[np.arange(width)[None, None, :] >= n_chosen[..., None]] = np.nan
-        out[start:start + b] = np.nanmedian(drawn.reshape(b, -1), axis=1)
+        out[start : start + b] = np.nanmedian(drawn.reshape(b, -1), axis=1)
     return out
 
 
@@ -170,7 +173,7 @@ def _bootstrap_single(values: np.ndarray, resamples: int, rng: np.random.Generat
     out = np.empty(resamples)
     for start in range(0, resamples, chunk):
         b = min(chunk, resamples - start)
-        out[start:start + b] = np.median(values[rng.integers(0, n, size=(b, n))], axis=1)
+        out[start : start + b] = np.median(values[rng.integers(0, n, size=(b, n))], axis=1)
     return out
 
 
@@ -206,8 +209,12 @@ def percentile_ci(replicates: np.ndarray, point: float, confidence: float = 0.95
     return Estimate(point, float(low), float(high), confidence)
 
 
-def median_ci(groups: Sequence[Sequence[float] | np.ndarray], confidence: float = 0.95,
-              resamples: int = 2000, rng: np.random.Generator | None = None) -> Estimate:
+def median_ci(
+    groups: Sequence[Sequence[float] | np.ndarray],
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    rng: np.random.Generator | None = None,
+) -> Estimate:
     """Pooled median with a hierarchical bootstrap CI. See :func:`bootstrap_medians`.
 
     Args:
@@ -245,14 +252,20 @@ class LogLocation:
 
         t = float(special.stdtrit(self.df, 0.5 + confidence / 2))
         spread = math.exp(t * self.se_log)
-        return Estimate(self.value, self.value / spread, self.value * spread, confidence,
-                        self.value * self.se_log)
+        return Estimate(
+            self.value,
+            self.value / spread,
+            self.value * spread,
+            confidence,
+            self.value * self.se_log,
+        )
 
     def __truediv__(self, other: LogLocation) -> LogLocation:
         """The ratio of two independent locations: variances of the logs add; the degrees
         of freedom by Welch–Satterthwaite."""
-        return _combine(self.value / other.value,
-                        [(self.se_log ** 2, self.df), (other.se_log ** 2, other.df)])
+        return _combine(
+            self.value / other.value, [(self.se_log**2, self.df), (other.se_log**2, other.df)]
+        )
 
 
 def _combine(value: float, terms: Sequence[tuple[float, float]]) -> LogLocation:
@@ -292,8 +305,7 @@ def process_location(groups: Sequence[Sequence[float] | np.ndarray]) -> LogLocat
     if not spread > 0:  # nan (a non-positive median) or 0 (medians all equal)
         return None
     logs = np.log(process_medians(groups))
-    return LogLocation(math.exp(float(np.mean(logs))), spread / math.sqrt(len(logs)),
-                       len(logs) - 1)
+    return LogLocation(math.exp(float(np.mean(logs))), spread / math.sqrt(len(logs)), len(logs) - 1)
 
 
 def process_medians(groups: Sequence[Sequence[float] | np.ndarray]) -> np.ndarray:
@@ -328,9 +340,13 @@ def location_sum(parts: Sequence[LogLocation]) -> LogLocation:
     return _combine(total, [((p.value * p.se_log / total) ** 2, p.df) for p in parts])
 
 
-def ratio_ci(numerator: Sequence[np.ndarray], denominator: Sequence[np.ndarray],
-             confidence: float = 0.95, resamples: int = 2000,
-             rng: np.random.Generator | None = None) -> Estimate:
+def ratio_ci(
+    numerator: Sequence[np.ndarray],
+    denominator: Sequence[np.ndarray],
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    rng: np.random.Generator | None = None,
+) -> Estimate:
     """Ratio of pooled medians numerator/denominator with a bootstrap CI.
 
     Both sides are resampled independently (hierarchically); the CI is the
@@ -355,11 +371,15 @@ def ratio_ci(numerator: Sequence[np.ndarray], denominator: Sequence[np.ndarray],
 MIN_PAIRED_BLOCKS = 5
 
 
-def block_ratio_ci(numerator: Sequence[float] | np.ndarray,
-                   numerator_blocks: Sequence[int | None],
-                   denominator: Sequence[float] | np.ndarray,
-                   denominator_blocks: Sequence[int | None], confidence: float = 0.95,
-                   resamples: int = 2000, rng: np.random.Generator | None = None) -> Estimate:
+def block_ratio_ci(
+    numerator: Sequence[float] | np.ndarray,
+    numerator_blocks: Sequence[int | None],
+    denominator: Sequence[float] | np.ndarray,
+    denominator_blocks: Sequence[int | None],
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    rng: np.random.Generator | None = None,
+) -> Estimate:
     """Ratio of medians numerator/denominator, bootstrapped by interleaving block.
 
     With interleaved runs each block holds one run of every command, in random
@@ -392,8 +412,7 @@ def block_ratio_ci(numerator: Sequence[float] | np.ndarray,
         raise ValueError("ratio against a zero median")
     rng = rng or np.random.default_rng()
     where = {b: i for i, b in enumerate(denominator_blocks) if b is not None}
-    pairs = [(i, where[b]) for i, b in enumerate(numerator_blocks)
-             if b is not None and b in where]
+    pairs = [(i, where[b]) for i, b in enumerate(numerator_blocks) if b is not None and b in where]
     if len(pairs) < MIN_PAIRED_BLOCKS:
         return ratio_ci([num], [den], confidence, resamples, rng)
     index = np.array(pairs)
@@ -405,14 +424,18 @@ def block_ratio_ci(numerator: Sequence[float] | np.ndarray,
         b = min(chunk, resamples - start)
         drawn = rng.integers(0, n, size=(b, n))
         with np.errstate(divide="ignore", invalid="ignore"):
-            reps[start:start + b] = (np.median(paired_num[drawn], axis=1)
-                                     / np.median(paired_den[drawn], axis=1))
+            reps[start : start + b] = np.median(paired_num[drawn], axis=1) / np.median(
+                paired_den[drawn], axis=1
+            )
     return percentile_ci(reps, float(np.median(num)) / den_median, confidence)
 
 
-def sum_of_medians_ci(parts: Sequence[Sequence[np.ndarray]], confidence: float = 0.95,
-                      resamples: int = 2000, rng: np.random.Generator | None = None
-                      ) -> tuple[Estimate, np.ndarray]:
+def sum_of_medians_ci(
+    parts: Sequence[Sequence[np.ndarray]],
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    rng: np.random.Generator | None = None,
+) -> tuple[Estimate, np.ndarray]:
     """Sum of several benchmarks' medians (e.g. serialize + deserialize) with a CI.
 
     Args:

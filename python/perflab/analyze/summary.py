@@ -57,31 +57,45 @@ class Caveat:
 
 #: kind → (what it means, shown once per kind; what to do, shown once per kind)
 CAVEATS = {
-    "precision not reached": ("the CI is wider than asked; in brackets, how much the "
-                              "processes' medians differ: a busy or virtual machine's speed "
-                              "swings from process to process",
-                              "raise --budget for more processes, or quiet the machine"),
-    "unstable": ("samples vary by more than 5% (MAD/median)",
-                 "close other programs or raise --budget"),
-    "busy machine": ("over 5% of samples got under 90% of a core while the code is "
-                     "CPU-bound: other programs took the CPU, so times are inflated",
-                     "close them, or check with perflab doctor"),
-    "too short for the clock": ("the timer's error is over 0.1% of a sample",
-                                "give each call more work"),
-    "near the loop cost": ("the harness loop alone takes over 30% of the time per op",
-                           "time a batch of operations per call"),
+    "precision not reached": (
+        "the CI is wider than asked; in brackets, how much the "
+        "processes' medians differ: a busy or virtual machine's speed "
+        "swings from process to process",
+        "raise --budget for more processes, or quiet the machine",
+    ),
+    "unstable": (
+        "samples vary by more than 5% (MAD/median)",
+        "close other programs or raise --budget",
+    ),
+    "busy machine": (
+        "over 5% of samples got under 90% of a core while the code is "
+        "CPU-bound: other programs took the CPU, so times are inflated",
+        "close them, or check with perflab doctor",
+    ),
+    "too short for the clock": (
+        "the timer's error is over 0.1% of a sample",
+        "give each call more work",
+    ),
+    "near the loop cost": (
+        "the harness loop alone takes over 30% of the time per op",
+        "time a batch of operations per call",
+    ),
     "GC-dominated": ("over 10% of the time was garbage collection", ""),
-    "samples excluded": ("the clocks disagreed during these samples; they are kept in the "
-                         "file and left out of the statistics", "check this machine with "
-                         "perflab doctor"),
-    "clock step between samples": ("a clock stepped or ran at the wrong rate between two "
-                                   "samples of a process; no sample was affected",
-                                   "check this machine with perflab doctor"),
+    "samples excluded": (
+        "the clocks disagreed during these samples; they are kept in the "
+        "file and left out of the statistics",
+        "check this machine with perflab doctor",
+    ),
+    "clock step between samples": (
+        "a clock stepped or ran at the wrong rate between two "
+        "samples of a process; no sample was affected",
+        "check this machine with perflab doctor",
+    ),
 }
 
 
 def plural(count: int, noun: str, nouns: str | None = None) -> str:
-    """"1 sample", "3 samples", "2 processes": a count with its noun in the right number
+    """ "1 sample", "3 samples", "2 processes": a count with its noun in the right number
     (``nouns``: the plural when it is not ``noun + "s"``)."""
     return f"{count:,} {noun if count == 1 else nouns or noun + 's'}"
 
@@ -244,8 +258,7 @@ def timing_groups(bench: Benchmark) -> list[np.ndarray]:
     groups = []
     per_call = bench.ops_per_call
     for proc in bench.processes:
-        values = [s.wall_ns / s.iterations / per_call * 1e-9 for s in proc.samples
-                  if not s.flagged]
+        values = [s.wall_ns / s.iterations / per_call * 1e-9 for s in proc.samples if not s.flagged]
         if values:
             groups.append(np.asarray(values))
     return groups
@@ -256,8 +269,12 @@ def timing_groups(bench: Benchmark) -> list[np.ndarray]:
 RESAMPLES = 2000
 
 
-def median_estimate(bench: Benchmark, confidence: float = 0.95, resamples: int = RESAMPLES,
-                    rng: np.random.Generator | None = None) -> Estimate | None:
+def median_estimate(
+    bench: Benchmark,
+    confidence: float = 0.95,
+    resamples: int = RESAMPLES,
+    rng: np.random.Generator | None = None,
+) -> Estimate | None:
     """The median time per op of ``bench`` with its CI and standard error, s.
 
     With two processes or more, this is the geometric mean of the processes' medians
@@ -289,9 +306,14 @@ def _median(values: Sequence[float | None]) -> float:
     return float(np.median(finite)) if finite else math.nan
 
 
-def summarize(bench: Benchmark, confidence: float = 0.95, resamples: int = RESAMPLES,
-              rng: np.random.Generator | None = None, precision: float | None = None,
-              min_processes: int | None = None) -> Summary:
+def summarize(
+    bench: Benchmark,
+    confidence: float = 0.95,
+    resamples: int = RESAMPLES,
+    rng: np.random.Generator | None = None,
+    precision: float | None = None,
+    min_processes: int | None = None,
+) -> Summary:
     """Statistics of one python-engine benchmark (no group ratios; see :func:`summarize_group`).
 
     Args:
@@ -307,16 +329,28 @@ def summarize(bench: Benchmark, confidence: float = 0.95, resamples: int = RESAM
     Returns:
         A Summary; without samples, only identity, error and stop reason are set.
     """
-    summary = Summary(bench.id, bench.label, bench.group, bench.stage, bench.baseline,
-                      stop_reason=bench.stop_reason, error=bench.error,
-                      metric_units=dict(bench.metric_units))
+    summary = Summary(
+        bench.id,
+        bench.label,
+        bench.group,
+        bench.stage,
+        bench.baseline,
+        stop_reason=bench.stop_reason,
+        error=bench.error,
+        metric_units=dict(bench.metric_units),
+    )
     median = median_estimate(bench, confidence, resamples, rng)
     if median is None:
         summary.flagged = sum(1 for p in bench.processes for s in p.samples if s.flagged)
         if summary.flagged:
-            summary.warnings = [Caveat("samples excluded", f"all {summary.flagged:,}",
-                                       f"all {plural(summary.flagged, 'sample')} excluded: "
-                                       "the clocks disagreed during them")]
+            summary.warnings = [
+                Caveat(
+                    "samples excluded",
+                    f"all {summary.flagged:,}",
+                    f"all {plural(summary.flagged, 'sample')} excluded: "
+                    "the clocks disagreed during them",
+                )
+            ]
         return summary
     summary.median = median
     groups = timing_groups(bench)
@@ -324,8 +358,9 @@ def summarize(bench: Benchmark, confidence: float = 0.95, resamples: int = RESAM
     summary.process_spread = stats.process_spread(groups)
     summary.process_medians_s = stats.process_medians(groups).tolist()
     _fill_process_figures(summary, bench)
-    summary.reference_s, summary.reference_spread, summary.cpu_vs_reference = \
-        reference.figures(bench, confidence)
+    summary.reference_s, summary.reference_spread, summary.cpu_vs_reference = reference.figures(
+        bench, confidence
+    )
     summary.warnings = _caveats(summary, precision, min_processes)
     return summary
 
@@ -348,8 +383,9 @@ def _fill_process_figures(summary: Summary, bench: Benchmark) -> None:
     harness = wall and any(p.loop_overhead_ns is not None for p in procs)
     summary.cpu_wall = sum(s.cpu_ns for s in samples) / wall if harness else math.nan
     ops = summary.ops_per_call = bench.ops_per_call
-    summary.gc_per_1000_ops = 1000 * sum(s.gc_collections for s in samples) / iterations / ops \
-        if harness else math.nan
+    summary.gc_per_1000_ops = (
+        1000 * sum(s.gc_collections for s in samples) / iterations / ops if harness else math.nan
+    )
     summary.gc_time_fraction = sum(s.gc_ns for s in samples) / wall if harness else math.nan
     summary.cold_s = _median([p.cold_ns for p in procs]) * 1e-9
     summary.loop_overhead_s = _median([p.loop_overhead_ns for p in procs]) * 1e-9 / ops
@@ -361,10 +397,12 @@ def _fill_process_figures(summary: Summary, bench: Benchmark) -> None:
     summary.alloc_peak_bytes = _median(peaks) / ops if peaks else None
     blocks = [p.alloc_blocks for p in procs if p.alloc_blocks is not None]
     summary.alloc_blocks = _median(blocks) / ops if blocks else None
-    summary.preempted = _preempted(samples, 0.5 if (bench.threads or 1) > 1
-                                   else CPU_BOUND_QUANTILE)
-    summary.clock_steps_ns = [p.clock_skew_ns or 0 for p in procs
-                              if p.clock_flag and not any(x.flagged for x in p.samples)]
+    summary.preempted = _preempted(samples, 0.5 if (bench.threads or 1) > 1 else CPU_BOUND_QUANTILE)
+    summary.clock_steps_ns = [
+        p.clock_skew_ns or 0
+        for p in procs
+        if p.clock_flag and not any(x.flagged for x in p.samples)
+    ]
     names = sorted({k for p in procs for k in p.metrics})
     summary.metrics = {k: _median([p.metrics.get(k) for p in procs]) for k in names}
 
@@ -393,35 +431,54 @@ def _caveats(s: Summary, precision: float | None, min_processes: int | None) -> 
         out.append(Caveat("unstable", figure, f"samples vary by {figure} (MAD/median)"))
     if s.preempted > BUSY_FRACTION * s.samples:
         figure = f"{s.preempted / s.samples:.0%}"
-        out.append(Caveat("busy machine", figure, f"{figure} of samples got under 90% of a "
-                          "core (CPU/wall < 0.9) while the code is CPU-bound"))
+        out.append(
+            Caveat(
+                "busy machine",
+                figure,
+                f"{figure} of samples got under 90% of a "
+                "core (CPU/wall < 0.9) while the code is CPU-bound",
+            )
+        )
     if s.timer_error_fraction > 0.001:
         figure = f"{s.timer_error_fraction:.2%}"
-        out.append(Caveat("too short for the clock", figure,
-                          f"timer error is {figure} of a sample"))
+        out.append(
+            Caveat("too short for the clock", figure, f"timer error is {figure} of a sample")
+        )
     if s.loop_overhead_s > OVERHEAD_HEAVY * s.median_s:
         figure = f"{s.loop_overhead_s / s.median_s:.0%}"
-        out.append(Caveat("near the loop cost", figure,
-                          f"the harness loop alone takes {figure} of the time per op"))
+        out.append(
+            Caveat(
+                "near the loop cost",
+                figure,
+                f"the harness loop alone takes {figure} of the time per op",
+            )
+        )
     if s.gc_time_fraction > GC_DOMINATED:
         figure = f"{s.gc_time_fraction:.0%}"
-        out.append(Caveat("GC-dominated", figure,
-                          f"{figure} of the time was garbage collection"))
+        out.append(Caveat("GC-dominated", figure, f"{figure} of the time was garbage collection"))
     if s.flagged:
-        out.append(Caveat("samples excluded", f"{s.flagged:,}",
-                          f"{plural(s.flagged, 'sample')} excluded: the clocks disagreed "
-                          "during them"))
+        out.append(
+            Caveat(
+                "samples excluded",
+                f"{s.flagged:,}",
+                f"{plural(s.flagged, 'sample')} excluded: the clocks disagreed during them",
+            )
+        )
     if s.clock_steps_ns:
         worst = max(s.clock_steps_ns, key=abs)
         figure = f"{abs(worst) / 1e9:.3g} s"
-        out.append(Caveat("clock step between samples", figure,
-                          f"the clocks disagreed by up to {figure} between samples of "
-                          f"{plural(len(s.clock_steps_ns), 'process', 'processes')} (no sample affected)"))
+        out.append(
+            Caveat(
+                "clock step between samples",
+                figure,
+                f"the clocks disagreed by up to {figure} between samples of "
+                f"{plural(len(s.clock_steps_ns), 'process', 'processes')} (no sample affected)",
+            )
+        )
     return out
 
 
-def _stop_caveat(s: Summary, precision: float | None, min_processes: int | None
-                 ) -> Caveat | None:
+def _stop_caveat(s: Summary, precision: float | None, min_processes: int | None) -> Caveat | None:
     """Why the run stopped before the asked precision, worded from the stop reason the
     runner recorded and the same CI it decided on (:func:`median_estimate`)."""
     if precision is None or s.stop_reason not in ("budget", "max-processes"):
@@ -432,21 +489,33 @@ def _stop_caveat(s: Summary, precision: float | None, min_processes: int | None
     if reached <= precision:
         if min_processes is None or s.processes >= min_processes:
             return None
-        return Caveat("precision not reached", figure,
-                      f"stopped {where} after {plural(s.processes, 'process', 'processes')}, fewer than "
-                      f"--min-processes {min_processes}; {figure} is not yet trustworthy")
-    spread = (f"; the processes' medians differ by {s.process_spread:.1%} (SD)"
-              if math.isfinite(s.process_spread) else "")
-    return Caveat("precision not reached",
-                  figure + (f" (processes ±{s.process_spread:.1%})"
-                            if math.isfinite(s.process_spread) else ""),
-                  f"stopped {where} with {figure}, ±{precision:.1%} asked{spread}")
+        return Caveat(
+            "precision not reached",
+            figure,
+            f"stopped {where} after {plural(s.processes, 'process', 'processes')}, fewer than "
+            f"--min-processes {min_processes}; {figure} is not yet trustworthy",
+        )
+    spread = (
+        f"; the processes' medians differ by {s.process_spread:.1%} (SD)"
+        if math.isfinite(s.process_spread)
+        else ""
+    )
+    return Caveat(
+        "precision not reached",
+        figure
+        + (f" (processes ±{s.process_spread:.1%})" if math.isfinite(s.process_spread) else ""),
+        f"stopped {where} with {figure}, ±{precision:.1%} asked{spread}",
+    )
 
 
-def summarize_group(benches: Sequence[Benchmark], confidence: float = 0.95,
-                    resamples: int = RESAMPLES, seed: int | None = None,
-                    precision: float | None = None, min_processes: int | None = None
-                    ) -> list[Summary]:
+def summarize_group(
+    benches: Sequence[Benchmark],
+    confidence: float = 0.95,
+    resamples: int = RESAMPLES,
+    seed: int | None = None,
+    precision: float | None = None,
+    min_processes: int | None = None,
+) -> list[Summary]:
     """Summaries of one group's benchmarks with ratios against the best and the baseline.
 
     Like is compared with like: the best and the baseline are looked up among the
@@ -465,8 +534,9 @@ def summarize_group(benches: Sequence[Benchmark], confidence: float = 0.95,
         Summaries in input order.
     """
     rng = np.random.default_rng(seed)
-    summaries = [summarize(b, confidence, resamples, None, precision, min_processes)
-                 for b in benches]
+    summaries = [
+        summarize(b, confidence, resamples, None, precision, min_processes) for b in benches
+    ]
     alike: dict[tuple[str | None, int | None], list[int]] = {}
     for i, (s, b) in enumerate(zip(summaries, benches)):
         alike.setdefault((s.stage, b.threads), []).append(i)
@@ -479,8 +549,14 @@ def summarize_group(benches: Sequence[Benchmark], confidence: float = 0.95,
 SELF_RATIO = Estimate(1.0, math.nan, math.nan, se=0.0)
 
 
-def _ratios(benches: Sequence[Benchmark], summaries: list[Summary], members: list[int],
-            confidence: float, resamples: int, rng: np.random.Generator) -> None:
+def _ratios(
+    benches: Sequence[Benchmark],
+    summaries: list[Summary],
+    members: list[int],
+    confidence: float,
+    resamples: int,
+    rng: np.random.Generator,
+) -> None:
     ok = [i for i in members if summaries[i].ok]
     if not ok:
         return
@@ -490,8 +566,7 @@ def _ratios(benches: Sequence[Benchmark], summaries: list[Summary], members: lis
         summaries[i].ratio_best = _ratio(benches, i, best, confidence, resamples, rng)
         baseline = _baseline_of(benches, i, [j for j in ok if summaries[j].baseline])
         if baseline is not None:
-            summaries[i].ratio_baseline = _ratio(benches, i, baseline, confidence,
-                                                 resamples, rng)
+            summaries[i].ratio_baseline = _ratio(benches, i, baseline, confidence, resamples, rng)
     for name in {k for i in ok for k in summaries[i].metrics}:
         values = {i: summaries[i].metrics[name] for i in ok if name in summaries[i].metrics}
         best_value = min(values.values())
@@ -512,13 +587,24 @@ def _baseline_of(benches: Sequence[Benchmark], i: int, baselines: Sequence[int])
     if same:
         return same[0]
     params = benches[i].params
-    return next((j for j in baselines
-                 if all(params.get(k, object()) == v for k, v in benches[j].params.items())),
-                None)
+    return next(
+        (
+            j
+            for j in baselines
+            if all(params.get(k, object()) == v for k, v in benches[j].params.items())
+        ),
+        None,
+    )
 
 
-def _ratio(benches: Sequence[Benchmark], i: int, j: int, confidence: float, resamples: int,
-           rng: np.random.Generator) -> Estimate:
+def _ratio(
+    benches: Sequence[Benchmark],
+    i: int,
+    j: int,
+    confidence: float,
+    resamples: int,
+    rng: np.random.Generator,
+) -> Estimate:
     """The median ratio of benchmark i over benchmark j with its CI; SELF_RATIO when i is j.
     The CI combines both benchmarks' random-effects errors (:class:`stats.LogLocation`);
     with a single process on either side, the hierarchical bootstrap of the ratio."""
@@ -539,19 +625,26 @@ def by_group(benches: Sequence[Benchmark]) -> dict[str, list[Benchmark]]:
     return groups
 
 
-def summarize_benchmarks(benches: Sequence[Benchmark], confidence: float = 0.95,
-                         seed: int | None = 0, precision: float | None = None,
-                         min_processes: int | None = None, threshold: float | None = None
-                         ) -> dict[str, list[Summary]]:
+def summarize_benchmarks(
+    benches: Sequence[Benchmark],
+    confidence: float = 0.95,
+    seed: int | None = 0,
+    precision: float | None = None,
+    min_processes: int | None = None,
+    threshold: float | None = None,
+) -> dict[str, list[Summary]]:
     """Summaries of python-engine benchmarks, by group (see :func:`summarize_group`).
 
     A fixed default seed makes re-rendering a file print the same CIs. With a noise
     ``threshold`` t (e.g. 0.02), every benchmark of a group that has a baseline gets
     its verdict against it (:func:`baseline_verdicts`).
     """
-    grouped = {group: summarize_group(members, confidence, seed=seed, precision=precision,
-                                      min_processes=min_processes)
-               for group, members in by_group(benches).items()}
+    grouped = {
+        group: summarize_group(
+            members, confidence, seed=seed, precision=precision, min_processes=min_processes
+        )
+        for group, members in by_group(benches).items()
+    }
     if threshold is not None:
         for summaries in grouped.values():
             baseline_verdicts(summaries, threshold)
@@ -576,5 +669,10 @@ def baseline_verdicts(summaries: Sequence[Summary], threshold: float) -> None:
     for s in summaries:
         ratio = s.ratio_baseline
         unmatched = s.ok and ratio is None and not baseline_failed  # no case of its size
-        s.verdict = "" if s.baseline or unmatched else FAILED if not s.ok or ratio is None \
+        s.verdict = (
+            ""
+            if s.baseline or unmatched
+            else FAILED
+            if not s.ok or ratio is None
             else verdict(ratio.ci_low, ratio.ci_high, threshold)
+        )

@@ -22,6 +22,7 @@ LATENCY_BATCH_NS = 40_000
 #: the largest batch, calls
 MAX_BATCH = 1 << 20
 
+
 def jain_index(ops: Sequence[float]) -> float:
     """Jain's fairness index (Σx)² / (n·Σx²) (Jain, Chiu & Hawe 1984, DEC-TR-301). O(n).
 
@@ -39,8 +40,6 @@ def jain_index(ops: Sequence[float]) -> float:
         raise ValueError("jain_index needs the work of at least one thread")
     squares = sum(x * x for x in ops)
     return sum(ops) ** 2 / (len(ops) * squares) if squares else math.nan
-
-
 
 
 @dataclass(frozen=True)
@@ -71,11 +70,14 @@ def thread_figures(bench: Benchmark) -> ThreadFigures | None:
     if bench.threads is None or not procs:
         return None
     keys = sorted({k for p in procs for k in p.latency_ns})
-    latency = {k: statistics.median([p.latency_ns[k] for p in procs if k in p.latency_ns])
-               for k in keys}
+    latency = {
+        k: statistics.median([p.latency_ns[k] for p in procs if k in p.latency_ns]) for k in keys
+    }
     flags = {p.gil_enabled for p in procs}
     return ThreadFigures(
-        bench.threads, latency,
+        bench.threads,
+        latency,
         statistics.median(min(p.thread_ops) / max(p.thread_ops) for p in procs),
         statistics.median(jain_index(p.thread_ops) for p in procs),
-        None if None in flags else any(flags))
+        None if None in flags else any(flags),
+    )

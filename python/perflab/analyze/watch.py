@@ -79,6 +79,8 @@ def server_figures(step: HttpStep, completed: int = 0) -> ServerFigures | None:
         processes=len(parts),
         cpu_wall=cpu / step.elapsed_s if step.elapsed_s > 0 else math.nan,
         cpu_per_request_s=cpu / step.ok_responses if step.ok_responses else math.nan,
-        rss_peak_bytes=max(ordered), rss_growth_bytes=ordered[-1] - ordered[0],
+        rss_peak_bytes=max(ordered),
+        rss_growth_bytes=ordered[-1] - ordered[0],
         engine_cpu_wall=engine / step.elapsed_s if step.elapsed_s > 0 else math.nan,
-        engine_cpu_per_request_s=engine / completed if completed else math.nan)
+        engine_cpu_per_request_s=engine / completed if completed else math.nan,
+    )

@@ -56,16 +56,24 @@ class Result:
         from perflab.units import format_time
 
         low, high = self.ci_s
-        return (f"{self.benchmark.name}: {format_time(self.median_s)} per call "
-                f"(95% CI {format_time(low)} – {format_time(high)}, {self.mode}, "
-                f"{self.summary.processes} "
-                f"{'repetitions' if self.mode == 'in-process' else 'processes'}, "
-                f"{self.summary.samples} samples)")
+        return (
+            f"{self.benchmark.name}: {format_time(self.median_s)} per call "
+            f"(95% CI {format_time(low)} – {format_time(high)}, {self.mode}, "
+            f"{self.summary.processes} "
+            f"{'repetitions' if self.mode == 'in-process' else 'processes'}, "
+            f"{self.summary.samples} samples)"
+        )
 
 
-def measure(func: Callable[..., Any], *args: Any, precision: float = 0.02,
-            budget: float = 2.0, processes: int = 0, name: str | None = None,
-            **kwargs: Any) -> Result:
+def measure(
+    func: Callable[..., Any],
+    *args: Any,
+    precision: float = 0.02,
+    budget: float = 2.0,
+    processes: int = 0,
+    name: str | None = None,
+    **kwargs: Any,
+) -> Result:
     """Measure ``func(*args, **kwargs)`` now, in this process or in fresh ones.
 
     The harness of ``perflab run`` (calibration, warmup until stable, loop overhead,
@@ -102,15 +110,24 @@ def measure(func: Callable[..., Any], *args: Any, precision: float = 0.02,
 
     from perflab.api import child
 
-    if not 0 < precision < 1 or not budget > 0 or isinstance(processes, bool) or \
-            not isinstance(processes, int) or not 0 <= processes <= 1000:
-        raise UsageError(f"measure(precision={precision!r}, budget={budget!r}, processes="
-                         f"{processes!r}): precision must be in (0, 1), e.g. 0.02, budget > 0 "
-                         "seconds, processes an integer from 0 (this process) to 1000")
+    if (
+        not 0 < precision < 1
+        or not budget > 0
+        or isinstance(processes, bool)
+        or not isinstance(processes, int)
+        or not 0 <= processes <= 1000
+    ):
+        raise UsageError(
+            f"measure(precision={precision!r}, budget={budget!r}, processes="
+            f"{processes!r}): precision must be in (0, 1), e.g. 0.02, budget > 0 "
+            "seconds, processes an integer from 0 (this process) to 1000"
+        )
     if os.environ.get(child.LOADING_ENV):
-        raise UsageError("measure(processes=…) ran again while a worker imported the script: "
-                         "put the script's measure() calls under "
-                         "`if __name__ == \"__main__\":`")
+        raise UsageError(
+            "measure(processes=…) ran again while a worker imported the script: "
+            "put the script's measure() calls under "
+            '`if __name__ == "__main__":`'
+        )
     label = name or getattr(func, "__name__", type(func).__name__)
     if processes:
         return _measure_fresh(func, args, kwargs, precision, budget, processes, label)
@@ -118,16 +135,22 @@ def measure(func: Callable[..., Any], *args: Any, precision: float = 0.02,
     from perflab.measure.suite import MetricSpec
 
     first: list[Any] = []
-    backend = InProcessBackend(func, args, kwargs,
-                               metrics=[MetricSpec(first.append, "__result__")])
+    backend = InProcessBackend(func, args, kwargs, metrics=[MetricSpec(first.append, "__result__")])
     bench, summary = _run_harness(func, label, backend, precision, budget, None)
     if backend.error is not None:
         raise backend.error
     return Result(bench, summary, "in-process", first[0] if first else None)
 
 
-def _measure_fresh(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                   precision: float, budget: float, processes: int, label: str) -> Result:
+def _measure_fresh(
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    precision: float,
+    budget: float,
+    processes: int,
+    label: str,
+) -> Result:
     """:func:`measure` in ``processes`` fresh workers (:mod:`perflab.api.child`)."""
     import tempfile
 
@@ -148,26 +171,37 @@ def _measure_fresh(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict
     return Result(bench, summary, "fresh processes", value)
 
 
-def _run_harness(func: Callable[..., Any], label: str, backend: Any, precision: float,
-                 budget: float, processes: int | None) -> tuple[Any, Any]:
+def _run_harness(
+    func: Callable[..., Any],
+    label: str,
+    backend: Any,
+    precision: float,
+    budget: float,
+    processes: int | None,
+) -> tuple[Any, Any]:
     """The harness runner over one benchmark with ``backend``: (Benchmark, Summary).
     ``processes``: exactly that many (fewer when the budget runs out), else adaptive."""
     from dataclasses import replace
 
     from perflab.analyze.summary import summarize_benchmarks
     from perflab.measure import clocks
-    from perflab.measure.runner import Runner as HarnessRunner
     from perflab.measure.runner import FailureAdvice, Settings
+    from perflab.measure.runner import Runner as HarnessRunner
     from perflab.measure.suite import BenchSpec, Case
 
     settings = Settings(precision=precision, budget_s=budget)
     if processes is not None:
         settings = replace(settings, min_processes=processes, max_processes=processes)
     timer = clocks.measure_timer()
-    runner = HarnessRunner(f"<api {label}>", [Case(BenchSpec(func, label, ""), {}, 0)],
-                           settings, max(timer.min_sample_ns, settings.min_sample_ns),
-                           timer.error_ns, backend=backend,
-                           advice=FailureAdvice(skip="", timeout=""))
+    runner = HarnessRunner(
+        f"<api {label}>",
+        [Case(BenchSpec(func, label, ""), {}, 0)],
+        settings,
+        max(timer.min_sample_ns, settings.min_sample_ns),
+        timer.error_ns,
+        backend=backend,
+        advice=FailureAdvice(skip="", timeout=""),
+    )
     [bench] = runner.run()
     if runner.interrupted:
         raise KeyboardInterrupt
@@ -195,8 +229,15 @@ class Runner:
     def __init__(self) -> None:
         self.names: list[str] = []
 
-    def bench_func(self, name: str, func: Callable[..., Any], *args: Any, group: str = "",
-                   baseline: bool = False, **kwargs: Any) -> None:
+    def bench_func(
+        self,
+        name: str,
+        func: Callable[..., Any],
+        *args: Any,
+        group: str = "",
+        baseline: bool = False,
+        **kwargs: Any,
+    ) -> None:
         """Register ``func(*args, **kwargs)`` under ``name`` (sync or ``async def``).
 
         The arguments are bound once (``functools.partial``): the loop overhead is then
@@ -206,8 +247,9 @@ class Runner:
         from perflab.measure.suite import bench
 
         if not name or name in self.names:
-            raise UsageError(f"Runner.bench_func({name!r}): each benchmark needs its own "
-                             "non-empty name")
+            raise UsageError(
+                f"Runner.bench_func({name!r}): each benchmark needs its own non-empty name"
+            )
         self.names.append(name)
         bound = functools.partial(func, *args, **kwargs) if (args or kwargs) else func
         bench(bound, name=name, group=group, baseline=baseline)
@@ -228,17 +270,25 @@ class Runner:
         main = sys.modules.get("__main__")
         path = script or getattr(main, "__file__", None)
         caller = inspect.currentframe()
-        called_from = caller.f_back.f_globals.get("__name__") if caller and caller.f_back \
-            else "__main__"
+        called_from = (
+            caller.f_back.f_globals.get("__name__") if caller and caller.f_back else "__main__"
+        )
         if script is None and called_from != "__main__":
             return 0
         if not path or not Path(path).is_file():
-            raise UsageError("Runner.run() needs the script's file: run it as "
-                             "`python bench.py`, or pass script=")
+            raise UsageError(
+                "Runner.run() needs the script's file: run it as `python bench.py`, or pass script="
+            )
         import subprocess
 
-        command = [sys.executable, "-m", "perflab", "run", str(path),
-                   *(sys.argv[1:] if argv is None else argv)]
+        command = [
+            sys.executable,
+            "-m",
+            "perflab",
+            "run",
+            str(path),
+            *(sys.argv[1:] if argv is None else argv),
+        ]
         proc = subprocess.Popen(command)
         try:
             return proc.wait()
@@ -280,8 +330,9 @@ def _loaded_class() -> type:
                 from perflab.analyze.summary import summarize_benchmarks
                 from perflab.report.table import summary_records
 
-                grouped = summarize_benchmarks(self.benchmarks,
-                                               precision=self.settings.get("precision"))
+                grouped = summarize_benchmarks(
+                    self.benchmarks, precision=self.settings.get("precision")
+                )
                 return summary_records(grouped)
             from perflab.analyze.results_figures import results_figures
 
@@ -293,8 +344,9 @@ def _loaded_class() -> type:
                 from perflab.report.http_table import http_records
 
                 return http_records(self, results_figures(self).sweep)
-            raise UsageError(f"to_records() reads run, cmd and http files; this one is "
-                             f"{self.kind!r}")
+            raise UsageError(
+                f"to_records() reads run, cmd and http files; this one is {self.kind!r}"
+            )
 
         def to_pandas(self) -> Any:
             """:meth:`to_records` as a pandas DataFrame. Raises UsageError without pandas."""

@@ -35,20 +35,25 @@ class ChildBackend:
         from perflab.measure.runner import SubprocessBackend
 
         main = sys.modules.get("__main__")
-        self.extra = {"call_file": call_path, "sys_path": list(sys.path),
-                      "main_file": os.path.abspath(main.__file__)
-                      if getattr(main, "__file__", None) else None}
-        self.backend = SubprocessBackend([sys.executable, "-m", "perflab.api.child"],
-                                         cwd=os.getcwd())
+        self.extra = {
+            "call_file": call_path,
+            "sys_path": list(sys.path),
+            "main_file": os.path.abspath(main.__file__)
+            if getattr(main, "__file__", None)
+            else None,
+        }
+        self.backend = SubprocessBackend(
+            [sys.executable, "-m", "perflab.api.child"], cwd=os.getcwd()
+        )
 
-    def run(self, plan: dict[str, Any], timeout_s: float, on_event: Callable[[Any], None]
-            ) -> Any:
+    def run(self, plan: dict[str, Any], timeout_s: float, on_event: Callable[[Any], None]) -> Any:
         """One fresh child for ``plan`` (see :class:`perflab.measure.runner.WorkerBackend`)."""
         return self.backend.run({**plan, **self.extra}, timeout_s, on_event)
 
 
-def call_file(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-              folder: str) -> str:
+def call_file(
+    func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], folder: str
+) -> str:
     """Pickle the call into ``folder``; return the file's path.
 
     Raises:
@@ -58,16 +63,20 @@ def call_file(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
     """
     main = sys.modules.get("__main__")
     if getattr(func, "__module__", None) == "__main__" and not getattr(main, "__file__", None):
-        raise UsageError(f"measure(processes=…): {func.__qualname__} is defined in an "
-                         "interactive session, which a fresh process can't import; define it "
-                         "in a module or a script, or use processes=0 (in this process)")
+        raise UsageError(
+            f"measure(processes=…): {func.__qualname__} is defined in an "
+            "interactive session, which a fresh process can't import; define it "
+            "in a module or a script, or use processes=0 (in this process)"
+        )
     try:
         data = pickle.dumps((func, args, kwargs))
         pickle.loads(data)  # what the child will do: fails here on a closure's stand-in
     except Exception as exc:  # noqa: BLE001 - pickle raises many types
-        raise UsageError(f"measure(processes=…): the call can't be sent to a fresh process "
-                         f"({type(exc).__name__}: {exc}); pass a module-level function and "
-                         "picklable arguments, or use processes=0 (in this process)") from None
+        raise UsageError(
+            f"measure(processes=…): the call can't be sent to a fresh process "
+            f"({type(exc).__name__}: {exc}); pass a module-level function and "
+            "picklable arguments, or use processes=0 (in this process)"
+        ) from None
     path = os.path.join(folder, "call.pickle")
     with open(path, "wb") as out:
         out.write(data)

@@ -44,10 +44,15 @@ class _IgnoreFailure(argparse.Action):
     def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
         from perflab.measure.commands import is_code_list
 
-        if values is not None and not is_code_list(values) and \
-                any(w.startswith(f"{s}=") for w in sys.argv for s in self.option_strings):
-            parser.error(f"{option}={values}: exit codes are whole numbers, comma separated, "
-                         "e.g. --ignore-failure=1,2 (or --ignore-failure alone for any code)")
+        if (
+            values is not None
+            and not is_code_list(values)
+            and any(w.startswith(f"{s}=") for w in sys.argv for s in self.option_strings)
+        ):
+            parser.error(
+                f"{option}={values}: exit codes are whole numbers, comma separated, "
+                "e.g. --ignore-failure=1,2 (or --ignore-failure alone for any code)"
+            )
         if values is not None and not is_code_list(values):
             namespace.commands = (namespace.commands or []) + [values]
             values = None
@@ -64,86 +69,195 @@ def _is_number(text: str) -> bool:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``perflab cmd`` (hyperfine's names where they exist)."""
-    parser.add_argument("commands", nargs="*", action=_Commands, default=None, metavar="COMMAND",
-                        help="commands to benchmark; {name} is replaced by -P/-L values")
-    parser.add_argument("--shell", action="store_true",
-                        help="run commands through a shell (default: no shell, split like sh)")
-    parser.add_argument("-N", "--no-shell", action="store_true",
-                        help="no shell (hyperfine's -N; already the default)")
-    parser.add_argument("-n", "--command-name", action="append", default=[], dest="names",
-                        metavar="NAME", help="name of a command in tables and files, in the "
-                        "order of the commands; repeatable; {param} placeholders are filled")
+    parser.add_argument(
+        "commands",
+        nargs="*",
+        action=_Commands,
+        default=None,
+        metavar="COMMAND",
+        help="commands to benchmark; {name} is replaced by -P/-L values",
+    )
+    parser.add_argument(
+        "--shell",
+        action="store_true",
+        help="run commands through a shell (default: no shell, split like sh)",
+    )
+    parser.add_argument(
+        "-N",
+        "--no-shell",
+        action="store_true",
+        help="no shell (hyperfine's -N; already the default)",
+    )
+    parser.add_argument(
+        "-n",
+        "--command-name",
+        action="append",
+        default=[],
+        dest="names",
+        metavar="NAME",
+        help="name of a command in tables and files, in the "
+        "order of the commands; repeatable; {param} placeholders are filled",
+    )
     parser.add_argument("--shell-path", default="sh", metavar="SHELL", help="the shell (sh)")
-    parser.add_argument("-S", dest="shell_option", metavar="SHELL",
-                        help="hyperfine's -S: run commands through SHELL (a name or path; "
-                        "'default': sh), or 'none': no shell (as -N)")
-    parser.add_argument("-P", "--parameter-scan", nargs="+", action=_Scan, default=[],
-                        dest="scans", metavar=("NAME LO HI", "STEP"),
-                        help="a numeric parameter: NAME takes LO, LO+STEP, … HI (STEP 1)")
-    parser.add_argument("-D", "--parameter-step-size", dest="step", metavar="STEP",
-                        help="the STEP of -P, as hyperfine writes it: -P n 0 100 -D 10")
-    parser.add_argument("-L", "--parameter-list", nargs=2, action="append", default=[],
-                        dest="lists", metavar=("NAME", "A,B,C"),
-                        help="a parameter of listed values")
-    for short, hook, text in (("-s", "setup", "before all runs of each command"),
-                              ("-p", "prepare", "before each run (untimed), e.g. to drop "
-                               "caches"),
-                              (None, "conclude", "after each run (untimed)"),
-                              ("-c", "cleanup", "after all runs of each command")):
-        parser.add_argument(*filter(None, (short, f"--{hook}")), metavar="CMD",
-                            help=f"shell command run {text}")
-    parser.add_argument("-w", "--warmup", type=int, default=0, metavar="N",
-                        help="untimed runs of each command first (0)")
-    parser.add_argument("--no-interleave", action="store_true",
-                        help="run all of A, then all of B (default: randomized blocks)")
-    parser.add_argument("--precision", default="1%", help="target 95%% CI half-width of each "
-                        "median and ratio (1%%)")
-    parser.add_argument("-m", "--min-runs", type=int, default=10, metavar="N",
-                        help="timed runs at least (10)")
-    parser.add_argument("-M", "--max-runs", type=int, default=1000, metavar="N",
-                        help="timed runs at most (1000)")
-    parser.add_argument("-r", "--runs", type=int, metavar="N",
-                        help="exactly N runs (min = max = N)")
+    parser.add_argument(
+        "-S",
+        dest="shell_option",
+        metavar="SHELL",
+        help="hyperfine's -S: run commands through SHELL (a name or path; "
+        "'default': sh), or 'none': no shell (as -N)",
+    )
+    parser.add_argument(
+        "-P",
+        "--parameter-scan",
+        nargs="+",
+        action=_Scan,
+        default=[],
+        dest="scans",
+        metavar=("NAME LO HI", "STEP"),
+        help="a numeric parameter: NAME takes LO, LO+STEP, … HI (STEP 1)",
+    )
+    parser.add_argument(
+        "-D",
+        "--parameter-step-size",
+        dest="step",
+        metavar="STEP",
+        help="the STEP of -P, as hyperfine writes it: -P n 0 100 -D 10",
+    )
+    parser.add_argument(
+        "-L",
+        "--parameter-list",
+        nargs=2,
+        action="append",
+        default=[],
+        dest="lists",
+        metavar=("NAME", "A,B,C"),
+        help="a parameter of listed values",
+    )
+    for short, hook, text in (
+        ("-s", "setup", "before all runs of each command"),
+        ("-p", "prepare", "before each run (untimed), e.g. to drop caches"),
+        (None, "conclude", "after each run (untimed)"),
+        ("-c", "cleanup", "after all runs of each command"),
+    ):
+        parser.add_argument(
+            *filter(None, (short, f"--{hook}")), metavar="CMD", help=f"shell command run {text}"
+        )
+    parser.add_argument(
+        "-w",
+        "--warmup",
+        type=int,
+        default=0,
+        metavar="N",
+        help="untimed runs of each command first (0)",
+    )
+    parser.add_argument(
+        "--no-interleave",
+        action="store_true",
+        help="run all of A, then all of B (default: randomized blocks)",
+    )
+    parser.add_argument(
+        "--precision", default="1%", help="target 95%% CI half-width of each median and ratio (1%%)"
+    )
+    parser.add_argument(
+        "-m", "--min-runs", type=int, default=10, metavar="N", help="timed runs at least (10)"
+    )
+    parser.add_argument(
+        "-M", "--max-runs", type=int, default=1000, metavar="N", help="timed runs at most (1000)"
+    )
+    parser.add_argument(
+        "-r", "--runs", type=int, metavar="N", help="exactly N runs (min = max = N)"
+    )
     parser.add_argument("--budget", default="10s", help="time each command may spend (10s)")
-    parser.add_argument("--timeout", default="10m", help="kill a run (or hook) lasting longer "
-                        "and count it failed (10m; 0 = never)")
-    parser.add_argument("-i", "--ignore-failure", nargs="?", action=_IgnoreFailure,
-                        metavar="CODES", help="non-zero exits don't fail the benchmark; "
-                        "=1,2 accepts only those codes")
-    parser.add_argument("--show-output", action="store_true",
-                        help="let commands print to the terminal (default: discarded)")
+    parser.add_argument(
+        "--timeout",
+        default="10m",
+        help="kill a run (or hook) lasting longer and count it failed (10m; 0 = never)",
+    )
+    parser.add_argument(
+        "-i",
+        "--ignore-failure",
+        nargs="?",
+        action=_IgnoreFailure,
+        metavar="CODES",
+        help="non-zero exits don't fail the benchmark; =1,2 accepts only those codes",
+    )
+    parser.add_argument(
+        "--show-output",
+        action="store_true",
+        help="let commands print to the terminal (default: discarded)",
+    )
     parser.add_argument("--input", metavar="FILE", help="feed FILE to each run's stdin")
-    parser.add_argument("--memory", action="store_true",
-                        help="read each run's summed resident memory (the command and all it "
-                        "starts) every --memory-interval: peak and growth columns")
-    parser.add_argument("--memory-interval", default="10ms", metavar="INTERVAL",
-                        help="with --memory: time between readings (10ms)")
-    parser.add_argument("--reference", metavar="CMD", help="ratios against this command (its "
-                        "text, name, or 1-based number); default: the fastest")
-    parser.add_argument("--threshold", default="2%", help="noise threshold t of the verdicts: "
-                        "a ratio within ±t counts as the same (2%%)")
-    parser.add_argument("--fail-on", default="", metavar="VERDICTS",
-                        help="exit 1 when a command gets one of these verdicts against the "
-                        "reference, comma separated: slower, faster, inconclusive, failed "
-                        "(as perflab compare --fail-on)")
-    parser.add_argument("--json", metavar="FILE", help="write the results file here "
-                        "(default: .perflab/cmd-<time>.json); '-': JSON on stdout, no table")
-    parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
-                        help="how to print the results on stdout")
-    for kind, what in (("json", "hyperfine's JSON (results: command, mean, stddev, median, "
-                        "user, system, min, max, times, exit_codes, parameters; seconds)"),
-                       ("markdown", "the table as Markdown"),
-                       ("csv", "one CSV line per command (seconds, bytes)")):
+    parser.add_argument(
+        "--memory",
+        action="store_true",
+        help="read each run's summed resident memory (the command and all it "
+        "starts) every --memory-interval: peak and growth columns",
+    )
+    parser.add_argument(
+        "--memory-interval",
+        default="10ms",
+        metavar="INTERVAL",
+        help="with --memory: time between readings (10ms)",
+    )
+    parser.add_argument(
+        "--reference",
+        metavar="CMD",
+        help="ratios against this command (its "
+        "text, name, or 1-based number); default: the fastest",
+    )
+    parser.add_argument(
+        "--threshold",
+        default="2%",
+        help="noise threshold t of the verdicts: a ratio within ±t counts as the same (2%%)",
+    )
+    parser.add_argument(
+        "--fail-on",
+        default="",
+        metavar="VERDICTS",
+        help="exit 1 when a command gets one of these verdicts against the "
+        "reference, comma separated: slower, faster, inconclusive, failed "
+        "(as perflab compare --fail-on)",
+    )
+    parser.add_argument(
+        "--json",
+        metavar="FILE",
+        help="write the results file here "
+        "(default: .perflab/cmd-<time>.json); '-': JSON on stdout, no table",
+    )
+    parser.add_argument(
+        "--format",
+        choices=["table", "markdown", "csv"],
+        default="table",
+        help="how to print the results on stdout",
+    )
+    for kind, what in (
+        (
+            "json",
+            "hyperfine's JSON (results: command, mean, stddev, median, "
+            "user, system, min, max, times, exit_codes, parameters; seconds)",
+        ),
+        ("markdown", "the table as Markdown"),
+        ("csv", "one CSV line per command (seconds, bytes)"),
+    ):
         aliases = [f"--{kind}"] if kind != "json" else []  # every command's --markdown/--csv
-        parser.add_argument(f"--export-{kind}", *aliases, metavar="FILE",
-                            help=f"also write {what} to FILE; any of them at once")
-    parser.add_argument("--seed", type=int, help="seed the block order, the environment offsets "
-                        "and the bootstrap")
+        parser.add_argument(
+            f"--export-{kind}",
+            *aliases,
+            metavar="FILE",
+            help=f"also write {what} to FILE; any of them at once",
+        )
+    parser.add_argument(
+        "--seed", type=int, help="seed the block order, the environment offsets and the bootstrap"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress display")
-    parser.add_argument("--verbose", action="store_true", help="every warning of every "
-                        "command in full (by default warnings are grouped by kind)")
-    parser.add_argument("--chart", metavar="PNG", help="draw each command's wall times per "
-                        "run into this PNG")
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="every warning of every command in full (by default warnings are grouped by kind)",
+    )
+    parser.add_argument(
+        "--chart", metavar="PNG", help="draw each command's wall times per run into this PNG"
+    )
     from perflab.history import record
 
     record.add_arguments(parser)
@@ -156,11 +270,15 @@ def _parameters(args: argparse.Namespace) -> list[Any]:
     if args.step is not None:
         step = option_name(args, "step", "-D")
         if not scans:
-            raise UsageError(f"{step} {args.step}: it is the step of a -P NAME LO HI scan; "
-                             "add one, e.g. -P n 0 100 -D 10")
+            raise UsageError(
+                f"{step} {args.step}: it is the step of a -P NAME LO HI scan; "
+                "add one, e.g. -P n 0 100 -D 10"
+            )
         if any(len(t) == 4 for t in scans):
-            raise UsageError(f"{step} {args.step} and a -P with its own STEP: give the step "
-                             "once, e.g. -P n 0 100 10 or -P n 0 100 -D 10")
+            raise UsageError(
+                f"{step} {args.step} and a -P with its own STEP: give the step "
+                "once, e.g. -P n 0 100 10 or -P n 0 100 -D 10"
+            )
         scans = [[*t, args.step] for t in scans]
     return [parse_scan(t) for t in scans] + [parse_list(t) for t in args.lists]
 
@@ -179,21 +297,32 @@ def _settings(args: argparse.Namespace, specs: list[Any]) -> Any:
     if args.runs is not None:
         args.min_runs = args.max_runs = args.runs
     elif args.max_runs < args.min_runs:
-        raise UsageError(f"{named('max_runs')} is below {named('min_runs')}; give a maximum "
-                         "at least the minimum (or exactly N runs: -r N)")
+        raise UsageError(
+            f"{named('max_runs')} is below {named('min_runs')}; give a maximum "
+            "at least the minimum (or exactly N runs: -r N)"
+        )
     if args.warmup < 0:
         raise UsageError(f"{named('warmup')}: untimed warmup runs are 0 or more")
     codes = parse_codes(None if args.ignore_failure in (None, "all") else args.ignore_failure)
-    timeout = None if args.timeout.strip() in ("0", "0s") else parse_positive_duration(
-        args.timeout, "--timeout")
+    timeout = (
+        None
+        if args.timeout.strip() in ("0", "0s")
+        else parse_positive_duration(args.timeout, "--timeout")
+    )
     precision = parse_fraction(args.precision, "--precision", "1%", "0.005")
-    return CommandSettings(precision=precision, min_runs=args.min_runs, max_runs=args.max_runs,
-                           budget_s=parse_positive_duration(args.budget, "--budget"),
-                           timeout_s=timeout, warmup=args.warmup,
-                           interleave=not args.no_interleave,
-                           ignore_all=args.ignore_failure == "all",
-                           ignore_codes=codes or frozenset(),
-                           reference=_reference_index(args.reference, specs), seed=args.seed)
+    return CommandSettings(
+        precision=precision,
+        min_runs=args.min_runs,
+        max_runs=args.max_runs,
+        budget_s=parse_positive_duration(args.budget, "--budget"),
+        timeout_s=timeout,
+        warmup=args.warmup,
+        interleave=not args.no_interleave,
+        ignore_all=args.ignore_failure == "all",
+        ignore_codes=codes or frozenset(),
+        reference=_reference_index(args.reference, specs),
+        seed=args.seed,
+    )
 
 
 def _reference_index(text: str | None, specs: list[Any]) -> int | None:
@@ -205,8 +334,10 @@ def _reference_index(text: str | None, specs: list[Any]) -> int | None:
             return i
     if text.isdigit() and 1 <= int(text) <= len(specs):
         return int(text) - 1
-    raise UsageError(f"--reference {text!r} is none of the commands; give one of them "
-                     f"exactly, e.g. {specs[0].name!r}, or its number 1–{len(specs)}")
+    raise UsageError(
+        f"--reference {text!r} is none of the commands; give one of them "
+        f"exactly, e.g. {specs[0].name!r}, or its number 1–{len(specs)}"
+    )
 
 
 def _specs(args: argparse.Namespace) -> list[Any]:
@@ -221,11 +352,14 @@ def _specs(args: argparse.Namespace) -> list[Any]:
     shell = args.shell_path if args.shell else None
     commands, names = list(args.commands or []), list(args.names)
     if len(names) > len(commands):
-        raise UsageError(f"{len(names)} names (-n) for {len(commands)} commands; give at "
-                         "most one name per command, in the commands' order")
+        raise UsageError(
+            f"{len(names)} names (-n) for {len(commands)} commands; give at "
+            "most one name per command, in the commands' order"
+        )
     if args.reference and not args.reference.isdigit() and args.reference not in commands:
-        probe = expand_commands(commands, _parameters(args), hooks, shell, names) \
-            if commands else []
+        probe = (
+            expand_commands(commands, _parameters(args), hooks, shell, names) if commands else []
+        )
         if not any(args.reference in (s.name, s.text) for s in probe):
             commands.insert(0, args.reference)
             names = [args.reference, *names] if names else []
@@ -255,13 +389,16 @@ def _check_input(path: str | None) -> None:
     try:
         mode = os.stat(path).st_mode
     except OSError:
-        raise UsageError(f"--input {path}: no such file; give a readable file to feed to "
-                         "stdin") from None
+        raise UsageError(
+            f"--input {path}: no such file; give a readable file to feed to stdin"
+        ) from None
     if stat.S_ISDIR(mode):
         raise UsageError(f"--input {path}: is a folder; give a file to feed to stdin")
     if not stat.S_ISREG(mode) or not os.access(path, os.R_OK):
-        raise UsageError(f"--input {path}: is not a readable regular file; save the input "
-                         "to a file and pass that")
+        raise UsageError(
+            f"--input {path}: is not a readable regular file; save the input "
+            "to a file and pass that"
+        )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -284,24 +421,36 @@ def main(args: argparse.Namespace) -> int:
     fail_on = parse_fail_on(args.fail_on)
     _check_input(args.input)
     destination = results_destination(args.json, "cmd")
-    chart = Destination.check(args.chart, "--chart", "png") \
-        if args.chart is not None else None
+    chart = Destination.check(args.chart, "--chart", "png") if args.chart is not None else None
     exports = _exports(args, [destination, chart])
     shell = resolve_executable(args.shell_path, "--shell") if args.shell else None
     overhead = (shell, "-c", "") if shell else (resolve_executable("true", "true"),)
-    memory_s = parse_positive_duration(args.memory_interval, "--memory-interval") \
-        if args.memory else None
+    memory_s = (
+        parse_positive_duration(args.memory_interval, "--memory-interval") if args.memory else None
+    )
     env = environment.fingerprint(__version__)
-    results = Results(kind="cmd", command_line=["perflab", *sys.argv[1:]],
-                      created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                      perflab_version=__version__, environment=env,
-                      settings={**settings.to_dict(), "shell": shell, "input": args.input,
-                                "show_output": args.show_output, "threshold": threshold,
-                                "memory_interval_s": memory_s})
-    spawner = PosixSpawner(show_output=args.show_output, input_path=args.input, seed=args.seed,
-                           memory_interval_s=memory_s,  # stdout may carry --json - etc.
-                           output_to_stderr=any(d.stdout for d in [destination,
-                                                                   *exports.values()]))
+    results = Results(
+        kind="cmd",
+        command_line=["perflab", *sys.argv[1:]],
+        created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        perflab_version=__version__,
+        environment=env,
+        settings={
+            **settings.to_dict(),
+            "shell": shell,
+            "input": args.input,
+            "show_output": args.show_output,
+            "threshold": threshold,
+            "memory_interval_s": memory_s,
+        },
+    )
+    spawner = PosixSpawner(
+        show_output=args.show_output,
+        input_path=args.input,
+        seed=args.seed,
+        memory_interval_s=memory_s,  # stdout may carry --json - etc.
+        output_to_stderr=any(d.stdout for d in [destination, *exports.values()]),
+    )
     with StopSignals() as stop:
         with _progress(settings.precision, args.quiet or args.show_output) as progress:
             runner = CommandRunner(specs, settings, spawner, overhead, progress)
@@ -345,10 +494,15 @@ def _exports(args: argparse.Namespace, others: list[Any]) -> dict[str, Any]:
     from perflab.files import Destination
     from perflab.report import outputs
 
-    json_to = {"json": Destination.check(args.export_json, "--export-json")} \
-        if args.export_json is not None else {}  # no alias: --json is the results file
-    return {**json_to, **outputs.check(args, "--export-{kind}", "export_{kind}",
-                                        [*others, *json_to.values()])}
+    json_to = (
+        {"json": Destination.check(args.export_json, "--export-json")}
+        if args.export_json is not None
+        else {}
+    )  # no alias: --json is the results file
+    return {
+        **json_to,
+        **outputs.check(args, "--export-{kind}", "export_{kind}", [*others, *json_to.values()]),
+    }
 
 
 def _progress(precision: float, quiet: bool) -> Any:
@@ -359,8 +513,9 @@ def _progress(precision: float, quiet: bool) -> Any:
     return RichProgress(precision, unit="runs")
 
 
-def _save_and_print(results: Any, args: argparse.Namespace, destination: Any,
-                    exports: dict[str, Any]) -> list[Any]:
+def _save_and_print(
+    results: Any, args: argparse.Namespace, destination: Any, exports: dict[str, Any]
+) -> list[Any]:
     """Save, write the exports, print; a failed save is raised after the table is
     printed and the other files are written. Returns the summaries."""
     from perflab import model
@@ -374,14 +529,22 @@ def _save_and_print(results: Any, args: argparse.Namespace, destination: Any,
     overhead = spawn_overhead(results.spawn_overhead_ns)
     later = Deferred()
     # compact JSON: the C encoder keeps saving thousands of runs fast
-    later.run(model.save, results, destination, {s.id: s.to_dict() for s in summaries},
-              indent=None)
+    later.run(model.save, results, destination, {s.id: s.to_dict() for s in summaries}, indent=None)
     exports = dict(exports)
     if "json" in exports:
-        later.run(save, exports.pop("json"),
-                  lambda: hyperfine_json(results, summaries).encode(), "json export")
-    outputs.write(later, exports, "cmd", lambda: cmd_tables(results, summaries, overhead),
-                  lambda: summary_records(summaries))
+        later.run(
+            save,
+            exports.pop("json"),
+            lambda: hyperfine_json(results, summaries).encode(),
+            "json export",
+        )
+    outputs.write(
+        later,
+        exports,
+        "cmd",
+        lambda: cmd_tables(results, summaries, overhead),
+        lambda: summary_records(summaries),
+    )
     if not destination.stdout:
         print_cmd(results, summaries, overhead, args.format, args.verbose)
     record_results(args, results, {s.id: s.to_dict() for s in summaries}, destination)

@@ -12,32 +12,65 @@ _FORMATS = ("table", "markdown", "csv")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``perflab compare``."""
-    parser.add_argument("files", nargs="*", metavar="FILE", help="A.json B.json: the baseline "
-                        "and the results to judge against it; with --to: at most B.json")
-    parser.add_argument("--to", metavar="last|RUN|REF", help="pick the baseline A from "
-                        "history: the newest earlier run, a run id (perflab history lists "
-                        "them) or a git ref; B is the file given, else the newest recorded run")
-    parser.add_argument("--threshold", default="2%", help="noise threshold t: changes "
-                        "within ±t count as the same, e.g. 2%% or 0.05 (default 2%%); auto: "
-                        "from the run-to-run spread recorded in history on this machine")
-    parser.add_argument("--format", choices=_FORMATS, default="table",
-                        help="table on the terminal, markdown for a pull-request comment, csv")
-    parser.add_argument("--json", nargs="?", const="-", metavar="FILE",
-                        help="write the comparison as JSON to FILE; alone (or '-'): print "
-                        "JSON on stdout instead of the table")
+    parser.add_argument(
+        "files",
+        nargs="*",
+        metavar="FILE",
+        help="A.json B.json: the baseline "
+        "and the results to judge against it; with --to: at most B.json",
+    )
+    parser.add_argument(
+        "--to",
+        metavar="last|RUN|REF",
+        help="pick the baseline A from "
+        "history: the newest earlier run, a run id (perflab history lists "
+        "them) or a git ref; B is the file given, else the newest recorded run",
+    )
+    parser.add_argument(
+        "--threshold",
+        default="2%",
+        help="noise threshold t: changes "
+        "within ±t count as the same, e.g. 2%% or 0.05 (default 2%%); auto: "
+        "from the run-to-run spread recorded in history on this machine",
+    )
+    parser.add_argument(
+        "--format",
+        choices=_FORMATS,
+        default="table",
+        help="table on the terminal, markdown for a pull-request comment, csv",
+    )
+    parser.add_argument(
+        "--json",
+        nargs="?",
+        const="-",
+        metavar="FILE",
+        help="write the comparison as JSON to FILE; alone (or '-'): print "
+        "JSON on stdout instead of the table",
+    )
     from perflab.report import outputs
 
     outputs.add_arguments(parser, "one line per compared metric")
-    parser.add_argument("--fail-on", default="", metavar="VERDICTS",
-                        help="exit 1 when a benchmark gets one of these verdicts, comma "
-                        "separated: slower, faster, inconclusive, failed, missing "
-                        "(e.g. slower or slower,inconclusive)")
-    parser.add_argument("--percentiles", default="50,90,99,99.9",
-                        help="latency percentiles compared for HTTP steps (50,90,99,99.9)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (0); the same "
-                        "seed prints the same CIs")
-    parser.add_argument("--chart", metavar="PNG", help="draw B/A with its CI per benchmark "
-                        "(a forest plot) into this PNG")
+    parser.add_argument(
+        "--fail-on",
+        default="",
+        metavar="VERDICTS",
+        help="exit 1 when a benchmark gets one of these verdicts, comma "
+        "separated: slower, faster, inconclusive, failed, missing "
+        "(e.g. slower or slower,inconclusive)",
+    )
+    parser.add_argument(
+        "--percentiles",
+        default="50,90,99,99.9",
+        help="latency percentiles compared for HTTP steps (50,90,99,99.9)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="bootstrap seed (0); the same seed prints the same CIs"
+    )
+    parser.add_argument(
+        "--chart",
+        metavar="PNG",
+        help="draw B/A with its CI per benchmark (a forest plot) into this PNG",
+    )
     from perflab.history import record
 
     record.add_arguments(parser, recording=False)
@@ -45,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_percentiles(text: str) -> list[float]:
-    """"50,99,99.9" → [50.0, 99.0, 99.9]. Raises UsageError outside (0, 100]."""
+    """ "50,99,99.9" → [50.0, 99.0, 99.9]. Raises UsageError outside (0, 100]."""
     try:
         values = [float(p) for p in text.split(",") if p.strip()]
     except ValueError:
@@ -63,8 +96,7 @@ def main(args: argparse.Namespace) -> int:
     from perflab.history import record
     from perflab.history.baseline import compare_sides
     from perflab.report import outputs
-    from perflab.report.compare_table import comparison_tables, csv_records, gate, \
-        print_comparison
+    from perflab.report.compare_table import comparison_tables, csv_records, gate, print_comparison
 
     if args.threshold.strip().lower() != "auto":
         parse_threshold(args.threshold)
@@ -72,19 +104,28 @@ def main(args: argparse.Namespace) -> int:
     percentiles = parse_percentiles(args.percentiles)
     json_to = Destination.check(args.json, "--json") if args.json is not None else None
     files_out = outputs.check(args, others=[json_to])
-    chart = Destination.check(args.chart, "--chart", "png") \
-        if args.chart is not None else None
+    chart = Destination.check(args.chart, "--chart", "png") if args.chart is not None else None
     interop.force(args.source)
     sides = compare_sides(record.database_path(args), args.to, args.files, args.threshold)
-    suite = compare_results(sides.a, sides.b, sides.threshold, seed=args.seed,
-                            percentiles=percentiles, names=(sides.name_a, sides.name_b))
+    suite = compare_results(
+        sides.a,
+        sides.b,
+        sides.threshold,
+        seed=args.seed,
+        percentiles=percentiles,
+        names=(sides.name_a, sides.name_b),
+    )
     if sides.note:
         suite.warnings.insert(0, sides.note)
     suite.warnings[:0] = interop.note_lines(sides.a) + interop.note_lines(sides.b)
     later = Deferred()
-    outputs.write(later, files_out, "compare",
-                  lambda: comparison_tables(suite, sides.name_a, sides.name_b),
-                  lambda: csv_records(suite))
+    outputs.write(
+        later,
+        files_out,
+        "compare",
+        lambda: comparison_tables(suite, sides.name_a, sides.name_b),
+        lambda: csv_records(suite),
+    )
     tripped = print_comparison(suite, sides.name_a, sides.name_b, args.format, json_to, fail_on)
     later.raise_()
     if chart is not None:

@@ -22,14 +22,27 @@ MAX_DURATION_S = 86400.0
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``perflab doctor``."""
-    parser.add_argument("--duration", default="3s", help="length of the clock probe, e.g. 3s "
-                        "or 500ms (3s); the sleep probes add a third of it, the per-clock "
-                        "figures about half a second")
-    parser.add_argument("--json", nargs="?", const="-", metavar="FILE",
-                        help="write the report as JSON to FILE, or to stdout (instead of "
-                        "the tables) when FILE is omitted or '-'")
-    parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
-                        help="how to print the report on stdout (csv: the checks only)")
+    parser.add_argument(
+        "--duration",
+        default="3s",
+        help="length of the clock probe, e.g. 3s "
+        "or 500ms (3s); the sleep probes add a third of it, the per-clock "
+        "figures about half a second",
+    )
+    parser.add_argument(
+        "--json",
+        nargs="?",
+        const="-",
+        metavar="FILE",
+        help="write the report as JSON to FILE, or to stdout (instead of "
+        "the tables) when FILE is omitted or '-'",
+    )
+    parser.add_argument(
+        "--format",
+        choices=["table", "markdown", "csv"],
+        default="table",
+        help="how to print the report on stdout (csv: the checks only)",
+    )
     from perflab.history import record
     from perflab.report import outputs
 
@@ -42,10 +55,15 @@ def document(report: Any, argv: list[str]) -> dict[str, Any]:
     """The JSON document: a header, the report's sections at top level, the fingerprint."""
     from perflab import __version__, environment
 
-    return {"tool": "perflab", "kind": "doctor", "doctor_schema_version": DOCTOR_SCHEMA_VERSION,
-            "perflab_version": __version__, "command_line": ["perflab", *argv],
-            **report.to_dict(),
-            "environment": environment.finish(environment.fingerprint(__version__))}
+    return {
+        "tool": "perflab",
+        "kind": "doctor",
+        "doctor_schema_version": DOCTOR_SCHEMA_VERSION,
+        "perflab_version": __version__,
+        "command_line": ["perflab", *argv],
+        **report.to_dict(),
+        "environment": environment.finish(environment.fingerprint(__version__)),
+    }
 
 
 def print_report(report: Any, fmt: str) -> None:
@@ -66,20 +84,25 @@ def main(args: argparse.Namespace) -> int:
 
     duration = parse_positive_duration(args.duration, "--duration")
     if duration > MAX_DURATION_S:
-        raise UsageError(f"--duration {args.duration} is longer than the {MAX_DURATION_S / 3600:g}"
-                         " h a clock probe may take; give e.g. 3s or 1m")
+        raise UsageError(
+            f"--duration {args.duration} is longer than the {MAX_DURATION_S / 3600:g}"
+            " h a clock probe may take; give e.g. 3s or 1m"
+        )
     destination = Destination.check(args.json, "--json") if args.json is not None else None
     files_out = outputs.check(args, others=[destination])
-    sys.stderr.write(f"perflab doctor: probing this machine for about "
-                     f"{duration * 4 / 3 + 1:.0f} s\n")
-    report = doctor.run(duration, progress=lambda phase: sys.stderr.write(
-        f"perflab doctor: {phase}…\n"))
+    sys.stderr.write(
+        f"perflab doctor: probing this machine for about {duration * 4 / 3 + 1:.0f} s\n"
+    )
+    report = doctor.run(
+        duration, progress=lambda phase: sys.stderr.write(f"perflab doctor: {phase}…\n")
+    )
     later = Deferred()
     doc = document(report, sys.argv[1:])
     if destination is not None:
         later.run(save, destination, json_document(doc), "doctor report")
-    outputs.write(later, files_out, "doctor", lambda: doctor_tables(report),
-                  lambda: check_records(report))
+    outputs.write(
+        later, files_out, "doctor", lambda: doctor_tables(report), lambda: check_records(report)
+    )
     if destination is None or not destination.stdout:
         print_report(report, args.format)
     from perflab.history.record import record_document

@@ -24,30 +24,68 @@ MODELS = ("usl", "complexity", "breakeven")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``perflab fit``."""
-    parser.add_argument("files", nargs="+", metavar="FILE",
-                        help="results files (perflab run/http --json) or CSV files; points of "
-                        "several files are pooled by series name")
-    parser.add_argument("--model", choices=MODELS, help="usl (throughput vs concurrency), "
-                        "complexity (cost vs size) or breakeven (where two costs cross); "
-                        "default: breakeven with --between, usl for http and threads sweeps "
-                        "and N,X CSVs, else complexity")
-    parser.add_argument("--param", metavar="NAME", help="the size parameter n of complexity "
-                        "and break-even fits (default: the only numeric parameter)")
-    parser.add_argument("--between", nargs=2, metavar=("A", "B"),
-                        help="break-even: the two benchmarks (names) to compare")
-    parser.add_argument("--series", action="append", metavar="NAME",
-                        help="fit only this series (benchmark name); repeatable")
-    parser.add_argument("--growth", metavar="CLASS", help="complexity/break-even: consider only "
-                        "this growth class, e.g. 'O(n)' for cold + n·warm curves")
-    parser.add_argument("--little", choices=["latency", "service"], default="latency",
-                        help="open-loop http steps: the mean time R in Little's law N = X·R "
-                        "(default latency, from the intended send time)")
-    parser.add_argument("--json", metavar="FILE", help="write the fits as JSON here ('-': "
-                        "on stdout instead of the table)")
-    parser.add_argument("--chart", metavar="PNG", help="draw the fit(s) into this PNG file "
-                        "(several series: one file each, NAME-SERIES.png)")
-    parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
-                        help="how to print the fits on stdout")
+    parser.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="results files (perflab run/http --json) or CSV files; points of "
+        "several files are pooled by series name",
+    )
+    parser.add_argument(
+        "--model",
+        choices=MODELS,
+        help="usl (throughput vs concurrency), "
+        "complexity (cost vs size) or breakeven (where two costs cross); "
+        "default: breakeven with --between, usl for http and threads sweeps "
+        "and N,X CSVs, else complexity",
+    )
+    parser.add_argument(
+        "--param",
+        metavar="NAME",
+        help="the size parameter n of complexity "
+        "and break-even fits (default: the only numeric parameter)",
+    )
+    parser.add_argument(
+        "--between",
+        nargs=2,
+        metavar=("A", "B"),
+        help="break-even: the two benchmarks (names) to compare",
+    )
+    parser.add_argument(
+        "--series",
+        action="append",
+        metavar="NAME",
+        help="fit only this series (benchmark name); repeatable",
+    )
+    parser.add_argument(
+        "--growth",
+        metavar="CLASS",
+        help="complexity/break-even: consider only "
+        "this growth class, e.g. 'O(n)' for cold + n·warm curves",
+    )
+    parser.add_argument(
+        "--little",
+        choices=["latency", "service"],
+        default="latency",
+        help="open-loop http steps: the mean time R in Little's law N = X·R "
+        "(default latency, from the intended send time)",
+    )
+    parser.add_argument(
+        "--json",
+        metavar="FILE",
+        help="write the fits as JSON here ('-': on stdout instead of the table)",
+    )
+    parser.add_argument(
+        "--chart",
+        metavar="PNG",
+        help="draw the fit(s) into this PNG file (several series: one file each, NAME-SERIES.png)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=["table", "markdown", "csv"],
+        default="table",
+        help="how to print the fits on stdout",
+    )
     interop.add_from_argument(parser)
     from perflab.report import outputs
 
@@ -61,8 +99,7 @@ def main(args: argparse.Namespace) -> int:
     from perflab.report import outputs
     from perflab.report.fit_report import fit_records, fit_report, print_report
 
-    destination = files.Destination.check(args.json, "--json") \
-        if args.json is not None else None
+    destination = files.Destination.check(args.json, "--json") if args.json is not None else None
     files_out = outputs.check(args, others=[destination])
     interop.force(args.source)
     sources = [read_source(path) for path in args.files]
@@ -97,9 +134,11 @@ def _default_model(args: argparse.Namespace, sources: list[Any]) -> str:
     if isinstance(first, CsvTable):
         if "x" not in first.columns and "cost" not in first.columns:
             found = ", ".join(first.columns) or "none"
-            raise UsageError(f"{first.path}: CSV has no column n, x (columns: {found}) nor n, "
-                             f"cost; {CSV_COLUMNS[('n', 'x')]}, {CSV_COLUMNS[('n', 'cost')]} "
-                             "(header names in any case)")
+            raise UsageError(
+                f"{first.path}: CSV has no column n, x (columns: {found}) nor n, "
+                f"cost; {CSV_COLUMNS[('n', 'x')]}, {CSV_COLUMNS[('n', 'cost')]} "
+                "(header names in any case)"
+            )
         return "usl" if "x" in first.columns else "complexity"
     threads = any(b.threads is not None for b in first.benchmarks)
     return "usl" if first.kind == "http" or threads else "complexity"
@@ -134,8 +173,10 @@ def _complexity_inputs(sources: list[Any], args: argparse.Namespace) -> list[Any
     pooled = merge_series([cost_series(s, args.param) for s in sources])
     series = [s for s in _selected(pooled, args.series) if s.param is not None]
     if not series:
-        raise UsageError("no usable data for a complexity fit: none of the chosen benchmarks "
-                         "sweeps the size parameter")
+        raise UsageError(
+            "no usable data for a complexity fit: none of the chosen benchmarks "
+            "sweeps the size parameter"
+        )
     return series
 
 
@@ -153,14 +194,19 @@ def _breakeven_inputs(sources: list[Any], args: argparse.Namespace) -> list[Any]
     a, b = (pick(pooled, name) for name in args.between)
     if (a.param is None) != (b.param is None):
         swept = a if a.param else b
-        raise UsageError(f"{swept.name!r} sweeps {swept.param} but the other benchmark does "
-                         "not; compare two sweeps, or two benchmarks without the parameter")
+        raise UsageError(
+            f"{swept.name!r} sweeps {swept.param} but the other benchmark does "
+            "not; compare two sweeps, or two benchmarks without the parameter"
+        )
     return [a, b]
 
 
 #: model → its series from the sources and the options.
 _INPUTS: dict[str, Callable[[list[Any], argparse.Namespace], list[Any]]] = {
-    "usl": _usl_inputs, "complexity": _complexity_inputs, "breakeven": _breakeven_inputs}
+    "usl": _usl_inputs,
+    "complexity": _complexity_inputs,
+    "breakeven": _breakeven_inputs,
+}
 
 
 # ---------------------------------------------------------------------------
@@ -173,13 +219,18 @@ def _write_json(report: Any, args: argparse.Namespace, destination: Any) -> None
     from perflab.model import json_document
     from perflab.report.fit_tables import tables_document
 
-    doc: dict[str, Any] = {"kind": "fit", "fit": report.model, "sources": list(args.files),
-                           "command_line": ["perflab", *sys.argv[1:]],
-                           "created": dt.datetime.now(dt.timezone.utc).isoformat(
-                               timespec="seconds"),
-                           "perflab_version": __version__, "fits": report.fits,
-                           "tables": tables_document(report.tables),
-                           "growth": args.growth, "inputs": report.input_records()}
+    doc: dict[str, Any] = {
+        "kind": "fit",
+        "fit": report.model,
+        "sources": list(args.files),
+        "command_line": ["perflab", *sys.argv[1:]],
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "perflab_version": __version__,
+        "fits": report.fits,
+        "tables": tables_document(report.tables),
+        "growth": args.growth,
+        "inputs": report.input_records(),
+    }
     if len(report.fits) == 1:
         doc = {**report.fits[0], **doc}
     doc = {"tool": "perflab", **doc}
@@ -197,8 +248,11 @@ def _chart_destinations(report: Any, text: str) -> list[tuple[Any, Any]]:
     out = []
     for name, draw in report.charts:
         slug = re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower() or "series"
-        target = path if len(report.charts) == 1 else path.with_name(
-            f"{path.stem}-{slug}{path.suffix or '.png'}")
+        target = (
+            path
+            if len(report.charts) == 1
+            else path.with_name(f"{path.stem}-{slug}{path.suffix or '.png'}")
+        )
         out.append((draw, files.Destination.check(target, "--chart", "png")))
     return out
 

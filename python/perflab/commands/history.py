@@ -25,39 +25,81 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``perflab history``."""
     from perflab.history import record
 
-    parser.add_argument("benchmark", nargs="?", metavar="BENCHMARK", help="show the trend of "
-                        "the benchmarks whose id matches (shell pattern, e.g. 'northwind/*'; "
-                        "a plain word matches anywhere)")
+    parser.add_argument(
+        "benchmark",
+        nargs="?",
+        metavar="BENCHMARK",
+        help="show the trend of "
+        "the benchmarks whose id matches (shell pattern, e.g. 'northwind/*'; "
+        "a plain word matches anywhere)",
+    )
     record.add_arguments(parser, recording=False)
     parser.add_argument("--kind", choices=_KINDS, help="only runs of this command")
     parser.add_argument("--tag", help="only runs with this tag")
     parser.add_argument("--branch", help="only runs on this git branch")
     parser.add_argument("--commit", help="only runs at this commit (or an id prefix)")
-    parser.add_argument("--fingerprint", help="only runs with this fingerprint hash (or a "
-                        "prefix); the trend then ignores runs from other machines")
-    parser.add_argument("--since", metavar="DATE", help="only runs started at or after "
-                        "DATE (ISO 8601, e.g. 2026-11-01)")
+    parser.add_argument(
+        "--fingerprint",
+        help="only runs with this fingerprint hash (or a "
+        "prefix); the trend then ignores runs from other machines",
+    )
+    parser.add_argument(
+        "--since",
+        metavar="DATE",
+        help="only runs started at or after DATE (ISO 8601, e.g. 2026-11-01)",
+    )
     parser.add_argument("--until", metavar="DATE", help="only runs started up to DATE")
-    parser.add_argument("--metric", choices=_METRICS, help="with BENCHMARK: the figure "
-                        "followed (default: time; p50 for HTTP steps)")
-    parser.add_argument("--limit", type=int, default=30, help="rows shown per table and runs "
-                        "per chart (30; 0: all); change points always use the whole history")
-    parser.add_argument("--chart", nargs="?", const="trend.png", metavar="PNG",
-                        help="with BENCHMARK: draw the trend chart into PNG (trend.png)")
+    parser.add_argument(
+        "--metric",
+        choices=_METRICS,
+        help="with BENCHMARK: the figure followed (default: time; p50 for HTTP steps)",
+    )
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=30,
+        help="rows shown per table and runs "
+        "per chart (30; 0: all); change points always use the whole history",
+    )
+    parser.add_argument(
+        "--chart",
+        nargs="?",
+        const="trend.png",
+        metavar="PNG",
+        help="with BENCHMARK: draw the trend chart into PNG (trend.png)",
+    )
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table")
-    parser.add_argument("--json", nargs="?", const="-", metavar="FILE",
-                        help="write the run list (or the trends) as JSON to FILE; alone (or "
-                        "'-'): print JSON on stdout instead of the table; perflab show FILE "
-                        "prints it again")
+    parser.add_argument(
+        "--json",
+        nargs="?",
+        const="-",
+        metavar="FILE",
+        help="write the run list (or the trends) as JSON to FILE; alone (or "
+        "'-'): print JSON on stdout instead of the table; perflab show FILE "
+        "prints it again",
+    )
     from perflab.report import outputs
 
     outputs.add_arguments(parser, "one line per run, or per point of a trend")
-    parser.add_argument("--import", dest="import_files", nargs="+", metavar="FILE",
-                        help="record these results files (run, cmd, http) in history")
-    parser.add_argument("--export", metavar="FOLDER", help="write the selected runs' results "
-                        "files into FOLDER as <kind>-<run>.json")
-    parser.add_argument("--import-tag", action="append", default=[], metavar="WORD",
-                        help="with --import: tag the imported runs")
+    parser.add_argument(
+        "--import",
+        dest="import_files",
+        nargs="+",
+        metavar="FILE",
+        help="record these results files (run, cmd, http) in history",
+    )
+    parser.add_argument(
+        "--export",
+        metavar="FOLDER",
+        help="write the selected runs' results files into FOLDER as <kind>-<run>.json",
+    )
+    parser.add_argument(
+        "--import-tag",
+        action="append",
+        default=[],
+        metavar="WORD",
+        help="with --import: tag the imported runs",
+    )
 
 
 def _database(args: argparse.Namespace) -> Path:
@@ -80,8 +122,10 @@ def main(args: argparse.Namespace) -> int:
     chart = None
     if args.chart:
         if not args.benchmark:
-            raise UsageError("--chart draws a benchmark's trend: give BENCHMARK, e.g. "
-                             "perflab history 'northwind/*' --chart trend.png")
+            raise UsageError(
+                "--chart draws a benchmark's trend: give BENCHMARK, e.g. "
+                "perflab history 'northwind/*' --chart trend.png"
+            )
         from perflab.files import Destination
 
         chart = Destination.check(args.chart, "--chart", "png")
@@ -96,8 +140,13 @@ def main(args: argparse.Namespace) -> int:
     from perflab.history.document import runs_document
     from perflab.report.history_table import run_records, runs_table
 
-    _emit(args, outputs, lambda: runs_document(runs, total, store.path),
-          lambda: [runs_table(runs, total, store.path)], lambda: run_records(runs))
+    _emit(
+        args,
+        outputs,
+        lambda: runs_document(runs, total, store.path),
+        lambda: [runs_table(runs, total, store.path)],
+        lambda: run_records(runs),
+    )
     return 0
 
 
@@ -110,8 +159,9 @@ def _outputs(args: argparse.Namespace, chart: Any) -> dict[str, Any]:
     return {**json_to, **outputs.check(args, others=[*json_to.values(), chart])}
 
 
-def _emit(args: argparse.Namespace, destinations: dict[str, Any], document: Any,
-          tables: Any, records: Any) -> None:
+def _emit(
+    args: argparse.Namespace, destinations: dict[str, Any], document: Any, tables: Any, records: Any
+) -> None:
     """Write the output files (JSON: ``document()``), then print the tables in
     --format, unless the JSON went to stdout. A failed write is raised after printing."""
     from perflab.files import Deferred, save
@@ -130,9 +180,15 @@ def _emit(args: argparse.Namespace, destinations: dict[str, Any], document: Any,
 
 
 def _filters(args: argparse.Namespace) -> dict[str, Any]:
-    return {"kind": args.kind, "tag": args.tag, "branch": args.branch,
-            "fingerprint": args.fingerprint, "since": parse_date(args.since, "--since"),
-            "until": parse_date(args.until, "--until"), "commit": args.commit}
+    return {
+        "kind": args.kind,
+        "tag": args.tag,
+        "branch": args.branch,
+        "fingerprint": args.fingerprint,
+        "since": parse_date(args.since, "--since"),
+        "until": parse_date(args.until, "--until"),
+        "commit": args.commit,
+    }
 
 
 def parse_date(text: str | None, option: str) -> str | None:
@@ -152,12 +208,13 @@ def parse_date(text: str | None, option: str) -> str | None:
     try:
         when = dt.datetime.fromisoformat(text.strip())
     except ValueError:
-        raise UsageError(f"{option} {text!r} is not a date; write it in ISO 8601, e.g. "
-                         "2026-11-01 or 2026-11-01T14:30 (UTC)") from None
+        raise UsageError(
+            f"{option} {text!r} is not a date; write it in ISO 8601, e.g. "
+            "2026-11-01 or 2026-11-01T14:30 (UTC)"
+        ) from None
     if len(text.strip()) == 10:
         return text.strip()
-    utc = when.replace(tzinfo=dt.timezone.utc) if when.tzinfo is None else \
-        when.astimezone(dt.timezone.utc)
+    utc = when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when.astimezone(dt.UTC)
     return utc.isoformat(timespec="seconds")
 
 
@@ -169,22 +226,34 @@ def _trends(args: argparse.Namespace, store: Any, chart: Any, outputs: dict[str,
     pairs = trend.matching(store, args.benchmark, args.metric)
     if not pairs:
         known = [b for b, _, _ in store.benchmarks()][:3]
-        raise UsageError(f"no recorded benchmark matches {args.benchmark!r}"
-                         + (f"; ids are like {', '.join(repr(k) for k in known)}" if known
-                            else "; history holds no benchmark yet"))
+        raise UsageError(
+            f"no recorded benchmark matches {args.benchmark!r}"
+            + (
+                f"; ids are like {', '.join(repr(k) for k in known)}"
+                if known
+                else "; history holds no benchmark yet"
+            )
+        )
     trends = [trend.build(store, bench, metric, args.fingerprint) for bench, metric in pairs]
     trends = [t for t in trends if t.points]
-    _emit(args, outputs, lambda: trends_document(trends, args.limit or None, store.path),
-          lambda: [trend_table(t, args.limit or None) for t in trends],
-          lambda: trend_records(trends))
+    _emit(
+        args,
+        outputs,
+        lambda: trends_document(trends, args.limit or None, store.path),
+        lambda: [trend_table(t, args.limit or None) for t in trends],
+        lambda: trend_records(trends),
+    )
     if chart is not None:
         from perflab.files import save_file
         from perflab.report.history_chart import MAX_PANELS, trend_chart
 
         shown = [trend.window(t, args.limit) for t in trends]
         save_file(chart, lambda out: trend_chart(shown, out), "chart")
-        more = f" (the first {MAX_PANELS} of {len(trends)} benchmarks)" \
-            if len(trends) > MAX_PANELS else ""
+        more = (
+            f" (the first {MAX_PANELS} of {len(trends)} benchmarks)"
+            if len(trends) > MAX_PANELS
+            else ""
+        )
         sys.stderr.write(f"chart saved to {chart}{more}\n")
     return 0
 
@@ -205,9 +274,14 @@ def _import(args: argparse.Namespace) -> int:
             try:
                 results = model.load(name)
                 summaries = recompute(results)
-                made = record.make_record(results.kind, results.to_dict(summaries),
-                                          summary_rows(results, summaries), tags, name,
-                                          git=False)
+                made = record.make_record(
+                    results.kind,
+                    results.to_dict(summaries),
+                    summary_rows(results, summaries),
+                    tags,
+                    name,
+                    git=False,
+                )
                 run_id = store.add(made)
             except PerflabError as exc:
                 failed += 1

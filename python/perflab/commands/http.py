@@ -15,56 +15,112 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``perflab http`` (wrk2/vegeta names where they exist)."""
     parser.add_argument("url", help="target, http://HOST[:PORT]/PATH or https://…")
     load = parser.add_argument_group("load")
-    load.add_argument("--rate", metavar="R", help="open loop: offered requests/s; a sweep as "
-                      "START:STOP:STEP (1000:20000:1000) or a list (500,1000,2000)")
-    load.add_argument("--connections", metavar="N", help="closed loop (without --rate): N "
-                      "connections, each sending its next request when the last one ends; a "
-                      "list or START:STOP:STEP sweeps; with --rate: the connection pool's cap "
-                      "(default automatic, up to 1024)")
-    load.add_argument("--duration", default="10s", help="length of each step, warmup "
-                      "included (10s)")
-    load.add_argument("--warmup", help="unrecorded start of each step (1s, or a fifth of "
-                      "--duration when that is shorter)")
-    load.add_argument("--threads", type=int, help="engine threads, one event loop each "
-                      "(default: the cores less one, at least 1; at most the cores)")
-    load.add_argument("--poisson", action="store_true", help="open loop: Poisson arrivals "
-                      "(exponential gaps) instead of evenly spaced ones")
+    load.add_argument(
+        "--rate",
+        metavar="R",
+        help="open loop: offered requests/s; a sweep as "
+        "START:STOP:STEP (1000:20000:1000) or a list (500,1000,2000)",
+    )
+    load.add_argument(
+        "--connections",
+        metavar="N",
+        help="closed loop (without --rate): N "
+        "connections, each sending its next request when the last one ends; a "
+        "list or START:STOP:STEP sweeps; with --rate: the connection pool's cap "
+        "(default automatic, up to 1024)",
+    )
+    load.add_argument(
+        "--duration", default="10s", help="length of each step, warmup included (10s)"
+    )
+    load.add_argument(
+        "--warmup",
+        help="unrecorded start of each step (1s, or a fifth of --duration when that is shorter)",
+    )
+    load.add_argument(
+        "--threads",
+        type=int,
+        help="engine threads, one event loop each "
+        "(default: the cores less one, at least 1; at most the cores)",
+    )
+    load.add_argument(
+        "--poisson",
+        action="store_true",
+        help="open loop: Poisson arrivals (exponential gaps) instead of evenly spaced ones",
+    )
     load.add_argument("--seed", type=int, help="seed of the Poisson arrivals")
     req = parser.add_argument_group("requests")
     req.add_argument("--method", help="HTTP method (GET)")
-    req.add_argument("-H", "--header", action="append", metavar="'NAME: VALUE'",
-                     help="extra request header; repeatable")
-    req.add_argument("--redact", action="append", default=[], metavar="NAME",
-                     help="a header whose value is a secret: never saved or printed "
-                     "(Authorization, Proxy-Authorization and Cookie always are); repeatable")
+    req.add_argument(
+        "-H",
+        "--header",
+        action="append",
+        metavar="'NAME: VALUE'",
+        help="extra request header; repeatable",
+    )
+    req.add_argument(
+        "--redact",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a header whose value is a secret: never saved or printed "
+        "(Authorization, Proxy-Authorization and Cookie always are); repeatable",
+    )
     body = req.add_mutually_exclusive_group()
     body.add_argument("--body", help="request body (text)")
     body.add_argument("--body-file", metavar="FILE", help="request body read from FILE (bytes)")
-    req.add_argument("--requests", metavar="FILE", help="JSON lines of requests sent "
-                     'round-robin, e.g. {"method": "POST", "path": "/x", "headers": {…}, '
-                     '"body": "…"}')
-    req.add_argument("--ok", default="200-299", help="statuses that count as success "
-                     "(200-299; e.g. 200-299,304)")
-    req.add_argument("--timeout", default="10s", help="a request fails when its response has "
-                     "not ended this long after it was written (10s)")
-    req.add_argument("--connect-timeout", default="2s", help="limit for connect plus TLS "
-                     "handshake (2s)")
-    req.add_argument("--insecure", action="store_true", help="https: do not verify the "
-                     "server's certificate (self-signed test servers)")
+    req.add_argument(
+        "--requests",
+        metavar="FILE",
+        help="JSON lines of requests sent "
+        'round-robin, e.g. {"method": "POST", "path": "/x", "headers": {…}, '
+        '"body": "…"}',
+    )
+    req.add_argument(
+        "--ok", default="200-299", help="statuses that count as success (200-299; e.g. 200-299,304)"
+    )
+    req.add_argument(
+        "--timeout",
+        default="10s",
+        help="a request fails when its response has not ended this long after it was written (10s)",
+    )
+    req.add_argument(
+        "--connect-timeout", default="2s", help="limit for connect plus TLS handshake (2s)"
+    )
+    req.add_argument(
+        "--insecure",
+        action="store_true",
+        help="https: do not verify the server's certificate (self-signed test servers)",
+    )
     out = parser.add_argument_group("output")
-    out.add_argument("--slo", metavar="LIMITS", help="service-level objective: a step that "
-                     "misses it is saturated, and the run exits 1 (see --fail-on). A time "
-                     "bounds p99 (100ms); several limits as KEY=VALUE, comma separated, "
-                     "keys p50, p90, p99, p99.9, max (times) and error (a share): "
-                     "p99=10ms,p99.9=50ms,error=0.1%%")
-    out.add_argument("--fail-on", metavar="WHAT", help="exit 1 when a step is one of: slo "
-                     "(missed the --slo), saturated, generator-limited; comma separated; "
-                     "'none' never (default: slo when --slo is given, else none)")
-    out.add_argument("--json", metavar="FILE", help="write the results file here "
-                     "(default: .perflab/http-<time>.json); saved after every step")
+    out.add_argument(
+        "--slo",
+        metavar="LIMITS",
+        help="service-level objective: a step that "
+        "misses it is saturated, and the run exits 1 (see --fail-on). A time "
+        "bounds p99 (100ms); several limits as KEY=VALUE, comma separated, "
+        "keys p50, p90, p99, p99.9, max (times) and error (a share): "
+        "p99=10ms,p99.9=50ms,error=0.1%%",
+    )
+    out.add_argument(
+        "--fail-on",
+        metavar="WHAT",
+        help="exit 1 when a step is one of: slo "
+        "(missed the --slo), saturated, generator-limited; comma separated; "
+        "'none' never (default: slo when --slo is given, else none)",
+    )
+    out.add_argument(
+        "--json",
+        metavar="FILE",
+        help="write the results file here "
+        "(default: .perflab/http-<time>.json); saved after every step",
+    )
     out.add_argument("--chart", metavar="PNG", help="draw the sweep chart into this PNG")
-    out.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
-                     help="how to print the results on stdout")
+    out.add_argument(
+        "--format",
+        choices=["table", "markdown", "csv"],
+        default="table",
+        help="how to print the results on stdout",
+    )
     from perflab.report import outputs
 
     outputs.add_arguments(out, "one line per step")
@@ -73,27 +129,59 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     record.add_arguments(out)
     watch = parser.add_argument_group("server")
-    watch.add_argument("--watch", action="append", type=int, default=[], metavar="PID",
-                       help="sample this process's RSS and CPU time over the run (every "
-                       "100 ms, from /proc; repeatable): the table adds the server's CPU/wall, "
-                       "CPU per request and peak RSS per step")
-    watch.add_argument("--watch-cmd", action="append", default=[], metavar="NAME",
-                       help="as --watch, for every process of this name (e.g. nginx)")
+    watch.add_argument(
+        "--watch",
+        action="append",
+        type=int,
+        default=[],
+        metavar="PID",
+        help="sample this process's RSS and CPU time over the run (every "
+        "100 ms, from /proc; repeatable): the table adds the server's CPU/wall, "
+        "CPU per request and peak RSS per step",
+    )
+    watch.add_argument(
+        "--watch-cmd",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="as --watch, for every process of this name (e.g. nginx)",
+    )
     dist = parser.add_argument_group("distributed load (Ray; pip install 'perflab[cluster]')")
-    dist.add_argument("--agents", type=int, metavar="N", help="send the load from N load "
-                      "agents (Ray actors, one per node by default), each running the engine in "
-                      "its own process; each step's rate or connections are split among them "
-                      "and their histograms merged exactly")
-    dist.add_argument("--cluster", metavar="ADDRESS", help="with --agents: 'local' starts a "
-                      "Ray instance on this machine (default); 'auto', ray://HOST:10001 or "
-                      "HOST:PORT joins a running cluster")
-    dist.add_argument("--agents-per-node", type=int, metavar="K", help="with --agents: K "
-                      "agents per node (default: spread evenly, one per node when possible)")
-    dist.add_argument("--fail-fast", action="store_true", help="with --agents: stop the run "
-                      "when an agent dies (default: go on with the others)")
-    dist.add_argument("--split", metavar="HOW", help="with --agents: divide each step's load "
-                      "evenly (default), by each agent's measured capacity ('capacity'), or by "
-                      "weights, one per agent (3,1); constant arrivals stay evenly spaced")
+    dist.add_argument(
+        "--agents",
+        type=int,
+        metavar="N",
+        help="send the load from N load "
+        "agents (Ray actors, one per node by default), each running the engine in "
+        "its own process; each step's rate or connections are split among them "
+        "and their histograms merged exactly",
+    )
+    dist.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="with --agents: 'local' starts a "
+        "Ray instance on this machine (default); 'auto', ray://HOST:10001 or "
+        "HOST:PORT joins a running cluster",
+    )
+    dist.add_argument(
+        "--agents-per-node",
+        type=int,
+        metavar="K",
+        help="with --agents: K "
+        "agents per node (default: spread evenly, one per node when possible)",
+    )
+    dist.add_argument(
+        "--fail-fast",
+        action="store_true",
+        help="with --agents: stop the run when an agent dies (default: go on with the others)",
+    )
+    dist.add_argument(
+        "--split",
+        metavar="HOW",
+        help="with --agents: divide each step's load "
+        "evenly (default), by each agent's measured capacity ('capacity'), or by "
+        "weights, one per agent (3,1); constant arrivals stay evenly spaced",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -114,8 +202,7 @@ def main(args: argparse.Namespace) -> int:
     fail_on = _fail_on(args.fail_on, slo_s)
     path = results_destination(args.json, "http")
     files_out = outputs.check(args, others=[path])
-    chart = Destination.check(args.chart, "--chart", "png") \
-        if args.chart is not None else None
+    chart = Destination.check(args.chart, "--chart", "png") if args.chart is not None else None
     watcher = _watcher(args)
     with _load(args, plan) as (run_sweep, agents):
         results = _results(plan, args, slo_s)
@@ -127,10 +214,12 @@ def main(args: argparse.Namespace) -> int:
                 o.steps[-1].watched = watcher.cut()
             _step_done(results, o, path, live, steps_saved)
 
-        with _live(args.quiet, plan) as live, StopSignals() as stop, \
-                watcher or contextlib.nullcontext():
-            outcome = run_sweep(plan, progress=live.update if live else None,
-                                on_step=step_done)
+        with (
+            _live(args.quiet, plan) as live,
+            StopSignals() as stop,
+            watcher or contextlib.nullcontext(),
+        ):
+            outcome = run_sweep(plan, progress=live.update if live else None, on_step=step_done)
     later = Deferred()
     later.run(_save, results, outcome, path)
     _write_outputs(later, results, files_out)
@@ -157,13 +246,18 @@ def _load(args: argparse.Namespace, plan: Any) -> Any:
     if args.agents is not None:
         from perflab.measure.cluster.sweep import distributed
 
-        return distributed(args, plan, tell=None if args.quiet else
-                           lambda line: sys.stderr.write(f"perflab http: {line}\n"))
+        return distributed(
+            args,
+            plan,
+            tell=None if args.quiet else lambda line: sys.stderr.write(f"perflab http: {line}\n"),
+        )
     from perflab.measure.http import check_reachable, run_sweep
 
     if args.cluster or args.agents_per_node or args.fail_fast or args.split:
-        raise UsageError("--cluster, --agents-per-node, --fail-fast and --split go with "
-                         "--agents N (distributed load)")
+        raise UsageError(
+            "--cluster, --agents-per-node, --fail-fast and --split go with "
+            "--agents N (distributed load)"
+        )
     check_reachable(plan.target, plan.connect_timeout_s)
     return contextlib.nullcontext((run_sweep, []))
 
@@ -197,10 +291,15 @@ def _slo(text: str | None) -> dict[str, float] | None:
         key, _, value = part.partition("=")
         key = key.strip().lower()
         if key not in SLO_KEYS or not value.strip():
-            raise UsageError(f"--slo {part!r}: write KEY=VALUE with a key of "
-                             f"{', '.join(SLO_KEYS)}, e.g. p99=10ms,error=0.1%")
-        limits[key] = parse_fraction(value, f"--slo {key}", "0.1%", "0.001", allow_zero=True) \
-            if key == "error" else parse_positive_duration(value, f"--slo {key}")
+            raise UsageError(
+                f"--slo {part!r}: write KEY=VALUE with a key of "
+                f"{', '.join(SLO_KEYS)}, e.g. p99=10ms,error=0.1%"
+            )
+        limits[key] = (
+            parse_fraction(value, f"--slo {key}", "0.1%", "0.001", allow_zero=True)
+            if key == "error"
+            else parse_positive_duration(value, f"--slo {key}")
+        )
     if not limits:
         raise UsageError("--slo: no limit given; e.g. --slo 100ms or --slo p99=10ms,error=1%")
     return limits
@@ -215,8 +314,10 @@ def _fail_on(text: str | None, slo: dict[str, float] | None) -> list[str]:
         return []
     bad = [w for w in words if w not in FAIL_ON_WORDS]
     if bad:
-        raise UsageError(f"--fail-on {', '.join(bad)}: use some of {', '.join(FAIL_ON_WORDS)} "
-                         "(comma separated), or none")
+        raise UsageError(
+            f"--fail-on {', '.join(bad)}: use some of {', '.join(FAIL_ON_WORDS)} "
+            "(comma separated), or none"
+        )
     if "slo" in words and not slo:
         raise UsageError("--fail-on slo needs an --slo to judge the steps by; e.g. --slo 100ms")
     return words
@@ -231,8 +332,11 @@ def _gate(results: Any, fail_on: list[str]) -> int:
     if not fail_on:
         return 0
     sweep = summarize_results(results)
-    tripped = [s.label for s in sweep.steps
-               if ("slo" in fail_on and slo_misses(s, sweep.slo)) or s.verdict in fail_on]
+    tripped = [
+        s.label
+        for s in sweep.steps
+        if ("slo" in fail_on and slo_misses(s, sweep.slo)) or s.verdict in fail_on
+    ]
     return gate(tripped, fail_on, noun="step(s)")
 
 
@@ -244,17 +348,26 @@ def _results(plan: Any, args: argparse.Namespace, slo_s: dict[str, float] | None
 
     config = plan.config
     settings = {k: v for k, v in config.items() if k not in ("body", "requests", "headers")}
-    settings.update(rates=plan.rates, connections_list=plan.connections,
-                    slo_s=(slo_s or {}).get("p99"), slo=slo_s,
-                    requests_file=args.requests, body_bytes=len(config.get("body") or b""),
-                    headers=redact.headers(config.get("headers", []), args.redact),
-                    url=redact.url(config["url"]))
+    settings.update(
+        rates=plan.rates,
+        connections_list=plan.connections,
+        slo_s=(slo_s or {}).get("p99"),
+        slo=slo_s,
+        requests_file=args.requests,
+        body_bytes=len(config.get("body") or b""),
+        headers=redact.headers(config.get("headers", []), args.redact),
+        url=redact.url(config["url"]),
+    )
     name = redact.url(request_label(config, args.requests, config.get("requests")))
-    return Results(kind="http", command_line=["perflab", *redact.argv(sys.argv[1:], args.redact)],
-                   created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                   perflab_version=__version__,
-                   environment=environment.fingerprint(__version__), settings=settings,
-                   benchmarks=[Benchmark(name=name, kind="http")])
+    return Results(
+        kind="http",
+        command_line=["perflab", *redact.argv(sys.argv[1:], args.redact)],
+        created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        perflab_version=__version__,
+        environment=environment.fingerprint(__version__),
+        settings=settings,
+        benchmarks=[Benchmark(name=name, kind="http")],
+    )
 
 
 def _save(results: Any, outcome: Any, path: Any, rescue_on_failure: bool = True) -> None:
@@ -266,16 +379,24 @@ def _save(results: Any, outcome: Any, path: Any, rescue_on_failure: bool = True)
     bench.steps = list(outcome.steps)
     results.interrupted = outcome.interrupted
     results.settings["address"] = outcome.address
-    bench.stop_reason = "interrupted" if outcome.interrupted else \
-        "failed" if outcome.target_lost or outcome.agents_lost else "done"
+    bench.stop_reason = (
+        "interrupted"
+        if outcome.interrupted
+        else "failed"
+        if outcome.target_lost or outcome.agents_lost
+        else "done"
+    )
     bench.error = outcome.target_lost or outcome.agents_lost
     steps = summarize_results(results).steps
-    model.save(results, path, {bench.id: {"steps": [s.to_dict() for s in steps]}},
-               rescue_on_failure=rescue_on_failure)
+    model.save(
+        results,
+        path,
+        {bench.id: {"steps": [s.to_dict() for s in steps]}},
+        rescue_on_failure=rescue_on_failure,
+    )
 
 
-def _step_done(results: Any, outcome: Any, path: Any, live: _Live | None,
-               saved: Any) -> None:
+def _step_done(results: Any, outcome: Any, path: Any, live: _Live | None, saved: Any) -> None:
     if not (path.stdout or path.in_place):  # a stream gets the whole file once, at the end
         saved.run(_save, results, outcome, path, False)  # the final save rescues
     if live is not None:
@@ -300,8 +421,13 @@ def _write_outputs(later: Any, results: Any, files_out: dict[str, Any]) -> None:
     from perflab.report.http_table import http_records, http_tables
 
     sweep = summarize_results(results)
-    outputs.write(later, files_out, "http", lambda: http_tables(results, sweep),
-                  lambda: http_records(results, sweep))
+    outputs.write(
+        later,
+        files_out,
+        "http",
+        lambda: http_tables(results, sweep),
+        lambda: http_records(results, sweep),
+    )
 
 
 def _chart(results: Any, destination: Any) -> None:
@@ -311,8 +437,9 @@ def _chart(results: Any, destination: Any) -> None:
     from perflab.report.memory_chart import sweep_series
 
     watched = sweep_series(results.benchmarks[0].steps)
-    save_file(destination, lambda out: sweep_chart(summarize_results(results), out, watched),
-              "chart")
+    save_file(
+        destination, lambda out: sweep_chart(summarize_results(results), out, watched), "chart"
+    )
     sys.stderr.write(f"chart saved to {destination}\n")
 
 
@@ -345,12 +472,15 @@ class _Live:
         from perflab.report.console import make_console
 
         self.duration = plan.config["duration_s"]
-        self.labels = [f"{r:,.0f}/s" for r in plan.rates] or \
-            [f"{n} conn" for n in plan.connections]
+        self.labels = [f"{r:,.0f}/s" for r in plan.rates] or [f"{n} conn" for n in plan.connections]
         self.console = console or make_console(stderr=True)
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=20),
-                                 TextColumn("{task.fields[status]}"), console=self.console,
-                                 disable=not self.console.is_terminal)
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(bar_width=20),
+            TextColumn("{task.fields[status]}"),
+            console=self.console,
+            disable=not self.console.is_terminal,
+        )
         self.tasks: dict[int, Any] = {}
 
     def update(self, index: int, steps: int, snap: dict[str, Any]) -> None:
@@ -358,20 +488,28 @@ class _Live:
         if index not in self.tasks:
             self._finish_previous()
             self.tasks[index] = self.progress.add_task(
-                f"step {index + 1}/{steps} {self.labels[index]}", total=self.duration,
-                status="starting")
-        status = "warmup" if snap["in_warmup"] else (
-            f"{snap['achieved_rate']:,.0f}/s ok, {snap['failures']:,} errors, "
-            f"p99 {snap['p99_us'] / 1e3:,.2f} ms" +
-            (f", slowest {snap['slowest']}" if snap.get("slowest") else ""))
+                f"step {index + 1}/{steps} {self.labels[index]}",
+                total=self.duration,
+                status="starting",
+            )
+        status = (
+            "warmup"
+            if snap["in_warmup"]
+            else (
+                f"{snap['achieved_rate']:,.0f}/s ok, {snap['failures']:,} errors, "
+                f"p99 {snap['p99_us'] / 1e3:,.2f} ms"
+                + (f", slowest {snap['slowest']}" if snap.get("slowest") else "")
+            )
+        )
         self.progress.update(self.tasks[index], completed=snap["wall_s"], status=status)
 
     def step_done(self, summary: Any, number: int) -> None:
         """One line for a finished step (kept above the bars, and in logs)."""
         from perflab.report.http_table import step_line
 
-        self.console.print(f"step {number}/{len(self.labels)} {step_line(summary)}",
-                           markup=False, highlight=False)
+        self.console.print(
+            f"step {number}/{len(self.labels)} {step_line(summary)}", markup=False, highlight=False
+        )
 
     def _finish_previous(self) -> None:
         if self.tasks:

@@ -25,16 +25,34 @@ MAX_TRENDS = 24
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``perflab report``."""
-    parser.add_argument("files", nargs="*", metavar="FILE", help="results files (run, cmd, "
-                        "http), or documents written by doctor, compare or fit with --json; "
-                        "none: the newest run in history")
-    parser.add_argument("-o", "--output", default="report.html", metavar="FILE",
-                        help="the HTML file to write (report.html)")
-    parser.add_argument("--history", nargs="?", const="*", metavar="PATTERN",
-                        help="add the trends and change points of the recorded benchmarks "
-                        "matching PATTERN (all when omitted)")
-    parser.add_argument("--database", metavar="PATH", help="the history database (default: "
-                        "$PERFLAB_HISTORY or .perflab/history.sqlite)")
+    parser.add_argument(
+        "files",
+        nargs="*",
+        metavar="FILE",
+        help="results files (run, cmd, "
+        "http), or documents written by doctor, compare or fit with --json; "
+        "none: the newest run in history",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        default="report.html",
+        metavar="FILE",
+        help="the HTML file to write (report.html)",
+    )
+    parser.add_argument(
+        "--history",
+        nargs="?",
+        const="*",
+        metavar="PATTERN",
+        help="add the trends and change points of the recorded benchmarks "
+        "matching PATTERN (all when omitted)",
+    )
+    parser.add_argument(
+        "--database",
+        metavar="PATH",
+        help="the history database (default: $PERFLAB_HISTORY or .perflab/history.sqlite)",
+    )
 
 
 def _database(args: argparse.Namespace) -> Path | None:
@@ -61,17 +79,21 @@ def _load(name: str) -> tuple[Any, dict[str, Any] | None]:
         return model.load(name), None
     except ResultsFileError:
         try:
-            document = model.parse_json(files.read_bytes(name, name, files.MAX_RESULTS_BYTES),
-                                        name)
+            document = model.parse_json(files.read_bytes(name, name, files.MAX_RESULTS_BYTES), name)
         except (ResultsFileError, UsageError):
             document = None
-        if not (isinstance(document, dict) and document.get("tool") == "perflab"
-                and document.get("kind") in DOCUMENT_KINDS):
+        if not (
+            isinstance(document, dict)
+            and document.get("tool") == "perflab"
+            and document.get("kind") in DOCUMENT_KINDS
+        ):
             raise
         problem = schema.validate(document, str(document["kind"]))
         if problem:
-            raise ResultsFileError(f"{name}: {problem}; the file was damaged or edited: use "
-                                   f"the file perflab {document['kind']} wrote") from None
+            raise ResultsFileError(
+                f"{name}: {problem}; the file was damaged or edited: use "
+                f"the file perflab {document['kind']} wrote"
+            ) from None
         return None, document
 
 
@@ -91,8 +113,11 @@ def main(args: argparse.Namespace) -> int:
         if not loaded:
             loaded = _newest(store)
         for name, results, document in loaded:
-            body += sections.results_sections(results, results_figures(results), name) \
-                if results is not None else sections.document_sections(document, name)
+            body += (
+                sections.results_sections(results, results_figures(results), name)
+                if results is not None
+                else sections.document_sections(document, name)
+            )
         doctor = _doctor(db, [r for _, r, _ in loaded if r is not None])
         if doctor is not None:
             body.append(doctor)
@@ -103,9 +128,15 @@ def main(args: argparse.Namespace) -> int:
             store.close()
     from perflab.report.html.page import page as render
 
-    text = render("perflab report", [f"written by perflab {__version__} from "
-                                     + (", ".join(n for n, _, _ in loaded) or "history")
-                                     + (f"; history {db}" if args.history else "")], body)
+    text = render(
+        "perflab report",
+        [
+            f"written by perflab {__version__} from "
+            + (", ".join(n for n, _, _ in loaded) or "history")
+            + (f"; history {db}" if args.history else "")
+        ],
+        body,
+    )
     save(destination, text.encode("utf-8"), "report")
     sys.stderr.write(f"report saved to {destination} ({len(text.encode()) / 1024:,.0f} KiB)\n")
     return 0
@@ -115,8 +146,10 @@ def _open(db: Path | None) -> Any:
     from perflab.history.store import Store
 
     if db is None:
-        raise UsageError("history is off (PERFLAB_HISTORY=off): give results FILES, or "
-                         "--database PATH for --history")
+        raise UsageError(
+            "history is off (PERFLAB_HISTORY=off): give results FILES, or "
+            "--database PATH for --history"
+        )
     return Store(db, create=False)
 
 
@@ -125,8 +158,10 @@ def _newest(store: Any) -> list[tuple[str, Any, None]]:
 
     run = next((r for r in store.runs() if r.kind in MEASURED_KINDS), None)
     if run is None:
-        raise UsageError(f"history {store.path} holds no run yet, and no FILES were given; "
-                         "run perflab run/cmd/http first")
+        raise UsageError(
+            f"history {store.path} holds no run yet, and no FILES were given; "
+            "run perflab run/cmd/http first"
+        )
     base = load_run(store, run)
     return [(base.label, base.results, None)]
 

@@ -16,57 +16,119 @@ from perflab.units import parse_positive_duration
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``perflab run``."""
     parser.add_argument("file", help="a .py file of @perflab.bench functions")
-    parser.add_argument("--json", metavar="FILE", help="write the results file here "
-                        "(default: .perflab/run-<time>.json); '-': JSON on stdout, no table")
-    parser.add_argument("--filter", metavar="PATTERN", action="append",
-                        help="run only benchmarks whose id matches (shell pattern; a plain "
-                        "word matches anywhere); repeatable")
-    parser.add_argument("--precision", default="1%", help="target 95%% CI half-width of each "
-                        "median, e.g. 1%% or 0.5%% (default 1%%)")
+    parser.add_argument(
+        "--json",
+        metavar="FILE",
+        help="write the results file here "
+        "(default: .perflab/run-<time>.json); '-': JSON on stdout, no table",
+    )
+    parser.add_argument(
+        "--filter",
+        metavar="PATTERN",
+        action="append",
+        help="run only benchmarks whose id matches (shell pattern; a plain "
+        "word matches anywhere); repeatable",
+    )
+    parser.add_argument(
+        "--precision",
+        default="1%",
+        help="target 95%% CI half-width of each median, e.g. 1%% or 0.5%% (default 1%%)",
+    )
     parser.add_argument("--budget", default="10s", help="time budget per benchmark (10s)")
-    parser.add_argument("--timeout", default="60s", help="kill a worker process running longer "
-                        "than this and fail the benchmark (60s)")
-    parser.add_argument("--min-processes", type=int, default=None, help="fresh processes "
-                        "per benchmark at least (10, or --max-processes if lower): the CI is "
-                        "estimated from the spread between processes, so it needs several")
+    parser.add_argument(
+        "--timeout",
+        default="60s",
+        help="kill a worker process running longer than this and fail the benchmark (60s)",
+    )
+    parser.add_argument(
+        "--min-processes",
+        type=int,
+        default=None,
+        help="fresh processes "
+        "per benchmark at least (10, or --max-processes if lower): the CI is "
+        "estimated from the spread between processes, so it needs several",
+    )
     parser.add_argument("--max-processes", type=int, default=60, help="at most (60)")
     parser.add_argument("--process-time", default="100ms", help="sampling time per process")
-    parser.add_argument("--seed", type=int, help="seed the interleaving order and each "
-                        "process's layout randomization (repeats them exactly)")
-    parser.add_argument("--no-randomize", action="store_true", help="give every worker "
-                        "process the same memory layout (no padding variable, inherited hash "
-                        "seed, no heap padding); by default each gets its own")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        help="seed the interleaving order and each "
+        "process's layout randomization (repeats them exactly)",
+    )
+    parser.add_argument(
+        "--no-randomize",
+        action="store_true",
+        help="give every worker "
+        "process the same memory layout (no padding variable, inherited hash "
+        "seed, no heap padding); by default each gets its own",
+    )
     parser.add_argument("--no-alloc", action="store_true", help="skip the tracemalloc pass")
-    parser.add_argument("--event-loop", choices=["asyncio", "uvloop"], default="asyncio",
-                        help="the event loop async def benchmarks run on (asyncio)")
-    parser.add_argument("--memory", action="store_true", help="sample each worker's "
-                        "resident memory: RSS start, peak, end and growth per 1,000 ops, with "
-                        "a leak warning; its timeline every --memory-interval")
-    parser.add_argument("--memory-interval", default="10ms", metavar="INTERVAL",
-                        help="with --memory: time between timeline readings (10ms)")
-    parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table",
-                        help="how to print the results on stdout")
+    parser.add_argument(
+        "--event-loop",
+        choices=["asyncio", "uvloop"],
+        default="asyncio",
+        help="the event loop async def benchmarks run on (asyncio)",
+    )
+    parser.add_argument(
+        "--memory",
+        action="store_true",
+        help="sample each worker's "
+        "resident memory: RSS start, peak, end and growth per 1,000 ops, with "
+        "a leak warning; its timeline every --memory-interval",
+    )
+    parser.add_argument(
+        "--memory-interval",
+        default="10ms",
+        metavar="INTERVAL",
+        help="with --memory: time between timeline readings (10ms)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=["table", "markdown", "csv"],
+        default="table",
+        help="how to print the results on stdout",
+    )
     from perflab.report import outputs
 
     outputs.add_arguments(parser, "one line per benchmark")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
-    parser.add_argument("--verbose", action="store_true", help="every warning of every "
-                        "benchmark in full (by default warnings are grouped by kind)")
-    parser.add_argument("--compare-to", metavar="A.json|last|RUN|REF", help="after the run, "
-                        "compare its results with this baseline: a results file, or from "
-                        "history the newest earlier run, a run id or a git ref (as perflab "
-                        "compare --to)")
-    parser.add_argument("--threshold", default="2%", help="noise threshold t of the "
-                        "verdicts, against each group's baseline benchmark and --compare-to: "
-                        "a ratio within ±t counts as the same (2%%); auto: from the "
-                        "run-to-run spread recorded in history")
-    parser.add_argument("--fail-on", metavar="VERDICTS", default="", help="exit 1 when a "
-                        "verdict against a group's baseline or --compare-to is one of these, "
-                        "comma separated: slower, faster, inconclusive, failed (and missing "
-                        "with --compare-to), e.g. slower,inconclusive (as perflab compare "
-                        "--fail-on)")
-    parser.add_argument("--chart", metavar="PNG", help="draw each benchmark's samples and "
-                        "per-process medians into this PNG")
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="every warning of every benchmark in full (by default warnings are grouped by kind)",
+    )
+    parser.add_argument(
+        "--compare-to",
+        metavar="A.json|last|RUN|REF",
+        help="after the run, "
+        "compare its results with this baseline: a results file, or from "
+        "history the newest earlier run, a run id or a git ref (as perflab "
+        "compare --to)",
+    )
+    parser.add_argument(
+        "--threshold",
+        default="2%",
+        help="noise threshold t of the "
+        "verdicts, against each group's baseline benchmark and --compare-to: "
+        "a ratio within ±t counts as the same (2%%); auto: from the "
+        "run-to-run spread recorded in history",
+    )
+    parser.add_argument(
+        "--fail-on",
+        metavar="VERDICTS",
+        default="",
+        help="exit 1 when a "
+        "verdict against a group's baseline or --compare-to is one of these, "
+        "comma separated: slower, faster, inconclusive, failed (and missing "
+        "with --compare-to), e.g. slower,inconclusive (as perflab compare "
+        "--fail-on)",
+    )
+    parser.add_argument(
+        "--chart",
+        metavar="PNG",
+        help="draw each benchmark's samples and per-process medians into this PNG",
+    )
     from perflab.history import record
 
     record.add_arguments(parser)
@@ -77,7 +139,7 @@ DEFAULT_MIN_PROCESSES = 10
 
 
 def parse_precision(text: str) -> float:
-    """"1%" or "0.01" → 0.01. Raises UsageError outside (0, 1)."""
+    """ "1%" or "0.01" → 0.01. Raises UsageError outside (0, 1)."""
     try:
         value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
     except ValueError:
@@ -98,17 +160,26 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     timeout = parse_positive_duration(args.timeout, "--timeout")
     process = parse_positive_duration(args.process_time, "--process-time")
     if process > budget or process >= timeout:
-        raise UsageError(f"--process-time {args.process_time} must fit in --budget "
-                         f"{args.budget} and be below --timeout {args.timeout} (a worker "
-                         "samples that long); lower it or raise the others")
-    return Settings(precision=parse_precision(args.precision), budget_s=budget,
-                    timeout_s=timeout, min_processes=args.min_processes,
-                    max_processes=args.max_processes, process_seconds=process,
-                    allocations=not args.no_alloc, seed=args.seed,
-                    randomize=not args.no_randomize, event_loop=args.event_loop,
-                    memory_interval_s=parse_positive_duration(args.memory_interval,
-                                                              "--memory-interval")
-                    if args.memory else None)
+        raise UsageError(
+            f"--process-time {args.process_time} must fit in --budget "
+            f"{args.budget} and be below --timeout {args.timeout} (a worker "
+            "samples that long); lower it or raise the others"
+        )
+    return Settings(
+        precision=parse_precision(args.precision),
+        budget_s=budget,
+        timeout_s=timeout,
+        min_processes=args.min_processes,
+        max_processes=args.max_processes,
+        process_seconds=process,
+        allocations=not args.no_alloc,
+        seed=args.seed,
+        randomize=not args.no_randomize,
+        event_loop=args.event_loop,
+        memory_interval_s=parse_positive_duration(args.memory_interval, "--memory-interval")
+        if args.memory
+        else None,
+    )
 
 
 def select(cases, patterns):  # type: ignore[no-untyped-def]
@@ -122,8 +193,9 @@ def select(cases, patterns):  # type: ignore[no-untyped-def]
     globs = [p if any(ch in p for ch in "*?[") else f"*{p}*" for p in patterns]
     chosen = [c for c in cases if any(fnmatch.fnmatchcase(c.id, g) for g in globs)]
     if not chosen:
-        raise UsageError(f"--filter {' '.join(patterns)} matches no benchmark; ids are like "
-                         f"{cases[0].id!r}")
+        raise UsageError(
+            f"--filter {' '.join(patterns)} matches no benchmark; ids are like {cases[0].id!r}"
+        )
     return chosen
 
 
@@ -160,25 +232,33 @@ def main(args: argparse.Namespace) -> int:
     destination = results_destination(args.json, "run")
     files_out = outputs.check(args, others=[destination])
     gate = _gate_options(args)
-    chart = Destination.check(args.chart, "--chart", "png") \
-        if args.chart is not None else None
+    chart = Destination.check(args.chart, "--chart", "png") if args.chart is not None else None
     bench_file, cases = load_cases(args.file, args.filter)
     _check_gate(args, cases)
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     env = environment.fingerprint(__version__)
     baseline_name, baseline, gate = _baseline(args, cases, env, gate)
     timer = clocks.measure_timer()
     target_ns = max(timer.min_sample_ns, settings.min_sample_ns)
-    results = Results(kind="run", command_line=["perflab", *sys.argv[1:]],
-                      created=started.isoformat(timespec="seconds"), perflab_version=__version__,
-                      environment=env, settings={**settings.to_dict(), "timer": timer.to_dict(),
-                                                 "sample_target_ns": target_ns,
-                                                 "threshold": gate[0]})
+    results = Results(
+        kind="run",
+        command_line=["perflab", *sys.argv[1:]],
+        created=started.isoformat(timespec="seconds"),
+        perflab_version=__version__,
+        environment=env,
+        settings={
+            **settings.to_dict(),
+            "timer": timer.to_dict(),
+            "sample_target_ns": target_ns,
+            "threshold": gate[0],
+        },
+    )
     progress = _progress(settings.precision, args.quiet)
     with StopSignals() as stop:
         with progress:
-            runner = Runner(str(bench_file.path), cases, settings, target_ns, timer.error_ns,
-                            progress=progress)
+            runner = Runner(
+                str(bench_file.path), cases, settings, target_ns, timer.error_ns, progress=progress
+            )
             results.benchmarks = runner.run()
         stop.shield()
         _attach_units(results.benchmarks, bench_file)
@@ -191,8 +271,9 @@ def main(args: argparse.Namespace) -> int:
             write_chart(chart, lambda out: run_chart(results.benchmarks, judged, out))
         tripped = [s.id for s in judged if s.verdict in gate[1]]
         if baseline is not None:
-            code = _compare_to(baseline_name, baseline, results, args.format, *gate,
-                               also_tripped=tripped)
+            code = _compare_to(
+                baseline_name, baseline, results, args.format, *gate, also_tripped=tripped
+            )
         else:
             from perflab.report.compare_table import gate as apply_gate
 
@@ -213,13 +294,22 @@ def _gate_options(args: argparse.Namespace) -> tuple[float, list[str]]:
     from perflab.analyze.decisions import parse_threshold
 
     auto = args.threshold.strip().lower() == "auto"
-    return (math.nan if auto else parse_threshold(args.threshold),
-            parse_fail_on(args.fail_on) if args.fail_on else [])
+    return (
+        math.nan if auto else parse_threshold(args.threshold),
+        parse_fail_on(args.fail_on) if args.fail_on else [],
+    )
 
 
-def _compare_to(baseline_name: str, baseline: Any, results: Any, fmt: str, threshold: float,
-                fail_on: list[str], note: str | None = None,
-                also_tripped: list[str] | None = None) -> int:
+def _compare_to(
+    baseline_name: str,
+    baseline: Any,
+    results: Any,
+    fmt: str,
+    threshold: float,
+    fail_on: list[str],
+    note: str | None = None,
+    also_tripped: list[str] | None = None,
+) -> int:
     """``--compare-to``: print the comparison of this run with its baseline in ``fmt``
     (``note``, how an automatic threshold was chosen, heads the footnotes) and apply the
     ``--fail-on`` gate as ``perflab compare`` does; ``also_tripped``: ids the run's own
@@ -248,12 +338,16 @@ def _check_gate(args: argparse.Namespace, cases) -> None:  # type: ignore[no-unt
     groups: dict[str, list] = {}  # type: ignore[type-arg]
     for case in cases:
         groups.setdefault(case.spec.group, []).append(case.spec)
-    judged = any(any(s.baseline for s in specs) and not any(s.stage for s in specs)
-                 for specs in groups.values())
+    judged = any(
+        any(s.baseline for s in specs) and not any(s.stage for s in specs)
+        for specs in groups.values()
+    )
     if args.fail_on and not args.compare_to and not judged:
-        raise UsageError("--fail-on has nothing to judge: mark the reference benchmark of a "
-                         "group (not a staged one) with @perflab.bench(baseline=True), or "
-                         "give --compare-to A.json (the results to compare with)")
+        raise UsageError(
+            "--fail-on has nothing to judge: mark the reference benchmark of a "
+            "group (not a staged one) with @perflab.bench(baseline=True), or "
+            "give --compare-to A.json (the results to compare with)"
+        )
 
 
 def _baseline(args: argparse.Namespace, cases, env, gate):  # type: ignore[no-untyped-def]
@@ -309,9 +403,13 @@ def _save_and_print(results, args, destination, files_out):  # type: ignore[no-u
     summaries = {s.id: s.to_dict() for group in grouped.values() for s in group}
     later = Deferred()
     later.run(model.save, results, destination, summaries)
-    outputs.write(later, files_out, "run",
-                  lambda: run_output_tables(groups, figures.memory, args.verbose, threshold),
-                  lambda: run_output_records(groups, figures.memory))
+    outputs.write(
+        later,
+        files_out,
+        "run",
+        lambda: run_output_tables(groups, figures.memory, args.verbose, threshold),
+        lambda: run_output_records(groups, figures.memory),
+    )
     if not destination.stdout:
         print_run(groups, args.format, args.verbose, threshold, memory=figures.memory)
     record_results(args, results, summaries, destination)

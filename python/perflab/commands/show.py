@@ -11,21 +11,34 @@ from perflab import interop
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``perflab show``."""
-    parser.add_argument("file", help="a results file (run, cmd, http, trace) or a doctor, "
-                        "compare, fit or history document written with --json")
+    parser.add_argument(
+        "file",
+        help="a results file (run, cmd, http, trace) or a doctor, "
+        "compare, fit or history document written with --json",
+    )
     parser.add_argument("--format", choices=["table", "markdown", "csv"], default="table")
-    parser.add_argument("--env", action="store_true", help="also print the environment "
-                        "fingerprint and the settings")
-    parser.add_argument("--verbose", action="store_true", help="every warning of every "
-                        "benchmark in full (by default warnings are grouped by kind)")
+    parser.add_argument(
+        "--env", action="store_true", help="also print the environment fingerprint and the settings"
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="every warning of every benchmark in full (by default warnings are grouped by kind)",
+    )
     interop.add_from_argument(parser)
-    parser.add_argument("--export", nargs=2, action="append", default=[],
-                        metavar=("FORMAT", "OUT"), help="also write the results in a peer's "
-                        "format: github-action-benchmark (customSmallerIsBetter JSON; run, cmd, "
-                        "http), hyperfine (--export-json layout; cmd), hgrm (HdrHistogram "
-                        "percentile distribution of each step's latency, ms; http), hlog "
-                        "(HdrHistogram interval log of the steps' latency histograms; http); "
-                        "repeatable")
+    parser.add_argument(
+        "--export",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("FORMAT", "OUT"),
+        help="also write the results in a peer's "
+        "format: github-action-benchmark (customSmallerIsBetter JSON; run, cmd, "
+        "http), hyperfine (--export-json layout; cmd), hgrm (HdrHistogram "
+        "percentile distribution of each step's latency, ms; http), hlog "
+        "(HdrHistogram interval log of the steps' latency histograms; http); "
+        "repeatable",
+    )
 
 
 def print_environment(results: Any) -> None:
@@ -36,8 +49,7 @@ def print_environment(results: Any) -> None:
     from perflab.report.escape import rich_text, terminal
 
     out = make_console()
-    out.print(rich_text(terminal("command line: " + " ".join(results.command_line),
-                                 one_line=True)))
+    out.print(rich_text(terminal("command line: " + " ".join(results.command_line), one_line=True)))
     out.print(rich_text(terminal("created: " + results.created, one_line=True)))
     out.print("environment:")
     for label, text in describe(results.environment):
@@ -61,17 +73,21 @@ def _document(path: str) -> dict[str, Any] | None:
     from perflab.errors import ResultsFileError, UsageError
 
     try:
-        document = model.parse_json(files.read_bytes(path, path, files.MAX_RESULTS_BYTES),
-                                     path)
+        document = model.parse_json(files.read_bytes(path, path, files.MAX_RESULTS_BYTES), path)
     except (UsageError, ResultsFileError):
         return None
-    if not (isinstance(document, dict) and document.get("tool") == "perflab"
-            and document.get("kind") in DOCUMENT_KINDS):
+    if not (
+        isinstance(document, dict)
+        and document.get("tool") == "perflab"
+        and document.get("kind") in DOCUMENT_KINDS
+    ):
         return None
     problem = schema.validate(document, document["kind"])
     if problem:
-        raise ResultsFileError(f"{path}: {problem}; the file was damaged or edited: use the "
-                               f"file perflab {document['kind']} wrote")
+        raise ResultsFileError(
+            f"{path}: {problem}; the file was damaged or edited: use the "
+            f"file perflab {document['kind']} wrote"
+        )
     return document
 
 
@@ -84,13 +100,14 @@ def _stats_only_document(path: str) -> dict[str, Any] | None:
     from perflab.interop import pytest_benchmark
 
     try:
-        document = model.parse_json(files.read_bytes(path, path, files.MAX_RESULTS_BYTES),
-                                    path)
+        document = model.parse_json(files.read_bytes(path, path, files.MAX_RESULTS_BYTES), path)
     except (UsageError, ResultsFileError):
         return None
-    if (interop.forced() or interop.detect(document)) != "pytest-benchmark" or \
-            schema.validate(document, "pytest-benchmark") or \
-            pytest_benchmark.has_raw_data(document):
+    if (
+        (interop.forced() or interop.detect(document)) != "pytest-benchmark"
+        or schema.validate(document, "pytest-benchmark")
+        or pytest_benchmark.has_raw_data(document)
+    ):
         return None
     return document
 
@@ -144,15 +161,20 @@ def main(args: argparse.Namespace) -> int:
     elif results.kind == "cmd":
         from perflab.report.cmd_table import print_cmd
 
-        print_cmd(results, figures.commands, figures.spawn_overhead, args.format,
-                  args.verbose)
+        print_cmd(results, figures.commands, figures.spawn_overhead, args.format, args.verbose)
     elif results.kind == "http":
         from perflab.report.http_table import print_http
 
         print_http(results, figures.sweep, args.format)
     else:
-        print_run(figures.groups, args.format, args.verbose, figures.threshold,
-                  in_process_ids(results.settings), figures.memory)
+        print_run(
+            figures.groups,
+            args.format,
+            args.verbose,
+            figures.threshold,
+            in_process_ids(results.settings),
+            figures.memory,
+        )
     return 0
 
 
@@ -168,12 +190,14 @@ def _show_document(document: dict[str, Any], fmt: str) -> None:
         report = DoctorReport.from_dict(document)
         console.emit(fmt, lambda: doctor_tables(report), lambda: check_records(report))
     elif document["kind"] == "compare":
-        from perflab.report.compare_table import (comparison_tables, csv_records,
-                                                  suite_from_document)
+        from perflab.report.compare_table import comparison_tables, csv_records, suite_from_document
 
         suite = suite_from_document(document)
-        console.emit(fmt, lambda: comparison_tables(suite, document["a"], document["b"]),
-                     lambda: csv_records(suite))
+        console.emit(
+            fmt,
+            lambda: comparison_tables(suite, document["a"], document["b"]),
+            lambda: csv_records(suite),
+        )
     elif document["kind"] == "history":
         _show_history(document, fmt)
     else:
@@ -184,17 +208,18 @@ def _show_history(document: dict[str, Any], fmt: str) -> None:
     """A ``perflab history --json`` document's tables: the run list or the trends."""
     from perflab.history.document import runs_from_document, trends_from_document
     from perflab.report import console
-    from perflab.report.history_table import run_records, runs_table, trend_records, \
-        trend_table
+    from perflab.report.history_table import run_records, runs_table, trend_records, trend_table
 
     if "runs" in document:
         runs, total, database = runs_from_document(document)
-        console.emit(fmt, lambda: [runs_table(runs, total, database)],
-                     lambda: run_records(runs))
+        console.emit(fmt, lambda: [runs_table(runs, total, database)], lambda: run_records(runs))
         return
     trends = trends_from_document(document)
-    console.emit(fmt, lambda: [trend_table(t, document.get("limit")) for t in trends],
-                 lambda: trend_records(trends))
+    console.emit(
+        fmt,
+        lambda: [trend_table(t, document.get("limit")) for t in trends],
+        lambda: trend_records(trends),
+    )
 
 
 def print_fit_document(document: dict[str, Any], fmt: str) -> None:
@@ -210,14 +235,17 @@ def print_fit_document(document: dict[str, Any], fmt: str) -> None:
     from perflab.report.fit_report import fit_report, print_report
 
     if "inputs" not in document:
-        raise UsageError("this fit document keeps no input points (written by an older "
-                         "perflab): run perflab fit again on its sources: "
-                         f"{' '.join(document.get('sources', [])) or 'the files it names'}")
+        raise UsageError(
+            "this fit document keeps no input points (written by an older "
+            "perflab): run perflab fit again on its sources: "
+            f"{' '.join(document.get('sources', [])) or 'the files it names'}"
+        )
     series = [series_from_record(d) for d in document["inputs"]]
     model = document["fit"]
     if len(series) != 2 if model == "breakeven" else not series:
-        raise UsageError(f"this {model} fit document holds {len(series)} input series, not "
-                         f"{'2' if model == 'breakeven' else 'one or more'}: it was damaged "
-                         "or edited; run perflab fit again on its sources")
-    print_report(fit_report(model, series, fit_model(model, series, document.get("growth"))),
-                 fmt)
+        raise UsageError(
+            f"this {model} fit document holds {len(series)} input series, not "
+            f"{'2' if model == 'breakeven' else 'one or more'}: it was damaged "
+            "or edited; run perflab fit again on its sources"
+        )
+    print_report(fit_report(model, series, fit_model(model, series, document.get("growth"))), fmt)

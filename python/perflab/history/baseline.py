@@ -55,11 +55,14 @@ class Baseline:
 
 
 def label(run: RunInfo) -> str:
-    """"history #12 (a1b2c3d4 main, dirty)": how a recorded run is named in tables."""
+    """ "history #12 (a1b2c3d4 main, dirty)": how a recorded run is named in tables."""
     parts = []
     if run.git_commit:
-        parts.append(run.git_commit[:8] + (f" {run.git_branch}" if run.git_branch else "")
-                     + (", dirty" if run.git_dirty else ""))
+        parts.append(
+            run.git_commit[:8]
+            + (f" {run.git_branch}" if run.git_branch else "")
+            + (", dirty" if run.git_dirty else "")
+        )
     parts.append(run.created)
     return f"history #{run.id} ({'; '.join(parts)})"
 
@@ -81,8 +84,13 @@ def _run_id(spec: str) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def pick(store: Store, spec: str, kind: str | None = None, bench_ids: set[str] | None = None,
-         exclude: Callable[[RunInfo], bool] | None = None) -> Baseline:
+def pick(
+    store: Store,
+    spec: str,
+    kind: str | None = None,
+    bench_ids: set[str] | None = None,
+    exclude: Callable[[RunInfo], bool] | None = None,
+) -> Baseline:
     """The baseline named by ``spec``.
 
     Args:
@@ -100,18 +108,23 @@ def pick(store: Store, spec: str, kind: str | None = None, bench_ids: set[str] |
     if run_id is not None:
         run = store.run(run_id)
         if run is None:
-            raise UsageError(f"--to {spec}: no run #{run_id} in history {store.path}; "
-                             "perflab history lists the recorded runs")
+            raise UsageError(
+                f"--to {spec}: no run #{run_id} in history {store.path}; "
+                "perflab history lists the recorded runs"
+            )
         return load_run(store, run)
     commit = None
     if spec != "last":
         from perflab.history import gitinfo
 
-        commit = gitinfo.resolve(spec) or (spec if len(spec) >= 4 and all(
-            c in "0123456789abcdef" for c in spec.lower()) else None)
+        commit = gitinfo.resolve(spec) or (
+            spec if len(spec) >= 4 and all(c in "0123456789abcdef" for c in spec.lower()) else None
+        )
         if commit is None:
-            raise UsageError(f"--to {spec}: not 'last', a run id or a git ref of this "
-                             "repository; e.g. --to last, --to 12, --to main")
+            raise UsageError(
+                f"--to {spec}: not 'last', a run id or a git ref of this "
+                "repository; e.g. --to last, --to 12, --to main"
+            )
     for run in store.runs(kind=kind, commit=commit):
         if run.kind not in MEASURED_KINDS or (exclude is not None and exclude(run)):
             continue
@@ -119,20 +132,28 @@ def pick(store: Store, spec: str, kind: str | None = None, bench_ids: set[str] |
             continue
         return load_run(store, run)
     what = "the newest run" if commit is None else f"a run at commit {commit[:12]}"
-    raise UsageError(f"--to {spec}: history {store.path} has no {what}"
-                     + (f" of kind {kind}" if kind else "") + " sharing a benchmark with the "
-                     "new results; record one first (perflab run/cmd/http record it)")
+    raise UsageError(
+        f"--to {spec}: history {store.path} has no {what}"
+        + (f" of kind {kind}" if kind else "")
+        + " sharing a benchmark with the "
+        "new results; record one first (perflab run/cmd/http record it)"
+    )
 
 
 def shares(rows: list[Any], bench_ids: set[str]) -> bool:
     """True when a run's summary rows include one of the benchmark ids (an HTTP row is
     named "<id> <step label>")."""
-    return any(r.bench in bench_ids or (r.unit != "s" or r.metric != "time") and any(
-        r.bench.startswith(b + " ") for b in bench_ids) for r in rows)
+    return any(
+        r.bench in bench_ids
+        or (r.unit != "s" or r.metric != "time")
+        and any(r.bench.startswith(b + " ") for b in bench_ids)
+        for r in rows
+    )
 
 
-def auto_threshold(store: Store, keys: list[tuple[str, str]], fingerprint: str,
-                   before: int | None = None) -> tuple[float, str]:
+def auto_threshold(
+    store: Store, keys: list[tuple[str, str]], fingerprint: str, before: int | None = None
+) -> tuple[float, str]:
     """The noise threshold from the recorded run-to-run variance (see the module doc).
 
     Args:
@@ -148,20 +169,27 @@ def auto_threshold(store: Store, keys: list[tuple[str, str]], fingerprint: str,
     sigmas = []
     for bench, metric in keys:
         points = store.trend(bench, metric, fingerprint, before)
-        values = [p.row.value for p in points if not p.row.failed and p.row.value > 0
-                  and math.isfinite(p.row.value)]
+        values = [
+            p.row.value
+            for p in points
+            if not p.row.failed and p.row.value > 0 and math.isfinite(p.row.value)
+        ]
         if len(values) >= MIN_RUNS:
             sigmas.append(run_to_run_sigma(np.log(values)))
     if not sigmas:
-        return FALLBACK, (f"threshold auto: fewer than {MIN_RUNS} earlier runs of these "
-                          f"benchmarks on this fingerprint ({fingerprint[:8]}) in history, "
-                          f"so the default ±{FALLBACK:.1%} was used")
+        return FALLBACK, (
+            f"threshold auto: fewer than {MIN_RUNS} earlier runs of these "
+            f"benchmarks on this fingerprint ({fingerprint[:8]}) in history, "
+            f"so the default ±{FALLBACK:.1%} was used"
+        )
     sigma = float(np.median(sigmas))
     threshold = min(MAX_AUTO, max(MIN_AUTO, 1.96 * math.sqrt(2) * sigma))
-    return threshold, (f"threshold auto: ±{threshold:.1%} = 1.96·√2·σ, σ = {sigma:.2%} "
-                       f"run-to-run spread of the median, from {len(sigmas)} benchmark(s) with ≥ "
-                       f"{MIN_RUNS} earlier runs on this fingerprint ({fingerprint[:8]}); "
-                       f"bounded to [{MIN_AUTO:.1%}, {MAX_AUTO:.0%}]")
+    return threshold, (
+        f"threshold auto: ±{threshold:.1%} = 1.96·√2·σ, σ = {sigma:.2%} "
+        f"run-to-run spread of the median, from {len(sigmas)} benchmark(s) with ≥ "
+        f"{MIN_RUNS} earlier runs on this fingerprint ({fingerprint[:8]}); "
+        f"bounded to [{MIN_AUTO:.1%}, {MAX_AUTO:.0%}]"
+    )
 
 
 def run_to_run_sigma(log_values: np.ndarray) -> float:
@@ -198,8 +226,9 @@ def threshold_keys(results: Any) -> list[tuple[str, str]]:
         return [(b.id, "time") for b in results.benchmarks]
     from perflab.history.rows import recompute, summary_rows
 
-    return [(r.bench, r.metric) for r in summary_rows(results, recompute(results))
-            if r.metric == "p50"]
+    return [
+        (r.bench, r.metric) for r in summary_rows(results, recompute(results)) if r.metric == "p50"
+    ]
 
 
 def compare_sides(db: Any, to: str | None, files: list[str], threshold_text: str) -> Sides:
@@ -218,20 +247,26 @@ def compare_sides(db: Any, to: str | None, files: list[str], threshold_text: str
         ResultsFileError: a file or stored run that isn't valid results.
     """
     from perflab import model
-    from perflab.history.record import fingerprint_hash
     from perflab.analyze.decisions import parse_threshold
+    from perflab.history.record import fingerprint_hash
 
     auto = threshold_text.strip().lower() == "auto"
     threshold = FALLBACK if auto else parse_threshold(threshold_text)
     if to is None and len(files) != 2:
-        raise UsageError("give two results files (A.json B.json), or pick A from history "
-                         "with --to last|RUN|REF [B.json]")
+        raise UsageError(
+            "give two results files (A.json B.json), or pick A from history "
+            "with --to last|RUN|REF [B.json]"
+        )
     if to is not None and len(files) > 1:
-        raise UsageError(f"--to {to} picks the baseline from history: give at most one file "
-                         "(the new results; without one, the newest recorded run)")
+        raise UsageError(
+            f"--to {to} picks the baseline from history: give at most one file "
+            "(the new results; without one, the newest recorded run)"
+        )
     if (to is not None or auto) and db is None:
-        raise UsageError("history is off (--no-history or PERFLAB_HISTORY=off); --to and "
-                         "--threshold auto need it")
+        raise UsageError(
+            "history is off (--no-history or PERFLAB_HISTORY=off); --to and "
+            "--threshold auto need it"
+        )
     if to is None and not auto:
         return Sides(model.load(files[0]), model.load(files[1]), files[0], files[1], threshold)
     with Store(db, create=False) as store:
@@ -248,21 +283,27 @@ def compare_sides(db: Any, to: str | None, files: list[str], threshold_text: str
             else:
                 newest = next((r for r in store.runs() if r.kind in MEASURED_KINDS), None)
                 if newest is None:
-                    raise UsageError(f"history {store.path} has no measured run yet; run "
-                                     "perflab run/cmd/http first")
+                    raise UsageError(
+                        f"history {store.path} has no measured run yet; run "
+                        "perflab run/cmd/http first"
+                    )
                 loaded = load_run(store, newest)
                 b, name_b, b_run = loaded.results, loaded.label, newest
 
                 def judged(run: RunInfo) -> bool:
                     return run.id == newest.id
+
             ids = {bench.id for bench in b.benchmarks}
             base = pick(store, to, b.kind, ids, exclude=judged)
             a, name_a = base.results, base.label
         note = None
         if auto:
-            threshold, note = auto_threshold(store, threshold_keys(b),
-                                             fingerprint_hash(b.environment),
-                                             b_run.id if b_run is not None else None)
+            threshold, note = auto_threshold(
+                store,
+                threshold_keys(b),
+                fingerprint_hash(b.environment),
+                b_run.id if b_run is not None else None,
+            )
     return Sides(a, b, name_a, name_b, threshold, note)
 
 
@@ -281,8 +322,10 @@ def baseline_for(db: Any, spec: str, kind: str, bench_ids: set[str]) -> tuple[st
     if Path(spec).exists() or spec.endswith(".json"):
         return spec, model.load(spec)
     if db is None:
-        raise UsageError(f"--compare-to {spec}: no such file, and history is off "
-                         "(--no-history or PERFLAB_HISTORY=off) to pick it from")
+        raise UsageError(
+            f"--compare-to {spec}: no such file, and history is off "
+            "(--no-history or PERFLAB_HISTORY=off) to pick it from"
+        )
     with Store(db, create=False) as store:
         base = pick(store, spec, kind, bench_ids)
     return base.label, base.results
@@ -295,7 +338,9 @@ def threshold_before_run(db: Any, bench_ids: list[str], env: dict[str, Any]) -> 
 
     fingerprint = fingerprint_hash(env)
     if db is None or not Path(db).exists():
-        return FALLBACK, (f"threshold auto: no history to estimate the run-to-run spread "
-                          f"from, so the default ±{FALLBACK:.1%} was used")
+        return FALLBACK, (
+            f"threshold auto: no history to estimate the run-to-run spread "
+            f"from, so the default ±{FALLBACK:.1%} was used"
+        )
     with Store(db, create=False) as store:
         return auto_threshold(store, [(b, "time") for b in bench_ids], fingerprint)

@@ -96,20 +96,23 @@ def detect(values: Sequence[float], alpha: float = 0.05) -> list[ChangePoint]:
     sigma = robust_sigma(logs)
     if sigma == 0:
         sigma = max(float(np.std(logs)), 1e-12)
-    penalty = PENALTY_FACTOR * sigma ** 2 * math.log(x.size)
+    penalty = PENALTY_FACTOR * sigma**2 * math.log(x.size)
     ends = _core.pelt(logs.tolist(), penalty, MIN_SEGMENT)
     bounds = [0, *(int(e) for e in ends)]
     found = []
     for k in range(1, len(bounds) - 1):
-        left, right = logs[bounds[k - 1]:bounds[k]], logs[bounds[k]:bounds[k + 1]]
+        left, right = logs[bounds[k - 1] : bounds[k]], logs[bounds[k] : bounds[k + 1]]
         found.append((bounds[k], left, right))
     out = []
     for index, left, right in found:
         ratio = math.exp(float(right.mean() - left.mean()))
         p = welch_p(left, right)
         if abs(ratio - 1) >= MIN_STEP and p < alpha / max(1, len(found)):
-            out.append(ChangePoint(index, float(np.exp(np.median(left))),
-                                   float(np.exp(np.median(right))), ratio, p))
+            out.append(
+                ChangePoint(
+                    index, float(np.exp(np.median(left))), float(np.exp(np.median(right))), ratio, p
+                )
+            )
     return out
 
 
@@ -140,8 +143,9 @@ def _betainc(a: float, b: float, x: float) -> float:
         return 0.0
     if x >= 1:
         return 1.0
-    log_front = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-                 + a * math.log(x) + b * math.log1p(-x))
+    log_front = (
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
     if x < (a + 1) / (a + b + 2):  # the fraction converges fast here
         return math.exp(log_front) * _beta_fraction(a, b, x) / a
     return 1 - math.exp(log_front) * _beta_fraction(b, a, 1 - x) / b
@@ -154,8 +158,10 @@ def _beta_fraction(a: float, b: float, x: float) -> float:
     d = 1 / (d if abs(d) > tiny else tiny)
     h = d
     for m in range(1, 500):
-        for numerator in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                          -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
             d = 1 + numerator * d
             d = 1 / (d if abs(d) > tiny else tiny)
             c = 1 + numerator / c

@@ -27,10 +27,14 @@ HISTORY_SCHEMA_VERSION = 1
 def _head(database: Any) -> dict[str, Any]:
     from perflab import __version__
 
-    return {"tool": "perflab", "kind": "history",
-            "history_schema_version": HISTORY_SCHEMA_VERSION, "perflab_version": __version__,
-            "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "database": str(database)}
+    return {
+        "tool": "perflab",
+        "kind": "history",
+        "history_schema_version": HISTORY_SCHEMA_VERSION,
+        "perflab_version": __version__,
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "database": str(database),
+    }
 
 
 def runs_document(runs: Sequence[RunInfo], total: int, database: Any) -> dict[str, Any]:
@@ -39,8 +43,7 @@ def runs_document(runs: Sequence[RunInfo], total: int, database: Any) -> dict[st
     return {**_head(database), "total_runs": total, "runs": json_types(list(runs))}
 
 
-def trends_document(trends: Sequence[Trend], limit: int | None, database: Any
-                    ) -> dict[str, Any]:
+def trends_document(trends: Sequence[Trend], limit: int | None, database: Any) -> dict[str, Any]:
     """The trends as a document: ``trends``, each with ``bench``, ``metric``, ``unit``,
     ``points`` (``run``: a :class:`RunInfo`, ``row``: its :class:`SummaryRow`), ``changes``
     (``point``: the :class:`ChangePoint`, ``index``, and the points on each side) and
@@ -53,31 +56,53 @@ def _float(value: Any) -> float:
 
 
 def _run(data: dict[str, Any]) -> RunInfo:
-    return RunInfo(**{**data, "tags": tuple(data["tags"]),
-                      "command_line": list(data["command_line"])})
+    return RunInfo(
+        **{**data, "tags": tuple(data["tags"]), "command_line": list(data["command_line"])}
+    )
 
 
 def _point(data: dict[str, Any]) -> TrendPoint:
     row = data["row"]
-    return TrendPoint(_run(data["run"]), SummaryRow(
-        **{**row, **{k: _float(row[k]) for k in ("value", "ci_low", "ci_high")}}))
+    return TrendPoint(
+        _run(data["run"]),
+        SummaryRow(**{**row, **{k: _float(row[k]) for k in ("value", "ci_low", "ci_high")}}),
+    )
 
 
 def runs_from_document(document: dict[str, Any]) -> tuple[list[RunInfo], int, str]:
     """(runs, total_runs, database) of a run-list document."""
-    return ([_run(r) for r in document["runs"]], document["total_runs"],
-            document["database"])
+    return ([_run(r) for r in document["runs"]], document["total_runs"], document["database"])
 
 
 def trends_from_document(document: dict[str, Any]) -> list[Trend]:
     """The trends of a trends document, as :func:`perflab.history.trend.build` made them."""
     out = []
     for t in document["trends"]:
-        changes = [Change(ChangePoint(**{**c["point"], **{k: _float(c["point"][k]) for k in
-                                                         ("before", "after", "ratio",
-                                                          "p_value")}}),
-                          c["index"], _point(c["last_before"]), _point(c["first_after"]))
-                   for c in t["changes"]]
-        out.append(Trend(t["bench"], t["metric"], t["unit"], [_point(p) for p in t["points"]],
-                         changes, list(t["fingerprint_changes"])))
+        changes = [
+            Change(
+                ChangePoint(
+                    **{
+                        **c["point"],
+                        **{
+                            k: _float(c["point"][k])
+                            for k in ("before", "after", "ratio", "p_value")
+                        },
+                    }
+                ),
+                c["index"],
+                _point(c["last_before"]),
+                _point(c["first_after"]),
+            )
+            for c in t["changes"]
+        ]
+        out.append(
+            Trend(
+                t["bench"],
+                t["metric"],
+                t["unit"],
+                [_point(p) for p in t["points"]],
+                changes,
+                list(t["fingerprint_changes"]),
+            )
+        )
     return out

@@ -37,9 +37,15 @@ class GitState:
 def _git(args: list[str], cwd: str | None) -> str | None:
     """The stripped stdout of ``git args`` or None on any failure."""
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                              timeout=GIT_TIMEOUT_S, check=False,
-                              env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
+        done = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() if done.returncode == 0 else None
@@ -56,9 +62,12 @@ def state(cwd: str | None = None) -> GitState:
         return GitState()
     branch = _git(["rev-parse", "--abbrev-ref", "HEAD"], cwd)
     status = _git(["status", "--porcelain", "--untracked-files=no"], cwd)
-    return GitState(commit=commit, branch=branch,
-                    dirty=None if status is None else bool(status),
-                    commit_time=_git(["show", "-s", "--format=%cI", "HEAD"], cwd))
+    return GitState(
+        commit=commit,
+        branch=branch,
+        dirty=None if status is None else bool(status),
+        commit_time=_git(["show", "-s", "--format=%cI", "HEAD"], cwd),
+    )
 
 
 def resolve(ref: str, cwd: str | None = None) -> str | None:

@@ -27,20 +27,42 @@ DEFAULT_PATH = Path(".perflab") / "history.sqlite"
 #: Values of PERFLAB_HISTORY that turn recording off.
 OFF_WORDS = ("off", "no", "none", "0")
 #: Fingerprint fields that decide whether two runs are comparable (hashed together).
-FINGERPRINT_KEYS = ("hostname", "machine", "cpu_model", "cpu_count", "virtualization",
-                    "clocksource.current", "governor", "kernel", "python.implementation",
-                    "python.version", "perflab_version")
+FINGERPRINT_KEYS = (
+    "hostname",
+    "machine",
+    "cpu_model",
+    "cpu_count",
+    "virtualization",
+    "clocksource.current",
+    "governor",
+    "kernel",
+    "python.implementation",
+    "python.version",
+    "perflab_version",
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser, recording: bool = True) -> None:
     """The history options: --history, and for measuring commands --no-history and --tag."""
-    parser.add_argument("--history", metavar="PATH", help="the history database "
-                        f"(default: $PERFLAB_HISTORY or {DEFAULT_PATH})")
+    parser.add_argument(
+        "--history",
+        metavar="PATH",
+        help=f"the history database (default: $PERFLAB_HISTORY or {DEFAULT_PATH})",
+    )
     if recording:
-        parser.add_argument("--no-history", action="store_true",
-                            help="don't record this run in the history database")
-        parser.add_argument("--tag", action="append", default=[], metavar="WORD", type=_tag,
-                            help="label this run in history (repeatable), e.g. --tag nightly")
+        parser.add_argument(
+            "--no-history",
+            action="store_true",
+            help="don't record this run in the history database",
+        )
+        parser.add_argument(
+            "--tag",
+            action="append",
+            default=[],
+            metavar="WORD",
+            type=_tag,
+            help="label this run in history (repeatable), e.g. --tag nightly",
+        )
 
 
 def _tag(text: str) -> str:
@@ -77,8 +99,9 @@ def check_tags(tags: list[str]) -> list[str]:
 
     for tag in tags:
         if not tag.strip() or len(tag) > MAX_TAG_CHARS or any(c in tag for c in "\r\n\x00"):
-            raise UsageError(f"--tag {tag[:40]!r}: a tag is one line of 1 to {MAX_TAG_CHARS} "
-                             "characters")
+            raise UsageError(
+                f"--tag {tag[:40]!r}: a tag is one line of 1 to {MAX_TAG_CHARS} characters"
+            )
     if len(tags) > MAX_TAGS:
         raise UsageError(f"--tag: at most {MAX_TAGS} tags per run")
     return [t.strip() for t in tags]
@@ -106,8 +129,14 @@ def fingerprint_hash(env: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def make_record(kind: str, document: dict[str, Any], rows: list[Any], tags: list[str],
-                results_path: Any, git: bool = True) -> Any:
+def make_record(
+    kind: str,
+    document: dict[str, Any],
+    rows: list[Any],
+    tags: list[str],
+    results_path: Any,
+    git: bool = True,
+) -> Any:
     """A :class:`perflab.history.store.RunRecord` from a results (or doctor) document.
 
     The git state is read from the current directory when ``git`` is True (False for
@@ -120,13 +149,20 @@ def make_record(kind: str, document: dict[str, Any], rows: list[Any], tags: list
     state = gitinfo.state() if git else gitinfo.GitState()
     argv = document.get("command_line")
     return RunRecord(
-        kind=kind, created=str(document.get("created") or _now()),
+        kind=kind,
+        created=str(document.get("created") or _now()),
         fingerprint=fingerprint_hash(env),
-        hostname=env.get("hostname"), command_line=argv if isinstance(argv, list) else [],
+        hostname=env.get("hostname"),
+        command_line=argv if isinstance(argv, list) else [],
         document=json.dumps(document, allow_nan=False, separators=(",", ":")).encode(),
         results_path=None if results_path is None else str(Path(results_path).resolve()),
-        git_commit=state.commit, git_branch=state.branch, git_dirty=state.dirty,
-        git_time=state.commit_time, tags=tags, rows=rows)
+        git_commit=state.commit,
+        git_branch=state.branch,
+        git_dirty=state.dirty,
+        git_time=state.commit_time,
+        tags=tags,
+        rows=rows,
+    )
 
 
 def _now() -> str:
@@ -135,8 +171,12 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-def record_results(args: argparse.Namespace, results: Any, summaries: dict[str, Any] | None,
-                   destination: Any = None) -> int | None:
+def record_results(
+    args: argparse.Namespace,
+    results: Any,
+    summaries: dict[str, Any] | None,
+    destination: Any = None,
+) -> int | None:
     """Record a measuring command's results; a failure is a warning, never an error.
 
     Args:
@@ -149,6 +189,7 @@ def record_results(args: argparse.Namespace, results: Any, summaries: dict[str, 
     Returns:
         The new run id, or None when recording is off or failed.
     """
+
     def build() -> tuple[dict[str, Any], list[Any]]:
         from perflab.history.rows import recompute, summary_rows
 
@@ -158,8 +199,9 @@ def record_results(args: argparse.Namespace, results: Any, summaries: dict[str, 
     return _record(args, results.kind, build, destination)
 
 
-def record_document(args: argparse.Namespace, kind: str, document: dict[str, Any],
-                    destination: Any = None) -> int | None:
+def record_document(
+    args: argparse.Namespace, kind: str, document: dict[str, Any], destination: Any = None
+) -> int | None:
     """Record a document without benchmark rows (``doctor``); failures are warnings.
 
     Returns:
@@ -168,9 +210,12 @@ def record_document(args: argparse.Namespace, kind: str, document: dict[str, Any
     return _record(args, kind, lambda: (document, []), destination)
 
 
-def _record(args: argparse.Namespace, kind: str,
-            build: Callable[[], tuple[dict[str, Any], list[Any]]],
-            destination: Any) -> int | None:
+def _record(
+    args: argparse.Namespace,
+    kind: str,
+    build: Callable[[], tuple[dict[str, Any], list[Any]]],
+    destination: Any,
+) -> int | None:
     """Insert the (document, benchmark rows) ``build`` returns into the history database
     of ``args``, unless recording is off; any failure (building included) is one
     ``warning:`` line and None, never an exception: history must never fail a measurement."""
@@ -179,8 +224,10 @@ def _record(args: argparse.Namespace, kind: str,
         return None
     try:
         document, rows = build()
-        return _insert(path, make_record(kind, document, rows, getattr(args, "tag", []) or [],
-                                         _where(destination)))
+        return _insert(
+            path,
+            make_record(kind, document, rows, getattr(args, "tag", []) or [], _where(destination)),
+        )
     except Exception as exc:  # noqa: BLE001 - history must never fail a measurement
         _warn(path, exc)
         return None
@@ -204,6 +251,12 @@ def _insert(path: Path, record: Any) -> int:
 def _warn(path: Path, exc: BaseException) -> None:
     from perflab.report.escape import terminal
 
-    sys.stderr.write(terminal(f"warning: not recorded in history {path}: {exc}; the results "
-                              "file is not affected (record it later with perflab history "
-                              "--import FILE, or pass --no-history)", one_line=True) + "\n")
+    sys.stderr.write(
+        terminal(
+            f"warning: not recorded in history {path}: {exc}; the results "
+            "file is not affected (record it later with perflab history "
+            "--import FILE, or pass --no-history)",
+            one_line=True,
+        )
+        + "\n"
+    )

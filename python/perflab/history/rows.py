@@ -46,8 +46,11 @@ class SummaryRow:
 
 
 def _number(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and math.isfinite(value) else math.nan
+    return (
+        float(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        else math.nan
+    )
 
 
 def recompute(results: Results) -> dict[str, dict[str, Any]]:
@@ -61,8 +64,9 @@ def recompute(results: Results) -> dict[str, dict[str, Any]]:
     if results.kind == "run":
         from perflab.analyze.summary import summarize_benchmarks
 
-        grouped = summarize_benchmarks(results.benchmarks,
-                                       precision=results.settings.get("precision"))
+        grouped = summarize_benchmarks(
+            results.benchmarks, precision=results.settings.get("precision")
+        )
         return {s.id: s.to_dict() for group in grouped.values() for s in group}
     if results.kind == "cmd":
         from perflab.analyze.cmd import summarize_results
@@ -92,16 +96,39 @@ def summary_rows(results: Results, summaries: dict[str, dict[str, Any]]) -> list
             for step in summary.get("steps") or []:
                 name = f"{bench.id} {step.get('label', '')}".strip()
                 latency = step.get("latency_s") or {}
-                count = int(_number(step.get("completed")) if math.isfinite(
-                    _number(step.get("completed"))) else 0)
-                rows += [SummaryRow(name, p, "s", _number(latency.get(p)), units=count,
-                                    failed=bench.failed) for p in HTTP_PERCENTILES]
-                rows.append(SummaryRow(name, "rate", "1/s", _number(step.get("achieved_rate")),
-                                       units=count, failed=bench.failed))
+                count = int(
+                    _number(step.get("completed"))
+                    if math.isfinite(_number(step.get("completed")))
+                    else 0
+                )
+                rows += [
+                    SummaryRow(
+                        name, p, "s", _number(latency.get(p)), units=count, failed=bench.failed
+                    )
+                    for p in HTTP_PERCENTILES
+                ]
+                rows.append(
+                    SummaryRow(
+                        name,
+                        "rate",
+                        "1/s",
+                        _number(step.get("achieved_rate")),
+                        units=count,
+                        failed=bench.failed,
+                    )
+                )
             continue
         units = summary.get("processes", summary.get("runs", 0))
-        rows.append(SummaryRow(bench.id, "time", "s", _number(summary.get("median_s")),
-                               _number(summary.get("ci_low_s")), _number(summary.get("ci_high_s")),
-                               int(units) if isinstance(units, int) else 0,
-                               bench.failed or bool(summary.get("error"))))
+        rows.append(
+            SummaryRow(
+                bench.id,
+                "time",
+                "s",
+                _number(summary.get("median_s")),
+                _number(summary.get("ci_low_s")),
+                _number(summary.get("ci_high_s")),
+                int(units) if isinstance(units, int) else 0,
+                bench.failed or bool(summary.get("error")),
+            )
+        )
     return rows

@@ -189,15 +189,18 @@ class Store:
     def __init__(self, path: str | Path, create: bool = True) -> None:
         self.path = Path(path)
         if self.path.is_dir():
-            raise UsageError(f"history {self.path}: is a folder; give a file path, e.g. "
-                             f"{self.path / 'history.sqlite'}")
+            raise UsageError(
+                f"history {self.path}: is a folder; give a file path, e.g. "
+                f"{self.path / 'history.sqlite'}"
+            )
         if not create and not self.path.exists():
-            raise UsageError(f"history {self.path}: no such database; record a run first "
-                             "(perflab run/cmd/http record automatically) or pass --history")
+            raise UsageError(
+                f"history {self.path}: no such database; record a run first "
+                "(perflab run/cmd/http record automatically) or pass --history"
+            )
         if create:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000,
-                                  isolation_level=None)
+        self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         try:
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             self.db.execute("PRAGMA foreign_keys = ON")
@@ -208,8 +211,10 @@ class Store:
         except sqlite3.DatabaseError as exc:
             self.db.close()
             if "not a database" in str(exc) or "malformed" in str(exc):
-                raise UsageError(f"history {self.path}: is not a perflab history database "
-                                 f"({exc}); pass another path with --history") from None
+                raise UsageError(
+                    f"history {self.path}: is not a perflab history database "
+                    f"({exc}); pass another path with --history"
+                ) from None
             raise
 
     def __enter__(self) -> Store:
@@ -230,8 +235,10 @@ class Store:
     def _migrate(self) -> None:
         version = self.version
         if version > SCHEMA_VERSION:
-            raise UsageError(f"history {self.path}: schema version {version} is newer than this "
-                             f"perflab knows ({SCHEMA_VERSION}); upgrade perflab")
+            raise UsageError(
+                f"history {self.path}: schema version {version} is newer than this "
+                f"perflab knows ({SCHEMA_VERSION}); upgrade perflab"
+            )
         if version == SCHEMA_VERSION:
             return
         self.db.execute("PRAGMA journal_mode = WAL")
@@ -267,21 +274,49 @@ class Store:
                 "INSERT INTO runs (kind, created, recorded, git_commit, git_branch, git_dirty, "
                 "git_time, fingerprint, hostname, command_line, results_path, sha256, "
                 "size_bytes, bench_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (record.kind, record.created, recorded, record.git_commit, record.git_branch,
-                 None if record.git_dirty is None else int(record.git_dirty), record.git_time,
-                 record.fingerprint, record.hostname, json.dumps(record.command_line),
-                 record.results_path, hashlib.sha256(record.document).hexdigest(),
-                 len(record.document), len({r.bench for r in record.rows})))
+                (
+                    record.kind,
+                    record.created,
+                    recorded,
+                    record.git_commit,
+                    record.git_branch,
+                    None if record.git_dirty is None else int(record.git_dirty),
+                    record.git_time,
+                    record.fingerprint,
+                    record.hostname,
+                    json.dumps(record.command_line),
+                    record.results_path,
+                    hashlib.sha256(record.document).hexdigest(),
+                    len(record.document),
+                    len({r.bench for r in record.rows}),
+                ),
+            )
             run_id = int(cursor.lastrowid or 0)
-            self.db.execute("INSERT INTO documents (run_id, document) VALUES (?, ?)",
-                            (run_id, zlib.compress(record.document, 6)))
-            self.db.executemany("INSERT INTO tags (run_id, tag) VALUES (?, ?)",
-                                [(run_id, t) for t in tags])
+            self.db.execute(
+                "INSERT INTO documents (run_id, document) VALUES (?, ?)",
+                (run_id, zlib.compress(record.document, 6)),
+            )
+            self.db.executemany(
+                "INSERT INTO tags (run_id, tag) VALUES (?, ?)", [(run_id, t) for t in tags]
+            )
             self.db.executemany(
                 "INSERT OR REPLACE INTO benchmarks (run_id, bench, metric, unit, value, ci_low, "
                 "ci_high, units, failed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(run_id, r.bench, r.metric, r.unit, _real(r.value), _real(r.ci_low),
-                  _real(r.ci_high), r.units, int(r.failed)) for r in record.rows])
+                [
+                    (
+                        run_id,
+                        r.bench,
+                        r.metric,
+                        r.unit,
+                        _real(r.value),
+                        _real(r.ci_low),
+                        _real(r.ci_high),
+                        r.units,
+                        int(r.failed),
+                    )
+                    for r in record.rows
+                ],
+            )
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")
@@ -290,10 +325,12 @@ class Store:
 
     # ------------------------------------------------------------------ reading
 
-    _RUN_COLUMNS = ("r.id, r.kind, r.created, r.git_commit, r.git_branch, r.git_dirty, "
-                    "r.git_time, r.fingerprint, r.hostname, r.command_line, r.results_path, "
-                    "r.sha256, r.size_bytes, r.bench_count, "
-                    "(SELECT group_concat(tag, char(31)) FROM tags t WHERE t.run_id = r.id)")
+    _RUN_COLUMNS = (
+        "r.id, r.kind, r.created, r.git_commit, r.git_branch, r.git_dirty, "
+        "r.git_time, r.fingerprint, r.hostname, r.command_line, r.results_path, "
+        "r.sha256, r.size_bytes, r.bench_count, "
+        "(SELECT group_concat(tag, char(31)) FROM tags t WHERE t.run_id = r.id)"
+    )
 
     @staticmethod
     def _info(row: Sequence[Any], argvs: dict[str, list[str]] | None = None) -> RunInfo:
@@ -309,15 +346,37 @@ class Store:
             argv = [str(a) for a in parsed] if isinstance(parsed, list) else []
             if argvs is not None:
                 argvs[text] = argv
-        return RunInfo(row[0], row[1], row[2], row[3], row[4],
-                       None if row[5] is None else bool(row[5]), row[6], row[7], row[8],
-                       list(argv), row[10], row[11], row[12], row[13],
-                       tuple(sorted(row[14].split("\x1f"))) if row[14] else ())
+        return RunInfo(
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            row[4],
+            None if row[5] is None else bool(row[5]),
+            row[6],
+            row[7],
+            row[8],
+            list(argv),
+            row[10],
+            row[11],
+            row[12],
+            row[13],
+            tuple(sorted(row[14].split("\x1f"))) if row[14] else (),
+        )
 
-    def runs(self, *, kind: str | None = None, bench_glob: str | None = None,
-             tag: str | None = None, branch: str | None = None, fingerprint: str | None = None,
-             since: str | None = None, until: str | None = None, commit: str | None = None,
-             limit: int | None = None) -> list[RunInfo]:
+    def runs(
+        self,
+        *,
+        kind: str | None = None,
+        bench_glob: str | None = None,
+        tag: str | None = None,
+        branch: str | None = None,
+        fingerprint: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        commit: str | None = None,
+        limit: int | None = None,
+    ) -> list[RunInfo]:
         """Recorded runs, newest first (by start time, then id), filtered.
 
         Args:
@@ -338,8 +397,9 @@ class Store:
             where.append("r.kind = ?")
             params.append(kind)
         if bench_glob:
-            where.append("EXISTS (SELECT 1 FROM benchmarks b WHERE b.run_id = r.id "
-                         "AND b.bench GLOB ?)")
+            where.append(
+                "EXISTS (SELECT 1 FROM benchmarks b WHERE b.run_id = r.id AND b.bench GLOB ?)"
+            )
             params.append(bench_glob)
         if tag:
             where.append("EXISTS (SELECT 1 FROM tags t WHERE t.run_id = r.id AND t.tag = ?)")
@@ -369,8 +429,9 @@ class Store:
 
     def run(self, run_id: int) -> RunInfo | None:
         """The run with this id, or None."""
-        row = self.db.execute(f"SELECT {self._RUN_COLUMNS} FROM runs r WHERE r.id = ?",
-                              (run_id,)).fetchone()
+        row = self.db.execute(
+            f"SELECT {self._RUN_COLUMNS} FROM runs r WHERE r.id = ?", (run_id,)
+        ).fetchone()
         return None if row is None else self._info(row)
 
     def document(self, run_id: int) -> bytes:
@@ -379,27 +440,42 @@ class Store:
         Raises:
             UsageError: no such run.
         """
-        row = self.db.execute("SELECT document FROM documents WHERE run_id = ?",
-                              (run_id,)).fetchone()
+        row = self.db.execute(
+            "SELECT document FROM documents WHERE run_id = ?", (run_id,)
+        ).fetchone()
         if row is None:
             raise UsageError(f"history {self.path}: no run #{run_id}; see perflab history")
         return zlib.decompress(row[0])
 
     def rows(self, run_id: int) -> list[SummaryRow]:
         """The summary rows of one run, in benchmark order."""
-        return [SummaryRow(b, m, u, _nan(v), _nan(lo), _nan(hi), int(n), bool(f))
-                for b, m, u, v, lo, hi, n, f in self.db.execute(
-                    "SELECT bench, metric, unit, value, ci_low, ci_high, units, failed "
-                    "FROM benchmarks WHERE run_id = ? ORDER BY rowid", (run_id,))]
+        return [
+            SummaryRow(b, m, u, _nan(v), _nan(lo), _nan(hi), int(n), bool(f))
+            for b, m, u, v, lo, hi, n, f in self.db.execute(
+                "SELECT bench, metric, unit, value, ci_low, ci_high, units, failed "
+                "FROM benchmarks WHERE run_id = ? ORDER BY rowid",
+                (run_id,),
+            )
+        ]
 
     def benchmarks(self, glob: str = "*") -> list[tuple[str, str, int]]:
         """(benchmark id, metric, runs) for every benchmark matching a GLOB, sorted by id."""
-        return [(str(b), str(m), int(n)) for b, m, n in self.db.execute(
-            "SELECT bench, metric, COUNT(*) FROM benchmarks WHERE bench GLOB ? "
-            "GROUP BY bench, metric ORDER BY bench, metric", (glob,))]
+        return [
+            (str(b), str(m), int(n))
+            for b, m, n in self.db.execute(
+                "SELECT bench, metric, COUNT(*) FROM benchmarks WHERE bench GLOB ? "
+                "GROUP BY bench, metric ORDER BY bench, metric",
+                (glob,),
+            )
+        ]
 
-    def trend(self, bench: str, metric: str = "time", fingerprint: str | None = None,
-              before: int | None = None) -> list[TrendPoint]:
+    def trend(
+        self,
+        bench: str,
+        metric: str = "time",
+        fingerprint: str | None = None,
+        before: int | None = None,
+    ) -> list[TrendPoint]:
         """Every recorded figure of one benchmark, in commit order.
 
         Commit order: by the commit's time (runs without git by their start time),
@@ -414,9 +490,11 @@ class Store:
         Returns:
             :class:`TrendPoint` list, oldest first.
         """
-        sql = (f"SELECT {self._RUN_COLUMNS}, b.bench, b.metric, b.unit, b.value, b.ci_low, "
-               "b.ci_high, b.units, b.failed FROM benchmarks b JOIN runs r ON r.id = b.run_id "
-               "WHERE b.bench = ? AND b.metric = ?")
+        sql = (
+            f"SELECT {self._RUN_COLUMNS}, b.bench, b.metric, b.unit, b.value, b.ci_low, "
+            "b.ci_high, b.units, b.failed FROM benchmarks b JOIN runs r ON r.id = b.run_id "
+            "WHERE b.bench = ? AND b.metric = ?"
+        )
         params: list[object] = [bench, metric]
         if fingerprint:
             sql += " AND r.fingerprint = ?"
@@ -428,9 +506,12 @@ class Store:
         out, argvs = [], {}  # type: ignore[var-annotated]
         for row in self.db.execute(sql, params):
             b, m, u, v, lo, hi, n, f = row[15:]
-            out.append(TrendPoint(self._info(row[:15], argvs),
-                                  SummaryRow(b, m, u, _nan(v), _nan(lo), _nan(hi), int(n),
-                                             bool(f))))
+            out.append(
+                TrendPoint(
+                    self._info(row[:15], argvs),
+                    SummaryRow(b, m, u, _nan(v), _nan(lo), _nan(hi), int(n), bool(f)),
+                )
+            )
         return out
 
     def count(self) -> int:

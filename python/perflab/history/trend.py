@@ -33,7 +33,8 @@ class Change:
 
     @property
     def commit_range(self) -> str:
-        """"a1b2c3d4..e5f6a7b8" (or run ids when there is no git)."""
+        """ "a1b2c3d4..e5f6a7b8" (or run ids when there is no git)."""
+
         def name(p: TrendPoint) -> str:
             return p.run.git_commit[:8] if p.run.git_commit else f"#{p.run.id}"
 
@@ -76,8 +77,9 @@ def matching(store: Store, pattern: str, metric: str | None = None) -> list[tupl
     return [(b, m) for b, m in pairs if m in ("time", "p50")]
 
 
-def build(store: Store, bench: str, metric: str, fingerprint: str | None = None,
-          alpha: float = 0.05) -> Trend:
+def build(
+    store: Store, bench: str, metric: str, fingerprint: str | None = None, alpha: float = 0.05
+) -> Trend:
     """The trend of one benchmark with its change points.
 
     Args:
@@ -91,12 +93,20 @@ def build(store: Store, bench: str, metric: str, fingerprint: str | None = None,
     """
     points = store.trend(bench, metric, fingerprint)
     unit = points[0].row.unit if points else "s"
-    usable = [i for i, p in enumerate(points)
-              if not p.row.failed and math.isfinite(p.row.value) and p.row.value > 0]
-    changes = [Change(c, usable[c.index], points[usable[c.index - 1]], points[usable[c.index]])
-               for c in detect([points[i].row.value for i in usable], alpha)]
-    moved = [i for i in range(1, len(points))
-             if points[i].run.fingerprint != points[i - 1].run.fingerprint]
+    usable = [
+        i
+        for i, p in enumerate(points)
+        if not p.row.failed and math.isfinite(p.row.value) and p.row.value > 0
+    ]
+    changes = [
+        Change(c, usable[c.index], points[usable[c.index - 1]], points[usable[c.index]])
+        for c in detect([points[i].row.value for i in usable], alpha)
+    ]
+    moved = [
+        i
+        for i in range(1, len(points))
+        if points[i].run.fingerprint != points[i - 1].run.fingerprint
+    ]
     return Trend(bench, metric, unit, points, changes, moved)
 
 
@@ -107,7 +117,16 @@ def window(trend: Trend, last: int | None) -> Trend:
     if not last or len(trend.points) <= last:
         return trend
     first = len(trend.points) - last
-    changes = [Change(c.point, c.index - first, c.last_before, c.first_after)
-               for c in trend.changes if c.index >= first]
-    return Trend(trend.bench, trend.metric, trend.unit, trend.points[first:], changes,
-                 [i - first for i in trend.fingerprint_changes if i > first])
+    changes = [
+        Change(c.point, c.index - first, c.last_before, c.first_after)
+        for c in trend.changes
+        if c.index >= first
+    ]
+    return Trend(
+        trend.bench,
+        trend.metric,
+        trend.unit,
+        trend.points[first:],
+        changes,
+        [i - first for i in trend.fingerprint_changes if i > first],
+    )

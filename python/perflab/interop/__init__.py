@@ -38,16 +38,20 @@ from perflab.errors import ResultsFileError
 #: The formats ``--from`` accepts.
 FORMATS = ("pyperf", "hyperfine", "pytest-benchmark")
 #: ``--from`` of the running command: every file it reads is of this format.
-_FORCED: contextvars.ContextVar[str | None] = contextvars.ContextVar("perflab_from",
-                                                                     default=None)
+_FORCED: contextvars.ContextVar[str | None] = contextvars.ContextVar("perflab_from", default=None)
 
 
 def add_from_argument(parser: argparse.ArgumentParser) -> None:
     """``--from pyperf|hyperfine|pytest-benchmark`` of show, compare and fit."""
-    parser.add_argument("--from", dest="source", choices=FORMATS, default=None,
-                        help="read the input files as this peer's JSON instead of detecting "
-                        "the format (perflab, pyperf, hyperfine --export-json, "
-                        "pytest-benchmark --benchmark-json/autosave)")
+    parser.add_argument(
+        "--from",
+        dest="source",
+        choices=FORMATS,
+        default=None,
+        help="read the input files as this peer's JSON instead of detecting "
+        "the format (perflab, pyperf, hyperfine --export-json, "
+        "pytest-benchmark --benchmark-json/autosave)",
+    )
 
 
 def force(source: str | None) -> None:
@@ -71,8 +75,12 @@ def detect(document: Any) -> str | None:
     if not isinstance(document, dict):
         return None
     results = document.get("results")
-    if isinstance(results, list) and results and isinstance(results[0], dict) \
-            and "command" in results[0]:
+    if (
+        isinstance(results, list)
+        and results
+        and isinstance(results[0], dict)
+        and "command" in results[0]
+    ):
         return "hyperfine"
     benches = document.get("benchmarks")
     if isinstance(benches, list) and benches and isinstance(benches[0], dict):
@@ -86,8 +94,11 @@ def detect(document: Any) -> str | None:
 def _readers() -> dict[str, Callable[[dict[str, Any], str, str], Any]]:
     from perflab.interop import hyperfine, pyperf, pytest_benchmark
 
-    return {"pyperf": pyperf.read, "hyperfine": hyperfine.read,
-            "pytest-benchmark": pytest_benchmark.read}
+    return {
+        "pyperf": pyperf.read,
+        "hyperfine": hyperfine.read,
+        "pytest-benchmark": pytest_benchmark.read,
+    }
 
 
 def is_foreign(document: Any) -> bool:
@@ -95,8 +106,11 @@ def is_foreign(document: Any) -> bool:
     not a perflab document and looks like a peer's."""
     if forced() is not None:
         return True
-    if isinstance(document, dict) and document.get("tool") == "perflab" and \
-            "schema_version" in document:
+    if (
+        isinstance(document, dict)
+        and document.get("tool") == "perflab"
+        and "schema_version" in document
+    ):
         return False  # perflab's results (its hyperfine export is marked "tool" too)
     return detect(document) is not None
 
@@ -121,14 +135,17 @@ def read(document: Any, where: str, created: str) -> Any:
 
     source = forced() or detect(document)
     if source is None:
-        raise ResultsFileError(f"{where}: not a perflab, pyperf, hyperfine or "
-                               "pytest-benchmark results file; pass one of those, or say "
-                               "which with --from")
+        raise ResultsFileError(
+            f"{where}: not a perflab, pyperf, hyperfine or "
+            "pytest-benchmark results file; pass one of those, or say "
+            "which with --from"
+        )
     problem = schema.validate(document, source)
     if problem:
-        raise ResultsFileError(f"{where}: not a valid {source} file: {problem}; pass the file "
-                               f"{source} wrote" + ("" if forced() else
-                                                    ", or force another format with --from"))
+        raise ResultsFileError(
+            f"{where}: not a valid {source} file: {problem}; pass the file "
+            f"{source} wrote" + ("" if forced() else ", or force another format with --from")
+        )
     return _readers()[source](document, where, created)
 
 
@@ -139,5 +156,6 @@ def note_lines(results: Any) -> list[str]:
     info = settings.get("imported") if isinstance(settings, dict) else None
     if not isinstance(info, dict):
         return []
-    return [f"{info.get('format')} file {info.get('file')}: {note}"
-            for note in info.get("notes", [])]
+    return [
+        f"{info.get('format')} file {info.get('file')}: {note}" for note in info.get("notes", [])
+    ]

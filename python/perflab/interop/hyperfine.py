@@ -15,10 +15,12 @@ from typing import Any
 
 from perflab.errors import ResultsFileError
 
-NOTES = ["each hyperfine time is one run of the command",
-         "hyperfine keeps user and system CPU as means only: every run carries the mean, "
-         "so their spread is unknown",
-         "no max RSS, and no interleaving blocks: ratios are not paired by block"]
+NOTES = [
+    "each hyperfine time is one run of the command",
+    "hyperfine keeps user and system CPU as means only: every run carries the mean, "
+    "so their spread is unknown",
+    "no max RSS, and no interleaving blocks: ratios are not paired by block",
+]
 #: replaces NOTES[1] when a result has no ``user``/``system`` (hand-made or summary files)
 NO_CPU = "no user or system CPU time in the file: those columns show –"
 
@@ -35,27 +37,53 @@ def read(document: dict[str, Any], where: str, created: str) -> Any:
     for i, raw in enumerate(document["results"]):
         times = raw.get("times")
         if not times:
-            raise ResultsFileError(f"{where}: results[{i}] has no 'times' (a summary-only "
-                                   "export); pass the file hyperfine --export-json wrote")
+            raise ResultsFileError(
+                f"{where}: results[{i}] has no 'times' (a summary-only "
+                "export); pass the file hyperfine --export-json wrote"
+            )
         codes = raw.get("exit_codes") or []
         if len(codes) != len(times):  # `perflab cmd --export-json` keeps failed runs' codes
             codes = [0] * len(times)  # but not their times: the times are the good runs
         user_ns, sys_ns = _cpu_ns(raw.get("user")), _cpu_ns(raw.get("system"))
         cpu_known = cpu_known and user_ns is not None and sys_ns is not None
-        runs = [CommandRun(index=j, started_s=0.0, wall_ns=max(1, round(t * 1e9)),
-                           user_ns=user_ns, sys_ns=sys_ns,
-                           exit_code=-1 if code is None else int(code),
-                           ok=code is not None)
-                for j, (t, code) in enumerate(zip(times, codes))]
+        runs = [
+            CommandRun(
+                index=j,
+                started_s=0.0,
+                wall_ns=max(1, round(t * 1e9)),
+                user_ns=user_ns,
+                sys_ns=sys_ns,
+                exit_code=-1 if code is None else int(code),
+                ok=code is not None,
+            )
+            for j, (t, code) in enumerate(zip(times, codes))
+        ]
         params = {str(k): v for k, v in (raw.get("parameters") or {}).items()}
-        benchmarks.append(Benchmark(name=str(raw["command"]), kind="command", params=params,
-                                    runs=runs, stop_reason="done"))
-    return Results(kind="cmd", command_line=[], created=created, perflab_version="",
-                   environment={},
-                   settings={"interleave": False, "imported": {
-                       "format": "hyperfine", "file": where,
-                       "notes": NOTES if cpu_known else [NOTES[0], NO_CPU, NOTES[2]]}},
-                   benchmarks=benchmarks)
+        benchmarks.append(
+            Benchmark(
+                name=str(raw["command"]),
+                kind="command",
+                params=params,
+                runs=runs,
+                stop_reason="done",
+            )
+        )
+    return Results(
+        kind="cmd",
+        command_line=[],
+        created=created,
+        perflab_version="",
+        environment={},
+        settings={
+            "interleave": False,
+            "imported": {
+                "format": "hyperfine",
+                "file": where,
+                "notes": NOTES if cpu_known else [NOTES[0], NO_CPU, NOTES[2]],
+            },
+        },
+        benchmarks=benchmarks,
+    )
 
 
 def _cpu_ns(seconds: Any) -> int | None:

@@ -15,10 +15,12 @@ from typing import Any
 
 from perflab.errors import ResultsFileError
 
-NOTES = ["each pyperf run is a fresh process and its values are samples: perflab's own "
-         "statistics (process first, bootstrap CI) are computed from them",
-         "pyperf keeps no CPU time, GC, cold call, loop overhead or allocations per "
-         "sample: those columns show –"]
+NOTES = [
+    "each pyperf run is a fresh process and its values are samples: perflab's own "
+    "statistics (process first, bootstrap CI) are computed from them",
+    "pyperf keeps no CPU time, GC, cold call, loop overhead or allocations per "
+    "sample: those columns show –",
+]
 
 
 def read(document: dict[str, Any], where: str, created: str) -> Any:
@@ -36,31 +38,51 @@ def read(document: dict[str, Any], where: str, created: str) -> Any:
         name = str(meta.get("name") or f"benchmark {i}")
         unit = meta.get("unit", "second")
         if unit != "second":
-            raise ResultsFileError(f"{where}: benchmarks[{i}] ({name}) measures {unit!r}, not "
-                                   "time; perflab imports pyperf time benchmarks only")
+            raise ResultsFileError(
+                f"{where}: benchmarks[{i}] ({name}) measures {unit!r}, not "
+                "time; perflab imports pyperf time benchmarks only"
+            )
         processes = []
-        for j, run in enumerate(raw["runs"]):
+        for run in raw["runs"]:
             if not run.get("values"):
                 continue  # a calibration run
             run_meta = {**meta, **run.get("metadata", {})}
             calls = int(run_meta.get("loops", 1)) * int(run_meta.get("inner_loops", 1))
-            processes.append(Process(
-                index=len(processes), pid=0, started_s=0.0, iterations=calls,
-                warmup_samples=len(run.get("warmups", [])),
-                samples=[Sample(iterations=calls, wall_ns=max(1, round(v * calls * 1e9)),
-                                cpu_ns=0) for v in run["values"]]))
+            processes.append(
+                Process(
+                    index=len(processes),
+                    pid=0,
+                    started_s=0.0,
+                    iterations=calls,
+                    warmup_samples=len(run.get("warmups", [])),
+                    samples=[
+                        Sample(iterations=calls, wall_ns=max(1, round(v * calls * 1e9)), cpu_ns=0)
+                        for v in run["values"]
+                    ],
+                )
+            )
         if processes:
-            benchmarks.append(Benchmark(name=name, processes=processes,
-                                        stop_reason="done"))
+            benchmarks.append(Benchmark(name=name, processes=processes, stop_reason="done"))
     if not benchmarks:
-        raise ResultsFileError(f"{where}: this pyperf file has no run with values (only "
-                               "calibration runs?); pass a file of a finished pyperf run")
-    first_run = next((r.get("metadata", {}) for b in document["benchmarks"] for r in b["runs"]),
-                     {})
+        raise ResultsFileError(
+            f"{where}: this pyperf file has no run with values (only "
+            "calibration runs?); pass a file of a finished pyperf run"
+        )
+    first_run = next((r.get("metadata", {}) for b in document["benchmarks"] for r in b["runs"]), {})
     when = common.get("date") or first_run.get("date") or created
-    return Results(kind="run", command_line=[], created=str(when),
-                   perflab_version="", environment={},
-                   settings={"imported": {"format": "pyperf", "file": where,
-                                          "notes": list(NOTES),
-                                          "version": document.get("version")}},
-                   benchmarks=benchmarks)
+    return Results(
+        kind="run",
+        command_line=[],
+        created=str(when),
+        perflab_version="",
+        environment={},
+        settings={
+            "imported": {
+                "format": "pyperf",
+                "file": where,
+                "notes": list(NOTES),
+                "version": document.get("version"),
+            }
+        },
+        benchmarks=benchmarks,
+    )

@@ -16,15 +16,19 @@ from typing import Any
 
 from perflab.errors import ResultsFileError
 
-NOTES = ["every pytest-benchmark round ran in one process: its rounds are the samples of one "
-         "process, so the CI is the within-process bootstrap and leaves out between-process "
-         "variation (re-measure with --perflab-processes N for a CI comparable with perflab "
-         "run's)",
-         "pytest-benchmark keeps no CPU time, GC, cold call, loop overhead or allocations per "
-         "round: those columns show –"]
+NOTES = [
+    "every pytest-benchmark round ran in one process: its rounds are the samples of one "
+    "process, so the CI is the within-process bootstrap and leaves out between-process "
+    "variation (re-measure with --perflab-processes N for a CI comparable with perflab "
+    "run's)",
+    "pytest-benchmark keeps no CPU time, GC, cold call, loop overhead or allocations per "
+    "round: those columns show –",
+]
 #: What ``show`` says of a file without raw data.
-STATS_ONLY = ("this pytest-benchmark file has summary statistics only (autosave without "
-              "--benchmark-save-data): no CI can be computed")
+STATS_ONLY = (
+    "this pytest-benchmark file has summary statistics only (autosave without "
+    "--benchmark-save-data): no CI can be computed"
+)
 
 
 def _scalar(value: Any) -> Any:
@@ -60,23 +64,49 @@ def read(document: dict[str, Any], where: str, created: str) -> Any:
     from perflab.model.records import Benchmark, Process, Results, Sample
 
     if not has_raw_data(document):
-        raise ResultsFileError(f"{where}: {STATS_ONLY}; perflab show prints its statistics, "
-                               "but compare and fit need the rounds: re-run pytest with "
-                               "--benchmark-json FILE or --benchmark-save-data")
+        raise ResultsFileError(
+            f"{where}: {STATS_ONLY}; perflab show prints its statistics, "
+            "but compare and fit need the rounds: re-run pytest with "
+            "--benchmark-json FILE or --benchmark-save-data"
+        )
     benchmarks = []
     for raw in document["benchmarks"]:
         stats = raw["stats"]
         calls = int(stats.get("iterations", 1))
         name, params = name_and_params(raw)
-        proc = Process(index=0, pid=0, started_s=0.0, iterations=calls,
-                       samples=[Sample(iterations=calls, wall_ns=max(1, round(v * calls * 1e9)),
-                                       cpu_ns=0) for v in stats["data"]])
-        benchmarks.append(Benchmark(name=name, group=str(raw.get("group") or ""),
-                                    params=params, processes=[proc], stop_reason="done"))
-    return Results(kind="run", command_line=[], created=str(document.get("datetime") or created),
-                   perflab_version="", environment={},
-                   settings={"imported": {"format": "pytest-benchmark", "file": where,
-                                          "notes": list(NOTES),
-                                          "version": document.get("version")},
-                             "modes": {b.id: "in-process" for b in benchmarks}},
-                   benchmarks=benchmarks)
+        proc = Process(
+            index=0,
+            pid=0,
+            started_s=0.0,
+            iterations=calls,
+            samples=[
+                Sample(iterations=calls, wall_ns=max(1, round(v * calls * 1e9)), cpu_ns=0)
+                for v in stats["data"]
+            ],
+        )
+        benchmarks.append(
+            Benchmark(
+                name=name,
+                group=str(raw.get("group") or ""),
+                params=params,
+                processes=[proc],
+                stop_reason="done",
+            )
+        )
+    return Results(
+        kind="run",
+        command_line=[],
+        created=str(document.get("datetime") or created),
+        perflab_version="",
+        environment={},
+        settings={
+            "imported": {
+                "format": "pytest-benchmark",
+                "file": where,
+                "notes": list(NOTES),
+                "version": document.get("version"),
+            },
+            "modes": {b.id: "in-process" for b in benchmarks},
+        },
+        benchmarks=benchmarks,
+    )

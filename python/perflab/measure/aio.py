@@ -29,7 +29,8 @@ LOOPS = ("asyncio", "uvloop")
 def is_async(func: Callable[..., Any]) -> bool:
     """True for an ``async def`` function (or a callable whose ``__call__`` is one)."""
     return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
-        getattr(func, "__call__", None))
+        getattr(func, "__call__", None)
+    )  # noqa: B004 (the method, not callability)
 
 
 def new_loop(name: str = "asyncio") -> asyncio.AbstractEventLoop:
@@ -46,14 +47,17 @@ def new_loop(name: str = "asyncio") -> asyncio.AbstractEventLoop:
         try:
             import uvloop  # type: ignore[import-not-found]
         except ImportError:
-            raise ValueError("event loop 'uvloop' asked for but uvloop is not installed; "
-                             "pip install uvloop, or use the default asyncio loop") from None
+            raise ValueError(
+                "event loop 'uvloop' asked for but uvloop is not installed; "
+                "pip install uvloop, or use the default asyncio loop"
+            ) from None
         return uvloop.new_event_loop()
     raise ValueError(f"event loop {name!r} is not one of {', '.join(LOOPS)}")
 
 
-def empty_async_like(func: Callable[..., Any], empty_like: Callable[..., Any]
-                     ) -> Callable[..., Any]:
+def empty_async_like(
+    func: Callable[..., Any], empty_like: Callable[..., Any]
+) -> Callable[..., Any]:
     """An empty ``async def`` with ``func``'s parameter list (defaults become None).
 
     ``empty_like`` is the harness's sync version (:func:`perflab.measure.worker.empty_like`);
@@ -65,8 +69,9 @@ def empty_async_like(func: Callable[..., Any], empty_like: Callable[..., Any]
     return namespace["_empty_async_like"]
 
 
-def on_loop(func: Callable[..., Any], loop: asyncio.AbstractEventLoop,
-            empty_like: Callable[..., Any]) -> tuple[Callable[..., Any], Callable[..., Any]]:
+def on_loop(
+    func: Callable[..., Any], loop: asyncio.AbstractEventLoop, empty_like: Callable[..., Any]
+) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """(timed function, empty function) running ``func`` and its empty twin on ``loop``.
 
     Both take ``func``'s arguments; the timed one returns what the coroutine returns.

@@ -32,8 +32,9 @@ def _loop_ns(func: Callable[..., Any] | None, arg: Any, loop: range) -> int:
     return clock() - t0
 
 
-def python_call_cost_ns(func: Callable[..., Any], arg: Any = None, calls: int = 200_000,
-                        repeat: int = 5) -> float:
+def python_call_cost_ns(
+    func: Callable[..., Any], arg: Any = None, calls: int = 200_000, repeat: int = 5
+) -> float:
     """Cost of one call from Python: the fastest of ``repeat`` loops minus the fastest bare
     loop, per call (timeit's best-of-N, so a preemption during one loop doesn't count).
     O(calls).

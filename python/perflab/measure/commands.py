@@ -37,7 +37,7 @@ from perflab.errors import UsageError
 from perflab.measure import integrity
 from perflab.measure.parameters import CommandSpec
 from perflab.measure.progress import NullProgress, Progress
-from perflab.measure.spawn import Item, PosixSpawner, SpawnOutcome, Spawner
+from perflab.measure.spawn import Item, PosixSpawner, Spawner, SpawnOutcome
 from perflab.model import Benchmark, CommandRun
 
 #: Never spend more than 1/_CHECK_SHARE of the time on stopping checks (bootstraps).
@@ -64,8 +64,10 @@ def parse_codes(text: str | None) -> frozenset[int] | None:
     if text is None:
         return None
     if not is_code_list(text):
-        raise UsageError(f"--ignore-failure={text!r}: write exit codes separated by commas, "
-                         "e.g. --ignore-failure=1,2, or no value to ignore every exit code")
+        raise UsageError(
+            f"--ignore-failure={text!r}: write exit codes separated by commas, "
+            "e.g. --ignore-failure=1,2, or no value to ignore every exit code"
+        )
     return frozenset(int(c) for c in text.split(","))
 
 
@@ -160,10 +162,15 @@ class CommandRunner:
         start_errors: commands that could not be started (bad input, exit 2).
     """
 
-    def __init__(self, specs: Sequence[CommandSpec], settings: CommandSettings,
-                 spawner: Spawner | None = None, overhead_argv: Sequence[str] | None = None,
-                 progress: Progress | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        specs: Sequence[CommandSpec],
+        settings: CommandSettings,
+        spawner: Spawner | None = None,
+        overhead_argv: Sequence[str] | None = None,
+        progress: Progress | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.settings = settings
         self.spawner = spawner or PosixSpawner()
         self.overhead_argv = overhead_argv
@@ -208,8 +215,9 @@ class CommandRunner:
 
     def _run_one(self, argv: Sequence[str]) -> SpawnOutcome:
         outcomes: list[SpawnOutcome] = []
-        self.spawner.run_batch([(tuple(argv), self.settings.timeout_s, False)], True,
-                               frozenset(), outcomes)
+        self.spawner.run_batch(
+            [(tuple(argv), self.settings.timeout_s, False)], True, frozenset(), outcomes
+        )
         return outcomes[0]
 
     def _probe_overhead(self) -> None:
@@ -277,8 +285,9 @@ class CommandRunner:
         began = self.clock()
         check = self._clock_check()
         try:
-            self.spawner.run_batch(items, self.settings.ignore_all, self.settings.ignore_codes,
-                                   outcomes)
+            self.spawner.run_batch(
+                items, self.settings.ignore_all, self.settings.ignore_codes, outcomes
+            )
         finally:
             self._skew = check()
             self._replay(plan, outcomes, warmup)
@@ -302,16 +311,18 @@ class CommandRunner:
         items.append((state.spec.argv, timeout, True))
         return items + ([(hooks["conclude"], timeout, False)] if "conclude" in hooks else [])
 
-    def _replay(self, plan: list[tuple[_State, int | None]], outcomes: list[SpawnOutcome],
-                warmup: bool) -> None:
+    def _replay(
+        self, plan: list[tuple[_State, int | None]], outcomes: list[SpawnOutcome], warmup: bool
+    ) -> None:
         """Fold a batch's outcomes into the runs, in the order they ran."""
         pending = iter(outcomes)
         for state, block in plan:
             if not self._replay_run(state, pending, warmup, block):
                 return
 
-    def _replay_run(self, state: _State, pending: Iterator[SpawnOutcome], warmup: bool,
-                    block: int | None) -> bool:
+    def _replay_run(
+        self, state: _State, pending: Iterator[SpawnOutcome], warmup: bool, block: int | None
+    ) -> bool:
         """One run's outcomes (prepare, command, conclude); False where the batch ended."""
         hooks = state.spec.hooks
         if "prepare" in hooks and not self._hook_ok(state, "prepare", next(pending, None)):
@@ -321,8 +332,11 @@ class CommandRunner:
             return False
         if outcome.error:
             self.start_errors += 1
-            self._fail(state, f"can't be started: {outcome.error}; check that it is a program "
-                       "for this machine (scripts need a #! line) or use --shell")
+            self._fail(
+                state,
+                f"can't be started: {outcome.error}; check that it is a program "
+                "for this machine (scripts need a #! line) or use --shell",
+            )
             return False
         run = self._record(state, outcome, warmup, block)
         if not run.ok and not self.settings.ignore_all:
@@ -330,16 +344,26 @@ class CommandRunner:
             return False
         return "conclude" not in hooks or self._hook_ok(state, "conclude", next(pending, None))
 
-    def _record(self, state: _State, outcome: SpawnOutcome, warmup: bool,
-                block: int | None = None) -> CommandRun:
+    def _record(
+        self, state: _State, outcome: SpawnOutcome, warmup: bool, block: int | None = None
+    ) -> CommandRun:
         ok = not outcome.timed_out and self.settings.accepts(outcome.exit_code)
         started = self.clock() if outcome.start_ns is None else outcome.start_ns * 1e-9
-        run = CommandRun(index=self._index, started_s=started - self._t0,
-                         wall_ns=outcome.wall_ns, user_ns=outcome.user_ns,
-                         sys_ns=outcome.sys_ns, max_rss_bytes=outcome.max_rss_bytes,
-                         exit_code=outcome.exit_code, ok=ok, warmup=warmup,
-                         timed_out=outcome.timed_out, clock_skew_ns=self._skew[0],
-                         flagged=self._skew[1], block=block)
+        run = CommandRun(
+            index=self._index,
+            started_s=started - self._t0,
+            wall_ns=outcome.wall_ns,
+            user_ns=outcome.user_ns,
+            sys_ns=outcome.sys_ns,
+            max_rss_bytes=outcome.max_rss_bytes,
+            exit_code=outcome.exit_code,
+            ok=ok,
+            warmup=warmup,
+            timed_out=outcome.timed_out,
+            clock_skew_ns=self._skew[0],
+            flagged=self._skew[1],
+            block=block,
+        )
         if outcome.memory and outcome.memory[1]:
             times, sizes = outcome.memory
             run.memory = {"t_s": list(times), "rss_bytes": list(sizes)}
@@ -361,16 +385,22 @@ class CommandRunner:
     def _run_failure(self, outcome: SpawnOutcome) -> str:
         """Plain-words reason a run failed, with what to do."""
         if outcome.timed_out:
-            return (f"run timed out after {self.settings.timeout_s:g} s and was killed (hung?); "
-                    "raise --timeout or fix the command")
+            return (
+                f"run timed out after {self.settings.timeout_s:g} s and was killed (hung?); "
+                "raise --timeout or fix the command"
+            )
         if outcome.exit_code < 0:
             name = signal.Signals(-outcome.exit_code).name
-            return (f"run was killed by {name}; fix the command, or pass --ignore-failure to "
-                    "keep measuring and count such runs apart")
+            return (
+                f"run was killed by {name}; fix the command, or pass --ignore-failure to "
+                "keep measuring and count such runs apart"
+            )
         hint = " (the shell could not find the command)" if outcome.exit_code == 127 else ""
-        return (f"run exited with status {outcome.exit_code}{hint}; fix it, or pass "
-                f"--ignore-failure (or --ignore-failure={outcome.exit_code}) if that is expected;"
-                " --show-output shows what it printed")
+        return (
+            f"run exited with status {outcome.exit_code}{hint}; fix it, or pass "
+            f"--ignore-failure (or --ignore-failure={outcome.exit_code}) if that is expected;"
+            " --show-output shows what it printed"
+        )
 
     def _setup(self, state: _State) -> None:
         state.set_up = True
@@ -385,11 +415,18 @@ class CommandRunner:
             state.spent_s += outcome.wall_ns * 1e-9
         if not outcome.error and outcome.exit_code == 0 and not outcome.timed_out:
             return True
-        status = (f"could not start ({outcome.error})" if outcome.error
-                  else "timed out" if outcome.timed_out
-                  else f"exited with status {outcome.exit_code}")
-        self._fail(state, f"--{hook} {state.spec.hooks[hook][-1]!r} {status}; fix it "
-                   "(--show-output shows what it printed)")
+        status = (
+            f"could not start ({outcome.error})"
+            if outcome.error
+            else "timed out"
+            if outcome.timed_out
+            else f"exited with status {outcome.exit_code}"
+        )
+        self._fail(
+            state,
+            f"--{hook} {state.spec.hooks[hook][-1]!r} {status}; fix it "
+            "(--show-output shows what it printed)",
+        )
         return False
 
     def _fail(self, state: _State, message: str) -> None:
@@ -405,8 +442,10 @@ class CommandRunner:
         outcome = self._run_one(argv) if argv else None
         failed = outcome and (outcome.error or outcome.exit_code or outcome.timed_out)
         if failed and argv and not state.bench.failed:
-            state.bench.error = (f"{state.spec.name!r}: --cleanup {argv[-1]!r} failed "
-                                 f"(status {outcome.exit_code}); its runs are kept")
+            state.bench.error = (
+                f"{state.spec.name!r}: --cleanup {argv[-1]!r} failed "
+                f"(status {outcome.exit_code}); its runs are kept"
+            )
 
     def _cleanup_all(self) -> None:
         try:
@@ -422,8 +461,13 @@ class CommandRunner:
             return
         s = self.settings
         runs = min(st.timed for st in active)
-        limit = ("max-runs" if runs >= s.max_runs
-                 else "budget" if any(st.spent_s >= s.budget_s for st in active) else None)
+        limit = (
+            "max-runs"
+            if runs >= s.max_runs
+            else "budget"
+            if any(st.spent_s >= s.budget_s for st in active)
+            else None
+        )
         reason = limit
         enough = min(len(st.ok_walls) for st in active) >= max(s.min_runs, 2)
         if not limit and enough and self.clock() >= self._next_check and self._precise(active):
@@ -458,17 +502,28 @@ class CommandRunner:
         from perflab.analyze import stats
 
         self._checks += 1
-        rng = np.random.default_rng(None if self.settings.seed is None
-                                    else [self.settings.seed, self._checks])
+        rng = np.random.default_rng(
+            None if self.settings.seed is None else [self.settings.seed, self._checks]
+        )
         walls = {id(st): [np.asarray(st.ok_walls)] for st in active}
-        widths = [stats.median_ci(walls[id(st)], self.settings.confidence, 1000, rng)
-                  .relative_half_width for st in active]
+        widths = [
+            stats.median_ci(walls[id(st)], self.settings.confidence, 1000, rng).relative_half_width
+            for st in active
+        ]
         ref = self._reference(active, walls)
         for st in active:
             if st is not ref:
-                widths.append(stats.block_ratio_ci(st.ok_walls, st.ok_blocks, ref.ok_walls,
-                                                   ref.ok_blocks, self.settings.confidence,
-                                                   1000, rng).relative_half_width)
+                widths.append(
+                    stats.block_ratio_ci(
+                        st.ok_walls,
+                        st.ok_blocks,
+                        ref.ok_walls,
+                        ref.ok_blocks,
+                        self.settings.confidence,
+                        1000,
+                        rng,
+                    ).relative_half_width
+                )
         return widths
 
     def _reference(self, active: list[_State], walls: dict[int, Any]) -> _State:

@@ -36,14 +36,24 @@ from typing import Any, Protocol
 import numpy as np
 
 from perflab import environment
-from perflab.doctor_model import (ClockFigures, CpuLoad, CrossChecks, DoctorReport,
-                                  SleepFigures, Step)
+from perflab.doctor_model import (
+    ClockFigures,
+    CpuLoad,
+    CrossChecks,
+    DoctorReport,
+    SleepFigures,
+    Step,
+)
 
 #: Clocks in report order, with their Linux clock ids for Python reads (None: the TSC).
 CLOCK_IDS: dict[str, int | None] = {
-    "monotonic": time.CLOCK_MONOTONIC, "monotonic_raw": time.CLOCK_MONOTONIC_RAW,
-    "monotonic_coarse": 6, "realtime": time.CLOCK_REALTIME, "realtime_coarse": 5,
-    "boottime": time.CLOCK_BOOTTIME, "process_cputime": time.CLOCK_PROCESS_CPUTIME_ID,
+    "monotonic": time.CLOCK_MONOTONIC,
+    "monotonic_raw": time.CLOCK_MONOTONIC_RAW,
+    "monotonic_coarse": 6,
+    "realtime": time.CLOCK_REALTIME,
+    "realtime_coarse": 5,
+    "boottime": time.CLOCK_BOOTTIME,
+    "process_cputime": time.CLOCK_PROCESS_CPUTIME_ID,
     "tsc": None,
 }
 #: The clocks a probe snapshot holds, in tuple order (the TSC is the fifth item).
@@ -69,12 +79,14 @@ class Native(Protocol):
     """The native probes doctor uses (``perflab._core`` satisfies it; tests use fakes)."""
 
     def clock_read_cost_ns(self, clock: str, reads: int) -> float | None: ...
-    def clock_resolution_within(self, clock: str, min_steps: int, max_ns: int
-                                ) -> tuple[int, int] | None: ...
+    def clock_resolution_within(
+        self, clock: str, min_steps: int, max_ns: int
+    ) -> tuple[int, int] | None: ...
     def clock_read(self, clock: str) -> int | None: ...
     def tsc_calibrate(self, span_ns: int) -> float | None: ...
-    def clock_probe(self, duration_ns: int, window_ns: int, event_floor_ns: int,
-                    ticks_per_ns: float | None) -> dict[str, Any]: ...
+    def clock_probe(
+        self, duration_ns: int, window_ns: int, event_floor_ns: int, ticks_per_ns: float | None
+    ) -> dict[str, Any]: ...
     def sleep_durations(self, request_ns: int, count: int, budget_ns: int) -> list[int]: ...
     def timer_slack_ns(self) -> int | None: ...
     def ntp_state(self) -> dict[str, Any] | None: ...
@@ -87,8 +99,10 @@ def load_native() -> Any:
     try:
         from perflab import _core
     except ImportError:
-        raise UsageError("perflab doctor needs the native core, which is not built; "
-                         "run 'make build' (maturin develop) first") from None
+        raise UsageError(
+            "perflab doctor needs the native core, which is not built; "
+            "run 'make build' (maturin develop) first"
+        ) from None
     return _core
 
 
@@ -96,9 +110,13 @@ def clock_source(native: Native, ticks_per_ns: float | None) -> dict[str, Any]:
     """Clocksource facts: current, available, TSC presence, flags and rate, hypervisor."""
     cpu = environment.cpu_info()
     has_tsc = native.clock_read("tsc") is not None and cpu["has_tsc"] is not False
-    return {**environment.clocksource(), "has_tsc": has_tsc, "tsc_flags": cpu["tsc_flags"],
-            "tsc_ghz": ticks_per_ns if has_tsc else None,
-            "virtualization": environment.virtualization()}
+    return {
+        **environment.clocksource(),
+        "has_tsc": has_tsc,
+        "tsc_flags": cpu["tsc_flags"],
+        "tsc_ghz": ticks_per_ns if has_tsc else None,
+        "virtualization": environment.virtualization(),
+    }
 
 
 def _bounded(cost_of: Callable[[int], float | None], most: int) -> float | None:
@@ -110,8 +128,7 @@ def _bounded(cost_of: Callable[[int], float | None], most: int) -> float | None:
     return cost_of(int(min(most, max(200, PHASE_NS / estimate))))
 
 
-def _best_of_3(cost_ns: Callable[[str, int], float | None], name: str, reads: int
-               ) -> float | None:
+def _best_of_3(cost_ns: Callable[[str, int], float | None], name: str, reads: int) -> float | None:
     """The lowest of three native read-cost loops (a preemption only ever adds time)."""
     costs = [c for c in (cost_ns(name, reads) for _ in range(3)) if c is not None]
     return min(costs) if costs else None
@@ -121,8 +138,7 @@ def _python_read_cost_ns(native: Native, name: str) -> float | None:
     from perflab.measure.clocks import python_call_cost_ns
 
     clock_id = CLOCK_IDS[name]
-    func, arg = (native.clock_read, name) if clock_id is None else (time.clock_gettime_ns,
-                                                                    clock_id)
+    func, arg = (native.clock_read, name) if clock_id is None else (time.clock_gettime_ns, clock_id)
     try:
         return _bounded(lambda n: python_call_cost_ns(func, arg, calls=n), PYTHON_CALLS)
     except OSError:
@@ -136,8 +152,7 @@ def clock_figures(native: Native, name: str, ticks_per_ns: float | None) -> Cloc
     """
     if native.clock_read(name) is None:
         return ClockFigures(name, available=False)
-    native_cost = _bounded(lambda n: _best_of_3(native.clock_read_cost_ns, name, n),
-                           NATIVE_READS)
+    native_cost = _bounded(lambda n: _best_of_3(native.clock_read_cost_ns, name, n), NATIVE_READS)
     figures = ClockFigures(name, True, native_cost, _python_read_cost_ns(native, name))
     found = native.clock_resolution_within(name, 1000, 50_000_000)
     if found:
@@ -156,16 +171,18 @@ def _snapshots(rows: list[tuple[Any, ...]]) -> tuple[np.ndarray, np.ndarray | No
     return os_ns, (np.array(tsc, dtype=np.int64) if all(t is not None for t in tsc) else None)
 
 
-def _reference(os_ns: np.ndarray, tsc: np.ndarray | None, ticks_per_ns: float | None
-               ) -> tuple[str, np.ndarray]:
+def _reference(
+    os_ns: np.ndarray, tsc: np.ndarray | None, ticks_per_ns: float | None
+) -> tuple[str, np.ndarray]:
     """The reference clock's ns per row: TSC ns when calibrated, else MONOTONIC."""
     if tsc is not None and ticks_per_ns:
         return "tsc", (tsc - tsc[0]) / ticks_per_ns
     return "monotonic", (os_ns[:, 0] - os_ns[0, 0]).astype(float)
 
 
-def window_rates(windows: list[tuple[Any, ...]], ticks_per_ns: float | None
-                 ) -> tuple[str, dict[str, float]]:
+def window_rates(
+    windows: list[tuple[Any, ...]], ticks_per_ns: float | None
+) -> tuple[str, dict[str, float]]:
     """Each OS clock's rate against the reference: the median over windows of
     Δclock / Δreference (robust: a step spoils one window, not the median).
 
@@ -184,12 +201,18 @@ def window_rates(windows: list[tuple[Any, ...]], ticks_per_ns: float | None
 
 def _wall(realtime_ns: int) -> str:
     """A REALTIME reading as local ISO-8601 time with milliseconds."""
-    return dt.datetime.fromtimestamp(realtime_ns / 1e9).astimezone().isoformat(
-        timespec="milliseconds")
+    return (
+        dt.datetime.fromtimestamp(realtime_ns / 1e9).astimezone().isoformat(timespec="milliseconds")
+    )
 
 
-def find_steps(events: list[tuple[tuple[Any, ...], tuple[Any, ...]]], start: tuple[Any, ...],
-               rates: dict[str, float], reference: str, ticks_per_ns: float | None) -> list[Step]:
+def find_steps(
+    events: list[tuple[tuple[Any, ...], tuple[Any, ...]]],
+    start: tuple[Any, ...],
+    rates: dict[str, float],
+    reference: str,
+    ticks_per_ns: float | None,
+) -> list[Step]:
     """Steps among divergent read pairs: clocks whose delta departs from
     ``rate × Δreference`` by more than :data:`STEP_FLOOR_NS`. O(events)."""
     steps = []
@@ -209,8 +232,9 @@ def find_steps(events: list[tuple[tuple[Any, ...], tuple[Any, ...]]], start: tup
     return steps
 
 
-def analyze_probe(raw: dict[str, Any], ticks_per_ns: float | None,
-                  ntp: dict[str, Any] | None = None) -> CrossChecks:
+def analyze_probe(
+    raw: dict[str, Any], ticks_per_ns: float | None, ntp: dict[str, Any] | None = None
+) -> CrossChecks:
     """Derive the cross-checks from a native probe's raw data (``clock_probe``'s dict).
 
     Raises:
@@ -229,14 +253,22 @@ def analyze_probe(raw: dict[str, Any], ticks_per_ns: float | None,
     gap_os, gap_tsc = _snapshots([windows[0], *raw["longest_gap"]])
     _, gap_ref = _reference(gap_os, gap_tsc, ticks_per_ns if reference == "tsc" else None)
     return CrossChecks(
-        duration_s=float(ref[-1]) * 1e-9, reference=reference, reads=int(raw["iterations"]),
-        torn_reads=int(raw.get("torn_reads", 0)), rates=rates, slew_ppm=slew,
+        duration_s=float(ref[-1]) * 1e-9,
+        reference=reference,
+        reads=int(raw["iterations"]),
+        torn_reads=int(raw.get("torn_reads", 0)),
+        rates=rates,
+        slew_ppm=slew,
         suspend_ns=int((last[3] - first[3]) - (last[0] - first[0])),
         suspended_since_boot_s=float(last[3] - last[0]) * 1e-9,
         steps=find_steps(raw["events"], windows[0], rates, reference, ticks_per_ns),
-        events_dropped=int(raw["events_dropped"]), backward=dict(raw["backward"]),
-        longest_gap_ns=int(gap_ref[2] - gap_ref[1]), longest_gap_offset_s=float(gap_ref[1]) * 1e-9,
-        longest_gap_at=_wall(int(raw["longest_gap"][0][1])), ntp=ntp)
+        events_dropped=int(raw["events_dropped"]),
+        backward=dict(raw["backward"]),
+        longest_gap_ns=int(gap_ref[2] - gap_ref[1]),
+        longest_gap_offset_s=float(gap_ref[1]) * 1e-9,
+        longest_gap_at=_wall(int(raw["longest_gap"][0][1])),
+        ntp=ntp,
+    )
 
 
 def sleep_figures(native: Native, request_ns: int, budget_ns: int) -> SleepFigures:
@@ -244,22 +276,36 @@ def sleep_figures(native: Native, request_ns: int, budget_ns: int) -> SleepFigur
     summarize the actual durations. Takes about ``budget_ns``."""
     count = max(10, budget_ns // request_ns)
     durations = np.asarray(native.sleep_durations(request_ns, count, budget_ns), dtype=float)
-    return SleepFigures(request_ns, int(durations.size), float(np.percentile(durations, 50)),
-                        float(np.percentile(durations, 99)), float(durations.max() - request_ns))
+    return SleepFigures(
+        request_ns,
+        int(durations.size),
+        float(np.percentile(durations, 50)),
+        float(np.percentile(durations, 99)),
+        float(durations.max() - request_ns),
+    )
 
 
 def _activity() -> tuple[dict[str, int] | None, Any]:
     return environment.cpu_counters(), resource.getrusage(resource.RUSAGE_SELF)
 
 
-def cpu_load(before: tuple[dict[str, int] | None, Any], after: tuple[dict[str, int] | None, Any],
-             probe_s: float) -> CpuLoad:
+def cpu_load(
+    before: tuple[dict[str, int] | None, Any],
+    after: tuple[dict[str, int] | None, Any],
+    probe_s: float,
+) -> CpuLoad:
     """CPU settings now, and steal / context switches between two :func:`_activity` readings."""
     cpus = environment.usable_cpus() or 1
-    load = CpuLoad(os.cpu_count(), environment.usable_cpus(),
-                   environment.governor(), environment.boost(), environment.smt(),
-                   environment.isolated_cpus(), environment.load_average(),
-                   environment.memory_pressure())
+    load = CpuLoad(
+        os.cpu_count(),
+        environment.usable_cpus(),
+        environment.governor(),
+        environment.boost(),
+        environment.smt(),
+        environment.isolated_cpus(),
+        environment.load_average(),
+        environment.memory_pressure(),
+    )
     (c0, r0), (c1, r1) = before, after
     if c0 and c1 and "steal_ns" in c0 and "steal_ns" in c1:
         load.steal_ns = c1["steal_ns"] - c0["steal_ns"]
@@ -271,8 +317,9 @@ def cpu_load(before: tuple[dict[str, int] | None, Any], after: tuple[dict[str, i
     return load
 
 
-def run(duration_s: float, native: Native | None = None,
-        progress: Callable[[str], None] | None = None) -> DoctorReport:
+def run(
+    duration_s: float, native: Native | None = None, progress: Callable[[str], None] | None = None
+) -> DoctorReport:
     """Measure everything doctor reports; about ``duration_s × 4/3 + 1`` seconds.
 
     Args:
@@ -307,9 +354,17 @@ def run(duration_s: float, native: Native | None = None,
     tell("sleep accuracy")
     budget = int(duration_s * 1e9 / 3 / len(SLEEP_REQUESTS_NS))
     sleeps = [sleep_figures(native, req, budget) for req in SLEEP_REQUESTS_NS]
-    report = DoctorReport(started.isoformat(timespec="seconds"), duration_s, 0.0,
-                          clock_source(native, ticks), clocks, cross, native.timer_slack_ns(),
-                          sleeps, cpu)
+    report = DoctorReport(
+        started.isoformat(timespec="seconds"),
+        duration_s,
+        0.0,
+        clock_source(native, ticks),
+        clocks,
+        cross,
+        native.timer_slack_ns(),
+        sleeps,
+        cpu,
+    )
     report.checks = verdicts(report)
     report.elapsed_s = time.monotonic() - t0
     return report

@@ -72,9 +72,13 @@ def pass_seconds(sample_seconds: float) -> float:
     return max(sample_seconds * SHARE, MIN_SECONDS)
 
 
-def heap_timeline(call: Callable[[], Any], seconds: float, max_calls: int = MAX_CALLS,
-                  points: int = POINTS, warmup_share: float = WARMUP_SHARE
-                  ) -> dict[str, list[float]]:
+def heap_timeline(
+    call: Callable[[], Any],
+    seconds: float,
+    max_calls: int = MAX_CALLS,
+    points: int = POINTS,
+    warmup_share: float = WARMUP_SHARE,
+) -> dict[str, list[float]]:
     """Traced Python memory over calls of ``call``, relative to a baseline.
 
     Calls are made under tracing for ``seconds × warmup_share`` first, at least one (a
@@ -140,14 +144,23 @@ def heap_timeline(call: Callable[[], Any], seconds: float, max_calls: int = MAX_
     if calls_at[kept - 1] == n:  # the last call was read: the collected reading replaces it
         kept -= 1
         last_peak = max(last_peak, peaks[kept])
-    return {"calls": [*calls_at[:kept], n],
-            "t_s": [round(t / 1e9, 6) for t in t_ns[:kept]] + [round(t_end / 1e9, 6)],
-            "traced_bytes": [*traced[:kept], end_traced - base],
-            "peak_bytes": [*peaks[:kept], last_peak]}
+    return {
+        "calls": [*calls_at[:kept], n],
+        "t_s": [round(t / 1e9, 6) for t in t_ns[:kept]] + [round(t_end / 1e9, 6)],
+        "traced_bytes": [*traced[:kept], end_traced - base],
+        "peak_bytes": [*peaks[:kept], last_peak],
+    }
 
 
-def _read(st: array.array[int], size: int, calls_at: array.array[int], t_ns: array.array[int],
-          traced: array.array[int], peaks: array.array[int], clock: Callable[[], int]) -> None:
+def _read(
+    st: array.array[int],
+    size: int,
+    calls_at: array.array[int],
+    t_ns: array.array[int],
+    traced: array.array[int],
+    peaks: array.array[int],
+    clock: Callable[[], int],
+) -> None:
     """Keep one reading of the traced memory (thinning the buffers first when full, after
     which it may wait for the next call at the doubled stride). Every value goes straight
     into the arrays: no int made here outlives the call, so the readings count only what

@@ -48,8 +48,10 @@ def _number(text: str, option: str) -> float:
     try:
         return float(text[:-1] if scale > 1 else text) * scale
     except ValueError:
-        raise UsageError(f"{option} {text!r} is not a number; write e.g. 1000, 2.5k, "
-                         "1000:20000:1000 or 500,1000,2000") from None
+        raise UsageError(
+            f"{option} {text!r} is not a number; write e.g. 1000, 2.5k, "
+            "1000:20000:1000 or 500,1000,2000"
+        ) from None
 
 
 def parse_sweep(text: str, option: str = "--rate") -> list[float]:
@@ -74,8 +76,10 @@ def parse_sweep(text: str, option: str = "--rate") -> list[float]:
         start, stop = _number(match.group(1), option), _number(match.group(2), option)
         step = _number(match.group(3), option) if match.group(3) else (stop - start) / 9 or 1.0
         if step <= 0 or stop < start:
-            raise UsageError(f"{option} {text!r}: write START:STOP:STEP with START ≤ STOP and "
-                             "STEP > 0, e.g. 1000:20000:1000")
+            raise UsageError(
+                f"{option} {text!r}: write START:STOP:STEP with START ≤ STOP and "
+                "STEP > 0, e.g. 1000:20000:1000"
+            )
         count = math.floor((stop - start) / step * (1 + 1e-9)) + 1
         values = [start + i * step for i in range(min(count, MAX_STEPS + 1))]
     else:
@@ -83,8 +87,7 @@ def parse_sweep(text: str, option: str = "--rate") -> list[float]:
     if not values or any(not math.isfinite(v) or v <= 0 for v in values):
         raise UsageError(f"{option} {text!r}: every value must be above zero")
     if len(values) > MAX_STEPS:
-        raise UsageError(f"{option} {text!r} makes more than {MAX_STEPS} steps; "
-                         "use a larger STEP")
+        raise UsageError(f"{option} {text!r} makes more than {MAX_STEPS} steps; use a larger STEP")
     return values
 
 
@@ -106,8 +109,10 @@ def parse_header(text: str) -> tuple[str, str]:
     every request), or with a line break."""
     name, colon, value = text.partition(":")
     if not colon or not _TOKEN_RE.fullmatch(name.strip()) or any(c in text for c in "\r\n"):
-        raise UsageError(f"--header {text!r} is not 'Name: value' with a name of letters, "
-                         "digits and -; write e.g. --header 'Accept: application/json'")
+        raise UsageError(
+            f"--header {text!r} is not 'Name: value' with a name of letters, "
+            "digits and -; write e.g. --header 'Accept: application/json'"
+        )
     return name.strip(), value.strip()
 
 
@@ -147,25 +152,31 @@ def parse_url(url: str) -> Target:
     shown = redact.url(url)  # messages never echo a password
     example = "e.g. http://127.0.0.1:8080/"
     if "://" not in url:
-        raise UsageError(f"URL {shown!r} is malformed: write it as http://HOST[:PORT]/PATH, "
-                         f"{example}")
+        raise UsageError(
+            f"URL {shown!r} is malformed: write it as http://HOST[:PORT]/PATH, {example}"
+        )
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise UsageError(f"URL {shown!r} is malformed ({exc}): a bad port (ports are 1-65535) "
-                         "or host (IPv6 in brackets, e.g. http://[::1]:8080/)") from None
+        raise UsageError(
+            f"URL {shown!r} is malformed ({exc}): a bad port (ports are 1-65535) "
+            "or host (IPv6 in brackets, e.g. http://[::1]:8080/)"
+        ) from None
     if parts.scheme.lower() not in ("http", "https"):
         raise UsageError(f"URL scheme {parts.scheme!r} is not supported; use http:// or https://")
     if not parts.hostname:
         raise UsageError(f"URL {shown!r} has no host; {example}")
     if "@" in parts.netloc:
-        raise UsageError(f"URL {shown!r} holds credentials (user:password@), which perflab "
-                         "does not send; pass them as a header, e.g. -H 'Authorization: Basic "
-                         "…' (redacted from files and output)")
+        raise UsageError(
+            f"URL {shown!r} holds credentials (user:password@), which perflab "
+            "does not send; pass them as a header, e.g. -H 'Authorization: Basic "
+            "…' (redacted from files and output)"
+        )
     if port == 0:
-        raise UsageError(f"URL {shown!r} has port 0, which no server listens on; give the "
-                         "server's port, 1-65535")
+        raise UsageError(
+            f"URL {shown!r} has port 0, which no server listens on; give the server's port, 1-65535"
+        )
     default = 443 if parts.scheme.lower() == "https" else 80
     return Target(url, parts.scheme.lower(), parts.hostname, default if port is None else port)
 
@@ -182,17 +193,23 @@ def check_reachable(target: Target, timeout_s: float) -> None:
     try:
         socket.create_connection((target.host, target.port), timeout=timeout_s).close()
     except socket.gaierror as exc:
-        raise UsageError(f"cannot resolve host {target.host!r} ({exc.strerror}); "
-                         "check the URL") from None
+        raise UsageError(
+            f"cannot resolve host {target.host!r} ({exc.strerror}); check the URL"
+        ) from None
     except ConnectionRefusedError:
-        raise UsageError(f"cannot connect to {where}: connection refused; is the server "
-                         f"running? (try `perflab serve --port {target.port}`)") from None
+        raise UsageError(
+            f"cannot connect to {where}: connection refused; is the server "
+            f"running? (try `perflab serve --port {target.port}`)"
+        ) from None
     except TimeoutError:
-        raise UsageError(f"cannot connect to {where}: no answer within {timeout_s:g} s; check "
-                         "the address, the server and any firewall") from None
+        raise UsageError(
+            f"cannot connect to {where}: no answer within {timeout_s:g} s; check "
+            "the address, the server and any firewall"
+        ) from None
     except OSError as exc:
-        raise UsageError(f"cannot connect to {where}: {exc.strerror or exc}; check the "
-                         "address and the server") from None
+        raise UsageError(
+            f"cannot connect to {where}: {exc.strerror or exc}; check the address and the server"
+        ) from None
 
 
 def load_requests(path: str | Path) -> list[dict[str, Any]]:
@@ -217,11 +234,16 @@ def load_requests(path: str | Path) -> list[dict[str, Any]]:
     if text.lstrip().startswith("["):
         items = [(1, item) for item in _json(text, path, 1)]
     else:
-        items = [(n, _json(line, path, n)) for n, line in enumerate(text.splitlines(), 1)
-                 if line.strip() and not line.lstrip().startswith("#")]
+        items = [
+            (n, _json(line, path, n))
+            for n, line in enumerate(text.splitlines(), 1)
+            if line.strip() and not line.lstrip().startswith("#")
+        ]
     if not items:
-        raise UsageError(f"--requests {path}: no requests in it; write one JSON object per "
-                         'line, e.g. {"method": "GET", "path": "/items/1"}')
+        raise UsageError(
+            f"--requests {path}: no requests in it; write one JSON object per "
+            'line, e.g. {"method": "GET", "path": "/items/1"}'
+        )
     return [_check_request(item, path, n) for n, item in items]
 
 
@@ -229,20 +251,26 @@ def _json(text: str, path: Path, line: int) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UsageError(f"--requests {path} line {line + exc.lineno - 1}: not valid JSON "
-                         f"({exc.msg}); write one JSON object per line") from None
+        raise UsageError(
+            f"--requests {path} line {line + exc.lineno - 1}: not valid JSON "
+            f"({exc.msg}); write one JSON object per line"
+        ) from None
 
 
 def _check_request(item: Any, path: Path, line: int) -> dict[str, Any]:
     """Check one request object's keys and types. Raises UsageError naming the line."""
     where = f"--requests {path} line {line}"
     if not isinstance(item, dict):
-        raise UsageError(f"{where}: expected a JSON object like "
-                         '{"method": "POST", "path": "/x", "body": "..."}')
+        raise UsageError(
+            f"{where}: expected a JSON object like "
+            '{"method": "POST", "path": "/x", "body": "..."}'
+        )
     unknown = set(item) - _REQUEST_KEYS
     if unknown:
-        raise UsageError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
-                         f"use {', '.join(sorted(_REQUEST_KEYS))}")
+        raise UsageError(
+            f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
+            f"use {', '.join(sorted(_REQUEST_KEYS))}"
+        )
     for key in ("method", "path", "body"):
         if key in item and not isinstance(item[key], str):
             raise UsageError(f"{where}: {key} must be a string")
@@ -311,8 +339,12 @@ class SweepOutcome:
     agents_lost: str | None = None
 
 
-def run_sweep(plan: Plan, engine: Engine | None = None, progress: ProgressFn | None = None,
-              on_step: Callable[[SweepOutcome], None] | None = None) -> SweepOutcome:
+def run_sweep(
+    plan: Plan,
+    engine: Engine | None = None,
+    progress: ProgressFn | None = None,
+    on_step: Callable[[SweepOutcome], None] | None = None,
+) -> SweepOutcome:
     """Run every step of ``plan``, one engine call each.
 
     Args:
@@ -335,9 +367,11 @@ def run_sweep(plan: Plan, engine: Engine | None = None, progress: ProgressFn | N
     try:
         for index in range(plan.steps):
             if index and (lost := _lost(plan)):
-                outcome.target_lost = (f"the target stopped accepting connections before step "
-                                       f"{index + 1} ({lost}); the remaining "
-                                       f"{plan.steps - index} step(s) were skipped")
+                outcome.target_lost = (
+                    f"the target stopped accepting connections before step "
+                    f"{index + 1} ({lost}); the remaining "
+                    f"{plan.steps - index} step(s) were skipped"
+                )
                 break
             monitor.start()
             raw = _call(engine, plan.step_config(index), index, plan.steps, progress)
@@ -376,8 +410,9 @@ def _lost(plan: Plan) -> str | None:
     return None
 
 
-def _call(engine: Engine, config: dict[str, Any], index: int, steps: int,
-          progress: ProgressFn | None) -> dict[str, Any]:
+def _call(
+    engine: Engine, config: dict[str, Any], index: int, steps: int, progress: ProgressFn | None
+) -> dict[str, Any]:
     """One engine call; its ValueError (a bad config) becomes a UsageError."""
     callback = (lambda snap: progress(index, steps, snap)) if progress else None
     try:
@@ -393,35 +428,69 @@ def histogram_from_raw(raw: dict[str, Any]) -> Histogram:
     def value(key: str) -> float:
         return float(raw.get(key, math.nan)) if count else math.nan
 
-    return Histogram(encoded=raw.get("encoded_b64", ""), count=count, min_us=value("min_us"),
-                     mean_us=value("mean_us"), p50_us=value("p50_us"), p90_us=value("p90_us"),
-                     p99_us=value("p99_us"), p999_us=value("p999_us"), max_us=value("max_us"))
+    return Histogram(
+        encoded=raw.get("encoded_b64", ""),
+        count=count,
+        min_us=value("min_us"),
+        mean_us=value("mean_us"),
+        p50_us=value("p50_us"),
+        p90_us=value("p90_us"),
+        p99_us=value("p99_us"),
+        p999_us=value("p999_us"),
+        max_us=value("max_us"),
+    )
 
 
 def step_from_raw(raw: dict[str, Any]) -> HttpStep:
     """One step of ``http_run``'s result → :class:`HttpStep` (the same names on both
     sides of the seam); mode is "open", "open-poisson" or "closed"."""
-    mode = raw["mode"] if raw["mode"] == "closed" else (
-        "open-poisson" if raw.get("arrival") == "poisson" else "open")
+    mode = (
+        raw["mode"]
+        if raw["mode"] == "closed"
+        else ("open-poisson" if raw.get("arrival") == "poisson" else "open")
+    )
     hists = raw.get("histograms", {})
-    counts = {name: int(raw.get(name, 0)) for name in (
-        "requests_sent", "ok_responses", "ok_from_warmup", "drained", "failures", "unsent",
-        "unfinished", "bytes_in", "bytes_out", "connections_opened", "connections_closed",
-        "connections_peak", "connect_failures", "pool_waits")}
+    counts = {
+        name: int(raw.get(name, 0))
+        for name in (
+            "requests_sent",
+            "ok_responses",
+            "ok_from_warmup",
+            "drained",
+            "failures",
+            "unsent",
+            "unfinished",
+            "bytes_in",
+            "bytes_out",
+            "connections_opened",
+            "connections_closed",
+            "connections_peak",
+            "connect_failures",
+            "pool_waits",
+        )
+    }
     return HttpStep(
-        offered_rate=raw.get("offered_rate"), connections=int(raw["connections"]), mode=mode,
-        duration_s=float(raw["duration_s"]), warmup_s=float(raw["warmup_s"]),
-        elapsed_s=float(raw["elapsed_s"]), wall_s=float(raw.get("wall_s", math.nan)),
-        drain_s=float(raw.get("drain_s", math.nan)), **counts,
+        offered_rate=raw.get("offered_rate"),
+        connections=int(raw["connections"]),
+        mode=mode,
+        duration_s=float(raw["duration_s"]),
+        warmup_s=float(raw["warmup_s"]),
+        elapsed_s=float(raw["elapsed_s"]),
+        wall_s=float(raw.get("wall_s", math.nan)),
+        drain_s=float(raw.get("drain_s", math.nan)),
+        **counts,
         status_counts={str(k): int(v) for k, v in raw.get("status_counts", {}).items()},
         errors={k: int(v) for k, v in raw.get("errors", {}).items() if v},
         connection_errors=int(raw.get("connections_errored", 0)),
         thread_cpu_s=[float(x) for x in raw.get("thread_cpu_s", [])],
-        **{name: histogram_from_raw(hists.get(name, {}))
-           for name in ("latency", "service_time", "send_lag", "failed_latency",
-                        "dispatch_lag")},
-        interrupted=bool(raw.get("interrupted")), threads=int(raw.get("threads", 1)),
-        server_timing=server_timing_from_raw(raw.get("server_timing")))
+        **{
+            name: histogram_from_raw(hists.get(name, {}))
+            for name in ("latency", "service_time", "send_lag", "failed_latency", "dispatch_lag")
+        },
+        interrupted=bool(raw.get("interrupted")),
+        threads=int(raw.get("threads", 1)),
+        server_timing=server_timing_from_raw(raw.get("server_timing")),
+    )
 
 
 def server_timing_from_raw(raw: dict[str, Any] | None) -> ServerTiming | None:
@@ -430,17 +499,22 @@ def server_timing_from_raw(raw: dict[str, Any] | None) -> ServerTiming | None:
     if not raw:
         return None
     return ServerTiming(
-        responses=int(raw.get("responses", 0)), malformed=int(raw.get("malformed", 0)),
+        responses=int(raw.get("responses", 0)),
+        malformed=int(raw.get("malformed", 0)),
         metrics_dropped=int(raw.get("metrics_dropped", 0)),
         metrics={str(k): histogram_from_raw(v) for k, v in raw.get("metrics", {}).items()},
         app_total=histogram_from_raw(raw.get("app_total", {})),
-        outside_app=histogram_from_raw(raw.get("outside_app", {})))
+        outside_app=histogram_from_raw(raw.get("outside_app", {})),
+    )
 
 
 def only_connect_errors(step: HttpStep) -> bool:
     """True when the step got no response at all, only failed connects."""
-    return (step.ok_responses == 0 and step.failures > 0
-            and sum(step.errors.get(k, 0) for k in _CONNECT_ERRORS) == step.failures)
+    return (
+        step.ok_responses == 0
+        and step.failures > 0
+        and sum(step.errors.get(k, 0) for k in _CONNECT_ERRORS) == step.failures
+    )
 
 
 def default_warmup(duration_s: float) -> float:
@@ -448,8 +522,9 @@ def default_warmup(duration_s: float) -> float:
     return min(1.0, duration_s / 5)
 
 
-def request_label(config: dict[str, Any], requests_file: str | None,
-                  requests: Sequence[dict[str, Any]] | None) -> str:
+def request_label(
+    config: dict[str, Any], requests_file: str | None, requests: Sequence[dict[str, Any]] | None
+) -> str:
     """The benchmark name: ``GET http://…/`` or ``http://…/ (3 requests from FILE)``."""
     if requests:
         return f"{config['url']} ({len(requests)} requests from {requests_file})"
@@ -471,18 +546,23 @@ def plan_from_args(args: Any, check: bool = True) -> Plan:
     duration = parse_positive_duration(args.duration, "--duration")
     warmup = default_warmup(duration) if args.warmup is None else _warmup(args.warmup)
     if warmup >= duration:
-        raise UsageError(f"--warmup {args.warmup} must be shorter than --duration "
-                         f"{args.duration}")
+        raise UsageError(f"--warmup {args.warmup} must be shorter than --duration {args.duration}")
     rates = parse_sweep(args.rate) if args.rate else []
     conns = parse_connections(args.connections) if args.connections else []
     _check_load(args, rates, conns)
     connect_timeout = parse_positive_duration(args.connect_timeout, "--connect-timeout")
     config: dict[str, Any] = {
-        "url": target.url, "duration_s": duration, "warmup_s": warmup,
+        "url": target.url,
+        "duration_s": duration,
+        "warmup_s": warmup,
         "connect_timeout_s": connect_timeout,
         "read_timeout_s": parse_positive_duration(args.timeout, "--timeout"),
-        "ok": parse_ok(args.ok), "insecure": args.insecure, "threads": args.threads,
-        "seed": args.seed, **_request_config(args)}
+        "ok": parse_ok(args.ok),
+        "insecure": args.insecure,
+        "threads": args.threads,
+        "seed": args.seed,
+        **_request_config(args),
+    }
     if rates:
         config["arrival"] = "poisson" if args.poisson else "constant"
         config["connections"] = conns[0] if conns else None
@@ -521,11 +601,15 @@ def _warmup(text: str) -> float:
 def _check_load(args: Any, rates: list[float], conns: list[int]) -> None:
     """Open loop (--rate), closed loop (--connections), never neither. Raises UsageError."""
     if not rates and not conns:
-        raise UsageError("give --rate (open loop, requests/s, e.g. --rate 1000:10000:1000) or "
-                         "--connections N (closed loop)")
+        raise UsageError(
+            "give --rate (open loop, requests/s, e.g. --rate 1000:10000:1000) or "
+            "--connections N (closed loop)"
+        )
     if rates and len(conns) > 1:
-        raise UsageError("with --rate, --connections is the connection pool's cap: give one "
-                         "number (a list of counts is a closed-loop sweep, without --rate)")
+        raise UsageError(
+            "with --rate, --connections is the connection pool's cap: give one "
+            "number (a list of counts is a closed-loop sweep, without --rate)"
+        )
     if args.poisson and not rates:
         raise UsageError("--poisson shapes open-loop arrivals: it needs --rate")
     if args.threads is not None and args.threads < 1:
@@ -538,8 +622,10 @@ def _request_config(args: Any) -> dict[str, Any]:
     body = _body(args)
     if args.requests:
         if args.method or headers or body is not None:
-            raise UsageError("--requests FILE gives each request's method, headers and body; "
-                             "drop --method, --header and --body")
+            raise UsageError(
+                "--requests FILE gives each request's method, headers and body; "
+                "drop --method, --header and --body"
+            )
         return {"requests": load_requests(args.requests)}
     return {"method": (args.method or "GET").upper(), "headers": headers, "body": body}
 

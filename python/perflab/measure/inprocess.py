@@ -44,17 +44,23 @@ class InProcessBackend:
             want the exception (a pytest test failing with its own traceback) read it here.
     """
 
-    def __init__(self, func: Callable[..., Any], args: tuple[Any, ...] = (),
-                 kwargs: dict[str, Any] | None = None, plan_extra: dict[str, Any] | None = None,
-                 metrics: Sequence[Any] = ()) -> None:
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        plan_extra: dict[str, Any] | None = None,
+        metrics: Sequence[Any] = (),
+    ) -> None:
         self.func, self.args, self.kwargs = func, args, kwargs or {}
         self.plan_extra = plan_extra or {}
         self.metrics = metrics
         self.error: BaseException | None = None
         self.repetitions = 0
 
-    def run(self, plan: dict[str, Any], timeout_s: float,
-            on_event: Callable[[Event], None]) -> Outcome:
+    def run(
+        self, plan: dict[str, Any], timeout_s: float, on_event: Callable[[Event], None]
+    ) -> Outcome:
         """One repetition of the worker sequence; events go to ``on_event`` as they come.
 
         ``timeout_s`` is not enforced (the callable runs on this thread). Ctrl-C is
@@ -71,8 +77,9 @@ class InProcessBackend:
 
         start = time.monotonic()
         try:
-            measure_call(self.func, self.args, self.kwargs, {**plan, **self.plan_extra}, emit,
-                         self.metrics)
+            measure_call(
+                self.func, self.args, self.kwargs, {**plan, **self.plan_extra}, emit, self.metrics
+            )
         except PhaseError as err:
             self.error = err.exc
             emit("error", **error_fields(err.phase, err.exc))

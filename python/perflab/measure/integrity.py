@@ -73,8 +73,7 @@ class Monitor:
         if self._core is None or self._bracket is not None:
             return
         self.ticks_per_ns = self._rate()
-        self._bracket = self._core.ClockBracket(self.ticks_per_ns, REL_TOLERANCE,
-                                                ABS_TOLERANCE_NS)
+        self._bracket = self._core.ClockBracket(self.ticks_per_ns, REL_TOLERANCE, ABS_TOLERANCE_NS)
         # a bracket snapshots the clocks when it is made: this one spans all the samples
         self._span = self._core.ClockBracket(self.ticks_per_ns, REL_TOLERANCE, ABS_TOLERANCE_NS)
         self.start = self._bracket.start  # type: ignore[method-assign]
@@ -127,5 +126,6 @@ def bracket_cost_ns(core: Any, calls: int = 100_000) -> float:
 
     bracket = core.ClockBracket(core.tsc_calibrate(5_000_000), REL_TOLERANCE, ABS_TOLERANCE_NS)
     bracket.start()
-    return (python_call_cost_ns(bracket.start, calls=calls)
-            + python_call_cost_ns(bracket.stop, calls=calls))
+    return python_call_cost_ns(bracket.start, calls=calls) + python_call_cost_ns(
+        bracket.stop, calls=calls
+    )

@@ -62,13 +62,18 @@ class Layout:
 
     def to_dict(self) -> dict[str, int]:
         """JSON form (the ``layout`` of :class:`perflab.model.Process`)."""
-        return {"env_padding_bytes": self.env_padding_bytes, "hash_seed": self.hash_seed,
-                "heap_objects": self.heap_objects}
+        return {
+            "env_padding_bytes": self.env_padding_bytes,
+            "hash_seed": self.hash_seed,
+            "heap_objects": self.heap_objects,
+        }
 
     def environment(self) -> dict[str, str]:
         """The variables to add to the worker's environment."""
-        return {ENV_PADDING_VAR: "X" * self.env_padding_bytes,
-                "PYTHONHASHSEED": str(self.hash_seed)}
+        return {
+            ENV_PADDING_VAR: "X" * self.env_padding_bytes,
+            "PYTHONHASHSEED": str(self.hash_seed),
+        }
 
 
 class LayoutDraws:
@@ -90,8 +95,7 @@ class LayoutDraws:
         padding = self._rng.randrange(ENV_PADDING_RANGE)
         hash_seed = self._rng.randint(1, MAX_HASH_SEED)
         heap = self._rng.randrange(HEAP_OBJECTS_RANGE)
-        return Layout(padding, self._hash_seed if self._hash_seed is not None else hash_seed,
-                      heap)
+        return Layout(padding, self._hash_seed if self._hash_seed is not None else hash_seed, heap)
 
 
 def from_environment(seed: int | None) -> LayoutDraws:

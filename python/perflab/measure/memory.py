@@ -136,8 +136,12 @@ class Tree:
         newest = last_pid()
         start = self._last_pid
         self._last_pid = newest
-        if (self._readings % RESCAN_EVERY == 0 or newest is None or start is None
-                or not 0 <= newest - start <= NEW_PIDS_MAX):
+        if (
+            self._readings % RESCAN_EVERY == 0
+            or newest is None
+            or start is None
+            or not 0 <= newest - start <= NEW_PIDS_MAX
+        ):
             self._members = [self.pid, *descendants(self.pid)]
             return
         members = set(self._members)
@@ -196,8 +200,7 @@ class Sampler:
         self.timelines: dict = {key: [] for key in self.trees}
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True,
-                                        name="perflab-memory")
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="perflab-memory")
 
     def __enter__(self) -> "Sampler":
         self.sample()
@@ -236,6 +239,8 @@ class Sampler:
 def timeline_dict(readings: list) -> dict[str, list]:
     """The JSON form of readings ``(t_s, cpu_s, rss_bytes)``: ``{"t_s": [...], "cpu_s":
     [...], "rss_bytes": [...]}`` (times to 0.1 ms, CPU to 0.1 ms)."""
-    return {"t_s": [round(r[0], 4) for r in readings],
-            "cpu_s": [round(r[1], 4) for r in readings],
-            "rss_bytes": [int(r[2]) for r in readings]}
+    return {
+        "t_s": [round(r[0], 4) for r in readings],
+        "cpu_s": [round(r[1], 4) for r in readings],
+        "rss_bytes": [int(r[2]) for r in readings],
+    }

@@ -38,8 +38,10 @@ class Parameter:
 
 def _check_name(name: str, option: str) -> None:
     if not _NAME_RE.match(name):
-        raise UsageError(f"{option} name {name!r} must be a word of letters, digits and _ "
-                         f"(used as {{name}} in commands); e.g. {option} n 1 5")
+        raise UsageError(
+            f"{option} name {name!r} must be a word of letters, digits and _ "
+            f"(used as {{name}} in commands); e.g. {option} n 1 5"
+        )
 
 
 def _number(text: str, option: str) -> int | float:
@@ -50,8 +52,10 @@ def _number(text: str, option: str) -> int | float:
     try:
         value = float(text)
     except ValueError:
-        raise UsageError(f"{option}: {text!r} is not a number; write e.g. "
-                         f"{option} n 1 10 or {option} t 0.1 0.5 0.1") from None
+        raise UsageError(
+            f"{option}: {text!r} is not a number; write e.g. "
+            f"{option} n 1 10 or {option} t 0.1 0.5 0.1"
+        ) from None
     if not math.isfinite(value):
         raise UsageError(f"{option}: {text!r} is not a finite number")
     return value
@@ -78,8 +82,10 @@ def parse_scan(tokens: Sequence[str], max_values: int = 10_000) -> Parameter:
         UsageError: wrong count, bad name, not numbers, lo > hi, step ≤ 0, too many values.
     """
     if len(tokens) not in (3, 4):
-        raise UsageError(f"-P takes NAME LO HI [STEP], got {' '.join(tokens)!r}; "
-                         "e.g. -P n 1 5 or -P t 0.1 0.5 0.1")
+        raise UsageError(
+            f"-P takes NAME LO HI [STEP], got {' '.join(tokens)!r}; "
+            "e.g. -P n 1 5 or -P t 0.1 0.5 0.1"
+        )
     name, *numbers = tokens
     _check_name(name, "-P")
     lo, hi, step = [_number(t, "-P") for t in numbers] + ([1] if len(numbers) == 2 else [])
@@ -89,8 +95,9 @@ def parse_scan(tokens: Sequence[str], max_values: int = 10_000) -> Parameter:
         raise UsageError(f"-P {name}: STEP must be above zero, got {step}")
     count = math.floor((hi - lo) / step + 1e-9) + 1
     if count > max_values:
-        raise UsageError(f"-P {name}: {count:,} values is too many (at most {max_values:,}); "
-                         "use a larger STEP")
+        raise UsageError(
+            f"-P {name}: {count:,} values is too many (at most {max_values:,}); use a larger STEP"
+        )
     digits = max(_decimals(t) for t in numbers)
     if all(isinstance(v, int) for v in (lo, hi, step)):
         return Parameter(name, tuple(lo + i * step for i in range(count)))
@@ -107,8 +114,10 @@ def parse_list(tokens: Sequence[str]) -> Parameter:
     _check_name(name, "-L")
     values = tuple(text.split(","))
     if not text or any(v == "" for v in values):
-        raise UsageError(f"-L {name}: empty value in {text!r}; write values separated by "
-                         "commas, e.g. -L py python3.11,python3.12")
+        raise UsageError(
+            f"-L {name}: empty value in {text!r}; write values separated by "
+            "commas, e.g. -L py python3.11,python3.12"
+        )
     return Parameter(name, values)
 
 
@@ -152,19 +161,25 @@ def resolve_executable(name: str, command: str) -> str:
     if os.sep not in name:
         found = shutil.which(name)
         if found is None:
-            raise UsageError(f"command {command!r}: {name!r} not found on PATH; check the "
-                             "spelling, give its full path, or use --shell for shell "
-                             "built-ins, pipes and redirections")
+            raise UsageError(
+                f"command {command!r}: {name!r} not found on PATH; check the "
+                "spelling, give its full path, or use --shell for shell "
+                "built-ins, pipes and redirections"
+            )
         return os.path.abspath(found)
     path = os.path.abspath(name)
     if not os.path.exists(path):
         raise UsageError(f"command {command!r}: {name!r} does not exist; check the path")
     if os.path.isdir(path):
-        raise UsageError(f"command {command!r}: {name!r} is a folder, not a program; give "
-                         "the path of the program to run")
+        raise UsageError(
+            f"command {command!r}: {name!r} is a folder, not a program; give "
+            "the path of the program to run"
+        )
     if not os.access(path, os.X_OK):
-        raise UsageError(f"command {command!r}: permission denied running {name!r} "
-                         f"(not an executable file); make it executable with chmod +x {name}")
+        raise UsageError(
+            f"command {command!r}: permission denied running {name!r} "
+            f"(not an executable file); make it executable with chmod +x {name}"
+        )
     return path
 
 
@@ -181,14 +196,19 @@ def command_argv(text: str, shell: str | None) -> tuple[str, ...]:
     except ValueError as exc:
         raise UsageError(f"command {text!r}: {exc}; check its quotes") from None
     if not words:
-        raise UsageError("an empty command was given; write the command to run, "
-                         "e.g. perflab cmd 'sleep 0.1'")
+        raise UsageError(
+            "an empty command was given; write the command to run, e.g. perflab cmd 'sleep 0.1'"
+        )
     return (resolve_executable(words[0], text), *words[1:])
 
 
-def expand_commands(commands: Sequence[str], parameters: Sequence[Parameter],
-                    hooks: dict[str, str | None], shell: str | None = None,
-                    names: Sequence[str] = ()) -> list[CommandSpec]:
+def expand_commands(
+    commands: Sequence[str],
+    parameters: Sequence[Parameter],
+    hooks: dict[str, str | None],
+    shell: str | None = None,
+    names: Sequence[str] = (),
+) -> list[CommandSpec]:
     """Every command × every combination of parameter values, resolved.
 
     Hooks always run through ``sh -c`` (they are untimed and often need pipes,
@@ -211,8 +231,10 @@ def expand_commands(commands: Sequence[str], parameters: Sequence[Parameter],
         UsageError: no command, duplicate or unused parameter, program not found.
     """
     if not commands:
-        raise UsageError("no command given; write the commands to compare, "
-                         "e.g. perflab cmd 'sleep 0.1' 'sleep 0.2'")
+        raise UsageError(
+            "no command given; write the commands to compare, "
+            "e.g. perflab cmd 'sleep 0.1' 'sleep 0.2'"
+        )
     _check_parameters(commands, parameters, hooks)
     sh = resolve_executable("sh", "--setup/--prepare/--conclude/--cleanup")
     if not any(hooks.values()):
@@ -232,21 +254,25 @@ def expand_commands(commands: Sequence[str], parameters: Sequence[Parameter],
             seen[key] = seen.get(key, 0) + 1
             name = shown if seen[key] == 1 else f"{shown} #{seen[key]}"
             spec_hooks = {h: (sh, "-c", substitute(t, params)) for h, t in hooks.items() if t}
-            specs.append(CommandSpec(name, concrete, command_argv(concrete, shell), params,
-                                     spec_hooks))
+            specs.append(
+                CommandSpec(name, concrete, command_argv(concrete, shell), params, spec_hooks)
+            )
     return specs
 
 
-def _check_parameters(commands: Sequence[str], parameters: Sequence[Parameter],
-                      hooks: dict[str, str | None]) -> None:
+def _check_parameters(
+    commands: Sequence[str], parameters: Sequence[Parameter], hooks: dict[str, str | None]
+) -> None:
     names = [p.name for p in parameters]
     texts = [*commands, *filter(None, hooks.values())]
     for name in names:
         if names.count(name) > 1:
             raise UsageError(f"parameter {name!r} is given twice; give each -P/-L name once")
         if not any("{" + name + "}" in t for t in texts):
-            raise UsageError(f"parameter {name!r} is not used: no command has {{{name}}}; "
-                             f"put {{{name}}} where its value goes")
+            raise UsageError(
+                f"parameter {name!r} is not used: no command has {{{name}}}; "
+                f"put {{{name}}} where its value goes"
+            )
 
 
 def _combinations(parameters: Sequence[Parameter]) -> list[dict[str, Any]]:

@@ -16,8 +16,9 @@ class Progress(Protocol):
     def start_case(self, case_id: str, budget_s: float) -> None:
         """A case is about to be measured; ``budget_s`` is its time budget, s."""
 
-    def update_case(self, case_id: str, processes: int, spent_s: float,
-                    half_width: float | None) -> None:
+    def update_case(
+        self, case_id: str, processes: int, spent_s: float, half_width: float | None
+    ) -> None:
         """A process (or run) of the case finished; ``spent_s`` of its budget is used and
         ``half_width`` is the relative CI half-width reached (0.01 = 1%), None if unknown."""
 
@@ -37,8 +38,9 @@ class NullProgress:
     def start_case(self, case_id: str, budget_s: float) -> None:
         """Ignore."""
 
-    def update_case(self, case_id: str, processes: int, spent_s: float,
-                    half_width: float | None) -> None:
+    def update_case(
+        self, case_id: str, processes: int, spent_s: float, half_width: float | None
+    ) -> None:
         """Ignore."""
 
     def finish_case(self, case_id: str, reason: str) -> None:

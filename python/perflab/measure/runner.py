@@ -121,8 +121,9 @@ class Outcome:
 class WorkerBackend(Protocol):
     """Runs one worker process for a case and reports its events."""
 
-    def run(self, plan: dict[str, Any], timeout_s: float,
-            on_event: Callable[[Event], None]) -> Outcome:
+    def run(
+        self, plan: dict[str, Any], timeout_s: float, on_event: Callable[[Event], None]
+    ) -> Outcome:
         """Run one process with ``plan``; call ``on_event`` for each event as it arrives."""
         ...
 
@@ -138,13 +139,15 @@ class SubprocessBackend:
             of on stdin (a child pytest keeps stdin for itself).
     """
 
-    def __init__(self, argv: list[str] | None = None, cwd: str | None = None,
-                 plan_env: str | None = None) -> None:
+    def __init__(
+        self, argv: list[str] | None = None, cwd: str | None = None, plan_env: str | None = None
+    ) -> None:
         self.argv = argv or [sys.executable, "-P", "-m", "perflab.measure.worker"]
         self.cwd, self.plan_env = cwd, plan_env
 
-    def run(self, plan: dict[str, Any], timeout_s: float,
-            on_event: Callable[[Event], None]) -> Outcome:
+    def run(
+        self, plan: dict[str, Any], timeout_s: float, on_event: Callable[[Event], None]
+    ) -> Outcome:
         """Run one worker; kill it at ``timeout_s``. Ctrl-C kills it and is re-raised
         after the events received so far are kept in the returned outcome's caller.
 
@@ -160,9 +163,14 @@ class SubprocessBackend:
         env = _worker_env(plan.get("layout")) | ({self.plan_env: text} if self.plan_env else {})
         with tempfile.TemporaryFile() as err:
             proc = subprocess.Popen(
-                self.argv, stdin=subprocess.DEVNULL if self.plan_env else subprocess.PIPE,
-                stdout=subprocess.DEVNULL, stderr=err, pass_fds=(write_fd,), env=env,
-                cwd=self.cwd)
+                self.argv,
+                stdin=subprocess.DEVNULL if self.plan_env else subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                pass_fds=(write_fd,),
+                env=env,
+                cwd=self.cwd,
+            )
             os.close(write_fd)
             sampler = _sampler(proc.pid, plan.get("memory_interval_s"))
             try:
@@ -192,8 +200,7 @@ class SubprocessBackend:
 
 def _sampler(pid: int, interval_s: float | None) -> memory.Sampler | None:
     """A started sampler of ``pid`` every ``interval_s`` (None: no sampling)."""
-    return memory.Sampler({pid: memory.Tree(pid)}, interval_s).__enter__() if interval_s \
-        else None
+    return memory.Sampler({pid: memory.Tree(pid)}, interval_s).__enter__() if interval_s else None
 
 
 def _add_memory(event: Event, pid: int) -> None:
@@ -285,11 +292,18 @@ class Runner:
             the caller (:class:`FailureAdvice`; default ``perflab run``'s options).
     """
 
-    def __init__(self, file: str, cases: list[Case], settings: Settings, sample_target_ns: float,
-                 timer_error_ns: float, backend: WorkerBackend | None = None,
-                 progress: Progress | None = None,
-                 clock: Callable[[], float] = time.monotonic,
-                 advice: FailureAdvice | None = None) -> None:
+    def __init__(
+        self,
+        file: str,
+        cases: list[Case],
+        settings: Settings,
+        sample_target_ns: float,
+        timer_error_ns: float,
+        backend: WorkerBackend | None = None,
+        progress: Progress | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        advice: FailureAdvice | None = None,
+    ) -> None:
         self.file = str(Path(file).resolve())
         self.advice = advice or FailureAdvice()
         self.settings = settings
@@ -338,26 +352,43 @@ class Runner:
         """The JSON plan a worker receives (``layout``: its randomization, {} for none)."""
         s = self.settings
         traced = sum(1 for p in state.bench.processes if p.alloc_peak_bytes is not None)
-        return {"file": self.file, "index": state.case.index, "params": state.case.params,
-                "threads": state.case.threads, "iterations": state.iterations,
-                "sample_target_ns": self.sample_target_ns, "warmup_max_s": s.warmup_max_s,
-                "sample_seconds": s.process_seconds, "min_samples": s.min_samples,
-                "max_samples": s.max_samples,
-                "allocations": s.allocations and traced < ALLOCATION_PROCESSES, "layout": layout,
-                "reference": True, "event_loop": s.event_loop,
-                "memory_interval_s": s.memory_interval_s}
+        return {
+            "file": self.file,
+            "index": state.case.index,
+            "params": state.case.params,
+            "threads": state.case.threads,
+            "iterations": state.iterations,
+            "sample_target_ns": self.sample_target_ns,
+            "warmup_max_s": s.warmup_max_s,
+            "sample_seconds": s.process_seconds,
+            "min_samples": s.min_samples,
+            "max_samples": s.max_samples,
+            "allocations": s.allocations and traced < ALLOCATION_PROCESSES,
+            "layout": layout,
+            "reference": True,
+            "event_loop": s.event_loop,
+            "memory_interval_s": s.memory_interval_s,
+        }
 
     def _run_process(self, state: CaseState) -> None:
         """Run one worker for ``state`` and fold its events into a Process record."""
         layout = self.layouts.next().to_dict() if self.layouts else {}
-        proc = Process(index=self._next_index, pid=0, started_s=self.clock() - self._t0,
-                       timer_error_ns=self.timer_error_ns, layout=layout)
+        proc = Process(
+            index=self._next_index,
+            pid=0,
+            started_s=self.clock() - self._t0,
+            timer_error_ns=self.timer_error_ns,
+            layout=layout,
+        )
         self._next_index += 1
         state.bench.processes.append(proc)
         outcome = Outcome()
         try:
-            outcome = self.backend.run(self._plan(state, layout), self.settings.timeout_s,
-                                       lambda ev: _apply_event(proc, state, ev))
+            outcome = self.backend.run(
+                self._plan(state, layout),
+                self.settings.timeout_s,
+                lambda ev: _apply_event(proc, state, ev),
+            )
         finally:
             state.spent_s += outcome.wall_s or (self.clock() - self._t0 - proc.started_s)
         if outcome.memory is not None:
@@ -410,8 +441,17 @@ def _apply_event(proc: Process, state: CaseState, event: Event) -> None:
     elif kind == "overhead":
         proc.loop_overhead_ns = event["ns_per_op"]
     elif kind == "sample":
-        proc.samples.append(Sample(event["n"], event["wall"], event["cpu"], event["gc"],
-                                   event["gc_ns"], event.get("skew"), event.get("flag")))
+        proc.samples.append(
+            Sample(
+                event["n"],
+                event["wall"],
+                event["cpu"],
+                event["gc"],
+                event["gc_ns"],
+                event.get("skew"),
+                event.get("flag"),
+            )
+        )
         if event.get("rss_bytes") is not None:  # --memory: growth from the first to the last
             if proc.rss_start_bytes is None:
                 proc.rss_start_bytes, proc.rss_calls = event["rss_bytes"], 0
@@ -443,21 +483,27 @@ def _failure(outcome: Outcome, timeout_s: float, advice: FailureAdvice) -> str |
     if errors:
         e = errors[-1]
         if e["type"] == "SystemExit":
-            return (f"called sys.exit({e['message']}) in {e['phase']}: a benchmark must "
-                    "return, not end its process. Remove the call (or move it under "
-                    "if __name__ == '__main__':)")
+            return (
+                f"called sys.exit({e['message']}) in {e['phase']}: a benchmark must "
+                "return, not end its process. Remove the call (or move it under "
+                "if __name__ == '__main__':)"
+            )
         return f"raised {e['type']} in {e['phase']}: {e['message']}. Fix the benchmark{skip}"
     if outcome.timed_out:
         slower = f", {advice.timeout}" if advice.timeout else ""
         return f"timed out after {timeout_s:g} s (hung?); make it faster{slower}{skip}"
     if outcome.returncode is not None and outcome.returncode < 0:
         name = signal.Signals(-outcome.returncode).name
-        return (f"killed its worker with {name}; the benchmark crashed the interpreter "
-                f"(abort or segfault). Fix it{skip}")
+        return (
+            f"killed its worker with {name}; the benchmark crashed the interpreter "
+            f"(abort or segfault). Fix it{skip}"
+        )
     if outcome.returncode or not any(e["event"] == "done" for e in outcome.events):
         tail = outcome.stderr.strip().splitlines()[-1:]
         said = f"; its last words: {tail[0]}" if tail else ""
-        return (f"ended its worker process (exit status {outcome.returncode}) before the "
-                f"measurement finished, without raising{said}. A benchmark must return: "
-                f"look for os._exit(), os.kill() or exec in it{skip}")
+        return (
+            f"ended its worker process (exit status {outcome.returncode}) before the "
+            f"measurement finished, without raising{said}. A benchmark must return: "
+            f"look for os._exit(), os.kill() or exec in it{skip}"
+        )
     return None

@@ -84,7 +84,8 @@ def empty_like(func: Callable[..., Any]) -> Callable[..., Any]:
                 star_seen = True
             parts.append(p.name + ("=None" if p.default is not p.empty else ""))
             if p.kind is p.POSITIONAL_ONLY and all(
-                    q.kind is not q.POSITIONAL_ONLY for q in params[i + 1:]):
+                q.kind is not q.POSITIONAL_ONLY for q in params[i + 1 :]
+            ):
                 parts.append("/")
     namespace: dict[str, Any] = {}
     exec(f"def _empty_like({', '.join(parts)}):\n    pass", namespace)  # noqa: S102
@@ -139,13 +140,18 @@ def steal_ns() -> int | None:
         return None
 
 
-def emit_done(emit: Callable[..., None], steal0: int | None,
-              span: tuple[int | None, str | None]) -> None:
+def emit_done(
+    emit: Callable[..., None], steal0: int | None, span: tuple[int | None, str | None]
+) -> None:
     """Emit the ``done`` event: involuntary context switches, machine steal time since
     ``steal0`` (ns), and the clock cross-check over the whole sampling phase (``span``:
     skew ns and flag, from :meth:`perflab.measure.integrity.Monitor.span`)."""
     steal1 = steal_ns()
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    emit("done", involuntary_switches=usage.ru_nivcsw,
-         steal_ns=None if steal0 is None or steal1 is None else steal1 - steal0,
-         clock_skew=span[0], clock_flag=span[1])
+    emit(
+        "done",
+        involuntary_switches=usage.ru_nivcsw,
+        steal_ns=None if steal0 is None or steal1 is None else steal1 - steal0,
+        clock_skew=span[0],
+        clock_flag=span[1],
+    )

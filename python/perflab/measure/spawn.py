@@ -59,8 +59,13 @@ class SpawnOutcome:
 class Spawner(Protocol):
     """Runs batches of processes one after another and reports what each did."""
 
-    def run_batch(self, items: Sequence[Item], ignore_all: bool, ignore_codes: frozenset[int],
-                  outcomes: list[SpawnOutcome]) -> None:
+    def run_batch(
+        self,
+        items: Sequence[Item],
+        ignore_all: bool,
+        ignore_codes: frozenset[int],
+        outcomes: list[SpawnOutcome],
+    ) -> None:
         """Run ``items`` in order, appending each one's outcome to ``outcomes`` as it ends.
 
         The batch stops after the first item that fails (:func:`spawn_helper.stops`),
@@ -81,9 +86,15 @@ class SerialSpawner(abc.ABC):
     def run(self, argv: Sequence[str], timeout_s: float | None) -> SpawnOutcome:
         """Run one process. Raises OSError when it can't be started."""
 
-    def run_batch(self, items: Sequence[Item], ignore_all: bool, ignore_codes: frozenset[int],
-                  outcomes: list[SpawnOutcome]) -> None:
+    def run_batch(
+        self,
+        items: Sequence[Item],
+        ignore_all: bool,
+        ignore_codes: frozenset[int],
+        outcomes: list[SpawnOutcome],
+    ) -> None:
         """See :meth:`Spawner.run_batch`."""
+
         def one(argv: Sequence[str], timeout: float | None) -> tuple[Any, ...]:
             try:
                 outcome = self.run(argv, timeout)
@@ -127,9 +138,14 @@ class PosixSpawner:
         memory_interval_s: ``--memory``: read each command's tree's RSS this often, s.
     """
 
-    def __init__(self, show_output: bool = False, input_path: str | None = None,
-                 seed: int | None = None, memory_interval_s: float | None = None,
-                 output_to_stderr: bool = False) -> None:
+    def __init__(
+        self,
+        show_output: bool = False,
+        input_path: str | None = None,
+        seed: int | None = None,
+        memory_interval_s: float | None = None,
+        output_to_stderr: bool = False,
+    ) -> None:
         self.show_output = show_output
         self.output_to_stderr = output_to_stderr
         self.input_path = input_path
@@ -141,17 +157,32 @@ class PosixSpawner:
         requests_r, self._requests = os.pipe()
         self._replies, replies_w = os.pipe()
         self._proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", spawn_helper.__file__, str(requests_r),
-             str(replies_w), "1" if self.show_output else "0", self.input_path or "",
-             "" if self.seed is None else str(self.seed),
-             "" if self.memory_interval_s is None else repr(self.memory_interval_s)],
-            stdin=subprocess.DEVNULL, stdout=2 if self.output_to_stderr else None,
-            pass_fds=(requests_r, replies_w))
+            [
+                sys.executable,
+                "-I",
+                "-S",
+                spawn_helper.__file__,
+                str(requests_r),
+                str(replies_w),
+                "1" if self.show_output else "0",
+                self.input_path or "",
+                "" if self.seed is None else str(self.seed),
+                "" if self.memory_interval_s is None else repr(self.memory_interval_s),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=2 if self.output_to_stderr else None,
+            pass_fds=(requests_r, replies_w),
+        )
         os.close(requests_r)
         os.close(replies_w)
 
-    def run_batch(self, items: Sequence[Item], ignore_all: bool, ignore_codes: frozenset[int],
-                  outcomes: list[SpawnOutcome]) -> None:
+    def run_batch(
+        self,
+        items: Sequence[Item],
+        ignore_all: bool,
+        ignore_codes: frozenset[int],
+        outcomes: list[SpawnOutcome],
+    ) -> None:
         """See :meth:`Spawner.run_batch`.
 
         Raises:

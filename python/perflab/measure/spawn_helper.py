@@ -69,8 +69,13 @@ def stops(reply: tuple, is_run: bool, ignore_all: bool, codes: frozenset[int]) -
     return timed_out or not (code == 0 or (code > 0 and code in codes))
 
 
-def run_items(run: Callable[[Sequence[str], float | None], tuple], items: Sequence[tuple],
-              ignore_all: bool, codes: frozenset[int], replies: list) -> None:
+def run_items(
+    run: Callable[[Sequence[str], float | None], tuple],
+    items: Sequence[tuple],
+    ignore_all: bool,
+    codes: frozenset[int],
+    replies: list,
+) -> None:
     """Run ``items`` (argv, timeout_s or None, is_run) with ``run(argv, timeout_s)``,
     appending each reply to ``replies``, until one :func:`stops` the batch."""
     for argv, timeout, is_run in items:
@@ -124,24 +129,25 @@ class Helper:
         seed: seed of the environment offsets (None: from os.urandom).
     """
 
-    def __init__(self, replies: int, show_output: bool, stdin_path: str,
-                 seed: int | None) -> None:
+    def __init__(self, replies: int, show_output: bool, stdin_path: str, seed: int | None) -> None:
         self.replies = replies
         self.lcg = seed if seed is not None else int.from_bytes(os.urandom(8), "little")
         devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
-        self.actions = [(os.POSIX_SPAWN_OPEN, 0, stdin_path, os.O_RDONLY, 0) if stdin_path
-                        else (os.POSIX_SPAWN_DUP2, devnull, 0)]
-        self.actions += [] if show_output else [(os.POSIX_SPAWN_DUP2, devnull, fd)
-                                                for fd in (1, 2)]
+        self.actions = [
+            (os.POSIX_SPAWN_OPEN, 0, stdin_path, os.O_RDONLY, 0)
+            if stdin_path
+            else (os.POSIX_SPAWN_DUP2, devnull, 0)
+        ]
+        self.actions += [] if show_output else [(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (1, 2)]
         self.rss_unit = 1 if sys.platform == "darwin" else 1024
         # bytes: posix_spawn then skips encoding the environment on every run
         self.env = {os.fsencode(k): os.fsencode(v) for k, v in os.environ.items()}
-        self.current = 0          # pid of the running command, 0 when none
-        self.running = False      # between arming the timer and reaping
+        self.current = 0  # pid of the running command, 0 when none
+        self.running = False  # between arming the timer and reaping
         self.timed_out = False
         self.batch: list | None = None  # replies of the batch in progress
         self.interval: float | None = None  # cmd --memory: seconds between readings
-        self.memory = None                  # the perflab.measure.memory module, when sampling
+        self.memory = None  # the perflab.measure.memory module, when sampling
 
     def sample_memory(self, interval: float) -> None:
         """Sample each command's tree every ``interval`` s while it runs (``cmd --memory``)."""
@@ -203,8 +209,15 @@ class Helper:
             signal.setitimer(signal.ITIMER_REAL, timeout)
         start = time.monotonic_ns()
         try:
-            pid = os.posix_spawn(argv[0], argv, self.env, file_actions=self.actions,
-                                 setpgroup=0, setsigdef=DEFAULT_SIGNALS, setsigmask=())
+            pid = os.posix_spawn(
+                argv[0],
+                argv,
+                self.env,
+                file_actions=self.actions,
+                setpgroup=0,
+                setsigdef=DEFAULT_SIGNALS,
+                setsigmask=(),
+            )
         except OSError as exc:
             self.running = False
             signal.setitimer(signal.ITIMER_REAL, 0)
@@ -215,9 +228,17 @@ class Helper:
         self.current, self.running = 0, False
         if timeout is not None:
             signal.setitimer(signal.ITIMER_REAL, 0)
-        return (wall, round(usage.ru_utime * 1e9), round(usage.ru_stime * 1e9),
-                usage.ru_maxrss * self.rss_unit, os.waitstatus_to_exitcode(status),
-                self.timed_out, start, "", timeline if self.memory is not None else None)
+        return (
+            wall,
+            round(usage.ru_utime * 1e9),
+            round(usage.ru_stime * 1e9),
+            usage.ru_maxrss * self.rss_unit,
+            os.waitstatus_to_exitcode(status),
+            self.timed_out,
+            start,
+            "",
+            timeline if self.memory is not None else None,
+        )
 
     def serve(self, requests: int) -> None:
         """Answer batches (items, ignore_all, codes) with their replies until end of file."""

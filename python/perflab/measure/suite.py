@@ -101,10 +101,16 @@ class Case:
         """An empty :class:`perflab.model.Benchmark` describing this case."""
         from perflab.model import Benchmark
 
-        return Benchmark(name=self.spec.name, group=self.spec.group, kind="python",
-                         params=dict(self.params), stage=self.spec.stage,
-                         baseline=self.spec.baseline, threads=self.threads,
-                         ops_per_call=self.ops_per_call)
+        return Benchmark(
+            name=self.spec.name,
+            group=self.spec.group,
+            kind="python",
+            params=dict(self.params),
+            stage=self.spec.stage,
+            baseline=self.spec.baseline,
+            threads=self.threads,
+            ops_per_call=self.ops_per_call,
+        )
 
     @property
     def ops_per_call(self) -> int:
@@ -117,10 +123,18 @@ _BENCHES: list[BenchSpec] = []
 _METRICS: list[MetricSpec] = []
 
 
-def bench(func: Callable[..., Any] | None = None, *, name: str | None = None, group: str = "",
-          stage: str | None = None, setup: Callable[..., Any] | None = None,
-          params: dict[str, Iterable[Any]] | None = None, baseline: bool = False,
-          threads: Iterable[int] | None = None, ops: int | str | None = None) -> Any:
+def bench(
+    func: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    group: str = "",
+    stage: str | None = None,
+    setup: Callable[..., Any] | None = None,
+    params: dict[str, Iterable[Any]] | None = None,
+    baseline: bool = False,
+    threads: Iterable[int] | None = None,
+    ops: int | str | None = None,
+) -> Any:
     """Register a benchmark function; usable as ``@bench`` or ``@bench(...)``.
 
     Args:
@@ -155,8 +169,10 @@ def bench(func: Callable[..., Any] | None = None, *, name: str | None = None, gr
         for key, values in plist.items():
             bad = [v for v in values if not isinstance(v, _JSON_SCALARS)]
             if bad or not values:
-                raise UsageError(f"benchmark {label!r}: param {key!r} needs a non-empty "
-                                 f"list of numbers/strings/bools, got {bad or values!r}")
+                raise UsageError(
+                    f"benchmark {label!r}: param {key!r} needs a non-empty "
+                    f"list of numbers/strings/bools, got {bad or values!r}"
+                )
         _check_ops(label, ops, plist)
         _BENCHES.append(BenchSpec(f, label, group, stage, setup, plist, baseline, counts, ops))
         return f
@@ -175,19 +191,26 @@ def _thread_counts(threads: Iterable[int] | None) -> list[int] | None:
     try:
         counts = list(threads)
     except TypeError:
-        raise UsageError(f"threads={threads!r} must be a list of thread counts, "
-                         "e.g. threads=[1, 2, 4, 8]") from None
-    bad = [n for n in counts if isinstance(n, bool) or not isinstance(n, int)
-           or not 1 <= n <= MAX_THREADS]
+        raise UsageError(
+            f"threads={threads!r} must be a list of thread counts, e.g. threads=[1, 2, 4, 8]"
+        ) from None
+    bad = [
+        n
+        for n in counts
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_THREADS
+    ]
     if bad or not counts:
-        raise UsageError(f"threads={counts!r}: thread counts must be whole numbers from 1 to "
-                         f"{MAX_THREADS}, e.g. threads=[1, 2, 4, 8]")
+        raise UsageError(
+            f"threads={counts!r}: thread counts must be whole numbers from 1 to "
+            f"{MAX_THREADS}, e.g. threads=[1, 2, 4, 8]"
+        )
     return counts
 
 
 def _check_ops(func_name: str, ops: int | str | None, params: dict[str, list[Any]]) -> None:
     """Raise UsageError unless ``ops`` is None, a whole number ≥ 1, or a param name whose
     values are all whole numbers ≥ 1."""
+
     def whole(v: Any) -> bool:
         return isinstance(v, int) and not isinstance(v, bool) and v >= 1
 
@@ -197,16 +220,26 @@ def _check_ops(func_name: str, ops: int | str | None, params: dict[str, list[Any
         bad = [v for v in params[ops] if not whole(v)]
         if not bad:
             return
-        raise UsageError(f"benchmark {func_name!r}: ops={ops!r} names a param whose values must "
-                         f"be whole numbers ≥ 1 (operations per call), got {bad!r}")
-    raise UsageError(f"benchmark {func_name!r}: ops={ops!r} must be the number of operations "
-                     "one call performs (a whole number ≥ 1) or the name of a param holding it, "
-                     f"e.g. ops=100 or ops='batch'; params: {sorted(params)}")
+        raise UsageError(
+            f"benchmark {func_name!r}: ops={ops!r} names a param whose values must "
+            f"be whole numbers ≥ 1 (operations per call), got {bad!r}"
+        )
+    raise UsageError(
+        f"benchmark {func_name!r}: ops={ops!r} must be the number of operations "
+        "one call performs (a whole number ≥ 1) or the name of a param holding it, "
+        f"e.g. ops=100 or ops='batch'; params: {sorted(params)}"
+    )
 
 
-def metric(func: Callable[[Any], float | None] | None = None, *, name: str | None = None,
-           unit: str = "", group: str = "", stage: str | None = None,
-           lower_is_better: bool = True) -> Any:
+def metric(
+    func: Callable[[Any], float | None] | None = None,
+    *,
+    name: str | None = None,
+    unit: str = "",
+    group: str = "",
+    stage: str | None = None,
+    lower_is_better: bool = True,
+) -> Any:
     """Register an extra metric computed from each benchmark's return value.
 
     The metric runs once per worker process on the return value of the cold
@@ -223,6 +256,7 @@ def metric(func: Callable[[Any], float | None] | None = None, *, name: str | Non
     Returns:
         The function unchanged.
     """
+
     def register(f: Callable[[Any], float | None]) -> Callable[[Any], float | None]:
         _METRICS.append(MetricSpec(f, name or f.__name__, unit, group, stage, lower_is_better))
         return f
@@ -246,8 +280,9 @@ class BenchFile:
 
     def metrics_for(self, spec: BenchSpec) -> list[MetricSpec]:
         """The metrics that apply to ``spec`` (by group and stage)."""
-        return [m for m in self.metrics if m.group in ("", spec.group)
-                and m.stage in (None, spec.stage)]
+        return [
+            m for m in self.metrics if m.group in ("", spec.group) and m.stage in (None, spec.stage)
+        ]
 
 
 def load_file(path: str | os.PathLike[str]) -> BenchFile:
@@ -271,11 +306,15 @@ def load_file(path: str | os.PathLike[str]) -> BenchFile:
     except UsageError as exc:
         raise BenchFileError(str(exc)) from None
     except UnicodeDecodeError:
-        raise BenchFileError(f"{path}: is not Python source (not UTF-8 text: a binary "
-                             "file?); pass the path of a .py benchmark file") from None
+        raise BenchFileError(
+            f"{path}: is not Python source (not UTF-8 text: a binary "
+            "file?); pass the path of a .py benchmark file"
+        ) from None
     if b"\0" in source:
-        raise BenchFileError(f"{path}: is not Python source (it holds NUL bytes: a binary "
-                             "file?); pass the path of a .py benchmark file")
+        raise BenchFileError(
+            f"{path}: is not Python source (it holds NUL bytes: a binary "
+            "file?); pass the path of a .py benchmark file"
+        )
     _BENCHES.clear()
     _METRICS.clear()
     sys.path.insert(0, str(path.resolve().parent))
@@ -289,8 +328,9 @@ def load_file(path: str | os.PathLike[str]) -> BenchFile:
     try:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
-        raise BenchFileError(f"{path}:{exc.lineno}: syntax error: {exc.msg}; "
-                             "fix the file and run again") from None
+        raise BenchFileError(
+            f"{path}:{exc.lineno}: syntax error: {exc.msg}; fix the file and run again"
+        ) from None
     except UsageError as exc:
         raise BenchFileError(f"{path}{_user_line(exc, path)}: {exc}") from None
     except BaseException as exc:  # noqa: BLE001 - user code may raise anything at import
@@ -298,11 +338,15 @@ def load_file(path: str | os.PathLike[str]) -> BenchFile:
             raise
         line = _user_line(exc, path)
         if isinstance(exc, SystemExit):
-            raise BenchFileError(f"{path}{line}: calls sys.exit({exc.code!r}) when imported; "
-                                 "perflab imports the file to find its benchmarks, so move "
-                                 "that call under if __name__ == '__main__':") from None
-        raise BenchFileError(f"{path}{line}: importing it raised {type(exc).__name__}: {exc}; "
-                             "fix the file and run again") from None
+            raise BenchFileError(
+                f"{path}{line}: calls sys.exit({exc.code!r}) when imported; "
+                "perflab imports the file to find its benchmarks, so move "
+                "that call under if __name__ == '__main__':"
+            ) from None
+        raise BenchFileError(
+            f"{path}{line}: importing it raised {type(exc).__name__}: {exc}; "
+            "fix the file and run again"
+        ) from None
     return BenchFile(path, list(_BENCHES), list(_METRICS))
 
 
@@ -321,8 +365,19 @@ class _OwnImports(importlib.abc.MetaPathFinder):
         return importlib.machinery.PathFinder.find_spec(name, clean, target)
 
 
-_OWN_TOP_LEVEL = frozenset({"perflab", "rich", "numpy", "scipy", "matplotlib", "markdown_it",
-                            "mdurl", "pygments", "fastjsonschema"})
+_OWN_TOP_LEVEL = frozenset(
+    {
+        "perflab",
+        "rich",
+        "numpy",
+        "scipy",
+        "matplotlib",
+        "markdown_it",
+        "mdurl",
+        "pygments",
+        "fastjsonschema",
+    }
+)
 _OWN_IMPORTS = _OwnImports()
 
 
@@ -335,8 +390,11 @@ def _protect_own_imports(folder: str) -> None:
 
 def _user_line(exc: BaseException, path: Path) -> str:
     """``:LINE`` of the deepest traceback frame inside ``path``, or ""."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__)
-              if Path(f.filename).resolve() == path.resolve()]
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if Path(f.filename).resolve() == path.resolve()
+    ]
     return f":{frames[-1].lineno}" if frames else ""
 
 
@@ -348,8 +406,9 @@ def expand(bench_file: BenchFile) -> list[Case]:
             take, or two cases with the same id.
     """
     if not bench_file.benches:
-        raise BenchFileError(f"{bench_file.path}: no benchmarks found; decorate functions "
-                             "with @perflab.bench")
+        raise BenchFileError(
+            f"{bench_file.path}: no benchmarks found; decorate functions with @perflab.bench"
+        )
     cases: list[Case] = []
     for index, spec in enumerate(bench_file.benches):
         _check_params(spec)
@@ -360,8 +419,9 @@ def expand(bench_file: BenchFile) -> list[Case]:
     seen: set[str] = set()
     for case in cases:
         if case.id in seen:
-            raise BenchFileError(f"{bench_file.path}: two benchmarks named {case.id!r}; "
-                                 "give one of them name=...")
+            raise BenchFileError(
+                f"{bench_file.path}: two benchmarks named {case.id!r}; give one of them name=..."
+            )
         seen.add(case.id)
     return cases
 
@@ -373,9 +433,11 @@ def _check_params(spec: BenchSpec) -> None:
     unknown = [k for k in spec.params if k not in sig.parameters and not takes_kwargs]
     if unknown:
         accepted = [p for p in sig.parameters]
-        raise BenchFileError(f"benchmark {spec.name!r}: unknown params {unknown}; "
-                             f"{spec.func.__name__}() takes {accepted}. Rename the param "
-                             "or add it to the function's signature")
+        raise BenchFileError(
+            f"benchmark {spec.name!r}: unknown params {unknown}; "
+            f"{spec.func.__name__}() takes {accepted}. Rename the param "
+            "or add it to the function's signature"
+        )
 
 
 def call_setup(spec: BenchSpec, params: dict[str, Any]) -> tuple[Any, ...]:

@@ -120,9 +120,12 @@ class Crew:
         self.latencies = [array("q") for _ in range(threads)]
         self.errors: list[BaseException] = []
         self._barrier = threading.Barrier(threads + 1)
-        self._threads = [threading.Thread(target=self._body, args=(call, i), daemon=True,
-                                          name=f"perflab-bench-{i}")
-                         for i in range(threads)]
+        self._threads = [
+            threading.Thread(
+                target=self._body, args=(call, i), daemon=True, name=f"perflab-bench-{i}"
+            )
+            for i in range(threads)
+        ]
 
     def start(self) -> None:
         """Start every thread and release them together (barrier with this thread)."""
@@ -189,9 +192,13 @@ class Mark:
 
     def window(self, end: Mark) -> dict[str, int]:
         """The ``sample`` event fields of the window from this mark to ``end``."""
-        return {"n": sum(end.ops) - sum(self.ops), "wall": end.wall_ns - self.wall_ns,
-                "cpu": end.cpu_ns - self.cpu_ns, "gc": end.gc - self.gc,
-                "gc_ns": end.gc_ns - self.gc_ns}
+        return {
+            "n": sum(end.ops) - sum(self.ops),
+            "wall": end.wall_ns - self.wall_ns,
+            "cpu": end.cpu_ns - self.cpu_ns,
+            "gc": end.gc - self.gc,
+            "gc_ns": end.gc_ns - self.gc_ns,
+        }
 
 
 def next_mark(crew: Crew, gcmon: Any, start: Mark, length_ns: int) -> Mark:
@@ -210,8 +217,9 @@ def next_mark(crew: Crew, gcmon: Any, start: Mark, length_ns: int) -> Mark:
         deadline = end.wall_ns + length_ns
 
 
-def warm(crew: Crew, gcmon: Any, start: Mark, length_ns: int, max_s: float
-         ) -> tuple[Mark, int, bool]:
+def warm(
+    crew: Crew, gcmon: Any, start: Mark, length_ns: int, max_s: float
+) -> tuple[Mark, int, bool]:
     """Warmup windows until the time per op stops drifting, or ``max_s`` passed.
 
     Returns:
@@ -227,7 +235,7 @@ def warm(crew: Crew, gcmon: Any, start: Mark, length_ns: int, max_s: float
         per_op.append(fields["wall"] / max(fields["n"], 1))
         mark = end
         if len(per_op) >= 2 * k:
-            last, prev = statistics.median(per_op[-k:]), statistics.median(per_op[-2 * k:-k])
+            last, prev = statistics.median(per_op[-k:]), statistics.median(per_op[-2 * k : -k])
             if abs(last - prev) <= WARMUP_TOLERANCE * last:
                 return mark, len(per_op), True
         if mark.wall_ns >= deadline:
@@ -257,24 +265,27 @@ def timer_cost(empty: Callable[[], Any], gcmon: Any) -> float:
     return fields["wall"] / max(fields["n"], 1)
 
 
-def run_windows(crew: Crew, gcmon: Any, plan: dict[str, Any], emit: Callable[..., None]
-                ) -> tuple[Mark, Mark]:
+def run_windows(
+    crew: Crew, gcmon: Any, plan: dict[str, Any], emit: Callable[..., None]
+) -> tuple[Mark, Mark]:
     """Warmup, then timed windows emitted as ``sample`` events.
 
     Returns:
         (mark at the start of the first timed window, mark at the end of the last).
     """
     length = window_ns(plan)
-    mark, count, converged = warm(crew, gcmon, Mark.take(crew, gcmon), length,
-                                  plan["warmup_max_s"])
+    mark, count, converged = warm(crew, gcmon, Mark.take(crew, gcmon), length, plan["warmup_max_s"])
     emit("calibrated", iterations=max(1, round((sum(mark.ops)) / max(count, 1))))
     emit("warmup", samples=count, converged=converged)
     first, deadline, samples = mark, mark.wall_ns + plan["sample_seconds"] * 1e9, 0
     monitor = sampling.MONITOR
     monitor.ready()
     monitor.start()
-    while crew.running[0] and samples < plan["max_samples"] and (
-            samples < plan["min_samples"] or mark.wall_ns < deadline):
+    while (
+        crew.running[0]
+        and samples < plan["max_samples"]
+        and (samples < plan["min_samples"] or mark.wall_ns < deadline)
+    ):
         end = next_mark(crew, gcmon, mark, length)
         skew, flag = monitor.stop()
         monitor.start()
@@ -286,9 +297,16 @@ def run_windows(crew: Crew, gcmon: Any, plan: dict[str, Any], emit: Callable[...
     return first, mark
 
 
-def measure(call: Callable[[], Any], func: Callable[..., Any], args: tuple[Any, ...],
-            params: dict[str, Any], gcmon: Any, plan: dict[str, Any], emit: Callable[..., None],
-            steal0: int | None) -> None:
+def measure(
+    call: Callable[[], Any],
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    params: dict[str, Any],
+    gcmon: Any,
+    plan: dict[str, Any],
+    emit: Callable[..., None],
+    steal0: int | None,
+) -> None:
     """Threads mode for one worker process, after its cold call; emits every event to ``done``.
 
     Args:
@@ -307,8 +325,10 @@ def measure(call: Callable[[], Any], func: Callable[..., Any], args: tuple[Any, 
     """
     threads = plan["threads"]
     if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
-        raise ValueError(f"threads={threads!r}: thread counts must be whole numbers ≥ 1, "
-                         "e.g. @perflab.bench(threads=[1, 2, 4, 8])")
+        raise ValueError(
+            f"threads={threads!r}: thread counts must be whole numbers ≥ 1, "
+            "e.g. @perflab.bench(threads=[1, 2, 4, 8])"
+        )
     empty = empty_like(func)
     probe = functools.partial(empty, *args, **params) if (args or params) else empty
     emit("overhead", ns_per_op=timer_cost(probe, gcmon))
@@ -332,5 +352,7 @@ def _spread(crew: Crew, first: Mark, last: Mark) -> dict[str, Any]:
     pooled = array("q")
     for lat, lo, hi in zip(crew.latencies, first.sampled, last.sampled):
         pooled.extend(lat[lo:hi])
-    return {"ops": [hi - lo for lo, hi in zip(first.ops, last.ops)],
-            "latency_ns": latency_percentiles(pooled)}
+    return {
+        "ops": [hi - lo for lo, hi in zip(first.ops, last.ops)],
+        "latency_ns": latency_percentiles(pooled),
+    }

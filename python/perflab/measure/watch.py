@@ -17,7 +17,6 @@ from typing import Any
 
 from perflab.errors import UsageError
 from perflab.measure import memory
-from perflab.measure.memory import read
 
 #: sampling interval of the watched processes, s
 INTERVAL_S = 0.1
@@ -50,15 +49,22 @@ def resolve(pids: list[int], names: list[str]) -> list[Target]:
     for pid in pids:
         name = _comm(pid)
         if pid <= 0 or name is None:
-            raise UsageError(f"--watch {pid}: no such process; give the pid of the running "
-                             "server (e.g. from pgrep or ps)")
+            raise UsageError(
+                f"--watch {pid}: no such process; give the pid of the running "
+                "server (e.g. from pgrep or ps)"
+            )
         targets.append(Target(pid, name))
     for wanted in names:
-        found = [Target(pid, name) for pid, name in _processes()
-                 if wanted in (name, _argv0(pid)) and pid != os.getpid()]
+        found = [
+            Target(pid, name)
+            for pid, name in _processes()
+            if wanted in (name, _argv0(pid)) and pid != os.getpid()
+        ]
         if not found:
-            raise UsageError(f"--watch-cmd {wanted!r}: no running process has that name; "
-                             "start the server first, or give its pid with --watch")
+            raise UsageError(
+                f"--watch-cmd {wanted!r}: no running process has that name; "
+                "start the server first, or give its pid with --watch"
+            )
         targets += found
     return list(dict.fromkeys(targets))
 
@@ -97,8 +103,7 @@ class Watcher:
     def __init__(self, targets: list[Target], interval_s: float = INTERVAL_S) -> None:
         self.targets = targets
         self.interval_s = interval_s
-        self._sampler = memory.Sampler({t.pid: memory.Tree(t.pid) for t in targets},
-                                       interval_s)
+        self._sampler = memory.Sampler({t.pid: memory.Tree(t.pid) for t in targets}, interval_s)
 
     def __enter__(self) -> Watcher:
         self._sampler.__enter__()
@@ -110,5 +115,7 @@ class Watcher:
     def cut(self) -> list[dict[str, Any]]:
         """The timeline of each target since the previous cut (see the class)."""
         self._sampler.sample()
-        return [{"pid": t.pid, "name": t.name,
-                 **memory.timeline_dict(self._sampler.take(t.pid))} for t in self.targets]
+        return [
+            {"pid": t.pid, "name": t.name, **memory.timeline_dict(self._sampler.take(t.pid))}
+            for t in self.targets
+        ]

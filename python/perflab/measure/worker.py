@@ -76,8 +76,9 @@ def time_loop(call: Callable[[], Any], n: int, gcmon: GcMonitor) -> tuple[int, i
     return t1 - t0, c1 - c0, gcmon.count - gc0, gcmon.ns - gcns0
 
 
-def calibrate(call: Callable[[], Any], target_ns: float, gcmon: GcMonitor,
-              max_iterations: int = 1 << 40) -> int:
+def calibrate(
+    call: Callable[[], Any], target_ns: float, gcmon: GcMonitor, max_iterations: int = 1 << 40
+) -> int:
     """Smallest-ish iteration count whose sample lasts at least ``target_ns``.
 
     Grows n geometrically (at most ×10 a step, extrapolating from the last
@@ -99,8 +100,14 @@ def calibrate(call: Callable[[], Any], target_ns: float, gcmon: GcMonitor,
 WARMUP_WINDOW_NS = 25_000_000
 
 
-def warmup(call: Callable[[], Any], n: int, gcmon: GcMonitor, max_s: float,
-           window: int = 5, tolerance: float = 0.02) -> tuple[int, bool]:
+def warmup(
+    call: Callable[[], Any],
+    n: int,
+    gcmon: GcMonitor,
+    max_s: float,
+    window: int = 5,
+    tolerance: float = 0.02,
+) -> tuple[int, bool]:
     """Run samples until the median of the last window is within ``tolerance`` of the
     window before it (the timings stopped drifting), or ``max_s`` passed. A window is
     ``window`` samples, fewer (at least 2) when that many would span more than
@@ -116,16 +123,22 @@ def warmup(call: Callable[[], Any], n: int, gcmon: GcMonitor, max_s: float,
         k = max(2, min(window, int(WARMUP_WINDOW_NS / max(statistics.median(walls), 1)) + 1))
         if len(walls) >= 2 * k:
             last = statistics.median(walls[-k:])
-            prev = statistics.median(walls[-2 * k:-k])
+            prev = statistics.median(walls[-2 * k : -k])
             if abs(last - prev) <= tolerance * last:
                 return len(walls), True
         if _perf_ns() >= deadline:
             return len(walls), False
 
 
-def loop_overhead(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                  n: int, gcmon: GcMonitor, samples: int = 7,
-                  empty: Callable[..., Any] | None = None) -> float:
+def loop_overhead(
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    n: int,
+    gcmon: GcMonitor,
+    samples: int = 7,
+    empty: Callable[..., Any] | None = None,
+) -> float:
     """Median ns per op of the harness loop around an empty callable of the same shape
     (``empty``, or :func:`empty_like` of ``func``)."""
     empty_fn = empty or empty_like(func)
@@ -195,9 +208,15 @@ def measure(plan: dict[str, Any], emit: Emitter) -> None:
     measure_call(spec.func, args, params, plan, emit, bench_file.metrics_for(spec), steal0)
 
 
-def measure_call(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                 plan: dict[str, Any], emit: Callable[..., None], metrics: Sequence[Any] = (),
-                 steal0: int | None = None) -> None:
+def measure_call(
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    plan: dict[str, Any],
+    emit: Callable[..., None],
+    metrics: Sequence[Any] = (),
+    steal0: int | None = None,
+) -> None:
     """Measure ``func(*args, **kwargs)`` in this process: the worker's whole sequence
     from the first call (cold time) to the ``done`` event.
 
@@ -224,9 +243,13 @@ def measure_call(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[s
     loop, empty = None, None
     if aio.is_async(func):  # every call runs to completion on one loop (measure/aio.py)
         if plan.get("threads") is not None:
-            raise PhaseError("threads", ValueError(
-                "threads mode runs plain functions; an async def benchmark shares one event "
-                "loop per process: drop threads=, or run the coroutines with asyncio.gather"))
+            raise PhaseError(
+                "threads",
+                ValueError(
+                    "threads mode runs plain functions; an async def benchmark shares one event "
+                    "loop per process: drop threads=, or run the coroutines with asyncio.gather"
+                ),
+            )
         loop = _phase("event loop", lambda: aio.new_loop(plan.get("event_loop", "asyncio")))
         func, empty = aio.on_loop(func, loop, empty_like)
     call = functools.partial(func, *args, **kwargs) if (args or kwargs) else func
@@ -240,10 +263,18 @@ def measure_call(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[s
             loop.close()
 
 
-def _measure_call(call: Callable[[], Any], func: Callable[..., Any], args: tuple[Any, ...],
-                  params: dict[str, Any], plan: dict[str, Any], emit: Callable[..., None],
-                  metric_specs: Any, steal0: int | None, gcmon: GcMonitor,
-                  empty: Callable[..., Any] | None) -> None:
+def _measure_call(
+    call: Callable[[], Any],
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    params: dict[str, Any],
+    plan: dict[str, Any],
+    emit: Callable[..., None],
+    metric_specs: Any,
+    steal0: int | None,
+    gcmon: GcMonitor,
+    empty: Callable[..., Any] | None,
+) -> None:
     """The body of :func:`measure_call` (``call`` is func bound to its arguments;
     ``empty``: the loop overhead's empty callable, None for one like ``func``)."""
     emit("start", pid=os.getpid())
@@ -260,10 +291,12 @@ def _measure_call(call: Callable[[], Any], func: Callable[..., Any], args: tuple
     if plan.get("threads") is not None:  # threads mode: N threads, fixed time per process
         from perflab.measure import threads
 
-        return _phase("threads", lambda: threads.measure(
-            call, func, args, params, gcmon, plan, emit, steal0))
+        return _phase(
+            "threads", lambda: threads.measure(call, func, args, params, gcmon, plan, emit, steal0)
+        )
     n = plan.get("iterations") or _phase(
-        "calibration", lambda: calibrate(call, plan["sample_target_ns"], gcmon))
+        "calibration", lambda: calibrate(call, plan["sample_target_ns"], gcmon)
+    )
     emit("calibrated", iterations=n)
     if plan.get("warmup_samples") is not None:
         for _ in range(plan["warmup_samples"]):
@@ -280,8 +313,12 @@ def _measure_call(call: Callable[[], Any], func: Callable[..., Any], args: tuple
     if plan.get("memory_interval_s"):  # run --memory: the Python heap over calls
         from perflab.measure.heap import heap_timeline, pass_seconds
 
-        emit("heap", **_phase("heap pass", lambda: heap_timeline(
-            call, pass_seconds(plan["sample_seconds"]))))
+        emit(
+            "heap",
+            **_phase(
+                "heap pass", lambda: heap_timeline(call, pass_seconds(plan["sample_seconds"]))
+            ),
+        )
     emit_done(emit, steal0, span)
 
 
@@ -292,8 +329,9 @@ def _next_call(call: Callable[[], Any], plan: dict[str, Any]) -> Callable[[], An
     return call if hook is None else hook()
 
 
-def _sample(call: Callable[[], Any], n: int, gcmon: GcMonitor, plan: dict[str, Any],
-            emit: Emitter) -> tuple[int | None, str | None]:
+def _sample(
+    call: Callable[[], Any], n: int, gcmon: GcMonitor, plan: dict[str, Any], emit: Emitter
+) -> tuple[int | None, str | None]:
     """Timed samples until the process's time slice is spent (and a minimum count is met).
 
     Each sample is bracketed by the clock cross-check (:mod:`perflab.measure.integrity`);
@@ -320,8 +358,17 @@ def _sample(call: Callable[[], Any], n: int, gcmon: GcMonitor, plan: dict[str, A
         monitor.start()
         wall, cpu, gcs, gcns = time_loop(timed, n, gcmon)
         skew, flag = monitor.stop()
-        emit("sample", n=n, wall=wall, cpu=cpu, gc=gcs, gc_ns=gcns, skew=skew, flag=flag,
-             **({"rss_bytes": rss()} if rss else {}))
+        emit(
+            "sample",
+            n=n,
+            wall=wall,
+            cpu=cpu,
+            gc=gcs,
+            gc_ns=gcns,
+            skew=skew,
+            flag=flag,
+            **({"rss_bytes": rss()} if rss else {}),
+        )
         count += 1
         sampled_ns += wall
     return monitor.span()
@@ -338,8 +385,12 @@ def _own_rss() -> int | None:
 
 def error_fields(phase: str, exc: BaseException) -> dict[str, str]:
     """The fields of the ``error`` event for ``exc`` raised in ``phase``."""
-    return {"phase": phase, "type": type(exc).__name__, "message": str(exc),
-            "traceback": "".join(traceback.format_exception(exc))}
+    return {
+        "phase": phase,
+        "type": type(exc).__name__,
+        "message": str(exc),
+        "traceback": "".join(traceback.format_exception(exc)),
+    }
 
 
 def reporting(emit: Emitter, work: Callable[[], None]) -> int:

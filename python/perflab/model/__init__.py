@@ -13,14 +13,48 @@ Rooms: :mod:`~perflab.model.records` (the dataclasses), :mod:`~perflab.model.ver
 Everything public is importable from ``perflab.model`` itself.
 """
 
-from perflab.model.records import (Benchmark, CommandRun, Histogram, HttpStep, Process,
-                                   Results, Sample, ServerTiming, SpanHistogram, TraceSpan,
-                                   json_types)
-from perflab.model.results_file import (BENCHMARK_KIND, json_document, load, load_bytes,
-                                        parse_json, save)
+from perflab.model.records import (
+    Benchmark,
+    CommandRun,
+    Histogram,
+    HttpStep,
+    Process,
+    Results,
+    Sample,
+    ServerTiming,
+    SpanHistogram,
+    TraceSpan,
+    json_types,
+)
+from perflab.model.results_file import (
+    BENCHMARK_KIND,
+    json_document,
+    load,
+    load_bytes,
+    parse_json,
+    save,
+)
 from perflab.model.versions import SCHEMA_HISTORY, SCHEMA_VERSION, migrate
 
-__all__ = ["BENCHMARK_KIND", "SCHEMA_HISTORY", "SCHEMA_VERSION", "Benchmark", "CommandRun",
-           "Histogram", "HttpStep", "Process", "Results", "Sample", "ServerTiming", "SpanHistogram",
-           "TraceSpan", "json_document", "json_types", "load", "load_bytes", "migrate",
-           "parse_json", "save"]
+__all__ = [
+    "BENCHMARK_KIND",
+    "SCHEMA_HISTORY",
+    "SCHEMA_VERSION",
+    "Benchmark",
+    "CommandRun",
+    "Histogram",
+    "HttpStep",
+    "Process",
+    "Results",
+    "Sample",
+    "ServerTiming",
+    "SpanHistogram",
+    "TraceSpan",
+    "json_document",
+    "json_types",
+    "load",
+    "load_bytes",
+    "migrate",
+    "parse_json",
+    "save",
+]

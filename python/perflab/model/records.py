@@ -244,8 +244,9 @@ class ServerTiming:
     def from_dict(cls, data: dict[str, Any]) -> ServerTiming:
         """Build from the JSON form. Raises TypeError/KeyError on malformed data."""
         timing = _from_dict(cls, data)
-        timing.metrics = {str(k): _from_dict(Histogram, v or {})
-                          for k, v in (data.get("metrics") or {}).items()}
+        timing.metrics = {
+            str(k): _from_dict(Histogram, v or {}) for k, v in (data.get("metrics") or {}).items()
+        }
         for name in ("app_total", "outside_app"):
             setattr(timing, name, _from_dict(Histogram, data.get(name) or {}))
         return timing

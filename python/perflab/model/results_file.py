@@ -19,15 +19,18 @@ from perflab.files import Destination
 from perflab.model.records import Histogram, Results, ServerTiming, SpanHistogram, json_types
 from perflab.model.versions import migrate
 
-
 #: The benchmark kind each results kind holds.
 BENCHMARK_KIND = {"run": "python", "cmd": "command", "http": "http", "trace": "trace"}
 _HISTOGRAMS = ("latency", "service_time", "send_lag", "failed_latency", "dispatch_lag")
 
 
-def save(results: Results, path: str | Path | Destination,
-         summaries: dict[str, dict[str, Any]] | None = None, indent: int | None = 1,
-         rescue_on_failure: bool = True) -> Path | None:
+def save(
+    results: Results,
+    path: str | Path | Destination,
+    summaries: dict[str, dict[str, Any]] | None = None,
+    indent: int | None = 1,
+    rescue_on_failure: bool = True,
+) -> Path | None:
     """Write ``results`` as JSON: atomically (temp file, fsync, rename) or to stdout.
 
     Args:
@@ -49,9 +52,14 @@ def save(results: Results, path: str | Path | Destination,
     from perflab import files
 
     dest = path if isinstance(path, Destination) else Destination.check(path, "--json")
-    files.save(dest, lambda: (json.dumps(results.to_dict(summaries), indent=indent,
-                                         allow_nan=False) + "\n").encode(),
-               f"{results.kind} results", rescue_on_failure)
+    files.save(
+        dest,
+        lambda: (
+            json.dumps(results.to_dict(summaries), indent=indent, allow_nan=False) + "\n"
+        ).encode(),
+        f"{results.kind} results",
+        rescue_on_failure,
+    )
     return dest.path
 
 
@@ -86,11 +94,14 @@ def _gunzip(data: bytes, where: str) -> bytes:
     try:
         out = inflater.decompress(data, MAX_RESULTS_BYTES + 1)
     except zlib.error as exc:
-        raise ResultsFileError(f"{where}: a damaged gzip file ({exc}); pass the file as "
-                               "written") from None
+        raise ResultsFileError(
+            f"{where}: a damaged gzip file ({exc}); pass the file as written"
+        ) from None
     if len(out) > MAX_RESULTS_BYTES or inflater.unconsumed_tail:
-        raise ResultsFileError(f"{where}: more than the {MAX_RESULTS_BYTES >> 20} MiB perflab "
-                               "reads once decompressed; pass a smaller file")
+        raise ResultsFileError(
+            f"{where}: more than the {MAX_RESULTS_BYTES >> 20} MiB perflab "
+            "reads once decompressed; pass a smaller file"
+        )
     return out
 
 
@@ -113,14 +124,18 @@ def parse_json(data: bytes, where: str) -> Any:
         return value
 
     try:
-        return json.loads(data.decode("utf-8-sig"), parse_constant=_reject_constant,
-                          parse_float=finite)
+        return json.loads(
+            data.decode("utf-8-sig"), parse_constant=_reject_constant, parse_float=finite
+        )
     except UnicodeDecodeError:
-        raise ResultsFileError(f"{where}: is not text (a binary file?); pass a results file "
-                               "written by perflab --json") from None
+        raise ResultsFileError(
+            f"{where}: is not text (a binary file?); pass a results file written by perflab --json"
+        ) from None
     except json.JSONDecodeError as exc:
-        raise ResultsFileError(f"{where}: not valid JSON (truncated?) at line {exc.lineno}: "
-                               f"{exc.msg}; re-run the benchmark to write it again") from None
+        raise ResultsFileError(
+            f"{where}: not valid JSON (truncated?) at line {exc.lineno}: "
+            f"{exc.msg}; re-run the benchmark to write it again"
+        ) from None
     except RecursionError:
         raise ResultsFileError(f"{where}: nested too deeply to be a perflab file") from None
     except ValueError as exc:
@@ -133,8 +148,10 @@ def _check_kinds(data: dict[str, Any]) -> str | None:
     for i, bench in enumerate(data["benchmarks"]):
         kind = bench.get("kind", "python")
         if kind != expected:
-            return (f"benchmarks[{i}].kind: is {kind!r} in a {data['kind']!r} file, which holds "
-                    f"{expected!r} benchmarks only")
+            return (
+                f"benchmarks[{i}].kind: is {kind!r} in a {data['kind']!r} file, which holds "
+                f"{expected!r} benchmarks only"
+            )
     reference = data.get("settings", {}).get("reference")
     if reference is not None and reference >= len(data["benchmarks"]):
         return f"settings.reference: {reference} is not the index of a benchmark"
@@ -164,9 +181,18 @@ def _trusted(owner: Any, name: str, where: str, unit: str) -> None:
         decoded = _core.hdr_decode(hist.encoded)  # unit-agnostic; its keys say _us
     except ValueError as exc:
         raise ResultsFileError(f"{where}.{name}.encoded: {exc}") from None
-    setattr(owner, name, cls(hist.encoded, decoded["count"], **{
-        f"{k}_{unit}": decoded[f"{k}_us"] if decoded["count"] else math.nan
-        for k in _SUMMARY_KEYS}))
+    setattr(
+        owner,
+        name,
+        cls(
+            hist.encoded,
+            decoded["count"],
+            **{
+                f"{k}_{unit}": decoded[f"{k}_us"] if decoded["count"] else math.nan
+                for k in _SUMMARY_KEYS
+            },
+        ),
+    )
 
 
 def _trust_histograms(results: Results) -> None:
@@ -177,8 +203,12 @@ def _trust_histograms(results: Results) -> None:
     """
     for i, bench in enumerate(results.benchmarks):
         steps = [(f"steps[{j}]", step) for j, step in enumerate(bench.steps)]
-        steps += [(f"steps[{j}].agents[{k}].step", a.step) for j, step in enumerate(bench.steps)
-                  for k, a in enumerate(step.agents) if a.step is not None]
+        steps += [
+            (f"steps[{j}].agents[{k}].step", a.step)
+            for j, step in enumerate(bench.steps)
+            for k, a in enumerate(step.agents)
+            if a.step is not None
+        ]
         for where, step in steps:
             for name in _HISTOGRAMS:
                 _trusted(step, name, f"benchmarks[{i}].{where}", "us")
@@ -230,7 +260,7 @@ def _modified(path: str | Path) -> str:
         stamp = Path(path).stat().st_mtime
     except OSError:
         return ""
-    return dt.datetime.fromtimestamp(stamp, dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.fromtimestamp(stamp, dt.UTC).isoformat(timespec="seconds")
 
 
 def load_bytes(data: bytes, path: str | Path) -> Results:
@@ -242,8 +272,9 @@ def load_bytes(data: bytes, path: str | Path) -> Results:
     from perflab import files, interop, schema
 
     if len(data) > files.MAX_RESULTS_BYTES:
-        raise ResultsFileError(f"{path}: larger than the {files.MAX_RESULTS_BYTES >> 20} MiB "
-                               "perflab reads")
+        raise ResultsFileError(
+            f"{path}: larger than the {files.MAX_RESULTS_BYTES >> 20} MiB perflab reads"
+        )
     document = parse_json(data, str(path))
     if interop.is_foreign(document):  # pyperf, hyperfine, pytest-benchmark, or --from
         return interop.read(document, str(path), _modified(path))
@@ -253,8 +284,10 @@ def load_bytes(data: bytes, path: str | Path) -> Results:
         raise ResultsFileError(f"{path}: {exc}") from None
     problem = schema.validate(document) or _check_kinds(document)
     if problem:
-        raise ResultsFileError(f"{path}: {problem}; the file was damaged or edited: use "
-                               "the file perflab wrote, or re-run the benchmark")
+        raise ResultsFileError(
+            f"{path}: {problem}; the file was damaged or edited: use "
+            "the file perflab wrote, or re-run the benchmark"
+        )
     results = Results.from_dict(document)
     try:
         _trust_histograms(results)

@@ -4,7 +4,8 @@ current one (:func:`migrate`), one function a version step."""
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from perflab.errors import ResultsFileError
 
@@ -13,7 +14,7 @@ SCHEMA_VERSION = 2
 SCHEMA_HISTORY = {
     1: "first version: python, command and http benchmarks",
     2: "http steps: ok_responses counts responses completed inside the recorded window "
-       "only; drained, ok_from_warmup and drain_s added",
+    "only; drained, ok_from_warmup and drain_s added",
 }
 #: The engine starts load this long after a step begins (pre-opening connections).
 _HTTP_START_DELAY_S = 0.03
@@ -25,6 +26,7 @@ def _http_accounting_v2(data: dict[str, Any]) -> dict[str, Any]:
     ``ok_from_warmup`` become None (unknown), and ``drain_s`` is estimated from the wall
     time (``wall_s`` − ``duration_s`` − the 30 ms start delay; thread start-up makes it a
     few ms high), so that a step that drained long is still seen as saturated."""
+
     def items(value: Any, key: str) -> list[Any]:
         found = value.get(key) if isinstance(value, dict) else None
         return [v for v in found if isinstance(v, dict)] if isinstance(found, list) else []
@@ -34,15 +36,14 @@ def _http_accounting_v2(data: dict[str, Any]) -> dict[str, Any]:
             step.setdefault("drained", None)
             step.setdefault("ok_from_warmup", None)
             wall, duration = step.get("wall_s"), step.get("duration_s")
-            if "drain_s" not in step and all(isinstance(v, (int, float)) and math.isfinite(v)
-                                             for v in (wall, duration)):
+            if "drain_s" not in step and all(
+                isinstance(v, (int, float)) and math.isfinite(v) for v in (wall, duration)
+            ):
                 step["drain_s"] = max(0.0, wall - duration - _HTTP_START_DELAY_S)
     return {**data, "schema_version": 2}
 
 
 _MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _http_accounting_v2}
-
-
 
 
 def migrate(data: Any) -> dict[str, Any]:
@@ -51,20 +52,31 @@ def migrate(data: Any) -> dict[str, Any]:
     Raises:
         ResultsFileError: not a perflab results object, or a newer version.
     """
-    if isinstance(data, dict) and data.get("tool") == "perflab" and \
-            data.get("kind") in ("doctor", "compare", "fit"):
-        raise ResultsFileError(f"is a perflab {data['kind']} document, not a results file; "
-                               "pass a file written by perflab run, cmd or http --json")
+    if (
+        isinstance(data, dict)
+        and data.get("tool") == "perflab"
+        and data.get("kind") in ("doctor", "compare", "fit")
+    ):
+        raise ResultsFileError(
+            f"is a perflab {data['kind']} document, not a results file; "
+            "pass a file written by perflab run, cmd or http --json"
+        )
     if not isinstance(data, dict) or data.get("tool") != "perflab" or "schema_version" not in data:
-        raise ResultsFileError("is not a perflab results file (no 'tool: perflab' and "
-                               "'schema_version'); pass a file written by perflab --json")
+        raise ResultsFileError(
+            "is not a perflab results file (no 'tool: perflab' and "
+            "'schema_version'); pass a file written by perflab --json"
+        )
     version = data["schema_version"]
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise ResultsFileError(f"has schema_version {version!r}, which is not a version "
-                               "number (a whole number from 1); the file was edited or damaged")
+        raise ResultsFileError(
+            f"has schema_version {version!r}, which is not a version "
+            "number (a whole number from 1); the file was edited or damaged"
+        )
     if version > SCHEMA_VERSION:
-        raise ResultsFileError(f"has schema_version {version!r}, newer than this perflab "
-                               f"knows ({SCHEMA_VERSION}); upgrade perflab to read it")
+        raise ResultsFileError(
+            f"has schema_version {version!r}, newer than this perflab "
+            f"knows ({SCHEMA_VERSION}); upgrade perflab to read it"
+        )
     while version < SCHEMA_VERSION:
         data = _MIGRATIONS[version](data)
         version = data["schema_version"]

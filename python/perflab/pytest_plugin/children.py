@@ -38,8 +38,13 @@ def call_once(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
     return func(*args, **kwargs)
 
 
-def measure_here(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                 extra: dict[str, Any], keep: Any) -> None:
+def measure_here(
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    extra: dict[str, Any],
+    keep: Any,
+) -> None:
     """In a child: the worker sequence once, events on the plan's pipe; the plan is
     consumed so that a second benchmark in the same child can't reuse the pipe."""
     from perflab.measure.worker import Emitter, PhaseError, error_fields, measure_call

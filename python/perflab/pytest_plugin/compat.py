@@ -22,8 +22,18 @@ HAS_PYTEST_BENCHMARK = importlib.util.find_spec("pytest_benchmark") is not None
 
 #: the marker keys of pytest-benchmark that perflab accepts but does not use (its
 #: harness decides rounds, warmup, timer and GC handling itself)
-IGNORED_MARKER_KEYS = frozenset({"min_time", "min_rounds", "timer", "disable_gc", "warmup",
-                                 "warmup_iterations", "calibration_precision", "cprofile"})
+IGNORED_MARKER_KEYS = frozenset(
+    {
+        "min_time",
+        "min_rounds",
+        "timer",
+        "disable_gc",
+        "warmup",
+        "warmup_iterations",
+        "calibration_precision",
+        "cprofile",
+    }
+)
 
 #: sampling time of one repetition, s: half of ``perflab run``'s per-process time, so that
 #: a test's small budget still holds several repetitions (the CI is formed over them)
@@ -35,22 +45,38 @@ WARMUP_MAX_S = 0.05
 
 def add_benchmark_options(parser: pytest.Parser) -> None:
     """Register pytest-benchmark's mapped options (only when it is not installed)."""
-    group = parser.getgroup("perflab-benchmark",
-                            "pytest-benchmark options, mapped by perflab (docs/pytest.md)")
+    group = parser.getgroup(
+        "perflab-benchmark", "pytest-benchmark options, mapped by perflab (docs/pytest.md)"
+    )
     group.addoption("--benchmark-only", action="store_true", help="as --perflab-only")
     group.addoption("--benchmark-skip", action="store_true", help="as --perflab-skip")
     group.addoption("--benchmark-disable", action="store_true", help="as --perflab-disable")
-    group.addoption("--benchmark-max-time", metavar="SECONDS",
-                    help="as --perflab-budget (seconds per benchmark)")
-    group.addoption("--benchmark-json", metavar="PATH",
-                    help="as --perflab-json (perflab's results format, not pytest-benchmark's)")
+    group.addoption(
+        "--benchmark-max-time",
+        metavar="SECONDS",
+        help="as --perflab-budget (seconds per benchmark)",
+    )
+    group.addoption(
+        "--benchmark-json",
+        metavar="PATH",
+        help="as --perflab-json (perflab's results format, not pytest-benchmark's)",
+    )
     group.addoption("--benchmark-autosave", action="store_true", help="as --perflab-save")
-    group.addoption("--benchmark-compare", nargs="?", const="last", metavar="last|FILE",
-                    help="as --perflab-compare (a perflab results file; run numbers of "
-                    ".benchmarks/ are not mapped)")
-    group.addoption("--benchmark-compare-fail", metavar="EXPR", action="append",
-                    help="e.g. mean:5%%: fail when a benchmark is slower beyond 5%% "
-                    "(perflab compares medians with CIs, whatever the field)")
+    group.addoption(
+        "--benchmark-compare",
+        nargs="?",
+        const="last",
+        metavar="last|FILE",
+        help="as --perflab-compare (a perflab results file; run numbers of "
+        ".benchmarks/ are not mapped)",
+    )
+    group.addoption(
+        "--benchmark-compare-fail",
+        metavar="EXPR",
+        action="append",
+        help="e.g. mean:5%%: fail when a benchmark is slower beyond 5%% "
+        "(perflab compares medians with CIs, whatever the field)",
+    )
 
 
 def _opt(config: pytest.Config, name: str) -> Any:
@@ -72,16 +98,18 @@ def parse_compare_fail(exprs: list[str]) -> float:
     values = []
     for expr in exprs:
         field, _, pct = expr.partition(":")
-        if field not in {"min", "max", "mean", "median", "stddev", "iqr"} or \
-                not pct.endswith("%"):
-            raise UsageError(f"--benchmark-compare-fail {expr}: perflab maps only "
-                             "FIELD:PCT% (e.g. mean:5%); absolute thresholds are not "
-                             "mapped, use --perflab-threshold")
+        if field not in {"min", "max", "mean", "median", "stddev", "iqr"} or not pct.endswith("%"):
+            raise UsageError(
+                f"--benchmark-compare-fail {expr}: perflab maps only "
+                "FIELD:PCT% (e.g. mean:5%); absolute thresholds are not "
+                "mapped, use --perflab-threshold"
+            )
         try:
             values.append(float(pct[:-1]) / 100)
         except ValueError:
-            raise UsageError(f"--benchmark-compare-fail {expr}: {pct!r} is not a "
-                             "percentage") from None
+            raise UsageError(
+                f"--benchmark-compare-fail {expr}: {pct!r} is not a percentage"
+            ) from None
     return min(values)
 
 
@@ -107,11 +135,17 @@ def merged_options(config: pytest.Config) -> dict[str, Any]:
     if only and skip:
         raise UsageError("--perflab-only and --perflab-skip exclude each other; pick one")
     max_time = _opt(config, "benchmark_max_time")
-    budget = (parse_positive_duration(f"{max_time}s", "--benchmark-max-time") if max_time
-              else parse_positive_duration(_opt(config, "perflab_budget"), "--perflab-budget"))
-    settings = Settings(precision=parse_precision(_opt(config, "perflab_precision")),
-                        budget_s=budget, process_seconds=PROCESS_SECONDS,
-                        warmup_max_s=WARMUP_MAX_S)
+    budget = (
+        parse_positive_duration(f"{max_time}s", "--benchmark-max-time")
+        if max_time
+        else parse_positive_duration(_opt(config, "perflab_budget"), "--perflab-budget")
+    )
+    settings = Settings(
+        precision=parse_precision(_opt(config, "perflab_precision")),
+        budget_s=budget,
+        process_seconds=PROCESS_SECONDS,
+        warmup_max_s=WARMUP_MAX_S,
+    )
     compare = _opt(config, "perflab_compare") or _opt(config, "benchmark_compare")
     fail_on_text = _opt(config, "perflab_fail_on") or ""
     threshold = parse_threshold(_opt(config, "perflab_threshold"))
@@ -120,19 +154,21 @@ def merged_options(config: pytest.Config) -> dict[str, Any]:
         threshold = parse_compare_fail(compare_fail)
         fail_on_text = fail_on_text or "slower"
     if fail_on_text and not compare:
-        raise UsageError("--perflab-fail-on needs --perflab-compare (the results to compare "
-                         "with)")
+        raise UsageError("--perflab-fail-on needs --perflab-compare (the results to compare with)")
     fail_on: list[str] = []
     if fail_on_text:  # numpy comes with the comparison: imported only when one is asked
         from perflab.analyze.compare import parse_fail_on
 
         fail_on = parse_fail_on(fail_on_text)
-    return {"only": only, "skip": skip,
-            "disable": bool(_opt(config, "perflab_disable") or _opt(config, "benchmark_disable")),
-            "settings": settings,
-            "json": _opt(config, "perflab_json") or _opt(config, "benchmark_json"),
-            "save": bool(_opt(config, "perflab_save") or _opt(config, "benchmark_autosave")),
-            "gate": GateOptions(compare, fail_on, threshold)}
+    return {
+        "only": only,
+        "skip": skip,
+        "disable": bool(_opt(config, "perflab_disable") or _opt(config, "benchmark_disable")),
+        "settings": settings,
+        "json": _opt(config, "perflab_json") or _opt(config, "benchmark_json"),
+        "save": bool(_opt(config, "perflab_save") or _opt(config, "benchmark_autosave")),
+        "gate": GateOptions(compare, fail_on, threshold),
+    }
 
 
 def marker_settings(node: pytest.Item) -> tuple[str, bool, float | None]:
@@ -147,8 +183,10 @@ def marker_settings(node: pytest.Item) -> tuple[str, bool, float | None]:
     if bench_marker is not None:
         unknown = set(bench_marker.kwargs) - IGNORED_MARKER_KEYS - {"group", "max_time"}
         if unknown:
-            raise UsageError(f"{node.name}: @pytest.mark.benchmark({', '.join(sorted(unknown))}"
-                             "=…) is not a pytest-benchmark option perflab knows")
+            raise UsageError(
+                f"{node.name}: @pytest.mark.benchmark({', '.join(sorted(unknown))}"
+                "=…) is not a pytest-benchmark option perflab knows"
+            )
         group = str(bench_marker.kwargs.get("group") or "")
         if bench_marker.kwargs.get("max_time") is not None:
             budget = float(bench_marker.kwargs["max_time"])
@@ -156,8 +194,10 @@ def marker_settings(node: pytest.Item) -> tuple[str, bool, float | None]:
     if marker is not None:
         unknown = set(marker.kwargs) - {"group", "baseline"}
         if unknown or marker.args:
-            raise UsageError(f"{node.name}: @pytest.mark.perflab takes group= and baseline= "
-                             f"only, not {sorted(unknown) or list(marker.args)}")
+            raise UsageError(
+                f"{node.name}: @pytest.mark.perflab takes group= and baseline= "
+                f"only, not {sorted(unknown) or list(marker.args)}"
+            )
         group = str(marker.kwargs.get("group") or group)
         baseline = bool(marker.kwargs.get("baseline", False))
     return group, baseline, budget

@@ -70,9 +70,16 @@ class PerflabBench:
         Whatever the callable raises (its own exception and traceback).
     """
 
-    def __init__(self, name: str, group: str, baseline: bool, options: BenchOptions,
-                 record: Callable[[Any, dict[str, Any]], None], nodeid: str = "",
-                 params: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        group: str,
+        baseline: bool,
+        options: BenchOptions,
+        record: Callable[[Any, dict[str, Any]], None],
+        nodeid: str = "",
+        params: dict[str, Any] | None = None,
+    ) -> None:
         self.name, self.group, self.baseline = name, group, baseline
         self.nodeid, self.params = nodeid, params or {}
         self.options = options
@@ -93,10 +100,16 @@ class PerflabBench:
         """
         return self._measure(func, args, kwargs, {}, None)
 
-    def pedantic(self, target: Callable[..., Any], args: tuple[Any, ...] = (),
-                 kwargs: dict[str, Any] | None = None,
-                 setup: Callable[[], Any] | None = None, rounds: int = 1,
-                 warmup_rounds: int = 0, iterations: int = 1) -> Any:
+    def pedantic(
+        self,
+        target: Callable[..., Any],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        setup: Callable[[], Any] | None = None,
+        rounds: int = 1,
+        warmup_rounds: int = 0,
+        iterations: int = 1,
+    ) -> Any:
         """pytest-benchmark's pedantic mode: exactly ``rounds`` samples of ``iterations``
         calls each, after ``warmup_rounds`` untimed samples, in one repetition.
 
@@ -110,27 +123,43 @@ class PerflabBench:
                 iterations > 1 or with args.
         """
         if rounds < 1 or iterations < 1 or warmup_rounds < 0:
-            raise UsageError(f"pedantic(rounds={rounds}, iterations={iterations}, "
-                             f"warmup_rounds={warmup_rounds}): rounds and iterations must "
-                             "be ≥ 1 and warmup_rounds ≥ 0")
+            raise UsageError(
+                f"pedantic(rounds={rounds}, iterations={iterations}, "
+                f"warmup_rounds={warmup_rounds}): rounds and iterations must "
+                "be ≥ 1 and warmup_rounds ≥ 0"
+            )
         kwargs = dict(kwargs or {})
-        extra: dict[str, Any] = {"iterations": iterations, "warmup_samples": warmup_rounds,
-                                 "min_samples": rounds, "max_samples": rounds,
-                                 "sample_seconds": 0.0}
+        extra: dict[str, Any] = {
+            "iterations": iterations,
+            "warmup_samples": warmup_rounds,
+            "min_samples": rounds,
+            "max_samples": rounds,
+            "sample_seconds": 0.0,
+        }
         if setup is not None:
             if iterations > 1 or args or kwargs:
-                raise UsageError("pedantic(setup=...) needs iterations=1 and no args/kwargs: "
-                                 "setup returns each round's (args, kwargs)")
+                raise UsageError(
+                    "pedantic(setup=...) needs iterations=1 and no args/kwargs: "
+                    "setup returns each round's (args, kwargs)"
+                )
             args, kwargs = _setup_call(setup)
             extra["before_sample"] = _fresh_calls(target, setup)
         return self._measure(target, tuple(args), kwargs, extra, 1)
 
-    def _measure(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                 extra: dict[str, Any], processes: int | None) -> Any:
+    def _measure(
+        self,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        extra: dict[str, Any],
+        processes: int | None,
+    ) -> Any:
         """Run the harness over ``func`` (or just call it when disabled)."""
         if self.result is not None:
-            raise UsageError(f"{self.name}: the benchmark fixture can measure only one "
-                             "function per test; split the test in two")
+            raise UsageError(
+                f"{self.name}: the benchmark fixture can measure only one "
+                "function per test; split the test in two"
+            )
         from perflab.measure.suite import MetricSpec
         from perflab.pytest_plugin import children
 
@@ -153,8 +182,14 @@ class PerflabBench:
             backend = InProcessBackend(func, args, kwargs, extra, [keep])
         bench = self._run(func, backend, processes)
         self.result = bench
-        self._record(bench, {"extra_info": self.extra_info, "pedantic": bool(extra.get(
-            "iterations")), "mode": "fresh processes" if fresh else "in-process"})
+        self._record(
+            bench,
+            {
+                "extra_info": self.extra_info,
+                "pedantic": bool(extra.get("iterations")),
+                "mode": "fresh processes" if fresh else "in-process",
+            },
+        )
         if getattr(backend, "error", None) is not None:
             raise backend.error
         if fresh and bench.error:
@@ -170,14 +205,19 @@ class PerflabBench:
 
         settings = self.options.settings
         if processes is not None:
-            settings = replace(settings, min_processes=processes, max_processes=processes,
-                               budget_s=1e9)
+            settings = replace(
+                settings, min_processes=processes, max_processes=processes, budget_s=1e9
+            )
         spec = BenchSpec(func, self.name, self.group, baseline=self.baseline)
-        runner = Runner(f"<pytest {self.name}>", [Case(spec, dict(self.params), 0)], settings,
-                        self.options.sample_target_ns, self.options.timer_error_ns,
-                        backend=backend,
-                        advice=FailureAdvice(skip="deselect it (pytest -k, or --perflab-skip)",
-                                             timeout=""))
+        runner = Runner(
+            f"<pytest {self.name}>",
+            [Case(spec, dict(self.params), 0)],
+            settings,
+            self.options.sample_target_ns,
+            self.options.timer_error_ns,
+            backend=backend,
+            advice=FailureAdvice(skip="deselect it (pytest -k, or --perflab-skip)", timeout=""),
+        )
         [bench] = runner.run()
         if runner.interrupted:
             raise KeyboardInterrupt
@@ -201,12 +241,14 @@ def _setup_call(setup: Callable[[], Any]) -> tuple[tuple[Any, ...], dict[str, An
         args, kwargs = made
         return tuple(args), dict(kwargs or {})
     except (TypeError, ValueError):
-        raise UsageError("pedantic setup() must return None or (args, kwargs), got "
-                         f"{type(made).__name__}") from None
+        raise UsageError(
+            f"pedantic setup() must return None or (args, kwargs), got {type(made).__name__}"
+        ) from None
 
 
 def _fresh_calls(target: Callable[..., Any], setup: Callable[[], Any]) -> Callable[[], Any]:
     """The ``before_sample`` hook: run ``setup`` and bind its arguments to ``target``."""
+
     def fresh() -> Callable[[], Any]:
         args, kwargs = _setup_call(setup)
         return functools.partial(target, *args, **kwargs)
@@ -245,7 +287,12 @@ class Stats:
         per_call = [s.wall_ns / s.iterations / 1e9 for p in bench.processes for s in p.samples]
         if not per_call:
             return None
-        return cls(min(per_call), max(per_call), statistics.fmean(per_call),
-                   statistics.median(per_call),
-                   statistics.stdev(per_call) if len(per_call) > 1 else 0.0,
-                   len(per_call), bench.processes[0].iterations)
+        return cls(
+            min(per_call),
+            max(per_call),
+            statistics.fmean(per_call),
+            statistics.median(per_call),
+            statistics.stdev(per_call) if len(per_call) > 1 else 0.0,
+            len(per_call),
+            bench.processes[0].iterations,
+        )

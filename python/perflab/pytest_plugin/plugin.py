@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from perflab.pytest_plugin.compat import HAS_PYTEST_BENCHMARK
+
 FIXTURES = ("perflab_bench",) if HAS_PYTEST_BENCHMARK else ("perflab_bench", "benchmark")
 _KEY = pytest.StashKey[Any]()
 
@@ -30,38 +31,80 @@ _KEY = pytest.StashKey[Any]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     """perflab's options (and pytest-benchmark's mapped ones when it is absent)."""
     group = parser.getgroup("perflab", "perflab benchmarks (docs/pytest.md)")
-    group.addoption("--perflab-only", action="store_true",
-                    help="run only the tests that use a benchmark fixture")
-    group.addoption("--perflab-skip", action="store_true",
-                    help="skip the tests that use a benchmark fixture")
-    group.addoption("--perflab-disable", action="store_true",
-                    help="call each benchmarked function once, without timing it")
-    group.addoption("--perflab-precision", default="2%", metavar="PCT",
-                    help="target 95%% CI half-width of each median (2%%)")
-    group.addoption("--perflab-budget", default="2s", metavar="TIME",
-                    help="time budget per benchmark (2s)")
-    group.addoption("--perflab-processes", type=int, default=0, metavar="N",
-                    help="re-measure each benchmark in N fresh child pytest processes "
-                    "(0: in the pytest process)")
-    group.addoption("--perflab-event-loop", default="asyncio", choices=["asyncio", "uvloop"],
-                    help="event loop of async benchmarks (asyncio)")
+    group.addoption(
+        "--perflab-only",
+        action="store_true",
+        help="run only the tests that use a benchmark fixture",
+    )
+    group.addoption(
+        "--perflab-skip", action="store_true", help="skip the tests that use a benchmark fixture"
+    )
+    group.addoption(
+        "--perflab-disable",
+        action="store_true",
+        help="call each benchmarked function once, without timing it",
+    )
+    group.addoption(
+        "--perflab-precision",
+        default="2%",
+        metavar="PCT",
+        help="target 95%% CI half-width of each median (2%%)",
+    )
+    group.addoption(
+        "--perflab-budget", default="2s", metavar="TIME", help="time budget per benchmark (2s)"
+    )
+    group.addoption(
+        "--perflab-processes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="re-measure each benchmark in N fresh child pytest processes "
+        "(0: in the pytest process)",
+    )
+    group.addoption(
+        "--perflab-event-loop",
+        default="asyncio",
+        choices=["asyncio", "uvloop"],
+        help="event loop of async benchmarks (asyncio)",
+    )
     group.addoption("--perflab-json", metavar="FILE", help="write the results file here")
-    group.addoption("--perflab-save", action="store_true",
-                    help="write the results file to .perflab/pytest-<time>.json (saved "
-                    "results are also recorded in the history database)")
-    group.addoption("--perflab-compare", nargs="?", const="last", metavar="last|FILE|REF",
-                    help="compare with a results file, a run id or git ref recorded in the "
-                    "history database, or 'last' (default: the newest recorded run, else "
-                    "the newest file in .perflab/)")
-    group.addoption("--perflab-history", metavar="PATH", help="the history database "
-                    "(default: $PERFLAB_HISTORY or .perflab/history.sqlite)")
-    group.addoption("--perflab-no-history", action="store_true",
-                    help="don't record saved results in the history database")
-    group.addoption("--perflab-fail-on", default="", metavar="VERDICTS",
-                    help="with --perflab-compare: fail the session on these verdicts, "
-                    "e.g. slower")
-    group.addoption("--perflab-threshold", default="2%", metavar="PCT",
-                    help="with --perflab-compare: the verdicts' noise threshold (2%%)")
+    group.addoption(
+        "--perflab-save",
+        action="store_true",
+        help="write the results file to .perflab/pytest-<time>.json (saved "
+        "results are also recorded in the history database)",
+    )
+    group.addoption(
+        "--perflab-compare",
+        nargs="?",
+        const="last",
+        metavar="last|FILE|REF",
+        help="compare with a results file, a run id or git ref recorded in the "
+        "history database, or 'last' (default: the newest recorded run, else "
+        "the newest file in .perflab/)",
+    )
+    group.addoption(
+        "--perflab-history",
+        metavar="PATH",
+        help="the history database (default: $PERFLAB_HISTORY or .perflab/history.sqlite)",
+    )
+    group.addoption(
+        "--perflab-no-history",
+        action="store_true",
+        help="don't record saved results in the history database",
+    )
+    group.addoption(
+        "--perflab-fail-on",
+        default="",
+        metavar="VERDICTS",
+        help="with --perflab-compare: fail the session on these verdicts, e.g. slower",
+    )
+    group.addoption(
+        "--perflab-threshold",
+        default="2%",
+        metavar="PCT",
+        help="with --perflab-compare: the verdicts' noise threshold (2%%)",
+    )
     if not HAS_PYTEST_BENCHMARK:
         from perflab.pytest_plugin.compat import add_benchmark_options
 
@@ -70,14 +113,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register the markers; build the session's options (bad values: one clear error)."""
-    config.addinivalue_line("markers", "perflab(group=None, baseline=False): group and "
-                            "baseline of the test's perflab benchmark")
+    config.addinivalue_line(
+        "markers",
+        "perflab(group=None, baseline=False): group and baseline of the test's perflab benchmark",
+    )
     if not HAS_PYTEST_BENCHMARK:
-        config.addinivalue_line("markers", "benchmark(group=None, max_time=None, ...): "
-                                "pytest-benchmark's marker, read by perflab")
-    from perflab.pytest_plugin.compat import merged_options
-
+        config.addinivalue_line(
+            "markers",
+            "benchmark(group=None, max_time=None, ...): pytest-benchmark's marker, read by perflab",
+        )
     from perflab.pytest_plugin.children import child_plan
+    from perflab.pytest_plugin.compat import merged_options
 
     try:
         config.stash[_KEY] = merged_options(config)
@@ -122,15 +168,24 @@ def _session(config: pytest.Config) -> Any:
         disabled = options["disable"] or _xdist_active(config)
         rootdir = str(config.rootpath)
         options["bench_options"] = BenchOptions(
-            settings, max(timer.min_sample_ns, settings.min_sample_ns), timer.error_ns,
-            disabled, config.getoption("perflab_event_loop"),
+            settings,
+            max(timer.min_sample_ns, settings.min_sample_ns),
+            timer.error_ns,
+            disabled,
+            config.getoption("perflab_event_loop"),
             config.getoption("perflab_processes"),
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-             "--rootdir", rootdir], rootdir)
-        options["session"] = SessionResults(settings, timer.to_dict(), options["json"],
-                                            options["save"], options["gate"],
-                                            ["pytest", *config.invocation_params.args],
-                                            history=_history_args(config))
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", rootdir],
+            rootdir,
+        )
+        options["session"] = SessionResults(
+            settings,
+            timer.to_dict(),
+            options["json"],
+            options["save"],
+            options["gate"],
+            ["pytest", *config.invocation_params.args],
+            history=_history_args(config),
+        )
     return options["session"]
 
 
@@ -138,8 +193,11 @@ def _history_args(config: pytest.Config) -> Any:
     """The history options as :mod:`perflab.history.record` reads them from a command."""
     import argparse
 
-    return argparse.Namespace(history=config.getoption("perflab_history"),
-                              no_history=config.getoption("perflab_no_history"), tag=[])
+    return argparse.Namespace(
+        history=config.getoption("perflab_history"),
+        no_history=config.getoption("perflab_no_history"),
+        tag=[],
+    )
 
 
 def _make_bench(request: pytest.FixtureRequest) -> Any:
@@ -162,8 +220,7 @@ def _make_bench(request: pytest.FixtureRequest) -> Any:
         name, params = name_and_params({"name": request.node.name, "params": values})
     else:  # an object's text may change from run to run (its address): pytest's id stays
         name, params = request.node.name, {}
-    return PerflabBench(name, group, baseline, options, session.record,
-                        request.node.nodeid, params)
+    return PerflabBench(name, group, baseline, options, session.record, request.node.nodeid, params)
 
 
 @pytest.fixture
@@ -175,6 +232,7 @@ def perflab_bench(request: pytest.FixtureRequest) -> Any:
 
 
 if not HAS_PYTEST_BENCHMARK:
+
     @pytest.fixture
     def benchmark(request: pytest.FixtureRequest) -> Any:
         """pytest-benchmark's ``benchmark`` fixture, measured by perflab (installed only
@@ -187,14 +245,15 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     """One header line when benchmarks won't be timed because of xdist."""
     options = config.stash.get(_KEY, None)
     if options is not None and _xdist_active(config) and not options["disable"]:
-        return ["perflab: benchmarks are not timed with pytest-xdist (-n); they run once "
-                "each. Time them with -n 0"]
+        return [
+            "perflab: benchmarks are not timed with pytest-xdist (-n); they run once "
+            "each. Time them with -n 0"
+        ]
     return []
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
-                            config: pytest.Config) -> None:
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     """The tables, the results file and the comparison, after pytest's own summary."""
     _finish(config)
 

@@ -17,10 +17,11 @@ from typing import Any
 from perflab.errors import UsageError
 
 #: what the table's header says about where the numbers came from, by mode
-MODES = {"in-process": "in-process (repetitions in the pytest process; their CIs leave out "
-                       "between-process variation)",
-         "fresh processes": "fresh processes (one child pytest per process, as `perflab "
-                            "run`'s workers)"}
+MODES = {
+    "in-process": "in-process (repetitions in the pytest process; their CIs leave out "
+    "between-process variation)",
+    "fresh processes": "fresh processes (one child pytest per process, as `perflab run`'s workers)",
+}
 
 
 @dataclass
@@ -70,8 +71,9 @@ class SessionResults:
     pedantic: list[str] = field(default_factory=list)
     modes: dict[str, str] = field(default_factory=dict)
     history: Any = None
-    started: str = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc)
-                         .isoformat(timespec="seconds"))
+    started: str = field(
+        default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    )
 
     def record(self, bench: Any, info: dict[str, Any]) -> None:
         """Keep one measured benchmark (called by the fixture)."""
@@ -94,9 +96,9 @@ class SessionResults:
         from perflab import __version__, environment, model
         from perflab.analyze.groups import run_groups
         from perflab.analyze.summary import summarize_benchmarks
-        from perflab.report.run_output import in_process_ids, print_run
         from perflab.files import Deferred, results_destination
         from perflab.report.escape import terminal
+        from perflab.report.run_output import in_process_ids, print_run
 
         baseline_name, baseline = self._baseline()
         results = self._results(__version__, environment)
@@ -104,8 +106,7 @@ class SessionResults:
         summaries = {s.id: s.to_dict() for group in grouped.values() for s in group}
         later = Deferred()
         saved = []
-        for text in ([self.json_path] if self.json_path else []) + (
-                [None] if self.save else []):
+        for text in ([self.json_path] if self.json_path else []) + ([None] if self.save else []):
             destination = results_destination(text, "pytest")
             later.run(model.save, results, destination, summaries)
             saved.append(destination)
@@ -118,10 +119,16 @@ class SessionResults:
             ids = [i for i, m in self.modes.items() if m == mode]
             if ids:
                 which = ", ".join(ids) if len(ids) < len(self.modes) else "all"
-                print(terminal(f"perflab: {len(ids)} benchmark(s) measured {words}: {which}",
-                               one_line=True))
-        print_run(run_groups(results.benchmarks, grouped), "table",
-                  in_process=in_process_ids(results.settings))
+                print(
+                    terminal(
+                        f"perflab: {len(ids)} benchmark(s) measured {words}: {which}", one_line=True
+                    )
+                )
+        print_run(
+            run_groups(results.benchmarks, grouped),
+            "table",
+            in_process=in_process_ids(results.settings),
+        )
         later.raise_()
         for destination in saved:
             sys.stderr.write(f"perflab: results saved to {destination}\n")
@@ -140,13 +147,22 @@ class SessionResults:
 
         env = environment.fingerprint(version)
         environment.finish(env)
-        return Results(kind="run", command_line=self.command_line, created=self.started,
-                       perflab_version=version, environment=env,
-                       settings={**self.settings.to_dict(), "timer": self.timer,
-                                 "mode": "pytest", "modes": self.modes,
-                                 "pedantic": self.pedantic,
-                                 "extra_info": self.extra_info},
-                       benchmarks=list(self.benchmarks))
+        return Results(
+            kind="run",
+            command_line=self.command_line,
+            created=self.started,
+            perflab_version=version,
+            environment=env,
+            settings={
+                **self.settings.to_dict(),
+                "timer": self.timer,
+                "mode": "pytest",
+                "modes": self.modes,
+                "pedantic": self.pedantic,
+                "extra_info": self.extra_info,
+            },
+            benchmarks=list(self.benchmarks),
+        )
 
     def _baseline(self) -> tuple[str, Any]:
         """(name for the table, :class:`perflab.model.Results`) of what ``--perflab-compare``
@@ -170,8 +186,10 @@ class SessionResults:
         if Path(spec).is_file():
             return spec, model.load(spec)
         if spec.endswith(".json"):
-            raise UsageError(f"--perflab-compare {spec}: no such results file; pass a file "
-                             "written by --perflab-json or --perflab-save, or 'last'")
+            raise UsageError(
+                f"--perflab-compare {spec}: no such results file; pass a file "
+                "written by --perflab-json or --perflab-save, or 'last'"
+            )
         db = record.database_path(self.history) if self.history is not None else None
         if db is not None and db.is_file():
             try:
@@ -180,12 +198,16 @@ class SessionResults:
                 if spec != "last":
                     raise UsageError(str(exc).replace("--to ", "--perflab-compare ")) from None
         elif spec != "last":
-            raise UsageError(f"--perflab-compare {spec}: no such file, and no history "
-                             "database to pick a run id or git ref from (saved results are "
-                             "recorded there: run once with --perflab-save)")
+            raise UsageError(
+                f"--perflab-compare {spec}: no such file, and no history "
+                "database to pick a run id or git ref from (saved results are "
+                "recorded there: run once with --perflab-save)"
+            )
         saved = sorted(Path(".perflab").glob("pytest-*.json"))
         if not saved:
-            raise UsageError("--perflab-compare=last: nothing recorded in the history "
-                             "database and no saved results in .perflab/ yet; run once "
-                             "with --perflab-save first")
+            raise UsageError(
+                "--perflab-compare=last: nothing recorded in the history "
+                "database and no saved results in .perflab/ yet; run once "
+                "with --perflab-save first"
+            )
         return str(saved[-1]), model.load(saved[-1])

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict
 from typing import Any
 
 from perflab.analyze.cmd import CMD_CAVEATS, STOP_WORDS, CommandSummary, SpawnOverhead
@@ -36,13 +35,29 @@ def _notes(s: CommandSummary) -> str:
     return ", ".join(p for p in parts if p)
 
 
-COLUMNS = ["command", "runs", "median ± CI", "user", "system", "total", "real (mean ± σ)",
-           "CPU/wall", "max RSS", "× fastest", "verdict", "notes"]
+COLUMNS = [
+    "command",
+    "runs",
+    "median ± CI",
+    "user",
+    "system",
+    "total",
+    "real (mean ± σ)",
+    "CPU/wall",
+    "max RSS",
+    "× fastest",
+    "verdict",
+    "notes",
+]
 
 
-def cmd_table(summaries: Sequence[CommandSummary], overhead: SpawnOverhead | None = None,
-              settings: dict[str, Any] | None = None, rss_floor_bytes: int | None = None,
-              verbose: bool = False) -> Table:
+def cmd_table(
+    summaries: Sequence[CommandSummary],
+    overhead: SpawnOverhead | None = None,
+    settings: dict[str, Any] | None = None,
+    rss_floor_bytes: int | None = None,
+    verbose: bool = False,
+) -> Table:
     """The table of ``perflab cmd``: one row per command, then footnotes.
 
     Columns: command, runs (+ failed), median ± CI, user, system, total, real
@@ -60,14 +75,20 @@ def cmd_table(summaries: Sequence[CommandSummary], overhead: SpawnOverhead | Non
     columns = list(COLUMNS)
     if settings.get("reference") is not None:
         columns[9] = "× reference"
-    table = Table(_title(settings), columns, align=["l"] + ["r"] * 9 + ["l", "l"],
-                  fold=[KEY, 7, KEY, 3, 2, 5, 4, 1, 6, 8, KEY, NOTE])
+    table = Table(
+        _title(settings),
+        columns,
+        align=["l"] + ["r"] * 9 + ["l", "l"],
+        fold=[KEY, 7, KEY, 3, 2, 5, 4, 1, 6, 8, KEY, NOTE],
+    )
     for s in summaries:
         table.rows.append(_row(s, rss_floor_bytes))
     table.footnotes = _footnotes(summaries, overhead, settings, verbose)
     if rss_floor_bytes:
-        table.footnotes.append(f"max RSS can't read below {format_bytes(rss_floor_bytes)}: "
-                               "the kernel counts the spawning helper's memory until exec")
+        table.footnotes.append(
+            f"max RSS can't read below {format_bytes(rss_floor_bytes)}: "
+            "the kernel counts the spawning helper's memory until exec"
+        )
     if any(math.isfinite(s.tree_rss_peak_bytes) for s in summaries):
         _add_memory_columns(table, summaries)
     return table
@@ -86,16 +107,18 @@ def _add_memory_columns(table: Table, summaries: Sequence[CommandSummary]) -> No
     table.fold[at:at] = [1, 1]
     for row, s in zip(table.rows, summaries):
         growth = s.tree_rss_growth_bytes
-        row[at:at] = [format_bytes(s.tree_rss_peak_bytes) if math.isfinite(growth) else "–",
-                      ("+" if growth > 0 else "") + format_bytes(growth)
-                      if math.isfinite(growth) else "–"]
+        row[at:at] = [
+            format_bytes(s.tree_rss_peak_bytes) if math.isfinite(growth) else "–",
+            ("+" if growth > 0 else "") + format_bytes(growth) if math.isfinite(growth) else "–",
+        ]
     table.footnotes.append(
         "--memory: RSS peak (tree) = the highest summed resident memory of the command and "
         "every process it started, read from /proc by the spawning helper at each interval "
         "(shared pages count once per process, as psrecord --include-children), and never "
         "below max RSS when that is over twice the empty process's; RSS growth "
         "= its last reading − its first; medians over runs. max RSS is the kernel's peak of "
-        "the largest single process (wait4, as /usr/bin/time -v)")
+        "the largest single process (wait4, as /usr/bin/time -v)"
+    )
 
 
 def _title(settings: dict[str, Any]) -> str:
@@ -121,16 +144,26 @@ def _rss_cell(s: CommandSummary, floor: int | None) -> str:
 def _row(s: CommandSummary, rss_floor_bytes: int | None = None) -> list[str]:
     runs = f"{s.runs}" + (f" +{s.failed} failed" if s.failed else "")
     cells = [s.label, runs, _median_cell(s)]
-    cells += [format_time(v) if s.ok and math.isfinite(v) else "–"
-              for v in (s.user_s, s.sys_s, s.total_s)]
-    cells += [_real_cell(s), f"{s.cpu_wall:.2f}" if math.isfinite(s.cpu_wall) else "–",
-              _rss_cell(s, rss_floor_bytes),
-              _ratio_cell(s), s.verdict or "–", _notes(s)]
+    cells += [
+        format_time(v) if s.ok and math.isfinite(v) else "–" for v in (s.user_s, s.sys_s, s.total_s)
+    ]
+    cells += [
+        _real_cell(s),
+        f"{s.cpu_wall:.2f}" if math.isfinite(s.cpu_wall) else "–",
+        _rss_cell(s, rss_floor_bytes),
+        _ratio_cell(s),
+        s.verdict or "–",
+        _notes(s),
+    ]
     return cells
 
 
-def _footnotes(summaries: Sequence[CommandSummary], overhead: SpawnOverhead | None,
-               settings: dict[str, Any], verbose: bool = False) -> list[str]:
+def _footnotes(
+    summaries: Sequence[CommandSummary],
+    overhead: SpawnOverhead | None,
+    settings: dict[str, Any],
+    verbose: bool = False,
+) -> list[str]:
     lines = [f"{s.label}: {s.error}" for s in summaries if s.error]
     lines += caveat_lines([(s.label, s.warnings) for s in summaries], verbose, CMD_CAVEATS)
     if overhead is not None:
@@ -138,20 +171,26 @@ def _footnotes(summaries: Sequence[CommandSummary], overhead: SpawnOverhead | No
     ref = next((s for s in summaries if s.reference), None)
     if ref is not None:
         word = "the reference" if settings.get("reference") is not None else "the fastest"
-        lines.append(f"× = median ÷ the median of {word} ({ref.label}), with its 95% CI; "
-                     "user/system/total/real are means per run; max RSS is the median peak")
+        lines.append(
+            f"× = median ÷ the median of {word} ({ref.label}), with its 95% CI; "
+            "user/system/total/real are means per run; max RSS is the median peak"
+        )
         threshold = settings.get("threshold", 0.02)
-        lines.append(f"verdict: against {word}, from the CI of ×: faster or slower when it "
-                     f"lies wholly beyond ±{threshold:.1%}, same when wholly within, else "
-                     "inconclusive (--threshold; gate with --fail-on)")
+        lines.append(
+            f"verdict: against {word}, from the CI of ×: faster or slower when it "
+            f"lies wholly beyond ±{threshold:.1%}, same when wholly within, else "
+            "inconclusive (--threshold; gate with --fail-on)"
+        )
     return lines
 
 
 def spawn_overhead_line(overhead: SpawnOverhead) -> str:
     """One line: median and 5th–95th percentile of the empty-process wall time."""
-    return (f"spawn overhead (an empty process, {overhead.runs} runs): median "
-            f"{format_time(overhead.p50_s)}, 5–95% {format_time(overhead.p5_s)}–"
-            f"{format_time(overhead.p95_s)}; included in every time above, not subtracted")
+    return (
+        f"spawn overhead (an empty process, {overhead.runs} runs): median "
+        f"{format_time(overhead.p50_s)}, 5–95% {format_time(overhead.p5_s)}–"
+        f"{format_time(overhead.p95_s)}; included in every time above, not subtracted"
+    )
 
 
 def summary_records(summaries: Sequence[CommandSummary]) -> list[dict[str, object]]:
@@ -159,15 +198,21 @@ def summary_records(summaries: Sequence[CommandSummary]) -> list[dict[str, objec
     records = []
     for s in summaries:
         record = {k: v for k, v in s.to_dict().items() if k not in ("unit", "ratio", "warnings")}
-        record["ratio"], record["ratio_low"], record["ratio_high"] = \
+        record["ratio"], record["ratio_low"], record["ratio_high"] = (
             (s.ratio.value, s.ratio.ci_low, s.ratio.ci_high) if s.ratio else ("", "", "")
+        )
         record["error"] = s.error or ""
         records.append(record)
     return records
 
 
-def print_cmd(results: Results, summaries: Sequence[CommandSummary],
-              overhead: SpawnOverhead | None, fmt: str, verbose: bool = False) -> None:
+def print_cmd(
+    results: Results,
+    summaries: Sequence[CommandSummary],
+    overhead: SpawnOverhead | None,
+    fmt: str,
+    verbose: bool = False,
+) -> None:
     """Print a ``cmd`` run's table on stdout as a rich table, Markdown or CSV.
 
     Args:
@@ -179,23 +224,31 @@ def print_cmd(results: Results, summaries: Sequence[CommandSummary],
     """
     from perflab.report import console
 
-    console.emit(fmt, lambda: cmd_tables(results, summaries, overhead, verbose),
-                 lambda: summary_records(summaries))
+    console.emit(
+        fmt,
+        lambda: cmd_tables(results, summaries, overhead, verbose),
+        lambda: summary_records(summaries),
+    )
 
 
-def cmd_tables(results: Results, summaries: Sequence[CommandSummary],
-               overhead: SpawnOverhead | None, verbose: bool = False) -> list[Table]:
+def cmd_tables(
+    results: Results,
+    summaries: Sequence[CommandSummary],
+    overhead: SpawnOverhead | None,
+    verbose: bool = False,
+) -> list[Table]:
     """The tables of a ``cmd`` results file (one), with its interruption noted (arguments
     as :func:`print_cmd`)."""
     table = cmd_table(summaries, overhead, results.settings, results.rss_floor_bytes, verbose)
     if results.interrupted:
-        table.footnotes.append("interrupted (Ctrl-C or a stop signal: SIGTERM, SIGHUP): the "
-                               "runs finished before it are shown")
+        table.footnotes.append(
+            "interrupted (Ctrl-C or a stop signal: SIGTERM, SIGHUP): the "
+            "runs finished before it are shown"
+        )
     return [table]
 
 
-def hyperfine_document(results: Results, summaries: Sequence[CommandSummary]
-                       ) -> dict[str, Any]:
+def hyperfine_document(results: Results, summaries: Sequence[CommandSummary]) -> dict[str, Any]:
     """hyperfine's ``--export-json`` document of a ``cmd`` run (times in seconds).
 
     ``results``: one object per command with hyperfine's keys (command, mean, stddev,
@@ -214,12 +267,20 @@ def hyperfine_document(results: Results, summaries: Sequence[CommandSummary]
     for bench, s in zip(results.benchmarks, summaries):
         runs = [r for r in bench.runs if not r.warmup]
         cpu = {"user": s.user_s, "system": s.sys_s} if math.isfinite(s.total_s) else {}
-        out.append({"command": s.label, "mean": number(s.mean_s), "stddev": number(s.std_s),
-                    "median": number(s.median_s), **cpu, "min": number(s.min_s),
-                    "max": number(s.max_s),
-                    "times": [r.wall_ns * 1e-9 for r in timed_runs(bench)],
-                    "exit_codes": [r.exit_code for r in runs],
-                    "parameters": {k: str(v) for k, v in bench.params.items()}})
+        out.append(
+            {
+                "command": s.label,
+                "mean": number(s.mean_s),
+                "stddev": number(s.std_s),
+                "median": number(s.median_s),
+                **cpu,
+                "min": number(s.min_s),
+                "max": number(s.max_s),
+                "times": [r.wall_ns * 1e-9 for r in timed_runs(bench)],
+                "exit_codes": [r.exit_code for r in runs],
+                "parameters": {k: str(v) for k, v in bench.params.items()},
+            }
+        )
     return {"tool": "perflab", "results": out}
 
 

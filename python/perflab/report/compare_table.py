@@ -55,9 +55,17 @@ def _units(row: Row) -> str:
 
 def _row_cells(row: Row, shared: Sequence[str] = ()) -> list[str]:
     notes = [f"[{shared.index(n) + 1}]" if n in shared else n for n in row.notes]
-    return [row.id, _value(row.a, row.unit), _value(row.b, row.unit), _ratio(row.ratio),
-            format_p(row.p_value), format_p(row.q_value), row.verdict, _units(row),
-            "; ".join(notes)]
+    return [
+        row.id,
+        _value(row.a, row.unit),
+        _value(row.b, row.unit),
+        _ratio(row.ratio),
+        format_p(row.p_value),
+        format_p(row.q_value),
+        row.verdict,
+        _units(row),
+        "; ".join(notes),
+    ]
 
 
 #: A note carried by at least this many rows is numbered and said once under the table.
@@ -82,17 +90,29 @@ def summary_table(suite: SuiteComparison, name_a: str, name_b: str) -> Table:
     Footnotes hold the environment and suite-wide warnings in plain words.
     """
     counts = ", ".join(f"{suite.counts.get(v, 0)} {v}" for v in VERDICTS)
-    rows = [["verdicts", counts],
-            ["geometric mean B/A", _geomean_cell(suite)],
-            ["significant after Benjamini–Hochberg (q < 0.05)",
-             str(sum(r.q_value < 0.05 for r in suite.rows if math.isfinite(r.q_value)))],
-            [f"only in A ({name_a})", ", ".join(suite.only_in_a) or "none"],
-            [f"only in B ({name_b})", ", ".join(suite.only_in_b) or "none"]]
+    rows = [
+        ["verdicts", counts],
+        ["geometric mean B/A", _geomean_cell(suite)],
+        [
+            "significant after Benjamini–Hochberg (q < 0.05)",
+            str(sum(r.q_value < 0.05 for r in suite.rows if math.isfinite(r.q_value))),
+        ],
+        [f"only in A ({name_a})", ", ".join(suite.only_in_a) or "none"],
+        [f"only in B ({name_b})", ", ".join(suite.only_in_b) or "none"],
+    ]
     rows += [[f"cost of {side}", _cost_cell(cost)] for side, cost in suite.cost.items()]
-    title = (f"compare: B = {name_b} against A = {name_a} "
-             f"(noise threshold ±{suite.threshold:.1%}, {suite.confidence:.0%} CI)")
-    return Table(title, ["what", "result"], rows, ["l", "l"],
-                 footnotes=[*suite.environment, *suite.warnings], fold=[KEY, NOTE])
+    title = (
+        f"compare: B = {name_b} against A = {name_a} "
+        f"(noise threshold ±{suite.threshold:.1%}, {suite.confidence:.0%} CI)"
+    )
+    return Table(
+        title,
+        ["what", "result"],
+        rows,
+        ["l", "l"],
+        footnotes=[*suite.environment, *suite.warnings],
+        fold=[KEY, NOTE],
+    )
 
 
 def _geomean_cell(suite: SuiteComparison) -> str:
@@ -114,18 +134,30 @@ def rows_table(suite: SuiteComparison) -> Table:
     On a narrow terminal the columns fold away in this order: units A/B, p, q, B, A;
     benchmark, B/A, verdict and notes always show.
     """
-    columns = ["benchmark", "A ± CI", "B ± CI", "B/A (95% CI)", "p", "q (BH)", "verdict",
-               "units A/B", "notes"]
-    table = Table("benchmarks", columns, align=["l", "r", "r", "r", "r", "r", "l", "r", "l"],
-                  fold=[KEY, 5, 4, KEY, 2, 3, KEY, 1, NOTE])
+    columns = [
+        "benchmark",
+        "A ± CI",
+        "B ± CI",
+        "B/A (95% CI)",
+        "p",
+        "q (BH)",
+        "verdict",
+        "units A/B",
+        "notes",
+    ]
+    table = Table(
+        "benchmarks",
+        columns,
+        align=["l", "r", "r", "r", "r", "r", "l", "r", "l"],
+        fold=[KEY, 5, 4, KEY, 2, 3, KEY, 1, NOTE],
+    )
     shared = shared_notes(suite.rows)
     table.rows = [_row_cells(r, shared) for r in suite.rows]
     table.footnotes = [f"[{k}] {note}" for k, note in enumerate(shared, 1)]
     return table
 
 
-def comparison_tables(suite: SuiteComparison, name_a: str = "A", name_b: str = "B"
-                      ) -> list[Table]:
+def comparison_tables(suite: SuiteComparison, name_a: str = "A", name_b: str = "B") -> list[Table]:
     """The summary table then the per-benchmark table."""
     return [summary_table(suite, name_a, name_b), rows_table(suite)]
 
@@ -146,15 +178,27 @@ def _optional_estimate(est: Estimate | None) -> dict[str, float] | None:
 
 def row_record(row: Row) -> dict[str, Any]:
     """One row as JSON types (values in s or 1/s as ``unit`` says; NaN kept for the caller)."""
-    return {"id": row.id, "kind": row.kind, "metric": row.metric, "unit": row.unit,
-            "higher_is_better": row.higher_is_better, "a": _side_dict(row.a),
-            "b": _side_dict(row.b), "ratio": _optional_estimate(row.ratio), "p_value": row.p_value,
-            "q_value": row.q_value, "verdict": row.verdict, "in_geomean": row.primary,
-            "drift": dict(row.drift), "notes": list(row.notes)}
+    return {
+        "id": row.id,
+        "kind": row.kind,
+        "metric": row.metric,
+        "unit": row.unit,
+        "higher_is_better": row.higher_is_better,
+        "a": _side_dict(row.a),
+        "b": _side_dict(row.b),
+        "ratio": _optional_estimate(row.ratio),
+        "p_value": row.p_value,
+        "q_value": row.q_value,
+        "verdict": row.verdict,
+        "in_geomean": row.primary,
+        "drift": dict(row.drift),
+        "notes": list(row.notes),
+    }
 
 
-def comparison_document(suite: SuiteComparison, name_a: str, name_b: str,
-                        fail_on: list[str], tripped: list[str]) -> dict[str, Any]:
+def comparison_document(
+    suite: SuiteComparison, name_a: str, name_b: str, fail_on: list[str], tripped: list[str]
+) -> dict[str, Any]:
     """The ``--json`` document: every row, the suite summary, warnings and the gate.
 
     NaN/inf are written as null by the caller's JSON step. ``command_line`` is this
@@ -162,17 +206,28 @@ def comparison_document(suite: SuiteComparison, name_a: str, name_b: str,
     """
     import datetime as dt
 
-    return {"tool": "perflab", "kind": "compare", "format_version": JSON_FORMAT_VERSION,
-            "command_line": ["perflab", *sys.argv[1:]],
-            "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "a": name_a, "b": name_b, "threshold": suite.threshold,
-            "confidence": suite.confidence, "rows": [row_record(r) for r in suite.rows],
-            "counts": suite.counts, "geomean": _optional_estimate(suite.geomean),
-            "geomean_verdict": suite.geomean_verdict, "geomean_over": suite.geomean_over,
-            "only_in_a": suite.only_in_a,
-            "only_in_b": suite.only_in_b, "environment": suite.environment,
-            "warnings": suite.warnings, "cost": suite.cost,
-            "gate": {"fail_on": fail_on, "tripped": tripped}}
+    return {
+        "tool": "perflab",
+        "kind": "compare",
+        "format_version": JSON_FORMAT_VERSION,
+        "command_line": ["perflab", *sys.argv[1:]],
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "a": name_a,
+        "b": name_b,
+        "threshold": suite.threshold,
+        "confidence": suite.confidence,
+        "rows": [row_record(r) for r in suite.rows],
+        "counts": suite.counts,
+        "geomean": _optional_estimate(suite.geomean),
+        "geomean_verdict": suite.geomean_verdict,
+        "geomean_over": suite.geomean_over,
+        "only_in_a": suite.only_in_a,
+        "only_in_b": suite.only_in_b,
+        "environment": suite.environment,
+        "warnings": suite.warnings,
+        "cost": suite.cost,
+        "gate": {"fail_on": fail_on, "tripped": tripped},
+    }
 
 
 def suite_from_document(document: dict[str, Any]) -> SuiteComparison:
@@ -183,61 +238,99 @@ def suite_from_document(document: dict[str, Any]) -> SuiteComparison:
         KeyError / TypeError / ValueError: a document that does not have the shape the
             compare schema describes (the caller validates it first).
     """
+
     def number(value: Any) -> float:
         return math.nan if value is None else float(value)
 
     def figures(d: dict[str, Any]) -> Estimate:
-        return Estimate(number(d.get("value")), number(d.get("ci_low")),
-                        number(d.get("ci_high")), number(document.get("confidence", 0.95)))
+        return Estimate(
+            number(d.get("value")),
+            number(d.get("ci_low")),
+            number(d.get("ci_high")),
+            number(document.get("confidence", 0.95)),
+        )
 
     def estimate(d: dict[str, Any] | None) -> Estimate | None:
         return None if d is None else figures(d)
 
     def side(d: dict[str, Any] | None) -> Side | None:
-        return None if d is None else Side(figures(d), int(d.get("units", 0)),
-                                           int(d.get("samples", 0)))
+        return (
+            None
+            if d is None
+            else Side(figures(d), int(d.get("units", 0)), int(d.get("samples", 0)))
+        )
 
-    rows = [Row(r["id"], r["kind"], r["metric"], r["unit"], bool(r.get("higher_is_better")),
-                side(r.get("a")), side(r.get("b")), estimate(r.get("ratio")),
-                number(r.get("p_value")), number(r.get("q_value")), verdict=r["verdict"],
-                primary=bool(r.get("in_geomean", True)), notes=list(r.get("notes", [])),
-                drift=dict(r.get("drift", {}))) for r in document["rows"]]
-    over = document.get("geomean_over",
-                        sum(r.primary and r.ratio is not None for r in rows))
-    return SuiteComparison(rows, list(document.get("only_in_a", [])),
-                           list(document.get("only_in_b", [])),
-                           estimate(document.get("geomean")),
-                           document.get("geomean_verdict", "inconclusive"), int(over),
-                           dict(document["counts"]), list(document.get("environment", [])),
-                           list(document.get("warnings", [])), float(document["threshold"]),
-                           number(document.get("confidence", 0.95)),
-                           dict(document.get("cost", {})))
+    rows = [
+        Row(
+            r["id"],
+            r["kind"],
+            r["metric"],
+            r["unit"],
+            bool(r.get("higher_is_better")),
+            side(r.get("a")),
+            side(r.get("b")),
+            estimate(r.get("ratio")),
+            number(r.get("p_value")),
+            number(r.get("q_value")),
+            verdict=r["verdict"],
+            primary=bool(r.get("in_geomean", True)),
+            notes=list(r.get("notes", [])),
+            drift=dict(r.get("drift", {})),
+        )
+        for r in document["rows"]
+    ]
+    over = document.get("geomean_over", sum(r.primary and r.ratio is not None for r in rows))
+    return SuiteComparison(
+        rows,
+        list(document.get("only_in_a", [])),
+        list(document.get("only_in_b", [])),
+        estimate(document.get("geomean")),
+        document.get("geomean_verdict", "inconclusive"),
+        int(over),
+        dict(document["counts"]),
+        list(document.get("environment", [])),
+        list(document.get("warnings", [])),
+        float(document["threshold"]),
+        number(document.get("confidence", 0.95)),
+        dict(document.get("cost", {})),
+    )
 
 
 def csv_records(suite: SuiteComparison) -> list[dict[str, Any]]:
     """Flat records for CSV, one per row, numbers in base units (s or 1/s)."""
     out = []
     for row in suite.rows:
-        record: dict[str, Any] = {"id": row.id, "kind": row.kind, "metric": row.metric,
-                                  "unit": row.unit}
+        record: dict[str, Any] = {
+            "id": row.id,
+            "kind": row.kind,
+            "metric": row.metric,
+            "unit": row.unit,
+        }
         for name, side in (("a", row.a), ("b", row.b)):
             record[f"{name}_value"] = side.value if side else ""
             record[f"{name}_ci_low"] = side.estimate.ci_low if side else ""
             record[f"{name}_ci_high"] = side.estimate.ci_high if side else ""
         ratio = row.ratio
-        record.update({"ratio": ratio.value if ratio else "",
-                       "ratio_ci_low": ratio.ci_low if ratio else "",
-                       "ratio_ci_high": ratio.ci_high if ratio else "",
-                       "p_value": row.p_value, "q_value": row.q_value,
-                       "verdict": row.verdict, "notes": "; ".join(row.notes)})
+        record.update(
+            {
+                "ratio": ratio.value if ratio else "",
+                "ratio_ci_low": ratio.ci_low if ratio else "",
+                "ratio_ci_high": ratio.ci_high if ratio else "",
+                "p_value": row.p_value,
+                "q_value": row.q_value,
+                "verdict": row.verdict,
+                "notes": "; ".join(row.notes),
+            }
+        )
         out.append(record)
     out += [{"id": key, "verdict": "only in A"} for key in suite.only_in_a]
     out += [{"id": key, "verdict": "only in B"} for key in suite.only_in_b]
     return out
 
 
-def print_comparison(suite: SuiteComparison, name_a: str, name_b: str, fmt: str, json_to: Any,
-                     fail_on: list[str]) -> list[str]:
+def print_comparison(
+    suite: SuiteComparison, name_a: str, name_b: str, fmt: str, json_to: Any, fail_on: list[str]
+) -> list[str]:
     """Print the comparison (and write its JSON to the checked destination ``json_to``,
     a :class:`perflab.files.Destination` or None); return the ids that tripped the gate.
 
@@ -254,8 +347,9 @@ def print_comparison(suite: SuiteComparison, name_a: str, name_b: str, fmt: str,
         document = comparison_document(suite, name_a, name_b, fail_on, tripped)
         later.run(save, json_to, json_document(document), "comparison")
     if json_to is None or not json_to.stdout:
-        console.emit(fmt, lambda: comparison_tables(suite, name_a, name_b),
-                     lambda: csv_records(suite))
+        console.emit(
+            fmt, lambda: comparison_tables(suite, name_a, name_b), lambda: csv_records(suite)
+        )
     later.raise_()
     return tripped
 
@@ -271,7 +365,8 @@ def gate(tripped: list[str], fail_on: list[str], noun: str = "benchmark(s)") -> 
 
     more = f" and {len(tripped) - 5} more" if len(tripped) > 5 else ""
     head = f"gate: --fail-on {','.join(fail_on)} tripped by {len(tripped)} {noun}: "
-    sys.stderr.write(head + ", ".join(terminal(t, one_line=True) for t in tripped[:5])
-                     + more + "\n")
+    sys.stderr.write(
+        head + ", ".join(terminal(t, one_line=True) for t in tripped[:5]) + more + "\n"
+    )
     append_step_summary(f"**{markdown_text(head + ', '.join(tripped[:5]) + more)}**\n\n")
     return 1

@@ -66,8 +66,10 @@ def _ranks(table: Table) -> list[int]:
 
 
 def _cells(table: Table, i: int) -> list[str]:
-    return [escape.terminal(c, one_line=True) for c in [table.columns[i],
-                                                        *(row[i] for row in table.rows)]]
+    return [
+        escape.terminal(c, one_line=True)
+        for c in [table.columns[i], *(row[i] for row in table.rows)]
+    ]
 
 
 def natural_widths(table: Table) -> list[int]:
@@ -130,8 +132,9 @@ def fit_columns(table: Table, width: int) -> tuple[list[int], list[int]]:
     return shown, narrowest
 
 
-def text_widths(table: Table, shown: Sequence[int], narrowest: Sequence[int],
-                width: int) -> dict[int, int]:
+def text_widths(
+    table: Table, shown: Sequence[int], narrowest: Sequence[int], width: int
+) -> dict[int, int]:
     """The widths of the shown columns that wrap (narrowest < natural), sharing the room
     left at ``width`` equally (water-filling: no column beyond its natural width).
 
@@ -154,8 +157,10 @@ def folded_line(table: Table, shown: Sequence[int], width: int) -> str | None:
     hidden = [c for i, c in enumerate(table.columns) if i not in shown]
     if not hidden:
         return None
-    return (f"folded away to fit {width} columns: {', '.join(hidden)} (every column: --wide or "
-            "--format markdown)")
+    return (
+        f"folded away to fit {width} columns: {', '.join(hidden)} (every column: --wide or "
+        "--format markdown)"
+    )
 
 
 def short_name(text: str, limit: int = MAX_NAME_CHARS) -> str:
@@ -164,7 +169,7 @@ def short_name(text: str, limit: int = MAX_NAME_CHARS) -> str:
     if len(text) <= limit:
         return text
     head = (limit - 1) // 2
-    return text[:head] + "…" + text[len(text) - (limit - 1 - head):]
+    return text[:head] + "…" + text[len(text) - (limit - 1 - head) :]
 
 
 def _short_names(table: Table) -> Table:
@@ -172,8 +177,11 @@ def _short_names(table: Table) -> Table:
     :func:`short_name`, in its row and wherever the title and footnotes name it."""
     from dataclasses import replace
 
-    long = {row[0]: short_name(row[0]) for row in table.rows
-            if row and isinstance(row[0], str) and len(row[0]) > MAX_NAME_CHARS}
+    long = {
+        row[0]: short_name(row[0])
+        for row in table.rows
+        if row and isinstance(row[0], str) and len(row[0]) > MAX_NAME_CHARS
+    }
     if not long:
         return table
 
@@ -182,10 +190,12 @@ def _short_names(table: Table) -> Table:
             text = text.replace(name, long[name])
         return text
 
-    return replace(table, title=shorten(table.title),
-                   rows=[[long.get(row[0], row[0]), *row[1:]] if row else row
-                         for row in table.rows],
-                   footnotes=[shorten(line) for line in table.footnotes])
+    return replace(
+        table,
+        title=shorten(table.title),
+        rows=[[long.get(row[0], row[0]), *row[1:]] if row else row for row in table.rows],
+        footnotes=[shorten(line) for line in table.footnotes],
+    )
 
 
 def print_tables(tables: Iterable[Table], console: Any | None = None) -> None:
@@ -205,23 +215,30 @@ def print_tables(tables: Iterable[Table], console: Any | None = None) -> None:
         shown, narrowest = fit_columns(table, console.width)
         if _WIDE:
             shown = list(range(len(table.columns)))
-        rich_table = RichTable(title=escape.rich_text(table.title, one_line=True),
-                               box=box.SIMPLE_HEAVY,
-                               title_justify="left", title_style="bold")
+        rich_table = RichTable(
+            title=escape.rich_text(table.title, one_line=True),
+            box=box.SIMPLE_HEAVY,
+            title_justify="left",
+            title_style="bold",
+        )
         fixed = {} if _WIDE else text_widths(table, shown, narrowest, console.width)
         for i in shown:
-            rich_table.add_column(escape.rich_text(table.columns[i], one_line=True),
-                                  justify="right" if align[i] == "r" else "left",
-                                  no_wrap=i not in fixed, overflow="fold",
-                                  width=fixed.get(i))
+            rich_table.add_column(
+                escape.rich_text(table.columns[i], one_line=True),
+                justify="right" if align[i] == "r" else "left",
+                no_wrap=i not in fixed,
+                overflow="fold",
+                width=fixed.get(i),
+            )
         for row in table.rows:  # a name's newline would look like a second row: escaped
             rich_table.add_row(*(escape.rich_text(row[i], one_line=True) for i in shown))
         if _WIDE:  # rich caps print(width=) at the console's width: a console as wide
             from rich.console import Console
 
             whole = 1 + sum(w + 3 for w in natural_widths(table))
-            Console(file=console.file, width=max(console.width, whole), highlight=False,
-                    soft_wrap=False).print(rich_table)
+            Console(
+                file=console.file, width=max(console.width, whole), highlight=False, soft_wrap=False
+            ).print(rich_table)
         else:
             console.print(rich_table)
         folded = None if _WIDE else folded_line(table, shown, console.width)
@@ -252,8 +269,9 @@ def markdown(tables: Sequence[Table]) -> str:
         out.append("| " + " | ".join(escape.markdown_cell(c) for c in table.columns) + " |")
         align = table.align or ["l"] * len(table.columns)
         out.append("|" + "|".join("---:" if a == "r" else "---" for a in align) + "|")
-        out += ["| " + " | ".join(escape.markdown_cell(c) for c in row) + " |"
-                for row in table.rows]
+        out += [
+            "| " + " | ".join(escape.markdown_cell(c) for c in row) + " |" for row in table.rows
+        ]
         out.append("")
         out += [f"- {escape.markdown_text(line)}" for line in table.footnotes]
         out.append("")
@@ -265,17 +283,21 @@ def csv_text(rows: Sequence[dict[str, Any]]) -> str:
     union of keys; text cells guarded against spreadsheet formulas."""
     columns = list(dict.fromkeys(k for row in rows for k in row))
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=[escape.csv_cell(c) for c in columns],
-                            lineterminator="\n")
+    writer = csv.DictWriter(
+        buffer, fieldnames=[escape.csv_cell(c) for c in columns], lineterminator="\n"
+    )
     writer.writeheader()
-    writer.writerows({escape.csv_cell(k): escape.csv_cell(v) for k, v in row.items()}
-                     for row in rows)
+    writer.writerows(
+        {escape.csv_cell(k): escape.csv_cell(v) for k, v in row.items()} for row in rows
+    )
     return buffer.getvalue()
 
 
-def emit(fmt: str, tables: Sequence[Table] | Callable[[], Sequence[Table]],
-         records: Sequence[dict[str, Any]] | Callable[[], Sequence[dict[str, Any]]] | None = None
-         ) -> None:
+def emit(
+    fmt: str,
+    tables: Sequence[Table] | Callable[[], Sequence[Table]],
+    records: Sequence[dict[str, Any]] | Callable[[], Sequence[dict[str, Any]]] | None = None,
+) -> None:
     """Print on stdout in ``fmt``: rich tables ("table"), Markdown, or CSV of ``records``.
 
     The one output switch of every command (run, cmd, http, doctor, compare, fit, show).
@@ -321,5 +343,7 @@ def append_step_summary(text: str) -> None:
         with open(path, "a", encoding="utf-8") as out:
             out.write(text)
     except OSError as exc:
-        sys.stderr.write(f"note: GITHUB_STEP_SUMMARY {escape.terminal(path, one_line=True)}: "
-                         f"{exc.strerror or exc}; the step summary was not written\n")
+        sys.stderr.write(
+            f"note: GITHUB_STEP_SUMMARY {escape.terminal(path, one_line=True)}: "
+            f"{exc.strerror or exc}; the step summary was not written\n"
+        )

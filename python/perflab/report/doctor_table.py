@@ -39,51 +39,97 @@ def _rate(rate: float | None) -> str:
 
 
 def _kv(title: str, rows: list[tuple[str, str]], footnotes: list[str] | None = None) -> Table:
-    return Table(title, ["item", "value"], [list(r) for r in rows], ["l", "l"], footnotes or [],
-                 fold=[KEY, NOTE])
+    return Table(
+        title,
+        ["item", "value"],
+        [list(r) for r in rows],
+        ["l", "l"],
+        footnotes or [],
+        fold=[KEY, NOTE],
+    )
 
 
 def source_table(r: DoctorReport) -> Table:
     """Clock source, TSC, hypervisor, NTP state and timer slack."""
     src, ntp = r.clocksource, r.cross_checks.ntp
     flags = src.get("tsc_flags") or {}
-    tsc = "not available" if not src.get("has_tsc") else (
-        (f"{src['tsc_ghz']:.4f} GHz; " if src.get("tsc_ghz") else "")
-        + (" ".join(f if on else f"no-{f}" for f, on in flags.items()) or "flags not available"))
-    ntp_text = "not available" if ntp is None else (
-        f"{'synchronised' if ntp['synchronised'] else 'not synchronised'} (state {ntp['state']}), "
-        f"frequency {ntp['freq_ppm']:+.3f} ppm, offset {_t(ntp['offset_ns'])}, "
-        f"estimated error {_t(ntp['esterror_us'] * 1e3)}")
-    return _kv("clock source", [
-        ("clocksource", f"{_na(src.get('current'))} "
-                        f"(available: {' '.join(src.get('available') or []) or 'not available'})"),
-        ("TSC", tsc), ("hypervisor", _na(src.get("virtualization"))),
-        ("NTP (adjtimex)", ntp_text), ("timer slack", _t(r.timer_slack_ns))])
+    tsc = (
+        "not available"
+        if not src.get("has_tsc")
+        else (
+            (f"{src['tsc_ghz']:.4f} GHz; " if src.get("tsc_ghz") else "")
+            + (" ".join(f if on else f"no-{f}" for f, on in flags.items()) or "flags not available")
+        )
+    )
+    ntp_text = (
+        "not available"
+        if ntp is None
+        else (
+            f"{'synchronised' if ntp['synchronised'] else 'not synchronised'} (state {ntp['state']}), "
+            f"frequency {ntp['freq_ppm']:+.3f} ppm, offset {_t(ntp['offset_ns'])}, "
+            f"estimated error {_t(ntp['esterror_us'] * 1e3)}"
+        )
+    )
+    return _kv(
+        "clock source",
+        [
+            (
+                "clocksource",
+                f"{_na(src.get('current'))} "
+                f"(available: {' '.join(src.get('available') or []) or 'not available'})",
+            ),
+            ("TSC", tsc),
+            ("hypervisor", _na(src.get("virtualization"))),
+            ("NTP (adjtimex)", ntp_text),
+            ("timer slack", _t(r.timer_slack_ns)),
+        ],
+    )
 
 
 def clocks_table(r: DoctorReport) -> Table:
     """One row per clock: read cost (native, Python), resolution, backward steps, rate."""
-    table = Table("clocks", ["clock", "native read", "Python read", "resolution",
-                             "backward steps", f"rate vs {r.cross_checks.reference.upper()}"],
-                  align=["l", "r", "r", "r", "r", "r"], fold=[KEY, KEY, 3, 2, 1, KEY])
+    table = Table(
+        "clocks",
+        [
+            "clock",
+            "native read",
+            "Python read",
+            "resolution",
+            "backward steps",
+            f"rate vs {r.cross_checks.reference.upper()}",
+        ],
+        align=["l", "r", "r", "r", "r", "r"],
+        fold=[KEY, KEY, 3, 2, 1, KEY],
+    )
     for name, c in r.clocks.items():
         if not c.available:
             table.rows.append([name.upper(), "not available", "–", "–", "–", "–"])
             continue
-        table.rows.append([name.upper(), _t(c.read_cost_ns), _t(c.python_read_cost_ns),
-                           _t(c.resolution_ns),
-                           "–" if c.backward_steps is None else f"{c.backward_steps:,}",
-                           _rate(r.cross_checks.rates.get(name))])
-    table.footnotes = ["Python read: time.clock_gettime_ns(); for the TSC, perflab._core."
-                       "clock_read (there is no Python API for rdtsc)",
-                       "resolution: the smallest non-zero step seen between consecutive reads"]
+        table.rows.append(
+            [
+                name.upper(),
+                _t(c.read_cost_ns),
+                _t(c.python_read_cost_ns),
+                _t(c.resolution_ns),
+                "–" if c.backward_steps is None else f"{c.backward_steps:,}",
+                _rate(r.cross_checks.rates.get(name)),
+            ]
+        )
+    table.footnotes = [
+        "Python read: time.clock_gettime_ns(); for the TSC, perflab._core."
+        "clock_read (there is no Python API for rdtsc)",
+        "resolution: the smallest non-zero step seen between consecutive reads",
+    ]
     return table
 
 
 def _step_row(step: Step) -> tuple[str, str]:
     sizes = ", ".join(f"{c.upper()} {s / 1e9:+.3f} s" for c, s in step.sizes_ns.items())
-    return ("clock step", f"{step.at} ({step.offset_s:.2f} s into the probe): {sizes} "
-                          f"against the {step.against.upper()}")
+    return (
+        "clock step",
+        f"{step.at} ({step.offset_s:.2f} s into the probe): {sizes} "
+        f"against the {step.against.upper()}",
+    )
 
 
 def cross_table(r: DoctorReport) -> Table:
@@ -95,26 +141,41 @@ def cross_table(r: DoctorReport) -> Table:
     worst = max(x.rates.values(), key=lambda v: abs(v - 1)) if x.rates else None
     rows += [
         ("slewing (MONOTONIC vs RAW)", "–" if x.slew_ppm is None else f"{x.slew_ppm:+,.2f} ppm"),
-        ("suspend (BOOTTIME − MONOTONIC)", f"{_t(x.suspend_ns)} during the probe, "
-                                           f"{format_time(x.suspended_since_boot_s)} since boot"),
+        (
+            "suspend (BOOTTIME − MONOTONIC)",
+            f"{_t(x.suspend_ns)} during the probe, "
+            f"{format_time(x.suspended_since_boot_s)} since boot",
+        ),
         (f"OS clocks vs {x.reference.upper()}", "–" if x.reference != "tsc" else _rate(worst)),
-        ("longest gap between reads", f"{_t(x.longest_gap_ns)} at {x.longest_gap_at} "
-                                      f"({x.longest_gap_offset_s:.2f} s into the probe)"),
+        (
+            "longest gap between reads",
+            f"{_t(x.longest_gap_ns)} at {x.longest_gap_at} "
+            f"({x.longest_gap_offset_s:.2f} s into the probe)",
+        ),
         ("torn reads discarded", f"{x.torn_reads:,} of {x.reads:,}"),
     ]
-    return _kv(f"cross-checks over the probe ({x.duration_s:.1f} s, {x.reads:,} reads, "
-               f"against the {x.reference.upper()})", rows)
+    return _kv(
+        f"cross-checks over the probe ({x.duration_s:.1f} s, {x.reads:,} reads, "
+        f"against the {x.reference.upper()})",
+        rows,
+    )
 
 
 def sleep_table(r: DoctorReport) -> Table:
     """Actual durations of requested sleeps."""
-    table = Table("sleep accuracy", ["requested", "sleeps", "p50", "p99", "max overshoot"],
-                  align=["r"] * 5, fold=[KEY, 1, KEY, KEY, 2])
+    table = Table(
+        "sleep accuracy",
+        ["requested", "sleeps", "p50", "p99", "max overshoot"],
+        align=["r"] * 5,
+        fold=[KEY, 1, KEY, KEY, 2],
+    )
     for s in r.sleep:
-        table.rows.append([_t(s.request_ns), f"{s.count:,}", _t(s.p50_ns), _t(s.p99_ns),
-                           _t(s.max_overshoot_ns)])
-    table.footnotes = [f"clock_nanosleep(CLOCK_MONOTONIC), relative; timer slack "
-                       f"{_t(r.timer_slack_ns)}"]
+        table.rows.append(
+            [_t(s.request_ns), f"{s.count:,}", _t(s.p50_ns), _t(s.p99_ns), _t(s.max_overshoot_ns)]
+        )
+    table.footnotes = [
+        f"clock_nanosleep(CLOCK_MONOTONIC), relative; timer slack {_t(r.timer_slack_ns)}"
+    ]
     return table
 
 
@@ -123,40 +184,70 @@ def cpu_table(r: DoctorReport) -> Table:
     c = r.cpu
     psi = c.memory_pressure
     loads = " ".join(f"{v:.2f}" for v in c.load_average) if c.load_average else "not available"
-    steal = ("not available" if c.steal_fraction is None
-             else f"{_t(c.steal_ns)} ({c.steal_fraction:.2%} of CPU time)")
-    switches = (f"this process: {c.involuntary_switches:,} involuntary, "
-                f"{c.voluntary_switches:,} voluntary; machine: "
-                + ("not available" if c.context_switches is None else f"{c.context_switches:,}"))
-    return _kv("CPU and load", [
-        ("CPUs", f"{_na(c.cpu_count)} ({_na(c.usable_cpus)} usable)"),
-        ("governor", _na(c.governor)), ("boost / turbo", _na(c.boost)), ("SMT", _na(c.smt)),
-        ("isolated CPUs", _na(c.isolated_cpus)), ("load average (1, 5, 15 min)", loads),
-        ("memory pressure", "not available" if not psi else
-         ", ".join(f"{k.replace('_avg10', '')} {v:.1f}%" for k, v in psi.items())
-         + " of the last 10 s"),
-        ("steal during the probe", steal), ("context switches during the probe", switches)])
+    steal = (
+        "not available"
+        if c.steal_fraction is None
+        else f"{_t(c.steal_ns)} ({c.steal_fraction:.2%} of CPU time)"
+    )
+    switches = (
+        f"this process: {c.involuntary_switches:,} involuntary, "
+        f"{c.voluntary_switches:,} voluntary; machine: "
+        + ("not available" if c.context_switches is None else f"{c.context_switches:,}")
+    )
+    return _kv(
+        "CPU and load",
+        [
+            ("CPUs", f"{_na(c.cpu_count)} ({_na(c.usable_cpus)} usable)"),
+            ("governor", _na(c.governor)),
+            ("boost / turbo", _na(c.boost)),
+            ("SMT", _na(c.smt)),
+            ("isolated CPUs", _na(c.isolated_cpus)),
+            ("load average (1, 5, 15 min)", loads),
+            (
+                "memory pressure",
+                "not available"
+                if not psi
+                else ", ".join(f"{k.replace('_avg10', '')} {v:.1f}%" for k, v in psi.items())
+                + " of the last 10 s",
+            ),
+            ("steal during the probe", steal),
+            ("context switches during the probe", switches),
+        ],
+    )
 
 
 def verdicts_table(r: DoctorReport) -> Table:
     """The checks: status, name, evidence and what to do."""
-    table = Table("verdicts", ["status", "check", "evidence", "what to do"],
-                  [[_STATUS[c.status], c.name, c.detail, c.action] for c in r.checks],
-                  ["l", "l", "l", "l"], fold=[KEY, KEY, NOTE, NOTE])
+    table = Table(
+        "verdicts",
+        ["status", "check", "evidence", "what to do"],
+        [[_STATUS[c.status], c.name, c.detail, c.action] for c in r.checks],
+        ["l", "l", "l", "l"],
+        fold=[KEY, KEY, NOTE, NOTE],
+    )
     counts = {s: sum(c.status == s for c in r.checks) for s in _STATUS}
-    table.footnotes = [", ".join(f"{n} {s}" for s, n in counts.items())
-                       + f"; doctor took {r.elapsed_s:.1f} s; exit code 1 when a check fails"]
+    table.footnotes = [
+        ", ".join(f"{n} {s}" for s, n in counts.items())
+        + f"; doctor took {r.elapsed_s:.1f} s; exit code 1 when a check fails"
+    ]
     return table
 
 
 def doctor_tables(r: DoctorReport) -> list[Table]:
     """Every table of the report, in reading order."""
-    return [source_table(r), clocks_table(r), cross_table(r), sleep_table(r), cpu_table(r),
-            verdicts_table(r)]
+    return [
+        source_table(r),
+        clocks_table(r),
+        cross_table(r),
+        sleep_table(r),
+        cpu_table(r),
+        verdicts_table(r),
+    ]
 
 
 def check_records(r: DoctorReport) -> list[dict[str, object]]:
     """The checks as flat records (for CSV)."""
-    return [{"name": c.name, "status": c.status, "detail": c.detail, "action": c.action}
-            for c in r.checks]
-
+    return [
+        {"name": c.name, "status": c.status, "detail": c.detail, "action": c.action}
+        for c in r.checks
+    ]

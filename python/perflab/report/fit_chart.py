@@ -23,8 +23,14 @@ from perflab.report.pyplot import visible_text
 if TYPE_CHECKING:
     from perflab.analyze.models import BreakEven, ComplexityFit, UslFit
 
-__all__ = ["breakeven_chart", "breakeven_title", "complexity_chart", "complexity_title",
-           "usl_chart", "usl_title"]
+__all__ = [
+    "breakeven_chart",
+    "breakeven_title",
+    "complexity_chart",
+    "complexity_title",
+    "usl_chart",
+    "usl_title",
+]
 
 ArrayLike = Sequence[float] | np.ndarray
 
@@ -111,8 +117,11 @@ def usl_chart(
     ax.set(xlabel=x_label, ylabel=y_label)
     _y_ticks(ax, fit.unit)
     if fit.degenerate:
-        _note(ax, "these points do not show USL behaviour:\n" +
-              "\n".join(f"• {reason}" for reason in fit.degenerate))
+        _note(
+            ax,
+            "these points do not show USL behaviour:\n"
+            + "\n".join(f"• {reason}" for reason in fit.degenerate),
+        )
     return _save(fig, ax, path, title or usl_title("", fit))
 
 
@@ -121,15 +130,25 @@ def usl_title(name: str, fit: UslFit) -> str:
     head = f"{name}: " if name else ""
     if fit.degenerate:
         return f"{head}USL fit, but these points do not show USL behaviour"
-    return (f"{head}USL α = {fmt_number(fit.alpha.value)}, β = {fmt_number(fit.beta.value)}, "
-            f"γ = {fmt_value(fit.gamma.value, fit.unit)}")
+    return (
+        f"{head}USL α = {fmt_number(fit.alpha.value)}, β = {fmt_number(fit.beta.value)}, "
+        f"γ = {fmt_value(fit.gamma.value, fit.unit)}"
+    )
 
 
 def _note(ax: Any, text: str) -> None:
     """A boxed red note in the upper left of the plot area."""
-    ax.text(0.02, 0.97, text, transform=ax.transAxes, va="top", ha="left", fontsize=8,
-            color="tab:red", bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.9,
-                                   "edgecolor": "tab:red"})
+    ax.text(
+        0.02,
+        0.97,
+        text,
+        transform=ax.transAxes,
+        va="top",
+        ha="left",
+        fontsize=8,
+        color="tab:red",
+        bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.9, "edgecolor": "tab:red"},
+    )
 
 
 def _usl_top(fit: UslFit, n: np.ndarray) -> float:
@@ -143,8 +162,9 @@ def _usl_top(fit: UslFit, n: np.ndarray) -> float:
 def _mark_peak(ax: Any, fit: UslFit, top: float) -> None:
     """A dotted vertical line at N* when it falls on the chart."""
     if math.isfinite(fit.peak_load) and fit.peak_load <= top:
-        label = (f"peak N* ≈ {fmt_count(fit.peak_load)}, "
-                 f"X ≈ {fmt_value(fit.peak_throughput, fit.unit)}")
+        label = (
+            f"peak N* ≈ {fmt_count(fit.peak_load)}, X ≈ {fmt_value(fit.peak_throughput, fit.unit)}"
+        )
         ax.axvline(fit.peak_load, ls=":", color="tab:red", label=label)
 
 
@@ -257,8 +277,9 @@ def breakeven_chart(
         (result.labels[0], result.fit_a, result.cold_a, points_a, "tab:blue"),
         (result.labels[1], result.fit_b, result.cold_b, points_b, "tab:orange"),
     ):
-        _cost_curve(ax, grid, fit, cold, f"{label}: {fit.model} + cold cost {fmt_time(cold)}",
-                    color)
+        _cost_curve(
+            ax, grid, fit, cold, f"{label}: {fit.model} + cold cost {fmt_time(cold)}", color
+        )
         if pts is not None:
             ax.scatter(pts[0], cold + np.asarray(pts[1], dtype=float), color=color, s=16, zorder=3)
     _mark_crossing(ax, result)

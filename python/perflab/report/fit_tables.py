@@ -15,8 +15,17 @@ from perflab.analyze.models.choice import MISS_SHARE
 from perflab.analyze.models.words import fmt_count, fmt_number, fmt_percent, fmt_time, fmt_value
 from perflab.report.table import KEY, NOTE, Table
 
-__all__ = ["breakeven_points", "breakeven_table", "complexity_table", "curve", "size_grid",
-           "tables_document", "tables_from_document", "usl_points", "usl_table"]
+__all__ = [
+    "breakeven_points",
+    "breakeven_table",
+    "complexity_table",
+    "curve",
+    "size_grid",
+    "tables_document",
+    "tables_from_document",
+    "usl_points",
+    "usl_table",
+]
 
 #: Most rows a table of points shows (terminal, Markdown, the fit document); with more
 #: points, evenly spread ones (the first and the last among them) and a footnote that
@@ -31,9 +40,13 @@ def _shown_rows(count: int, where: str) -> tuple[list[int], list[str]]:
     if count <= MAX_POINT_ROWS:
         return list(range(count)), []
     step = (count - 1) / (MAX_POINT_ROWS - 1)
-    return ([round(i * step) for i in range(MAX_POINT_ROWS)],
-            [f"{MAX_POINT_ROWS} of {count:,} points shown, evenly spread; every point is "
-             f"in --json's {where}"])
+    return (
+        [round(i * step) for i in range(MAX_POINT_ROWS)],
+        [
+            f"{MAX_POINT_ROWS} of {count:,} points shown, evenly spread; every point is "
+            f"in --json's {where}"
+        ],
+    )
 
 
 def _ci(est: Any, fmt: Callable[[float], str] = fmt_number) -> str:
@@ -61,37 +74,70 @@ def usl_table(s: Any, fit: Any) -> Table:
         s: the fitted series (perflab.analyze.fit_inputs.Series).
         fit: its UslFit.
     """
-    y = lambda v: fmt_value(v, s.y_unit)
+
+    def y(v: float) -> str:
+        return fmt_value(v, s.y_unit)
+
     level = f"{fit.level:.0%} CI"
-    table = Table(f"USL fit: {s.name}", ["quantity", "value", "std error", level, "meaning"],
-                  align=["l", "r", "r", "r", "l"], fold=[KEY, KEY, 1, 2, NOTE])
+    table = Table(
+        f"USL fit: {s.name}",
+        ["quantity", "value", "std error", level, "meaning"],
+        align=["l", "r", "r", "r", "l"],
+        fold=[KEY, KEY, 1, 2, NOTE],
+    )
     table.rows = [
-        ["α (contention)", fmt_number(fit.alpha.value), fmt_number(fit.alpha.se),
-         _ci(fit.alpha), "share of the work that is serialized"],
-        ["β (coherency)", fmt_number(fit.beta.value), fmt_number(fit.beta.se), _ci(fit.beta),
-         "cost of keeping each pair of units in step"],
-        ["γ (X at N = 1)", y(fit.gamma.value), y(fit.gamma.se), _ci(fit.gamma, y),
-         "throughput of a single unit"],
+        [
+            "α (contention)",
+            fmt_number(fit.alpha.value),
+            fmt_number(fit.alpha.se),
+            _ci(fit.alpha),
+            "share of the work that is serialized",
+        ],
+        [
+            "β (coherency)",
+            fmt_number(fit.beta.value),
+            fmt_number(fit.beta.se),
+            _ci(fit.beta),
+            "cost of keeping each pair of units in step",
+        ],
+        [
+            "γ (X at N = 1)",
+            y(fit.gamma.value),
+            y(fit.gamma.se),
+            _ci(fit.gamma, y),
+            "throughput of a single unit",
+        ],
         ["peak N*", fmt_number(fit.peak_load), "", "", "load where X peaks, √((1−α)/β)"],
         ["X(N*)", y(fit.peak_throughput), "", "", "the highest throughput"],
         ["Amdahl limit γ/α", y(fit.amdahl_limit), "", "", "ceiling of X if β were 0"],
-        ["R²", f"{fit.r_squared:.4f}", "", "", f"{fit.n_points} points, {s.x_label}"]]
+        ["R²", f"{fit.r_squared:.4f}", "", "", f"{fit.n_points} points, {s.x_label}"],
+    ]
     table.footnotes = [f"reading: {fit.reading()}"] + [f"warning: {w}" for w in fit.warnings]
     return table
 
 
 def usl_points(s: Any, fit: Any) -> Table:
     """Measured and fitted X at each N, with residuals."""
-    table = Table(f"points: {s.name}", ["N", "X measured", "X fitted", "residual", "residual %"],
-                  align=["r"] * 5, fold=[KEY, KEY, 3, 2, 1])
+    table = Table(
+        f"points: {s.name}",
+        ["N", "X measured", "X fitted", "residual", "residual %"],
+        align=["r"] * 5,
+        fold=[KEY, KEY, 3, 2, 1],
+    )
     shown, left_out = _shown_rows(len(s.x), '"points"')
     fitted = fit.predict(s.x)
     for i in shown:
         n, x, r = s.x[i], s.y[i], fit.residuals[i]
         load = f"{n:,.0f}" if n == round(n) else fmt_number(float(n))
-        table.rows.append([load, fmt_value(float(x), s.y_unit),
-                           fmt_value(float(fitted[i]), s.y_unit), fmt_value(float(r), s.y_unit),
-                           f"{100 * r / x:+.1f}%"])
+        table.rows.append(
+            [
+                load,
+                fmt_value(float(x), s.y_unit),
+                fmt_value(float(fitted[i]), s.y_unit),
+                fmt_value(float(r), s.y_unit),
+                f"{100 * r / x:+.1f}%",
+            ]
+        )
     table.footnotes = [f"note: {n}" for n in s.notes] + left_out
     return table
 
@@ -107,21 +153,27 @@ def complexity_table(fitted: Sequence[tuple[Any, Any]]) -> Table:
         fitted: (series, ComplexityFit) pairs; the first series names the parameter.
     """
     param = fitted[0][0].param
-    table = Table(f"complexity: time per call = a + b·g({param})",
-                  ["series", "rank", "growth g(n)", "a (95% CI)", "b (95% CI)", "Δ", "R²"],
-                  align=["l", "l", "l", "r", "r", "r", "r"], fold=[KEY, KEY, KEY, 3, 4, 1, 2])
+    table = Table(
+        f"complexity: time per call = a + b·g({param})",
+        ["series", "rank", "growth g(n)", "a (95% CI)", "b (95% CI)", "Δ", "R²"],
+        align=["l", "l", "l", "r", "r", "r", "r"],
+        fold=[KEY, KEY, KEY, 3, 4, 1, 2],
+    )
     for s, fit in fitted:
         table.rows += _complexity_rows(s, fit)
         table.footnotes += [f"{s.name}: {fit.reading()}"]
         table.footnotes += [f"{s.name}: warning: {w}" for w in fit.warnings]
-    weights = ("points weighted by 1/SE² of each cost" if all(f.se_known for _, f in fitted)
-               else "points weighted by their relative error (1/cost²; 1/SE² where the input "
-               "gives SEs)")
+    weights = (
+        "points weighted by 1/SE² of each cost"
+        if all(f.se_known for _, f in fitted)
+        else "points weighted by their relative error (1/cost²; 1/SE² where the input gives SEs)"
+    )
     table.footnotes.append(
         "rank: best (the data rule the other classes out), tied (the data cannot tell these "
         "apart), closest (no class fits; the nearest one), runner-up, contradicted (ruled out "
         "by the data); a: constant cost; b: cost per unit of g(n); Δ: the information "
-        f"criterion's distance to the first row; {weights}")
+        f"criterion's distance to the first row; {weights}"
+    )
     return table
 
 
@@ -131,9 +183,17 @@ def _complexity_rows(s: Any, fit: Any) -> list[list[str]]:
     following = [c for c in fit.candidates if c not in shown][:1]
     rows = []
     for i, cand in enumerate(shown + following):
-        rows.append([s.name if i == 0 else "", _rank(fit, cand, i), cand.model,
-                     _time_est(cand.a), _time_est(cand.b), f"{cand.score - fit.best.score:.1f}",
-                     f"{fit.r_squared:.4f}" if i == 0 else ""])
+        rows.append(
+            [
+                s.name if i == 0 else "",
+                _rank(fit, cand, i),
+                cand.model,
+                _time_est(cand.a),
+                _time_est(cand.b),
+                f"{cand.score - fit.best.score:.1f}",
+                f"{fit.r_squared:.4f}" if i == 0 else "",
+            ]
+        )
     return rows
 
 
@@ -159,24 +219,42 @@ def breakeven_table(a: Any, b: Any, result: Any) -> Table:
         result: their BreakEven.
     """
     n = a.param or "calls n"
-    table = Table(f"break-even: {a.name} vs {b.name} (total = cold + a + b·g({n}))",
-                  ["benchmark", "growth g(n)", "cold (one-off)", "a (95% CI)", "b (95% CI)",
-                   "total at n*"], align=["l", "l", "r", "r", "r", "r"],
-                  fold=[KEY, KEY, 3, 2, 1, KEY])
+    table = Table(
+        f"break-even: {a.name} vs {b.name} (total = cold + a + b·g({n}))",
+        ["benchmark", "growth g(n)", "cold (one-off)", "a (95% CI)", "b (95% CI)", "total at n*"],
+        align=["l", "l", "r", "r", "r", "r"],
+        fold=[KEY, KEY, 3, 2, 1, KEY],
+    )
     at = None if result.n_star is None else result.n_star.value
-    for s, fit, cold, cost in ((a, result.fit_a, result.cold_a, result.cost_a),
-                               (b, result.fit_b, result.cold_b, result.cost_b)):
+    for s, fit, cold, cost in (
+        (a, result.fit_a, result.cold_a, result.cost_a),
+        (b, result.fit_b, result.cold_b, result.cost_b),
+    ):
         total = fmt_time(float(cost(at))) if at is not None else "–"
-        growth = fit.model if fit.verdict == "fits" else \
-            f"{fit.model} ({'tied' if fit.verdict == 'tied' else 'closest; no class fits'})"
-        table.rows.append([s.name, growth, f"{fmt_time(cold)} ± {fmt_time(s.cold_se)}",
-                           _time_est(fit.a), _time_est(fit.b), total])
+        growth = (
+            fit.model
+            if fit.verdict == "fits"
+            else f"{fit.model} ({'tied' if fit.verdict == 'tied' else 'closest; no class fits'})"
+        )
+        table.rows.append(
+            [
+                s.name,
+                growth,
+                f"{fmt_time(cold)} ± {fmt_time(s.cold_se)}",
+                _time_est(fit.a),
+                _time_est(fit.b),
+                total,
+            ]
+        )
     table.footnotes = [result.sentence()] + [f"warning: {w}" for w in result.warnings]
-    table.footnotes.append("cold: first call of a fresh process minus a warm call (median over "
-                           "processes ± its standard error); a, b: warm cost fitted over n")
+    table.footnotes.append(
+        "cold: first call of a fresh process minus a warm call (median over "
+        "processes ± its standard error); a, b: warm cost fitted over n"
+    )
     if a.param is None:
-        table.footnotes.append("n counts calls in one fresh process: total = cold + n × time "
-                               "per call")
+        table.footnotes.append(
+            "n counts calls in one fresh process: total = cold + n × time per call"
+        )
     return table
 
 
@@ -189,19 +267,33 @@ def breakeven_points(result: Any) -> Table | None:
     if not result.measured:
         return None
     la, lb = result.labels
-    table = Table(f"measured: {la} vs {lb}", ["n", f"{la} total", f"{lb} total",
-                                               "cheaper (measured)", "cheaper (fitted curves)"],
-                  align=["r", "r", "r", "l", "l"], fold=[KEY, KEY, KEY, KEY, 1])
+    table = Table(
+        f"measured: {la} vs {lb}",
+        ["n", f"{la} total", f"{lb} total", "cheaper (measured)", "cheaper (fitted curves)"],
+        align=["r", "r", "r", "l", "l"],
+        fold=[KEY, KEY, KEY, KEY, 1],
+    )
     shown, left_out = _shown_rows(len(result.measured), '"measured"')
     for o in (result.measured[i] for i in shown):
         flag = " ✗" if o.refutes else ""
-        table.rows.append([fmt_count(o.n, 3), fmt_time(o.cost_a), fmt_time(o.cost_b),
-                           (o.cheaper or "not clear") + flag, o.fitted_cheaper or "equal"])
-    table.footnotes = [(
-        "total: measured cost plus the one-off cost; cheaper (measured): the side whose total "
-        f"is lower beyond the {result.level:.0%} CI of the difference (without SEs: by more "
-        f"than {fmt_percent(MISS_SHARE)}); ✗: the measurements contradict the fitted curves "
-        "there, so no break-even is claimed"), *left_out]
+        table.rows.append(
+            [
+                fmt_count(o.n, 3),
+                fmt_time(o.cost_a),
+                fmt_time(o.cost_b),
+                (o.cheaper or "not clear") + flag,
+                o.fitted_cheaper or "equal",
+            ]
+        )
+    table.footnotes = [
+        (
+            "total: measured cost plus the one-off cost; cheaper (measured): the side whose total "
+            f"is lower beyond the {result.level:.0%} CI of the difference (without SEs: by more "
+            f"than {fmt_percent(MISS_SHARE)}); ✗: the measurements contradict the fitted curves "
+            "there, so no break-even is claimed"
+        ),
+        *left_out,
+    ]
     return table
 
 
@@ -235,15 +327,27 @@ def curve(label: str, fit: Any, grid: Any, offset: float = 0.0) -> dict[str, Any
 
     n = np.asarray(grid, dtype=float)
     low, high = fit.band(n)
-    return {"label": label, "x": n.tolist(), "fit": (offset + fit.predict(n)).tolist(),
-            "low": (offset + np.asarray(low)).tolist(),
-            "high": (offset + np.asarray(high)).tolist()}
+    return {
+        "label": label,
+        "x": n.tolist(),
+        "fit": (offset + fit.predict(n)).tolist(),
+        "low": (offset + np.asarray(low)).tolist(),
+        "high": (offset + np.asarray(high)).tolist(),
+    }
 
 
 def tables_document(tables: Sequence[Table]) -> list[dict[str, Any]]:
     """The tables as printed, for the document (title, columns, rows, align, footnotes)."""
-    return [{"title": t.title, "columns": list(t.columns), "rows": [list(r) for r in t.rows],
-             "align": list(t.align), "footnotes": list(t.footnotes)} for t in tables]
+    return [
+        {
+            "title": t.title,
+            "columns": list(t.columns),
+            "rows": [list(r) for r in t.rows],
+            "align": list(t.align),
+            "footnotes": list(t.footnotes),
+        }
+        for t in tables
+    ]
 
 
 def tables_from_document(document: dict[str, Any]) -> list[Table]:
@@ -254,10 +358,17 @@ def tables_from_document(document: dict[str, Any]) -> list[Table]:
         if not isinstance(t, dict) or not isinstance(t.get("columns"), list):
             continue
         columns = [str(c) for c in t["columns"]]
-        rows = [[str(c) for c in r][:len(columns)] for r in t.get("rows") or []
-                if isinstance(r, list)]
+        rows = [
+            [str(c) for c in r][: len(columns)] for r in t.get("rows") or [] if isinstance(r, list)
+        ]
         align = [a if a in ("l", "r") else "l" for a in t.get("align") or []]
-        out.append(Table(str(t.get("title", "")), columns, rows,
-                         align if len(align) == len(columns) else [],
-                         [str(n) for n in t.get("footnotes") or []]))
+        out.append(
+            Table(
+                str(t.get("title", "")),
+                columns,
+                rows,
+                align if len(align) == len(columns) else [],
+                [str(n) for n in t.get("footnotes") or []],
+            )
+        )
     return out

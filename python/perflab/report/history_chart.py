@@ -69,12 +69,25 @@ def _panel(ax, trend: Trend) -> None:  # type: ignore[no-untyped-def]
     name, factor = _scale(trend)
     xs = list(range(len(trend.points)))
     ys = [p.row.value / factor for p in trend.points]
-    low = [max(0.0, (p.row.value - p.row.ci_low) / factor) if math.isfinite(p.row.ci_low)
-           else 0.0 for p in trend.points]
-    high = [max(0.0, (p.row.ci_high - p.row.value) / factor) if math.isfinite(p.row.ci_high)
-            else 0.0 for p in trend.points]
-    ax.errorbar(xs, ys, yerr=[low, high], fmt="o-", color="tab:blue", ms=4, lw=1,
-                capsize=2, label="median, 95% CI" if trend.unit == "s" else trend.metric)
+    low = [
+        max(0.0, (p.row.value - p.row.ci_low) / factor) if math.isfinite(p.row.ci_low) else 0.0
+        for p in trend.points
+    ]
+    high = [
+        max(0.0, (p.row.ci_high - p.row.value) / factor) if math.isfinite(p.row.ci_high) else 0.0
+        for p in trend.points
+    ]
+    ax.errorbar(
+        xs,
+        ys,
+        yerr=[low, high],
+        fmt="o-",
+        color="tab:blue",
+        ms=4,
+        lw=1,
+        capsize=2,
+        label="median, 95% CI" if trend.unit == "s" else trend.metric,
+    )
     for i in trend.fingerprint_changes:
         ax.axvline(i - 0.5, color="0.5", ls=":", lw=1)
     if trend.fingerprint_changes:
@@ -82,16 +95,26 @@ def _panel(ax, trend: Trend) -> None:  # type: ignore[no-untyped-def]
     bounds = [0, *(c.index for c in trend.changes), len(xs)]
     for change in trend.changes:
         ax.axvline(change.index - 0.5, color="tab:red", ls="--", lw=1)
-        ax.annotate(f"{change.point.ratio - 1:+.1%}", (change.index - 0.5, 1.0),
-                    xycoords=("data", "axes fraction"), ha="left", va="top", color="tab:red",
-                    fontsize=8)
+        ax.annotate(
+            f"{change.point.ratio - 1:+.1%}",
+            (change.index - 0.5, 1.0),
+            xycoords=("data", "axes fraction"),
+            ha="left",
+            va="top",
+            color="tab:red",
+            fontsize=8,
+        )
     if trend.changes:
         levels = [trend.changes[0].point.before] + [c.point.after for c in trend.changes]
         for (start, end), level in zip(zip(bounds, bounds[1:]), levels):
             ax.hlines(level / factor, start - 0.4, end - 0.6, color="tab:red", lw=1.5)
         ax.plot([], [], color="tab:red", ls="--", label="change point")
-    labels = [(p.run.git_commit[:7] + ("+" if p.run.git_dirty else "")) if p.run.git_commit
-              else f"#{p.run.id}" for p in trend.points]
+    labels = [
+        (p.run.git_commit[:7] + ("+" if p.run.git_dirty else ""))
+        if p.run.git_commit
+        else f"#{p.run.id}"
+        for p in trend.points
+    ]
     step = max(1, len(xs) // 25)
     ax.set_xticks(xs[::step], labels[::step], rotation=60, fontsize=7)
     ax.set_xlim(-0.6, len(xs) - 0.4)

@@ -26,9 +26,10 @@ def _commit(run: RunInfo) -> str:
 
 
 def _command(run: RunInfo) -> str:
-    text = " ".join(run.command_line[1:] if run.command_line[:1] == ["perflab"]
-                    else run.command_line)
-    return text if len(text) <= COMMAND_CHARS else text[:COMMAND_CHARS - 1] + "…"
+    text = " ".join(
+        run.command_line[1:] if run.command_line[:1] == ["perflab"] else run.command_line
+    )
+    return text if len(text) <= COMMAND_CHARS else text[: COMMAND_CHARS - 1] + "…"
 
 
 def runs_table(runs: Sequence[RunInfo], total: int, path: Any) -> Table:
@@ -37,17 +38,40 @@ def runs_table(runs: Sequence[RunInfo], total: int, path: Any) -> Table:
     Columns: run id, kind, start time (UTC), commit (``+``: uncommitted changes),
     branch, fingerprint hash (first 8 digits), benchmarks, tags, command.
     """
-    table = Table(title=f"history {path}: {len(runs)} of {total} runs, newest first",
-                  columns=["run", "kind", "started (UTC)", "commit", "branch", "fingerprint",
-                           "benchmarks", "tags", "command"],
-                  align=["r", "l", "l", "l", "l", "l", "r", "l", "l"])
+    table = Table(
+        title=f"history {path}: {len(runs)} of {total} runs, newest first",
+        columns=[
+            "run",
+            "kind",
+            "started (UTC)",
+            "commit",
+            "branch",
+            "fingerprint",
+            "benchmarks",
+            "tags",
+            "command",
+        ],
+        align=["r", "l", "l", "l", "l", "l", "r", "l", "l"],
+    )
     for run in runs:
-        table.rows.append([f"#{run.id}", run.kind, run.created.replace("+00:00", "Z"),
-                           _commit(run), run.git_branch or "–", run.fingerprint[:8],
-                           str(run.benchmarks), ", ".join(run.tags) or "–", _command(run)])
-    table.footnotes.append("commit+ : the working tree had uncommitted changes; fingerprint: "
-                           "hash of machine, CPU, kernel, Python and perflab version (runs "
-                           "with equal hashes are comparable)")
+        table.rows.append(
+            [
+                f"#{run.id}",
+                run.kind,
+                run.created.replace("+00:00", "Z"),
+                _commit(run),
+                run.git_branch or "–",
+                run.fingerprint[:8],
+                str(run.benchmarks),
+                ", ".join(run.tags) or "–",
+                _command(run),
+            ]
+        )
+    table.footnotes.append(
+        "commit+ : the working tree had uncommitted changes; fingerprint: "
+        "hash of machine, CPU, kernel, Python and perflab version (runs "
+        "with equal hashes are comparable)"
+    )
     return table
 
 
@@ -65,22 +89,34 @@ def trend_table(trend: Trend, limit: int | None = None) -> Table:
     the change from the previous run, and marks: ``fingerprint changed`` and
     ``change point`` (with the step's size).
     """
-    what = {"time": "median time per op", "p50": "p50 latency", "p99": "p99 latency",
-            "rate": "achieved rate"}.get(trend.metric, trend.metric)
+    what = {
+        "time": "median time per op",
+        "p50": "p50 latency",
+        "p99": "p99 latency",
+        "rate": "achieved rate",
+    }.get(trend.metric, trend.metric)
     shown = trend.points[-limit:] if limit else trend.points
     first = len(trend.points) - len(shown)
-    table = Table(title=f"{trend.bench}: {what}, {len(trend.points)} runs in commit order",
-                  columns=["run", "commit", "started (UTC)", what, "95% CI", "vs previous",
-                           "marks"], align=["r", "l", "l", "r", "l", "r", "l"])
+    table = Table(
+        title=f"{trend.bench}: {what}, {len(trend.points)} runs in commit order",
+        columns=["run", "commit", "started (UTC)", what, "95% CI", "vs previous", "marks"],
+        align=["r", "l", "l", "r", "l", "r", "l"],
+    )
     steps = {c.index: c for c in trend.changes}
     moved = set(trend.fingerprint_changes)
     previous = trend.points[first - 1].row.value if first > 0 else math.nan
     for i, point in enumerate(shown, start=first):
         row, run = point.row, point.run
-        ci = (f"{format_value(row.ci_low, row.unit)} – {format_value(row.ci_high, row.unit)}"
-              if math.isfinite(row.ci_low) and math.isfinite(row.ci_high) else "–")
-        change = f"{row.value / previous - 1:+.1%}" if math.isfinite(previous) and \
-            math.isfinite(row.value) and previous > 0 else "–"
+        ci = (
+            f"{format_value(row.ci_low, row.unit)} – {format_value(row.ci_high, row.unit)}"
+            if math.isfinite(row.ci_low) and math.isfinite(row.ci_high)
+            else "–"
+        )
+        change = (
+            f"{row.value / previous - 1:+.1%}"
+            if math.isfinite(previous) and math.isfinite(row.value) and previous > 0
+            else "–"
+        )
         marks = []
         if row.failed:
             marks.append("failed")
@@ -88,19 +124,30 @@ def trend_table(trend: Trend, limit: int | None = None) -> Table:
             marks.append("fingerprint changed")
         if i in steps:
             marks.append(f"change point {steps[i].point.ratio - 1:+.1%}")
-        table.rows.append([f"#{run.id}", _commit(run), run.created.replace("+00:00", "Z"),
-                           format_value(row.value, row.unit), ci, change, ", ".join(marks)])
+        table.rows.append(
+            [
+                f"#{run.id}",
+                _commit(run),
+                run.created.replace("+00:00", "Z"),
+                format_value(row.value, row.unit),
+                ci,
+                change,
+                ", ".join(marks),
+            ]
+        )
         if math.isfinite(row.value):
             previous = row.value
     if first:
-        table.footnotes.append(f"the {first} older runs are not shown (--limit); change "
-                               "points use them all")
+        table.footnotes.append(
+            f"the {first} older runs are not shown (--limit); change points use them all"
+        )
     for change in trend.changes:
         c = change.point
         table.footnotes.append(
             f"change point in {change.commit_range} (runs #{change.last_before.run.id} → "
             f"#{change.first_after.run.id}): {format_value(c.before, trend.unit)} → "
-            f"{format_value(c.after, trend.unit)} ({c.ratio - 1:+.1%}, Welch p = {c.p_value:.2g})")
+            f"{format_value(c.after, trend.unit)} ({c.ratio - 1:+.1%}, Welch p = {c.p_value:.2g})"
+        )
     if not trend.changes:
         table.footnotes.append("no change point (PELT on log values; see docs/history.md)")
     return table
@@ -113,18 +160,41 @@ def trend_records(trends: Sequence[Trend]) -> list[dict[str, Any]]:
         steps = {c.index for c in trend.changes}
         for i, point in enumerate(trend.points):
             run, row = point.run, point.row
-            out.append({"benchmark": trend.bench, "metric": trend.metric, "unit": row.unit,
-                        "run": run.id, "commit": run.git_commit or "", "dirty": run.git_dirty,
-                        "started": run.created, "fingerprint": run.fingerprint,
-                        "value": row.value, "ci_low": row.ci_low, "ci_high": row.ci_high,
-                        "failed": row.failed, "change_point": i in steps})
+            out.append(
+                {
+                    "benchmark": trend.bench,
+                    "metric": trend.metric,
+                    "unit": row.unit,
+                    "run": run.id,
+                    "commit": run.git_commit or "",
+                    "dirty": run.git_dirty,
+                    "started": run.created,
+                    "fingerprint": run.fingerprint,
+                    "value": row.value,
+                    "ci_low": row.ci_low,
+                    "ci_high": row.ci_high,
+                    "failed": row.failed,
+                    "change_point": i in steps,
+                }
+            )
     return out
 
 
 def run_records(runs: Sequence[RunInfo]) -> list[dict[str, Any]]:
     """CSV records of the run list."""
-    return [{"run": r.id, "kind": r.kind, "started": r.created, "commit": r.git_commit or "",
-             "branch": r.git_branch or "", "dirty": r.git_dirty, "fingerprint": r.fingerprint,
-             "benchmarks": r.benchmarks, "tags": " ".join(r.tags),
-             "command": " ".join(r.command_line), "results_path": r.results_path or ""}
-            for r in runs]
+    return [
+        {
+            "run": r.id,
+            "kind": r.kind,
+            "started": r.created,
+            "commit": r.git_commit or "",
+            "branch": r.git_branch or "",
+            "dirty": r.git_dirty,
+            "fingerprint": r.fingerprint,
+            "benchmarks": r.benchmarks,
+            "tags": " ".join(r.tags),
+            "command": " ".join(r.command_line),
+            "results_path": r.results_path or "",
+        }
+        for r in runs
+    ]

@@ -17,8 +17,19 @@ from perflab.analyze.http import AgentStep, Sweep
 from perflab.report.table import Table
 from perflab.units import format_time
 
-COLUMNS = ["step", "agent", "offered", "achieved", "p99", "send lag p99", "perflab lag p99",
-           "busy", "CPU/req", "start lead", "state"]
+COLUMNS = [
+    "step",
+    "agent",
+    "offered",
+    "achieved",
+    "p99",
+    "send lag p99",
+    "perflab lag p99",
+    "busy",
+    "CPU/req",
+    "start lead",
+    "state",
+]
 
 
 def _time(seconds: float) -> str:
@@ -30,11 +41,13 @@ def _rate(value: float | None) -> str:
 
 
 def _offset(info: Any) -> str:
-    """"+1.234 ± 0.050 ms", or "0 (same clock)" for an agent on the controller's kernel."""
+    """ "+1.234 ± 0.050 ms", or "0 (same clock)" for an agent on the controller's kernel."""
     if info.same_clock:
         return "0 (same clock as the controller)"
-    return f"{info.offset_ns / 1e6:+,.3f} ± {info.offset_uncertainty_ns / 1e6:,.3f} ms " \
+    return (
+        f"{info.offset_ns / 1e6:+,.3f} ± {info.offset_uncertainty_ns / 1e6:,.3f} ms "
         f"(round trip {info.round_trip_ns / 1e6:,.3f} ms)"
+    )
 
 
 def _cpu_per_request(share: Any) -> str:
@@ -50,13 +63,28 @@ def _row(label: str, agent_step: AgentStep) -> list[str]:
     if s is None:
         return [label, agent, *["–"] * 8, f"lost: {share.error or 'died'}"]
     state = "generator-limited: " + ", ".join(reasons) if reasons else "ok"
-    lead = "–" if not math.isfinite(share.start_lead_s) else (
-        _time(share.start_lead_s) if share.start_lead_s >= 0
-        else f"late by {_time(-share.start_lead_s)}")
-    return [label, agent, _rate(s.offered_rate) if s.mode == "open" else f"{s.connections} conn",
-            _rate(s.achieved_rate), _time(s.latency_s["p99"]), _time(s.send_lag_p99_s),
-            _time(s.dispatch_lag_p99_s), "–" if not math.isfinite(s.cpu_share) else f"{s.cpu_share:.0%}", _cpu_per_request(share), lead,
-            state + (" (interrupted)" if s.interrupted else "")]
+    lead = (
+        "–"
+        if not math.isfinite(share.start_lead_s)
+        else (
+            _time(share.start_lead_s)
+            if share.start_lead_s >= 0
+            else f"late by {_time(-share.start_lead_s)}"
+        )
+    )
+    return [
+        label,
+        agent,
+        _rate(s.offered_rate) if s.mode == "open" else f"{s.connections} conn",
+        _rate(s.achieved_rate),
+        _time(s.latency_s["p99"]),
+        _time(s.send_lag_p99_s),
+        _time(s.dispatch_lag_p99_s),
+        "–" if not math.isfinite(s.cpu_share) else f"{s.cpu_share:.0%}",
+        _cpu_per_request(share),
+        lead,
+        state + (" (interrupted)" if s.interrupted else ""),
+    ]
 
 
 def agents_table(results: Any, sweep: Sweep) -> Table:
@@ -79,8 +107,12 @@ def agents_table(results: Any, sweep: Sweep) -> Table:
     return table
 
 
-def with_agent_rows(results: Any, sweep: Sweep, records: list[dict[str, Any]],
-                    record_of: Callable[[Any], dict[str, Any]]) -> list[dict[str, Any]]:
+def with_agent_rows(
+    results: Any,
+    sweep: Sweep,
+    records: list[dict[str, Any]],
+    record_of: Callable[[Any], dict[str, Any]],
+) -> list[dict[str, Any]]:
     """The CSV records of a sweep (:func:`perflab.report.http_table.step_records`, one
     per step) with each step's agents' rows after it; unchanged for a run from one
     machine.
@@ -109,18 +141,30 @@ def with_agent_rows(results: Any, sweep: Sweep, records: list[dict[str, Any]],
             info = infos.get(share.agent)
             row: dict[str, Any] = {"agent": share.agent + 1, "step": record["step"]}
             if a.summary is not None:
-                row.update({**record_of(a.summary), "step": record["step"],
-                            "verdict": "generator-limited" if a.reasons else "ok",
-                            "reasons": "; ".join(a.reasons)})
+                row.update(
+                    {
+                        **record_of(a.summary),
+                        "step": record["step"],
+                        "verdict": "generator-limited" if a.reasons else "ok",
+                        "reasons": "; ".join(a.reasons),
+                    }
+                )
             else:
                 row["verdict"] = "lost"
             sent = share.step.requests_sent if share.step is not None else 0
-            row.update({"host": info.host if info else "", "weight": info.weight if info else "",
-                        "start_lead_s": share.start_lead_s,
-                        "process_cpu_per_request_s": share.process_cpu_s / sent if sent else "",
-                        "offset_ns": "" if share.offset_ns is None else share.offset_ns,
-                        "offset_uncertainty_ns": "" if share.offset_uncertainty_ns is None
-                        else share.offset_uncertainty_ns, "error": share.error or ""})
+            row.update(
+                {
+                    "host": info.host if info else "",
+                    "weight": info.weight if info else "",
+                    "start_lead_s": share.start_lead_s,
+                    "process_cpu_per_request_s": share.process_cpu_s / sent if sent else "",
+                    "offset_ns": "" if share.offset_ns is None else share.offset_ns,
+                    "offset_uncertainty_ns": ""
+                    if share.offset_uncertainty_ns is None
+                    else share.offset_uncertainty_ns,
+                    "error": share.error or "",
+                }
+            )
             out.append(row)
     return out
 
@@ -128,11 +172,15 @@ def with_agent_rows(results: Any, sweep: Sweep, records: list[dict[str, Any]],
 def _agent_lines(agents: Sequence[Any]) -> list[str]:
     lines = []
     for info in agents:
-        text = f"{info.label}: {info.address or info.node[:12]}, pid {info.pid}, " \
+        text = (
+            f"{info.label}: {info.address or info.node[:12]}, pid {info.pid}, "
             f"{info.cores} core(s), clock offset {_offset(info)}"
+        )
         if info.clock_flagged:
-            text += f"; CLOCK CHECKS FAILED ({info.clock_flagged}): its timelines are " \
+            text += (
+                f"; CLOCK CHECKS FAILED ({info.clock_flagged}): its timelines are "
                 "not trusted (its latencies still are: they use its own monotonic clock)"
+            )
         if info.lost_at_step is not None:
             text += f"; died in step {info.lost_at_step + 1}: {info.error}"
         lines.append(text)

@@ -16,8 +16,11 @@ from typing import Any
 
 from perflab.analyze.http import GENERATOR_LIMITED, SATURATED, Capacity, StepSummary, Sweep
 
-_MARKERS = {"ok": ("o", "tab:green"), SATURATED: ("X", "tab:orange"),
-            GENERATOR_LIMITED: ("s", "tab:gray")}
+_MARKERS = {
+    "ok": ("o", "tab:green"),
+    SATURATED: ("X", "tab:orange"),
+    GENERATOR_LIMITED: ("s", "tab:gray"),
+}
 _PERCENTILES = (("p50", "tab:blue", "-"), ("p99", "tab:purple", "-"), ("p99.9", "tab:red", "--"))
 
 
@@ -64,8 +67,9 @@ def sweep_chart(sweep: Sweep, path: str | Path, watched: Any = None) -> Path:
     return out
 
 
-def _throughput(ax: Any, steps: Sequence[StepSummary], closed: bool, x_label: str,
-                cap: Capacity | None) -> None:
+def _throughput(
+    ax: Any, steps: Sequence[StepSummary], closed: bool, x_label: str, cap: Capacity | None
+) -> None:
     """Left panel: achieved vs offered, x = y dashed, error % on the right axis."""
     x = [s.load for s in steps]
     ax.plot(x, [s.achieved_rate for s in steps], color="tab:green", label="achieved rate")
@@ -82,26 +86,45 @@ def _throughput(ax: Any, steps: Sequence[StepSummary], closed: bool, x_label: st
     ax.set_xlim(left=0)
     ax.grid(True, alpha=0.3)
     errors = ax.twinx()
-    errors.plot(x, [100 * s.error_fraction for s in steps], color="tab:red", linestyle=":",
-                marker=".", label="error %")
+    errors.plot(
+        x,
+        [100 * s.error_fraction for s in steps],
+        color="tab:red",
+        linestyle=":",
+        marker=".",
+        label="error %",
+    )
     errors.set_ylabel("error % (failed ÷ completed requests)", color="tab:red")
-    errors.set_ylim(bottom=0, top=max(5.0, *(100 * s.error_fraction * 1.1 for s in steps
-                                             if s.error_fraction == s.error_fraction)))
+    errors.set_ylim(
+        bottom=0,
+        top=max(
+            5.0,
+            *(100 * s.error_fraction * 1.1 for s in steps if s.error_fraction == s.error_fraction),
+        ),
+    )
     handles, labels = ax.get_legend_handles_labels()
     more, more_labels = errors.get_legend_handles_labels()
     ax.legend(handles + more, labels + more_labels, loc="upper left", fontsize=8)
 
 
-def _latency(ax: Any, steps: Sequence[StepSummary], x_label: str, slo_s: float | None,
-             cap: Capacity | None) -> None:
+def _latency(
+    ax: Any, steps: Sequence[StepSummary], x_label: str, slo_s: float | None, cap: Capacity | None
+) -> None:
     """Right panel: p50, p99, p99.9 in ms on a log scale."""
     x = [s.load for s in steps]
     for name, color, style in _PERCENTILES:
-        ax.plot(x, [s.latency_s[name] * 1e3 for s in steps], color=color, linestyle=style,
-                marker=".", label=name)
+        ax.plot(
+            x,
+            [s.latency_s[name] * 1e3 for s in steps],
+            color=color,
+            linestyle=style,
+            marker=".",
+            label=name,
+        )
     if slo_s is not None:
-        ax.axhline(slo_s * 1e3, color="black", linewidth=1, linestyle="-.",
-                   label=f"SLO {slo_s * 1e3:g} ms")
+        ax.axhline(
+            slo_s * 1e3, color="black", linewidth=1, linestyle="-.", label=f"SLO {slo_s * 1e3:g} ms"
+        )
     _capacity_line(ax, cap)
     ax.set_yscale("log")
     _thousands(ax.xaxis, ax.yaxis, digits="g")
@@ -136,5 +159,10 @@ def _verdict_markers(ax: Any, steps: Sequence[StepSummary], y: Sequence[float]) 
 
 def _capacity_line(ax: Any, cap: Capacity | None) -> None:
     if cap is not None:
-        ax.axvline(cap.step.load, color="tab:green", linestyle=":", linewidth=1,
-                   label=f"capacity estimate ({cap.step.label})")
+        ax.axvline(
+            cap.step.load,
+            color="tab:green",
+            linestyle=":",
+            linewidth=1,
+            label=f"capacity estimate ({cap.step.label})",
+        )

@@ -16,8 +16,8 @@ from perflab.analyze.http import (
     BATCH_S,
     CLOSED_GAIN,
     CLOSED_GROWTH,
-    ENGINE_BUSY,
     DRAIN_SHARE,
+    ENGINE_BUSY,
     ERROR_LIMIT,
     GENERATOR_LIMITED,
     SATURATED,
@@ -31,8 +31,21 @@ from perflab.model import Results
 from perflab.report.table import KEY, NOTE, Table
 from perflab.units import format_bytes, format_time
 
-COLUMNS = ["offered", "achieved", "drained", "error %", "conn err %", "p50", "p90", "p99",
-           "p99.9", "max", "send lag p99", "conns", "verdict"]
+COLUMNS = [
+    "offered",
+    "achieved",
+    "drained",
+    "error %",
+    "conn err %",
+    "p50",
+    "p90",
+    "p99",
+    "p99.9",
+    "max",
+    "send lag p99",
+    "conns",
+    "verdict",
+]
 
 
 def _rate(value: float | None) -> str:
@@ -60,27 +73,47 @@ def _verdict(s: StepSummary) -> str:
 
 
 #: columns added before "verdict" when --watch sampled the server
-SERVER_COLUMNS = ["server CPU/wall", "server CPU/req", "engine CPU/wall", "engine CPU/req",
-                  "server RSS peak"]
+SERVER_COLUMNS = [
+    "server CPU/wall",
+    "server CPU/req",
+    "engine CPU/wall",
+    "engine CPU/req",
+    "server RSS peak",
+]
 
 
 def _row(s: StepSummary, server: bool = False) -> list[str]:
     lat = s.latency_s
-    conns = f"{s.connections_peak}" if s.mode == "closed" else \
-        f"{s.connections_peak} of {s.connections}"
-    return [s.label, _rate(s.achieved_rate), _count(s.drained), _percent(s.error_fraction),
-            _percent(s.connection_error_fraction),
-            *(_time(lat[k]) for k in ("p50", "p90", "p99", "p99.9", "max")),
-            _time(s.send_lag_p99_s), conns, *(_server_cells(s) if server else []),
-            _verdict(s)]
+    conns = (
+        f"{s.connections_peak}"
+        if s.mode == "closed"
+        else f"{s.connections_peak} of {s.connections}"
+    )
+    return [
+        s.label,
+        _rate(s.achieved_rate),
+        _count(s.drained),
+        _percent(s.error_fraction),
+        _percent(s.connection_error_fraction),
+        *(_time(lat[k]) for k in ("p50", "p90", "p99", "p99.9", "max")),
+        _time(s.send_lag_p99_s),
+        conns,
+        *(_server_cells(s) if server else []),
+        _verdict(s),
+    ]
 
 
 def _server_cells(s: StepSummary) -> list[str]:
     f = s.server
     if f is None:
         return ["–"] * len(SERVER_COLUMNS)
-    return [_cores(f.cpu_wall), _time(f.cpu_per_request_s), _cores(f.engine_cpu_wall),
-            _time(f.engine_cpu_per_request_s), format_bytes(f.rss_peak_bytes)]
+    return [
+        _cores(f.cpu_wall),
+        _time(f.cpu_per_request_s),
+        _cores(f.engine_cpu_wall),
+        _time(f.engine_cpu_per_request_s),
+        format_bytes(f.rss_peak_bytes),
+    ]
 
 
 def _cores(share: float) -> str:
@@ -90,9 +123,11 @@ def _cores(share: float) -> str:
 def step_line(s: StepSummary) -> str:
     """One line for a finished step, e.g. "1,000/s: achieved 998/s, drained 2, errors 0,
     p99 1.2 ms, ok"."""
-    return (f"{s.label}: achieved {_rate(s.achieved_rate)}, drained {_count(s.drained)}, "
-            f"errors {_percent(s.error_fraction)}, p99 {_time(s.latency_s['p99'])}, "
-            f"{_verdict(s)}")
+    return (
+        f"{s.label}: achieved {_rate(s.achieved_rate)}, drained {_count(s.drained)}, "
+        f"errors {_percent(s.error_fraction)}, p99 {_time(s.latency_s['p99'])}, "
+        f"{_verdict(s)}"
+    )
 
 
 def sweep_table(sweep: Sweep, notes: Sequence[str] = ()) -> Table:
@@ -113,11 +148,15 @@ def sweep_table(sweep: Sweep, notes: Sequence[str] = ()) -> Table:
     columns = COLUMNS[:-1] + (SERVER_COLUMNS if server else []) + COLUMNS[-1:]
     fold = [KEY, KEY, 8, KEY, 2, 5, 1, KEY, 4, 3, 6, 7]
     fold += [9] * len(SERVER_COLUMNS) if server else []
-    table = Table(sweep.name, columns, align=["r"] * (len(columns) - 1) + ["l"],
-                  fold=[*fold, NOTE])
+    table = Table(sweep.name, columns, align=["r"] * (len(columns) - 1) + ["l"], fold=[*fold, NOTE])
     table.rows = [_row(s, server) for s in summaries]
-    table.footnotes = [*_capacity_lines(sweep), *notes, *_problem_lines(summaries),
-                       *_legend(summaries, sweep.slo), *_server_lines(summaries)]
+    table.footnotes = [
+        *_capacity_lines(sweep),
+        *notes,
+        *_problem_lines(summaries),
+        *_legend(summaries, sweep.slo),
+        *_server_lines(summaries),
+    ]
     return table
 
 
@@ -127,13 +166,16 @@ def _server_lines(summaries: Sequence[StepSummary]) -> list[str]:
     if not watched:
         return []
     growth = ", ".join(f"{s.label} {format_bytes(s.server.rss_growth_bytes)}" for s in watched)
-    return [f"server (--watch, {watched[0].server.processes} process(es), sampled every 100 ms "
-            "from /proc): CPU/wall = their CPU seconds in the recorded window ÷ its length "
-            "(1.00 = one core busy); CPU/req = those CPU seconds ÷ successful responses; RSS "
-            "peak = highest summed resident memory over the step; RSS growth over each step: "
-            + growth, "engine CPU/wall and engine CPU/req = the same for perflab's own load "
-            "engine: its threads' CPU seconds from the warmup's end to the step's end, ÷ the "
-            "window and ÷ the recorded requests it completed", *_costlier(watched)]
+    return [
+        f"server (--watch, {watched[0].server.processes} process(es), sampled every 100 ms "
+        "from /proc): CPU/wall = their CPU seconds in the recorded window ÷ its length "
+        "(1.00 = one core busy); CPU/req = those CPU seconds ÷ successful responses; RSS "
+        "peak = highest summed resident memory over the step; RSS growth over each step: " + growth,
+        "engine CPU/wall and engine CPU/req = the same for perflab's own load "
+        "engine: its threads' CPU seconds from the warmup's end to the step's end, ÷ the "
+        "window and ÷ the recorded requests it completed",
+        *_costlier(watched),
+    ]
 
 
 def _costlier(watched: Sequence[StepSummary]) -> list[str]:
@@ -142,10 +184,13 @@ def _costlier(watched: Sequence[StepSummary]) -> list[str]:
     steps = [label for label, f in figures if f.engine_cpu_per_request_s > f.cpu_per_request_s]
     if not steps:
         return []
-    return ["warning: the load engine spent more CPU per request than the server in "
-            + ", ".join(steps) + ": on one machine they share the cores, so the server's "
-            "figures may be held back by the load generator; give it fewer threads, or run "
-            "it on another machine (--agents)"]
+    return [
+        "warning: the load engine spent more CPU per request than the server in "
+        + ", ".join(steps)
+        + ": on one machine they share the cores, so the server's "
+        "figures may be held back by the load generator; give it fewer threads, or run "
+        "it on another machine (--agents)"
+    ]
 
 
 def results_notes(results: Results) -> list[str]:
@@ -153,8 +198,10 @@ def results_notes(results: Results) -> list[str]:
     bench = results.benchmarks[0]
     notes = [bench.error] if bench.error else []
     if results.interrupted:
-        notes.append("interrupted (Ctrl-C or a stop signal: SIGTERM, SIGHUP): the steps "
-                     "measured until then are shown, the last one cut short")
+        notes.append(
+            "interrupted (Ctrl-C or a stop signal: SIGTERM, SIGHUP): the steps "
+            "measured until then are shown, the last one cut short"
+        )
     if not bench.steps:
         notes.append("no step was measured")
     return notes
@@ -178,8 +225,11 @@ def http_tables(results: Results, sweep: Sweep) -> list[Table]:
     table."""
     from perflab.report.server_timing_table import server_timing_tables
 
-    return [sweep_table(sweep, results_notes(results)), *server_timing_tables(results, sweep),
-            *agents_tables(results, sweep)]
+    return [
+        sweep_table(sweep, results_notes(results)),
+        *server_timing_tables(results, sweep),
+        *agents_tables(results, sweep),
+    ]
 
 
 def http_records(results: Results, sweep: Sweep) -> list[dict[str, Any]]:
@@ -188,8 +238,9 @@ def http_records(results: Results, sweep: Sweep) -> list[dict[str, Any]]:
     (:func:`perflab.report.server_timing_table.with_server_timing_rows`)."""
     from perflab.report.server_timing_table import with_server_timing_rows
 
-    return with_server_timing_rows(results, sweep, agents_records(results, sweep,
-                                                                  step_records(sweep.steps)))
+    return with_server_timing_rows(
+        results, sweep, agents_records(results, sweep, step_records(sweep.steps))
+    )
 
 
 def agents_tables(results: Results, sweep: Sweep) -> list[Table]:
@@ -202,8 +253,9 @@ def agents_tables(results: Results, sweep: Sweep) -> list[Table]:
     return [agents_table(results, sweep)]
 
 
-def agents_records(results: Results, sweep: Sweep, records: list[dict[str, Any]]
-                   ) -> list[dict[str, Any]]:
+def agents_records(
+    results: Results, sweep: Sweep, records: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """CSV records with a distributed run's per-agent rows after each step's
     (:func:`perflab.report.http_agents.with_agent_rows`); unchanged for one machine."""
     from perflab.report.http_agents import with_agent_rows
@@ -216,26 +268,39 @@ def _capacity_lines(sweep: Sweep) -> list[str]:
     cap = sweep.capacity
     if cap is None:
         if any(s.verdict == SATURATED for s in sweep.steps):
-            return [("capacity estimate: none — no step was ok and the server was already "
-                     "saturated at the lightest load measured; sweep lower")]
+            return [
+                (
+                    "capacity estimate: none — no step was ok and the server was already "
+                    "saturated at the lightest load measured; sweep lower"
+                )
+            ]
         kept = sweep.kept_up
         if kept is not None:
-            return [(f"capacity estimate: none — no step was ok; but the server kept up with "
-                     f"at least {_rate(kept.achieved_rate)} (achieved at {kept.label}, p99 "
-                     f"{_time(kept.latency_s['p99'])}, no sign of saturation) while perflab's "
-                     "load generator was the limit; to measure beyond, give perflab more "
-                     "engine threads (--threads) on more cores, or send the load from other "
-                     "machines: perflab http URL --agents N (docs/distributed.md)")]
+            return [
+                (
+                    f"capacity estimate: none — no step was ok; but the server kept up with "
+                    f"at least {_rate(kept.achieved_rate)} (achieved at {kept.label}, p99 "
+                    f"{_time(kept.latency_s['p99'])}, no sign of saturation) while perflab's "
+                    "load generator was the limit; to measure beyond, give perflab more "
+                    "engine threads (--threads) on more cores, or send the load from other "
+                    "machines: perflab http URL --agents N (docs/distributed.md)"
+                )
+            ]
         return ["capacity estimate: none — no step was ok"]
     return [_capacity_text(cap)]
 
 
 def _capacity_text(cap: Capacity) -> str:
     s = cap.step
-    load = f"{s.offered_rate:,.0f} requests/s offered" if s.offered_rate else \
-        f"{s.connections} connection{'' if s.connections == 1 else 's'}"
-    text = (f"capacity estimate: {'at least ' if cap.at_least else ''}{load} (achieved "
-            f"{s.achieved_rate:,.0f}/s, p99 {_time(s.latency_s['p99'])}), the heaviest ok step")
+    load = (
+        f"{s.offered_rate:,.0f} requests/s offered"
+        if s.offered_rate
+        else f"{s.connections} connection{'' if s.connections == 1 else 's'}"
+    )
+    text = (
+        f"capacity estimate: {'at least ' if cap.at_least else ''}{load} (achieved "
+        f"{s.achieved_rate:,.0f}/s, p99 {_time(s.latency_s['p99'])}), the heaviest ok step"
+    )
     if cap.limited_by_perflab:
         return text + "; heavier steps were limited by perflab itself, not by the server"
     if cap.at_least:
@@ -252,17 +317,23 @@ def _problem_lines(summaries: Sequence[StepSummary]) -> list[str]:
         if errors or bad:
             lines.append(f"{s.label}: failed requests: {', '.join(errors + bad)}")
         if s.unsent:
-            lines.append(f"{s.label}: {s.unsent:,} requests were due but never sent: every "
-                         "connection was busy until the step ended")
+            lines.append(
+                f"{s.label}: {s.unsent:,} requests were due but never sent: every "
+                "connection was busy until the step ended"
+            )
         if s.agents_lost:
-            lines.append(f"{s.label}: {len(s.agents_lost)} agent(s) died during this step: the "
-                         "row holds the other agents' data (offered is their share) and is "
-                         "left out of the capacity estimate")
+            lines.append(
+                f"{s.label}: {len(s.agents_lost)} agent(s) died during this step: the "
+                "row holds the other agents' data (offered is their share) and is "
+                "left out of the capacity estimate"
+            )
         if s.flagged:
-            lines.append(f"{s.label}: the clocks disagreed during this step by "
-                         f"{(s.clock_skew_ns or 0) / 1e6:,.3f} ms ({s.flagged}): its rates and "
-                         "latencies are unusable and it is left out of the capacity estimate; "
-                         "run perflab doctor")
+            lines.append(
+                f"{s.label}: the clocks disagreed during this step by "
+                f"{(s.clock_skew_ns or 0) / 1e6:,.3f} ms ({s.flagged}): its rates and "
+                "latencies are unusable and it is left out of the capacity estimate; "
+                "run perflab doctor"
+            )
     return lines + _generator_lines([s for s in summaries if s.verdict == GENERATOR_LIMITED])
 
 
@@ -273,17 +344,25 @@ def _generator_lines(limited: Sequence[StepSummary]) -> list[str]:
         return []
     busy = [s.label for s in limited if s.engine_busy]
     waiting = [s.label for s in limited if not s.engine_busy]
-    lines = [(f"generator-limited ({', '.join(s.label for s in limited)}): perflab itself could "
-             "not keep up, so these rows describe perflab, not the server")]
+    lines = [
+        (
+            f"generator-limited ({', '.join(s.label for s in limited)}): perflab itself could "
+            "not keep up, so these rows describe perflab, not the server"
+        )
+    ]
     if busy:
-        lines.append(f"{', '.join(busy)}: an engine thread was busy all the time; give perflab "
-                     "more --threads (and cores), or offer less; to send more than one "
-                     "machine can, run load agents on several: perflab http URL --agents N "
-                     "--cluster ADDRESS (docs/distributed.md)")
+        lines.append(
+            f"{', '.join(busy)}: an engine thread was busy all the time; give perflab "
+            "more --threads (and cores), or offer less; to send more than one "
+            "machine can, run load agents on several: perflab http URL --agents N "
+            "--cluster ADDRESS (docs/distributed.md)"
+        )
     if waiting:
-        lines.append(f"{', '.join(waiting)}: perflab sent late while mostly idle, so its "
-                     "thread waited for a CPU: other programs keep this machine busy; close "
-                     "them or use a quieter machine (rerun to compare)")
+        lines.append(
+            f"{', '.join(waiting)}: perflab sent late while mostly idle, so its "
+            "thread waited for a CPU: other programs keep this machine busy; close "
+            "them or use a quieter machine (rerun to compare)"
+        )
     return lines
 
 
@@ -295,43 +374,60 @@ def _legend(summaries: Sequence[StepSummary], slo_limits: dict[str, float]) -> l
         slo = f", or p99 > the {slo_limits['p99'] * 1e3:g} ms SLO"
     else:
         slo = f", or the SLO ({slo_text(slo_limits)}) missed" if slo_limits else ""
-    latency_from = ("from each request's intended send time (corrected for coordinated "
-                    "omission, as wrk2 does)" if open_loop else
-                    "from the request's write to its last byte")
+    latency_from = (
+        "from each request's intended send time (corrected for coordinated omission, as wrk2 does)"
+        if open_loop
+        else "from the request's write to its last byte"
+    )
     return _batch_lines(summaries) + [
-        (f"latency (p50…max) is of successful requests, {latency_from}, drained ones "
-         "included"),
-        ("achieved = successful responses completed inside the recorded window (warmup "
-         "trimmed) ÷ its length; drained = successful responses that came after the step "
-         "ended, while perflab waited for the requests in flight (not in achieved); error % "
-         "= failed ÷ completed requests; conn err % = connections that ended in an error ÷ "
-         "connections tried; conns = most open at once" +
-         (" of the pool's cap" if open_loop else "")),
-        (f"saturated: achieved < {ACHIEVED_SHARE:.0%} of offered, or error % > "
-         f"{ERROR_LIMIT:.0%}{slo}, or the step ended behind: requests left unsent or "
-         f"unfinished, or a drain longer than {DRAIN_SHARE:.0%} of the step; every heavier "
-         "step after the first saturated one counts as saturated too" +
-         ("" if open_loop and not closed_loop else
-          f"; in closed loop also a step with ≥ {CLOSED_GROWTH:g}× the connections of a "
-          f"lighter one but ≤ {CLOSED_GAIN:.0%} more throughput (the added connections only "
-          "queued: past the server's throughput knee)")),
-        (f"generator-limited: an engine thread was ≥ {ENGINE_BUSY:.0%} busy, or perflab's own "
-         f"part of the send lag had a p99 > {SEND_LAG_LIMIT_S * 1e3:g} ms; send lag = actual "
-         "− intended send time, which also holds waits for a free connection (the server's "
-         "doing when every connection is busy)"),
+        (f"latency (p50…max) is of successful requests, {latency_from}, drained ones included"),
+        (
+            "achieved = successful responses completed inside the recorded window (warmup "
+            "trimmed) ÷ its length; drained = successful responses that came after the step "
+            "ended, while perflab waited for the requests in flight (not in achieved); error % "
+            "= failed ÷ completed requests; conn err % = connections that ended in an error ÷ "
+            "connections tried; conns = most open at once"
+            + (" of the pool's cap" if open_loop else "")
+        ),
+        (
+            f"saturated: achieved < {ACHIEVED_SHARE:.0%} of offered, or error % > "
+            f"{ERROR_LIMIT:.0%}{slo}, or the step ended behind: requests left unsent or "
+            f"unfinished, or a drain longer than {DRAIN_SHARE:.0%} of the step; every heavier "
+            "step after the first saturated one counts as saturated too"
+            + (
+                ""
+                if open_loop and not closed_loop
+                else f"; in closed loop also a step with ≥ {CLOSED_GROWTH:g}× the connections of a "
+                f"lighter one but ≤ {CLOSED_GAIN:.0%} more throughput (the added connections only "
+                "queued: past the server's throughput knee)"
+            )
+        ),
+        (
+            f"generator-limited: an engine thread was ≥ {ENGINE_BUSY:.0%} busy, or perflab's own "
+            f"part of the send lag had a p99 > {SEND_LAG_LIMIT_S * 1e3:g} ms; send lag = actual "
+            "− intended send time, which also holds waits for a free connection (the server's "
+            "doing when every connection is busy)"
+        ),
     ]
 
 
 def _batch_lines(summaries: Sequence[StepSummary]) -> list[str]:
     """Say where the open-loop dispatcher batched sends (and what that adds to latency)."""
-    batched = [s.label for s in summaries
-               if s.offered_rate and s.offered_rate / max(s.threads, 1) > 1 / BATCH_S]
+    batched = [
+        s.label
+        for s in summaries
+        if s.offered_rate and s.offered_rate / max(s.threads, 1) > 1 / BATCH_S
+    ]
     if not batched:
         return []
-    return [(f"above {1 / BATCH_S:,.0f} requests/s per engine thread ({', '.join(batched)}) "
+    return [
+        (
+            f"above {1 / BATCH_S:,.0f} requests/s per engine thread ({', '.join(batched)}) "
             f"perflab sends what fell due every {BATCH_S * 1e6:.0f} µs, to wake up less often: "
             f"that adds 0–{BATCH_S * 1e3:g} ms to each latency (see send lag); the server's "
-            "own time is in the results file as service time")]
+            "own time is in the results file as service time"
+        )
+    ]
 
 
 def step_records(summaries: Sequence[StepSummary]) -> list[dict[str, Any]]:
@@ -339,24 +435,42 @@ def step_records(summaries: Sequence[StepSummary]) -> list[dict[str, Any]]:
     records = []
     for s in summaries:
         record: dict[str, Any] = {
-            "step": s.index + 1, "mode": s.mode, "offered_rate": s.offered_rate or "",
-            "connections": s.connections, "connections_peak": s.connections_peak,
-            "achieved_rate": s.achieved_rate, "drained": "" if s.drained is None else s.drained,
-            "drain_s": s.drain_s, "completed": s.completed,
+            "step": s.index + 1,
+            "mode": s.mode,
+            "offered_rate": s.offered_rate or "",
+            "connections": s.connections,
+            "connections_peak": s.connections_peak,
+            "achieved_rate": s.achieved_rate,
+            "drained": "" if s.drained is None else s.drained,
+            "drain_s": s.drain_s,
+            "completed": s.completed,
             "error_fraction": s.error_fraction,
-            "connection_error_fraction": s.connection_error_fraction}
+            "connection_error_fraction": s.connection_error_fraction,
+        }
         record.update({f"latency_{k.replace('.', '')}_s": v for k, v in s.latency_s.items()})
-        record.update({"send_lag_p99_s": s.send_lag_p99_s,
-                       "dispatch_lag_p99_s": s.dispatch_lag_p99_s,
-                       "service_p99_s": s.service_p99_s, "cpu_share": s.cpu_share,
-                       "unsent": s.unsent, "unfinished": s.unfinished, "verdict": s.verdict,
-                       "reasons": "; ".join(s.reasons), "interrupted": s.interrupted})
+        record.update(
+            {
+                "send_lag_p99_s": s.send_lag_p99_s,
+                "dispatch_lag_p99_s": s.dispatch_lag_p99_s,
+                "service_p99_s": s.service_p99_s,
+                "cpu_share": s.cpu_share,
+                "unsent": s.unsent,
+                "unfinished": s.unfinished,
+                "verdict": s.verdict,
+                "reasons": "; ".join(s.reasons),
+                "interrupted": s.interrupted,
+            }
+        )
         if s.server is not None:
-            record.update({"server_cpu_wall": s.server.cpu_wall,
-                           "server_cpu_per_request_s": s.server.cpu_per_request_s,
-                           "server_rss_peak_bytes": s.server.rss_peak_bytes,
-                           "server_rss_growth_bytes": s.server.rss_growth_bytes,
-                           "engine_cpu_wall": s.server.engine_cpu_wall,
-                           "engine_cpu_per_request_s": s.server.engine_cpu_per_request_s})
+            record.update(
+                {
+                    "server_cpu_wall": s.server.cpu_wall,
+                    "server_cpu_per_request_s": s.server.cpu_per_request_s,
+                    "server_rss_peak_bytes": s.server.rss_peak_bytes,
+                    "server_rss_growth_bytes": s.server.rss_growth_bytes,
+                    "engine_cpu_wall": s.server.engine_cpu_wall,
+                    "engine_cpu_per_request_s": s.server.engine_cpu_per_request_s,
+                }
+            )
         records.append(record)
     return records

@@ -35,22 +35,49 @@ def stats_table(document: dict[str, Any], where: str) -> Table:
     iteration, with the CI column marked n/a (not computable without the rounds)."""
 
     def cell(value: Any) -> str:
-        return format_time(float(value)) if isinstance(value, (int, float)) and \
-            math.isfinite(value) else "–"
+        return (
+            format_time(float(value))
+            if isinstance(value, (int, float)) and math.isfinite(value)
+            else "–"
+        )
 
-    table = Table(f"pytest-benchmark statistics from {where} (no raw data)",
-                  ["benchmark", "group", "median", "95% CI", "mean", "stddev", "min", "max",
-                   "rounds", "iterations"], align=["l", "l"] + ["r"] * 8)
+    table = Table(
+        f"pytest-benchmark statistics from {where} (no raw data)",
+        [
+            "benchmark",
+            "group",
+            "median",
+            "95% CI",
+            "mean",
+            "stddev",
+            "min",
+            "max",
+            "rounds",
+            "iterations",
+        ],
+        align=["l", "l"] + ["r"] * 8,
+    )
     for raw in document["benchmarks"]:
         s = raw["stats"]
         name, params = name_and_params(raw)
         label = " ".join([name] + [f"{k}={v}" for k, v in params.items()])
-        table.rows.append([label, str(raw.get("group") or ""), cell(s.get("median")),
-                           "n/a", cell(s.get("mean")), cell(s.get("stddev")),
-                           cell(s.get("min")), cell(s.get("max")), str(s.get("rounds", "–")),
-                           str(s.get("iterations", "–"))])
-    table.footnotes = [STATS_ONLY + "; 95% CI n/a: the file keeps no rounds to resample "
-                       "(re-run pytest with --benchmark-json FILE or --benchmark-save-data)",
-                       "figures are pytest-benchmark's, per iteration, from rounds run in one "
-                       "process"]
+        table.rows.append(
+            [
+                label,
+                str(raw.get("group") or ""),
+                cell(s.get("median")),
+                "n/a",
+                cell(s.get("mean")),
+                cell(s.get("stddev")),
+                cell(s.get("min")),
+                cell(s.get("max")),
+                str(s.get("rounds", "–")),
+                str(s.get("iterations", "–")),
+            ]
+        )
+    table.footnotes = [
+        STATS_ONLY + "; 95% CI n/a: the file keeps no rounds to resample "
+        "(re-run pytest with --benchmark-json FILE or --benchmark-save-data)",
+        "figures are pytest-benchmark's, per iteration, from rounds run in one process",
+    ]
     return table

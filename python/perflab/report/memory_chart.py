@@ -25,9 +25,14 @@ def _byte_unit(series: Sequence[Series]) -> tuple[str, float]:
     return ("MB", 1e6) if top >= 1e6 else ("kB", 1e3) if top >= 1e3 else ("B", 1.0)
 
 
-def draw_memory(ax: Any, series: Sequence[Series], boundaries: Sequence[float] = (),
-                title: str = "resident memory (RSS)", x_label: str = "time (s)",
-                y_label: str = "RSS") -> None:
+def draw_memory(
+    ax: Any,
+    series: Sequence[Series],
+    boundaries: Sequence[float] = (),
+    title: str = "resident memory (RSS)",
+    x_label: str = "time (s)",
+    y_label: str = "RSS",
+) -> None:
     """Draw memory timelines (bytes, shown in MB, kB or B by their size) as steps on
     ``ax``, with dotted vertical ``boundaries``; the y axis reads ``y_label (unit)``.
 
@@ -42,8 +47,15 @@ def draw_memory(ax: Any, series: Sequence[Series], boundaries: Sequence[float] =
     for label, t, values in series:
         first = label not in colours
         colour = colours.setdefault(label, cycle[len(colours) % len(cycle)])
-        ax.step(list(t), [b / factor for b in values], where="post", color=colour,
-                linewidth=1, alpha=0.8, label=label if first else None)
+        ax.step(
+            list(t),
+            [b / factor for b in values],
+            where="post",
+            color=colour,
+            linewidth=1,
+            alpha=0.8,
+            label=label if first else None,
+        )
     for x in boundaries:
         ax.axvline(x, color="gray", linestyle=":", linewidth=0.8)
     ax.set_title(title, fontsize=9)
@@ -79,39 +91,65 @@ def sweep_series(steps: Sequence[Any]) -> tuple[list[Series], list[float]]:
 
 def process_series(benches: Sequence[Any]) -> list[Series]:
     """Each ``run --memory`` worker's timeline, labelled by its benchmark id."""
-    return [(b.id, p.memory["t_s"], p.memory["rss_bytes"]) for b in benches
-            for p in b.processes if p.memory and p.memory.get("t_s")]
+    return [
+        (b.id, p.memory["t_s"], p.memory["rss_bytes"])
+        for b in benches
+        for p in b.processes
+        if p.memory and p.memory.get("t_s")
+    ]
 
 
 def heap_series(benches: Sequence[Any]) -> list[Series]:
     """Each ``run --memory`` worker's Python heap over its heap pass: (benchmark id,
     calls since the baseline, traced bytes above it)."""
-    return [(b.id, p.heap["calls"], p.heap["traced_bytes"]) for b in benches
-            for p in b.processes if p.heap and p.heap.get("calls")]
+    return [
+        (b.id, p.heap["calls"], p.heap["traced_bytes"])
+        for b in benches
+        for p in b.processes
+        if p.heap and p.heap.get("calls")
+    ]
 
 
 def cmd_series(benches: Sequence[Any]) -> list[Series]:
     """Each ``cmd --memory`` run's summed tree RSS, labelled by its command."""
     from perflab.analyze.cmd import timed_runs
 
-    return [(b.label, r.memory["t_s"], r.memory["rss_bytes"]) for b in benches
-            for r in timed_runs(b) if r.memory and r.memory.get("t_s")]
+    return [
+        (b.label, r.memory["t_s"], r.memory["rss_bytes"])
+        for b in benches
+        for r in timed_runs(b)
+        if r.memory and r.memory.get("t_s")
+    ]
 
 
 #: the panels' titles and x labels, shared by the PNG charts and the HTML report
-RUN_RSS = ("each worker process's resident memory, spawn to exit (--memory)",
-           "time since the process was spawned (s)")
-RUN_HEAP = ("each worker process's Python heap over its heap pass (tracemalloc, after "
-            "timing)", "calls since the pass's baseline")
-CMD_RSS = ("each run's resident memory, the command and its children summed (--memory)",
-           "time since the run was spawned (s)")
-WATCHED = ("watched processes: resident memory (dotted: step starts)",
-           "time since the sweep started (s)")
+RUN_RSS = (
+    "each worker process's resident memory, spawn to exit (--memory)",
+    "time since the process was spawned (s)",
+)
+RUN_HEAP = (
+    "each worker process's Python heap over its heap pass (tracemalloc, after timing)",
+    "calls since the pass's baseline",
+)
+CMD_RSS = (
+    "each run's resident memory, the command and its children summed (--memory)",
+    "time since the run was spawned (s)",
+)
+WATCHED = (
+    "watched processes: resident memory (dotted: step starts)",
+    "time since the sweep started (s)",
+)
 
 
-def add_memory_panel(fig: Any, series: Sequence[Series], boundaries: Sequence[float] = (),
-                     title: str = "resident memory (RSS)", x_label: str = "time (s)",
-                     height_in: float = 2.9, y_label: str = "RSS") -> Any:
+def add_memory_panel(
+    fig: Any,
+    series: Sequence[Series],
+    boundaries: Sequence[float] = (),
+    title: str = "resident memory (RSS)",
+    x_label: str = "time (s)",
+    height_in: float = 2.9,
+    y_label: str = "RSS",
+) -> Any:
     """Grow ``fig`` by ``height_in`` inches and draw the timelines in a new full-width
     panel at its bottom; the existing panels keep their size. Returns the new axes."""
     width, height = fig.get_size_inches()

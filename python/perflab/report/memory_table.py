@@ -10,8 +10,18 @@ from perflab.analyze.memory import HEAP_MIN_BYTES, LEAK_MIN_BYTES, MemorySummary
 from perflab.report.table import KEY, NOTE, Table
 from perflab.units import format_bytes
 
-COLUMNS = ["benchmark", "RSS start", "RSS peak", "RSS end", "growth/1k ops", "CI",
-           "heap/1k ops", "heap CI", "processes", "leak?"]
+COLUMNS = [
+    "benchmark",
+    "RSS start",
+    "RSS peak",
+    "RSS end",
+    "growth/1k ops",
+    "CI",
+    "heap/1k ops",
+    "heap CI",
+    "processes",
+    "leak?",
+]
 
 
 def _signed(n: float) -> str:
@@ -27,21 +37,33 @@ def memory_table(summaries: Sequence[MemorySummary]) -> Table:
     :mod:`perflab.analyze.memory` flags it ("flat" otherwise). On a narrow terminal the
     CIs, processes and RSS start fold away first.
     """
-    table = Table("memory (--memory)", COLUMNS, align=["l"] + ["r"] * 8 + ["l"],
-                  fold=[KEY, 4, 5, KEY, KEY, 1, 6, 2, 3, NOTE])
+    table = Table(
+        "memory (--memory)",
+        COLUMNS,
+        align=["l"] + ["r"] * 8 + ["l"],
+        fold=[KEY, 4, 5, KEY, KEY, 1, 6, 2, 3, NOTE],
+    )
     for s in summaries:
         median, low, high = s.growth_per_1k_ops_bytes
         heap = s.heap_per_1k_ops_bytes or (math.nan,) * 3
-        table.rows.append([s.id, format_bytes(s.rss_start_bytes), format_bytes(s.rss_peak_bytes),
-                           format_bytes(s.rss_end_bytes), _signed(median),
-                           f"{_signed(low)} to {_signed(high)}", _signed(heap[0]),
-                           f"{_signed(heap[1])} to {_signed(heap[2])}"
-                           if s.heap_per_1k_ops_bytes else "–", f"{s.processes}",
-                           "growing" if s.leaking else "heap grows" if s.heap_growing
-                           else "flat"])
+        table.rows.append(
+            [
+                s.id,
+                format_bytes(s.rss_start_bytes),
+                format_bytes(s.rss_peak_bytes),
+                format_bytes(s.rss_end_bytes),
+                _signed(median),
+                f"{_signed(low)} to {_signed(high)}",
+                _signed(heap[0]),
+                f"{_signed(heap[1])} to {_signed(heap[2])}" if s.heap_per_1k_ops_bytes else "–",
+                f"{s.processes}",
+                "growing" if s.leaking else "heap grows" if s.heap_growing else "flat",
+            ]
+        )
     level = min((s.confidence for s in summaries), default=0.95)
-    heap_level = min((s.heap_confidence for s in summaries if s.heap_per_1k_ops_bytes),
-                     default=math.nan)
+    heap_level = min(
+        (s.heap_confidence for s in summaries if s.heap_per_1k_ops_bytes), default=math.nan
+    )
     table.footnotes = [
         "RSS = the worker process's resident memory from /proc: start and end = when its "
         "first and last timed sample ended (read between samples, outside the timed loop), "
@@ -64,13 +86,19 @@ def memory_table(summaries: Sequence[MemorySummary]) -> Table:
     ]
     growing = [s.id for s in summaries if s.leaking]
     if growing:
-        table.footnotes.append("warning: memory grows with calls in " + ", ".join(growing)
-                               + " (a leak, or a cache that keeps filling)")
+        table.footnotes.append(
+            "warning: memory grows with calls in "
+            + ", ".join(growing)
+            + " (a leak, or a cache that keeps filling)"
+        )
     heap_only = [s.id for s in summaries if s.heap_growing and not s.leaking]
     if heap_only:
-        table.footnotes.append("warning: the Python heap grows with calls in "
-                               + ", ".join(heap_only) + " (too slowly for RSS to show yet: "
-                               "a slow leak, or a cache that keeps filling)")
+        table.footnotes.append(
+            "warning: the Python heap grows with calls in "
+            + ", ".join(heap_only)
+            + " (too slowly for RSS to show yet: "
+            "a slow leak, or a cache that keeps filling)"
+        )
     return table
 
 
@@ -80,8 +108,9 @@ def memory_tables(summaries: Sequence[MemorySummary]) -> list[Table]:
     return [memory_table(summaries)] if summaries else []
 
 
-def with_memory(records: list[dict[str, Any]], summaries: Sequence[MemorySummary]
-                ) -> list[dict[str, Any]]:
+def with_memory(
+    records: list[dict[str, Any]], summaries: Sequence[MemorySummary]
+) -> list[dict[str, Any]]:
     """CSV: each benchmark's record (matched by ``id``) gains the memory table's figures,
     in bytes (``rss_start_bytes``, ``rss_peak_bytes``, ``rss_end_bytes``,
     ``growth_per_1k_ops_bytes`` with ``growth_ci_low_bytes`` / ``growth_ci_high_bytes``,
@@ -90,21 +119,44 @@ def with_memory(records: list[dict[str, Any]], summaries: Sequence[MemorySummary
     found = {s.id: s for s in summaries}
     if not found:
         return records
-    empty = dict.fromkeys(["rss_start_bytes", "rss_peak_bytes", "rss_end_bytes",
-                           "growth_per_1k_ops_bytes", "growth_ci_low_bytes",
-                           "growth_ci_high_bytes", "heap_per_1k_ops_bytes",
-                           "heap_ci_low_bytes", "heap_ci_high_bytes", "leaking",
-                           "heap_growing"], "")
+    empty = dict.fromkeys(
+        [
+            "rss_start_bytes",
+            "rss_peak_bytes",
+            "rss_end_bytes",
+            "growth_per_1k_ops_bytes",
+            "growth_ci_low_bytes",
+            "growth_ci_high_bytes",
+            "heap_per_1k_ops_bytes",
+            "heap_ci_low_bytes",
+            "heap_ci_high_bytes",
+            "leaking",
+            "heap_growing",
+        ],
+        "",
+    )
     out = []
     for record in records:
         s = found.get(str(record.get("id")))
-        out.append({**record, **empty} if s is None else {
-            **record, "rss_start_bytes": s.rss_start_bytes, "rss_peak_bytes": s.rss_peak_bytes,
-            "rss_end_bytes": s.rss_end_bytes,
-            "growth_per_1k_ops_bytes": s.growth_per_1k_ops_bytes[0],
-            "growth_ci_low_bytes": s.growth_per_1k_ops_bytes[1],
-            "growth_ci_high_bytes": s.growth_per_1k_ops_bytes[2],
-            **dict(zip(("heap_per_1k_ops_bytes", "heap_ci_low_bytes", "heap_ci_high_bytes"),
-                       s.heap_per_1k_ops_bytes or ("", "", ""))), "leaking": s.leaking,
-            "heap_growing": s.heap_growing})
+        out.append(
+            {**record, **empty}
+            if s is None
+            else {
+                **record,
+                "rss_start_bytes": s.rss_start_bytes,
+                "rss_peak_bytes": s.rss_peak_bytes,
+                "rss_end_bytes": s.rss_end_bytes,
+                "growth_per_1k_ops_bytes": s.growth_per_1k_ops_bytes[0],
+                "growth_ci_low_bytes": s.growth_per_1k_ops_bytes[1],
+                "growth_ci_high_bytes": s.growth_per_1k_ops_bytes[2],
+                **dict(
+                    zip(
+                        ("heap_per_1k_ops_bytes", "heap_ci_low_bytes", "heap_ci_high_bytes"),
+                        s.heap_per_1k_ops_bytes or ("", "", ""),
+                    )
+                ),
+                "leaking": s.leaking,
+                "heap_growing": s.heap_growing,
+            }
+        )
     return out

@@ -27,14 +27,24 @@ def add_arguments(parser: Any, csv_what: str) -> None:
     Args:
         csv_what: what one CSV line holds, for the help, e.g. "one line per benchmark".
     """
-    parser.add_argument("--markdown", metavar="FILE", help="also write the tables as "
-                        "Markdown to FILE (any of --json, --markdown, --csv at once)")
-    parser.add_argument("--csv", metavar="FILE", help=f"also write CSV to FILE: {csv_what} "
-                        "(numbers in base units: s, B, requests/s)")
+    parser.add_argument(
+        "--markdown",
+        metavar="FILE",
+        help="also write the tables as Markdown to FILE (any of --json, --markdown, --csv at once)",
+    )
+    parser.add_argument(
+        "--csv",
+        metavar="FILE",
+        help=f"also write CSV to FILE: {csv_what} (numbers in base units: s, B, requests/s)",
+    )
 
 
-def check(args: argparse.Namespace, option: str = "--{kind}", attribute: str = "{kind}",
-          others: Sequence[Destination | None] = ()) -> dict[str, Destination]:
+def check(
+    args: argparse.Namespace,
+    option: str = "--{kind}",
+    attribute: str = "{kind}",
+    others: Sequence[Destination | None] = (),
+) -> dict[str, Destination]:
     """The checked destinations of the output-file options that were given, by kind.
 
     Args:
@@ -51,16 +61,23 @@ def check(args: argparse.Namespace, option: str = "--{kind}", attribute: str = "
     """
     from perflab.errors import option_name
 
-    out = {kind: Destination.check(path, option_name(args, attribute.format(kind=kind),
-                                                     option.format(kind=kind)), kind)
-           for kind in KINDS
-           if (path := getattr(args, attribute.format(kind=kind), None)) is not None}
+    out = {
+        kind: Destination.check(
+            path, option_name(args, attribute.format(kind=kind), option.format(kind=kind)), kind
+        )
+        for kind in KINDS
+        if (path := getattr(args, attribute.format(kind=kind), None)) is not None
+    }
     distinct([*others, *out.values()])
     return out
 
 
-def text(kind: str, command: str, tables: Callable[[], Sequence[Any]],
-         records: Callable[[], Sequence[dict[str, Any]]]) -> str:
+def text(
+    kind: str,
+    command: str,
+    tables: Callable[[], Sequence[Any]],
+    records: Callable[[], Sequence[dict[str, Any]]],
+) -> str:
     """The text of a ``kind`` file: Markdown tables headed by a ``<!-- perflab COMMAND -->``
     line (what marks the file as perflab's own), or the CSV records."""
     from perflab.report import console
@@ -70,9 +87,13 @@ def text(kind: str, command: str, tables: Callable[[], Sequence[Any]],
     return console.csv_text(records())
 
 
-def write(later: Deferred, outputs: dict[str, Destination], command: str,
-          tables: Callable[[], Sequence[Any]],
-          records: Callable[[], Sequence[dict[str, Any]]]) -> None:
+def write(
+    later: Deferred,
+    outputs: dict[str, Destination],
+    command: str,
+    tables: Callable[[], Sequence[Any]],
+    records: Callable[[], Sequence[dict[str, Any]]],
+) -> None:
     """Write each checked output file; a failed write is kept in ``later`` (raised after
     the table is printed) and its data goes to a rescue file.
 
@@ -85,5 +106,9 @@ def write(later: Deferred, outputs: dict[str, Destination], command: str,
     """
     tables, records = functools.cache(tables), functools.cache(records)
     for kind, destination in outputs.items():
-        later.run(save, destination, lambda k=kind: text(k, command, tables, records).encode(),
-                  f"{kind} file")
+        later.run(
+            save,
+            destination,
+            lambda k=kind: text(k, command, tables, records).encode(),
+            f"{kind} file",
+        )

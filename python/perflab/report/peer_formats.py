@@ -31,8 +31,12 @@ from perflab.errors import UsageError
 from perflab.units import significant
 
 #: The formats ``--export`` writes, and the results kinds each takes.
-EXPORTS = {"github-action-benchmark": ("run", "cmd", "http"), "hyperfine": ("cmd",),
-           "hgrm": ("http",), "hlog": ("http",)}
+EXPORTS = {
+    "github-action-benchmark": ("run", "cmd", "http"),
+    "hyperfine": ("cmd",),
+    "hgrm": ("http",),
+    "hlog": ("http",),
+}
 #: .hgrm values are printed in milliseconds (the histograms hold µs).
 HGRM_SCALE = 1000.0
 
@@ -42,8 +46,9 @@ def check(fmt: str, kind: str) -> None:
     if fmt not in EXPORTS:
         raise UsageError(f"--export {fmt}: unknown format; choose one of {', '.join(EXPORTS)}")
     if kind not in EXPORTS[fmt]:
-        raise UsageError(f"--export {fmt}: needs a {' or '.join(EXPORTS[fmt])} results file, "
-                         f"not a {kind} file")
+        raise UsageError(
+            f"--export {fmt}: needs a {' or '.join(EXPORTS[fmt])} results file, not a {kind} file"
+        )
 
 
 # ----------------------------------------------------------------- github-action-benchmark
@@ -71,33 +76,55 @@ def _entry(name: str, unit: str, scale: float, s: Any, counted: str) -> dict[str
     ci = math.isfinite(low) and math.isfinite(high)
     half = max(high - value, value - low) if ci else math.nan
     extra = f"perflab: median of {counted}" + (
-        f"; 95% CI {significant(low, 4)}–{significant(high, 4)} {unit}" if ci else "; no CI")
-    return {"name": name, "unit": unit, "value": float(f"{value:.6g}"),
-            "range": f"± {significant(half)}" if ci else "", "extra": extra}
+        f"; 95% CI {significant(low, 4)}–{significant(high, 4)} {unit}" if ci else "; no CI"
+    )
+    return {
+        "name": name,
+        "unit": unit,
+        "value": float(f"{value:.6g}"),
+        "range": f"± {significant(half)}" if ci else "",
+        "extra": extra,
+    }
 
 
 def _gab_run(figures: Any) -> list[dict[str, Any]]:
-    return [_entry(s.id, "ns/op", 1e9, s, f"{s.processes} process(es) × {s.samples} samples")
-            for group in figures.grouped.values() for s in group if s.ok]
+    return [
+        _entry(s.id, "ns/op", 1e9, s, f"{s.processes} process(es) × {s.samples} samples")
+        for group in figures.grouped.values()
+        for s in group
+        if s.ok
+    ]
 
 
 def _gab_cmd(figures: Any) -> list[dict[str, Any]]:
-    return [_entry(s.label, "ms", 1e3, s, f"{s.runs} runs")
-            for s in figures.commands if math.isfinite(s.median_s)]
+    return [
+        _entry(s.label, "ms", 1e3, s, f"{s.runs} runs")
+        for s in figures.commands
+        if math.isfinite(s.median_s)
+    ]
 
 
 def _gab_http(results: Any) -> list[dict[str, Any]]:
     bench = results.benchmarks[0]
     out = []
     for i, step in enumerate(bench.steps):
-        load = f"{step.offered_rate:g} req/s" if step.offered_rate is not None else \
-            f"{step.connections} connections"
+        load = (
+            f"{step.offered_rate:g} req/s"
+            if step.offered_rate is not None
+            else f"{step.connections} connections"
+        )
         for label, value in (("p50", step.latency.p50_us), ("p99", step.latency.p99_us)):
             if step.latency.count and math.isfinite(value):
-                out.append({"name": f"{bench.name} @ {load} latency {label}", "unit": "ms",
-                            "value": float(f"{value / 1e3:.6g}"), "range": "",
-                            "extra": f"perflab step {i + 1}: {step.latency.count} responses, "
-                                     f"{step.mode} loop, latency from the intended send time"})
+                out.append(
+                    {
+                        "name": f"{bench.name} @ {load} latency {label}",
+                        "unit": "ms",
+                        "value": float(f"{value / 1e3:.6g}"),
+                        "range": "",
+                        "extra": f"perflab step {i + 1}: {step.latency.count} responses, "
+                        f"{step.mode} loop, latency from the intended send time",
+                    }
+                )
     return out
 
 
@@ -110,19 +137,19 @@ def hgrm(dist: Any) -> str:
     ``outputPercentileDistribution`` prints it, values in ms; the last comment line
     names the rank convention (ceil(p·N))."""
     value_fmt = f"{{:12.{dist.digits}f}}"
-    lines = [f"{'Value':>12} {'Percentile':>14} {'TotalCount':>10} {'1/(1-Percentile)':>14}",
-             ""]
+    lines = [f"{'Value':>12} {'Percentile':>14} {'TotalCount':>10} {'1/(1-Percentile)':>14}", ""]
     for value, level, count_to in dist.rows:
         tail = f" {1 / (1 - level):14.2f}" if level < 1 else ""
-        lines.append(f"{value_fmt.format(value / HGRM_SCALE)} {level:2.12f} "
-                     f"{count_to:10d}{tail}")
-    lines += [f"#[Mean    = {value_fmt.format(dist.mean / HGRM_SCALE)}, StdDeviation   = "
-              f"{value_fmt.format(dist.std / HGRM_SCALE)}]",
-              f"#[Max     = {value_fmt.format(dist.max / HGRM_SCALE)}, Total count    = "
-              f"{dist.total:12d}]",
-              f"#[Buckets = {dist.buckets:12d}, SubBuckets     = {dist.sub_buckets:12d}]",
-              "#[perflab: values in ms; the value at percentile p is that of rank ceil(p·N) "
-              "(HdrHistogram Java/Rust; Python's hdrhistogram uses int(p·N + 0.5))]"]
+        lines.append(f"{value_fmt.format(value / HGRM_SCALE)} {level:2.12f} {count_to:10d}{tail}")
+    lines += [
+        f"#[Mean    = {value_fmt.format(dist.mean / HGRM_SCALE)}, StdDeviation   = "
+        f"{value_fmt.format(dist.std / HGRM_SCALE)}]",
+        f"#[Max     = {value_fmt.format(dist.max / HGRM_SCALE)}, Total count    = "
+        f"{dist.total:12d}]",
+        f"#[Buckets = {dist.buckets:12d}, SubBuckets     = {dist.sub_buckets:12d}]",
+        "#[perflab: values in ms; the value at percentile p is that of rank ceil(p·N) "
+        "(HdrHistogram Java/Rust; Python's hdrhistogram uses int(p·N + 0.5))]",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -138,21 +165,27 @@ def hlog(results: Any) -> str:
         started = dt.datetime.fromisoformat(results.created)
     except (TypeError, ValueError):
         started = None
-    lines = ["#[perflab http latency histograms, values in µs, one interval per step]",
-             "#[Histogram log format version 1.3]"]
+    lines = [
+        "#[perflab http latency histograms, values in µs, one interval per step]",
+        "#[Histogram log format version 1.3]",
+    ]
     if started is not None:
         if started.tzinfo is None:
-            started = started.replace(tzinfo=dt.timezone.utc)
-        lines.append(f"#[StartTime: {started.timestamp():.3f} (seconds since epoch), "
-                     f"{started.isoformat()}]")
-    lines.append('"StartTimestamp","Interval_Length","Interval_Max",'
-                 '"Interval_Compressed_Histogram"')
+            started = started.replace(tzinfo=dt.UTC)
+        lines.append(
+            f"#[StartTime: {started.timestamp():.3f} (seconds since epoch), {started.isoformat()}]"
+        )
+    lines.append(
+        '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"'
+    )
     offset = 0.0
     for i, step in enumerate(results.benchmarks[0].steps):
         wall = step.wall_s if math.isfinite(step.wall_s) else step.duration_s
         if step.latency.encoded:
-            lines.append(f"Tag=step{i + 1},{offset + step.warmup_s:.3f},{step.elapsed_s:.3f},"
-                         f"{step.latency.max_us / HGRM_SCALE:.3f},{step.latency.encoded}")
+            lines.append(
+                f"Tag=step{i + 1},{offset + step.warmup_s:.3f},{step.elapsed_s:.3f},"
+                f"{step.latency.max_us / HGRM_SCALE:.3f},{step.latency.encoded}"
+            )
         offset += wall
     return "\n".join(lines) + "\n"
 
@@ -164,8 +197,10 @@ def hgrm_files(results: Any, out: str, distributions: list[Any]) -> list[tuple[s
     path = Path(out)
     if len(results.benchmarks[0].steps) == 1:
         return [(out, hgrm(distributions[0]))]
-    return [(str(path.with_name(f"{path.stem}-step{i + 1}{path.suffix or '.hgrm'}")),
-             hgrm(dist)) for i, dist in enumerate(distributions)]
+    return [
+        (str(path.with_name(f"{path.stem}-step{i + 1}{path.suffix or '.hgrm'}")), hgrm(dist))
+        for i, dist in enumerate(distributions)
+    ]
 
 
 def _json_text(results: Any, figures: Any, fmt: str) -> str:
@@ -174,12 +209,17 @@ def _json_text(results: Any, figures: Any, fmt: str) -> str:
         from perflab.report.cmd_table import hyperfine_json
 
         return hyperfine_json(results, figures.commands)
-    return json.dumps(github_action_benchmark(results, figures), indent=1, allow_nan=False,
-                      ensure_ascii=False) + "\n"
+    return (
+        json.dumps(
+            github_action_benchmark(results, figures), indent=1, allow_nan=False, ensure_ascii=False
+        )
+        + "\n"
+    )
 
 
-def write(results: Any, figures: Any, fmt: str, out: str,
-          distributions: list[Any] | None = None) -> list[str]:
+def write(
+    results: Any, figures: Any, fmt: str, out: str, distributions: list[Any] | None = None
+) -> list[str]:
     """Write ``results`` as ``fmt`` to ``out`` (checked, atomic; perflab replaces only
     files it wrote), with its ``figures``
     (:func:`perflab.analyze.results_figures.results_figures`) and, for ``hgrm``, each

@@ -24,9 +24,13 @@ class RichProgress:
         console = make_console(stderr=True)
         self._progress = Progress(
             TextColumn("{task.description}", justify="left", markup=False),
-            BarColumn(bar_width=24), TextColumn("{task.fields[status]}", markup=False),
-            TimeElapsedColumn(), console=console,
-            transient=False, disable=not (force or console.is_terminal))
+            BarColumn(bar_width=24),
+            TextColumn("{task.fields[status]}", markup=False),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+            disable=not (force or console.is_terminal),
+        )
 
     def __enter__(self) -> RichProgress:
         self._progress.__enter__()
@@ -39,21 +43,26 @@ class RichProgress:
         """Add a bar for the case; its total is the time budget."""
         from perflab.report.escape import terminal
 
-        self._tasks[case_id] = self._progress.add_task(terminal(case_id, one_line=True),
-                                                       total=budget_s, status="starting")
+        self._tasks[case_id] = self._progress.add_task(
+            terminal(case_id, one_line=True), total=budget_s, status="starting"
+        )
 
-    def update_case(self, case_id: str, count: int, spent_s: float,
-                    half_width: float | None) -> None:
+    def update_case(
+        self, case_id: str, count: int, spent_s: float, half_width: float | None
+    ) -> None:
         """Show the processes (or runs) so far and the CI half-width reached against the
         target."""
         ci = f"±{half_width:.2%}" if half_width is not None else "±?"
-        self._progress.update(self._tasks[case_id], completed=spent_s,
-                              status=f"{count:,} {self.unit}  {ci} (target "
-                                     f"±{self.precision:.1%})")
+        self._progress.update(
+            self._tasks[case_id],
+            completed=spent_s,
+            status=f"{count:,} {self.unit}  {ci} (target ±{self.precision:.1%})",
+        )
 
     def finish_case(self, case_id: str, reason: str) -> None:
         """Fill the bar and say why the case stopped."""
         task = self._tasks[case_id]
         status = self._progress.tasks[task].fields["status"]
-        self._progress.update(task, completed=self._progress.tasks[task].total,
-                              status=f"{status}  [{reason}]")
+        self._progress.update(
+            task, completed=self._progress.tasks[task].total, status=f"{status}  [{reason}]"
+        )

@@ -31,8 +31,10 @@ def distribution(bench: Any, summary: Any) -> tuple[list[float], list[float]]:
     """
     from perflab.analyze.summary import timing_groups
 
-    return ([float(v) for group in timing_groups(bench) for v in group],
-            list(summary.process_medians_s))
+    return (
+        [float(v) for group in timing_groups(bench) for v in group],
+        list(summary.process_medians_s),
+    )
 
 
 def run_chart(benches: Sequence[Any], summaries: Sequence[Any], path: str | Path) -> Path:
@@ -54,8 +56,12 @@ def run_chart(benches: Sequence[Any], summaries: Sequence[Any], path: str | Path
     if not rows:
         raise ValueError("no benchmark measured anything to chart")
     fig = charts.distribution_figure(
-        "time per op: samples (box) and per-process medians (dots)", [r[0] for r in rows],
-        [r[1] for r in rows], [r[2] for r in rows], "per-process median")
+        "time per op: samples (box) and per-process medians (dots)",
+        [r[0] for r in rows],
+        [r[1] for r in rows],
+        [r[2] for r in rows],
+        "per-process median",
+    )
     if series := memory_chart.process_series(benches):  # run --memory: RSS under them
         memory_chart.add_memory_panel(fig, series, (), *memory_chart.RUN_RSS)
     if heap := memory_chart.heap_series(benches):  # ... and the Python heap
@@ -77,8 +83,9 @@ def cmd_chart(benches: Sequence[Any], path: str | Path) -> Path:
     if not rows:
         raise ValueError("no command has a timed run to chart")
     walls = [r[1] for r in rows]
-    fig = charts.distribution_figure("wall time per run", [r[0] for r in rows], walls, walls,
-                                     "run", "wall time per run")
+    fig = charts.distribution_figure(
+        "wall time per run", [r[0] for r in rows], walls, walls, "run", "wall time per run"
+    )
     if series := memory_chart.cmd_series(benches):  # cmd --memory: each run's tree RSS
         memory_chart.add_memory_panel(fig, series, (), *memory_chart.CMD_RSS)
     return charts.save_png(fig, path)
@@ -100,16 +107,23 @@ def compare_chart(suite: Any, name_a: str, name_b: str, path: str | Path) -> Pat
     if not rows:
         raise ValueError("no compared row has a ratio to chart")
     names = [r.id if r.metric in ("time", "") else f"{r.id} {r.metric}" for r in rows]
-    title, names, (ratios, rows) = charts.first_rows(f"B = {name_b} against A = {name_a}",
-                                                     names, [r.ratio for r in rows], rows)
+    title, names, (ratios, rows) = charts.first_rows(
+        f"B = {name_b} against A = {name_a}", names, [r.ratio for r in rows], rows
+    )
     fig = charts.forest_figure(title, names, ratios, "A")
     ax = fig.axes[0]
     t = suite.threshold
-    ax.axvspan(1 - t, 1 + t, color="tab:green", alpha=0.12,
-               label=f"same: within ±{t:.1%}")
+    ax.axvspan(1 - t, 1 + t, color="tab:green", alpha=0.12, label=f"same: within ±{t:.1%}")
     for i, row in enumerate(rows):
-        ax.annotate(row.verdict, (1.0, i), xycoords=("axes fraction", "data"),
-                    xytext=(4, 0), textcoords="offset points", va="center", fontsize=7)
+        ax.annotate(
+            row.verdict,
+            (1.0, i),
+            xycoords=("axes fraction", "data"),
+            xytext=(4, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=7,
+        )
     ax.legend(fontsize=7, loc="best")
     return charts.save_png(fig, path)
 

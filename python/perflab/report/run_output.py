@@ -6,9 +6,14 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 
-def print_run(groups: Sequence[Any], fmt: str, verbose: bool = False,
-              threshold: float | None = None, in_process: Collection[str] = (),
-              memory: Sequence[Any] = ()) -> None:
+def print_run(
+    groups: Sequence[Any],
+    fmt: str,
+    verbose: bool = False,
+    threshold: float | None = None,
+    in_process: Collection[str] = (),
+    memory: Sequence[Any] = (),
+) -> None:
     """Print a run's tables on stdout as a rich table, Markdown or CSV.
 
     Args:
@@ -24,24 +29,31 @@ def print_run(groups: Sequence[Any], fmt: str, verbose: bool = False,
     """
     from perflab.report import console
 
-    console.emit(fmt, lambda: run_output_tables(groups, memory, verbose, threshold, in_process),
-                 lambda: run_output_records(groups, memory))
+    console.emit(
+        fmt,
+        lambda: run_output_tables(groups, memory, verbose, threshold, in_process),
+        lambda: run_output_records(groups, memory),
+    )
 
 
-def run_output_tables(groups: Sequence[Any], memory: Sequence[Any] = (),
-                      verbose: bool = False, threshold: float | None = None,
-                      in_process: Collection[str] = ()) -> list[Any]:
+def run_output_tables(
+    groups: Sequence[Any],
+    memory: Sequence[Any] = (),
+    verbose: bool = False,
+    threshold: float | None = None,
+    in_process: Collection[str] = (),
+) -> list[Any]:
     """The tables of a run (arguments as :func:`print_run`): one per group, then the
     ``--memory`` table when the run had one."""
     from perflab.report.memory_table import memory_tables
     from perflab.report.table import run_tables
 
-    return run_tables(groups, verbose=verbose, threshold=threshold,
-                      in_process=in_process) + memory_tables(memory)
+    return run_tables(
+        groups, verbose=verbose, threshold=threshold, in_process=in_process
+    ) + memory_tables(memory)
 
 
-def run_output_records(groups: Sequence[Any], memory: Sequence[Any] = ()
-                       ) -> list[dict[str, Any]]:
+def run_output_records(groups: Sequence[Any], memory: Sequence[Any] = ()) -> list[dict[str, Any]]:
     """The CSV lines of a run: one per benchmark, with its ``--memory`` figures."""
     from perflab.report.memory_table import with_memory
     from perflab.report.table import summary_records

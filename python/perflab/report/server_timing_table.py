@@ -43,21 +43,37 @@ def server_timing_tables(results: Results, sweep: Sweep) -> list[Table]:
     steps = [s for s in sweep.steps if s.server_timing]
     if not steps:
         return []
-    table = Table("Server-Timing: the server's own account of each request",
-                  list(COLUMNS), align=["l", "l"] + ["r"] * (len(COLUMNS) - 2))
+    table = Table(
+        "Server-Timing: the server's own account of each request",
+        list(COLUMNS),
+        align=["l", "l"] + ["r"] * (len(COLUMNS) - 2),
+    )
     for step in steps:
         for r in step.server_timing:
             share = f"{r.share_p50:.0%}" if math.isfinite(r.share_p50) else "–"
-            table.rows.append([step.label, r.name, f"{r.count:,}", _time(r.p50_s),
-                               _time(r.p90_s), _time(r.p99_s), _time(r.max_s), share])
+            table.rows.append(
+                [
+                    step.label,
+                    r.name,
+                    f"{r.count:,}",
+                    _time(r.p50_s),
+                    _time(r.p90_s),
+                    _time(r.p99_s),
+                    _time(r.max_s),
+                    share,
+                ]
+            )
         table.footnotes += [f"{step.label}: {note}" for note in step.server_timing_notes]
-    table.footnotes.append(f"{APP_TOTAL} = the metric named app or total, else the largest; "
-                           "outside the app = service time − app total, per response")
+    table.footnotes.append(
+        f"{APP_TOTAL} = the metric named app or total, else the largest; "
+        "outside the app = service time − app total, per response"
+    )
     return [table]
 
 
-def with_server_timing_rows(results: Results, sweep: Sweep, records: list[dict[str, Any]]
-                            ) -> list[dict[str, Any]]:
+def with_server_timing_rows(
+    results: Results, sweep: Sweep, records: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """The CSV records of an ``http`` sweep with its Server-Timing figures: each step's
     row (and each agent's row of a distributed run) gains ``server_timing_responses``,
     ``server_timing_malformed`` and ``server_timing_metrics_dropped``, and is followed by
@@ -75,9 +91,11 @@ def with_server_timing_rows(results: Results, sweep: Sweep, records: list[dict[s
             agents' rows (``step`` 1-based; ``agent`` "all" or the agent's number).
     """
     steps = results.benchmarks[0].steps if results.benchmarks else []
-    if not any(s.server_timing is not None or any(
-            a.step is not None and a.step.server_timing is not None for a in s.agents)
-            for s in steps):
+    if not any(
+        s.server_timing is not None
+        or any(a.step is not None and a.step.server_timing is not None for a in s.agents)
+        for s in steps
+    ):
         return records
     out: list[dict[str, Any]] = []
     for record in records:
@@ -86,19 +104,34 @@ def with_server_timing_rows(results: Results, sweep: Sweep, records: list[dict[s
         if timing is None or summary is None:
             out.append(record)
             continue
-        out.append({**record, f"{CSV_PREFIX}responses": timing.responses,
-                    f"{CSV_PREFIX}malformed": timing.malformed,
-                    f"{CSV_PREFIX}metrics_dropped": timing.metrics_dropped})
+        out.append(
+            {
+                **record,
+                f"{CSV_PREFIX}responses": timing.responses,
+                f"{CSV_PREFIX}malformed": timing.malformed,
+                f"{CSV_PREFIX}metrics_dropped": timing.metrics_dropped,
+            }
+        )
         whose = {k: record[k] for k in ("step", "agent") if k in record}
-        out += [{**whose, f"{CSV_PREFIX}metric": r.name, f"{CSV_PREFIX}count": r.count,
-                 f"{CSV_PREFIX}p50_s": r.p50_s, f"{CSV_PREFIX}p90_s": r.p90_s,
-                 f"{CSV_PREFIX}p99_s": r.p99_s, f"{CSV_PREFIX}max_s": r.max_s,
-                 f"{CSV_PREFIX}share_p50": r.share_p50} for r in summary.server_timing]
+        out += [
+            {
+                **whose,
+                f"{CSV_PREFIX}metric": r.name,
+                f"{CSV_PREFIX}count": r.count,
+                f"{CSV_PREFIX}p50_s": r.p50_s,
+                f"{CSV_PREFIX}p90_s": r.p90_s,
+                f"{CSV_PREFIX}p99_s": r.p99_s,
+                f"{CSV_PREFIX}max_s": r.max_s,
+                f"{CSV_PREFIX}share_p50": r.share_p50,
+            }
+            for r in summary.server_timing
+        ]
     return out
 
 
-def _step_of(steps: list[HttpStep], sweep: Sweep, record: dict[str, Any]
-             ) -> tuple[HttpStep | None, StepSummary | None]:
+def _step_of(
+    steps: list[HttpStep], sweep: Sweep, record: dict[str, Any]
+) -> tuple[HttpStep | None, StepSummary | None]:
     """The step (or agent's share of it) a CSV record describes, raw and summarized;
     (None, None) when lost."""
     index = int(record["step"]) - 1

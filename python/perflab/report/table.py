@@ -15,8 +15,14 @@ from perflab.analyze.estimate import Estimate
 from perflab.analyze.groups import GroupFigures, StagedRow, ThreadRow
 from perflab.analyze.summary import CAVEATS, Summary
 from perflab.analyze.threads import LATENCY_BATCH_NS, MAX_BATCH
-from perflab.units import (format_bytes, format_quantity, format_rate, format_ratio,
-                           format_reference, format_time)
+from perflab.units import (
+    format_bytes,
+    format_quantity,
+    format_rate,
+    format_ratio,
+    format_reference,
+    format_time,
+)
 
 #: Column fold ranks (:attr:`Table.fold`): KEY columns (what identifies a row, and the
 #: headline figure with its unit and CI) always show; NOTE columns always show too and
@@ -27,8 +33,14 @@ NOTE = -1
 
 #: Outliers are noted when more than this fraction of samples are outliers.
 MANY_OUTLIERS = 0.05
-_SHORT_STOP = {"precision": "", "budget": "budget hit", "max-processes": "max processes",
-               "failed": "FAILED", "interrupted": "interrupted", "done": ""}
+_SHORT_STOP = {
+    "precision": "",
+    "budget": "budget hit",
+    "max-processes": "max processes",
+    "failed": "FAILED",
+    "interrupted": "interrupted",
+    "done": "",
+}
 
 
 @dataclass
@@ -91,8 +103,9 @@ def _notes(s: Summary, baseline: bool = True) -> str:
 
 def _staged_notes(row: StagedRow) -> str:
     """Notes of each stage, prefixed with the stage name, plus "baseline" once."""
-    parts = [f"{stage}: {note}" for stage, s in row.stages.items()
-             if (note := _notes(s, baseline=False))]
+    parts = [
+        f"{stage}: {note}" for stage, s in row.stages.items() if (note := _notes(s, baseline=False))
+    ]
     if any(s.baseline for s in row.stages.values()):
         parts.append("baseline")
     return "; ".join(parts)
@@ -102,9 +115,14 @@ def _metric_names(summaries: Sequence[Summary]) -> list[str]:
     return sorted({k for s in summaries for k in s.metrics})
 
 
-def group_table(title: str, summaries: Sequence[Summary], threaded: bool = False,
-                verbose: bool = False, threshold: float | None = None,
-                in_process: Collection[str] = ()) -> Table:
+def group_table(
+    title: str,
+    summaries: Sequence[Summary],
+    threaded: bool = False,
+    verbose: bool = False,
+    threshold: float | None = None,
+    in_process: Collection[str] = (),
+) -> Table:
     """The per-group table of ``perflab run`` (one row per benchmark).
 
     Columns: benchmark, time/op ± CI, per 1,000 ops, ops/s, CPU/wall, × best,
@@ -124,8 +142,7 @@ def group_table(title: str, summaries: Sequence[Summary], threaded: bool = False
     has_baseline = any(s.ratio_baseline for s in summaries)
     judged = any(s.verdict for s in summaries)
     alike = " (same threads)" if threaded else ""
-    columns = ["benchmark", "time/op ± CI", "per 1,000 ops", "ops/s", "CPU/wall",
-               f"× best{alike}"]
+    columns = ["benchmark", "time/op ± CI", "per 1,000 ops", "ops/s", "CPU/wall", f"× best{alike}"]
     columns += [f"× baseline{alike}"] if has_baseline else []
     columns += ["verdict"] if judged else []
     for m in metrics:
@@ -135,12 +152,18 @@ def group_table(title: str, summaries: Sequence[Summary], threaded: bool = False
     if judged:
         align[columns.index("verdict")] = "l"
     table = Table(title, columns, align=align)
-    table.fold = [KEY, KEY, 1, 6, 4, 8] + ([9] if has_baseline else []) + \
-        ([KEY] if judged else []) + [7, 5] * len(metrics) + [3, 3, 2, NOTE]
+    table.fold = (
+        [KEY, KEY, 1, 6, 4, 8]
+        + ([9] if has_baseline else [])
+        + ([KEY] if judged else [])
+        + [7, 5] * len(metrics)
+        + [3, 3, 2, NOTE]
+    )
     for s in summaries:
         table.rows.append(_group_row(s, metrics, has_baseline, judged))
-    table.footnotes = _footnotes(summaries, verbose, in_process) + \
-        _verdict_footnote(summaries, threshold)
+    table.footnotes = _footnotes(summaries, verbose, in_process) + _verdict_footnote(
+        summaries, threshold
+    )
     return table
 
 
@@ -150,28 +173,40 @@ def _verdict_footnote(summaries: Sequence[Summary], threshold: float | None) -> 
     if not bases or not any(s.verdict for s in summaries):
         return []
     limit = f"±{threshold:.1%}" if threshold is not None else "± the threshold"
-    against = f"the baseline ({bases[0]})" if len(bases) == 1 else \
-        f"the baseline case with the same parameters ({', '.join(bases)})"
-    return [f"verdict: against {against}, from the CI of × baseline: faster "
-            f"or slower when it lies wholly beyond {limit}, same when wholly within, else "
-            "inconclusive (--threshold; gate with --fail-on)"]
+    against = (
+        f"the baseline ({bases[0]})"
+        if len(bases) == 1
+        else f"the baseline case with the same parameters ({', '.join(bases)})"
+    )
+    return [
+        f"verdict: against {against}, from the CI of × baseline: faster "
+        f"or slower when it lies wholly beyond {limit}, same when wholly within, else "
+        "inconclusive (--threshold; gate with --fail-on)"
+    ]
 
 
-def _group_row(s: Summary, metrics: list[str], has_baseline: bool, judged: bool
-               ) -> list[str]:
-    row = [s.label, _time_ci(s),
-           format_time(s.median_s * 1000) if s.ok else "–",
-           format_rate(1 / s.median_s) if s.ok and s.median_s > 0 else "–",
-           f"{s.cpu_wall:.2f}" if math.isfinite(s.cpu_wall) else "–",
-           _ratio_cell(s.ratio_best)]
+def _group_row(s: Summary, metrics: list[str], has_baseline: bool, judged: bool) -> list[str]:
+    row = [
+        s.label,
+        _time_ci(s),
+        format_time(s.median_s * 1000) if s.ok else "–",
+        format_rate(1 / s.median_s) if s.ok and s.median_s > 0 else "–",
+        f"{s.cpu_wall:.2f}" if math.isfinite(s.cpu_wall) else "–",
+        _ratio_cell(s.ratio_best),
+    ]
     row += [_ratio_cell(s.ratio_baseline)] if has_baseline else []
     row += [s.verdict or "–"] if judged else []
     for m in metrics:
-        row += [format_quantity(s.metrics.get(m), s.metric_units.get(m, "")),
-                format_ratio(s.metric_ratio_best[m]) if m in s.metric_ratio_best else "–"]
-    row += [format_bytes(s.alloc_peak_bytes), _blocks_cell(s.alloc_blocks),
-            f"{s.gc_per_1000_ops:.2f}" if math.isfinite(s.gc_per_1000_ops) else "–",
-            _notes(s)]
+        row += [
+            format_quantity(s.metrics.get(m), s.metric_units.get(m, "")),
+            format_ratio(s.metric_ratio_best[m]) if m in s.metric_ratio_best else "–",
+        ]
+    row += [
+        format_bytes(s.alloc_peak_bytes),
+        _blocks_cell(s.alloc_blocks),
+        f"{s.gc_per_1000_ops:.2f}" if math.isfinite(s.gc_per_1000_ops) else "–",
+        _notes(s),
+    ]
     return row
 
 
@@ -186,14 +221,17 @@ def _name(s: Summary) -> str:
     return f"{s.label} [{s.stage}]" if s.stage else s.label
 
 
-def _footnotes(summaries: Sequence[Summary], verbose: bool = False,
-               in_process: Collection[str] = ()) -> list[str]:
+def _footnotes(
+    summaries: Sequence[Summary], verbose: bool = False, in_process: Collection[str] = ()
+) -> list[str]:
     lines = [f"{_name(s)}: {s.error}" for s in summaries if s.error]
     lines += caveat_lines([(_name(s), s.warnings) for s in summaries], verbose)
     measured = [s for s in summaries if s.ok]
     if measured:
-        lines.append("loop overhead per op (included in time/op, not subtracted): " + ", ".join(
-            f"{_name(s)} {format_time(s.loop_overhead_s)}" for s in measured))
+        lines.append(
+            "loop overhead per op (included in time/op, not subtracted): "
+            + ", ".join(f"{_name(s)} {format_time(s.loop_overhead_s)}" for s in measured)
+        )
         lines += _count_lines(measured, in_process)
         lines += _cold_lines([s for s in measured if math.isfinite(s.cold_s)], in_process)
     lines += _reference_footnote(measured)
@@ -204,17 +242,22 @@ def _footnotes(summaries: Sequence[Summary], verbose: bool = False,
 def _count_lines(summaries: Sequence[Summary], in_process: Collection[str]) -> list[str]:
     """Processes × samples of each benchmark; the pytest plugin's and the API's in-process
     repetitions (ids in ``in_process``) on a line of their own, named as what they are."""
+
     def counts(chosen: Sequence[Summary]) -> str:
-        return ", ".join(f"{_name(s)} {s.processes}×{round(s.samples / max(s.processes, 1))} "
-                         f"({s.iterations:,})" for s in chosen)
+        return ", ".join(
+            f"{_name(s)} {s.processes}×{round(s.samples / max(s.processes, 1))} ({s.iterations:,})"
+            for s in chosen
+        )
 
     fresh = [s for s in summaries if s.id not in in_process]
     here = [s for s in summaries if s.id in in_process]
     lines = ["processes × samples each (calls per sample): " + counts(fresh)] if fresh else []
     if here:
-        lines.append("in-process repetitions × samples each (calls per sample; the "
-                     "repetitions share one process, so the CI leaves out between-process "
-                     "variation): " + counts(here))
+        lines.append(
+            "in-process repetitions × samples each (calls per sample; the "
+            "repetitions share one process, so the CI leaves out between-process "
+            "variation): " + counts(here)
+        )
     return lines
 
 
@@ -225,17 +268,24 @@ def _cold_lines(summaries: Sequence[Summary], in_process: Collection[str]) -> li
     here = [s for s in summaries if s.id in in_process]
     lines = []
     if fresh:
-        lines.append("cold (first call in a fresh process): " + ", ".join(
-            f"{_name(s)} {format_time(s.cold_s)}" for s in fresh))
+        lines.append(
+            "cold (first call in a fresh process): "
+            + ", ".join(f"{_name(s)} {format_time(s.cold_s)}" for s in fresh)
+        )
     if here:
-        lines.append("first call (in-process: the first call in this process, after its "
-                     "imports and the tests before it, so not a fresh process's cold call): "
-                     + ", ".join(f"{_name(s)} {format_time(s.cold_s)}" for s in here))
+        lines.append(
+            "first call (in-process: the first call in this process, after its "
+            "imports and the tests before it, so not a fresh process's cold call): "
+            + ", ".join(f"{_name(s)} {format_time(s.cold_s)}" for s in here)
+        )
     return lines
 
 
-def caveat_lines(named: Sequence[tuple[str, Sequence[Any]]], verbose: bool = False,
-                 meanings: dict[str, tuple[str, str]] | None = None) -> list[str]:
+def caveat_lines(
+    named: Sequence[tuple[str, Sequence[Any]]],
+    verbose: bool = False,
+    meanings: dict[str, tuple[str, str]] | None = None,
+) -> list[str]:
     """Caveats as footnote lines: by default one line per kind, naming every affected
     benchmark with its figure, the meaning and the advice once; with ``verbose``
     one line per benchmark and caveat, in full.
@@ -275,11 +325,15 @@ def _reference_footnote(summaries: Sequence[Summary]) -> list[str]:
     refs = [s.reference_s for s, _ in timed]
     spreads = [s.reference_spread for s, _ in timed if math.isfinite(s.reference_spread)]
     swing = f", differing by up to ±{max(spreads):.0%} between processes" if spreads else ""
-    return [f"machine-speed reference (a fixed Python loop timed between samples): "
-            f"{format_time(min(refs))}–{format_time(max(refs))}{swing}; CPU time ÷ "
-            "reference, to compare runs on this machine and Python: " + ", ".join(
-                f"{_name(s)} {estimate_cell(e.value, e.ci_low, e.ci_high, fmt=format_reference)}"
-                for s, e in timed)]
+    return [
+        f"machine-speed reference (a fixed Python loop timed between samples): "
+        f"{format_time(min(refs))}–{format_time(max(refs))}{swing}; CPU time ÷ "
+        "reference, to compare runs on this machine and Python: "
+        + ", ".join(
+            f"{_name(s)} {estimate_cell(e.value, e.ci_low, e.ci_high, fmt=format_reference)}"
+            for s, e in timed
+        )
+    ]
 
 
 def _ops_footnote(summaries: Sequence[Summary]) -> list[str]:
@@ -287,14 +341,21 @@ def _ops_footnote(summaries: Sequence[Summary]) -> list[str]:
     batched = [s for s in summaries if s.ops_per_call != 1]
     if not batched:
         return []
-    return ["per operation: " + ", ".join(f"{_name(s)} does {s.ops_per_call:,} per call"
-                                          for s in batched)
-            + "; times, rates, latencies, allocations and GC are a call's divided by that"]
+    return [
+        "per operation: "
+        + ", ".join(f"{_name(s)} does {s.ops_per_call:,} per call" for s in batched)
+        + "; times, rates, latencies, allocations and GC are a call's divided by that"
+    ]
 
 
-def staged_table(title: str, stage_names: list[str], rows: Sequence[StagedRow],
-                 metric_units: dict[str, str], verbose: bool = False,
-                 in_process: Collection[str] = ()) -> Table:
+def staged_table(
+    title: str,
+    stage_names: list[str],
+    rows: Sequence[StagedRow],
+    metric_units: dict[str, str],
+    verbose: bool = False,
+    in_process: Collection[str] = (),
+) -> Table:
     """The table of a staged group (e.g. Northwind serialization): one row per name.
 
     Columns: name, each metric and its × best, each stage's time/op ± CI,
@@ -306,23 +367,30 @@ def staged_table(title: str, stage_names: list[str], rows: Sequence[StagedRow],
     columns = ["name"]
     for m in metrics:
         columns += [m, f"{m} × best"]
-    columns += [f"{st} ± CI" for st in stage_names] + ["total ± CI", "CPU/wall", "× best",
-                                                        "notes"]
-    table = Table(title, columns, align=["l"] + ["r"] * (len(columns) - 2) + ["l"],
-                  fold=[KEY] + [3, 1] * len(metrics) + [2] * len(stage_names) + [KEY, 1, 4, NOTE])
+    columns += [f"{st} ± CI" for st in stage_names] + ["total ± CI", "CPU/wall", "× best", "notes"]
+    table = Table(
+        title,
+        columns,
+        align=["l"] + ["r"] * (len(columns) - 2) + ["l"],
+        fold=[KEY] + [3, 1] * len(metrics) + [2] * len(stage_names) + [KEY, 1, 4, NOTE],
+    )
     for row in rows:
         cells = [row.name]
         for m in metrics:
-            cells += [format_quantity(row.metrics.get(m), metric_units.get(m, "")),
-                      format_ratio(row.metric_ratio_best[m]) if m in row.metric_ratio_best
-                      else "–"]
+            cells += [
+                format_quantity(row.metrics.get(m), metric_units.get(m, "")),
+                format_ratio(row.metric_ratio_best[m]) if m in row.metric_ratio_best else "–",
+            ]
         cells += [_time_ci(row.stages[st]) if st in row.stages else "–" for st in stage_names]
         cpu = row.cpu_wall
-        cells += [_total_cell(row.total), f"{cpu:.2f}" if math.isfinite(cpu) else "–",
-                  _ratio_cell(row.ratio_best), _staged_notes(row)]
+        cells += [
+            _total_cell(row.total),
+            f"{cpu:.2f}" if math.isfinite(cpu) else "–",
+            _ratio_cell(row.ratio_best),
+            _staged_notes(row),
+        ]
         table.rows.append(cells)
-    table.footnotes = _footnotes([s for r in rows for s in r.stages.values()], verbose,
-                                 in_process)
+    table.footnotes = _footnotes([s for r in rows for s in r.stages.values()], verbose, in_process)
     return table
 
 
@@ -330,8 +398,12 @@ def _total_cell(total: Estimate | None) -> str:
     return estimate_cell(total.value, total.ci_low, total.ci_high) if total else "–"
 
 
-def run_tables(groups: Sequence[GroupFigures], verbose: bool = False,
-               threshold: float | None = None, in_process: Collection[str] = ()) -> list[Table]:
+def run_tables(
+    groups: Sequence[GroupFigures],
+    verbose: bool = False,
+    threshold: float | None = None,
+    in_process: Collection[str] = (),
+) -> list[Table]:
     """One table per group of a ``perflab run`` (:func:`perflab.analyze.groups.run_groups`):
     staged groups pivot by stage; a group with thread counts adds its threads table.
     ``threshold``: of the in-run verdicts, for their footnote; ``in_process``: ids measured
@@ -342,18 +414,19 @@ def run_tables(groups: Sequence[GroupFigures], verbose: bool = False,
         title = f"group {figures.group}" if figures.group else "benchmarks"
         if figures.staged is not None:
             units = {k: v for s in summaries for k, v in s.metric_units.items()}
-            tables.append(staged_table(title, figures.stage_names, figures.staged, units,
-                                       verbose, in_process))
+            tables.append(
+                staged_table(title, figures.stage_names, figures.staged, units, verbose, in_process)
+            )
         else:
-            tables.append(group_table(title, summaries, figures.threaded, verbose, threshold,
-                                      in_process))
+            tables.append(
+                group_table(title, summaries, figures.threaded, verbose, threshold, in_process)
+            )
         if figures.threads:
             tables.append(threads_table(f"{title}: threads", figures.threads, summaries))
     return tables
 
 
-def threads_table(title: str, rows: Sequence[ThreadRow], summaries: Sequence[Summary]
-                  ) -> Table:
+def threads_table(title: str, rows: Sequence[ThreadRow], summaries: Sequence[Summary]) -> Table:
     """Threads mode (JMH @Threads style): one row per benchmark and thread count.
 
     Columns: benchmark, threads, ops/s ± CI (all threads together), ops/s per
@@ -367,25 +440,52 @@ def threads_table(title: str, rows: Sequence[ThreadRow], summaries: Sequence[Sum
         rows: the threads-mode benchmarks (:func:`perflab.analyze.groups.thread_rows`).
         summaries: the whole group's summaries (for the loop-cost footnote).
     """
-    columns = ["benchmark", "threads", "ops/s ± CI", "ops/s per thread", "× 1 thread", "p50",
-               "p99", "p99.9", "min/max", "Jain", "CPU/wall"]
-    table = Table(title, columns, align=["l"] + ["r"] * (len(columns) - 1),
-                  fold=[KEY, KEY, KEY, 6, 8, 5, 7, 4, 3, 1, 2])
-    single = {r.label: r.summary.median_s for r in rows
-              if r.figures and r.figures.threads == 1 and r.summary.ok}
+    columns = [
+        "benchmark",
+        "threads",
+        "ops/s ± CI",
+        "ops/s per thread",
+        "× 1 thread",
+        "p50",
+        "p99",
+        "p99.9",
+        "min/max",
+        "Jain",
+        "CPU/wall",
+    ]
+    table = Table(
+        title,
+        columns,
+        align=["l"] + ["r"] * (len(columns) - 1),
+        fold=[KEY, KEY, KEY, 6, 8, 5, 7, 4, 3, 1, 2],
+    )
+    single = {
+        r.label: r.summary.median_s
+        for r in rows
+        if r.figures and r.figures.threads == 1 and r.summary.ok
+    }
     for r in rows:
         label, s, fig = r.label, r.summary, r.figures
         if fig is None or not s.ok:
             table.rows.append([label, "–" if fig is None else str(fig.threads)] + ["–"] * 9)
             continue
-        lat = [format_time(fig.latency_ns.get(k, math.nan) * 1e-9 / s.ops_per_call)
-               for k in ("p50", "p99", "p99.9")]
-        table.rows.append([label, str(fig.threads),
-                           estimate_cell(1 / s.median_s, 1 / s.ci_high_s, 1 / s.ci_low_s,
-                                         format_rate),
-                           format_rate(1 / s.median_s / fig.threads),
-                           format_ratio(single[label] / s.median_s) if label in single else "–",
-                           *lat, f"{fig.min_max:.2f}", f"{fig.jain:.3f}", f"{s.cpu_wall:.2f}"])
+        lat = [
+            format_time(fig.latency_ns.get(k, math.nan) * 1e-9 / s.ops_per_call)
+            for k in ("p50", "p99", "p99.9")
+        ]
+        table.rows.append(
+            [
+                label,
+                str(fig.threads),
+                estimate_cell(1 / s.median_s, 1 / s.ci_high_s, 1 / s.ci_low_s, format_rate),
+                format_rate(1 / s.median_s / fig.threads),
+                format_ratio(single[label] / s.median_s) if label in single else "–",
+                *lat,
+                f"{fig.min_max:.2f}",
+                f"{fig.jain:.3f}",
+                f"{s.cpu_wall:.2f}",
+            ]
+        )
     table.footnotes = _threads_footnotes([r.figures for r in rows if r.figures], summaries)
     return table
 
@@ -393,22 +493,33 @@ def threads_table(title: str, rows: Sequence[ThreadRow], summaries: Sequence[Sum
 def _threads_footnotes(figures: Sequence[Any], summaries: Sequence[Summary]) -> list[str]:
     """The interpreter's GIL state, what timing each call costs, and how to read fairness."""
     gil = {f.gil_enabled for f in figures}
-    interpreter = ("free-threaded (GIL disabled): threads ran Python code in parallel"
-                   if gil == {False} else "GIL enabled: threads took turns running Python code, "
-                   "so only work that releases the GIL (I/O, sleeps, many C extensions) can "
-                   "scale" if gil == {True} else "GIL state unknown or mixed across processes")
+    interpreter = (
+        "free-threaded (GIL disabled): threads ran Python code in parallel"
+        if gil == {False}
+        else "GIL enabled: threads took turns running Python code, "
+        "so only work that releases the GIL (I/O, sleeps, many C extensions) can "
+        "scale"
+        if gil == {True}
+        else "GIL state unknown or mixed across processes"
+    )
     overhead = [s.loop_overhead_s for s in summaries if s.ok and math.isfinite(s.loop_overhead_s)]
     lines = [f"interpreter: {interpreter}"]
-    lines.append(f"latency: each thread times one call (two perf_counter_ns reads) between "
-                 f"batches of untimed calls; batches double until one lasts "
-                 f"{format_time(LATENCY_BATCH_NS * 1e-9)} (at most {MAX_BATCH:,} calls), so the "
-                 "percentiles sample calls rather than time every one")
+    lines.append(
+        f"latency: each thread times one call (two perf_counter_ns reads) between "
+        f"batches of untimed calls; batches double until one lasts "
+        f"{format_time(LATENCY_BATCH_NS * 1e-9)} (at most {MAX_BATCH:,} calls), so the "
+        "percentiles sample calls rather than time every one"
+    )
     if overhead:
-        lines.append(f"this loop around an empty call costs "
-                     f"{format_time(sorted(overhead)[len(overhead) // 2])} per op, included in "
-                     "ops/s and latencies, not subtracted")
-    lines.append("fairness: min/max = ops of the least / most productive thread; Jain = "
-                 "(Σx)²/(N·Σx²), 1 = equal shares, 1/N = one thread did all the work")
+        lines.append(
+            f"this loop around an empty call costs "
+            f"{format_time(sorted(overhead)[len(overhead) // 2])} per op, included in "
+            "ops/s and latencies, not subtracted"
+        )
+    lines.append(
+        "fairness: min/max = ops of the least / most productive thread; Jain = "
+        "(Σx)²/(N·Σx²), 1 = equal shares, 1/N = one thread did all the work"
+    )
     lines.append("scaling model: perflab fit RESULTS.json --model usl")
     return lines + _ops_footnote(summaries)
 
@@ -419,19 +530,31 @@ def summary_records(grouped: dict[str, list[Summary]]) -> list[dict[str, object]
     for summaries in grouped.values():
         for s in summaries:
             record: dict[str, object] = {
-                "id": s.id, "group": s.group, "benchmark": s.label, "stage": s.stage or "",
-                "median_s": s.median_s, "ci_low_s": s.ci_low_s, "ci_high_s": s.ci_high_s,
-                "mad_s": s.mad_s, "cv": s.cv, "ops_per_s": 1 / s.median_s if s.ok else "",
+                "id": s.id,
+                "group": s.group,
+                "benchmark": s.label,
+                "stage": s.stage or "",
+                "median_s": s.median_s,
+                "ci_low_s": s.ci_low_s,
+                "ci_high_s": s.ci_high_s,
+                "mad_s": s.mad_s,
+                "cv": s.cv,
+                "ops_per_s": 1 / s.median_s if s.ok else "",
                 "cpu_wall": s.cpu_wall,
                 "ratio_best": s.ratio_best.value if s.ratio_best else "",
                 "ratio_baseline": s.ratio_baseline.value if s.ratio_baseline else "",
                 "verdict": s.verdict,
-                "alloc_peak_bytes": s.alloc_peak_bytes, "alloc_blocks": s.alloc_blocks,
+                "alloc_peak_bytes": s.alloc_peak_bytes,
+                "alloc_blocks": s.alloc_blocks,
                 "gc_per_1000_ops": s.gc_per_1000_ops,
-                "cold_s": s.cold_s, "loop_overhead_s": s.loop_overhead_s,
+                "cold_s": s.cold_s,
+                "loop_overhead_s": s.loop_overhead_s,
                 "ops_per_call": s.ops_per_call,
-                "processes": s.processes, "samples": s.samples, "stop_reason": s.stop_reason,
-                "error": s.error or ""}
+                "processes": s.processes,
+                "samples": s.samples,
+                "stop_reason": s.stop_reason,
+                "error": s.error or "",
+            }
             record.update({f"metric_{k}": v for k, v in s.metrics.items()})
             records.append(record)
     return records

@@ -62,8 +62,18 @@ from typing import Any
 
 from perflab import _core
 
-__all__ = ["trace", "span", "snapshot", "reset", "enable", "enabled", "dump", "limits",
-           "ServerTimingMiddleware", "PerflabSpanProcessor"]
+__all__ = [
+    "trace",
+    "span",
+    "snapshot",
+    "reset",
+    "enable",
+    "enabled",
+    "dump",
+    "limits",
+    "ServerTimingMiddleware",
+    "PerflabSpanProcessor",
+]
 
 
 def trace(name: str | Callable[..., Any] | None = None) -> Any:
@@ -92,8 +102,10 @@ def trace(name: str | Callable[..., Any] | None = None) -> Any:
     if callable(name) and not isinstance(name, str):
         return _decorate(name, getattr(name, "__qualname__", None) or repr(name))
     if name is not None and not isinstance(name, str):
-        raise TypeError(f"perflab.trace: a span name must be a str, not "
-                        f"{type(name).__name__}; write @perflab.trace(\"name\")")
+        raise TypeError(
+            f"perflab.trace: a span name must be a str, not "
+            f'{type(name).__name__}; write @perflab.trace("name")'
+        )
 
     def decorator(func: Callable[..., Any]) -> Any:
         return _decorate(func, name or getattr(func, "__qualname__", None) or repr(func))
@@ -106,8 +118,10 @@ def _decorate(func: Callable[..., Any], name: str) -> Any:
     if not callable(func):
         raise TypeError(f"perflab.trace: {func!r} is not callable")
     if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
-        raise TypeError(f"perflab.trace: {name!r} is a generator function, whose calls "
-                        "return at once; time the work inside it with perflab.trace.span()")
+        raise TypeError(
+            f"perflab.trace: {name!r} is a generator function, whose calls "
+            "return at once; time the work inside it with perflab.trace.span()"
+        )
     if _OFF_AT_START:
         return func
     span_id, _ = _core.trace_register(name)
@@ -236,8 +250,11 @@ def _configure_from_environment() -> None:
         try:
             start_periodic_dump(spec)
         except Exception as exc:  # noqa: BLE001 - a served app must start regardless
-            warnings.warn(f"perflab.trace: PERFLAB_TRACE_DUMP={spec!r} ignored: {exc}",
-                          RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"perflab.trace: PERFLAB_TRACE_DUMP={spec!r} ignored: {exc}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
 
 
 sys.modules[__name__].__class__ = _CallableModule

@@ -35,7 +35,7 @@ _ASGI_TOKEN_KEY = b"x-perflab-token"
 #: Characters outside an RFC 9110 token, replaced by "_" in metric names.
 _NOT_TOKEN = re.compile(r"[^!#$%&'*+\-.^_`|~0-9A-Za-z]")
 #: Characters kept in a ``desc`` quoted-string (printable ASCII but " and \).
-_NOT_QDTEXT = re.compile(r'[^\x20\x21\x23-\x5b\x5d-\x7e]')
+_NOT_QDTEXT = re.compile(r"[^\x20\x21\x23-\x5b\x5d-\x7e]")
 #: Longest metric name and description written, characters.
 _MAX_NAME = 64
 
@@ -78,7 +78,8 @@ def header_value(timing: Iterable[tuple[str | None, int, int]], app_name: str) -
 def _is_asgi(app: Any) -> bool:
     """True for an ASGI app (a coroutine function, or an object whose __call__ is one)."""
     return inspect.iscoroutinefunction(app) or inspect.iscoroutinefunction(
-        getattr(app, "__call__", None))
+        getattr(app, "__call__", None)
+    )  # noqa: B004 (the method, not callability)
 
 
 class ServerTimingMiddleware:
@@ -97,8 +98,13 @@ class ServerTimingMiddleware:
         ValueError: ``interface`` is not "wsgi", "asgi" or None.
     """
 
-    def __new__(cls, app: Callable[..., Any], token: str | None = None, name: str = "app",
-                interface: str | None = None) -> ServerTimingMiddleware:
+    def __new__(
+        cls,
+        app: Callable[..., Any],
+        token: str | None = None,
+        name: str = "app",
+        interface: str | None = None,
+    ) -> ServerTimingMiddleware:
         """An instance of the WSGI or the ASGI form (servers tell ASGI 3 apps by an
         ``async def __call__``, so each form has its own)."""
         if cls is ServerTimingMiddleware:
@@ -106,8 +112,13 @@ class ServerTimingMiddleware:
             cls = _AsgiServerTiming if asgi else _WsgiServerTiming
         return super().__new__(cls)
 
-    def __init__(self, app: Callable[..., Any], token: str | None = None, name: str = "app",
-                 interface: str | None = None) -> None:
+    def __init__(
+        self,
+        app: Callable[..., Any],
+        token: str | None = None,
+        name: str = "app",
+        interface: str | None = None,
+    ) -> None:
         if not callable(app):
             raise TypeError(f"ServerTimingMiddleware: app {app!r} is not callable")
         if token is not None and not isinstance(token, str):
@@ -115,8 +126,9 @@ class ServerTimingMiddleware:
         if not isinstance(name, str):
             raise TypeError("ServerTimingMiddleware: name must be a str")
         if interface not in (None, "wsgi", "asgi"):
-            raise ValueError(f"ServerTimingMiddleware: interface {interface!r} is not "
-                             "'wsgi', 'asgi' or None")
+            raise ValueError(
+                f"ServerTimingMiddleware: interface {interface!r} is not 'wsgi', 'asgi' or None"
+            )
         self.app, self.name = app, name
         self._token = token.encode() if token else None
         self._id = _core.trace_register(name)[0]
@@ -161,8 +173,9 @@ class ServerTimingMiddleware:
             finally:
                 self._end(request)
 
-        def start_with_timing(status: str, headers: list[tuple[str, str]],
-                              exc_info: Any = None) -> Any:
+        def start_with_timing(
+            status: str, headers: list[tuple[str, str]], exc_info: Any = None
+        ) -> Any:
             value = self._header(request)
             if value is not None:
                 headers = [*headers, ("Server-Timing", value)]
@@ -175,8 +188,9 @@ class ServerTimingMiddleware:
         finally:
             self._end(request)
 
-    async def _asgi_call(self, scope: dict[str, Any], receive: Callable[..., Any],
-                         send: Callable[..., Any]) -> None:
+    async def _asgi_call(
+        self, scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]
+    ) -> None:
         """Serve one ASGI connection scope (only "http" scopes are timed)."""
         if scope.get("type") != "http":
             await self.app(scope, receive, send)
@@ -199,8 +213,13 @@ class ServerTimingMiddleware:
             if message.get("type") == "http.response.start":
                 value = self._header(request)
                 if value is not None:
-                    message = {**message, "headers": [*message.get("headers", ()),
-                                                      (b"server-timing", value.encode())]}
+                    message = {
+                        **message,
+                        "headers": [
+                            *message.get("headers", ()),
+                            (b"server-timing", value.encode()),
+                        ],
+                    }
             await send(message)
 
         try:
@@ -220,7 +239,8 @@ class _WsgiServerTiming(ServerTimingMiddleware):
 class _AsgiServerTiming(ServerTimingMiddleware):
     """The ASGI 3 form of :class:`ServerTimingMiddleware`."""
 
-    async def __call__(self, scope: dict[str, Any], receive: Callable[..., Any],
-                       send: Callable[..., Any]) -> None:
+    async def __call__(
+        self, scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]
+    ) -> None:
         """Serve one ASGI connection scope."""
         await self._asgi_call(scope, receive, send)

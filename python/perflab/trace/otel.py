@@ -26,8 +26,10 @@ from perflab import _core
 try:
     from opentelemetry.sdk.trace import SpanProcessor
 except ImportError as exc:  # pragma: no cover - the extra is installed by `make test`
-    raise ImportError("perflab.trace.PerflabSpanProcessor needs the OpenTelemetry SDK: "
-                      "pip install opentelemetry-sdk (or perflab[otel])") from exc
+    raise ImportError(
+        "perflab.trace.PerflabSpanProcessor needs the OpenTelemetry SDK: "
+        "pip install opentelemetry-sdk (or perflab[otel])"
+    ) from exc
 
 #: Parents whose children's durations are held while they run; beyond this the oldest
 #: entry is dropped (a parent that never ends, or one in another process).
@@ -74,8 +76,9 @@ class PerflabSpanProcessor(SpanProcessor):
             with self._lock:
                 children = self._child_ns.pop(context.span_id, 0) if context else 0
                 if parent is not None and parent.span_id:
-                    self._child_ns[parent.span_id] = \
+                    self._child_ns[parent.span_id] = (
                         self._child_ns.get(parent.span_id, 0) + duration
+                    )
                     if len(self._child_ns) > MAX_PENDING_PARENTS:
                         self._child_ns.popitem(last=False)
             _core.trace_record(self._id(name), duration, max(0, duration - children))

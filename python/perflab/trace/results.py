@@ -29,9 +29,17 @@ MIN_INTERVAL_S = 1.0
 
 def _histogram(report: dict[str, Any]) -> SpanHistogram:
     """A :class:`SpanHistogram` from the core's snapshot entry (ns)."""
-    return SpanHistogram(report["encoded_b64"], report["count"], report["min_ns"],
-                         report["mean_ns"], report["p50_ns"], report["p90_ns"],
-                         report["p99_ns"], report["p999_ns"], report["max_ns"])
+    return SpanHistogram(
+        report["encoded_b64"],
+        report["count"],
+        report["min_ns"],
+        report["mean_ns"],
+        report["p50_ns"],
+        report["p90_ns"],
+        report["p99_ns"],
+        report["p999_ns"],
+        report["max_ns"],
+    )
 
 
 def build(started: str | None = None) -> Results:
@@ -52,17 +60,36 @@ def build(started: str | None = None) -> Results:
 
     max_names, refused = _core.trace_limits()
     benchmarks = [
-        Benchmark(name=entry["name"], group="trace", kind="trace",
-                  span=TraceSpan(entry["count"], entry["total_ns"], entry["self_total_ns"],
-                                 _histogram(entry["duration"]), _histogram(entry["self_time"])))
-        for entry in _core.trace_snapshot()]
-    now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    return Results(kind="trace", command_line=list(sys.argv), created=started or now,
-                   perflab_version=version, environment=fingerprint(version),
-                   settings={"pid": os.getpid(), "enabled": _core.trace_enabled(),
-                             "max_names": max_names, "refused_names": refused,
-                             "dumped": now},
-                   benchmarks=benchmarks)
+        Benchmark(
+            name=entry["name"],
+            group="trace",
+            kind="trace",
+            span=TraceSpan(
+                entry["count"],
+                entry["total_ns"],
+                entry["self_total_ns"],
+                _histogram(entry["duration"]),
+                _histogram(entry["self_time"]),
+            ),
+        )
+        for entry in _core.trace_snapshot()
+    ]
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    return Results(
+        kind="trace",
+        command_line=list(sys.argv),
+        created=started or now,
+        perflab_version=version,
+        environment=fingerprint(version),
+        settings={
+            "pid": os.getpid(),
+            "enabled": _core.trace_enabled(),
+            "max_names": max_names,
+            "refused_names": refused,
+            "dumped": now,
+        },
+        benchmarks=benchmarks,
+    )
 
 
 def dump(path: str | os.PathLike[str], started: str | None = None) -> Path | None:
@@ -114,13 +141,12 @@ class PeriodicDump:
 
     def __init__(self, path: str, interval_s: float) -> None:
         self.path, self.interval_s = path, interval_s
-        self.started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        self.started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         self.dumps = 0
         self._stop = threading.Event()
         self._warned: set[str] = set()
         self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._loop, name="perflab-trace-dump",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._loop, name="perflab-trace-dump", daemon=True)
 
     def start(self) -> PeriodicDump:
         """Start the thread and register the last dump at exit and on SIGTERM; returns self.
@@ -132,8 +158,10 @@ class PeriodicDump:
         one before re-raising the signal (uvicorn does) reach it too.
         """
         atexit.register(self.stop)
-        if threading.current_thread() is threading.main_thread() and \
-                signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        if (
+            threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+        ):
             signal.signal(signal.SIGTERM, self._on_sigterm)
         if self.interval_s != float("inf"):
             self._thread.start()
@@ -154,8 +182,11 @@ class PeriodicDump:
                 message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 if message not in self._warned:
                     self._warned.add(message)
-                    warnings.warn(f"perflab.trace: periodic dump to {self.path} failed: "
-                                  f"{message}", RuntimeWarning, stacklevel=2)
+                    warnings.warn(
+                        f"perflab.trace: periodic dump to {self.path} failed: {message}",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
                 return False
             self.dumps += 1
             return True

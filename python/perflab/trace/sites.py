@@ -25,15 +25,37 @@ from typing import Any
 
 #: Instructions that suspend a frame, or start or end an await, an async iteration
 #: or an async with: any of them inside the block means it may be interleaved.
-_SUSPENDING = frozenset({
-    "YIELD_VALUE", "INSTRUMENTED_YIELD_VALUE", "SEND", "GET_AWAITABLE", "GET_AITER",
-    "GET_ANEXT", "END_ASYNC_FOR", "BEFORE_ASYNC_WITH", "GET_YIELD_FROM_ITER",
-    "CLEANUP_THROW", "ASYNC_GEN_WRAP", "RETURN_GENERATOR"})
+_SUSPENDING = frozenset(
+    {
+        "YIELD_VALUE",
+        "INSTRUMENTED_YIELD_VALUE",
+        "SEND",
+        "GET_AWAITABLE",
+        "GET_AITER",
+        "GET_ANEXT",
+        "END_ASYNC_FOR",
+        "BEFORE_ASYNC_WITH",
+        "GET_YIELD_FROM_ITER",
+        "CLEANUP_THROW",
+        "ASYNC_GEN_WRAP",
+        "RETURN_GENERATOR",
+    }
+)
 #: Instructions after which control does not fall through to the next one.
-_NO_FALLTHROUGH = frozenset({
-    "RETURN_VALUE", "RETURN_CONST", "RERAISE", "RAISE_VARARGS", "JUMP_FORWARD",
-    "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP_ABSOLUTE", "JUMP",
-    "JUMP_NO_INTERRUPT"})
+_NO_FALLTHROUGH = frozenset(
+    {
+        "RETURN_VALUE",
+        "RETURN_CONST",
+        "RERAISE",
+        "RAISE_VARARGS",
+        "JUMP_FORWARD",
+        "JUMP_BACKWARD",
+        "JUMP_BACKWARD_NO_INTERRUPT",
+        "JUMP_ABSOLUTE",
+        "JUMP",
+        "JUMP_NO_INTERRUPT",
+    }
+)
 _JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
 #: Most (offset, depth) states one walk visits before it gives up (answer False).
 _MAX_STATES = 20_000
@@ -78,7 +100,7 @@ def _answers(code: types.CodeType) -> dict[int, bool]:
     index = {ins.offset: i for i, ins in enumerate(instructions)}
     handlers = {}
     for e in bytecode.exception_entries:
-        for ins in instructions[index[e.start]:index.get(e.end, len(instructions))]:
+        for ins in instructions[index[e.start] : index.get(e.end, len(instructions))]:
             handlers.setdefault(ins.offset, e)  # entries do not overlap
     answers = {}
     for i, ins in enumerate(instructions):
@@ -90,8 +112,9 @@ def _answers(code: types.CodeType) -> dict[int, bool]:
     return answers
 
 
-def _walk(instructions: list[dis.Instruction], index: dict[int, int],
-          handlers: dict[int, Any], start: int) -> bool:
+def _walk(
+    instructions: list[dis.Instruction], index: dict[int, int], handlers: dict[int, Any], start: int
+) -> bool:
     """The walk of the module doc from the ``BEFORE_WITH`` at ``instructions[start]``
     (``index``: offset → position; ``handlers``: offset → exception table entry)."""
     after = instructions[start + 1].offset
@@ -118,11 +141,16 @@ def _walk(instructions: list[dis.Instruction], index: dict[int, int],
         if ins.opcode in _JUMPS:
             nexts.append((ins.argval, depth + dis.stack_effect(ins.opcode, arg, jump=True)))
             if ins.opname not in _NO_FALLTHROUGH:
-                nexts.append((instructions[index[at] + 1].offset,
-                              depth + dis.stack_effect(ins.opcode, arg, jump=False)))
+                nexts.append(
+                    (
+                        instructions[index[at] + 1].offset,
+                        depth + dis.stack_effect(ins.opcode, arg, jump=False),
+                    )
+                )
         elif ins.opname not in _NO_FALLTHROUGH:
-            nexts.append((instructions[index[at] + 1].offset,
-                          depth + dis.stack_effect(ins.opcode, arg)))
+            nexts.append(
+                (instructions[index[at] + 1].offset, depth + dis.stack_effect(ins.opcode, arg))
+            )
         for state in nexts:
             if state[0] not in index or state[1] < 0:
                 return False
@@ -132,11 +160,15 @@ def _walk(instructions: list[dis.Instruction], index: dict[int, int],
     return True
 
 
-def _is_with_cleanup(instructions: list[dis.Instruction], index: dict[int, int],
-                     target: int) -> bool:
+def _is_with_cleanup(
+    instructions: list[dis.Instruction], index: dict[int, int], target: int
+) -> bool:
     """True when the handler at ``target`` is a with statement's: PUSH_EXC_INFO, then
     WITH_EXCEPT_START."""
     i = index.get(target)
-    return (i is not None and i + 1 < len(instructions)
-            and instructions[i].opname == "PUSH_EXC_INFO"
-            and instructions[i + 1].opname == "WITH_EXCEPT_START")
+    return (
+        i is not None
+        and i + 1 < len(instructions)
+        and instructions[i].opname == "PUSH_EXC_INFO"
+        and instructions[i + 1].opname == "WITH_EXCEPT_START"
+    )

@@ -48,14 +48,32 @@ def _rows():
     return [{"id": i, "name": f"row {i}"} for i in range(50)]
 
 
-perflab.bench(lambda rows: json.dumps(rows), name="json", group="codec", stage="dump",
-              setup=_rows, baseline=True)
-perflab.bench(lambda text: json.loads(text), name="json", group="codec", stage="load",
-              setup=lambda: json.dumps(_rows()), baseline=True)
-perflab.bench(lambda rows: pickle.dumps(rows), name="pickle", group="codec", stage="dump",
-              setup=_rows)
-perflab.bench(lambda data: pickle.loads(data), name="pickle", group="codec", stage="load",
-              setup=lambda: pickle.dumps(_rows()))
+perflab.bench(
+    lambda rows: json.dumps(rows),
+    name="json",
+    group="codec",
+    stage="dump",
+    setup=_rows,
+    baseline=True,
+)
+perflab.bench(
+    lambda text: json.loads(text),
+    name="json",
+    group="codec",
+    stage="load",
+    setup=lambda: json.dumps(_rows()),
+    baseline=True,
+)
+perflab.bench(
+    lambda rows: pickle.dumps(rows), name="pickle", group="codec", stage="dump", setup=_rows
+)
+perflab.bench(
+    lambda data: pickle.loads(data),
+    name="pickle",
+    group="codec",
+    stage="load",
+    setup=lambda: pickle.dumps(_rows()),
+)
 
 
 @perflab.metric(group="codec", stage="dump", unit="B")

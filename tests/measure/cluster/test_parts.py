@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from perflab import _core, cli
 from perflab.cluster_model import AgentInfo, AgentShare
 from perflab.errors import UsageError
@@ -27,14 +28,26 @@ from perflab.measure.cluster import clocks
 from perflab.measure.cluster.agent import LoadAgent
 from perflab.measure.cluster.controller import place
 from perflab.measure.cluster.merge import merge_histograms, merge_steps
-from perflab.measure.cluster.split import (PARTS, agent_seed, lanes, shares, split_step,
-                                           weighted_shares)
+from perflab.measure.cluster.split import (
+    PARTS,
+    agent_seed,
+    lanes,
+    shares,
+    split_step,
+    weighted_shares,
+)
 from perflab.measure.http import step_from_raw
 from perflab.model import Benchmark, Histogram, Results
 from tests.conftest import http_args
 
-OPEN = {"mode": "open", "rate": 1000.0, "arrival": "constant", "connections": None,
-        "seed": None, "duration_s": 1.0}
+OPEN = {
+    "mode": "open",
+    "rate": 1000.0,
+    "arrival": "constant",
+    "connections": None,
+    "seed": None,
+    "duration_s": 1.0,
+}
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +58,7 @@ def server() -> Any:
 
 # --- split --------------------------------------------------------------------------
 
+
 def _slot_numbers(part: dict[str, Any], count: int) -> list[int]:
     """The first ``count`` requests of an agent's share, as numbers of the shared
     schedule (request n is due at n / R), as the engine computes them."""
@@ -52,8 +66,19 @@ def _slot_numbers(part: dict[str, Any], count: int) -> list[int]:
     return [(j // m) * period + part["slots"][j % m] for j in range(count)]
 
 
-@pytest.mark.parametrize("weights", [[1.0], [1.0] * 2, [1.0] * 3, [1.0] * 7, [3.0, 1.0],
-                                     [5.0, 2.0, 1.0], [1.0, 1000.0], [0.37, 0.21, 0.42]])
+@pytest.mark.parametrize(
+    "weights",
+    [
+        [1.0],
+        [1.0] * 2,
+        [1.0] * 3,
+        [1.0] * 7,
+        [3.0, 1.0],
+        [5.0, 2.0, 1.0],
+        [1.0, 1000.0],
+        [0.37, 0.21, 0.42],
+    ],
+)
 def test_constant_arrivals_interleave_into_one_even_schedule(weights: list[float]) -> None:
     parts = split_step(OPEN, len(weights), weights)
     assert sum(p["rate"] for p in parts) == pytest.approx(1000.0)
@@ -116,6 +141,7 @@ def test_placement_spreads_or_fills_nodes() -> None:
 
 # --- clocks -------------------------------------------------------------------------
 
+
 def test_offset_takes_the_minimum_round_trip_and_bounds_the_error() -> None:
     rng = random.Random(3)
     true_offset = 123_456_789  # the agent's clock is 123 ms ahead
@@ -133,8 +159,10 @@ def test_offset_takes_the_minimum_round_trip_and_bounds_the_error() -> None:
     est = clocks.measure(ask, 16, clock)
     assert est.samples == 16
     assert abs(est.offset_ns - true_offset) <= est.uncertainty_ns
-    assert est.round_trip_ns == 2 * est.uncertainty_ns or est.round_trip_ns + 1 == \
-        2 * est.uncertainty_ns
+    assert (
+        est.round_trip_ns == 2 * est.uncertainty_ns
+        or est.round_trip_ns + 1 == 2 * est.uncertainty_ns
+    )
     # the best of 16 samples is much tighter than a typical one
     assert est.round_trip_ns < 130_000 + 300_000
     assert clocks.on_agent_clock(10, est.offset_ns) == 10 + est.offset_ns
@@ -159,6 +187,7 @@ def test_offset_refuses_nothing_and_a_clock_that_steps_back() -> None:
 
 
 # --- merge and the agent itself -----------------------------------------------------
+
 
 def _nearest_rank(counts: Counter[int], q: float) -> int:
     n, seen = sum(counts.values()), 0
@@ -194,8 +223,9 @@ def test_agents_share_a_start_and_merge_exactly(server: Any, load_agents: Any) -
 
 def test_agents_send_their_weighted_slots(server: Any, load_agents: Any) -> None:
     url = f"http://127.0.0.1:{server.port}/"
-    steps = [step_from_raw(a["raw"]["steps"][0])
-             for a in load_agents(url, 2, 400.0, 0.6, [3.0, 1.0])]
+    steps = [
+        step_from_raw(a["raw"]["steps"][0]) for a in load_agents(url, 2, 400.0, 0.6, [3.0, 1.0])
+    ]
     # 0.6 s of the shared 400/s schedule: agent 1 holds 3 of every 4 requests
     assert [s.offered_rate for s in steps] == [300.0, 100.0]
     assert [s.requests_sent for s in steps] == [180, 60]
@@ -217,8 +247,17 @@ def test_an_agent_stops_at_once_and_for_good(server: Any) -> None:
     from perflab.measure.http import plan_from_args
 
     agent = LoadAgent(0)
-    plan = plan_from_args(http_args(f"http://127.0.0.1:{server.port}/", "--rate", "100",
-                                   "--duration", "30s", "--threads", "1"))
+    plan = plan_from_args(
+        http_args(
+            f"http://127.0.0.1:{server.port}/",
+            "--rate",
+            "100",
+            "--duration",
+            "30s",
+            "--threads",
+            "1",
+        )
+    )
     threading.Timer(0.5, agent.stop).start()
     t0 = time.monotonic()
     answer = agent.run_step(plan.step_config(0))
@@ -246,11 +285,20 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 def _agent_snapshots() -> list[tuple[str, dict[str, Any]]]:
     steps = json.loads(GOLDEN_STEPS.read_text())["benchmarks"][0]["steps"]
-    return [(f"agent {k + 1} (node-{k + 1})", {"in_warmup": False, "wall_s": 1.0 + k / 10,
-                                "achieved_rate": 100.0 * (k + 1), "failures": k,
-                                "p99_us": s["latency"]["p99_us"],
-                                "latency_b64": s["latency"]["encoded"]})
-            for k, s in enumerate(steps)]
+    return [
+        (
+            f"agent {k + 1} (node-{k + 1})",
+            {
+                "in_warmup": False,
+                "wall_s": 1.0 + k / 10,
+                "achieved_rate": 100.0 * (k + 1),
+                "failures": k,
+                "p99_us": s["latency"]["p99_us"],
+                "latency_b64": s["latency"]["encoded"],
+            },
+        )
+        for k, s in enumerate(steps)
+    ]
 
 
 def _drawn(draw: Any) -> str:
@@ -261,8 +309,9 @@ def _drawn(draw: Any) -> str:
     from perflab.commands.http import _Live
     from perflab.measure.http import plan_from_args
 
-    plan = plan_from_args(http_args("http://127.0.0.1:9/", "--rate", "600,1200", "--duration",
-                                   "2s"), check=False)
+    plan = plan_from_args(
+        http_args("http://127.0.0.1:9/", "--rate", "600,1200", "--duration", "2s"), check=False
+    )
     console = Console(file=io.StringIO(), force_terminal=True, width=200, color_system=None)
     with _Live(plan, console) as live:
         draw(live)
@@ -280,8 +329,9 @@ def test_live_progress_merges_the_agents_snapshots_exactly() -> None:
     assert merged["p99_us"] == union["p99_us"]  # of the merged histogram, not a mean of p99s
     slowest_label, slowest = max(snaps, key=lambda x: x[1]["p99_us"])
     assert merged["slowest"] == f"{slowest_label} p99 {slowest['p99_us'] / 1e3:,.2f} ms"
-    assert merge_snapshots([(label, {**s, "in_warmup": label == snaps[1][0]})
-                            for label, s in snaps])["in_warmup"]
+    assert merge_snapshots(
+        [(label, {**s, "in_warmup": label == snaps[1][0]}) for label, s in snaps]
+    )["in_warmup"]
     assert merge_snapshots([]) is None
     assert merge_snapshots([(snaps[0][0], {**snaps[0][1], "latency_b64": ""})])["p99_us"] == 0
 
@@ -305,9 +355,11 @@ def test_live_progress_draws_the_merged_rate_p99_and_slowest_agent() -> None:
 # --- joining a cluster --------------------------------------------------------------
 
 #: What Ray Client raises when the head's proxy could not start this driver's server.
-CLIENT_REFUSED = ("Initialization failure from server:\nTraceback (most recent call last):\n"
-                  '  File "proxier.py", line 770, in Datapath\n    raise RuntimeError(\n'
-                  "RuntimeError: Proxy failed to Connect to backend! Check the logs")
+CLIENT_REFUSED = (
+    "Initialization failure from server:\nTraceback (most recent call last):\n"
+    '  File "proxier.py", line 770, in Datapath\n    raise RuntimeError(\n'
+    "RuntimeError: Proxy failed to Connect to backend! Check the logs"
+)
 
 
 class _RefusingRay:
@@ -325,28 +377,34 @@ class _RefusingRay:
             raise ConnectionAbortedError(CLIENT_REFUSED)
 
 
-@pytest.mark.parametrize("address,refusals,joined,calls", [
-    ("ray://127.0.0.1:10001", 2, True, 3),  # refused twice: the third join holds
-    ("ray://127.0.0.1:10001", 3, False, 3),  # refused every time: one clear line
-    ("127.0.0.1:6379", 1, False, 1),  # a GCS address is no Ray Client: not retried
-])
+@pytest.mark.parametrize(
+    "address,refusals,joined,calls",
+    [
+        ("ray://127.0.0.1:10001", 2, True, 3),  # refused twice: the third join holds
+        ("ray://127.0.0.1:10001", 3, False, 3),  # refused every time: one clear line
+        ("127.0.0.1:6379", 1, False, 1),  # a GCS address is no Ray Client: not retried
+    ],
+)
 def test_a_refused_ray_client_join_is_retried_a_bounded_number_of_times(
-        monkeypatch: Any, address: str, refusals: int, joined: bool, calls: int) -> None:
+    monkeypatch: Any, address: str, refusals: int, joined: bool, calls: int
+) -> None:
     from perflab.measure.cluster import controller
 
     monkeypatch.setattr(controller, "CLIENT_JOIN_PAUSE_S", 0.0)
     monkeypatch.setattr(controller, "enable_token_auth_to_join", lambda: None)
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
     news: list[str] = []
-    cluster = controller.Cluster(controller.ClusterOptions(2, address), ("127.0.0.1", 9, 1.0),
-                                 [], news.append)
+    cluster = controller.Cluster(
+        controller.ClusterOptions(2, address), ("127.0.0.1", 9, 1.0), [], news.append
+    )
     cluster.ray = fake = _RefusingRay(refusals)
     if joined:
         cluster._connect()
         assert [n for n in news if "joining again" in n] == [
             "the Ray Client server failed to start a server for this driver (RuntimeError: "
             f"Proxy failed to Connect to backend! Check the logs); joining again ({k} of 3)…"
-            for k in (2, 3)]
+            for k in (2, 3)
+        ]
     else:
         with pytest.raises(UsageError) as refused:
             cluster._connect()
@@ -359,23 +417,41 @@ def test_a_refused_ray_client_join_is_retried_a_bounded_number_of_times(
 
 # --- results, table, bad input ------------------------------------------------------
 
-def test_per_agent_data_round_trips_and_is_tabled(server: Any, tmp_path: Path,
-                                                   load_agents: Any) -> None:
+
+def test_per_agent_data_round_trips_and_is_tabled(
+    server: Any, tmp_path: Path, load_agents: Any
+) -> None:
     from perflab import model
     from perflab.report.http_agents import agents_table
 
     url = f"http://127.0.0.1:{server.port}/"
     steps = [step_from_raw(a["raw"]["steps"][0]) for a in load_agents(url, 2, 200.0, 0.3)]
     merged = merge_steps(steps)
-    merged.agents = [AgentShare(0, 0, 0, 0.2, 0.01, step=steps[0]),
-                     AgentShare(1, None, None, lost=True, error="died during the step")]
-    results = Results(kind="http", command_line=["perflab"], created="", perflab_version="x",
-                      environment={}, settings={"ok": "200-299"},
-                      benchmarks=[Benchmark(name=url, kind="http", steps=[merged])],
-                      agents=[AgentInfo(0, "h<1>", same_clock=True),
-                              AgentInfo(1, "h2", offset_ns=2_500_000,
-                                        offset_uncertainty_ns=40_000, lost_at_step=0,
-                                        error="died", clock_flagged="clock_steps")])
+    merged.agents = [
+        AgentShare(0, 0, 0, 0.2, 0.01, step=steps[0]),
+        AgentShare(1, None, None, lost=True, error="died during the step"),
+    ]
+    results = Results(
+        kind="http",
+        command_line=["perflab"],
+        created="",
+        perflab_version="x",
+        environment={},
+        settings={"ok": "200-299"},
+        benchmarks=[Benchmark(name=url, kind="http", steps=[merged])],
+        agents=[
+            AgentInfo(0, "h<1>", same_clock=True),
+            AgentInfo(
+                1,
+                "h2",
+                offset_ns=2_500_000,
+                offset_uncertainty_ns=40_000,
+                lost_at_step=0,
+                error="died",
+                clock_flagged="clock_steps",
+            ),
+        ],
+    )
     path = tmp_path / "r.json"
     model.save(results, path, {})
     back = model.load(path)
@@ -403,18 +479,22 @@ def test_per_agent_data_round_trips_and_is_tabled(server: Any, tmp_path: Path,
     assert rows[1]["latency_p99_s"] > 0 and rows[2]["error"] == "died during the step"
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--rate", "100", "--agents", "0"], "between 1 and"),
-    (["--rate", "100", "--cluster", "auto"], "go with --agents"),
-    (["--agents", "2", "--rate", "100", "--connections", "1"], "one connection per agent"),
-    (["--rate", "100", "--agents", "2", "--agents-per-node", "0"], "at least 1"),
-    (["--rate", "100", "--agents", "3", "--split", "3,1"], "2 weights for --agents 3"),
-    (["--rate", "100", "--agents", "2", "--split", "fast"], "use even, capacity"),
-    (["--rate", "100", "--agents", "2", "--split", "1,-1"], "one positive weight"),
-    (["--rate", "100", "--split", "capacity"], "go with --agents"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--rate", "100", "--agents", "0"], "between 1 and"),
+        (["--rate", "100", "--cluster", "auto"], "go with --agents"),
+        (["--agents", "2", "--rate", "100", "--connections", "1"], "one connection per agent"),
+        (["--rate", "100", "--agents", "2", "--agents-per-node", "0"], "at least 1"),
+        (["--rate", "100", "--agents", "3", "--split", "3,1"], "2 weights for --agents 3"),
+        (["--rate", "100", "--agents", "2", "--split", "fast"], "use even, capacity"),
+        (["--rate", "100", "--agents", "2", "--split", "1,-1"], "one positive weight"),
+        (["--rate", "100", "--split", "capacity"], "go with --agents"),
+    ],
+)
 def test_bad_distributed_options_are_one_line_before_ray_starts(
-        argv: list[str], message: str, capsys: Any) -> None:
+    argv: list[str], message: str, capsys: Any
+) -> None:
     t0 = time.monotonic()
     code = cli.main(["http", "http://127.0.0.1:9/", *argv, "--quiet"])
     err = capsys.readouterr().err
@@ -424,7 +504,6 @@ def test_bad_distributed_options_are_one_line_before_ray_starts(
 
 def test_without_ray_agents_says_how_to_get_it(monkeypatch: Any, capsys: Any) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray → ImportError
-    code = cli.main(["http", "http://127.0.0.1:9/", "--rate", "100", "--agents", "2",
-                     "--quiet"])
+    code = cli.main(["http", "http://127.0.0.1:9/", "--rate", "100", "--agents", "2", "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and "pip install 'perflab[cluster]'" in err, err

@@ -42,13 +42,14 @@ from typing import Any
 
 import pytest
 import ray
+
 from perflab import _core
 from perflab.errors import UsageError
 from perflab.measure.cluster.controller import Cluster, ClusterOptions
 from perflab.measure.cluster.sweep import run_sweep
 from perflab.measure.http import plan_from_args
-from tests.measure.cluster.test_parts import free_port
 from tests.conftest import http_args, popen_perflab
+from tests.measure.cluster.test_parts import free_port
 
 FAST = ["--warmup", "0.2s", "--threads", "1", "--quiet"]
 
@@ -68,17 +69,33 @@ def ray_head() -> Iterator[dict[str, str]]:
     log = Path(temp) / "head.log"
     with log.open("w") as out:
         head = subprocess.Popen(
-            [str(Path(sys.executable).parent / "ray"), "start", "--head", "--block",
-             "--node-ip-address=127.0.0.1", f"--port={gcs}", f"--ray-client-server-port={client}",
-             "--num-cpus=4", "--include-dashboard=false", f"--temp-dir={temp}",
-             f"--object-store-memory={100 * 2**20}", "--disable-usage-stats"],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                str(Path(sys.executable).parent / "ray"),
+                "start",
+                "--head",
+                "--block",
+                "--node-ip-address=127.0.0.1",
+                f"--port={gcs}",
+                f"--ray-client-server-port={client}",
+                "--num-cpus=4",
+                "--include-dashboard=false",
+                f"--temp-dir={temp}",
+                f"--object-store-memory={100 * 2**20}",
+                "--disable-usage-stats",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
             # a busy head as docs/distributed.md says: its Ray Client proxy waits up to
             # 120 s (not 30) for a driver's server to start, so a ray:// join under load
             # succeeds at once rather than after a refused attempt and its ≈ 30 s grace
             # (the retry itself is tested in test_parts)
-            env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0",
-                 "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "120"})
+            env={
+                **os.environ,
+                "RAY_USAGE_STATS_ENABLED": "0",
+                "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "120",
+            },
+        )
     try:
         deadline = time.monotonic() + HEAD_START_S
         while "block forever" not in log.read_text(errors="replace"):
@@ -103,8 +120,12 @@ def ray_address(ray_head: dict[str, str]) -> Iterator[str]:
     from perflab.measure.cluster.controller import enable_token_auth_to_join
 
     enable_token_auth_to_join()  # as perflab does when it joins
-    ray.init(address=ray_head["gcs"], logging_level=logging.ERROR, log_to_driver=False,
-             configure_logging=False)
+    ray.init(
+        address=ray_head["gcs"],
+        logging_level=logging.ERROR,
+        log_to_driver=False,
+        configure_logging=False,
+    )
     try:
         yield ray_head["gcs"]
     finally:
@@ -118,8 +139,12 @@ def server() -> Any:
 
 
 def _cli(*argv: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "perflab", "http", *argv], text=True,
-                          capture_output=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "perflab", "http", *argv],
+        text=True,
+        capture_output=True,
+        timeout=timeout,
+    )
 
 
 def _buckets(encoded: str) -> Counter[int]:
@@ -127,11 +152,24 @@ def _buckets(encoded: str) -> Counter[int]:
     return Counter(dict(zip(d["values"], d["counts"])))
 
 
-def test_two_agents_offer_the_rate_asked_and_merge_exactly(ray_address: str, server: Any,
-                                                           tmp_path: Path) -> None:
+def test_two_agents_offer_the_rate_asked_and_merge_exactly(
+    ray_address: str, server: Any, tmp_path: Path
+) -> None:
     out = tmp_path / "r.json"
-    proc = _cli(f"http://127.0.0.1:{server.port}/", "--rate", "300,600", "--duration", "2s",
-                *FAST, "--agents", "2", "--cluster", ray_address, "--json", str(out))
+    proc = _cli(
+        f"http://127.0.0.1:{server.port}/",
+        "--rate",
+        "300,600",
+        "--duration",
+        "2s",
+        *FAST,
+        "--agents",
+        "2",
+        "--cluster",
+        ray_address,
+        "--json",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     assert "load agents" in proc.stdout and "agent 2" in proc.stdout
     data = json.loads(out.read_text())
@@ -144,8 +182,7 @@ def test_two_agents_offer_the_rate_asked_and_merge_exactly(ray_address: str, ser
         parts = [a["step"] for a in step["agents"]]
         assert [p["offered_rate"] for p in parts] == [step["offered_rate"] / 2] * 2
         assert step["requests_sent"] == sum(p["requests_sent"] for p in parts)
-        union = _buckets(parts[0]["latency"]["encoded"]) + \
-            _buckets(parts[1]["latency"]["encoded"])
+        union = _buckets(parts[0]["latency"]["encoded"]) + _buckets(parts[1]["latency"]["encoded"])
         assert _buckets(step["latency"]["encoded"]) == union
         assert all(0 < a["start_lead_s"] < 1 for a in step["agents"])
     shown = _cli_show(out)
@@ -153,16 +190,35 @@ def test_two_agents_offer_the_rate_asked_and_merge_exactly(ray_address: str, ser
 
 
 def _cli_show(path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "perflab", "show", str(path)], text=True,
-                          capture_output=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "perflab", "show", str(path)],
+        text=True,
+        capture_output=True,
+        timeout=60,
+    )
 
 
 def test_closed_loop_is_split(ray_address: str, server: Any, tmp_path: Path) -> None:
     out, reqs = tmp_path / "c.json", tmp_path / "reqs.jsonl"
     reqs.write_text('{"path": "/a"}\n{"method": "POST", "path": "/b", "body": "x"}\n')
-    proc = _cli(f"http://127.0.0.1:{server.port}/", "--connections", "3", "--duration",
-                "1s", *FAST, "--agents", "2", "--cluster", ray_address, "--requests",
-                str(reqs), "--slo", "5s", "--json", str(out))
+    proc = _cli(
+        f"http://127.0.0.1:{server.port}/",
+        "--connections",
+        "3",
+        "--duration",
+        "1s",
+        *FAST,
+        "--agents",
+        "2",
+        "--cluster",
+        ray_address,
+        "--requests",
+        str(reqs),
+        "--slo",
+        "5s",
+        "--json",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())  # the requests file and the SLO reach the agents
     assert data["benchmarks"][0]["name"].endswith(f"(2 requests from {reqs})")
@@ -173,8 +229,10 @@ def test_closed_loop_is_split(ray_address: str, server: Any, tmp_path: Path) -> 
 
 
 def _plan(server: Any, *argv: str) -> Any:
-    return plan_from_args(http_args(f"http://127.0.0.1:{server.port}/", *argv, "--warmup",
-                                   "0.2s", "--threads", "1"), check=False)
+    return plan_from_args(
+        http_args(f"http://127.0.0.1:{server.port}/", *argv, "--warmup", "0.2s", "--threads", "1"),
+        check=False,
+    )
 
 
 def _await_requests(server: Any, before: int, more: int) -> bool:
@@ -196,6 +254,7 @@ def _kill_mid_step(server: Any, pid: int) -> None:
     def kill() -> None:
         if _await_requests(server, before, 50):  # else the test failed: the pid may be reused
             os.kill(pid, signal.SIGKILL)
+
     threading.Thread(target=kill, daemon=True).start()
 
 
@@ -205,8 +264,9 @@ def test_an_agent_killed_mid_step_keeps_the_others_data(ray_address: str, server
     # agent killed in the second stops it
     plan = _plan(server, "--rate", "300,300", "--duration", "1s")
     target = ("127.0.0.1", server.port, 2.0)
-    with Cluster(ClusterOptions(3, ray_address), target,
-                 [plan.step_config(i) for i in range(2)]) as cluster:
+    with Cluster(
+        ClusterOptions(3, ray_address), target, [plan.step_config(i) for i in range(2)]
+    ) as cluster:
         _kill_mid_step(server, cluster.agents[2].info.pid)
         outcome = run_sweep(cluster, plan)
         first = outcome.steps[0]
@@ -227,35 +287,68 @@ def test_an_agent_killed_mid_step_keeps_the_others_data(ray_address: str, server
     assert cluster.ray is None and ray.is_initialized()  # the module's Ray is kept
 
 
-def test_a_version_mismatch_is_refused_at_start(ray_address: str, server: Any,
-                                                monkeypatch: Any) -> None:
+def test_a_version_mismatch_is_refused_at_start(
+    ray_address: str, server: Any, monkeypatch: Any
+) -> None:
     import perflab
 
     monkeypatch.setattr(perflab, "__version__", "0.0.0-other")
     plan = _plan(server, "--rate", "100", "--duration", "1s")
-    with pytest.raises(UsageError, match=r"agent 1 .* runs perflab .* the controller "
-                                         r"0\.0\.0-other"):
-        with Cluster(ClusterOptions(1, ray_address), ("127.0.0.1", server.port, 2.0),
-                     [plan.step_config(0)]):
+    with pytest.raises(
+        UsageError,
+        match=r"agent 1 .* runs perflab .* the controller "
+        r"0\.0\.0-other",
+    ):
+        with Cluster(
+            ClusterOptions(1, ray_address), ("127.0.0.1", server.port, 2.0), [plan.step_config(0)]
+        ):
             pass
 
 
 def test_an_unreachable_target_is_named_per_agent(ray_address: str) -> None:
-    proc = _cli(f"http://127.0.0.1:{free_port()}/", "--rate", "100", "--duration", "1s",
-                *FAST, "--agents", "2", "--cluster", ray_address)
+    proc = _cli(
+        f"http://127.0.0.1:{free_port()}/",
+        "--rate",
+        "100",
+        "--duration",
+        "1s",
+        *FAST,
+        "--agents",
+        "2",
+        "--cluster",
+        ray_address,
+    )
     assert proc.returncode == 2, proc.stderr
     errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1 and "2 of 2 agents cannot reach the target" in errors[0]
     assert "Traceback" not in proc.stderr
 
 
-def test_ctrl_c_stops_every_agent_and_saves(ray_address: str, server: Any,
-                                            tmp_path: Path) -> None:
+def test_ctrl_c_stops_every_agent_and_saves(ray_address: str, server: Any, tmp_path: Path) -> None:
     out = tmp_path / "i.json"
-    proc = popen_perflab(["http", f"http://127.0.0.1:{server.port}/", "--rate", "200",
-                          "--duration", "60s", "--warmup", "0s", "--threads", "1",
-                          "--agents", "2", "--cluster", ray_address, "--json", str(out)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = popen_perflab(
+        [
+            "http",
+            f"http://127.0.0.1:{server.port}/",
+            "--rate",
+            "200",
+            "--duration",
+            "60s",
+            "--warmup",
+            "0s",
+            "--threads",
+            "1",
+            "--agents",
+            "2",
+            "--cluster",
+            ray_address,
+            "--json",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines = []
     for line in proc.stderr:  # start-up news, then plain progress: stderr is not a terminal
         lines.append(line)
@@ -289,9 +382,13 @@ def _cli_on_a_terminal(*argv: str, timeout: float = 180) -> tuple[int, str]:
     terminal showed, escape sequences removed)."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
-    proc = subprocess.Popen([sys.executable, "-m", "perflab", "http", *argv],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave,
-                            env={**os.environ, "TERM": "xterm"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "perflab", "http", *argv],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=slave,
+        env={**os.environ, "TERM": "xterm"},
+    )
     os.close(slave)
     shown, deadline = bytearray(), time.monotonic() + timeout
     try:
@@ -314,38 +411,72 @@ def _cli_on_a_terminal(*argv: str, timeout: float = 180) -> tuple[int, str]:
     return code, re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown.decode(errors="replace"))
 
 
-def test_default_starts_a_local_ray_instance_with_live_progress(server: Any,
-                                                                 tmp_path: Path) -> None:
+def test_default_starts_a_local_ray_instance_with_live_progress(
+    server: Any, tmp_path: Path
+) -> None:
     out = tmp_path / "l.json"
-    code, shown = _cli_on_a_terminal(f"http://127.0.0.1:{server.port}/", "--rate", "200",
-                                     "--duration", "2s", "--warmup", "0.2s", "--threads", "1",
-                                     "--agents", "2", "--json", str(out))
+    code, shown = _cli_on_a_terminal(
+        f"http://127.0.0.1:{server.port}/",
+        "--rate",
+        "200",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0.2s",
+        "--threads",
+        "1",
+        "--agents",
+        "2",
+        "--json",
+        str(out),
+    )
     assert code == 0, shown
     assert "starting a local Ray instance" in shown
     assert len(json.loads(out.read_text())["agents"]) == 2
     # live progress: the merged rate and p99 so far, and the slowest agent (their figures
     # are test_parts' business; 1.8 s of progress every 0.25 s shows them at least once)
-    assert re.search(r"step 1/1 200/s .*/s ok, \d+ errors, p99 [\d.,]+ ms, slowest agent "
-                     r"[12] \(.+\) p99 [\d.,]+ ms", shown), shown
+    assert re.search(
+        r"step 1/1 200/s .*/s ok, \d+ errors, p99 [\d.,]+ ms, slowest agent "
+        r"[12] \(.+\) p99 [\d.,]+ ms",
+        shown,
+    ), shown
 
 
 def _client_server_logs(temp: str) -> str:
     """The tails of the head's Ray Client server logs (why a ray:// join failed)."""
     logs = sorted(Path(temp).glob("session_*/logs/ray_client_server*"))
-    return "".join(f"\n--- {p.name}\n" + "\n".join(p.read_text(errors="replace")
-                                                   .splitlines()[-15:]) for p in logs)
+    return "".join(
+        f"\n--- {p.name}\n" + "\n".join(p.read_text(errors="replace").splitlines()[-15:])
+        for p in logs
+    )
 
 
 def _csv_rows(text: str) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(text)))
 
 
-def test_ray_client_and_a_weighted_split_keep_one_open_loop(ray_head: dict[str, str],
-                                                           server: Any, tmp_path: Path) -> None:
+def test_ray_client_and_a_weighted_split_keep_one_open_loop(
+    ray_head: dict[str, str], server: Any, tmp_path: Path
+) -> None:
     out = tmp_path / "w.json"
-    proc = _cli(f"http://127.0.0.1:{server.port}/", "--rate", "400", "--duration", "1s",
-                *FAST, "--agents", "2", "--cluster", ray_head["client"], "--split", "3,1",
-                "--format", "csv", "--json", str(out))
+    proc = _cli(
+        f"http://127.0.0.1:{server.port}/",
+        "--rate",
+        "400",
+        "--duration",
+        "1s",
+        *FAST,
+        "--agents",
+        "2",
+        "--cluster",
+        ray_head["client"],
+        "--split",
+        "3,1",
+        "--format",
+        "csv",
+        "--json",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr + _client_server_logs(ray_head["temp"])
     data = json.loads(out.read_text())
     assert [a["weight"] for a in data["agents"]] == [3.0, 1.0]
@@ -358,8 +489,11 @@ def test_ray_client_and_a_weighted_split_keep_one_open_loop(ray_head: dict[str, 
     # on a loaded machine the achieved rate is another test's business)
     assert step["requests_sent"] + step["unsent"] == pytest.approx(400 * 0.8, abs=2)
     rows = _csv_rows(proc.stdout)  # the merged row, then one per agent
-    assert [(r["agent"], r["offered_rate"]) for r in rows] == [("all", "400"), ("1", "300"),
-                                                               ("2", "100")]
+    assert [(r["agent"], r["offered_rate"]) for r in rows] == [
+        ("all", "400"),
+        ("1", "300"),
+        ("2", "100"),
+    ]
     assert float(rows[1]["weight"]) == 3 and rows[2]["host"]
 
 
@@ -371,15 +505,36 @@ def nginx_tls() -> Iterator[str]:
     if not os.access(nginx, os.X_OK) or shutil.which("openssl") is None:
         pytest.skip("needs nginx and openssl: make test installs them (as root)")
     folder = tempfile.mkdtemp(prefix="nginx")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-                    "-keyout", f"{folder}/key.pem", "-out", f"{folder}/cert.pem"],
-                   check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            f"{folder}/key.pem",
+            "-out",
+            f"{folder}/cert.pem",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     port = free_port()
     Path(folder, "nginx.conf").write_text(NGINX_TLS.format(dir=folder, port=port))
-    proc = subprocess.Popen([nginx, "-c", f"{folder}/nginx.conf", "-p", folder, "-e",
-                             f"{folder}/error.log"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [nginx, "-c", f"{folder}/nginx.conf", "-p", folder, "-e", f"{folder}/error.log"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and proc.poll() is None:
@@ -419,13 +574,41 @@ http {{
 
 
 def test_auto_joins_and_agents_load_nginx_over_tls_by_capacity_with_poisson_arrivals(
-        ray_head: dict[str, str], nginx_tls: str, tmp_path: Path) -> None:
+    ray_head: dict[str, str], nginx_tls: str, tmp_path: Path
+) -> None:
     out = tmp_path / "t.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "perflab", "http", nginx_tls, "--insecure", "--rate", "400",
-         "--poisson", "--seed", "7", "--duration", "1s", *FAST, "--agents", "2", "--cluster",
-         "auto", "--split", "capacity", "--format", "markdown", "--json", str(out)], text=True,
-        capture_output=True, timeout=180, env={**os.environ, "RAY_ADDRESS": ray_head["gcs"]})
+        [
+            sys.executable,
+            "-m",
+            "perflab",
+            "http",
+            nginx_tls,
+            "--insecure",
+            "--rate",
+            "400",
+            "--poisson",
+            "--seed",
+            "7",
+            "--duration",
+            "1s",
+            *FAST,
+            "--agents",
+            "2",
+            "--cluster",
+            "auto",
+            "--split",
+            "capacity",
+            "--format",
+            "markdown",
+            "--json",
+            str(out),
+        ],
+        text=True,
+        capture_output=True,
+        timeout=180,
+        env={**os.environ, "RAY_ADDRESS": ray_head["gcs"]},
+    )
     assert proc.returncode == 0, proc.stderr
     assert "### load agents" in proc.stdout and "| agent 2 |" in proc.stdout
     data = json.loads(out.read_text())
@@ -434,8 +617,9 @@ def test_auto_joins_and_agents_load_nginx_over_tls_by_capacity_with_poisson_arri
     assert [a["weight"] for a in data["agents"]] == capacities
     step = data["benchmarks"][0]["steps"][0]
     for share, c in zip(step["agents"], capacities):  # shares ∝ capacity (to 1/1000)
-        assert share["step"]["offered_rate"] == pytest.approx(400 * c / sum(capacities),
-                                                              abs=400 * 1.5 / 1000)
+        assert share["step"]["offered_rate"] == pytest.approx(
+            400 * c / sum(capacities), abs=400 * 1.5 / 1000
+        )
         assert set(share["step"]["status_counts"]) == {"200"}  # every answer over TLS ok
     assert step["ok_responses"] > 0 and not step["errors"]
     # the agents' independent Poisson streams add up to about the rate asked: 320 due in

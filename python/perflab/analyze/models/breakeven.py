@@ -83,19 +83,25 @@ class BreakEven:
     def sentence(self) -> str:
         """E.g. "B is cheaper beyond n ≈ 31,000 (95% CI 22,000–45,000)"."""
         if self.refuted:
-            return (f"no break-even claimed: the fitted curves contradict the measurements "
-                    f"({refutation_text(self.measured, self.labels, self.fit_a.unit)}); "
-                    f"{measured_summary(self.measured)}")
+            return (
+                f"no break-even claimed: the fitted curves contradict the measurements "
+                f"({refutation_text(self.measured, self.labels, self.fit_a.unit)}); "
+                f"{measured_summary(self.measured)}"
+            )
         if self.cheaper_beyond is None:
             return f"{self.labels[0]} and {self.labels[1]} cost the same at every n searched"
         if self.n_star is None:
             lo, hi = self.search_range
-            return (f"{self.cheaper_beyond} is cheaper at every n from {fmt_count(lo)} to "
-                    f"{fmt_count(hi)}: there is no break-even")
+            return (
+                f"{self.cheaper_beyond} is cheaper at every n from {fmt_count(lo)} to "
+                f"{fmt_count(hi)}: there is no break-even"
+            )
         n = self.n_star
         sig = sig_needed([n.value, n.ci_low, n.ci_high])
-        return (f"{self.cheaper_beyond} is cheaper beyond n ≈ {fmt_count(n.value, sig)} "
-                f"({n.level:.0%} CI {_ci_text(n.ci_low, n.ci_high, sig)})")
+        return (
+            f"{self.cheaper_beyond} is cheaper beyond n ≈ {fmt_count(n.value, sig)} "
+            f"({n.level:.0%} CI {_ci_text(n.ci_low, n.ci_high, sig)})"
+        )
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready summary (``n_star`` flat, as ``n_star``, ``ci_low``, ``ci_high``:
@@ -188,10 +194,30 @@ def breakeven(
     grid = np.geomspace(lo, hi, 4001)
     diff = sides[0].point(grid) - sides[1].point(grid)
     crossings = _crossings(diff, grid, sides)
-    measured = measured_orders(fit_a, fit_b, (cold_a, cold_b), (cold_a_se, cold_b_se), labels,
-                               lambda n: sides[0].point(n) - sides[1].point(n), level)
-    result = BreakEven(None, None, None, tuple(crossings), labels, fit_a, fit_b,
-                       cold_a, cold_b, (lo, hi), level, (), measured)
+    measured = measured_orders(
+        fit_a,
+        fit_b,
+        (cold_a, cold_b),
+        (cold_a_se, cold_b_se),
+        labels,
+        lambda n: sides[0].point(n) - sides[1].point(n),
+        level,
+    )
+    result = BreakEven(
+        None,
+        None,
+        None,
+        tuple(crossings),
+        labels,
+        fit_a,
+        fit_b,
+        cold_a,
+        cold_b,
+        (lo, hi),
+        level,
+        (),
+        measured,
+    )
     if any(o.refutes for o in measured):
         result = replace(result, refuted=True)
     else:
@@ -199,15 +225,25 @@ def breakeven(
     return replace(result, warnings=_breakeven_warnings(result))
 
 
-def _claim(result: BreakEven, sides: tuple[_Side, _Side], grid: np.ndarray,
-           diff: np.ndarray, n_boot: int, seed: int) -> BreakEven:
+def _claim(
+    result: BreakEven,
+    sides: tuple[_Side, _Side],
+    grid: np.ndarray,
+    diff: np.ndarray,
+    n_boot: int,
+    seed: int,
+) -> BreakEven:
     """The result with n*, its bootstrap CI and the cheaper sides filled in."""
     winner = cheaper_side(diff[-1], result.labels)
     if not result.crossings:
         return replace(result, cheaper_beyond=winner, cheaper_below=winner)
     low, high = _bootstrap_ci(sides, grid, diff, n_boot, seed, result.level)
-    return replace(result, n_star=Estimate(result.crossings[-1], low, high, result.level),
-                   cheaper_beyond=winner, cheaper_below=cheaper_side(diff[0], result.labels))
+    return replace(
+        result,
+        n_star=Estimate(result.crossings[-1], low, high, result.level),
+        cheaper_beyond=winner,
+        cheaper_below=cheaper_side(diff[0], result.labels),
+    )
 
 
 def breakeven_from_points(
@@ -267,11 +303,14 @@ def _check_breakeven_args(
         raise ValueError(f"n_boot must be ≥ 100 for a usable CI, got {n_boot}.")
 
 
-def _search_range(given: tuple[float, float] | None, fit_a: ComplexityFit,
-                  fit_b: ComplexityFit) -> tuple[float, float]:
+def _search_range(
+    given: tuple[float, float] | None, fit_a: ComplexityFit, fit_b: ComplexityFit
+) -> tuple[float, float]:
     """``given``, or (min(1, smallest n), 1e6 × largest n) over both fits; ValueError if bad."""
-    lo, hi = given or (min(1.0, fit_a.n_range[0], fit_b.n_range[0]),
-                       1e6 * max(fit_a.n_range[1], fit_b.n_range[1]))
+    lo, hi = given or (
+        min(1.0, fit_a.n_range[0], fit_b.n_range[0]),
+        1e6 * max(fit_a.n_range[1], fit_b.n_range[1]),
+    )
     if not (0 < lo < hi and math.isfinite(hi)):
         raise ValueError(f"search_range must satisfy 0 < low < high < inf, got {(lo, hi)}.")
     return lo, hi
@@ -319,8 +358,6 @@ def _crossings(diff: np.ndarray, grid: np.ndarray, sides: tuple[_Side, _Side]) -
     return sorted(found + exact)
 
 
-
-
 def _bootstrap_ci(
     sides: tuple[_Side, _Side],
     grid: np.ndarray,
@@ -365,8 +402,11 @@ def _last_crossing(
 
 def _breakeven_warnings(r: BreakEven) -> tuple[str, ...]:
     """Sides without a fitting class, extrapolation, several crossings, open-ended CIs."""
-    out = [_side_warning(label, fit) for label, fit in zip(r.labels, (r.fit_a, r.fit_b))
-           if fit.verdict != "fits"]
+    out = [
+        _side_warning(label, fit)
+        for label, fit in zip(r.labels, (r.fit_a, r.fit_b))
+        if fit.verdict != "fits"
+    ]
     if len(r.crossings) > 1 and not r.refuted:
         listed = ", ".join(fmt_count(c) for c in r.crossings)
         out.append(f"the curves cross {len(r.crossings)} times (n ≈ {listed}); n* is the last one.")
@@ -390,10 +430,14 @@ def _breakeven_warnings(r: BreakEven) -> tuple[str, ...]:
 def _side_warning(label: str, fit: ComplexityFit) -> str:
     """Why one side's cost curve is shaky: no class fits, or classes tied."""
     if fit.verdict == "none":
-        return (f"{label}: no growth class fits its costs ({fit.why_none}), so its curve, and "
-                "any crossing, describe the points only roughly.")
-    return (f"{label}: the data cannot tell {' from '.join(fit.tied)} apart; the crossing "
-            f"assumes {fit.model}.")
+        return (
+            f"{label}: no growth class fits its costs ({fit.why_none}), so its curve, and "
+            "any crossing, describe the points only roughly."
+        )
+    return (
+        f"{label}: the data cannot tell {' from '.join(fit.tied)} apart; the crossing "
+        f"assumes {fit.model}."
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -432,7 +476,7 @@ def per_call_fit(warm: float, warm_se: float, high: float, level: float = LEVEL)
     """
     zero = Estimate(0.0, 0.0, 0.0, level, 0.0)
     slope = wald(warm, warm_se, level, LARGE_DOF)
-    cand = ComplexityCandidate("O(n)", zero, slope, np.diag([0.0, warm_se**2]), 0.0, 0.0,
-                               LARGE_DOF)
-    return ComplexityFit(cand, None, math.inf, "none", (cand,), np.zeros(1), math.nan, 1,
-                         (1.0, high), level, ())
+    cand = ComplexityCandidate("O(n)", zero, slope, np.diag([0.0, warm_se**2]), 0.0, 0.0, LARGE_DOF)
+    return ComplexityFit(
+        cand, None, math.inf, "none", (cand,), np.zeros(1), math.nan, 1, (1.0, high), level, ()
+    )

@@ -92,8 +92,13 @@ class Choice:
     notes: tuple[str, ...]
 
 
-def choose(cands: list[ComplexityCandidate], n: np.ndarray, y: np.ndarray,
-           se: np.ndarray | None, unit: str = "s") -> Choice:
+def choose(
+    cands: list[ComplexityCandidate],
+    n: np.ndarray,
+    y: np.ndarray,
+    se: np.ndarray | None,
+    unit: str = "s",
+) -> Choice:
     """Decide which of the fitted classes the data support. O(k · classes).
 
     Args:
@@ -110,9 +115,15 @@ def choose(cands: list[ComplexityCandidate], n: np.ndarray, y: np.ndarray,
     k = n.size
     const = next((c for c in cands if c.model == "O(1)"), None)
     growth = [c for c in cands if c.model != "O(1)"]
-    contradicted = {c.model: (f"its growth term b·g(n) comes out negative "
-                              f"({fmt_value(c.b.value, unit)} per unit): cost would fall as n "
-                              "grows") for c in growth if c.b.value <= 0}
+    contradicted = {
+        c.model: (
+            f"its growth term b·g(n) comes out negative "
+            f"({fmt_value(c.b.value, unit)} per unit): cost would fall as n "
+            "grows"
+        )
+        for c in growth
+        if c.b.value <= 0
+    }
     p_growth = math.nan
     if const is not None and growth:
         top = min(growth, key=lambda c: c.rss)
@@ -120,9 +131,11 @@ def choose(cands: list[ComplexityCandidate], n: np.ndarray, y: np.ndarray,
         trend = _monotone_beyond_ci(n, y, se, unit)
         if trend or p_growth < P_GROWTH:
             change = "grow" if top.b.value > 0 else "fall"
-            contradicted["O(1)"] = trend or (f"the costs {change} with n: {top.model} fits "
-                                              f"significantly better than a constant (p = "
-                                              f"{p_text(p_growth)})")
+            contradicted["O(1)"] = trend or (
+                f"the costs {change} with n: {top.model} fits "
+                f"significantly better than a constant (p = "
+                f"{p_text(p_growth)})"
+            )
     allowed = sorted((c for c in cands if c.model not in contradicted), key=lambda c: c.score)
     if const is not None and "O(1)" not in contradicted:
         allowed = [const] + [c for c in allowed if c is not const]
@@ -132,8 +145,16 @@ def choose(cands: list[ComplexityCandidate], n: np.ndarray, y: np.ndarray,
     r2 = 0.0 if first.model == "O(1)" else r_squared(y, y - first.predict(n), _weights(y, se))
     if not allowed:
         why = "; ".join(f"{m}: {r}" for m, r in contradicted.items())
-        return Choice("none", ranked, (first.model,), contradicted,
-                      f"the data contradict every class ({why})", r2, p_growth, ())
+        return Choice(
+            "none",
+            ranked,
+            (first.model,),
+            contradicted,
+            f"the data contradict every class ({why})",
+            r2,
+            p_growth,
+            (),
+        )
     tied = _tied(first, allowed, const, k, se is not None)
     why_none, notes = _adequacy(first, ranked, n, y, se, r2)
     if why_none:
@@ -177,8 +198,13 @@ def _ruled_out(other: ComplexityCandidate, best: ComplexityCandidate, known: boo
     return gain / (best.rss / best.dof) > special.fdtri(1, best.dof, 1 - P_TIE)
 
 
-def _tied(first: ComplexityCandidate, allowed: list[ComplexityCandidate],
-          const: ComplexityCandidate | None, k: int, known: bool) -> tuple[str, ...]:
+def _tied(
+    first: ComplexityCandidate,
+    allowed: list[ComplexityCandidate],
+    const: ComplexityCandidate | None,
+    k: int,
+    known: bool,
+) -> tuple[str, ...]:
     """The classes the data cannot tell from ``first`` (``first`` included)."""
     if first.model == "O(1)":
         maybe = [c for c in allowed[1:] if _p_nested(first, c, k, known) < P_MAYBE]
@@ -201,14 +227,21 @@ def _monotone_beyond_ci(n: np.ndarray, y: np.ndarray, se: np.ndarray | None, uni
     if not (lo_last > hi_first or hi_last < lo_first):
         return ""
     verb = "rise" if steps[0] > 0 else "fall"
-    return (f"the costs {verb} at every step, from {fmt_value(ys[0], unit)} at n = "
-            f"{fmt_count(n[order][0], 3)} to {fmt_value(ys[-1], unit)} at n = "
-            f"{fmt_count(n[order][-1], 3)}, beyond their 95% CIs")
+    return (
+        f"the costs {verb} at every step, from {fmt_value(ys[0], unit)} at n = "
+        f"{fmt_count(n[order][0], 3)} to {fmt_value(ys[-1], unit)} at n = "
+        f"{fmt_count(n[order][-1], 3)}, beyond their 95% CIs"
+    )
 
 
-def _adequacy(first: ComplexityCandidate, ranked: tuple[ComplexityCandidate, ...],
-              n: np.ndarray, y: np.ndarray, se: np.ndarray | None, r2: float
-              ) -> tuple[str, tuple[str, ...]]:
+def _adequacy(
+    first: ComplexityCandidate,
+    ranked: tuple[ComplexityCandidate, ...],
+    n: np.ndarray,
+    y: np.ndarray,
+    se: np.ndarray | None,
+    r2: float,
+) -> tuple[str, tuple[str, ...]]:
     """(why no class fits or "", further notes) for the chosen class."""
     share = (y - first.predict(n)) / y
     beyond_se = np.ones(n.size, bool) if se is None else np.abs(y - first.predict(n)) > MISS_SE * se
@@ -217,9 +250,11 @@ def _adequacy(first: ComplexityCandidate, ranked: tuple[ComplexityCandidate, ...
     notes: list[str] = []
     if first.model == "O(1)":
         if abs(share[worst]) > MISS_SHARE:
-            notes.append(f"the costs scatter around their mean by up to {_signed(share[worst])} "
-                         f"(n = {fmt_count(n[worst], 3)}) with no clear growth; measure more "
-                         "precisely to be sure there is none.")
+            notes.append(
+                f"the costs scatter around their mean by up to {_signed(share[worst])} "
+                f"(n = {fmt_count(n[worst], 3)}) with no clear growth; measure more "
+                "precisely to be sure there is none."
+            )
         return "", tuple(notes)
     reasons = []
     if missed.size:
@@ -232,9 +267,11 @@ def _adequacy(first: ComplexityCandidate, ranked: tuple[ComplexityCandidate, ...
         nxt = f"; next {' and '.join(others)}" if others else ""
         return f"{first.model}, the closest, {' and '.join(reasons)}{nxt}", ()
     if se is not None and first.dof > 0 and special.chdtrc(first.dof, first.rss) < 0.001:
-        notes.append(f"{first.model} misses some points by more than their CIs allow (χ² = "
-                     f"{fmt_number(first.rss)} on {first.dof} degrees of freedom), though by at "
-                     f"most {fmt_percent(abs(share[worst]))}: the cost is not exactly a + b·g(n).")
+        notes.append(
+            f"{first.model} misses some points by more than their CIs allow (χ² = "
+            f"{fmt_number(first.rss)} on {first.dof} degrees of freedom), though by at "
+            f"most {fmt_percent(abs(share[worst]))}: the cost is not exactly a + b·g(n)."
+        )
     return "", tuple(notes)
 
 

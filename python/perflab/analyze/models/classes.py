@@ -37,8 +37,8 @@ COMPLEXITY_MODELS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 """Growth terms g(n) of cost(n) = a + b·g(n); "O(1)" fits a alone (b ≡ 0)."""
 
 #: How the growth term reads in a formula: 366 ns + 20.9 ns × n log n.
-TERMS = {"O(log n)": "log n", "O(n)": "n", "O(n log n)": "n log n", "O(n^2)": "n²",
-         "O(n^3)": "n³"}
+TERMS = {"O(log n)": "log n", "O(n)": "n", "O(n log n)": "n log n", "O(n^2)": "n²", "O(n^3)": "n³"}
+
 
 @dataclass(frozen=True, eq=False)
 class ComplexityCandidate:
@@ -81,8 +81,10 @@ class ComplexityCandidate:
         """The fitted curve in words: "366 ns + 20.9 ns × n"; "671 ns" for O(1)."""
         if self.model == "O(1)":
             return fmt_value(self.a.value, unit)
-        return f"{fmt_value(self.a.value, unit)} + {fmt_value(self.b.value, unit)} × " \
+        return (
+            f"{fmt_value(self.a.value, unit)} + {fmt_value(self.b.value, unit)} × "
             f"{TERMS[self.model]}"
+        )
 
 
 def fit_class(

@@ -130,8 +130,10 @@ class ComplexityFit:
             text = f"cost grows as {self.model}: {self.best.formula(self.unit)}"
         if self.runner_up is None:
             return text
-        return text + f"; next best {self.runner_up.model} (Δ{self.criterion} = " \
+        return (
+            text + f"; next best {self.runner_up.model} (Δ{self.criterion} = "
             f"{self.delta:.1f}), ruled out by the data"
+        )
 
     def to_dict(self) -> dict[str, object]:
         """Flat, JSON-ready summary of the choice and its coefficients."""
@@ -164,11 +166,15 @@ def _tied_reading(fit: ComplexityFit) -> str:
     names = list(fit.tied)
     listed = ", ".join(names[:-1]) + f" or {names[-1]}"
     if fit.model == "O(1)":
-        return (f"cost may not grow with n (O(1), {fit.best.formula(fit.unit)}) or may grow as "
-                f"{' or '.join(names[1:])}: the growth is not clear at the 1% level; measure "
-                "a wider range of n or more precisely")
-    return (f"cost grows as {listed}: the data cannot tell them apart (closest "
-            f"{fit.model}: {fit.best.formula(fit.unit)})")
+        return (
+            f"cost may not grow with n (O(1), {fit.best.formula(fit.unit)}) or may grow as "
+            f"{' or '.join(names[1:])}: the growth is not clear at the 1% level; measure "
+            "a wider range of n or more precisely"
+        )
+    return (
+        f"cost grows as {listed}: the data cannot tell them apart (closest "
+        f"{fit.model}: {fit.best.formula(fit.unit)})"
+    )
 
 
 def fit_complexity(
@@ -267,8 +273,6 @@ def _check_models(models: Sequence[str] | None) -> list[str]:
             f"unknown complexity model(s) {unknown}; choose from {list(COMPLEXITY_MODELS)}."
         )
     return names
-
-
 
 
 def _complexity_warnings(fit: ComplexityFit, choice: Choice) -> tuple[str, ...]:

@@ -24,8 +24,14 @@ def t_quantile(level: float, dof: int) -> float:
     return float(special.stdtrit(dof, 0.5 + level / 2.0)) if dof >= 1 else math.nan
 
 
-def wald(value: float, se: float, level: float, dof: int, floor: float = -math.inf,
-         ceiling: float = math.inf) -> Estimate:
+def wald(
+    value: float,
+    se: float,
+    level: float,
+    dof: int,
+    floor: float = -math.inf,
+    ceiling: float = math.inf,
+) -> Estimate:
     """Wald t interval value ± t_{dof}·se at ``level``, clipped to the bounds [floor, ceiling].
 
     ``dof`` = LARGE_DOF gives the normal interval; dof < 1 (or an unknown se) gives a NaN
@@ -35,8 +41,13 @@ def wald(value: float, se: float, level: float, dof: int, floor: float = -math.i
     half = t_quantile(level, dof) * se
     if not math.isfinite(half):
         return Estimate(float(value), math.nan, math.nan, level, float(se))
-    return Estimate(float(value), float(max(floor, value - half)),
-                    float(min(ceiling, value + half)), level, float(se))
+    return Estimate(
+        float(value),
+        float(max(floor, value - half)),
+        float(min(ceiling, value + half)),
+        level,
+        float(se),
+    )
 
 
 def positive_array(values: ArrayLike, name: str) -> np.ndarray:
@@ -92,4 +103,3 @@ def gram_inverse(design: np.ndarray) -> np.ndarray:
     scale = np.where(norms > 0, 1.0 / np.where(norms > 0, norms, 1.0), 0.0)
     scaled = design * scale
     return np.linalg.pinv(scaled.T @ scaled) * np.outer(scale, scale)
-

@@ -59,9 +59,14 @@ class MeasuredOrder:
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready: n, cost_a, cost_b, diff_se, cheaper, fitted_cheaper."""
-        return {"n": self.n, "cost_a": self.cost_a, "cost_b": self.cost_b,
-                "diff_se": self.diff_se, "cheaper": self.cheaper,
-                "fitted_cheaper": self.fitted_cheaper}
+        return {
+            "n": self.n,
+            "cost_a": self.cost_a,
+            "cost_b": self.cost_b,
+            "diff_se": self.diff_se,
+            "cheaper": self.cheaper,
+            "fitted_cheaper": self.fitted_cheaper,
+        }
 
 
 def measured_orders(
@@ -99,11 +104,21 @@ def measured_orders(
         cost_a, cost_b = colds[0] + ya, colds[1] + yb
         se = math.sqrt(sa**2 + sb**2 + cold_ses[0] ** 2 + cold_ses[1] ** 2)
         diff = cost_a - cost_b
-        clear = (abs(diff) > z * se if math.isfinite(se)
-                 else abs(diff) > MISS_SHARE * max(cost_a, cost_b))
-        out.append(MeasuredOrder(n, cost_a, cost_b, se,
-                                 cheaper_side(diff, labels) if clear else None,
-                                 cheaper_side(float(f), labels)))
+        clear = (
+            abs(diff) > z * se
+            if math.isfinite(se)
+            else abs(diff) > MISS_SHARE * max(cost_a, cost_b)
+        )
+        out.append(
+            MeasuredOrder(
+                n,
+                cost_a,
+                cost_b,
+                se,
+                cheaper_side(diff, labels) if clear else None,
+                cheaper_side(float(f), labels),
+            )
+        )
     return tuple(out)
 
 
@@ -124,8 +139,9 @@ def cheaper_side(diff: float, labels: tuple[str, str]) -> str | None:
     return labels[1] if diff > 0 else labels[0] if diff < 0 else None
 
 
-def refutation_text(orders: Sequence[MeasuredOrder], labels: tuple[str, str],
-                    unit: str = "s") -> str:
+def refutation_text(
+    orders: Sequence[MeasuredOrder], labels: tuple[str, str], unit: str = "s"
+) -> str:
     """'at n = 100,000 the measurements show B cheaper (2.90 ms vs 3.25 ms for A)'.
 
     Args:
@@ -134,12 +150,20 @@ def refutation_text(orders: Sequence[MeasuredOrder], labels: tuple[str, str],
         unit: Unit of cost.
     """
     first = next(o for o in orders if o.refutes)
-    mine, other, name = ((first.cost_a, first.cost_b, labels[1]) if first.cheaper == labels[0]
-                         else (first.cost_b, first.cost_a, labels[0]))
-    how = ("beyond the CI of the difference" if math.isfinite(first.diff_se)
-           else f"more than {fmt_percent(MISS_SHARE)} apart")
-    return (f"at n = {fmt_count(first.n, 3)} the measurements show {first.cheaper} cheaper "
-            f"({fmt_value(mine, unit)} vs {fmt_value(other, unit)} for {name}, {how})")
+    mine, other, name = (
+        (first.cost_a, first.cost_b, labels[1])
+        if first.cheaper == labels[0]
+        else (first.cost_b, first.cost_a, labels[0])
+    )
+    how = (
+        "beyond the CI of the difference"
+        if math.isfinite(first.diff_se)
+        else f"more than {fmt_percent(MISS_SHARE)} apart"
+    )
+    return (
+        f"at n = {fmt_count(first.n, 3)} the measurements show {first.cheaper} cheaper "
+        f"({fmt_value(mine, unit)} vs {fmt_value(other, unit)} for {name}, {how})"
+    )
 
 
 def measured_summary(orders: Sequence[MeasuredOrder]) -> str:
@@ -150,11 +174,15 @@ def measured_summary(orders: Sequence[MeasuredOrder]) -> str:
     sides = [o.cheaper for o in clear]
     flips = sum(1 for x, y in pairwise(sides) if x != y)
     if flips == 0:
-        return (f"{sides[0]} is measurably cheaper at every size where the difference is clear "
-                f"(n = {fmt_count(clear[0].n, 3)} to {fmt_count(clear[-1].n, 3)})")
+        return (
+            f"{sides[0]} is measurably cheaper at every size where the difference is clear "
+            f"(n = {fmt_count(clear[0].n, 3)} to {fmt_count(clear[-1].n, 3)})"
+        )
     if flips == 1:
         i = next(i for i in range(len(sides) - 1) if sides[i] != sides[i + 1])
-        return (f"measured: {sides[i]} is cheaper up to n = {fmt_count(clear[i].n, 3)} and "
-                f"{sides[i + 1]} from n = {fmt_count(clear[i + 1].n, 3)}, so the costs cross "
-                "between those sizes")
+        return (
+            f"measured: {sides[i]} is cheaper up to n = {fmt_count(clear[i].n, 3)} and "
+            f"{sides[i + 1]} from n = {fmt_count(clear[i + 1].n, 3)}, so the costs cross "
+            "between those sizes"
+        )
     return "the measured order changes more than once; measure more sizes and more precisely"

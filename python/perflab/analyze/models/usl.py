@@ -65,7 +65,6 @@ def littles_law_concurrency(
     return float(n) if n.ndim == 0 else n
 
 
-
 def _usl(n: np.ndarray, alpha: float, beta: float, gamma: float) -> np.ndarray:
     """X(N) = γN / (1 + α(N−1) + βN(N−1))."""
     return gamma * n / (1.0 + alpha * (n - 1.0) + beta * n * (n - 1.0))
@@ -163,8 +162,10 @@ class UslFit:
         if math.isfinite(self.peak_load):
             tail = f"coherency cost dominates past N ≈ {fmt_count(self.peak_load)}"
         elif math.isfinite(self.amdahl_limit):
-            tail = ("no coherency cost measured, so X levels off towards γ/α ≈ "
-                    f"{fmt_value(self.amdahl_limit, self.unit)}")
+            tail = (
+                "no coherency cost measured, so X levels off towards γ/α ≈ "
+                f"{fmt_value(self.amdahl_limit, self.unit)}"
+            )
         else:
             tail = "no coherency cost measured: scaling is linear over the data"
         return head + text + tail
@@ -262,9 +263,17 @@ def fit_usl(
     else:
         raise ValueError(f"unknown USL method {method!r}; use 'nls' or 'quadratic'.")
     reasons = _degenerate(fit, n_arr, x_arr)
-    warnings = fit.warnings if not reasons else (
-        (f"{NOT_USL}: {'; '.join(reasons)}. Read nothing into α, β or N*: measure loads where "
-         "X still changes with N, or check the sweep."), *fit.warnings)
+    warnings = (
+        fit.warnings
+        if not reasons
+        else (
+            (
+                f"{NOT_USL}: {'; '.join(reasons)}. Read nothing into α, β or N*: measure loads where "
+                "X still changes with N, or check the sweep."
+            ),
+            *fit.warnings,
+        )
+    )
     return replace(fit, degenerate=reasons, warnings=warnings, unit=unit)
 
 
@@ -306,7 +315,6 @@ def _jacobian_covariance(jac: np.ndarray, resid: np.ndarray) -> np.ndarray:
     cov = np.zeros((3, 3))
     cov[:k, :k] = gram_inverse(jac) * s2
     return cov
-
 
 
 def _fit_usl_quadratic(n: np.ndarray, x: np.ndarray, gamma: float | None, level: float) -> UslFit:
@@ -443,7 +451,6 @@ def _usl_range_warnings(fit: UslFit) -> list[str]:
     return out
 
 
-
 def _degenerate(fit: UslFit, n: np.ndarray, x: np.ndarray) -> tuple[str, ...]:
     """Plain-words reasons the points do not show USL behaviour (see fit_usl); () if they do."""
     out = []
@@ -458,11 +465,15 @@ def _degenerate(fit: UslFit, n: np.ndarray, x: np.ndarray) -> tuple[str, ...]:
     worst = int(np.argmax(np.abs(share)))
     if abs(share[worst]) > MISS_USL:
         sign = "+" if share[worst] > 0 else "−"
-        out.append(f"the curve misses N = {fmt_count(n[worst], 3)} by {sign}"
-                   f"{fmt_percent(abs(share[worst]))} of X (beyond ±{fmt_percent(MISS_USL)})")
+        out.append(
+            f"the curve misses N = {fmt_count(n[worst], 3)} by {sign}"
+            f"{fmt_percent(abs(share[worst]))} of X (beyond ±{fmt_percent(MISS_USL)})"
+        )
     if fit.dof >= 1:
         low, high = fit.band(np.linspace(float(n.min()), float(n.max()), 200))
         if float(np.nanmax(high - low)) >= float(x.max()):
-            out.append(f"the {fit.level:.0%} CI band of the curve is wider than the highest X "
-                       "measured: it spans the chart")
+            out.append(
+                f"the {fit.level:.0%} CI band of the curve is wider than the highest X "
+                "measured: it spans the chart"
+            )
     return tuple(out)

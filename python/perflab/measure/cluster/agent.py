@@ -53,9 +53,15 @@ class LoadAgent:
         boot_id}."""
         from perflab import __version__, _core
 
-        return {"index": self.index, "host": socket.gethostname(), "pid": os.getpid(),
-                "perflab_version": __version__, "core_version": _core.__version__,
-                "cores": len(os.sched_getaffinity(0)), "boot_id": boot_id()}
+        return {
+            "index": self.index,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "perflab_version": __version__,
+            "core_version": _core.__version__,
+            "cores": len(os.sched_getaffinity(0)),
+            "boot_id": boot_id(),
+        }
 
     def now_ns(self) -> int:
         """This machine's realtime clock, ns since the epoch (one offset round trip)."""
@@ -67,8 +73,11 @@ class LoadAgent:
         from perflab.measure import doctor
 
         report = doctor.run(probe_s)
-        return {c.name: f"{c.status}: {c.detail}" for c in report.checks
-                if c.name in CLOCK_CHECKS and c.status in ("fail", "warn")}
+        return {
+            c.name: f"{c.status}: {c.detail}"
+            for c in report.checks
+            if c.name in CLOCK_CHECKS and c.status in ("fail", "warn")
+        }
 
     def check(self, configs: list[dict[str, Any]]) -> str | None:
         """The engine's own checks of this agent's step configs on this machine (its
@@ -113,10 +122,18 @@ class LoadAgent:
 
         connections = 2 * (os.cpu_count() or 1)
         with _core.serve({"host": "127.0.0.1", "port": 0}) as server:
-            raw = _core.http_run({"url": f"http://127.0.0.1:{server.port}/", "mode": "closed",
-                                  "connections": connections, "threads": threads,
-                                  "duration_s": probe_s, "warmup_s": CAPACITY_WARMUP_S},
-                                 None, self._stop)
+            raw = _core.http_run(
+                {
+                    "url": f"http://127.0.0.1:{server.port}/",
+                    "mode": "closed",
+                    "connections": connections,
+                    "threads": threads,
+                    "duration_s": probe_s,
+                    "warmup_s": CAPACITY_WARMUP_S,
+                },
+                None,
+                self._stop,
+            )
         step = raw["steps"][0]
         cpu_s = sum(step["thread_cpu_s"])
         if not step["requests_sent"] or cpu_s <= 0:
@@ -148,8 +165,12 @@ class LoadAgent:
         raw = _core.http_run(config, self._keep, self._stop, True)
         after = os.times()
         skew, flagged = monitor.stop()
-        return {"raw": raw, "clock_skew_ns": skew, "flagged": flagged, "process_cpu_s":
-                (after.user - before.user) + (after.system - before.system)}
+        return {
+            "raw": raw,
+            "clock_skew_ns": skew,
+            "flagged": flagged,
+            "process_cpu_s": (after.user - before.user) + (after.system - before.system),
+        }
 
     def _keep(self, snapshot: dict[str, Any]) -> None:
         with self._lock:

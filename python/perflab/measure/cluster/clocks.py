@@ -63,12 +63,15 @@ def estimate(samples: Sequence[tuple[int, int, int]]) -> Offset:
         raise ValueError("a round trip ended before it began: the controller's clock stepped")
     t1, t2, t4 = min(samples, key=lambda s: s[2] - s[0])
     rtt = t4 - t1
-    return Offset(offset_ns=t2 - (t1 + t4) // 2, uncertainty_ns=(rtt + 1) // 2,
-                  round_trip_ns=rtt, samples=len(samples))
+    return Offset(
+        offset_ns=t2 - (t1 + t4) // 2,
+        uncertainty_ns=(rtt + 1) // 2,
+        round_trip_ns=rtt,
+        samples=len(samples),
+    )
 
 
-def measure(ask: Callable[[], int], rounds: int,
-            clock: Callable[[], int] = time.time_ns) -> Offset:
+def measure(ask: Callable[[], int], rounds: int, clock: Callable[[], int] = time.time_ns) -> Offset:
     """Measure an offset with ``rounds`` round trips.
 
     Args:

@@ -34,8 +34,10 @@ from perflab.measure.cluster.agent import LoadAgent, boot_id
 from perflab.measure.cluster.split import split_step
 
 #: One line on how to get Ray (exit 2 without it).
-INSTALL_HINT = ("--agents runs load agents on Ray, which is not installed here: "
-                "pip install 'perflab[cluster]' (on every node)")
+INSTALL_HINT = (
+    "--agents runs load agents on Ray, which is not installed here: "
+    "pip install 'perflab[cluster]' (on every node)"
+)
 #: Longest wait for the agents' start-up answers, s (a worker process starts, imports
 #: Ray and perflab, and runs doctor's clock probes: seconds on a loaded 2-core machine).
 START_TIMEOUT_S = 120.0
@@ -88,11 +90,14 @@ def parse_split(text: str | None, agents: int) -> str | tuple[float, ...]:
     except ValueError:
         weights = ()
     if not weights or not all(math.isfinite(w) and w > 0 for w in weights):
-        raise UsageError(f"--split {text!r}: use even, capacity, or one positive weight per "
-                         "agent, comma separated (--split 3,1)")
+        raise UsageError(
+            f"--split {text!r}: use even, capacity, or one positive weight per "
+            "agent, comma separated (--split 3,1)"
+        )
     if len(weights) != agents:
-        raise UsageError(f"--split gives {len(weights)} weights for --agents {agents}: give "
-                         "one per agent")
+        raise UsageError(
+            f"--split gives {len(weights)} weights for --agents {agents}: give one per agent"
+        )
     return weights
 
 
@@ -109,10 +114,10 @@ def options_from_args(args: Any) -> ClusterOptions:
         raise UsageError(f"--agents-per-node {per_node} must be at least 1")
     address = (args.cluster or "local").strip()
     if not address:
-        raise UsageError("--cluster needs an address: local, auto, ray://HOST:10001 or "
-                         "HOST:PORT")
-    return ClusterOptions(agents, address, per_node, args.fail_fast,
-                          parse_split(args.split, agents))
+        raise UsageError("--cluster needs an address: local, auto, ray://HOST:10001 or HOST:PORT")
+    return ClusterOptions(
+        agents, address, per_node, args.fail_fast, parse_split(args.split, agents)
+    )
 
 
 def import_ray() -> Any:
@@ -140,9 +145,11 @@ def place(nodes: list[str], agents: int, per_node: int | None) -> list[str]:
     if per_node is None:
         return [nodes[i % len(nodes)] for i in range(agents)]
     if agents > per_node * len(nodes):
-        raise UsageError(f"--agents {agents} with --agents-per-node {per_node} needs "
-                         f"{math.ceil(agents / per_node)} nodes; the cluster has "
-                         f"{len(nodes)}: raise --agents-per-node or add nodes")
+        raise UsageError(
+            f"--agents {agents} with --agents-per-node {per_node} needs "
+            f"{math.ceil(agents / per_node)} nodes; the cluster has "
+            f"{len(nodes)}: raise --agents-per-node or add nodes"
+        )
     return [nodes[i // per_node] for i in range(agents)]
 
 
@@ -206,8 +213,13 @@ class Cluster:
             an agent's engine refuses, or a node that cannot reach the target.
     """
 
-    def __init__(self, options: ClusterOptions, target: tuple[str, int, float],
-                 step_configs: list[dict[str, Any]], tell: Any = None) -> None:
+    def __init__(
+        self,
+        options: ClusterOptions,
+        target: tuple[str, int, float],
+        step_configs: list[dict[str, Any]],
+        tell: Any = None,
+    ) -> None:
         self.options = options
         self.target = target
         self.step_configs = step_configs
@@ -247,14 +259,20 @@ class Cluster:
             return
         self.owns_ray = True
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report home
-        kwargs: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False,
-                                  "configure_logging": False}
+        kwargs: dict[str, Any] = {
+            "logging_level": logging.ERROR,
+            "log_to_driver": False,
+            "configure_logging": False,
+        }
         if address == "local":
             self.tell("starting a local Ray instance…")
             # Ray's note that it turned token authentication on (it stays on) is not news
             logging.getLogger("ray._private.authentication").setLevel(logging.ERROR)
-            kwargs.update(include_dashboard=False, object_store_memory=100 * 2**20,
-                          num_cpus=max(os.cpu_count() or 1, self.options.agents))
+            kwargs.update(
+                include_dashboard=False,
+                object_store_memory=100 * 2**20,
+                num_cpus=max(os.cpu_count() or 1, self.options.agents),
+            )
         else:
             self.tell(f"joining the Ray cluster at {address}…")
             enable_token_auth_to_join()
@@ -274,9 +292,11 @@ class Cluster:
                         "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S above 30 set for its `ray "
                         "start --head`, or join by the GCS address (HOST:6379) from a node"
                     ) from None
-                self.tell(f"the Ray Client server failed to start a server for this driver "
-                          f"({why}); joining again ({attempt + 1} of "
-                          f"{CLIENT_JOIN_ATTEMPTS})…")
+                self.tell(
+                    f"the Ray Client server failed to start a server for this driver "
+                    f"({why}); joining again ({attempt + 1} of "
+                    f"{CLIENT_JOIN_ATTEMPTS})…"
+                )
                 time.sleep(CLIENT_JOIN_PAUSE_S)
             except (ConnectionError, ValueError, RuntimeError, TimeoutError) as exc:
                 raise _join_error(address, exc) from None
@@ -297,8 +317,11 @@ class Cluster:
         self.tell(f"starting {len(where)} load agent(s) on {len(set(where))} node(s)…")
         for i, node in enumerate(where):
             actor = remote.options(
-                num_cpus=0, max_concurrency=AGENT_THREADS, max_restarts=0,
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(i)
+                num_cpus=0,
+                max_concurrency=AGENT_THREADS,
+                max_restarts=0,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
+            ).remote(i)
             info = AgentInfo(index=i, host="?", address=address[node], node=node)
             self.agents.append(Agent(info, actor))
 
@@ -308,14 +331,18 @@ class Cluster:
         try:
             return ray.get(calls, timeout=START_TIMEOUT_S)
         except ray.exceptions.GetTimeoutError:
-            raise UsageError(f"the load agents did not answer within {START_TIMEOUT_S:g} s "
-                             f"({what}); is the cluster overloaded?") from None
+            raise UsageError(
+                f"the load agents did not answer within {START_TIMEOUT_S:g} s "
+                f"({what}); is the cluster overloaded?"
+            ) from None
         except ray.exceptions.RayError as exc:
             first = next((a for a, c in zip(self.agents, calls) if _failed(ray, c)), None)
             who = first.info.label if first else "an agent"
-            raise UsageError(f"{who} failed at start-up ({what}): {short_error(exc)}; is perflab "
-                             "installed with the same version on every node (pip install "
-                             "'perflab[cluster]')?") from None
+            raise UsageError(
+                f"{who} failed at start-up ({what}): {short_error(exc)}; is perflab "
+                "installed with the same version on every node (pip install "
+                "'perflab[cluster]')?"
+            ) from None
 
     def _check_agents(self) -> None:
         from perflab import __version__
@@ -329,25 +356,34 @@ class Cluster:
             info.same_clock = bool(hello["boot_id"]) and (hello["host"], hello["boot_id"]) == here
         wrong = [a.info for a in self.agents if a.info.perflab_version != __version__]
         if wrong:
-            raise UsageError(f"{wrong[0].label} runs perflab {wrong[0].perflab_version}, the "
-                             f"controller {__version__}: install the same version on every "
-                             f"node (pip install 'perflab[cluster]=={__version__}')")
+            raise UsageError(
+                f"{wrong[0].label} runs perflab {wrong[0].perflab_version}, the "
+                f"controller {__version__}: install the same version on every "
+                f"node (pip install 'perflab[cluster]=={__version__}')"
+            )
         self._weigh()
         weights = [a.weight for a in self.agents]
         shares = [split_step(c, len(self.agents), weights) for c in self.step_configs]
-        checks = [a.actor.check.remote([s[k] for s in shares if s[k] is not None])
-                  for k, a in enumerate(self.agents)]
+        checks = [
+            a.actor.check.remote([s[k] for s in shares if s[k] is not None])
+            for k, a in enumerate(self.agents)
+        ]
         host, port, timeout_s = self.target
         reach = [a.actor.reachable.remote(host, port, timeout_s) for a in self.agents]
         probes = [a.actor.clock_checks.remote() for a in self.agents]
         for agent, problem in zip(self.agents, self._gather(checks, "step checks")):
             if problem:
                 raise UsageError(f"{agent.info.label}: {problem}")
-        unreachable = [f"{a.info.label}: {why}" for a, why in
-                       zip(self.agents, self._gather(reach, "reaching the target")) if why]
+        unreachable = [
+            f"{a.info.label}: {why}"
+            for a, why in zip(self.agents, self._gather(reach, "reaching the target"))
+            if why
+        ]
         if unreachable:
-            raise UsageError(f"{len(unreachable)} of {len(self.agents)} agents cannot reach "
-                             f"the target: {'; '.join(unreachable)}")
+            raise UsageError(
+                f"{len(unreachable)} of {len(self.agents)} agents cannot reach "
+                f"the target: {'; '.join(unreachable)}"
+            )
         self.tell("checking the agents' clocks…")
         for agent, found in zip(self.agents, self._gather(probes, "clock checks")):
             agent.info.clock_checks = found
@@ -365,8 +401,9 @@ class Cluster:
         if split == "capacity":
             self.tell("measuring the agents' capacity…")
             threads = self.step_configs[0].get("threads") if self.step_configs else None
-            found = self._gather([a.actor.capacity.remote(threads) for a in self.agents],
-                                 "capacity probe")
+            found = self._gather(
+                [a.actor.capacity.remote(threads) for a in self.agents], "capacity probe"
+            )
             for agent, capacity in zip(self.agents, found):
                 agent.info.capacity_rps = agent.info.weight = capacity
         elif split != "even":
@@ -378,8 +415,7 @@ class Cluster:
         its latest; the start-up measurement (``rounds`` ≥ :data:`clocks.ROUNDS_AT_START`)
         is also the one saved in its :class:`AgentInfo`. Raises the agent's Ray error."""
         ray = self.ray
-        offset = clocks.measure(lambda: ray.get(agent.actor.now_ns.remote(), timeout=10),
-                                rounds)
+        offset = clocks.measure(lambda: ray.get(agent.actor.now_ns.remote(), timeout=10), rounds)
         agent.offset = offset
         if rounds >= clocks.ROUNDS_AT_START:
             info = agent.info
@@ -409,10 +445,12 @@ class Cluster:
 def _join_error(address: str, exc: BaseException) -> UsageError:
     """The one line for a cluster that could not be started or joined."""
     text = str(exc)
-    return UsageError(f"cannot {'start' if address == 'local' else 'join'} the Ray cluster "
-                      f"{address!r}: {text.splitlines()[0] if text else type(exc).__name__}; "
-                      "check the address (ray status on a node prints it), or drop --cluster "
-                      "to start one here")
+    return UsageError(
+        f"cannot {'start' if address == 'local' else 'join'} the Ray cluster "
+        f"{address!r}: {text.splitlines()[0] if text else type(exc).__name__}; "
+        "check the address (ray status on a node prints it), or drop --cluster "
+        "to start one here"
+    )
 
 
 def enable_token_auth_to_join() -> None:
@@ -427,7 +465,8 @@ def enable_token_auth_to_join() -> None:
     """
     try:
         from ray._private.authentication.authentication_token_setup import (
-            maybe_enable_token_auth_if_token_available as enable)
+            maybe_enable_token_auth_if_token_available as enable,
+        )
     except ImportError:
         return
     logging.getLogger("ray._private.authentication").setLevel(logging.ERROR)

@@ -21,9 +21,23 @@ from typing import Any
 from perflab.model import Histogram, HttpStep, ServerTiming
 
 HISTOGRAMS = ("latency", "service_time", "send_lag", "failed_latency", "dispatch_lag")
-_SUMMED = ("requests_sent", "ok_responses", "bytes_in", "bytes_out", "connections_opened",
-           "connections_closed", "connection_errors", "failures", "unsent", "unfinished",
-           "connections_peak", "connect_failures", "pool_waits", "threads", "connections")
+_SUMMED = (
+    "requests_sent",
+    "ok_responses",
+    "bytes_in",
+    "bytes_out",
+    "connections_opened",
+    "connections_closed",
+    "connection_errors",
+    "failures",
+    "unsent",
+    "unfinished",
+    "connections_peak",
+    "connect_failures",
+    "pool_waits",
+    "threads",
+    "connections",
+)
 
 
 def merge_histograms(hists: Sequence[Histogram]) -> Histogram:
@@ -39,9 +53,14 @@ def merge_histograms(hists: Sequence[Histogram]) -> Histogram:
         return Histogram()
     raw = _core.hdr_merge(encoded)
     count = int(raw["count"])
-    return Histogram(encoded=raw["encoded_b64"], count=count, **{
-        k: float(raw[k]) if count else math.nan
-        for k in ("min_us", "mean_us", "p50_us", "p90_us", "p99_us", "p999_us", "max_us")})
+    return Histogram(
+        encoded=raw["encoded_b64"],
+        count=count,
+        **{
+            k: float(raw[k]) if count else math.nan
+            for k in ("min_us", "mean_us", "p50_us", "p90_us", "p99_us", "p999_us", "max_us")
+        },
+    )
 
 
 def merge_server_timing(parts: Sequence[ServerTiming | None]) -> ServerTiming | None:
@@ -58,12 +77,15 @@ def merge_server_timing(parts: Sequence[ServerTiming | None]) -> ServerTiming | 
         return None
     names = sorted({name for t in timings for name in t.metrics})
     return ServerTiming(
-        responses=sum(t.responses for t in timings), malformed=sum(t.malformed for t in timings),
+        responses=sum(t.responses for t in timings),
+        malformed=sum(t.malformed for t in timings),
         metrics_dropped=sum(t.metrics_dropped for t in timings),
-        metrics={n: merge_histograms([t.metrics[n] for t in timings if n in t.metrics])
-                 for n in names},
+        metrics={
+            n: merge_histograms([t.metrics[n] for t in timings if n in t.metrics]) for n in names
+        },
         app_total=merge_histograms([t.app_total for t in timings]),
-        outside_app=merge_histograms([t.outside_app for t in timings]))
+        outside_app=merge_histograms([t.outside_app for t in timings]),
+    )
 
 
 def _known_sum(values: Sequence[int | None]) -> int | None:
@@ -104,9 +126,13 @@ def merge_steps(parts: Sequence[HttpStep]) -> HttpStep:
     skews = [p.clock_skew_ns for p in parts if p.clock_skew_ns is not None]
     merged = HttpStep(
         offered_rate=None if any(r is None for r in rates) else sum(r for r in rates if r),
-        connections=0, mode=first.mode, duration_s=first.duration_s, warmup_s=first.warmup_s,
+        connections=0,
+        mode=first.mode,
+        duration_s=first.duration_s,
+        warmup_s=first.warmup_s,
         elapsed_s=max(p.elapsed_s for p in parts),
-        status_counts=dict(statuses), errors={k: n for k, n in errors.items() if n},
+        status_counts=dict(statuses),
+        errors={k: n for k, n in errors.items() if n},
         thread_cpu_s=[c for p in parts for c in p.thread_cpu_s],
         interrupted=any(p.interrupted for p in parts),
         clock_skew_ns=max(skews, key=abs) if skews else None,
@@ -116,7 +142,8 @@ def merge_steps(parts: Sequence[HttpStep]) -> HttpStep:
         drained=_known_sum([p.drained for p in parts]),
         ok_from_warmup=_known_sum([p.ok_from_warmup for p in parts]),
         server_timing=merge_server_timing([p.server_timing for p in parts]),  # issue 17
-        **{name: merge_histograms([getattr(p, name) for p in parts]) for name in HISTOGRAMS})
+        **{name: merge_histograms([getattr(p, name) for p in parts]) for name in HISTOGRAMS},
+    )
     for name in _SUMMED:
         setattr(merged, name, sum(getattr(p, name) for p in parts))
     return merged
@@ -145,9 +172,11 @@ def merge_snapshots(snaps: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, An
         return None
     latency = merge_histograms([Histogram(encoded=s.get("latency_b64", "")) for _, s in snaps])
     slow_label, slow = max(snaps, key=lambda x: x[1]["p99_us"])
-    return {"in_warmup": any(s["in_warmup"] for _, s in snaps),
-            "wall_s": max(s["wall_s"] for _, s in snaps),
-            "achieved_rate": sum(s["achieved_rate"] for _, s in snaps),
-            "failures": sum(s["failures"] for _, s in snaps),
-            "p99_us": latency.p99_us if latency.count else 0,
-            "slowest": f"{slow_label} p99 {slow['p99_us'] / 1e3:,.2f} ms"}
+    return {
+        "in_warmup": any(s["in_warmup"] for _, s in snaps),
+        "wall_s": max(s["wall_s"] for _, s in snaps),
+        "achieved_rate": sum(s["achieved_rate"] for _, s in snaps),
+        "failures": sum(s["failures"] for _, s in snaps),
+        "p99_us": latency.p99_us if latency.count else 0,
+        "slowest": f"{slow_label} p99 {slow['p99_us'] / 1e3:,.2f} ms",
+    }

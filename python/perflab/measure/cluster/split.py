@@ -115,8 +115,9 @@ def agent_seed(seed: int | None, k: int) -> int:
     return ((DEFAULT_SEED if seed is None else seed) + k * _SEED_STEP) % 2**64
 
 
-def split_step(config: dict[str, Any], agents: int,
-               weights: Sequence[float] | None = None) -> list[dict[str, Any] | None]:
+def split_step(
+    config: dict[str, Any], agents: int, weights: Sequence[float] | None = None
+) -> list[dict[str, Any] | None]:
     """The engine configs of one step for ``agents`` agents (positions 0 … agents−1).
 
     Args:
@@ -140,20 +141,34 @@ def split_step(config: dict[str, Any], agents: int,
     if len(weights) != agents:
         raise ValueError(f"{len(weights)} weights for {agents} agents")
     if config["mode"] == "closed":
-        return [{**config, "connections": n} if n else None
-                for n in weighted_shares(int(config["connections"]), weights)]
+        return [
+            {**config, "connections": n} if n else None
+            for n in weighted_shares(int(config["connections"]), weights)
+        ]
     rate = float(config["rate"])
     cap = config.get("connections")
     if cap is not None and cap < agents:
-        raise UsageError(f"--connections {cap} with --rate caps the pool of all {agents} agents "
-                         f"together: give at least one connection per agent (--connections "
-                         f"{agents} or more)")
+        raise UsageError(
+            f"--connections {cap} with --rate caps the pool of all {agents} agents "
+            f"together: give at least one connection per agent (--connections "
+            f"{agents} or more)"
+        )
     caps = weighted_shares(cap, weights, floor=1) if cap is not None else [None] * agents
     seeds = [agent_seed(config.get("seed"), k) for k in range(agents)]
     if config.get("arrival", "constant") != "constant":
-        return [{**config, "rate": rate * w / sum(weights), "connections": caps[k],
-                 "seed": seeds[k]} for k, w in enumerate(weights)]
+        return [
+            {**config, "rate": rate * w / sum(weights), "connections": caps[k], "seed": seeds[k]}
+            for k, w in enumerate(weights)
+        ]
     period, slots = lanes(weights)
-    return [{**config, "rate": rate * len(slots[k]) / period, "connections": caps[k],
-             "slots": slots[k], "slot_period": period, "seed": seeds[k]}
-            for k in range(agents)]
+    return [
+        {
+            **config,
+            "rate": rate * len(slots[k]) / period,
+            "connections": caps[k],
+            "slots": slots[k],
+            "slot_period": period,
+            "seed": seeds[k],
+        }
+        for k in range(agents)
+    ]

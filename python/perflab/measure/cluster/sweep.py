@@ -41,8 +41,12 @@ DEADLINE_SLACK_S = 15.0
 PROGRESS_EVERY_S = 0.25
 
 
-def run_sweep(cluster: Cluster, plan: Plan, progress: ProgressFn | None = None,
-              on_step: Callable[[SweepOutcome], None] | None = None) -> SweepOutcome:
+def run_sweep(
+    cluster: Cluster,
+    plan: Plan,
+    progress: ProgressFn | None = None,
+    on_step: Callable[[SweepOutcome], None] | None = None,
+) -> SweepOutcome:
     """Run every step of ``plan`` on the cluster's agents.
 
     Args:
@@ -63,9 +67,11 @@ def run_sweep(cluster: Cluster, plan: Plan, progress: ProgressFn | None = None,
             if not live:
                 break
             if index and (lost := _unreachable(cluster, live)):
-                outcome.target_lost = (f"the target stopped accepting connections before step "
-                                       f"{index + 1} ({lost}); the remaining "
-                                       f"{plan.steps - index} step(s) were skipped")
+                outcome.target_lost = (
+                    f"the target stopped accepting connections before step "
+                    f"{index + 1} ({lost}); the remaining "
+                    f"{plan.steps - index} step(s) were skipped"
+                )
                 break
             step = _run_step(cluster, plan, index, live, progress)
             if step is not None:
@@ -106,21 +112,25 @@ def _lost_text(cluster: Cluster, remaining: int) -> str | None:
     left = sum(a.alive for a in cluster.agents)
     if cluster.options.fail_fast and remaining:
         return f"{names} died; --fail-fast stopped the run ({remaining} step(s) not run)"
-    return f"{names} died; its steps keep the other agents' data and the run went on with " \
+    return (
+        f"{names} died; its steps keep the other agents' data and the run went on with "
         f"{left} agent(s)"
+    )
 
 
-def _run_step(cluster: Cluster, plan: Plan, index: int, live: list[Agent],
-              progress: ProgressFn | None) -> Any:
+def _run_step(
+    cluster: Cluster, plan: Plan, index: int, live: list[Agent], progress: ProgressFn | None
+) -> Any:
     """One step on the ``live`` agents; the merged step, or None when no agent ran it."""
     ray = cluster.ray
     configs = split_step(plan.step_config(index), len(live), [a.weight for a in live])
     worst_rtt_s = 0.0
     for agent in live:
         try:
-            worst_rtt_s = max(worst_rtt_s,
-                              cluster.measure_offset(agent, clocks.ROUNDS_PER_STEP).round_trip_ns
-                              * 1e-9)
+            worst_rtt_s = max(
+                worst_rtt_s,
+                cluster.measure_offset(agent, clocks.ROUNDS_PER_STEP).round_trip_ns * 1e-9,
+            )
         except ray.exceptions.RayError as exc:
             agent.lost(index, f"did not answer a clock read: {short_error(exc)}")
     start_ns = time.time_ns() + int((START_LEAD_S + 2 * worst_rtt_s) * 1e9)
@@ -128,17 +138,25 @@ def _run_step(cluster: Cluster, plan: Plan, index: int, live: list[Agent],
     shares: list[AgentShare] = []
     for agent, config in zip(live, configs):
         fresh = agent.offset
-        share = AgentShare(agent.info.index, fresh and fresh.offset_ns,
-                           fresh and fresh.uncertainty_ns)
+        share = AgentShare(
+            agent.info.index, fresh and fresh.offset_ns, fresh and fresh.uncertainty_ns
+        )
         if not agent.alive:
             share.lost, share.error = True, agent.info.error
         elif config is not None:
-            config = {**config, "start_unix_ns": clocks.on_agent_clock(start_ns,
-                                                                       agent.offset_used_ns)}
+            config = {
+                **config,
+                "start_unix_ns": clocks.on_agent_clock(start_ns, agent.offset_used_ns),
+            }
             running[agent.actor.run_step.remote(config)] = (agent, share)
         shares.append(share)
-    deadline = time.monotonic() + START_LEAD_S + plan.config["duration_s"] + \
-        plan.config["read_timeout_s"] + DEADLINE_SLACK_S
+    deadline = (
+        time.monotonic()
+        + START_LEAD_S
+        + plan.config["duration_s"]
+        + plan.config["read_timeout_s"]
+        + DEADLINE_SLACK_S
+    )
     _collect(cluster, running, index, deadline, plan.steps, progress)
     parts = [s.step for s in shares if s.step is not None]
     if not parts:
@@ -148,8 +166,14 @@ def _run_step(cluster: Cluster, plan: Plan, index: int, live: list[Agent],
     return merged
 
 
-def _collect(cluster: Cluster, running: dict[Any, tuple[Agent, AgentShare]], index: int,
-             deadline: float, steps: int, progress: ProgressFn | None) -> None:
+def _collect(
+    cluster: Cluster,
+    running: dict[Any, tuple[Agent, AgentShare]],
+    index: int,
+    deadline: float,
+    steps: int,
+    progress: ProgressFn | None,
+) -> None:
     """Wait for every agent's part; fill each share (or mark its agent lost)."""
     ray = cluster.ray
     pending = list(running)
@@ -157,8 +181,7 @@ def _collect(cluster: Cluster, running: dict[Any, tuple[Agent, AgentShare]], ind
     live = _LiveMerge(ray)
     while pending:
         try:
-            ready, pending = ray.wait(pending, num_returns=len(pending),
-                                      timeout=PROGRESS_EVERY_S)
+            ready, pending = ray.wait(pending, num_returns=len(pending), timeout=PROGRESS_EVERY_S)
             for ref in ready:
                 _take(ray, ref, running[ref], index)
             if progress and time.monotonic() >= next_progress and pending:
@@ -257,13 +280,15 @@ class _LiveMerge:
                 continue
             if snap:
                 self.latest[index] = (agent, snap)
-        return merge_snapshots([(a.info.label, snap) for a, snap in self.latest.values()
-                                if a.alive])
+        return merge_snapshots(
+            [(a.info.label, snap) for a, snap in self.latest.values() if a.alive]
+        )
 
 
 @contextlib.contextmanager
-def distributed(args: Any, plan: Plan, tell: Callable[[str], None] | None = None
-                ) -> Iterator[tuple[Callable[..., SweepOutcome], list[AgentInfo]]]:
+def distributed(
+    args: Any, plan: Plan, tell: Callable[[str], None] | None = None
+) -> Iterator[tuple[Callable[..., SweepOutcome], list[AgentInfo]]]:
     """``perflab http --agents``: the cluster started (or joined) and checked, as a context
     yielding (run_sweep, agents) in the form ``perflab http`` uses for one machine; Ray and
     every agent are stopped on leaving.
@@ -285,8 +310,10 @@ def distributed(args: Any, plan: Plan, tell: Callable[[str], None] | None = None
         split_step(config, options.agents, weights)
     with Cluster(options, target, configs, tell) as cluster:
         if tell:
-            tell(f"{len(cluster.agents)} agent(s) ready in {cluster.started_s:.1f} s: " +
-                 "; ".join(f"{i.label} offset {_offset_text(i)}" for i in cluster.infos))
+            tell(
+                f"{len(cluster.agents)} agent(s) ready in {cluster.started_s:.1f} s: "
+                + "; ".join(f"{i.label} offset {_offset_text(i)}" for i in cluster.infos)
+            )
         yield functools.partial(run_sweep, cluster), cluster.infos
 
 

@@ -60,21 +60,25 @@ def _plain_log(*axes: Any) -> None:
         axis.set_minor_formatter(FuncFormatter(minor))
 
 
-def first_rows(title: str, names: Sequence[str], *columns: Sequence[Any] | None
-                ) -> tuple[str, Sequence[str], list[Any]]:
+def first_rows(
+    title: str, names: Sequence[str], *columns: Sequence[Any] | None
+) -> tuple[str, Sequence[str], list[Any]]:
     """(title, names, columns) cut to the first :data:`MAX_ROWS` rows, the title then
     saying how many there are; unchanged when there are no more. A None column stays None."""
     if len(names) <= MAX_ROWS:
         return title, names, list(columns)
-    return (f"{title} (the first {MAX_ROWS} of {len(names):,}; the table lists every one)",
-            names[:MAX_ROWS], [None if c is None else c[:MAX_ROWS] for c in columns])
+    return (
+        f"{title} (the first {MAX_ROWS} of {len(names):,}; the table lists every one)",
+        names[:MAX_ROWS],
+        [None if c is None else c[:MAX_ROWS] for c in columns],
+    )
 
 
 def _label(text: str) -> str:
     """A name as a tick or legend label: one line, controls escaped, at most
     :data:`LABEL_CHARS` characters."""
     text = terminal(text, one_line=True)
-    return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"
+    return text if len(text) <= LABEL_CHARS else text[: LABEL_CHARS - 1] + "…"
 
 
 def to_svg(fig: Any) -> str:
@@ -86,7 +90,7 @@ def to_svg(fig: Any) -> str:
     finally:
         plt.close(fig)
     text = buffer.getvalue()
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]
 
 
 def file_svg(draw: Callable[[Path], object]) -> str:
@@ -96,7 +100,7 @@ def file_svg(draw: Callable[[Path], object]) -> str:
         path = Path(tmp) / "chart.svg"
         draw(path)
         text = path.read_text(encoding="utf-8")
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]
 
 
 def _scale(values: Sequence[float]) -> tuple[str, float]:
@@ -111,8 +115,7 @@ def _horizontal() -> dict[str, Any]:
     (``vert`` is deprecated there), ``vert=False`` before it (pyproject allows 3.8)."""
     import matplotlib
 
-    version = tuple(int(part) for part in matplotlib.__version__.split(".")[:2]
-                    if part.isdigit())
+    version = tuple(int(part) for part in matplotlib.__version__.split(".")[:2] if part.isdigit())
     return {"orientation": "horizontal"} if version >= (3, 10) else {"vert": False}
 
 
@@ -120,9 +123,14 @@ def _thin(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return values if values.size <= MAX_POINTS else rng.choice(values, MAX_POINTS, replace=False)
 
 
-def distribution_figure(title: str, names: Sequence[str], samples: Sequence[Sequence[float]],
-                       points: Sequence[Sequence[float]], point_label: str,
-                       axis: str = "time per op") -> Any:
+def distribution_figure(
+    title: str,
+    names: Sequence[str],
+    samples: Sequence[Sequence[float]],
+    points: Sequence[Sequence[float]],
+    point_label: str,
+    axis: str = "time per op",
+) -> Any:
     """Box plots of ``samples`` per row with ``points`` drawn over them.
 
     Args:
@@ -143,13 +151,24 @@ def distribution_figure(title: str, names: Sequence[str], samples: Sequence[Sequ
     fig, ax = plt.subplots(figsize=(9, 0.9 + 0.45 * len(names)))
     rows = [np.asarray(s, dtype=float) / factor for s in samples]
     if any(r.size for r in rows):
-        ax.boxplot([_thin(r, rng) if r.size else np.array([np.nan]) for r in rows],
-                   widths=0.6, showfliers=False, medianprops={"color": "tab:blue"},
-                   **_horizontal())
+        ax.boxplot(
+            [_thin(r, rng) if r.size else np.array([np.nan]) for r in rows],
+            widths=0.6,
+            showfliers=False,
+            medianprops={"color": "tab:blue"},
+            **_horizontal(),
+        )
     for i, row in enumerate(points, start=1):
         values = _thin(np.asarray(row, dtype=float) / factor, rng)
-        ax.scatter(values, i + rng.uniform(-0.18, 0.18, values.size), s=9, alpha=0.6,
-                   color="tab:orange", label=point_label if i == 1 else None, zorder=3)
+        ax.scatter(
+            values,
+            i + rng.uniform(-0.18, 0.18, values.size),
+            s=9,
+            alpha=0.6,
+            color="tab:orange",
+            label=point_label if i == 1 else None,
+            zorder=3,
+        )
     ax.set_yticks(range(1, len(names) + 1), [_label(n) for n in names], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel(f"{axis} ({unit})")
@@ -161,13 +180,23 @@ def distribution_figure(title: str, names: Sequence[str], samples: Sequence[Sequ
 
 
 #: Colours of the verdicts in a forest plot.
-VERDICT_COLOURS = {"faster": "tab:green", "slower": "tab:red", "same": "tab:blue",
-                   "inconclusive": "0.5", "failed": "black"}
+VERDICT_COLOURS = {
+    "faster": "tab:green",
+    "slower": "tab:red",
+    "same": "tab:blue",
+    "inconclusive": "0.5",
+    "failed": "black",
+}
 
 
-def forest_figure(title: str, names: Sequence[str],
-                 ratios: Sequence[Estimate | None], reference: str,
-                 band: float | None = None, verdicts: Sequence[str] | None = None) -> Any:
+def forest_figure(
+    title: str,
+    names: Sequence[str],
+    ratios: Sequence[Estimate | None],
+    reference: str,
+    band: float | None = None,
+    verdicts: Sequence[str] | None = None,
+) -> Any:
     """A forest plot: each row's ratio with its CI on a log axis, a line at 1.
 
     Args:
@@ -191,8 +220,7 @@ def forest_figure(title: str, names: Sequence[str],
         if not all(math.isfinite(v) and v > 0 for v in (r, low, high)):
             continue
         colour = VERDICT_COLOURS.get(verdicts[i], "tab:blue") if verdicts else "tab:blue"
-        ax.errorbar([r], [i], xerr=[[r - low], [high - r]], fmt="o", color=colour,
-                    capsize=3, ms=5)
+        ax.errorbar([r], [i], xerr=[[r - low], [high - r]], fmt="o", color=colour, capsize=3, ms=5)
     if band is not None and math.isfinite(band) and 0 < band < 1:
         ax.axvspan(1 - band, 1 + band, color="0.85", zorder=0)
     ax.axvline(1.0, color="0.4", ls="--", lw=1)
@@ -206,8 +234,9 @@ def forest_figure(title: str, names: Sequence[str],
     return fig
 
 
-def cold_warm_figure(title: str, names: Sequence[str], cold_s: Sequence[float],
-                    warm_s: Sequence[float]) -> Any:
+def cold_warm_figure(
+    title: str, names: Sequence[str], cold_s: Sequence[float], warm_s: Sequence[float]
+) -> Any:
     """The first call in a fresh process (cold) beside the steady-state median (warm),
     per row, on a log axis (seconds)."""
     title, names, (cold_s, warm_s) = first_rows(title, names, cold_s, warm_s)
@@ -231,8 +260,13 @@ def cold_warm_figure(title: str, names: Sequence[str], cold_s: Sequence[float],
     return fig
 
 
-def user_sys_figure(title: str, names: Sequence[str], user_s: Sequence[float],
-                   sys_s: Sequence[float], wall_s: Sequence[float]) -> Any:
+def user_sys_figure(
+    title: str,
+    names: Sequence[str],
+    user_s: Sequence[float],
+    sys_s: Sequence[float],
+    wall_s: Sequence[float],
+) -> Any:
     """Median user and system CPU seconds per run as stacked bars, the median wall
     time as a black tick (a bar longer than the tick: the command used several cores)."""
     title, names, (user_s, sys_s, wall_s) = first_rows(title, names, user_s, sys_s, wall_s)
@@ -244,8 +278,15 @@ def user_sys_figure(title: str, names: Sequence[str], user_s: Sequence[float],
     system = np.nan_to_num(np.asarray(sys_s, dtype=float) / factor)
     ax.barh(y, user, color="tab:blue", label="user")
     ax.barh(y, system, left=user, color="tab:orange", label="sys")
-    ax.scatter(np.asarray(wall_s, dtype=float) / factor, y, marker="|", s=300, color="black",
-               label="wall (median)", zorder=3)
+    ax.scatter(
+        np.asarray(wall_s, dtype=float) / factor,
+        y,
+        marker="|",
+        s=300,
+        color="black",
+        label="wall (median)",
+        zorder=3,
+    )
     ax.set_yticks(y, [_label(n) for n in names], fontsize=8)
     ax.set_ylim(len(names) - 0.5, -0.5)
     ax.set_xlabel(f"CPU time per run ({unit})")
@@ -282,8 +323,15 @@ def spectrum_figure(title: str, steps: Sequence[tuple[str, np.ndarray, np.ndarra
     ax.set_yscale("log")
     _plain_log(ax.yaxis, ax.xaxis)  # the x labels are then set to percentiles below
     ticks = [t for t in (1, 2, 10, 100, 1000, 10000, 100000) if t <= top * 1.01]
-    names = {1: "0%", 2: "50%", 10: "90%", 100: "99%", 1000: "99.9%", 10000: "99.99%",
-             100000: "99.999%"}
+    names = {
+        1: "0%",
+        2: "50%",
+        10: "90%",
+        100: "99%",
+        1000: "99.9%",
+        10000: "99.99%",
+        100000: "99.999%",
+    }
     ax.set_xticks(ticks, [names[t] for t in ticks])
     ax.set_xlabel("percentile")
     ax.set_ylabel("latency (ms, log scale)")
@@ -294,11 +342,19 @@ def spectrum_figure(title: str, steps: Sequence[tuple[str, np.ndarray, np.ndarra
     return fig
 
 
-def fit_figure(title: str, curves: Sequence[tuple[str, Sequence[float], Sequence[float],
-                                                  Sequence[float], Sequence[float]]],
-               x: Sequence[float], y: Sequence[float], residuals: Sequence[float],
-               x_label: str, y_label: str, log: bool = False,
-               mark: tuple[str, float] | None = None) -> Any:
+def fit_figure(
+    title: str,
+    curves: Sequence[
+        tuple[str, Sequence[float], Sequence[float], Sequence[float], Sequence[float]]
+    ],
+    x: Sequence[float],
+    y: Sequence[float],
+    residuals: Sequence[float],
+    x_label: str,
+    y_label: str,
+    log: bool = False,
+    mark: tuple[str, float] | None = None,
+) -> Any:
     """A fitted model: each curve with its CI band, the measured points, and (when given)
     a residual panel below.
 
@@ -317,9 +373,14 @@ def fit_figure(title: str, curves: Sequence[tuple[str, Sequence[float], Sequence
     """
     plt = _pyplot()
     panel = bool(len(residuals)) and len(residuals) == len(x)
-    fig, axes = plt.subplots(2 if panel else 1, 1, figsize=(9, 5.6 if panel else 4.2),
-                             sharex=True, squeeze=False,
-                             gridspec_kw={"height_ratios": [3, 1] if panel else [1]})
+    fig, axes = plt.subplots(
+        2 if panel else 1,
+        1,
+        figsize=(9, 5.6 if panel else 4.2),
+        sharex=True,
+        squeeze=False,
+        gridspec_kw={"height_ratios": [3, 1] if panel else [1]},
+    )
     ax = axes[0][0]
     span = [v for _, cx, *_ in curves for v in cx if math.isfinite(v) and v > 0]
     log_x = log or (bool(span) and max(span) / min(span) > 100)
@@ -353,9 +414,13 @@ def fit_figure(title: str, curves: Sequence[tuple[str, Sequence[float], Sequence
     return fig
 
 
-def memory_figure(series: Sequence[tuple[str, Sequence[float], Sequence[float]]],
-                  boundaries: Sequence[float], title: str, x_label: str,
-                  y_label: str = "RSS") -> Any:
+def memory_figure(
+    series: Sequence[tuple[str, Sequence[float], Sequence[float]]],
+    boundaries: Sequence[float],
+    title: str,
+    x_label: str,
+    y_label: str = "RSS",
+) -> Any:
     """Memory over time (or over calls) as steps, one colour per label, with dotted
     vertical ``boundaries`` (e.g. an http sweep's step starts).
 
@@ -372,8 +437,9 @@ def memory_figure(series: Sequence[tuple[str, Sequence[float], Sequence[float]]]
 
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9, 3.4))
-    draw_memory(ax, [(_label(label), x, b) for label, x, b in series], boundaries,
-                title, x_label, y_label)
+    draw_memory(
+        ax, [(_label(label), x, b) for label, x, b in series], boundaries, title, x_label, y_label
+    )
     return fig
 
 

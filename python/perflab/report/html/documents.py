@@ -22,8 +22,13 @@ def _intro(document: dict[str, Any], what: str, name: str) -> list[str]:
     """The line naming the file, its date and perflab version, and the command line."""
     created = document.get("created")
     version = document.get("perflab_version")
-    blocks = [paragraph(f"{what} from {name}" + (f", written {created}" if created else "")
-                        + (f" by perflab {version}" if version else ""))]
+    blocks = [
+        paragraph(
+            f"{what} from {name}"
+            + (f", written {created}" if created else "")
+            + (f" by perflab {version}" if version else "")
+        )
+    ]
     argv = document.get("command_line")
     if isinstance(argv, list) and argv:
         blocks.append(command_html([str(a) for a in argv]))
@@ -41,20 +46,37 @@ def compare_sections(document: dict[str, Any], name: str) -> list[Section]:
     summary, rows = comparison_tables(suite, name_a, name_b)
     section.blocks.append(table_html(summary))
     data: list[dict[str, float | str]] = [
-        {"id": r.id, "metric": r.metric, "verdict": r.verdict,
-         "ratio": r.ratio.value if r.ratio else math.nan,
-         "ratio-low": r.ratio.ci_low if r.ratio else math.nan,
-         "ratio-high": r.ratio.ci_high if r.ratio else math.nan} for r in suite.rows]
+        {
+            "id": r.id,
+            "metric": r.metric,
+            "verdict": r.verdict,
+            "ratio": r.ratio.value if r.ratio else math.nan,
+            "ratio-low": r.ratio.ci_low if r.ratio else math.nan,
+            "ratio-high": r.ratio.ci_high if r.ratio else math.nan,
+        }
+        for r in suite.rows
+    ]
     section.blocks.append(table_html(rows, data, "compare"))
     shown = [r for r in suite.rows if r.ratio is not None and math.isfinite(r.ratio.value)]
     if shown:
         labels = [r.id if r.metric in ("time", "") else f"{r.id} {r.metric}" for r in shown]
-        section.blocks.append(figure_html(charts.to_svg(charts.forest_figure(
-            f"B = {name_b} against A = {name_a}", labels,
-            [r.ratio for r in shown],
-            "A", band=suite.threshold, verdicts=[r.verdict for r in shown])),
-            f"B/A per benchmark with its {suite.confidence:.0%} CI; the shaded band is the "
-            f"noise threshold ±{suite.threshold:.1%} (inside it: the same)", "forest"))
+        section.blocks.append(
+            figure_html(
+                charts.to_svg(
+                    charts.forest_figure(
+                        f"B = {name_b} against A = {name_a}",
+                        labels,
+                        [r.ratio for r in shown],
+                        "A",
+                        band=suite.threshold,
+                        verdicts=[r.verdict for r in shown],
+                    )
+                ),
+                f"B/A per benchmark with its {suite.confidence:.0%} CI; the shaded band is the "
+                f"noise threshold ±{suite.threshold:.1%} (inside it: the same)",
+                "forest",
+            )
+        )
     return [section]
 
 
@@ -69,25 +91,33 @@ def fit_sections(document: dict[str, Any], name: str) -> list[Section]:
     section.blocks += [table_html(t) for t in tables]
     fits = [f for f in document.get("fits") or [] if isinstance(f, dict)]
     if not tables:  # a document written before the tables were kept: the readings
-        section.blocks += [paragraph(f"{f.get('series', '')}: "
-                                     f"{f.get('reading') or f.get('sentence') or ''}")
-                           for f in fits]
+        section.blocks += [
+            paragraph(f"{f.get('series', '')}: {f.get('reading') or f.get('sentence') or ''}")
+            for f in fits
+        ]
     for fit in fits:
         figure = _fit_figure(model, fit)
         if figure is not None:
             series = str(fit.get("series", ""))
-            section.blocks.append(figure_html(charts.to_svg(figure), f"{series}: measured "
-                                              "points, the fitted curve and its CI band; "
-                                              "below, the residuals (measured − fitted)",
-                                              "fit"))
+            section.blocks.append(
+                figure_html(
+                    charts.to_svg(figure),
+                    f"{series}: measured "
+                    "points, the fitted curve and its CI band; "
+                    "below, the residuals (measured − fitted)",
+                    "fit",
+                )
+            )
     return [section]
 
 
 def _numbers(value: Any) -> list[float]:
     if not isinstance(value, list):
         return []
-    return [float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
-            for v in value]
+    return [
+        float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
+        for v in value
+    ]
 
 
 def _fit_figure(model: str, fit: dict[str, Any]) -> Any:
@@ -95,19 +125,36 @@ def _fit_figure(model: str, fit: dict[str, Any]) -> Any:
     curves = []
     for c in fit.get("curves") or []:
         if isinstance(c, dict):
-            curves.append((str(c.get("label", "")), _numbers(c.get("x")), _numbers(c.get("fit")),
-                           _numbers(c.get("low")), _numbers(c.get("high"))))
+            curves.append(
+                (
+                    str(c.get("label", "")),
+                    _numbers(c.get("x")),
+                    _numbers(c.get("fit")),
+                    _numbers(c.get("low")),
+                    _numbers(c.get("high")),
+                )
+            )
     if not curves:
         return None
     points = fit.get("points") if isinstance(fit.get("points"), dict) else {}
     keys = {"usl": ("N", "X"), "complexity": ("n", "cost")}.get(model)
     x, y = (_numbers(points.get(keys[0])), _numbers(points.get(keys[1]))) if keys else ([], [])
     residuals = _numbers(fit.get("residuals"))
-    labels = {"usl": ("load N", "throughput X"), "complexity": (f"{fit.get('param', 'n')} (size)",
-              "time per call (s)"), "breakeven": (str(fit.get("param", "n")), "total cost (s)")}
+    labels = {
+        "usl": ("load N", "throughput X"),
+        "complexity": (f"{fit.get('param', 'n')} (size)", "time per call (s)"),
+        "breakeven": (str(fit.get("param", "n")), "total cost (s)"),
+    }
     x_label, y_label = labels.get(model, ("x", "y"))
     n_star = _numbers([fit.get("n_star")])[0] if model == "breakeven" else math.nan
-    return charts.fit_figure(str(fit.get("series", "")), curves, x, y, residuals, x_label,
-                             y_label, log=model == "breakeven",
-                             mark=(f"break-even n* ≈ {fmt_count(n_star, 3)}", n_star)
-                             if math.isfinite(n_star) else None)
+    return charts.fit_figure(
+        str(fit.get("series", "")),
+        curves,
+        x,
+        y,
+        residuals,
+        x_label,
+        y_label,
+        log=model == "breakeven",
+        mark=(f"break-even n* ≈ {fmt_count(n_star, 3)}", n_star) if math.isfinite(n_star) else None,
+    )

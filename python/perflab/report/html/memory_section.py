@@ -35,31 +35,72 @@ def memory_sections(results: Results, figures: ResultsFigures, name: str) -> lis
 
         blocks += [table_html(t) for t in memory_tables(figures.memory)]
         if series := memory_chart.process_series(results.benchmarks):
-            blocks.append(_figure(series, (), memory_chart.RUN_RSS, "RSS", "memory",
-                                  "each worker's resident memory from spawn to exit, one "
-                                  "colour per benchmark (a leak climbs through the timed "
-                                  "samples)"))
+            blocks.append(
+                _figure(
+                    series,
+                    (),
+                    memory_chart.RUN_RSS,
+                    "RSS",
+                    "memory",
+                    "each worker's resident memory from spawn to exit, one "
+                    "colour per benchmark (a leak climbs through the timed "
+                    "samples)",
+                )
+            )
         if heap := memory_chart.heap_series(results.benchmarks):
-            blocks.append(_figure(heap, (), memory_chart.RUN_HEAP, "heap", "heap",
-                                  "each worker's Python heap (tracemalloc's traced bytes "
-                                  "above the baseline) over the heap pass's calls, after "
-                                  "timing; flat when nothing is kept"))
+            blocks.append(
+                _figure(
+                    heap,
+                    (),
+                    memory_chart.RUN_HEAP,
+                    "heap",
+                    "heap",
+                    "each worker's Python heap (tracemalloc's traced bytes "
+                    "above the baseline) over the heap pass's calls, after "
+                    "timing; flat when nothing is kept",
+                )
+            )
     elif results.kind == "cmd":
         if series := memory_chart.cmd_series(results.benchmarks):
-            blocks.append(_figure(series, (), memory_chart.CMD_RSS, "RSS", "memory",
-                                  "each run's summed resident memory of the command and "
-                                  "its descendants, from spawn to exit"))
+            blocks.append(
+                _figure(
+                    series,
+                    (),
+                    memory_chart.CMD_RSS,
+                    "RSS",
+                    "memory",
+                    "each run's summed resident memory of the command and "
+                    "its descendants, from spawn to exit",
+                )
+            )
     elif results.kind == "http" and results.benchmarks:
         series, starts = memory_chart.sweep_series(results.benchmarks[0].steps)
         if series:
-            blocks.append(_figure(series, starts, memory_chart.WATCHED, "RSS", "memory",
-                                  "each watched process's resident memory over the sweep; "
-                                  "dotted lines: the steps' starts"))
+            blocks.append(
+                _figure(
+                    series,
+                    starts,
+                    memory_chart.WATCHED,
+                    "RSS",
+                    "memory",
+                    "each watched process's resident memory over the sweep; "
+                    "dotted lines: the steps' starts",
+                )
+            )
     return [Section(f"memory: {name}", blocks)] if blocks else []
 
 
-def _figure(series: list[memory_chart.Series], boundaries: Sequence[float],
-            titles: tuple[str, str], y_label: str, kind: str, caption: str) -> str:
+def _figure(
+    series: list[memory_chart.Series],
+    boundaries: Sequence[float],
+    titles: tuple[str, str],
+    y_label: str,
+    kind: str,
+    caption: str,
+) -> str:
     """One memory chart as a page figure (``data-chart`` = ``kind``)."""
-    return figure_html(charts.to_svg(charts.memory_figure(
-        series, boundaries, titles[0], titles[1], y_label)), caption, kind)
+    return figure_html(
+        charts.to_svg(charts.memory_figure(series, boundaries, titles[0], titles[1], y_label)),
+        caption,
+        kind,
+    )

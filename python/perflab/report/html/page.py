@@ -54,8 +54,9 @@ class Section:
     level: int = 2
 
 
-def table_html(table: Table, data: Sequence[dict[str, float | str]] | None = None,
-               css_class: str = "") -> str:
+def table_html(
+    table: Table, data: Sequence[dict[str, float | str]] | None = None, css_class: str = ""
+) -> str:
     """A :class:`Table` as an HTML table, its footnotes as a list under it.
 
     Args:
@@ -68,21 +69,26 @@ def table_html(table: Table, data: Sequence[dict[str, float | str]] | None = Non
         The HTML.
     """
     align = table.align or ["l"] * len(table.columns)
-    head = "".join(f'<th class="{"r" if a == "r" else ""}">{esc(c)}</th>'
-                   for c, a in zip(table.columns, align))
+    head = "".join(
+        f'<th class="{"r" if a == "r" else ""}">{esc(c)}</th>' for c, a in zip(table.columns, align)
+    )
     rows = []
     for i, row in enumerate(table.rows):
         attrs = ""
         if data is not None and i < len(data):
             attrs = "".join(f' data-{esc(k)}="{esc(_exact(v))}"' for k, v in data[i].items())
-        cells = "".join(f'<td class="{"r" if a == "r" else ""}">{esc(c)}</td>'
-                        for c, a in zip(row, align))
+        cells = "".join(
+            f'<td class="{"r" if a == "r" else ""}">{esc(c)}</td>' for c, a in zip(row, align)
+        )
         rows.append(f"<tr{attrs}>{cells}</tr>")
-    out = [f'<table class="{esc(css_class)}"><caption>{esc(table.title)}</caption>'
-           f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"]
+    out = [
+        f'<table class="{esc(css_class)}"><caption>{esc(table.title)}</caption>'
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    ]
     if table.footnotes:
-        out.append('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in table.footnotes)
-                   + "</ul>")
+        out.append(
+            '<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in table.footnotes) + "</ul>"
+        )
     return "".join(out)
 
 
@@ -101,8 +107,7 @@ def pairs_html(rows: Sequence[tuple[str, str]]) -> str:
 def figure_html(svg: str, caption: str, kind: str) -> str:
     """A chart (an ``<svg>`` made by matplotlib, trusted) with an escaped caption;
     ``kind`` names the chart in ``data-chart`` (what tests count)."""
-    return (f'<figure data-chart="{esc(kind)}">{svg}<figcaption>{esc(caption)}'
-            "</figcaption></figure>")
+    return f'<figure data-chart="{esc(kind)}">{svg}<figcaption>{esc(caption)}</figcaption></figure>'
 
 
 def command_html(argv: Sequence[str]) -> str:
@@ -128,19 +133,28 @@ def page(title: str, intro: Sequence[str], sections: Sequence[Section]) -> str:
     Returns:
         The HTML text, starting with :data:`SIGNATURE`.
     """
-    parts = [SIGNATURE, '\n<html lang="en"><head><meta charset="utf-8">',
-             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-             # no script, no request: a policy that says so to the browser too
-             '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-             'style-src \'unsafe-inline\'; img-src data:">',
-             f"<title>{esc(title)}</title><style>{_STYLE}</style></head><body>",
-             f"<h1>{esc(title)}</h1>", *(paragraph(p) for p in intro)]
-    contents = "".join(f'<li><a href="#s{i}">{esc(s.title)}</a></li>'
-                       for i, s in enumerate(sections) if s.level == 2)
+    parts = [
+        SIGNATURE,
+        '\n<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        # no script, no request: a policy that says so to the browser too
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; img-src data:\">",
+        f"<title>{esc(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{esc(title)}</h1>",
+        *(paragraph(p) for p in intro),
+    ]
+    contents = "".join(
+        f'<li><a href="#s{i}">{esc(s.title)}</a></li>'
+        for i, s in enumerate(sections)
+        if s.level == 2
+    )
     if contents:
         parts.append(f"<nav><ul>{contents}</ul></nav>")
     for i, section in enumerate(sections):
-        parts.append(f'<section id="s{i}"><h{section.level}>{esc(section.title)}'
-                     f"</h{section.level}>{''.join(section.blocks)}</section>")
+        parts.append(
+            f'<section id="s{i}"><h{section.level}>{esc(section.title)}'
+            f"</h{section.level}>{''.join(section.blocks)}</section>"
+        )
     parts.append("</body></html>\n")
     return "".join(parts)

@@ -17,8 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from perflab.model import Results
 from perflab.report.html import charts
-from perflab.report.html.page import (Section, command_html, figure_html, pairs_html, paragraph,
-                                      table_html)
+from perflab.report.html.page import (
+    Section,
+    command_html,
+    figure_html,
+    pairs_html,
+    paragraph,
+    table_html,
+)
 from perflab.report.result_charts import distribution
 from perflab.report.table import Table
 from perflab.units import format_time
@@ -28,16 +34,25 @@ if TYPE_CHECKING:
 
 
 def _figures(summary: Any) -> dict[str, float | str]:
-    return {"id": summary.id, "median-s": float(summary.median_s),
-            "ci-low-s": float(summary.ci_low_s), "ci-high-s": float(summary.ci_high_s)}
+    return {
+        "id": summary.id,
+        "median-s": float(summary.median_s),
+        "ci-low-s": float(summary.ci_low_s),
+        "ci-high-s": float(summary.ci_high_s),
+    }
 
 
 def _figures_table(title: str, summaries: Sequence[Any]) -> str:
     """The exact figures of each benchmark (median and CI), readable by tools."""
     table = Table(title, ["benchmark", "median", "95% CI"], align=["l", "r", "l"])
     for s in summaries:
-        table.rows.append([s.id, format_time(s.median_s),
-                           f"{format_time(s.ci_low_s)} – {format_time(s.ci_high_s)}"])
+        table.rows.append(
+            [
+                s.id,
+                format_time(s.median_s),
+                f"{format_time(s.ci_low_s)} – {format_time(s.ci_high_s)}",
+            ]
+        )
     return table_html(table, [_figures(s) for s in summaries], "figures")
 
 
@@ -45,12 +60,17 @@ def header(results: Results, name: str) -> list[str]:
     """The command line, start time and environment of one results file."""
     from perflab.environment import describe
 
-    return [paragraph(f"{results.kind} results from {name}, started {results.created}, "
-                      f"perflab {results.perflab_version}"
-                      + (" (interrupted: partial)" if results.interrupted else "")),
-            command_html(results.command_line),
-            "<details><summary>environment fingerprint</summary>"
-            + pairs_html(describe(results.environment)) + "</details>"]
+    return [
+        paragraph(
+            f"{results.kind} results from {name}, started {results.created}, "
+            f"perflab {results.perflab_version}"
+            + (" (interrupted: partial)" if results.interrupted else "")
+        ),
+        command_html(results.command_line),
+        "<details><summary>environment fingerprint</summary>"
+        + pairs_html(describe(results.environment))
+        + "</details>",
+    ]
 
 
 # ------------------------------------------------------------------ run
@@ -71,20 +91,53 @@ def run_sections(results: Results, figures: ResultsFigures, name: str) -> list[S
         label = f"group {group}" if group else "benchmarks"
         labels = [s.label or s.id for s in shown]
         data = [distribution(benches[s.id], s) for s in shown]
-        section.blocks.append(figure_html(charts.to_svg(charts.distribution_figure(
-            f"{label}: time per op", labels, [d[0] for d in data], [d[1] for d in data],
-            "per-process median")), f"{label}: box of the samples' time per op (whiskers at "
-            "1.5 IQR), dots the medians of each worker process", "distribution"))
+        section.blocks.append(
+            figure_html(
+                charts.to_svg(
+                    charts.distribution_figure(
+                        f"{label}: time per op",
+                        labels,
+                        [d[0] for d in data],
+                        [d[1] for d in data],
+                        "per-process median",
+                    )
+                ),
+                f"{label}: box of the samples' time per op (whiskers at "
+                "1.5 IQR), dots the medians of each worker process",
+                "distribution",
+            )
+        )
         if len(shown) > 1:
-            section.blocks.append(figure_html(charts.to_svg(charts.forest_figure(
-                f"{label}: ratio to the fastest", labels, [s.ratio_best for s in shown],
-                "the fastest")), f"{label}: each benchmark's median over the group's fastest, "
-                "with its 95% bootstrap CI", "forest"))
+            section.blocks.append(
+                figure_html(
+                    charts.to_svg(
+                        charts.forest_figure(
+                            f"{label}: ratio to the fastest",
+                            labels,
+                            [s.ratio_best for s in shown],
+                            "the fastest",
+                        )
+                    ),
+                    f"{label}: each benchmark's median over the group's fastest, "
+                    "with its 95% bootstrap CI",
+                    "forest",
+                )
+            )
         if any(math.isfinite(s.cold_s) for s in shown):
-            section.blocks.append(figure_html(charts.to_svg(charts.cold_warm_figure(
-                f"{label}: cold vs warm", labels, [s.cold_s for s in shown],
-                [s.median_s for s in shown])), f"{label}: the first call in a fresh process "
-                "against the steady-state median", "cold-warm"))
+            section.blocks.append(
+                figure_html(
+                    charts.to_svg(
+                        charts.cold_warm_figure(
+                            f"{label}: cold vs warm",
+                            labels,
+                            [s.cold_s for s in shown],
+                            [s.median_s for s in shown],
+                        )
+                    ),
+                    f"{label}: the first call in a fresh process against the steady-state median",
+                    "cold-warm",
+                )
+            )
         section.blocks.append(_figures_table(f"{label}: exact figures", shown))
     return [section]
 
@@ -100,21 +153,42 @@ def cmd_sections(results: Results, figures: ResultsFigures, name: str) -> list[S
 
     summaries = figures.commands
     section = Section(f"cmd: {name}", header(results, name))
-    section.blocks.append(table_html(cmd_table(summaries, figures.spawn_overhead,
-                                               results.settings, results.rss_floor_bytes)))
+    section.blocks.append(
+        table_html(
+            cmd_table(summaries, figures.spawn_overhead, results.settings, results.rss_floor_bytes)
+        )
+    )
     shown = [(s, b) for s, b in zip(summaries, results.benchmarks) if s.ok]
     if shown:
         labels = [s.label for s, _ in shown]
         walls = [[r.wall_ns * 1e-9 for r in timed_runs(b)] for _, b in shown]
-        section.blocks.append(figure_html(charts.to_svg(charts.distribution_figure(
-            "wall time per run", labels, walls, walls, "run", "wall time per run")),
-            "box of each command's wall times per run, every run a dot", "distribution"))
+        section.blocks.append(
+            figure_html(
+                charts.to_svg(
+                    charts.distribution_figure(
+                        "wall time per run", labels, walls, walls, "run", "wall time per run"
+                    )
+                ),
+                "box of each command's wall times per run, every run a dot",
+                "distribution",
+            )
+        )
         if any(math.isfinite(s.total_s) for s, _ in shown):  # else no CPU times (imported)
-            section.blocks.append(figure_html(charts.to_svg(charts.user_sys_figure(
-                "CPU time per run", labels, [s.user_s for s, _ in shown],
-                [s.sys_s for s, _ in shown], [s.median_s for s, _ in shown])),
-                "median user and system CPU time per run; the tick is the median wall time",
-                "user-sys"))
+            section.blocks.append(
+                figure_html(
+                    charts.to_svg(
+                        charts.user_sys_figure(
+                            "CPU time per run",
+                            labels,
+                            [s.user_s for s, _ in shown],
+                            [s.sys_s for s, _ in shown],
+                            [s.median_s for s, _ in shown],
+                        )
+                    ),
+                    "median user and system CPU time per run; the tick is the median wall time",
+                    "user-sys",
+                )
+            )
         section.blocks.append(_figures_table("exact figures", [s for s, _ in shown]))
     return [section]
 
@@ -133,30 +207,46 @@ def http_sections(results: Results, figures: ResultsFigures, name: str) -> list[
     sweep = figures.sweep
     assert sweep is not None, "an http file's figures hold its sweep"
     section = Section(f"http: {name}", header(results, name))
-    data = [{"step": s.label, "achieved-rate": float(s.achieved_rate),
-             "p50-s": float(s.latency_s["p50"]), "p99-s": float(s.latency_s["p99"])}
-            for s in sweep.steps]
-    section.blocks.append(table_html(sweep_table(sweep, results_notes(results)), data,
-                                     "figures"))
+    data = [
+        {
+            "step": s.label,
+            "achieved-rate": float(s.achieved_rate),
+            "p50-s": float(s.latency_s["p50"]),
+            "p99-s": float(s.latency_s["p99"]),
+        }
+        for s in sweep.steps
+    ]
+    section.blocks.append(table_html(sweep_table(sweep, results_notes(results)), data, "figures"))
     section.blocks += [table_html(t) for t in server_timing_tables(results, sweep)]
     if sweep.steps:
-        section.blocks.append(figure_html(charts.file_svg(lambda p: sweep_chart(sweep, p)),
-                                          "achieved vs offered rate, and latency percentiles "
-                                          "against the rate, with each step's verdict", "sweep"))
+        section.blocks.append(
+            figure_html(
+                charts.file_svg(lambda p: sweep_chart(sweep, p)),
+                "achieved vs offered rate, and latency percentiles "
+                "against the rate, with each step's verdict",
+                "sweep",
+            )
+        )
         spectra = []
         for step, summary in zip(results.benchmarks[0].steps, sweep.steps):
             counts = decode_histogram(step.latency.encoded) if step.latency.encoded else None
             if counts is not None and counts.counts.size:
                 spectra.append((summary.label, counts.values, counts.counts))
         if spectra:
-            section.blocks.append(figure_html(charts.to_svg(charts.spectrum_figure(
-                "latency by percentile", spectra)), "each step's latency percentile "
-                "spectrum from its HdrHistogram (from the intended send time)", "spectrum"))
+            section.blocks.append(
+                figure_html(
+                    charts.to_svg(charts.spectrum_figure("latency by percentile", spectra)),
+                    "each step's latency percentile "
+                    "spectrum from its HdrHistogram (from the intended send time)",
+                    "spectrum",
+                )
+            )
     errors = Table("errors by kind", ["step", "kind", "requests"], align=["l", "l", "r"])
     for s in sweep.steps:
         errors.rows += [[s.label, kind, f"{n:,}"] for kind, n in sorted(s.errors.items())]
-        errors.rows += [[s.label, f"status {code}", f"{n:,}"]
-                        for code, n in sorted(s.failed_statuses.items())]
+        errors.rows += [
+            [s.label, f"status {code}", f"{n:,}"] for code, n in sorted(s.failed_statuses.items())
+        ]
     section.blocks.append(table_html(errors) if errors.rows else paragraph("no failed request"))
     return [section]
 
@@ -166,12 +256,15 @@ def http_sections(results: Results, figures: ResultsFigures, name: str) -> list[
 
 def doctor_section(document: dict[str, Any], where: str) -> Section:
     """The doctor's verdicts from a doctor JSON document (file or history)."""
-    table = Table(f"checks ({where}, started {document.get('created', '?')})",
-                  ["check", "status", "evidence", "what to do"])
+    table = Table(
+        f"checks ({where}, started {document.get('created', '?')})",
+        ["check", "status", "evidence", "what to do"],
+    )
     for check in document.get("checks") or []:
         if isinstance(check, dict):
-            table.rows.append([str(check.get(k, "")) for k in ("name", "status", "detail",
-                                                              "action")])
+            table.rows.append(
+                [str(check.get(k, "")) for k in ("name", "status", "detail", "action")]
+            )
     return Section("doctor: can this machine's clocks be trusted?", [table_html(table)])
 
 
@@ -195,15 +288,22 @@ def history_sections(trends: Sequence[Any], more: int) -> list[Section]:
 
     for trend in trends:
         shown = window(trend, TREND_POINTS)
-        section.blocks.append(figure_html(charts.file_svg(
-            lambda p, t=shown: trend_chart([t], p, "svg")),
-                                          f"{trend.bench}: {trend.metric} per run in commit "
-                                          "order; red: change points, grey: fingerprint "
-                                          "changes", "trend"))
+        section.blocks.append(
+            figure_html(
+                charts.file_svg(lambda p, t=shown: trend_chart([t], p, "svg")),
+                f"{trend.bench}: {trend.metric} per run in commit "
+                "order; red: change points, grey: fingerprint "
+                "changes",
+                "trend",
+            )
+        )
         section.blocks.append(table_html(trend_table(trend, 20)))
     if more:
-        section.blocks.append(paragraph(f"{more} more matching benchmarks are not shown; "
-                                        "narrow the pattern of --history"))
+        section.blocks.append(
+            paragraph(
+                f"{more} more matching benchmarks are not shown; narrow the pattern of --history"
+            )
+        )
     if not trends:
         section.blocks.append(paragraph("no recorded benchmark matches"))
     return [section]
@@ -255,11 +355,17 @@ DOCUMENT_SECTIONS: dict[str, list[Callable[[dict[str, Any], str], list[Section]]
 def results_sections(results: Results, figures: ResultsFigures, name: str) -> list[Section]:
     """The sections of one results file, by its kind (see :data:`RESULTS_SECTIONS`), from
     its figures (:func:`perflab.analyze.results_figures.results_figures`)."""
-    return [section for build in RESULTS_SECTIONS.get(results.kind, [])
-            for section in build(results, figures, name)]
+    return [
+        section
+        for build in RESULTS_SECTIONS.get(results.kind, [])
+        for section in build(results, figures, name)
+    ]
 
 
 def document_sections(document: dict[str, Any], name: str) -> list[Section]:
     """The sections of one compare, fit or doctor document (see :data:`DOCUMENT_SECTIONS`)."""
-    return [section for build in DOCUMENT_SECTIONS.get(str(document.get("kind")), [])
-            for section in build(document, name)]
+    return [
+        section
+        for build in DOCUMENT_SECTIONS.get(str(document.get("kind")), [])
+        for section in build(document, name)
+    ]

@@ -21,19 +21,35 @@ def trace_sections(results: Results, name: str) -> list[Section]:
     from perflab.report.trace_table import trace_table
 
     settings = results.settings
-    section = Section(f"trace: {name}", [
-        paragraph(f"trace results from {name}: pid {settings.get('pid', '?')}, recorded from "
-                  f"{results.created} to {settings.get('dumped', '?')}, perflab "
-                  f"{results.perflab_version}"),
-        command_html(results.command_line)])
+    section = Section(
+        f"trace: {name}",
+        [
+            paragraph(
+                f"trace results from {name}: pid {settings.get('pid', '?')}, recorded from "
+                f"{results.created} to {settings.get('dumped', '?')}, perflab "
+                f"{results.perflab_version}"
+            ),
+            command_html(results.command_line),
+        ],
+    )
     table = trace_table(results)
-    spans = sorted((b for b in results.benchmarks if b.span is not None and b.span.count),
-                   key=lambda b: -b.span.total_ns)  # type: ignore[union-attr]
-    data = [{"span": b.name, "count": b.span.count, "total-s": b.span.total_ns / 1e9,
-             "p50-s": b.span.duration.p50_ns / 1e9, "p99-s": b.span.duration.p99_ns / 1e9}
-            for b in spans]  # type: ignore[union-attr]
-    section.blocks.append(table_html(table, data if len(data) == len(table.rows) else None,
-                                     "figures"))
+    spans = sorted(
+        (b for b in results.benchmarks if b.span is not None and b.span.count),
+        key=lambda b: -b.span.total_ns,
+    )  # type: ignore[union-attr]
+    data = [
+        {
+            "span": b.name,
+            "count": b.span.count,
+            "total-s": b.span.total_ns / 1e9,
+            "p50-s": b.span.duration.p50_ns / 1e9,
+            "p99-s": b.span.duration.p99_ns / 1e9,
+        }
+        for b in spans
+    ]  # type: ignore[union-attr]
+    section.blocks.append(
+        table_html(table, data if len(data) == len(table.rows) else None, "figures")
+    )
     spectra = []
     for bench in spans[:SPECTRUM_SPANS]:
         try:
@@ -44,9 +60,13 @@ def trace_sections(results: Results, name: str) -> list[Section]:
             spectra.append((bench.name, counts.values / 1000, counts.counts))
     if spectra:
         more = len(spans) - len(spectra)
-        section.blocks.append(figure_html(charts.to_svg(charts.spectrum_figure(
-            "span duration by percentile", spectra)),
-            "each span's duration percentile spectrum from its HdrHistogram, the "
-            f"{len(spectra)} spans with the most total time"
-            + (f" ({more} more in the table)" if more > 0 else ""), "spectrum"))
+        section.blocks.append(
+            figure_html(
+                charts.to_svg(charts.spectrum_figure("span duration by percentile", spectra)),
+                "each span's duration percentile spectrum from its HdrHistogram, the "
+                f"{len(spectra)} spans with the most total time"
+                + (f" ({more} more in the table)" if more > 0 else ""),
+                "spectrum",
+            )
+        )
     return [section]
