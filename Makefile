@@ -9,7 +9,7 @@ CARGO   ?= cargo
 export CARGO_TARGET_DIR := $(CURDIR)/rust/target
 RUST_SOURCES := $(shell find rust -name '*.rs' -o -name Cargo.toml | grep -v '^rust/target')
 
-.PHONY: all build demo test test-rust test-python test-install system-deps bench-deps bench clean
+.PHONY: all build demo test test-fast lint test-rust test-python test-install system-deps bench-deps bench clean
 
 all: build
 
@@ -71,7 +71,7 @@ bench-deps: $(STAMPS)/bench-deps
 $(STAMPS)/venv: pyproject.toml | $(STAMPS)
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.7,<2" numpy scipy rich matplotlib fastjsonschema ruptures pytest hypothesis pyperf hdrhistogram uvloop playwright \
+	$(PIP) install -q "maturin>=1.7,<2" "ruff==0.17.6" numpy scipy rich matplotlib fastjsonschema ruptures pytest hypothesis pyperf hdrhistogram uvloop playwright \
 	  orjson msgpack cbor2 opentelemetry-sdk uvicorn gunicorn \
 	  pymemcache redis cachetools
 	@# Ray: the distributed load agents (perflab http --agents; the [cluster] extra, with
@@ -105,7 +105,25 @@ demo: build
 	$(PY) -m perflab run examples/serialization.py --precision 2% --budget 8s \
 	  --json out/northwind.json
 
-test: build system-deps test-rust test-python test-install
+test: build system-deps lint test-rust test-python test-install
+
+# The inner loop: statistics, tables, charts, golden snapshots, the results model and the
+# architecture's rules; no Debian packages, no Ray, no servers, no load engine. Under two
+# minutes on 2 cores (make test runs these too).
+FAST_TESTS := tests/analyze tests/report tests/golden tests/history tests/test_architecture.py \
+  tests/test_rust_architecture.py tests/test_model.py tests/test_units.py \
+  tests/test_units_fraction.py tests/test_docs.py tests/test_columns_documented.py \
+  tests/test_schema_cache.py
+test-fast: build
+	$(PY) -m pytest -p no:cacheprovider $(wildcard $(FAST_TESTS))
+
+# Lint and format checks: ruff (pinned in the venv) for Python, rustfmt and clippy (every
+# warning an error) for Rust.
+lint: $(STAMPS)/venv
+	$(VENV)/bin/ruff check python tests benchmarks examples
+	$(VENV)/bin/ruff format --check python tests benchmarks examples
+	cd rust && $(CARGO) fmt --all --check
+	cd rust && $(CARGO) clippy -q --workspace --all-targets -- -D warnings
 
 # --examples: the speed probe (examples/speed.rs) is built too, so it can't rot.
 test-rust:
