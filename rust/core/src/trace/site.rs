@@ -1,6 +1,6 @@
 //! Where a `with perflab.span(name):` block is entered from, and whether
 //! its frame may go on the per-thread stack of sync spans instead of the
-//! ContextVar (see `crate::trace`: setting and resetting a ContextVar costs
+//! ContextVar (see `super`: setting and resetting a ContextVar costs
 //! more than the rest of a span).
 //!
 //! A block may use the thread's stack only when nothing can suspend it
