@@ -3,7 +3,7 @@
 //! * `Traced` ([`call`]) wraps a function: a vectorcall reads
 //!   the clock, calls it, reads the clock and records, all without a Python
 //!   frame of its own.
-//! * [`Span`](span::Span) is the `with perflab.span(name):` context manager, stateless
+//! * [`Span`] is the `with perflab.span(name):` context manager, stateless
 //!   (one object per name, cached by [`span::span`]), so it can be reused,
 //!   nested and shared between threads.
 //! * The span being run is kept in a `contextvars.ContextVar` as a
@@ -28,7 +28,7 @@
 //!   ContextVar, its parent being the innermost span, sync or not.
 //!   (Greenlets that switch stacks inside a sync span can mis-attribute
 //!   self time; durations stay right.)
-//! * A [`Request`](request::Request) (the Server-Timing middleware's) is a root frame with a
+//! * A [`Request`] (the Server-Timing middleware's) is a root frame with a
 //!   [`Collector`](frame::Collector): every span under it also adds its duration, by name,
 //!   to that request's sums.
 //!

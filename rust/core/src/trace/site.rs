@@ -109,7 +109,7 @@ pub(crate) fn stack_block_caller(py: Python<'_>) -> Option<Py<PyAny>> {
             })
         });
         // Outside the borrow: a code object's last reference may go here; as a
-        // Bound, so that no decref is deferred to PyO3's pool (see trace_block).
+        // Bound, so that no decref is deferred to PyO3's pool (see `super::block`).
         drop(old.map(|site| site.code.into_bound(py)));
         on_stack
     });
