@@ -3,7 +3,7 @@
 //! between two snapshots ([`disagreement`]), and the [`Bracket`] around a
 //! sample.
 
-use super::{Clock, Snapshot};
+use super::read::{Clock, Snapshot};
 
 /// How far apart the clocks may drift over one interval before it is flagged:
 /// `abs_ns + rel × ΔMONOTONIC`. The relative part absorbs NTP slewing (the
