@@ -16,15 +16,13 @@ Names from other crates (``std``, ``pyo3``, ``perflab_engine``) are not edges.
 
 The rules:
 
-* no cycle: no module reaches itself through edges. A path from a module to one of its
-  *ancestors* (``use super::Ctx`` in ``server/conn.rs``) is not an edge: Rust lets only a
-  descendant see its parent's private items, and a parent declares and re-exports its
-  children, so a parent and the children that use it are one unit. Everything else is
-  an edge, between siblings (``load::dispatch`` ↔ ``load::runner`` was the circle this
-  test was written against) and from a parent into its children alike; so a folder whose
-  files must depend downward only (``core/src/trace/``) does so when its children use
-  one another but never ``mod.rs``'s own items (test modules aside), listed in
-  :data:`DOWNWARD_ONLY` and checked for that too;
+* no cycle: no module reaches itself through edges. A module also depends on the
+  children it declares (``mod frame;``), so a folder depends downward only: its ``mod.rs``
+  is the top, and a child that used ``mod.rs``'s own items (``use super::Ctx``) would
+  close a cycle; what a parent and its children share goes in a child below them
+  (``load/thread.rs``, ``clock/read.rs``, ``server/config.rs``). The one exception is test
+  code (a ``#[cfg(test)]`` module, in its own file or inline): Rust lets only a descendant
+  see its parent's private items, so a test's ``use super::*`` is not an edge;
 * every ``.rs`` file under ``src/`` is reached by a ``mod`` declaration (no dead file);
 * every Rust source file (``rust/`` outside ``target/``) has at most :data:`MAX_LINES`
   lines;
@@ -47,8 +45,6 @@ RUST = ROOT / "rust"
 DOC = ROOT / "docs" / "architecture.md"
 CRATES = ("engine", "core")
 MAX_LINES = 600
-#: Folders whose ``mod.rs`` is only the top of the folder: no child uses its items.
-DOWNWARD_ONLY = {"core": [("trace",)], "engine": [("load",), ("trace",)]}
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 #: A ``crate::``/``super::``/``self::`` path in code (segments joined by ``::``).
@@ -136,10 +132,21 @@ def strip(text: str) -> Source:
     return Source("".join(out), paths)
 
 
-def inline_depths(code: str) -> list[tuple[int, int, int]]:
-    """(start, end, depth) of every inline ``mod NAME { ... }`` block, by offset."""
+Block = tuple[int, int, int, bool]
+
+
+def is_test_decl(code: str, at: int) -> bool:
+    """Whether the ``mod`` declaration at ``at`` is under ``#[cfg(test)]``."""
+    before = re.sub(r"\s+", "", code[max(0, at - 80): at])
+    return re.search(r"#\[cfg\(test\)\](pub(\([a-z]+\))?)?$", before) is not None
+
+
+def inline_depths(code: str) -> list[Block]:
+    """(start, end, depth, under ``#[cfg(test)]``) of every inline ``mod NAME { ... }``
+    block, by offset."""
     blocks = []
-    opens = {m.end() - 1 for m in MOD_DECL.finditer(code) if m.group(2) == "{"}
+    opens = {m.end() - 1: is_test_decl(code, m.start())
+             for m in MOD_DECL.finditer(code) if m.group(2) == "{"}
     stack: list[tuple[int, bool]] = []  # (offset of "{", is an inline module)
     for k, ch in enumerate(code):
         if ch == "{":
@@ -148,13 +155,18 @@ def inline_depths(code: str) -> list[tuple[int, int, int]]:
             start, is_mod = stack.pop()
             if is_mod:
                 depth = 1 + sum(1 for _, m in stack if m)
-                blocks.append((start, k, depth))
+                blocks.append((start, k, depth, opens[start]))
     return blocks
 
 
-def depth_at(blocks: list[tuple[int, int, int]], offset: int) -> int:
+def depth_at(blocks: list[Block], offset: int) -> int:
     """How many inline modules enclose ``offset``."""
-    return max((d for a, b, d in blocks if a < offset < b), default=0)
+    return max((d for a, b, d, _ in blocks if a < offset < b), default=0)
+
+
+def in_test(blocks: list[Block], offset: int) -> bool:
+    """Whether ``offset`` is inside an inline ``#[cfg(test)]`` module."""
+    return any(t for a, b, _, t in blocks if a < offset < b)
 
 
 def use_paths(tree: str) -> list[list[str]]:
@@ -206,8 +218,6 @@ class Crate:
     src: Path
     files: dict[tuple[str, ...], Path]
     edges: dict[tuple[str, ...], set[tuple[str, ...]]]
-    #: The ancestors each module names (``use super::Ctx``): not edges, see the doc.
-    up: dict[tuple[str, ...], set[tuple[str, ...]]]
     #: Modules declared under ``#[cfg(test)]`` (``mod e2e_tests;``).
     tests: set[tuple[str, ...]] = field(default_factory=set)
 
@@ -236,16 +246,28 @@ def load_crate(name: str) -> Crate:
             for cand in (base / f"{m.group(1)}.rs", base / m.group(1) / "mod.rs"):
                 if cand.exists():
                     todo.append((mod + (m.group(1),), cand))
-                    before = re.sub(r"\s+", "", s.code[max(0, m.start() - 60): m.start()])
-                    if before.endswith("#[cfg(test)]") or mod in tests:
+                    if is_test_decl(s.code, m.start()) or mod in tests:
                         tests.add(mod + (m.group(1),))
                     break
             else:
                 raise AssertionError(f"{path}: `mod {m.group(1)};` has no file")
-    named = {mod: module_edges(mod, sources[mod], files) for mod in files}
-    edges = {mod: {t for t in ts if t != mod[: len(t)]} for mod, ts in named.items()}
-    up = {mod: {t for t in ts if t == mod[: len(t)]} for mod, ts in named.items()}
-    return Crate(name, src, files, edges, up, tests)
+    edges = {mod: graph_edges(mod, module_edges(mod, sources[mod], files), files, tests)
+             for mod in files}
+    return Crate(name, src, files, edges, tests)
+
+
+def graph_edges(mod: tuple[str, ...], named: set[tuple[tuple[str, ...], bool]],
+                files: dict[tuple[str, ...], Path],
+                tests: set[tuple[str, ...]]) -> set[tuple[str, ...]]:
+    """The edges from ``mod``: the children it declares and every module it names
+    (``named``: (module, named from test code)), less an ancestor named from test code
+    (see the module doc)."""
+    out = {m for m in files if m[:-1] == mod and len(m) == len(mod) + 1}
+    for target, from_test in named:
+        ancestor = target == mod[: len(target)]
+        if not (ancestor and (from_test or mod in tests)):
+            out.add(target)
+    return out
 
 
 def resolve(mod: tuple[str, ...], segs: list[str], inline: int,
@@ -276,8 +298,9 @@ def resolve(mod: tuple[str, ...], segs: list[str], inline: int,
 
 
 def module_edges(mod: tuple[str, ...], source: Source,
-                 files: dict[tuple[str, ...], Path]) -> set[tuple[str, ...]]:
-    """The modules ``mod`` names, less itself (ancestors included)."""
+                 files: dict[tuple[str, ...], Path]) -> set[tuple[tuple[str, ...], bool]]:
+    """(module, named from an inline test module) for every other module ``mod``
+    names, its ancestors included."""
     code = source.code
     blocks = inline_depths(code)
     found: list[tuple[int, list[str]]] = []
@@ -292,7 +315,7 @@ def module_edges(mod: tuple[str, ...], source: Source,
     for at, segs in found:
         target = resolve(mod, segs, depth_at(blocks, at), files)
         if target is not None and target != mod:
-            out.add(target)
+            out.add((target, in_test(blocks, at)))
     return out
 
 
@@ -342,13 +365,17 @@ def test_parser_finds_known_edges() -> None:
     e = engine.edges
     assert ("load", "thread") in e["load", "dispatch"]  # use super::thread::{..}
     assert ("load", "schedule") in e["server", "conn"]  # use crate::load::schedule::X
-    assert ("duration",) in e["server",]  # a path in a string: serde(deserialize_with)
+    assert ("duration",) in e["server", "config"]  # a path in a string: serde(..)
     assert ("sys",) in e["load", "config"]  # crate::sys::f() in code
     assert ("load", "runner") in e["load",]  # a bare child path: use runner::run_thread
     assert ("server",) in e["load", "e2e_tests"]  # use crate::server::{self, ..}
-    assert ("clock",) not in e["clock", "bracket"]  # super:: is the parent: no edge
-    assert ("clock",) in engine.up["clock", "bracket"]  # ... but it is seen
+    assert ("clock", "read") in e["clock", "bracket"]  # use super::read::{..}
+    assert ("clock", "bracket") in e["clock",]  # a declared child: mod bracket;
+    # test code's use of its parent is no edge: use super::* in e2e_tests.rs, and
+    # use super::super::calibrate_tsc in bracket.rs's inline #[cfg(test)] mod tests
     assert engine.tests == {("load", "e2e_tests")}  # #[cfg(test)] mod e2e_tests;
+    assert ("load",) not in e["load", "e2e_tests"]
+    assert ("clock",) not in e["clock", "bracket"]
     c = core.edges
     assert ("trace", "frame") in c["trace", "stack"]
     assert ("trace", "span") in c["trace", "block"]
@@ -377,7 +404,17 @@ def test_a_cycle_is_found_and_named() -> None:
     assert find_cycle({a: {c}, b: {a, c}, c: {b}}) == [a, c, b, a]
     src = strip("use super::runner::{Ctx, TICK};\nfn f() { super::dispatch::open_loop(); }")
     files = {(): RUST, ("load",): RUST, a: RUST, b: RUST}
-    assert module_edges(a, src, files) == {b}
+    assert module_edges(a, src, files) == {(b, False)}
+    # a child using its parent's items closes a cycle with the parent's `mod` line
+    up = strip("use super::Ctx;\n#[cfg(test)]\nmod tests {\n    use super::super::Shared;\n}")
+    named = module_edges(a, up, files)
+    assert named == {(("load",), False), (("load",), True)}
+    assert graph_edges(a, named, files, set()) == {("load",)}
+    assert graph_edges(a, {(("load",), True)}, files, set()) == set()
+    assert graph_edges(a, named, files, {a}) == set()  # a #[cfg(test)] file module
+    edges = {m: graph_edges(m, set(), files, set()) for m in files}
+    edges[a] |= graph_edges(a, named, files, set())
+    assert find_cycle(edges) == [("load",), a, ("load",)]
 
 
 # ---------------------------------------------------------------- the rules
@@ -388,18 +425,6 @@ def test_no_module_cycle(crate: Crate) -> None:
     assert not cycle, (
         f"perflab-{crate.name} has a module cycle: {' -> '.join(map(show, cycle))}; "
         "move what the modules share into a module below both of them")
-
-
-def test_downward_only_folders_never_use_their_mod_rs(crate: Crate) -> None:
-    """In a folder of :data:`DOWNWARD_ONLY`, ``mod.rs`` sits on top: its children use
-    one another (acyclically, as everywhere) but none of ``mod.rs``'s own items; test
-    modules (``#[cfg(test)] mod e2e_tests;``) test it, so they may."""
-    for folder in DOWNWARD_ONLY.get(crate.name, ()):
-        assert folder in crate.files, f"{show(folder)} is gone: update DOWNWARD_ONLY"
-        up = {show(m): sorted(map(show, ups & {folder})) for m, ups in crate.up.items()
-              if m[: len(folder)] == folder and m != folder and folder in ups
-              and m not in crate.tests}
-        assert not up, f"these modules use {show(folder)}'s own items: {up}"
 
 
 def test_every_source_file_is_a_module(crate: Crate) -> None:
