@@ -1,8 +1,17 @@
-//! Bindings only: exposes perflab-engine to Python as `perflab._core`.
-//! Every function converts arguments, releases the GIL where work is long,
-//! and maps engine errors to Python exceptions; logic lives in the engine
-//! crate. Dicts cross the seam through one converter ([`convert`]: serde and
-//! pythonize), so their keys are the engine's field names.
+//! The `perflab._core` extension module: PyO3 bindings of perflab-engine
+//! plus the one runtime that has to live on the Python side of the seam.
+//!
+//! * Bindings: `changepoints`, `clock`, `duration`, `hdr`, `http`
+//!   and `serve` convert arguments, release the GIL where work is long,
+//!   and map engine errors to Python exceptions; their logic lives in the
+//!   engine crate. Dicts cross the seam through one converter (`convert`:
+//!   serde and pythonize), so their keys are the engine's field names.
+//! * `trace`: the hot path of `perflab.trace` (spans, decorated calls, the
+//!   per-thread stack and the ContextVar frames). It handles Python objects
+//!   on every call, so it is written against the C API here; recording
+//!   itself (per-thread HdrHistograms) is the engine's `trace` module.
+//!
+//! This file holds only the module table.
 
 mod changepoints;
 mod clock;
@@ -12,11 +21,6 @@ mod hdr;
 mod http;
 mod serve;
 mod trace;
-mod trace_block;
-mod trace_call;
-mod trace_request;
-mod trace_site;
-mod trace_stack;
 
 use pyo3::prelude::*;
 

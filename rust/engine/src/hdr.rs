@@ -82,7 +82,8 @@ pub fn with_highest(h: &Histogram<u64>, highest: u64) -> Histogram<u64> {
     let mut out = Histogram::new_with_bounds(1, high, SIGFIG)
         .expect("bounds 1..high (high ≥ 2) with 3 digits are valid");
     out.auto(true);
-    out.add(h).expect("an auto-resizing histogram accepts every value");
+    out.add(h)
+        .expect("an auto-resizing histogram accepts every value");
     out
 }
 

@@ -3,7 +3,7 @@
 //! between two snapshots ([`disagreement`]), and the [`Bracket`] around a
 //! sample.
 
-use super::{Clock, Snapshot};
+use super::read::{Clock, Snapshot};
 
 /// How far apart the clocks may drift over one interval before it is flagged:
 /// `abs_ns + rel × ΔMONOTONIC`. The relative part absorbs NTP slewing (the
@@ -204,11 +204,19 @@ mod tests {
             abs_ns: 5_000,
         };
         let a = snap(0, 0, 0, Some(0));
-        let b = snap(1_460_000, 1_460_000, 1_460_000, Some(3 * (1_460_000 + 6_600)));
+        let b = snap(
+            1_460_000,
+            1_460_000,
+            1_460_000,
+            Some(3 * (1_460_000 + 6_600)),
+        );
         let d = disagreement(&a, &b, Some(3.0));
         assert_eq!((d.clock, d.skew_ns), (Clock::Tsc, 6_600));
         assert!(d.exceeds(&tol), "without slack it is flagged");
-        assert!(!d.exceeds_with_slack(&tol, 7_000.0), "a 7 µs-wide snapshot explains it");
+        assert!(
+            !d.exceeds_with_slack(&tol, 7_000.0),
+            "a 7 µs-wide snapshot explains it"
+        );
         assert!(d.exceeds_with_slack(&tol, 100.0), "tight snapshots do not");
         // a real step or a clock at the wrong rate is far beyond any snapshot width
         let stepped = snap(1_000_000, 1_001_000_000, 1_000_000, Some(3_000_000));

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::bracket::{delta, disagreement};
-use super::{true_ns, Snapshot, MAX_SNAPSHOT_WIDTH};
+use super::read::{true_ns, Snapshot, MAX_SNAPSHOT_WIDTH};
 
 /// What a tight-loop probe of the clocks saw, raw: analysis happens in Python.
 ///

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::monotonic_ns;
+use super::read::monotonic_ns;
 
 /// Actual durations (ns, on MONOTONIC) of up to `count` relative
 /// `clock_nanosleep(CLOCK_MONOTONIC)` sleeps of `request_ns` each, stopping

@@ -15,8 +15,8 @@
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use super::runner::{spawn_open_conn, Ctx, TICK};
 use super::schedule::{Arrival, Schedule};
+use super::thread::{spawn_open_conn, Ctx, TICK};
 use crate::sys::PreciseTimer;
 
 /// Shortest dispatcher sleep in open loop.

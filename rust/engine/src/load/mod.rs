@@ -11,9 +11,10 @@
 //! Layout: [`config`] (what to run), [`spec`] (the same from plain names
 //! and seconds, as Python gives it), [`url`], [`schedule`] (intended times), [`codec`]
 //! (HTTP/1.1 bytes), [`conn`] (one connection), [`tls`], [`recorder`]
-//! (histograms, counters and the accounting of every request), `runner`
-//! (one engine thread, the closed loop and the drain), `dispatch` (the
-//! open-loop dispatcher), [`progress`] (live snapshots), and [`run`] here,
+//! (histograms, counters and the accounting of every request), `thread`
+//! (one engine thread's state, accounting and connection tasks), `runner`
+//! (one engine thread's step: closed loop, drain) and `dispatch` (the
+//! open-loop dispatcher), both on `thread`, [`progress`] (live snapshots), and [`run`] here,
 //! which drives the steps. Results ([`RunResult`], [`StepResult`]) derive
 //! `Serialize`: their field names are the names Python reads.
 
@@ -27,6 +28,7 @@ mod runner;
 pub mod schedule;
 pub mod server_timing;
 pub mod spec;
+mod thread;
 pub mod tls;
 pub mod url;
 
@@ -51,7 +53,8 @@ pub use spec::RunSpec;
 pub use url::{Scheme, Target};
 
 use conn::Connector;
-use runner::{run_thread, Shared, ThreadPlan, ThreadResult};
+use runner::run_thread;
+use thread::{Shared, ThreadPlan, ThreadResult};
 
 /// A run could not start (bad input or setup); failures *during* a run are
 /// counted in the results instead.

@@ -1,7 +1,8 @@
 //! One engine thread running its share of one step on a current-thread
-//! tokio runtime: the per-thread state and its accounting, the closed loop,
-//! and the drain at the end of the step. The open-loop dispatcher is in
-//! [`super::dispatch`].
+//! tokio runtime: the step's flow (start the open-loop dispatcher or the
+//! closed-loop connections, publish progress, drain at the end). The
+//! per-thread state, its accounting and the connection tasks are in
+//! [`super::thread`]; the open-loop dispatcher is in [`super::dispatch`].
 //!
 //! Closed loop: each connection sends its next request when the previous
 //! response ends; latency is then the service time (plus any connect).
@@ -14,73 +15,13 @@
 //! off as `unfinished`, and their connections are closed and counted, so a
 //! step always ends within its duration plus `--timeout`.
 
-use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
-
-use tokio::sync::Notify;
+use std::sync::Arc;
+use std::time::Instant;
 
 use super::config::LoadModel;
-use super::conn::{Conn, Connector, Exchange, Outcome};
 use super::dispatch;
-use super::progress::Progress;
-use super::recorder::{ErrorKind, OkStatus, Recorder};
-use super::server_timing::Parsed;
-use crate::hdr::{new_histogram, record, Histogram};
-use crate::sys::thread_cpu_time;
-
-/// Everything the engine threads of a run share.
-pub(crate) struct Shared {
-    pub connector: Connector,
-    /// Serialized requests and whether each is a HEAD.
-    pub requests: Vec<(Vec<u8>, bool)>,
-    pub ok: OkStatus,
-    pub read_timeout: Duration,
-    pub model: LoadModel,
-    pub seed: u64,
-    /// This engine's lanes of a schedule shared by load agents (see
-    /// [`super::Config::lanes`]).
-    pub lanes: Option<super::schedule::Lanes>,
-    pub stop: Arc<AtomicBool>,
-    pub progress: Arc<Progress>,
-    /// When an engine thread first saw the stop flag: the recorded window
-    /// of the running step ends there (no step starts after a stop).
-    pub stopped_at: OnceLock<Instant>,
-}
-
-/// One thread's share of one step.
-#[derive(Clone, Debug)]
-pub(crate) struct ThreadPlan {
-    pub thread: usize,
-    pub threads: usize,
-    /// Total offered rate of the step (open loop), req/s.
-    pub rate: Option<f64>,
-    /// Open loop: this thread's pool cap. Closed loop: its connections.
-    pub connections: usize,
-    /// Open loop: connections opened before `t0`.
-    pub prewarm: usize,
-    pub t0: Instant,
-    pub warmup_end: Instant,
-    pub end: Instant,
-}
-
-/// What a thread hands back at the end of a step.
-pub(crate) struct ThreadResult {
-    pub recorder: Recorder,
-    /// CPU time of this thread over the recorded part of the step, s.
-    pub cpu_s: f64,
-    /// When this thread's last recorded request was answered, failed or
-    /// was cut off (None when it had none).
-    pub last_completion: Option<Instant>,
-}
-
-/// How often waiting loops look at the stop flag and publish progress.
-pub(crate) const TICK: Duration = Duration::from_millis(100);
-/// Closed-loop pause after a failed connect, so a dead target is not
-/// hammered in a tight loop.
-const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
+use super::thread::{closed_conn, Ctx, Shared, ThreadPlan, ThreadResult, TICK};
 
 /// Run one thread's share of a step to completion (or stop).
 ///
@@ -93,318 +34,6 @@ pub(crate) fn run_thread(shared: Arc<Shared>, plan: ThreadPlan) -> Result<Thread
         .map_err(|e| format!("cannot start an engine event loop: {e}"))?;
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, drive(shared, plan))
-}
-
-/// A request handed to a connection: its intended send time and whether it
-/// is recorded (intended after the warmup).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Issued {
-    pub intended: Instant,
-    pub recorded: bool,
-}
-
-/// An open-loop connection's mailbox: the dispatcher gives it one request
-/// at a time; closing it ends the connection's task once it is idle.
-pub(crate) struct Slot {
-    work: Cell<Option<Issued>>,
-    closed: Cell<bool>,
-    notify: Notify,
-}
-
-impl Slot {
-    /// A slot holding its first request, or none (a pre-opened connection).
-    pub fn new(first: Option<Issued>) -> Self {
-        Self {
-            work: Cell::new(first),
-            closed: Cell::new(false),
-            notify: Notify::new(),
-        }
-    }
-
-    /// Hand the (idle) connection its next request.
-    pub fn give(&self, req: Issued) {
-        self.work.set(Some(req));
-        self.notify.notify_one();
-    }
-
-    /// No more work: the connection's task ends once it is idle.
-    fn close(&self) {
-        self.closed.set(true);
-        self.notify.notify_one();
-    }
-
-    /// The next request, or None once the slot is closed and has no work.
-    pub async fn take(&self) -> Option<Issued> {
-        loop {
-            if let Some(req) = self.work.take() {
-                return Some(req);
-            }
-            if self.closed.get() {
-                return None;
-            }
-            self.notify.notified().await;
-        }
-    }
-}
-
-struct State {
-    rec: Recorder,
-    delta_ok: u64,
-    delta_failed: u64,
-    delta_latency: Histogram<u64>,
-    /// Open loop: connections waiting for work, and every slot of the step.
-    idle: Vec<Rc<Slot>>,
-    slots: Vec<Rc<Slot>>,
-    /// Connection tasks running.
-    live: usize,
-    /// Connections with an open stream.
-    open_streams: u64,
-    /// Requests (recorded or not) handed to a connection and not yet done.
-    busy: u64,
-    /// Of those, the recorded ones.
-    in_flight: u64,
-    next_request: usize,
-    cpu_start: Option<Duration>,
-    last_completion: Option<Instant>,
-}
-
-/// One engine thread's context for one step.
-pub(crate) struct Ctx {
-    pub shared: Arc<Shared>,
-    pub plan: ThreadPlan,
-    st: RefCell<State>,
-    /// Woken when an open-loop connection becomes idle.
-    pub idle_notify: Notify,
-    done_notify: Notify,
-}
-
-fn us(d: Duration) -> u64 {
-    d.as_micros().min(u64::MAX as u128) as u64
-}
-
-impl Ctx {
-    fn new(shared: Arc<Shared>, plan: ThreadPlan) -> Self {
-        Ctx {
-            st: RefCell::new(State {
-                rec: Recorder::default(),
-                delta_ok: 0,
-                delta_failed: 0,
-                delta_latency: new_histogram(),
-                idle: Vec::new(),
-                slots: Vec::new(),
-                live: 0,
-                open_streams: 0,
-                busy: 0,
-                in_flight: 0,
-                next_request: plan.thread % shared.requests.len(),
-                cpu_start: None,
-                last_completion: None,
-            }),
-            shared,
-            plan,
-            idle_notify: Notify::new(),
-            done_notify: Notify::new(),
-        }
-    }
-
-    /// True once the stop flag is set; the first thread to see it fixes
-    /// the end of the recorded window.
-    pub fn stopped(&self) -> bool {
-        let s = self.shared.stop.load(Ordering::Relaxed);
-        if s {
-            self.shared.stopped_at.get_or_init(Instant::now);
-        }
-        s
-    }
-
-    /// The end of the recorded window as known now: the step's end, or the
-    /// stop if one was seen before it. A response recorded before the stop
-    /// is seen ended before it, so classifying it against this is exact.
-    pub fn window_end(&self) -> Instant {
-        self.shared
-            .stopped_at
-            .get()
-            .map_or(self.plan.end, |&s| s.min(self.plan.end))
-    }
-
-    fn next_request(&self) -> (&[u8], bool) {
-        let mut st = self.st.borrow_mut();
-        let i = st.next_request;
-        st.next_request = (i + 1) % self.shared.requests.len();
-        let (bytes, head) = &self.shared.requests[i];
-        (bytes, *head)
-    }
-
-    /// Count a request intended at `t` as handed to a connection.
-    pub fn issue(&self, t: Instant) -> Issued {
-        let recorded = t >= self.plan.warmup_end;
-        let mut st = self.st.borrow_mut();
-        st.busy += 1;
-        if recorded {
-            st.rec.counters.requests_sent += 1;
-            st.in_flight += 1;
-        }
-        Issued {
-            intended: t,
-            recorded,
-        }
-    }
-
-    fn record(&self, req: Issued, ex: &Exchange, timing: &Parsed, open_loop: bool) {
-        let window_end = self.window_end();
-        let ok = matches!(ex.outcome, Outcome::Response(s) if self.shared.ok.contains(s));
-        let in_window = ex.end >= self.plan.warmup_end && ex.end < window_end;
-        let mut guard = self.st.borrow_mut();
-        let st = &mut *guard;
-        count_connection_events(st, ex);
-        st.busy -= 1;
-        if st.busy == 0 {
-            self.done_notify.notify_one();
-        }
-        if !req.recorded {
-            if ok && in_window {
-                st.rec.warmup_response_in_window();
-                st.delta_ok += 1;
-            }
-            return;
-        }
-        st.in_flight -= 1;
-        st.last_completion = st.last_completion.max(Some(ex.end));
-        let c = &mut st.rec.counters;
-        c.bytes_out += ex.bytes_out;
-        c.bytes_in += ex.bytes_in;
-        let latency = us(ex.end.saturating_duration_since(req.intended));
-        match ex.outcome {
-            Outcome::Response(status) => {
-                let service = us(ex.end - ex.write_start);
-                st.rec.response(status, ok, !in_window, latency, service);
-                if ok {
-                    st.rec.server_timing.record(timing, service);
-                    st.delta_ok += u64::from(in_window);
-                    record(&mut st.delta_latency, latency);
-                } else {
-                    st.delta_failed += 1;
-                }
-            }
-            Outcome::Error(kind) => {
-                st.rec.error(kind, latency);
-                st.delta_failed += 1;
-            }
-        }
-        if open_loop {
-            let lag = ex.write_start.saturating_duration_since(req.intended);
-            record(&mut st.rec.histograms.send_lag, us(lag));
-        }
-    }
-
-    fn publish(&self) {
-        let mut st = self.st.borrow_mut();
-        if st.delta_ok + st.delta_failed > 0 {
-            self.shared
-                .progress
-                .publish(st.delta_ok, st.delta_failed, &st.delta_latency);
-            st.delta_ok = 0;
-            st.delta_failed = 0;
-            st.delta_latency.reset();
-        }
-    }
-
-    /// Record how late the dispatcher found a recorded request due, µs.
-    pub fn dispatch_lag(&self, lag: Duration) {
-        record(
-            &mut self.st.borrow_mut().rec.histograms.dispatch_lag,
-            us(lag),
-        );
-    }
-
-    /// Count a recorded request that waited for a free connection.
-    pub fn pool_wait(&self) {
-        self.st.borrow_mut().rec.counters.pool_waits += 1;
-    }
-
-    /// Count `n` recorded requests that fell due but were never sent.
-    pub fn unsent(&self, n: u64) {
-        self.st.borrow_mut().rec.counters.unsent += n;
-    }
-
-    /// Connection tasks running.
-    pub fn live(&self) -> usize {
-        self.st.borrow().live
-    }
-
-    /// An idle open-loop connection, if any.
-    pub fn pop_idle(&self) -> Option<Rc<Slot>> {
-        self.st.borrow_mut().idle.pop()
-    }
-
-    /// Mark an open-loop connection idle and wake the dispatcher.
-    fn make_idle(&self, slot: &Rc<Slot>) {
-        self.st.borrow_mut().idle.push(slot.clone());
-        self.idle_notify.notify_one();
-    }
-
-    /// A new connection task: count it live (and its slot, in open loop).
-    fn add_live(&self, slot: Option<&Rc<Slot>>) {
-        let mut st = self.st.borrow_mut();
-        st.live += 1;
-        st.rec.counters.connections_peak = st.rec.counters.connections_peak.max(st.live as u64);
-        if let Some(slot) = slot {
-            st.slots.push(slot.clone());
-        }
-    }
-
-    /// A connection opened before the step's start (or failed to).
-    fn prewarmed(&self, opened: bool) {
-        let mut st = self.st.borrow_mut();
-        let c = &mut st.rec.counters;
-        c.connections_opened += u64::from(opened);
-        c.connect_failures += u64::from(!opened);
-        c.connections_errored += u64::from(!opened);
-        st.open_streams += u64::from(opened);
-    }
-
-    fn conn_closed(&self, was_open: bool) {
-        let mut st = self.st.borrow_mut();
-        st.rec.counters.connections_closed += u64::from(was_open);
-        st.open_streams -= u64::from(was_open);
-        st.live -= 1;
-    }
-
-    /// End the step at `now`: what is still in flight is `unfinished`, and
-    /// the connections still open are closed (the tasks holding them are
-    /// dropped with the thread's event loop, idle or connecting ones too)
-    /// and counted closed. Nothing runs on this thread afterwards.
-    fn cut_off(&self, now: Instant) {
-        let mut st = self.st.borrow_mut();
-        if st.in_flight > 0 {
-            st.last_completion = st.last_completion.max(Some(now));
-        }
-        st.rec.counters.unfinished += std::mem::take(&mut st.in_flight);
-        st.rec.counters.connections_closed += std::mem::take(&mut st.open_streams);
-    }
-
-    fn finish(&self) -> ThreadResult {
-        let cpu_end = thread_cpu_time();
-        let mut st = self.st.borrow_mut();
-        ThreadResult {
-            cpu_s: st
-                .cpu_start
-                .map_or(0.0, |s| cpu_end.saturating_sub(s).as_secs_f64()),
-            recorder: std::mem::take(&mut st.rec),
-            last_completion: st.last_completion,
-        }
-    }
-}
-
-/// Connection events count over the whole step, warmup included.
-fn count_connection_events(st: &mut State, ex: &Exchange) {
-    let c = &mut st.rec.counters;
-    c.connections_opened += u64::from(ex.opened);
-    c.connections_closed += u64::from(ex.closed);
-    c.connect_failures += u64::from(ex.connect_failed);
-    c.connections_errored += u64::from(matches!(ex.outcome, Outcome::Error(_)));
-    st.open_streams += u64::from(ex.opened);
-    st.open_streams -= u64::from(ex.closed);
 }
 
 async fn drive(shared: Arc<Shared>, plan: ThreadPlan) -> Result<ThreadResult, String> {
@@ -437,66 +66,8 @@ fn spawn_helpers(ctx: &Rc<Ctx>) {
     let c = ctx.clone();
     tokio::task::spawn_local(async move {
         tokio::time::sleep_until(c.plan.warmup_end.into()).await;
-        c.st.borrow_mut().cpu_start = Some(thread_cpu_time());
+        c.start_cpu_clock();
     });
-}
-
-/// Start an open-loop connection task: pre-opened (no first request) or
-/// with its first request.
-pub(crate) fn spawn_open_conn(ctx: &Rc<Ctx>, first: Option<Issued>) {
-    let slot = Rc::new(Slot::new(first));
-    ctx.add_live(Some(&slot));
-    tokio::task::spawn_local(open_conn(ctx.clone(), slot, first.is_none()));
-}
-
-async fn open_conn(ctx: Rc<Ctx>, slot: Rc<Slot>, prewarm: bool) {
-    let mut conn = Conn::new();
-    if prewarm {
-        // Opened before the step starts; a failure here is retried (and
-        // counted) by the first real request.
-        let opened = conn.open(&ctx.shared.connector).await.is_ok();
-        ctx.prewarmed(opened);
-        ctx.make_idle(&slot);
-    }
-    while let Some(req) = slot.take().await {
-        let (bytes, head) = ctx.next_request();
-        let ex = conn
-            .exchange(&ctx.shared.connector, bytes, head, ctx.shared.read_timeout)
-            .await;
-        ctx.record(req, &ex, conn.server_timing(), true);
-        ctx.make_idle(&slot);
-    }
-    ctx.conn_closed(conn.close());
-}
-
-async fn closed_conn(ctx: Rc<Ctx>) {
-    let mut conn = Conn::new();
-    tokio::time::sleep_until(ctx.plan.t0.into()).await;
-    loop {
-        let t = Instant::now();
-        if t >= ctx.plan.end || ctx.stopped() {
-            break;
-        }
-        let req = ctx.issue(t);
-        let (bytes, head) = ctx.next_request();
-        let ex = conn
-            .exchange(&ctx.shared.connector, bytes, head, ctx.shared.read_timeout)
-            .await;
-        ctx.record(req, &ex, conn.server_timing(), false);
-        let connect_failed = matches!(
-            ex.outcome,
-            Outcome::Error(
-                ErrorKind::ConnectRefused
-                    | ErrorKind::ConnectTimeout
-                    | ErrorKind::Tls
-                    | ErrorKind::Other
-            )
-        ) && ex.bytes_out == 0;
-        if connect_failed {
-            tokio::time::sleep(CONNECT_BACKOFF).await;
-        }
-    }
-    ctx.conn_closed(conn.close());
 }
 
 /// Wait for the step's end (closed-loop connections stop sending there),
@@ -505,23 +76,17 @@ async fn closed_conn(ctx: Rc<Ctx>) {
 /// Connections without a request (idle, or still connecting) never hold
 /// the step up.
 async fn drain(ctx: &Rc<Ctx>) {
-    {
-        let mut st = ctx.st.borrow_mut();
-        st.idle.clear();
-        for slot in &st.slots {
-            slot.close();
-        }
-    }
+    ctx.close_slots();
     let end = ctx.plan.end;
     let deadline = end + ctx.shared.read_timeout;
     loop {
         let now = Instant::now();
-        let done = now >= end && ctx.st.borrow().busy == 0;
+        let done = now >= end && ctx.busy() == 0;
         if done || ctx.stopped() || now >= deadline {
             ctx.cut_off(now);
             return;
         }
         let next = if now < end { end } else { deadline };
-        let _ = tokio::time::timeout(TICK.min(next - now), ctx.done_notify.notified()).await;
+        ctx.wait_done(TICK.min(next - now)).await;
     }
 }

@@ -378,8 +378,12 @@ mod tests {
     #[test]
     fn skip_until_counts_constant_arrivals_exactly() {
         let lanes = Lanes::new(7, vec![1, 2, 5]).unwrap();
-        let cases = [(100.0, 0, 1, None), (3000.0, 1, 3, None), (7.0, 0, 1, None),
-                     (300.0, 1, 2, Some(&lanes))];
+        let cases = [
+            (100.0, 0, 1, None),
+            (3000.0, 1, 3, None),
+            (7.0, 0, 1, None),
+            (300.0, 1, 2, Some(&lanes)),
+        ];
         for (rate, thread, threads, on) in cases {
             let make = || {
                 let s = Schedule::new(Arrival::Constant, rate, thread, threads, 1);

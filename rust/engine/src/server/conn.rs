@@ -9,9 +9,49 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::{Ctx, Fault};
+use super::behaviour::Fault;
+use super::config::{ServerConfig, ServerStats};
 use crate::load::schedule::SplitMix64;
 use crate::sys::PreciseTimer;
+
+/// The four canned responses, built once per server.
+pub(super) struct Responses {
+    ok_keep: Vec<u8>,
+    ok_close: Vec<u8>,
+    err_keep: Vec<u8>,
+    err_close: Vec<u8>,
+}
+
+impl Responses {
+    /// The responses with a body of `body_size` bytes.
+    pub(super) fn new(body_size: usize) -> Self {
+        let build = |status: &str, close: bool| {
+            let conn = if close { "Connection: close\r\n" } else { "" };
+            let mut r = format!(
+                "HTTP/1.1 {status}\r\nServer: perflab\r\n{conn}Content-Length: {body_size}\r\n\r\n"
+            )
+            .into_bytes();
+            r.resize(r.len() + body_size, b'x');
+            r
+        };
+        Self {
+            ok_keep: build("200 OK", false),
+            ok_close: build("200 OK", true),
+            err_keep: build("500 Internal Server Error", false),
+            err_close: build("500 Internal Server Error", true),
+        }
+    }
+}
+
+/// What every connection of one server shares.
+pub(super) struct Ctx {
+    pub(super) config: ServerConfig,
+    pub(super) responses: Responses,
+    pub(super) started: Instant,
+    /// The serialization point (`ServerConfig::serialize`).
+    pub(super) lock: tokio::sync::Mutex<()>,
+    pub(super) stats: Arc<ServerStats>,
+}
 
 /// What ended a connection (all are normal for a test server).
 type Closed = ();

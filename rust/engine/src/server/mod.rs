@@ -7,76 +7,26 @@
 //! coordinated-omission benchmark derives the expected percentiles from
 //! these values analytically.
 //!
-//! Layout: [`behaviour`] (delay, stall and fault, parsed from their text),
-//! `conn` (one connection: read, wait, answer) and, here, the config, the
-//! listener and the handle.
+//! Layout, each using only those before it: [`behaviour`] (delay, stall and
+//! fault, parsed from their text), `config` ([`ServerConfig`],
+//! [`ServerStats`]), `conn` (one connection: read, wait, answer; the context
+//! all connections share) and, here, the listener and the handle.
 
 use std::net::{SocketAddr, TcpListener as StdListener, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
 
 pub mod behaviour;
+mod config;
 mod conn;
 
 pub use behaviour::{Delay, Fault, Stall};
-
-/// How the server behaves. Deserializable (`perflab._core.serve`'s config):
-/// every key optional, durations and distributions as text in the one
-/// duration grammar ([`crate::duration`]).
-#[derive(Clone, Debug, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ServerConfig {
-    /// Host or IP to bind (`"127.0.0.1"`, `"::1"`).
-    pub host: String,
-    /// Port; 0 picks a free one (read it from [`ServerHandle::address`]).
-    pub port: u16,
-    /// Processing delay per request (None = answer at once).
-    pub delay: Option<Delay>,
-    pub stall: Option<Stall>,
-    /// Fraction of requests answered 500, drawn with a seeded RNG.
-    pub error_rate: f64,
-    /// Response body length, bytes.
-    pub body_size: usize,
-    pub fault: Fault,
-    /// A global mutex held this long per request (after the delay), so that
-    /// throughput saturates at 1/serialize: a contention point for USL tests.
-    #[serde(deserialize_with = "crate::duration::deserialize_text")]
-    pub serialize: Option<Duration>,
-    /// Worker threads of the server's runtime.
-    pub threads: usize,
-    pub seed: u64,
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        Self {
-            host: "127.0.0.1".into(),
-            port: 0,
-            delay: None,
-            stall: None,
-            error_rate: 0.0,
-            body_size: 0,
-            fault: Fault::None,
-            serialize: None,
-            threads: 1,
-            seed: 0x5EED,
-        }
-    }
-}
-
-/// Counters of what the server did; read them while it runs.
-#[derive(Debug, Default, Serialize)]
-pub struct ServerStats {
-    pub connections: AtomicU64,
-    pub requests: AtomicU64,
-    /// Requests answered 500 on purpose.
-    pub errors_injected: AtomicU64,
-}
+pub use config::{ServerConfig, ServerStats};
+use conn::{Ctx, Responses};
 
 /// A running server. Dropping it stops the server.
 pub struct ServerHandle {
@@ -126,41 +76,6 @@ impl Drop for ServerHandle {
         self.stop();
         self.join();
     }
-}
-
-struct Responses {
-    ok_keep: Vec<u8>,
-    ok_close: Vec<u8>,
-    err_keep: Vec<u8>,
-    err_close: Vec<u8>,
-}
-
-impl Responses {
-    fn new(body_size: usize) -> Self {
-        let build = |status: &str, close: bool| {
-            let conn = if close { "Connection: close\r\n" } else { "" };
-            let mut r = format!(
-                "HTTP/1.1 {status}\r\nServer: perflab\r\n{conn}Content-Length: {body_size}\r\n\r\n"
-            )
-            .into_bytes();
-            r.resize(r.len() + body_size, b'x');
-            r
-        };
-        Self {
-            ok_keep: build("200 OK", false),
-            ok_close: build("200 OK", true),
-            err_keep: build("500 Internal Server Error", false),
-            err_close: build("500 Internal Server Error", true),
-        }
-    }
-}
-
-struct Ctx {
-    config: ServerConfig,
-    responses: Responses,
-    started: Instant,
-    lock: tokio::sync::Mutex<()>,
-    stats: Arc<ServerStats>,
 }
 
 /// Bind and start serving on a background thread.

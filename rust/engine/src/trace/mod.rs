@@ -352,8 +352,7 @@ impl Registry {
                         .filter_map(|id| s.slot(id))
                         .map(|slot| {
                             std::mem::size_of::<Slot>()
-                                + (slot.duration.pages_used() + slot.self_time.pages_used())
-                                    * 1024
+                                + (slot.duration.pages_used() + slot.self_time.pages_used()) * 1024
                         })
                         .sum::<usize>()
             })

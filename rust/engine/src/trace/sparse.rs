@@ -151,7 +151,19 @@ mod tests {
     #[test]
     fn index_matches_hdrhistogram_buckets() {
         let mut reference = new_hdr();
-        for v in [0u64, 1, 127, 128, 255, 256, 257, 1000, 123_456, 1 << 40, MAX_VALUE] {
+        for v in [
+            0u64,
+            1,
+            127,
+            128,
+            255,
+            256,
+            257,
+            1000,
+            123_456,
+            1 << 40,
+            MAX_VALUE,
+        ] {
             assert!(index(v).0 < PAGES);
             let (p, s) = index(v);
             let low = value_at(p, s);

@@ -1,12 +1,12 @@
 //! `perflab.span(name)` and `Span.__enter__` / `Span.__exit__`
-//! ([`crate::trace::Span`], the `with perflab.span(name):` block) as plain
+//! ([`Span`], the `with perflab.span(name):` block) as plain
 //! C functions (`METH_O`, `METH_NOARGS`, `METH_FASTCALL`), added to the
 //! module by [`add_span_function`] and installed on the type by [`install`]
 //! in place of PyO3's: a PyO3 method's trampoline locks PyO3's pool of deferred
 //! reference counts on every call (a mutex: two atomic operations), and
 //! extracts arguments that `__exit__` ignores, which together cost about
 //! as much as the rest of a stack block. Like the vectorcall of
-//! [`crate::trace_call`], the code under these methods drops no `Py` (only
+//! [`super::call`], the code under these methods drops no `Py` (only
 //! `Bound`s), so nothing is queued in that pool.
 //!
 //! The method descriptors check that `self` is a `Span` before calling
@@ -20,7 +20,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyModule, PyType};
 
-use crate::trace::{close_block, open_block, span, Span};
+use super::span::{close_block, open_block, span, Span};
 
 /// `__enter__()`: open a span of the block's name; returns the span itself.
 unsafe extern "C" fn enter(slf: *mut ffi::PyObject, _: *mut ffi::PyObject) -> *mut ffi::PyObject {
@@ -90,7 +90,7 @@ pub(crate) fn install(tp: &Bound<'_, PyType>) -> PyResult<()> {
     Ok(())
 }
 
-/// `span(name)`: [`crate::trace::span`]'s result, or NULL with its error.
+/// `span(name)`: [`span`]'s result, or NULL with its error.
 unsafe extern "C" fn span_function(
     _module: *mut ffi::PyObject,
     name: *mut ffi::PyObject,

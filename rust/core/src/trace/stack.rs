@@ -1,4 +1,4 @@
-//! The per-thread stack of sync spans (see `crate::trace`): decorated sync
+//! The per-thread stack of sync spans (see `super`): decorated sync
 //! calls and `with` blocks in code that cannot be suspended. Sync spans
 //! nest strictly on a thread's C stack, so the stack stays LIFO.
 //!
@@ -21,8 +21,7 @@ use perflab_engine::trace::{self, now_ns};
 use pyo3::ffi;
 use pyo3::prelude::*;
 
-use crate::trace::{current, Frame};
-use crate::trace_request::Collector;
+use super::frame::{current, Collector, Frame};
 
 /// Where a sync span's duration goes when it ends (its parent's child time).
 enum Parent {

@@ -1,41 +1,15 @@
 //! The Server-Timing middleware's side of `perflab.trace`: a served
 //! request as a root span ([`Request`]) whose [`Collector`] sums, by name,
-//! the durations of every span run under it (see `crate::trace`).
+//! the durations of every span run under it (see `super`); the sums themselves are
+//! `super::frame::Collector`, which every frame in the request adds to.
 
 use std::sync::atomic::{AtomicBool, Ordering::*};
-use std::sync::Mutex;
 
 use perflab_engine::trace::{self, now_ns};
 use pyo3::prelude::*;
 
-use crate::trace::{exit, set_current, Frame, ENABLED, MAX_REQUEST_NAMES};
-use crate::trace_stack::innermost;
-
-/// Per-request sums of span durations by name (for Server-Timing).
-#[pyclass(module = "perflab._core", frozen)]
-pub struct Collector {
-    sums: Mutex<Vec<(u32, u64, u32)>>,
-}
-
-impl Collector {
-    /// Add one span's duration under its name id.
-    pub(crate) fn add(&self, id: u32, duration_ns: u64) {
-        let Ok(mut sums) = self.sums.lock() else {
-            return;
-        };
-        if let Some(e) = sums.iter_mut().find(|e| e.0 == id) {
-            e.1 += duration_ns;
-            e.2 += 1;
-        } else if sums.len() < MAX_REQUEST_NAMES {
-            sums.push((id, duration_ns, 1));
-        } else if let Some(e) = sums.iter_mut().find(|e| e.0 == 0) {
-            e.1 += duration_ns;
-            e.2 += 1;
-        } else if let Some(last) = sums.last_mut() {
-            *last = (0, last.1 + duration_ns, last.2 + 1);
-        }
-    }
-}
+use super::frame::{exit, set_current, Collector, Frame, ENABLED};
+use super::stack::innermost;
 
 /// One served request: a root span (the app's) and, when asked, the
 /// sums behind its Server-Timing header.
@@ -54,12 +28,7 @@ impl Request {
     #[new]
     fn new(py: Python<'_>, id: u32, collect: bool) -> PyResult<Self> {
         let collector = if collect {
-            Some(Py::new(
-                py,
-                Collector {
-                    sums: Mutex::new(Vec::new()),
-                },
-            )?)
+            Some(Py::new(py, Collector::new())?)
         } else {
             None
         };
@@ -93,7 +62,7 @@ impl Request {
         let mut out: Vec<(Option<String>, u64, u32)> = self
             .collector
             .as_ref()
-            .and_then(|c| c.get().sums.lock().ok().map(|s| s.clone()))
+            .map(|c| c.get().sums())
             .unwrap_or_default()
             .into_iter()
             .map(|(id, ns, n)| (names.get(id as usize).cloned(), ns, n))

@@ -22,7 +22,7 @@
 //! (3.12 put them in the limited API), so the abi3 build keeps them on
 //! every version it loads on. While recording is off a call costs one flag
 //! check more than the function; while on it is a sync span
-//! ([`crate::trace_stack::sync_span`]).
+//! ([`sync_span`]).
 
 use std::ffi::{c_int, c_uint, c_void};
 use std::mem::offset_of;
@@ -36,8 +36,8 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyString, PyType};
 
-use crate::trace::ENABLED;
-use crate::trace_stack::sync_span;
+use super::frame::ENABLED;
+use super::stack::sync_span;
 
 // CPython's type flags (object.h), stable since 3.8/3.10; abi3 headers for
 // 3.11 lack the first two.

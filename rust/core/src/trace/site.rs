@@ -1,6 +1,6 @@
 //! Where a `with perflab.span(name):` block is entered from, and whether
 //! its frame may go on the per-thread stack of sync spans instead of the
-//! ContextVar (see `crate::trace`: setting and resetting a ContextVar costs
+//! ContextVar (see `super`: setting and resetting a ContextVar costs
 //! more than the rest of a span).
 //!
 //! A block may use the thread's stack only when nothing can suspend it
@@ -109,7 +109,7 @@ pub(crate) fn stack_block_caller(py: Python<'_>) -> Option<Py<PyAny>> {
             })
         });
         // Outside the borrow: a code object's last reference may go here; as a
-        // Bound, so that no decref is deferred to PyO3's pool (see trace_block).
+        // Bound, so that no decref is deferred to PyO3's pool (see `super::block`).
         drop(old.map(|site| site.code.into_bound(py)));
         on_stack
     });
