@@ -137,7 +137,7 @@ Block = tuple[int, int, int, bool]
 
 def is_test_decl(code: str, at: int) -> bool:
     """Whether the ``mod`` declaration at ``at`` is under ``#[cfg(test)]``."""
-    before = re.sub(r"\s+", "", code[max(0, at - 80): at])
+    before = re.sub(r"\s+", "", code[max(0, at - 80) : at])
     return re.search(r"#\[cfg\(test\)\](pub(\([a-z]+\))?)?$", before) is not None
 
 
@@ -145,8 +145,11 @@ def inline_depths(code: str) -> list[Block]:
     """(start, end, depth, under ``#[cfg(test)]``) of every inline ``mod NAME { ... }``
     block, by offset."""
     blocks = []
-    opens = {m.end() - 1: is_test_decl(code, m.start())
-             for m in MOD_DECL.finditer(code) if m.group(2) == "{"}
+    opens = {
+        m.end() - 1: is_test_decl(code, m.start())
+        for m in MOD_DECL.finditer(code)
+        if m.group(2) == "{"
+    }
     stack: list[tuple[int, bool]] = []  # (offset of "{", is an inline module)
     for k, ch in enumerate(code):
         if ch == "{":
@@ -251,14 +254,18 @@ def load_crate(name: str) -> Crate:
                     break
             else:
                 raise AssertionError(f"{path}: `mod {m.group(1)};` has no file")
-    edges = {mod: graph_edges(mod, module_edges(mod, sources[mod], files), files, tests)
-             for mod in files}
+    edges = {
+        mod: graph_edges(mod, module_edges(mod, sources[mod], files), files, tests) for mod in files
+    }
     return Crate(name, src, files, edges, tests)
 
 
-def graph_edges(mod: tuple[str, ...], named: set[tuple[tuple[str, ...], bool]],
-                files: dict[tuple[str, ...], Path],
-                tests: set[tuple[str, ...]]) -> set[tuple[str, ...]]:
+def graph_edges(
+    mod: tuple[str, ...],
+    named: set[tuple[tuple[str, ...], bool]],
+    files: dict[tuple[str, ...], Path],
+    tests: set[tuple[str, ...]],
+) -> set[tuple[str, ...]]:
     """The edges from ``mod``: the children it declares and every module it names
     (``named``: (module, named from test code)), less an ancestor named from test code
     (see the module doc)."""
@@ -270,8 +277,9 @@ def graph_edges(mod: tuple[str, ...], named: set[tuple[tuple[str, ...], bool]],
     return out
 
 
-def resolve(mod: tuple[str, ...], segs: list[str], inline: int,
-            files: dict[tuple[str, ...], Path]) -> tuple[str, ...] | None:
+def resolve(
+    mod: tuple[str, ...], segs: list[str], inline: int, files: dict[tuple[str, ...], Path]
+) -> tuple[str, ...] | None:
     """The deepest module of the crate that path ``segs``, written in ``mod`` at
     ``inline`` levels of inline modules, names; None for another crate's name."""
     if not segs:
@@ -297,8 +305,9 @@ def resolve(mod: tuple[str, ...], segs: list[str], inline: int,
     return target
 
 
-def module_edges(mod: tuple[str, ...], source: Source,
-                 files: dict[tuple[str, ...], Path]) -> set[tuple[tuple[str, ...], bool]]:
+def module_edges(
+    mod: tuple[str, ...], source: Source, files: dict[tuple[str, ...], Path]
+) -> set[tuple[tuple[str, ...], bool]]:
     """(module, named from an inline test module) for every other module ``mod``
     names, its ancestors included."""
     code = source.code
@@ -329,7 +338,7 @@ def find_cycle(edges: dict[tuple[str, ...], set[tuple[str, ...]]]) -> list[tuple
         stack.append(node)
         for nxt in sorted(edges.get(node, ())):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in state and (cycle := visit(nxt)):
                 return cycle
         stack.pop()
@@ -382,16 +391,22 @@ def test_parser_finds_known_edges() -> None:
     assert ("convert",) in c["trace",]
     assert ("trace", "call", "x") not in c["trace",]
     # super::super inside an inline `mod tests` climbs from the file, not the block
-    assert resolve(("clock", "bracket"), ["super", "super", "calibrate_tsc"], 1,
-                   engine.files) == ("clock",)
+    assert resolve(("clock", "bracket"), ["super", "super", "calibrate_tsc"], 1, engine.files) == (
+        "clock",
+    )
 
 
 def test_parser_expands_use_trees_and_skips_comments_and_strings() -> None:
     assert use_paths("super::{codec::RequestSpec, url::{self, Target as T}, *}") == [
-        ["super", "codec", "RequestSpec"], ["super", "url"], ["super", "url", "Target"],
-        ["super"]]
-    src = strip('let s = "crate::a::b c"; // use crate::x;\n/* crate::y /* nested */ */ '
-                "let c = '\"'; fn f<'a>(x: &'a str) { crate::z::w() }")
+        ["super", "codec", "RequestSpec"],
+        ["super", "url"],
+        ["super", "url", "Target"],
+        ["super"],
+    ]
+    src = strip(
+        'let s = "crate::a::b c"; // use crate::x;\n/* crate::y /* nested */ */ '
+        "let c = '\"'; fn f<'a>(x: &'a str) { crate::z::w() }"
+    )
     assert "crate::x" not in src.code and "crate::y" not in src.code
     assert "crate::a" not in src.code and "crate::z::w" in src.code and "'a" in src.code
     assert src.string_paths == []  # "crate::a::b c" is text, not a path
@@ -424,7 +439,8 @@ def test_no_module_cycle(crate: Crate) -> None:
     cycle = find_cycle(crate.edges)
     assert not cycle, (
         f"perflab-{crate.name} has a module cycle: {' -> '.join(map(show, cycle))}; "
-        "move what the modules share into a module below both of them")
+        "move what the modules share into a module below both of them"
+    )
 
 
 def test_every_source_file_is_a_module(crate: Crate) -> None:
@@ -436,8 +452,11 @@ def test_every_source_file_is_a_module(crate: Crate) -> None:
 def test_rust_files_are_at_most_600_lines() -> None:
     sources = rust_sources()
     assert len(sources) > 20
-    long = {str(p.relative_to(ROOT)): n for p in sources
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in sources
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
     assert not long, f"split these Rust files (over {MAX_LINES} lines): {long}"
 
 
@@ -448,7 +467,7 @@ def doc_section(doc: str, crate: str) -> str:
     if start < 0:
         return ""
     nxt = re.compile(r"^(\*\*|#)", re.M).search(doc, start + 2)
-    return doc[start: nxt.start() if nxt else len(doc)]
+    return doc[start : nxt.start() if nxt else len(doc)]
 
 
 def test_every_rust_file_is_named_in_the_architecture_doc() -> None:
@@ -458,21 +477,26 @@ def test_every_rust_file_is_named_in_the_architecture_doc() -> None:
     for path in rust_sources():
         rel = path.relative_to(ROOT).as_posix()
         parts = path.relative_to(RUST).parts
-        in_section = (len(parts) > 2 and parts[1] == "src" and
-                      f"`{'/'.join(parts[2:])}`" in doc_section(doc, parts[0]))
+        in_section = (
+            len(parts) > 2
+            and parts[1] == "src"
+            and f"`{'/'.join(parts[2:])}`" in doc_section(doc, parts[0])
+        )
         if rel not in named and not in_section:
             missing.append(rel)
     assert not missing, (
         f"docs/architecture.md does not name {missing}: add a row with what each holds "
-        "to its crate's table")
+        "to its crate's table"
+    )
 
 
 def test_the_architecture_doc_names_no_missing_rust_file() -> None:
     doc = DOC.read_text(encoding="utf-8")
     stale = []
     for crate in CRATES:
-        rows = "\n".join(line for line in doc_section(doc, crate).splitlines()
-                         if line.startswith("|"))
+        rows = "\n".join(
+            line for line in doc_section(doc, crate).splitlines() if line.startswith("|")
+        )
         for rel in re.findall(r"`([^`\s]+\.rs)`", rows):
             if not (RUST / crate / "src" / rel).exists() and not (ROOT / rel).exists():
                 stale.append(f"rust/{crate}/src/{rel}")
