@@ -248,7 +248,7 @@ def confusion_section(folder: Path, trials: int = 200) -> str:
 def hand_rolled(name: str, threads: int, seconds: float) -> float:
     """ops/s of N plain threads calling the example's function, counted, not timed per call."""
     sys.path.insert(0, str(ROOT / "examples"))
-    import perflab.measure.suite as suite
+    import perflab.engines.run.suite as suite
 
     spec = next(
         s for s in suite.load_file(ROOT / "examples" / "contention.py").benches if s.name == name

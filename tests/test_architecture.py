@@ -3,8 +3,10 @@
 Every ``import`` of a perflab module in python/perflab, at module level or inside a
 function, is an edge of the graph (parsed with ``ast``; nothing is imported). The rules:
 
-* layers: a module imports only from its own layer or a lower one; ``measure`` and
+* layers: a module imports only from its own layer or a lower one; ``engines`` and
   ``report`` are side by side and never import each other (report only renders);
+* one folder per engine: ``engines/run``, ``engines/cmd`` and ``engines/http`` never
+  import each other (what they share sits at ``engines/`` top level);
 * report only renders: from ``analyze`` a report module imports data types (classes)
   and constants, never a function that computes (the names in ``RENDER_HELPERS`` word
   or decode, they compute no statistic), and it calls no statistical reduction of its
@@ -30,7 +32,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "python" / "perflab"
 LAYERS = {
     "base": 0,
     "analyze": 1,
-    "measure": 2,
+    "engines": 2,
     "report": 2,
     "history": 2,
     "commands": 3,
@@ -39,7 +41,9 @@ LAYERS = {
     "api": 4,
 }
 #: Rooms of the same layer that must not import each other.
-APART = {("measure", "report"), ("report", "measure")}
+APART = {("engines", "report"), ("report", "engines")}
+#: The engines' own folders under ``engines/``: none imports another.
+ENGINES = ("run", "cmd", "http")
 ENTRY = {"perflab.cli", "perflab.__main__"}
 #: Edges still to be removed (each with the reason it is still there); empty when the
 #: architecture holds everywhere.
@@ -98,7 +102,7 @@ def graph(pending: bool = False) -> dict[str, dict[str, int]]:
 
 
 def room(module: str) -> str:
-    """analyze, measure, report, commands, entry, or base (everything else)."""
+    """analyze, engines, report, commands, entry, or base (everything else)."""
     if module in ENTRY:
         return "entry"
     parts = module.split(".")
@@ -136,15 +140,36 @@ def test_imports_never_run_up_a_layer() -> None:
     assert not wrong, "\n".join(wrong)
 
 
-def test_report_imports_nothing_from_measure() -> None:
+def test_report_imports_nothing_from_engines() -> None:
     wrong = [
         f"{m} imports {t}"
         for m, edges in GRAPH.items()
         if room(m) == "report"
         for t in edges
-        if room(t) == "measure"
+        if room(t) == "engines"
     ]
     assert not wrong
+
+
+def engine(module: str) -> str | None:
+    """run, cmd or http for a module of ``perflab.engines.<engine>``; None otherwise."""
+    parts = module.split(".")
+    if len(parts) > 2 and parts[1] == "engines" and parts[2] in ENGINES:
+        return parts[2]
+    return None
+
+
+def test_no_arrow_between_engines() -> None:
+    """engines/run, engines/cmd and engines/http import nothing from each other."""
+    assert {engine(m) for m in GRAPH} >= set(ENGINES)  # a guard: the folders are found
+    wrong = [
+        f"{m}:{line} ({engine(m)}) imports {t} ({engine(t)})"
+        for m, edges in GRAPH.items()
+        if engine(m)
+        for t, line in edges.items()
+        if engine(t) and engine(t) != engine(m)
+    ]
+    assert not wrong, "move what two engines share to engines/:\n" + "\n".join(wrong)
 
 
 #: What report/ may take from analyze besides data types (classes) and constants: helpers

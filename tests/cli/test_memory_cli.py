@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from perflab.measure.spawn import PosixSpawner
+from perflab.engines.cmd.spawn import PosixSpawner
 
 ALLOC = f"{sys.executable} -c \"b = b'x' * 40_000_000; import time; time.sleep(0.3)\""
 WORKLOADS = Path(__file__).parents[1] / "measure" / "data" / "leak_workloads.py"

@@ -1,6 +1,6 @@
 """Threads mode folded across processes: latency percentiles, fairness between threads.
 
-A threads-mode worker (:mod:`perflab.measure.threads`) records per process the
+A threads-mode worker (:mod:`perflab.engines.run.threads`) records per process the
 operations each thread completed and per-op latency percentiles; this module
 folds a benchmark's processes into the figures the threads table shows.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from perflab.model import Benchmark
 
-#: How threads mode samples latency (:class:`perflab.measure.threads.Crew` runs it, the
+#: How threads mode samples latency (:class:`perflab.engines.run.threads.Crew` runs it, the
 #: threads table's footnote describes it; both read these): each thread times one call
 #: between batches of untimed calls, and a batch doubles until it lasts LATENCY_BATCH_NS,
 #: so the timed call's two clock reads and append (~100–400 ns) stay under 1% of the work.

@@ -95,16 +95,16 @@ class Process:
             end), ns; None if unchecked. A step between two samples shows here only.
         clock_flag: "clock:<name>" when that disagreement exceeded the tolerance.
         reference_ns: wall times of the machine-speed reference (a fixed pure-Python
-            loop, :func:`perflab.measure.worker.reference_workload`) timed in this process
+            loop, :func:`perflab.engines.run.worker.reference_workload`) timed in this process
             between its samples, ns; empty when not timed (threads mode, older files).
         error: why the process failed, or None.
         rss_start_bytes / rss_end_bytes / rss_calls / rss_peak_bytes / memory / heap:
             ``run --memory`` only (None without): the worker's RSS when its first and
             last timed sample ended and the calls in between, bytes; its peak (VmHWM);
             its RSS timeline ``{"t_s", "cpu_s", "rss_bytes"}`` sampled from outside
-            (:mod:`perflab.measure.memory`); the Python heap over the heap pass after
+            (:mod:`perflab.engines.memory`); the Python heap over the heap pass after
             timing, ``{"calls", "t_s", "traced_bytes", "peak_bytes"}``
-            (:func:`perflab.measure.heap.heap_timeline`); see docs/results-format.md.
+            (:func:`perflab.engines.run.heap.heap_timeline`); see docs/results-format.md.
     """
 
     index: int
@@ -318,7 +318,7 @@ class HttpStep:
         watched: ``--watch``/``--watch-cmd``: each watched process's timeline over the
             step, sampled from outside every 100 ms: ``{"pid", "name", "t_s", "cpu_s",
             "rss_bytes"}``, times since the sweep started, cumulative CPU seconds,
-            resident bytes (see :mod:`perflab.measure.watch`); empty when not watched.
+            resident bytes (see :mod:`perflab.engines.http.watch`); empty when not watched.
         agents: a distributed run (``--agents``): each load agent's own part of the step,
             beside this merged step (empty on one machine).
         server_timing: the target's ``Server-Timing`` headers over the step

@@ -46,8 +46,8 @@ class SessionResults:
     """The benchmarks of one pytest session and what to do with them at its end.
 
     Attributes:
-        settings: :class:`perflab.measure.runner.Settings` used.
-        timer: the timer figures (:class:`perflab.measure.clocks.TimerInfo` as a dict).
+        settings: :class:`perflab.engines.run.runner.Settings` used.
+        timer: the timer figures (:class:`perflab.engines.clocks.TimerInfo` as a dict).
         json_path: ``--perflab-json`` file, or None.
         save: ``--perflab-save``: also write ``.perflab/pytest-<time>.json``.
         gate: the comparison and its gate.
