@@ -54,7 +54,7 @@ from common import PYTHON, ROOT, machine, timed, write_section  # noqa: E402
 
 from perflab import model  # noqa: E402
 from perflab.analyze import stats  # noqa: E402
-from perflab.analyze.summary import RESAMPLES, summarize, timing_groups  # noqa: E402
+from perflab.analyze.run.summary import RESAMPLES, summarize, timing_groups  # noqa: E402
 
 BENCH_FILE = ROOT / "benchmarks" / "workloads" / "classic_bench.py"
 TARGET = 0.80

@@ -114,7 +114,7 @@ GRAPH = graph()
 
 def test_the_graph_sees_the_rooms() -> None:
     """A guard on the parser: known edges are found, lazy imports included."""
-    assert "perflab.analyze.stats" in GRAPH["perflab.analyze.summary"]
+    assert "perflab.analyze.stats" in GRAPH["perflab.analyze.run.summary"]
     assert "perflab.report.console" in GRAPH["perflab.commands.doctor"]  # inside a function
     assert {room(m) for m in GRAPH} == set(LAYERS)
 
@@ -175,15 +175,15 @@ def test_no_arrow_between_engines() -> None:
 #: What report/ may take from analyze besides data types (classes) and constants: helpers
 #: that compute no statistic, each with the reason. A module named here is allowed whole.
 RENDER_HELPERS = {
-    "perflab.analyze.models.words": "numbers and counts in words (the fit tables' format)",
+    "perflab.analyze.fit.models.words": "numbers and counts in words (the fit tables' format)",
     "perflab.analyze.hdr.decode_histogram": "reads a saved HdrHistogram's counts to draw them",
     "perflab.analyze.cmd.timed_runs": "which runs of a command are timed: the charts draw "
     "the runs the statistics counted",
-    "perflab.analyze.summary.timing_groups": "the samples a benchmark's statistics counted, "
+    "perflab.analyze.run.summary.timing_groups": "the samples a benchmark's statistics counted, "
     "in seconds per op: the run charts draw them",
     "perflab.analyze.http.slo_text": "the SLO in words",
-    "perflab.analyze.compare.step_label": "a step's name in ids",
-    "perflab.analyze.fits.series_record": "a fitted series' JSON form, saved in the document",
+    "perflab.analyze.compare.http.step_label": "a step's name in ids",
+    "perflab.analyze.fit.fits.series_record": "a fitted series' JSON form, saved in the document",
 }
 #: report → analyze calls that still compute, each with the reason it is still there;
 #: empty when report/ only renders everywhere.
@@ -261,7 +261,7 @@ def test_the_rule_on_report_sees_what_it_checks() -> None:
     assert _bound("perflab.analyze.http", "ENGINE_BUSY", known) == "value"
     assert _bound("perflab.analyze.http", "SATURATED", known) == "value"  # A, B = …
     assert _bound("perflab.analyze.http", "summarize_results", known) == "function"
-    assert _bound("perflab.analyze.models", "BreakEven", known) == "class"
+    assert _bound("perflab.analyze.fit.models", "BreakEven", known) == "class"
     assert _bound("perflab.analyze", "stats", known) == "module"
 
 

@@ -34,7 +34,7 @@ PAGES = {
     "report/http_agents.py": "docs/distributed.md",
     "report/compare_table.py": "docs/compare.md",
     "report/doctor_table.py": "docs/doctor.md",
-    "report/fit_tables.py": "docs/fit.md",
+    "report/fit_table.py": "docs/fit.md",
     "report/history_table.py": "docs/history.md",
     "report/trace_table.py": "docs/trace.md",
     "report/html/sections.py": "docs/history.md",  # perflab report (the HTML page)

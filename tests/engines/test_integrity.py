@@ -227,7 +227,7 @@ def test_a_clock_step_between_samples_is_caught_by_the_span(
     """issue 11: a 1 s step that fell between two samples flagged nothing and said nothing.
     No sample's bracket sees it; the bracket over the whole sampling phase does, and the
     summary reports it as a note with no sample excluded."""
-    from perflab.analyze.summary import summarize
+    from perflab.analyze.run.summary import summarize
     from perflab.engines.run.runner import CaseState, _apply_event
     from perflab.engines.run.suite import BenchSpec, Case
     from perflab.model import Process

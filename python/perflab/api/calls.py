@@ -29,7 +29,7 @@ class Result:
 
     Attributes:
         benchmark: the raw data (:class:`perflab.model.Benchmark`: repetitions, samples).
-        summary: the statistics (:class:`perflab.analyze.summary.Summary`): ``median_s``,
+        summary: the statistics (:class:`perflab.analyze.run.summary.Summary`): ``median_s``,
             ``ci_low_s``, ``ci_high_s`` (s per call, 95% CI), ``cpu_wall``, allocations,
             ``warnings``…
         mode: "in-process" (the repetitions shared this process; the CI leaves out
@@ -183,7 +183,7 @@ def _run_harness(
     ``processes``: exactly that many (fewer when the budget runs out), else adaptive."""
     from dataclasses import replace
 
-    from perflab.analyze.summary import summarize_benchmarks
+    from perflab.analyze.run.ratios import summarize_benchmarks
     from perflab.engines import clocks
     from perflab.engines.run.runner import FailureAdvice, Settings
     from perflab.engines.run.runner import Runner as HarnessRunner
@@ -327,8 +327,8 @@ def _loaded_class() -> type:
                 UsageError: a ``trace`` file (its figures are in ``benchmarks[].span``).
             """
             if self.kind == "run":
-                from perflab.analyze.summary import summarize_benchmarks
-                from perflab.report.table import summary_records
+                from perflab.analyze.run.ratios import summarize_benchmarks
+                from perflab.report.run_table import summary_records
 
                 grouped = summarize_benchmarks(
                     self.benchmarks, precision=self.settings.get("precision")

@@ -406,7 +406,7 @@ def main(args: argparse.Namespace) -> int:
     SIGTERM or SIGHUP stopped the run (what was measured is saved and printed), 128 + the
     signal (130, 143, 129)."""
     from perflab import __version__, environment
-    from perflab.analyze.compare import parse_fail_on
+    from perflab.analyze.compare.suite import parse_fail_on
     from perflab.analyze.decisions import parse_threshold
     from perflab.engines.cmd.commands import CommandRunner
     from perflab.engines.cmd.parameters import resolve_executable
@@ -463,7 +463,7 @@ def main(args: argparse.Namespace) -> int:
         environment.finish(env)
         summaries = _save_and_print(results, args, destination, exports)
         if chart is not None:
-            from perflab.report.result_charts import cmd_chart, write_chart
+            from perflab.report.run_chart import cmd_chart, write_chart
 
             write_chart(chart, lambda out: cmd_chart(results.benchmarks, out))
     stopped = stop.exit_code(runner.interrupted)

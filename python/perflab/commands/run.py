@@ -266,7 +266,7 @@ def main(args: argparse.Namespace) -> int:
         environment.finish(env)
         judged = _save_and_print(results, args, destination, files_out)
         if chart is not None:
-            from perflab.report.result_charts import run_chart, write_chart
+            from perflab.report.run_chart import run_chart, write_chart
 
             write_chart(chart, lambda out: run_chart(results.benchmarks, judged, out))
         tripped = [s.id for s in judged if s.verdict in gate[1]]
@@ -290,7 +290,7 @@ def _gate_options(args: argparse.Namespace) -> tuple[float, list[str]]:
     Raises:
         UsageError: a bad value.
     """
-    from perflab.analyze.compare import parse_fail_on
+    from perflab.analyze.compare.suite import parse_fail_on
     from perflab.analyze.decisions import parse_threshold
 
     auto = args.threshold.strip().lower() == "auto"
@@ -319,7 +319,7 @@ def _compare_to(
     Raises:
         UsageError: no benchmark in common.
     """
-    from perflab.analyze.compare import compare_results
+    from perflab.analyze.compare.suite import compare_results
     from perflab.report.compare_table import gate, print_comparison
 
     suite = compare_results(baseline, results, threshold, names=(baseline_name, "this run"))

@@ -157,7 +157,7 @@ def merged_options(config: pytest.Config) -> dict[str, Any]:
         raise UsageError("--perflab-fail-on needs --perflab-compare (the results to compare with)")
     fail_on: list[str] = []
     if fail_on_text:  # numpy comes with the comparison: imported only when one is asked
-        from perflab.analyze.compare import parse_fail_on
+        from perflab.analyze.compare.suite import parse_fail_on
 
         fail_on = parse_fail_on(fail_on_text)
     return {

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from perflab import _core
 from perflab.analyze.http import saturation_reasons, summarize_steps
 from perflab.engines.http import engine as mh
+from perflab.engines.http.steps import step_from_raw
 from perflab.errors import UsageError
 
 
@@ -257,14 +258,14 @@ def raw_step(**overrides: Any) -> dict[str, Any]:
 
 
 def test_step_from_raw_names_what_it_holds() -> None:
-    step = mh.step_from_raw(raw_step())
+    step = step_from_raw(raw_step())
     assert step.mode == "open-poisson"
     assert (step.elapsed_s, step.wall_s, step.ok_responses, step.failures) == (0.8, 1.05, 10, 2)
     assert (step.drained, step.ok_from_warmup, step.drain_s) == (1, 1, 0.01)
     assert step.status_counts == {"200": 10, "503": 1} and step.errors == {"reset": 1}
     assert step.latency.p99_us == 400 and math.isnan(step.failed_latency.p50_us)
     assert (step.unsent, step.pool_waits, step.connection_errors) == (1, 2, 1)
-    assert mh.step_from_raw(raw_step(mode="closed", offered_rate=None)).mode == "closed"
+    assert step_from_raw(raw_step(mode="closed", offered_rate=None)).mode == "closed"
 
 
 def fake_engine(results: list[dict[str, Any] | BaseException]) -> Any:

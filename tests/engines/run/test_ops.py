@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from perflab.analyze.groups import thread_rows
-from perflab.analyze.summary import summarize
+from perflab.analyze.run.groups import thread_rows
+from perflab.analyze.run.summary import summarize
 from perflab.engines.run import suite
 from perflab.errors import UsageError
-from perflab.report.table import group_table, summary_records, threads_table
+from perflab.report.run_table import group_table, summary_records, threads_table
 from tests.conftest import make_bench
 
 

@@ -163,7 +163,7 @@ def test_the_stop_reason_and_the_summary_use_the_same_ci() -> None:
     """issue 11: notes said "max processes" while the footnote said "budget hit before
     precision: ±0.7% reached, ±1.0% asked": the stopping rule and the summary computed
     different CIs. One estimate serves both now."""
-    from perflab.analyze.summary import median_estimate, summarize
+    from perflab.analyze.run.summary import median_estimate, summarize
 
     for sigma, precision in ((0.05, 0.011), (0.05, 0.02), (0.2, 0.01)):
         backend = FakeBackend({0: 1e-6}, sigma=sigma)
@@ -185,7 +185,7 @@ def test_the_stop_reason_and_the_summary_use_the_same_ci() -> None:
 def test_a_budget_spent_before_the_minimum_processes_says_so() -> None:
     backend = FakeBackend({0: 1e-6}, sigma=0.001, seconds=2.0)
     (bench,) = _runner(_cases(1), backend, budget_s=3.0, min_processes=5).run()
-    from perflab.analyze.summary import summarize
+    from perflab.analyze.run.summary import summarize
 
     assert bench.stop_reason == "budget" and len(bench.processes) == 2
     (caveat,) = [
@@ -247,7 +247,7 @@ def test_reference_timings_are_recorded_per_process_and_summarized() -> None:
                 on_event({"event": "reference", "ns": ns})
             return super().run(plan, timeout_s, on_event)
 
-    from perflab.analyze.summary import summarize
+    from perflab.analyze.run.summary import summarize
 
     (bench,) = _runner(
         _cases(1), WithReference({0: 2e-6}, sigma=0.01), min_processes=3, max_processes=3

@@ -402,7 +402,7 @@ class Runner:
 
     def _decide(self, state: CaseState) -> None:
         """Stop the case when it failed, met the precision, or ran out of budget/processes."""
-        from perflab.analyze.summary import median_estimate
+        from perflab.analyze.run.summary import median_estimate
 
         s, bench = self.settings, state.bench
         est = median_estimate(bench, s.confidence)

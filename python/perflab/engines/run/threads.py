@@ -27,7 +27,7 @@ completed. Each window is bracketed by the clock cross-check of
 This module imports only the standard library (and the worker's shared sampling
 pieces, :mod:`perflab.engines.run.sampling`): workers must start fast. How the
 processes of a benchmark fold into figures (fairness, latency) is analysis:
-:mod:`perflab.analyze.threads`.
+:mod:`perflab.analyze.run.threads`.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from perflab.analyze.threads import LATENCY_BATCH_NS as BATCH_NS
-from perflab.analyze.threads import MAX_BATCH
+from perflab.analyze.run.threads import LATENCY_BATCH_NS as BATCH_NS
+from perflab.analyze.run.threads import MAX_BATCH
 from perflab.engines.run import sampling
 from perflab.engines.run.sampling import allocations, emit_done, empty_like
 

@@ -49,7 +49,7 @@ from perflab.engines.http.cluster.sweep import run_sweep
 from perflab.engines.http.engine import plan_from_args
 from perflab.errors import UsageError
 from tests.conftest import http_args, popen_perflab
-from tests.measure.cluster.test_parts import free_port
+from tests.engines.http.cluster.test_parts import free_port
 
 FAST = ["--warmup", "0.2s", "--threads", "1", "--quiet"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from perflab.analyze.summary import summarize
-from perflab.report.result_charts import distribution
+from perflab.analyze.run.summary import summarize
+from perflab.report.run_chart import distribution
 from tests.conftest import make_bench
 
 

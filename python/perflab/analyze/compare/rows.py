@@ -1,6 +1,6 @@
 """What a comparison holds: one row per compared metric and the suite around them.
 
-The data types of :mod:`perflab.analyze.compare` (which computes them) and of
+The data types of :mod:`perflab.analyze.compare.suite` (which computes them) and of
 :mod:`perflab.report.compare_table` (which renders them and rebuilds them from a saved
 comparison document), kept apart so both can import them without importing each other.
 """
@@ -21,7 +21,7 @@ DEFAULT_THRESHOLD = 0.02
 #: Latency percentiles compared by default.
 DEFAULT_PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 #: The metric of the rows comparing CPU time ÷ machine-speed reference
-#: (:mod:`perflab.analyze.compare_speed`): shown, never primary, never read by --fail-on.
+#: (:mod:`perflab.analyze.compare.speed`): shown, never primary, never read by --fail-on.
 SPEED_NORMALIZED = "cpu_vs_reference"
 
 

@@ -1,4 +1,4 @@
-"""Tables and number words of `perflab fit` (report/fit_tables.py, analyze/models/words.py)."""
+"""Tables and number words of `perflab fit` (report/fit_table.py, analyze/fit/models/words.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import re
 import numpy as np
 import pytest
 
-from perflab.analyze.models import breakeven_from_points, fit_complexity, fit_usl
-from perflab.analyze.models.words import fmt_count, fmt_number, fmt_time, fmt_value
-from perflab.report.fit_tables import (
+from perflab.analyze.fit.models import breakeven_from_points, fit_complexity, fit_usl
+from perflab.analyze.fit.models.words import fmt_count, fmt_number, fmt_time, fmt_value
+from perflab.report.fit_table import (
     MAX_POINT_ROWS,
     breakeven_points,
     complexity_table,

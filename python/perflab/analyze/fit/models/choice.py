@@ -43,9 +43,9 @@ from typing import Literal
 import numpy as np
 from scipy import special
 
-from perflab.analyze.models.classes import ComplexityCandidate
-from perflab.analyze.models.core import r_squared
-from perflab.analyze.models.words import fmt_count, fmt_number, fmt_percent, fmt_value
+from perflab.analyze.fit.models.classes import ComplexityCandidate
+from perflab.analyze.fit.models.core import r_squared
+from perflab.analyze.fit.models.words import fmt_count, fmt_number, fmt_percent, fmt_value
 
 Verdict = Literal["fits", "tied", "none"]
 

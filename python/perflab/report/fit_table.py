@@ -1,6 +1,6 @@
 """Tables of ``perflab fit``: USL coefficients and points, complexity classes, break-even.
 
-Renders fits made by :mod:`perflab.analyze.models` into
+Renders fits made by :mod:`perflab.analyze.fit.models` into
 :class:`~perflab.report.table.Table` objects (printed by report.console);
 computes nothing. Numbers carry their unit (``261 ns``, ``143 k/s``).
 """
@@ -11,8 +11,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from perflab.analyze.models.choice import MISS_SHARE
-from perflab.analyze.models.words import fmt_count, fmt_number, fmt_percent, fmt_time, fmt_value
+from perflab.analyze.fit.models.choice import MISS_SHARE
+from perflab.analyze.fit.models.words import fmt_count, fmt_number, fmt_percent, fmt_time, fmt_value
 from perflab.report.table import KEY, NOTE, Table
 
 __all__ = [
@@ -71,7 +71,7 @@ def usl_table(s: Any, fit: Any) -> Table:
     """α, β, γ with SEs and CIs, N*, X(N*), γ/α and R²; reading and warnings below.
 
     Args:
-        s: the fitted series (perflab.analyze.fit_inputs.Series).
+        s: the fitted series (perflab.analyze.fit.inputs.Series).
         fit: its UslFit.
     """
 
@@ -214,7 +214,7 @@ def breakeven_table(a: Any, b: Any, result: Any) -> Table:
     """One row per side: growth, one-off cost, a and b with CIs, total cost at n*.
 
     Args:
-        a: series of side A (perflab.analyze.fit_inputs.Series).
+        a: series of side A (perflab.analyze.fit.inputs.Series).
         b: series of side B.
         result: their BreakEven.
     """

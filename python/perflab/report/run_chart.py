@@ -23,13 +23,13 @@ def distribution(bench: Any, summary: Any) -> tuple[list[float], list[float]]:
     """What a run's distribution chart draws for one benchmark: (every sample its median
     counted, seconds per op; each worker process's median, seconds per op, from its
     summary). Computes nothing: the samples are those the summary's statistics counted
-    (:func:`perflab.analyze.summary.timing_groups`), the medians the summary's.
+    (:func:`perflab.analyze.run.summary.timing_groups`), the medians the summary's.
 
     Args:
         bench: a python-engine :class:`perflab.model.Benchmark`.
-        summary: its :class:`perflab.analyze.summary.Summary`.
+        summary: its :class:`perflab.analyze.run.summary.Summary`.
     """
-    from perflab.analyze.summary import timing_groups
+    from perflab.analyze.run.summary import timing_groups
 
     return (
         [float(v) for group in timing_groups(bench) for v in group],
@@ -42,7 +42,7 @@ def run_chart(benches: Sequence[Any], summaries: Sequence[Any], path: str | Path
 
     Args:
         benches: the run's python-engine benchmarks.
-        summaries: their :class:`perflab.analyze.summary.Summary` objects (any order; the
+        summaries: their :class:`perflab.analyze.run.summary.Summary` objects (any order; the
             run's, e.g. :func:`perflab.analyze.results_figures.run_figures`).
         path: the PNG to write.
 
@@ -95,7 +95,7 @@ def compare_chart(suite: Any, name_a: str, name_b: str, path: str | Path) -> Pat
     """A forest plot of B/A per compared row with the ±threshold band.
 
     Args:
-        suite: a :class:`perflab.analyze.compare.SuiteComparison`.
+        suite: a :class:`perflab.analyze.compare.suite.SuiteComparison`.
         name_a / name_b: the two sides' names, for the title.
         path: the PNG to write.
 

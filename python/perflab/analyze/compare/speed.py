@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from perflab.analyze import reference
-from perflab.analyze.compare_rows import SPEED_NORMALIZED, Row, Side
+from perflab.analyze.compare.rows import SPEED_NORMALIZED, Row, Side
 from perflab.analyze.decisions import verdict
 from perflab.model import Benchmark
 from perflab.units import format_time

@@ -9,21 +9,17 @@ import numpy as np
 from scipy import optimize
 
 from perflab.analyze.estimate import LEVEL, Estimate
-from perflab.analyze.models.classes import COMPLEXITY_MODELS, ComplexityCandidate
-from perflab.analyze.models.complexity import ComplexityFit, fit_complexity
-from perflab.analyze.models.core import (
-    LARGE_DOF,
-    ArrayLike,
-    wald,
-)
-from perflab.analyze.models.measured import (
+from perflab.analyze.fit.models.classes import COMPLEXITY_MODELS, ComplexityCandidate
+from perflab.analyze.fit.models.complexity import ComplexityFit, fit_complexity
+from perflab.analyze.fit.models.core import LARGE_DOF, ArrayLike, wald
+from perflab.analyze.fit.models.measured import (
     MeasuredOrder,
     cheaper_side,
     measured_orders,
     measured_summary,
     refutation_text,
 )
-from perflab.analyze.models.words import fmt_count, sig_needed
+from perflab.analyze.fit.models.words import fmt_count, sig_needed
 
 
 @dataclass(frozen=True, eq=False)
@@ -161,7 +157,7 @@ def breakeven(
     (the crossing moved past the range) or 0 (moved below it).
 
     Before anything is claimed, every size both fits measured is checked
-    (:func:`~perflab.analyze.models.measured.measured_orders`): if the
+    (:func:`~perflab.analyze.fit.models.measured.measured_orders`): if the
     measured total costs clearly (beyond the CI of their difference; without
     SEs, by more than 20%) favour the side the fitted curves put behind, the
     fits do not describe the data, no n* is given (``refuted``), and the

@@ -1,7 +1,7 @@
 """Fitting the series of ``perflab fit``: each model over its series, and the series as JSON.
 
-:mod:`perflab.analyze.fit_inputs` makes the series from files; this module fits them
-with :mod:`perflab.analyze.models` (every fit is deterministic: the break-even bootstrap
+:mod:`perflab.analyze.fit.inputs` makes the series from files; this module fits them
+with :mod:`perflab.analyze.fit.models` (every fit is deterministic: the break-even bootstrap
 has a fixed seed) and turns them into and back from JSON records, so a saved fit
 document can be fitted again to the same figures (``perflab show``).
 :mod:`perflab.report.fit_report` renders what comes out.
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from perflab.analyze.fit_inputs import Series
+from perflab.analyze.fit.inputs import Series
 from perflab.errors import UsageError
 
 
@@ -29,14 +29,14 @@ def fitted(series: Series, fit: Callable[[], Any]) -> Any:
 
 def usl_fits(series: list[Series]) -> list[tuple[Series, Any]]:
     """(series, UslFit) per (N, X) series. Raises UsageError (a fit that can't be made)."""
-    from perflab.analyze.models import fit_usl
+    from perflab.analyze.fit.models import fit_usl
 
     return [(s, fitted(s, lambda s=s: fit_usl(s.x, s.y, unit=s.y_unit))) for s in series]
 
 
 def cost_fit(s: Series, models: list[str] | None) -> Any:
     """fit_complexity of one cost series, with its SEs when every one is a positive number."""
-    from perflab.analyze.models import fit_complexity
+    from perflab.analyze.fit.models import fit_complexity
 
     se = None if s.weights is None else s.y_se
     return fitted(s, lambda: fit_complexity(s.x, s.y, se, models=models, unit=s.y_unit))
@@ -51,7 +51,7 @@ def complexity_fits(series: list[Series], growth: str | None = None) -> list[tup
 def breakeven_fit(a: Series, b: Series, growth: str | None = None) -> tuple[Any, Any, Any]:
     """(fit of A, fit of B, their BreakEven): both sides' cost curves cold + a + b·g(n)
     and where they cross; sides without the parameter are per-call curves (n = calls)."""
-    from perflab.analyze.models import breakeven
+    from perflab.analyze.fit.models import breakeven
 
     fit_a, fit_b, search = _side_fits(a, b, growth)
     result = fitted(
@@ -74,7 +74,7 @@ def _side_fits(
     a: Series, b: Series, growth: str | None
 ) -> tuple[Any, Any, tuple[float, float] | None]:
     """Cost fits of both sides and the search range (None: the default range of breakeven)."""
-    from perflab.analyze.models.breakeven import calls_search_range, per_call_fit
+    from perflab.analyze.fit.models.breakeven import calls_search_range, per_call_fit
 
     if a.param is None:
         high = calls_search_range(float(a.y[0]), float(b.y[0]), a.cold, b.cold)

@@ -15,18 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perflab.analyze.estimate import LEVEL, Estimate
-from perflab.analyze.models.choice import Choice, Verdict, choose, p_text
-from perflab.analyze.models.classes import (
-    COMPLEXITY_MODELS,
-    ComplexityCandidate,
-    fit_class,
-)
-from perflab.analyze.models.core import (
-    ArrayLike,
-    paired,
-    positive_array,
-    require_points,
-)
+from perflab.analyze.fit.models.choice import Choice, Verdict, choose, p_text
+from perflab.analyze.fit.models.classes import COMPLEXITY_MODELS, ComplexityCandidate, fit_class
+from perflab.analyze.fit.models.core import ArrayLike, paired, positive_array, require_points
 
 
 @dataclass(frozen=True, eq=False)
@@ -202,7 +193,7 @@ def fit_complexity(
     Classes are scored by AICc = k·ln(RSS/k) + 2K + 2K(K+1)/(k−K−1), with k
     points and K = p + 1 parameters (Hurvich & Tsai 1989; Burnham & Anderson
     2002), plain AIC with fewer than 5 points; the choice itself is made by
-    the tests of :func:`perflab.analyze.models.choice.choose`: O(1) only
+    the tests of :func:`perflab.analyze.fit.models.choice.choose`: O(1) only
     while no growth is established, a class only when the data do not
     contradict it, ties reported as ties, and "no class fits" when the best
     class misses points by more than 20% (beyond 3 SE where known) or has a

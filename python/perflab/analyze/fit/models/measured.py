@@ -24,9 +24,9 @@ from itertools import pairwise
 import numpy as np
 from scipy import special
 
-from perflab.analyze.models.choice import MISS_SHARE
-from perflab.analyze.models.complexity import ComplexityFit
-from perflab.analyze.models.words import fmt_count, fmt_percent, fmt_value
+from perflab.analyze.fit.models.choice import MISS_SHARE
+from perflab.analyze.fit.models.complexity import ComplexityFit
+from perflab.analyze.fit.models.words import fmt_count, fmt_percent, fmt_value
 
 
 @dataclass(frozen=True)

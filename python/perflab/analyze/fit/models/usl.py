@@ -10,7 +10,7 @@ import numpy as np
 from scipy import optimize
 
 from perflab.analyze.estimate import LEVEL, Estimate
-from perflab.analyze.models.core import (
+from perflab.analyze.fit.models.core import (
     ArrayLike,
     gram_inverse,
     paired,
@@ -19,7 +19,7 @@ from perflab.analyze.models.core import (
     t_quantile,
     wald,
 )
-from perflab.analyze.models.words import fmt_count, fmt_percent, fmt_value
+from perflab.analyze.fit.models.words import fmt_count, fmt_percent, fmt_value
 
 #: The words that open the warning (and the chart's note) of a degenerate fit.
 NOT_USL = "these points do not show USL behaviour"

@@ -1,9 +1,9 @@
 """The figures of each group of a ``perflab run``, as its tables show them.
 
-A plain group shows its :class:`~perflab.analyze.summary.Summary` rows; a staged group
+A plain group shows its :class:`~perflab.analyze.run.summary.Summary` rows; a staged group
 (benchmarks with a ``stage``, e.g. serialize / deserialize) pivots to one
 :class:`StagedRow` per name with the total of the stages and its CI; a group with thread
-counts adds the threads figures (:func:`perflab.analyze.threads.thread_figures`). Everything
+counts adds the threads figures (:func:`perflab.analyze.run.threads.thread_figures`). Everything
 here is computed before a report is called (:func:`run_groups`); report/table.py only
 renders it.
 """
@@ -18,8 +18,9 @@ import numpy as np
 
 from perflab.analyze import stats
 from perflab.analyze.estimate import Estimate
-from perflab.analyze.summary import RESAMPLES, SELF_RATIO, Summary, by_group, timing_groups
-from perflab.analyze.threads import ThreadFigures, thread_figures
+from perflab.analyze.run.ratios import SELF_RATIO, by_group
+from perflab.analyze.run.summary import RESAMPLES, Summary, timing_groups
+from perflab.analyze.run.threads import ThreadFigures, thread_figures
 from perflab.model import Benchmark
 
 
@@ -188,7 +189,7 @@ def run_groups(
     Args:
         benches: the run's benchmarks.
         grouped: their summaries by group
-            (:func:`perflab.analyze.summary.summarize_benchmarks`).
+            (:func:`perflab.analyze.run.ratios.summarize_benchmarks`).
         seed: the bootstrap seed of staged totals whose stages ran in one process only (a
             fixed default: re-rendering a file prints the same CIs).
     """

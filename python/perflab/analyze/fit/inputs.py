@@ -1,6 +1,6 @@
 """Points for model fits, taken from results files and CSVs (``perflab fit``).
 
-Raw data → points; :mod:`perflab.analyze.models` does the fitting. Each input
+Raw data → points; :mod:`perflab.analyze.fit.models` does the fitting. Each input
 becomes named :class:`Series` of (x, y) points:
 
 * USL, (N, X): an http sweep (kind "http": X = the achieved rate of each step,
@@ -279,8 +279,8 @@ def _step_label(step: HttpStep) -> str:
 def _http_point(step: HttpStep, little: LittleTime, notes: list[str]) -> tuple[float, float] | None:
     """(N, X) of one step, or None (with a note) when the step has no usable rate.
     X is the achieved rate of :func:`perflab.analyze.http.summarize_step`."""
+    from perflab.analyze.fit.models import littles_law_concurrency
     from perflab.analyze.http import backlog_reasons, summarize_step
-    from perflab.analyze.models import littles_law_concurrency
 
     if step.elapsed_s <= 0 or step.ok_responses <= 0:
         notes.append(f"step {_step_label(step)} left out: no successful responses")
@@ -343,7 +343,7 @@ def _threads_series(benches: list[Benchmark]) -> list[Series]:
 
 def _summary(bench: Benchmark) -> Any:
     """The benchmark's Summary with a fixed bootstrap seed (re-running prints the same)."""
-    from perflab.analyze.summary import summarize
+    from perflab.analyze.run.summary import summarize
 
     return summarize(bench, rng=np.random.default_rng(0))
 

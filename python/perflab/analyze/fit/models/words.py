@@ -4,7 +4,7 @@ Times carry their unit (``261 ns``, ``3.77 ps`` below a nanosecond), rates
 theirs (``143 k/s``), counts get thousands separators (``31,000``), and a
 bare number is written ``1.04×10⁻⁴`` rather than ``1.04e-04``: never
 e-notation. Built on :mod:`perflab.units`; used by the models' readings and by
-:mod:`perflab.report.fit_tables`.
+:mod:`perflab.report.fit_table`.
 """
 
 from __future__ import annotations
