@@ -388,6 +388,31 @@ def _sources() -> Iterator[Path]:
     yield from (p for p in (ROOT / "rust").glob("*/src/**/*.rs") if "test" not in p.stem)
 
 
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+
+def _holds_code(path: Path) -> bool:
+    """False for a package's ``__init__.py`` that is only a docstring."""
+    body = ast.parse(path.read_text()).body
+    return not all(isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) for n in body)
+
+
+def test_every_python_source_is_named_in_the_architecture() -> None:
+    """docs/architecture.md names every Python source file by its path under
+    python/perflab (``engines/run/worker.py``, in backquotes); a package's
+    ``__init__.py`` too when it holds more than a docstring. A newcomer finds every
+    room on the map, and a new room is added to it."""
+    text = ARCHITECTURE.read_text()
+    names = [
+        str(p.relative_to(PACKAGE))
+        for p in sorted(PACKAGE.rglob("*.py"))
+        if p.name != "__init__.py" or _holds_code(p)
+    ]
+    assert len(names) > 100  # a guard: the sources are found
+    missing = [n for n in names if f"`{n}`" not in text]
+    assert not missing, "name these in docs/architecture.md: " + ", ".join(missing)
+
+
 def test_no_room_over_600_lines() -> None:
     assert sum(1 for _ in _sources()) > 50  # a guard: the sources are found
     long = [

@@ -3,7 +3,7 @@
 ``perflab http --watch PID`` / ``--watch-cmd NAME`` start a :class:`Watcher`: a
 thread of the perflab process that reads each target's CPU time and resident set
 from /proc every ``interval_s`` (100 ms by default) with perflab's one sampler,
-:mod:`perflab.engines.memory` (``read`` is re-exported from there). The
+:mod:`perflab.engines.memory` (``memory.read``). The
 target runs untouched: nothing is injected into it. :meth:`Watcher.cut` hands
 the timeline gathered since the previous cut to the step that just ended.
 """
