@@ -1,4 +1,5 @@
-"""Summaries: the statistics of each benchmark and of its group, derived from raw data.
+"""Summaries: the statistics of each benchmark, derived from raw data (its group's ratios
+are :mod:`perflab.analyze.run.ratios`'s).
 
 A :class:`Summary` is recomputable from a results file at any time; reports
 render summaries and never look at raw samples themselves.

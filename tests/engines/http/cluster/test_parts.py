@@ -279,7 +279,7 @@ def free_port() -> int:
 # --- live progress ------------------------------------------------------------------
 
 #: Three real steps' latency histograms (V2-encoded), as agents' snapshots would hold.
-GOLDEN_STEPS = Path(__file__).parents[2] / "golden" / "data" / "http-open.json"
+GOLDEN_STEPS = Path(__file__).parents[3] / "golden" / "data" / "http-open.json"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
