@@ -43,9 +43,9 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 
 from perflab.analyze.stats import block_ratio_ci  # noqa: E402
 from perflab.commands import http as http_command  # noqa: E402
-from perflab.measure.cluster.controller import Cluster, ClusterOptions  # noqa: E402
-from perflab.measure.cluster.sweep import run_sweep as ray_sweep  # noqa: E402
-from perflab.measure.http import plan_from_args, run_sweep  # noqa: E402
+from perflab.engines.http.cluster.controller import Cluster, ClusterOptions  # noqa: E402
+from perflab.engines.http.cluster.sweep import run_sweep as ray_sweep  # noqa: E402
+from perflab.engines.http.engine import plan_from_args, run_sweep  # noqa: E402
 
 CONFIGS = ("plain", "ray, 1 agent", "ray, 2 agents")
 TICK_S = 1 / os.sysconf("SC_CLK_TCK")

@@ -190,7 +190,7 @@ def peer_rules(a: Path, b: Path) -> dict[str, dict[str, bool]]:
     from scipy import stats as sps
 
     from perflab import model
-    from perflab.analyze.summary import timing_groups
+    from perflab.analyze.run.summary import timing_groups
 
     bench_a = {x.id: x for x in model.load(a).benchmarks}
     out = {}

@@ -37,7 +37,7 @@ MIN_SAMPLE_NS = 2e6  # perflab run's default floor on one sample
 BRACKET_CODE = textwrap.dedent("""
     import json, statistics, sys
     from perflab import _core
-    from perflab.measure import clocks, integrity
+    from perflab.engines import clocks, integrity
     monitor = integrity.Monitor()
     monitor.ready()
     def trial():

@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import PYTHON, ROOT, machine, timed, write_section  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
-from perflab.analyze.models.words import fmt_number, fmt_time  # noqa: E402
+from perflab.analyze.fit.models.words import fmt_number, fmt_time  # noqa: E402
 from tests.analyze.cost_trials import TRUE_CLASSES, study  # noqa: E402
 
 DATA = ROOT / "tests" / "analyze" / "data"
@@ -108,7 +108,7 @@ def published_section(folder: Path) -> str:
 
 def _noisy_cost(model: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Sizes and costs a + b·g(n) of a known curve with 2% lognormal noise."""
-    from perflab.analyze.models import COMPLEXITY_MODELS
+    from perflab.analyze.fit.models import COMPLEXITY_MODELS
 
     a, b = KNOWN[model]
     n = np.array([100, 300, 1000, 3000, 10000, 30000, 100000], dtype=float)
@@ -122,7 +122,7 @@ def _coverage(model: str, seeds: int) -> tuple[float, float]:
     relative errors) because 200 command-line runs would take minutes. "Right"
     means the class chosen, not merely ranked first.
     """
-    from perflab.analyze.models import fit_complexity
+    from perflab.analyze.fit.models import fit_complexity
 
     right = inside = 0
     for seed in range(seeds):
@@ -248,7 +248,7 @@ def confusion_section(folder: Path, trials: int = 200) -> str:
 def hand_rolled(name: str, threads: int, seconds: float) -> float:
     """ops/s of N plain threads calling the example's function, counted, not timed per call."""
     sys.path.insert(0, str(ROOT / "examples"))
-    import perflab.measure.suite as suite
+    import perflab.engines.run.suite as suite
 
     spec = next(
         s for s in suite.load_file(ROOT / "examples" / "contention.py").benches if s.name == name

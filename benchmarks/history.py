@@ -122,7 +122,7 @@ def report_figures(folder: Path, db: Path) -> dict[str, float]:
     import shutil
 
     from perflab import model
-    from perflab.analyze.summary import summarize_benchmarks
+    from perflab.analyze.run.ratios import summarize_benchmarks
 
     run = synthetic_results(np.random.default_rng(1))
     grouped = summarize_benchmarks(run.benchmarks, precision=0.01)

@@ -62,7 +62,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import PYTHON, ROOT, machine, write_section  # noqa: E402
 
-from perflab.measure.runner import Settings  # noqa: E402
+from perflab.engines.run.runner import Settings  # noqa: E402
 
 WORKLOADS_DIR = ROOT / "benchmarks" / "workloads"
 PROBE = WORKLOADS_DIR / "layout_probe.py"
@@ -394,7 +394,7 @@ def main(argv: list[str]) -> int:
         sections.append(
             comparison_table(
                 "4. Small objects allocated before the import",
-                "N objects (perflab.measure.layout.heap_padding) ÷ none (plain loops).",
+                "N objects (perflab.engines.run.layout.heap_padding) ÷ none (plain loops).",
                 [(f"{n} ÷ 0", (["heap"], env_of(heap=n)), plain) for n in (37, 501, 2003, 4001)],
                 wls,
                 pairs,

@@ -12,7 +12,7 @@ Runs, in one go on this machine:
      memray's peak heap for one call (``memray run`` + ``memray stats --json``);
   D. what sampling costs the measured command: ``perflab cmd`` wall time of a CPU-bound
      command with and without ``--memory`` (10 ms readings), in alternating invocations;
-  E. the leak rules over seeds: tests/measure/data/leak_workloads.py (4 leaking, 6 not)
+  E. the leak rules over seeds: tests/engines/run/data/leak_workloads.py (4 leaking, 6 not)
      with ``run --memory`` settings of 4 processes × 20 ms; how often each is flagged.
 
 Verdicts are printed from the figures by one rule (common.RATIO_RULE): a ratio whose
@@ -242,9 +242,9 @@ def leak_section() -> list[str]:
     code = (
         "import json, sys\n"
         "from perflab.analyze import memory as am\n"
-        "from perflab.measure.runner import Runner, Settings\n"
-        "from perflab.measure.suite import expand, load_file\n"
-        f"f = load_file({str(ROOT / 'tests/measure/data/leak_workloads.py')!r})\n"
+        "from perflab.engines.run.runner import Runner, Settings\n"
+        "from perflab.engines.run.suite import expand, load_file\n"
+        f"f = load_file({str(ROOT / 'tests/engines/run/data/leak_workloads.py')!r})\n"
         "s = Settings(seed=int(sys.argv[1]), min_processes=4, max_processes=4, "
         "precision=1e-9, process_seconds=0.02, warmup_max_s=0.05, allocations=False, "
         "memory_interval_s=0.01)\n"

@@ -51,7 +51,7 @@ from repeat import SLOW_MODE, TARGET, agreement  # noqa: E402
 
 from perflab import model  # noqa: E402
 from perflab.analyze import reference, stats  # noqa: E402
-from perflab.measure.worker import REFERENCE_MIN, REFERENCE_SHARE  # noqa: E402
+from perflab.engines.run.worker import REFERENCE_MIN, REFERENCE_SHARE  # noqa: E402
 
 #: the fast mode's level: this percentile of every reference timing of a run
 FAST_PERCENTILE = 5
@@ -60,7 +60,7 @@ LEVEL = 0.95
 
 def schedule(process: model.Process) -> list[int] | None:
     """For each sample of ``process``, the index of the reference timing taken just before
-    it, by the worker's rule (perflab.measure.worker._sample); None when the rebuilt
+    it, by the worker's rule (perflab.engines.run.worker._sample); None when the rebuilt
     schedule does not account for every timing (another perflab version wrote the file)."""
     count, spent_ns, sampled_ns, out = 0, 0, 0, []
     timings = process.reference_ns

@@ -176,7 +176,7 @@ def _ratio(num: dict, den: dict) -> tuple[float, float, float]:
     import numpy as np
 
     from perflab.analyze import stats
-    from perflab.analyze.summary import timing_groups
+    from perflab.analyze.run.summary import timing_groups
     from perflab.model import Benchmark
 
     est = stats.ratio_ci(

@@ -157,9 +157,9 @@ def load_agents():  # type: ignore[no-untyped-def]
     import threading
     import time
 
-    from perflab.measure.cluster.agent import LoadAgent
-    from perflab.measure.cluster.split import split_step
-    from perflab.measure.http import plan_from_args
+    from perflab.engines.http.cluster.agent import LoadAgent
+    from perflab.engines.http.cluster.split import split_step
+    from perflab.engines.http.engine import plan_from_args
 
     def run(
         url: str, agents: int, rate: float, duration_s: float, weights: list[float] | None = None

@@ -3,8 +3,10 @@
 Every ``import`` of a perflab module in python/perflab, at module level or inside a
 function, is an edge of the graph (parsed with ``ast``; nothing is imported). The rules:
 
-* layers: a module imports only from its own layer or a lower one; ``measure`` and
+* layers: a module imports only from its own layer or a lower one; ``engines`` and
   ``report`` are side by side and never import each other (report only renders);
+* one folder per engine: ``engines/run``, ``engines/cmd`` and ``engines/http`` never
+  import each other (what they share sits at ``engines/`` top level);
 * report only renders: from ``analyze`` a report module imports data types (classes)
   and constants, never a function that computes (the names in ``RENDER_HELPERS`` word
   or decode, they compute no statistic), and it calls no statistical reduction of its
@@ -30,7 +32,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "python" / "perflab"
 LAYERS = {
     "base": 0,
     "analyze": 1,
-    "measure": 2,
+    "engines": 2,
     "report": 2,
     "history": 2,
     "commands": 3,
@@ -39,7 +41,9 @@ LAYERS = {
     "api": 4,
 }
 #: Rooms of the same layer that must not import each other.
-APART = {("measure", "report"), ("report", "measure")}
+APART = {("engines", "report"), ("report", "engines")}
+#: The engines' own folders under ``engines/``: none imports another.
+ENGINES = ("run", "cmd", "http")
 ENTRY = {"perflab.cli", "perflab.__main__"}
 #: Edges still to be removed (each with the reason it is still there); empty when the
 #: architecture holds everywhere.
@@ -98,7 +102,7 @@ def graph(pending: bool = False) -> dict[str, dict[str, int]]:
 
 
 def room(module: str) -> str:
-    """analyze, measure, report, commands, entry, or base (everything else)."""
+    """analyze, engines, report, commands, entry, or base (everything else)."""
     if module in ENTRY:
         return "entry"
     parts = module.split(".")
@@ -110,7 +114,7 @@ GRAPH = graph()
 
 def test_the_graph_sees_the_rooms() -> None:
     """A guard on the parser: known edges are found, lazy imports included."""
-    assert "perflab.analyze.stats" in GRAPH["perflab.analyze.summary"]
+    assert "perflab.analyze.stats" in GRAPH["perflab.analyze.run.summary"]
     assert "perflab.report.console" in GRAPH["perflab.commands.doctor"]  # inside a function
     assert {room(m) for m in GRAPH} == set(LAYERS)
 
@@ -136,29 +140,50 @@ def test_imports_never_run_up_a_layer() -> None:
     assert not wrong, "\n".join(wrong)
 
 
-def test_report_imports_nothing_from_measure() -> None:
+def test_report_imports_nothing_from_engines() -> None:
     wrong = [
         f"{m} imports {t}"
         for m, edges in GRAPH.items()
         if room(m) == "report"
         for t in edges
-        if room(t) == "measure"
+        if room(t) == "engines"
     ]
     assert not wrong
+
+
+def engine(module: str) -> str | None:
+    """run, cmd or http for a module of ``perflab.engines.<engine>``; None otherwise."""
+    parts = module.split(".")
+    if len(parts) > 2 and parts[1] == "engines" and parts[2] in ENGINES:
+        return parts[2]
+    return None
+
+
+def test_no_arrow_between_engines() -> None:
+    """engines/run, engines/cmd and engines/http import nothing from each other."""
+    assert {engine(m) for m in GRAPH} >= set(ENGINES)  # a guard: the folders are found
+    wrong = [
+        f"{m}:{line} ({engine(m)}) imports {t} ({engine(t)})"
+        for m, edges in GRAPH.items()
+        if engine(m)
+        for t, line in edges.items()
+        if engine(t) and engine(t) != engine(m)
+    ]
+    assert not wrong, "move what two engines share to engines/:\n" + "\n".join(wrong)
 
 
 #: What report/ may take from analyze besides data types (classes) and constants: helpers
 #: that compute no statistic, each with the reason. A module named here is allowed whole.
 RENDER_HELPERS = {
-    "perflab.analyze.models.words": "numbers and counts in words (the fit tables' format)",
+    "perflab.analyze.fit.models.words": "numbers and counts in words (the fit tables' format)",
     "perflab.analyze.hdr.decode_histogram": "reads a saved HdrHistogram's counts to draw them",
     "perflab.analyze.cmd.timed_runs": "which runs of a command are timed: the charts draw "
     "the runs the statistics counted",
-    "perflab.analyze.summary.timing_groups": "the samples a benchmark's statistics counted, "
+    "perflab.analyze.run.summary.timing_groups": "the samples a benchmark's statistics counted, "
     "in seconds per op: the run charts draw them",
     "perflab.analyze.http.slo_text": "the SLO in words",
-    "perflab.analyze.compare.step_label": "a step's name in ids",
-    "perflab.analyze.fits.series_record": "a fitted series' JSON form, saved in the document",
+    "perflab.analyze.compare.http.step_label": "a step's name in ids",
+    "perflab.analyze.fit.fits.series_record": "a fitted series' JSON form, saved in the document",
 }
 #: report → analyze calls that still compute, each with the reason it is still there;
 #: empty when report/ only renders everywhere.
@@ -236,7 +261,7 @@ def test_the_rule_on_report_sees_what_it_checks() -> None:
     assert _bound("perflab.analyze.http", "ENGINE_BUSY", known) == "value"
     assert _bound("perflab.analyze.http", "SATURATED", known) == "value"  # A, B = …
     assert _bound("perflab.analyze.http", "summarize_results", known) == "function"
-    assert _bound("perflab.analyze.models", "BreakEven", known) == "class"
+    assert _bound("perflab.analyze.fit.models", "BreakEven", known) == "class"
     assert _bound("perflab.analyze", "stats", known) == "module"
 
 
@@ -361,6 +386,31 @@ def _sources() -> Iterator[Path]:
     yield from PACKAGE.rglob("*.py")
     yield from (ROOT / "benchmarks").rglob("*.py")
     yield from (p for p in (ROOT / "rust").glob("*/src/**/*.rs") if "test" not in p.stem)
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+
+def _holds_code(path: Path) -> bool:
+    """False for a package's ``__init__.py`` that is only a docstring."""
+    body = ast.parse(path.read_text()).body
+    return not all(isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) for n in body)
+
+
+def test_every_python_source_is_named_in_the_architecture() -> None:
+    """docs/architecture.md names every Python source file by its path under
+    python/perflab (``engines/run/worker.py``, in backquotes); a package's
+    ``__init__.py`` too when it holds more than a docstring. A newcomer finds every
+    room on the map, and a new room is added to it."""
+    text = ARCHITECTURE.read_text()
+    names = [
+        str(p.relative_to(PACKAGE))
+        for p in sorted(PACKAGE.rglob("*.py"))
+        if p.name != "__init__.py" or _holds_code(p)
+    ]
+    assert len(names) > 100  # a guard: the sources are found
+    missing = [n for n in names if f"`{n}`" not in text]
+    assert not missing, "name these in docs/architecture.md: " + ", ".join(missing)
 
 
 def test_no_room_over_600_lines() -> None:

@@ -28,13 +28,13 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "python" / "perflab"
 #: The docs page describing the columns of the tables each module builds.
 PAGES = {
-    "report/table.py": "docs/run.md",  # run's group, staged and threads tables
+    "report/run_table.py": "docs/run.md",  # run's group, staged and threads tables
     "report/cmd_table.py": "docs/cmd.md",
     "report/http_table.py": "docs/http.md",
     "report/http_agents.py": "docs/distributed.md",
     "report/compare_table.py": "docs/compare.md",
     "report/doctor_table.py": "docs/doctor.md",
-    "report/fit_tables.py": "docs/fit.md",
+    "report/fit_table.py": "docs/fit.md",
     "report/history_table.py": "docs/history.md",
     "report/trace_table.py": "docs/trace.md",
     "report/html/sections.py": "docs/history.md",  # perflab report (the HTML page)
@@ -147,9 +147,9 @@ def test_the_code_scan_finds_the_tables() -> None:
     f-string ones included."""
     found = {(m, h) for m, _, h in COLUMNS}
     assert {
-        ("report/table.py", "× baseline{}"),
-        ("report/table.py", "verdict"),
-        ("report/table.py", "{} × best"),
+        ("report/run_table.py", "× baseline{}"),
+        ("report/run_table.py", "verdict"),
+        ("report/run_table.py", "{} × best"),
         ("report/http_table.py", "p99"),
         ("report/http_table.py", "server CPU/wall"),
         ("report/cmd_table.py", "× reference"),

@@ -6,9 +6,9 @@ With no feature this is a plain loop (each call timed with two ``perf_counter_ns
 reads, ten untimed warmup calls). Each feature adds one thing perflab's worker
 does differently, so benchmarks/layout.py can switch them on one at a time:
 
-* ``imports``: import ``perflab.measure.worker`` (its modules, the native core,
+* ``imports``: import ``perflab.engines.run.worker`` (its modules, the native core,
   the clock monitor's TSC reference) before the workload;
-* ``loader``: get the function through ``perflab.measure.suite.load_file`` of
+* ``loader``: get the function through ``perflab.engines.run.suite.load_file`` of
   the benchmark file (importlib, a fresh module, the file's folder on sys.path)
   instead of a normal import;
 * ``partial``: call it through ``functools.partial`` (as the worker does when a
@@ -62,7 +62,7 @@ def alternate(name: str, seconds: float, feature: str) -> int:
     """Blocks of three calls with and without ``feature``, alternating in one process:
     prints {"ratio": median CPU per call with ÷ without}. Slow drift of the machine hits
     both alike, so even a small effect of the feature shows."""
-    from perflab.measure import worker
+    from perflab.engines.run import worker
 
     sys.path.insert(0, str(HERE))
     import functools
@@ -72,7 +72,7 @@ def alternate(name: str, seconds: float, feature: str) -> int:
     fn = WORKLOADS[name]
     gcmon = worker.GcMonitor()
     try:
-        from perflab.measure.sampling import MONITOR as monitor
+        from perflab.engines.run.sampling import MONITOR as monitor
     except ImportError:  # perflab before the sampling module
         monitor = worker._MONITOR  # noqa: SLF001 - the probe imitates the worker
     monitor.ready()
@@ -118,15 +118,15 @@ def main() -> int:
     if "heap" in features:
         count = int(os.environ.get("PERFLAB_PROBE_HEAP", "0"))
         try:
-            from perflab.measure.layout import heap_padding
+            from perflab.engines.run.layout import heap_padding
         except ImportError:  # a perflab without layout randomization: the same objects
             keep = [bytes(i * 37 % 512) for i in range(count)]
         else:
             keep = heap_padding(count)
     if "imports" in features or features & {"time_loop", "gc_callback", "monitor", "warmup"}:
-        from perflab.measure import worker
+        from perflab.engines.run import worker
     if "loader" in features:
-        from perflab.measure.suite import load_file
+        from perflab.engines.run.suite import load_file
 
         bench_file = load_file(HERE / "classic_bench.py")
         fn = next(s.func for s in bench_file.benches if s.name == name)
@@ -157,7 +157,7 @@ def main() -> int:
     monitor = None
     if "monitor" in features:
         try:
-            from perflab.measure.sampling import MONITOR as monitor
+            from perflab.engines.run.sampling import MONITOR as monitor
         except ImportError:  # perflab before the sampling module
             monitor = worker._MONITOR  # noqa: SLF001 - the probe imitates the worker
         monitor.ready()

@@ -10,29 +10,22 @@ load only when a command needs them) so that worker processes start fast.
 
 from __future__ import annotations
 
-import sys
-import types
 from typing import Any
 
-from perflab.measure.suite import bench, metric
+from perflab.engines.run.suite import bench, metric
 
 __version__ = "0.1.0"
 __all__ = ["__version__", "bench", "metric", "measure", "Runner", "load", "trace", "span"]
 
 
-class _MeasurePackage(types.ModuleType):
-    """The ``perflab.measure`` package, callable: ``perflab.measure(func, …)`` is
-    :func:`perflab.api.calls.measure`. (``perflab.measure`` is also the package of the
-    engines; Python binds a subpackage to its parent's attribute, so a plain function
-    of that name would be replaced by the package on the first engine import.)"""
+def measure(func: Any, *args: Any, **kwargs: Any) -> Any:
+    """Measure ``func(*args, **kwargs)`` now: :func:`perflab.api.calls.measure` (its
+    docstring gives the keywords ``precision``, ``budget``, ``processes``, ``name``, the
+    :class:`perflab.api.calls.Result` returned and the errors raised). A plain function:
+    the API module, which loads numpy, is imported on the first call."""
+    from perflab.api.calls import measure as measure_func
 
-    def __call__(self, func: Any, *args: Any, **kwargs: Any) -> Any:
-        from perflab.api.calls import measure as measure_func
-
-        return measure_func(func, *args, **kwargs)
-
-
-sys.modules["perflab.measure"].__class__ = _MeasurePackage
+    return measure_func(func, *args, **kwargs)
 
 
 def __getattr__(name: str) -> Any:

@@ -1,7 +1,7 @@
 """The rule of the per-sample clock cross-check: when two clocks disagree too much.
 
 A timed sample is flagged when ``|skew| > ABS_TOLERANCE_NS + REL_TOLERANCE × ΔMONOTONIC``
-for any clock (the check itself is :mod:`perflab.measure.integrity`). The rule lives in
+for any clock (the check itself is :mod:`perflab.engines.integrity`). The rule lives in
 this base module so that what records it (the environment fingerprint,
 :func:`perflab.environment.fingerprint`) need not import the engine that applies it.
 """

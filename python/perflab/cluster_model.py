@@ -4,7 +4,7 @@ per agent in ``Results.agents``), and each agent's own part of every step
 (:class:`AgentShare`, in ``HttpStep.agents``) kept beside the merged step.
 
 Raw data only, like :mod:`perflab.model`; the method behind each figure is in
-:mod:`perflab.measure.cluster`. Times are integer nanoseconds or float seconds.
+:mod:`perflab.engines.http.cluster`. Times are integer nanoseconds or float seconds.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The doctor's report: what ``perflab doctor`` measured about this machine, and its verdicts.
 
 Plain dataclasses, JSON-ready (:meth:`DoctorReport.to_dict`): the probes
-(:mod:`perflab.measure.doctor`) fill them, the verdicts
+(:mod:`perflab.engines.doctor`) fill them, the verdicts
 (:mod:`perflab.analyze.doctor_verdicts`) judge them, the tables
 (:mod:`perflab.report.doctor_table`) render them. Times are in ns unless a name says
 otherwise.

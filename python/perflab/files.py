@@ -63,7 +63,7 @@ _EXPORT_MARKS = (
 )
 #: How each kind of output file perflab writes starts (what makes an existing file "ours"):
 #: a CSV file by the first columns of its header, as the CSV records of ``run``
-#: (report.table.summary_records), ``cmd`` (report.cmd_table), ``http``
+#: (report.run_table.summary_records), ``cmd`` (report.cmd_table), ``http``
 #: (report.http_table.step_records), ``compare``, ``fit`` and ``doctor`` begin;
 #: tests/reliability/test_output_files.py checks they do.
 _SIGNATURES = {

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perflab.analyze.models import COMPLEXITY_MODELS, fit_complexity
+from perflab.analyze.fit.models import COMPLEXITY_MODELS, fit_complexity
 
 #: The true classes of the study.
 TRUE_CLASSES = ("O(1)", "O(log n)", "O(n)", "O(n log n)", "O(n^2)")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from perflab.analyze.models import breakeven, breakeven_from_points, fit_complexity
-from perflab.analyze.models.breakeven import per_call_fit
-from perflab.analyze.models.measured import measured_summary
+from perflab.analyze.fit.models import breakeven, breakeven_from_points, fit_complexity
+from perflab.analyze.fit.models.breakeven import per_call_fit
+from perflab.analyze.fit.models.measured import measured_summary
 
 N = np.array([100, 1000, 1e4, 3e4, 1e5])
 #: A: 10 µs + 1 ns·n until a cache cliff triples its cost at n = 100,000.

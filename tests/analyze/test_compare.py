@@ -1,4 +1,4 @@
-"""perflab.analyze.compare on synthetic samples of known distributions (no timing).
+"""perflab.analyze.compare.suite on synthetic samples of known distributions (no timing).
 
 Every benchmark is built from seeded random numbers, so each verdict is
 deterministic; the distributions are the shapes real benchmarks show:
@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perflab import environment
-from perflab.analyze import compare as cmp
 from perflab.analyze import decisions
+from perflab.analyze.compare import suite as cmp
 from perflab.errors import UsageError
 from perflab.model import Benchmark, CommandRun, Results
 from tests.conftest import lognormal_groups, make_bench
@@ -371,7 +371,7 @@ def test_compare_prints_the_medians_and_cis_that_run_printed() -> None:
     """issue 11: compare pooled the processes' samples and bootstrapped them, so its median
     of a file differed from run's for the same file; now both are
     summary.median_estimate's (several processes: process_location; one: the bootstrap)."""
-    from perflab.analyze.summary import summarize_benchmarks
+    from perflab.analyze.run.ratios import summarize_benchmarks
 
     a = results(
         make_bench("f", lognormal_groups(1e-6, 10, 20, 0.02, 0.05, 1)),

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perflab.analyze import compare as cmp
 from perflab.analyze import hdr
+from perflab.analyze.compare import suite as cmp
 from perflab.model import Benchmark, Histogram, HttpStep
 
 #: Encodings written by other HdrHistogram implementations, with what they hold.

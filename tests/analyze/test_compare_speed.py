@@ -1,4 +1,4 @@
-"""Comparing two runs at equal machine speed (perflab.analyze.compare_speed)."""
+"""Comparing two runs at equal machine speed (perflab.analyze.compare.speed)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import re
 
 import numpy as np
 
-from perflab.analyze.compare import compare_results
-from perflab.analyze.compare_rows import SPEED_NORMALIZED
+from perflab.analyze.compare.rows import SPEED_NORMALIZED
+from perflab.analyze.compare.suite import compare_results
 from perflab.model import Results
 from tests.conftest import make_bench
 

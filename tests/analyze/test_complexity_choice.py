@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perflab.analyze.models import fit_complexity
+from perflab.analyze.fit.models import fit_complexity
 from tests.analyze.cost_trials import TRUE_CLASSES, draw, outcome, study
 
 #: The issue's repro: n,cost of a real benchmark whose cost per n jumps past 10,000.

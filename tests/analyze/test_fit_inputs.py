@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perflab import model
-from perflab.analyze import fit_inputs as fi
+from perflab.analyze.fit import inputs as fi
 from perflab.errors import UsageError
 from perflab.model import Benchmark, Histogram, HttpStep, Results
 from tests.conftest import make_bench

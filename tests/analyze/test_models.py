@@ -1,4 +1,4 @@
-"""Tests of perflab.analyze.models (USL, complexity, break-even) and its charts.
+"""Tests of perflab.analyze.fit.models (USL, complexity, break-even) and its charts.
 
 Published fits: see tests/analyze/data/README.md for every source.
 """
@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from perflab.analyze.models import (
+from perflab.analyze.fit.models import (
     COMPLEXITY_MODELS,
     breakeven,
     breakeven_from_points,

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from perflab.analyze import reference
-from perflab.analyze.summary import summarize
+from perflab.analyze.run.summary import summarize
 from tests.conftest import make_bench
 
 OP_S, REFERENCE_NS = 10e-3, 200_000
@@ -108,7 +108,7 @@ def test_one_process_gives_a_reference_time_but_no_normalized_ci() -> None:
 
 
 def test_the_run_table_footnote_names_the_reference_and_the_normalized_medians() -> None:
-    from perflab.report.table import _reference_footnote
+    from perflab.report.run_table import _reference_footnote
 
     with_ref = summarize(bench_with_reference(*fake_run(7)))
     without = summarize(make_bench("old", fake_run(8)[0], iterations=1))

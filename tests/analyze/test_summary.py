@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from perflab.analyze.groups import staged_rows
-from perflab.analyze.summary import summarize, summarize_group
+from perflab.analyze.run.groups import staged_rows
+from perflab.analyze.run.ratios import summarize_group
+from perflab.analyze.run.summary import summarize
 from perflab.model import Sample
 from tests.conftest import lognormal_groups, make_bench
 

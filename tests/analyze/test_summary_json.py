@@ -18,7 +18,7 @@ import pytest
 
 from perflab import model
 from perflab.analyze.cmd import summarize_results
-from perflab.analyze.summary import summarize_benchmarks
+from perflab.analyze.run.ratios import summarize_benchmarks
 from perflab.history.rows import summary_rows
 
 OLD = Path(__file__).resolve().parents[1] / "golden" / "data"

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perflab.analyze import threads
+from perflab.analyze.run import threads
 from perflab.model import Benchmark
-from tests.measure.test_threads import threaded_bench
+from tests.engines.run.test_threads import threaded_bench
 
 PROPERTY = settings(max_examples=30, deadline=None, derandomize=True)
 

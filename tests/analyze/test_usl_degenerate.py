@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perflab.analyze.models import fit_usl
-from perflab.analyze.models.usl import NOT_USL
+from perflab.analyze.fit.models import fit_usl
+from perflab.analyze.fit.models.usl import NOT_USL
 from perflab.report.fit_chart import usl_chart, usl_title
 from tests.analyze.test_models import load
 

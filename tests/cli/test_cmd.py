@@ -1,7 +1,7 @@
 """`perflab cmd` through the real entry point: good runs and every bad input of issue 5.
 
 Run counts are fixed and tiny (--runs) so the file runs in well under a minute;
-timings themselves are not asserted here (tests/measure covers the logic).
+timings themselves are not asserted here (tests/engines covers the logic).
 """
 
 from __future__ import annotations

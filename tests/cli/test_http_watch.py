@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from perflab.analyze.watch import server_figures
+from perflab.engines.http.watch import Watcher, resolve
+from perflab.engines.memory import read
 from perflab.errors import UsageError
-from perflab.measure.memory import read
-from perflab.measure.watch import Watcher, resolve
 from perflab.model import HttpStep
 from tests.conftest import popen_perflab
 

@@ -12,10 +12,10 @@ import sys
 import time
 from pathlib import Path
 
-from perflab.measure.spawn import PosixSpawner
+from perflab.engines.cmd.spawn import PosixSpawner
 
 ALLOC = f"{sys.executable} -c \"b = b'x' * 40_000_000; import time; time.sleep(0.3)\""
-WORKLOADS = Path(__file__).parents[1] / "measure" / "data" / "leak_workloads.py"
+WORKLOADS = Path(__file__).parents[1] / "engines" / "run" / "data" / "leak_workloads.py"
 
 
 def test_cmd_memory_sums_the_tree_where_wait4_reports_the_largest_process(

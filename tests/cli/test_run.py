@@ -1,7 +1,7 @@
 """`perflab run` through the real entry point: a good run and every bad input of issue 2.
 
 Budgets are tiny (a few hundred ms per benchmark) so the file runs in well under a
-minute; timings themselves are not asserted here (see tests/measure for logic).
+minute; timings themselves are not asserted here (see tests/engines for logic).
 """
 
 from __future__ import annotations

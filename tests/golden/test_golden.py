@@ -118,7 +118,7 @@ def _summaries(name: str) -> Callable[[], int]:
 
     def run() -> int:
         from perflab.analyze import cmd, http
-        from perflab.analyze.summary import summarize_benchmarks
+        from perflab.analyze.run.ratios import summarize_benchmarks
 
         results = model.load(DATA / f"{name}.json")
         if results.kind == "run":

@@ -15,8 +15,8 @@ from tests.history.helpers import add, results
 def history(
     n: int,
     seed: int,
-    steps: dict[int, float] = {},
-    sigma: float = 0.03,  # noqa: B006
+    steps: dict[int, float] = {},  # noqa: B006 (read only)
+    sigma: float = 0.03,
     heavy: bool = False,
 ) -> np.ndarray:
     rng = np.random.default_rng(seed)

@@ -242,7 +242,7 @@ def test_names_from_a_file_are_escaped(tmp_path: Path, perflab_cli: Any) -> None
 
 def test_cpu_figures_of_perflab_runs_stay(tmp_path: Path) -> None:
     """Only imported samples lose CPU/wall: perflab's own keep it."""
-    from perflab.analyze.summary import summarize
+    from perflab.analyze.run.summary import summarize
     from perflab.model import Benchmark, Process, Sample
 
     own = Benchmark(

@@ -20,9 +20,9 @@ GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "data"
 
 
 def _run(results: Any) -> tuple[Any, Any]:
-    from perflab.analyze.groups import run_groups
-    from perflab.analyze.summary import summarize_benchmarks
-    from perflab.report.table import run_tables, summary_records
+    from perflab.analyze.run.groups import run_groups
+    from perflab.analyze.run.ratios import summarize_benchmarks
+    from perflab.report.run_table import run_tables, summary_records
 
     grouped = summarize_benchmarks(results.benchmarks, threshold=0.02)
     groups = run_groups(results.benchmarks, grouped)
@@ -47,7 +47,7 @@ def _http(results: Any) -> tuple[Any, Any]:
 
 
 def _compare(results: Any) -> tuple[Any, Any]:
-    from perflab.analyze.compare import compare_results
+    from perflab.analyze.compare.suite import compare_results
     from perflab.report.compare_table import comparison_tables, csv_records
 
     suite = compare_results(results, results, names=("A", "B"))
@@ -66,8 +66,8 @@ def _fit(model_name: str, path: str, between: list[str] | None = None) -> Any:
     def make(_: Any) -> tuple[Any, Any]:
         import argparse
 
-        from perflab.analyze.fit_inputs import read_source
-        from perflab.analyze.fits import fit_model
+        from perflab.analyze.fit.fits import fit_model
+        from perflab.analyze.fit.inputs import read_source
         from perflab.commands.fit import _INPUTS
         from perflab.report.fit_report import fit_records, fit_report
 

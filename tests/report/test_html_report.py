@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from perflab import _core, model
-from perflab.analyze.summary import summarize_benchmarks
+from perflab.analyze.run.ratios import summarize_benchmarks
 from perflab.history.store import Store
 from tests.conftest import debian_tool
 from tests.history.helpers import add, results

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perflab.analyze.summary import summarize
+from perflab.analyze.run.summary import summarize
 from perflab.model import Benchmark, HttpStep, Process, Sample
 from perflab.report.memory_chart import (
     add_memory_panel,
@@ -15,7 +15,7 @@ from perflab.report.memory_chart import (
     sweep_series,
 )
 from perflab.report.pyplot import pyplot
-from perflab.report.result_charts import run_chart
+from perflab.report.run_chart import run_chart
 
 
 def _step(t0: float, pid: int = 7) -> HttpStep:

@@ -6,11 +6,13 @@ import math
 
 import pytest
 
-from perflab.analyze.groups import thread_rows
-from perflab.analyze.summary import Caveat, summarize_group
-from perflab.report.table import caveat_lines, estimate_cell, group_table, threads_table
+from perflab.analyze.run.groups import thread_rows
+from perflab.analyze.run.ratios import summarize_group
+from perflab.analyze.run.summary import Caveat
+from perflab.report.run_table import caveat_lines, group_table, threads_table
+from perflab.report.table import estimate_cell
 from tests.conftest import lognormal_groups, make_bench
-from tests.measure.test_threads import threaded_bench
+from tests.engines.run.test_threads import threaded_bench
 
 
 def test_an_asymmetric_ci_is_printed_low_to_high() -> None:
@@ -93,7 +95,7 @@ def test_caveats_are_grouped_by_kind_with_the_advice_once() -> None:
 
 @pytest.mark.parametrize("n", [1, 2])
 def test_counts_agree_with_their_nouns(n: int) -> None:
-    from perflab.analyze.summary import plural
+    from perflab.analyze.run.summary import plural
 
     assert plural(n, "sample") == ("1 sample" if n == 1 else "2 samples")
     assert plural(n, "process", "processes") == ("1 process" if n == 1 else "2 processes")
@@ -143,7 +145,7 @@ def test_parametrized_cases_compare_with_the_same_parameters() -> None:
     """issue 14: README's first example (json_dumps the baseline, both at n=10 and n=1000)
     compared pickle_dumps n=1000 with json_dumps n=10 and called it "slower" (13.9×),
     though pickle was 4× faster than json on the same 1,000 rows."""
-    from perflab.analyze.summary import baseline_verdicts
+    from perflab.analyze.run.ratios import baseline_verdicts
 
     def case(name: str, n: int, per_op_s: float, seed: int) -> object:
         return make_bench(

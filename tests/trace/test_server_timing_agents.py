@@ -23,8 +23,8 @@ import pytest
 
 from perflab import _core, cli, model
 from perflab.cluster_model import AgentInfo, AgentShare
-from perflab.measure.cluster.merge import merge_server_timing, merge_steps
-from perflab.measure.http import step_from_raw
+from perflab.engines.http.cluster.merge import merge_server_timing, merge_steps
+from perflab.engines.http.steps import step_from_raw
 from perflab.model import Benchmark, Histogram, Results, ServerTiming
 from tests.conftest import ROOT
 

@@ -8,7 +8,7 @@ import pytest
 
 import perflab.trace
 from perflab import _core, model
-from perflab.analyze.compare import compare_results
+from perflab.analyze.compare.suite import compare_results
 from perflab.trace.results import build
 
 

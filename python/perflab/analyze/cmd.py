@@ -22,7 +22,7 @@ import numpy as np
 from perflab.analyze import stats
 from perflab.analyze.decisions import FAILED, verdict
 from perflab.analyze.estimate import Estimate
-from perflab.analyze.summary import NO_MEDIAN, UNSTABLE_SPREAD, Caveat, MedianSummary, plural
+from perflab.analyze.run.summary import NO_MEDIAN, UNSTABLE_SPREAD, Caveat, MedianSummary, plural
 from perflab.model import Benchmark, CommandRun, Results
 
 #: Spawn overhead above this fraction of a command's median gets a warning.
@@ -248,7 +248,7 @@ def _walls(bench: Benchmark) -> tuple[np.ndarray, list[int | None]]:
 
 #: kind → (what it means, shown once per kind; what to do, shown once per kind): the
 #: caveats of a command, grouped by kind in the table's footnotes as ``run``'s
-#: (:data:`perflab.analyze.summary.CAVEATS`, :func:`perflab.report.table.caveat_lines`)
+#: (:data:`perflab.analyze.run.summary.CAVEATS`, :func:`perflab.report.run_table.caveat_lines`)
 CMD_CAVEATS = {
     "unstable": (
         f"runs vary by more than {UNSTABLE_SPREAD:.0%} (MAD/median)",

@@ -12,7 +12,7 @@ Methods:
     * several benchmarks: Benjamini & Hochberg (1995) q-values; the geometric mean of
       the ratios with a CI from the per-benchmark bootstrap replicates.
 
-:mod:`perflab.analyze.compare` applies them to two results files.
+:mod:`perflab.analyze.compare.suite` applies them to two results files.
 """
 
 from __future__ import annotations

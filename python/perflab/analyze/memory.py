@@ -3,7 +3,7 @@
 Each worker process reads its resident set (RSS) from /proc when its first and its last
 timed sample end (between samples, outside the timed loop), with the calls in between;
 perflab reads its peak and a timeline every 10 ms from outside
-(:mod:`perflab.measure.memory`). Per benchmark this module gives the medians over
+(:mod:`perflab.engines.memory`). Per benchmark this module gives the medians over
 processes of RSS at start, peak and end, and the **growth per 1,000 ops**: per process,
 (RSS at the last sample − RSS at the first) ÷ the ops in between × 1,000, with the
 distribution-free CI of its median across processes (the order statistics that the sign
@@ -24,7 +24,7 @@ lists settle. A leak of a few bytes per call needs more calls to show: raise
 are flagged (the target is under 5%).
 
 **The Python heap.** Each worker also runs a heap pass after timing
-(:mod:`perflab.measure.heap`): the bytes tracemalloc counts as still held, from a
+(:mod:`perflab.engines.run.heap`): the bytes tracemalloc counts as still held, from a
 baseline to the end of the pass, both after a full collection. Its growth per 1,000
 ops, median over processes with the same CI, is exact to the byte for what calls keep,
 where RSS moves in pages (a container resized during the pass counts whole once, so a
@@ -184,7 +184,7 @@ def summarize(bench: Benchmark, confidence: float = 0.95) -> MemorySummary | Non
 def heap_growth_per_call(heap: dict[str, list[float]] | None) -> float | None:
     """Growth of the Python heap per call over a heap pass, bytes: (traced bytes at the
     last reading − at the first) ÷ the calls in between (both readings follow a full
-    collection; :func:`perflab.measure.heap.heap_timeline`). None without a pass or
+    collection; :func:`perflab.engines.run.heap.heap_timeline`). None without a pass or
     with fewer than two readings."""
     if not heap:
         return None

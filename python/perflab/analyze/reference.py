@@ -10,7 +10,7 @@ run differs from the next run's, and every benchmark of a run shares that factor
 CI computed from one run's benchmarks can see it.
 
 Method: every worker process of ``perflab run`` times a fixed pure-Python loop
-(:func:`perflab.measure.worker.reference_workload`, ≈ 0.1–0.2 ms) between its samples,
+(:func:`perflab.engines.run.worker.reference_workload`, ≈ 0.1–0.2 ms) between its samples,
 never inside one: before each of its first three samples and then whenever its
 reference timings so far took at most 5% of the sampled time, so the reference costs
 at most ≈ 5% of a process's time. Being short, the loop is rarely interrupted by the

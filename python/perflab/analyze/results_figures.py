@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from perflab.analyze.cmd import CommandSummary, SpawnOverhead
-from perflab.analyze.groups import GroupFigures
 from perflab.analyze.http import Sweep
 from perflab.analyze.memory import MemorySummary
-from perflab.analyze.summary import Summary
+from perflab.analyze.run.groups import GroupFigures
+from perflab.analyze.run.summary import Summary
 from perflab.model import Results
 
 
@@ -49,11 +49,11 @@ def run_figures(results: Results) -> ResultsFigures:
     """The figures of a ``run`` (or pytest) results file: summaries with the precision,
     minimum processes and threshold its settings recorded, the groups' rows, and the
     ``--memory`` figures. Cost: the summaries' bootstraps (see
-    :func:`perflab.analyze.summary.summarize_benchmarks`)."""
+    :func:`perflab.analyze.run.ratios.summarize_benchmarks`)."""
     from perflab.analyze import memory
-    from perflab.analyze.compare_rows import DEFAULT_THRESHOLD
-    from perflab.analyze.groups import run_groups
-    from perflab.analyze.summary import summarize_benchmarks
+    from perflab.analyze.compare.rows import DEFAULT_THRESHOLD
+    from perflab.analyze.run.groups import run_groups
+    from perflab.analyze.run.ratios import summarize_benchmarks
 
     settings = results.settings
     threshold = settings.get("threshold", DEFAULT_THRESHOLD)

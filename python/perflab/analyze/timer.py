@@ -2,7 +2,7 @@
 
 Timer error = Python read cost + observed resolution (pyperf and Google Benchmark
 reason the same way about timer overhead); a sample is long enough when that error is
-at most :data:`TIMER_ERROR_FRACTION` of it. :func:`perflab.measure.clocks.measure_timer`
+at most :data:`TIMER_ERROR_FRACTION` of it. :func:`perflab.engines.clocks.measure_timer`
 measures the figures; ``perflab run`` sizes its samples by them and ``perflab doctor``
 words the floor.
 """

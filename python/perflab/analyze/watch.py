@@ -1,7 +1,7 @@
 """Figures of the processes ``perflab http --watch`` sampled: the server's CPU and memory.
 
 From each step's timelines (:attr:`perflab.model.HttpStep.watched`, sampled every
-100 ms from /proc by :mod:`perflab.measure.watch`) over the step's recorded
+100 ms from /proc by :mod:`perflab.engines.http.watch`) over the step's recorded
 window, the same window as the achieved rate: CPU/wall (CPU seconds of all
 watched processes ÷ the window; 2.0 = two cores busy), CPU per successful request,
 and the peak and growth of their summed RSS over the whole step; beside them, the

@@ -29,7 +29,7 @@ class Result:
 
     Attributes:
         benchmark: the raw data (:class:`perflab.model.Benchmark`: repetitions, samples).
-        summary: the statistics (:class:`perflab.analyze.summary.Summary`): ``median_s``,
+        summary: the statistics (:class:`perflab.analyze.run.summary.Summary`): ``median_s``,
             ``ci_low_s``, ``ci_high_s`` (s per call, 95% CI), ``cpu_wall``, allocations,
             ``warnings``…
         mode: "in-process" (the repetitions shared this process; the CI leaves out
@@ -131,8 +131,8 @@ def measure(
     label = name or getattr(func, "__name__", type(func).__name__)
     if processes:
         return _measure_fresh(func, args, kwargs, precision, budget, processes, label)
-    from perflab.measure.inprocess import InProcessBackend
-    from perflab.measure.suite import MetricSpec
+    from perflab.engines.run.inprocess import InProcessBackend
+    from perflab.engines.run.suite import MetricSpec
 
     first: list[Any] = []
     backend = InProcessBackend(func, args, kwargs, metrics=[MetricSpec(first.append, "__result__")])
@@ -155,7 +155,7 @@ def _measure_fresh(
     import tempfile
 
     from perflab.api import child
-    from perflab.measure.aio import is_async
+    from perflab.engines.run.aio import is_async
 
     with tempfile.TemporaryDirectory(prefix="perflab-measure-") as folder:
         backend = child.ChildBackend(child.call_file(func, args, kwargs, folder))
@@ -183,11 +183,11 @@ def _run_harness(
     ``processes``: exactly that many (fewer when the budget runs out), else adaptive."""
     from dataclasses import replace
 
-    from perflab.analyze.summary import summarize_benchmarks
-    from perflab.measure import clocks
-    from perflab.measure.runner import FailureAdvice, Settings
-    from perflab.measure.runner import Runner as HarnessRunner
-    from perflab.measure.suite import BenchSpec, Case
+    from perflab.analyze.run.ratios import summarize_benchmarks
+    from perflab.engines import clocks
+    from perflab.engines.run.runner import FailureAdvice, Settings
+    from perflab.engines.run.runner import Runner as HarnessRunner
+    from perflab.engines.run.suite import BenchSpec, Case
 
     settings = Settings(precision=precision, budget_s=budget)
     if processes is not None:
@@ -244,7 +244,7 @@ class Runner:
         measured on an empty function without them, a few tens of ns less than the
         binding costs. Raises UsageError for an empty or repeated name.
         """
-        from perflab.measure.suite import bench
+        from perflab.engines.run.suite import bench
 
         if not name or name in self.names:
             raise UsageError(
@@ -327,8 +327,8 @@ def _loaded_class() -> type:
                 UsageError: a ``trace`` file (its figures are in ``benchmarks[].span``).
             """
             if self.kind == "run":
-                from perflab.analyze.summary import summarize_benchmarks
-                from perflab.report.table import summary_records
+                from perflab.analyze.run.ratios import summarize_benchmarks
+                from perflab.report.run_table import summary_records
 
                 grouped = summarize_benchmarks(
                     self.benchmarks, precision=self.settings.get("precision")

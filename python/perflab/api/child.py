@@ -6,7 +6,7 @@ reference: its module and qualified name) and runs the harness's subprocess back
 imports the parent's script again under the name ``__mp_main__`` when the function lives
 in ``__main__`` (as multiprocessing's spawn does, so the script's ``if __name__ ==
 "__main__"`` block does not run again), unpickles the call and runs the worker sequence
-once (:func:`perflab.measure.worker.measure_call`), events on the plan's pipe. Each
+once (:func:`perflab.engines.run.worker.measure_call`), events on the plan's pipe. Each
 process is then a unit of replication, as in ``perflab run``.
 """
 
@@ -32,7 +32,7 @@ class ChildBackend:
     each plan gains the pickled call's file, the parent's ``sys.path`` and its script."""
 
     def __init__(self, call_path: str) -> None:
-        from perflab.measure.runner import SubprocessBackend
+        from perflab.engines.run.runner import SubprocessBackend
 
         main = sys.modules.get("__main__")
         self.extra = {
@@ -47,7 +47,7 @@ class ChildBackend:
         )
 
     def run(self, plan: dict[str, Any], timeout_s: float, on_event: Callable[[Any], None]) -> Any:
-        """One fresh child for ``plan`` (see :class:`perflab.measure.runner.WorkerBackend`)."""
+        """One fresh child for ``plan`` (see :class:`perflab.engines.run.runner.WorkerBackend`)."""
         return self.backend.run({**plan, **self.extra}, timeout_s, on_event)
 
 
@@ -94,7 +94,7 @@ def _load_main(path: str) -> None:
 
 def _measure(plan: dict[str, Any], emit: Any) -> None:
     """Re-create the parent's call and run the worker sequence once."""
-    from perflab.measure.worker import measure_call
+    from perflab.engines.run.worker import measure_call
 
     sys.path[:] = plan["sys_path"]
     if plan.get("main_file"):
@@ -109,7 +109,7 @@ def _measure(plan: dict[str, Any], emit: Any) -> None:
 def main() -> int:
     """Entry point of a child: read the plan on stdin, measure once, report. Exit 0, or 3
     when the benchmark (or re-creating it) raised (the ``error`` event says why)."""
-    from perflab.measure.worker import Emitter, reporting
+    from perflab.engines.run.worker import Emitter, reporting
 
     plan = json.loads(sys.stdin.read())
     emit = Emitter(plan["fd"])

@@ -1,7 +1,7 @@
 """``perflab cmd 'A' 'B' …``: whole-command benchmarks, interleaved, with CPU and memory.
 
-The command line only: options → specs (:mod:`perflab.measure.parameters`) and
-settings, then the engine (:mod:`perflab.measure.commands`), the statistics
+The command line only: options → specs (:mod:`perflab.engines.cmd.parameters`) and
+settings, then the engine (:mod:`perflab.engines.cmd.commands`), the statistics
 (:mod:`perflab.analyze.cmd`), the table (:mod:`perflab.report.cmd_table`), the results
 file and the exit code.
 """
@@ -42,7 +42,7 @@ class _IgnoreFailure(argparse.Action):
     """``--ignore-failure[=CODES]``: a following word that isn't a code list is a command."""
 
     def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
-        from perflab.measure.commands import is_code_list
+        from perflab.engines.cmd.commands import is_code_list
 
         if (
             values is not None
@@ -264,7 +264,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _parameters(args: argparse.Namespace) -> list[Any]:
-    from perflab.measure.parameters import parse_list, parse_scan
+    from perflab.engines.cmd.parameters import parse_list, parse_scan
 
     scans = [list(t) for t in args.scans]
     if args.step is not None:
@@ -285,7 +285,7 @@ def _parameters(args: argparse.Namespace) -> list[Any]:
 
 def _settings(args: argparse.Namespace, specs: list[Any]) -> Any:
     """Settings from the options. Raises UsageError on bad values."""
-    from perflab.measure.commands import CommandSettings, parse_codes
+    from perflab.engines.cmd.commands import CommandSettings, parse_codes
     from perflab.units import parse_fraction
 
     def named(dest: str) -> str:
@@ -342,8 +342,8 @@ def _reference_index(text: str | None, specs: list[Any]) -> int | None:
 
 def _specs(args: argparse.Namespace) -> list[Any]:
     """Commands × parameters, resolved; the --reference command added when it is new."""
-    from perflab.measure.commands import HOOKS
-    from perflab.measure.parameters import expand_commands
+    from perflab.engines.cmd.commands import HOOKS
+    from perflab.engines.cmd.parameters import expand_commands
 
     hooks = {h: getattr(args, h) for h in HOOKS}
     _shell_option(args)
@@ -406,13 +406,13 @@ def main(args: argparse.Namespace) -> int:
     SIGTERM or SIGHUP stopped the run (what was measured is saved and printed), 128 + the
     signal (130, 143, 129)."""
     from perflab import __version__, environment
-    from perflab.analyze.compare import parse_fail_on
+    from perflab.analyze.compare.suite import parse_fail_on
     from perflab.analyze.decisions import parse_threshold
+    from perflab.engines.cmd.commands import CommandRunner
+    from perflab.engines.cmd.parameters import resolve_executable
+    from perflab.engines.cmd.spawn import PosixSpawner
     from perflab.files import Destination, results_destination
     from perflab.interrupts import StopSignals
-    from perflab.measure.commands import CommandRunner
-    from perflab.measure.parameters import resolve_executable
-    from perflab.measure.spawn import PosixSpawner
     from perflab.model import Results
 
     specs = _specs(args)
@@ -463,7 +463,7 @@ def main(args: argparse.Namespace) -> int:
         environment.finish(env)
         summaries = _save_and_print(results, args, destination, exports)
         if chart is not None:
-            from perflab.report.result_charts import cmd_chart, write_chart
+            from perflab.report.run_chart import cmd_chart, write_chart
 
             write_chart(chart, lambda out: cmd_chart(results.benchmarks, out))
     stopped = stop.exit_code(runner.interrupted)

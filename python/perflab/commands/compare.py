@@ -90,7 +90,7 @@ def parse_percentiles(text: str) -> list[float]:
 
 def main(args: argparse.Namespace) -> int:
     """Load both files, compare, print; exit 1 when the --fail-on gate trips, 2 on bad input."""
-    from perflab.analyze.compare import compare_results, parse_fail_on
+    from perflab.analyze.compare.suite import compare_results, parse_fail_on
     from perflab.analyze.decisions import parse_threshold
     from perflab.files import Deferred, Destination
     from perflab.history import record
@@ -129,7 +129,7 @@ def main(args: argparse.Namespace) -> int:
     tripped = print_comparison(suite, sides.name_a, sides.name_b, args.format, json_to, fail_on)
     later.raise_()
     if chart is not None:
-        from perflab.report.result_charts import compare_chart, write_chart
+        from perflab.report.run_chart import compare_chart, write_chart
 
         write_chart(chart, lambda out: compare_chart(suite, sides.name_a, sides.name_b, out))
     return gate(tripped, fail_on)

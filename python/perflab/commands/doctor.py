@@ -1,6 +1,6 @@
 """``perflab doctor``: can this machine's clocks and CPU be trusted?
 
-Parse the options, run :func:`perflab.measure.doctor.run`, print the tables
+Parse the options, run :func:`perflab.engines.doctor.run`, print the tables
 (:mod:`perflab.report.doctor_table`) or the JSON document, and exit 1 when a
 check failed.
 """
@@ -76,8 +76,8 @@ def print_report(report: Any, fmt: str) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Probe, print, save. Exit 1 when a check failed, 2 on bad input."""
+    from perflab.engines import doctor
     from perflab.files import Deferred, Destination, save
-    from perflab.measure import doctor
     from perflab.model import json_document
     from perflab.report import outputs
     from perflab.report.doctor_table import check_records, doctor_tables

@@ -1,7 +1,7 @@
 """``perflab fit FILE…``: USL, complexity and break-even models fitted to measured data.
 
-Reads points with :mod:`perflab.analyze.fit_inputs`, fits them with
-:mod:`perflab.analyze.fits`, prints what :mod:`perflab.report.fit_report` renders
+Reads points with :mod:`perflab.analyze.fit.inputs`, fits them with
+:mod:`perflab.analyze.fit.fits`, prints what :mod:`perflab.report.fit_report` renders
 and optionally writes ``--json`` (with the fitted series, which ``perflab show``
 fits again) and ``--chart`` files (:mod:`perflab.report.fit_chart`).
 """
@@ -94,8 +94,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Read, fit, print, save. Exit 2 on bad input (one ``error:`` line)."""
-    from perflab.analyze.fit_inputs import read_source
-    from perflab.analyze.fits import fit_model
+    from perflab.analyze.fit.fits import fit_model
+    from perflab.analyze.fit.inputs import read_source
     from perflab.report import outputs
     from perflab.report.fit_report import fit_records, fit_report, print_report
 
@@ -126,7 +126,7 @@ def main(args: argparse.Namespace) -> int:
 
 def _default_model(args: argparse.Namespace, sources: list[Any]) -> str:
     """breakeven with --between; usl for http, threads and N,X CSV input; else complexity."""
-    from perflab.analyze.fit_inputs import CSV_COLUMNS, CsvTable
+    from perflab.analyze.fit.inputs import CSV_COLUMNS, CsvTable
 
     if args.between:
         return "breakeven"
@@ -146,7 +146,7 @@ def _default_model(args: argparse.Namespace, sources: list[Any]) -> str:
 
 def _selected(series: list[Any], names: list[str] | None) -> list[Any]:
     """Only the series named by --series (full or bare names), in that order."""
-    from perflab.analyze.fit_inputs import pick
+    from perflab.analyze.fit.inputs import pick
 
     return series if not names else [pick(series, name) for name in names]
 
@@ -157,7 +157,7 @@ def _selected(series: list[Any], names: list[str] | None) -> list[Any]:
 
 def _usl_inputs(sources: list[Any], args: argparse.Namespace) -> list[Any]:
     """The (N, X) series of the sources (--little, --series)."""
-    from perflab.analyze.fit_inputs import merge_series, usl_series
+    from perflab.analyze.fit.inputs import merge_series, usl_series
 
     return _selected(merge_series([usl_series(s, args.little) for s in sources]), args.series)
 
@@ -168,7 +168,7 @@ def _usl_inputs(sources: list[Any], args: argparse.Namespace) -> list[Any]:
 
 def _complexity_inputs(sources: list[Any], args: argparse.Namespace) -> list[Any]:
     """The swept (n, cost) series of the sources (--param, --series). Raises UsageError."""
-    from perflab.analyze.fit_inputs import cost_series, merge_series
+    from perflab.analyze.fit.inputs import cost_series, merge_series
 
     pooled = merge_series([cost_series(s, args.param) for s in sources])
     series = [s for s in _selected(pooled, args.series) if s.param is not None]
@@ -186,7 +186,7 @@ def _complexity_inputs(sources: list[Any], args: argparse.Namespace) -> list[Any
 
 def _breakeven_inputs(sources: list[Any], args: argparse.Namespace) -> list[Any]:
     """The two series of --between (A, B). Raises UsageError."""
-    from perflab.analyze.fit_inputs import cost_series, merge_series, pick
+    from perflab.analyze.fit.inputs import cost_series, merge_series, pick
 
     if not args.between:
         raise UsageError("--model breakeven needs the two benchmarks: --between A B")
@@ -217,7 +217,7 @@ def _write_json(report: Any, args: argparse.Namespace, destination: Any) -> None
     """The fits, with the input and the command line; a single fit's keys also at top level."""
     from perflab import __version__
     from perflab.model import json_document
-    from perflab.report.fit_tables import tables_document
+    from perflab.report.fit_table import tables_document
 
     doc: dict[str, Any] = {
         "kind": "fit",

@@ -192,9 +192,9 @@ def main(args: argparse.Namespace) -> int:
     unreachable target; when Ctrl-C, SIGTERM or SIGHUP stopped it (what was measured is
     kept), 128 + the signal (130, 143, 129).
     """
+    from perflab.engines.http.engine import plan_from_args
     from perflab.files import Deferred, Destination, results_destination
     from perflab.interrupts import StopSignals
-    from perflab.measure.http import plan_from_args
     from perflab.report import outputs
 
     plan = plan_from_args(args, check=args.agents is None)
@@ -241,17 +241,17 @@ def main(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace, plan: Any) -> Any:
     """Where the load comes from, as a context yielding (run_sweep, agents): this
     machine's engine, or load agents on Ray (``--agents``, see
-    :mod:`perflab.measure.cluster`). Raises UsageError: an unreachable target, or a
+    :mod:`perflab.engines.http.cluster`). Raises UsageError: an unreachable target, or a
     cluster option without --agents."""
     if args.agents is not None:
-        from perflab.measure.cluster.sweep import distributed
+        from perflab.engines.http.cluster.sweep import distributed
 
         return distributed(
             args,
             plan,
             tell=None if args.quiet else lambda line: sys.stderr.write(f"perflab http: {line}\n"),
         )
-    from perflab.measure.http import check_reachable, run_sweep
+    from perflab.engines.http.engine import check_reachable, run_sweep
 
     if args.cluster or args.agents_per_node or args.fail_fast or args.split:
         raise UsageError(
@@ -263,11 +263,11 @@ def _load(args: argparse.Namespace, plan: Any) -> Any:
 
 
 def _watcher(args: argparse.Namespace) -> Any:
-    """A :class:`perflab.measure.watch.Watcher` of --watch/--watch-cmd, or None.
+    """A :class:`perflab.engines.http.watch.Watcher` of --watch/--watch-cmd, or None.
     Raises UsageError for a pid or name that is not running."""
     if not (args.watch or args.watch_cmd):
         return None
-    from perflab.measure.watch import Watcher, resolve
+    from perflab.engines.http.watch import Watcher, resolve
 
     return Watcher(resolve(args.watch, args.watch_cmd))
 
@@ -343,7 +343,7 @@ def _gate(results: Any, fail_on: list[str]) -> int:
 def _results(plan: Any, args: argparse.Namespace, slo_s: dict[str, float] | None) -> Any:
     """An empty results object with the settings and the benchmark to fill."""
     from perflab import __version__, environment, redact
-    from perflab.measure.http import request_label
+    from perflab.engines.http.engine import request_label
     from perflab.model import Benchmark, Results
 
     config = plan.config

@@ -150,7 +150,7 @@ def parse_precision(text: str) -> float:
 
 
 def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from perflab.measure.runner import Settings
+    from perflab.engines.run.runner import Settings
 
     if args.min_processes is None:
         args.min_processes = min(DEFAULT_MIN_PROCESSES, args.max_processes)
@@ -205,11 +205,11 @@ def load_cases(path: str, filters: list[str] | None) -> tuple[Any, list[Any]]:
     or the results file with ``--json -``.
 
     Raises:
-        BenchFileError / UsageError: see :func:`perflab.measure.suite.load_file`, :func:`select`.
+        BenchFileError / UsageError: see :func:`perflab.engines.run.suite.load_file`, :func:`select`.
     """
     import contextlib
 
-    from perflab.measure.suite import expand, load_file
+    from perflab.engines.run.suite import expand, load_file
 
     with contextlib.redirect_stdout(sys.stderr):
         bench_file = load_file(path)
@@ -221,10 +221,10 @@ def main(args: argparse.Namespace) -> int:
     SIGHUP stopped the run (what was measured is saved and printed), 128 + the signal
     (130, 143, 129)."""
     from perflab import __version__, environment
+    from perflab.engines import clocks
+    from perflab.engines.run.runner import Runner
     from perflab.files import Destination, results_destination
     from perflab.interrupts import StopSignals
-    from perflab.measure import clocks
-    from perflab.measure.runner import Runner
     from perflab.model import Results
     from perflab.report import outputs
 
@@ -266,7 +266,7 @@ def main(args: argparse.Namespace) -> int:
         environment.finish(env)
         judged = _save_and_print(results, args, destination, files_out)
         if chart is not None:
-            from perflab.report.result_charts import run_chart, write_chart
+            from perflab.report.run_chart import run_chart, write_chart
 
             write_chart(chart, lambda out: run_chart(results.benchmarks, judged, out))
         tripped = [s.id for s in judged if s.verdict in gate[1]]
@@ -290,7 +290,7 @@ def _gate_options(args: argparse.Namespace) -> tuple[float, list[str]]:
     Raises:
         UsageError: a bad value.
     """
-    from perflab.analyze.compare import parse_fail_on
+    from perflab.analyze.compare.suite import parse_fail_on
     from perflab.analyze.decisions import parse_threshold
 
     auto = args.threshold.strip().lower() == "auto"
@@ -319,7 +319,7 @@ def _compare_to(
     Raises:
         UsageError: no benchmark in common.
     """
-    from perflab.analyze.compare import compare_results
+    from perflab.analyze.compare.suite import compare_results
     from perflab.report.compare_table import gate, print_comparison
 
     suite = compare_results(baseline, results, threshold, names=(baseline_name, "this run"))
@@ -373,7 +373,7 @@ def _baseline(args: argparse.Namespace, cases, env, gate):  # type: ignore[no-un
 def _progress(precision: float, quiet: bool):  # type: ignore[no-untyped-def]
     """The live display on stderr, or a silent one with --quiet."""
     if quiet:
-        from perflab.measure.progress import NullProgress
+        from perflab.engines.progress import NullProgress
 
         return NullProgress()
     from perflab.report.progress import RichProgress

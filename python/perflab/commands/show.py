@@ -230,7 +230,7 @@ def print_fit_document(document: dict[str, Any], fmt: str) -> None:
         UsageError: a document saved before the series were kept, or one whose series
             can no longer be fitted.
     """
-    from perflab.analyze.fits import fit_model, series_from_record
+    from perflab.analyze.fit.fits import fit_model, series_from_record
     from perflab.errors import UsageError
     from perflab.report.fit_report import fit_report, print_report
 

@@ -62,7 +62,7 @@ def recompute(results: Results) -> dict[str, dict[str, Any]]:
         for http).
     """
     if results.kind == "run":
-        from perflab.analyze.summary import summarize_benchmarks
+        from perflab.analyze.run.ratios import summarize_benchmarks
 
         grouped = summarize_benchmarks(
             results.benchmarks, precision=results.settings.get("precision")

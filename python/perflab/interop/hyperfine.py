@@ -31,7 +31,7 @@ def read(document: dict[str, Any], where: str, created: str) -> Any:
     Raises:
         ResultsFileError: a result without times (summary statistics only).
     """
-    from perflab.model.records import Benchmark, CommandRun, Results
+    from perflab.model.results import Benchmark, CommandRun, Results
 
     benchmarks, cpu_known = [], True
     for i, raw in enumerate(document["results"]):

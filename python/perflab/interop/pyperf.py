@@ -29,7 +29,7 @@ def read(document: dict[str, Any], where: str, created: str) -> Any:
     Raises:
         ResultsFileError: a benchmark whose unit is not seconds, or no run with values.
     """
-    from perflab.model.records import Benchmark, Process, Results, Sample
+    from perflab.model.results import Benchmark, Process, Results, Sample
 
     common = document.get("metadata", {})
     benchmarks = []

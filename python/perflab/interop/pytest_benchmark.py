@@ -61,7 +61,7 @@ def read(document: dict[str, Any], where: str, created: str) -> Any:
     Raises:
         ResultsFileError: a file without raw data (stats only).
     """
-    from perflab.model.records import Benchmark, Process, Results, Sample
+    from perflab.model.results import Benchmark, Process, Results, Sample
 
     if not has_raw_data(document):
         raise ResultsFileError(

@@ -8,12 +8,12 @@ convenience, but ignored on load and always recomputed. Files are untrusted inpu
 :func:`load` checks them against the published JSON Schema
 (``perflab/schemas/results.schema.json``, described in docs/results-format.md).
 
-Rooms: :mod:`~perflab.model.records` (the dataclasses), :mod:`~perflab.model.versions`
+Rooms: :mod:`~perflab.model.results` (the dataclasses), :mod:`~perflab.model.versions`
 (schema versions and migrations), :mod:`~perflab.model.results_file` (save and load).
 Everything public is importable from ``perflab.model`` itself.
 """
 
-from perflab.model.records import (
+from perflab.model.results import (
     Benchmark,
     CommandRun,
     Histogram,

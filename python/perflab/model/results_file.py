@@ -16,7 +16,7 @@ from typing import Any
 
 from perflab.errors import ResultsFileError, UsageError
 from perflab.files import Destination
-from perflab.model.records import Histogram, Results, ServerTiming, SpanHistogram, json_types
+from perflab.model.results import Histogram, Results, ServerTiming, SpanHistogram, json_types
 from perflab.model.versions import migrate
 
 #: The benchmark kind each results kind holds.
@@ -69,7 +69,7 @@ def _reject_constant(name: str) -> Any:
 
 def json_document(value: Any) -> bytes:
     """The bytes of a JSON document as perflab writes its files (doctor, compare, fit
-    and history documents): :func:`perflab.model.records.json_types` of ``value``,
+    and history documents): :func:`perflab.model.results.json_types` of ``value``,
     indented by one space, UTF-8, a final newline.
 
     Raises:

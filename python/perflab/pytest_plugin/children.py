@@ -1,7 +1,7 @@
 """Fresh processes for pytest benchmarks (``--perflab-processes N``).
 
 The parent pytest re-runs one test's node id in a child pytest per process, through the
-harness's subprocess backend (:class:`perflab.measure.runner.SubprocessBackend`, plan in
+harness's subprocess backend (:class:`perflab.engines.run.runner.SubprocessBackend`, plan in
 the environment variable :data:`CHILD_ENV`, events on a pipe). In the child, the fixture
 finds the plan and runs the worker sequence once (:func:`measure_here`) instead of
 measuring in-process; its fixtures and imports are the test's own, so anything the test
@@ -29,7 +29,7 @@ def child_plan() -> dict[str, Any] | None:
 
 def call_once(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Call ``func`` once, untimed (an async function on a fresh event loop)."""
-    from perflab.measure import aio
+    from perflab.engines.run import aio
 
     if aio.is_async(func):
         import asyncio
@@ -47,7 +47,7 @@ def measure_here(
 ) -> None:
     """In a child: the worker sequence once, events on the plan's pipe; the plan is
     consumed so that a second benchmark in the same child can't reuse the pipe."""
-    from perflab.measure.worker import Emitter, PhaseError, error_fields, measure_call
+    from perflab.engines.run.worker import Emitter, PhaseError, error_fields, measure_call
 
     plan = child_plan()
     assert plan is not None
@@ -62,7 +62,7 @@ def measure_here(
 
 def backend(options: Any, nodeid: str) -> Any:
     """The subprocess backend that runs ``nodeid`` in a child pytest."""
-    from perflab.measure.runner import SubprocessBackend
+    from perflab.engines.run.runner import SubprocessBackend
 
     argv = [*(options.child_argv or [sys.executable, "-m", "pytest"]), nodeid]
     return SubprocessBackend(argv, cwd=options.rootdir, plan_env=CHILD_ENV)

@@ -117,7 +117,7 @@ def merged_options(config: pytest.Config) -> dict[str, Any]:
     """perflab's and pytest-benchmark's options as one checked set.
 
     Returns:
-        only, skip, disable (bools); settings (:class:`perflab.measure.runner.Settings`);
+        only, skip, disable (bools); settings (:class:`perflab.engines.run.runner.Settings`);
         json (path or None); save (bool); gate (:class:`GateOptions`).
 
     Raises:
@@ -126,7 +126,7 @@ def merged_options(config: pytest.Config) -> dict[str, Any]:
     """
     from perflab.analyze.decisions import parse_threshold
     from perflab.commands.run import parse_precision
-    from perflab.measure.runner import Settings
+    from perflab.engines.run.runner import Settings
     from perflab.pytest_plugin.session import GateOptions
     from perflab.units import parse_positive_duration
 
@@ -157,7 +157,7 @@ def merged_options(config: pytest.Config) -> dict[str, Any]:
         raise UsageError("--perflab-fail-on needs --perflab-compare (the results to compare with)")
     fail_on: list[str] = []
     if fail_on_text:  # numpy comes with the comparison: imported only when one is asked
-        from perflab.analyze.compare import parse_fail_on
+        from perflab.analyze.compare.suite import parse_fail_on
 
         fail_on = parse_fail_on(fail_on_text)
     return {

@@ -1,8 +1,8 @@
 """The object behind the ``perflab_bench`` fixture (and the pytest-benchmark-compatible
 ``benchmark`` fixture): measures one callable per test with ``perflab run``'s harness.
 
-``bench(func, *args, **kwargs)`` runs the runner (:class:`perflab.measure.runner.Runner`)
-over one case with an :class:`perflab.measure.inprocess.InProcessBackend`: repetitions
+``bench(func, *args, **kwargs)`` runs the runner (:class:`perflab.engines.run.runner.Runner`)
+over one case with an :class:`perflab.engines.run.inprocess.InProcessBackend`: repetitions
 of the worker sequence in the pytest process until the median's CI meets the precision
 or the budget is spent. ``bench.pedantic(...)`` fixes rounds, iterations and warmup as
 pytest-benchmark's pedantic mode does (one repetition of exactly ``rounds`` samples).
@@ -24,7 +24,7 @@ class BenchOptions:
     """What the session decided for every benchmark of the run.
 
     Attributes:
-        settings: :class:`perflab.measure.runner.Settings` of the runner.
+        settings: :class:`perflab.engines.run.runner.Settings` of the runner.
         sample_target_ns: calibration target of one sample, ns.
         timer_error_ns: the timer's error, ns, recorded with each repetition.
         disabled: True to call the function once without timing (xdist, --perflab-disable).
@@ -96,7 +96,7 @@ class PerflabBench:
         """Measure ``func(*args, **kwargs)`` adaptively; return its result (first call's).
 
         An ``async def`` function is run to completion on an event loop created once per
-        repetition (:mod:`perflab.measure.aio`); its result is the coroutine's.
+        repetition (:mod:`perflab.engines.run.aio`); its result is the coroutine's.
         """
         return self._measure(func, args, kwargs, {}, None)
 
@@ -160,7 +160,7 @@ class PerflabBench:
                 f"{self.name}: the benchmark fixture can measure only one "
                 "function per test; split the test in two"
             )
-        from perflab.measure.suite import MetricSpec
+        from perflab.engines.run.suite import MetricSpec
         from perflab.pytest_plugin import children
 
         first: list[Any] = []
@@ -177,7 +177,7 @@ class PerflabBench:
             backend: Any = children.backend(self.options, self.nodeid)
             processes = self.options.processes
         else:
-            from perflab.measure.inprocess import InProcessBackend
+            from perflab.engines.run.inprocess import InProcessBackend
 
             backend = InProcessBackend(func, args, kwargs, extra, [keep])
         bench = self._run(func, backend, processes)
@@ -200,8 +200,8 @@ class PerflabBench:
         """The harness runner over this one benchmark; its Benchmark record."""
         from dataclasses import replace
 
-        from perflab.measure.runner import FailureAdvice, Runner
-        from perflab.measure.suite import BenchSpec, Case
+        from perflab.engines.run.runner import FailureAdvice, Runner
+        from perflab.engines.run.suite import BenchSpec, Case
 
         settings = self.options.settings
         if processes is not None:

@@ -159,7 +159,7 @@ def _session(config: pytest.Config) -> Any:
     """The session's results (built, with the timer measured, on first use)."""
     options = config.stash[_KEY]
     if options.get("session") is None:
-        from perflab.measure import clocks
+        from perflab.engines import clocks
         from perflab.pytest_plugin.fixture import BenchOptions
         from perflab.pytest_plugin.session import SessionResults
 

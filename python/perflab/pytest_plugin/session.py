@@ -46,8 +46,8 @@ class SessionResults:
     """The benchmarks of one pytest session and what to do with them at its end.
 
     Attributes:
-        settings: :class:`perflab.measure.runner.Settings` used.
-        timer: the timer figures (:class:`perflab.measure.clocks.TimerInfo` as a dict).
+        settings: :class:`perflab.engines.run.runner.Settings` used.
+        timer: the timer figures (:class:`perflab.engines.clocks.TimerInfo` as a dict).
         json_path: ``--perflab-json`` file, or None.
         save: ``--perflab-save``: also write ``.perflab/pytest-<time>.json``.
         gate: the comparison and its gate.
@@ -94,8 +94,8 @@ class SessionResults:
         if not self.benchmarks:
             return 0
         from perflab import __version__, environment, model
-        from perflab.analyze.groups import run_groups
-        from perflab.analyze.summary import summarize_benchmarks
+        from perflab.analyze.run.groups import run_groups
+        from perflab.analyze.run.ratios import summarize_benchmarks
         from perflab.files import Deferred, results_destination
         from perflab.report.escape import terminal
         from perflab.report.run_output import in_process_ids, print_run
@@ -134,7 +134,7 @@ class SessionResults:
             sys.stderr.write(f"perflab: results saved to {destination}\n")
         if baseline is None:
             return 0
-        from perflab.analyze.compare import compare_results
+        from perflab.analyze.compare.suite import compare_results
         from perflab.report.compare_table import gate, print_comparison
 
         name, fail_on = str(baseline_name), self.gate.fail_on

@@ -13,7 +13,8 @@ from typing import Any
 
 from perflab.analyze.cmd import CMD_CAVEATS, STOP_WORDS, CommandSummary, SpawnOverhead
 from perflab.model import Results
-from perflab.report.table import KEY, NOTE, Table, caveat_lines
+from perflab.report.run_table import caveat_lines
+from perflab.report.table import KEY, NOTE, Table
 from perflab.units import format_bytes, format_ratio, format_time
 
 _NOTE = {"unstable": "unstable", "near the spawn cost": "spawn-bound"}
@@ -69,7 +70,7 @@ def cmd_table(
     runs, × fastest. ``overhead``: the run's spawn overhead, named in a footnote
     (:func:`perflab.analyze.cmd.spawn_overhead`). Caveats are grouped by kind, one line
     each naming the commands with the advice once, or one line per command and caveat
-    with ``verbose`` (as ``run``'s, :func:`perflab.report.table.caveat_lines`).
+    with ``verbose`` (as ``run``'s, :func:`perflab.report.run_table.caveat_lines`).
     """
     settings = settings or {}
     columns = list(COLUMNS)

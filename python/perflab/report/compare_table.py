@@ -1,6 +1,6 @@
 """Comparison reports: tables (console, Markdown), CSV records and the JSON document.
 
-Cells are built once from a :class:`perflab.analyze.compare.SuiteComparison`
+Cells are built once from a :class:`perflab.analyze.compare.suite.SuiteComparison`
 into neutral :class:`perflab.report.table.Table` objects, so the terminal and
 the pull-request Markdown say the same thing.
 """
@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from perflab.analyze.compare import Row, Side, SuiteComparison
+from perflab.analyze.compare.rows import Row, Side, SuiteComparison
 from perflab.analyze.decisions import VERDICTS
 from perflab.analyze.estimate import Estimate
 from perflab.report.table import KEY, NOTE, Table, estimate_cell

@@ -1,7 +1,7 @@
 """Charts of fitted models: USL, complexity and break-even (matplotlib, Agg).
 
 Each function draws the data, the fitted curve with its pointwise CI band
-(delta method, see perflab.analyze.models) and writes one PNG. Numbers in
+(delta method, see perflab.analyze.fit.models) and writes one PNG. Numbers in
 titles and legends are formatted like the tables (``261 ns``, ``143 k/s``,
 never ``2.61e-07``); a fit whose points do not show USL behaviour, or that no
 growth class describes, says so on the chart. matplotlib is imported inside
@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from perflab.analyze.models.words import fmt_count, fmt_number, fmt_time, fmt_value
+from perflab.analyze.fit.models.words import fmt_count, fmt_number, fmt_time, fmt_value
 from perflab.report.pyplot import visible_text
 
 if TYPE_CHECKING:
-    from perflab.analyze.models import BreakEven, ComplexityFit, UslFit
+    from perflab.analyze.fit.models import BreakEven, ComplexityFit, UslFit
 
 __all__ = [
     "breakeven_chart",

@@ -1,7 +1,7 @@
 """What ``perflab fit`` prints and saves, rendered from fitted models: tables, JSON records
 of each fit, and chart makers (:class:`FitReport`).
 
-Computes nothing: the fits come from :func:`perflab.analyze.fits.fit_model`;
+Computes nothing: the fits come from :func:`perflab.analyze.fit.fits.fit_model`;
 ``perflab fit`` renders them once, ``perflab show`` again from a saved document's series.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perflab.analyze.fits import series_record
+from perflab.analyze.fit.fits import series_record
 
 
 @dataclass
@@ -24,7 +24,7 @@ class FitReport:
         tables: tables to print.
         fits: one JSON-ready record per fitted series.
         charts: (series name, function drawing the chart into a path).
-        inputs: the fitted series (:class:`perflab.analyze.fit_inputs.Series`), saved in
+        inputs: the fitted series (:class:`perflab.analyze.fit.inputs.Series`), saved in
             the JSON as records so ``perflab show`` fits them again to the same tables.
     """
 
@@ -35,12 +35,12 @@ class FitReport:
     inputs: list[Any] = field(default_factory=list)
 
     def input_records(self) -> list[dict[str, Any]]:
-        """The ``inputs`` as JSON records (:func:`perflab.analyze.fits.series_record`)."""
+        """The ``inputs`` as JSON records (:func:`perflab.analyze.fit.fits.series_record`)."""
         return [series_record(s) for s in self.inputs]
 
 
 def fit_report(model: str, series: list[Any], fitted: list[Any]) -> FitReport:
-    """The report of ``model``'s fits (:func:`perflab.analyze.fits.fit_model`) of ``series``."""
+    """The report of ``model``'s fits (:func:`perflab.analyze.fit.fits.fit_model`) of ``series``."""
     render = {"usl": _usl_report, "complexity": _complexity_report, "breakeven": _breakeven_report}[
         model
     ]
@@ -63,7 +63,7 @@ def fit_records(report: FitReport) -> list[dict[str, Any]]:
 
 def _usl_report(fitted: list[tuple[Any, Any]]) -> FitReport:
     """One coefficient table and one points table per series."""
-    from perflab.report.fit_tables import curve, size_grid, usl_points, usl_table
+    from perflab.report.fit_table import curve, size_grid, usl_points, usl_table
 
     report = FitReport("usl")
     for s, fit in fitted:
@@ -94,7 +94,7 @@ def _usl_chart(s: Any, fit: Any, path: Path) -> Path:
 
 def _complexity_report(fitted: list[tuple[Any, Any]]) -> FitReport:
     """One table: best class and runner-up of every swept series, with CIs."""
-    from perflab.report.fit_tables import complexity_table, curve, size_grid
+    from perflab.report.fit_table import complexity_table, curve, size_grid
 
     report = FitReport("complexity")
     for s, fit in fitted:
@@ -132,7 +132,7 @@ def _breakeven_report(fitted: list[tuple[Any, Any, Any, Any, Any]]) -> FitReport
     """Both sides' cost curves (cold + a + b·g(n)) and where they cross."""
     import numpy as np
 
-    from perflab.report.fit_tables import breakeven_points, breakeven_table, curve, size_grid
+    from perflab.report.fit_table import breakeven_points, breakeven_table, curve, size_grid
 
     [(a, b, fit_a, fit_b, result)] = fitted
     points = breakeven_points(result)

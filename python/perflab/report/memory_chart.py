@@ -5,8 +5,8 @@ latency panels: the watched processes' resident memory (and their CPU, in cores)
 the sweep, with the step boundaries; ``perflab run --memory --chart`` adds one under
 the distributions: each worker process's RSS from spawn to exit, one colour per
 benchmark, and a second one with each worker's Python heap over its heap pass
-(:mod:`perflab.measure.heap`); ``perflab cmd --memory --chart`` each run's summed tree
-RSS. The timelines come from :mod:`perflab.measure.memory`, as saved in the results
+(:mod:`perflab.engines.run.heap`); ``perflab cmd --memory --chart`` each run's summed tree
+RSS. The timelines come from :mod:`perflab.engines.memory`, as saved in the results
 file. The HTML report (:mod:`perflab.report.html.charts`) draws the same series.
 """
 

@@ -7,7 +7,7 @@ from typing import Any
 
 
 class RichProgress:
-    """A :class:`perflab.measure.progress.Progress` drawn with ``rich.progress``.
+    """A :class:`perflab.engines.progress.Progress` drawn with ``rich.progress``.
 
     Use as a context manager; nothing is drawn when stderr is not a terminal
     unless ``force`` is set. ``unit`` names what the count counts: "proc" (worker

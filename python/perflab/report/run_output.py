@@ -18,7 +18,7 @@ def print_run(
 
     Args:
         groups: the figures of each group of the run
-            (:func:`perflab.analyze.groups.run_groups`).
+            (:func:`perflab.analyze.run.groups.run_groups`).
         fmt: "table", "markdown" or "csv".
         verbose: every caveat of every benchmark in full, instead of one line per kind.
         threshold: the noise threshold the in-run verdicts were judged at, named in their
@@ -46,7 +46,7 @@ def run_output_tables(
     """The tables of a run (arguments as :func:`print_run`): one per group, then the
     ``--memory`` table when the run had one."""
     from perflab.report.memory_table import memory_tables
-    from perflab.report.table import run_tables
+    from perflab.report.run_table import run_tables
 
     return run_tables(
         groups, verbose=verbose, threshold=threshold, in_process=in_process
@@ -56,7 +56,7 @@ def run_output_tables(
 def run_output_records(groups: Sequence[Any], memory: Sequence[Any] = ()) -> list[dict[str, Any]]:
     """The CSV lines of a run: one per benchmark, with its ``--memory`` figures."""
     from perflab.report.memory_table import with_memory
-    from perflab.report.table import summary_records
+    from perflab.report.run_table import summary_records
 
     return with_memory(summary_records({g.group: g.summaries for g in groups}), memory)
 

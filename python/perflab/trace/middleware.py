@@ -78,8 +78,8 @@ def header_value(timing: Iterable[tuple[str | None, int, int]], app_name: str) -
 def _is_asgi(app: Any) -> bool:
     """True for an ASGI app (a coroutine function, or an object whose __call__ is one)."""
     return inspect.iscoroutinefunction(app) or inspect.iscoroutinefunction(
-        getattr(app, "__call__", None)
-    )  # noqa: B004 (the method, not callability)
+        getattr(app, "__call__", None)  # noqa: B004 (the method, not callability)
+    )
 
 
 class ServerTimingMiddleware:

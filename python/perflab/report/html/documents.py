@@ -4,7 +4,7 @@
 Both render what the document holds, with the terminal's own table builders where the
 document can be read back into the objects they take (a comparison), and the tables as
 the terminal printed them where it cannot (a fit: the document keeps them, see
-:func:`perflab.report.fit_tables.tables_document`). Numbers that tests and tools read
+:func:`perflab.report.fit_table.tables_document`). Numbers that tests and tools read
 back are in ``data-*`` attributes (exact).
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from perflab.analyze.models.words import fmt_count
+from perflab.analyze.fit.models.words import fmt_count
 from perflab.report.html import charts
 from perflab.report.html.page import Section, command_html, figure_html, paragraph, table_html
 
@@ -83,7 +83,7 @@ def compare_sections(document: dict[str, Any], name: str) -> list[Section]:
 def fit_sections(document: dict[str, Any], name: str) -> list[Section]:
     """Fits: the tables the terminal printed, then per fitted series the curve with its
     CI band over the measured points, and the residuals."""
-    from perflab.report.fit_tables import tables_from_document
+    from perflab.report.fit_table import tables_from_document
 
     model = str(document.get("fit", "fit"))
     section = Section(f"fit ({model}): {name}", _intro(document, f"{model} fit", name))

@@ -2,7 +2,7 @@
 
 * ``run --memory``: the memory table as the terminal prints it, each worker's RSS from
   spawn to exit, and each worker's Python heap over its heap pass
-  (:mod:`perflab.measure.heap`);
+  (:mod:`perflab.engines.run.heap`);
 * ``cmd --memory``: each run's summed RSS of the command and its descendants (the
   table's RSS columns are in the cmd section);
 * ``http --watch``: the watched processes' RSS over the sweep, dotted lines at the

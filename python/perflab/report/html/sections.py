@@ -25,7 +25,7 @@ from perflab.report.html.page import (
     paragraph,
     table_html,
 )
-from perflab.report.result_charts import distribution
+from perflab.report.run_chart import distribution
 from perflab.report.table import Table
 from perflab.units import format_time
 
@@ -79,7 +79,7 @@ def header(results: Results, name: str) -> list[str]:
 def run_sections(results: Results, figures: ResultsFigures, name: str) -> list[Section]:
     """A ``run`` file: per group its table, the distribution of samples and per-process
     medians, the ratios to the group's best as a forest plot, and cold vs warm."""
-    from perflab.report.table import run_tables
+    from perflab.report.run_table import run_tables
 
     section = Section(f"run: {name}", header(results, name))
     section.blocks += [table_html(t) for t in run_tables(figures.groups)]

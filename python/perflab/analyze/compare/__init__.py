@@ -1,0 +1,1 @@
+"""Two results files compared: paired ratios, bootstrap CIs and decisions, per engine."""

@@ -1,0 +1,1 @@
+"""Fits: the inputs a fit reads from results files and the models fitted (``models/``)."""

@@ -1,0 +1,285 @@
+"""Which growth class the data support: one, several that cannot be told apart, or none.
+
+The information criterion alone (AICc) is not a decision: with five points
+its small-sample penalty makes O(1) "win" against costs that rise a
+thousandfold, and two classes a hair apart in AICc are picked as if one were
+right. So the choice is made by tests that say what the data contradict:
+
+1. **Growth.** O(1) is nested in every a + b·g(n); a growth class
+   establishes growth (or a fall) when it beats O(1) by an F test on the weighted
+   residuals, p < 1% (the partial F test of nested least-squares models,
+   e.g. Draper & Smith 1998, "Applied Regression Analysis", §6; with known
+   SEs the Δχ² test, the residuals' dispersion max(1, χ²/dof) dividing it as
+   in quasi-likelihood, McCullagh & Nelder 1989, §9.2). The best of the
+   growth classes is tested, so 1% bounds the false alarm over the five
+   classes at 5% (Bonferroni). With known SEs, costs that rise (or fall) at
+   every step and end beyond their CIs contradict O(1) as well. Growth at
+   1%–5% leaves O(1) *tied* with that class; above 5%, O(1) fits.
+2. **Contradiction.** A growth class with b ≤ 0 (cost falling as n grows)
+   is contradicted; so is O(1) once growth is established. Contradicted
+   classes are never chosen.
+3. **Ties.** Growth classes have the same number of parameters; another
+   class is ruled out only when its residuals are worse than the best's by
+   the F test's 1% quantile, F = (RSSᵢ − RSS₁)/(RSS₁/(k−2)) (with known SEs:
+   Δχ²/dispersion above χ²₁'s 1% quantile, 6.63). Classes not ruled out are
+   reported together: "O(n) or O(n log n)".
+4. **Adequacy.** The chosen class must describe the points: if it misses one
+   by more than 20% of its cost (and, where the SE is known, by more than
+   3 SE), or its weighted R² is below 0.9, the verdict is "no class fits",
+   with the closest classes named.
+
+The thresholds were checked on synthetic sweeps (5–8 points, 2–10% noise,
+costs spanning 1–6 decades, O(1) to O(n²)): benchmarks/fit.py prints the
+confusion matrix, tests/analyze/test_complexity_choice.py holds it to ≥ 95%
+right-or-"no class fits" per class.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from scipy import special
+
+from perflab.analyze.fit.models.classes import ComplexityCandidate
+from perflab.analyze.fit.models.core import r_squared
+from perflab.analyze.fit.models.words import fmt_count, fmt_number, fmt_percent, fmt_value
+
+Verdict = Literal["fits", "tied", "none"]
+
+#: Growth is established (O(1) contradicted) when a growth class beats O(1) at this level.
+P_GROWTH = 0.01
+#: Growth between P_GROWTH and this level leaves O(1) tied with that class.
+P_MAYBE = 0.05
+#: A growth class is ruled out when it is worse than the best at this level.
+P_TIE = 0.01
+#: A class that misses a point by more than this share of its cost does not describe it …
+MISS_SHARE = 0.20
+#: … when the miss is also beyond this many standard errors of that point (where known).
+MISS_SE = 3.0
+#: A growth class with a weighted R² below this describes too little of the variation.
+R2_FLOOR = 0.9
+#: Coverage of the CIs compared in the monotone-rise check.
+_Z95 = 1.959964
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The decision over fitted classes (see the module docstring for the rules).
+
+    Attributes:
+        verdict: "fits", "tied" or "none".
+        ranked: Every candidate, the chosen (or closest) first, then the other
+            candidates the data allow by score, then the contradicted ones.
+        tied: Classes the data cannot tell apart, the chosen first.
+        contradicted: Class → plain-words reason the data rule it out.
+        why_none: Why no class fits ("" unless verdict is "none").
+        r_squared: Weighted R² of the first class (0 for O(1)).
+        p_growth: p-value of the growth test (NaN when not made).
+        notes: Further plain-words warnings (a class missing points beyond
+            their CIs though within 20%, costs scattering around O(1)).
+    """
+
+    verdict: Verdict
+    ranked: tuple[ComplexityCandidate, ...]
+    tied: tuple[str, ...]
+    contradicted: dict[str, str]
+    why_none: str
+    r_squared: float
+    p_growth: float
+    notes: tuple[str, ...]
+
+
+def choose(
+    cands: list[ComplexityCandidate],
+    n: np.ndarray,
+    y: np.ndarray,
+    se: np.ndarray | None,
+    unit: str = "s",
+) -> Choice:
+    """Decide which of the fitted classes the data support. O(k · classes).
+
+    Args:
+        cands: One fitted candidate per class considered (classes.fit_class),
+            weighted by 1/se² (or 1/cost² when ``se`` is None).
+        n: Sizes, shape (k,).
+        y: Costs, shape (k,), unit of cost.
+        se: Standard error of each cost, shape (k,), or None when unknown.
+        unit: Unit of cost, for the words.
+
+    Returns:
+        The Choice.
+    """
+    k = n.size
+    const = next((c for c in cands if c.model == "O(1)"), None)
+    growth = [c for c in cands if c.model != "O(1)"]
+    contradicted = {
+        c.model: (
+            f"its growth term b·g(n) comes out negative "
+            f"({fmt_value(c.b.value, unit)} per unit): cost would fall as n "
+            "grows"
+        )
+        for c in growth
+        if c.b.value <= 0
+    }
+    p_growth = math.nan
+    if const is not None and growth:
+        top = min(growth, key=lambda c: c.rss)
+        p_growth = _p_nested(const, top, k, se is not None)
+        trend = _monotone_beyond_ci(n, y, se, unit)
+        if trend or p_growth < P_GROWTH:
+            change = "grow" if top.b.value > 0 else "fall"
+            contradicted["O(1)"] = trend or (
+                f"the costs {change} with n: {top.model} fits "
+                f"significantly better than a constant (p = "
+                f"{p_text(p_growth)})"
+            )
+    allowed = sorted((c for c in cands if c.model not in contradicted), key=lambda c: c.score)
+    if const is not None and "O(1)" not in contradicted:
+        allowed = [const] + [c for c in allowed if c is not const]
+    ruled_out = sorted((c for c in cands if c.model in contradicted), key=lambda c: c.score)
+    ranked = tuple(allowed + ruled_out)
+    first = ranked[0]
+    r2 = 0.0 if first.model == "O(1)" else r_squared(y, y - first.predict(n), _weights(y, se))
+    if not allowed:
+        why = "; ".join(f"{m}: {r}" for m, r in contradicted.items())
+        return Choice(
+            "none",
+            ranked,
+            (first.model,),
+            contradicted,
+            f"the data contradict every class ({why})",
+            r2,
+            p_growth,
+            (),
+        )
+    tied = _tied(first, allowed, const, k, se is not None)
+    why_none, notes = _adequacy(first, ranked, n, y, se, r2)
+    if why_none:
+        return Choice("none", ranked, (first.model,), contradicted, why_none, r2, p_growth, notes)
+    verdict: Verdict = "tied" if len(tied) > 1 else "fits"
+    return Choice(verdict, ranked, tied, contradicted, why_none, r2, p_growth, notes)
+
+
+def _weights(y: np.ndarray, se: np.ndarray | None) -> np.ndarray:
+    """1/se², or 1/cost² (relative errors) when the SEs are unknown."""
+    return 1.0 / (se**2 if se is not None else y**2)
+
+
+def _dispersion(best: ComplexityCandidate) -> float:
+    """max(1, χ²/dof): how much more the residuals scatter than the known SEs allow."""
+    return max(1.0, best.rss / best.dof) if best.dof > 0 else 1.0
+
+
+def _p_nested(small: ComplexityCandidate, big: ComplexityCandidate, k: int, known: bool) -> float:
+    """p-value that ``big`` (one more coefficient) improves on ``small`` only by chance.
+
+    Partial F test (unknown SEs) or Δχ² over the dispersion (known SEs).
+    """
+    gain = max(small.rss - big.rss, 0.0)
+    if known:
+        return float(special.chdtrc(1, gain / _dispersion(big)))
+    if big.dof < 1 or big.rss <= 0:
+        return 0.0 if gain > 0 else 1.0
+    return float(special.fdtrc(1, big.dof, gain / (big.rss / big.dof)))
+
+
+def _ruled_out(other: ComplexityCandidate, best: ComplexityCandidate, known: bool) -> bool:
+    """Whether ``other`` (same number of coefficients) is worse than ``best`` beyond chance."""
+    gain = max(other.rss - best.rss, 0.0)
+    if known:
+        return gain / _dispersion(best) > special.chdtri(1, P_TIE)
+    if best.dof < 1:
+        return False
+    if best.rss <= 0:
+        return gain > 0
+    return gain / (best.rss / best.dof) > special.fdtri(1, best.dof, 1 - P_TIE)
+
+
+def _tied(
+    first: ComplexityCandidate,
+    allowed: list[ComplexityCandidate],
+    const: ComplexityCandidate | None,
+    k: int,
+    known: bool,
+) -> tuple[str, ...]:
+    """The classes the data cannot tell from ``first`` (``first`` included)."""
+    if first.model == "O(1)":
+        maybe = [c for c in allowed[1:] if _p_nested(first, c, k, known) < P_MAYBE]
+        return (first.model, *(c.model for c in maybe))
+    others = [c for c in allowed if c is not first and c is not const]
+    return (first.model, *(c.model for c in others if not _ruled_out(c, first, known)))
+
+
+def _monotone_beyond_ci(n: np.ndarray, y: np.ndarray, se: np.ndarray | None, unit: str) -> str:
+    """Plain words when the costs rise (or fall) at every step and end beyond their CIs; else ""."""
+    if se is None or n.size < 3:
+        return ""
+    order = np.argsort(n)
+    ys, ss = y[order], se[order]
+    steps = np.diff(ys)
+    if not (np.all(steps > 0) or np.all(steps < 0)):
+        return ""
+    lo_first, hi_first = ys[0] - _Z95 * ss[0], ys[0] + _Z95 * ss[0]
+    lo_last, hi_last = ys[-1] - _Z95 * ss[-1], ys[-1] + _Z95 * ss[-1]
+    if not (lo_last > hi_first or hi_last < lo_first):
+        return ""
+    verb = "rise" if steps[0] > 0 else "fall"
+    return (
+        f"the costs {verb} at every step, from {fmt_value(ys[0], unit)} at n = "
+        f"{fmt_count(n[order][0], 3)} to {fmt_value(ys[-1], unit)} at n = "
+        f"{fmt_count(n[order][-1], 3)}, beyond their 95% CIs"
+    )
+
+
+def _adequacy(
+    first: ComplexityCandidate,
+    ranked: tuple[ComplexityCandidate, ...],
+    n: np.ndarray,
+    y: np.ndarray,
+    se: np.ndarray | None,
+    r2: float,
+) -> tuple[str, tuple[str, ...]]:
+    """(why no class fits or "", further notes) for the chosen class."""
+    share = (y - first.predict(n)) / y
+    beyond_se = np.ones(n.size, bool) if se is None else np.abs(y - first.predict(n)) > MISS_SE * se
+    missed = np.nonzero((np.abs(share) > MISS_SHARE) & beyond_se)[0]
+    worst = int(np.argmax(np.abs(share)))
+    notes: list[str] = []
+    if first.model == "O(1)":
+        if abs(share[worst]) > MISS_SHARE:
+            notes.append(
+                f"the costs scatter around their mean by up to {_signed(share[worst])} "
+                f"(n = {fmt_count(n[worst], 3)}) with no clear growth; measure more "
+                "precisely to be sure there is none."
+            )
+        return "", tuple(notes)
+    reasons = []
+    if missed.size:
+        i = missed[np.argmax(np.abs(share[missed]))]
+        reasons.append(f"misses n = {fmt_count(n[i], 3)} by {_signed(share[i])}")
+    if r2 < R2_FLOOR:
+        reasons.append(f"weighted R² = {r2:.2f} < {R2_FLOOR}")
+    if reasons:
+        others = [c.model for c in ranked[1:3]]
+        nxt = f"; next {' and '.join(others)}" if others else ""
+        return f"{first.model}, the closest, {' and '.join(reasons)}{nxt}", ()
+    if se is not None and first.dof > 0 and special.chdtrc(first.dof, first.rss) < 0.001:
+        notes.append(
+            f"{first.model} misses some points by more than their CIs allow (χ² = "
+            f"{fmt_number(first.rss)} on {first.dof} degrees of freedom), though by at "
+            f"most {fmt_percent(abs(share[worst]))}: the cost is not exactly a + b·g(n)."
+        )
+    return "", tuple(notes)
+
+
+def _signed(share: float) -> str:
+    """+36% / −12%."""
+    return f"{'+' if share > 0 else '−'}{fmt_percent(abs(share))}"
+
+
+def p_text(p: float) -> str:
+    """p-values as people write them: 0.004, < 0.001."""
+    return "< 0.001" if p < 0.001 else f"{p:.2g}"

@@ -1,0 +1,185 @@
+"""A group of run benchmarks summarized together: each one's ratio to its baseline
+(a paired ratio with a bootstrap CI over processes), the groups of a suite, and the
+verdicts against a baseline threshold."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from perflab.analyze import stats
+from perflab.analyze.estimate import Estimate
+from perflab.analyze.run.summary import RESAMPLES, Summary, summarize, timing_groups
+from perflab.model import Benchmark
+
+
+def summarize_group(
+    benches: Sequence[Benchmark],
+    confidence: float = 0.95,
+    resamples: int = RESAMPLES,
+    seed: int | None = None,
+    precision: float | None = None,
+    min_processes: int | None = None,
+) -> list[Summary]:
+    """Summaries of one group's benchmarks with ratios against the best and the baseline.
+
+    Like is compared with like: the best and the baseline are looked up among the
+    benchmarks of the same stage and the same thread count (threads mode), so a
+    benchmark on 8 threads is compared with the baseline on 8 threads, and among those
+    with the same parameter values: ``pickle_dumps n=1000`` against ``json_dumps
+    n=1000``, not ``n=10``. A case no other benchmark shares (one function at several
+    sizes) is compared with the fastest of them all, so × best shows how its cost grows;
+    a baseline without parameters is the baseline of every case (:func:`_baseline_of`).
+    The best is the benchmark with the lowest median; ratios are B/A of medians with the CI of
+    two independent random-effects locations (see :func:`_ratio`); a
+    benchmark's ratio to itself is exactly 1 with no CI. Metric "× best" is
+    value / best value, lower or higher being better as the metric says.
+
+    Returns:
+        Summaries in input order.
+    """
+    rng = np.random.default_rng(seed)
+    summaries = [
+        summarize(b, confidence, resamples, None, precision, min_processes) for b in benches
+    ]
+    alike: dict[tuple[str | None, int | None], list[int]] = {}
+    for i, (s, b) in enumerate(zip(summaries, benches)):
+        alike.setdefault((s.stage, b.threads), []).append(i)
+    for members in alike.values():
+        _ratios(benches, summaries, members, confidence, resamples, rng)
+    return summaries
+
+
+#: the ratio of a benchmark to itself: exactly 1, no CI to show
+SELF_RATIO = Estimate(1.0, math.nan, math.nan, se=0.0)
+
+
+def _ratios(
+    benches: Sequence[Benchmark],
+    summaries: list[Summary],
+    members: list[int],
+    confidence: float,
+    resamples: int,
+    rng: np.random.Generator,
+) -> None:
+    ok = [i for i in members if summaries[i].ok]
+    if not ok:
+        return
+    for i in ok:
+        peers = _same_params(benches, i, ok)
+        best = min(peers if len(peers) > 1 else ok, key=lambda j: summaries[j].median_s)
+        summaries[i].ratio_best = _ratio(benches, i, best, confidence, resamples, rng)
+        baseline = _baseline_of(benches, i, [j for j in ok if summaries[j].baseline])
+        if baseline is not None:
+            summaries[i].ratio_baseline = _ratio(benches, i, baseline, confidence, resamples, rng)
+    for name in {k for i in ok for k in summaries[i].metrics}:
+        values = {i: summaries[i].metrics[name] for i in ok if name in summaries[i].metrics}
+        best_value = min(values.values())
+        for i, v in values.items():
+            summaries[i].metric_ratio_best[name] = v / best_value if best_value else math.nan
+
+
+def _same_params(benches: Sequence[Benchmark], i: int, among: Sequence[int]) -> list[int]:
+    """The benchmarks of ``among`` with exactly benchmark i's parameter values."""
+    return [j for j in among if benches[j].params == benches[i].params]
+
+
+def _baseline_of(benches: Sequence[Benchmark], i: int, baselines: Sequence[int]) -> int | None:
+    """Benchmark i's baseline among ``baselines``: the one with the same parameter values,
+    else the first whose parameters (maybe none) all have i's values; None when no
+    baseline case matches (e.g. the baseline was not measured at i's size)."""
+    same = _same_params(benches, i, baselines)
+    if same:
+        return same[0]
+    params = benches[i].params
+    return next(
+        (
+            j
+            for j in baselines
+            if all(params.get(k, object()) == v for k, v in benches[j].params.items())
+        ),
+        None,
+    )
+
+
+def _ratio(
+    benches: Sequence[Benchmark],
+    i: int,
+    j: int,
+    confidence: float,
+    resamples: int,
+    rng: np.random.Generator,
+) -> Estimate:
+    """The median ratio of benchmark i over benchmark j with its CI; SELF_RATIO when i is j.
+    The CI combines both benchmarks' random-effects errors (:class:`stats.LogLocation`);
+    with a single process on either side, the hierarchical bootstrap of the ratio."""
+    if i == j:
+        return SELF_RATIO
+    num, den = timing_groups(benches[i]), timing_groups(benches[j])
+    a, b = stats.process_location(num), stats.process_location(den)
+    if a is not None and b is not None:
+        return (a / b).ci(confidence)
+    return stats.ratio_ci(num, den, confidence, resamples, rng)
+
+
+def by_group(benches: Sequence[Benchmark]) -> dict[str, list[Benchmark]]:
+    """Benchmarks grouped by group name, in order of first appearance."""
+    groups: dict[str, list[Benchmark]] = {}
+    for bench in benches:
+        groups.setdefault(bench.group, []).append(bench)
+    return groups
+
+
+def summarize_benchmarks(
+    benches: Sequence[Benchmark],
+    confidence: float = 0.95,
+    seed: int | None = 0,
+    precision: float | None = None,
+    min_processes: int | None = None,
+    threshold: float | None = None,
+) -> dict[str, list[Summary]]:
+    """Summaries of python-engine benchmarks, by group (see :func:`summarize_group`).
+
+    A fixed default seed makes re-rendering a file print the same CIs. With a noise
+    ``threshold`` t (e.g. 0.02), every benchmark of a group that has a baseline gets
+    its verdict against it (:func:`baseline_verdicts`).
+    """
+    grouped = {
+        group: summarize_group(
+            members, confidence, seed=seed, precision=precision, min_processes=min_processes
+        )
+        for group, members in by_group(benches).items()
+    }
+    if threshold is not None:
+        for summaries in grouped.values():
+            baseline_verdicts(summaries, threshold)
+    return grouped
+
+
+def baseline_verdicts(summaries: Sequence[Summary], threshold: float) -> None:
+    """Set each summary's in-run verdict against its group's baseline, in place.
+
+    faster/slower/same/inconclusive from the CI of ``ratio_baseline`` against ±t, exactly
+    as ``perflab compare`` decides (:func:`perflab.analyze.decisions.verdict`); "failed"
+    when the benchmark (or the baseline) has no ratio; "" for the baseline itself, in
+    a group without a baseline, for a case no baseline case matches (its parameter
+    values were not measured for the baseline), and in a staged group (its table has
+    no × baseline).
+    """
+    from perflab.analyze.decisions import FAILED, verdict
+
+    if not any(s.baseline for s in summaries) or any(s.stage for s in summaries):
+        return
+    baseline_failed = any(s.baseline and not s.ok for s in summaries)
+    for s in summaries:
+        ratio = s.ratio_baseline
+        unmatched = s.ok and ratio is None and not baseline_failed  # no case of its size
+        s.verdict = (
+            ""
+            if s.baseline or unmatched
+            else FAILED
+            if not s.ok or ratio is None
+            else verdict(ratio.ci_low, ratio.ci_high, threshold)
+        )

@@ -1,0 +1,1 @@
+"""The cmd engine: whole commands timed through a spawning helper."""

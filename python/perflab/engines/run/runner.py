@@ -1,0 +1,511 @@
+"""The harness runner: spawns worker processes, interleaves them, decides when to stop.
+
+Design (README, "How perflab measures"):
+    * the process is the unit of replication: every case runs in several fresh
+      worker processes (pyperf does the same to average out ASLR and hash
+      randomisation), each with its own memory layout (:mod:`perflab.engines.run.layout`),
+      so that layout bias becomes variation the CI includes;
+    * all cases of a run are interleaved in randomised order, round after
+      round, so that machine drift hits them all alike (Abedi & Brecht 2017,
+      "Conducting Repeatable Experiments in Highly Variable Cloud Computing
+      Environments", randomized multiple interleaved trials);
+    * adaptive stopping: after each round a case stops when the 95% CI of its
+      median is within ``precision`` (after ``min_processes``), when its
+      ``budget`` is spent, or at ``max_processes``; the reason is recorded.
+
+Workers are reached through the small :class:`WorkerBackend` interface; the
+real one spawns ``python -m perflab.engines.run.worker``, tests use a fake.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from perflab.engines import memory
+from perflab.engines.progress import NullProgress, Progress
+from perflab.engines.run.layout import Layout, from_environment
+from perflab.engines.run.suite import Case
+from perflab.model import Benchmark, Process, Sample
+
+Event = dict[str, Any]
+
+
+#: processes of a case that run the tracemalloc pass: it is untimed but slow (tracing
+#: slows allocation several-fold), and a few processes give a steady median
+ALLOCATION_PROCESSES = 3
+
+
+@dataclass
+class Settings:
+    """Measurement settings of ``perflab run``.
+
+    Attributes:
+        precision: target relative CI half-width of the median (0.01 = 1%).
+        budget_s: per-benchmark time budget, seconds of worker wall time.
+        min_processes / max_processes: bounds on processes per benchmark.
+        process_seconds: sampling time per process, s.
+        min_samples / max_samples: bounds on samples per process.
+        min_sample_ns: floor on one sample's duration, ns (≥ the timer floor).
+        warmup_max_s: time bound of warmup per process, s.
+        timeout_s: a process running longer is killed and the benchmark fails.
+        allocations: run the tracemalloc pass (in the first ALLOCATION_PROCESSES
+            processes of each case; the summary takes the median over processes).
+        confidence: CI level.
+        seed: seed for interleaving order and layout draws (None: random).
+        randomize: give each worker process its own memory layout
+            (:mod:`perflab.engines.run.layout`).
+        event_loop: the event loop ``async def`` benchmarks run on: "asyncio" or
+            "uvloop" (:func:`perflab.engines.run.aio.new_loop`).
+        memory_interval_s: ``--memory``: sample each worker's resident set from
+            outside this often, s (None: off; see :mod:`perflab.engines.memory`).
+    """
+
+    precision: float = 0.01
+    budget_s: float = 10.0
+    min_processes: int = 10
+    max_processes: int = 60
+    process_seconds: float = 0.1
+    min_samples: int = 3
+    max_samples: int = 2000
+    min_sample_ns: float = 2e6
+    warmup_max_s: float = 0.25
+    timeout_s: float = 60.0
+    allocations: bool = True
+    confidence: float = 0.95
+    seed: int | None = None
+    randomize: bool = True
+    event_loop: str = "asyncio"
+    memory_interval_s: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return dict(self.__dict__)
+
+
+@dataclass
+class Outcome:
+    """What one worker process produced: its events and how it ended.
+
+    Attributes:
+        events: decoded events in arrival order.
+        returncode: exit status (negative: killed by that signal; None if killed by us).
+        timed_out: True when the runner killed it at the timeout.
+        interrupted: True when Ctrl-C ended it.
+        wall_s: wall time from spawn to exit, s.
+        stderr: the tail of what it wrote on stderr.
+        memory: with the plan's ``memory_interval_s``: the process's timeline
+            (:func:`perflab.engines.memory.timeline_dict`); None otherwise.
+    """
+
+    events: list[Event] = field(default_factory=list)
+    returncode: int | None = 0
+    timed_out: bool = False
+    interrupted: bool = False
+    wall_s: float = 0.0
+    stderr: str = ""
+    memory: dict[str, list[float]] | None = None
+
+
+class WorkerBackend(Protocol):
+    """Runs one worker process for a case and reports its events."""
+
+    def run(
+        self, plan: dict[str, Any], timeout_s: float, on_event: Callable[[Event], None]
+    ) -> Outcome:
+        """Run one process with ``plan``; call ``on_event`` for each event as it arrives."""
+        ...
+
+
+class SubprocessBackend:
+    """Spawns ``python -m perflab.engines.run.worker`` with a dedicated event pipe.
+
+    Args:
+        argv: another worker command (default: perflab's worker). The pytest plugin
+            runs a child pytest on one test, whose fixture measures and emits the events.
+        cwd: its working folder (default: ours).
+        plan_env: when set, the plan (JSON) goes in this environment variable instead
+            of on stdin (a child pytest keeps stdin for itself).
+    """
+
+    def __init__(
+        self, argv: list[str] | None = None, cwd: str | None = None, plan_env: str | None = None
+    ) -> None:
+        self.argv = argv or [sys.executable, "-P", "-m", "perflab.engines.run.worker"]
+        self.cwd, self.plan_env = cwd, plan_env
+
+    def run(
+        self, plan: dict[str, Any], timeout_s: float, on_event: Callable[[Event], None]
+    ) -> Outcome:
+        """Run one worker; kill it at ``timeout_s``. Ctrl-C kills it and is re-raised
+        after the events received so far are kept in the returned outcome's caller.
+
+        With the plan's ``memory_interval_s`` the worker is sampled from here
+        (:class:`perflab.engines.memory.Sampler`) and its timeline goes in the outcome;
+        its ``done`` event gains ``rss_hwm_bytes`` (the kernel's peak, read from here).
+        (The worker adds its own ``rss_bytes`` to each ``sample`` event: read here, as
+        events arrive, they would bunch up whenever this process is descheduled.)"""
+        read_fd, write_fd = os.pipe()
+        outcome = Outcome()
+        start = time.monotonic()
+        text = json.dumps({**plan, "fd": write_fd})
+        env = _worker_env(plan.get("layout")) | ({self.plan_env: text} if self.plan_env else {})
+        with tempfile.TemporaryFile() as err:
+            proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL if self.plan_env else subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                pass_fds=(write_fd,),
+                env=env,
+                cwd=self.cwd,
+            )
+            os.close(write_fd)
+            sampler = _sampler(proc.pid, plan.get("memory_interval_s"))
+            try:
+                if proc.stdin is not None:
+                    proc.stdin.write(text.encode())
+                    proc.stdin.close()
+                for event in _read_events(read_fd, start + timeout_s):
+                    if sampler is not None:
+                        _add_memory(event, proc.pid)
+                    outcome.events.append(event)
+                    on_event(event)
+                outcome.timed_out = time.monotonic() >= start + timeout_s
+            except KeyboardInterrupt:
+                outcome.interrupted = True
+                raise
+            finally:
+                os.close(read_fd)
+                if sampler is not None:
+                    sampler.__exit__()
+                    outcome.memory = memory.timeline_dict(sampler.timelines[proc.pid])
+                outcome.returncode = _reap(proc, kill=outcome.timed_out or outcome.interrupted)
+                outcome.wall_s = time.monotonic() - start
+                err.seek(0)
+                outcome.stderr = err.read()[-4000:].decode(errors="replace")
+        return outcome
+
+
+def _sampler(pid: int, interval_s: float | None) -> memory.Sampler | None:
+    """A started sampler of ``pid`` every ``interval_s`` (None: no sampling)."""
+    return memory.Sampler({pid: memory.Tree(pid)}, interval_s).__enter__() if interval_s else None
+
+
+def _add_memory(event: Event, pid: int) -> None:
+    """Add the kernel's peak of the worker's resident set to its ``done`` event."""
+    if event["event"] == "done":
+        event["rss_hwm_bytes"] = memory.high_water(pid)
+
+
+def _worker_env(layout: dict[str, int] | None = None) -> dict[str, str]:
+    """The worker's environment: ours, with this perflab first on PYTHONPATH and the
+    process's layout randomization (padding variable, hash seed) when it has one."""
+    env = dict(os.environ)
+    package_root = str(
+        Path(__file__).resolve().parents[3]
+    )  # python/ (engines/run/ → perflab/ → python/)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    if layout:
+        env.update(Layout(**layout).environment())
+    return env
+
+
+def _read_events(fd: int, deadline: float) -> Iterator[Event]:
+    """Yield JSON-line events from ``fd`` until EOF or ``deadline`` (monotonic s)."""
+    buffer = b""
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while (remaining := deadline - time.monotonic()) > 0:
+            if not sel.select(timeout=min(remaining, 0.5)):
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                yield json.loads(line)
+
+
+def _reap(proc: subprocess.Popen[bytes], kill: bool) -> int | None:
+    """Wait for ``proc`` (killing it first if asked); its return code, None if we killed it."""
+    if kill and proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        return None
+    try:
+        return proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return None
+
+
+@dataclass
+class CaseState:
+    """The runner's bookkeeping for one case."""
+
+    case: Case
+    bench: Benchmark
+    spent_s: float = 0.0
+    iterations: int | None = None
+    done: bool = False
+
+
+@dataclass(frozen=True)
+class FailureAdvice:
+    """The ways out a failed benchmark's message offers, in its caller's words.
+
+    Attributes:
+        skip: how to leave the benchmark out ("" for none), e.g. ``perflab run``'s
+            "skip it with --filter", pytest's "deselect it (-k, --perflab-skip)".
+        timeout: how to allow a slower benchmark ("" for none), e.g. "raise --timeout".
+    """
+
+    skip: str = "skip it with --filter"
+    timeout: str = "raise --timeout"
+
+
+class Runner:
+    """Measures cases in interleaved rounds of worker processes until each stops.
+
+    Args:
+        file: the benchmark file (workers import it again).
+        cases: the cases to measure.
+        settings: measurement settings.
+        sample_target_ns: calibration target for one sample, ns.
+        timer_error_ns: the timer error recorded with each process, ns.
+        backend: how workers run (default: real subprocesses).
+        progress: progress sink.
+        clock: monotonic seconds (injectable for tests).
+        advice: what a failed benchmark's message tells the user to do, in the words of
+            the caller (:class:`FailureAdvice`; default ``perflab run``'s options).
+    """
+
+    def __init__(
+        self,
+        file: str,
+        cases: list[Case],
+        settings: Settings,
+        sample_target_ns: float,
+        timer_error_ns: float,
+        backend: WorkerBackend | None = None,
+        progress: Progress | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        advice: FailureAdvice | None = None,
+    ) -> None:
+        self.file = str(Path(file).resolve())
+        self.advice = advice or FailureAdvice()
+        self.settings = settings
+        self.sample_target_ns = sample_target_ns
+        self.timer_error_ns = timer_error_ns
+        self.backend = backend or SubprocessBackend()
+        self.progress = progress or NullProgress()
+        self.clock = clock
+        self.rng = random.Random(settings.seed)
+        self.layouts = from_environment(settings.seed) if settings.randomize else None
+        self.states = [CaseState(c, c.to_benchmark()) for c in cases]
+        self._t0 = clock()
+        self._next_index = 0
+        self.interrupted = False
+
+    def run(self) -> list[Benchmark]:
+        """Measure every case, all interleaved. Ctrl-C stops early and keeps what was measured.
+
+        Returns:
+            One Benchmark per case, in case order, failed ones with ``error`` set.
+        """
+        try:
+            self._run_rounds(self.states)
+        except KeyboardInterrupt:
+            self.interrupted = True
+            for state in self.states:
+                if not state.done:
+                    state.bench.stop_reason = "interrupted"
+        return [s.bench for s in self.states]
+
+    def _run_rounds(self, states: list[CaseState]) -> None:
+        """Rounds of one process per active case, in a fresh random order each round. Every
+        case of the run takes part in every round (not group after group), so each one's
+        processes meet the machine over the whole run: a host whose speed swings over tens
+        of seconds then shows in every benchmark's process spread, hence in its CI,
+        instead of biasing whichever group ran during a slow stretch."""
+        for state in states:
+            self.progress.start_case(state.bench.id, self.settings.budget_s)
+        while active := [s for s in states if not s.done]:
+            self.rng.shuffle(active)
+            for state in active:
+                self._run_process(state)
+                self._decide(state)
+
+    def _plan(self, state: CaseState, layout: dict[str, int]) -> dict[str, Any]:
+        """The JSON plan a worker receives (``layout``: its randomization, {} for none)."""
+        s = self.settings
+        traced = sum(1 for p in state.bench.processes if p.alloc_peak_bytes is not None)
+        return {
+            "file": self.file,
+            "index": state.case.index,
+            "params": state.case.params,
+            "threads": state.case.threads,
+            "iterations": state.iterations,
+            "sample_target_ns": self.sample_target_ns,
+            "warmup_max_s": s.warmup_max_s,
+            "sample_seconds": s.process_seconds,
+            "min_samples": s.min_samples,
+            "max_samples": s.max_samples,
+            "allocations": s.allocations and traced < ALLOCATION_PROCESSES,
+            "layout": layout,
+            "reference": True,
+            "event_loop": s.event_loop,
+            "memory_interval_s": s.memory_interval_s,
+        }
+
+    def _run_process(self, state: CaseState) -> None:
+        """Run one worker for ``state`` and fold its events into a Process record."""
+        layout = self.layouts.next().to_dict() if self.layouts else {}
+        proc = Process(
+            index=self._next_index,
+            pid=0,
+            started_s=self.clock() - self._t0,
+            timer_error_ns=self.timer_error_ns,
+            layout=layout,
+        )
+        self._next_index += 1
+        state.bench.processes.append(proc)
+        outcome = Outcome()
+        try:
+            outcome = self.backend.run(
+                self._plan(state, layout),
+                self.settings.timeout_s,
+                lambda ev: _apply_event(proc, state, ev),
+            )
+        finally:
+            state.spent_s += outcome.wall_s or (self.clock() - self._t0 - proc.started_s)
+        if outcome.memory is not None:
+            proc.memory = outcome.memory
+            proc.rss_peak_bytes = max([proc.rss_peak_bytes or 0, *outcome.memory["rss_bytes"]])
+        proc.error = _failure(outcome, self.settings.timeout_s, self.advice)
+        if proc.error:
+            state.bench.error = f"{state.bench.id!r} {proc.error}"
+
+    def _decide(self, state: CaseState) -> None:
+        """Stop the case when it failed, met the precision, or ran out of budget/processes."""
+        from perflab.analyze.run.summary import median_estimate
+
+        s, bench = self.settings, state.bench
+        est = median_estimate(bench, s.confidence)
+        half = est.relative_half_width if est is not None else None
+        self.progress.update_case(bench.id, len(bench.processes), state.spent_s, half)
+        reason = _stop_reason(bench, half, state.spent_s, s)
+        if reason:
+            state.done, bench.stop_reason = True, reason
+            self.progress.finish_case(bench.id, reason)
+
+
+def _stop_reason(bench: Benchmark, half: float | None, spent_s: float, s: Settings) -> str | None:
+    """Why the case should stop now, or None to keep going."""
+    n = len(bench.processes)
+    if bench.error:
+        return "failed"
+    if half is not None and n >= s.min_processes and half <= s.precision:
+        return "precision"
+    if spent_s >= s.budget_s:
+        return "budget"
+    if n >= s.max_processes:
+        return "max-processes"
+    return None
+
+
+def _apply_event(proc: Process, state: CaseState, event: Event) -> None:
+    """Fold one worker event into the Process record (and the case's calibration)."""
+    kind = event["event"]
+    if kind == "start":
+        proc.pid = event["pid"]
+    elif kind == "cold":
+        proc.cold_ns = event["ns"]
+        proc.metrics = event["metrics"]
+    elif kind == "calibrated":
+        proc.iterations = state.iterations = event["iterations"]
+    elif kind == "warmup":
+        proc.warmup_samples, proc.warmup_converged = event["samples"], event["converged"]
+    elif kind == "overhead":
+        proc.loop_overhead_ns = event["ns_per_op"]
+    elif kind == "sample":
+        proc.samples.append(
+            Sample(
+                event["n"],
+                event["wall"],
+                event["cpu"],
+                event["gc"],
+                event["gc_ns"],
+                event.get("skew"),
+                event.get("flag"),
+            )
+        )
+        if event.get("rss_bytes") is not None:  # --memory: growth from the first to the last
+            if proc.rss_start_bytes is None:
+                proc.rss_start_bytes, proc.rss_calls = event["rss_bytes"], 0
+            else:
+                proc.rss_calls = (proc.rss_calls or 0) + event["n"]
+            proc.rss_end_bytes = event["rss_bytes"]
+    elif kind == "reference":
+        proc.reference_ns.append(event["ns"])
+    elif kind == "alloc":
+        proc.alloc_peak_bytes, proc.alloc_blocks = event["peak_bytes"], event["blocks"]
+    elif kind == "heap":  # --memory: the heap pass (perflab.engines.run.heap)
+        proc.heap = {k: event[k] for k in ("calls", "t_s", "traced_bytes", "peak_bytes")}
+    elif kind == "threads":
+        proc.thread_ops, proc.latency_ns = event["ops"], event["latency_ns"]
+        proc.gil_enabled = event["gil_enabled"]
+    elif kind == "done":
+        proc.rss_peak_bytes = event.get("rss_hwm_bytes")
+        proc.steal_ns = event.get("steal_ns")
+        proc.involuntary_switches = event.get("involuntary_switches")
+        proc.clock_skew_ns, proc.clock_flag = event.get("clock_skew"), event.get("clock_flag")
+
+
+def _failure(outcome: Outcome, timeout_s: float, advice: FailureAdvice) -> str | None:
+    """The failure message of a finished worker, or None when it ended cleanly."""
+    skip = f" or {advice.skip}" if advice.skip else ""
+    if outcome.interrupted:
+        return "was interrupted (Ctrl-C or a stop signal: SIGTERM, SIGHUP)"
+    errors = [e for e in outcome.events if e["event"] == "error"]
+    if errors:
+        e = errors[-1]
+        if e["type"] == "SystemExit":
+            return (
+                f"called sys.exit({e['message']}) in {e['phase']}: a benchmark must "
+                "return, not end its process. Remove the call (or move it under "
+                "if __name__ == '__main__':)"
+            )
+        return f"raised {e['type']} in {e['phase']}: {e['message']}. Fix the benchmark{skip}"
+    if outcome.timed_out:
+        slower = f", {advice.timeout}" if advice.timeout else ""
+        return f"timed out after {timeout_s:g} s (hung?); make it faster{slower}{skip}"
+    if outcome.returncode is not None and outcome.returncode < 0:
+        name = signal.Signals(-outcome.returncode).name
+        return (
+            f"killed its worker with {name}; the benchmark crashed the interpreter "
+            f"(abort or segfault). Fix it{skip}"
+        )
+    if outcome.returncode or not any(e["event"] == "done" for e in outcome.events):
+        tail = outcome.stderr.strip().splitlines()[-1:]
+        said = f"; its last words: {tail[0]}" if tail else ""
+        return (
+            f"ended its worker process (exit status {outcome.returncode}) before the "
+            f"measurement finished, without raising{said}. A benchmark must return: "
+            f"look for os._exit(), os.kill() or exec in it{skip}"
+        )
+    return None

@@ -1,0 +1,418 @@
+"""The worker: one fresh process measuring one benchmark case.
+
+Started by :mod:`perflab.engines.run.runner` as ``python -m perflab.engines.run.worker``;
+reads its plan as JSON on stdin and streams JSON-line events on a dedicated
+pipe (fd given in the plan), so whatever the benchmark prints can't corrupt
+the protocol and samples measured before a hang or crash are not lost.
+
+Sequence in each process (pyperf and JMH use the same outline):
+    import → layout randomization (:mod:`perflab.engines.run.layout`) → benchmark file
+    import → setup (untimed) → first call (the cold time) → metrics →
+    calibration (first process of a case only) → warmup until the timings stop
+    drifting (bounded) → loop overhead with an empty callable → samples →
+    allocation pass with tracemalloc (separate, after timing) → with --memory, the
+    heap pass (:mod:`perflab.engines.run.heap`).
+
+This module imports only the standard library so that start-up stays fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import itertools
+import json
+import os
+import statistics
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from perflab.engines.run import aio, sampling
+from perflab.engines.run.layout import heap_padding
+from perflab.engines.run.sampling import GcMonitor, allocations, emit_done, empty_like, steal_ns
+
+_perf_ns = time.perf_counter_ns
+_cpu_ns = time.process_time_ns
+#: the small objects of the process's layout randomization, alive until it exits
+_HEAP_PADDING: list[Any] = []
+
+
+class Emitter:
+    """Writes one JSON object per line to the event pipe."""
+
+    def __init__(self, fd: int) -> None:
+        self._out = os.fdopen(fd, "w", buffering=1)
+
+    def __call__(self, event: str, **fields: Any) -> None:
+        self._out.write(json.dumps({"event": event, **fields}) + "\n")
+
+
+class PhaseError(Exception):
+    """A benchmark raised during ``phase``; carries the original exception."""
+
+    def __init__(self, phase: str, exc: BaseException) -> None:
+        super().__init__(phase)
+        self.phase = phase
+        self.exc = exc
+
+
+def time_loop(call: Callable[[], Any], n: int, gcmon: GcMonitor) -> tuple[int, int, int, int]:
+    """Time ``n`` back-to-back calls. Returns (wall_ns, cpu_ns, gc_count, gc_ns).
+
+    The CPU-clock reads sit outside the wall bracket so their cost (a system
+    call) never inflates the wall time.
+    """
+    loop = itertools.repeat(None, n)
+    gc0, gcns0 = gcmon.count, gcmon.ns
+    c0 = _cpu_ns()
+    t0 = _perf_ns()
+    for _ in loop:
+        call()
+    t1 = _perf_ns()
+    c1 = _cpu_ns()
+    return t1 - t0, c1 - c0, gcmon.count - gc0, gcmon.ns - gcns0
+
+
+def calibrate(
+    call: Callable[[], Any], target_ns: float, gcmon: GcMonitor, max_iterations: int = 1 << 40
+) -> int:
+    """Smallest-ish iteration count whose sample lasts at least ``target_ns``.
+
+    Grows n geometrically (at most ×10 a step, extrapolating from the last
+    sample), as pyperf's and criterion's calibrations do, then confirms.
+    """
+    n = 1
+    while n < max_iterations:
+        wall = time_loop(call, n, gcmon)[0]
+        if wall >= target_ns:
+            return n
+        guess = int(n * target_ns * 1.2 / max(wall, 1)) + 1
+        n = min(max(guess, n * 2), n * 10, max_iterations)
+    return max_iterations
+
+
+#: a warmup window need not span more than this, ns: with long samples it holds fewer
+#: of them (down to 2), since a call of tens of ms has warmed the caches and the
+#: interpreter's specializations long before five calls
+WARMUP_WINDOW_NS = 25_000_000
+
+
+def warmup(
+    call: Callable[[], Any],
+    n: int,
+    gcmon: GcMonitor,
+    max_s: float,
+    window: int = 5,
+    tolerance: float = 0.02,
+) -> tuple[int, bool]:
+    """Run samples until the median of the last window is within ``tolerance`` of the
+    window before it (the timings stopped drifting), or ``max_s`` passed. A window is
+    ``window`` samples, fewer (at least 2) when that many would span more than
+    :data:`WARMUP_WINDOW_NS`.
+
+    Returns:
+        (warmup samples run, converged?).
+    """
+    deadline = _perf_ns() + max_s * 1e9
+    walls: list[int] = []
+    while True:
+        walls.append(time_loop(call, n, gcmon)[0])
+        k = max(2, min(window, int(WARMUP_WINDOW_NS / max(statistics.median(walls), 1)) + 1))
+        if len(walls) >= 2 * k:
+            last = statistics.median(walls[-k:])
+            prev = statistics.median(walls[-2 * k : -k])
+            if abs(last - prev) <= tolerance * last:
+                return len(walls), True
+        if _perf_ns() >= deadline:
+            return len(walls), False
+
+
+def loop_overhead(
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    n: int,
+    gcmon: GcMonitor,
+    samples: int = 7,
+    empty: Callable[..., Any] | None = None,
+) -> float:
+    """Median ns per op of the harness loop around an empty callable of the same shape
+    (``empty``, or :func:`empty_like` of ``func``)."""
+    empty_fn = empty or empty_like(func)
+    empty = functools.partial(empty_fn, *args, **kwargs) if (args or kwargs) else empty_fn
+    walls = sorted(time_loop(empty, n, gcmon)[0] for _ in range(samples))
+    return walls[samples // 2] / n
+
+
+#: iterations of :func:`reference_workload` per timing (≈ 0.1 ms unloaded on a 2.8 GHz
+#: Xeon, Python 3.11)
+REFERENCE_LOOPS = 1000
+#: the reference is timed before a sample only while its timings so far took at most this
+#: share of the sampled wall time (it is never timed inside a sample)
+REFERENCE_SHARE = 0.05
+#: ... and always before the first REFERENCE_MIN samples of a process
+REFERENCE_MIN = 3
+
+
+def reference_workload(loops: int = REFERENCE_LOOPS) -> int:
+    """The machine-speed reference: a fixed pure-Python loop of integer arithmetic, dict
+    stores and list appends (the interpreter's common work), the same in every run and
+    every process. Timed between samples, it shows how fast this process's CPU ran Python
+    while the samples were taken; :mod:`perflab.analyze.reference` divides it out.
+
+    Returns:
+        A checksum (so the work cannot be skipped).
+    """
+    total = 0
+    table: dict[int, int] = {}
+    items = []
+    for i in range(loops):
+        total += (i * 7) % 13
+        table[i & 127] = total
+        items.append(total)
+    return total + len(items) + len(table)
+
+
+def time_reference() -> int:
+    """Wall time of one :func:`reference_workload`, ns. (Its ≈ 2× swings on perflab's own
+    VM are the host running the VM at two speeds — benchmarks/repeat.py reports them, and
+    a tight loop of it outside perflab shows them too: what the reference is there to
+    see, not a disturbance by the preceding sample.)"""
+    t0 = _perf_ns()
+    reference_workload()
+    return _perf_ns() - t0
+
+
+def _phase(name: str, fn: Callable[[], Any]) -> Any:
+    """Run ``fn``; wrap anything it raises as PhaseError(name), ``sys.exit()`` included
+    (SystemExit is not an Exception, and would otherwise end the worker silently)."""
+    try:
+        return fn()
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the benchmark may raise anything
+        raise PhaseError(name, exc) from exc
+
+
+def measure(plan: dict[str, Any], emit: Emitter) -> None:
+    """Measure the case described by ``plan`` and emit events. Raises PhaseError."""
+    from perflab.engines.run.suite import call_setup, load_file
+
+    steal0 = steal_ns()
+    _HEAP_PADDING.extend(heap_padding(plan.get("layout", {}).get("heap_objects", 0)))
+    bench_file = load_file(plan["file"])
+    spec = bench_file.benches[plan["index"]]
+    params = plan["params"]
+    args = _phase("setup", lambda: call_setup(spec, params))
+    measure_call(spec.func, args, params, plan, emit, bench_file.metrics_for(spec), steal0)
+
+
+def measure_call(
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    plan: dict[str, Any],
+    emit: Callable[..., None],
+    metrics: Sequence[Any] = (),
+    steal0: int | None = None,
+) -> None:
+    """Measure ``func(*args, **kwargs)`` in this process: the worker's whole sequence
+    from the first call (cold time) to the ``done`` event.
+
+    The one measuring sequence of perflab's Python harness: :func:`measure` calls it in a
+    fresh worker, the pytest plugin and the Python API call it in their own process.
+
+    Args:
+        func, args, kwargs: the callable and its bound arguments.
+        plan: ``iterations`` (None: calibrate to ``sample_target_ns``), ``warmup_max_s``,
+            ``sample_seconds``, ``min_samples``, ``max_samples``, ``allocations``,
+            ``threads`` (see :meth:`perflab.engines.run.runner.Runner._plan`); optional
+            ``warmup_samples`` (a fixed warmup count instead of warmup until stable),
+            ``before_sample`` (a callable run untimed before each sample, returning the
+            zero-argument call that sample times: pedantic setups) and ``reference``
+            (True: time :func:`reference_workload` between samples, ``reference`` events).
+        emit: ``emit(event, **fields)`` (an :class:`Emitter`, or any callable).
+        metrics: :class:`perflab.engines.run.suite.MetricSpec` applied to the first result.
+        steal0: CPU steal time at the start, ns (None: read it now).
+
+    Raises:
+        PhaseError: the benchmark raised; ``phase`` says where.
+    """
+    steal0 = steal_ns() if steal0 is None else steal0
+    loop, empty = None, None
+    if aio.is_async(func):  # every call runs to completion on one loop (engines/run/aio.py)
+        if plan.get("threads") is not None:
+            raise PhaseError(
+                "threads",
+                ValueError(
+                    "threads mode runs plain functions; an async def benchmark shares one event "
+                    "loop per process: drop threads=, or run the coroutines with asyncio.gather"
+                ),
+            )
+        loop = _phase("event loop", lambda: aio.new_loop(plan.get("event_loop", "asyncio")))
+        func, empty = aio.on_loop(func, loop, empty_like)
+    call = functools.partial(func, *args, **kwargs) if (args or kwargs) else func
+    gcmon = GcMonitor()
+    gc.callbacks.append(gcmon)
+    try:
+        _measure_call(call, func, args, kwargs, plan, emit, metrics, steal0, gcmon, empty)
+    finally:
+        gc.callbacks.remove(gcmon)
+        if loop is not None:
+            loop.close()
+
+
+def _measure_call(
+    call: Callable[[], Any],
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    params: dict[str, Any],
+    plan: dict[str, Any],
+    emit: Callable[..., None],
+    metric_specs: Any,
+    steal0: int | None,
+    gcmon: GcMonitor,
+    empty: Callable[..., Any] | None,
+) -> None:
+    """The body of :func:`measure_call` (``call`` is func bound to its arguments;
+    ``empty``: the loop overhead's empty callable, None for one like ``func``)."""
+    emit("start", pid=os.getpid())
+    t0 = _perf_ns()
+    result = _phase("first call", call)
+    cold = _perf_ns() - t0
+    metrics = {}
+    for m in metric_specs:
+        value = _phase(f"metric {m.name!r}", functools.partial(m.func, result))
+        if value is not None:
+            metrics[m.name] = float(value)
+    del result
+    emit("cold", ns=cold, metrics=metrics)
+    if plan.get("threads") is not None:  # threads mode: N threads, fixed time per process
+        from perflab.engines.run import threads
+
+        return _phase(
+            "threads", lambda: threads.measure(call, func, args, params, gcmon, plan, emit, steal0)
+        )
+    n = plan.get("iterations") or _phase(
+        "calibration", lambda: calibrate(call, plan["sample_target_ns"], gcmon)
+    )
+    emit("calibrated", iterations=n)
+    if plan.get("warmup_samples") is not None:
+        for _ in range(plan["warmup_samples"]):
+            _phase("warmup", lambda: time_loop(_next_call(call, plan), n, gcmon))
+        emit("warmup", samples=plan["warmup_samples"], converged=True)
+    else:
+        count, converged = _phase("warmup", lambda: warmup(call, n, gcmon, plan["warmup_max_s"]))
+        emit("warmup", samples=count, converged=converged)
+    emit("overhead", ns_per_op=loop_overhead(func, args, params, n, gcmon, empty=empty))
+    span = _phase("sampling", lambda: _sample(call, n, gcmon, plan, emit))
+    if plan.get("allocations", True):
+        peak, blocks = _phase("allocation pass", lambda: allocations(_next_call(call, plan)))
+        emit("alloc", peak_bytes=peak, blocks=blocks)
+    if plan.get("memory_interval_s"):  # run --memory: the Python heap over calls
+        from perflab.engines.run.heap import heap_timeline, pass_seconds
+
+        emit(
+            "heap",
+            **_phase(
+                "heap pass", lambda: heap_timeline(call, pass_seconds(plan["sample_seconds"]))
+            ),
+        )
+    emit_done(emit, steal0, span)
+
+
+def _next_call(call: Callable[[], Any], plan: dict[str, Any]) -> Callable[[], Any]:
+    """The call the next sample times: ``call``, or a fresh one from the plan's
+    ``before_sample`` hook (run here, untimed)."""
+    hook = plan.get("before_sample")
+    return call if hook is None else hook()
+
+
+def _sample(
+    call: Callable[[], Any], n: int, gcmon: GcMonitor, plan: dict[str, Any], emit: Emitter
+) -> tuple[int | None, str | None]:
+    """Timed samples until the process's time slice is spent (and a minimum count is met).
+
+    Each sample is bracketed by the clock cross-check (:mod:`perflab.engines.integrity`);
+    its skew and flag travel with the sample event.
+
+    Returns:
+        The cross-check over the whole sampling phase: (skew ns, flag).
+    """
+    monitor = sampling.MONITOR
+    monitor.ready()
+    reference = bool(plan.get("reference"))
+    if reference:  # warm the reference up (the adaptive interpreter specializes it)
+        for _ in range(REFERENCE_MIN):
+            reference_workload()
+    rss = _own_rss if plan.get("memory_interval_s") else None
+    deadline = _perf_ns() + plan["sample_seconds"] * 1e9
+    count, sampled_ns, reference_ns = 0, 0, 0
+    while count < plan["max_samples"] and (count < plan["min_samples"] or _perf_ns() < deadline):
+        if reference and (count < REFERENCE_MIN or reference_ns <= REFERENCE_SHARE * sampled_ns):
+            ns = time_reference()
+            reference_ns += ns
+            emit("reference", ns=ns)
+        timed = _next_call(call, plan)
+        monitor.start()
+        wall, cpu, gcs, gcns = time_loop(timed, n, gcmon)
+        skew, flag = monitor.stop()
+        emit(
+            "sample",
+            n=n,
+            wall=wall,
+            cpu=cpu,
+            gc=gcs,
+            gc_ns=gcns,
+            skew=skew,
+            flag=flag,
+            **({"rss_bytes": rss()} if rss else {}),
+        )
+        count += 1
+        sampled_ns += wall
+    return monitor.span()
+
+
+def _own_rss() -> int | None:
+    """``run --memory``: this process's resident bytes now, from /proc (a read between
+    samples, outside the timed loop; the timeline is sampled by perflab from outside)."""
+    from perflab.engines import memory
+
+    reading = memory.read(os.getpid())
+    return None if reading is None else reading[1]
+
+
+def error_fields(phase: str, exc: BaseException) -> dict[str, str]:
+    """The fields of the ``error`` event for ``exc`` raised in ``phase``."""
+    return {
+        "phase": phase,
+        "type": type(exc).__name__,
+        "message": str(exc),
+        "traceback": "".join(traceback.format_exception(exc)),
+    }
+
+
+def reporting(emit: Emitter, work: Callable[[], None]) -> int:
+    """Run a worker's ``work``; a failure becomes one ``error`` event (a PhaseError's
+    phase, else "load"). Returns the worker's exit code: 0, or 3 on a benchmark error."""
+    try:
+        work()
+    except PhaseError as err:
+        emit("error", **error_fields(err.phase, err.exc))
+        return 3
+    except Exception as exc:  # noqa: BLE001 - report, don't crash silently
+        emit("error", **error_fields("load", exc))
+        return 3
+    return 0
+
+
+def main() -> int:
+    """Entry point: read the plan on stdin, measure, report. Exit 0, or 3 on a benchmark error."""
+    plan = json.loads(sys.stdin.read())
+    emit = Emitter(plan["fd"])
+    return reporting(emit, lambda: measure(plan, emit))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,599 @@
+"""The records of the results model: the raw data of every engine, as dataclasses.
+
+Raw data, statistics and presentation are separate types (hyperfine's
+TimingResult → BenchmarkResult → exporters; pyperf's Run → Benchmark → Suite):
+this module holds only raw data and its conversion to and from JSON types.
+Times are integer nanoseconds in raw records and float seconds in summaries;
+sizes are bytes. Reading and writing files is :mod:`perflab.model.results_file`;
+schema versions and migrations are :mod:`perflab.model.versions`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any
+
+from perflab.cluster_model import AgentInfo, AgentShare
+from perflab.model.versions import SCHEMA_VERSION, migrate
+
+
+def _from_dict(cls: type, data: dict[str, Any]) -> Any:
+    """Build dataclass ``cls`` from ``data``, ignoring unknown keys (forward-compatible)."""
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass
+class Sample:
+    """One timed sample of ``iterations`` back-to-back calls in one process.
+
+    Attributes:
+        iterations: calls in the sample (≥ 1).
+        wall_ns: wall time of the whole sample, ns (``perf_counter_ns``).
+        cpu_ns: process CPU time (user+sys) over the sample, ns.
+        gc_collections: garbage collections that ran during the sample.
+        gc_ns: time spent inside those collections, ns.
+        clock_skew_ns: largest disagreement between MONOTONIC and the other
+            clocks (REALTIME, RAW, TSC) over the sample, ns; None if unchecked.
+        flagged: why the sample is excluded from summaries (e.g. "clock"),
+            or None. Flagged samples are kept in the file, never dropped.
+    """
+
+    iterations: int
+    wall_ns: int
+    cpu_ns: int
+    gc_collections: int = 0
+    gc_ns: int = 0
+    clock_skew_ns: int | None = None
+    flagged: str | None = None
+
+    @property
+    def per_op_s(self) -> float:
+        """Wall seconds per operation."""
+        return self.wall_ns / self.iterations * 1e-9
+
+
+@dataclass
+class Process:
+    """Everything one fresh worker process measured for one benchmark.
+
+    The process is the unit of replication: samples inside one process are
+    not independent, so statistics resample processes first.
+
+    Attributes:
+        index: the order in which the process was started within the run.
+        pid: the OS process id.
+        started_s: start time, seconds since the run began (for drift plots).
+        iterations: calls per sample after calibration.
+        cold_ns: wall time of the very first call in the process, ns.
+        warmup_samples: samples run before timings stopped drifting.
+        warmup_converged: False when warmup hit its time bound instead.
+        loop_overhead_ns: cost per op of the harness loop with an empty
+            callable, measured in the same process, ns.
+        timer_error_ns: timer read cost + resolution used by calibration, ns.
+        samples: the timed samples.
+        metrics: extra metrics computed from the benchmark's return value.
+        alloc_peak_bytes: peak traced memory growth during one call, bytes.
+        alloc_blocks: memory blocks still live after one call (incl. the result).
+        steal_ns: CPU steal time of the machine during the process, ns.
+        involuntary_switches: involuntary context switches of the process.
+        thread_ops: threads mode only: operations each thread completed during the
+            timed windows, one entry per thread (fairness between threads).
+        latency_ns: threads mode only: per-op latency percentiles of the process
+            over the timed windows, ns; keys p50, p90, p99, p99.9, max, mean.
+        gil_enabled: threads mode only: whether the GIL was enabled while the
+            threads ran (False on a free-threaded interpreter); None if unknown.
+        layout: the memory-layout randomization this process got (``perflab run``
+            draws it per process; ``--seed`` repeats it): ``env_padding_bytes``
+            (length of a padding environment variable), ``hash_seed``
+            (PYTHONHASHSEED), ``heap_objects`` (small objects allocated before the
+            benchmark file was imported). Empty: no randomization (``--no-randomize``,
+            or a file written before it existed).
+        clock_skew_ns: largest disagreement of MONOTONIC with the other clocks over the
+            whole sampling phase of the process (first sample's start to last sample's
+            end), ns; None if unchecked. A step between two samples shows here only.
+        clock_flag: "clock:<name>" when that disagreement exceeded the tolerance.
+        reference_ns: wall times of the machine-speed reference (a fixed pure-Python
+            loop, :func:`perflab.engines.run.worker.reference_workload`) timed in this process
+            between its samples, ns; empty when not timed (threads mode, older files).
+        error: why the process failed, or None.
+        rss_start_bytes / rss_end_bytes / rss_calls / rss_peak_bytes / memory / heap:
+            ``run --memory`` only (None without): the worker's RSS when its first and
+            last timed sample ended and the calls in between, bytes; its peak (VmHWM);
+            its RSS timeline ``{"t_s", "cpu_s", "rss_bytes"}`` sampled from outside
+            (:mod:`perflab.engines.memory`); the Python heap over the heap pass after
+            timing, ``{"calls", "t_s", "traced_bytes", "peak_bytes"}``
+            (:func:`perflab.engines.run.heap.heap_timeline`); see docs/results-format.md.
+    """
+
+    index: int
+    pid: int
+    started_s: float
+    iterations: int = 1
+    cold_ns: int | None = None
+    warmup_samples: int = 0
+    warmup_converged: bool = True
+    loop_overhead_ns: float | None = None
+    timer_error_ns: float | None = None
+    samples: list[Sample] = field(default_factory=list)
+    metrics: dict[str, float] = field(default_factory=dict)
+    alloc_peak_bytes: float | None = None
+    alloc_blocks: float | None = None
+    steal_ns: int | None = None
+    involuntary_switches: int | None = None
+    thread_ops: list[int] = field(default_factory=list)
+    latency_ns: dict[str, float] = field(default_factory=dict)
+    gil_enabled: bool | None = None
+    layout: dict[str, int] = field(default_factory=dict)
+    clock_skew_ns: int | None = None
+    clock_flag: str | None = None
+    reference_ns: list[int] = field(default_factory=list)
+    error: str | None = None
+    rss_start_bytes: int | None = None
+    rss_end_bytes: int | None = None
+    rss_peak_bytes: int | None = None
+    rss_calls: int | None = None
+    memory: dict[str, list[float]] | None = None
+    heap: dict[str, list[float]] | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Process:
+        """Build from the JSON form. Raises TypeError/KeyError on malformed data."""
+        proc = _from_dict(cls, data)
+        proc.samples = [_from_dict(Sample, s) for s in data.get("samples", [])]
+        return proc
+
+
+@dataclass
+class CommandRun:
+    """One timed run of a whole command (``perflab cmd``); each run is its own process.
+
+    Attributes:
+        index: order of the run within the invocation (interleaving is visible here).
+        started_s: start time, seconds since the invocation began.
+        wall_ns: wall time from spawn to exit on the monotonic clock, ns.
+        user_ns / sys_ns: CPU time from ``wait4``, ns; None when unknown (an imported
+            hyperfine file without ``user``/``system``), shown as "–", never as 0.
+        max_rss_bytes: peak resident set size from ``wait4``, bytes.
+        exit_code: exit status (negative: killed by that signal).
+        ok: False when the run failed (non-zero exit not ignored, timeout).
+        warmup: True for warmup runs, which never enter summaries.
+        timed_out: True when the run hit ``--timeout`` and was killed (it counts as failed).
+        clock_skew_ns: largest disagreement of MONOTONIC with REALTIME, RAW and the TSC
+            over the batch of runs this run belonged to, ns; None if unchecked.
+        flagged: "clock:<name>" when that disagreement exceeded the tolerance; such
+            runs are kept in the file and excluded from summaries.
+        block: the interleaving block the run belonged to (each block runs every
+            active command once, in random order; ratios pair runs by block); None
+            for ``--no-interleave`` runs and files written before blocks were kept.
+        tree_rss_peak_bytes / tree_rss_growth_bytes: ``cmd --memory``: the highest
+            summed RSS of the command and its descendants, and the last reading − the
+            first, over the run, bytes; None without --memory or with no reading.
+        memory: ``cmd --memory``: that summed RSS over the run, ``{"t_s", "rss_bytes"}``
+            (seconds since spawn, bytes), read every interval by the spawning helper.
+    """
+
+    index: int
+    started_s: float
+    wall_ns: int
+    user_ns: int | None = 0
+    sys_ns: int | None = 0
+    max_rss_bytes: int = 0
+    exit_code: int = 0
+    ok: bool = True
+    warmup: bool = False
+    timed_out: bool = False
+    clock_skew_ns: int | None = None
+    flagged: str | None = None
+    block: int | None = None
+    tree_rss_peak_bytes: int | None = None
+    tree_rss_growth_bytes: int | None = None
+    memory: dict[str, list[float]] | None = None
+
+
+@dataclass
+class Histogram:
+    """An HdrHistogram in the standard V2 compressed encoding, base64, microseconds.
+
+    Attributes:
+        encoded: base64 of the V2-deflate serialization (readable by other
+            HdrHistogram implementations, mergeable).
+        count: recorded values.
+        p50_us … max_us: percentiles precomputed at record time, µs.
+    """
+
+    encoded: str = ""
+    count: int = 0
+    min_us: float = math.nan
+    mean_us: float = math.nan
+    p50_us: float = math.nan
+    p90_us: float = math.nan
+    p99_us: float = math.nan
+    p999_us: float = math.nan
+    max_us: float = math.nan
+
+
+@dataclass
+class ServerTiming:
+    """What the target's ``Server-Timing`` response headers said over one HTTP step
+    (the OK responses to recorded requests; docs/trace.md, "`perflab http` reads
+    Server-Timing").
+
+    Attributes:
+        responses: responses that carried a ``Server-Timing`` header.
+        malformed: of those, responses whose header was partly or wholly malformed
+            (their well-formed metrics are kept; the request never fails for it).
+        metrics_dropped: metric values not recorded: over 32 in one response, or a new
+            name over 32 distinct names in the step.
+        metrics: HdrHistogram of ``dur`` per metric name, µs.
+        app_total: the app's own total per response (the metric named ``app`` or
+            ``total``, else the largest ``dur``), µs.
+        outside_app: service time (write start to last byte) minus ``app_total``, per
+            response, µs (0 when the app claims more than the client saw).
+    """
+
+    responses: int = 0
+    malformed: int = 0
+    metrics_dropped: int = 0
+    metrics: dict[str, Histogram] = field(default_factory=dict)
+    app_total: Histogram = field(default_factory=Histogram)
+    outside_app: Histogram = field(default_factory=Histogram)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ServerTiming:
+        """Build from the JSON form. Raises TypeError/KeyError on malformed data."""
+        timing = _from_dict(cls, data)
+        timing.metrics = {
+            str(k): _from_dict(Histogram, v or {}) for k, v in (data.get("metrics") or {}).items()
+        }
+        for name in ("app_total", "outside_app"):
+            setattr(timing, name, _from_dict(Histogram, data.get(name) or {}))
+        return timing
+
+
+@dataclass
+class HttpStep:
+    """One step of an HTTP load test: one offered rate (or connection count).
+
+    The step's *recorded requests* are those intended (open loop) or sent (closed loop)
+    after the warmup; its *recorded window* runs from the end of the warmup to the end
+    of the step, or to the stop when one cut it short. Every recorded request ends in
+    exactly one way, so that the requests due in the window (open loop: ``requests_sent
+    + unsent``; closed loop: ``requests_sent``) are::
+
+        ok_in_window + drained + failures + unfinished + unsent
+
+    where ``ok_in_window = ok_responses − ok_from_warmup``.
+
+    Attributes:
+        offered_rate: requests/s the schedule asked for (None in closed loop).
+        connections: connections used (the N of a closed-loop step).
+        mode: "open", "open-poisson" or "closed".
+        duration_s / warmup_s: planned length of the step (warmup included) and
+            its trimmed, unrecorded start, s.
+        elapsed_s: length of the recorded window, s (duration − warmup, shorter if
+            interrupted); the achieved rate is ``ok_responses / elapsed_s``.
+        requests_sent: recorded requests handed to a connection (a failed connect is a
+            sent request that failed).
+        status_counts: responses to recorded requests by HTTP status code (str keys).
+        errors: failed requests by kind (connect_refused, read_timeout, …).
+        ok_responses: successful responses that completed inside the recorded window,
+            whichever request they answered (``ok_from_warmup`` of them answered warmup
+            requests).
+        bytes_in / bytes_out: bytes read / written.
+        connections_opened / connections_closed: connection churn.
+        connection_errors: connections (or connect attempts) that ended in an error.
+        thread_cpu_s: CPU seconds used by each engine thread in the step.
+        latency / service_time / send_lag / failed_latency: HdrHistograms of recorded
+            requests; ``latency`` holds every successful one, drained ones included
+            (count = ok_responses − ok_from_warmup + drained).
+        interrupted: True when Ctrl-C or a fault ended the step early.
+        clock_skew_ns: largest disagreement of MONOTONIC with REALTIME, RAW and the TSC
+            over the step, ns (None: unchecked); flagged: "clock:<name>" when it
+            exceeded the tolerance — the step's rates and latencies are then unusable.
+        failures: recorded requests that failed (a status outside --ok, or an error),
+            whenever the failure came.
+        unsent: requests due in the recorded window but never handed to a connection:
+            every connection stayed busy until the step ended, or perflab fell more than
+            0.1 s behind (a sign of saturation).
+        unfinished: recorded requests still unanswered when the step was cut off: by a
+            stop, or ``--timeout`` after the step's end.
+        connections_peak: most connections open at once (open loop: ``connections``
+            is only the pool's cap).
+        connect_failures: connect attempts that failed (TCP or TLS), whole step.
+        pool_waits: open loop: recorded requests that waited for a free connection.
+        threads: engine threads used.
+        wall_s: wall time the step took, drain of in-flight requests included, s.
+        dispatch_lag: open loop: HdrHistogram of how late perflab's dispatcher found
+            each request due (its own lateness, without waits for a free connection).
+        drained: successful responses to recorded requests that completed after the
+            recorded window, while the step drained (not in the achieved rate); None in
+            files from before schema 2, where ``ok_responses`` included them.
+        ok_from_warmup: of ``ok_responses``, answers to requests sent during the warmup
+            (None before schema 2).
+        drain_s: from the end of the recorded window until the last recorded request
+            was answered, failed or cut off, s (estimated from ``wall_s`` before schema
+            2): about one response time for a server that kept up.
+        watched: ``--watch``/``--watch-cmd``: each watched process's timeline over the
+            step, sampled from outside every 100 ms: ``{"pid", "name", "t_s", "cpu_s",
+            "rss_bytes"}``, times since the sweep started, cumulative CPU seconds,
+            resident bytes (see :mod:`perflab.engines.http.watch`); empty when not watched.
+        agents: a distributed run (``--agents``): each load agent's own part of the step,
+            beside this merged step (empty on one machine).
+        server_timing: the target's ``Server-Timing`` headers over the step
+            (:class:`ServerTiming`); None when no response carried one.
+    """
+
+    offered_rate: float | None
+    connections: int
+    mode: str
+    duration_s: float
+    warmup_s: float
+    elapsed_s: float
+    requests_sent: int = 0
+    status_counts: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
+    ok_responses: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    connections_opened: int = 0
+    connections_closed: int = 0
+    connection_errors: int = 0
+    thread_cpu_s: list[float] = field(default_factory=list)
+    latency: Histogram = field(default_factory=Histogram)
+    service_time: Histogram = field(default_factory=Histogram)
+    send_lag: Histogram = field(default_factory=Histogram)
+    failed_latency: Histogram = field(default_factory=Histogram)
+    interrupted: bool = False
+    clock_skew_ns: int | None = None
+    flagged: str | None = None
+    failures: int = 0
+    unsent: int = 0
+    unfinished: int = 0
+    connections_peak: int = 0
+    connect_failures: int = 0
+    pool_waits: int = 0
+    threads: int = 1
+    wall_s: float = math.nan
+    dispatch_lag: Histogram = field(default_factory=Histogram)
+    drained: int | None = 0
+    ok_from_warmup: int | None = 0
+    drain_s: float = math.nan
+    watched: list[dict[str, Any]] = field(default_factory=list)
+    agents: list[AgentShare] = field(default_factory=list)
+    server_timing: ServerTiming | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> HttpStep:
+        """Build from the JSON form. Raises TypeError/KeyError on malformed data."""
+        step = _from_dict(cls, data)
+        if data.get("server_timing") is not None:
+            step.server_timing = ServerTiming.from_dict(data["server_timing"])
+        step.agents = [AgentShare.from_dict(a, HttpStep.from_dict) for a in step.agents]
+        for name in ("latency", "service_time", "send_lag", "failed_latency", "dispatch_lag"):
+            setattr(step, name, _from_dict(Histogram, data.get(name) or {}))
+        for name in ("wall_s", "drain_s"):  # NaN is written as null
+            if getattr(step, name) is None:
+                setattr(step, name, math.nan)
+        return step
+
+
+@dataclass
+class SpanHistogram:
+    """An HdrHistogram of span times in the standard V2 compressed encoding, base64,
+    **nanoseconds** (2 significant digits), with its summary.
+
+    Attributes:
+        encoded: base64 of the V2-deflate serialization.
+        count: recorded spans.
+        min_ns … max_ns: summary recomputed from ``encoded`` on load, ns.
+    """
+
+    encoded: str = ""
+    count: int = 0
+    min_ns: float = math.nan
+    mean_ns: float = math.nan
+    p50_ns: float = math.nan
+    p90_ns: float = math.nan
+    p99_ns: float = math.nan
+    p999_ns: float = math.nan
+    max_ns: float = math.nan
+
+
+@dataclass
+class TraceSpan:
+    """One span name of a ``trace`` file (written by ``perflab.trace.dump``).
+
+    Attributes:
+        count: spans recorded.
+        total_ns / self_total_ns: exact sums of their durations / self times, ns.
+        duration: HdrHistogram of each span's wall duration, ns.
+        self_time: HdrHistogram of each span's duration less its direct child spans', ns.
+    """
+
+    count: int = 0
+    total_ns: int = 0
+    self_total_ns: int = 0
+    duration: SpanHistogram = field(default_factory=SpanHistogram)
+    self_time: SpanHistogram = field(default_factory=SpanHistogram)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TraceSpan:
+        """Build from the JSON form. Raises TypeError/KeyError on malformed data."""
+        span = _from_dict(cls, data)
+        for name in ("duration", "self_time"):
+            setattr(span, name, _from_dict(SpanHistogram, data.get(name) or {}))
+        return span
+
+
+@dataclass
+class Benchmark:
+    """Raw data of one benchmark (one case: name + params) from any engine.
+
+    Attributes:
+        name: the benchmark's name (function name, command, or URL).
+        group: benchmarks in one group are compared with each other.
+        kind: "python", "command", "http" or "trace".
+        params: parameter values of this case (JSON scalars).
+        stage: a column of a staged group (e.g. "serialize"), or None.
+        baseline: True for the group's baseline.
+        metric_units: unit of each extra metric, e.g. {"payload": "B"}.
+        processes: python engine data, one entry per worker process.
+        runs: command engine data, one entry per run.
+        steps: http engine data, one entry per step.
+        span: trace data (kind "trace": one benchmark per span name), else None.
+        threads: thread count of a threads-mode case, else None.
+        ops_per_call: operations one call performs (``@perflab.bench(ops=...)``);
+            samples time calls, summaries divide by this to give time per operation.
+        stop_reason: "precision", "budget", "max-processes", "max-runs",
+            "failed", "interrupted" or "done".
+        error: the failure message, or None.
+    """
+
+    name: str
+    group: str = ""
+    kind: str = "python"
+    params: dict[str, Any] = field(default_factory=dict)
+    stage: str | None = None
+    baseline: bool = False
+    metric_units: dict[str, str] = field(default_factory=dict)
+    processes: list[Process] = field(default_factory=list)
+    runs: list[CommandRun] = field(default_factory=list)
+    steps: list[HttpStep] = field(default_factory=list)
+    threads: int | None = None
+    stop_reason: str = "done"
+    error: str | None = None
+    span: TraceSpan | None = None
+    ops_per_call: int = 1
+
+    @property
+    def id(self) -> str:
+        """Stable id used for matching across files: ``group/name[stage](k=v,…)``."""
+        text = f"{self.group}/{self.name}" if self.group else self.name
+        if self.stage:
+            text += f"[{self.stage}]"
+        if self.params:
+            text += "(" + ",".join(f"{k}={v}" for k, v in sorted(self.params.items())) + ")"
+        if self.threads is not None:
+            text += f"@{self.threads}t"
+        return text
+
+    @property
+    def label(self) -> str:
+        """Display name: name plus params, e.g. ``pickle_dumps n=1000``; a command's name
+        already holds its parameter values (``make -j1``), so it is its label."""
+        if self.kind == "command":
+            return self.name
+        extra = " ".join(f"{k}={v}" for k, v in self.params.items())
+        text = f"{self.name} {extra}".strip()
+        return f"{text} ×{self.threads}t" if self.threads is not None else text
+
+    @property
+    def failed(self) -> bool:
+        """True when the benchmark failed (it may still hold partial data)."""
+        return self.error is not None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Benchmark:
+        """Build from the JSON form. Raises TypeError/KeyError on malformed data."""
+        bench = _from_dict(cls, data)
+        bench.processes = [Process.from_dict(p) for p in data.get("processes", [])]
+        bench.runs = [_from_dict(CommandRun, r) for r in data.get("runs", [])]
+        bench.steps = [HttpStep.from_dict(s) for s in data.get("steps", [])]
+        if data.get("span") is not None:
+            bench.span = TraceSpan.from_dict(data["span"])
+        return bench
+
+
+@dataclass
+class Results:
+    """One invocation's results: what ran, where, how, and every raw record.
+
+    Attributes:
+        kind: the engine: "run", "cmd" or "http"; "trace" for a ``perflab.trace`` dump.
+        command_line: the exact argv of the invocation.
+        created: ISO-8601 UTC time the invocation started.
+        perflab_version: the version that wrote the file.
+        environment: the environment fingerprint (see :mod:`perflab.environment`).
+        settings: the measurement settings (precision, budget, …), JSON scalars.
+        benchmarks: raw data per benchmark.
+        interrupted: True when Ctrl-C ended the invocation early.
+        spawn_overhead: for ``cmd``: wall times of spawning an empty process, ns.
+        rss_floor_bytes: for ``cmd``: max RSS reported for that empty process, bytes;
+            the kernel counts the spawner's memory until exec, so no run reads below it.
+        agents: for a distributed ``http`` run: its load agents (empty otherwise).
+    """
+
+    kind: str
+    command_line: list[str]
+    created: str
+    perflab_version: str
+    environment: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+    benchmarks: list[Benchmark] = field(default_factory=list)
+    interrupted: bool = False
+    spawn_overhead_ns: list[int] = field(default_factory=list)
+    rss_floor_bytes: int | None = None
+    schema_version: int = SCHEMA_VERSION
+    agents: list[AgentInfo] = field(default_factory=list)
+
+    def to_dict(self, summaries: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The JSON form; ``summaries`` (by benchmark id) are written beside raw data.
+
+        Returns:
+            A dict of JSON types only; NaN becomes null.
+        """
+        data = json_types(self)
+        data = {"schema_version": SCHEMA_VERSION, "tool": "perflab", **data}
+        if summaries:
+            for bench, raw in zip(self.benchmarks, data["benchmarks"]):
+                if bench.id in summaries:
+                    raw["summary"] = json_types(summaries[bench.id])
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Results:
+        """Build from the JSON form, migrating older schema versions.
+
+        Raises:
+            ResultsFileError: not a perflab results file, or a newer schema.
+        """
+        data = migrate(data)
+        results = _from_dict(cls, data)
+        results.benchmarks = [Benchmark.from_dict(b) for b in data.get("benchmarks", [])]
+        results.agents = [AgentInfo.from_dict(a) for a in data.get("agents", [])]
+        return results
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def json_types(value: Any) -> Any:
+    """JSON types from results objects, in one pass: dataclasses become dicts of their
+    fields, tuples lists, NaN/inf floats None (JSON has no NaN); other values pass as
+    they are.
+
+    Args:
+        value: a dataclass, list, tuple, dict or scalar, nested to any depth.
+
+    Returns:
+        The same structure built of dict, list, str, int, float, bool and None.
+
+    ``dataclasses.asdict`` would deep-copy every leaf: about 10× slower on a file of
+    thousands of raw runs or samples, which every save pays.
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if value is None or isinstance(value, (str, int)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [json_types(v) for v in value]
+    if isinstance(value, dict):
+        return {k: json_types(v) for k, v in value.items()}
+    names = _FIELD_NAMES.get(type(value))
+    if names is None and is_dataclass(value):
+        names = _FIELD_NAMES[type(value)] = tuple(f.name for f in fields(value))
+    if names is not None:
+        return {name: json_types(getattr(value, name)) for name in names}
+    return value
