@@ -14,7 +14,8 @@ import pytest
 
 from perflab.analyze.watch import server_figures
 from perflab.errors import UsageError
-from perflab.measure.watch import Watcher, read, resolve
+from perflab.measure.memory import read
+from perflab.measure.watch import Watcher, resolve
 from perflab.model import HttpStep
 from tests.conftest import popen_perflab
 
