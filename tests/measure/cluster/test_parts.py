@@ -253,7 +253,7 @@ def test_an_agent_stops_at_once_and_for_good(server: Any) -> None:
             "--rate",
             "100",
             "--duration",
-            "30s",
+            "300s",
             "--threads",
             "1",
         )
@@ -261,7 +261,7 @@ def test_an_agent_stops_at_once_and_for_good(server: Any) -> None:
     threading.Timer(0.5, agent.stop).start()
     t0 = time.monotonic()
     answer = agent.run_step(plan.step_config(0))
-    assert time.monotonic() - t0 < 3  # generous: a loaded CI machine
+    assert time.monotonic() - t0 < 60  # a 300 s step, stopped: bounded for a busy box
     assert answer["raw"]["steps"][0]["interrupted"]
     assert agent.progress() is not None  # the live snapshot was kept
     assert agent.reachable("127.0.0.1", free_port(), 1.0)  # nothing listens: why, in words
@@ -571,13 +571,14 @@ def test_per_agent_data_round_trips_and_is_tabled(
     ],
 )
 def test_bad_distributed_options_are_one_line_before_ray_starts(
-    argv: list[str], message: str, capsys: Any
+    argv: list[str], message: str, capsys: Any, monkeypatch: Any
 ) -> None:
-    t0 = time.monotonic()
+    # before Ray: with `import ray` failing, reaching for it would say how to install it
+    monkeypatch.setitem(sys.modules, "ray", None)
     code = cli.main(["http", "http://127.0.0.1:9/", *argv, "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and message in err and "Traceback" not in err, err
-    assert time.monotonic() - t0 < 5  # no cluster was started
+    assert "pip install" not in err
 
 
 def test_without_ray_agents_says_how_to_get_it(monkeypatch: Any, capsys: Any) -> None:
