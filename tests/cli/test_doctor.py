@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -70,12 +69,10 @@ def test_json_file_and_markdown_tables(tmp_path: Path, perflab_cli) -> None:  # 
     assert "| MONOTONIC |" in done.stdout
 
 
-def test_the_default_run_takes_under_ten_seconds(perflab_cli) -> None:  # type: ignore[no-untyped-def]
-    # The probe and the sleeps are bounded by true time (3 s + 1 s); the per-clock figures by
-    # ~0.1 s each. 10 s is the issue's target, and leaves room for a loaded 2-core machine.
-    start = time.monotonic()
-    done = perflab_cli("doctor", "--format", "csv", timeout=60)
-    took = time.monotonic() - start
+def test_the_default_run_writes_csv(perflab_cli) -> None:  # type: ignore[no-untyped-def]
+    # How long the default run takes is the native probes' true-time budgets, checked
+    # without a clock in tests/measure/test_doctor.py; here the default run itself.
+    done = perflab_cli("doctor", "--format", "csv", timeout=120)
     assert done.returncode in (0, 1), done.stderr
     assert done.stdout.startswith("name,status,detail,action\n")
-    assert took < 10, f"default doctor run took {took:.1f} s"
+    assert "probing this machine for about 5 s" in done.stderr

@@ -142,6 +142,16 @@ def test_more_connections_than_the_open_file_limit_names_ulimit(server: Any, per
     assert "ulimit -n" in one_error_line(result.stderr)
 
 
+def _wait_for_requests(server: Any, count: int, proc: Any, within_s: float = 120.0) -> None:
+    """Wait until ``server`` has answered ``count`` requests (or ``proc`` ended): the
+    load is under way however long a busy machine took to start it; bounded."""
+    deadline = time.monotonic() + within_s
+    while server.stats().get("requests", 0) < count:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"fewer than {count} requests in {within_s:g} s"
+        time.sleep(0.01)
+
+
 def test_ctrl_c_keeps_the_steps_measured(tmp_path: Path, server: Any) -> None:
     out = tmp_path / "int.json"
     proc = popen_perflab(
@@ -164,7 +174,8 @@ def test_ctrl_c_keeps_the_steps_measured(tmp_path: Path, server: Any) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(2.0)  # inside the second step (steps are 1 s plus a short start-up)
+    # inside the second step: the first (0.1 s warm-up + 0.9 s at 100/s) is 100 requests
+    _wait_for_requests(server, 110, proc)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr
@@ -188,7 +199,7 @@ def test_a_signal_stops_the_highest_rate_at_once(
             "--rate",
             "1e6",
             "--duration",
-            "20s",
+            "300s",
             "--threads",
             "1",
             "--quiet",
@@ -199,22 +210,21 @@ def test_a_signal_stops_the_highest_rate_at_once(
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(2.0)
+    _wait_for_requests(server, 1000, proc)  # the step is under way
     sent = time.monotonic()
     proc.send_signal(sig)
-    stdout, stderr = proc.communicate(timeout=30)
-    # 100 ms to see it, then the save, the table and interpreter exit on a busy machine.
-    assert time.monotonic() - sent < 5.0 and proc.returncode == 128 + sig, stderr  # 130, 143
+    stdout, stderr = proc.communicate(timeout=120)
+    # 100 ms to see it, then the save, the table and interpreter exit on a busy machine:
+    # seconds at most, against the 300 s the step would have lasted.
+    assert time.monotonic() - sent < 30 and proc.returncode == 128 + sig, stderr  # 130, 143
     (step,) = json.loads(out.read_text())["benchmarks"][0]["steps"]
     assert step["interrupted"] and step["connections_opened"] == step["connections_closed"]
 
 
 def test_a_server_killed_mid_sweep_ends_it_with_results_kept(tmp_path: Path) -> None:
-    serve = popen_perflab(
-        ["serve", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    serve = _core.serve({"host": "127.0.0.1", "port": 0})
     try:
-        address = serve.stdout.readline().split("http://")[1].split("/")[0]  # type: ignore[union-attr]
+        address = serve.address
         out = tmp_path / "killed.json"
         http = popen_perflab(
             [
@@ -236,12 +246,14 @@ def test_a_server_killed_mid_sweep_ends_it_with_results_kept(tmp_path: Path) -> 
             stderr=subprocess.PIPE,
             text=True,
         )
-        time.sleep(1.5)
-        serve.kill()
-        stdout, stderr = http.communicate(timeout=60)
+        # stopped once the first step is done and the second under way (110 answers),
+        # an event rather than a guess at the start-up time
+        _wait_for_requests(serve, 110, http)
+        serve.stop()
+        stdout, stderr = http.communicate(timeout=120)
     finally:
-        serve.kill()
-        serve.wait()
+        serve.stop()
+        serve.join()
     assert http.returncode == 1, stderr
     assert "stopped accepting" in stdout
     steps = json.loads(out.read_text())["benchmarks"][0]["steps"]

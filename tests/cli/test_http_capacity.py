@@ -1,30 +1,21 @@
 """Achieved never exceeds what the server served (issue 11): ``perflab http`` against
-``perflab serve --serialize``, offered 0.5×, 1.5× and 3× the closed-loop capacity, in
+``perflab serve --serialize``, offered 0.5×, 1.5× and 3× the server's capacity, in
 steps of 1, 2 and 5 s.
 
 Why these numbers:
 
 * ``--serialize 5ms``: one global lock held 5 ms per request, so the server completes at
   most one response per 5 ms: a capacity of at most 200/s, whatever the machine. Small
-  enough that the whole module offers at most 600 requests/s and runs in about 55 s; long
-  enough beside the per-request overhead (~0.1 ms of lock hand-over and timer wake-up)
-  that the closed-loop measurement comes within about 2% of 200/s.
-* The capacity is measured as ``perflab http --connections 16`` (closed loop): 16
-  requests queued at the lock are 80 ms of work, so the lock stays taken even when
-  perflab's thread waits tens of ms for a CPU (with 4 connections, 15 ms of queue, a
-  machine at load 5 measured 168-184/s in closed loop against 192/s in open loop, whose
-  queue is deep). The server's own thread also waits for a CPU now and then while it
-  holds the lock, so one measurement can still come out several % low on a busy machine,
-  and noise only ever slows a server down: the capacity is the best of the closed-loop
-  runs made so far (one at the start, then one right before each sweep on its server and
-  one right after it on a fresh server).
-* ``achieved ≤ 1.02 × capacity``: the issue's bound. An open-loop step at any load is
-  served by the same lock, so it cannot complete responses faster than the closed loop
-  did, give or take one response at each edge of its window (at most 5 ms / 0.8 s =
-  0.6%) and the noise of the overhead between the two runs. Stricter and noise-free:
-  ``ok_responses ≤ window / 5 ms + 1``, which the lock makes a certainty.
+  enough that the whole module offers at most 600 requests/s.
+* A closed-loop run (``--connections 16``: 80 ms of queue at the lock) before each sweep
+  never exceeds that limit either; it is shown beside the steps when a check fails.
+* Achieved ≤ the lock's capacity: ``ok_responses ≤ window / 5 ms + 1``, which the lock
+  makes a certainty whatever the machine's speed; the steps offer 0.5×, 1.5× and 3× the
+  lock's 200/s, not a measured capacity (a busy machine measured 66/s once, and loads
+  scaled from that were no overload). The closed-loop runs check only the same
+  certainty (≤ the lock's limit); how close they come to it is a benchmark's question.
 * ``--timeout 1s`` bounds each overloaded step's drain to 1 s.
-* A fresh server for each sweep (and for the measurement after it): the lock keeps
+* A fresh server for each sweep: the lock keeps
   serving the requests of clients that timed out and left, so an overloaded step leaves
   seconds of backlog behind it, which the next run would otherwise meet.
 """
@@ -44,8 +35,6 @@ from perflab import _core, model
 from perflab.analyze.http import engine_busy, saturation_reasons, summarize_steps
 
 SERIALIZE_S = 0.005
-#: The issue's bound on achieved ÷ the closed-loop capacity (see the module docstring).
-CAPACITY_SLACK = 1.02
 LOADS = (0.5, 1.5, 3.0)
 
 
@@ -87,8 +76,8 @@ def closed_loop_rate(url: str, out: Path) -> float:
     is not asserted: 80 ms of queue drain in about 5% of the window, the rule's limit."""
     results = http(url, out, "--connections", "16", "--duration", "2s")
     (summary,) = summarize_steps(results.benchmarks[0].steps)
-    # Never above the lock's limit. One run can come out far below it when another
-    # program hogs the machine (66/s seen once): the best of the runs is used.
+    # Never above the lock's limit (1% for the window's edges); how far below it a run
+    # comes depends on how busy the machine is (66/s seen once), so it is not asserted.
     assert summary.achieved_rate <= 1.01 / SERIALIZE_S
     return summary.achieved_rate
 
@@ -104,18 +93,17 @@ def capacities(tmp_path_factory: pytest.TempPathFactory) -> list[float]:
 def test_achieved_never_exceeds_the_closed_loop_capacity(
     capacities: list[float], tmp_path: Path, duration: str
 ) -> None:
+    # The loads are fractions of what the lock allows (200/s), a certainty on any machine;
+    # a closed-loop measurement on a busy machine can come out at a third of it (66/s
+    # seen), and loads scaled from it were then no overload at all.
+    lock_rps = 1 / SERIALIZE_S
     with serve() as url:
         # A closed loop leaves at most 16 requests (80 ms) behind: the sweep may follow.
         capacities.append(closed_loop_rate(url, tmp_path / "before.json"))
-        rates = ",".join(f"{load * max(capacities):.0f}" for load in LOADS)
+        rates = ",".join(f"{load * lock_rps:.0f}" for load in LOADS)
         results = http(
             url, tmp_path / "sweep.json", "--rate", rates, "--duration", duration, "--timeout", "1s"
         )
-    with serve() as url:
-        capacities.append(closed_loop_rate(url, tmp_path / "after.json"))
-    capacity = max(capacities)
-    # The best measurement came near the lock's limit (else the bound below means little).
-    assert capacity > 0.8 / SERIALIZE_S, capacities
     steps = results.benchmarks[0].steps
     summaries = summarize_steps(steps)
     table = json.dumps(
@@ -128,8 +116,12 @@ def test_achieved_never_exceeds_the_closed_loop_capacity(
         }
     )
     for step, s in zip(steps, summaries):
-        assert s.achieved_rate <= CAPACITY_SLACK * capacity, table
+        # Achieved counts only what the server served: never above the lock's capacity
+        # (one response more at an edge of the window), however overloaded the step.
         assert step.ok_responses <= step.elapsed_s / SERIALIZE_S + 1, table
+        assert s.achieved_rate <= lock_rps + 1 / step.elapsed_s, table
+        # and never above the offered rate (one edge response again)
+        assert s.achieved_rate <= s.offered_rate + 1 / step.elapsed_s, table
     light, *overloaded = summaries
     assert [s.verdict for s in overloaded] == ["saturated", "saturated"], table
     # The light step is ok. On a machine that other programs keep busy, perflab's timer

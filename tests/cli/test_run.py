@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -231,15 +232,32 @@ def test_help_and_version(perflab_cli) -> None:
     assert all(cmd in help_text for cmd in ("run", "cmd", "http", "doctor", "compare", "fit"))
 
 
+def _wait_for_processes(imports: Path, proc: Any, within_s: float = 120.0) -> None:
+    """Wait until 4 processes have imported the benchmark file (each appends its pid to
+    ``imports``): with at most two that are not workers (perflab's own, a discovery
+    process) and workers run one at a time, one worker at least has finished. Bounded."""
+    import time
+
+    deadline = time.monotonic() + within_s
+    while not imports.exists() or len(set(imports.read_text().split())) < 4:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "no worker finished"
+        time.sleep(0.02)
+
+
 def test_ctrl_c_keeps_what_was_measured(tmp_path: Path) -> None:
     """SIGINT mid-run: exit 130 and a results file holding the processes measured so far."""
     import signal
     import subprocess
-    import time
 
+    imports = tmp_path / "imports"
     bench = write(
         tmp_path,
-        """
+        f"""
+        import os
+        with open({str(imports)!r}, "a") as log:
+            log.write(f"{{os.getpid()}}\\n")
+
         @perflab.bench
         def first():
             return sum(range(100))
@@ -268,7 +286,7 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(4)  # generous: several worker processes finish in this time even on a busy CI box
+    _wait_for_processes(imports, proc)  # a worker has finished, however busy the box
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
@@ -287,11 +305,15 @@ def test_sigterm_and_sighup_stop_like_ctrl_c_and_exit_with_the_signals_code(
     stopped, finished samples kept, results saved and printed, exit 128 + the signal."""
     import signal
     import subprocess
-    import time
 
+    imports = tmp_path / "imports"
     bench = write(
         tmp_path,
-        """
+        f"""
+        import os
+        with open({str(imports)!r}, "a") as log:
+            log.write(f"{{os.getpid()}}\\n")
+
         @perflab.bench
         def first():
             return sum(range(100))
@@ -316,7 +338,7 @@ def test_sigterm_and_sighup_stop_like_ctrl_c_and_exit_with_the_signals_code(
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(4)  # generous: several worker processes finish in this time even on a busy CI box
+    _wait_for_processes(imports, proc)  # a worker has finished, however busy the box
     proc.send_signal(getattr(signal, sig))
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == code, stderr

@@ -49,7 +49,12 @@ def test_fixture_measures_with_the_harness_and_returns_the_result(pytester):
     # the harness's sequence: cold call, calibration, warmup, overhead, samples, allocation
     assert process["cold_ns"] > 0 and process["iterations"] > 1
     assert process["loop_overhead_ns"] > 0 and process["alloc_peak_bytes"] is not None
-    assert len(process["samples"]) >= 5 and all(s["cpu_ns"] > 0 for s in process["samples"])
+    # at least the minimum the harness guarantees (more fit in the budget on a quiet
+    # machine; how many is its speed)
+    from perflab.engines.run.runner import Settings
+
+    assert len(process["samples"]) >= Settings().min_samples
+    assert all(s["cpu_ns"] > 0 for s in process["samples"])
     assert bench["stop_reason"] in ("budget", "precision")
     assert _results(out)["settings"]["modes"] == {"math/test_add": "in-process"}
     result.stdout.fnmatch_lines(["*perflab: 1 benchmark(s) measured in-process*", "*test_add*"])

@@ -3,7 +3,6 @@ one line that says what to do."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -38,9 +37,8 @@ def test_negative_looking_values_are_rejected_by_meaning(argv: list[str], words:
 )
 def test_former_internal_errors(argv: list[str], words: str) -> None:
     # was: OverflowError, ValueError, "cannot connect to 127.0.0.1:80", "command 'abc'"
-    started = time.monotonic()
-    assert words in clean_failure(perflab(*argv))
-    assert time.monotonic() - started < 10
+    # refused before measuring: a doctor probe of 1e12 s would hang past perflab()'s bound
+    assert words in clean_failure(perflab(*argv, timeout=120))
 
 
 def test_folders_are_called_folders(tmp_path: Path) -> None:

@@ -143,9 +143,10 @@ def test_perflab_http_breaks_the_latency_down_by_server_timing(gunicorn, perflab
     metrics = timing["metrics"]
     assert sorted(metrics) == ["app", "db", "render"]
     assert all(m["count"] == ok for m in metrics.values())
-    # The fixed delays: ≥ the sleep, and (generously: a shared 2-core machine) < 10×.
-    assert 4000 <= metrics["db"]["p50_us"] < 40_000
-    assert 2000 <= metrics["render"]["p50_us"] < 20_000
+    # The fixed delays: ≥ the sleep, and below 100× (a sleep on a machine at load 8 can
+    # overrun by scheduler quanta; the fault excluded is a unit slip, 1,000×).
+    assert 4000 <= metrics["db"]["p50_us"] < 400_000
+    assert 2000 <= metrics["render"]["p50_us"] < 200_000
     assert timing["app_total"]["count"] == ok
     app = timing["app_total"]
     assert app["min_us"] * 1.002 >= metrics["db"]["min_us"] + metrics["render"]["min_us"]

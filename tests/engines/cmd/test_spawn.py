@@ -42,16 +42,27 @@ def test_exit_codes_and_signals(spawner: PosixSpawner) -> None:
     assert spawner.run(sh("kill -9 $$"), 10).exit_code == -signal.SIGKILL
 
 
+def _gone(pid: int, within_s: float = 30.0) -> bool:
+    """True once ``pid`` is gone or a zombie: a killed process exits when the kernel
+    next runs it, which on a busy machine is not within a fixed 0.2 s; bounded."""
+    stat, deadline = Path(f"/proc/{pid}/stat"), time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            if stat.read_text().split(")")[1].split()[0] in ("Z", "X"):
+                return True
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        time.sleep(0.01)
+    return False
+
+
 def test_timeout_kills_the_whole_process_group(spawner: PosixSpawner, tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     began = time.monotonic()
-    outcome = spawner.run(sh(f"sleep 30 & echo $! > {pid_file}; wait"), 0.5)
+    outcome = spawner.run(sh(f"sleep 600 & echo $! > {pid_file}; wait"), 0.5)
     assert outcome.timed_out and outcome.exit_code == -signal.SIGKILL
-    assert time.monotonic() - began < 10  # 0.5 s timeout; generous for a busy machine
-    grandchild = int(pid_file.read_text())
-    time.sleep(0.2)
-    state = Path(f"/proc/{grandchild}/stat")
-    assert not state.exists() or state.read_text().split(")")[1].split()[0] in ("Z", "X")
+    assert time.monotonic() - began < 60  # 0.5 s timeout, not the 600 s sleep
+    assert _gone(int(pid_file.read_text()))
 
 
 def test_max_rss_and_cpu_time_come_from_wait4(spawner: PosixSpawner) -> None:
@@ -158,14 +169,11 @@ def test_ctrl_c_kills_the_running_command(tmp_path: Path) -> None:
         signal.setitimer(signal.ITIMER_REAL, 1.0)
         began = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
-            spawner.run(sh(f"echo $$ > {pid_file}; exec sleep 30"), None)
-        assert time.monotonic() - began < 10  # interrupted after 1 s; generous bound
+            spawner.run(sh(f"echo $$ > {pid_file}; exec sleep 600"), None)
+        assert time.monotonic() - began < 60  # interrupted after 1 s, not 600 s
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
         spawner.close()
-    time.sleep(0.2)
-    pid = int(pid_file.read_text())
-    stat = Path(f"/proc/{pid}/stat")
-    assert not stat.exists() or stat.read_text().split(")")[1].split()[0] in ("Z", "X")
+    assert _gone(int(pid_file.read_text()))
     assert os.path.exists(TRUE)

@@ -253,7 +253,7 @@ def test_an_agent_stops_at_once_and_for_good(server: Any) -> None:
             "--rate",
             "100",
             "--duration",
-            "30s",
+            "300s",
             "--threads",
             "1",
         )
@@ -261,7 +261,7 @@ def test_an_agent_stops_at_once_and_for_good(server: Any) -> None:
     threading.Timer(0.5, agent.stop).start()
     t0 = time.monotonic()
     answer = agent.run_step(plan.step_config(0))
-    assert time.monotonic() - t0 < 3  # generous: a loaded CI machine
+    assert time.monotonic() - t0 < 60  # a 300 s step, stopped: bounded for a busy box
     assert answer["raw"]["steps"][0]["interrupted"]
     assert agent.progress() is not None  # the live snapshot was kept
     assert agent.reachable("127.0.0.1", free_port(), 1.0)  # nothing listens: why, in words
@@ -415,6 +415,84 @@ def test_a_refused_ray_client_join_is_retried_a_bounded_number_of_times(
     assert fake.calls == calls
 
 
+class _StartingRay:
+    """A Ray whose actors' worker processes Ray gives up on: actor k dies "never
+    started" ``never[k]`` times before its hello answers (no real Ray, no clock)."""
+
+    def __init__(self, never: dict[int, int], ready: bool = True) -> None:
+        import ray
+
+        self.exceptions = ray.exceptions
+        self.never, self.ready, self.spawned = dict(never), ready, Counter()
+
+    def spawn(self, index: int, node: str) -> Any:
+        self.spawned[index] += 1
+        fake = self
+
+        class Hello:
+            def remote(self) -> tuple[int, int]:
+                return (index, fake.spawned[index])
+
+        return type("Actor", (), {"hello": Hello()})()
+
+    def wait(self, refs: list[Any], num_returns: int, timeout: float) -> tuple[list, list]:
+        return (refs[:1], refs[1:]) if self.ready else ([], refs)
+
+    def get(self, ref: tuple[int, int], timeout: float) -> dict[str, Any]:
+        index, incarnation = ref
+        if incarnation <= self.never.get(index, 0):
+            raise self.exceptions.ActorDiedError()  # a system death, not __init__'s
+        return {"agent": index, "incarnation": incarnation}
+
+
+def _starting_cluster(fake: _StartingRay, news: list[str]) -> Any:
+    from perflab.engines.http.cluster import controller
+
+    cluster = controller.Cluster(
+        controller.ClusterOptions(2), ("127.0.0.1", 9, 1.0), [], news.append
+    )
+    cluster.ray, cluster._spawn = fake, fake.spawn
+    for i in range(2):
+        info = AgentInfo(index=i, host="?", address="127.0.0.1", node="n")
+        cluster.agents.append(controller.Agent(info, fake.spawn(i, "n")))
+    return cluster
+
+
+def test_an_agent_ray_gave_up_starting_is_started_again_until_a_deadline(
+    monkeypatch: Any,
+) -> None:
+    from perflab.engines.http.cluster import controller
+
+    news: list[str] = []
+    fake = _StartingRay({1: 2})  # agent 2's worker: given up on twice, then it starts
+    cluster = _starting_cluster(fake, news)
+    hellos = cluster._hellos()
+    assert hellos == [{"agent": 0, "incarnation": 1}, {"agent": 1, "incarnation": 3}]
+    assert fake.spawned == {0: 1, 1: 3}
+    assert [n.split(": ", 1)[1] for n in news] == [
+        f"Ray gave up starting its worker process (a busy node?); starting it again (attempt {k})…"
+        for k in (2, 3)
+    ]
+    # never started by the deadline (0 s left once a death is seen): one line, no retry
+    monkeypatch.setattr(controller, "START_TIMEOUT_S", 0.0)
+    fake = _StartingRay({1: 99})
+    with pytest.raises(UsageError) as late:
+        _starting_cluster(fake, [])._hellos()
+    line = str(late.value)
+    assert "load agent(s) 2 did not start within 0 s (Ray gave up" in line and "\n" not in line
+    # an agent that never answers at all: the same bounded line
+    with pytest.raises(UsageError, match=r"agent\(s\) 1, 2 did not start within 0 s;"):
+        _starting_cluster(_StartingRay({}, ready=False), [])._hellos()
+    # a failing __init__ is no busy machine: not retried
+    fake = _StartingRay({0: 1})
+    broken = fake.exceptions.ActorDiedError()
+    broken._actor_init_failed = True
+    monkeypatch.setattr(fake, "get", lambda ref, timeout: (_ for _ in ()).throw(broken))
+    with pytest.raises(UsageError, match="failed at start-up \\(hello\\)"):
+        _starting_cluster(fake, [])._hellos()
+    assert fake.spawned == {0: 1, 1: 1}
+
+
 # --- results, table, bad input ------------------------------------------------------
 
 
@@ -493,13 +571,14 @@ def test_per_agent_data_round_trips_and_is_tabled(
     ],
 )
 def test_bad_distributed_options_are_one_line_before_ray_starts(
-    argv: list[str], message: str, capsys: Any
+    argv: list[str], message: str, capsys: Any, monkeypatch: Any
 ) -> None:
-    t0 = time.monotonic()
+    # before Ray: with `import ray` failing, reaching for it would say how to install it
+    monkeypatch.setitem(sys.modules, "ray", None)
     code = cli.main(["http", "http://127.0.0.1:9/", *argv, "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and message in err and "Traceback" not in err, err
-    assert time.monotonic() - t0 < 5  # no cluster was started
+    assert "pip install" not in err
 
 
 def test_without_ray_agents_says_how_to_get_it(monkeypatch: Any, capsys: Any) -> None:

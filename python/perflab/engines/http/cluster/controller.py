@@ -271,6 +271,9 @@ class Cluster:
             kwargs.update(
                 include_dashboard=False,
                 object_store_memory=100 * 2**20,
+                # Ray's raylet gives up on a worker process not registered within this
+                # (60 s by default): as long as perflab waits for its agents
+                _system_config={"worker_register_timeout_seconds": int(START_TIMEOUT_S)},
                 num_cpus=max(os.cpu_count() or 1, self.options.agents),
             )
         else:
@@ -314,16 +317,80 @@ class Cluster:
         where = place([n["NodeID"] for n in nodes], self.options.agents, self.options.per_node)
         address = {n["NodeID"]: n.get("NodeManagerAddress", "") for n in nodes}
         remote = self.ray.remote(LoadAgent)
-        self.tell(f"starting {len(where)} load agent(s) on {len(set(where))} node(s)…")
-        for i, node in enumerate(where):
-            actor = remote.options(
+
+        def spawn(index: int, node: str) -> Any:
+            return remote.options(
                 num_cpus=0,
                 max_concurrency=AGENT_THREADS,
                 max_restarts=0,
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
-            ).remote(i)
+            ).remote(index)
+
+        self._spawn = spawn
+        self.tell(f"starting {len(where)} load agent(s) on {len(set(where))} node(s)…")
+        for i, node in enumerate(where):
             info = AgentInfo(index=i, host="?", address=address[node], node=node)
-            self.agents.append(Agent(info, actor))
+            self.agents.append(Agent(info, spawn(i, node)))
+
+    def _hellos(self) -> list[dict[str, Any]]:
+        """Every agent's ``hello``, waiting for its start-up as long as it takes, up to
+        :data:`START_TIMEOUT_S` in all.
+
+        Ray gives up on a worker process that has not registered with its raylet within
+        ``worker_register_timeout_seconds`` (60 s by default; importing Ray and perflab
+        on a loaded machine can take that long), and the actor dies "never started"
+        (``ActorDiedError`` that is not a failure of its ``__init__``). Such an agent is
+        created again on the same node until the deadline; one line says so each time.
+
+        Returns:
+            One hello dict per agent, in index order.
+
+        Raises:
+            UsageError: an agent not started by the deadline (how often Ray gave up on
+                it), or one that failed for another reason (its ``__init__`` raised,
+                Ray refused it).
+        """
+        ray = self.ray
+        deadline = time.monotonic() + START_TIMEOUT_S
+        pending = {agent.actor.hello.remote(): agent for agent in self.agents}
+        hellos: dict[int, dict[str, Any]] = {}
+        gave_up: dict[int, int] = {}
+
+        def late() -> UsageError:
+            slow = ", ".join(str(a.info.index + 1) for a in pending.values())
+            again = sum(gave_up.values())
+            return UsageError(
+                f"load agent(s) {slow or '?'} did not start within {START_TIMEOUT_S:g} s"
+                + (f" (Ray gave up starting their worker {again} time(s))" if again else "")
+                + "; the cluster's nodes are overloaded: run again when they are quieter, "
+                "or use fewer --agents"
+            )
+
+        while pending:
+            left = deadline - time.monotonic()
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=max(left, 0.0))
+            if not ready:
+                raise late()
+            agent = pending.pop(ready[0])
+            try:
+                hellos[agent.info.index] = ray.get(ready[0], timeout=max(left, 0.0))
+            except ray.exceptions.ActorDiedError as exc:
+                if exc.actor_init_failed:
+                    raise _start_error(agent.info.label, "hello", exc) from None
+                index = agent.info.index
+                gave_up[index] = gave_up.get(index, 0) + 1
+                if time.monotonic() >= deadline:
+                    pending[ready[0]] = agent
+                    raise late() from None
+                self.tell(
+                    f"{agent.info.label}: Ray gave up starting its worker process (a busy "
+                    f"node?); starting it again (attempt {gave_up[index] + 1})…"
+                )
+                agent.actor = self._spawn(index, agent.info.node)
+                pending[agent.actor.hello.remote()] = agent
+            except ray.exceptions.RayError as exc:
+                raise _start_error(agent.info.label, "hello", exc) from None
+        return [hellos[agent.info.index] for agent in self.agents]
 
     def _gather(self, calls: list[Any], what: str) -> list[Any]:
         """Results of one call per agent; an agent that fails is named. Raises UsageError."""
@@ -337,17 +404,12 @@ class Cluster:
             ) from None
         except ray.exceptions.RayError as exc:
             first = next((a for a, c in zip(self.agents, calls) if _failed(ray, c)), None)
-            who = first.info.label if first else "an agent"
-            raise UsageError(
-                f"{who} failed at start-up ({what}): {short_error(exc)}; is perflab "
-                "installed with the same version on every node (pip install "
-                "'perflab[cluster]')?"
-            ) from None
+            raise _start_error(first.info.label if first else "an agent", what, exc) from None
 
     def _check_agents(self) -> None:
         from perflab import __version__
 
-        hellos = self._gather([a.actor.hello.remote() for a in self.agents], "hello")
+        hellos = self._hellos()
         here = (os.uname().nodename, boot_id())
         for agent, hello in zip(self.agents, hellos):
             info = agent.info
@@ -471,6 +533,14 @@ def enable_token_auth_to_join() -> None:
         return
     logging.getLogger("ray._private.authentication").setLevel(logging.ERROR)
     enable()
+
+
+def _start_error(who: str, what: str, exc: BaseException) -> UsageError:
+    """The one line for agent ``who`` failing at start-up (during ``what``) with ``exc``."""
+    return UsageError(
+        f"{who} failed at start-up ({what}): {short_error(exc)}; is perflab installed "
+        "with the same version on every node (pip install 'perflab[cluster]')?"
+    )
 
 
 def _failed(ray: Any, ref: Any) -> bool:
