@@ -11,8 +11,9 @@ then 1 s on two CPUs at once) PROBES times in each condition:
 and prints each probe's figures, then per condition the medians over probes and two
 verdicts by stated rules (the doctor's own): pairing helps when the median over probes of
 adjacent-pair spread ÷ single-timing spread is at most 0.7; two CPUs share the machine's
-state when the median same-state share exceeds the median chance share by 10 points or
-more.
+state when the median Cohen's κ of their states is at least 0.4 (moderate agreement
+beyond chance), and can't be judged when the median chance agreement exceeds 95%
+(nearly all timings in one state).
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import PYTHON, machine, write_section  # noqa: E402
 
-from perflab.analyze.speed_states import PAIRING_HELPS, SHARED_MARGIN, SpeedStates, percent
+from perflab.analyze.speed_states import (
+    CHANCE_TOO_HIGH,
+    PAIRING_HELPS,
+    SHARED_KAPPA,
+    SpeedStates,
+    percent,
+)
 from perflab.measure.speed_probe import probe
 
 PROBES = int(sys.argv[1]) if len(sys.argv) > 1 else 5
@@ -47,7 +54,7 @@ def row(i: int, s: SpeedStates) -> str:
     a, two = s.alone, s.two_cpus
     length = f"{a.mean_state_ms:.2g}" if a.states == 2 else "–"
     pair = (
-        f"{two.same_state_share:.0%} ({two.chance_same_share:.0%}) | "
+        f"{two.same_state_share:.0%} ({two.chance_same_share:.0%}, κ {two.kappa:.2f}) | "
         f"{percent(two.side_by_side_spread)} | {two.pairs:,}"
         if two is not None
         else f"– | – | – ({s.two_cpus_note})"
@@ -67,13 +74,16 @@ def summary(name: str, probes: list[SpeedStates]) -> list[str]:
     ratio = med([a.adjacent_spread / a.single_spread for a in alone if a.single_spread > 0])
     twos = [p.two_cpus for p in probes if p.two_cpus is not None]
     same, chance = med([t.same_state_share for t in twos]), med([t.chance_same_share for t in twos])
+    kappa = med([t.kappa for t in twos if t.kappa == t.kappa])
     helps = "pairing helps" if ratio <= PAIRING_HELPS else "pairing does not help"
     shared = (
         "no two-CPU figures"
         if not twos
+        else "too few slow timings to tell whether two CPUs share the state"
+        if chance > CHANCE_TOO_HIGH or kappa != kappa
         else (
             "two CPUs share the state"
-            if same >= chance + SHARED_MARGIN
+            if kappa >= SHARED_KAPPA
             else "two CPUs do not share the state beyond chance"
         )
     )
@@ -82,7 +92,8 @@ def summary(name: str, probes: list[SpeedStates]) -> list[str]:
         f"(range {min(a.slow_share for a in alone):.0%}–{max(a.slow_share for a in alone):.0%}), "
         f"single timings spread {percent(med([a.single_spread for a in alone]))}, adjacent "
         f"pairs {percent(med([a.adjacent_spread for a in alone]))} (ratio {ratio:.2f}): "
-        f"**{helps}**; same state on two CPUs {same:.0%} against {chance:.0%} by chance: "
+        f"**{helps}**; same state on two CPUs {same:.0%} against {chance:.0%} by chance "
+        f"(κ {kappa:.2f}): "
         f"**{shared}**.",
         f"  - advice doctor printed in the last probe: “{probes[-1].advice}”",
     ]
@@ -103,7 +114,8 @@ def main() -> int:
         "Columns: timings (alone, undisturbed), states found, slow share of the time, "
         "mean state length (ms), lag-1 autocorrelation, spread of single timings and of "
         "the ratio of adjacent timings (robust relative SD), the share of simultaneous "
-        "timings on two CPUs in the same state (chance in brackets), the spread of their "
+        "timings on two CPUs in the same state (chance and Cohen's κ in brackets), the "
+        "spread of their "
         "ratio, and how many such pairs there were.",
         "",
     ]
@@ -112,15 +124,16 @@ def main() -> int:
             f"### {name}",
             "",
             "| # | timings | states | slow | state ms | lag-1 | single | adjacent "
-            "| two CPUs same (chance) | side by side | pairs |",
+            "| two CPUs same (chance, κ) | side by side | pairs |",
             "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
             *(row(i, p) for i, p in enumerate(probes, 1)),
             "",
         ]
     lines += [
         "Verdicts (rules: pairing helps when the median of adjacent ÷ single spread is "
-        f"≤ {PAIRING_HELPS}; two CPUs share the state when the median same-state share "
-        f"exceeds the median chance share by ≥ {SHARED_MARGIN * 100:.0f} points):",
+        f"≤ {PAIRING_HELPS}; two CPUs share the state when the median Cohen's κ is "
+        f"≥ {SHARED_KAPPA}, not judged when the median chance agreement is over "
+        f"{CHANCE_TOO_HIGH:.0%}):",
         "",
     ]
     for name, probes in conditions.items():

@@ -149,6 +149,7 @@ def test_two_cpus_sharing_the_state_agree_beyond_chance() -> None:
     assert pair.pairs > 9_000
     assert pair.same_state_share > 0.95
     assert pair.chance_same_share == pytest.approx(0.5, abs=0.1)
+    assert pair.kappa > 0.9
     assert pair.side_by_side_spread < 0.5 * pair.each[0].single_spread
 
 
@@ -157,6 +158,9 @@ def test_two_cpus_with_independent_states_agree_by_chance() -> None:
     b, _ = switching(10_000, 20, 30, 2.0, 14)
     pair = ss.pair_figures(_timed(a), _timed(b, offset=FAST_NS / 3), [2, 3])
     assert pair.same_state_share == pytest.approx(pair.chance_same_share, abs=0.05)
+    assert abs(pair.kappa) < 0.1
+    fig = ss.series_figures(a)
+    assert "no more than chance" in ss.advice(fig, pair)
     assert pair.cpus == [2, 3]
 
 

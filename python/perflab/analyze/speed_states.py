@@ -42,7 +42,8 @@ Two CPUs: two processes time the same loop at the same moments (started together
 pinned to its own CPU); timings are paired by time (each timing of the first with the one
 of the second whose interval holds its midpoint). The same-state share is the share of
 pairs in which both were in the same state, beside what independent states would give by
-chance (p₁p₂ + (1 − p₁)(1 − p₂), from each CPU's slow share over the pairs).
+chance (p₁p₂ + (1 − p₁)(1 − p₂), from each CPU's slow share over the pairs), and their
+agreement beyond chance is Cohen's (1960) κ.
 """
 
 from __future__ import annotations
@@ -73,8 +74,11 @@ VARIANCE_FLOOR = 1e-6
 #: (adjacent spread at most this share of the single spread).
 MATTERS_SHARE = (0.02, 0.98)
 PAIRING_HELPS = 0.7
-#: Two CPUs share states when they agree this much more often than chance.
-SHARED_MARGIN = 0.1
+#: Two CPUs share states when their agreement beyond chance (Cohen's κ) reaches this:
+#: "moderate" agreement and up (Landis & Koch 1977: 0.41–0.60 moderate).
+SHARED_KAPPA = 0.4
+#: Above this chance agreement (nearly every timing in one state) κ can't tell.
+CHANCE_TOO_HIGH = 0.95
 #: One state with single timings spread below this: separate runs compare (the default
 #: --threshold is 2%).
 QUIET_SPREAD = 0.02
@@ -130,6 +134,8 @@ class PairFigures:
         pairs: simultaneous timing pairs.
         same_state_share: share of pairs where both CPUs were in the same state.
         chance_same_share: what independent states would give (from each CPU's slow share).
+        kappa: Cohen's κ = (same − chance) / (1 − chance): agreement beyond chance, 0
+            (none) to 1 (always the same state); nan when chance is 1.
         side_by_side_spread: robust relative SD of the ratio of simultaneous timings.
         each: each CPU's own figures.
     """
@@ -138,6 +144,7 @@ class PairFigures:
     pairs: int
     same_state_share: float
     chance_same_share: float
+    kappa: float
     side_by_side_spread: float
     each: list[StateFigures] = field(default_factory=list)
 
@@ -480,12 +487,14 @@ def pair_figures(a: Series, b: Series, cpus: list[int]) -> PairFigures:
         )
     sa, sb = labels[0][pos_a], labels[1][pos_b]
     pa, pb = sa.mean(), sb.mean()
+    same, chance = float((sa == sb).mean()), float(pa * pb + (1 - pa) * (1 - pb))
     ratio = np.log(np.asarray(a.wall_ns, dtype=float)[ia] / np.asarray(b.wall_ns, dtype=float)[ib])
     return PairFigures(
         cpus=list(cpus),
         pairs=int(ia.size),
-        same_state_share=float((sa == sb).mean()),
-        chance_same_share=float(pa * pb + (1 - pa) * (1 - pb)),
+        same_state_share=same,
+        chance_same_share=chance,
+        kappa=(same - chance) / (1 - chance) if chance < 1 else math.nan,
         side_by_side_spread=robust_spread(ratio),
         each=each,
     )
@@ -531,8 +540,8 @@ def advice(alone: StateFigures, two: PairFigures | None) -> str:
             f"one speed state; {spreads}: the noise is timing to timing, not states; "
             "separate runs compare within their CIs"
         )
-    if two is not None and states:
-        if two.same_state_share >= two.chance_same_share + SHARED_MARGIN:
+    if two is not None and states and two.chance_same_share <= CHANCE_TOO_HIGH:
+        if two.kappa >= SHARED_KAPPA:
             words += (
                 f". Two CPUs see the same state {two.same_state_share:.0%} of the time "
                 f"(chance {two.chance_same_share:.0%}): side-by-side (lock-step) pairs "
