@@ -4,7 +4,7 @@
 Usage: python benchmarks/speed_states.py [PROBES]   (default 5 probes per condition)
 
 Writes benchmarks/results/speed_states.md. Runs doctor's speed-state probe
-(perflab.measure.speed_probe.probe: a ≈ 50 µs loop timed back to back for 1 s alone,
+(perflab.engines.speed_states.probe: a ≈ 50 µs loop timed back to back for 1 s alone,
 then 1 s on two CPUs at once) PROBES times in each condition:
     * quiet: nothing added (whatever else the machine runs);
     * busy: one competing process spinning a pure-Python loop for the whole condition.
@@ -33,7 +33,7 @@ from perflab.analyze.speed_states import (
     SpeedStates,
     percent,
 )
-from perflab.measure.speed_probe import probe
+from perflab.engines.speed_states import probe
 
 PROBES = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 SPIN = "while True: pass"
@@ -50,18 +50,22 @@ def one_condition(busy: bool) -> list[SpeedStates]:
             spinner.wait()
 
 
+def fixed(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
 def row(i: int, s: SpeedStates) -> str:
     a, two = s.alone, s.two_cpus
     length = f"{a.mean_state_ms:.2g}" if a.states == 2 else "–"
     pair = (
-        f"{two.same_state_share:.0%} ({two.chance_same_share:.0%}, κ {two.kappa:.2f}) | "
+        f"{two.same_state_share:.0%} ({two.chance_same_share:.0%}, κ {fixed(two.kappa)}) | "
         f"{percent(two.side_by_side_spread)} | {two.pairs:,}"
         if two is not None
         else f"– | – | – ({s.two_cpus_note})"
     )
     return (
         f"| {i} | {a.timings:,} | {a.states} | {a.slow_share:.0%} | {length} | "
-        f"{a.lag1_autocorrelation:.2f} | {percent(a.single_spread)} | "
+        f"{fixed(a.lag1_autocorrelation)} | {percent(a.single_spread)} | "
         f"{percent(a.adjacent_spread)} | {pair} |"
     )
 
@@ -74,7 +78,7 @@ def summary(name: str, probes: list[SpeedStates]) -> list[str]:
     ratio = med([a.adjacent_spread / a.single_spread for a in alone if a.single_spread > 0])
     twos = [p.two_cpus for p in probes if p.two_cpus is not None]
     same, chance = med([t.same_state_share for t in twos]), med([t.chance_same_share for t in twos])
-    kappa = med([t.kappa for t in twos if t.kappa == t.kappa])
+    kappa = med([t.kappa for t in twos if t.kappa is not None])
     helps = "pairing helps" if ratio <= PAIRING_HELPS else "pairing does not help"
     shared = (
         "no two-CPU figures"

@@ -49,13 +49,12 @@ agreement beyond chance is Cohen's (1960) κ.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
 from perflab.analyze.stats import mad
-from perflab.doctor_model import Check
+from perflab.doctor_model import Check, PairFigures, SpeedStates, StateFigures
 
 #: A timing whose thread CPU time is below this share of its wall time waited for a core.
 RUNNING_SHARE = 0.9
@@ -82,103 +81,6 @@ CHANCE_TOO_HIGH = 0.95
 #: One state with single timings spread below this: separate runs compare (the default
 #: --threshold is 2%).
 QUIET_SPREAD = 0.02
-
-
-@dataclass
-class StateFigures:
-    """One series' speed states. Times in ns or ms as named; spreads and shares unitless.
-
-    Attributes:
-        timings: timings classified.
-        dropped: timings left out because they waited for a core (CPU < 90% of wall).
-        median_ns: median timing, ns.
-        states: 2 when two speed states were found, else 1.
-        threshold_ns: timings above it are slow, ns (None with one state).
-        fast_ns / slow_ns: median timing in each state, ns (slow_ns None with one state).
-        separation: Ashman's D of the fitted mixture (None when not fitted).
-        slow_share: share of the timed time spent in the slow state, 0–1.
-        switches: changes of state seen.
-        mean_state_ms: timed time ÷ runs of one state, ms.
-        mean_slow_ms / mean_fast_ms: the same per state, ms (None when never in it).
-        lag1_autocorrelation: of the log timings, winsorized at the 1st/99th percentiles.
-        single_spread: relative SD of single timings: the states' part and the robust
-            within-state part (module docstring, step 5).
-        adjacent_spread: robust relative SD of the ratio of two adjacent timings
-            (1.4826·MAD of the log ratios).
-    """
-
-    timings: int
-    dropped: int
-    median_ns: float
-    states: int
-    threshold_ns: float | None
-    fast_ns: float
-    slow_ns: float | None
-    separation: float | None
-    slow_share: float
-    switches: int
-    mean_state_ms: float
-    mean_slow_ms: float | None
-    mean_fast_ms: float | None
-    lag1_autocorrelation: float
-    single_spread: float
-    adjacent_spread: float
-
-
-@dataclass
-class PairFigures:
-    """Two CPUs timing the loop at the same moments.
-
-    Attributes:
-        cpus: the two CPUs the processes were pinned to.
-        pairs: simultaneous timing pairs.
-        same_state_share: share of pairs where both CPUs were in the same state.
-        chance_same_share: what independent states would give (from each CPU's slow share).
-        kappa: Cohen's κ = (same − chance) / (1 − chance): agreement beyond chance, 0
-            (none) to 1 (always the same state); nan when chance is 1.
-        side_by_side_spread: robust relative SD of the ratio of simultaneous timings.
-        each: each CPU's own figures.
-    """
-
-    cpus: list[int]
-    pairs: int
-    same_state_share: float
-    chance_same_share: float
-    kappa: float
-    side_by_side_spread: float
-    each: list[StateFigures] = field(default_factory=list)
-
-
-@dataclass
-class SpeedStates:
-    """What ``perflab doctor``'s speed-state probe found.
-
-    Attributes:
-        loops: iterations of the reference loop per timing.
-        loop_ns: median timing alone, ns (≈ 50 µs by calibration).
-        duration_s: length of each series, s.
-        alone: one process timing the loop back to back.
-        two_cpus: two processes on two CPUs at once (None: not measured, see the note).
-        two_cpus_note: why the two-CPU figures are missing ("" when present).
-        advice: what the figures mean for measuring here, in plain words.
-    """
-
-    loops: int
-    loop_ns: float
-    duration_s: float
-    alone: StateFigures
-    two_cpus: PairFigures | None
-    two_cpus_note: str
-    advice: str
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> SpeedStates:
-        """The inverse of ``dataclasses.asdict``. Raises KeyError/TypeError when malformed."""
-        two = d.get("two_cpus")
-        pair = None
-        if two is not None:
-            pair = PairFigures(**{**two, "each": [StateFigures(**e) for e in two["each"]]})
-        return cls(**{**d, "alone": StateFigures(**d["alone"]), "two_cpus": pair})
 
 
 def otsu_threshold(values: np.ndarray) -> float:
@@ -370,6 +272,11 @@ def _runs(slow: np.ndarray, wall_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return slow[starts], np.add.reduceat(wall_ns, starts)
 
 
+def _finite(value: float) -> float | None:
+    """None for NaN (JSON has no NaN; the figure is undefined)."""
+    return None if math.isnan(value) else value
+
+
 def _mean_ms(lengths_ns: np.ndarray) -> float | None:
     return float(lengths_ns.mean()) * 1e-6 if lengths_ns.size else None
 
@@ -416,7 +323,7 @@ def series_figures(wall_ns: np.ndarray, cpu_ns: np.ndarray | None = None) -> Sta
         mean_state_ms=float(lengths.mean()) * 1e-6,
         mean_slow_ms=_mean_ms(lengths[states]),
         mean_fast_ms=_mean_ms(lengths[~states]),
-        lag1_autocorrelation=lag1_autocorrelation(logs),
+        lag1_autocorrelation=_finite(lag1_autocorrelation(logs)),
         single_spread=single_spread(logs, slow),
         adjacent_spread=robust_spread(pairs),
     )
@@ -494,7 +401,7 @@ def pair_figures(a: Series, b: Series, cpus: list[int]) -> PairFigures:
         pairs=int(ia.size),
         same_state_share=same,
         chance_same_share=chance,
-        kappa=(same - chance) / (1 - chance) if chance < 1 else math.nan,
+        kappa=(same - chance) / (1 - chance) if chance < 1 else None,
         side_by_side_spread=robust_spread(ratio),
         each=each,
     )
@@ -533,14 +440,19 @@ def advice(alone: StateFigures, two: PairFigures | None) -> str:
     elif helps:
         words = (
             f"one speed state, but the speed drifts (lag-1 autocorrelation "
-            f"{alone.lag1_autocorrelation:.2f}); {spreads}: {paired}"
+            f"{alone.lag1_autocorrelation or 0:.2f}); {spreads}: {paired}"
         )
     else:
         words = (
             f"one speed state; {spreads}: the noise is timing to timing, not states; "
             "separate runs compare within their CIs"
         )
-    if two is not None and states and two.chance_same_share <= CHANCE_TOO_HIGH:
+    if (
+        two is not None
+        and states
+        and two.kappa is not None
+        and two.chance_same_share <= CHANCE_TOO_HIGH
+    ):
         if two.kappa >= SHARED_KAPPA:
             words += (
                 f". Two CPUs see the same state {two.same_state_share:.0%} of the time "

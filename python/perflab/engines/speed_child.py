@@ -1,8 +1,8 @@
 """The timing loop of ``perflab doctor``'s speed-state probe, and the child process that
-runs it on one CPU for the two-CPU part (:mod:`perflab.measure.speed_probe`).
+runs it on one CPU for the two-CPU part (:mod:`perflab.engines.speed_states`).
 
 Kept to the standard library and the worker's reference loop so that a child starts in
-tens of milliseconds. Protocol of ``python -m perflab.measure.speed_child CPU LOOPS``: the
+tens of milliseconds. Protocol of ``python -m perflab.engines.speed_child CPU LOOPS``: the
 child pins itself to CPU, writes one byte (ready) to stdout, reads ``START_NS DURATION_NS``
 (CLOCK_MONOTONIC, which every process shares) from stdin, waits for START_NS, times the
 loop for DURATION_NS and writes the int64 triples (start_ns, wall_ns, cpu_ns) to stdout.
@@ -16,7 +16,7 @@ import sys
 import time
 from array import array
 
-from perflab.measure.worker import reference_workload
+from perflab.engines.run.worker import reference_workload
 
 
 def time_series(loops: int, end_ns: int) -> array:

@@ -2,13 +2,13 @@
 two CPUs at once, turned into figures by :mod:`perflab.analyze.speed_states`.
 
 The loop is the machine-speed reference every ``perflab run`` worker times between its
-samples (:func:`perflab.measure.worker.reference_workload`), with its iteration count
+samples (:func:`perflab.engines.run.worker.reference_workload`), with its iteration count
 calibrated to last about :data:`LOOP_NS` here (short against a speed state, long against
 a clock read). Each timing reads CLOCK_MONOTONIC (``time.perf_counter_ns``) and the
 thread's CPU time around one loop; the garbage collector is off during a series.
 
 Alone: this process times the loop for ``duration_s``. Two CPUs: two child processes
-(:mod:`perflab.measure.speed_child`), each pinned to its own CPU, start at one moment on
+(:mod:`perflab.engines.speed_child`), each pinned to its own CPU, start at one moment on
 CLOCK_MONOTONIC (which all processes share) and time the loop for ``duration_s``; their
 timings are paired by time afterwards.
 """
@@ -27,8 +27,8 @@ import numpy as np
 
 from perflab.analyze import speed_states
 from perflab.analyze.speed_states import Series, SpeedStates
-from perflab.measure.speed_child import time_series
-from perflab.measure.worker import REFERENCE_LOOPS, reference_workload
+from perflab.engines.run.worker import REFERENCE_LOOPS, reference_workload
+from perflab.engines.speed_child import time_series
 
 #: Target length of one timing, ns (≈ 50 µs: states last 0.2–3 ms on the VMs measured).
 LOOP_NS = 50_000
@@ -67,14 +67,14 @@ def _child_env() -> dict[str, str]:
 
 
 def two_cpu_series(cpus: list[int], loops: int, duration_s: float) -> list[Series]:
-    """Two children (:mod:`perflab.measure.speed_child`), pinned to ``cpus``, time the
+    """Two children (:mod:`perflab.engines.speed_child`), pinned to ``cpus``, time the
     loop from a common start for ``duration_s``: each says when it is ready, then both
     get the same start moment :data:`START_DELAY_NS` ahead.
 
     Raises:
         RuntimeError: a child failed or did not finish in time (its stderr's last line).
     """
-    argv = [sys.executable, "-P", "-m", "perflab.measure.speed_child"]
+    argv = [sys.executable, "-P", "-m", "perflab.engines.speed_child"]
     children = [
         subprocess.Popen(
             [*argv, str(cpu), str(loops)],
