@@ -21,6 +21,7 @@ SECTIONS = [
     "repeat_alternatives",
     "peers",
     "doctor",
+    "speed_states",
     "cmd",
     "http",
     "http_capacity",

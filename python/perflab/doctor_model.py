@@ -141,6 +141,104 @@ class CpuLoad:
 
 
 @dataclass
+class StateFigures:
+    """One series' speed states. Times in ns or ms as named; spreads and shares unitless.
+
+    Attributes:
+        timings: timings classified.
+        dropped: timings left out because they waited for a core (CPU < 90% of wall).
+        median_ns: median timing, ns.
+        states: 2 when two speed states were found, else 1.
+        threshold_ns: timings above it are slow, ns (None with one state).
+        fast_ns / slow_ns: median timing in each state, ns (slow_ns None with one state).
+        separation: Ashman's D of the fitted mixture (None when not fitted).
+        slow_share: share of the timed time spent in the slow state, 0–1.
+        switches: changes of state seen.
+        mean_state_ms: timed time ÷ runs of one state, ms.
+        mean_slow_ms / mean_fast_ms: the same per state, ms (None when never in it).
+        lag1_autocorrelation: of the log timings, winsorized at the 1st/99th percentiles
+            (None when no timing varies).
+        single_spread: relative SD of single timings: the states' part and the robust
+            within-state part (module docstring, step 5).
+        adjacent_spread: robust relative SD of the ratio of two adjacent timings
+            (1.4826·MAD of the log ratios).
+    """
+
+    timings: int
+    dropped: int
+    median_ns: float
+    states: int
+    threshold_ns: float | None
+    fast_ns: float
+    slow_ns: float | None
+    separation: float | None
+    slow_share: float
+    switches: int
+    mean_state_ms: float
+    mean_slow_ms: float | None
+    mean_fast_ms: float | None
+    lag1_autocorrelation: float | None
+    single_spread: float
+    adjacent_spread: float
+
+
+@dataclass
+class PairFigures:
+    """Two CPUs timing the loop at the same moments.
+
+    Attributes:
+        cpus: the two CPUs the processes were pinned to.
+        pairs: simultaneous timing pairs.
+        same_state_share: share of pairs where both CPUs were in the same state.
+        chance_same_share: what independent states would give (from each CPU's slow share).
+        kappa: Cohen's κ = (same − chance) / (1 − chance): agreement beyond chance, 0
+            (none) to 1 (always the same state); None when chance is 1.
+        side_by_side_spread: robust relative SD of the ratio of simultaneous timings.
+        each: each CPU's own figures.
+    """
+
+    cpus: list[int]
+    pairs: int
+    same_state_share: float
+    chance_same_share: float
+    kappa: float | None
+    side_by_side_spread: float
+    each: list[StateFigures] = field(default_factory=list)
+
+
+@dataclass
+class SpeedStates:
+    """What ``perflab doctor``'s speed-state probe found.
+
+    Attributes:
+        loops: iterations of the reference loop per timing.
+        loop_ns: median timing alone, ns (≈ 50 µs by calibration).
+        duration_s: length of each series, s.
+        alone: one process timing the loop back to back.
+        two_cpus: two processes on two CPUs at once (None: not measured, see the note).
+        two_cpus_note: why the two-CPU figures are missing ("" when present).
+        advice: what the figures mean for measuring here, in plain words.
+    """
+
+    loops: int
+    loop_ns: float
+    duration_s: float
+    alone: StateFigures
+    two_cpus: PairFigures | None
+    two_cpus_note: str
+    advice: str
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SpeedStates:
+        """The inverse of ``dataclasses.asdict``. Raises KeyError/TypeError when malformed."""
+        two = d.get("two_cpus")
+        pair = None
+        if two is not None:
+            pair = PairFigures(**{**two, "each": [StateFigures(**e) for e in two["each"]]})
+        return cls(**{**d, "alone": StateFigures(**d["alone"]), "two_cpus": pair})
+
+
+@dataclass
 class Check:
     """One verdict.
 
@@ -172,6 +270,8 @@ class DoctorReport:
         sleep: one entry per requested sleep length.
         cpu: CPU settings and load.
         checks: the verdicts.
+        speed_states: the machine's speed states (None: not measured, see the note).
+        speed_states_note: why they are missing ("" when measured).
     """
 
     created: str
@@ -184,16 +284,20 @@ class DoctorReport:
     sleep: list[SleepFigures]
     cpu: CpuLoad
     checks: list[Check] = field(default_factory=list)
+    speed_states: SpeedStates | None = None
+    speed_states_note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form: top-level clocksource, clocks, cross_checks, sleep, cpu, checks."""
+        """JSON form: top-level clocksource, clocks, cross_checks, sleep, cpu, checks,
+        speed_states (null when not measured) and speed_states_note."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, document: dict[str, Any]) -> DoctorReport:
         """The report of a ``perflab doctor --json`` document (checked against its schema
         first: ``perflab.schema.validate(document, "doctor")``). Extra keys (tool, kind,
-        environment, …) are ignored. Raises KeyError/TypeError on a malformed document."""
+        environment, …) are ignored; documents from before the speed states have none.
+        Raises KeyError/TypeError on a malformed document."""
         cross = dict(document["cross_checks"])
         cross["steps"] = [Step(**s) for s in cross["steps"]]
         return cls(
@@ -207,6 +311,8 @@ class DoctorReport:
             [SleepFigures(**s) for s in document["sleep"]],
             CpuLoad(**document["cpu"]),
             [Check(**c) for c in document["checks"]],
+            SpeedStates.from_dict(states) if (states := document.get("speed_states")) else None,
+            document.get("speed_states_note", ""),
         )
 
     @property

@@ -101,7 +101,8 @@ def test_json_on_stdout_and_to_a_file(files, perflab_cli, tmp_path: Path) -> Non
     assert rows["g/slow"]["verdict"] == "slower"
     assert rows["g/slow"]["ratio"]["ci_low"] > 1.02
     assert doc["only_in_a"] == ["g/gone"] and doc["only_in_b"] == ["g/new"]
-    assert doc["gate"] == {"fail_on": ["slower"], "tripped": ["g/slow"]}
+    assert doc["gate"] == {"fail_on": ["slower"], "tripped": ["g/slow"], "held": []}
+    assert doc["machine_speed"] is None and doc["held"] == {}  # no reference timings
     target = tmp_path / "cmp.json"
     proc = perflab_cli("compare", *map(str, files), "--json", str(target), "--format", "csv")
     assert json.loads(target.read_text())["counts"]["slower"] == 1

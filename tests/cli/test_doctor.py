@@ -48,6 +48,19 @@ def test_json_on_stdout_has_the_promised_keys(perflab_cli) -> None:  # type: ign
     assert done.returncode == (1 if any(c["status"] == "fail" for c in checks.values()) else 0)
     assert [s["request_ns"] for s in data["sleep"]] == [100_000, 1_000_000, 10_000_000]
     assert "cross-check probe" in done.stderr
+    # speed states: present with their figures, or missing with the reason (a busy machine)
+    assert "speed states (" in done.stderr and "speed_states" in checks
+    speed = data["speed_states"]
+    if speed is None:
+        assert data["speed_states_note"] and checks["speed_states"]["status"] == "n/a"
+    else:
+        alone = speed["alone"]
+        assert alone["states"] in (1, 2) and 0 <= alone["slow_share"] <= 1
+        assert alone["timings"] >= 50 and alone["single_spread"] >= 0
+        assert alone["adjacent_spread"] >= 0 and alone["mean_state_ms"] > 0
+        assert speed["advice"].startswith(("one speed state", "two speed states"))
+        assert speed["two_cpus"] is not None or speed["two_cpus_note"]
+        assert checks["speed_states"]["detail"] == speed["advice"]
 
 
 def test_json_file_and_markdown_tables(tmp_path: Path, perflab_cli) -> None:  # type: ignore[no-untyped-def]
@@ -63,6 +76,7 @@ def test_json_file_and_markdown_tables(tmp_path: Path, perflab_cli) -> None:  # 
         "cross-checks over the probe",
         "sleep accuracy",
         "CPU and load",
+        "speed states",  # "(a fixed loop timed back to back)" when measured
         "verdicts",
     ):
         assert f"### {title}" in done.stdout, title

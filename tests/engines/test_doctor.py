@@ -7,6 +7,7 @@ import datetime as dt
 import json
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -112,6 +113,67 @@ class FakeNative:
 
     def ntp_state(self) -> dict[str, Any] | None:
         return self.ntp
+
+
+def fake_speed_states(series_s: float) -> doctor_model.SpeedStates:
+    """What the speed-state probe returns, from synthetic series (two states 2× apart,
+    a third of the time slow; the two CPUs share them): no clock, no real loop."""
+    from perflab.analyze import speed_states
+    from tests.analyze.test_speed_states import _timed, switching
+
+    wall, slow = switching(4_000, 12, 24, 2.0, 21, spikes=0)
+    twin = (
+        50_000.0
+        * np.where(slow, 2.0, 1.0)
+        * np.exp(np.random.default_rng(22).normal(0, 0.01, slow.size))
+    )
+    alone = speed_states.series_figures(wall)
+    pair = speed_states.pair_figures(_timed(wall), _timed(twin), [0, 1])
+    return doctor_model.SpeedStates(
+        960, alone.median_ns, series_s, alone, pair, "", speed_states.advice(alone, pair)
+    )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_real_speed_probe() -> Any:
+    """The speed-state probe times a real loop for a second or two: a fake here."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("perflab.engines.speed_states.probe", fake_speed_states)
+        yield
+
+
+def test_the_speed_states_are_reported_judged_and_round_trip(
+    healthy: doctor_model.DoctorReport,
+) -> None:
+    states = healthy.speed_states
+    assert states is not None and states.duration_s == pytest.approx(1 / 3)
+    assert states.alone.states == 2 and states.two_cpus is not None
+    check = _check(healthy, "speed_states")
+    assert check.status == "warn" and check.detail == states.advice
+    assert "compare paired (perflab run groups, --compare-to REF)" in check.detail
+    assert "--compare-to REF" in check.action
+    document = json.loads(json.dumps(healthy.to_dict()))
+    assert doctor_model.DoctorReport.from_dict(document).speed_states == states
+    table = next(t for t in doctor_tables(healthy) if t.title.startswith("speed states"))
+    cells = dict((row[0], row[1]) for row in table.rows)
+    assert cells["slow share"] == f"{states.alone.slow_share:.0%} of the time"
+    assert cells["states"].startswith("two: fast ") and "(2.0" in cells["states"]
+    assert cells["what this means"] == states.advice
+    assert cells["two CPUs: same state"].startswith(f"{states.two_cpus.same_state_share:.0%} of ")
+    old = {k: v for k, v in document.items() if not k.startswith("speed_states")}
+    assert doctor_model.DoctorReport.from_dict(old).speed_states is None
+
+
+def test_a_machine_too_busy_for_the_speed_probe_says_why() -> None:
+    def too_busy(series_s: float) -> doctor_model.SpeedStates:
+        raise ValueError("3 timings ran undisturbed; at least 50 are needed to see speed states")
+
+    report = doctor.run(0.5, FakeNative(Timeline()), speed=too_busy)
+    assert report.speed_states is None
+    check = _check(report, "speed_states")
+    assert check.status == "n/a" and "3 timings ran undisturbed" in check.detail
+    table = next(t for t in doctor_tables(report) if t.title == "speed states")
+    assert table.rows == [["speed states", "not measured: " + report.speed_states_note]]
 
 
 def _check(report: doctor_model.DoctorReport, name: str) -> doctor_model.Check:

@@ -521,6 +521,14 @@ def memory_pressure(r: DoctorReport) -> Check:
     return Check("memory_pressure", "ok", detail)
 
 
+def speed_states(r: DoctorReport) -> Check:
+    """The machine's speed states: whether separately measured runs can be compared
+    (:func:`perflab.analyze.speed_states.check`)."""
+    from perflab.analyze.speed_states import check
+
+    return check(r.speed_states, r.speed_states_note)
+
+
 #: Every check, in report order.
 CHECKS: tuple[Callable[[DoctorReport], Check], ...] = (
     clocksource,
@@ -544,6 +552,7 @@ CHECKS: tuple[Callable[[DoctorReport], Check], ...] = (
     context_switches,
     load,
     memory_pressure,
+    speed_states,
 )
 
 

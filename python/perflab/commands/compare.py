@@ -132,4 +132,4 @@ def main(args: argparse.Namespace) -> int:
         from perflab.report.run_chart import compare_chart, write_chart
 
         write_chart(chart, lambda out: compare_chart(suite, sides.name_a, sides.name_b, out))
-    return gate(tripped, fail_on)
+    return gate(tripped, fail_on, held=suite.held_reason(fail_on))

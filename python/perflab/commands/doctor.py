@@ -26,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--duration",
         default="3s",
         help="length of the clock probe, e.g. 3s "
-        "or 500ms (3s); the sleep probes add a third of it, the per-clock "
+        "or 500ms (3s); the sleep probes add a third of it, the speed states two thirds "
+        "(at most 2 s), the per-clock "
         "figures about half a second",
     )
     parser.add_argument(
@@ -91,7 +92,7 @@ def main(args: argparse.Namespace) -> int:
     destination = Destination.check(args.json, "--json") if args.json is not None else None
     files_out = outputs.check(args, others=[destination])
     sys.stderr.write(
-        f"perflab doctor: probing this machine for about {duration * 4 / 3 + 1:.0f} s\n"
+        f"perflab doctor: probing this machine for about {doctor.expected_s(duration):.0f} s\n"
     )
     report = doctor.run(
         duration, progress=lambda phase: sys.stderr.write(f"perflab doctor: {phase}…\n")

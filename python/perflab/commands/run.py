@@ -326,7 +326,7 @@ def _compare_to(
     if note:
         suite.warnings.insert(0, note)
     tripped = print_comparison(suite, baseline_name, "this run", fmt, None, fail_on)
-    return gate([*(also_tripped or []), *tripped], fail_on)
+    return gate([*(also_tripped or []), *tripped], fail_on, held=suite.held_reason(fail_on))
 
 
 def _check_gate(args: argparse.Namespace, cases) -> None:  # type: ignore[no-untyped-def]

@@ -21,7 +21,9 @@ Methods:
     * sleep accuracy: durations of relative ``clock_nanosleep`` calls,
       percentiles by linear interpolation (numpy's default);
     * steal and context switches: /proc/stat and ``getrusage`` before and after
-      the probe.
+      the probe;
+    * speed states: a fixed loop timed back to back, alone and on two CPUs at once
+      (:mod:`perflab.engines.speed_states`, figures by :mod:`perflab.analyze.speed_states`).
 """
 
 from __future__ import annotations
@@ -42,8 +44,10 @@ from perflab.doctor_model import (
     CrossChecks,
     DoctorReport,
     SleepFigures,
+    SpeedStates,
     Step,
 )
+from perflab.engines import speed_states
 
 #: Clocks in report order, with their Linux clock ids for Python reads (None: the TSC).
 CLOCK_IDS: dict[str, int | None] = {
@@ -69,6 +73,9 @@ STEP_FLOOR_NS = 1_000_000
 CALIBRATION_NS = 50_000_000
 #: Requested sleeps, ns: 100 µs, 1 ms, 10 ms.
 SLEEP_REQUESTS_NS = (100_000, 1_000_000, 10_000_000)
+#: Each speed-state series (alone, two CPUs) lasts a third of --duration within these, s.
+SPEED_SERIES_MAX_S = 1.0
+SPEED_SERIES_MIN_S = 0.05
 #: At most this many reads per read-cost figure, and about this long per figure, ns.
 NATIVE_READS = 20_000
 PYTHON_CALLS = 50_000
@@ -317,16 +324,34 @@ def cpu_load(
     return load
 
 
+def speed_series_s(duration_s: float) -> float:
+    """Length of each speed-state series for a ``--duration`` of ``duration_s``: a third
+    of it, at most :data:`SPEED_SERIES_MAX_S` and at least :data:`SPEED_SERIES_MIN_S`."""
+    return min(SPEED_SERIES_MAX_S, max(SPEED_SERIES_MIN_S, duration_s / 3))
+
+
+def expected_s(duration_s: float) -> float:
+    """About how long :func:`run` takes, s: the probe, the sleeps (a third more), the
+    per-clock figures (≈ 1 s) and the two speed-state series with their start-up."""
+    return duration_s * 4 / 3 + 1 + 2 * speed_series_s(duration_s) + 0.3
+
+
 def run(
-    duration_s: float, native: Native | None = None, progress: Callable[[str], None] | None = None
+    duration_s: float,
+    native: Native | None = None,
+    progress: Callable[[str], None] | None = None,
+    speed: Callable[[float], SpeedStates] | None = None,
 ) -> DoctorReport:
-    """Measure everything doctor reports; about ``duration_s × 4/3 + 1`` seconds.
+    """Measure everything doctor reports; about :func:`expected_s` seconds.
 
     Args:
         duration_s: length of the cross-check probe, s (> 0); the sleep probes
-            take a third of it more.
+            take a third of it more, the speed states two series of
+            :func:`speed_series_s`.
         native: the native probes (default: ``perflab._core``).
         progress: called with the name of each phase as it starts.
+        speed: the speed-state probe, called with the length of a series in s
+            (default: :func:`perflab.engines.speed_states.probe`; tests pass a fake).
 
     Returns:
         The report, verdicts included.
@@ -354,6 +379,13 @@ def run(
     tell("sleep accuracy")
     budget = int(duration_s * 1e9 / 3 / len(SLEEP_REQUESTS_NS))
     sleeps = [sleep_figures(native, req, budget) for req in SLEEP_REQUESTS_NS]
+    series_s = speed_series_s(duration_s)
+    tell(f"speed states ({series_s:.2g} s alone, {series_s:.2g} s on two CPUs)")
+    states, note = None, ""
+    try:
+        states = (speed or speed_states.probe)(series_s)
+    except ValueError as exc:  # nearly every timing waited for a core
+        note = str(exc)
     report = DoctorReport(
         started.isoformat(timespec="seconds"),
         duration_s,
@@ -364,6 +396,8 @@ def run(
         native.timer_slack_ns(),
         sleeps,
         cpu,
+        speed_states=states,
+        speed_states_note=note,
     )
     report.checks = verdicts(report)
     report.elapsed_s = time.monotonic() - t0

@@ -139,7 +139,8 @@ class SessionResults:
 
         name, fail_on = str(baseline_name), self.gate.fail_on
         suite = compare_results(baseline, results, self.gate.threshold, names=(name, "this run"))
-        return gate(print_comparison(suite, name, "this run", "table", None, fail_on), fail_on)
+        tripped = print_comparison(suite, name, "this run", "table", None, fail_on)
+        return gate(tripped, fail_on, held=suite.held_reason(fail_on))
 
     def _results(self, version: str, environment: Any) -> Any:
         """The :class:`perflab.model.Results` of this session (kind ``run``)."""

@@ -226,7 +226,10 @@ def comparison_document(
         "environment": suite.environment,
         "warnings": suite.warnings,
         "cost": suite.cost,
-        "gate": {"fail_on": fail_on, "tripped": tripped},
+        "machine_speed": _optional_estimate(suite.machine_speed),
+        "machine_words": suite.machine_words,
+        "held": dict(suite.held),
+        "gate": {"fail_on": fail_on, "tripped": tripped, "held": suite.not_applied(fail_on)},
     }
 
 
@@ -293,6 +296,9 @@ def suite_from_document(document: dict[str, Any]) -> SuiteComparison:
         float(document["threshold"]),
         number(document.get("confidence", 0.95)),
         dict(document.get("cost", {})),
+        estimate(document.get("machine_speed")),
+        str(document.get("machine_words", "")),
+        dict(document.get("held", {})),
     )
 
 
@@ -354,19 +360,22 @@ def print_comparison(
     return tripped
 
 
-def gate(tripped: list[str], fail_on: list[str], noun: str = "benchmark(s)") -> int:
-    """Exit code of the CI gate: 1 (with one stderr line naming ``tripped``, what
-    ``noun`` counts, also appended in bold to the GitHub Actions step summary) when
-    something tripped, else 0."""
-    if not tripped:
+def gate(tripped: list[str], fail_on: list[str], noun: str = "benchmark(s)", held: str = "") -> int:
+    """Exit code of the CI gate: 1 when something tripped, else 0. One stderr line (also
+    appended in bold to the GitHub Actions step summary) names ``tripped`` (what ``noun``
+    counts) and says ``held``: why the gate was not applied to some benchmarks
+    (:meth:`SuiteComparison.held_reason`), when there is either."""
+    if not tripped and not held:
         return 0
     from perflab.report.console import append_step_summary
     from perflab.report.escape import markdown_text, terminal
 
-    more = f" and {len(tripped) - 5} more" if len(tripped) > 5 else ""
-    head = f"gate: --fail-on {','.join(fail_on)} tripped by {len(tripped)} {noun}: "
-    sys.stderr.write(
-        head + ", ".join(terminal(t, one_line=True) for t in tripped[:5]) + more + "\n"
-    )
-    append_step_summary(f"**{markdown_text(head + ', '.join(tripped[:5]) + more)}**\n\n")
-    return 1
+    words = f"gate: --fail-on {','.join(fail_on)}"
+    if tripped:
+        more = f" and {len(tripped) - 5} more" if len(tripped) > 5 else ""
+        words += f" tripped by {len(tripped)} {noun}: " + ", ".join(tripped[:5]) + more
+    if held:
+        words += ("; " if tripped else " ") + held
+    sys.stderr.write(terminal(words, one_line=True) + "\n")
+    append_step_summary(f"**{markdown_text(words)}**\n\n")
+    return 1 if tripped else 0

@@ -216,6 +216,71 @@ def cpu_table(r: DoctorReport) -> Table:
     )
 
 
+def _pct(share: float | None) -> str:
+    """A spread or share in percent: one decimal below 10% ("0.6%"), none above."""
+    if share is None or share != share:
+        return "–"
+    return f"{share:.1%}" if share < 0.1 else f"{share:.0%}"
+
+
+def _fixed(value: float | None) -> str:
+    """A figure to two decimals; "–" for a missing one (NaN is written null in JSON)."""
+    return "–" if value is None or value != value else f"{value:.2f}"
+
+
+def _ms(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2g} ms"
+
+
+def speed_table(r: DoctorReport) -> Table:
+    """The machine's speed states: alone, on two CPUs at once, and what they mean."""
+    s = r.speed_states
+    if s is None:
+        why = r.speed_states_note or "a report from before perflab doctor measured them"
+        return _kv("speed states", [("speed states", f"not measured: {why}")])
+    a, two = s.alone, s.two_cpus
+    states = (
+        "one"
+        if a.states == 1
+        else f"two: fast {_t(a.fast_ns)}, slow {_t(a.slow_ns)} ({a.slow_ns / a.fast_ns:.2f}×; "
+        f"threshold {_t(a.threshold_ns)}, separation D {a.separation:.1f})"
+    )
+    length = (
+        "– (one state)"
+        if a.states == 1
+        else f"{_ms(a.mean_state_ms)} (slow {_ms(a.mean_slow_ms)}, fast {_ms(a.mean_fast_ms)}; "
+        f"{a.switches:,} switches)"
+    )
+    rows = [
+        (
+            "loop",
+            f"{_t(s.loop_ns)} per timing ({s.loops:,} iterations), {s.duration_s:.2g} s per "
+            f"series; {a.timings:,} timings alone ({a.dropped:,} that waited for a core left out)",
+        ),
+        ("states", states),
+        ("slow share", f"{a.slow_share:.0%} of the time"),
+        ("mean state length", length),
+        ("lag-1 autocorrelation", _fixed(a.lag1_autocorrelation)),
+        ("single timings spread", _pct(a.single_spread)),
+        ("adjacent pairs spread", _pct(a.adjacent_spread)),
+    ]
+    if two is None:
+        rows.append(("two CPUs", f"not measured: {s.two_cpus_note}"))
+    else:
+        rows += [
+            (
+                "two CPUs: same state",
+                f"{two.same_state_share:.0%} of {two.pairs:,} simultaneous timings on CPUs "
+                f"{two.cpus[0]} and {two.cpus[1]} (chance {two.chance_same_share:.0%}, "
+                f"κ {_fixed(two.kappa)}); slow share {two.each[0].slow_share:.0%} and "
+                f"{two.each[1].slow_share:.0%}",
+            ),
+            ("two CPUs: side-by-side spread", _pct(two.side_by_side_spread)),
+        ]
+    rows.append(("what this means", s.advice))
+    return _kv("speed states (a fixed loop timed back to back)", rows)
+
+
 def verdicts_table(r: DoctorReport) -> Table:
     """The checks: status, name, evidence and what to do."""
     table = Table(
@@ -241,6 +306,7 @@ def doctor_tables(r: DoctorReport) -> list[Table]:
         cross_table(r),
         sleep_table(r),
         cpu_table(r),
+        speed_table(r),
         verdicts_table(r),
     ]
 

@@ -101,6 +101,11 @@ class SuiteComparison:
         warnings: other plain-words warnings about the comparison as a whole.
         threshold / confidence: the noise threshold t and the CI level.
         cost: "A"/"B" → {"benchmarks", "processes", "samples"} spent on the verdicts.
+        machine_speed: B/A of the two runs' machine-speed references with its CI, when
+            it lies beyond the noise threshold (None otherwise, or without references).
+        machine_words: that change in words ("the machine ran 30% slower during B").
+        held: id → the slower/faster verdict a row would have had, made inconclusive
+            because the machine's speed moved between the runs.
     """
 
     rows: list[Row]
@@ -115,9 +120,30 @@ class SuiteComparison:
     threshold: float = DEFAULT_THRESHOLD
     confidence: float = 0.95
     cost: dict[str, dict[str, int]] = field(default_factory=dict)
+    machine_speed: Estimate | None = None
+    machine_words: str = ""
+    held: dict[str, str] = field(default_factory=dict)
 
     def tripped(self, fail_on: Sequence[str]) -> list[str]:
         """Ids whose verdict is in ``fail_on`` ("missing" matches ids only in A); the
-        speed-normalized rows are for reading, the gate reads the seconds."""
+        speed-normalized rows are for reading, the gate reads the seconds. A held row's
+        verdict is inconclusive: it trips "inconclusive" only."""
         hits = [r.id for r in self.rows if r.verdict in fail_on and r.metric != SPEED_NORMALIZED]
         return hits + (list(self.only_in_a) if "missing" in fail_on else [])
+
+    def not_applied(self, fail_on: Sequence[str]) -> list[str]:
+        """Held ids whose withheld verdict is in ``fail_on``: the gate would have tripped
+        on them had the machine's speed not moved between the runs."""
+        return [key for key, withheld in self.held.items() if withheld in fail_on]
+
+    def held_reason(self, fail_on: Sequence[str]) -> str:
+        """Why the gate was not applied to some benchmarks, in words for the ``gate:``
+        line ("" when it was applied to all)."""
+        ids = self.not_applied(fail_on)
+        if not ids:
+            return ""
+        shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        return (
+            f"not applied to {len(ids)} benchmark(s) ({shown}): inconclusive, "
+            f"{self.machine_words} than during A; measure paired with --compare-to REF"
+        )

@@ -33,7 +33,9 @@ Methods (the verdict rule and the tests are :mod:`perflab.analyze.decisions`'s):
     * trace spans (``perflab.trace`` dumps): each span name's duration percentiles,
       the same way as HTTP latencies;
     * python benchmarks also at equal machine speed (CPU time ÷ the machine-speed
-      reference), a row for reading beside the seconds: :mod:`perflab.analyze.compare.speed`.
+      reference), a row for reading beside the seconds: :mod:`perflab.analyze.compare.speed`;
+      when the machine's speed moved between the two runs beyond the threshold, no
+      seconds verdict is slower or faster (the runs are not paired; ``held``).
 """
 
 from __future__ import annotations
@@ -48,11 +50,17 @@ from perflab.analyze.compare.rows import (
     Row,
     SuiteComparison,
 )
-from perflab.analyze.compare.speed import machine_speed_warning, speed_normalized_row
+from perflab.analyze.compare.speed import (
+    hold_verdicts,
+    machine_speed,
+    machine_speed_warning,
+    speed_normalized_row,
+)
 from perflab.analyze.compare.timing import DRIFTING_RUN_SHARE, MACHINE_WIDE_SHARE, compare_timed
 from perflab.analyze.decisions import (
     FAILED,
     FASTER,
+    INCONCLUSIVE,
     SLOWER,
     VERDICTS,
     benjamini_hochberg,
@@ -195,9 +203,12 @@ def compare_results(
         environment=environment_differences(a.environment, b.environment),
         cost={"A": _cost(a, common), "B": _cost(b, common)},
     )
+    speed = machine_speed(a.benchmarks, b.benchmarks, threshold, confidence)
+    if speed is not None:  # not paired, and the machine moved: no slower/faster verdict
+        suite.machine_speed, suite.machine_words = speed.ratio, speed.words
+        suite.held = hold_verdicts(rows, speed)
     _summarize(suite)
-    speed = machine_speed_warning(a.benchmarks, b.benchmarks, threshold, confidence)
-    suite.warnings += [speed] if speed else []
+    suite.warnings += [machine_speed_warning(speed)] if speed is not None else []
     return suite
 
 
@@ -216,6 +227,8 @@ def _summarize(suite: SuiteComparison) -> None:
         suite.geomean_verdict = verdict(
             suite.geomean.ci_low, suite.geomean.ci_high, suite.threshold
         )
+        if suite.machine_speed is not None and suite.geomean_verdict in (SLOWER, FASTER):
+            suite.geomean_verdict = INCONCLUSIVE
         suite.geomean_over = len(primary)
     suite.warnings = _suite_warnings(suite, primary)
 
