@@ -387,7 +387,7 @@ def test_analysis_needs_two_snapshots() -> None:
 def test_the_default_run_asks_the_native_probes_for_under_ten_seconds() -> None:
     """Doctor's length is the true-time budgets it hands the native probes (TSC
     calibration, each clock's resolution search and read loops, the cross-check probe,
-    the sleeps): for the default --duration they add up to under 10 s, the issue's
+    the sleeps, the two speed-state series): for the default --duration they add up to under 10 s, the issue's
     target, whatever the machine's speed (the native side stops each at its budget)."""
     import argparse
 
@@ -423,7 +423,12 @@ def test_the_default_run_asks_the_native_probes_for_under_ten_seconds() -> None:
     parser = argparse.ArgumentParser()
     doctor_command.add_arguments(parser)
     default_s = parse_positive_duration(parser.parse_args([]).duration, "--duration")
-    report = doctor.run(default_s, Recording(Timeline()))
+
+    def speed(series_s: float) -> doctor_model.SpeedStates:
+        asked_ns.append(2 * series_s * 1e9)  # one series alone, one on two CPUs
+        return fake_speed_states(series_s)
+
+    report = doctor.run(default_s, Recording(Timeline()), speed=speed)
     assert report.duration_s == default_s == 3.0
     assert default_s * 1e9 in asked_ns  # the probe got the whole --duration
     assert sum(asked_ns) * 1e-9 < 10, sorted(asked_ns)
