@@ -1,0 +1,351 @@
+//! Per-sample counters of the calling thread: what the kernel counted while
+//! one timed sample ran, read before and after it.
+//!
+//! * Software events through `perf_event_open` (opened with the
+//!   `perf-event2` crate): task clock (ns on a CPU), page faults and, where
+//!   kernel-side events are permitted, CPU migrations. Software events are
+//!   never multiplexed: they count the whole sample.
+//! * Voluntary and involuntary context switches from
+//!   `getrusage(RUSAGE_THREAD)`: perf's `context-switches` event counts both
+//!   kinds together (and reads 0 when kernel-side events are not permitted,
+//!   as `perf stat -e cs:u` shows), while the harness must tell a sample
+//!   that was preempted (involuntary) from one that slept on I/O (voluntary).
+//! * Hardware events (user-space instructions, cycles, branch misses, cache
+//!   misses) in a group of their own, where the kernel exposes a PMU: on a
+//!   VM without one `perf_event_open` fails (ENOENT, "not supported"); that
+//!   is detected once, at [`Counters::open`], and the events are then absent
+//!   (never reported as zero), with [`Counters::hardware_note`] saying why.
+//!   When the PMU multiplexes the group, a sample's counts are scaled by
+//!   enabled/running time (perf stat's method); a sample during which the
+//!   group never ran has no hardware counts.
+//!
+//! Cost per boundary: one `read` per group into a preallocated buffer and one
+//! `getrusage` (no allocation): the group is read with a raw `read(2)` of
+//! the leader's descriptor, since the crate's `read_group` allocates.
+
+mod group;
+
+use std::io;
+
+use perf_event::events::{Hardware, Software};
+
+use group::PerfGroup;
+pub use group::{parse_group, GroupRead};
+
+/// One per-sample counter. [`Event::name`] is its column name in results
+/// files (units in the name where it has one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Event {
+    /// ns this thread ran on a CPU (perf `task-clock`).
+    TaskClock,
+    /// page faults, minor and major (perf `page-faults`).
+    PageFaults,
+    /// moves of the thread to another CPU (perf `cpu-migrations`).
+    CpuMigrations,
+    /// switches away because the thread blocked (getrusage `ru_nvcsw`).
+    VoluntarySwitches,
+    /// switches away because the scheduler preempted the thread (getrusage `ru_nivcsw`).
+    InvoluntarySwitches,
+    /// user-space instructions retired (perf `instructions:u`).
+    Instructions,
+    /// user-space CPU cycles (perf `cycles:u`).
+    Cycles,
+    /// mispredicted branches (perf `branch-misses:u`).
+    BranchMisses,
+    /// last-level cache misses (perf `cache-misses:u`).
+    CacheMisses,
+}
+
+impl Event {
+    /// Every event, in column order.
+    pub const ALL: [Event; 9] = [
+        Event::TaskClock,
+        Event::PageFaults,
+        Event::CpuMigrations,
+        Event::VoluntarySwitches,
+        Event::InvoluntarySwitches,
+        Event::Instructions,
+        Event::Cycles,
+        Event::BranchMisses,
+        Event::CacheMisses,
+    ];
+
+    /// The column name (snake case, units where there are any).
+    pub fn name(self) -> &'static str {
+        match self {
+            Event::TaskClock => "task_clock_ns",
+            Event::PageFaults => "page_faults",
+            Event::CpuMigrations => "cpu_migrations",
+            Event::VoluntarySwitches => "voluntary_switches",
+            Event::InvoluntarySwitches => "involuntary_switches",
+            Event::Instructions => "instructions",
+            Event::Cycles => "cycles",
+            Event::BranchMisses => "branch_misses",
+            Event::CacheMisses => "cache_misses",
+        }
+    }
+
+    /// True for events counted by the CPU's PMU (absent on most VMs).
+    pub fn is_hardware(self) -> bool {
+        matches!(
+            self,
+            Event::Instructions | Event::Cycles | Event::BranchMisses | Event::CacheMisses
+        )
+    }
+}
+
+/// What [`Counters::open_with`] asks of the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Count kernel-side software events too (needed by CPU migrations, which
+    /// happen in the kernel). Refused under `perf_event_paranoid` ≥ 2 without
+    /// CAP_PERFMON; [`Counters::open`] then falls back to user-side events.
+    pub include_kernel: bool,
+    /// Try the hardware group.
+    pub hardware: bool,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            include_kernel: true,
+            hardware: true,
+        }
+    }
+}
+
+/// The counters of the calling thread, read around each sample.
+///
+/// Open it on the thread that runs the samples (`perf_event_open` with
+/// pid 0 follows the calling thread only). Then [`Counters::start`] before
+/// and [`Counters::stop`] after each sample.
+pub struct Counters {
+    software: Option<PerfGroup>,
+    hardware: Option<PerfGroup>,
+    events: Vec<Event>,
+    software_note: Option<String>,
+    hardware_note: Option<String>,
+    before: Vec<u64>,
+    after: Vec<u64>,
+    hw_times_before: GroupRead,
+    hw_times_after: GroupRead,
+    deltas: Vec<Option<u64>>,
+}
+
+fn software_event(e: Event) -> Software {
+    match e {
+        Event::TaskClock => Software::TASK_CLOCK,
+        Event::PageFaults => Software::PAGE_FAULTS,
+        _ => Software::CPU_MIGRATIONS,
+    }
+}
+
+fn hardware_event(e: Event) -> Hardware {
+    match e {
+        Event::Instructions => Hardware::INSTRUCTIONS,
+        Event::Cycles => Hardware::CPU_CYCLES,
+        Event::BranchMisses => Hardware::BRANCH_MISSES,
+        _ => Hardware::CACHE_MISSES,
+    }
+}
+
+/// The software group: task clock, page faults and, with `include_kernel`,
+/// CPU migrations.
+fn open_software(include_kernel: bool) -> io::Result<PerfGroup> {
+    let mut events = vec![Event::TaskClock, Event::PageFaults];
+    if include_kernel {
+        events.push(Event::CpuMigrations);
+    }
+    PerfGroup::open(&events, include_kernel, |e, b| {
+        b.event(software_event(e));
+    })
+}
+
+impl Counters {
+    /// Open every counter the kernel grants for the calling thread, falling
+    /// back to user-side software events when kernel-side ones are refused.
+    /// Never fails: what can't be opened is absent, and
+    /// [`Counters::software_note`] / [`Counters::hardware_note`] say why.
+    /// The switches (getrusage) are always present.
+    pub fn open() -> Counters {
+        Counters::open_with(OpenOptions::default())
+    }
+
+    /// Open with explicit options (tests use them to take the fallback
+    /// paths). Never fails; see [`Counters::open`].
+    pub fn open_with(options: OpenOptions) -> Counters {
+        const USER_ONLY: &str = "cpu_migrations absent: kernel-side events need \
+                                 perf_event_paranoid <= 1 or CAP_PERFMON";
+        let unavailable = |err: io::Error| format!("software events unavailable: {err}");
+        let (software, software_note) = match open_software(options.include_kernel) {
+            Ok(g) => (
+                Some(g),
+                (!options.include_kernel).then(|| USER_ONLY.to_string()),
+            ),
+            Err(err) if options.include_kernel && err.kind() == io::ErrorKind::PermissionDenied => {
+                match open_software(false) {
+                    Ok(g) => (Some(g), Some(USER_ONLY.to_string())),
+                    Err(err) => (None, Some(unavailable(err))),
+                }
+            }
+            Err(err) => (None, Some(unavailable(err))),
+        };
+        let (hardware, hardware_note) = if options.hardware {
+            let hw_events = [
+                Event::Instructions,
+                Event::Cycles,
+                Event::BranchMisses,
+                Event::CacheMisses,
+            ];
+            match PerfGroup::open(&hw_events, false, |e, b| {
+                b.event(hardware_event(e));
+            }) {
+                Ok(group) => (Some(group), None),
+                Err(err) => (
+                    None,
+                    Some(format!(
+                        "hardware events unavailable (no PMU exposed to this kernel?): {err}"
+                    )),
+                ),
+            }
+        } else {
+            (None, Some("hardware events not requested".into()))
+        };
+        let mut events: Vec<Event> = Vec::new();
+        if let Some(g) = &software {
+            events.extend(g.events());
+        }
+        events.extend([Event::VoluntarySwitches, Event::InvoluntarySwitches]);
+        if let Some(g) = &hardware {
+            events.extend(g.events());
+        }
+        let n = events.len();
+        Counters {
+            software,
+            hardware,
+            events,
+            software_note,
+            hardware_note,
+            before: vec![0; n],
+            after: vec![0; n],
+            hw_times_before: GroupRead::default(),
+            hw_times_after: GroupRead::default(),
+            deltas: vec![None; n],
+        }
+    }
+
+    /// The events present, in the order of [`Counters::stop`]'s values.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// Why software perf events are absent or reduced, or None.
+    pub fn software_note(&self) -> Option<&str> {
+        self.software_note.as_deref()
+    }
+
+    /// Why hardware events are absent, or None when they are present.
+    pub fn hardware_note(&self) -> Option<&str> {
+        self.hardware_note.as_deref()
+    }
+
+    /// Read every counter's running total into `out` (in [`Counters::events`]
+    /// order) and return the hardware group's enabled/running times.
+    fn read_into(&mut self, after: bool) -> io::Result<()> {
+        let (out, times) = if after {
+            (&mut self.after, &mut self.hw_times_after)
+        } else {
+            (&mut self.before, &mut self.hw_times_before)
+        };
+        let mut i = 0;
+        if let Some(g) = self.software.as_mut() {
+            g.read(&mut out[i..i + g.len()])?;
+            i += g.len();
+        }
+        let (voluntary, involuntary) = thread_switches()?;
+        out[i] = voluntary;
+        out[i + 1] = involuntary;
+        i += 2;
+        if let Some(g) = self.hardware.as_mut() {
+            *times = g.read(&mut out[i..i + g.len()])?;
+        }
+        Ok(())
+    }
+
+    /// Read the counters at the start of a sample.
+    ///
+    /// # Errors
+    /// The OS error of `read` or `getrusage` (not expected once open).
+    pub fn start(&mut self) -> io::Result<()> {
+        self.read_into(false)
+    }
+
+    /// Read the counters at the end of a sample and return what each counted
+    /// since [`Counters::start`], in [`Counters::events`] order. Hardware
+    /// counts are scaled by enabled/running time when the PMU multiplexed the
+    /// group, and None when the group did not run during the sample.
+    ///
+    /// # Errors
+    /// The OS error of `read` or `getrusage` (not expected once open).
+    pub fn stop(&mut self) -> io::Result<&[Option<u64>]> {
+        self.read_into(true)?;
+        let hw_start = self.events.iter().position(|e| e.is_hardware());
+        let scale = sample_scale(&self.hw_times_before, &self.hw_times_after);
+        for (k, d) in self.deltas.iter_mut().enumerate() {
+            let raw = self.after[k].wrapping_sub(self.before[k]);
+            *d = match hw_start {
+                Some(h) if k >= h => scale.map(|s| (raw as f64 * s).round() as u64),
+                _ => Some(raw),
+            };
+        }
+        Ok(&self.deltas)
+    }
+}
+
+/// The factor that corrects a multiplexed group's counts over one sample:
+/// Δenabled / Δrunning (1 when it ran throughout), or None when it never ran.
+pub fn sample_scale(before: &GroupRead, after: &GroupRead) -> Option<f64> {
+    let enabled = after.enabled_ns.wrapping_sub(before.enabled_ns);
+    let running = after.running_ns.wrapping_sub(before.running_ns);
+    if running == 0 {
+        return None;
+    }
+    if running >= enabled {
+        return Some(1.0);
+    }
+    Some(enabled as f64 / running as f64)
+}
+
+/// (voluntary, involuntary) context switches of the calling thread so far
+/// (`getrusage(RUSAGE_THREAD)`).
+///
+/// # Errors
+/// The OS error of `getrusage` (not expected).
+pub fn thread_switches() -> io::Result<(u64, u64)> {
+    // SAFETY: getrusage writes a plain struct we own.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to a rusage; RUSAGE_THREAD is Linux's.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((usage.ru_nvcsw as u64, usage.ru_nivcsw as u64))
+}
+
+/// Mean cost of one sample's counter reads ([`Counters::start`] +
+/// [`Counters::stop`]) over `pairs` pairs, ns (monotonic clock; natively,
+/// without Python's call cost).
+///
+/// # Errors
+/// The OS error of a read.
+pub fn read_cost_ns(counters: &mut Counters, pairs: u32) -> io::Result<f64> {
+    let pairs = pairs.max(1);
+    let t0 = std::time::Instant::now();
+    for _ in 0..pairs {
+        counters.start()?;
+        counters.stop()?;
+    }
+    Ok(t0.elapsed().as_nanos() as f64 / f64::from(pairs))
+}
+
+#[cfg(test)]
+mod tests;
