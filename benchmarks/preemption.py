@@ -104,28 +104,79 @@ def measure(state: str, samples: int, loops: int, cpu: int) -> list[tuple[int, i
     return out
 
 
-def row(state: str, data: list[tuple[int, int, int]]) -> str:
-    """One Markdown row of the table (module doc)."""
+def figures(data: list[tuple[int, int, int]]) -> dict[str, float]:
+    """The figures of one state: shares and medians (ms), NaN where a side is empty."""
     clean = [d for d in data if d[2] == 0]
     hit = [d for d in data if d[2] > 0]
+    nan = float("nan")
 
-    def med(rows: list[tuple[int, int, int]], k: int) -> str:
-        return f"{statistics.median(r[k] for r in rows) / 1e6:.3f}" if rows else "–"
+    def med(rows: list[tuple[int, int, int]], k: int) -> float:
+        return statistics.median(r[k] for r in rows) / 1e6 if rows else nan
 
-    off = f"{statistics.median(r[0] - r[1] for r in hit) / 1e6:.3f}" if hit else "–"
-    all_vs_clean = (
-        f"{statistics.median(r[0] for r in data) / statistics.median(r[0] for r in clean):.3f}"
-        if clean
-        else "–"
-    )
+    return {
+        "samples": len(data),
+        "preempted": len(hit) / len(data),
+        "wall_clean": med(clean, 0),
+        "wall_hit": med(hit, 0),
+        "task_clean": med(clean, 1),
+        "task_hit": med(hit, 1),
+        "off_hit": statistics.median(r[0] - r[1] for r in hit) / 1e6 if hit else nan,
+        "all_vs_clean": statistics.median(r[0] for r in data) / 1e6 / med(clean, 0),
+    }
+
+
+def row(state: str, f: dict[str, float]) -> str:
+    """One Markdown row of the table (module doc)."""
+    cells = [f"{f[k]:.3f}" for k in ("wall_clean", "wall_hit", "task_clean", "task_hit")]
     return (
-        f"| {state} | {len(data)} | {len(hit) / len(data):.0%} | {med(clean, 0)} | {med(hit, 0)}"
-        f" | {med(clean, 1)} | {med(hit, 1)} | {off} | {all_vs_clean} |"
+        f"| {state} | {f['samples']:.0f} | {f['preempted']:.0%} | {' | '.join(cells)} "
+        f"| {f['off_hit']:.3f} | {f['all_vs_clean']:.2f} |"
     )
+
+
+#: verdict rules: preempted samples did the same work when their median task clock is
+#: within SAME_WORK of the clean samples'; they distort the median when the median of all
+#: samples is more than DISTORTS above the clean samples' median
+SAME_WORK = 0.10
+DISTORTS = 0.05
+
+
+def verdicts(rows: dict[str, dict[str, float]]) -> list[str]:
+    """The two verdicts, printed from the figures by the rules above."""
+    busy = [f for f in rows.values() if f["preempted"] > 0 and f["preempted"] < 1]
+    same = all(abs(f["task_hit"] / f["task_clean"] - 1) <= SAME_WORK for f in busy)
+    distorts = any(f["all_vs_clean"] > 1 + DISTORTS for f in busy)
+    return [
+        f"- same work (preempted task clock within ±{SAME_WORK:.0%} of clean, every state "
+        f"with both kinds): **{'yes' if same else 'no'}**",
+        f"- preempted samples distort the median (all ÷ clean > {1 + DISTORTS:.2f} in some "
+        f"state): **{'yes' if distorts else 'no'}**",
+        "- so perflab flags them `preempted` and leaves them out of the statistics"
+        if same and distorts
+        else "- the evidence does not support excluding them here",
+    ]
+
+
+def cost_lines() -> list[str]:
+    """The per-sample cost of reading the counters, native and from Python (median of 7)."""
+    from perflab.measure.counters import SampleCounters, read_cost_ns
+
+    counters = SampleCounters()
+    native = statistics.median(counters._perf.read_cost_ns(20_000) for _ in range(7))
+    python = statistics.median(read_cost_ns(counters, 20_000) for _ in range(7))
+    return [
+        f"Cost of reading the counters around one sample (start + stop, median of 7 × "
+        f"20,000; {_core.build_profile()} build; outside the timed region): native "
+        f"{native / 1e3:.1f} µs, from Python {python / 1e3:.1f} µs; "
+        f"{python / 2e6:.2%} of a 2 ms sample (perflab's shortest by default).",
+        "",
+        f"Counters present: {', '.join(counters.names)}. Hardware: "
+        f"{counters.hardware_note or 'available'}.",
+    ]
 
 
 def main() -> int:
-    """Measure the three states, print and write the table."""
+    """Measure the three states, print and write the section."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=400)
     parser.add_argument("--target-ms", type=float, default=2.0)
@@ -133,19 +184,29 @@ def main() -> int:
     cpu = min(os.sched_getaffinity(0))
     os.sched_setaffinity(0, {cpu})
     loops = calibrate(args.target_ms * 1e6)
+    load0 = os.getloadavg()[0]
+    rows = {
+        state: figures(measure(state, args.samples, loops, cpu))
+        for state in ("as is", "competitor", "competitor, half")
+    }
     lines = [
-        f"# Preempted samples on this machine ({time.strftime('%Y-%m-%d %H:%M')}, "
-        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})",
+        "## Per-sample counters: preempted samples and the cost of reading them (issue 27)",
         "",
-        f"Command: `python benchmarks/preemption.py --samples {args.samples} "
-        f"--target-ms {args.target_ms:g}`; work({loops}) a sample; ms.",
+        f"{time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, load average "
+        f"{load0:.1f} at the start; `python benchmarks/preemption.py --samples "
+        f"{args.samples} --target-ms {args.target_ms:g}`; a sample is work({loops}) "
+        "(pure Python), times in ms, medians. Preempted: an involuntary context switch "
+        "during the sample. This process is pinned to one CPU in every state.",
         "",
         "| state | samples | preempted | wall clean | wall preempted | task clock clean "
         "| task clock preempted | off-CPU preempted | median all ÷ clean |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        *(row(state, f) for state, f in rows.items()),
+        "",
+        *verdicts(rows),
+        "",
+        *cost_lines(),
     ]
-    for state in ("as is", "competitor", "competitor, half"):
-        lines.append(row(state, measure(state, args.samples, loops, cpu)))
     text = "\n".join(lines) + "\n"
     print(text)
     out = Path(__file__).parent / "results" / "preemption.md"

@@ -204,7 +204,8 @@ impl Counters {
                 Err(err) => (
                     None,
                     Some(format!(
-                        "hardware events unavailable (no PMU exposed to this kernel?): {err}"
+                        "perf_event_open refused the hardware events: {err} (no PMU \
+                         exposed to this kernel: usual in VMs)"
                     )),
                 ),
             }
