@@ -6,7 +6,7 @@ use std::os::fd::AsRawFd;
 
 use perf_event::{Builder, Counter, ReadFormat};
 
-use super::Event;
+use super::event::Event;
 
 /// The times of one group read: how long the group was enabled and how long
 /// it was actually counting on the PMU (they differ when multiplexed), ns.
