@@ -159,7 +159,7 @@ def verdicts(rows: dict[str, dict[str, float]]) -> list[str]:
 
 def cost_lines() -> list[str]:
     """The per-sample cost of reading the counters, native and from Python (median of 7)."""
-    from perflab.measure.counters import SampleCounters, read_cost_ns
+    from perflab.engines.run.counters import SampleCounters, read_cost_ns
 
     counters = SampleCounters()
     native = statistics.median(counters._perf.read_cost_ns(20_000) for _ in range(7))

@@ -38,8 +38,14 @@ class Sample:
         gc_ns: time spent inside those collections, ns.
         clock_skew_ns: largest disagreement between MONOTONIC and the other
             clocks (REALTIME, RAW, TSC) over the sample, ns; None if unchecked.
-        flagged: why the sample is excluded from summaries (e.g. "clock"),
-            or None. Flagged samples are kept in the file, never dropped.
+        flagged: why the sample is excluded from summaries ("clock:<name>", or
+            "preempted": :mod:`perflab.analyze.run.counters`), or None. Flagged samples are
+            kept in the file, never dropped.
+        counters: what the kernel counted during the sample, ``{name: count}``
+            (task_clock_ns, page_faults, cpu_migrations, voluntary_switches,
+            involuntary_switches; instructions, cycles, branch_misses, cache_misses
+            where the kernel has a PMU): absent counters are missing, never 0. None
+            without counters (older files, imported files, threads mode).
     """
 
     iterations: int
@@ -49,6 +55,7 @@ class Sample:
     gc_ns: int = 0
     clock_skew_ns: int | None = None
     flagged: str | None = None
+    counters: dict[str, int] | None = None
 
     @property
     def per_op_s(self) -> float:
@@ -100,6 +107,8 @@ class Process:
             loop, :func:`perflab.engines.run.worker.reference_workload`) timed in this process
             between its samples, ns; empty when not timed (threads mode, older files).
         error: why the process failed, or None.
+        software_note / hardware_note: why the per-sample counters lack software or
+            hardware events (the kernel's words), or None.
         rss_start_bytes / rss_end_bytes / rss_calls / rss_peak_bytes / memory / heap:
             ``run --memory`` only (None without): the worker's RSS when its first and
             last timed sample ended and the calls in between, bytes; its peak (VmHWM);
@@ -138,6 +147,8 @@ class Process:
     rss_calls: int | None = None
     memory: dict[str, list[float]] | None = None
     heap: dict[str, list[float]] | None = None
+    software_note: str | None = None
+    hardware_note: str | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Process:
