@@ -162,7 +162,8 @@ def cost_lines() -> list[str]:
     from perflab.engines.run.counters import SampleCounters, read_cost_ns
 
     counters = SampleCounters()
-    native = statistics.median(counters._perf.read_cost_ns(20_000) for _ in range(7))
+    perf = _core.PerfCounters()
+    native = statistics.median(perf.read_cost_ns(20_000) for _ in range(7))
     python = statistics.median(read_cost_ns(counters, 20_000) for _ in range(7))
     return [
         f"Cost of reading the counters around one sample (start + stop, median of 7 × "

@@ -116,7 +116,12 @@ impl Counters {
     pub fn open_with(options: OpenOptions) -> Counters {
         const USER_ONLY: &str = "cpu_migrations absent: kernel-side events need \
                                  perf_event_paranoid <= 1 or CAP_PERFMON";
-        let unavailable = |err: io::Error| format!("software events unavailable: {err}");
+        let unavailable = |err: io::Error| {
+            format!(
+                "software events unavailable: {err} ({})",
+                refusal_cause(&err)
+            )
+        };
         let (software, software_note) = match open_software(options.include_kernel) {
             Ok(g) => (
                 Some(g),
@@ -144,8 +149,8 @@ impl Counters {
                 Err(err) => (
                     None,
                     Some(format!(
-                        "perf_event_open refused the hardware events: {err} (no PMU \
-                         exposed to this kernel: usual in VMs)"
+                        "perf_event_open refused the hardware events: {err} ({})",
+                        refusal_cause(&err)
                     )),
                 ),
             }
@@ -255,6 +260,21 @@ pub fn sample_scale(before: &GroupRead, after: &GroupRead) -> Option<f64> {
         return Some(1.0);
     }
     Some(enabled as f64 / running as f64)
+}
+
+/// The likely cause of `perf_event_open`'s refusal, in plain words, from its
+/// errno (perf_event_open(2), ERRORS).
+pub fn refusal_cause(err: &io::Error) -> &'static str {
+    match err.raw_os_error() {
+        Some(libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV) => {
+            "no PMU exposed to this kernel: usual in VMs"
+        }
+        Some(libc::EACCES | libc::EPERM) => {
+            "not permitted: perf_event_paranoid, or a seccomp filter as in containers"
+        }
+        Some(libc::ENOSYS) => "this kernel has no perf events",
+        _ => "unexpected error",
+    }
 }
 
 /// (voluntary, involuntary) context switches of the calling thread so far

@@ -61,6 +61,16 @@ fn sample_scale_corrects_multiplexing_and_drops_samples_never_counted() {
 }
 
 #[test]
+fn a_refusal_is_explained_by_its_errno() {
+    let cause = |errno| refusal_cause(&std::io::Error::from_raw_os_error(errno));
+    assert!(cause(libc::ENOENT).contains("no PMU"));
+    assert!(cause(libc::EOPNOTSUPP).contains("no PMU"));
+    assert!(cause(libc::EACCES).contains("perf_event_paranoid"));
+    assert!(cause(libc::EPERM).contains("seccomp"));
+    assert_eq!(cause(libc::EINVAL), "unexpected error");
+}
+
+#[test]
 fn names_are_unique_columns_and_hardware_is_told_apart() {
     let names: std::collections::HashSet<_> = Event::ALL.iter().map(|e| e.name()).collect();
     assert_eq!(names.len(), Event::ALL.len());
