@@ -42,7 +42,7 @@ class Sample:
             "preempted": :mod:`perflab.analyze.run.counters`), or None. Flagged samples are
             kept in the file, never dropped.
         counters: what the kernel counted during the sample, ``{name: count}``
-            (task_clock_ns, page_faults, cpu_migrations, voluntary_switches,
+            (task_clock_ns, page_faults, cpu_migrations, context_switches, voluntary_switches,
             involuntary_switches; instructions, cycles, branch_misses, cache_misses
             where the kernel has a PMU): absent counters are missing, never 0. None
             without counters (older files, imported files, threads mode).

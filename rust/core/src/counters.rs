@@ -9,7 +9,7 @@ use pyo3::types::PyTuple;
 /// thread's context switches, hardware events where the kernel has a PMU).
 ///
 /// `events` names the values `stop()` returns, in order (task_clock_ns,
-/// page_faults, cpu_migrations, voluntary_switches, involuntary_switches,
+/// page_faults, cpu_migrations, context_switches, voluntary_switches, involuntary_switches,
 /// instructions, cycles, branch_misses, cache_misses: those present).
 /// `software_note` / `hardware_note` say why events are absent (None when
 /// all of that kind are there). Creating it never fails. Not shareable

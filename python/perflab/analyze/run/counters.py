@@ -8,10 +8,10 @@ a PMU, instructions, cycles, branch misses and cache misses.
 
 **Preempted samples.** A sample with an involuntary context switch was preempted: the
 scheduler took the CPU from it while it could run. Measured on perflab's VM
-(benchmarks/preemption.py, BENCHMARKS.md): a preempted 2 ms sample took 3–10× the wall
+(benchmarks/preemption.py, BENCHMARKS.md): a preempted 2 ms sample took 3–14× the wall
 time of a clean one for the same task clock (+3–5%: caches refilled after the switch), and
 on a busy machine over half the samples were preempted, pulling the median of all
-samples to 1.6–5× the clean median. So the rule (:func:`flag_preempted`): a process's
+samples to 1.3–5× the clean median. So the rule (:func:`flag_preempted`): a process's
 preempted samples are flagged ``"preempted"`` (kept in the file, left out of the
 statistics, as clock-flagged samples are) when at least :data:`MIN_CLEAN_SAMPLES` clean
 samples remain in that process; otherwise none of its samples is flagged (there would be

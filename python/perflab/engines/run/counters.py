@@ -1,14 +1,14 @@
 """The worker's per-sample counters: what the kernel counted while each sample ran.
 
 A thin layer over the Rust core's ``PerfCounters`` (rust/engine/src/counters/): opened
-once by the sampling thread, read before and after each sample outside its timed
-region, like the clock bracket (:mod:`perflab.engines.integrity`). Software events always
-(task clock, page faults, CPU migrations where kernel-side events are permitted,
-voluntary and involuntary context switches); hardware events (instructions, cycles,
-branch misses, cache misses) where the kernel exposes a PMU, else absent with one note.
-Cost: 3–8 µs a sample on perflab's VM (two perf group reads, two getrusage calls and
-the Python calls; :func:`read_cost_ns`, benchmarks/preemption.py), against samples of at
-least 2 ms.
+once by the sampling thread, read before and after each sample outside its timed region,
+like the clock bracket (:mod:`perflab.engines.integrity`). Software events always (task
+clock, page faults; CPU migrations and perf's context switches where kernel-side events
+are permitted; voluntary and involuntary switches from getrusage); hardware events
+(instructions, cycles, branch misses, cache misses) where the kernel exposes a PMU, else
+absent with one note. Cost: 3–8 µs a sample on perflab's VM (a perf group read at each
+end, getrusage only where perf's switch count moved, and the Python calls;
+:func:`read_cost_ns`, benchmarks/preemption.py), against samples of at least 2 ms.
 
 This module imports only the standard library: workers must start fast.
 """

@@ -10,6 +10,8 @@ pub enum Event {
     PageFaults,
     /// moves of the thread to another CPU (perf `cpu-migrations`).
     CpuMigrations,
+    /// every switch away from the thread, both kinds (perf `context-switches`).
+    ContextSwitches,
     /// switches away because the thread blocked (getrusage `ru_nvcsw`).
     VoluntarySwitches,
     /// switches away because the scheduler preempted the thread (getrusage `ru_nivcsw`).
@@ -26,10 +28,11 @@ pub enum Event {
 
 impl Event {
     /// Every event, in column order.
-    pub const ALL: [Event; 9] = [
+    pub const ALL: [Event; 10] = [
         Event::TaskClock,
         Event::PageFaults,
         Event::CpuMigrations,
+        Event::ContextSwitches,
         Event::VoluntarySwitches,
         Event::InvoluntarySwitches,
         Event::Instructions,
@@ -44,6 +47,7 @@ impl Event {
             Event::TaskClock => "task_clock_ns",
             Event::PageFaults => "page_faults",
             Event::CpuMigrations => "cpu_migrations",
+            Event::ContextSwitches => "context_switches",
             Event::VoluntarySwitches => "voluntary_switches",
             Event::InvoluntarySwitches => "involuntary_switches",
             Event::Instructions => "instructions",

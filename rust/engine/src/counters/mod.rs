@@ -19,9 +19,11 @@
 //!   enabled/running time (perf stat's method); a sample during which the
 //!   group never ran has no hardware counts.
 //!
-//! Cost per boundary: one `read` per group into a preallocated buffer and one
-//! `getrusage` (no allocation): the group is read with a raw `read(2)` of
-//! the leader's descriptor, since the crate's `read_group` allocates.
+//! Cost per boundary: one `read` per group into a preallocated buffer (a raw
+//! `read(2)` of the leader's descriptor, since the crate's `read_group`
+//! allocates), and `getrusage` only when perf's context-switch count moved
+//! since the last one (always where that count is refused): a sample that was
+//! not switched out costs one system call at each end.
 
 mod event;
 mod group;
@@ -70,12 +72,17 @@ pub struct Counters {
     hw_times_before: GroupRead,
     hw_times_after: GroupRead,
     deltas: Vec<Option<u64>>,
+    /// where perf's context-switches count is in `events`, when it is there
+    switches_at: Option<usize>,
+    /// the last getrusage reading and perf's switch count just before it
+    rusage: Option<(u64, (u64, u64))>,
 }
 
 fn software_event(e: Event) -> Software {
     match e {
         Event::TaskClock => Software::TASK_CLOCK,
         Event::PageFaults => Software::PAGE_FAULTS,
+        Event::ContextSwitches => Software::CONTEXT_SWITCHES,
         _ => Software::CPU_MIGRATIONS,
     }
 }
@@ -94,7 +101,8 @@ fn hardware_event(e: Event) -> Hardware {
 fn open_software(include_kernel: bool) -> io::Result<PerfGroup> {
     let mut events = vec![Event::TaskClock, Event::PageFaults];
     if include_kernel {
-        events.push(Event::CpuMigrations);
+        // both happen in the kernel: user-side copies would read 0
+        events.extend([Event::CpuMigrations, Event::ContextSwitches]);
     }
     PerfGroup::open(&events, include_kernel, |e, b| {
         b.event(software_event(e));
@@ -166,6 +174,7 @@ impl Counters {
             events.extend(g.events());
         }
         let n = events.len();
+        let switches_at = events.iter().position(|e| *e == Event::ContextSwitches);
         Counters {
             software,
             hardware,
@@ -177,6 +186,8 @@ impl Counters {
             hw_times_before: GroupRead::default(),
             hw_times_after: GroupRead::default(),
             deltas: vec![None; n],
+            switches_at,
+            rusage: None,
         }
     }
 
@@ -198,24 +209,56 @@ impl Counters {
     /// Read every counter's running total into `out` (in [`Counters::events`]
     /// order) and return the hardware group's enabled/running times.
     fn read_into(&mut self, after: bool) -> io::Result<()> {
-        let (out, times) = if after {
-            (&mut self.after, &mut self.hw_times_after)
+        let mut out = std::mem::take(if after {
+            &mut self.after
         } else {
-            (&mut self.before, &mut self.hw_times_before)
-        };
+            &mut self.before
+        });
+        let result = self.read_totals(&mut out, after);
+        if after {
+            self.after = out;
+        } else {
+            self.before = out;
+        }
+        result
+    }
+
+    fn read_totals(&mut self, out: &mut [u64], after: bool) -> io::Result<()> {
         let mut i = 0;
         if let Some(g) = self.software.as_mut() {
             g.read(&mut out[i..i + g.len()])?;
             i += g.len();
         }
-        let (voluntary, involuntary) = thread_switches()?;
+        let (voluntary, involuntary) = self.switches(self.switches_at.map(|k| out[k]))?;
         out[i] = voluntary;
         out[i + 1] = involuntary;
         i += 2;
         if let Some(g) = self.hardware.as_mut() {
-            *times = g.read(&mut out[i..i + g.len()])?;
+            let times = g.read(&mut out[i..i + g.len()])?;
+            *(if after {
+                &mut self.hw_times_after
+            } else {
+                &mut self.hw_times_before
+            }) = times;
         }
         Ok(())
+    }
+
+    /// The thread's (voluntary, involuntary) switches so far. Where perf counts
+    /// every switch (`perf_now`, read just before), `getrusage` is skipped
+    /// while that count has not moved since the last `getrusage`: no switch
+    /// since, so the split is unchanged. That halves the system calls of a
+    /// sample that was not switched out. A switch between perf's read and
+    /// `getrusage` shows as a moved count at the next read, which reads again.
+    fn switches(&mut self, perf_now: Option<u64>) -> io::Result<(u64, u64)> {
+        if let (Some(now), Some((then, split))) = (perf_now, self.rusage) {
+            if now == then {
+                return Ok(split);
+            }
+        }
+        let split = thread_switches()?;
+        self.rusage = perf_now.map(|now| (now, split));
+        Ok(split)
     }
 
     /// Read the counters at the start of a sample.

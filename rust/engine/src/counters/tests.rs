@@ -74,6 +74,7 @@ fn a_refusal_is_explained_by_its_errno() {
 fn names_are_unique_columns_and_hardware_is_told_apart() {
     let names: std::collections::HashSet<_> = Event::ALL.iter().map(|e| e.name()).collect();
     assert_eq!(names.len(), Event::ALL.len());
+    assert!(names.contains("context_switches"));
     let hw: Vec<_> = Event::ALL.iter().filter(|e| e.is_hardware()).collect();
     assert_eq!(hw.len(), 4);
 }
@@ -160,6 +161,69 @@ fn a_sleep_is_a_voluntary_switch() {
     std::thread::sleep(Duration::from_millis(1));
     let d = c.stop().unwrap().to_vec();
     assert!(value(&c, &d, Event::VoluntarySwitches).unwrap() >= 1);
+}
+
+#[test]
+fn switches_read_lazily_add_up_to_getrusage_over_mixed_samples() {
+    // Samples that sleep (a switch each, certain) and samples that spin: the
+    // per-sample switch counts, whether getrusage was skipped or not, sum to
+    // getrusage's own difference over the whole run.
+    for options in [
+        OpenOptions::default(),
+        OpenOptions {
+            include_kernel: false,
+            hardware: false,
+        },
+    ] {
+        let mut c = Counters::open_with(options);
+        let (v0, i0) = thread_switches().unwrap();
+        let (mut voluntary, mut involuntary) = (0, 0);
+        for k in 0..40 {
+            c.start().unwrap();
+            if k % 4 == 0 {
+                std::thread::sleep(Duration::from_micros(50));
+            } else {
+                std::hint::black_box((0..1000u64).sum::<u64>());
+            }
+            let d = c.stop().unwrap().to_vec();
+            voluntary += value(&c, &d, Event::VoluntarySwitches).unwrap();
+            involuntary += value(&c, &d, Event::InvoluntarySwitches).unwrap();
+        }
+        let (v1, i1) = thread_switches().unwrap();
+        assert!(
+            voluntary >= 10,
+            "{voluntary} voluntary switches for 10 sleeps"
+        );
+        // switches between samples are in getrusage's difference, not in a sample's
+        assert!(voluntary <= v1 - v0 && involuntary <= i1 - i0);
+    }
+}
+
+#[test]
+fn perf_and_getrusage_agree_on_every_sample() {
+    let mut c = Counters::open();
+    if !c.events().contains(&Event::ContextSwitches) {
+        eprintln!("skipped: {}", c.software_note().unwrap_or(""));
+        return;
+    }
+    for k in 0..40 {
+        c.start().unwrap();
+        if k % 3 == 0 {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        let d = c.stop().unwrap().to_vec();
+        let split = value(&c, &d, Event::VoluntarySwitches).unwrap()
+            + value(&c, &d, Event::InvoluntarySwitches).unwrap();
+        let perf = value(&c, &d, Event::ContextSwitches).unwrap();
+        // a switch inside a read may fall on either side of one of the two counts
+        assert!(
+            perf.abs_diff(split) <= 1,
+            "perf {perf} vs getrusage {split}"
+        );
+        if k % 3 == 0 {
+            assert!(split >= 1);
+        }
+    }
 }
 
 /// Pin the calling thread to `cpu`.
