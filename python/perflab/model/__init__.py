@@ -8,11 +8,13 @@ convenience, but ignored on load and always recomputed. Files are untrusted inpu
 :func:`load` checks them against the published JSON Schema
 (``perflab/schemas/results.schema.json``, described in docs/results-format.md).
 
-Rooms: :mod:`~perflab.model.results` (the dataclasses), :mod:`~perflab.model.versions`
+Rooms: :mod:`~perflab.model.results` (the dataclasses), :mod:`~perflab.model.json_form`
+(their JSON types), :mod:`~perflab.model.versions`
 (schema versions and migrations), :mod:`~perflab.model.results_file` (save and load).
 Everything public is importable from ``perflab.model`` itself.
 """
 
+from perflab.model.json_form import json_types
 from perflab.model.results import (
     Benchmark,
     CommandRun,
@@ -24,7 +26,6 @@ from perflab.model.results import (
     ServerTiming,
     SpanHistogram,
     TraceSpan,
-    json_types,
 )
 from perflab.model.results_file import (
     BENCHMARK_KIND,

@@ -2,7 +2,8 @@
 
 Raw data, statistics and presentation are separate types (hyperfine's
 TimingResult → BenchmarkResult → exporters; pyperf's Run → Benchmark → Suite):
-this module holds only raw data and its conversion to and from JSON types.
+this module holds only raw data and its conversion from JSON types (to them:
+:mod:`perflab.model.json_form`).
 Times are integer nanoseconds in raw records and float seconds in summaries;
 sizes are bytes. Reading and writing files is :mod:`perflab.model.results_file`;
 schema versions and migrations are :mod:`perflab.model.versions`.
@@ -11,10 +12,11 @@ schema versions and migrations are :mod:`perflab.model.versions`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from perflab.cluster_model import AgentInfo, AgentShare
+from perflab.model.json_form import json_types
 from perflab.model.versions import SCHEMA_VERSION, migrate
 
 
@@ -36,8 +38,14 @@ class Sample:
         gc_ns: time spent inside those collections, ns.
         clock_skew_ns: largest disagreement between MONOTONIC and the other
             clocks (REALTIME, RAW, TSC) over the sample, ns; None if unchecked.
-        flagged: why the sample is excluded from summaries (e.g. "clock"),
-            or None. Flagged samples are kept in the file, never dropped.
+        flagged: why the sample is excluded from summaries ("clock:<name>", or
+            "preempted": :mod:`perflab.analyze.run.counters`), or None. Flagged samples are
+            kept in the file, never dropped.
+        counters: what the kernel counted during the sample, ``{name: count}``
+            (task_clock_ns, page_faults, cpu_migrations, context_switches, voluntary_switches,
+            involuntary_switches; instructions, cycles, branch_misses, cache_misses
+            where the kernel has a PMU): absent counters are missing, never 0. None
+            without counters (older files, imported files, threads mode).
     """
 
     iterations: int
@@ -47,6 +55,7 @@ class Sample:
     gc_ns: int = 0
     clock_skew_ns: int | None = None
     flagged: str | None = None
+    counters: dict[str, int] | None = None
 
     @property
     def per_op_s(self) -> float:
@@ -98,6 +107,8 @@ class Process:
             loop, :func:`perflab.engines.run.worker.reference_workload`) timed in this process
             between its samples, ns; empty when not timed (threads mode, older files).
         error: why the process failed, or None.
+        software_note / hardware_note: why the per-sample counters lack software or
+            hardware events (the kernel's words), or None.
         rss_start_bytes / rss_end_bytes / rss_calls / rss_peak_bytes / memory / heap:
             ``run --memory`` only (None without): the worker's RSS when its first and
             last timed sample ended and the calls in between, bytes; its peak (VmHWM);
@@ -136,6 +147,8 @@ class Process:
     rss_calls: int | None = None
     memory: dict[str, list[float]] | None = None
     heap: dict[str, list[float]] | None = None
+    software_note: str | None = None
+    hardware_note: str | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Process:
@@ -564,36 +577,3 @@ class Results:
         results.benchmarks = [Benchmark.from_dict(b) for b in data.get("benchmarks", [])]
         results.agents = [AgentInfo.from_dict(a) for a in data.get("agents", [])]
         return results
-
-
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
-
-
-def json_types(value: Any) -> Any:
-    """JSON types from results objects, in one pass: dataclasses become dicts of their
-    fields, tuples lists, NaN/inf floats None (JSON has no NaN); other values pass as
-    they are.
-
-    Args:
-        value: a dataclass, list, tuple, dict or scalar, nested to any depth.
-
-    Returns:
-        The same structure built of dict, list, str, int, float, bool and None.
-
-    ``dataclasses.asdict`` would deep-copy every leaf: about 10× slower on a file of
-    thousands of raw runs or samples, which every save pays.
-    """
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if value is None or isinstance(value, (str, int)):
-        return value
-    if isinstance(value, (list, tuple)):
-        return [json_types(v) for v in value]
-    if isinstance(value, dict):
-        return {k: json_types(v) for k, v in value.items()}
-    names = _FIELD_NAMES.get(type(value))
-    if names is None and is_dataclass(value):
-        names = _FIELD_NAMES[type(value)] = tuple(f.name for f in fields(value))
-    if names is not None:
-        return {name: json_types(getattr(value, name)) for name in names}
-    return value

@@ -94,7 +94,10 @@ def group_table(
     has_baseline = any(s.ratio_baseline for s in summaries)
     judged = any(s.verdict for s in summaries)
     alike = " (same threads)" if threaded else ""
-    columns = ["benchmark", "time/op ± CI", "per 1,000 ops", "ops/s", "CPU/wall", f"× best{alike}"]
+    hardware = any(s.instructions_per_op is not None for s in summaries)
+    columns = ["benchmark", "time/op ± CI", "per 1,000 ops", "ops/s", "CPU/wall"]
+    columns += ["instr/op", "IPC"] if hardware else []
+    columns += [f"× best{alike}"]
     columns += [f"× baseline{alike}"] if has_baseline else []
     columns += ["verdict"] if judged else []
     for m in metrics:
@@ -105,14 +108,16 @@ def group_table(
         align[columns.index("verdict")] = "l"
     table = Table(title, columns, align=align)
     table.fold = (
-        [KEY, KEY, 1, 6, 4, 8]
+        [KEY, KEY, 1, 6, 4]
+        + ([2, 2] if hardware else [])
+        + [8]
         + ([9] if has_baseline else [])
         + ([KEY] if judged else [])
         + [7, 5] * len(metrics)
         + [3, 3, 2, NOTE]
     )
     for s in summaries:
-        table.rows.append(_group_row(s, metrics, has_baseline, judged))
+        table.rows.append(_group_row(s, metrics, has_baseline, judged, hardware))
     table.footnotes = _footnotes(summaries, verbose, in_process) + _verdict_footnote(
         summaries, threshold
     )
@@ -137,15 +142,22 @@ def _verdict_footnote(summaries: Sequence[Summary], threshold: float | None) -> 
     ]
 
 
-def _group_row(s: Summary, metrics: list[str], has_baseline: bool, judged: bool) -> list[str]:
+def _group_row(
+    s: Summary, metrics: list[str], has_baseline: bool, judged: bool, hardware: bool = False
+) -> list[str]:
     row = [
         s.label,
         _time_ci(s),
         format_time(s.median_s * 1000) if s.ok else "–",
         format_rate(1 / s.median_s) if s.ok and s.median_s > 0 else "–",
         f"{s.cpu_wall:.2f}" if math.isfinite(s.cpu_wall) else "–",
-        _ratio_cell(s.ratio_best),
     ]
+    if hardware:
+        row += [
+            format_quantity(s.instructions_per_op, ""),
+            f"{s.ipc:.2f}" if s.ipc is not None else "–",
+        ]
+    row += [_ratio_cell(s.ratio_best)]
     row += [_ratio_cell(s.ratio_baseline)] if has_baseline else []
     row += [s.verdict or "–"] if judged else []
     for m in metrics:
@@ -375,7 +387,21 @@ def run_tables(
             )
         if figures.threads:
             tables.append(threads_table(f"{title}: threads", figures.threads, summaries))
+    if tables and (note := _hardware_note([s for f in groups for s in f.summaries])):
+        tables[-1].footnotes.append(note)
     return tables
+
+
+def _hardware_note(summaries: Sequence[Summary]) -> str | None:
+    """The run's one line where per-sample counters had no hardware events (their
+    columns are then absent, never zeros), or None."""
+    notes = [s.hardware_note for s in summaries if s.hardware_note]
+    if not notes or any(s.instructions_per_op is not None for s in summaries):
+        return None
+    return (
+        f"hardware counters unavailable: {notes[0]}; no instr/op or IPC columns (software "
+        "counters only: task clock, page faults, context switches)"
+    )
 
 
 def threads_table(title: str, rows: Sequence[ThreadRow], summaries: Sequence[Summary]) -> Table:
@@ -507,6 +533,10 @@ def summary_records(grouped: dict[str, list[Summary]]) -> list[dict[str, object]
                 "stop_reason": s.stop_reason,
                 "error": s.error or "",
             }
+            if s.counted:  # per-sample counters; hardware figures only where they exist
+                record |= {"preempted": s.preempted, "preempted_excluded": s.preempted_excluded}
+            if s.instructions_per_op is not None:
+                record |= {"instructions_per_op": s.instructions_per_op, "ipc": s.ipc}
             record.update({f"metric_{k}": v for k, v in s.metrics.items()})
             records.append(record)
     return records

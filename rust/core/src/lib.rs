@@ -16,6 +16,7 @@
 mod changepoints;
 mod clock;
 mod convert;
+mod counters;
 mod duration;
 mod hdr;
 mod http;
@@ -29,6 +30,7 @@ use pyo3::prelude::*;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     changepoints::register(m)?; // PELT over a benchmark's history
     clock::register(m)?; // clock probes, the per-sample bracket, doctor
+    counters::register(m)?; // per-sample perf and scheduler counters
     duration::register(m)?; // the one duration grammar
     hdr::register(m)?; // HdrHistograms read back from results files
     http::register(m)?; // the load engine (perflab http)

@@ -15,6 +15,17 @@ def _noop() -> None:
     """A benchmark body (never called by the fake backend)."""
 
 
+def worker_start() -> list[dict[str, Any]]:
+    """The events a worker sends before its first sample: 10 calls a sample."""
+    return [
+        {"event": "start", "pid": 1},
+        {"event": "cold", "ns": 1000, "metrics": {}},
+        {"event": "calibrated", "iterations": 10},
+        {"event": "warmup", "samples": 10, "converged": True},
+        {"event": "overhead", "ns_per_op": 20.0},
+    ]
+
+
 class FakeBackend:
     """Emits synthetic events: each case's time per op is lognormal around its ``medians``."""
 
@@ -35,13 +46,7 @@ class FakeBackend:
     ) -> Outcome:
         index = plan["index"]
         self.calls.append(index)
-        events: list[dict[str, Any]] = [
-            {"event": "start", "pid": 1},
-            {"event": "cold", "ns": 1000, "metrics": {}},
-            {"event": "calibrated", "iterations": 10},
-            {"event": "warmup", "samples": 10, "converged": True},
-            {"event": "overhead", "ns_per_op": 20.0},
-        ]
+        events = worker_start()
         if index in self.fail:
             events.append(self.fail[index])
             outcome = Outcome(events=events, returncode=3, wall_s=self.seconds)

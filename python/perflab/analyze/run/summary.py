@@ -17,6 +17,7 @@ import numpy as np
 
 from perflab.analyze import reference, stats
 from perflab.analyze.estimate import Estimate
+from perflab.analyze.run.counters import counter_figures
 from perflab.model import Benchmark
 
 #: Robust spread (MAD/median) above which a benchmark is called unstable; the CV is
@@ -82,6 +83,16 @@ CAVEATS = {
         "time a batch of operations per call",
     ),
     "GC-dominated": ("over 10% of the time was garbage collection", ""),
+    "preempted samples excluded": (
+        "an involuntary context switch during the sample: another program took the CPU "
+        "mid-sample, inflating its wall time; kept in the file, left out of the statistics",
+        "",
+    ),
+    "preempted samples kept": (
+        "an involuntary context switch during the sample, in a process with fewer than 3 "
+        "clean samples, so none could be left out: times are inflated",
+        "close other programs, or check with perflab doctor",
+    ),
     "samples excluded": (
         "the clocks disagreed during these samples; they are kept in the "
         "file and left out of the statistics",
@@ -190,8 +201,15 @@ class Summary(MedianSummary):
             compare`` decides (:func:`perflab.analyze.decisions.verdict`); "" for the
             baseline itself, in groups without one, or when no threshold was given.
         metric_ratio_best: metric → value / best value in the group.
-        preempted: samples of a CPU-bound benchmark with CPU/wall below 0.9: another
-            program held the core during them, so their wall time is inflated.
+        preempted: samples preempted: with per-sample counters, those with an
+            involuntary context switch; in older files, samples of a CPU-bound benchmark
+            with CPU/wall below 0.9. Another program held the core during them.
+        preempted_excluded: those left out of the statistics (flagged "preempted",
+            :mod:`perflab.analyze.run.counters`).
+        counted: True when the samples carried per-sample counters.
+        instructions_per_op / ipc / hardware_note: from the hardware counters (median
+            user-space instructions per op; instructions per cycle), None where the kernel
+            exposes none, and then why (:class:`perflab.analyze.run.counters.CounterFigures`).
         clock_steps_ns: per process whose clocks disagreed over the whole sampling
             phase although no sample was flagged (a step between samples): the skew, ns.
         stop_reason: why measurement stopped.
@@ -236,6 +254,11 @@ class Summary(MedianSummary):
     verdict: str = ""
     metric_ratio_best: dict[str, float] = field(default_factory=dict)
     preempted: int = 0
+    preempted_excluded: int = 0
+    counted: bool = False
+    instructions_per_op: float | None = None
+    ipc: float | None = None
+    hardware_note: str | None = None
     clock_steps_ns: list[int] = field(default_factory=list)
     ops_per_call: int = 1
     stop_reason: str = ""
@@ -399,6 +422,13 @@ def _fill_process_figures(summary: Summary, bench: Benchmark) -> None:
     blocks = [p.alloc_blocks for p in procs if p.alloc_blocks is not None]
     summary.alloc_blocks = _median(blocks) / ops if blocks else None
     summary.preempted = _preempted(samples, 0.5 if (bench.threads or 1) > 1 else CPU_BOUND_QUANTILE)
+    if (counted := counter_figures(bench)) is not None:  # per-sample counters: no guessing
+        summary.preempted, summary.preempted_excluded = (
+            counted.preempted,
+            counted.preempted_excluded,
+        )
+        summary.instructions_per_op, summary.ipc = counted.instructions_per_op, counted.ipc
+        summary.hardware_note, summary.counted = counted.hardware_note, True
     summary.clock_steps_ns = [
         p.clock_skew_ns or 0
         for p in procs
@@ -430,7 +460,8 @@ def _caveats(s: Summary, precision: float | None, min_processes: int | None) -> 
     if s.mad_s > UNSTABLE_SPREAD * s.median_s:
         figure = f"±{s.mad_s / s.median_s:.0%}"
         out.append(Caveat("unstable", figure, f"samples vary by {figure} (MAD/median)"))
-    if s.preempted > BUSY_FRACTION * s.samples:
+    out += _preempted_caveats(s)
+    if not s.counted and s.preempted > BUSY_FRACTION * s.samples:
         figure = f"{s.preempted / s.samples:.0%}"
         out.append(
             Caveat(
@@ -457,12 +488,12 @@ def _caveats(s: Summary, precision: float | None, min_processes: int | None) -> 
     if s.gc_time_fraction > GC_DOMINATED:
         figure = f"{s.gc_time_fraction:.0%}"
         out.append(Caveat("GC-dominated", figure, f"{figure} of the time was garbage collection"))
-    if s.flagged:
+    if clocked := s.flagged - s.preempted_excluded:
         out.append(
             Caveat(
                 "samples excluded",
-                f"{s.flagged:,}",
-                f"{plural(s.flagged, 'sample')} excluded: the clocks disagreed during them",
+                f"{clocked:,}",
+                f"{plural(clocked, 'sample')} excluded: the clocks disagreed during them",
             )
         )
     if s.clock_steps_ns:
@@ -476,6 +507,28 @@ def _caveats(s: Summary, precision: float | None, min_processes: int | None) -> 
                 f"{plural(len(s.clock_steps_ns), 'process', 'processes')} (no sample affected)",
             )
         )
+    return out
+
+
+def _preempted_caveats(s: Summary) -> list[Caveat]:
+    """The preempted samples that per-sample counters named: excluded, or kept where a
+    process had too few clean samples (:func:`perflab.analyze.run.counters.flag_preempted`)."""
+    if not s.counted:
+        return []  # an older file: the CPU/wall rule's "busy machine" speaks
+    total = s.samples + s.flagged
+    out = []
+    if s.preempted_excluded:
+        figure = f"{s.preempted_excluded:,} of {total:,}"
+        out.append(
+            Caveat(
+                "preempted samples excluded",
+                figure,
+                f"{figure} samples preempted, left out of the statistics",
+            )
+        )
+    if kept := s.preempted - s.preempted_excluded:
+        figure = f"{kept:,} of {total:,}"
+        out.append(Caveat("preempted samples kept", figure, f"{figure} samples preempted, kept"))
     return out
 
 

@@ -33,8 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from perflab.analyze.run.counters import flag_preempted
 from perflab.engines import memory
 from perflab.engines.progress import NullProgress, Progress
+from perflab.engines.run.counters import by_name
 from perflab.engines.run.layout import Layout, from_environment
 from perflab.engines.run.suite import Case
 from perflab.model import Benchmark, Process, Sample
@@ -255,13 +257,15 @@ def _reap(proc: subprocess.Popen[bytes], kill: bool) -> int | None:
 
 @dataclass
 class CaseState:
-    """The runner's bookkeeping for one case."""
+    """The runner's bookkeeping for one case (``counter_names``: the names of the
+    current process's per-sample counters, from its ``counters`` event)."""
 
     case: Case
     bench: Benchmark
     spent_s: float = 0.0
     iterations: int | None = None
     done: bool = False
+    counter_names: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -393,6 +397,8 @@ class Runner:
             )
         finally:
             state.spent_s += outcome.wall_s or (self.clock() - self._t0 - proc.started_s)
+            state.counter_names = []
+        flag_preempted(proc)  # before the stopping rule sees the samples
         if outcome.memory is not None:
             proc.memory = outcome.memory
             proc.rss_peak_bytes = max([proc.rss_peak_bytes or 0, *outcome.memory["rss_bytes"]])
@@ -452,6 +458,7 @@ def _apply_event(proc: Process, state: CaseState, event: Event) -> None:
                 event["gc_ns"],
                 event.get("skew"),
                 event.get("flag"),
+                by_name(state.counter_names, event.get("counters")),
             )
         )
         if event.get("rss_bytes") is not None:  # --memory: growth from the first to the last
@@ -460,6 +467,9 @@ def _apply_event(proc: Process, state: CaseState, event: Event) -> None:
             else:
                 proc.rss_calls = (proc.rss_calls or 0) + event["n"]
             proc.rss_end_bytes = event["rss_bytes"]
+    elif kind == "counters":
+        state.counter_names = list(event["names"])
+        proc.software_note, proc.hardware_note = event["software_note"], event["hardware_note"]
     elif kind == "reference":
         proc.reference_ns.append(event["ns"])
     elif kind == "alloc":

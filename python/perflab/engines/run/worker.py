@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from perflab.engines.run import aio, sampling
+from perflab.engines.run.counters import SampleCounters
 from perflab.engines.run.layout import heap_padding
 from perflab.engines.run.sampling import GcMonitor, allocations, emit_done, empty_like, steal_ns
 
@@ -334,14 +335,18 @@ def _sample(
 ) -> tuple[int | None, str | None]:
     """Timed samples until the process's time slice is spent (and a minimum count is met).
 
-    Each sample is bracketed by the clock cross-check (:mod:`perflab.engines.integrity`);
-    its skew and flag travel with the sample event.
+    Each sample is bracketed by the clock cross-check (:mod:`perflab.engines.integrity`)
+    and, outside that, by the thread's counters (:mod:`perflab.engines.run.counters`); its
+    skew, flag and counter values travel with the sample event (the counters' names once,
+    in a ``counters`` event before the first sample).
 
     Returns:
         The cross-check over the whole sampling phase: (skew ns, flag).
     """
     monitor = sampling.MONITOR
     monitor.ready()
+    counters = SampleCounters()  # this thread's, opened where the samples run
+    emit("counters", **counters.event())
     reference = bool(plan.get("reference"))
     if reference:  # warm the reference up (the adaptive interpreter specializes it)
         for _ in range(REFERENCE_MIN):
@@ -355,9 +360,11 @@ def _sample(
             reference_ns += ns
             emit("reference", ns=ns)
         timed = _next_call(call, plan)
+        counters.start()
         monitor.start()
         wall, cpu, gcs, gcns = time_loop(timed, n, gcmon)
         skew, flag = monitor.stop()
+        counted = counters.stop()
         emit(
             "sample",
             n=n,
@@ -367,6 +374,7 @@ def _sample(
             gc_ns=gcns,
             skew=skew,
             flag=flag,
+            counters=counted,
             **({"rss_bytes": rss()} if rss else {}),
         )
         count += 1
