@@ -88,12 +88,16 @@ fn fixed_delay_shows_in_latency_and_service_time() {
     assert!((s.elapsed_s - 0.8).abs() < 1e-6);
     let lat = summarize(&s.recorder.histograms.latency);
     let svc = summarize(&s.recorder.histograms.service_time);
-    assert!(lat.p50_us >= 2000 && lat.p50_us < 8000, "{lat:?}");
+    // At least the server's 2 ms; the upper bound only catches a wrong origin (seconds),
+    // not a busy machine's queueing.
+    assert!(lat.p50_us >= 2000 && lat.p50_us < 100_000, "{lat:?}");
     assert!(
         svc.p50_us >= 2000 && svc.p50_us <= lat.p50_us + 50,
         "{svc:?}"
     );
-    assert!(summarize(&s.recorder.histograms.send_lag).p50_us < 1000);
+    // Send lag is measured (the scheduler's self-check); a busy machine makes it larger,
+    // a send lag measured from the wrong origin would be the step's length.
+    assert!(summarize(&s.recorder.histograms.send_lag).p50_us < 100_000);
     assert!(counters.bytes_out > 0 && counters.bytes_in > 0);
     assert_eq!(s.thread_cpu_s.len(), 1);
     assert!(s.thread_cpu_s[0] > 0.0 && s.thread_cpu_s[0] < s.elapsed_s);
@@ -163,7 +167,7 @@ fn dead_server_counts_connect_refused_without_hanging() {
     c.threads = 1;
     let t = Instant::now();
     let s = run_one(&c);
-    assert!(t.elapsed() < Duration::from_secs(2));
+    assert!(t.elapsed() < Duration::from_secs(20)); // no hang: a 0.3 s step
     assert_balanced(&s, &c);
     let k = &s.recorder.counters;
     assert_eq!(k.ok_responses, 0);
@@ -307,7 +311,7 @@ fn stop_flag_ends_the_step_early_with_its_accounting() {
     });
     let t = Instant::now();
     let r = run(&c, stop, progress).unwrap();
-    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed()); // no hang
     let snap = watcher.join().unwrap();
     assert!(snap.completed > 20 && snap.p99_us >= 1000, "{snap:?}");
     assert!(r.interrupted);
