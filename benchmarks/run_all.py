@@ -28,6 +28,7 @@ SECTIONS = [
     "cluster_stop",
     "compare",
     "fit",
+    "fit_confusion",
     "history",
     "trace",
     "trace_app",
