@@ -30,6 +30,7 @@ SECTIONS = [
     "fit",
     "fit_confusion",
     "history",
+    "history_robust",
     "trace",
     "trace_app",
     "workloads",
