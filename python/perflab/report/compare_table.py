@@ -354,17 +354,19 @@ def print_comparison(
     return tripped
 
 
-def gate(tripped: list[str], fail_on: list[str], noun: str = "benchmark(s)") -> int:
+def gate(tripped: list[str], fail_on: list[str], noun: str = "benchmark(s)", rule: str = "") -> int:
     """Exit code of the CI gate: 1 (with one stderr line naming ``tripped``, what
     ``noun`` counts, also appended in bold to the GitHub Actions step summary) when
-    something tripped, else 0."""
+    something tripped, else 0. ``rule`` names the gate ("--max-rss 200 MB"); by
+    default "--fail-on" and its verdicts."""
     if not tripped:
         return 0
     from perflab.report.console import append_step_summary
     from perflab.report.escape import markdown_text, terminal
 
     more = f" and {len(tripped) - 5} more" if len(tripped) > 5 else ""
-    head = f"gate: --fail-on {','.join(fail_on)} tripped by {len(tripped)} {noun}: "
+    rule = rule or f"--fail-on {','.join(fail_on)}"
+    head = f"gate: {rule} tripped by {len(tripped)} {noun}: "
     sys.stderr.write(
         head + ", ".join(terminal(t, one_line=True) for t in tripped[:5]) + more + "\n"
     )
