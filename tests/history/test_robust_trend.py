@@ -52,7 +52,7 @@ def test_repro_one_dirty_busy_run_after_a_real_step(tmp_path: Path) -> None:
     assert [x.index for x in got.left_out] == [8]
     assert [x.reason for x in excluded.left_out] == ["dirty working tree (--exclude-dirty)"]
     table = trend_table(got)
-    assert "left out: newest run, 3.87× the trend before it" in table.rows[8][-1]
+    assert table.rows[8][-1] == "left out: newest run"
     assert any(
         "the last run is 3.87× the trend before it (slower): a regression or an outlier; "
         "2 more runs" in f
@@ -67,6 +67,9 @@ def test_an_isolated_outlier_inside_the_history_is_left_out(tmp_path: Path) -> N
         got = trend.build(store, "g/a", "time")
     assert [c.index for c in got.changes] == [4]
     assert [(x.index, x.reason[:8]) for x in got.left_out] == [(6, "outlier:")]
+    table = trend_table(got)
+    assert table.rows[6][-1] == "left out: outlier"
+    assert any(f.startswith("run #7 left out: outlier: ") for f in table.footnotes)
     assert got.newest is None and got.note == ""
 
 

@@ -51,7 +51,8 @@ def _save(fig: Any, ax: Any, path: str | Path, title: str) -> Path:
 
     ax.set_title(title, fontsize=12 if "\n" not in title else 9)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="best", fontsize=8)
+    # a note (_note) holds the upper left: the legend must not cover it
+    ax.legend(loc="lower right" if ax.texts else "best", fontsize=8)
     fig.tight_layout()
     out = Path(path)
     visible_text(fig).savefig(out)

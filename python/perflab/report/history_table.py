@@ -126,7 +126,7 @@ def trend_table(trend: Trend, limit: int | None = None) -> Table:
         if i in steps:
             marks.append(f"change point {steps[i].point.ratio - 1:+.1%}")
         if i in left:
-            marks.append(f"left out: {left[i]}")
+            marks.append(f"left out: {_short(left[i])}")
         table.rows.append(
             [
                 f"#{run.id}",
@@ -157,6 +157,9 @@ def trend_table(trend: Trend, limit: int | None = None) -> Table:
         table.footnotes.append(f"no change point can be found yet: {trend.note}")
     elif not trend.changes:
         table.footnotes.append("no change point (PELT on log values; see docs/history.md)")
+    for x in trend.left_out:
+        if trend.newest is None or x.index != trend.newest.index:
+            table.footnotes.append(f"run #{trend.points[x.index].run.id} left out: {x.reason}")
     if trend.left_out:
         table.footnotes.append(
             "left out: kept in the table but not in the change-point search (an isolated "
@@ -164,6 +167,12 @@ def trend_table(trend: Trend, limit: int | None = None) -> Table:
             "--exclude-tag names)"
         )
     return table
+
+
+def _short(reason: str) -> str:
+    """The mark of a left-out run: its reason's first words ("newest run", "outlier",
+    "dirty working tree", "tagged busy"); the footnotes give the rest."""
+    return reason.split(":")[0].split(",")[0].split(" (")[0]
 
 
 def trend_records(trends: Sequence[Trend]) -> list[dict[str, Any]]:
