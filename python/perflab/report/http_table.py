@@ -279,7 +279,7 @@ def _capacity_lines(sweep: Sweep) -> list[str]:
                     )
                 ]
             below = (
-                f"; the server kept up with at least {_rate(kept.achieved_rate)} (achieved at "
+                f"; the server kept up with {_rate(kept.achieved_rate)} there (achieved at "
                 f"{kept.label}, no sign of saturation)"
                 if kept is not None and kept.load < knee.load
                 else ""
