@@ -54,6 +54,17 @@ def median_wall(cmd: list[str], runs: int) -> float:
     return statistics.median(timed(cmd)[0] for _ in range(runs))
 
 
+def untimed_head(title: str, command: str) -> list[str]:
+    """The head of a section whose figures involve no timing (seeded synthetic studies):
+    its title, the machine (said not to matter) and the command, as Markdown lines."""
+    return [
+        f"## {title}",
+        f"Machine: {machine()} (the figures do not depend on it: no timing).",
+        f"Command: `{command}`",
+        "",
+    ]
+
+
 def write_section(name: str, text: str) -> Path:
     """Write benchmarks/results/NAME.md and echo it."""
     RESULTS.mkdir(parents=True, exist_ok=True)

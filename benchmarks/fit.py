@@ -10,11 +10,8 @@ Measures, on this machine, in one run:
   * known curves: `perflab fit` on CSVs generated from cost = a + b·g(n) and
     from two "cold + n·warm" curves with 2% noise (seeded): is the truth inside
     the 95% CIs?
-  * which class the complexity fit chooses (issue 11 §3): the confusion matrix
-    of 200 seeded synthetic sweeps per true class, O(1) to O(n²), 5–8 sizes,
-    2–10% noise, costs spanning 1–6 decades (tests/analyze/cost_trials.py),
-    with and without per-point SEs; and what `perflab fit` says of the
-    issue's repro CSV.
+  * (which class the complexity fit chooses, its confusion matrix: see
+    benchmarks/fit_confusion.py)
   * threads mode: examples/contention.py (shared stack by lock, spin lock,
     deque, LifoQueue at 1–12 threads) with perflab, beside a hand-rolled
     `threading` loop (what people write today: N threads, a barrier, a shared
@@ -43,7 +40,6 @@ from common import PYTHON, ROOT, machine, timed, write_section  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 from perflab.analyze.fit.models.words import fmt_number, fmt_time  # noqa: E402
-from tests.analyze.cost_trials import TRUE_CLASSES, study  # noqa: E402
 
 DATA = ROOT / "tests" / "analyze" / "data"
 #: (dataset, coefficient, published value, source)
@@ -169,80 +165,6 @@ def known_curves_section(folder: Path) -> str:
         f"{'yes' if be['ci_low'] <= true_n <= be['ci_high'] else 'NO'}."
     )
     return "\n".join(lines)
-
-
-#: Columns of the confusion matrix: confident picks, ties, and "no class fits".
-CHOICES = [
-    "O(1)",
-    "O(log n)",
-    "O(n)",
-    "O(n log n)",
-    "O(n^2)",
-    "O(n^3)",
-    "tied, truth named",
-    "tied, truth missing",
-    "no class fits",
-]
-#: The issue's repro (n, cost): O(1) with R² 0.0000 before.
-REPRO = [
-    (10, 5.65179e-07),
-    (100, 2.71269e-06),
-    (1000, 2.04432e-05),
-    (10000, 0.000173292),
-    (100000, 0.00324726),
-]
-
-
-def confusion_section(folder: Path, trials: int = 200) -> str:
-    """Confusion matrices of the class choice, with and without SEs; the verdict by one rule."""
-    out = []
-    for known, what in (
-        (False, "costs only (a CSV with n,cost: relative errors assumed)"),
-        (
-            True,
-            "costs with their SEs (as perflab run gives: each SE itself "
-            "estimated from 20 processes)",
-        ),
-    ):
-        start = time.perf_counter()
-        results = study(trials, known)
-        took = time.perf_counter() - start
-        out += [
-            f"**{what}**, {trials} trials per class ({took:.1f} s):",
-            "",
-            "| true class | " + " | ".join(CHOICES) + " | right or no class fits | "
-            "wrong | verdict |",
-            "|---|" + "---:|" * (len(CHOICES) + 3),
-        ]
-        for true in TRUE_CLASSES:
-            c = results[true]
-            ok = (c["right"] + c["none"]) / trials
-            verdict = "met" if ok >= 0.95 else "not met"
-            out.append(
-                f"| {true} | "
-                + " | ".join(str(c[k]) for k in CHOICES)
-                + f" | {ok:.1%} | {c['wrong']} | {verdict} |"
-            )
-        out.append("")
-    path = folder / "repro.csv"
-    path.write_text("n,cost\n" + "".join(f"{n},{c}\n" for n, c in REPRO))
-    fit = fit_json([str(path), "--model", "complexity"])[1]
-    out.append(
-        "Rule: a trial is *right* when the fit chooses the true class, or names it among "
-        "classes it says it cannot tell apart; *wrong* when it chooses another class, or a tie "
-        'without the truth; the target is met for a class when right + "no class fits" '
-        "≥ 95% of its trials. Sweeps: 5–8 sizes from 10–1,000 up, lognormal noise of 2–10% "
-        "per point, costs spanning 1–6 decades (O(log n): what n up to 10¹² gives, under 1.5 "
-        "decades), a constant term of 0–50% of the smallest cost; seeds fixed "
-        "(tests/analyze/cost_trials.py)."
-    )
-    out.append(
-        f"\nThe issue's repro (`n,cost` 10 → 565 ns … 100,000 → 3.25 ms), before: "
-        f'"O(1), R² 0.0000", no warning. Now `perflab fit repro.csv --model complexity`: '
-        f'verdict `{fit["verdict"]}`, "{fit["reading"]}"; O(1) contradicted: '
-        f'"{fit["contradicted"].get("O(1)", "no")}".'
-    )
-    return "\n".join(out)
 
 
 def hand_rolled(name: str, threads: int, seconds: float) -> float:
@@ -438,8 +360,6 @@ def main() -> None:
                 published_section(folder),
                 "### Known curves: complexity and break-even",
                 known_curves_section(folder),
-                "### Which growth class: confusion matrix of the complexity fit (issue 11)",
-                confusion_section(folder),
                 "### Threads mode: examples/contention.py (group stack) against a hand-rolled "
                 "threading loop",
                 contention_section(folder, process_time),

@@ -129,6 +129,43 @@ def parse_duration(text: str, option: str = "duration") -> float:
         raise UsageError(str(exc)) from None
 
 
+#: Byte units of :func:`parse_bytes`: decimal (kB, MB, GB) and binary (KiB, MiB, GiB).
+_BYTE_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1e3,
+    "kb": 1e3,
+    "m": 1e6,
+    "mb": 1e6,
+    "g": 1e9,
+    "gb": 1e9,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+}
+
+
+def parse_bytes(text: str, option: str) -> float:
+    """A memory size in bytes: "200MB", "1.5 GiB", "512k", "4096" (bytes); > 0.
+
+    Args:
+        text: the user's text.
+        option: the option name for the error message.
+
+    Raises:
+        UsageError: not a size, or not above zero.
+    """
+    import re
+
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([A-Za-z]*)\s*", str(text))
+    unit = match.group(2).lower() if match else ""
+    if not match or unit not in _BYTE_UNITS or float(match.group(1)) <= 0:
+        raise UsageError(
+            f"{option}: {text!r} is not a memory size above zero; write e.g. 200MB, 1.5GiB or 512kB"
+        )
+    return float(match.group(1)) * _BYTE_UNITS[unit]
+
+
 def parse_positive_duration(text: str, option: str) -> float:
     """Like :func:`parse_duration` but rejects zero. Raises UsageError."""
     seconds = parse_duration(text, option)

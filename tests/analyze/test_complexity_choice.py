@@ -78,22 +78,27 @@ def test_sizes_of_the_study_are_what_the_issue_asks() -> None:
     for true in TRUE_CLASSES:
         for _ in range(20):
             t = draw(true, rng, known_se=False)
-            assert 5 <= t.n.size <= 8 and np.unique(t.n).size == t.n.size
+            assert 4 <= t.n.size <= 8 and np.unique(t.n).size == t.n.size
             assert 0.02 <= t.noise <= 0.10
             if true in ("O(n)", "O(n log n)", "O(n^2)"):
                 assert 1 <= t.decades <= 6.01
     assert outcome("O(n)", "tied", "O(n log n)", ("O(n log n)", "O(n)")) == "right"
     assert outcome("O(n)", "fits", "O(n log n)", ("O(n log n)",)) == "wrong"
+    assert outcome("O(n)", "none", "O(n^2)", ("O(n^2)",), ("O(n)", "O(n log n)")) == "right"
+    assert outcome("O(n)", "none", "O(n^2)", ("O(n^2)",), ("O(n^2)",)) == "none"
 
 
+@pytest.mark.parametrize("outlier", [False, True], ids=["clean", "one outlier point"])
 @pytest.mark.parametrize("known_se", [False, True], ids=["costs only", "costs with SEs"])
-def test_true_class_or_no_fit_in_95_percent_of_200_trials(known_se: bool) -> None:
-    """Issue 11 §3: never a wrong class with a confident reading in ≥ 95% of trials per class.
+def test_true_class_or_honest_range_in_95_percent_of_trials(known_se: bool, outlier: bool) -> None:
+    """Issues 11 §3 and 28 §1: per class, the truth chosen or named (a tie, or the slope's
+    range when no class fits) in ≥ 95% of 100 seeded trials, wrong (a wrong class chosen,
+    or a tie without the truth) in ≤ 2%: an outlier at the largest size on costs that
+    happen to rise within their noise can look like growth.
 
-    Also ≥ 85% right: a fit that always said "no class fits" would pass the
-    first bound and be useless. benchmarks/fit.py prints the full matrix.
+    benchmarks/fit_confusion.py prints the full matrix over 200 trials.
     """
-    results = study(200, known_se)
+    results = study(100, known_se, outlier=outlier)
     for true, counts in results.items():
-        assert counts["right"] + counts["none"] >= 190, (true, counts)
-        assert counts["right"] >= 170, (true, counts)
+        assert counts["right"] >= 95, (true, counts)
+        assert counts["wrong"] <= 2, (true, counts)

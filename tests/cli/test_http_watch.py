@@ -152,3 +152,46 @@ def test_no_watch_no_figures() -> None:
     assert server_figures(step) is None
     with pytest.raises(UsageError):
         resolve([-1], [])
+
+
+def test_watch_of_a_wrapper_follows_its_process_tree(tmp_path: Path) -> None:
+    """Issue 28 §3: a shell that forks the server read 0 CPU. A fixed amount of work in
+    the child (no timing): the wrapper's tree shows its CPU; `--watch-cmd` of both the
+    wrapper's and the child's names keeps the child inside the wrapper's tree, once."""
+    import sys
+    import time
+
+    flag = tmp_path / "done"
+    child = (
+        "import sys, time\n"
+        "x = 0\n"
+        "for i in range(3_000_000): x += i\n"
+        f"open({str(flag)!r}, 'w').write('1')\n"
+        "time.sleep(60)\n"
+    )
+    wrapper = subprocess.Popen(["sh", "-c", f'"{sys.executable}" -c "$0"; true', child])
+    try:
+        for _ in range(600):
+            if flag.exists():
+                break
+            time.sleep(0.1)
+        assert flag.exists()
+        targets = resolve([wrapper.pid], [])
+        with Watcher(targets, interval_s=0.05) as watcher:
+            (timeline,) = watcher.cut()
+        assert timeline["pid"] == wrapper.pid and timeline["cpu_s"][-1] > 0.02
+        own = read(wrapper.pid)
+        assert own is not None and own[0] < 0.02  # the shell itself is idle
+        kids = [p for p in resolve([wrapper.pid], []) if p.pid != wrapper.pid]
+        assert kids == []
+        from perflab.engines.memory import descendants
+
+        (kid,) = descendants(wrapper.pid)  # noqa: F811
+        assert [t.pid for t in resolve([wrapper.pid, kid], [])] == [wrapper.pid]
+    finally:
+        from perflab.engines.memory import descendants
+
+        for pid in descendants(wrapper.pid):
+            os.kill(pid, 9)
+        wrapper.kill()
+        wrapper.wait()

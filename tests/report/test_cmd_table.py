@@ -83,3 +83,12 @@ def test_warnings_are_grouped_by_kind_with_the_advice_once() -> None:
     assert "unstable" in cmd_table(summaries).rows[0][-1]
     verbose = cmd_table(summaries, verbose=True).footnotes
     assert sum(line.startswith(("gzip: unstable", "zstd: unstable")) for line in verbose) == 2
+
+
+def test_a_lopsided_ci_prints_low_high_as_run_does() -> None:
+    """Issue 28 §3: "283 ms ± 79.6%" hid a CI of 161–611 ms; run prints low–high."""
+    (s,) = summarize_commands([bench("skewed", [160, 165, 170, 280, 283, 290, 600, 610, 620])])
+    low, high = s.median.ci_low, s.median.ci_high
+    assert abs((high - s.median_s) - (s.median_s - low)) > 0.25 * (high - low)
+    cell = cmd_table([s]).rows[0][2]
+    assert "±" not in cell and "–" in cell and cell.endswith(")")

@@ -116,3 +116,23 @@ def test_a_small_machine_still_gets_a_floor_of_the_capacity() -> None:
     assert (
         sweep_table(swept("t", troubled)).footnotes[0] == "capacity estimate: none — no step was ok"
     )
+
+
+def test_a_generator_limited_lightest_step_is_not_called_saturated() -> None:
+    """Issue 28 §3: "already saturated at the lightest load" was printed when the lightest
+    step kept up and was only generator-limited; the heavier one saturated."""
+    steps = summarize_steps(
+        [
+            step(1000.0, cpu=0.97),
+            step(2000.0, failures=500, status_counts={"200": 19500, "503": 500}),
+        ]
+    )
+    assert [s.verdict for s in steps] == ["generator-limited", "saturated"]
+    line = sweep_table(swept("t", steps)).footnotes[0]
+    assert "lightest load" not in line
+    assert line.startswith(
+        "capacity estimate: none — no step was ok: the steps below 2,000/s were "
+        "generator-limited (perflab's load generator was the limit); the server kept up "
+        "with 1,000/s there (achieved at 1,000/s"
+    )
+    assert "from 2,000/s on the server was saturated" in line

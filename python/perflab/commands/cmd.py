@@ -219,6 +219,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(as perflab compare --fail-on)",
     )
     parser.add_argument(
+        "--max-rss",
+        metavar="SIZE",
+        help="exit 1 when a command's peak resident memory (the largest max RSS over its "
+        "runs) is above SIZE, e.g. 200MB or 1.5GiB: a memory limit gate",
+    )
+    parser.add_argument(
         "--json",
         metavar="FILE",
         help="write the results file here "
@@ -414,11 +420,13 @@ def main(args: argparse.Namespace) -> int:
     from perflab.files import Destination, results_destination
     from perflab.interrupts import StopSignals
     from perflab.model import Results
+    from perflab.units import parse_bytes
 
     specs = _specs(args)
     settings = _settings(args, specs)
     threshold = parse_threshold(args.threshold)
     fail_on = parse_fail_on(args.fail_on)
+    max_rss = parse_bytes(args.max_rss, "--max-rss") if args.max_rss else None
     _check_input(args.input)
     destination = results_destination(args.json, "cmd")
     chart = Destination.check(args.chart, "--chart", "png") if args.chart is not None else None
@@ -470,7 +478,25 @@ def main(args: argparse.Namespace) -> int:
     if stopped is not None:
         return stopped
     code = _exit_code(results, runner)
-    return _gate(summaries, fail_on) if code == 0 else code
+    if code:
+        return code
+    return max(_gate(summaries, fail_on), _rss_gate(summaries, max_rss))
+
+
+def _rss_gate(summaries: Any, limit: float | None) -> int:
+    """``--max-rss``: 1 (one ``gate:`` line on stderr) when a command's peak RSS over its
+    runs is above ``limit`` bytes; 0 otherwise or without a limit."""
+    from perflab.report.compare_table import gate
+    from perflab.units import format_bytes
+
+    if limit is None:
+        return 0
+    over = [
+        f"{s.label} ({format_bytes(s.max_rss_peak_bytes)})"
+        for s in summaries
+        if s.max_rss_peak_bytes is not None and s.max_rss_peak_bytes > limit
+    ]
+    return gate(over, [], "command(s)", f"--max-rss {format_bytes(limit)}")
 
 
 def _exit_code(results: Any, runner: Any) -> int:

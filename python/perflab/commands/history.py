@@ -36,6 +36,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     record.add_arguments(parser, recording=False)
     parser.add_argument("--kind", choices=_KINDS, help="only runs of this command")
     parser.add_argument("--tag", help="only runs with this tag")
+    parser.add_argument(
+        "--exclude-dirty",
+        action="store_true",
+        help="with BENCHMARK: leave runs made with uncommitted changes out of the "
+        "change-point search (they stay in the table, marked)",
+    )
+    parser.add_argument(
+        "--exclude-tag",
+        action="append",
+        default=[],
+        metavar="TAG",
+        help="with BENCHMARK: leave runs with this tag (e.g. busy) out of the change-point "
+        "search; repeat for several tags",
+    )
     parser.add_argument("--branch", help="only runs on this git branch")
     parser.add_argument("--commit", help="only runs at this commit (or an id prefix)")
     parser.add_argument(
@@ -119,6 +133,11 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError("--limit must be 0 (all) or more")
     if args.import_files:
         return _import(args)
+    if (args.exclude_dirty or args.exclude_tag) and not args.benchmark:
+        raise UsageError(
+            "--exclude-dirty and --exclude-tag leave runs out of a trend's change-point "
+            "search: give BENCHMARK, e.g. perflab history 'northwind/*' --exclude-dirty"
+        )
     chart = None
     if args.chart:
         if not args.benchmark:
@@ -234,7 +253,17 @@ def _trends(args: argparse.Namespace, store: Any, chart: Any, outputs: dict[str,
                 else "; history holds no benchmark yet"
             )
         )
-    trends = [trend.build(store, bench, metric, args.fingerprint) for bench, metric in pairs]
+    trends = [
+        trend.build(
+            store,
+            bench,
+            metric,
+            args.fingerprint,
+            exclude_dirty=args.exclude_dirty,
+            exclude_tags=tuple(args.exclude_tag),
+        )
+        for bench, metric in pairs
+    ]
     trends = [t for t in trends if t.points]
     _emit(
         args,

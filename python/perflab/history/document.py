@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from perflab.history.changepoints import ChangePoint
+from perflab.history.outliers import NewestRun
 from perflab.history.rows import SummaryRow
 from perflab.history.store import RunInfo, TrendPoint
-from perflab.history.trend import Change, Trend
+from perflab.history.trend import Change, LeftOut, Trend
 from perflab.model import json_types
 
 #: Version of the history document's layout.
@@ -46,8 +47,11 @@ def runs_document(runs: Sequence[RunInfo], total: int, database: Any) -> dict[st
 def trends_document(trends: Sequence[Trend], limit: int | None, database: Any) -> dict[str, Any]:
     """The trends as a document: ``trends``, each with ``bench``, ``metric``, ``unit``,
     ``points`` (``run``: a :class:`RunInfo`, ``row``: its :class:`SummaryRow`), ``changes``
-    (``point``: the :class:`ChangePoint`, ``index``, and the points on each side) and
-    ``fingerprint_changes``; ``limit``: the rows the tables show per trend (None: all)."""
+    (``point``: the :class:`ChangePoint`, ``index``, and the points on each side),
+    ``fingerprint_changes``, ``left_out`` (``index``, ``reason``: runs left out of the
+    change-point search), ``newest`` (``index``, ``ratio``, ``runs_needed``, or null) and
+    ``note`` (why no change point can be found, or ""); ``limit``: the rows the tables
+    show per trend (None: all)."""
     return {**_head(database), "limit": limit, "trends": json_types(list(trends))}
 
 
@@ -103,6 +107,9 @@ def trends_from_document(document: dict[str, Any]) -> list[Trend]:
                 [_point(p) for p in t["points"]],
                 changes,
                 list(t["fingerprint_changes"]),
+                [LeftOut(x["index"], x["reason"]) for x in t.get("left_out", [])],
+                NewestRun(**t["newest"]) if t.get("newest") else None,
+                t.get("note", ""),
             )
         )
     return out

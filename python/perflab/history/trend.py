@@ -2,7 +2,10 @@
 
 Ties the store's trend query (:meth:`perflab.history.store.Store.trend`) to the
 change-point detector (:mod:`perflab.history.changepoints`) and names each change
-by its commit range: the last run before the step and the first after it.
+by its commit range: the last run before the step and the first after it. Runs the
+user leaves out (``--exclude-dirty``, ``--exclude-tag``), isolated outlier runs and
+a newest run far from the trend (:mod:`perflab.history.outliers`) stay in the
+trend's points but not in the change-point search, each with its reason.
 """
 
 from __future__ import annotations
@@ -12,7 +15,22 @@ import math
 from dataclasses import dataclass, field
 
 from perflab.history.changepoints import ChangePoint, detect
+from perflab.history.outliers import NewestRun, screen, too_few
 from perflab.history.store import Store, TrendPoint
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A run kept in the trend but left out of the change-point search.
+
+    Attributes:
+        index: its position in :attr:`Trend.points`.
+        reason: plain words: "dirty working tree", "tagged busy", "outlier: 2.4× the runs
+            around it", "newest run, far from the trend".
+    """
+
+    index: int
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -51,6 +69,10 @@ class Trend:
         changes: change points over the points that measured something.
         fingerprint_changes: indexes of points whose fingerprint differs from the
             previous point's (a change of machine, Python or perflab version).
+        left_out: runs left out of the change-point search, with why.
+        newest: the newest run when it is far from the trend before it (its ``index``
+            a position in ``points``), else None.
+        note: why no change point can be found ("" when the search could run).
     """
 
     bench: str
@@ -59,6 +81,9 @@ class Trend:
     points: list[TrendPoint]
     changes: list[Change] = field(default_factory=list)
     fingerprint_changes: list[int] = field(default_factory=list)
+    left_out: list[LeftOut] = field(default_factory=list)
+    newest: NewestRun | None = None
+    note: str = ""
 
 
 def pattern_glob(pattern: str) -> str:
@@ -78,7 +103,13 @@ def matching(store: Store, pattern: str, metric: str | None = None) -> list[tupl
 
 
 def build(
-    store: Store, bench: str, metric: str, fingerprint: str | None = None, alpha: float = 0.05
+    store: Store,
+    bench: str,
+    metric: str,
+    fingerprint: str | None = None,
+    alpha: float = 0.05,
+    exclude_dirty: bool = False,
+    exclude_tags: tuple[str, ...] | list[str] = (),
 ) -> Trend:
     """The trend of one benchmark with its change points.
 
@@ -87,27 +118,56 @@ def build(
         bench / metric: what to follow.
         fingerprint: only runs on this fingerprint hash (None: all).
         alpha: family-wise level of the change-point tests.
+        exclude_dirty: leave runs made with uncommitted changes out of the search.
+        exclude_tags: leave runs with any of these tags out of the search.
 
     Returns:
-        A :class:`Trend`.
+        A :class:`Trend`: every point, the change points over the runs kept, and the
+        runs left out with their reasons (:mod:`perflab.history.outliers`).
     """
     points = store.trend(bench, metric, fingerprint)
     unit = points[0].row.unit if points else "s"
+    left: dict[int, str] = {}
+    for i, p in enumerate(points):
+        if exclude_dirty and p.run.git_dirty:
+            left[i] = "dirty working tree (--exclude-dirty)"
+        elif tagged := sorted(set(exclude_tags) & set(p.run.tags)):
+            left[i] = f"tagged {', '.join(tagged)} (--exclude-tag)"
     usable = [
         i
         for i, p in enumerate(points)
-        if not p.row.failed and math.isfinite(p.row.value) and p.row.value > 0
+        if i not in left and not p.row.failed and math.isfinite(p.row.value) and p.row.value > 0
     ]
+    screened = screen([points[i].row.value for i in usable])
+    for j, ratio in screened.outliers.items():
+        left[usable[j]] = f"outlier: {ratio:.3g}× the runs around it"
+    newest = screened.newest
+    if newest is not None:
+        newest = NewestRun(usable[newest.index], newest.ratio, newest.runs_needed)
+        left[newest.index] = (
+            f"newest run, {newest.ratio:.3g}× the trend before it: not yet confirmed"
+        )
+    kept = [usable[j] for j in screened.kept]
     changes = [
-        Change(c, usable[c.index], points[usable[c.index - 1]], points[usable[c.index]])
-        for c in detect([points[i].row.value for i in usable], alpha)
+        Change(c, kept[c.index], points[kept[c.index - 1]], points[kept[c.index]])
+        for c in detect([points[i].row.value for i in kept], alpha)
     ]
     moved = [
         i
         for i in range(1, len(points))
         if points[i].run.fingerprint != points[i - 1].run.fingerprint
     ]
-    return Trend(bench, metric, unit, points, changes, moved)
+    return Trend(
+        bench,
+        metric,
+        unit,
+        points,
+        changes,
+        moved,
+        [LeftOut(i, r) for i, r in sorted(left.items())],
+        newest,
+        too_few(len(kept)),
+    )
 
 
 def window(trend: Trend, last: int | None) -> Trend:
@@ -122,6 +182,9 @@ def window(trend: Trend, last: int | None) -> Trend:
         for c in trend.changes
         if c.index >= first
     ]
+    newest = trend.newest
+    if newest is not None:
+        newest = NewestRun(newest.index - first, newest.ratio, newest.runs_needed)
     return Trend(
         trend.bench,
         trend.metric,
@@ -129,4 +192,7 @@ def window(trend: Trend, last: int | None) -> Trend:
         trend.points[first:],
         changes,
         [i - first for i in trend.fingerprint_changes if i > first],
+        [LeftOut(x.index - first, x.reason) for x in trend.left_out if x.index >= first],
+        newest,
+        trend.note,
     )

@@ -83,12 +83,11 @@ class Process:
         timer_error_ns: timer read cost + resolution used by calibration, ns.
         samples: the timed samples.
         metrics: extra metrics computed from the benchmark's return value.
-        alloc_peak_bytes: peak traced memory growth during one call, bytes.
-        alloc_blocks: memory blocks still live after one call (incl. the result).
+        alloc_peak_bytes / alloc_blocks: peak traced bytes during one call; blocks
+            still live after it. alloc_total_bytes / alloc_total_blocks: allocated in all.
         steal_ns: CPU steal time of the machine during the process, ns.
         involuntary_switches: involuntary context switches of the process.
-        thread_ops: threads mode only: operations each thread completed during the
-            timed windows, one entry per thread (fairness between threads).
+        thread_ops: threads mode only: ops each thread completed in the timed windows.
         latency_ns: threads mode only: per-op latency percentiles of the process
             over the timed windows, ns; keys p50, p90, p99, p99.9, max, mean.
         gil_enabled: threads mode only: whether the GIL was enabled while the
@@ -131,6 +130,8 @@ class Process:
     metrics: dict[str, float] = field(default_factory=dict)
     alloc_peak_bytes: float | None = None
     alloc_blocks: float | None = None
+    alloc_total_bytes: float | None = None
+    alloc_total_blocks: float | None = None
     steal_ns: int | None = None
     involuntary_switches: int | None = None
     thread_ops: list[int] = field(default_factory=list)

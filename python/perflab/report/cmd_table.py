@@ -14,14 +14,15 @@ from typing import Any
 from perflab.analyze.cmd import CMD_CAVEATS, STOP_WORDS, CommandSummary, SpawnOverhead
 from perflab.model import Results
 from perflab.report.run_table import caveat_lines
-from perflab.report.table import KEY, NOTE, Table
+from perflab.report.table import KEY, NOTE, Table, estimate_cell
 from perflab.units import format_bytes, format_ratio, format_time
 
 _NOTE = {"unstable": "unstable", "near the spawn cost": "spawn-bound"}
 
 
 def _median_cell(s: CommandSummary) -> str:
-    return f"{format_time(s.median_s)} ± {s.median.relative_half_width:.1%}" if s.ok else "–"
+    """``283 ms ± 2.1%``, or ``283 ms (161 ms–611 ms)`` for a lopsided CI, as run prints."""
+    return estimate_cell(s.median_s, s.median.ci_low, s.median.ci_high) if s.ok else "–"
 
 
 def _real_cell(s: CommandSummary) -> str:

@@ -360,17 +360,24 @@ def print_comparison(
     return tripped
 
 
-def gate(tripped: list[str], fail_on: list[str], noun: str = "benchmark(s)", held: str = "") -> int:
+def gate(
+    tripped: list[str],
+    fail_on: list[str],
+    noun: str = "benchmark(s)",
+    held: str = "",
+    rule: str = "",
+) -> int:
     """Exit code of the CI gate: 1 when something tripped, else 0. One stderr line (also
     appended in bold to the GitHub Actions step summary) names ``tripped`` (what ``noun``
     counts) and says ``held``: why the gate was not applied to some benchmarks
-    (:meth:`SuiteComparison.held_reason`), when there is either."""
+    (:meth:`SuiteComparison.held_reason`), when there is either. ``rule`` names the gate
+    ("--max-rss 200 MB"); by default "--fail-on" and its verdicts."""
     if not tripped and not held:
         return 0
     from perflab.report.console import append_step_summary
     from perflab.report.escape import markdown_text, terminal
 
-    words = f"gate: --fail-on {','.join(fail_on)}"
+    words = f"gate: {rule or '--fail-on ' + ','.join(fail_on)}"
     if tripped:
         more = f" and {len(tripped) - 5} more" if len(tripped) > 5 else ""
         words += f" tripped by {len(tripped)} {noun}: " + ", ".join(tripped[:5]) + more

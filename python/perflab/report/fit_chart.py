@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from perflab.analyze.fit.models.classes import COMPLEXITY_MODELS
 from perflab.analyze.fit.models.words import fmt_count, fmt_number, fmt_time, fmt_value
 from perflab.report.pyplot import visible_text
 
@@ -50,7 +51,8 @@ def _save(fig: Any, ax: Any, path: str | Path, title: str) -> Path:
 
     ax.set_title(title, fontsize=12 if "\n" not in title else 9)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="best", fontsize=8)
+    # a note (_note) holds the upper left: the legend must not cover it
+    ax.legend(loc="lower right" if ax.texts else "best", fontsize=8)
     fig.tight_layout()
     out = Path(path)
     visible_text(fig).savefig(out)
@@ -218,7 +220,10 @@ def complexity_chart(
     rank = {"fits": "best", "tied": "tied", "none": "closest; no class fits"}[fit.verdict]
     ax.plot(grid, fit.predict(grid), lw=2, label=f"{fit.model} ({rank})")
     if fit.runner_up is not None:
-        label = f"{fit.runner_up.model} (runner-up, Δ{fit.criterion} = {fit.delta:.1f})"
+        rank = "contradicted" if fit.runner_up.model in fit.contradicted else "runner-up"
+        rank = "tied" if fit.runner_up.model in fit.tied else rank
+        worse = f", Δ{fit.criterion} = +{fit.delta:.1f}" if fit.delta > 0 else ""
+        label = f"{fit.runner_up.model} ({rank}{worse})"
         ax.plot(grid, fit.runner_up.predict(grid), "--", color="grey", label=label)
     ax.scatter(n_arr, y_arr, color="black", zorder=3, s=18, label="measured")
     _scale_axes(ax, log_x, y_arr)
@@ -232,10 +237,12 @@ def complexity_chart(
 def complexity_title(name: str, fit: ComplexityFit) -> str:
     """'NAME: O(n), 366 ns + 20.9 ns × n', 'NAME: O(n) or O(n log n)', 'NAME: no class fits'."""
     head = f"{name}: " if name else "cost(n) = a + b·g(n): "
+    slope = "" if fit.slope is None else f"\ncost {fit.slope.words(fit.verdict == 'none')}"
     if fit.verdict == "none":
-        return f"{head}no class fits (closest {fit.model})"
+        return f"{head}no class fits (closest {fit.model}){slope}"
     if fit.verdict == "tied":
-        return f"{head}{' or '.join(fit.tied)} (the data cannot tell them apart)"
+        names = sorted(fit.tied, key=list(COMPLEXITY_MODELS).index)
+        return f"{head}{' or '.join(names)} (the data cannot tell them apart){slope}"
     return f"{head}{fit.model}, {fit.best.formula(fit.unit)}"
 
 

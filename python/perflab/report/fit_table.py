@@ -171,8 +171,11 @@ def complexity_table(fitted: Sequence[tuple[Any, Any]]) -> Table:
     table.footnotes.append(
         "rank: best (the data rule the other classes out), tied (the data cannot tell these "
         "apart), closest (no class fits; the nearest one), runner-up, contradicted (ruled out "
-        "by the data); a: constant cost; b: cost per unit of g(n); Δ: the information "
-        f"criterion's distance to the first row; {weights}"
+        "by the data); a: constant cost; b: cost per unit of g(n); Δ: the row's information "
+        "criterion (AICc, or AIC under 5 points) minus the first row's: positive, the row "
+        "scores worse; a negative Δ means the row scores better, yet the tests rule it out "
+        "(contradicted) or cannot tell it from the first row (tied): the choice is made by "
+        f"what the data contradict, not by the score; {weights}"
     )
     return table
 
@@ -190,7 +193,7 @@ def _complexity_rows(s: Any, fit: Any) -> list[list[str]]:
                 cand.model,
                 _time_est(cand.a),
                 _time_est(cand.b),
-                f"{cand.score - fit.best.score:.1f}",
+                f"{cand.score - fit.best.score:+.1f}" if i else "0",
                 f"{fit.r_squared:.4f}" if i == 0 else "",
             ]
         )
@@ -234,7 +237,9 @@ def breakeven_table(a: Any, b: Any, result: Any) -> Table:
         growth = (
             fit.model
             if fit.verdict == "fits"
-            else f"{fit.model} ({'tied' if fit.verdict == 'tied' else 'closest; no class fits'})"
+            else f"{fit.model} (tied with {', '.join(fit.tied[1:])})"
+            if fit.verdict == "tied"
+            else f"{fit.model} (closest; no class fits)"
         )
         table.rows.append(
             [

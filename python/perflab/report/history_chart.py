@@ -88,6 +88,18 @@ def _panel(ax, trend: Trend) -> None:  # type: ignore[no-untyped-def]
         capsize=2,
         label="median, 95% CI" if trend.unit == "s" else trend.metric,
     )
+    left = [x.index for x in trend.left_out if 0 <= x.index < len(xs)]
+    if left:
+        ax.plot(
+            left,
+            [ys[i] for i in left],
+            "o",
+            ms=9,
+            mfc="none",
+            mec="tab:orange",
+            mew=1.5,
+            label="left out of the change-point search",
+        )
     for i in trend.fingerprint_changes:
         ax.axvline(i - 0.5, color="0.5", ls=":", lw=1)
     if trend.fingerprint_changes:

@@ -104,6 +104,7 @@ def trend_table(trend: Trend, limit: int | None = None) -> Table:
     )
     steps = {c.index: c for c in trend.changes}
     moved = set(trend.fingerprint_changes)
+    left = {x.index: x.reason for x in trend.left_out}
     previous = trend.points[first - 1].row.value if first > 0 else math.nan
     for i, point in enumerate(shown, start=first):
         row, run = point.row, point.run
@@ -124,6 +125,8 @@ def trend_table(trend: Trend, limit: int | None = None) -> Table:
             marks.append("fingerprint changed")
         if i in steps:
             marks.append(f"change point {steps[i].point.ratio - 1:+.1%}")
+        if i in left:
+            marks.append(f"left out: {_short(left[i])}")
         table.rows.append(
             [
                 f"#{run.id}",
@@ -148,9 +151,28 @@ def trend_table(trend: Trend, limit: int | None = None) -> Table:
             f"#{change.first_after.run.id}): {format_value(c.before, trend.unit)} → "
             f"{format_value(c.after, trend.unit)} ({c.ratio - 1:+.1%}, Welch p = {c.p_value:.2g})"
         )
-    if not trend.changes:
+    if trend.newest is not None:
+        table.footnotes.append(trend.newest.words("slower" if trend.unit == "s" else "higher"))
+    if trend.note:
+        table.footnotes.append(f"no change point can be found yet: {trend.note}")
+    elif not trend.changes:
         table.footnotes.append("no change point (PELT on log values; see docs/history.md)")
+    for x in trend.left_out:
+        if trend.newest is None or x.index != trend.newest.index:
+            table.footnotes.append(f"run #{trend.points[x.index].run.id} left out: {x.reason}")
+    if trend.left_out:
+        table.footnotes.append(
+            "left out: kept in the table but not in the change-point search (an isolated "
+            "outlier, the newest run far from the trend, or a run --exclude-dirty / "
+            "--exclude-tag names)"
+        )
     return table
+
+
+def _short(reason: str) -> str:
+    """The mark of a left-out run: its reason's first words ("newest run", "outlier",
+    "dirty working tree", "tagged busy"); the footnotes give the rest."""
+    return reason.split(":")[0].split(",")[0].split(" (")[0]
 
 
 def trend_records(trends: Sequence[Trend]) -> list[dict[str, Any]]:
@@ -158,6 +180,7 @@ def trend_records(trends: Sequence[Trend]) -> list[dict[str, Any]]:
     out = []
     for trend in trends:
         steps = {c.index for c in trend.changes}
+        left = {x.index: x.reason for x in trend.left_out}
         for i, point in enumerate(trend.points):
             run, row = point.run, point.row
             out.append(
@@ -175,6 +198,7 @@ def trend_records(trends: Sequence[Trend]) -> list[dict[str, Any]]:
                     "ci_high": row.ci_high,
                     "failed": row.failed,
                     "change_point": i in steps,
+                    "left_out": left.get(i, ""),
                 }
             )
     return out

@@ -267,14 +267,32 @@ def _capacity_lines(sweep: Sweep) -> list[str]:
     """The capacity estimate in plain words."""
     cap = sweep.capacity
     if cap is None:
-        if any(s.verdict == SATURATED for s in sweep.steps):
+        kept = sweep.kept_up
+        saturated = [s for s in sweep.steps if s.verdict == SATURATED]
+        if saturated:
+            knee = min(saturated, key=lambda s: s.load)
+            if min(sweep.steps, key=lambda s: s.load) is knee:
+                return [
+                    (
+                        "capacity estimate: none — no step was ok and the server was already "
+                        "saturated at the lightest load measured; sweep lower"
+                    )
+                ]
+            below = (
+                f"; the server kept up with {_rate(kept.achieved_rate)} there (achieved at "
+                f"{kept.label}, no sign of saturation)"
+                if kept is not None and kept.load < knee.load
+                else ""
+            )
             return [
                 (
-                    "capacity estimate: none — no step was ok and the server was already "
-                    "saturated at the lightest load measured; sweep lower"
+                    f"capacity estimate: none — no step was ok: the steps below {knee.label} "
+                    f"were generator-limited (perflab's load generator was the limit){below}, "
+                    f"and from {knee.label} on the server was saturated; to place the "
+                    "capacity between them, give perflab more engine threads (--threads) or "
+                    "send the load from other machines (--agents N)"
                 )
             ]
-        kept = sweep.kept_up
         if kept is not None:
             return [
                 (

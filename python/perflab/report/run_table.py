@@ -79,13 +79,14 @@ def group_table(
 
     Columns: benchmark, time/op ± CI, per 1,000 ops, ops/s, CPU/wall, × best,
     [× baseline, verdict (against the baseline, when the run judged them)], each
-    metric and its × best, alloc/op (peak bytes), blocks/op
-    (memory blocks still held after a call), GC/1k ops, notes. In a
+    metric and its × best, allocated/op and allocs/op (bytes and blocks a call
+    allocates in all, freed or not; only when some benchmark was counted), peak/op (peak traced bytes during a call), kept
+    blocks/op (memory blocks still held after a call), GC/1k ops, notes. In a
     group with thread counts (``threaded``) the ratios compare like with like (the
     same thread count) and their headers say so. Caveats are grouped by kind
     unless ``verbose``; ``threshold`` (of the verdicts) is named in their footnote.
     On a narrow terminal columns fold away in this order: per
-    1,000 ops, GC/1k ops, alloc/op and blocks/op, CPU/wall, each metric's × best,
+    1,000 ops, GC/1k ops, kept blocks/op, peak/op, allocs/op, allocated/op, CPU/wall, each metric's × best,
     ops/s, each metric, × best, × baseline (the verdict always shows). ``in_process``: ids
     measured in the calling process (the pytest plugin's default mode), whose cold call is
     not a fresh process's.
@@ -102,7 +103,9 @@ def group_table(
     columns += ["verdict"] if judged else []
     for m in metrics:
         columns += [m, f"{m} × best"]
-    columns += ["alloc/op", "blocks/op", "GC/1k ops", "notes"]
+    totals = _counted(summaries)
+    columns += ["allocated/op", "allocs/op"] if totals else []
+    columns += ["peak/op", "kept blocks/op", "GC/1k ops", "notes"]
     align = ["l"] + ["r"] * (len(columns) - 2) + ["l"]
     if judged:
         align[columns.index("verdict")] = "l"
@@ -114,10 +117,11 @@ def group_table(
         + ([9] if has_baseline else [])
         + ([KEY] if judged else [])
         + [7, 5] * len(metrics)
-        + [3, 3, 2, NOTE]
+        + ([3, 3] if totals else [])
+        + [3, 2, 2, NOTE]
     )
     for s in summaries:
-        table.rows.append(_group_row(s, metrics, has_baseline, judged, hardware))
+        table.rows.append(_group_row(s, metrics, has_baseline, judged, hardware, totals))
     table.footnotes = _footnotes(summaries, verbose, in_process) + _verdict_footnote(
         summaries, threshold
     )
@@ -142,8 +146,19 @@ def _verdict_footnote(summaries: Sequence[Summary], threshold: float | None) -> 
     ]
 
 
+def _counted(summaries: Sequence[Summary]) -> bool:
+    """Whether any benchmark's allocations were counted in all (allocated/op, allocs/op):
+    not in files written before the count existed, nor without the native core."""
+    return any(s.alloc_total_bytes is not None for s in summaries)
+
+
 def _group_row(
-    s: Summary, metrics: list[str], has_baseline: bool, judged: bool, hardware: bool = False
+    s: Summary,
+    metrics: list[str],
+    has_baseline: bool,
+    judged: bool,
+    hardware: bool = False,
+    totals: bool = True,
 ) -> list[str]:
     row = [
         s.label,
@@ -165,6 +180,8 @@ def _group_row(
             format_quantity(s.metrics.get(m), s.metric_units.get(m, "")),
             format_ratio(s.metric_ratio_best[m]) if m in s.metric_ratio_best else "–",
         ]
+    if totals:
+        row += [format_bytes(s.alloc_total_bytes), _blocks_cell(s.alloc_total_blocks)]
     row += [
         format_bytes(s.alloc_peak_bytes),
         _blocks_cell(s.alloc_blocks),
@@ -323,20 +340,28 @@ def staged_table(
     """The table of a staged group (e.g. Northwind serialization): one row per name.
 
     Columns: name, each metric and its × best, each stage's time/op ± CI,
-    total ± CI, CPU/wall (of all stages), × best (of the total), notes. On a narrow
-    terminal they fold away in this order: each metric's × best, CPU/wall, the stages
-    (last first), each metric, × best.
+    total ± CI, CPU/wall (of all stages), × best (of the total), allocated/op and
+    allocs/op (all stages' allocations per op, summed; only when counted), notes. On a narrow
+    terminal they fold away in this order: each metric's × best, CPU/wall, allocs/op,
+    the stages (last first), allocated/op, each metric, × best.
     """
     metrics = sorted({k for r in rows for k in r.metrics})
     columns = ["name"]
     for m in metrics:
         columns += [m, f"{m} × best"]
-    columns += [f"{st} ± CI" for st in stage_names] + ["total ± CI", "CPU/wall", "× best", "notes"]
+    columns += [f"{st} ± CI" for st in stage_names] + ["total ± CI", "CPU/wall", "× best"]
+    totals = _counted([s for r in rows for s in r.stages.values()])
+    columns += (["allocated/op", "allocs/op"] if totals else []) + ["notes"]
     table = Table(
         title,
         columns,
         align=["l"] + ["r"] * (len(columns) - 2) + ["l"],
-        fold=[KEY] + [3, 1] * len(metrics) + [2] * len(stage_names) + [KEY, 1, 4, NOTE],
+        fold=[KEY]
+        + [3, 1] * len(metrics)
+        + [2] * len(stage_names)
+        + [KEY, 1, 4]
+        + ([3, 1] if totals else [])
+        + [NOTE],
     )
     for row in rows:
         cells = [row.name]
@@ -351,8 +376,13 @@ def staged_table(
             _total_cell(row.total),
             f"{cpu:.2f}" if math.isfinite(cpu) else "–",
             _ratio_cell(row.ratio_best),
-            _staged_notes(row),
         ]
+        if totals:
+            cells += [
+                format_bytes(row.allocated("alloc_total_bytes")),
+                _blocks_cell(row.allocated("alloc_total_blocks")),
+            ]
+        cells += [_staged_notes(row)]
         table.rows.append(cells)
     table.footnotes = _footnotes([s for r in rows for s in r.stages.values()], verbose, in_process)
     return table
@@ -524,6 +554,8 @@ def summary_records(grouped: dict[str, list[Summary]]) -> list[dict[str, object]
                 "verdict": s.verdict,
                 "alloc_peak_bytes": s.alloc_peak_bytes,
                 "alloc_blocks": s.alloc_blocks,
+                "alloc_total_bytes": s.alloc_total_bytes,
+                "alloc_total_blocks": s.alloc_total_blocks,
                 "gc_per_1000_ops": s.gc_per_1000_ops,
                 "cold_s": s.cold_s,
                 "loop_overhead_s": s.loop_overhead_s,

@@ -10,9 +10,13 @@
 //!   per-thread stack and the ContextVar frames). It handles Python objects
 //!   on every call, so it is written against the C API here; recording
 //!   itself (per-thread HdrHistograms) is the engine's `trace` module.
+//! * `alloc_count`: a counting hook in front of Python's allocators (PEP 445),
+//!   for the allocations a call makes in all; written against the C API here
+//!   for the same reason.
 //!
 //! This file holds only the module table.
 
+mod alloc_count;
 mod changepoints;
 mod clock;
 mod convert;
@@ -28,6 +32,7 @@ use pyo3::prelude::*;
 /// The module table: each binding module adds its functions and classes.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    alloc_count::register(m)?; // counting Python's allocations (run's allocated/op)
     changepoints::register(m)?; // PELT over a benchmark's history
     clock::register(m)?; // clock probes, the per-sample bracket, doctor
     counters::register(m)?; // per-sample perf and scheduler counters

@@ -53,6 +53,13 @@ class StagedRow:
             return math.nan
         return sum(c * m for c, m in parts) / wall
 
+    def allocated(self, field_name: str) -> float | None:
+        """A per-op allocation figure summed over the stages (``alloc_total_bytes`` or
+        ``alloc_total_blocks``: what the whole row allocates per op); None when a stage
+        lacks it."""
+        values = [getattr(s, field_name) for s in self.stages.values()]
+        return None if not values or any(v is None for v in values) else float(sum(values))
+
 
 def staged_rows(
     benches: Sequence[Benchmark],

@@ -70,10 +70,14 @@ def _ratios(
     for i in ok:
         peers = _same_params(benches, i, ok)
         best = min(peers if len(peers) > 1 else ok, key=lambda j: summaries[j].median_s)
-        summaries[i].ratio_best = _ratio(benches, i, best, confidence, resamples, rng)
+        summaries[i].ratio_best = _ratio(
+            benches, i, best, confidence, resamples, rng, _shown(summaries, i, best)
+        )
         baseline = _baseline_of(benches, i, [j for j in ok if summaries[j].baseline])
         if baseline is not None:
-            summaries[i].ratio_baseline = _ratio(benches, i, baseline, confidence, resamples, rng)
+            summaries[i].ratio_baseline = _ratio(
+                benches, i, baseline, confidence, resamples, rng, _shown(summaries, i, baseline)
+            )
     for name in {k for i in ok for k in summaries[i].metrics}:
         values = {i: summaries[i].metrics[name] for i in ok if name in summaries[i].metrics}
         best_value = min(values.values())
@@ -104,6 +108,12 @@ def _baseline_of(benches: Sequence[Benchmark], i: int, baselines: Sequence[int])
     )
 
 
+def _shown(summaries: Sequence[Summary], i: int, j: int) -> float:
+    """The ratio of the two medians the table shows, i over j (NaN without a positive j)."""
+    den = summaries[j].median_s
+    return summaries[i].median_s / den if den > 0 else math.nan
+
+
 def _ratio(
     benches: Sequence[Benchmark],
     i: int,
@@ -111,17 +121,25 @@ def _ratio(
     confidence: float,
     resamples: int,
     rng: np.random.Generator,
+    shown: float = math.nan,
 ) -> Estimate:
     """The median ratio of benchmark i over benchmark j with its CI; SELF_RATIO when i is j.
     The CI combines both benchmarks' random-effects errors (:class:`stats.LogLocation`);
-    with a single process on either side, the hierarchical bootstrap of the ratio."""
+    with a single process on either side, the hierarchical bootstrap of the ratio, its
+    interval moved (by the same factor at both ends) to the ratio of the medians the
+    table shows (``shown``): the bootstrap's pooled sample medians are not the median
+    column's figures, and "× best" must be the median column's quotient (issue 28 §3)."""
     if i == j:
         return SELF_RATIO
     num, den = timing_groups(benches[i]), timing_groups(benches[j])
     a, b = stats.process_location(num), stats.process_location(den)
     if a is not None and b is not None:
         return (a / b).ci(confidence)
-    return stats.ratio_ci(num, den, confidence, resamples, rng)
+    boot = stats.ratio_ci(num, den, confidence, resamples, rng)
+    if not (math.isfinite(shown) and shown > 0 and boot.value > 0):
+        return boot
+    move = shown / boot.value
+    return Estimate(shown, boot.ci_low * move, boot.ci_high * move, boot.level, boot.se * move)
 
 
 def by_group(benches: Sequence[Benchmark]) -> dict[str, list[Benchmark]]:

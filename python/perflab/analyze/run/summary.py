@@ -190,6 +190,8 @@ class Summary(MedianSummary):
         warmup_samples: median warmup samples per process.
         timer_error_fraction: timer error / sample duration.
         alloc_peak_bytes / alloc_blocks: per op, from the tracemalloc pass.
+        alloc_total_bytes / alloc_total_blocks: per op, allocated in all (freed or
+            not), from the counting pass; None when not counted.
         ops_per_call: operations per call (``ops=``); every "per op" figure here is a
             call's figure divided by it, except ``cold_s`` (the whole first call).
         metrics: median of each extra metric across processes.
@@ -247,6 +249,8 @@ class Summary(MedianSummary):
     timer_error_fraction: float = math.nan
     alloc_peak_bytes: float | None = None
     alloc_blocks: float | None = None
+    alloc_total_bytes: float | None = None
+    alloc_total_blocks: float | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     metric_units: dict[str, str] = field(default_factory=dict)
     ratio_best: Estimate | None = None
@@ -421,6 +425,10 @@ def _fill_process_figures(summary: Summary, bench: Benchmark) -> None:
     summary.alloc_peak_bytes = _median(peaks) / ops if peaks else None
     blocks = [p.alloc_blocks for p in procs if p.alloc_blocks is not None]
     summary.alloc_blocks = _median(blocks) / ops if blocks else None
+    totals = [p.alloc_total_bytes for p in procs if p.alloc_total_bytes is not None]
+    summary.alloc_total_bytes = _median(totals) / ops if totals else None
+    counts = [p.alloc_total_blocks for p in procs if p.alloc_total_blocks is not None]
+    summary.alloc_total_blocks = _median(counts) / ops if counts else None
     summary.preempted = _preempted(samples, 0.5 if (bench.threads or 1) > 1 else CPU_BOUND_QUANTILE)
     if (counted := counter_figures(bench)) is not None:  # per-sample counters: no guessing
         summary.preempted, summary.preempted_excluded = (

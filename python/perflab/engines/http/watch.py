@@ -2,6 +2,9 @@
 
 ``perflab http --watch PID`` / ``--watch-cmd NAME`` start a :class:`Watcher`: a
 thread of the perflab process that reads each target's CPU time and resident set
+— the process and all its descendants, summed (:class:`perflab.engines.memory.Tree`),
+so a wrapper (a shell that forks the server, a master and its workers) reads the
+server's figures, not the idle wrapper's zero —
 from /proc every ``interval_s`` (100 ms by default) with perflab's one sampler,
 :mod:`perflab.engines.memory` (``memory.read``). The
 target runs untouched: nothing is injected into it. :meth:`Watcher.cut` hands
@@ -66,7 +69,15 @@ def resolve(pids: list[int], names: list[str]) -> list[Target]:
                 "start the server first, or give its pid with --watch"
             )
         targets += found
-    return list(dict.fromkeys(targets))
+    return _roots(list(dict.fromkeys(targets)))
+
+
+def _roots(targets: list[Target]) -> list[Target]:
+    """The targets that are not descendants of another target: each is watched with its
+    whole process tree, so a worker of a watched master would be counted twice."""
+    pids = {t.pid for t in targets}
+    inside = {d for t in targets for d in memory.descendants(t.pid) if d in pids}
+    return [t for t in targets if t.pid not in inside]
 
 
 def _processes() -> list[tuple[int, str]]:
@@ -96,14 +107,16 @@ class Watcher:
         {"pid": 123, "name": "nginx", "t_s": [...], "cpu_s": [...], "rss_bytes": [...]}
 
     ``t_s`` is seconds since the watcher started (monotonic clock), ``cpu_s`` the
-    target's cumulative CPU seconds, ``rss_bytes`` its resident set; a target that
-    exited keeps its samples up to then.
+    cumulative CPU seconds of the target and its live descendants, ``rss_bytes`` their
+    resident sets summed; a target that exited keeps its samples up to then.
     """
 
     def __init__(self, targets: list[Target], interval_s: float = INTERVAL_S) -> None:
         self.targets = targets
         self.interval_s = interval_s
-        self._sampler = memory.Sampler({t.pid: memory.Tree(t.pid) for t in targets}, interval_s)
+        self._sampler = memory.Sampler(
+            {t.pid: memory.Tree(t.pid, children=True) for t in targets}, interval_s
+        )
 
     def __enter__(self) -> Watcher:
         self._sampler.__enter__()

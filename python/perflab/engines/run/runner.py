@@ -474,6 +474,8 @@ def _apply_event(proc: Process, state: CaseState, event: Event) -> None:
         proc.reference_ns.append(event["ns"])
     elif kind == "alloc":
         proc.alloc_peak_bytes, proc.alloc_blocks = event["peak_bytes"], event["blocks"]
+        proc.alloc_total_bytes = event.get("total_bytes")
+        proc.alloc_total_blocks = event.get("total_blocks")
     elif kind == "heap":  # --memory: the heap pass (perflab.engines.run.heap)
         proc.heap = {k: event[k] for k in ("calls", "t_s", "traced_bytes", "peak_bytes")}
     elif kind == "threads":

@@ -6,7 +6,7 @@
 * :class:`GcMonitor`: counts garbage collections and their duration;
 * :func:`empty_like`: an empty function with a benchmark's signature (what the
   loop costs around it);
-* :func:`allocations`: the tracemalloc pass, after timing;
+* :func:`allocations`: the allocation pass (totals, then tracemalloc), after timing;
 * :func:`steal_ns`: the machine's CPU steal time;
 * :func:`emit_done`: the event that ends a process's measurement.
 
@@ -92,26 +92,77 @@ def empty_like(func: Callable[..., Any]) -> Callable[..., Any]:
     return namespace["_empty_like"]
 
 
-def allocations(call: Callable[[], Any], calls: int = 3) -> tuple[float, float]:
-    """tracemalloc pass: (peak traced bytes growth per call, live blocks left per call).
+def allocations(call: Callable[[], Any], calls: int = 3) -> dict[str, float | None]:
+    """The allocation pass, after timing: what one call allocates, in total and at peak.
 
-    Run after timing so tracing (which slows allocation several-fold) never
-    touches a timed sample. Blocks count what survives the call (including the
-    result); blocks allocated and freed inside the call are not countable
-    with tracemalloc. Both are net of the same reading around an empty call:
-    reading the counters makes objects of its own (the ints and the tuple that
-    ``get_traced_memory`` and ``getallocatedblocks`` return, 28–84 B), which
-    once showed as "28 B" for ``return 1 + 1`` (folded to the constant 2, a
-    preallocated small int: it allocates nothing). Medians of ``calls`` calls.
-    Raises whatever ``call`` raises.
+    Two passes, never overlapping (each puts back the allocator it found):
+
+    * **totals** (:func:`allocated_totals`): every block and byte the call asked
+      of Python's allocators, freed again or not — what BenchmarkDotNet's
+      "Allocated" and pytest-memray count — from the native core's counting hook
+      (``_core.alloc_count_*``, PEP 445); None when the core is not built;
+    * **peak and live blocks** (tracemalloc): the peak traced memory growth during
+      the call, and the blocks still allocated after it (the result, caches it
+      fills); blocks allocated and freed inside the call are not seen here.
+
+    Each is net of the same reading around an empty call: reading the counters
+    makes objects of its own (the ints and the tuple ``get_traced_memory`` and
+    ``getallocatedblocks`` return, 28–84 B), which once showed as "28 B" for
+    ``return 1 + 1``. Medians of ``calls`` calls. Run after timing so that neither
+    hook (tracemalloc slows allocation several-fold) touches a timed sample.
+
+    Returns:
+        ``peak_bytes`` and ``blocks`` (live blocks left), and ``total_bytes`` and
+        ``total_blocks`` (allocated in all; None without the native core), per call.
+
+    Raises:
+        Whatever ``call`` raises.
     """
+    total_bytes, total_blocks = allocated_totals(call, calls)
     tracemalloc.start()
     try:
         floor_peak, floor_blocks = _traced_growth(lambda: None, calls)
         peak, blocks = _traced_growth(call, calls)
     finally:
         tracemalloc.stop()
-    return max(0.0, peak - floor_peak), max(0.0, blocks - floor_blocks)
+    return {
+        "peak_bytes": max(0.0, peak - floor_peak),
+        "blocks": max(0.0, blocks - floor_blocks),
+        "total_bytes": total_bytes,
+        "total_blocks": total_blocks,
+    }
+
+
+def allocated_totals(call: Callable[[], Any], calls: int = 3) -> tuple[float | None, float | None]:
+    """(bytes, blocks) one call asks of Python's allocators in all, net of an empty
+    call; medians of ``calls`` calls; (None, None) without the native core (or while
+    tracemalloc traces). Raises whatever ``call`` raises."""
+    from perflab.engines.integrity import load_core
+
+    core = load_core()
+    if core is None or not hasattr(core, "alloc_count_start") or tracemalloc.is_tracing():
+        return None, None
+    core.alloc_count_start()
+    try:
+        floor = _counted(core, lambda: None, calls)
+        used = _counted(core, call, calls)
+    finally:
+        core.alloc_count_stop()
+    return max(0.0, used[0] - floor[0]), max(0.0, used[1] - floor[1])
+
+
+def _counted(core: Any, call: Callable[[], Any], calls: int) -> tuple[float, float]:
+    """Median (bytes, blocks) allocated by ``calls`` calls, while the core counts."""
+    nbytes, blocks = [], []
+    for _ in range(calls):
+        gc.collect()
+        b0, y0 = core.alloc_count_read()
+        result = call()
+        b1, y1 = core.alloc_count_read()
+        del result
+        nbytes.append(y1 - y0)
+        blocks.append(b1 - b0)
+    return float(sorted(nbytes)[calls // 2]), float(sorted(blocks)[calls // 2])
 
 
 def _traced_growth(call: Callable[[], Any], calls: int) -> tuple[float, float]:

@@ -342,8 +342,7 @@ def measure(
         crew.stop()
     emit("threads", threads=threads, gil_enabled=gil, **_spread(crew, first, last))
     if plan.get("allocations", True):
-        peak, blocks = allocations(call)
-        emit("alloc", peak_bytes=peak, blocks=blocks)
+        emit("alloc", **allocations(call))
     emit_done(emit, steal0, span)
 
 

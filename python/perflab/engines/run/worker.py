@@ -309,8 +309,7 @@ def _measure_call(
     emit("overhead", ns_per_op=loop_overhead(func, args, params, n, gcmon, empty=empty))
     span = _phase("sampling", lambda: _sample(call, n, gcmon, plan, emit))
     if plan.get("allocations", True):
-        peak, blocks = _phase("allocation pass", lambda: allocations(_next_call(call, plan)))
-        emit("alloc", peak_bytes=peak, blocks=blocks)
+        emit("alloc", **_phase("allocation pass", lambda: allocations(_next_call(call, plan))))
     if plan.get("memory_interval_s"):  # run --memory: the Python heap over calls
         from perflab.engines.run.heap import heap_timeline, pass_seconds
 

@@ -28,10 +28,20 @@ right. So the choice is made by tests that say what the data contradict:
    3 SE), or its weighted R² is below 0.9, the verdict is "no class fits",
    with the closest classes named.
 
-The thresholds were checked on synthetic sweeps (5–8 points, 2–10% noise,
-costs spanning 1–6 decades, O(1) to O(n²)): benchmarks/fit.py prints the
-confusion matrix, tests/analyze/test_complexity_choice.py holds it to ≥ 95%
-right-or-"no class fits" per class.
+The thresholds were checked on synthetic sweeps (4–8 points, 2–10% noise,
+costs spanning 1–6 decades, O(1) to O(n²), with and without one outlier
+point): benchmarks/fit_confusion.py prints the confusion matrix,
+tests/analyze/test_complexity_choice.py holds it to ≥ 95% right (the truth
+chosen, tied, or named by the slope when no class fits) per class.
+
+Issue 28 added, so that no class the data contradict is chosen or shown as
+best: the log-log slope (:mod:`.slope`) as evidence of growth and of classes
+too slow for the data; costs two of which lie apart beyond their CIs; growth
+established only when it survives leaving out any one point; a class that wins
+with one point left out tied with the chosen one; O(1), when it stands, tied
+with the growth classes the slope admits (never "best" for costs that may
+rise); and a miss beyond a point's 99% CI plus 10% of its cost as "no class
+fits".
 """
 
 from __future__ import annotations
@@ -43,8 +53,15 @@ from typing import Literal
 import numpy as np
 from scipy import special
 
-from perflab.analyze.fit.models.classes import ComplexityCandidate
+from perflab.analyze.fit.models.classes import (
+    COMPLEXITY_MODELS,
+    TERMS,
+    ComplexityCandidate,
+    fit_class,
+    information,
+)
 from perflab.analyze.fit.models.core import r_squared
+from perflab.analyze.fit.models.slope import Slope, loglog_slope
 from perflab.analyze.fit.models.words import fmt_count, fmt_number, fmt_percent, fmt_value
 
 Verdict = Literal["fits", "tied", "none"]
@@ -55,10 +72,18 @@ P_GROWTH = 0.01
 P_MAYBE = 0.05
 #: A growth class is ruled out when it is worse than the best at this level.
 P_TIE = 0.01
-#: A class that misses a point by more than this share of its cost does not describe it …
+#: Without SEs, a class that misses a point by more than this share of its cost does
+#: not describe it.
 MISS_SHARE = 0.20
-#: … when the miss is also beyond this many standard errors of that point (where known).
-MISS_SE = 3.0
+#: With SEs, a class misses a point when the miss is beyond the point's 99% CI
+#: (this many SEs) plus MISS_TOL of its cost (the model a + b·g(n) is itself an
+#: approximation of real code).
+MISS_SE = 2.576
+MISS_TOL = 0.10
+#: Up to this many points without SEs, the classes the log-log slope admits are
+#: tied with the chosen one (:mod:`.slope`): four or five points whose noise is
+#: unknown cannot tell classes apart by their residuals.
+FEW_SIZES = 5
 #: A growth class with a weighted R² below this describes too little of the variation.
 R2_FLOOR = 0.9
 #: Coverage of the CIs compared in the monotone-rise check.
@@ -80,6 +105,8 @@ class Choice:
         p_growth: p-value of the growth test (NaN when not made).
         notes: Further plain-words warnings (a class missing points beyond
             their CIs though within 20%, costs scattering around O(1)).
+        slope: The log-log slope of the costs and the classes it admits
+            (:mod:`.slope`), or None with fewer than 3 points.
     """
 
     verdict: Verdict
@@ -90,6 +117,7 @@ class Choice:
     r_squared: float
     p_growth: float
     notes: tuple[str, ...]
+    slope: Slope | None = None
 
 
 def choose(
@@ -115,6 +143,7 @@ def choose(
     k = n.size
     const = next((c for c in cands if c.model == "O(1)"), None)
     growth = [c for c in cands if c.model != "O(1)"]
+    slope = loglog_slope(n, y, se, [c.model for c in cands])
     contradicted = {
         c.model: (
             f"its growth term b·g(n) comes out negative "
@@ -124,43 +153,158 @@ def choose(
         for c in growth
         if c.b.value <= 0
     }
+    for c in growth:
+        if c.model in slope.too_slow and c.model not in contradicted:
+            contradicted[c.model] = (
+                f"the costs {slope.words().split(':')[0]}, faster than "
+                f"{TERMS[c.model]} can make them rise"
+            )
     p_growth = math.nan
     if const is not None and growth:
         top = min(growth, key=lambda c: c.rss)
         p_growth = _p_nested(const, top, k, se is not None)
-        trend = _monotone_beyond_ci(n, y, se, unit)
-        if trend or p_growth < P_GROWTH:
-            change = "grow" if top.b.value > 0 else "fall"
-            contradicted["O(1)"] = trend or (
-                f"the costs {change} with n: {top.model} fits "
-                f"significantly better than a constant (p = "
-                f"{p_text(p_growth)})"
+        why = _growth(n, y, se, unit, p_growth, top, slope)
+        if why and all(
+            _growth(
+                n[m],
+                y[m],
+                None if se is None else se[m],
+                unit,
+                *_growth_tests(n[m], y[m], se, m, growth),
+                p_level=P_MAYBE,
             )
+            for m in _leave_one_out(n.size)
+        ):
+            contradicted["O(1)"] = why
     allowed = sorted((c for c in cands if c.model not in contradicted), key=lambda c: c.score)
     if const is not None and "O(1)" not in contradicted:
         allowed = [const] + [c for c in allowed if c is not const]
     ruled_out = sorted((c for c in cands if c.model in contradicted), key=lambda c: c.score)
-    ranked = tuple(allowed + ruled_out)
-    first = ranked[0]
-    r2 = 0.0 if first.model == "O(1)" else r_squared(y, y - first.predict(n), _weights(y, se))
     if not allowed:
+        ranked = tuple(ruled_out)
         why = "; ".join(f"{m}: {r}" for m, r in contradicted.items())
         return Choice(
             "none",
             ranked,
-            (first.model,),
+            (ranked[0].model,),
             contradicted,
             f"the data contradict every class ({why})",
-            r2,
+            _r2(ranked[0], n, y, se),
             p_growth,
             (),
+            slope,
         )
-    tied = _tied(first, allowed, const, k, se is not None)
+    tied = _tied(allowed[0], allowed, const, k, se is not None, slope)
+    if allowed[0] is not const:
+        tied += _unstable(allowed[0], [c for c in allowed if c is not const], n, y, se, tied)
+    if allowed[0] is const and len(tied) > 1:
+        # O(1) tied with growth: the closest is the tied class of lowest plain AIC
+        # (AICc's small-sample penalty would make the constant "closest" to costs
+        # rising 300×)
+        def aic(c: ComplexityCandidate) -> float:
+            return information(c.rss, k, 2 if c is const else 3, False)
+
+        allowed.sort(key=lambda c: (c.model not in tied, aic(c) if c.model in tied else 0))
+        tied = (allowed[0].model, *(m for m in tied if m != allowed[0].model))
+    tied = (tied[0], *sorted(tied[1:], key=list(COMPLEXITY_MODELS).index))
+    ranked = tuple(allowed + ruled_out)
+    first = ranked[0]
+    r2 = _r2(first, n, y, se)
     why_none, notes = _adequacy(first, ranked, n, y, se, r2)
     if why_none:
-        return Choice("none", ranked, (first.model,), contradicted, why_none, r2, p_growth, notes)
+        return Choice(
+            "none", ranked, (first.model,), contradicted, why_none, r2, p_growth, notes, slope
+        )
     verdict: Verdict = "tied" if len(tied) > 1 else "fits"
-    return Choice(verdict, ranked, tied, contradicted, why_none, r2, p_growth, notes)
+    return Choice(verdict, ranked, tied, contradicted, why_none, r2, p_growth, notes, slope)
+
+
+def _growth(
+    n: np.ndarray,
+    y: np.ndarray,
+    se: np.ndarray | None,
+    unit: str,
+    p_growth: float,
+    top: ComplexityCandidate,
+    slope: Slope,
+    p_level: float = P_GROWTH,
+) -> str:
+    """Plain words of the evidence that the cost is not constant, or "" when there is none.
+
+    Evidence: costs beyond their CIs (a monotone rise, or a pair apart beyond
+    chance at ``p_level``), the best growth class beating O(1) at ``p_level``, or
+    the log-log slope's CI (at 1 − ``p_level``) excluding 0.
+    """
+    trend = _monotone_beyond_ci(n, y, se, unit) or _pair_beyond_ci(n, y, se, unit, p_level)
+    if trend:
+        return trend
+    if slope.level != 1 - p_level:
+        slope = loglog_slope(n, y, se, list(slope.exponents), 1 - p_level)
+    if slope.grows or slope.ci_high < 0:
+        return f"the costs {slope.words(False)}"
+    if p_growth < p_level:
+        change = "grow" if top.b.value > 0 else "fall"
+        return (
+            f"the costs {change} with n: {top.model} fits significantly better than a "
+            f"constant (p = {p_text(p_growth)})"
+        )
+    return ""
+
+
+def _leave_one_out(k: int) -> list[np.ndarray]:
+    """Masks leaving out each point in turn (none below 4 points: too few would remain)."""
+    return [np.arange(k) != i for i in range(k)] if k >= 4 else []
+
+
+def _growth_tests(
+    n: np.ndarray,
+    y: np.ndarray,
+    se_all: np.ndarray | None,
+    mask: np.ndarray,
+    growth: list[ComplexityCandidate],
+) -> tuple[float, ComplexityCandidate, Slope]:
+    """(p_growth, best growth class, slope) of the points in ``mask``: one point left out.
+
+    Growth must be evident with any single point left out: one outlier (a point
+    hit by a speed switch) does not make a constant cost grow.
+    """
+    se = None if se_all is None else se_all[mask]
+    w = _weights(y, se)
+    const = fit_class("O(1)", n, y, w, 0.95, False)
+    fits = [fit_class(c.model, n, y, w, 0.95, False) for c in growth]
+    top = min(fits, key=lambda c: c.rss)
+    p = _p_nested(const, top, n.size, se is not None)
+    return p, top, loglog_slope(n, y, se, [c.model for c in growth], 1 - P_MAYBE)
+
+
+def _unstable(
+    first: ComplexityCandidate,
+    allowed: list[ComplexityCandidate],
+    n: np.ndarray,
+    y: np.ndarray,
+    se: np.ndarray | None,
+    tied: tuple[str, ...],
+) -> tuple[str, ...]:
+    """Allowed classes that become the best fit when one point is left out (k ≥ 5).
+
+    One point must not decide the class: a class that wins without some point is
+    tied with the chosen one.
+    """
+    if n.size < 5:
+        return ()
+    out: list[str] = []
+    for m in _leave_one_out(n.size):
+        w = _weights(y[m], None if se is None else se[m])
+        fits = [fit_class(c.model, n[m], y[m], w, 0.95, False) for c in allowed]
+        best = min(fits, key=lambda c: c.rss).model
+        if best != first.model and best not in tied and best not in out:
+            out.append(best)
+    return tuple(out)
+
+
+def _r2(first: ComplexityCandidate, n: np.ndarray, y: np.ndarray, se: np.ndarray | None) -> float:
+    """Weighted R² of ``first`` (0 for O(1), by definition)."""
+    return 0.0 if first.model == "O(1)" else r_squared(y, y - first.predict(n), _weights(y, se))
 
 
 def _weights(y: np.ndarray, se: np.ndarray | None) -> np.ndarray:
@@ -204,13 +348,27 @@ def _tied(
     const: ComplexityCandidate | None,
     k: int,
     known: bool,
+    slope: Slope,
 ) -> tuple[str, ...]:
-    """The classes the data cannot tell from ``first`` (``first`` included)."""
+    """The classes the data cannot tell from ``first`` (``first`` included).
+
+    O(1) is tied with the growth classes that beat it at P_MAYBE and with those
+    whose exponent the log-log slope's CI holds (a constant cannot be told from
+    them); a growth class with the others its residuals do not rule out, and, up
+    to FEW_SIZES points without SEs, with every class the slope names.
+    """
     if first.model == "O(1)":
-        maybe = [c for c in allowed[1:] if _p_nested(first, c, k, known) < P_MAYBE]
+        maybe = [
+            c
+            for c in allowed[1:]
+            if _p_nested(first, c, k, known) < P_MAYBE or c.model in slope.admitted
+        ]
         return (first.model, *(c.model for c in maybe))
     others = [c for c in allowed if c is not first and c is not const]
-    return (first.model, *(c.model for c in others if not _ruled_out(c, first, known)))
+    tied = [c.model for c in others if not _ruled_out(c, first, known)]
+    if k <= FEW_SIZES and not known:
+        tied += [c.model for c in others if c.model in slope.classes and c.model not in tied]
+    return (first.model, *tied)
 
 
 def _monotone_beyond_ci(n: np.ndarray, y: np.ndarray, se: np.ndarray | None, unit: str) -> str:
@@ -234,6 +392,32 @@ def _monotone_beyond_ci(n: np.ndarray, y: np.ndarray, se: np.ndarray | None, uni
     )
 
 
+def _pair_beyond_ci(
+    n: np.ndarray, y: np.ndarray, se: np.ndarray | None, unit: str, p_level: float = P_GROWTH
+) -> str:
+    """Plain words when two costs differ beyond their CIs (so the cost is not constant); else "".
+
+    The widest-apart pair is tested: |y_i − y_j| > z·√(se_i² + se_j²), z the
+    normal quantile at ``p_level`` two-sided, Bonferroni-corrected over the
+    k(k−1)/2 pairs.
+    """
+    if se is None or n.size < 2:
+        return ""
+    pairs = n.size * (n.size - 1) / 2
+    z = float(special.ndtri(1 - p_level / (2 * pairs)))
+    gap = np.abs(y[:, None] - y[None, :]) / np.sqrt(se[:, None] ** 2 + se[None, :] ** 2)
+    i, j = np.unravel_index(int(np.argmax(gap)), gap.shape)
+    if gap[i, j] <= z:
+        return ""
+    lo, hi = (i, j) if n[i] < n[j] else (j, i)
+    verb = "rise" if y[hi] > y[lo] else "fall"
+    return (
+        f"the costs {verb} from {fmt_value(y[lo], unit)} at n = {fmt_count(n[lo], 3)} to "
+        f"{fmt_value(y[hi], unit)} at n = {fmt_count(n[hi], 3)}, {gap[i, j]:.1f} standard "
+        "errors apart: more than their CIs allow for a constant cost"
+    )
+
+
 def _adequacy(
     first: ComplexityCandidate,
     ranked: tuple[ComplexityCandidate, ...],
@@ -244,8 +428,11 @@ def _adequacy(
 ) -> tuple[str, tuple[str, ...]]:
     """(why no class fits or "", further notes) for the chosen class."""
     share = (y - first.predict(n)) / y
-    beyond_se = np.ones(n.size, bool) if se is None else np.abs(y - first.predict(n)) > MISS_SE * se
-    missed = np.nonzero((np.abs(share) > MISS_SHARE) & beyond_se)[0]
+    if se is None:
+        missed = np.nonzero(np.abs(share) > MISS_SHARE)[0]
+    else:
+        allowance = MISS_SE * se + MISS_TOL * y
+        missed = np.nonzero(np.abs(y - first.predict(n)) > allowance)[0]
     worst = int(np.argmax(np.abs(share)))
     notes: list[str] = []
     if first.model == "O(1)":

@@ -16,8 +16,18 @@ import numpy as np
 
 from perflab.analyze.estimate import LEVEL, Estimate
 from perflab.analyze.fit.models.choice import Choice, Verdict, choose, p_text
-from perflab.analyze.fit.models.classes import COMPLEXITY_MODELS, ComplexityCandidate, fit_class
-from perflab.analyze.fit.models.core import ArrayLike, paired, positive_array, require_points
+from perflab.analyze.fit.models.classes import (
+    COMPLEXITY_MODELS,
+    ComplexityCandidate,
+    fit_class,
+)
+from perflab.analyze.fit.models.core import (
+    ArrayLike,
+    paired,
+    positive_array,
+    require_points,
+)
+from perflab.analyze.fit.models.slope import Slope
 
 
 @dataclass(frozen=True, eq=False)
@@ -28,8 +38,9 @@ class ComplexityFit:
         best: The chosen candidate; when ``verdict`` is "none", the closest.
         runner_up: The next candidate in the ranking, or None with one class.
         delta: runner_up.score − best.score (ΔAICc); how much worse the
-            runner-up's information criterion is (negative when O(1) is
-            chosen although a growth class scores better, see ``verdict``).
+            runner-up's information criterion is. It can be negative: the
+            choice is made by tests, not by the criterion (a class the data
+            contradict may score better); the reading then leaves it out.
         criterion: "AICc", or "AIC" when too few points for AICc.
         candidates: Every class fitted, the chosen first, classes the data
             contradict last.
@@ -55,6 +66,8 @@ class ComplexityFit:
             when the input had none.
         se_known: True when ``cost_se`` came with the input.
         unit: Unit of cost ("s", or "" when unknown), for readings.
+        slope: The log-log slope of the costs with its CI and the classes it
+            admits (:mod:`perflab.analyze.fit.models.slope`), the few-sizes rule.
     """
 
     best: ComplexityCandidate
@@ -78,6 +91,7 @@ class ComplexityFit:
     cost_se: np.ndarray = field(default_factory=lambda: np.zeros(0))
     se_known: bool = False
     unit: str = "s"
+    slope: Slope | None = None
 
     @property
     def model(self) -> str:
@@ -108,23 +122,32 @@ class ComplexityFit:
         return self.best.band(n, self.level)
 
     def reading(self) -> str:
-        """Plain words, e.g. "cost grows as O(n): 366 ns + 20.9 ns × n; next best …"."""
+        """Plain words, e.g. "cost grows as O(n): 366 ns + 20.9 ns × n; next best …".
+
+        The slope rule's sentence follows ("; overall the cost grows roughly as
+        n^1.0 (99% CI 0.8–1.2): O(n) or O(n log n)") when the verdict is not "fits"
+        or there are few sizes; a ΔAIC is quoted only when positive (the runner-up
+        scores worse), with what it means.
+        """
         if self.verdict == "none":
-            return f"no class fits these points: {self.why_none}"
-        if self.verdict == "tied":
-            return _tied_reading(self)
-        if self.model == "O(1)":
+            text = f"no class fits these points: {self.why_none}"
+        elif self.verdict == "tied":
+            text = _tied_reading(self)
+        elif self.model == "O(1)":
             text = f"cost does not grow measurably with n: {self.best.formula(self.unit)} (O(1))"
             if math.isfinite(self.p_growth):
                 text += f"; no growth class fits significantly better (p = {p_text(self.p_growth)})"
         else:
             text = f"cost grows as {self.model}: {self.best.formula(self.unit)}"
-        if self.runner_up is None:
-            return text
-        return (
-            text + f"; next best {self.runner_up.model} (Δ{self.criterion} = "
-            f"{self.delta:.1f}), ruled out by the data"
-        )
+            if self.runner_up is not None:
+                text += f"; next best {self.runner_up.model}, ruled out by the data"
+                if self.delta > 0:
+                    text += (
+                        f" (Δ{self.criterion} = +{self.delta:.1f}: its score is that much worse)"
+                    )
+        if self.slope is not None and (self.verdict != "fits" or self.slope.k <= 5):
+            text += f"; overall the cost {self.slope.words(self.verdict == 'none')}"
+        return text
 
     def to_dict(self) -> dict[str, object]:
         """Flat, JSON-ready summary of the choice and its coefficients."""
@@ -148,19 +171,30 @@ class ComplexityFit:
             "r_squared": self.r_squared,
             "level": self.level,
             "reading": self.reading(),
+            "slope": None if self.slope is None else self.slope.value,
+            "slope_ci_low": None if self.slope is None else self.slope.ci_low,
+            "slope_ci_high": None if self.slope is None else self.slope.ci_high,
+            "slope_classes": [] if self.slope is None else list(self.slope.classes),
             "warnings": list(self.warnings),
         }
 
 
+def _or(names: object) -> str:
+    """'A', 'A or B', 'A, B or C'."""
+    items = list(names)  # type: ignore[call-overload]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" or {items[-1]}"
+
+
 def _tied_reading(fit: ComplexityFit) -> str:
     """'cost grows as O(n) or O(n log n): the data cannot tell them apart …'."""
-    names = list(fit.tied)
-    listed = ", ".join(names[:-1]) + f" or {names[-1]}"
-    if fit.model == "O(1)":
+    names = sorted(fit.tied, key=list(COMPLEXITY_MODELS).index)
+    listed = _or(names)
+    if "O(1)" in names:
         return (
-            f"cost may not grow with n (O(1), {fit.best.formula(fit.unit)}) or may grow as "
-            f"{' or '.join(names[1:])}: the growth is not clear at the 1% level; measure "
-            "a wider range of n or more precisely"
+            f"cost may not grow with n (O(1)) or may grow as "
+            f"{_or(n for n in names if n != 'O(1)')}: the growth is not clear at the 1% level "
+            f"(closest {fit.model}: {fit.best.formula(fit.unit)}); measure more sizes, a "
+            "wider range of n or more precisely"
         )
     return (
         f"cost grows as {listed}: the data cannot tell them apart (closest "
@@ -251,6 +285,7 @@ def fit_complexity(
         cost_se=se_arr if se_arr is not None else np.full(y.size, math.nan),
         se_known=se_arr is not None,
         unit=unit,
+        slope=choice.slope,
     )
     return ComplexityFit(**{**fit.__dict__, "warnings": _complexity_warnings(fit, choice)})
 
