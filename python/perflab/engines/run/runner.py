@@ -3,7 +3,7 @@
 Design (README, "How perflab measures"):
     * the process is the unit of replication: every case runs in several fresh
       worker processes (pyperf does the same to average out ASLR and hash
-      randomisation), each with its own memory layout (:mod:`perflab.engines.run.layout`),
+      randomisation), each with its own memory layout (:mod:`perflab.engines.layout`),
       so that layout bias becomes variation the CI includes;
     * all cases of a run are interleaved in randomised order, round after
       round, so that machine drift hits them all alike (Abedi & Brecht 2017,
@@ -35,7 +35,7 @@ from typing import Any, Protocol
 
 from perflab.engines import memory
 from perflab.engines.progress import NullProgress, Progress
-from perflab.engines.run.layout import Layout, from_environment
+from perflab.engines.layout import Layout, from_environment
 from perflab.engines.run.suite import Case
 from perflab.model import Benchmark, Process, Sample
 
@@ -65,7 +65,7 @@ class Settings:
         confidence: CI level.
         seed: seed for interleaving order and layout draws (None: random).
         randomize: give each worker process its own memory layout
-            (:mod:`perflab.engines.run.layout`).
+            (:mod:`perflab.engines.layout`).
         event_loop: the event loop ``async def`` benchmarks run on: "asyncio" or
             "uvloop" (:func:`perflab.engines.run.aio.new_loop`).
         memory_interval_s: ``--memory``: sample each worker's resident set from

@@ -6,7 +6,7 @@ pipe (fd given in the plan), so whatever the benchmark prints can't corrupt
 the protocol and samples measured before a hang or crash are not lost.
 
 Sequence in each process (pyperf and JMH use the same outline):
-    import → layout randomization (:mod:`perflab.engines.run.layout`) → benchmark file
+    import → layout randomization (:mod:`perflab.engines.layout`) → benchmark file
     import → setup (untimed) → first call (the cold time) → metrics →
     calibration (first process of a case only) → warmup until the timings stop
     drifting (bounded) → loop overhead with an empty callable → samples →
@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from perflab.engines.run import aio, sampling
-from perflab.engines.run.layout import heap_padding
+from perflab.engines.layout import heap_padding
 from perflab.engines.run.sampling import GcMonitor, allocations, emit_done, empty_like, steal_ns
 
 _perf_ns = time.perf_counter_ns
