@@ -13,6 +13,8 @@ Rooms: :mod:`~perflab.model.results` (the dataclasses), :mod:`~perflab.model.ver
 Everything public is importable from ``perflab.model`` itself.
 """
 
+from perflab.model.counts import CommandCounts, Counts
+from perflab.model.json_form import json_types
 from perflab.model.results import (
     Benchmark,
     CommandRun,
@@ -24,7 +26,6 @@ from perflab.model.results import (
     ServerTiming,
     SpanHistogram,
     TraceSpan,
-    json_types,
 )
 from perflab.model.results_file import (
     BENCHMARK_KIND,
@@ -41,7 +42,9 @@ __all__ = [
     "SCHEMA_HISTORY",
     "SCHEMA_VERSION",
     "Benchmark",
+    "CommandCounts",
     "CommandRun",
+    "Counts",
     "Histogram",
     "HttpStep",
     "Process",

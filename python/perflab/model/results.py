@@ -11,10 +11,12 @@ schema versions and migrations are :mod:`perflab.model.versions`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from perflab.cluster_model import AgentInfo, AgentShare
+from perflab.model.counts import CommandCounts, Counts
+from perflab.model.json_form import json_types
 from perflab.model.versions import SCHEMA_VERSION, migrate
 
 
@@ -105,6 +107,8 @@ class Process:
             (:mod:`perflab.engines.memory`); the Python heap over the heap pass after
             timing, ``{"calls", "t_s", "traced_bytes", "peak_bytes"}``
             (:func:`perflab.engines.run.heap.heap_timeline`); see docs/results-format.md.
+        counts: ``run --count instructions``: what Callgrind counted in this process
+            (:class:`perflab.model.counts.Counts`); None for a timed process.
     """
 
     index: int
@@ -136,12 +140,14 @@ class Process:
     rss_calls: int | None = None
     memory: dict[str, list[float]] | None = None
     heap: dict[str, list[float]] | None = None
+    counts: Counts | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Process:
         """Build from the JSON form. Raises TypeError/KeyError on malformed data."""
         proc = _from_dict(cls, data)
         proc.samples = [_from_dict(Sample, s) for s in data.get("samples", [])]
+        proc.counts = Counts.from_dict(data["counts"]) if data.get("counts") else None
         return proc
 
 
@@ -443,6 +449,8 @@ class Benchmark:
         runs: command engine data, one entry per run.
         steps: http engine data, one entry per step.
         span: trace data (kind "trace": one benchmark per span name), else None.
+        counts: ``cmd --count instructions``: the command's counted runs under Callgrind
+            (:class:`perflab.model.counts.CommandCounts`); empty otherwise.
         threads: thread count of a threads-mode case, else None.
         ops_per_call: operations one call performs (``@perflab.bench(ops=...)``);
             samples time calls, summaries divide by this to give time per operation.
@@ -465,6 +473,7 @@ class Benchmark:
     stop_reason: str = "done"
     error: str | None = None
     span: TraceSpan | None = None
+    counts: list[CommandCounts] = field(default_factory=list)
     ops_per_call: int = 1
 
     @property
@@ -501,6 +510,7 @@ class Benchmark:
         bench.processes = [Process.from_dict(p) for p in data.get("processes", [])]
         bench.runs = [_from_dict(CommandRun, r) for r in data.get("runs", [])]
         bench.steps = [HttpStep.from_dict(s) for s in data.get("steps", [])]
+        bench.counts = [CommandCounts.from_dict(c) for c in data.get("counts") or []]
         if data.get("span") is not None:
             bench.span = TraceSpan.from_dict(data["span"])
         return bench
@@ -564,36 +574,3 @@ class Results:
         results.benchmarks = [Benchmark.from_dict(b) for b in data.get("benchmarks", [])]
         results.agents = [AgentInfo.from_dict(a) for a in data.get("agents", [])]
         return results
-
-
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
-
-
-def json_types(value: Any) -> Any:
-    """JSON types from results objects, in one pass: dataclasses become dicts of their
-    fields, tuples lists, NaN/inf floats None (JSON has no NaN); other values pass as
-    they are.
-
-    Args:
-        value: a dataclass, list, tuple, dict or scalar, nested to any depth.
-
-    Returns:
-        The same structure built of dict, list, str, int, float, bool and None.
-
-    ``dataclasses.asdict`` would deep-copy every leaf: about 10× slower on a file of
-    thousands of raw runs or samples, which every save pays.
-    """
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if value is None or isinstance(value, (str, int)):
-        return value
-    if isinstance(value, (list, tuple)):
-        return [json_types(v) for v in value]
-    if isinstance(value, dict):
-        return {k: json_types(v) for k, v in value.items()}
-    names = _FIELD_NAMES.get(type(value))
-    if names is None and is_dataclass(value):
-        names = _FIELD_NAMES[type(value)] = tuple(f.name for f in fields(value))
-    if names is not None:
-        return {name: json_types(getattr(value, name)) for name in names}
-    return value

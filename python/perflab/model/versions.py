@@ -9,12 +9,14 @@ from typing import Any
 
 from perflab.errors import ResultsFileError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: Short history of schema versions; older files load through ``_MIGRATIONS``.
 SCHEMA_HISTORY = {
     1: "first version: python, command and http benchmarks",
     2: "http steps: ok_responses counts responses completed inside the recorded window "
     "only; drained, ok_from_warmup and drain_s added",
+    3: "instruction counts: a process's counts (run --count instructions) and a "
+    "benchmark's counted runs (cmd --count instructions)",
 }
 #: The engine starts load this long after a step begins (pre-opening connections).
 _HTTP_START_DELAY_S = 0.03
@@ -43,7 +45,16 @@ def _http_accounting_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 2}
 
 
-_MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _http_accounting_v2}
+def _counts_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 2 → 3: the count records are new and optional; a version-2 file has none,
+    so it reads as it is (every process timed, no counted runs)."""
+    return {**data, "schema_version": 3}
+
+
+_MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    1: _http_accounting_v2,
+    2: _counts_v3,
+}
 
 
 def migrate(data: Any) -> dict[str, Any]:
