@@ -311,3 +311,18 @@ def count_figures(benchmarks: Sequence[Benchmark]) -> list[tuple[str, CountSumma
         if summary is not None:
             out.append((bench.id, summary))
     return out
+
+
+def user_count_threshold(
+    text: str, argv: Sequence[str], option: str = "--threshold"
+) -> float | None:
+    """The threshold of rows on instruction counts from the command line: the value of
+    ``option`` when the user gave it in ``argv`` (not its default, not "auto"), else None
+    (each row's threshold then comes from its layout bands). ``text`` is the option's
+    parsed text (already checked). Raises UsageError on a bad value."""
+    from perflab.analyze.decisions import parse_threshold
+
+    given = any(a == option or a.startswith(option + "=") for a in argv)
+    if not given or text.strip().lower() == "auto":
+        return None
+    return parse_threshold(text)

@@ -188,6 +188,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--input", metavar="FILE", help="feed FILE to each run's stdin")
     parser.add_argument(
+        "--count",
+        choices=["instructions"],
+        help="after the timed runs, count each command's instructions under Valgrind's "
+        "Callgrind, its children included, in 3 runs with different layouts (docs/count.md)",
+    )
+    parser.add_argument(
+        "--cache-sim", action="store_true", help="with --count: also simulate the caches"
+    )
+    parser.add_argument(
         "--memory",
         action="store_true",
         help="read each run's summed resident memory (the command and all it "
@@ -285,8 +294,14 @@ def _parameters(args: argparse.Namespace) -> list[Any]:
 
 def _settings(args: argparse.Namespace, specs: list[Any]) -> Any:
     """Settings from the options. Raises UsageError on bad values."""
+    from perflab.engines import callgrind
     from perflab.engines.cmd.commands import CommandSettings, parse_codes
     from perflab.units import parse_fraction
+
+    if args.cache_sim and not args.count:
+        raise UsageError("--cache-sim simulates caches while counting: add --count instructions")
+    if args.count and not callgrind.shutil.which("valgrind"):
+        raise UsageError(str(callgrind.ValgrindMissing(callgrind.MISSING)))
 
     def named(dest: str) -> str:
         return f"{option_name(args, dest, '--' + dest.replace('_', '-'))} {getattr(args, dest)}"
@@ -455,6 +470,8 @@ def main(args: argparse.Namespace) -> int:
         with _progress(settings.precision, args.quiet or args.show_output) as progress:
             runner = CommandRunner(specs, settings, spawner, overhead, progress)
             results.benchmarks = runner.run()
+            if args.count and not runner.interrupted:
+                _count(results.benchmarks, specs, settings, args)
         stop.shield()  # a second signal no longer stops the save
         spawner.close()
         results.spawn_overhead_ns = runner.spawn_overhead_ns
@@ -471,6 +488,25 @@ def main(args: argparse.Namespace) -> int:
         return stopped
     code = _exit_code(results, runner)
     return _gate(summaries, fail_on) if code == 0 else code
+
+
+def _count(benchmarks: Any, specs: Any, settings: Any, args: argparse.Namespace) -> None:
+    """``--count``: each command's counted runs (engines/cmd/counted.py) into its benchmark;
+    a failed counted run is one line on stderr."""
+    from perflab.engines.cmd.counted import count_benchmarks
+
+    accepts = None if settings.ignore_all else frozenset({0, *settings.ignore_codes})
+    timeout = None if settings.timeout_s is None else settings.timeout_s * 10
+    for line in count_benchmarks(
+        benchmarks,
+        [s.argv for s in specs],
+        seed=args.seed,
+        cache_sim=args.cache_sim,
+        timeout_s=timeout,
+        accepts=accepts,
+        input_path=args.input,
+    ):
+        sys.stderr.write(f"note: --count: {line}\n")
 
 
 def _exit_code(results: Any, runner: Any) -> int:
@@ -520,10 +556,12 @@ def _save_and_print(
     printed and the other files are written. Returns the summaries."""
     from perflab import model
     from perflab.analyze.cmd import spawn_overhead, summarize_results
+    from perflab.analyze.counts import count_figures
     from perflab.files import Deferred, save
     from perflab.history.record import record_results
     from perflab.report import outputs
     from perflab.report.cmd_table import cmd_tables, hyperfine_json, print_cmd, summary_records
+    from perflab.report.count_table import print_counts
 
     summaries = summarize_results(results)
     overhead = spawn_overhead(results.spawn_overhead_ns)
@@ -547,6 +585,7 @@ def _save_and_print(
     )
     if not destination.stdout:
         print_cmd(results, summaries, overhead, args.format, args.verbose)
+        print_counts(count_figures(results.benchmarks), results.benchmarks, args.format)
     record_results(args, results, {s.id: s.to_dict() for s in summaries}, destination)
     later.raise_()
     if not destination.stdout:

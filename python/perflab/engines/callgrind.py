@@ -43,6 +43,14 @@ MAX_LINE = 1 << 16
 _FILE_RE = re.compile(r"^callgrind\.out\.(\d+)(?:\.(\d+))?(?:-(\d+))?$")
 
 
+#: what to do when Valgrind is missing (the one line perflab prints)
+MISSING = (
+    "counting instructions needs Valgrind, which is not installed: install it "
+    "(Debian/Ubuntu: apt-get install valgrind; Fedora: dnf install valgrind; "
+    "macOS is not supported by Valgrind), or measure time without --count"
+)
+
+
 class ValgrindMissing(RuntimeError):
     """Valgrind (or its Callgrind tool) is not installed: counting is impossible here."""
 
@@ -175,11 +183,7 @@ def valgrind_path() -> str:
     """The ``valgrind`` executable. Raises :class:`ValgrindMissing` with what to do."""
     found = shutil.which("valgrind")
     if not found:
-        raise ValgrindMissing(
-            "counting instructions needs Valgrind, which is not installed: install it "
-            "(Debian/Ubuntu: apt-get install valgrind; Fedora: dnf install valgrind; "
-            "macOS is not supported by Valgrind), or measure time without --count"
-        )
+        raise ValgrindMissing(MISSING)
     return found
 
 

@@ -164,3 +164,25 @@ def count_footer(benchmarks: Sequence[Any]) -> list[str]:
         shown = ", ".join(str(t) for t in next(iter(thresholds))) if len(thresholds) == 1 else ""
         words.append(f"automatic GC {state}" + (f" (thresholds {shown})" if shown else ""))
     return ["; ".join(words)]
+
+
+def count_tables(
+    rows: Sequence[tuple[str, CountSummary]], benchmarks: Sequence[Any]
+) -> list[Table]:
+    """The count table of a run or a cmd file (none when nothing was counted)."""
+    if not rows:
+        return []
+    footer = count_footer(benchmarks)
+    if any(s.command_processes is not None for _, s in rows):
+        return [command_count_table(rows, footer)]
+    return [count_table(rows, footer)]
+
+
+def print_counts(
+    rows: Sequence[tuple[str, CountSummary]], benchmarks: Sequence[Any], fmt: str
+) -> None:
+    """Print the count table (:func:`count_tables`) on stdout in ``fmt``."""
+    from perflab.report import console
+
+    if rows:
+        console.emit(fmt, lambda: count_tables(rows, benchmarks), lambda: count_records(rows))

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from perflab.engines import callgrind
 from perflab.engines.layout import LayoutDraws
+from perflab.model import Benchmark
 from perflab.model.counts import CommandCounts
 
 #: counted runs per command by default (the layout band needs three)
@@ -66,6 +67,7 @@ def count_command(
     env: dict[str, str] | None = None,
     cwd: str | None = None,
     accepts: frozenset[int] | None = frozenset({0}),
+    input_path: str | None = None,
 ) -> list[CountedRun]:
     """Count ``argv`` ``runs`` times under Callgrind, children followed.
 
@@ -78,6 +80,7 @@ def count_command(
         env: the command's environment (default: this process's).
         cwd: its working folder.
         accepts: the exit codes that count as success (None: every code).
+        input_path: a file given to the command on stdin (``--input``; None: nothing).
 
     Returns:
         One :class:`CountedRun` per run, in order.
@@ -98,16 +101,19 @@ def count_command(
             )
             t0 = time.monotonic()
             try:
+                stdin = open(input_path, "rb") if input_path else subprocess.DEVNULL  # noqa: SIM115
                 proc = subprocess.run(
                     [*prefix, *argv],
                     env=run_env,
                     cwd=cwd,
-                    stdin=subprocess.DEVNULL,
+                    stdin=stdin,
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
                     timeout=timeout_s,
                     check=False,
                 )
+                if input_path:
+                    stdin.close()  # type: ignore[union-attr]
                 code: int | None = proc.returncode
                 error = None if accepts is None or code in accepts else f"exited with {code}"
             except subprocess.TimeoutExpired:
@@ -122,3 +128,34 @@ def count_command(
             error = "Callgrind wrote no counts (did the command start?)"
         done.append(CountedRun(counts, layout.to_dict(), wall, code, error))
     return done
+
+
+def count_benchmarks(
+    benchmarks: Sequence[Benchmark],
+    argvs: Sequence[Sequence[str]],
+    *,
+    seed: int | None,
+    cache_sim: bool,
+    timeout_s: float | None,
+    accepts: frozenset[int] | None,
+    input_path: str | None = None,
+    runs: int = COUNT_RUNS,
+) -> list[str]:
+    """``perflab cmd --count``: count each command after its timed runs and keep the
+    counted runs in its benchmark (``Benchmark.counts``); a benchmark that failed its timed
+    runs is not counted.
+
+    Returns:
+        One plain-words line per counted run that failed (for stderr).
+    """
+    problems = []
+    for bench, argv in zip(benchmarks, argvs, strict=True):
+        if bench.failed:
+            continue
+        options = {"seed": seed, "cache_sim": cache_sim, "timeout_s": timeout_s}
+        done = count_command(argv, runs=runs, accepts=accepts, input_path=input_path, **options)
+        bench.counts = [r.counts for r in done if r.counts is not None]
+        problems += [
+            f"{bench.name}: counted run {i + 1} {r.error}" for i, r in enumerate(done) if r.error
+        ]
+    return problems

@@ -11,6 +11,7 @@ has ended, :func:`finish` reads the totals of its dumps and removes the dir, and
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Sequence
 from typing import Any
@@ -27,6 +28,18 @@ EMPTY_SAMPLES = 3
 #: a counted worker runs 20-100× slower than on the real CPU: its timeout is the run's
 #: ``--timeout`` times this
 TIMEOUT_FACTOR = 10
+
+
+def fixed_layout() -> dict[str, int]:
+    """The layout of a counted process without randomization (``--no-randomize``): no
+    padding, no heap objects, and the hash seed fixed: the user's PYTHONHASHSEED when it
+    is a number, else 0 (hash randomization off)."""
+    user = os.environ.get("PYTHONHASHSEED", "")
+    return {
+        "env_padding_bytes": 0,
+        "hash_seed": int(user) if user.isdigit() else 0,
+        "heap_objects": 0,
+    }
 
 
 def plan_entry(cache_sim: bool, samples: int = COUNT_SAMPLES) -> dict[str, Any]:
