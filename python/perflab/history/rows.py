@@ -26,8 +26,9 @@ class SummaryRow:
     Attributes:
         bench: the benchmark id (:attr:`perflab.model.Benchmark.id`); for HTTP,
             ``"<id> <step label>"``.
-        metric: "time" (python, command), "p50"/"p99" latency or "rate" (HTTP).
-        unit: "s" or "1/s".
+        metric: "time" (python, command), "p50"/"p99" latency or "rate" (HTTP),
+            "instructions" (``--count instructions``).
+        unit: "s", "1/s" or "Ir" (instructions per op).
         value: the median time (s), latency percentile (s) or achieved rate (1/s);
             NaN when the benchmark failed without data.
         ci_low / ci_high: its 95% CI, NaN when there is none.
@@ -117,6 +118,20 @@ def summary_rows(results: Results, summaries: dict[str, dict[str, Any]]) -> list
                         failed=bench.failed,
                     )
                 )
+            continue
+        if "ir_per_op" in summary:  # --count instructions: the count is the figure
+            rows.append(
+                SummaryRow(
+                    bench.id,
+                    "instructions",
+                    "Ir",
+                    _number(summary.get("ir_per_op")),
+                    _number(summary.get("band_low")),
+                    _number(summary.get("band_high")),
+                    len(summary.get("process_ir_per_op") or []),
+                    bench.failed,
+                )
+            )
             continue
         units = summary.get("processes", summary.get("runs", 0))
         rows.append(
