@@ -21,7 +21,8 @@ $(STAMPS):
 # distributed-load test), chromium (the HTML report's browser
 # test, driven by Playwright), memcached and redis-server (the examples' cache and queue
 # servers; policy-rc.d keeps the packages from starting system services), hyperfine (the
-# interop tests read files it writes). Installed only where missing; rechecked when this
+# interop tests read files it writes), valgrind (--count instructions; its headers build
+# the Rust core's client requests). Installed only where missing; rechecked when this
 # file changes.
 $(STAMPS)/system-deps: Makefile | $(STAMPS)
 	@missing=; ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || missing=libfaketime; \
@@ -31,6 +32,7 @@ $(STAMPS)/system-deps: Makefile | $(STAMPS)
 	test -x /usr/bin/memcached || missing="$$missing memcached"; \
 	test -x /usr/bin/redis-server || missing="$$missing redis-server"; \
 	command -v hyperfine >/dev/null 2>&1 || missing="$$missing hyperfine"; \
+	command -v valgrind >/dev/null 2>&1 || missing="$$missing valgrind"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then guard=; if [ ! -e /usr/sbin/policy-rc.d ]; then \
 	      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; \

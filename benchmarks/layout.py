@@ -394,7 +394,7 @@ def main(argv: list[str]) -> int:
         sections.append(
             comparison_table(
                 "4. Small objects allocated before the import",
-                "N objects (perflab.engines.run.layout.heap_padding) ÷ none (plain loops).",
+                "N objects (perflab.engines.layout.heap_padding) ÷ none (plain loops).",
                 [(f"{n} ÷ 0", (["heap"], env_of(heap=n)), plain) for n in (37, 501, 2003, 4001)],
                 wls,
                 pairs,

@@ -36,6 +36,7 @@ SECTIONS = [
     "trace_app",
     "workloads",
     "memory",
+    "count",
 ]
 #: sections whose script re-analyses another's kept files: not run here (their usage says how)
 REANALYSES = {"repeat_alternatives"}

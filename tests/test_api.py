@@ -185,3 +185,11 @@ def test_to_pandas_without_pandas_is_one_clear_error(tmp_path, monkeypatch):
     loaded = _loaded_class()(kind="run", command_line=[], created="", perflab_version="0")
     with pytest.raises(UsageError, match="pip install pandas"):
         loaded.to_pandas()
+
+
+def test_measure_count_asks_for_instructions() -> None:
+    import perflab
+    from perflab.errors import UsageError
+
+    with pytest.raises(UsageError, match='"instructions"'):
+        perflab.measure(len, [1], count="cycles")

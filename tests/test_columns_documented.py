@@ -41,6 +41,7 @@ PAGES = {
     "report/imported.py": "docs/interop.md",  # a pytest-benchmark file without raw data
     "report/server_timing_table.py": "docs/trace.md",  # perflab http: Server-Timing
     "report/memory_table.py": "docs/run.md",  # run --memory
+    "report/count_table.py": "docs/count.md",  # --count instructions (run, cmd)
 }
 
 

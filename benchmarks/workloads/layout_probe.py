@@ -118,7 +118,7 @@ def main() -> int:
     if "heap" in features:
         count = int(os.environ.get("PERFLAB_PROBE_HEAP", "0"))
         try:
-            from perflab.engines.run.layout import heap_padding
+            from perflab.engines.layout import heap_padding
         except ImportError:  # a perflab without layout randomization: the same objects
             keep = [bytes(i * 37 % 512) for i in range(count)]
         else:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from perflab.analyze.cmd import CommandSummary, SpawnOverhead
+from perflab.analyze.counts import CountSummary, count_figures
 from perflab.analyze.http import Sweep
 from perflab.analyze.memory import MemorySummary
 from perflab.analyze.run.groups import GroupFigures
@@ -34,6 +35,8 @@ class ResultsFigures:
         commands: ``cmd``: one summary per command, in the file's order.
         spawn_overhead: ``cmd``: the empty process's wall time (None: not measured).
         sweep: ``http``: each step's figures and verdict, the capacity, the agents' shares.
+        counts: ``--count instructions`` (run, cmd): (id, count summary) per counted
+            benchmark (:func:`perflab.analyze.counts.count_figures`).
     """
 
     grouped: dict[str, list[Summary]] = field(default_factory=dict)
@@ -43,6 +46,7 @@ class ResultsFigures:
     commands: list[CommandSummary] = field(default_factory=list)
     spawn_overhead: SpawnOverhead | None = None
     sweep: Sweep | None = None
+    counts: list[tuple[str, CountSummary]] = field(default_factory=list)
 
 
 def run_figures(results: Results) -> ResultsFigures:
@@ -80,7 +84,10 @@ def results_figures(results: Results) -> ResultsFigures:
         return ResultsFigures(
             commands=summarize_results(results),
             spawn_overhead=spawn_overhead(results.spawn_overhead_ns),
+            counts=count_figures(results.benchmarks),
         )
+    if results.kind == "run" and results.settings.get("count"):
+        return ResultsFigures(counts=count_figures(results.benchmarks))
     if results.kind == "http":
         from perflab.analyze.http import summarize_results as sweep
 

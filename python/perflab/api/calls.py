@@ -33,7 +33,9 @@ class Result:
             ``ci_low_s``, ``ci_high_s`` (s per call, 95% CI), ``cpu_wall``, allocations,
             ``warnings``…
         mode: "in-process" (the repetitions shared this process; the CI leaves out
-            between-process variation) or "fresh processes" (``processes=N``).
+            between-process variation), "fresh processes" (``processes=N``) or "counted"
+            (``count="instructions"``: ``summary`` is then a
+            :class:`perflab.analyze.counts.CountSummary`, see :attr:`ir_per_op`).
         value: the first call's return value.
     """
 
@@ -48,6 +50,16 @@ class Result:
         return float(self.summary.median_s)
 
     @property
+    def ir_per_op(self) -> float:
+        """``count="instructions"``: instructions per call (Ir, median over the layouts).
+
+        Raises:
+            AttributeError: the result was timed, not counted."""
+        if self.mode != "counted":
+            raise AttributeError("ir_per_op: this result was timed; measure with count=")
+        return float(self.summary.ir_per_op)
+
+    @property
     def ci_s(self) -> tuple[float, float]:
         """The 95% CI of the median, s per call (low, high)."""
         return float(self.summary.ci_low_s), float(self.summary.ci_high_s)
@@ -55,6 +67,13 @@ class Result:
     def __str__(self) -> str:
         from perflab.units import format_time
 
+        if self.mode == "counted":
+            s = self.summary
+            return (
+                f"{self.benchmark.name}: {s.ir_per_op:,.0f} instructions per call (counted, "
+                f"{len(s.process_ir_per_op)} layouts, band ±{s.band_spread / 2:.2%}"
+                f"{', layout-sensitive' if s.layout_sensitive else ''})"
+            )
         low, high = self.ci_s
         return (
             f"{self.benchmark.name}: {format_time(self.median_s)} per call "
@@ -72,6 +91,7 @@ def measure(
     budget: float = 2.0,
     processes: int = 0,
     name: str | None = None,
+    count: str | None = None,
     **kwargs: Any,
 ) -> Result:
     """Measure ``func(*args, **kwargs)`` now, in this process or in fresh ones.
@@ -93,6 +113,10 @@ def measure(
         budget: time budget, s (> 0).
         processes: 0 (this process) or the number of fresh worker processes (1–1000).
         name: the benchmark's name (default: ``func.__name__``).
+        count: "instructions": count instead of time (docs/count.md): ``processes`` (3
+            by default) fresh workers under Valgrind's Callgrind, one memory layout each;
+            the result's ``ir_per_op`` and ``summary`` (a ``CountSummary``). Needs Valgrind
+            and an importable function, as ``processes`` does.
 
     Returns:
         :class:`Result` (median and CI per call in seconds, raw data, and the value of a
@@ -129,6 +153,9 @@ def measure(
             '`if __name__ == "__main__":`'
         )
     label = name or getattr(func, "__name__", type(func).__name__)
+    if count is not None:
+        _check_count(count)
+        return _measure_fresh(func, args, kwargs, precision, budget, processes or 3, label, count)
     if processes:
         return _measure_fresh(func, args, kwargs, precision, budget, processes, label)
     from perflab.engines.run.inprocess import InProcessBackend
@@ -150,8 +177,10 @@ def _measure_fresh(
     budget: float,
     processes: int,
     label: str,
+    count: str | None = None,
 ) -> Result:
-    """:func:`measure` in ``processes`` fresh workers (:mod:`perflab.api.child`)."""
+    """:func:`measure` in ``processes`` fresh workers (:mod:`perflab.api.child`), counted
+    when ``count`` says so."""
     import tempfile
 
     from perflab.api import child
@@ -165,10 +194,22 @@ def _measure_fresh(
             value = asyncio.run(func(*args, **kwargs))
         else:
             value = func(*args, **kwargs)
-        bench, summary = _run_harness(func, label, backend, precision, budget, processes)
+        bench, summary = _run_harness(func, label, backend, precision, budget, processes, count)
     if bench.error:
         raise RuntimeError(f"{label} failed in a worker process: {bench.error}")
-    return Result(bench, summary, "fresh processes", value)
+    return Result(bench, summary, "counted" if count else "fresh processes", value)
+
+
+def _check_count(count: str) -> None:
+    """``count=`` is "instructions" and Valgrind is installed. Raises UsageError."""
+    import shutil
+
+    from perflab.engines.callgrind import MISSING
+
+    if count != "instructions":
+        raise UsageError(f'measure(count={count!r}): the one count is "instructions"')
+    if not shutil.which("valgrind"):
+        raise UsageError(MISSING.replace("--count", "count="))
 
 
 def _run_harness(
@@ -178,9 +219,11 @@ def _run_harness(
     precision: float,
     budget: float,
     processes: int | None,
+    count: str | None = None,
 ) -> tuple[Any, Any]:
     """The harness runner over one benchmark with ``backend``: (Benchmark, Summary).
-    ``processes``: exactly that many (fewer when the budget runs out), else adaptive."""
+    ``processes``: exactly that many (fewer when the budget runs out), else adaptive;
+    with ``count`` that many counted layouts, and the summary a ``CountSummary``."""
     from dataclasses import replace
 
     from perflab.analyze.run.ratios import summarize_benchmarks
@@ -189,7 +232,9 @@ def _run_harness(
     from perflab.engines.run.runner import Runner as HarnessRunner
     from perflab.engines.run.suite import BenchSpec, Case
 
-    settings = Settings(precision=precision, budget_s=budget)
+    settings = Settings(
+        precision=precision, budget_s=budget, count=count, count_processes=processes or 3
+    )
     if processes is not None:
         settings = replace(settings, min_processes=processes, max_processes=processes)
     timer = clocks.measure_timer()
@@ -205,6 +250,10 @@ def _run_harness(
     [bench] = runner.run()
     if runner.interrupted:
         raise KeyboardInterrupt
+    if count:
+        from perflab.analyze.counts import summarize_counts
+
+        return bench, summarize_counts(bench)
     [[summary]] = summarize_benchmarks([bench], precision=precision).values()
     return bench, summary
 

@@ -14,57 +14,11 @@ import datetime as dt
 import sys
 from typing import Any
 
+from perflab.commands.options import Commands as _Commands
+from perflab.commands.options import IgnoreFailure as _IgnoreFailure
+from perflab.commands.options import Scan as _Scan
 from perflab.errors import UsageError, option_name
 from perflab.units import parse_positive_duration
-
-
-class _Commands(argparse.Action):
-    """Positional commands: extend the list (other options may have added to it)."""
-
-    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
-        setattr(namespace, self.dest, (getattr(namespace, self.dest) or []) + list(values))
-
-
-class _Scan(argparse.Action):
-    """``-P NAME LO HI [STEP]``: keeps 3 or 4 tokens; what follows them are commands.
-
-    argparse has no "3 or 4 arguments", so -P takes all that follow and hands
-    back the commands (a 4th token is the step only if it is a number).
-    """
-
-    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
-        count = 4 if len(values) > 3 and _is_number(values[3]) else 3
-        getattr(namespace, self.dest).append(list(values[:count]))
-        namespace.commands = (namespace.commands or []) + list(values[count:])
-
-
-class _IgnoreFailure(argparse.Action):
-    """``--ignore-failure[=CODES]``: a following word that isn't a code list is a command."""
-
-    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
-        from perflab.engines.cmd.commands import is_code_list
-
-        if (
-            values is not None
-            and not is_code_list(values)
-            and any(w.startswith(f"{s}=") for w in sys.argv for s in self.option_strings)
-        ):
-            parser.error(
-                f"{option}={values}: exit codes are whole numbers, comma separated, "
-                "e.g. --ignore-failure=1,2 (or --ignore-failure alone for any code)"
-            )
-        if values is not None and not is_code_list(values):
-            namespace.commands = (namespace.commands or []) + [values]
-            values = None
-        namespace.ignore_failure = "all" if values is None else values
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -188,6 +142,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--input", metavar="FILE", help="feed FILE to each run's stdin")
     parser.add_argument(
+        "--count",
+        choices=["instructions"],
+        help="after the timed runs, count each command's instructions under Valgrind's "
+        "Callgrind, its children included, in 3 runs with different layouts (docs/count.md)",
+    )
+    parser.add_argument(
+        "--cache-sim", action="store_true", help="with --count: also simulate the caches"
+    )
+    parser.add_argument(
         "--memory",
         action="store_true",
         help="read each run's summed resident memory (the command and all it "
@@ -291,8 +254,14 @@ def _parameters(args: argparse.Namespace) -> list[Any]:
 
 def _settings(args: argparse.Namespace, specs: list[Any]) -> Any:
     """Settings from the options. Raises UsageError on bad values."""
+    from perflab.engines import callgrind
     from perflab.engines.cmd.commands import CommandSettings, parse_codes
     from perflab.units import parse_fraction
+
+    if args.cache_sim and not args.count:
+        raise UsageError("--cache-sim simulates caches while counting: add --count instructions")
+    if args.count and not callgrind.shutil.which("valgrind"):
+        raise UsageError(str(callgrind.ValgrindMissing(callgrind.MISSING)))
 
     def named(dest: str) -> str:
         return f"{option_name(args, dest, '--' + dest.replace('_', '-'))} {getattr(args, dest)}"
@@ -463,6 +432,8 @@ def main(args: argparse.Namespace) -> int:
         with _progress(settings.precision, args.quiet or args.show_output) as progress:
             runner = CommandRunner(specs, settings, spawner, overhead, progress)
             results.benchmarks = runner.run()
+            if args.count and not runner.interrupted:
+                _count(results.benchmarks, specs, settings, args)
         stop.shield()  # a second signal no longer stops the save
         spawner.close()
         results.spawn_overhead_ns = runner.spawn_overhead_ns
@@ -497,6 +468,25 @@ def _rss_gate(summaries: Any, limit: float | None) -> int:
         if s.max_rss_peak_bytes is not None and s.max_rss_peak_bytes > limit
     ]
     return gate(over, [], "command(s)", f"--max-rss {format_bytes(limit)}")
+
+
+def _count(benchmarks: Any, specs: Any, settings: Any, args: argparse.Namespace) -> None:
+    """``--count``: each command's counted runs (engines/cmd/counted.py) into its benchmark;
+    a failed counted run is one line on stderr."""
+    from perflab.engines.cmd.counted import count_benchmarks
+
+    accepts = None if settings.ignore_all else frozenset({0, *settings.ignore_codes})
+    timeout = None if settings.timeout_s is None else settings.timeout_s * 10
+    for line in count_benchmarks(
+        benchmarks,
+        [s.argv for s in specs],
+        seed=args.seed,
+        cache_sim=args.cache_sim,
+        timeout_s=timeout,
+        accepts=accepts,
+        input_path=args.input,
+    ):
+        sys.stderr.write(f"note: --count: {line}\n")
 
 
 def _exit_code(results: Any, runner: Any) -> int:
@@ -546,10 +536,12 @@ def _save_and_print(
     printed and the other files are written. Returns the summaries."""
     from perflab import model
     from perflab.analyze.cmd import spawn_overhead, summarize_results
+    from perflab.analyze.counts import count_figures
     from perflab.files import Deferred, save
     from perflab.history.record import record_results
     from perflab.report import outputs
     from perflab.report.cmd_table import cmd_tables, hyperfine_json, print_cmd, summary_records
+    from perflab.report.count_table import print_counts
 
     summaries = summarize_results(results)
     overhead = spawn_overhead(results.spawn_overhead_ns)
@@ -573,6 +565,7 @@ def _save_and_print(
     )
     if not destination.stdout:
         print_cmd(results, summaries, overhead, args.format, args.verbose)
+        print_counts(count_figures(results.benchmarks), results.benchmarks, args.format)
     record_results(args, results, {s.id: s.to_dict() for s in summaries}, destination)
     later.raise_()
     if not destination.stdout:

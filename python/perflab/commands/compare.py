@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from perflab import interop
 from perflab.errors import UsageError
@@ -91,6 +92,7 @@ def parse_percentiles(text: str) -> list[float]:
 def main(args: argparse.Namespace) -> int:
     """Load both files, compare, print; exit 1 when the --fail-on gate trips, 2 on bad input."""
     from perflab.analyze.compare.suite import compare_results, parse_fail_on
+    from perflab.analyze.counts import user_count_threshold
     from perflab.analyze.decisions import parse_threshold
     from perflab.files import Deferred, Destination
     from perflab.history import record
@@ -114,6 +116,7 @@ def main(args: argparse.Namespace) -> int:
         seed=args.seed,
         percentiles=percentiles,
         names=(sides.name_a, sides.name_b),
+        count_threshold=user_count_threshold(args.threshold, sys.argv[1:]),
     )
     if sides.note:
         suite.warnings.insert(0, sides.note)

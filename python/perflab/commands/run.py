@@ -65,6 +65,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-alloc", action="store_true", help="skip the tracemalloc pass")
     parser.add_argument(
+        "--count",
+        choices=["instructions"],
+        help="count instead of time: each benchmark runs under Valgrind's Callgrind in 3 "
+        "processes with different memory layouts (--min-processes N: N), and perflab "
+        "reports instructions per op (Ir), the layout band, the fixed cost and the cold "
+        "count (docs/count.md); needs valgrind",
+    )
+    parser.add_argument(
+        "--cache-sim",
+        action="store_true",
+        help="with --count: also simulate the caches: L1 and LL misses per op and "
+        "estimated cycles (an estimate from Valgrind's cache model)",
+    )
+    parser.add_argument(
         "--event-loop",
         choices=["asyncio", "uvloop"],
         default="asyncio",
@@ -152,6 +166,7 @@ def parse_precision(text: str) -> float:
 def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from perflab.engines.run.runner import Settings
 
+    count_processes = _count_options(args)
     if args.min_processes is None:
         args.min_processes = min(DEFAULT_MIN_PROCESSES, args.max_processes)
     if args.min_processes < 1 or args.max_processes < args.min_processes:
@@ -179,7 +194,36 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         memory_interval_s=parse_positive_duration(args.memory_interval, "--memory-interval")
         if args.memory
         else None,
+        count=args.count,
+        cache_sim=args.cache_sim,
+        count_processes=count_processes,
     )
+
+
+def _count_options(args: argparse.Namespace) -> int:
+    """The counted processes per benchmark of ``--count`` (3, or --min-processes), after
+    checking the count options go together and Valgrind is there.
+
+    Raises:
+        UsageError: --cache-sim without --count, --count with --memory, no Valgrind.
+    """
+    from perflab.engines import callgrind
+    from perflab.engines.run.counted import COUNT_PROCESSES
+
+    if args.cache_sim and not args.count:
+        raise UsageError("--cache-sim simulates caches while counting: add --count instructions")
+    if not args.count:
+        return COUNT_PROCESSES
+    if args.memory:
+        raise UsageError(
+            "--memory samples a timed worker's RSS; under --count the worker runs in "
+            "Valgrind: drop one of them"
+        )
+    try:
+        callgrind.valgrind_path()
+    except callgrind.ValgrindMissing as exc:
+        raise UsageError(str(exc)) from None
+    return max(1, args.min_processes) if args.min_processes is not None else COUNT_PROCESSES
 
 
 def select(cases, patterns):  # type: ignore[no-untyped-def]
@@ -265,7 +309,7 @@ def main(args: argparse.Namespace) -> int:
         results.interrupted = runner.interrupted
         environment.finish(env)
         judged = _save_and_print(results, args, destination, files_out)
-        if chart is not None:
+        if chart is not None and not settings.count:
             from perflab.report.run_chart import run_chart, write_chart
 
             write_chart(chart, lambda out: run_chart(results.benchmarks, judged, out))
@@ -320,9 +364,16 @@ def _compare_to(
         UsageError: no benchmark in common.
     """
     from perflab.analyze.compare.suite import compare_results
+    from perflab.analyze.counts import user_count_threshold
     from perflab.report.compare_table import gate, print_comparison
 
-    suite = compare_results(baseline, results, threshold, names=(baseline_name, "this run"))
+    suite = compare_results(
+        baseline,
+        results,
+        threshold,
+        names=(baseline_name, "this run"),
+        count_threshold=user_count_threshold(f"{threshold}", sys.argv[1:]),
+    )
     if note:
         suite.warnings.insert(0, note)
     tripped = print_comparison(suite, baseline_name, "this run", fmt, None, fail_on)
@@ -390,30 +441,61 @@ def _attach_units(benches, bench_file) -> None:  # type: ignore[no-untyped-def]
 def _save_and_print(results, args, destination, files_out):  # type: ignore[no-untyped-def]
     """Save, write the --markdown/--csv files, print (a failed save is raised after the
     table is printed). Returns every summary, with its verdict against its group's
-    baseline."""
+    baseline ([] with --count: counts are judged by --compare-to)."""
     from perflab import model
-    from perflab.analyze.results_figures import run_figures
     from perflab.files import Deferred
     from perflab.history.record import record_results
     from perflab.report import outputs
-    from perflab.report.run_output import print_run, run_output_records, run_output_tables
 
-    figures = run_figures(results)  # with the run's precision, min processes, threshold
-    grouped, groups, threshold = figures.grouped, figures.groups, figures.threshold
-    summaries = {s.id: s.to_dict() for group in grouped.values() for s in group}
+    if results.settings.get("count"):
+        summaries, tables, records, show, judged = _count_outputs(results, args)
+    else:
+        summaries, tables, records, show, judged = _timed_outputs(results, args)
     later = Deferred()
     later.run(model.save, results, destination, summaries)
-    outputs.write(
-        later,
-        files_out,
-        "run",
-        lambda: run_output_tables(groups, figures.memory, args.verbose, threshold),
-        lambda: run_output_records(groups, figures.memory),
-    )
+    outputs.write(later, files_out, "run", tables, records)
     if not destination.stdout:
-        print_run(groups, args.format, args.verbose, threshold, memory=figures.memory)
+        show()
     record_results(args, results, summaries, destination)
     later.raise_()
     if not destination.stdout:
         sys.stderr.write(f"results saved to {destination}\n")
-    return [s for group in grouped.values() for s in group]
+    return judged
+
+
+def _timed_outputs(results, args):  # type: ignore[no-untyped-def]
+    """(summaries, tables, records, print, judged summaries) of a timed run."""
+    from perflab.analyze.results_figures import run_figures
+    from perflab.report.run_output import print_run, run_output_records, run_output_tables
+
+    figures = run_figures(results)  # with the run's precision, min processes, threshold
+    grouped, groups, threshold = figures.grouped, figures.groups, figures.threshold
+    return (
+        {s.id: s.to_dict() for group in grouped.values() for s in group},
+        lambda: run_output_tables(groups, figures.memory, args.verbose, threshold),
+        lambda: run_output_records(groups, figures.memory),
+        lambda: print_run(groups, args.format, args.verbose, threshold, memory=figures.memory),
+        [s for group in grouped.values() for s in group],
+    )
+
+
+def _count_outputs(results, args):  # type: ignore[no-untyped-def]
+    """The same for ``--count``: the count table; failed benchmarks on stderr."""
+    from perflab.analyze.counts import count_figures
+    from perflab.report.count_table import count_records, count_tables, print_counts
+
+    rows = count_figures(results.benchmarks)
+
+    def show() -> None:
+        print_counts(rows, results.benchmarks, args.format)
+        for bench in results.benchmarks:
+            if bench.error:
+                sys.stderr.write(f"error: {bench.error}\n")
+
+    return (
+        {bench_id: s.to_dict() for bench_id, s in rows},
+        lambda: count_tables(rows, results.benchmarks),
+        lambda: count_records(rows),
+        show,
+        [],
+    )

@@ -133,6 +133,7 @@ def main(args: argparse.Namespace) -> int:
     """Load, summarize and print. Exit 2 on a bad file."""
     from perflab import model
     from perflab.analyze.results_figures import results_figures
+    from perflab.report.count_table import print_counts
     from perflab.report.imported import print_notes
     from perflab.report.run_output import in_process_ids, print_run
 
@@ -162,10 +163,13 @@ def main(args: argparse.Namespace) -> int:
         from perflab.report.cmd_table import print_cmd
 
         print_cmd(results, figures.commands, figures.spawn_overhead, args.format, args.verbose)
+        print_counts(figures.counts, results.benchmarks, args.format)
     elif results.kind == "http":
         from perflab.report.http_table import print_http
 
         print_http(results, figures.sweep, args.format)
+    elif figures.counts or results.settings.get("count"):
+        print_counts(figures.counts, results.benchmarks, args.format)
     else:
         print_run(
             figures.groups,

@@ -26,8 +26,9 @@ class SummaryRow:
     Attributes:
         bench: the benchmark id (:attr:`perflab.model.Benchmark.id`); for HTTP,
             ``"<id> <step label>"``.
-        metric: "time" (python, command), "p50"/"p99" latency or "rate" (HTTP).
-        unit: "s" or "1/s".
+        metric: "time" (python, command), "p50"/"p99" latency or "rate" (HTTP),
+            "instructions" (``--count instructions``).
+        unit: "s", "1/s" or "Ir" (instructions per op).
         value: the median time (s), latency percentile (s) or achieved rate (1/s);
             NaN when the benchmark failed without data.
         ci_low / ci_high: its 95% CI, NaN when there is none.
@@ -77,6 +78,10 @@ def recompute(results: Results) -> dict[str, dict[str, Any]]:
     return {results.benchmarks[0].id: {"steps": [s.to_dict() for s in sweep(results).steps]}}
 
 
+#: the keys of a timed summary's figure and its CI
+_TIME_KEYS = ("median_s", "ci_low_s", "ci_high_s")
+
+
 def summary_rows(results: Results, summaries: dict[str, dict[str, Any]]) -> list[SummaryRow]:
     """The rows of one run.
 
@@ -118,15 +123,19 @@ def summary_rows(results: Results, summaries: dict[str, dict[str, Any]]) -> list
                     )
                 )
             continue
-        units = summary.get("processes", summary.get("runs", 0))
+        counted = "ir_per_op" in summary  # --count instructions: the count is the figure
+        keys = ("ir_per_op", "band_low", "band_high") if counted else _TIME_KEYS
+        units = (
+            len(summary.get("process_ir_per_op") or [])
+            if counted
+            else summary.get("processes", summary.get("runs", 0))
+        )
         rows.append(
             SummaryRow(
                 bench.id,
-                "time",
-                "s",
-                _number(summary.get("median_s")),
-                _number(summary.get("ci_low_s")),
-                _number(summary.get("ci_high_s")),
+                "instructions" if counted else "time",
+                "Ir" if counted else "s",
+                *(_number(summary.get(k)) for k in keys),
                 int(units) if isinstance(units, int) else 0,
                 bench.failed or bool(summary.get("error")),
             )

@@ -99,7 +99,7 @@ def matching(store: Store, pattern: str, metric: str | None = None) -> list[tupl
     pairs = [(b, m) for b, m, _ in store.benchmarks(glob) if fnmatch.fnmatchcase(b, glob)]
     if metric:
         return [(b, m) for b, m in pairs if m == metric]
-    return [(b, m) for b, m in pairs if m in ("time", "p50")]
+    return [(b, m) for b, m in pairs if m in ("time", "p50", "instructions")]
 
 
 def build(

@@ -14,6 +14,7 @@ Rooms: :mod:`~perflab.model.results` (the dataclasses), :mod:`~perflab.model.jso
 Everything public is importable from ``perflab.model`` itself.
 """
 
+from perflab.model.counts import CommandCounts, Counts
 from perflab.model.json_form import json_types
 from perflab.model.results import (
     Benchmark,
@@ -42,7 +43,9 @@ __all__ = [
     "SCHEMA_HISTORY",
     "SCHEMA_VERSION",
     "Benchmark",
+    "CommandCounts",
     "CommandRun",
+    "Counts",
     "Histogram",
     "HttpStep",
     "Process",

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from perflab.cluster_model import AgentInfo, AgentShare
+from perflab.model.counts import CommandCounts, Counts
 from perflab.model.json_form import json_types
 from perflab.model.versions import SCHEMA_VERSION, migrate
 
@@ -115,6 +116,8 @@ class Process:
             (:mod:`perflab.engines.memory`); the Python heap over the heap pass after
             timing, ``{"calls", "t_s", "traced_bytes", "peak_bytes"}``
             (:func:`perflab.engines.run.heap.heap_timeline`); see docs/results-format.md.
+        counts: ``run --count instructions``: what Callgrind counted in this process
+            (:class:`perflab.model.counts.Counts`); None for a timed process.
     """
 
     index: int
@@ -150,12 +153,14 @@ class Process:
     heap: dict[str, list[float]] | None = None
     software_note: str | None = None
     hardware_note: str | None = None
+    counts: Counts | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Process:
         """Build from the JSON form. Raises TypeError/KeyError on malformed data."""
         proc = _from_dict(cls, data)
         proc.samples = [_from_dict(Sample, s) for s in data.get("samples", [])]
+        proc.counts = Counts.from_dict(data["counts"]) if data.get("counts") else None
         return proc
 
 
@@ -457,6 +462,8 @@ class Benchmark:
         runs: command engine data, one entry per run.
         steps: http engine data, one entry per step.
         span: trace data (kind "trace": one benchmark per span name), else None.
+        counts: ``cmd --count instructions``: the command's counted runs under Callgrind
+            (:class:`perflab.model.counts.CommandCounts`); empty otherwise.
         threads: thread count of a threads-mode case, else None.
         ops_per_call: operations one call performs (``@perflab.bench(ops=...)``);
             samples time calls, summaries divide by this to give time per operation.
@@ -479,6 +486,7 @@ class Benchmark:
     stop_reason: str = "done"
     error: str | None = None
     span: TraceSpan | None = None
+    counts: list[CommandCounts] = field(default_factory=list)
     ops_per_call: int = 1
 
     @property
@@ -515,6 +523,7 @@ class Benchmark:
         bench.processes = [Process.from_dict(p) for p in data.get("processes", [])]
         bench.runs = [_from_dict(CommandRun, r) for r in data.get("runs", [])]
         bench.steps = [HttpStep.from_dict(s) for s in data.get("steps", [])]
+        bench.counts = [CommandCounts.from_dict(c) for c in data.get("counts") or []]
         if data.get("span") is not None:
             bench.span = TraceSpan.from_dict(data["span"])
         return bench

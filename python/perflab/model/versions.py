@@ -15,6 +15,8 @@ SCHEMA_HISTORY = {
     1: "first version: python, command and http benchmarks",
     2: "http steps: ok_responses counts responses completed inside the recorded window "
     "only; drained, ok_from_warmup and drain_s added",
+    3: "instruction counts: a process's counts (run --count instructions) and a "
+    "benchmark's counted runs (cmd --count instructions)",
 }
 #: The engine starts load this long after a step begins (pre-opening connections).
 _HTTP_START_DELAY_S = 0.03
@@ -43,16 +45,18 @@ def _http_accounting_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 2}
 
 
-def _sample_counters_v3(data: dict[str, Any]) -> dict[str, Any]:
-    """Schema 2 → 3: only fields were added (a sample's ``counters``, a process's
-    ``software_note`` and ``hardware_note``); a version-2 sample has no counters (None:
-    unknown, never zeros), so nothing changes but the version."""
+def _counters_and_counts_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 2 → 3: only fields were added: a sample's ``counters`` and a process's
+    ``software_note`` and ``hardware_note`` (per-sample perf counters), and the count
+    records of ``--count instructions`` (a process's and a command's counted runs). A
+    version-2 file has none of them (None: unknown, never zeros; every process timed, no
+    counted runs), so nothing changes but the version."""
     return {**data, "schema_version": 3}
 
 
 _MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: _http_accounting_v2,
-    2: _sample_counters_v3,
+    2: _counters_and_counts_v3,
 }
 
 

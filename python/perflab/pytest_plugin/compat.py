@@ -10,6 +10,7 @@ pytest stops with its usual "unrecognized arguments" line instead of ignoring it
 from __future__ import annotations
 
 import importlib.util
+import shutil
 from typing import Any
 
 import pytest
@@ -140,11 +141,17 @@ def merged_options(config: pytest.Config) -> dict[str, Any]:
         if max_time
         else parse_positive_duration(_opt(config, "perflab_budget"), "--perflab-budget")
     )
+    count = _opt(config, "perflab_count")
+    if count and not shutil.which("valgrind"):
+        from perflab.engines.callgrind import MISSING
+
+        raise UsageError(MISSING.replace("--count", "--perflab-count"))
     settings = Settings(
         precision=parse_precision(_opt(config, "perflab_precision")),
         budget_s=budget,
         process_seconds=PROCESS_SECONDS,
         warmup_max_s=WARMUP_MAX_S,
+        count=count,
     )
     compare = _opt(config, "perflab_compare") or _opt(config, "benchmark_compare")
     fail_on_text = _opt(config, "perflab_fail_on") or ""

@@ -171,11 +171,12 @@ class PerflabBench:
         if children.child_plan() is not None:  # a child pytest: one repetition, then exit
             children.measure_here(func, args, kwargs, extra, keep)
             return first[0] if first else None
-        fresh = self.options.processes > 0 and processes is None
+        counting = bool(self.options.settings.count)  # --perflab-count: always children
+        fresh = (self.options.processes > 0 or counting) and processes is None
         if fresh:  # the parent: the result for the test's asserts, timings from children
             value = children.call_once(func, args, kwargs)
             backend: Any = children.backend(self.options, self.nodeid)
-            processes = self.options.processes
+            processes = None if counting else self.options.processes
         else:
             from perflab.engines.run.inprocess import InProcessBackend
 

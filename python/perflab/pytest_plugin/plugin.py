@@ -67,6 +67,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=["asyncio", "uvloop"],
         help="event loop of async benchmarks (asyncio)",
     )
+    group.addoption(
+        "--perflab-count",
+        choices=["instructions"],
+        help="count instead of time: each benchmark in 3 fresh child processes under "
+        "Valgrind's Callgrind (instructions per op, the layout band; docs/count.md)",
+    )
     group.addoption("--perflab-json", metavar="FILE", help="write the results file here")
     group.addoption(
         "--perflab-save",

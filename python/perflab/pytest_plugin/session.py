@@ -94,16 +94,24 @@ class SessionResults:
         if not self.benchmarks:
             return 0
         from perflab import __version__, environment, model
+        from perflab.analyze.counts import count_figures
         from perflab.analyze.run.groups import run_groups
         from perflab.analyze.run.ratios import summarize_benchmarks
         from perflab.files import Deferred, results_destination
+        from perflab.report.count_table import print_counts
         from perflab.report.escape import terminal
         from perflab.report.run_output import in_process_ids, print_run
 
         baseline_name, baseline = self._baseline()
         results = self._results(__version__, environment)
-        grouped = summarize_benchmarks(results.benchmarks, precision=self.settings.precision)
+        counts = count_figures(results.benchmarks) if self.settings.count else []
+        grouped = (
+            {}
+            if self.settings.count
+            else summarize_benchmarks(results.benchmarks, precision=self.settings.precision)
+        )
         summaries = {s.id: s.to_dict() for group in grouped.values() for s in group}
+        summaries.update({bench_id: s.to_dict() for bench_id, s in counts})
         later = Deferred()
         saved = []
         for text in ([self.json_path] if self.json_path else []) + ([None] if self.save else []):
@@ -124,11 +132,14 @@ class SessionResults:
                         f"perflab: {len(ids)} benchmark(s) measured {words}: {which}", one_line=True
                     )
                 )
-        print_run(
-            run_groups(results.benchmarks, grouped),
-            "table",
-            in_process=in_process_ids(results.settings),
-        )
+        if self.settings.count:
+            print_counts(counts, results.benchmarks, "table")
+        else:
+            print_run(
+                run_groups(results.benchmarks, grouped),
+                "table",
+                in_process=in_process_ids(results.settings),
+            )
         later.raise_()
         for destination in saved:
             sys.stderr.write(f"perflab: results saved to {destination}\n")

@@ -15,6 +15,7 @@ from typing import Any
 from perflab.analyze.compare.rows import Row, Side, SuiteComparison
 from perflab.analyze.decisions import VERDICTS
 from perflab.analyze.estimate import Estimate
+from perflab.report.count_table import format_count
 from perflab.report.table import KEY, NOTE, Table, estimate_cell
 from perflab.units import format_rate, format_ratio, format_reference, format_time
 
@@ -32,7 +33,7 @@ def format_p(p: float) -> str:
 def _value(side: Side | None, unit: str) -> str:
     if side is None or not math.isfinite(side.value):
         return "–"
-    fmt = {"1/s": format_rate, "ref": format_reference}.get(unit, format_time)
+    fmt = {"1/s": format_rate, "ref": format_reference, "Ir": format_count}.get(unit, format_time)
     est = side.estimate
     if math.isfinite(est.ci_low) and math.isfinite(est.ci_high) and est.value:
         return estimate_cell(est.value, est.ci_low, est.ci_high, fmt)  # low–high when lopsided

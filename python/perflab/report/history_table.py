@@ -76,9 +76,14 @@ def runs_table(runs: Sequence[RunInfo], total: int, path: Any) -> Table:
 
 
 def format_value(value: float, unit: str) -> str:
-    """A trend value in its unit: times as times, rates as rates, "–" for NaN."""
+    """A trend value in its unit: times as times, rates as rates, counts (Ir) as counts,
+    "–" for NaN."""
     if not math.isfinite(value):
         return "–"
+    if unit == "Ir":  # --count instructions: a count per op
+        from perflab.report.count_table import format_count
+
+        return format_count(value)
     return format_rate(value) if unit == "1/s" else format_time(value)
 
 

@@ -1,10 +1,10 @@
 //! The `perflab._core` extension module: PyO3 bindings of perflab-engine
 //! plus the one runtime that has to live on the Python side of the seam.
 //!
-//! * Bindings: `changepoints`, `clock`, `duration`, `hdr`, `http`
-//!   and `serve` convert arguments, release the GIL where work is long,
-//!   and map engine errors to Python exceptions; their logic lives in the
-//!   engine crate. Dicts cross the seam through one converter (`convert`:
+//! * Bindings: `changepoints`, `clock`, `duration`, `hdr`, `http`,
+//!   `serve` and `valgrind` (Valgrind client requests) convert arguments,
+//!   release the GIL where work is long, and map engine errors to Python
+//!   exceptions; their logic lives in the engine crate. Dicts cross the seam through one converter (`convert`:
 //!   serde and pythonize), so their keys are the engine's field names.
 //! * `trace`: the hot path of `perflab.trace` (spans, decorated calls, the
 //!   per-thread stack and the ContextVar frames). It handles Python objects
@@ -26,6 +26,7 @@ mod hdr;
 mod http;
 mod serve;
 mod trace;
+mod valgrind;
 
 use pyo3::prelude::*;
 
@@ -41,6 +42,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     http::register(m)?; // the load engine (perflab http)
     serve::register(m)?; // the target (perflab serve)
     trace::register_module(m)?; // perflab.trace: spans and their recorder
+    valgrind::register(m)?; // client requests of the instruction-count mode
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from perflab.analyze.compare.counts import count_row, is_counted
 from perflab.analyze.compare.http import compare_http, compare_spans
 from perflab.analyze.compare.rows import (
     DEFAULT_PERCENTILES,
@@ -120,8 +121,13 @@ def compare_benchmark(
     resamples: int = 2000,
     seed: int = 0,
     percentiles: Sequence[float] = DEFAULT_PERCENTILES,
+    count_threshold: float | None = None,
 ) -> list[Row]:
     """Rows comparing one benchmark of A with its match in B, verdicts included.
+
+    A counted benchmark (``--count instructions``) is judged on instructions per op
+    (:func:`perflab.analyze.compare.counts.count_row`, at ``count_threshold``, None: from
+    its layout bands); a counted command also on its seconds.
 
     Returns:
         One row (python, command) or several (http: per step and metric; trace: per
@@ -144,10 +150,19 @@ def compare_benchmark(
         rows = compare_http(a, b, percentiles, confidence, resamples, seed)
     elif a.kind == "trace":
         rows = compare_spans(a, b, percentiles, confidence, resamples, seed)
+    elif a.kind == "python" and (is_counted(a) or is_counted(b)):
+        return [count_row(a, b, count_threshold)]
     else:
         rows = [compare_timed(a, b, confidence, resamples, seed, threshold)]
         normalized = speed_normalized_row(a, b, confidence)
         rows += [normalized] if normalized is not None and rows[0].verdict != FAILED else []
+        if is_counted(a) or is_counted(b):
+            return [*_judged(rows, threshold), count_row(a, b, count_threshold)]
+    return _judged(rows, threshold)
+
+
+def _judged(rows: list[Row], threshold: float) -> list[Row]:
+    """``rows`` with each verdict set from its ratio's CI against ``threshold``."""
     for row in rows:
         if row.verdict != FAILED and row.ratio is not None:
             row.verdict = verdict(
@@ -165,6 +180,7 @@ def compare_results(
     seed: int = 0,
     percentiles: Sequence[float] = DEFAULT_PERCENTILES,
     names: tuple[str, str] = ("A", "B"),
+    count_threshold: float | None = None,
 ) -> SuiteComparison:
     """Compare every benchmark of B with its match in A, then summarize the suite.
 
@@ -176,6 +192,8 @@ def compare_results(
         seed: bootstrap seed (each row derives its own stream from its id).
         percentiles: latency percentiles compared for HTTP steps, e.g. 99.9.
         names: how to call A and B in messages (e.g. the file names).
+        count_threshold: the threshold of rows on instruction counts, when the user set
+            one (None: each row's from its layout bands; see docs/count.md).
 
     Returns:
         The suite comparison.
@@ -191,7 +209,14 @@ def compare_results(
         row
         for key in common
         for row in compare_benchmark(
-            by_a[key], by_b[key], threshold, confidence, resamples, seed, percentiles
+            by_a[key],
+            by_b[key],
+            threshold,
+            confidence,
+            resamples,
+            seed,
+            percentiles,
+            count_threshold,
         )
     ]
     suite = SuiteComparison(

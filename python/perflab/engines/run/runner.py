@@ -3,7 +3,7 @@
 Design (README, "How perflab measures"):
     * the process is the unit of replication: every case runs in several fresh
       worker processes (pyperf does the same to average out ASLR and hash
-      randomisation), each with its own memory layout (:mod:`perflab.engines.run.layout`),
+      randomisation), each with its own memory layout (:mod:`perflab.engines.layout`),
       so that layout bias becomes variation the CI includes;
     * all cases of a run are interleaved in randomised order, round after
       round, so that machine drift hits them all alike (Abedi & Brecht 2017,
@@ -34,10 +34,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from perflab.analyze.run.counters import flag_preempted
-from perflab.engines import memory
+from perflab.engines import callgrind, memory
+from perflab.engines.layout import Layout, from_environment
 from perflab.engines.progress import NullProgress, Progress
+from perflab.engines.run import counted
 from perflab.engines.run.counters import by_name
-from perflab.engines.run.layout import Layout, from_environment
 from perflab.engines.run.suite import Case
 from perflab.model import Benchmark, Process, Sample
 
@@ -67,11 +68,16 @@ class Settings:
         confidence: CI level.
         seed: seed for interleaving order and layout draws (None: random).
         randomize: give each worker process its own memory layout
-            (:mod:`perflab.engines.run.layout`).
+            (:mod:`perflab.engines.layout`).
         event_loop: the event loop ``async def`` benchmarks run on: "asyncio" or
             "uvloop" (:func:`perflab.engines.run.aio.new_loop`).
         memory_interval_s: ``--memory``: sample each worker's resident set from
             outside this often, s (None: off; see :mod:`perflab.engines.memory`).
+        count: "instructions": count instead of time (docs/count.md): each case runs in
+            exactly ``count_processes`` workers under Callgrind, one layout each (drawn
+            from ``seed``, 0 when None), and stops with reason "counted"; None: timed.
+        cache_sim: with ``count``: also simulate the caches (``--cache-sim``).
+        count_processes: with ``count``: counted processes (layouts) per case (≥ 1).
     """
 
     precision: float = 0.01
@@ -90,6 +96,9 @@ class Settings:
     randomize: bool = True
     event_loop: str = "asyncio"
     memory_interval_s: float | None = None
+    count: str | None = None
+    cache_sim: bool = False
+    count_processes: int = counted.COUNT_PROCESSES
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -109,6 +118,8 @@ class Outcome:
         stderr: the tail of what it wrote on stderr.
         memory: with the plan's ``memory_interval_s``: the process's timeline
             (:func:`perflab.engines.memory.timeline_dict`); None otherwise.
+        counts: with the plan's ``count``: Callgrind's dumps of the process by reason
+            (:func:`perflab.engines.run.counted.finish`); empty otherwise.
     """
 
     events: list[Event] = field(default_factory=list)
@@ -118,6 +129,7 @@ class Outcome:
     wall_s: float = 0.0
     stderr: str = ""
     memory: dict[str, list[float]] | None = None
+    counts: dict[str, Any] = field(default_factory=dict)
 
 
 class WorkerBackend(Protocol):
@@ -161,11 +173,12 @@ class SubprocessBackend:
         read_fd, write_fd = os.pipe()
         outcome = Outcome()
         start = time.monotonic()
+        argv, counting = counted.start(plan, self.argv)  # under Callgrind with --count
         text = json.dumps({**plan, "fd": write_fd})
         env = _worker_env(plan.get("layout")) | ({self.plan_env: text} if self.plan_env else {})
         with tempfile.TemporaryFile() as err:
             proc = subprocess.Popen(
-                self.argv,
+                argv,
                 stdin=subprocess.DEVNULL if self.plan_env else subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=err,
@@ -197,6 +210,7 @@ class SubprocessBackend:
                 outcome.wall_s = time.monotonic() - start
                 err.seek(0)
                 outcome.stderr = err.read()[-4000:].decode(errors="replace")
+                outcome.counts = counted.finish(counting)
         return outcome
 
 
@@ -319,7 +333,9 @@ class Runner:
         self.progress = progress or NullProgress()
         self.clock = clock
         self.rng = random.Random(settings.seed)
-        self.layouts = from_environment(settings.seed) if settings.randomize else None
+        seed = 0 if settings.count and settings.seed is None else settings.seed
+        self.layouts = from_environment(seed) if settings.randomize else None
+        self.valgrind = callgrind.valgrind_version() if settings.count else ""
         self.states = [CaseState(c, c.to_benchmark()) for c in cases]
         self._t0 = clock()
         self._next_index = 0
@@ -374,11 +390,14 @@ class Runner:
             "reference": True,
             "event_loop": s.event_loop,
             "memory_interval_s": s.memory_interval_s,
+            "count": counted.plan_entry(s.cache_sim) if s.count else None,
         }
 
     def _run_process(self, state: CaseState) -> None:
         """Run one worker for ``state`` and fold its events into a Process record."""
         layout = self.layouts.next().to_dict() if self.layouts else {}
+        if self.settings.count and not layout:  # counted: the hash seed is always fixed
+            layout = counted.fixed_layout()
         proc = Process(
             index=self._next_index,
             pid=0,
@@ -392,7 +411,7 @@ class Runner:
         try:
             outcome = self.backend.run(
                 self._plan(state, layout),
-                self.settings.timeout_s,
+                self._timeout_s(),
                 lambda ev: _apply_event(proc, state, ev),
             )
         finally:
@@ -402,15 +421,30 @@ class Runner:
         if outcome.memory is not None:
             proc.memory = outcome.memory
             proc.rss_peak_bytes = max([proc.rss_peak_bytes or 0, *outcome.memory["rss_bytes"]])
-        proc.error = _failure(outcome, self.settings.timeout_s, self.advice)
+        if outcome.counts:
+            proc.counts = counted.counts_record(outcome.counts, outcome.events, self.valgrind)
+        proc.error = _failure(outcome, self._timeout_s(), self.advice)
         if proc.error:
             state.bench.error = f"{state.bench.id!r} {proc.error}"
 
+    def _timeout_s(self) -> float:
+        """A worker's timeout: ``timeout_s``, times counted.TIMEOUT_FACTOR when counting."""
+        return self.settings.timeout_s * (counted.TIMEOUT_FACTOR if self.settings.count else 1)
+
     def _decide(self, state: CaseState) -> None:
-        """Stop the case when it failed, met the precision, or ran out of budget/processes."""
+        """Stop the case when it failed, met the precision, or ran out of budget/processes;
+        counted, when it has its ``count_processes`` layouts."""
         from perflab.analyze.run.summary import median_estimate
 
         s, bench = self.settings, state.bench
+        if s.count:
+            done = len(bench.processes) >= s.count_processes
+            self.progress.update_case(bench.id, len(bench.processes), state.spent_s, None)
+            reason = "failed" if bench.error else "counted" if done else None
+            if reason:
+                state.done, bench.stop_reason = True, reason
+                self.progress.finish_case(bench.id, reason)
+            return
         est = median_estimate(bench, s.confidence)
         half = est.relative_half_width if est is not None else None
         self.progress.update_case(bench.id, len(bench.processes), state.spent_s, half)
@@ -481,6 +515,8 @@ def _apply_event(proc: Process, state: CaseState, event: Event) -> None:
     elif kind == "threads":
         proc.thread_ops, proc.latency_ns = event["ops"], event["latency_ns"]
         proc.gil_enabled = event["gil_enabled"]
+    elif kind == "counted":  # --count: calls per counted sample
+        proc.iterations = state.iterations = event["iterations"]
     elif kind == "done":
         proc.rss_peak_bytes = event.get("rss_hwm_bytes")
         proc.steal_ns = event.get("steal_ns")

@@ -6,7 +6,7 @@ pipe (fd given in the plan), so whatever the benchmark prints can't corrupt
 the protocol and samples measured before a hang or crash are not lost.
 
 Sequence in each process (pyperf and JMH use the same outline):
-    import → layout randomization (:mod:`perflab.engines.run.layout`) → benchmark file
+    import → layout randomization (:mod:`perflab.engines.layout`) → benchmark file
     import → setup (untimed) → first call (the cold time) → metrics →
     calibration (first process of a case only) → warmup until the timings stop
     drifting (bounded) → loop overhead with an empty callable → samples →
@@ -30,9 +30,9 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from perflab.engines.layout import heap_padding
 from perflab.engines.run import aio, sampling
 from perflab.engines.run.counters import SampleCounters
-from perflab.engines.run.layout import heap_padding
 from perflab.engines.run.sampling import GcMonitor, allocations, emit_done, empty_like, steal_ns
 
 _perf_ns = time.perf_counter_ns
@@ -254,6 +254,12 @@ def measure_call(
         loop = _phase("event loop", lambda: aio.new_loop(plan.get("event_loop", "asyncio")))
         func, empty = aio.on_loop(func, loop, empty_like)
     call = functools.partial(func, *args, **kwargs) if (args or kwargs) else func
+    if plan.get("count"):  # --count instructions: counted, not timed (engines/run/counting.py)
+        try:
+            return _count_call(call, func, args, kwargs, plan, emit, metrics, empty)
+        finally:
+            if loop is not None:
+                loop.close()
     gcmon = GcMonitor()
     gc.callbacks.append(gcmon)
     try:
@@ -262,6 +268,32 @@ def measure_call(
         gc.callbacks.remove(gcmon)
         if loop is not None:
             loop.close()
+
+
+def _count_call(
+    call: Callable[[], Any],
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    plan: dict[str, Any],
+    emit: Callable[..., None],
+    metric_specs: Any,
+    empty: Callable[..., Any] | None,
+) -> None:
+    """The counted sequence (:func:`perflab.engines.run.counting.count_call`) instead of
+    the timed one: the cold call is counted, not timed (``cold`` carries ``ns=None``)."""
+    from perflab.engines.run.counting import count_call
+
+    if plan.get("threads") is not None:
+        raise PhaseError(
+            "count", ValueError("threads mode is timed: drop threads= or --count instructions")
+        )
+    empty_fn = empty or empty_like(func)
+    empty_call = functools.partial(empty_fn, *args, **kwargs) if (args or kwargs) else empty_fn
+    emit("start", pid=os.getpid())
+    result = _phase("counting", lambda: count_call(call, empty_call, plan, emit))
+    emit("cold", ns=None, metrics=_metrics(metric_specs, result))
+    emit("done")
 
 
 def _measure_call(
@@ -282,11 +314,7 @@ def _measure_call(
     t0 = _perf_ns()
     result = _phase("first call", call)
     cold = _perf_ns() - t0
-    metrics = {}
-    for m in metric_specs:
-        value = _phase(f"metric {m.name!r}", functools.partial(m.func, result))
-        if value is not None:
-            metrics[m.name] = float(value)
+    metrics = _metrics(metric_specs, result)
     del result
     emit("cold", ns=cold, metrics=metrics)
     if plan.get("threads") is not None:  # threads mode: N threads, fixed time per process
@@ -320,6 +348,17 @@ def _measure_call(
             ),
         )
     emit_done(emit, steal0, span)
+
+
+def _metrics(metric_specs: Any, result: Any) -> dict[str, float]:
+    """The benchmark's extra metrics of its first call's ``result`` (None: not applicable).
+    Raises PhaseError when a metric function raises."""
+    metrics = {}
+    for m in metric_specs:
+        value = _phase(f"metric {m.name!r}", functools.partial(m.func, result))
+        if value is not None:
+            metrics[m.name] = float(value)
+    return metrics
 
 
 def _next_call(call: Callable[[], Any], plan: dict[str, Any]) -> Callable[[], Any]:

@@ -327,6 +327,14 @@ def _memory(results: Results, figures: ResultsFigures, name: str) -> list[Sectio
     return memory_sections(results, figures, name)
 
 
+def _counts(results: Results, figures: ResultsFigures, name: str) -> list[Section]:
+    """The count table of a ``--count instructions`` file (run or cmd), when it has one."""
+    from perflab.report.count_table import count_tables
+
+    blocks = [table_html(t) for t in count_tables(figures.counts, results.benchmarks)]
+    return [Section(f"instructions: {name}", blocks)] if blocks else []
+
+
 def _fit(document: dict[str, Any], name: str) -> list[Section]:
     from perflab.report.html.documents import fit_sections
 
@@ -337,8 +345,8 @@ def _fit(document: dict[str, Any], name: str) -> list[Section]:
 #: ``(results, its figures, file name) -> sections`` (an empty list adds nothing). A new
 #: section for results files (e.g. traces) is one more builder in these lists.
 RESULTS_SECTIONS: dict[str, list[Callable[[Results, ResultsFigures, str], list[Section]]]] = {
-    "run": [run_sections, _memory],
-    "cmd": [cmd_sections, _memory],
+    "run": [run_sections, _counts, _memory],
+    "cmd": [cmd_sections, _counts, _memory],
     "http": [http_sections, _memory],
     "trace": [_trace],
 }

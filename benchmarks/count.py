@@ -1,0 +1,329 @@
+"""Counted mode (``perflab run --count instructions``, issue 27): how well do counts repeat
+on a busy machine, do counted comparisons call identical code the same and 1% more work
+slower, do they agree with Callgrind run by hand, and what does counting cost?
+
+While a busy loop keeps one CPU loaded the whole time:
+
+* **spread**: the five classic workloads (benchmarks/workloads/classic.py, 1–100 ms a
+  call) counted in ``--runs`` separate ``perflab run --count instructions`` invocations
+  (default seed): the run-to-run spread (max − min) ÷ median of each one's Ir per op,
+  with the layout band (the spread between the 3 layouts of one run) beside it. Target:
+  ≤ 0.05%;
+* **A/A and +1%**: ``loop(work=100)`` and ``loop(work=101)``
+  (benchmarks/workloads/count_bench.py: the same body, 1% more iterations) counted in
+  ``--ab-runs`` invocations; every pair of runs of the same code is an A/A comparison
+  (target: 0 verdicts other than "same" at the default threshold), every (100, 101)
+  pair a +1% one (target: "slower" in all). The comparisons are ``perflab compare``'s
+  own ``compare_results`` on the saved files;
+* **agreement**: Ir per call of three workloads counted by hand — Python started under
+  ``setarch -R valgrind --tool=callgrind`` (everything counted, PYTHONHASHSEED=0) runs
+  one warm call then K more, and again with one call only; (Ir_K − Ir_0) ÷ K — against
+  perflab's Ir per op. Target: within 0.5%;
+* **cost**: the wall time of ``perflab run --count instructions`` of a ~10 ms call with
+  the default settings (target ≤ 60 s) and its ratio to the timed run.
+
+Every verdict is printed from the figures by the rule stated beside it.
+
+Usage: python benchmarks/count.py [--runs 10] [--ab-runs 11] [--quick]
+Writes benchmarks/results/count.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import PERFLAB, PYTHON, ROOT, machine, write_section  # noqa: E402
+
+WORKLOADS = ROOT / "benchmarks" / "workloads"
+CLASSIC = WORKLOADS / "classic_bench.py"
+COUNT_BENCH = WORKLOADS / "count_bench.py"
+#: workloads counted by hand for the agreement check (name, calls K)
+BY_HAND = [("json_roundtrip", 3), ("richards", 2), ("nbody", 2)]
+SPREAD_TARGET = 0.0005
+AGREEMENT_TARGET = 0.005
+COST_TARGET_S = 60.0
+
+
+def run_counted(bench: Path, out: Path, *extra: str) -> float:
+    """One ``perflab run --count instructions``; its wall time, s (NaN when ``out`` was
+    kept from an earlier invocation and is reused)."""
+    if out.exists():
+        return float("nan")
+    t0 = time.monotonic()
+    subprocess.run(
+        [
+            *PERFLAB,
+            "run",
+            str(bench),
+            "--count",
+            "instructions",
+            "--json",
+            str(out),
+            "--quiet",
+            "--no-history",
+            *extra,
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
+    return time.monotonic() - t0
+
+
+def summaries(path: Path) -> dict[str, object]:
+    """benchmark id → CountSummary of a saved counted run."""
+    from perflab import model
+    from perflab.analyze.counts import summarize_counts
+
+    return {b.id: summarize_counts(b) for b in model.load(path).benchmarks}
+
+
+def spread(values: list[float]) -> float:
+    """(max − min) ÷ median."""
+    return (max(values) - min(values)) / statistics.median(values)
+
+
+def by_hand(name: str, calls: int, folder: Path) -> float:
+    """Ir per warm call of classic workload ``name`` by Callgrind run by hand."""
+    code = (
+        "import sys; sys.path.insert(0, {w!r}); from classic import WORKLOADS as W; "
+        "f = W[{n!r}]; f()\nfor _ in range({k}): f()"
+    )
+    totals = []
+    for k in (calls, 0):
+        out = folder / f"{name}.{k}.out"
+        subprocess.run(
+            [
+                "setarch",
+                os.uname().machine,
+                "-R",
+                "valgrind",
+                "--tool=callgrind",
+                "-q",
+                f"--callgrind-out-file={out}",
+                PYTHON,
+                "-c",
+                code.format(w=str(WORKLOADS), n=name, k=k),
+            ],
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": "0"},
+        )
+        summary = next(line for line in out.read_text().splitlines() if line.startswith("summary:"))
+        totals.append(int(summary.split()[1]))
+    return (totals[0] - totals[1]) / calls
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--ab-runs", type=int, default=11)
+    parser.add_argument("--quick", action="store_true", help="3 runs and 4 A/B runs")
+    parser.add_argument(
+        "--keep",
+        metavar="DIR",
+        help="keep the counted results files here and reuse those already there "
+        "(a stopped script resumes); default: a temp dir",
+    )
+    args = parser.parse_args()
+    if args.quick:
+        args.runs, args.ab_runs = 3, 4
+    if not shutil.which("valgrind"):
+        sys.exit("error: Valgrind is not installed (apt-get install valgrind)")
+    busy = subprocess.Popen([PYTHON, "-c", "while True: pass"])
+    lines = [
+        "## Counted mode: instruction counts on a busy machine (issue 27)",
+        "",
+        f"Machine: {machine()}. A busy loop (`python -c 'while True: pass'`) kept one of "
+        "the CPUs loaded for the whole script. Command: "
+        f"`python benchmarks/count.py --runs {args.runs} --ab-runs {args.ab_runs}`.",
+        "",
+    ]
+    try:
+        with tempfile.TemporaryDirectory(prefix="perflab-count-bench-") as tmp:
+            folder = Path(args.keep or tmp)
+            folder.mkdir(parents=True, exist_ok=True)
+            lines += spread_section(folder, args.runs)
+            lines += ab_section(folder, args.ab_runs)
+            lines += agreement_section(folder)
+            lines += cost_section(folder)
+    finally:
+        busy.kill()
+        busy.wait()
+    write_section("count", "\n".join(lines))
+
+
+def spread_section(folder: Path, runs: int) -> list[str]:
+    """Run-to-run spread of the classic workloads, with the layout band beside."""
+    if runs == 0:
+        return []
+    per_run: list[dict[str, object]] = []
+    walls = []
+    for r in range(runs):
+        out = folder / f"classic-{r}.json"
+        walls.append(run_counted(CLASSIC, out))
+        per_run.append(summaries(out))
+        print(f"classic run {r + 1}/{runs}: {walls[-1]:.0f} s", file=sys.stderr)
+    lines = [
+        f"### Run-to-run spread of Ir per op ({runs} runs of `perflab run "
+        "benchmarks/workloads/classic_bench.py --count instructions`, default seed)",
+        "",
+        "| workload | Ir/op (median of runs) | run-to-run spread | layout band (run 1) | verdict |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for bench_id in per_run[0]:
+        values = [s[bench_id].ir_per_op for s in per_run]  # type: ignore[attr-defined]
+        s_run = spread(values)
+        band = per_run[0][bench_id].band_spread  # type: ignore[attr-defined]
+        verdict = "met" if s_run <= SPREAD_TARGET else "not met"
+        lines.append(
+            f"| {bench_id} | {statistics.median(values):,.0f} | {s_run:.4%} | {band:.3%} | "
+            f"{verdict} |"
+        )
+    lines += [
+        "",
+        f"Rule: the run-to-run spread (max − min) ÷ median is **met** at ≤ "
+        f"{SPREAD_TARGET:.2%}. One invocation counting all five took "
+        f"{statistics.median([w for w in walls if w == w] or [float('nan')]):.0f} s "
+        "(median).",
+        "",
+    ]
+    return lines
+
+
+def ab_section(folder: Path, runs: int) -> list[str]:
+    """A/A false verdicts and +1% detection on the loop workload."""
+    from perflab import model
+    from perflab.analyze.compare.suite import compare_results
+
+    files = []
+    for r in range(runs):
+        out = folder / f"loop-{r}.json"
+        run_counted(COUNT_BENCH, out, "--filter", "loop")
+        files.append(model.load(out))
+        print(f"loop run {r + 1}/{runs}", file=sys.stderr)
+
+    def verdict(a: object, b: object, left: str, right: str) -> str:
+        sub_a, sub_b = _only(a, left), _only(b, right)
+        suite = compare_results(sub_a, sub_b, names=("A", "B"))
+        [row] = [r for r in suite.rows if r.metric == "instructions"]
+        return row.verdict
+
+    aa = [
+        verdict(a, b, w, w)
+        for a, b in itertools.combinations(files, 2)
+        for w in ("loop(work=100)", "loop(work=101)")
+    ]
+    plus = [verdict(a, b, "loop(work=100)", "loop(work=101)") for a in files for b in files]
+    false_aa = sum(v != "same" for v in aa)
+    caught = sum(v == "slower" for v in plus)
+    return [
+        f"### A/A and +1% ({runs} counted runs of `count_bench.py --filter loop`)",
+        "",
+        "| comparisons | what | verdicts | target | verdict |",
+        "|---:|---|---|---|---|",
+        f"| {len(aa)} | identical code (A/A) | {json.dumps(_tally(aa))} | 0 other than same | "
+        f"{'met' if false_aa == 0 else 'not met'} |",
+        f"| {len(plus)} | 1% more iterations | {json.dumps(_tally(plus))} | all slower | "
+        f"{'met' if caught == len(plus) else 'not met'} |",
+        "",
+        "Each comparison is `perflab compare`'s `compare_results` on two saved counted runs "
+        "at the default threshold (max(0.5%, 1.5 × the layout band)).",
+        "",
+    ]
+
+
+def _only(results: object, bench_id: str) -> object:
+    """A copy of ``results`` with one benchmark, renamed to a common id."""
+    import copy
+
+    out = copy.copy(results)
+    bench = copy.copy(next(b for b in results.benchmarks if b.id == bench_id))  # type: ignore[attr-defined]
+    bench.params = {}
+    bench.name = "loop"
+    out.benchmarks = [bench]  # type: ignore[attr-defined]
+    return out
+
+
+def _tally(verdicts: list[str]) -> dict[str, int]:
+    return {v: verdicts.count(v) for v in sorted(set(verdicts))}
+
+
+def agreement_section(folder: Path) -> list[str]:
+    """perflab's Ir per op against Callgrind run by hand."""
+    agree = folder / "classic-0.json"
+    if not agree.exists():  # without the spread runs: count the three workloads alone
+        agree = folder / "agree.json"
+        run_counted(CLASSIC, agree, *[f for name, _ in BY_HAND for f in ("--filter", name)])
+    first = {k.split("/")[0]: v for k, v in summaries(agree).items()}
+    lines = [
+        "### Agreement with Callgrind run by hand",
+        "",
+        "| workload | by hand (Ir/call) | perflab (Ir/op) | difference | verdict |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for name, calls in BY_HAND:
+        hand = by_hand(name, calls, folder)
+        ours = first[name].ir_per_op  # type: ignore[attr-defined]
+        diff = ours / hand - 1
+        lines.append(
+            f"| {name} | {hand:,.0f} | {ours:,.0f} | {diff:+.3%} | "
+            f"{'met' if abs(diff) <= AGREEMENT_TARGET else 'not met'} |"
+        )
+    lines += [
+        "",
+        "By hand: `setarch -R valgrind --tool=callgrind` (everything counted, "
+        "PYTHONHASHSEED=0) of a script making one warm call then K more, minus the same "
+        "script with the warm call only, ÷ K. Rule: **met** within ±0.5%.",
+        "",
+    ]
+    return lines
+
+
+def cost_section(folder: Path) -> list[str]:
+    """Wall time of a counted run of a ~10 ms call, and its ratio to the timed run."""
+    counted = run_counted(COUNT_BENCH, folder / "ten.json", "--filter", "ten_ms")
+    t0 = time.monotonic()
+    subprocess.run(
+        [
+            *PERFLAB,
+            "run",
+            str(COUNT_BENCH),
+            "--filter",
+            "ten_ms",
+            "--json",
+            str(folder / "ten-timed.json"),
+            "--quiet",
+            "--no-history",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
+    timed = time.monotonic() - t0
+    per_op = summaries(folder / "ten.json")["ten_ms"].ir_per_op  # type: ignore[attr-defined]
+    return [
+        "### Cost",
+        "",
+        "| benchmark | counted (default settings) | timed (default settings) | counted ÷ timed | verdict |",
+        "|---|---:|---:|---:|---|",
+        f"| ten_ms ({per_op / 1e6:,.1f} M Ir/op) | {counted:.1f} s | {timed:.1f} s | "
+        f"{counted / timed:.1f}× | {'met' if counted <= COST_TARGET_S else 'not met'} |",
+        "",
+        f"Rule: **met** when the counted run takes ≤ {COST_TARGET_S:.0f} s.",
+        "",
+    ]
+
+
+if __name__ == "__main__":
+    main()

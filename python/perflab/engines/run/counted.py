@@ -1,0 +1,125 @@
+"""The parent's side of a counted worker process (``--count instructions``).
+
+:class:`perflab.engines.run.runner.SubprocessBackend` calls :func:`start` before it spawns
+a worker whose plan says ``count``: a temp dir of perflab's own for Callgrind's files,
+and the argv prefix that runs the worker under Callgrind with address-space
+randomization off (:func:`perflab.engines.callgrind.valgrind_command`). When the worker
+has ended, :func:`finish` reads the totals of its dumps and removes the dir, and
+:func:`counts_record` turns them, with the worker's events, into the process's raw
+:class:`perflab.model.counts.Counts`.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+from perflab.engines import callgrind
+from perflab.model.counts import Counts
+
+#: counted processes per benchmark by default: the layout band needs at least three
+COUNT_PROCESSES = 3
+#: counted samples per process by default (their median is the process's figure)
+COUNT_SAMPLES = 5
+#: counted samples of the empty callable per process (their median is the fixed cost)
+EMPTY_SAMPLES = 3
+#: a counted worker runs 20-100× slower than on the real CPU: its timeout is the run's
+#: ``--timeout`` times this
+TIMEOUT_FACTOR = 10
+
+
+def fixed_layout() -> dict[str, int]:
+    """The layout of a counted process without randomization (``--no-randomize``): no
+    padding, no heap objects, and the hash seed fixed: the user's PYTHONHASHSEED when it
+    is a number, else 0 (hash randomization off)."""
+    user = os.environ.get("PYTHONHASHSEED", "")
+    return {
+        "env_padding_bytes": 0,
+        "hash_seed": int(user) if user.isdigit() else 0,
+        "heap_objects": 0,
+    }
+
+
+def plan_entry(cache_sim: bool, samples: int = COUNT_SAMPLES) -> dict[str, Any]:
+    """The ``count`` entry of a worker's plan (``dir`` is filled in by :func:`start`)."""
+    return {
+        "cache_sim": cache_sim,
+        "samples": samples,
+        "empty_samples": EMPTY_SAMPLES,
+        "iterations": None,
+        "dir": None,
+    }
+
+
+def start(plan: dict[str, Any], argv: Sequence[str]) -> tuple[list[str], Any]:
+    """Prepare a counted worker: a temp dir in ``plan["count"]["dir"]`` and the argv.
+
+    Args:
+        plan: the worker's plan; changed in place when it has a ``count`` entry.
+        argv: the worker's own command line.
+
+    Returns:
+        (the argv to spawn, the temp dir to pass to :func:`finish`, or None when the
+        plan does not count).
+
+    Raises:
+        ValgrindMissing: counting is asked for and Valgrind is not installed.
+    """
+    spec = plan.get("count")
+    if not spec:
+        return list(argv), None
+    out = tempfile.TemporaryDirectory(prefix="perflab-callgrind-")
+    spec["dir"] = out.name
+    prefix = callgrind.valgrind_command(out.name, cache_sim=bool(spec.get("cache_sim")))
+    return [*prefix, *argv], out
+
+
+def finish(out: Any) -> dict[str, callgrind.Dump]:
+    """The dumps the worker wrote, keyed by reason ("cold", "sample:0", …), and the temp
+    dir removed. ``out`` None (not counted): {}."""
+    if out is None:
+        return {}
+    try:
+        return callgrind.dumps_by_reason(callgrind.read_dumps(out.name))
+    finally:
+        out.cleanup()
+
+
+def counts_record(
+    dumps: dict[str, callgrind.Dump], events: Sequence[dict[str, Any]], valgrind: str
+) -> Counts | None:
+    """The raw counts of one worker from its dumps and its events (``count_start``,
+    ``counted``); None when the worker did not get as far as its counted samples.
+
+    Every value list follows the event names of the cold dump (Ir; with the cache
+    simulation the nine cache events).
+    """
+    started = next((e for e in events if e["event"] == "count_start"), None)
+    counted = next((e for e in events if e["event"] == "counted"), None)
+    cold = dumps.get("cold")
+    if started is None or counted is None or cold is None:
+        return None
+    names = list(cold.events)
+
+    def values(reason: str) -> list[int] | None:
+        dump = dumps.get(reason)
+        return None if dump is None else [dump.events.get(n, 0) for n in names]
+
+    samples = [values(f"sample:{i}") for i in range(counted["samples"])]
+    empty = [values(f"empty:{i}") for i in range(counted["empty_samples"])]
+    if any(v is None for v in samples) or any(v is None for v in empty):
+        return None
+    return Counts(
+        events=names,
+        iterations=counted["iterations"],
+        cold=[cold.events.get(n, 0) for n in names],
+        samples=[v for v in samples if v is not None],
+        empty=[v for v in empty if v is not None],
+        gc_enabled=started.get("gc_enabled"),
+        gc_threshold=started.get("gc_threshold"),
+        gc_collections=counted.get("gc_collections"),
+        aslr_off=bool(callgrind.no_aslr_prefix()),
+        valgrind=valgrind,
+    )

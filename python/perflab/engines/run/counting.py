@@ -1,0 +1,170 @@
+"""The counted sequence of a worker process: instructions instead of seconds.
+
+Run inside a process started under Callgrind with instrumentation off
+(:func:`perflab.engines.callgrind.valgrind_command`), by
+:func:`perflab.engines.run.worker.measure_call` when the plan says ``count``. Valgrind
+client requests from perflab's Rust core (``perflab._core``: start/stop
+instrumentation, zero and dump the counters; no-ops outside Valgrind) bracket exactly
+the measured calls, so interpreter start-up, imports and setup are never counted:
+
+1. the first call, counted alone: the **cold** count (imports, caches, the adaptive
+   interpreter's specialization: first-call costs, reported apart);
+2. one more call counted alone, to choose the calls per sample ``n`` (enough calls
+   for :data:`TARGET_IR_PER_SAMPLE` instructions, rounded down to 1-2-5 steps so
+   that a count a few instructions off does not change it);
+3. uncounted warm-up calls (instrumentation off);
+4. ``samples`` counted samples of ``n`` back-to-back calls, each its own dump;
+5. ``empty_samples`` counted samples of ``n`` calls of an empty callable of the same
+   shape, through the same loop and the same bracket: their count is the **fixed
+   cost** (loop, call and client-request overhead) that is subtracted per op.
+
+Each dump carries a reason (``perflab:cold``, ``perflab:sample:3``,
+``perflab:empty:0``); the parent reads the totals from Callgrind's files. This
+module imports only the standard library and perflab's own modules that do.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import math
+import os
+from collections.abc import Callable
+from typing import Any
+
+from perflab.engines import callgrind
+
+#: instructions one sample aims for (about 3–10 ms of Python on the real CPU, a second
+#: or less under Callgrind): enough calls that a per-call wobble (a collection, a
+#: resize) averages out, few enough that a slow call is counted once per sample
+TARGET_IR_PER_SAMPLE = 20_000_000
+#: most calls one sample makes
+MAX_CALLS_PER_SAMPLE = 1_000_000
+#: uncounted warm-up calls before the counted samples (at least; also ≥ 2 samples' worth
+#: of calls, up to WARMUP_MAX_CALLS)
+WARMUP_MIN_CALLS = 10
+WARMUP_MAX_CALLS = 100_000
+
+
+class NotUnderValgrind(RuntimeError):
+    """The counted sequence ran outside Valgrind: there is nothing to count with."""
+
+
+def _core() -> Any:
+    """perflab's native core (its client requests)."""
+    from perflab import _core
+
+    return _core
+
+
+def calls_for(ir_per_call: float, target: float = TARGET_IR_PER_SAMPLE) -> int:
+    """Calls per sample for ``target`` instructions, rounded down to 1, 2, 5, 10, 20, …
+
+    Args:
+        ir_per_call: instructions of one warm call (> 0; ≤ 0 is treated as 1).
+        target: instructions one sample aims for.
+
+    Returns:
+        n in [1, :data:`MAX_CALLS_PER_SAMPLE`].
+    """
+    raw = target / max(ir_per_call, 1.0)
+    if raw < 1:
+        return 1
+    decade = 10 ** math.floor(math.log10(raw))
+    step = max(s for s in (1, 2, 5) if s * decade <= raw)
+    return int(min(step * decade, MAX_CALLS_PER_SAMPLE))
+
+
+def counted_loop(call: Callable[[], Any], n: int, reason: str) -> None:
+    """``n`` back-to-back calls of ``call`` between a zeroing and a dump of Callgrind's
+    counters (the dump's reason is ``perflab:<reason>``). The same loop, bracket for
+    bracket, counts the benchmark and the empty callable, so their difference is the
+    benchmark's own instructions."""
+    core = _core()
+    loop = itertools.repeat(None, n)
+    zero, dump = core.callgrind_zero_stats, core.callgrind_dump_stats
+    label = callgrind.DUMP_PREFIX + reason
+    zero()
+    for _ in loop:
+        call()
+    dump(label)
+
+
+def _own_dump_ir(out_dir: str, reason: str) -> int | None:
+    """Ir of this process's dump named ``reason``, read back from Callgrind's file
+    (written synchronously at the dump), or None when it is not there."""
+    dumps = callgrind.dumps_by_reason(callgrind.read_dumps(out_dir, os.getpid()))
+    dump = dumps.get(reason)
+    return None if dump is None else dump.events.get("Ir")
+
+
+def count_call(
+    call: Callable[[], Any],
+    empty: Callable[[], Any],
+    plan: dict[str, Any],
+    emit: Callable[..., None],
+) -> None:
+    """The counted sequence (module doc) for ``call``, its first call included.
+
+    Args:
+        call: the benchmark bound to its arguments (zero-argument).
+        empty: an empty callable of the same shape, bound the same way.
+        plan: ``count`` (a dict: ``dir``, the folder Callgrind writes into;
+            ``samples``; ``empty_samples``; ``iterations``, calls per sample or None
+            to choose), and the run's ``iterations`` (used when set).
+        emit: the worker's event sink. Events: ``count_start`` (valgrind nesting
+            level, the GC state, PYTHONHASHSEED), ``cold`` (ns=None, metrics),
+            ``calibrated``, ``warmup``, ``counted`` (calls per sample, samples, empty
+            samples, collections during the counted samples).
+
+    Returns:
+        The first call's result (for the benchmark's metrics).
+
+    Raises:
+        NotUnderValgrind: the process does not run under Valgrind.
+    """
+    core = _core()
+    level = core.valgrind_running()
+    if not level:
+        raise NotUnderValgrind(
+            "count mode runs its processes under valgrind --tool=callgrind; this one is not"
+        )
+    spec = plan["count"]
+    emit(
+        "count_start",
+        valgrind=level,
+        gc_enabled=gc.isenabled(),
+        gc_threshold=list(gc.get_threshold()),
+        hash_seed=os.environ.get("PYTHONHASHSEED"),
+    )
+    core.callgrind_start_instrumentation()
+    core.callgrind_zero_stats()
+    result = call()
+    core.callgrind_dump_stats(callgrind.DUMP_PREFIX + "cold")
+    n = spec.get("iterations") or plan.get("iterations")
+    if not n:
+        counted_loop(call, 1, "calibrate")
+        n = calls_for(_own_dump_ir(spec["dir"], "calibrate") or 1)
+    core.callgrind_stop_instrumentation()
+    emit("calibrated", iterations=n)
+    warm = min(max(WARMUP_MIN_CALLS, 2 * n), max(WARMUP_MAX_CALLS, n))
+    for _ in itertools.repeat(None, warm):
+        call()
+    for _ in itertools.repeat(None, n):  # the empty callable's own first calls
+        empty()
+    emit("warmup", samples=warm, converged=True)
+    collections0 = sum(s["collections"] for s in gc.get_stats())
+    core.callgrind_start_instrumentation()
+    for i in range(spec["samples"]):
+        counted_loop(call, n, f"sample:{i}")
+    for i in range(spec["empty_samples"]):
+        counted_loop(empty, n, f"empty:{i}")
+    core.callgrind_stop_instrumentation()
+    emit(
+        "counted",
+        iterations=n,
+        samples=spec["samples"],
+        empty_samples=spec["empty_samples"],
+        gc_collections=sum(s["collections"] for s in gc.get_stats()) - collections0,
+    )
+    return result

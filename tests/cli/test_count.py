@@ -1,0 +1,148 @@
+"""``--count instructions`` end to end, through the real entry point and real Valgrind:
+a counted run of a tiny benchmark (Ir per op, the band, the cold count, the GC state and
+the layouts recorded), show, compare (same on a recount, slower with 10% more work), the
+--fail-on gate, and perflab cmd's counted runs. Skipped where Valgrind is missing.
+Counts, not times: nothing here depends on the machine's speed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("valgrind") is None, reason="Valgrind is not installed (apt-get install valgrind)"
+)
+
+BENCH = """
+import os
+import perflab
+
+WORK = int(os.environ.get("COUNT_TEST_WORK", "100"))
+
+@perflab.bench()
+def loop():
+    total = 0
+    for i in range(WORK * 100):
+        total += i % 7
+    return total
+"""
+
+
+def perflab(
+    *argv: str, work: int = 100, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m perflab ARGV`` with the benchmark's work set."""
+    env = {**os.environ, "COUNT_TEST_WORK": str(work), "PERFLAB_HISTORY": "off"}
+    return subprocess.run(
+        [sys.executable, "-m", "perflab", *argv],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+        cwd=cwd,
+    )
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Counted runs: a (work 100), a2 (a recount of a), b (work 110)."""
+    folder = tmp_path_factory.mktemp("count")
+    bench = folder / "bench_count.py"
+    bench.write_text(BENCH)
+    out = {}
+    for name, work in (("a", 100), ("a2", 100), ("b", 110)):
+        path = folder / f"{name}.json"
+        done = perflab(
+            "run",
+            str(bench),
+            "--count",
+            "instructions",
+            "--json",
+            str(path),
+            "--quiet",
+            "--format",
+            "markdown",
+            work=work,
+        )
+        assert done.returncode == 0, done.stderr
+        (folder / f"{name}.stdout").write_text(done.stdout)
+        out[name] = path
+    return out
+
+
+def test_a_counted_run_records_and_prints_instructions(runs: dict[str, Path]) -> None:
+    data = json.loads(runs["a"].read_text())
+    assert data["settings"]["count"] == "instructions"
+    [bench] = data["benchmarks"]
+    procs = bench["processes"]
+    assert len(procs) == 3  # the layout band
+    assert len({p["layout"]["hash_seed"] for p in procs}) == 3
+    for p in procs:
+        c = p["counts"]
+        assert c["events"] == ["Ir"] and c["iterations"] >= 1
+        assert len(c["samples"]) == 5 and len(c["empty"]) == 3
+        assert c["gc_enabled"] is True and c["aslr_off"] is True and c["valgrind"]
+        # a sample's count is far above the empty loop's: the loop's work is counted
+        assert min(s[0] for s in c["samples"]) > 10 * max(e[0] for e in c["empty"])
+    per_op = [
+        (min(s[0] for s in p["counts"]["samples"]) - p["counts"]["empty"][0][0])
+        / p["counts"]["iterations"]
+        for p in procs
+    ]
+    # 10,000 iterations of a loop body: tens to hundreds of instructions each (the
+    # interpreter's dispatch, and a new int object for i and for total each time)
+    assert all(100_000 < v < 20_000_000 for v in per_op)
+    text = (runs["a"].parent / "a.stdout").read_text()
+    assert "instructions/op" in text and "layout band" in text and "loop" in text
+
+
+def test_show_compare_and_the_gate(runs: dict[str, Path]) -> None:
+    shown = perflab("show", str(runs["a"]), "--format", "markdown")
+    assert shown.returncode == 0, shown.stderr
+    assert "instructions/op" in shown.stdout
+    same = perflab("compare", str(runs["a"]), str(runs["a2"]), "--format", "csv")
+    assert same.returncode == 0, same.stderr
+    assert _verdict(same.stdout) == "same"
+    slower = perflab(
+        "compare", str(runs["a"]), str(runs["b"]), "--format", "csv", "--fail-on", "slower"
+    )
+    assert slower.returncode == 1, slower.stderr
+    assert _verdict(slower.stdout) == "slower"
+    assert "gate:" in slower.stderr
+
+
+def _verdict(csv_text: str) -> str:
+    import csv
+    import io
+
+    rows = [r for r in csv.DictReader(io.StringIO(csv_text)) if r.get("metric") == "instructions"]
+    assert rows, csv_text
+    return rows[0]["verdict"]
+
+
+def test_cmd_counts_a_command_and_its_children(tmp_path: Path) -> None:
+    sh = shutil.which("sh")
+    done = perflab(
+        "cmd",
+        f"{sh} -c 'true; {shutil.which('echo')} hi'",
+        "--count",
+        "instructions",
+        "--runs",
+        "3",
+        "--json",
+        str(tmp_path / "c.json"),
+        "--quiet",
+        "--format",
+        "markdown",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "instructions" in done.stdout and "processes" in done.stdout
+    [bench] = json.loads((tmp_path / "c.json").read_text())["benchmarks"]
+    assert len(bench["counts"]) == 3
+    assert all(c["processes"] == 2 and c["totals"][0] > 10_000 for c in bench["counts"])

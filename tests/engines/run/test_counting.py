@@ -1,0 +1,71 @@
+"""The counted sequence's pieces: calls per sample, and the client requests really
+bracketing a loop when the process runs under Callgrind (skipped without Valgrind)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from perflab.engines import callgrind
+from perflab.engines.run.counting import MAX_CALLS_PER_SAMPLE, calls_for
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("ir", "target", "n"),
+    [
+        (1e9, 2e7, 1),
+        (2e7, 2e7, 1),
+        (1e7, 2e7, 2),
+        (4.5e6, 2e7, 2),
+        (3.9e6, 2e7, 5),
+        (1000, 2e7, 20000),
+        (999, 2e7, 20000),
+        (1, 2e7, MAX_CALLS_PER_SAMPLE),
+        (0, 2e7, MAX_CALLS_PER_SAMPLE),
+    ],
+)
+def test_calls_per_sample_steps_1_2_5(ir: float, target: float, n: int) -> None:
+    assert calls_for(ir, target) == n
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="Valgrind is not installed")
+def test_client_requests_bracket_exactly_the_loop(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        """
+        from perflab import _core
+        from perflab.engines.run.counting import counted_loop
+        def work():
+            return sum(i * i for i in range(200))
+        def empty():
+            pass
+        assert _core.valgrind_running() == 1
+        work(); empty()
+        _core.callgrind_start_instrumentation()
+        counted_loop(work, 10, "sample:0")
+        counted_loop(work, 20, "sample:1")
+        counted_loop(empty, 10, "empty:0")
+        _core.callgrind_stop_instrumentation()
+        sum(range(10**5))  # after the bracket: never counted
+        """
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    argv = [*callgrind.valgrind_command(out), sys.executable, "-c", script]
+    env = {"PYTHONPATH": str(REPO / "python"), "PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    dumps = callgrind.dumps_by_reason(callgrind.read_dumps(out))
+    assert set(dumps) == {"sample:0", "sample:1", "empty:0"}
+    ten, twenty, empty = (dumps[k].events["Ir"] for k in ("sample:0", "sample:1", "empty:0"))
+    per_call = (ten - empty) / 10
+    assert per_call > 2000  # a 200-step generator sum: thousands of instructions
+    # twice the calls, twice the instructions, to well within a percent
+    assert (twenty - empty) / 20 == pytest.approx(per_call, rel=0.01)
+    assert empty < 0.1 * ten
