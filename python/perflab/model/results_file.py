@@ -172,6 +172,8 @@ def _check_kinds(data: dict[str, Any]) -> str | None:
                 f"benchmarks[{i}].kind: is {kind!r} in a {data['kind']!r} file, which holds "
                 f"{expected!r} benchmarks only"
             )
+        if kind == "python" and "processes" not in bench:  # perflab always writes the list
+            return f"benchmarks[{i}]: has no 'processes' (its measured data)"
     reference = data.get("settings", {}).get("reference")
     if reference is not None and reference >= len(data["benchmarks"]):
         return f"settings.reference: {reference} is not the index of a benchmark"
