@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 #: subcommand → one-line help. Order is the order of ``perflab --help``.
 COMMANDS = {
@@ -28,10 +30,21 @@ COMMANDS = {
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with the house error format: one ``error: ...`` line and exit code 2."""
+    """argparse with the house error format: one ``error: ...`` line and exit code 2.
+
+    Abbreviated options are off (``allow_abbrev=False``): ``--head`` for ``--header``
+    bypassed the redaction of secret headers, and an abbreviation becomes ambiguous
+    the day another option with that prefix is added.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"error: {message}; see '{self.prog} --help'\n")
+        from perflab import redact
+
+        sys.stderr.write(f"error: {redact.text(message)}; see '{self.prog} --help'\n")
         raise SystemExit(2)
 
 
@@ -149,13 +162,37 @@ def typed_options(parser: argparse.ArgumentParser, words: Sequence[str]) -> dict
     return out
 
 
+def _pipe_closed() -> int:
+    """stdout's reader went away (``perflab show … | head -1``): end quietly, exit 0, as
+    ``cat`` does; stdout goes to /dev/null so that the exit's flush can't fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 def _guarded(func, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
     """Call a subcommand; turn perflab errors into one ``error:`` line and an exit code."""
     from perflab.errors import PerflabError
     from perflab.report.escape import terminal
 
     try:
-        return int(func(args))
+        if hasattr(args, "no_history"):  # a measuring command: its history is checked first
+            from perflab.history.record import check_database
+
+            check_database(args)
+        code = int(func(args))
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        return _pipe_closed()
+    except SystemExit as exc:  # rich exits 1 on a closed pipe
+        if isinstance(exc.__context__, BrokenPipeError):
+            return _pipe_closed()
+        raise
     except PerflabError as exc:
         if args.debug:
             raise
@@ -169,6 +206,13 @@ def _guarded(func, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-
     except Exception as exc:  # noqa: BLE001 - last line of defence, no traceback
         if args.debug:
             raise
+        if type(exc).__module__ == "sqlite3":  # the history database: corrupt, read-only…
+            sys.stderr.write(
+                f"error: the history database can't be used ({terminal(exc, one_line=True)}); "
+                "check the file and its folder (permissions, disk, corruption), or pass "
+                "--history with another path\n"
+            )
+            return 2
         sys.stderr.write(
             f"error: internal error {type(exc).__name__}: "
             f"{terminal(exc, one_line=True)}; re-run with --debug and report it\n"

@@ -19,8 +19,10 @@ to a rescue file in the system temp folder and :class:`SaveError` (exit code
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import os
 import re
+import secrets
 import stat
 import sys
 import tempfile
@@ -29,12 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perflab.errors import PerflabError, UsageError
+from perflab.owned import MAX_RESULTS_BYTES as MAX_RESULTS_BYTES  # re-exported
+from perflab.owned import ours as _ours
 
 #: Exit code when the measurement finished but its file could not be written where asked
 #: (the data is in the rescue file named by the error).
 EXIT_SAVE_FAILED = 3
-#: Largest results (JSON) file perflab reads, bytes.
-MAX_RESULTS_BYTES = 256 * 2**20
 #: Largest other input (CSV, --requests, --body-file, bench file), bytes.
 MAX_INPUT_BYTES = 64 * 2**20
 #: Targets written in place (never renamed over): stdout-style paths and pipes.
@@ -42,45 +44,6 @@ _IN_PLACE_PREFIXES = ("/dev/fd/", "/proc/self/fd/")
 #: Paths that are this process's stdout.
 _STDOUT = ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")
 _IN_PLACE = ("/dev/stdout", "/dev/stderr", "/dev/null")
-#: How much of an existing export (github-action-benchmark, hyperfine JSON, .hgrm) is read to
-#: find perflab's mark in it before replacing it, bytes.
-_EXPORT_HEAD = 1 << 20
-#: JSON text up to a key of the object just opened (scalars and whole strings only, so
-#: the key is that object's own, not one nested in a value).
-_FLAT = rb'(?:"(?:[^"\\]|\\.)*"|[^{}\[\]"])*?'
-#: A JSON document perflab wrote (results, compare, fit, doctor, the hyperfine export):
-#: ``"tool": "perflab"`` among the top-level keys before the first nested value (it is
-#: first or second). A file that only mentions perflab (a package.json) is not ours.
-_JSON_MARK = re.compile(rb"\s*\{" + _FLAT + rb'"tool"\s*:\s*"perflab"')
-#: The exports perflab wrote (report.peer_formats): a perflab JSON document (hyperfine),
-#: a github-action-benchmark list whose first entry's "extra" starts "perflab", an .hlog's
-#: first line, an .hgrm's header followed by its closing "#[perflab: …" line.
-_EXPORT_MARKS = (
-    _JSON_MARK,
-    re.compile(rb"\s*\[\s*\{" + _FLAT + rb'"extra"\s*:\s*"perflab[ :]'),
-    re.compile(rb"#\[perflab http latency histograms"),
-    re.compile(rb"\s*Value\s+Percentile\s+TotalCount[^\n]*\n(?:.*\n)*?#\[perflab: "),
-)
-#: How each kind of output file perflab writes starts (what makes an existing file "ours"):
-#: a CSV file by the first columns of its header, as the CSV records of ``run``
-#: (report.run_table.summary_records), ``cmd`` (report.cmd_table), ``http``
-#: (report.http_table.step_records), ``compare``, ``fit`` and ``doctor`` begin;
-#: tests/reliability/test_output_files.py checks they do.
-_SIGNATURES = {
-    "json": (b"{",),
-    "png": (b"\x89PNG\r\n\x1a\n",),
-    "html": (b"<!DOCTYPE html><!-- perflab report -->",),
-    "markdown": (b"<!-- perflab",),
-    "csv": (
-        b"id,group,benchmark,stage,",
-        b"id,label,runs,failed,",
-        b"step,mode,offered_rate,",
-        b"id,kind,metric,unit,",
-        b"series,x_label,y_label,",
-        b"series,param,",
-        b"name,status,detail,",
-    ),
-}
 
 
 class SaveError(PerflabError):
@@ -164,8 +127,14 @@ def read_text(path: str | os.PathLike[str], what: str, limit: int = MAX_INPUT_BY
 
 
 def default_results_path(kind: str) -> Path:
-    """Where a results file goes without ``--json``: ``.perflab/{kind}-{stamp}.json``."""
-    return Path(".perflab") / f"{kind}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
+    """Where a results file goes without ``--json``: ``.perflab/{kind}-{stamp}-{random}.json``.
+
+    Two runs started in the same second get different names (6 random hex digits), and
+    the file is created exclusively at the moment of saving (:func:`atomic_write`), so
+    even a collision never overwrites another run's results.
+    """
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path(".perflab") / f"{kind}-{stamp}-{secrets.token_hex(3)}.json"
 
 
 def results_destination(text: str | None, kind: str) -> Destination:
@@ -182,11 +151,17 @@ class Destination:
         path: the file, or None for stdout (``-``).
         option: the option that named it, for messages (e.g. "--json").
         in_place: True for stdout-style targets and pipes: written directly, not renamed.
+        kind: what an existing file must look like to be replaced ("json", "png", …).
+        existed: a file was there when the destination was checked; at the moment of
+            the rename it must still be perflab's, and when none was there, none may
+            have appeared meanwhile (:func:`atomic_write`).
     """
 
     path: Path | None
     option: str
     in_place: bool = False
+    kind: str = "json"
+    existed: bool = False
 
     @property
     def stdout(self) -> bool:
@@ -227,7 +202,7 @@ class Destination:
             if path.is_symlink():
                 raise UsageError(f"{shown}: is a link to nothing; give a plain file path") from None
             _check_folder(path.parent, shown)
-            return cls(path, option)
+            return cls(path, option, kind=kind)
         except OSError as exc:
             raise UsageError(
                 f"{shown}: can't use it ({exc.strerror}); choose another path"
@@ -252,7 +227,7 @@ class Destination:
         if path.is_symlink():  # write the link's target, keep the link
             path = Path(os.path.realpath(path))
         _check_folder(path.parent, shown)
-        return cls(path, option)
+        return cls(path, option, kind=kind, existed=True)
 
     def write(self, data: bytes) -> None:
         """Write ``data`` whole: atomically (temp file, fsync, rename) or in place.
@@ -265,7 +240,7 @@ class Destination:
         elif self.in_place:
             _write_in_place(self.path, data)
         else:
-            atomic_write(self.path, data)
+            atomic_write(self.path, data, self)
 
 
 def distinct(destinations: Iterable[Destination | None]) -> None:
@@ -326,7 +301,10 @@ def _write_in_place(path: Path, data: bytes) -> None:
 
 
 def _check_folder(folder: Path, shown: str) -> None:
-    """The nearest existing ancestor of ``folder`` is a writable folder. Raises UsageError."""
+    """The nearest existing ancestor of ``folder`` is a writable folder, and it is not the
+    filesystem's root: perflab makes missing folders (``--json new/deeper/r.json``) but
+    never new top-level ones (``--json /nonexistent/dir/x.json`` is a typo, and root may
+    write there). Raises UsageError."""
     probe = folder if str(folder) else Path(".")
     while not probe.exists():
         if probe.is_symlink() or probe.parent == probe:
@@ -335,6 +313,11 @@ def _check_folder(folder: Path, shown: str) -> None:
     if not probe.is_dir():
         raise UsageError(
             f"{shown}: {probe} is a file, so the folder {folder} can't be made; choose another path"
+        )
+    if probe != folder and Path(os.path.realpath(probe)).parent == Path(os.path.realpath(probe)):
+        raise UsageError(
+            f"{shown}: the folder {folder} does not exist; create it first (perflab "
+            "makes missing folders, but no new top-level ones)"
         )
     try:  # a real probe: access() says yes to root on a read-only filesystem or in /proc
         fd, name = tempfile.mkstemp(prefix=".perflab-probe-", dir=probe)
@@ -346,30 +329,23 @@ def _check_folder(folder: Path, shown: str) -> None:
         ) from None
 
 
-def _ours(path: Path, kind: str) -> bool:
-    """True for an empty file or one that starts like a perflab output of ``kind``."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(_EXPORT_HEAD if kind == "export" else 4096)
-    except OSError:
-        return False
-    if not head:
-        return True
-    if kind == "export":  # peers' formats written by perflab.report.peer_formats: marked inside
-        return any(mark.match(head) for mark in _EXPORT_MARKS)
-    if kind == "json":
-        return bool(_JSON_MARK.match(head))
-    return head.startswith(_SIGNATURES.get(kind, (b"",)))
-
-
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, destination: Destination | None = None) -> None:
     """Write ``data`` to ``path`` via a temp file in the same folder, fsync and rename.
 
-    Parent folders are created. On any error the temp file is removed and the
-    error re-raised: ``path`` keeps its old content (or stays absent).
+    Parent folders are created. The destination is checked again at the moment of the
+    rename (:func:`_install`): a file that appeared there during the run, or one that
+    is no longer perflab's, is not replaced. On any error the temp file is removed and
+    the error re-raised: ``path`` keeps its old content (or stays absent).
+
+    Args:
+        path: the file.
+        data: its bytes.
+        destination: the checked destination (what was there when it was checked);
+            None for a plain replace.
 
     Raises:
-        OSError: from mkdir, write (ENOSPC, EFBIG, EROFS…), fsync or rename.
+        OSError: from mkdir, write (ENOSPC, EFBIG, EROFS…), fsync or rename; EEXIST
+            when the destination changed hands during the run.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -379,7 +355,7 @@ def atomic_write(path: Path, data: bytes) -> None:
             out.flush()
             os.fsync(out.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
+        _install(Path(tmp), path, destination)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -394,6 +370,47 @@ def atomic_write(path: Path, data: bytes) -> None:
             os.close(dir_fd)
     except OSError:
         pass  # some filesystems can't fsync a folder; the rename is done
+
+
+#: The files this process created (so a later save of the same output replaces them).
+_WRITTEN: set[str] = set()
+
+
+def _install(tmp: Path, path: Path, destination: Destination | None) -> None:
+    """Move the finished ``tmp`` to ``path``, checking the destination again now.
+
+    Where nothing was there when it was checked, the file is created exclusively (a
+    hard link, which fails if anything appeared meanwhile, then the temp name is
+    removed); where perflab's own file was, it must still be perflab's.
+
+    Raises:
+        OSError: EEXIST when a file appeared or the old one is no longer perflab's.
+    """
+    if destination is None:
+        os.replace(tmp, path)
+        return
+    if destination.existed or str(path) in _WRITTEN:  # http saves again after every step
+        if os.path.lexists(path) and not _ours(path, destination.kind):
+            raise OSError(
+                errno.EEXIST, "it was replaced during the run by a file that isn't perflab's"
+            )
+        os.replace(tmp, path)
+        return
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise OSError(
+            errno.EEXIST, "a file appeared there during the run; perflab does not replace it"
+        ) from None
+    except OSError:  # no hard links here (some network and FAT filesystems)
+        if os.path.lexists(path):
+            raise OSError(
+                errno.EEXIST, "a file appeared there during the run; perflab does not replace it"
+            ) from None
+        os.replace(tmp, path)
+    else:
+        os.unlink(tmp)
+    _WRITTEN.add(str(path))
 
 
 def _umask() -> int:
@@ -485,7 +502,7 @@ def save_file(destination: Destination, write: Callable[[Path], object], kind: s
             with open(tmp, "rb+") as fh:
                 os.fsync(fh.fileno())
             os.chmod(tmp, 0o666 & ~_umask())
-            os.replace(tmp, destination.path)
+            _install(tmp, destination.path, destination)
     except OSError as exc:
         _failed(destination, kind, exc, write)
     finally:

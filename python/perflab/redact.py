@@ -1,10 +1,16 @@
-"""Secrets kept out of everything perflab saves or prints: credential headers and URL passwords.
+"""Secrets kept out of everything perflab saves or prints: credential headers, URL
+passwords and secret-looking query parameters.
 
-``perflab http`` sends what the user gave, but the results file, the tables
-and every message carry redacted copies: the values of Authorization,
-Proxy-Authorization, Cookie (and Set-Cookie) and of any header named with
-``--redact``, and the password of a ``user:password@`` URL, become
-:data:`REDACTED`.
+``perflab http`` sends what the user gave, but the results file, the history, the
+tables (terminal, Markdown, CSV, HTML) and every message carry redacted copies: the
+values of Authorization, Proxy-Authorization, Cookie (and Set-Cookie), perflab's own
+Server-Timing token header, any header whose name looks like a credential
+(``X-Api-Key``, ``X-Auth-Token``, ``X-Session-Id``, ``*-Secret``…) or is named with
+``--redact``, the password of a ``user:password@`` URL and the value of a query
+parameter whose name looks like a secret (``?token=``, ``api_key``, ``signature``…)
+become :data:`REDACTED`. A ``Name: value`` word of a command line is redacted
+wherever it stands (after ``-H``, ``--header``, an abbreviation of it, or inside a
+``perflab cmd`` command), so no spelling of an option bypasses it.
 """
 
 from __future__ import annotations
@@ -15,34 +21,85 @@ from collections.abc import Iterable, Sequence
 REDACTED = "<redacted>"
 #: Headers whose values are credentials, lower case.
 CREDENTIAL_HEADERS = frozenset(
-    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "x-auth-token"}
+    {
+        "authorization",
+        "proxy-authorization",
+        "cookie",
+        "set-cookie",
+        "x-api-key",
+        "x-auth-token",
+        "x-perflab-token",  # perflab.trace.middleware.TOKEN_HEADER
+    }
+)
+#: A header or query parameter name that looks like a credential (matched anywhere in
+#: the lower-cased name): X-Api-Key, X-Goog-Api-Key, X-Auth-Token, X-CSRF-Token,
+#: X-Session-Id, X-Client-Secret, X-Amz-Signature, access_token, apikey, passwd…
+_SECRET_NAME = re.compile(
+    r"(?i)(?:token|secret|passw|passwd|pwd|api[-_]?key|apikey|auth|session|cookie|"
+    r"signature|credential|private[-_]?key|access[-_]?key|^key$|^sig$|^code$)"
 )
 #: ``scheme://user:password@`` (the password is anything up to the last ``@`` of the authority).
 _URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*:)[^/\s]*(@)")
+#: ``name=value`` in a query string or fragment (after ``?``, ``&``, ``;`` or ``#``).
+_QUERY_PAIR = re.compile(r"([?&;#])([^=&;#\s?]+)=([^&;#\s]*)")
+
+
+def _query(match: re.Match[str]) -> str:
+    lead, name, value = match.groups()
+    return f"{lead}{name}={REDACTED}" if value and _SECRET_NAME.search(name) else match.group(0)
 
 
 def url(text: str) -> str:
-    """``http://user:secret@host/`` → ``http://user:<redacted>@host/``; other text unchanged."""
-    return _URL_PASSWORD.sub(lambda m: m.group(1) + REDACTED + m.group(2), text)
+    """``http://user:secret@host/?token=x&page=2`` → ``http://user:<redacted>@host/?token=<redacted>&page=2``:
+    the password of the authority and the values of secret-looking query parameters;
+    other text unchanged."""
+    text = _URL_PASSWORD.sub(lambda m: m.group(1) + REDACTED + m.group(2), text)
+    return _QUERY_PAIR.sub(_query, text) if "=" in text else text
 
 
 def secret_names(extra: Iterable[str] = ()) -> frozenset[str]:
-    """The lower-cased header names to redact: the credential headers plus ``extra``."""
+    """The lower-cased header names always redacted: the credential headers plus ``extra``
+    (names that merely look like credentials are caught by :func:`is_secret`)."""
     return CREDENTIAL_HEADERS | {name.strip().lower() for name in extra if name.strip()}
+
+
+def is_secret(name: str, extra: Iterable[str] = ()) -> bool:
+    """True when a header named ``name`` carries a credential: a known one, one named
+    with ``--redact``, or one whose name looks like a credential (:data:`_SECRET_NAME`)."""
+    name = name.strip().lower()
+    return name in secret_names(extra) or bool(_SECRET_NAME.search(name))
 
 
 def headers(pairs: Sequence[Sequence[str]], extra: Iterable[str] = ()) -> list[list[str]]:
     """[[name, value], …] with the values of secret headers redacted."""
-    names = secret_names(extra)
-    return [[name, REDACTED if name.strip().lower() in names else value] for name, value in pairs]
+    return [[name, REDACTED if is_secret(name, extra) else url(value)] for name, value in pairs]
+
+
+#: ``Name: value`` inside a longer text (a header in a cmd command or a quoted curl line).
+_HEADER_IN_TEXT = re.compile(
+    r"(?i)([A-Za-z0-9_-]+)(\s*:\s*)(?:(bearer|basic|token)\s+)?([^\s'\"]+)"
+)
 
 
 def header_text(text: str, extra: Iterable[str] = ()) -> str:
     """One ``Name: value`` text with a secret value redacted."""
     name, colon, _ = text.partition(":")
-    if colon and name.strip().lower() in secret_names(extra):
+    if colon and is_secret(name, extra) and "//" not in name:
         return f"{name}: {REDACTED}"
     return url(text)
+
+
+def text(words: str, extra: Iterable[str] = ()) -> str:
+    """Any text (a ``perflab cmd`` command, a request line): URL secrets, and the value of
+    every ``Name: value`` whose name is secret, redacted wherever they stand."""
+
+    def one(match: re.Match[str]) -> str:
+        name, sep, scheme, value = match.groups()
+        if value.startswith("//") or not is_secret(name, extra):
+            return match.group(0)
+        return f"{name}{sep}{scheme + ' ' if scheme else ''}{REDACTED}"
+
+    return _HEADER_IN_TEXT.sub(one, url(words)) if ":" in words else url(words)
 
 
 def argv(words: Sequence[str], extra: Iterable[str] = ()) -> list[str]:
@@ -54,7 +111,7 @@ def argv(words: Sequence[str], extra: Iterable[str] = ()) -> list[str]:
         if after_header:
             out.append(header_text(word, extra))
             after_header = False
-        elif word in ("-H", "--header"):
+        elif word in ("-H", "--header") or (len(word) > 3 and "--header".startswith(word)):
             out.append(word)
             after_header = True
         elif word.startswith("--header="):
@@ -62,5 +119,5 @@ def argv(words: Sequence[str], extra: Iterable[str] = ()) -> list[str]:
         elif word.startswith("-H") and len(word) > 2:
             out.append("-H" + header_text(word[2:], extra))
         else:
-            out.append(url(word))
+            out.append(text(word, extra))
     return out

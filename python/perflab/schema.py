@@ -117,3 +117,85 @@ def validate(document: Any, name: str = "results") -> str | None:
     except fastjsonschema.JsonSchemaValueException as exc:
         return problem(exc, document)
     return None
+
+
+def fit(document: Any, name: str = "results") -> tuple[Any, list[str]]:
+    """``document`` cut to the bounds of schema ``name``, so that what perflab writes it
+    can always read back: strings longer than ``maxLength`` are shortened (ending in
+    "…"), numbers beyond ``minimum``/``maximum`` clamped, lists past ``maxItems`` and
+    objects past ``maxProperties`` cut, over-long property names shortened.
+
+    Args:
+        document: a JSON-shaped value (dicts, lists, str, int, float, bool, None).
+        name: the schema.
+
+    Returns:
+        (the bounded copy, the JSON paths that were cut: empty when nothing was).
+    """
+    root = schema(name)
+    cuts: list[str] = []
+
+    def resolve(node: dict[str, Any]) -> dict[str, Any]:
+        while "$ref" in node:
+            node = root["definitions"][node["$ref"].rsplit("/", 1)[-1]]
+        return node
+
+    def walk(value: Any, node: dict[str, Any], path: str) -> Any:
+        node = resolve(node)
+        for option in node.get("anyOf", node.get("oneOf", [])):
+            option = resolve(option)
+            kind = option.get("type")
+            if kind is None or _is(value, kind):
+                node = {**node, **option}
+                break
+        if isinstance(value, str) and len(value) > node.get("maxLength", len(value)):
+            cuts.append(path)
+            return value[: max(0, node["maxLength"] - 1)] + "…"
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            low, high = node.get("minimum"), node.get("maximum")
+            if high is not None and value > high:
+                cuts.append(path)
+                return type(value)(high) if isinstance(value, int) else float(high)
+            if low is not None and value < low:
+                cuts.append(path)
+                return type(value)(low) if isinstance(value, int) else float(low)
+            return value
+        if isinstance(value, list):
+            limit = node.get("maxItems", len(value))
+            if len(value) > limit:
+                cuts.append(path)
+            items = node.get("items", {})
+            return [walk(v, items, f"{path}[{i}]") for i, v in enumerate(value[:limit])]
+        if isinstance(value, dict):
+            props, extra = node.get("properties", {}), node.get("additionalProperties", {})
+            key_limit = node.get("propertyNames", {}).get("maxLength")
+            out: dict[str, Any] = {}
+            for key, item in value.items():
+                if len(out) >= node.get("maxProperties", len(value)):
+                    cuts.append(path)
+                    break
+                shown = key
+                if key_limit is not None and len(key) > key_limit and key not in props:
+                    shown = key[: key_limit - 1] + "…"
+                    cuts.append(f"{path}.{shown}")
+                sub = props.get(key, extra if isinstance(extra, dict) else {})
+                out[shown] = walk(item, sub, f"{path}.{key}" if path else key)
+            return out
+        return value
+
+    return walk(document, root, ""), cuts
+
+
+def _is(value: Any, kind: str | list[str]) -> bool:
+    """True when ``value`` has the JSON Schema ``type`` ``kind`` (or one of a list)."""
+    kinds = [kind] if isinstance(kind, str) else kind
+    checks = {
+        "string": lambda v: isinstance(v, str),
+        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+        "object": lambda v: isinstance(v, dict),
+        "array": lambda v: isinstance(v, list),
+        "boolean": lambda v: isinstance(v, bool),
+        "null": lambda v: v is None,
+    }
+    return any(checks.get(k, lambda v: True)(value) for k in kinds)

@@ -145,8 +145,8 @@ def test_a_save_that_fails_after_measuring_goes_to_a_rescue_file(tmp_path: Path)
 
 
 def test_atomic_write_keeps_the_old_file_when_the_write_fails(tmp_path: Path) -> None:
-    path = tmp_path / "r.json"
-    path.write_text('{"tool": "perflab"}\n')
+    path = write_valid(tmp_path, "cmd")
+    before = path.read_text()
     destination = files.Destination.check(path, "--json")
     old = resource.getrlimit(resource.RLIMIT_FSIZE)
     handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -157,7 +157,7 @@ def test_atomic_write_keeps_the_old_file_when_the_write_fails(tmp_path: Path) ->
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, old)
         signal.signal(signal.SIGXFSZ, handler)
-    assert path.read_text() == '{"tool": "perflab"}\n' and leftovers(tmp_path) == []
+    assert path.read_text() == before and leftovers(tmp_path) == []
 
 
 def test_http_chart_and_fit_chart_follow_one_rule_for_missing_folders(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import datetime as dt
 import sys
 from typing import Any
 
+from perflab import redact
 from perflab.commands.options import Commands as _Commands
 from perflab.commands.options import IgnoreFailure as _IgnoreFailure
 from perflab.commands.options import Scan as _Scan
@@ -408,7 +409,7 @@ def main(args: argparse.Namespace) -> int:
     env = environment.fingerprint(__version__)
     results = Results(
         kind="cmd",
-        command_line=["perflab", *sys.argv[1:]],
+        command_line=["perflab", *redact.argv(sys.argv[1:])],
         created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         perflab_version=__version__,
         environment=env,

@@ -11,6 +11,7 @@ import argparse
 import sys
 from typing import Any
 
+from perflab import redact
 from perflab.errors import UsageError
 from perflab.units import parse_positive_duration
 
@@ -98,7 +99,7 @@ def main(args: argparse.Namespace) -> int:
         duration, progress=lambda phase: sys.stderr.write(f"perflab doctor: {phase}…\n")
     )
     later = Deferred()
-    doc = document(report, sys.argv[1:])
+    doc = document(report, redact.argv(sys.argv[1:]))
     if destination is not None:
         later.run(save, destination, json_document(doc), "doctor report")
     outputs.write(

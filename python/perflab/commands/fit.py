@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from perflab import files, interop
+from perflab import files, interop, redact
 from perflab.errors import UsageError
 
 MODELS = ("usl", "complexity", "breakeven")
@@ -223,7 +223,7 @@ def _write_json(report: Any, args: argparse.Namespace, destination: Any) -> None
         "kind": "fit",
         "fit": report.model,
         "sources": list(args.files),
-        "command_line": ["perflab", *sys.argv[1:]],
+        "command_line": ["perflab", *redact.argv(sys.argv[1:])],
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "perflab_version": __version__,
         "fits": report.fits,

@@ -9,6 +9,7 @@ import math
 import sys
 from typing import Any
 
+from perflab import redact
 from perflab.errors import UsageError
 from perflab.units import parse_positive_duration
 
@@ -286,7 +287,7 @@ def main(args: argparse.Namespace) -> int:
     target_ns = max(timer.min_sample_ns, settings.min_sample_ns)
     results = Results(
         kind="run",
-        command_line=["perflab", *sys.argv[1:]],
+        command_line=["perflab", *redact.argv(sys.argv[1:])],
         created=started.isoformat(timespec="seconds"),
         perflab_version=__version__,
         environment=env,

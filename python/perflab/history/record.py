@@ -77,16 +77,34 @@ def database_path(args: argparse.Namespace) -> Path | None:
     """The history database to use, or None when recording is off.
 
     Order: ``--no-history`` (off), ``--history PATH``, ``$PERFLAB_HISTORY`` (``off``
-    turns recording off), :data:`DEFAULT_PATH`.
+    turns recording off), :data:`DEFAULT_PATH`. ``/dev/null`` turns recording off too
+    (as it discards a ``--json``), instead of making a ``/dev/null-journal``.
     """
     if getattr(args, "no_history", False):
         return None
     if getattr(args, "history", None):
-        return Path(args.history)
-    env = os.environ.get("PERFLAB_HISTORY", "").strip()
-    if env.lower() in OFF_WORDS:
-        return None
-    return Path(env) if env else DEFAULT_PATH
+        path = Path(args.history)
+    else:
+        env = os.environ.get("PERFLAB_HISTORY", "").strip()
+        if env.lower() in OFF_WORDS:
+            return None
+        path = Path(env) if env else DEFAULT_PATH
+    return None if str(path) == os.devnull else path
+
+
+def check_database(args: argparse.Namespace) -> None:
+    """Before measuring: the history database a measuring command will record into is
+    perflab's or absent (:func:`perflab.history.claim.check_path`), so that a foreign
+    file is refused with one line before anything runs, not after.
+
+    Raises:
+        UsageError: a user's own file, an empty file, a device or pipe.
+    """
+    from perflab.history import claim
+
+    path = database_path(args)
+    if path is not None:
+        claim.check_path(path)
 
 
 def check_tags(tags: list[str]) -> list[str]:

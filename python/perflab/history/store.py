@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from perflab.errors import UsageError
+from perflab.history import claim
 from perflab.history.rows import SummaryRow
 
 SCHEMA_VERSION = 2
@@ -198,15 +199,18 @@ class Store:
                 f"history {self.path}: no such database; record a run first "
                 "(perflab run/cmd/http record automatically) or pass --history"
             )
-        if create:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        legacy = claim.check_path(self.path)
+        if legacy is None and create:
+            legacy = claim.create(self.path, _build)
+        self.db = self._connect(create)
         try:
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             self.db.execute("PRAGMA foreign_keys = ON")
             # WAL + NORMAL: a commit survives a crash of perflab (not of the OS); each
             # run still goes in whole or not at all
             self.db.execute("PRAGMA synchronous = NORMAL")
+            if legacy and create:  # an older perflab's database (claim.check_path): stamp it
+                self.db.execute(f"PRAGMA application_id = {claim.APPLICATION_ID}")
             self._migrate()
         except sqlite3.DatabaseError as exc:
             self.db.close()
@@ -216,6 +220,26 @@ class Store:
                     f"({exc}); pass another path with --history"
                 ) from None
             raise
+        except BaseException:
+            self.db.close()
+            raise
+
+    def _connect(self, create: bool) -> sqlite3.Connection:
+        """The connection; a reader in a folder it can't write (read-only, immutable, a
+        read-only mount: WAL needs a ``-shm`` file beside the database) falls back to
+        reading the file as immutable, which writes nothing."""
+        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        if create:
+            return db
+        try:
+            db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            return db
+        except sqlite3.OperationalError:
+            db.close()
+        from urllib.parse import quote
+
+        uri = f"file:{quote(str(self.path.absolute()))}?immutable=1"
+        return sqlite3.connect(uri, uri=True, isolation_level=None)
 
     def __enter__(self) -> Store:
         return self
@@ -517,6 +541,15 @@ class Store:
     def count(self) -> int:
         """Number of recorded runs."""
         return int(self.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+
+
+def _build(db: sqlite3.Connection) -> None:
+    """Make an empty database perflab's current schema (for :func:`claim.create`)."""
+    for version in range(SCHEMA_VERSION):
+        for statement in MIGRATIONS[version].split(";"):
+            if statement.strip():
+                db.execute(statement)
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
 def _like_prefix(text: str) -> str:

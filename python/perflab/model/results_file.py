@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -56,12 +57,31 @@ def save(
     files.save(
         dest,
         lambda: (
-            json.dumps(results.to_dict(summaries), indent=indent, allow_nan=False) + "\n"
+            json.dumps(readable(results.to_dict(summaries)), indent=indent, allow_nan=False) + "\n"
         ).encode(),
         f"{results.kind} results",
         rescue_on_failure,
     )
     return dest.path
+
+
+def readable(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` as it is written: when the reader would refuse it (a 120 KB header
+    value, a Server-Timing figure of 1e19), the oversize values are bounded to the
+    schema (:func:`perflab.schema.fit`) with a ``note:`` line on stderr naming them, so
+    that every file perflab writes, perflab reads back."""
+    from perflab import schema
+
+    if not (schema.validate(document) or _check_kinds(document)):
+        return document
+    bounded, cuts = schema.fit(document)
+    if cuts:
+        shown = ", ".join(cuts[:3]) + (f" and {len(cuts) - 3} more" if len(cuts) > 3 else "")
+        sys.stderr.write(
+            f"note: {len(cuts)} value(s) too large for the results format were cut to fit, "
+            f"so that the file reads back: {shown}\n"
+        )
+    return bounded
 
 
 def _reject_constant(name: str) -> Any:
@@ -153,6 +173,8 @@ def _check_kinds(data: dict[str, Any]) -> str | None:
                 f"benchmarks[{i}].kind: is {kind!r} in a {data['kind']!r} file, which holds "
                 f"{expected!r} benchmarks only"
             )
+        if kind == "python" and "processes" not in bench:  # perflab always writes the list
+            return f"benchmarks[{i}]: has no 'processes' (its measured data)"
     reference = data.get("settings", {}).get("reference")
     if reference is not None and reference >= len(data["benchmarks"]):
         return f"settings.reference: {reference} is not the index of a benchmark"

@@ -138,6 +138,13 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("perflab_processes") < 0:
         raise pytest.UsageError("perflab: --perflab-processes must be ≥ 0")
     config.stash[_KEY]["child"] = child_plan() is not None
+    if config.stash[_KEY].get("json") and not config.stash[_KEY]["child"]:
+        from perflab.files import results_destination
+
+        try:  # before anything is measured: a user's file, a folder, a device
+            results_destination(config.stash[_KEY]["json"], "pytest")
+        except Exception as exc:  # UsageError: shown as pytest's usage error
+            raise pytest.UsageError(f"perflab: {exc}") from None
 
 
 def _xdist_active(config: pytest.Config) -> bool:

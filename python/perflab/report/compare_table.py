@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from perflab import redact
 from perflab.analyze.compare.rows import Row, Side, SuiteComparison
 from perflab.analyze.decisions import VERDICTS
 from perflab.analyze.estimate import Estimate
@@ -211,7 +212,7 @@ def comparison_document(
         "tool": "perflab",
         "kind": "compare",
         "format_version": JSON_FORMAT_VERSION,
-        "command_line": ["perflab", *sys.argv[1:]],
+        "command_line": ["perflab", *redact.argv(sys.argv[1:])],
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "a": name_a,
         "b": name_b,

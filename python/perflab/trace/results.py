@@ -20,7 +20,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from perflab import _core
+from perflab import _core, redact
 from perflab.model import Benchmark, Results, SpanHistogram, TraceSpan
 
 #: Shortest interval of a periodic dump, s (a dump merges every thread's recorder).
@@ -77,7 +77,7 @@ def build(started: str | None = None) -> Results:
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     return Results(
         kind="trace",
-        command_line=list(sys.argv),
+        command_line=redact.argv(sys.argv),
         created=started or now,
         perflab_version=version,
         environment=fingerprint(version),

@@ -270,4 +270,7 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv)
+    try:
+        main(sys.argv)
+    except (BrokenPipeError, KeyboardInterrupt):  # the parent is gone (SIGKILL) or stopping
+        os._exit(0)

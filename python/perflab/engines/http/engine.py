@@ -83,7 +83,12 @@ def parse_sweep(text: str, option: str = "--rate") -> list[float]:
         count = math.floor((stop - start) / step * (1 + 1e-9)) + 1
         values = [start + i * step for i in range(min(count, MAX_STEPS + 1))]
     else:
-        values = [_number(v, option) for v in text.split(",") if v.strip()]
+        parts = text.split(",")
+        if any(not v.strip() for v in parts):  # "100,200," or "100,,200": a value went missing
+            raise UsageError(
+                f"{option} {text!r}: an empty value between commas; write e.g. 100,200,400"
+            )
+        values = [_number(v, option) for v in parts]
     if not values or any(not math.isfinite(v) or v <= 0 for v in values):
         raise UsageError(f"{option} {text!r}: every value must be above zero")
     if len(values) > MAX_STEPS:

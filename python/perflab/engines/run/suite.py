@@ -14,7 +14,9 @@ import importlib.util
 import inspect
 import itertools
 import os
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -325,6 +327,7 @@ def load_file(path: str | os.PathLike[str]) -> BenchFile:
         raise BenchFileError(f"{path}: can't be imported as Python; pass a .py file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
+    handlers = _signal_handlers()
     try:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
@@ -347,7 +350,19 @@ def load_file(path: str | os.PathLike[str]) -> BenchFile:
             f"{path}{line}: importing it raised {type(exc).__name__}: {exc}; "
             "fix the file and run again"
         ) from None
+    finally:  # a file that sets SIGINT to SIG_IGN must not take Ctrl-C from perflab
+        for signum, handler in handlers.items():
+            if handler is not None and signal.getsignal(signum) is not handler:
+                signal.signal(signum, handler)
     return BenchFile(path, list(_BENCHES), list(_METRICS))
+
+
+def _signal_handlers() -> dict[int, Any]:
+    """perflab's handlers of the stop signals (SIGINT, SIGTERM, SIGHUP), to restore after
+    importing a user's file; empty outside the main thread (no handlers can be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
 
 
 class _OwnImports(importlib.abc.MetaPathFinder):
