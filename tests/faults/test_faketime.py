@@ -304,11 +304,14 @@ def test_run_with_clock_steps_flags_and_excludes_the_samples_spanning_them(
     bench = results["benchmarks"][0]
     samples = [s for p in bench["processes"] for s in p["samples"]]
     flagged = [s for s in samples if s["flagged"]]
-    assert flagged and len(flagged) < len(samples), "steps hit some samples, not all"
-    for s in flagged:
+    # a busy machine preempts some samples too: named so, and left out as well
+    assert {s["flagged"] for s in flagged} <= {"clock:tsc", "preempted"}
+    clocked = [s for s in flagged if s["flagged"] == "clock:tsc"]
+    assert clocked and len(clocked) < len(samples), "steps hit some samples, not all"
+    for s in clocked:
         # MONOTONIC jumped k × 20 ms that the TSC never saw.
         steps = -s["clock_skew_ns"] / 20e6
-        assert s["flagged"] == "clock:tsc" and round(steps) >= 1
+        assert round(steps) >= 1
         assert steps == pytest.approx(round(steps), abs=0.1), s
     for s in samples:
         if not s["flagged"]:
@@ -320,5 +323,5 @@ def test_run_with_clock_steps_flags_and_excludes_the_samples_spanning_them(
     assert summary["samples"] == len(samples) - len(flagged)
     assert (
         f"samples excluded (the clocks disagreed during these samples; they are kept in "
-        f"the file and left out of the statistics): add {len(flagged)}" in done.stdout
+        f"the file and left out of the statistics): add {len(clocked)}" in done.stdout
     )

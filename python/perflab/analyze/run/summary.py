@@ -369,14 +369,21 @@ def summarize(
     )
     median = median_estimate(bench, confidence, resamples, rng)
     if median is None:
-        summary.flagged = sum(1 for p in bench.processes for s in p.samples if s.flagged)
+        flags = [s.flagged for p in bench.processes for s in p.samples if s.flagged]
+        summary.flagged = len(flags)
+        clocked = sum(1 for f in flags if f.startswith("clock:"))
         if summary.flagged:
+            why = "the clocks disagreed during them"
+            if clocked < summary.flagged:  # preempted ones too (analyze/run/counters.py)
+                why = (
+                    f"the clocks disagreed during {clocked:,}, "
+                    f"{summary.flagged - clocked:,} were preempted"
+                )
             summary.warnings = [
                 Caveat(
                     "samples excluded",
                     f"all {summary.flagged:,}",
-                    f"all {plural(summary.flagged, 'sample')} excluded: "
-                    "the clocks disagreed during them",
+                    f"all {plural(summary.flagged, 'sample')} excluded: {why}",
                 )
             ]
         return summary
