@@ -119,7 +119,7 @@ def test_a_schema_1_http_file_loads_with_its_drain_marked_unknown(tmp_path: Path
     path = tmp_path / "old.json"
     path.write_text(json.dumps(data))
     loaded = model.load(path)
-    assert loaded.schema_version == model.SCHEMA_VERSION == 2
+    assert loaded.schema_version == model.SCHEMA_VERSION
     got = loaded.benchmarks[0].steps[0]
     assert (got.ok_responses, got.drained, got.ok_from_warmup) == (2905, None, None)
     assert got.drain_s == pytest.approx(4.1 - 2.0 - 0.03)

@@ -13,6 +13,7 @@ Rooms: :mod:`~perflab.model.results` (the dataclasses), :mod:`~perflab.model.ver
 Everything public is importable from ``perflab.model`` itself.
 """
 
+from perflab.model.json_form import json_types
 from perflab.model.results import (
     Benchmark,
     CommandRun,
@@ -24,7 +25,6 @@ from perflab.model.results import (
     ServerTiming,
     SpanHistogram,
     TraceSpan,
-    json_types,
 )
 from perflab.model.results_file import (
     BENCHMARK_KIND,

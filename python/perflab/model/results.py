@@ -11,10 +11,11 @@ schema versions and migrations are :mod:`perflab.model.versions`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from perflab.cluster_model import AgentInfo, AgentShare
+from perflab.model.json_form import json_types
 from perflab.model.versions import SCHEMA_VERSION, migrate
 
 
@@ -98,6 +99,13 @@ class Process:
             loop, :func:`perflab.engines.run.worker.reference_workload`) timed in this process
             between its samples, ns; empty when not timed (threads mode, older files).
         error: why the process failed, or None.
+        pair: when the process measured this benchmark paired with another
+            (docs/compare.md, "Paired verdicts"): ``with`` (the other's id), ``side``
+            ("a": the baseline, "b"), ``mode`` ("alternating": both in this one process,
+            whose other record shares its ``index``, sample i of each is pair i;
+            "lockstep": two processes at once, the other with the same ``index``),
+            ``order`` (alternating: which side led each pair, e.g. "ABBA"), ``baseline``
+            (True: the other is in the results' measured ``baseline``); None: unpaired.
         rss_start_bytes / rss_end_bytes / rss_calls / rss_peak_bytes / memory / heap:
             ``run --memory`` only (None without): the worker's RSS when its first and
             last timed sample ended and the calls in between, bytes; its peak (VmHWM);
@@ -130,6 +138,7 @@ class Process:
     clock_flag: str | None = None
     reference_ns: list[int] = field(default_factory=list)
     error: str | None = None
+    pair: dict[str, Any] | None = None
     rss_start_bytes: int | None = None
     rss_end_bytes: int | None = None
     rss_peak_bytes: int | None = None
@@ -523,6 +532,8 @@ class Results:
         rss_floor_bytes: for ``cmd``: max RSS reported for that empty process, bytes;
             the kernel counts the spawner's memory until exec, so no run reads below it.
         agents: for a distributed ``http`` run: its load agents (empty otherwise).
+        baseline: ``run --compare-to REF`` with a git ref or folder: the baseline measured
+            in this run (``spec``, ``commit``, ``file`` and its ``benchmarks``), else None.
     """
 
     kind: str
@@ -537,6 +548,7 @@ class Results:
     rss_floor_bytes: int | None = None
     schema_version: int = SCHEMA_VERSION
     agents: list[AgentInfo] = field(default_factory=list)
+    baseline: dict[str, Any] | None = None
 
     def to_dict(self, summaries: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
         """The JSON form; ``summaries`` (by benchmark id) are written beside raw data.
@@ -563,37 +575,9 @@ class Results:
         results = _from_dict(cls, data)
         results.benchmarks = [Benchmark.from_dict(b) for b in data.get("benchmarks", [])]
         results.agents = [AgentInfo.from_dict(a) for a in data.get("agents", [])]
+        if results.baseline is not None:
+            results.baseline = {
+                **results.baseline,
+                "benchmarks": [Benchmark.from_dict(b) for b in results.baseline["benchmarks"]],
+            }
         return results
-
-
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
-
-
-def json_types(value: Any) -> Any:
-    """JSON types from results objects, in one pass: dataclasses become dicts of their
-    fields, tuples lists, NaN/inf floats None (JSON has no NaN); other values pass as
-    they are.
-
-    Args:
-        value: a dataclass, list, tuple, dict or scalar, nested to any depth.
-
-    Returns:
-        The same structure built of dict, list, str, int, float, bool and None.
-
-    ``dataclasses.asdict`` would deep-copy every leaf: about 10× slower on a file of
-    thousands of raw runs or samples, which every save pays.
-    """
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if value is None or isinstance(value, (str, int)):
-        return value
-    if isinstance(value, (list, tuple)):
-        return [json_types(v) for v in value]
-    if isinstance(value, dict):
-        return {k: json_types(v) for k, v in value.items()}
-    names = _FIELD_NAMES.get(type(value))
-    if names is None and is_dataclass(value):
-        names = _FIELD_NAMES[type(value)] = tuple(f.name for f in fields(value))
-    if names is not None:
-        return {name: json_types(getattr(value, name)) for name in names}
-    return value

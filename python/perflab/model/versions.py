@@ -9,7 +9,7 @@ from typing import Any
 
 from perflab.errors import ResultsFileError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: Short history of schema versions; older files load through ``_MIGRATIONS``.
 SCHEMA_HISTORY = {
     1: "first version: python, command and http benchmarks",
@@ -43,7 +43,16 @@ def _http_accounting_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 2}
 
 
-_MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _http_accounting_v2}
+def _paired_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 2 → 3: nothing was paired before version 3 (``pair`` and ``baseline``
+    absent mean unpaired, no measured baseline), so the data stays as it is."""
+    return {**data, "schema_version": 3}
+
+
+_MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    1: _http_accounting_v2,
+    2: _paired_v3,
+}
 
 
 def migrate(data: Any) -> dict[str, Any]:

@@ -112,8 +112,10 @@ def compare_benchmark(
     resamples: int = 2000,
     seed: int = 0,
     percentiles: Sequence[float] = DEFAULT_PERCENTILES,
+    paired: bool = False,
 ) -> list[Row]:
-    """Rows comparing one benchmark of A with its match in B, verdicts included.
+    """Rows comparing one benchmark of A with its match in B, verdicts included
+    (``paired``: A and B were measured together, see :func:`compare_results`).
 
     Returns:
         One row (python, command) or several (http: per step and metric; trace: per
@@ -137,7 +139,7 @@ def compare_benchmark(
     elif a.kind == "trace":
         rows = compare_spans(a, b, percentiles, confidence, resamples, seed)
     else:
-        rows = [compare_timed(a, b, confidence, resamples, seed, threshold)]
+        rows = [compare_timed(a, b, confidence, resamples, seed, threshold, paired)]
         normalized = speed_normalized_row(a, b, confidence)
         rows += [normalized] if normalized is not None and rows[0].verdict != FAILED else []
     for row in rows:
@@ -157,6 +159,7 @@ def compare_results(
     seed: int = 0,
     percentiles: Sequence[float] = DEFAULT_PERCENTILES,
     names: tuple[str, str] = ("A", "B"),
+    paired: bool = False,
 ) -> SuiteComparison:
     """Compare every benchmark of B with its match in A, then summarize the suite.
 
@@ -168,6 +171,10 @@ def compare_results(
         seed: bootstrap seed (each row derives its own stream from its id).
         percentiles: latency percentiles compared for HTTP steps, e.g. 99.9.
         names: how to call A and B in messages (e.g. the file names).
+        paired: A's benchmarks were measured in the same run as B's, paired with them
+            (``run --compare-to REF``): each ratio is the paired ratio of their pairs
+            (:mod:`perflab.analyze.paired`) where they have some. Never for two files
+            measured apart, whose process records could look paired by accident.
 
     Returns:
         The suite comparison.
@@ -183,7 +190,7 @@ def compare_results(
         row
         for key in common
         for row in compare_benchmark(
-            by_a[key], by_b[key], threshold, confidence, resamples, seed, percentiles
+            by_a[key], by_b[key], threshold, confidence, resamples, seed, percentiles, paired
         )
     ]
     suite = SuiteComparison(
@@ -196,6 +203,14 @@ def compare_results(
         cost={"A": _cost(a, common), "B": _cost(b, common)},
     )
     _summarize(suite)
+    pairs = [r.pairs for r in rows if r.pairs]
+    if pairs:
+        suite.warnings.insert(
+            0,
+            f"B/A paired: A ({names[0]}) was measured in this run, alternately with B, "
+            f"sample by sample, in the same worker processes ({min(pairs):,}–{max(pairs):,} "
+            "pairs a benchmark); each side's ± CI is its own median's (docs/compare.md)",
+        )
     speed = machine_speed_warning(a.benchmarks, b.benchmarks, threshold, confidence)
     suite.warnings += [speed] if speed else []
     return suite

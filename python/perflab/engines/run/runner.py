@@ -70,6 +70,8 @@ class Settings:
             "uvloop" (:func:`perflab.engines.run.aio.new_loop`).
         memory_interval_s: ``--memory``: sample each worker's resident set from
             outside this often, s (None: off; see :mod:`perflab.engines.memory`).
+        pairing: how cases a verdict compares are measured
+            (:data:`perflab.engines.run.pairs.PAIRING_MODES`): "auto", "lockstep", "off".
     """
 
     precision: float = 0.01
@@ -88,6 +90,7 @@ class Settings:
     randomize: bool = True
     event_loop: str = "asyncio"
     memory_interval_s: float | None = None
+    pairing: str = "auto"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -167,7 +170,7 @@ class SubprocessBackend:
                 stdin=subprocess.DEVNULL if self.plan_env else subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=err,
-                pass_fds=(write_fd,),
+                pass_fds=(write_fd, *plan.get("barrier_fds", ())),
                 env=env,
                 cwd=self.cwd,
             )
@@ -372,16 +375,22 @@ class Runner:
             "memory_interval_s": s.memory_interval_s,
         }
 
-    def _run_process(self, state: CaseState) -> None:
-        """Run one worker for ``state`` and fold its events into a Process record."""
-        layout = self.layouts.next().to_dict() if self.layouts else {}
-        proc = Process(
+    def _new_process(self, layout: dict[str, int], **fields: Any) -> Process:
+        """The record of the worker process about to start (index: the run's next; a
+        paired process's two records share it, so the caller advances the index)."""
+        return Process(
             index=self._next_index,
             pid=0,
             started_s=self.clock() - self._t0,
             timer_error_ns=self.timer_error_ns,
             layout=layout,
+            **fields,
         )
+
+    def _run_process(self, state: CaseState) -> None:
+        """Run one worker for ``state`` and fold its events into a Process record."""
+        layout = self.layouts.next().to_dict() if self.layouts else {}
+        proc = self._new_process(layout)
         self._next_index += 1
         state.bench.processes.append(proc)
         outcome = Outcome()
