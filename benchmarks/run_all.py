@@ -27,6 +27,7 @@ SECTIONS = [
     "cluster",
     "cluster_stop",
     "compare",
+    "paired",
     "fit",
     "history",
     "trace",
