@@ -28,6 +28,7 @@ SECTIONS = [
     "cluster",
     "cluster_stop",
     "compare",
+    "paired",
     "fit",
     "fit_confusion",
     "history",

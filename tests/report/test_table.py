@@ -169,8 +169,9 @@ def test_parametrized_cases_compare_with_the_same_parameters() -> None:
     assert by["json n=1000"].ratio_baseline.value == 1.0 and by["json n=1000"].verdict == ""
     assert by["json n=1000"].ratio_best.value == pytest.approx(560 / 130, rel=0.05)
     assert by["pickle n=1000"].ratio_best.value == 1.0
-    footnote = group_table("g", summaries, threshold=0.02).footnotes[-1]
+    *_, footnote, how = group_table("g", summaries, threshold=0.02).footnotes
     assert "same parameters" in footnote and "json n=1000" in footnote
+    assert how == "× baseline: the ratio of the two medians, measured apart (not paired)"
 
 
 def test_a_single_parametrized_benchmark_still_shows_its_growth() -> None:

@@ -22,6 +22,7 @@ import numpy as np
 from perflab.analyze import stats
 from perflab.analyze.decisions import FAILED, verdict
 from perflab.analyze.estimate import Estimate
+from perflab.analyze.paired import PairedRatio, paired_ratio
 from perflab.analyze.run.summary import NO_MEDIAN, UNSTABLE_SPREAD, Caveat, MedianSummary, plural
 from perflab.model import Benchmark, CommandRun, Results
 
@@ -61,8 +62,12 @@ class CommandSummary(MedianSummary):
             the summed RSS of the command and its descendants at its highest, and of its
             growth over the run (last reading − first); NaN without --memory.
         outliers: runs with |modified z| > 3.5 (flagged, kept in the statistics).
-        ratio: median / the reference's median with its CI (exactly 1 for the reference),
-            or None; in JSON [ratio, low, high].
+        ratio: this command / the reference with its CI (exactly 1 for the reference),
+            or None; in JSON [ratio, low, high]: the paired ratio of the runs of one
+            interleaving block (:mod:`perflab.analyze.paired`) when at least
+            :data:`perflab.analyze.stats.MIN_PAIRED_BLOCKS` blocks ran both, else the
+            ratio of the medians (block bootstrap).
+        pairs: the pairs of runs ``ratio`` came from; 0 when it is not paired.
         reference: True for the row the ratios are taken against.
         verdict: this command against the reference, decided from the ratio's CI and
             the noise threshold as ``perflab compare`` decides (faster, slower, same,
@@ -95,6 +100,7 @@ class CommandSummary(MedianSummary):
     tree_rss_growth_bytes: float = math.nan
     outliers: int = 0
     ratio: Estimate | None = None
+    pairs: int = 0
     reference: bool = False
     verdict: str = ""
     stop_reason: str = ""
@@ -182,10 +188,13 @@ def summarize_commands(
 ) -> list[CommandSummary]:
     """Summaries of all commands with ratios against the reference (default: the fastest).
 
-    The ratio is this command's median / the reference's median with a
-    bootstrap CI that pairs interleaved runs by block
-    (:func:`perflab.analyze.stats.block_ratio_ci`). A fixed default seed makes
-    re-rendering a file print the same CIs.
+    The ratio is paired: the runs of this command and of the reference in one
+    interleaving block form a pair, and B/A is estimated from the pairs' ratios
+    (:func:`perflab.analyze.paired.paired_ratio`: one series cut into batches), as every
+    verdict between two things measured together is; with fewer than
+    :data:`perflab.analyze.stats.MIN_PAIRED_BLOCKS` pairs (``--no-interleave``), the
+    ratio of the medians with a bootstrap CI (:func:`perflab.analyze.stats.block_ratio_ci`).
+    A fixed default seed makes re-rendering a file print the same CIs.
 
     Args:
         benches: the commands' raw data.
@@ -205,13 +214,16 @@ def summarize_commands(
     if ok:
         ref = reference if reference in ok else min(ok, key=lambda i: summaries[i].median_s)
         summaries[ref].reference = True
-        ref_walls, ref_blocks = _walls(benches[ref])
         summaries[ref].ratio = Estimate(1.0, 1.0, 1.0, confidence, 0.0)
         for i in ok:
             if i != ref:
-                summaries[i].ratio = stats.block_ratio_ci(
-                    *_walls(benches[i]), ref_walls, ref_blocks, confidence, 2000, rng
-                )
+                pair = _paired(benches[ref], benches[i], confidence)
+                if pair is not None:
+                    summaries[i].ratio, summaries[i].pairs = pair.ratio, pair.pairs
+                else:
+                    summaries[i].ratio = stats.block_ratio_ci(
+                        *_walls(benches[i]), *_walls(benches[ref]), confidence, 2000, rng
+                    )
     for s in summaries:
         s.verdict = (
             ""
@@ -238,6 +250,19 @@ def summarize_results(results: Results) -> list[CommandSummary]:
         s.get("precision"),
         threshold=s.get("threshold", 0.02),
     )
+
+
+def _paired(ref: Benchmark, bench: Benchmark, confidence: float) -> PairedRatio | None:
+    """The paired ratio bench/ref of their runs in the same blocks, in block order; None
+    with fewer than MIN_PAIRED_BLOCKS such pairs."""
+    walls, blocks = _walls(bench)
+    ref_walls, ref_blocks = _walls(ref)
+    where = {b: k for k, b in enumerate(ref_blocks) if b is not None}
+    index = sorted((b, where[b], k) for k, b in enumerate(blocks) if b is not None and b in where)
+    if len(index) < stats.MIN_PAIRED_BLOCKS:
+        return None
+    a = ref_walls[[j for _, j, _ in index]]
+    return paired_ratio([(a, walls[[k for _, _, k in index]])], confidence)
 
 
 def _walls(bench: Benchmark) -> tuple[np.ndarray, list[int | None]]:

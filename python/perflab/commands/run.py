@@ -115,11 +115,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--compare-to",
-        metavar="A.json|last|RUN|REF",
-        help="after the run, "
-        "compare its results with this baseline: a results file, or from "
-        "history the newest earlier run, a run id or a git ref (as perflab "
-        "compare --to)",
+        metavar="REF|DIR|A.json|last|RUN",
+        help="compare this run with a baseline: a git ref or a folder holding the "
+        "baseline's code is measured now, in this run, paired with the current code "
+        "(REF checked out into a temporary git worktree); a results file, or from "
+        "history the newest earlier run or a run id, is compared as perflab compare does",
+    )
+    parser.add_argument(
+        "--pairing",
+        choices=["auto", "lockstep", "off"],
+        default="auto",
+        help="how the benchmarks a verdict compares are measured: auto: both in one "
+        "worker process, alternately, sample by sample (two processes in lock-step "
+        "when they can't share one); lockstep: always two processes, a barrier before "
+        "every sample; off: apart, as the other benchmarks (ratio of medians)",
     )
     parser.add_argument(
         "--threshold",
@@ -192,6 +201,7 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         seed=args.seed,
         randomize=not args.no_randomize,
         event_loop=args.event_loop,
+        pairing=args.pairing,
         memory_interval_s=parse_positive_duration(args.memory_interval, "--memory-interval")
         if args.memory
         else None,
@@ -264,10 +274,19 @@ def load_cases(path: str, filters: list[str] | None) -> tuple[Any, list[Any]]:
 def main(args: argparse.Namespace) -> int:
     """Measure, save, print. Exit 1 when a benchmark failed; when Ctrl-C, SIGTERM or
     SIGHUP stopped the run (what was measured is saved and printed), 128 + the signal
-    (130, 143, 129)."""
+    (130, 143, 129). A baseline checked out for ``--compare-to REF`` is removed on the
+    way out, whatever the way."""
+    import contextlib
+
+    with contextlib.ExitStack() as stack:
+        return _main(args, stack)
+
+
+def _main(args: argparse.Namespace, stack: Any) -> int:
+    """:func:`main` with ``stack`` holding the baseline's checkout."""
     from perflab import __version__, environment
     from perflab.engines import clocks
-    from perflab.engines.run.runner import Runner
+    from perflab.engines.run.pairs import PairedRunner
     from perflab.files import Destination, results_destination
     from perflab.interrupts import StopSignals
     from perflab.model import Results
@@ -282,7 +301,8 @@ def main(args: argparse.Namespace) -> int:
     _check_gate(args, cases)
     started = dt.datetime.now(dt.UTC)
     env = environment.fingerprint(__version__)
-    baseline_name, baseline, gate = _baseline(args, cases, env, gate)
+    measured = _measured_baseline(args, cases, stack)
+    baseline_name, baseline, gate = _baseline(args, cases, env, gate, measured is not None)
     timer = clocks.measure_timer()
     target_ns = max(timer.min_sample_ns, settings.min_sample_ns)
     results = Results(
@@ -301,12 +321,20 @@ def main(args: argparse.Namespace) -> int:
     progress = _progress(settings.precision, args.quiet)
     with StopSignals() as stop:
         with progress:
-            runner = Runner(
-                str(bench_file.path), cases, settings, target_ns, timer.error_ns, progress=progress
+            runner = PairedRunner(
+                str(bench_file.path),
+                cases,
+                settings,
+                target_ns,
+                timer.error_ns,
+                progress=progress,
+                baseline=measured[1] if measured else None,
             )
             results.benchmarks = runner.run()
         stop.shield()
         _attach_units(results.benchmarks, bench_file)
+        if measured is not None:
+            baseline_name, baseline = _measured_results(measured[0], runner, results)
         results.interrupted = runner.interrupted
         environment.finish(env)
         judged = _save_and_print(results, args, destination, files_out)
@@ -317,7 +345,13 @@ def main(args: argparse.Namespace) -> int:
         tripped = [s.id for s in judged if s.verdict in gate[1]]
         if baseline is not None:
             code = _compare_to(
-                baseline_name, baseline, results, args.format, *gate, also_tripped=tripped
+                baseline_name,
+                baseline,
+                results,
+                args.format,
+                *gate,
+                also_tripped=tripped,
+                paired=measured is not None,
             )
         else:
             from perflab.report.compare_table import gate as apply_gate
@@ -354,12 +388,14 @@ def _compare_to(
     fail_on: list[str],
     note: str | None = None,
     also_tripped: list[str] | None = None,
+    paired: bool = False,
 ) -> int:
     """``--compare-to``: print the comparison of this run with its baseline in ``fmt``
     (``note``, how an automatic threshold was chosen, heads the footnotes) and apply the
     ``--fail-on`` gate as ``perflab compare`` does; ``also_tripped``: ids the run's own
     verdicts (against a baseline benchmark) tripped, named on the same single ``gate:``
-    line. Returns 1 when the gate tripped, else 0.
+    line. ``paired``: the baseline was measured in this run, paired with it (its ratios
+    are the paired ones). Returns 1 when the gate tripped, else 0.
 
     Raises:
         UsageError: no benchmark in common.
@@ -374,6 +410,7 @@ def _compare_to(
         threshold,
         names=(baseline_name, "this run"),
         count_threshold=user_count_threshold(f"{threshold}", sys.argv[1:]),
+        paired=paired,
     )
     if note:
         suite.warnings.insert(0, note)
@@ -402,11 +439,12 @@ def _check_gate(args: argparse.Namespace, cases) -> None:  # type: ignore[no-unt
         )
 
 
-def _baseline(args: argparse.Namespace, cases, env, gate):  # type: ignore[no-untyped-def]
-    """(name, results, gate) of --compare-to (None, None without it), resolved before
-    anything is measured: a file or a run from history. An automatic threshold (NaN in
-    ``gate``) is set from history; with --compare-to its explanation is added to the gate
-    as its third item (the comparison's first footnote), else it goes to stderr."""
+def _baseline(args: argparse.Namespace, cases, env, gate, measured: bool = False):  # type: ignore[no-untyped-def]
+    """(name, results, gate) of --compare-to (None, None without it, or when the
+    baseline is ``measured`` in this run), resolved before anything is measured: a file
+    or a run from history. An automatic threshold (NaN in ``gate``) is set from history;
+    with --compare-to its explanation is added to the gate as its third item (the
+    comparison's first footnote), else it goes to stderr."""
     from perflab.history import baseline, record
 
     db = record.database_path(args)
@@ -414,12 +452,33 @@ def _baseline(args: argparse.Namespace, cases, env, gate):  # type: ignore[no-un
     note = None
     if math.isnan(threshold):
         threshold, note = baseline.threshold_before_run(db, [c.id for c in cases], env)
+    if measured:
+        return None, None, (threshold, fail_on, note)
     if not args.compare_to:
         if note:
             sys.stderr.write(f"note: {note}\n")
         return None, None, (threshold, fail_on)
     name, results = baseline.baseline_for(db, args.compare_to, "run", {c.id for c in cases})
     return name, results, (threshold, fail_on, note)
+
+
+def _measured_baseline(args: argparse.Namespace, cases, stack):  # type: ignore[no-untyped-def]
+    """``--compare-to REF`` (a git ref) or ``DIR``: the baseline's checkout and code
+    (:func:`perflab.engines.run.baseline.load_baseline`); None without --compare-to, or
+    for a results file or a run from history."""
+    from perflab.engines.run.baseline import load_baseline
+
+    if not args.compare_to:
+        return None
+    return load_baseline(args.compare_to, args.file, {c.id for c in cases}, stack)
+
+
+def _measured_results(base, runner, results):  # type: ignore[no-untyped-def]
+    """After a run with a measured baseline: see
+    :func:`perflab.engines.run.baseline.baseline_results`."""
+    from perflab.engines.run.baseline import baseline_results
+
+    return baseline_results(base, runner, results)
 
 
 def _progress(precision: float, quiet: bool):  # type: ignore[no-untyped-def]

@@ -34,21 +34,29 @@ class GitState:
     commit_time: str | None = None
 
 
-def _git(args: list[str], cwd: str | None) -> str | None:
-    """The stripped stdout of ``git args`` or None on any failure."""
+def git_process(
+    args: list[str], cwd: str | os.PathLike[str] | None, timeout_s: float = GIT_TIMEOUT_S
+) -> subprocess.CompletedProcess[str] | None:
+    """``git args`` run in ``cwd`` (text output captured, C locale, no optional locks),
+    bounded by ``timeout_s``; None when git could not run or timed out."""
     try:
-        done = subprocess.run(
+        return subprocess.run(
             ["git", *args],
             cwd=cwd,
             capture_output=True,
             text=True,
-            timeout=GIT_TIMEOUT_S,
+            timeout=timeout_s,
             check=False,
             env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def _git(args: list[str], cwd: str | None) -> str | None:
+    """The stripped stdout of ``git args`` or None on any failure."""
+    done = git_process(args, cwd)
+    return done.stdout.strip() if done is not None and done.returncode == 0 else None
 
 
 def state(cwd: str | None = None) -> GitState:

@@ -25,8 +25,6 @@ from perflab.model.results import (
     Results,
     Sample,
     ServerTiming,
-    SpanHistogram,
-    TraceSpan,
 )
 from perflab.model.results_file import (
     BENCHMARK_KIND,
@@ -36,6 +34,7 @@ from perflab.model.results_file import (
     parse_json,
     save,
 )
+from perflab.model.trace_spans import SpanHistogram, TraceSpan
 from perflab.model.versions import SCHEMA_HISTORY, SCHEMA_VERSION, migrate
 
 __all__ = [

@@ -38,3 +38,10 @@ def json_types(value: Any) -> Any:
     if names is not None:
         return {name: json_types(getattr(value, name)) for name in names}
     return value
+
+
+def from_known(cls: type, data: dict[str, Any]) -> Any:
+    """Dataclass ``cls`` built from its JSON form ``data``, unknown keys ignored (files
+    of a newer perflab still load). Raises TypeError when a required field is missing."""
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in names})

@@ -12,19 +12,15 @@ schema versions and migrations are :mod:`perflab.model.versions`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from perflab.cluster_model import AgentInfo, AgentShare
 from perflab.model.counts import CommandCounts, Counts
+from perflab.model.json_form import from_known as _from_dict
 from perflab.model.json_form import json_types
+from perflab.model.trace_spans import TraceSpan
 from perflab.model.versions import SCHEMA_VERSION, migrate
-
-
-def _from_dict(cls: type, data: dict[str, Any]) -> Any:
-    """Build dataclass ``cls`` from ``data``, ignoring unknown keys (forward-compatible)."""
-    names = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in data.items() if k in names})
 
 
 @dataclass
@@ -109,6 +105,13 @@ class Process:
         error: why the process failed, or None.
         software_note / hardware_note: why the per-sample counters lack software or
             hardware events (the kernel's words), or None.
+        pair: when the process measured this benchmark paired with another
+            (docs/compare.md, "Paired verdicts"): ``with`` (the other's id), ``side``
+            ("a": the baseline, "b"), ``mode`` ("alternating": both in this one process,
+            whose other record shares its ``index``, sample i of each is pair i;
+            "lockstep": two processes at once, the other with the same ``index``),
+            ``order`` (alternating: which side led each pair, e.g. "ABBA"), ``baseline``
+            (True: the other is in the results' measured ``baseline``); None: unpaired.
         rss_start_bytes / rss_end_bytes / rss_calls / rss_peak_bytes / memory / heap:
             ``run --memory`` only (None without): the worker's RSS when its first and
             last timed sample ended and the calls in between, bytes; its peak (VmHWM);
@@ -145,6 +148,7 @@ class Process:
     clock_flag: str | None = None
     reference_ns: list[int] = field(default_factory=list)
     error: str | None = None
+    pair: dict[str, Any] | None = None
     rss_start_bytes: int | None = None
     rss_end_bytes: int | None = None
     rss_peak_bytes: int | None = None
@@ -399,54 +403,6 @@ class HttpStep:
 
 
 @dataclass
-class SpanHistogram:
-    """An HdrHistogram of span times in the standard V2 compressed encoding, base64,
-    **nanoseconds** (2 significant digits), with its summary.
-
-    Attributes:
-        encoded: base64 of the V2-deflate serialization.
-        count: recorded spans.
-        min_ns … max_ns: summary recomputed from ``encoded`` on load, ns.
-    """
-
-    encoded: str = ""
-    count: int = 0
-    min_ns: float = math.nan
-    mean_ns: float = math.nan
-    p50_ns: float = math.nan
-    p90_ns: float = math.nan
-    p99_ns: float = math.nan
-    p999_ns: float = math.nan
-    max_ns: float = math.nan
-
-
-@dataclass
-class TraceSpan:
-    """One span name of a ``trace`` file (written by ``perflab.trace.dump``).
-
-    Attributes:
-        count: spans recorded.
-        total_ns / self_total_ns: exact sums of their durations / self times, ns.
-        duration: HdrHistogram of each span's wall duration, ns.
-        self_time: HdrHistogram of each span's duration less its direct child spans', ns.
-    """
-
-    count: int = 0
-    total_ns: int = 0
-    self_total_ns: int = 0
-    duration: SpanHistogram = field(default_factory=SpanHistogram)
-    self_time: SpanHistogram = field(default_factory=SpanHistogram)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TraceSpan:
-        """Build from the JSON form. Raises TypeError/KeyError on malformed data."""
-        span = _from_dict(cls, data)
-        for name in ("duration", "self_time"):
-            setattr(span, name, _from_dict(SpanHistogram, data.get(name) or {}))
-        return span
-
-
-@dataclass
 class Benchmark:
     """Raw data of one benchmark (one case: name + params) from any engine.
 
@@ -546,6 +502,8 @@ class Results:
         rss_floor_bytes: for ``cmd``: max RSS reported for that empty process, bytes;
             the kernel counts the spawner's memory until exec, so no run reads below it.
         agents: for a distributed ``http`` run: its load agents (empty otherwise).
+        baseline: ``run --compare-to REF`` with a git ref or folder: the baseline measured
+            in this run (``spec``, ``commit``, ``file`` and its ``benchmarks``), else None.
     """
 
     kind: str
@@ -560,6 +518,7 @@ class Results:
     rss_floor_bytes: int | None = None
     schema_version: int = SCHEMA_VERSION
     agents: list[AgentInfo] = field(default_factory=list)
+    baseline: dict[str, Any] | None = None
 
     def to_dict(self, summaries: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
         """The JSON form; ``summaries`` (by benchmark id) are written beside raw data.
@@ -586,4 +545,9 @@ class Results:
         results = _from_dict(cls, data)
         results.benchmarks = [Benchmark.from_dict(b) for b in data.get("benchmarks", [])]
         results.agents = [AgentInfo.from_dict(a) for a in data.get("agents", [])]
+        if results.baseline is not None:
+            results.baseline = {
+                **results.baseline,
+                "benchmarks": [Benchmark.from_dict(b) for b in results.baseline["benchmarks"]],
+            }
         return results

@@ -18,7 +18,8 @@ from typing import Any
 from perflab.errors import ResultsFileError, UsageError
 from perflab.files import Destination
 from perflab.model.json_form import json_types
-from perflab.model.results import Histogram, Results, ServerTiming, SpanHistogram
+from perflab.model.results import Histogram, Results, ServerTiming
+from perflab.model.trace_spans import SpanHistogram
 from perflab.model.versions import migrate
 
 #: The benchmark kind each results kind holds.

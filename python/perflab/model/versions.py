@@ -45,18 +45,19 @@ def _http_accounting_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 2}
 
 
-def _counters_and_counts_v3(data: dict[str, Any]) -> dict[str, Any]:
-    """Schema 2 → 3: only fields were added: a sample's ``counters`` and a process's
-    ``software_note`` and ``hardware_note`` (per-sample perf counters), and the count
-    records of ``--count instructions`` (a process's and a command's counted runs). A
-    version-2 file has none of them (None: unknown, never zeros; every process timed, no
-    counted runs), so nothing changes but the version."""
+def _v3(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 2 → 3: only fields were added, each absent meaning "not measured": a
+    sample's ``counters`` and a process's ``software_note`` and ``hardware_note``
+    (per-sample perf counters; None: unknown, never zeros), the count records of
+    ``--count instructions`` (none: every process timed), and a process's ``pair``
+    and the results' measured ``baseline`` (none: unpaired). So nothing changes but the
+    version."""
     return {**data, "schema_version": 3}
 
 
 _MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: _http_accounting_v2,
-    2: _counters_and_counts_v3,
+    2: _v3,
 }
 
 

@@ -139,10 +139,18 @@ def _verdict_footnote(summaries: Sequence[Summary], threshold: float | None) -> 
         if len(bases) == 1
         else f"the baseline case with the same parameters ({', '.join(bases)})"
     )
+    pairs = [s.baseline_pairs for s in summaries if s.baseline_pairs]
+    how = (
+        f"paired: each measured alternately with the baseline, sample by sample, in the "
+        f"same worker processes ({min(pairs):,}–{max(pairs):,} pairs; docs/compare.md)"
+        if pairs
+        else "the ratio of the two medians, measured apart (not paired)"
+    )
     return [
         f"verdict: against {against}, from the CI of × baseline: faster "
         f"or slower when it lies wholly beyond {limit}, same when wholly within, else "
-        "inconclusive (--threshold; gate with --fail-on)"
+        "inconclusive (--threshold; gate with --fail-on)",
+        f"× baseline: {how}",
     ]
 
 

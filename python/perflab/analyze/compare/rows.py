@@ -66,6 +66,8 @@ class Row:
         drift: side ("A"/"B") → relative change within that side's run, where it
             exceeded the threshold beyond noise (see :func:`within_run_drift`).
         log_replicates: bootstrap replicates of log(B/A), shape (B,), or None.
+        pairs: the pairs of samples ``ratio`` came from when A and B were measured
+            together (a paired ratio, docs/compare.md); 0 for two separate runs.
     """
 
     id: str
@@ -84,6 +86,7 @@ class Row:
     notes: list[str] = field(default_factory=list)
     drift: dict[str, float] = field(default_factory=dict)
     log_replicates: np.ndarray | None = field(default=None, repr=False)
+    pairs: int = 0
 
 
 @dataclass

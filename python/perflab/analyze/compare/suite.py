@@ -122,8 +122,10 @@ def compare_benchmark(
     seed: int = 0,
     percentiles: Sequence[float] = DEFAULT_PERCENTILES,
     count_threshold: float | None = None,
+    paired: bool = False,
 ) -> list[Row]:
-    """Rows comparing one benchmark of A with its match in B, verdicts included.
+    """Rows comparing one benchmark of A with its match in B, verdicts included
+    (``paired``: A and B were measured together, see :func:`compare_results`).
 
     A counted benchmark (``--count instructions``) is judged on instructions per op
     (:func:`perflab.analyze.compare.counts.count_row`, at ``count_threshold``, None: from
@@ -153,7 +155,7 @@ def compare_benchmark(
     elif a.kind == "python" and (is_counted(a) or is_counted(b)):
         return [count_row(a, b, count_threshold)]
     else:
-        rows = [compare_timed(a, b, confidence, resamples, seed, threshold)]
+        rows = [compare_timed(a, b, confidence, resamples, seed, threshold, paired)]
         normalized = speed_normalized_row(a, b, confidence)
         rows += [normalized] if normalized is not None and rows[0].verdict != FAILED else []
         if is_counted(a) or is_counted(b):
@@ -181,6 +183,7 @@ def compare_results(
     percentiles: Sequence[float] = DEFAULT_PERCENTILES,
     names: tuple[str, str] = ("A", "B"),
     count_threshold: float | None = None,
+    paired: bool = False,
 ) -> SuiteComparison:
     """Compare every benchmark of B with its match in A, then summarize the suite.
 
@@ -194,6 +197,10 @@ def compare_results(
         names: how to call A and B in messages (e.g. the file names).
         count_threshold: the threshold of rows on instruction counts, when the user set
             one (None: each row's from its layout bands; see docs/count.md).
+        paired: A's benchmarks were measured in the same run as B's, paired with them
+            (``run --compare-to REF``): each ratio is the paired ratio of their pairs
+            (:mod:`perflab.analyze.paired`) where they have some. Never for two files
+            measured apart, whose process records could look paired by accident.
 
     Returns:
         The suite comparison.
@@ -217,6 +224,7 @@ def compare_results(
             seed,
             percentiles,
             count_threshold,
+            paired,
         )
     ]
     suite = SuiteComparison(
@@ -228,12 +236,20 @@ def compare_results(
         environment=environment_differences(a.environment, b.environment),
         cost={"A": _cost(a, common), "B": _cost(b, common)},
     )
-    speed = machine_speed(a.benchmarks, b.benchmarks, threshold, confidence)
+    speed = None if paired else machine_speed(a.benchmarks, b.benchmarks, threshold, confidence)
     if speed is not None:  # not paired, and the machine moved: no slower/faster verdict
         suite.machine_speed, suite.machine_words = speed.ratio, speed.words
         suite.held = hold_verdicts(rows, speed)
     _summarize(suite)
     suite.warnings += [machine_speed_warning(speed)] if speed is not None else []
+    pairs = [r.pairs for r in rows if r.pairs]
+    if pairs:
+        suite.warnings.insert(
+            0,
+            f"B/A paired: A ({names[0]}) was measured in this run, alternately with B, "
+            f"sample by sample, in the same worker processes ({min(pairs):,}–{max(pairs):,} "
+            "pairs a benchmark); each side's ± CI is its own median's (docs/compare.md)",
+        )
     return suite
 
 

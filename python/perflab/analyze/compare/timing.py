@@ -20,6 +20,7 @@ from perflab.analyze.decisions import (
     expanded_ratio_ci,
     mann_whitney_p,
 )
+from perflab.analyze.paired import benchmark_ratio
 from perflab.analyze.run.summary import median_estimate, timing_groups
 from perflab.model import Benchmark
 
@@ -102,6 +103,7 @@ def compare_timed(
     resamples: int = 2000,
     seed: int = 0,
     threshold: float = DEFAULT_THRESHOLD,
+    paired: bool = False,
 ) -> Row:
     """Compare one python or command benchmark in A and B (see :func:`compare_groups`).
 
@@ -131,7 +133,7 @@ def compare_timed(
             )
     rng = row_rng(seed, a.id)
     if a.kind == "python":
-        return compare_processes(row, a, b, confidence, resamples, rng)
+        return compare_processes(row, a, b, confidence, resamples, rng, paired)
     return compare_groups(row, groups_a, groups_b, confidence, resamples, rng)
 
 
@@ -142,16 +144,31 @@ def compare_processes(
     confidence: float,
     resamples: int,
     rng: np.random.Generator,
+    paired: bool = False,
 ) -> Row:
     """Fill ``row`` for a python benchmark (both sides with usable samples): each side's
     median and CI as ``perflab run`` computes them (:func:`median_estimate`), B/A and
     its CI from the two random-effects locations (see the module docstring), the
     Mann–Whitney U p on per-process medians. With fewer than 2 processes (or no spread)
-    on a side, the ratio comes from :func:`compare_groups`' bootstrap. O(N + resamples).
+    on a side, the ratio comes from :func:`compare_groups`' bootstrap. With ``paired``
+    (A and B measured together in one run: ``run --compare-to REF``) B/A is the paired
+    ratio (:func:`perflab.analyze.paired.benchmark_ratio`), its log-replicates t draws
+    with the units' degrees of freedom, and ``row.pairs`` says how many pairs.
+    O(N + resamples).
     """
     groups_a, groups_b = timing_groups(a), timing_groups(b)
     loc_a, loc_b = stats.process_location(groups_a), stats.process_location(groups_b)
-    if loc_a is None or loc_b is None:
+    pair = benchmark_ratio(a, b, confidence) if paired else None
+    if pair is not None:
+        row.ratio, row.pairs = pair.ratio, pair.pairs
+        se_log = pair.ratio.se / pair.ratio.value
+        row.log_replicates = math.log(pair.ratio.value) + se_log * rng.standard_t(
+            max(pair.units - 1, 1), resamples
+        )
+        row.p_value = mann_whitney_p(
+            [np.median(g) for g in groups_a], [np.median(g) for g in groups_b]
+        )
+    elif loc_a is None or loc_b is None:
         compare_groups(row, groups_a, groups_b, confidence, resamples, rng)
     else:
         ratio = loc_b / loc_a

@@ -11,6 +11,7 @@ import numpy as np
 
 from perflab.analyze import stats
 from perflab.analyze.estimate import Estimate
+from perflab.analyze.paired import benchmark_ratio
 from perflab.analyze.run.summary import RESAMPLES, Summary, summarize, timing_groups
 from perflab.model import Benchmark
 
@@ -31,9 +32,11 @@ def summarize_group(
     with the same parameter values: ``pickle_dumps n=1000`` against ``json_dumps
     n=1000``, not ``n=10``. A case no other benchmark shares (one function at several
     sizes) is compared with the fastest of them all, so × best shows how its cost grows;
-    a baseline without parameters is the baseline of every case (:func:`_baseline_of`).
+    a baseline without parameters is the baseline of every case (:func:`baseline_of`).
     The best is the benchmark with the lowest median; ratios are B/A of medians with the CI of
-    two independent random-effects locations (see :func:`_ratio`); a
+    two independent random-effects locations (see :func:`_ratio`), except the ratio to the
+    baseline of two benchmarks the run measured together: the paired ratio
+    (:func:`perflab.analyze.paired.benchmark_ratio`, docs/compare.md); a
     benchmark's ratio to itself is exactly 1 with no CI. Metric "× best" is
     value / best value, lower or higher being better as the metric says.
 
@@ -73,8 +76,12 @@ def _ratios(
         summaries[i].ratio_best = _ratio(
             benches, i, best, confidence, resamples, rng, _shown(summaries, i, best)
         )
-        baseline = _baseline_of(benches, i, [j for j in ok if summaries[j].baseline])
-        if baseline is not None:
+        baseline = baseline_of(benches, i, [j for j in ok if summaries[j].baseline])
+        pair = None if baseline in (None, i) else benchmark_ratio(benches[baseline], benches[i])
+        if pair is not None:
+            summaries[i].ratio_baseline = pair.ratio
+            summaries[i].baseline_pairs = pair.pairs
+        elif baseline is not None:
             summaries[i].ratio_baseline = _ratio(
                 benches, i, baseline, confidence, resamples, rng, _shown(summaries, i, baseline)
             )
@@ -90,7 +97,7 @@ def _same_params(benches: Sequence[Benchmark], i: int, among: Sequence[int]) -> 
     return [j for j in among if benches[j].params == benches[i].params]
 
 
-def _baseline_of(benches: Sequence[Benchmark], i: int, baselines: Sequence[int]) -> int | None:
+def baseline_of(benches: Sequence[Benchmark], i: int, baselines: Sequence[int]) -> int | None:
     """Benchmark i's baseline among ``baselines``: the one with the same parameter values,
     else the first whose parameters (maybe none) all have i's values; None when no
     baseline case matches (e.g. the baseline was not measured at i's size)."""

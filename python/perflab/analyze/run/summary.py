@@ -198,7 +198,10 @@ class Summary(MedianSummary):
         metric_units: unit of each metric.
         ratio_best / ratio_baseline: the ratio of medians to the group's best and
             baseline with its CI (no CI for a benchmark's ratio to itself); None when not
-            applicable. In JSON: [ratio, low, high].
+            applicable. In JSON: [ratio, low, high]. ``ratio_baseline`` is the paired
+            ratio (:mod:`perflab.analyze.paired`) when the run measured the two together.
+        baseline_pairs: the pairs ``ratio_baseline`` came from; 0 when it is the ratio
+            of two separately measured medians (``--pairing off``, older files).
         verdict: against the group's baseline, from ``ratio_baseline``'s CI as ``perflab
             compare`` decides (:func:`perflab.analyze.decisions.verdict`); "" for the
             baseline itself, in groups without one, or when no threshold was given.
@@ -255,6 +258,7 @@ class Summary(MedianSummary):
     metric_units: dict[str, str] = field(default_factory=dict)
     ratio_best: Estimate | None = None
     ratio_baseline: Estimate | None = None
+    baseline_pairs: int = 0
     verdict: str = ""
     metric_ratio_best: dict[str, float] = field(default_factory=dict)
     preempted: int = 0

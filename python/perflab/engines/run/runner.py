@@ -78,6 +78,8 @@ class Settings:
             from ``seed``, 0 when None), and stops with reason "counted"; None: timed.
         cache_sim: with ``count``: also simulate the caches (``--cache-sim``).
         count_processes: with ``count``: counted processes (layouts) per case (≥ 1).
+        pairing: how cases a verdict compares are measured
+            (:data:`perflab.engines.run.pairs.PAIRING_MODES`): "auto", "lockstep", "off".
     """
 
     precision: float = 0.01
@@ -99,6 +101,7 @@ class Settings:
     count: str | None = None
     cache_sim: bool = False
     count_processes: int = counted.COUNT_PROCESSES
+    pairing: str = "auto"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -182,7 +185,7 @@ class SubprocessBackend:
                 stdin=subprocess.DEVNULL if self.plan_env else subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=err,
-                pass_fds=(write_fd,),
+                pass_fds=(write_fd, *plan.get("barrier_fds", ())),
                 env=env,
                 cwd=self.cwd,
             )
@@ -393,18 +396,24 @@ class Runner:
             "count": counted.plan_entry(s.cache_sim) if s.count else None,
         }
 
-    def _run_process(self, state: CaseState) -> None:
-        """Run one worker for ``state`` and fold its events into a Process record."""
-        layout = self.layouts.next().to_dict() if self.layouts else {}
-        if self.settings.count and not layout:  # counted: the hash seed is always fixed
-            layout = counted.fixed_layout()
-        proc = Process(
+    def _new_process(self, layout: dict[str, int], **fields: Any) -> Process:
+        """The record of the worker process about to start (index: the run's next; a
+        paired process's two records share it, so the caller advances the index)."""
+        return Process(
             index=self._next_index,
             pid=0,
             started_s=self.clock() - self._t0,
             timer_error_ns=self.timer_error_ns,
             layout=layout,
+            **fields,
         )
+
+    def _run_process(self, state: CaseState) -> None:
+        """Run one worker for ``state`` and fold its events into a Process record."""
+        layout = self.layouts.next().to_dict() if self.layouts else {}
+        if self.settings.count and not layout:  # counted: the hash seed is always fixed
+            layout = counted.fixed_layout()
+        proc = self._new_process(layout)
         self._next_index += 1
         state.bench.processes.append(proc)
         outcome = Outcome()

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from perflab.engines.layout import heap_padding
-from perflab.engines.run import aio, sampling
+from perflab.engines.run import aio, pairing, sampling
 from perflab.engines.run.counters import SampleCounters
 from perflab.engines.run.sampling import GcMonitor, allocations, emit_done, empty_like, steal_ns
 
@@ -202,6 +202,9 @@ def measure(plan: dict[str, Any], emit: Emitter) -> None:
 
     steal0 = steal_ns()
     _HEAP_PADDING.extend(heap_padding(plan.get("layout", {}).get("heap_objects", 0)))
+    if plan.get("redirect"):  # a lock-step baseline: its checkout's folders, not ours
+        from_root, to_root = plan["redirect"]
+        sys.path[:] = [pairing.redirect(p, from_root, to_root) for p in sys.path]
     bench_file = load_file(plan["file"])
     spec = bench_file.benches[plan["index"]]
     params = plan["params"]
@@ -368,10 +371,45 @@ def _next_call(call: Callable[[], Any], plan: dict[str, Any]) -> Callable[[], An
     return call if hook is None else hook()
 
 
+class Reference:
+    """Times the machine-speed reference between samples: before each of the first
+    :data:`REFERENCE_MIN` samples, then whenever its timings so far took at most
+    :data:`REFERENCE_SHARE` of the sampled wall time (never inside a sample); each timing
+    is a ``reference`` event.
+
+    Args:
+        emit: ``emit(event, **fields)``.
+        on: time it (False: :meth:`between` does nothing).
+    """
+
+    def __init__(self, emit: Callable[..., None], on: bool) -> None:
+        self.emit, self.on = emit, on
+        self.samples, self.sampled_ns, self.reference_ns = 0, 0, 0
+        if on:  # warm the reference up (the adaptive interpreter specializes it)
+            for _ in range(REFERENCE_MIN):
+                reference_workload()
+
+    def between(self) -> None:
+        """Before a sample: time the reference when it is due."""
+        due = self.samples < REFERENCE_MIN or self.reference_ns <= REFERENCE_SHARE * self.sampled_ns
+        if self.on and due:
+            ns = time_reference()
+            self.reference_ns += ns
+            self.emit("reference", ns=ns)
+        self.samples += 1
+
+    def sampled(self, timing: pairing.Timing) -> pairing.Timing:
+        """Count a sample's wall time (its timing, returned as it is)."""
+        self.sampled_ns += timing[0]
+        return timing
+
+
 def _sample(
     call: Callable[[], Any], n: int, gcmon: GcMonitor, plan: dict[str, Any], emit: Emitter
 ) -> tuple[int | None, str | None]:
-    """Timed samples until the process's time slice is spent (and a minimum count is met).
+    """Timed samples until the process's time slice is spent (and a minimum count is met);
+    with the plan's ``barrier_fds``, in lock-step with the other process of a pair
+    (:func:`perflab.engines.run.pairing.sample_lockstep`).
 
     Each sample is bracketed by the clock cross-check (:mod:`perflab.engines.integrity`)
     and, outside that, by the thread's counters (:mod:`perflab.engines.run.counters`); its
@@ -383,40 +421,42 @@ def _sample(
     """
     monitor = sampling.MONITOR
     monitor.ready()
+    reference = Reference(emit, bool(plan.get("reference")))
+    limits = pairing.Limits(plan["sample_seconds"], plan["min_samples"], plan["max_samples"])
+    if plan.get("barrier_fds"):  # lock-step samples carry no per-sample counters
+        read_fd, write_fd = plan["barrier_fds"]
+        barrier = pairing.PipeBarrier(read_fd, write_fd, plan.get("barrier_timeout_s", 60.0))
+        pairing.sample_lockstep(
+            lambda: reference.sampled(time_loop(_next_call(call, plan), n, gcmon)),
+            n,
+            barrier,
+            limits,
+            emit,
+            monitor,
+            reference.between,
+        )
+        return monitor.span()
     counters = SampleCounters()  # this thread's, opened where the samples run
     emit("counters", **counters.event())
-    reference = bool(plan.get("reference"))
-    if reference:  # warm the reference up (the adaptive interpreter specializes it)
-        for _ in range(REFERENCE_MIN):
-            reference_workload()
     rss = _own_rss if plan.get("memory_interval_s") else None
-    deadline = _perf_ns() + plan["sample_seconds"] * 1e9
-    count, sampled_ns, reference_ns = 0, 0, 0
-    while count < plan["max_samples"] and (count < plan["min_samples"] or _perf_ns() < deadline):
-        if reference and (count < REFERENCE_MIN or reference_ns <= REFERENCE_SHARE * sampled_ns):
-            ns = time_reference()
-            reference_ns += ns
-            emit("reference", ns=ns)
+    deadline, count = limits.deadline(), 0
+    while limits.more(count, deadline):
+        reference.between()
         timed = _next_call(call, plan)
         counters.start()
         monitor.start()
-        wall, cpu, gcs, gcns = time_loop(timed, n, gcmon)
-        skew, flag = monitor.stop()
+        timing = reference.sampled(time_loop(timed, n, gcmon))
+        check = monitor.stop()
         counted = counters.stop()
-        emit(
-            "sample",
-            n=n,
-            wall=wall,
-            cpu=cpu,
-            gc=gcs,
-            gc_ns=gcns,
-            skew=skew,
-            flag=flag,
+        pairing.emit_sample(
+            emit,
+            n,
+            timing,
+            check,
             counters=counted,
             **({"rss_bytes": rss()} if rss else {}),
         )
         count += 1
-        sampled_ns += wall
     return monitor.span()
 
 

@@ -1,0 +1,236 @@
+"""The paired ratio: B/A from samples of A and B measured side by side.
+
+Shared VMs and CI runners switch between speed states (Python about 2× slower in the
+slow one, for 0.2–3 ms at a time), so the medians of A and B measured at different
+moments differ by whatever share of each run the machine spent slow. Two samples taken
+back to back (or at the same moment on two CPUs) mostly meet the machine in the same
+state, so the ratio of the two is far steadier than either timing ("Duet benchmarking",
+Bulej et al., ICPE 2020; tango-bench's paired benchmarking; Google Benchmark's random
+interleaving). This module turns such pairs into a ratio with a confidence interval.
+
+Method, for pairs (A_i, B_i) in each of P worker processes:
+    1. each pair's log ratio log(B_i/A_i): the machine's state, common to both, cancels;
+    2. each process's median of its log ratios (robust to the pairs a state switch
+       split, in which one side ran slow and the other fast);
+    3. the random-effects location over processes (:func:`perflab.analyze.stats.
+       process_location`, the same model and t-interval with P − 1 degrees of freedom
+       that a run's medians use): the geometric mean of the P process ratios, its CI
+       exp(±t_{P−1}·s/√P). The process-to-process spread (memory layout, hash seed)
+       is part of the interval, as for a median.
+With a single series (one process, or ``perflab cmd``'s runs, which form one sequence
+in time) the series is cut into consecutive batches that stand in for processes
+(the method of batch means: Law & Kelton, "Simulation Modeling and Analysis", §9.5.3;
+consecutive pairs are correlated, batch medians much less so).
+
+The verdict is :func:`perflab.analyze.decisions.verdict` on the interval, against the
+same noise threshold t as every other verdict: faster/slower when the whole CI lies
+outside [1 − t, 1 + t], same when inside, inconclusive otherwise (a CI that contains
+1 is never slower nor faster).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from perflab.analyze import stats
+from perflab.analyze.estimate import Estimate
+from perflab.model import Benchmark
+
+#: a single series is cut into this many batches at most (its "processes")
+BATCHES = 8
+#: ... of at least this many pairs each (fewer pairs: fewer batches, at least 2)
+MIN_BATCH_PAIRS = 3
+
+
+@dataclass(frozen=True)
+class PairedRatio:
+    """The paired ratio B/A with its CI, and what it was computed from.
+
+    Attributes:
+        ratio: B/A (unitless) with its CI at the requested level and the SE of the
+            ratio (delta method); below 1: B is faster.
+        pairs: pairs that entered it.
+        units: processes (or batches of one series) it was combined over.
+        batched: True when ``units`` are batches of a single series, not processes.
+        unit_ratios: each unit's median pair ratio B/A, shape (units,).
+        spread: SD of the logs of ``unit_ratios`` (≈ relative SD; 0 when equal).
+    """
+
+    ratio: Estimate
+    pairs: int
+    units: int
+    batched: bool
+    unit_ratios: list[float] = field(default_factory=list)
+    spread: float = math.nan
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: ``ratio`` as [value, CI low, CI high] like every ratio in results
+        files, the counts, and the per-unit ratios."""
+        return {
+            "ratio": [self.ratio.value, self.ratio.ci_low, self.ratio.ci_high],
+            "pairs": self.pairs,
+            "units": self.units,
+            "batched": self.batched,
+            "unit_ratios": list(self.unit_ratios),
+            "spread": self.spread,
+        }
+
+
+def pair_log_ratios(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> np.ndarray:
+    """log(B_i/A_i) of each pair. O(n).
+
+    Args:
+        a, b: the two sides' timings of the same pairs, shape (n,) each, > 0, same unit.
+
+    Returns:
+        Shape (n,); pairs with a non-positive or non-finite side are dropped.
+
+    Raises:
+        ValueError: the two sides differ in length.
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape:
+        raise ValueError(f"pairs need as many A as B timings ({a.size} vs {b.size})")
+    good = (a > 0) & (b > 0) & np.isfinite(a) & np.isfinite(b)
+    return np.log(b[good]) - np.log(a[good])
+
+
+def batches(log_ratios: np.ndarray) -> list[np.ndarray]:
+    """A single series of pair log ratios cut into consecutive batches: up to
+    :data:`BATCHES`, of at least :data:`MIN_BATCH_PAIRS` pairs each when there are enough
+    pairs, else one pair each (at least 2 batches need 2 pairs). O(n).
+
+    Returns:
+        The batches, in order; [] with fewer than 2 pairs.
+    """
+    n = len(log_ratios)
+    if n < 2:
+        return []
+    count = min(BATCHES, n // MIN_BATCH_PAIRS) if n >= 2 * MIN_BATCH_PAIRS else n
+    return [part for part in np.array_split(np.asarray(log_ratios, float), count) if part.size]
+
+
+def paired_ratio(
+    processes: Sequence[tuple[Sequence[float] | np.ndarray, Sequence[float] | np.ndarray]],
+    confidence: float = 0.95,
+) -> PairedRatio | None:
+    """The paired ratio B/A of timings measured in pairs (see the module docstring).
+
+    Args:
+        processes: one (a, b) per worker process, the A and B timings of its pairs in
+            order (pair i is (a[i], b[i])), each of shape (n_p,), > 0, in one unit.
+            A single entry (one process, or one series of runs) is cut into batches.
+        confidence: CI level.
+
+    Returns:
+        The PairedRatio, or None when fewer than 2 pairs are usable.
+
+    Raises:
+        ValueError: a process whose two sides differ in length.
+    """
+    logs = [pair_log_ratios(a, b) for a, b in processes]
+    logs = [lr for lr in logs if lr.size]
+    total = sum(lr.size for lr in logs)
+    if total < 2:
+        return None
+    batched = len(logs) < 2
+    units = batches(logs[0]) if batched else logs
+    groups = [np.exp(u) for u in units]
+    unit_ratios = stats.process_medians(groups)
+    location = stats.process_location(groups)
+    if location is not None:
+        estimate = location.ci(confidence)
+        spread = stats.process_spread(groups)
+    else:  # every unit's median the same: no spread to estimate; the CI is that point
+        value = float(np.exp(np.mean(np.log(unit_ratios))))
+        estimate, spread = Estimate(value, value, value, confidence, 0.0), 0.0
+    return PairedRatio(
+        estimate, total, len(units), batched, [float(r) for r in unit_ratios], spread
+    )
+
+
+def unpaired_ratio(
+    a: Sequence[Sequence[float] | np.ndarray],
+    b: Sequence[Sequence[float] | np.ndarray],
+    confidence: float = 0.95,
+) -> Estimate | None:
+    """B/A from separately measured runs, for contrast with :func:`paired_ratio`: the
+    ratio of the two random-effects locations of the process medians (as a run compares
+    two benchmarks it did not pair), CI by the delta method and Welch–Satterthwaite df.
+
+    Args:
+        a, b: per-process timings of each side (P_a and P_b arrays, ≥ 2 each, > 0).
+
+    Returns:
+        The ratio B/A with its CI, or None when either side has fewer than 2 processes
+        or no spread between them.
+    """
+    la, lb = stats.process_location(a), stats.process_location(b)
+    if la is None or lb is None:
+        return None
+    return (lb / la).ci(confidence)
+
+
+def paired_verdict(ratio: PairedRatio | None, threshold: float) -> str:
+    """The verdict of B against A from the paired ratio's CI against the noise threshold
+    t (:func:`perflab.analyze.decisions.verdict`); "failed" without a ratio."""
+    from perflab.analyze.decisions import FAILED, verdict
+
+    if ratio is None:
+        return FAILED
+    return verdict(ratio.ratio.ci_low, ratio.ratio.ci_high, threshold)
+
+
+def process_pairs(a: Benchmark, b: Benchmark) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The pairs of ``a`` (side A) and ``b`` (side B) measured together, one (a, b) per
+    worker process that measured both: seconds per op of sample i of each side, both
+    unflagged (a flagged sample drops its pair). A process record says which benchmark
+    it was paired with (``Process.pair``); the two records of one worker process share
+    its ``index``, and their samples are aligned: sample i of each is pair i. O(N).
+
+    Returns:
+        One (a, b) of shape (n_p,) each per paired process, in run order; [] when the
+        two were never measured together.
+    """
+    partners = {
+        p.index: p
+        for p in b.processes
+        if p.pair is not None and p.pair.get("side") == "b" and p.pair.get("with") == a.id
+    }
+    out = []
+    for pa in a.processes:
+        pb = partners.get(pa.index)
+        if (
+            pa.pair is None
+            or pa.pair.get("side") != "a"
+            or pa.pair.get("with") != b.id
+            or pb is None
+        ):
+            continue
+        kept = [
+            (sa, sb) for sa, sb in zip(pa.samples, pb.samples) if not sa.flagged and not sb.flagged
+        ]
+        if kept:
+            out.append(
+                (
+                    np.array([sa.wall_ns / sa.iterations for sa, _ in kept])
+                    * 1e-9
+                    / a.ops_per_call,
+                    np.array([sb.wall_ns / sb.iterations for _, sb in kept])
+                    * 1e-9
+                    / b.ops_per_call,
+                )
+            )
+    return out
+
+
+def benchmark_ratio(a: Benchmark, b: Benchmark, confidence: float = 0.95) -> PairedRatio | None:
+    """The paired ratio B/A of two benchmarks measured together (:func:`process_pairs`),
+    or None when they have fewer than 2 usable pairs."""
+    pairs = process_pairs(a, b)
+    return paired_ratio(pairs, confidence) if pairs else None

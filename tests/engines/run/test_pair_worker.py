@@ -1,0 +1,98 @@
+"""The paired worker: two cases in one process, alternately; two checkouts side by side."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+from perflab.engines.run.runner import SubprocessBackend
+
+PAIR_WORKER = [sys.executable, "-P", "-m", "perflab.engines.run.pair_worker"]
+BENCH = """
+import perflab
+import lib
+
+@perflab.metric
+def value(result):
+    return result
+
+@perflab.bench(baseline=True)
+def a():
+    return lib.VALUE
+
+@perflab.bench
+def b():
+    return lib.VALUE + 10
+"""
+
+
+def _plan(file_a: Path, file_b: Path, **pair: object) -> dict:
+    return {
+        "file": str(file_a),
+        "index": 0,
+        "params": {},
+        "iterations": None,
+        "pair": {"file": str(file_b), "index": 1, "params": {}, "iterations": None, **pair},
+        "sample_target_ns": 50_000,
+        "warmup_max_s": 0.05,
+        "sample_seconds": 0.02,
+        "min_samples": 6,
+        "max_samples": 50,
+        "allocations": False,
+        "layout": {},
+        "reference": True,
+        "pair_seed": 7,
+    }
+
+
+def _checkout(root: Path, value: int) -> Path:
+    (root / "bench").mkdir(parents=True)
+    (root / "bench" / "lib.py").write_text(f"VALUE = {value}\n")
+    (root / "bench" / "run.py").write_text(BENCH)
+    return root / "bench" / "run.py"
+
+
+def test_both_cases_alternate_in_one_process(tmp_path: Path) -> None:
+    file = _checkout(tmp_path, 1)
+    events: list[dict] = []
+    outcome = SubprocessBackend(PAIR_WORKER).run(_plan(file, file), 60, events.append)
+    assert outcome.returncode == 0, outcome.stderr
+    kinds = Counter((e["event"], e.get("side")) for e in events)
+    assert kinds[("sample", "a")] == kinds[("sample", "b")] >= 6
+    for step in ("cold", "calibrated", "warmup", "overhead"):
+        assert kinds[(step, "a")] == kinds[(step, "b")] == 1
+    assert kinds[("start", None)] == kinds[("done", None)] == 1
+    samples = [e for e in events if e["event"] == "sample"]
+    pairs = [(samples[i], samples[i + 1]) for i in range(0, len(samples), 2)]
+    assert all(x["pair"] == y["pair"] == k for k, (x, y) in enumerate(pairs))
+    assert all(x["first"] != y["first"] for x, y in pairs)  # one of the two led
+    leads = [x["first"] for x, _ in pairs]
+    assert all(leads[i] != leads[i + 1] for i in range(0, len(leads) - 1, 2))  # balanced
+    colds = {e["side"]: e["metrics"]["value"] for e in events if e["event"] == "cold"}
+    assert colds == {"a": 1, "b": 11}
+
+
+def test_two_checkouts_load_side_by_side_as_distinct_modules(tmp_path: Path) -> None:
+    # the baseline's lib says 1, this checkout's says 2: each side must see its own
+    file_a = _checkout(tmp_path / "baseline", 1)
+    file_b = _checkout(tmp_path / "current", 2)
+    plan = _plan(
+        file_a, file_b, a_root=str(tmp_path / "baseline"), b_root=str(tmp_path / "current")
+    )
+    plan["pair"]["index"] = 0  # the same benchmark in both checkouts
+    events: list[dict] = []
+    outcome = SubprocessBackend(PAIR_WORKER).run(plan, 60, events.append)
+    assert outcome.returncode == 0, outcome.stderr
+    colds = {e["side"]: e["metrics"]["value"] for e in events if e["event"] == "cold"}
+    assert colds == {"a": 1, "b": 2}
+
+
+def test_a_failing_side_is_reported_with_its_phase(tmp_path: Path) -> None:
+    file = _checkout(tmp_path, 1)
+    file.write_text(file.read_text().replace("return lib.VALUE + 10", "raise KeyError('boom')"))
+    events: list[dict] = []
+    outcome = SubprocessBackend(PAIR_WORKER).run(_plan(file, file), 60, events.append)
+    errors = [e for e in events if e["event"] == "error"]
+    assert outcome.returncode == 3 and errors[0]["phase"] == "first call"
+    assert errors[0]["type"] == "KeyError"

@@ -1,0 +1,156 @@
+"""Paired sampling: the order of pairs, the alternating loop, the lock-step barrier."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import random
+import threading
+import time
+
+import pytest
+
+from perflab.engines.run import pairing
+
+
+class FakeMonitor:
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> tuple[int, None]:
+        return 5, None
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_pair_order_is_balanced_in_every_block_of_two(seed: int) -> None:
+    order = pairing.pair_order(100, random.Random(seed))
+    assert len(order) == 100
+    assert all(order[i] != order[i + 1] for i in range(0, 100, 2))  # AB BA or BA AB
+    assert sum(order) == 50
+
+
+def test_pair_order_is_randomized_and_repeats_with_a_seed() -> None:
+    orders = {tuple(pairing.pair_order(40, random.Random(s))) for s in range(20)}
+    assert len(orders) == 20  # not one fixed pattern
+    assert pairing.pair_order(40, random.Random(3)) == pairing.pair_order(40, random.Random(3))
+    starts = [pairing.pair_order(2, random.Random(s))[0] for s in range(200)]
+    assert 60 < sum(starts) < 140  # either side leads a block
+    assert len(pairing.pair_order(7, random.Random(1))) == 7
+    assert pairing.pair_order(0, random.Random(1)) == []
+
+
+def test_alternating_runs_both_sides_in_the_drawn_order() -> None:
+    log: list[str] = []
+    events: list[dict] = []
+
+    def timer(side: str, wall: int):
+        def time_one():
+            log.append(side)
+            return wall, wall, 0, 0
+
+        return time_one
+
+    count = pairing.sample_alternating(
+        timer("a", 100),
+        timer("b", 103),
+        (10, 20),
+        random.Random(4),
+        pairing.Limits(0, 6, 1000),
+        emit=lambda event, **f: events.append({"event": event, **f}),
+        monitor=FakeMonitor(),
+    )
+    assert count == 6
+    order = pairing.pair_order(6, random.Random(4))
+    assert log == [s for first in order for s in (("a", "b") if first else ("b", "a"))]
+    assert [e["pair"] for e in events] == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    assert [e["side"] for e in events] == ["a", "b"] * 6
+    assert [e["first"] for e in events[::2]] == order
+    assert {e["n"] for e in events if e["side"] == "b"} == {20}
+    assert events[1]["wall"] == 103 and events[1]["skew"] == 5
+
+
+def test_alternating_stops_at_max_pairs() -> None:
+    count = pairing.sample_alternating(
+        lambda: (1, 1, 0, 0),
+        lambda: (1, 1, 0, 0),
+        (1, 1),
+        random.Random(0),
+        pairing.Limits(60, 1, 9),
+        emit=lambda *a, **k: None,
+        monitor=FakeMonitor(),
+    )
+    assert count == 9
+
+
+def _party(read_fd: int, write_fd: int, rounds: int, out) -> None:  # type: ignore[no-untyped-def]
+    barrier = pairing.PipeBarrier(read_fd, write_fd, timeout_s=20)
+    stamps = []
+    for i in range(rounds):
+        barrier.wait()
+        stamps.append(time.monotonic())
+        if i % 3 == 0:
+            time.sleep(0.01)  # one side lags now and then: the other must wait for it
+    out.put(stamps)
+
+
+def test_barrier_holds_two_processes_in_lock_step() -> None:
+    (a_read, a_write), (b_read, b_write) = pairing.barrier_pipes()
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_party, args=(b_read, b_write, 12, out))
+    child.start()
+    barrier = pairing.PipeBarrier(a_read, a_write, timeout_s=20)
+    mine = []
+    for i in range(12):
+        time.sleep(0.02 if i % 4 == 1 else 0)
+        barrier.wait()
+        mine.append(time.monotonic())
+    theirs = out.get(timeout=30)
+    child.join(10)
+    # neither passed round k+1 before the other had passed round k
+    for k in range(11):
+        assert mine[k + 1] >= theirs[k] and theirs[k + 1] >= mine[k]
+    for fd in (a_read, a_write, b_read, b_write):
+        os.close(fd)
+
+
+def test_barrier_vote_stops_both_and_lockstep_counts_agree() -> None:
+    (a_read, a_write), (b_read, b_write) = pairing.barrier_pipes()
+    counts: dict[str, int] = {}
+
+    def side(name: str, read_fd: int, write_fd: int, max_pairs: int) -> None:
+        counts[name] = pairing.sample_lockstep(
+            lambda: (10, 10, 0, 0),
+            1,
+            pairing.PipeBarrier(read_fd, write_fd, timeout_s=20),
+            pairing.Limits(60, 1, max_pairs),
+            emit=lambda *a, **k: None,
+            monitor=FakeMonitor(),
+        )
+
+    threads = [
+        threading.Thread(target=side, args=("a", a_read, a_write, 7)),
+        threading.Thread(target=side, args=("b", b_read, b_write, 1000)),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert counts == {"a": 7, "b": 7}  # A's limit stopped B at the same sample
+    for fd in (a_read, a_write, b_read, b_write):
+        os.close(fd)
+
+
+def test_barrier_breaks_when_the_other_side_is_gone_or_late() -> None:
+    (a_read, a_write), (b_read, b_write) = pairing.barrier_pipes()
+    with pytest.raises(pairing.BarrierBroken, match="did not come"):
+        pairing.PipeBarrier(a_read, a_write, timeout_s=0.05).wait()
+    os.close(b_write)
+    os.read(b_read, 1)
+    with pytest.raises(pairing.BarrierBroken, match="ended"):
+        pairing.PipeBarrier(a_read, a_write, timeout_s=5).wait()
+    os.close(b_read)
+    with pytest.raises(pairing.BarrierBroken, match="ended"):
+        pairing.PipeBarrier(a_read, a_write, timeout_s=5).wait()
+    os.close(a_read)
+    os.close(a_write)
