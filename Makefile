@@ -21,9 +21,9 @@ $(STAMPS):
 # distributed-load test), chromium (the HTML report's browser
 # test, driven by Playwright), memcached and redis-server (the examples' cache and queue
 # servers; policy-rc.d keeps the packages from starting system services), hyperfine (the
-# interop tests read files it writes), valgrind (--count instructions; its headers build
-# the Rust core's client requests). Installed only where missing; rechecked when this
-# file changes.
+# interop tests read files it writes), valgrind (--count instructions; the build needs
+# none of it: rust/core/csrc/ vendors the client-request headers). Installed only where
+# missing; rechecked when this file changes.
 $(STAMPS)/system-deps: Makefile | $(STAMPS)
 	@missing=; ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || missing=libfaketime; \
 	command -v openssl >/dev/null 2>&1 || missing="$$missing openssl"; \
