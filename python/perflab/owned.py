@@ -81,6 +81,7 @@ _DOCUMENT_MARKS: dict[str | None, dict[str, type | tuple[type, ...]]] = {
     "run": {"schema_version": int, "benchmarks": list, "perflab_version": str},
     "cmd": {"schema_version": int, "benchmarks": list, "perflab_version": str},
     "http": {"schema_version": int, "benchmarks": list, "perflab_version": str},
+    "trace": {"schema_version": int, "benchmarks": list, "perflab_version": str},
     "doctor": {"doctor_schema_version": int, "perflab_version": str},
     "compare": {"format_version": (int, str), "rows": list},
     "history": {"history_schema_version": int, "perflab_version": str},

@@ -11,6 +11,7 @@ the terminal (:func:`secret_leaked`).
 from __future__ import annotations
 
 import json
+import shlex
 import sqlite3
 import subprocess
 import sys
@@ -353,10 +354,88 @@ def _killed_parent_cases() -> list[Case]:
     ]
 
 
+#: A program recursing (untraced with ``plain``) through ``perflab.trace`` under a raised recursion limit:
+#: ``deep.py MODE DEPTH`` exits 0 having printed the depth (or ``RecursionError``, what
+#: plain Python raises past the limit) and the dropped count; it segfaulted (139).
+DEEP_PROGRAM = """
+import contextvars, sys
+import perflab, perflab.trace
+sys.setrecursionlimit(100_000)
+mode, depth = sys.argv[1], int(sys.argv[2])
+
+def plain(k):
+    return 0 if k == 0 else 1 + plain(k - 1)
+
+@perflab.trace
+def traced(k):
+    return 0 if k == 0 else 1 + traced(k - 1)
+
+@perflab.trace
+def method_like(k, *, step=1):
+    return 0 if k <= 0 else 1 + method_like(k - step, step=step)
+
+def blocks(k):
+    if k == 0:
+        return 0
+    with perflab.span("block"):
+        return 1 + blocks(k - 1)
+
+def by_hand(k):
+    s = perflab.span("by hand")
+    for _ in range(k):
+        s.__enter__()
+    return k
+
+try:
+    if mode == "by_hand":
+        print(contextvars.copy_context().run(by_hand, depth))
+    else:
+        print({"plain": plain, "traced": traced, "kwargs": method_like, "blocks": blocks}[mode](depth))
+except RecursionError:
+    print("RecursionError")
+print(perflab.trace.dropped()[1])
+"""
+
+
+def _printed(first: str) -> Callable[[Path, subprocess.CompletedProcess[str]], str | None]:
+    """A check: the program's first line of output is ``first``."""
+
+    def check(folder: Path, result: subprocess.CompletedProcess[str]) -> str | None:
+        lines = result.stdout.split()
+        return None if lines[:1] == [first] else f"printed {result.stdout[:80]!r}, not {first}"
+
+    return check
+
+
+def _deep_cases() -> list[Case]:
+    run = shlex.quote(sys.executable) + " {dir}/deep.py %s %d"
+    cases = [
+        ("traced", 20_000, "20000"),
+        ("traced", 50_000, "50000"),
+        ("kwargs", 35_000, "35000"),
+        ("blocks", 50_000, "50000"),
+        ("by_hand", 100_000, "100000"),
+        ("traced", 150_000, "RecursionError"),
+    ]
+    return [
+        Case(
+            F4,
+            f"perflab.trace: {mode} recursion {depth:,} deep under a raised limit",
+            [],
+            frozenset({0}),
+            setup=lambda f: (f / "deep.py").write_text(DEEP_PROGRAM),
+            check=_printed(first),
+            shell=run % (mode, depth),
+        )
+        for mode, depth, first in cases
+    ]
+
+
 def _crash_cases() -> list[Case]:
     show = "{perflab} show {dir}/a.json"
     return (
         _killed_parent_cases()
+        + _deep_cases()
         + [
             Case(
                 F4,

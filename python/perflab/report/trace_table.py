@@ -87,6 +87,13 @@ def trace_table(results: Results) -> Table:
             f'{settings.get("max_names", "?")} were counted under "(other spans)"; set '
             "PERFLAB_TRACE_MAX_NAMES higher, or use fewer names (not one per URL or query)"
         )
+    if settings.get("dropped_spans"):
+        depth = settings.get("max_depth")
+        table.footnotes.append(
+            f"{settings['dropped_spans']:,} spans opened deeper than "
+            f"{f'{depth:,}' if isinstance(depth, int) else '?'} nested spans on one thread "
+            "(deep recursion) ran unrecorded: counts and totals leave them out"
+        )
     if settings.get("enabled") is False:
         table.footnotes.append("recording was off (PERFLAB_TRACE=0) when this was dumped")
     if not table.rows:

@@ -70,6 +70,7 @@ __all__ = [
     "enable",
     "enabled",
     "dump",
+    "dropped",
     "limits",
     "ServerTimingMiddleware",
     "PerflabSpanProcessor",
@@ -194,6 +195,14 @@ def limits() -> tuple[int, int]:
     """``(max_names, refused)``: the cap on distinct span names and how many new
     names were counted under ``"(other spans)"`` because of it."""
     return _core.trace_limits()
+
+
+def dropped() -> tuple[int, int]:
+    """``(max_depth, dropped)``: the most spans (decorated sync calls and ``with``
+    blocks) open at once on one thread, and how many spans opened deeper than that (a
+    recursion thousands of calls deep) ran unrecorded, since start or the last
+    :func:`reset`. The traced code runs as it would untraced either way."""
+    return _core.trace_dropped()
 
 
 def dump(path: str | os.PathLike[str]) -> Path | None:

@@ -50,7 +50,7 @@ def build(started: str | None = None) -> Results:
 
     Returns:
         Results with one benchmark per span name (in first-registered order), its
-        settings {pid, enabled, max_names, refused_names}.
+        settings {pid, enabled, max_names, refused_names, max_depth, dropped_spans}.
     """
     from perflab.environment import fingerprint
 
@@ -59,6 +59,7 @@ def build(started: str | None = None) -> Results:
     version = _core.__version__
 
     max_names, refused = _core.trace_limits()
+    max_depth, dropped = _core.trace_dropped()
     benchmarks = [
         Benchmark(
             name=entry["name"],
@@ -86,6 +87,8 @@ def build(started: str | None = None) -> Results:
             "enabled": _core.trace_enabled(),
             "max_names": max_names,
             "refused_names": refused,
+            "max_depth": max_depth,
+            "dropped_spans": dropped,
             "dumped": now,
         },
         benchmarks=benchmarks,

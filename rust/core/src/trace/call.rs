@@ -106,9 +106,30 @@ unsafe extern "C" fn call(
     // is passed on as it is.
     // SAFETY: a live callable and the caller's valid vectorcall arguments.
     let forward = || unsafe { PyObject_Vectorcall(func, args, nargsf, kwnames) };
-    if !ENABLED.load(Relaxed) {
-        return forward();
-    }
+    // Python 3.11+ runs a Python-to-Python call in the same C frame, so a
+    // plain recursion uses no C stack; a call through this wrapper takes a
+    // C frame of the interpreter per level (~1–2 KiB), which overflowed the
+    // thread's C stack (SIGSEGV) 20,000 levels deep under a raised recursion
+    // limit. Near the end of the stack, the call goes on in a new segment
+    // (`stacker`, as rustc does), so the traced program survives every depth
+    // the untraced one does (Python's recursion limit still applies).
+    stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || {
+        if !ENABLED.load(Relaxed) {
+            return forward();
+        }
+        record(this.id, forward)
+    })
+}
+
+/// C stack kept free below a traced call before it continues in a new
+/// segment: room for the function's own C calls (the interpreter, a C
+/// extension) up to its next traced call.
+const STACK_RED_ZONE: usize = 256 * 1024;
+/// Size of each new C stack segment (freed when the call returns).
+const STACK_SEGMENT: usize = 4 * 1024 * 1024;
+
+/// Call `forward` as a sync span of `id`.
+fn record(id: u32, forward: impl Fn() -> *mut ffi::PyObject) -> *mut ffi::PyObject {
     // SAFETY: CPython holds the GIL for every call.
     let py = unsafe { Python::assume_attached() };
     // A panic must not unwind into CPython, nor change what the call returns:
@@ -116,7 +137,7 @@ unsafe extern "C" fn call(
     // returned as it is, and a function not yet called is called unrecorded.
     let mut called = None;
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        sync_span(py, this.id, || called = Some(forward()))
+        sync_span(py, id, || called = Some(forward()))
     }));
     called.unwrap_or_else(forward)
 }

@@ -138,11 +138,61 @@ struct Links {
 
 impl Links {
     /// Drop the references now, as `Bound`s (see `super::block`).
-    fn release(self, py: Python<'_>) {
-        drop(self.parent.map(|p| p.into_bound(py)));
-        drop(self.collector.map(|c| c.into_bound(py)));
-        drop(self.ctx_parent.map(|p| p.into_bound(py)));
+    fn release(mut self, py: Python<'_>) {
+        self.take(py);
     }
+
+    /// Drop the references, the frames' through [`free_frames`].
+    fn take(&mut self, py: Python<'_>) {
+        drop(self.collector.take().map(|c| c.into_bound(py)));
+        free_frames(py, [self.parent.take(), self.ctx_parent.take()]);
+    }
+}
+
+impl Drop for Links {
+    /// A frame being freed (by its `tp_dealloc`, the GIL held) drops the
+    /// references it still has; nothing else drops a `Links` (see
+    /// [`Links::release`]).
+    fn drop(&mut self) {
+        // SAFETY: a frame's links are dropped only when the frame is freed
+        // (CPython's dealloc, with the GIL) or by `release` (GIL held).
+        let py = unsafe { Python::assume_attached() };
+        self.take(py);
+    }
+}
+
+thread_local! {
+    /// `(freeing, pending)`: frames whose last reference a freed frame held,
+    /// freed one at a time by the outermost [`free_frames`].
+    static FREEING: RefCell<(bool, Vec<Py<Frame>>)> = const { RefCell::new((false, Vec::new())) };
+}
+
+/// Drop references to `frames`, iteratively: freeing a frame frees the
+/// parent and context parent it held the last reference to, and so on down
+/// a chain as deep as the spans were nested (100,000 ContextVar spans
+/// opened by hand, say). Dropped recursively, each level took a C frame of
+/// CPython's dealloc and PyO3's and overflowed the C stack (SIGSEGV); here
+/// a frame freed while another is being freed is queued, and the
+/// outermost call frees the queue in a loop (as CPython's trashcan does).
+fn free_frames<const N: usize>(py: Python<'_>, frames: [Option<Py<Frame>>; N]) {
+    let queued = FREEING.try_with(|f| {
+        let mut f = f.borrow_mut();
+        f.1.extend(frames.iter().flatten().map(|p| p.clone_ref(py)));
+        std::mem::replace(&mut f.0, true)
+    });
+    // Our own references go now: the queue holds those that matter.
+    for p in frames.into_iter().flatten() {
+        drop(p.into_bound(py));
+    }
+    match queued {
+        Ok(false) => {}
+        // An outer call frees the queue; or the thread is ending.
+        _ => return,
+    }
+    while let Some(p) = FREEING.with(|f| f.borrow_mut().1.pop()) {
+        drop(p.into_bound(py)); // may queue more: never recurses further
+    }
+    FREEING.with(|f| f.borrow_mut().0 = false);
 }
 
 /// Frames kept per thread for reuse (see [`Frame`]).

@@ -131,6 +131,15 @@ fn trace_snapshot(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
 #[pyfunction]
 fn trace_reset(py: Python<'_>) {
     py.detach(trace::reset);
+    stack::DROPPED.store(0, Relaxed);
+}
+
+/// `(max_depth, dropped)`: the most sync spans open at once on a thread,
+/// and how many spans opened deeper were run unrecorded because of it
+/// (since start or the last reset).
+#[pyfunction]
+fn trace_dropped() -> (usize, u64) {
+    (stack::MAX_SYNC_DEPTH, stack::DROPPED.load(Relaxed))
 }
 
 /// `(max_names, refused)`: the cap on distinct names and how many new
@@ -153,6 +162,7 @@ pub fn register_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_record, m)?)?;
     m.add_function(wrap_pyfunction!(trace_enable, m)?)?;
     m.add_function(wrap_pyfunction!(trace_sync_depth, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_dropped, m)?)?;
     m.add_function(wrap_pyfunction!(trace_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(trace_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(trace_reset, m)?)?;

@@ -52,9 +52,7 @@ pub struct Span {
 pub(crate) fn open_block(py: Python<'_>, span: &Span) {
     if ENABLED.load(Relaxed) {
         match stack_block_caller(py) {
-            Some(caller) => {
-                push_sync(py, span.id, Some(caller));
-            }
+            Some(caller) => drop(push_sync(py, span.id, Some(caller))),
             None => drop(enter(py, span.id)),
         }
     }

@@ -15,13 +15,23 @@
 //! current context's span (its *base*); else the context's span is.
 
 use std::cell::RefCell;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use perflab_engine::trace::{self, now_ns};
 use pyo3::ffi;
 use pyo3::prelude::*;
 
 use super::frame::{current, Collector, Frame};
+
+/// The most sync spans open at once on one thread: a span opened deeper
+/// (a recursion thousands of calls deep) is run unrecorded and counted in
+/// [`DROPPED`], so the stack's memory stays bounded however deep the
+/// traced code recurses.
+pub(crate) const MAX_SYNC_DEPTH: usize = 10_000;
+
+/// Spans not recorded because they opened deeper than [`MAX_SYNC_DEPTH`]
+/// (all threads, since start or the last reset).
+pub(crate) static DROPPED: AtomicU64 = AtomicU64::new(0);
 
 /// Where a sync span's duration goes when it ends (its parent's child time).
 enum Parent {
@@ -153,10 +163,17 @@ pub(crate) fn innermost(py: Python<'_>) -> (Option<Bound<'_, Frame>>, Option<Bou
 }
 
 /// Open a sync span of `id` on this thread's stack (see the module doc);
-/// `caller` is a block's `with` frame. Returns the entry's `seq`.
-pub(crate) fn push_sync(py: Python<'_>, id: u32, caller: Option<Py<PyAny>>) -> u64 {
+/// `caller` is a block's `with` frame. Returns the entry's `seq`, or None
+/// when the stack is [`MAX_SYNC_DEPTH`] deep (the span is then counted in
+/// [`DROPPED`] and not recorded).
+pub(crate) fn push_sync(py: Python<'_>, id: u32, caller: Option<Py<PyAny>>) -> Option<u64> {
+    if depth() >= MAX_SYNC_DEPTH {
+        DROPPED.fetch_add(1, Relaxed);
+        drop(caller.map(|c| c.into_bound(py)));
+        return None;
+    }
     let ctx = current(py);
-    SYNC.with(|s| {
+    Some(SYNC.with(|s| {
         let mut s = s.borrow_mut();
         let ctx_ptr = ctx.as_ref().map(Bound::as_ptr);
         let (parent, collector) = match s.entries.last() {
@@ -188,7 +205,7 @@ pub(crate) fn push_sync(py: Python<'_>, id: u32, caller: Option<Py<PyAny>>) -> u
         let top = s.entries.last_mut().expect("just pushed");
         top.start_ns = now_ns();
         seq
-    })
+    }))
 }
 
 /// Close the block of `id` that the calling frame opened on this thread's
@@ -213,9 +230,12 @@ pub(crate) fn pop_block(py: Python<'_>, id: u32, end_ns: u64) -> bool {
     entry.map(|e| e.release(py)).is_some() // outside the borrow
 }
 
-/// Run `call` as a sync span of `id` (see [`push_sync`]).
+/// Run `call` as a sync span of `id` (see [`push_sync`]); unrecorded when
+/// the stack is full.
 pub(crate) fn sync_span<T>(py: Python<'_>, id: u32, call: impl FnOnce() -> T) -> T {
-    let seq = push_sync(py, id, None);
+    let Some(seq) = push_sync(py, id, None) else {
+        return call();
+    };
     let out = call();
     let end = now_ns();
     // Normally the top; searched for (greenlets, as in `pop_block`).
