@@ -468,7 +468,7 @@ def _rss_gate(summaries: Any, limit: float | None) -> int:
         for s in summaries
         if s.max_rss_peak_bytes is not None and s.max_rss_peak_bytes > limit
     ]
-    return gate(over, [], "command(s)", f"--max-rss {format_bytes(limit)}")
+    return gate(over, [], "command(s)", rule=f"--max-rss {format_bytes(limit)}")
 
 
 def _count(benchmarks: Any, specs: Any, settings: Any, args: argparse.Namespace) -> None:
