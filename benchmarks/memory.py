@@ -271,7 +271,7 @@ def leak_section() -> list[str]:
     lines = [
         "### E. The leak rules over seeds (4 processes × 20 ms of samples each)",
         "",
-        "`slow_leak` keeps 49 B per call of ≥ 50 µs: at most 20 kB over 20 ms of samples, "
+        "`slow_leak` keeps 1,057 B per call of ≥ 2 ms: at most 11 kB over 20 ms of samples, "
         "under the RSS rule's 64 KiB floor; the heap rule reads it from the heap pass "
         "(`leak?` shows `heap grows`).",
         "",

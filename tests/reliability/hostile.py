@@ -283,18 +283,25 @@ def _lost_cases() -> list[Case]:
 
 def _deaf_bench(body: str) -> Callable[[Path], None]:
     """A bench file that takes the stop signals away at import (``body``), then a
-    benchmark of 10 ms calls."""
+    benchmark of 10 ms calls whose first call creates ``started`` beside it (the case
+    signals on that event, not after a fixed wait a busy machine may not have reached)."""
     return lambda folder: (folder / "bench.py").write_text(
-        "import signal, time\nimport perflab\n\n"
+        "import pathlib, signal, time\nimport perflab\n\n"
         + body
-        + "\n\n@perflab.bench\ndef slow():\n    time.sleep(0.01)\n"
+        + "\n\n_STARTED = pathlib.Path(__file__).with_name('started')\n\n\n"
+        "@perflab.bench\ndef slow():\n    if not _STARTED.exists():\n"
+        "        _STARTED.touch()\n    time.sleep(0.01)\n"
     )
 
 
 def _interrupted_cases() -> list[Case]:
     run = (
         "set -m; {perflab} run {dir}/bench.py --budget 60s --quiet --no-history "
-        "--json {dir}/r.json & pid=$!; sleep 3; kill -%s $pid; wait $pid"
+        "--json {dir}/r.json & pid=$!; "
+        # the signal follows the benchmark's first call (at most 60 s: a hang fails later)
+        "for i in $(seq 600); do [ -e {dir}/started ] && break; "
+        "kill -0 $pid 2>/dev/null || break; sleep 0.1; done; "
+        "kill -%s $pid; wait $pid"
     )
     ignore = "signal.signal(signal.SIG%s, signal.SIG_IGN)"
     deaf = [
@@ -321,7 +328,7 @@ def _interrupted_cases() -> list[Case]:
             [],
             frozenset({code}),
             setup=_deaf_bench(body),
-            outputs=("r.json",),
+            outputs=("r.json", "started"),
             measured=True,
             shell=run % sig,
         )
@@ -332,7 +339,15 @@ def _interrupted_cases() -> list[Case]:
 def _killed_parent_cases() -> list[Case]:
     killed = (
         "{perflab} cmd %s --runs 500 --no-history --quiet --json {dir}/r.json & pid=$!; "
-        "sleep 3; kill -KILL $pid; wait $pid; sleep 1; exit 0"
+        # the kill follows an event, not a fixed wait a busy machine may not have reached:
+        # the spawn helper exists (at most 30 s); then at most 10 s for it to end
+        # (or the parent's own end: a refused command line spawns none)
+        "for i in $(seq 1500); do h=$(pgrep -P $pid | head -1); "
+        '[ -n "$h" ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.02; done; '
+        "kill -KILL $pid; wait $pid; "
+        'for i in $(seq 500); do [ -n "$h" ] && kill -0 $h 2>/dev/null || break; sleep 0.02; '
+        "done; "
+        "exit 0"
     )
     commands = [
         "'sleep 0.05'",

@@ -359,14 +359,22 @@ def test_fixed_delay_shows_in_latency_from_the_intended_time() -> None:
     with serve(delay="2ms") as server:
         out = run_real(server)
     (step,) = out.steps
-    # 0.4 s recorded at 200/s: 80 requests; ±10 covers a late or early edge request.
-    assert 70 <= step.ok_responses <= 90 and step.failures == 0
+    # 0.4 s recorded at 200/s: the schedule puts 80 requests in the window (one more or
+    # less at an edge), however busy the machine; each ends in exactly one way. How many
+    # of them completed inside the window depends on the machine's speed (a late timer
+    # leaves some to the drain or unsent), so only the accounting is asserted.
     assert step.elapsed_s == pytest.approx(0.4)
-    answered = step.ok_responses - step.ok_from_warmup + step.drained
+    due = step.requests_sent + step.unsent
+    assert 79 <= due <= 81, (step.requests_sent, step.unsent)
+    ok_in_window = step.ok_responses - step.ok_from_warmup
+    assert ok_in_window + step.drained + step.failures + step.unfinished + step.unsent == due
+    assert step.failures == 0 and ok_in_window + step.drained > 0
+    answered = ok_in_window + step.drained
     assert step.status_counts == {"200": answered}
-    # The server waits 2 ms; loopback adds well under a millisecond, and a noisy
-    # machine can add tens of ms at p50 at worst.
-    assert 2000 <= step.latency.p50_us < 50_000
+    # The server waits 2 ms, so no latency or service time is shorter (behaviour); the
+    # upper bound only catches a hang (the read timeout is 3 s): a busy machine adds
+    # tens of ms or more, which is its speed, not perflab's.
+    assert 2000 <= step.latency.p50_us < 3_000_000
     assert step.service_time.p50_us >= 2000
     decoded = _core.hdr_decode(step.latency.encoded)
     assert decoded["count"] == answered

@@ -62,7 +62,7 @@ def test_leaking_workloads_are_flagged_and_non_leaking_ones_are_not() -> None:
         ("leak_bytes", sys.getsizeof(bytes(1000))),
         ("leak_cache", 64),
         ("leak_objects", 64),
-        ("slow_leak", sys.getsizeof(bytes(16))),
+        ("slow_leak", sys.getsizeof(bytes(1024))),
     ):
         assert all(h[1] >= kept * 1000 for h in heap[name]), (name, heap[name])
     for name, values in summaries.items():  # the slow leak too, which RSS may not show yet

@@ -1,7 +1,10 @@
 """Workloads for the leak-detection test (tests/engines/run/test_leak_detection.py) and
 benchmarks/memory.py: names starting with ``leak_`` keep memory on every call, ``flat_``
-ones hold nothing once they return, and ``slow_leak`` keeps 49 B per call of ≥ 50 µs: too
-slowly for RSS to pass its 64 KiB floor in 20 ms of samples, not for the Python heap."""
+ones hold nothing once they return, and ``slow_leak`` keeps 1,057 B per call of ≥ 2 ms: too
+slowly for RSS to pass its 64 KiB floor in 20 ms of samples (at most 10 calls, 11 kB), not
+for the Python heap: the heap pass makes at least 2 calls however slow the machine, and 2
+calls keep more than the heap rule's 1 KiB floor (a 50 µs call keeping 49 B needed 21 calls
+in the pass's 20 ms, which a busy machine's late wake-ups did not always allow)."""
 
 import itertools
 import json
@@ -39,10 +42,10 @@ def leak_objects():
 
 @perflab.bench()
 def slow_leak():
-    """A sleep of 50 µs or more (slow, but allocating nothing), and a 16-byte ``bytes``
-    (49 bytes) kept per call."""
-    _KEPT.append(bytes(16))
-    time.sleep(50e-6)
+    """A sleep of 2 ms or more (slow, but allocating nothing), and a 1,024-byte ``bytes``
+    (1,057 bytes) kept per call."""
+    _KEPT.append(bytes(1024))
+    time.sleep(2e-3)
 
 
 @perflab.bench()
