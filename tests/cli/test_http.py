@@ -152,28 +152,21 @@ def _wait_for_requests(server: Any, count: int, proc: Any, within_s: float = 120
         time.sleep(0.01)
 
 
-def test_ctrl_c_keeps_the_steps_measured(tmp_path: Path, server: Any) -> None:
-    out = tmp_path / "int.json"
-    proc = popen_perflab(
-        [
-            "http",
-            f"http://{server.address}/",
-            "--rate",
-            "100,100,100",
-            "--duration",
-            "1s",
-            "--warmup",
-            "0.1s",
-            "--threads",
-            "1",
-            "--quiet",
-            "--json",
-            str(out),
-        ],
+def _three_step_sweep(address: str, out: Path) -> Any:
+    """``perflab http`` of three 1 s steps at 100/s against ``address``, its results to
+    ``out``, started in the background (stdout and stderr piped, as text)."""
+    return popen_perflab(
+        ["http", f"http://{address}/", "--rate", "100,100,100", "--duration", "1s"]
+        + ["--warmup", "0.1s", "--threads", "1", "--quiet", "--json", str(out)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def test_ctrl_c_keeps_the_steps_measured(tmp_path: Path, server: Any) -> None:
+    out = tmp_path / "int.json"
+    proc = _three_step_sweep(server.address, out)
     # inside the second step: the first (0.1 s warm-up + 0.9 s at 100/s) is 100 requests
     _wait_for_requests(server, 110, proc)
     proc.send_signal(signal.SIGINT)
@@ -226,26 +219,7 @@ def test_a_server_killed_mid_sweep_ends_it_with_results_kept(tmp_path: Path) -> 
     try:
         address = serve.address
         out = tmp_path / "killed.json"
-        http = popen_perflab(
-            [
-                "http",
-                f"http://{address}/",
-                "--rate",
-                "100,100,100",
-                "--duration",
-                "1s",
-                "--warmup",
-                "0.1s",
-                "--threads",
-                "1",
-                "--quiet",
-                "--json",
-                str(out),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        http = _three_step_sweep(address, out)
         # stopped once the first step is done and the second under way (110 answers),
         # an event rather than a guess at the start-up time
         _wait_for_requests(serve, 110, http)
