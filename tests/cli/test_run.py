@@ -7,6 +7,7 @@ minute; timings themselves are not asserted here (see tests/engines for logic).
 from __future__ import annotations
 
 import json
+import subprocess
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -232,6 +233,19 @@ def test_help_and_version(perflab_cli) -> None:
     assert all(cmd in help_text for cmd in ("run", "cmd", "http", "doctor", "compare", "fit"))
 
 
+def _long_run(bench: Path, out: Path) -> Any:
+    """``perflab run`` of ``bench`` that would take a minute (a precision it can't reach),
+    its results to ``out``, started in the background (stdout and stderr piped, as text):
+    the run a signal interrupts."""
+    return popen_perflab(
+        ["run", str(bench), "--json", str(out), "--quiet", "--budget", "60s"]
+        + ["--precision", "0.0001%", "--process-time", "50ms"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def _wait_for_processes(imports: Path, proc: Any, within_s: float = 120.0) -> None:
     """Wait until 4 processes have imported the benchmark file (each appends its pid to
     ``imports``): with at most two that are not workers (perflab's own, a discovery
@@ -248,7 +262,6 @@ def _wait_for_processes(imports: Path, proc: Any, within_s: float = 120.0) -> No
 def test_ctrl_c_keeps_what_was_measured(tmp_path: Path) -> None:
     """SIGINT mid-run: exit 130 and a results file holding the processes measured so far."""
     import signal
-    import subprocess
 
     imports = tmp_path / "imports"
     bench = write(
@@ -268,24 +281,7 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path: Path) -> None:
     """,
     )
     out = tmp_path / "r.json"
-    proc = popen_perflab(
-        [
-            "run",
-            str(bench),
-            "--json",
-            str(out),
-            "--quiet",
-            "--budget",
-            "60s",
-            "--precision",
-            "0.0001%",
-            "--process-time",
-            "50ms",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = _long_run(bench, out)
     _wait_for_processes(imports, proc)  # a worker has finished, however busy the box
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
@@ -304,7 +300,6 @@ def test_sigterm_and_sighup_stop_like_ctrl_c_and_exit_with_the_signals_code(
     """issue 12: SIGTERM/SIGHUP exited 143/129 at once and wrote nothing. Now: workers
     stopped, finished samples kept, results saved and printed, exit 128 + the signal."""
     import signal
-    import subprocess
 
     imports = tmp_path / "imports"
     bench = write(
@@ -320,24 +315,7 @@ def test_sigterm_and_sighup_stop_like_ctrl_c_and_exit_with_the_signals_code(
     """,
     )
     out = tmp_path / "r.json"
-    proc = popen_perflab(
-        [
-            "run",
-            str(bench),
-            "--json",
-            str(out),
-            "--quiet",
-            "--budget",
-            "60s",
-            "--precision",
-            "0.0001%",
-            "--process-time",
-            "50ms",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = _long_run(bench, out)
     _wait_for_processes(imports, proc)  # a worker has finished, however busy the box
     proc.send_signal(getattr(signal, sig))
     stdout, stderr = proc.communicate(timeout=60)
