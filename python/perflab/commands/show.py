@@ -184,7 +184,7 @@ def _show_document(document: dict[str, Any], fmt: str) -> None:
     from perflab.report import console
 
     if document["kind"] == "doctor":
-        from perflab.doctor_model import DoctorReport
+        from perflab.model.doctor import DoctorReport
         from perflab.report.doctor_table import check_records, doctor_tables
 
         report = DoctorReport.from_dict(document)

@@ -1,7 +1,7 @@
 """``perflab doctor``'s probes: what this machine's clocks, sleeps and CPU really do.
 
 Pipeline: measure (through :class:`Native`, the Rust core in real runs and a
-fake in tests) → figures (JSON-ready dataclasses, :mod:`perflab.doctor_model`) →
+fake in tests) → figures (JSON-ready dataclasses, :mod:`perflab.model.doctor`) →
 verdicts (:mod:`perflab.analyze.doctor_verdicts`).
 
 Methods:
@@ -36,7 +36,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from perflab import environment
-from perflab.doctor_model import (
+from perflab.model.doctor import (
     ClockFigures,
     CpuLoad,
     CrossChecks,

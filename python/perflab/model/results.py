@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
-from perflab.cluster_model import AgentInfo, AgentShare
+from perflab.model.cluster import AgentInfo, AgentShare
 from perflab.model.versions import SCHEMA_VERSION, migrate
 
 

@@ -12,9 +12,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from perflab.analyze.compare.rows import Row, Side, SuiteComparison
-from perflab.analyze.decisions import VERDICTS
-from perflab.analyze.estimate import Estimate
+from perflab.model.comparison import VERDICTS, Row, Side, SuiteComparison
+from perflab.model.estimate import Estimate
 from perflab.report.table import KEY, NOTE, Table, estimate_cell
 from perflab.units import format_rate, format_ratio, format_reference, format_time
 

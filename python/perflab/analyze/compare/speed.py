@@ -25,9 +25,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from perflab.analyze import reference
-from perflab.analyze.compare.rows import SPEED_NORMALIZED, Row, Side
 from perflab.analyze.decisions import verdict
 from perflab.model import Benchmark
+from perflab.model.comparison import SPEED_NORMALIZED, Row, Side
 from perflab.units import format_time
 
 #: The unit of the speed-normalized rows (metric SPEED_NORMALIZED): reference loops per op (unitless).

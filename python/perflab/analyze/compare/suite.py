@@ -41,13 +41,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from perflab.analyze.compare.http import compare_http, compare_spans
-from perflab.analyze.compare.rows import (
-    DEFAULT_PERCENTILES,
-    DEFAULT_THRESHOLD,
-    SPEED_NORMALIZED,
-    Row,
-    SuiteComparison,
-)
 from perflab.analyze.compare.speed import machine_speed_warning, speed_normalized_row
 from perflab.analyze.compare.timing import DRIFTING_RUN_SHARE, MACHINE_WIDE_SHARE, compare_timed
 from perflab.analyze.decisions import (
@@ -63,6 +56,13 @@ from perflab.analyze.run.summary import timing_groups
 from perflab.environment import environment_differences
 from perflab.errors import UsageError
 from perflab.model import Benchmark, Results
+from perflab.model.comparison import (
+    DEFAULT_PERCENTILES,
+    DEFAULT_THRESHOLD,
+    SPEED_NORMALIZED,
+    Row,
+    SuiteComparison,
+)
 
 
 def _index(benches: Sequence[Benchmark]) -> dict[str, Benchmark]:

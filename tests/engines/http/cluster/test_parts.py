@@ -22,7 +22,6 @@ from typing import Any
 import pytest
 
 from perflab import _core, cli
-from perflab.cluster_model import AgentInfo, AgentShare
 from perflab.engines.http.cluster import clocks
 from perflab.engines.http.cluster.agent import LoadAgent
 from perflab.engines.http.cluster.controller import place
@@ -38,6 +37,7 @@ from perflab.engines.http.cluster.split import (
 from perflab.engines.http.steps import step_from_raw
 from perflab.errors import UsageError
 from perflab.model import Benchmark, Histogram, Results
+from perflab.model.cluster import AgentInfo, AgentShare
 from tests.conftest import http_args
 
 OPEN = {

@@ -13,8 +13,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from perflab.analyze.decisions import INCONCLUSIVE
-from perflab.analyze.estimate import Estimate
+from perflab.model.estimate import Estimate
+
+FASTER, SLOWER, SAME, INCONCLUSIVE, FAILED = "faster", "slower", "same", "inconclusive", "failed"
+#: Every verdict, in the order reports count them.
+VERDICTS = (SLOWER, FASTER, INCONCLUSIVE, SAME, FAILED)
 
 #: Default noise threshold t: a ratio CI wholly within 1 ± t is "same".
 DEFAULT_THRESHOLD = 0.02
