@@ -14,8 +14,6 @@ from typing import Any
 from perflab.errors import UsageError
 from perflab.units import parse_positive_duration
 
-#: Version of the doctor JSON document (not a results file: ``perflab show`` doesn't read it).
-DOCTOR_SCHEMA_VERSION = 1
 #: Longest clock probe accepted, s (a day: anything longer is a typo).
 MAX_DURATION_S = 86400.0
 
@@ -55,15 +53,11 @@ def document(report: Any, argv: list[str]) -> dict[str, Any]:
     """The JSON document: a header, the report's sections at top level, the fingerprint."""
     from perflab import __version__, environment
 
-    return {
-        "tool": "perflab",
-        "kind": "doctor",
-        "doctor_schema_version": DOCTOR_SCHEMA_VERSION,
-        "perflab_version": __version__,
-        "command_line": ["perflab", *argv],
-        **report.to_dict(),
-        "environment": environment.finish(environment.fingerprint(__version__)),
-    }
+    return report.document(
+        ["perflab", *argv],
+        __version__,
+        environment.finish(environment.fingerprint(__version__)),
+    )
 
 
 def print_report(report: Any, fmt: str) -> None:

@@ -214,27 +214,24 @@ _INPUTS: dict[str, Callable[[list[Any], argparse.Namespace], list[Any]]] = {
 
 
 def _write_json(report: Any, args: argparse.Namespace, destination: Any) -> None:
-    """The fits, with the input and the command line; a single fit's keys also at top level."""
+    """The fits, with the input and the command line (:class:`perflab.model.fit.FitDocument`)."""
     from perflab import __version__
     from perflab.model import json_document
+    from perflab.model.fit import FitDocument
     from perflab.report.fit_table import tables_document
 
-    doc: dict[str, Any] = {
-        "kind": "fit",
-        "fit": report.model,
-        "sources": list(args.files),
-        "command_line": ["perflab", *sys.argv[1:]],
-        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "perflab_version": __version__,
-        "fits": report.fits,
-        "tables": tables_document(report.tables),
-        "growth": args.growth,
-        "inputs": report.input_records(),
-    }
-    if len(report.fits) == 1:
-        doc = {**report.fits[0], **doc}
-    doc = {"tool": "perflab", **doc}
-    files.save(destination, json_document(doc), "fit")
+    doc = FitDocument(
+        report.model,
+        list(args.files),
+        report.fits,
+        tables_document(report.tables),
+        args.growth,
+        report.input_records(),
+        ["perflab", *sys.argv[1:]],
+        dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        __version__,
+    )
+    files.save(destination, json_document(doc.to_dict()), "fit")
     if not destination.stdout:
         sys.stderr.write(f"fit saved to {destination}\n")
 

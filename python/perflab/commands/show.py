@@ -190,9 +190,10 @@ def _show_document(document: dict[str, Any], fmt: str) -> None:
         report = DoctorReport.from_dict(document)
         console.emit(fmt, lambda: doctor_tables(report), lambda: check_records(report))
     elif document["kind"] == "compare":
-        from perflab.report.compare_table import comparison_tables, csv_records, suite_from_document
+        from perflab.model.comparison import SuiteComparison
+        from perflab.report.compare_table import comparison_tables, csv_records
 
-        suite = suite_from_document(document)
+        suite = SuiteComparison.from_dict(document)
         console.emit(
             fmt,
             lambda: comparison_tables(suite, document["a"], document["b"]),
@@ -232,20 +233,22 @@ def print_fit_document(document: dict[str, Any], fmt: str) -> None:
     """
     from perflab.analyze.fit.fits import fit_model, series_from_record
     from perflab.errors import UsageError
+    from perflab.model.fit import FitDocument
     from perflab.report.fit_report import fit_report, print_report
 
-    if "inputs" not in document:
+    saved = FitDocument.from_dict(document)
+    if saved.inputs is None:
         raise UsageError(
             "this fit document keeps no input points (written by an older "
             "perflab): run perflab fit again on its sources: "
-            f"{' '.join(document.get('sources', [])) or 'the files it names'}"
+            f"{' '.join(saved.sources) or 'the files it names'}"
         )
-    series = [series_from_record(d) for d in document["inputs"]]
-    model = document["fit"]
+    series = [series_from_record(d) for d in saved.inputs]
+    model = saved.fit
     if len(series) != 2 if model == "breakeven" else not series:
         raise UsageError(
             f"this {model} fit document holds {len(series)} input series, not "
             f"{'2' if model == 'breakeven' else 'one or more'}: it was damaged "
             "or edited; run perflab fit again on its sources"
         )
-    print_report(fit_report(model, series, fit_model(model, series, document.get("growth"))), fmt)
+    print_report(fit_report(model, series, fit_model(model, series, saved.growth)), fmt)

@@ -1,15 +1,20 @@
-"""What a comparison holds: one row per compared metric and the suite around them.
+"""What a comparison holds: one row per compared metric and the suite around them, and
+the ``perflab compare --json`` document they are saved as.
 
 The data types of :mod:`perflab.analyze.compare.suite` (which computes them) and of
-:mod:`perflab.report.compare_table` (which renders them and rebuilds them from a saved
-comparison document), kept apart so both can import them without importing each other.
+:mod:`perflab.report.compare_table` (which renders them), kept apart so both can import
+them without importing each other. The document (schema ``compare``,
+``perflab/schemas/compare.schema.json``, version :data:`FORMAT_VERSION`) is written by
+:meth:`SuiteComparison.to_dict` and read back by :meth:`SuiteComparison.from_dict`.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -19,6 +24,11 @@ FASTER, SLOWER, SAME, INCONCLUSIVE, FAILED = "faster", "slower", "same", "inconc
 #: Every verdict, in the order reports count them.
 VERDICTS = (SLOWER, FASTER, INCONCLUSIVE, SAME, FAILED)
 
+#: The document's schema (``perflab/schemas/compare.schema.json``) and ``kind``.
+SCHEMA = "compare"
+#: Version of the ``--json`` document (its ``format_version``); bump when a field changes
+#: meaning.
+FORMAT_VERSION = 1
 #: Default noise threshold t: a ratio CI wholly within 1 ± t is "same".
 DEFAULT_THRESHOLD = 0.02
 #: Latency percentiles compared by default.
@@ -88,6 +98,26 @@ class Row:
     drift: dict[str, float] = field(default_factory=dict)
     log_replicates: np.ndarray | None = field(default=None, repr=False)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The row as JSON types (values in s or 1/s as ``unit`` says; NaN kept for the
+        caller's JSON step, which writes null)."""
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "metric": self.metric,
+            "unit": self.unit,
+            "higher_is_better": self.higher_is_better,
+            "a": _side_dict(self.a),
+            "b": _side_dict(self.b),
+            "ratio": _optional_estimate(self.ratio),
+            "p_value": self.p_value,
+            "q_value": self.q_value,
+            "verdict": self.verdict,
+            "in_geomean": self.primary,
+            "drift": dict(self.drift),
+            "notes": list(self.notes),
+        }
+
 
 @dataclass
 class SuiteComparison:
@@ -124,3 +154,117 @@ class SuiteComparison:
         speed-normalized rows are for reading, the gate reads the seconds."""
         hits = [r.id for r in self.rows if r.verdict in fail_on and r.metric != SPEED_NORMALIZED]
         return hits + (list(self.only_in_a) if "missing" in fail_on else [])
+
+    def to_dict(
+        self, name_a: str, name_b: str, fail_on: list[str], tripped: list[str]
+    ) -> dict[str, Any]:
+        """The ``--json`` document: every row, the suite summary, warnings and the gate.
+
+        NaN/inf are written as null by the caller's JSON step
+        (:func:`perflab.model.json_document`). ``command_line`` is this process's argv
+        (the ``perflab compare`` or ``perflab run --compare-to`` that judged).
+        """
+        import datetime as dt
+
+        return {
+            "tool": "perflab",
+            "kind": SCHEMA,
+            "format_version": FORMAT_VERSION,
+            "command_line": ["perflab", *sys.argv[1:]],
+            "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "a": name_a,
+            "b": name_b,
+            "threshold": self.threshold,
+            "confidence": self.confidence,
+            "rows": [r.to_dict() for r in self.rows],
+            "counts": self.counts,
+            "geomean": _optional_estimate(self.geomean),
+            "geomean_verdict": self.geomean_verdict,
+            "geomean_over": self.geomean_over,
+            "only_in_a": self.only_in_a,
+            "only_in_b": self.only_in_b,
+            "environment": self.environment,
+            "warnings": self.warnings,
+            "cost": self.cost,
+            "gate": {"fail_on": fail_on, "tripped": tripped},
+        }
+
+    @classmethod
+    def from_dict(cls, document: dict[str, Any]) -> SuiteComparison:
+        """The comparison a ``perflab compare --json`` document holds, rebuilt for its
+        tables (``perflab show``); the inverse of :meth:`to_dict` (null → NaN).
+
+        Raises:
+            KeyError / TypeError / ValueError: a document that does not have the shape the
+                compare schema describes (the caller validates it first).
+        """
+
+        def number(value: Any) -> float:
+            return math.nan if value is None else float(value)
+
+        def figures(d: dict[str, Any]) -> Estimate:
+            return Estimate(
+                number(d.get("value")),
+                number(d.get("ci_low")),
+                number(d.get("ci_high")),
+                number(document.get("confidence", 0.95)),
+            )
+
+        def estimate(d: dict[str, Any] | None) -> Estimate | None:
+            return None if d is None else figures(d)
+
+        def side(d: dict[str, Any] | None) -> Side | None:
+            return (
+                None
+                if d is None
+                else Side(figures(d), int(d.get("units", 0)), int(d.get("samples", 0)))
+            )
+
+        rows = [
+            Row(
+                r["id"],
+                r["kind"],
+                r["metric"],
+                r["unit"],
+                bool(r.get("higher_is_better")),
+                side(r.get("a")),
+                side(r.get("b")),
+                estimate(r.get("ratio")),
+                number(r.get("p_value")),
+                number(r.get("q_value")),
+                verdict=r["verdict"],
+                primary=bool(r.get("in_geomean", True)),
+                notes=list(r.get("notes", [])),
+                drift=dict(r.get("drift", {})),
+            )
+            for r in document["rows"]
+        ]
+        over = document.get("geomean_over", sum(r.primary and r.ratio is not None for r in rows))
+        return cls(
+            rows,
+            list(document.get("only_in_a", [])),
+            list(document.get("only_in_b", [])),
+            estimate(document.get("geomean")),
+            document.get("geomean_verdict", "inconclusive"),
+            int(over),
+            dict(document["counts"]),
+            list(document.get("environment", [])),
+            list(document.get("warnings", [])),
+            float(document["threshold"]),
+            number(document.get("confidence", 0.95)),
+            dict(document.get("cost", {})),
+        )
+
+
+def _side_dict(side: Side | None) -> dict[str, Any] | None:
+    if side is None:
+        return None
+    return {**_estimate_dict(side.estimate), "units": side.units, "samples": side.samples}
+
+
+def _estimate_dict(est: Estimate) -> dict[str, float]:
+    return {"value": est.value, "ci_low": est.ci_low, "ci_high": est.ci_high}
+
+
+def _optional_estimate(est: Estimate | None) -> dict[str, float] | None:
+    return None if est is None else _estimate_dict(est)
