@@ -105,8 +105,9 @@ def main(args: argparse.Namespace) -> int:
     json_to = Destination.check(args.json, "--json") if args.json is not None else None
     files_out = outputs.check(args, others=[json_to])
     chart = Destination.check(args.chart, "--chart", "png") if args.chart is not None else None
-    interop.force(args.source)
-    sides = compare_sides(record.database_path(args), args.to, args.files, args.threshold)
+    sides = compare_sides(
+        record.database_path(args), args.to, args.files, args.threshold, args.source
+    )
     suite = compare_results(
         sides.a,
         sides.b,

@@ -101,8 +101,7 @@ def main(args: argparse.Namespace) -> int:
 
     destination = files.Destination.check(args.json, "--json") if args.json is not None else None
     files_out = outputs.check(args, others=[destination])
-    interop.force(args.source)
-    sources = [read_source(path) for path in args.files]
+    sources = [read_source(path, args.source) for path in args.files]
     model = args.model or _default_model(args, sources)
     if args.between and model != "breakeven":
         raise UsageError(f"--between is for --model breakeven, not {model}")
