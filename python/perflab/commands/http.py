@@ -192,12 +192,12 @@ def main(args: argparse.Namespace) -> int:
     unreachable target; when Ctrl-C, SIGTERM or SIGHUP stopped it (what was measured is
     kept), 128 + the signal (130, 143, 129).
     """
-    from perflab.engines.http.engine import plan_from_args
+    from perflab.commands.options import http_plan
     from perflab.files import Deferred, Destination, results_destination
     from perflab.interrupts import StopSignals
     from perflab.report import outputs
 
-    plan = plan_from_args(args, check=args.agents is None)
+    plan = http_plan(args, check=args.agents is None)
     slo_s = _slo(args.slo)
     fail_on = _fail_on(args.fail_on, slo_s)
     path = results_destination(args.json, "http")

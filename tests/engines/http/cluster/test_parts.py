@@ -244,10 +244,10 @@ def test_a_merge_of_other_bucket_layouts_is_refused() -> None:
 
 
 def test_an_agent_stops_at_once_and_for_good(server: Any) -> None:
-    from perflab.engines.http.engine import plan_from_args
+    from perflab.commands.options import http_plan
 
     agent = LoadAgent(0)
-    plan = plan_from_args(
+    plan = http_plan(
         http_args(
             f"http://127.0.0.1:{server.port}/",
             "--rate",
@@ -307,9 +307,9 @@ def _drawn(draw: Any) -> str:
     from rich.console import Console
 
     from perflab.commands.http import _Live
-    from perflab.engines.http.engine import plan_from_args
+    from perflab.commands.options import http_plan
 
-    plan = plan_from_args(
+    plan = http_plan(
         http_args("http://127.0.0.1:9/", "--rate", "600,1200", "--duration", "2s"), check=False
     )
     console = Console(file=io.StringIO(), force_terminal=True, width=200, color_system=None)
