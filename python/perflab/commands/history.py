@@ -137,13 +137,14 @@ def main(args: argparse.Namespace) -> int:
             return _trends(args, store, chart, outputs)
         runs = store.runs(**_filters(args), limit=args.limit or None)
         total = store.count()
-    from perflab.history.document import runs_document
+    from perflab import __version__
+    from perflab.model.history import runs_document
     from perflab.report.history_table import run_records, runs_table
 
     _emit(
         args,
         outputs,
-        lambda: runs_document(runs, total, store.path),
+        lambda: runs_document(runs, total, store.path, __version__),
         lambda: [runs_table(runs, total, store.path)],
         lambda: run_records(runs),
     )
@@ -219,8 +220,9 @@ def parse_date(text: str | None, option: str) -> str | None:
 
 
 def _trends(args: argparse.Namespace, store: Any, chart: Any, outputs: dict[str, Any]) -> int:
+    from perflab import __version__
     from perflab.history import trend
-    from perflab.history.document import trends_document
+    from perflab.model.history import trends_document
     from perflab.report.history_table import trend_records, trend_table
 
     pairs = trend.matching(store, args.benchmark, args.metric)
@@ -239,7 +241,7 @@ def _trends(args: argparse.Namespace, store: Any, chart: Any, outputs: dict[str,
     _emit(
         args,
         outputs,
-        lambda: trends_document(trends, args.limit or None, store.path),
+        lambda: trends_document(trends, args.limit or None, store.path, __version__),
         lambda: [trend_table(t, args.limit or None) for t in trends],
         lambda: trend_records(trends),
     )

@@ -231,7 +231,7 @@ def _show_compare(document: dict[str, Any], fmt: str) -> None:
 
 def _show_history(document: dict[str, Any], fmt: str) -> None:
     """A ``perflab history --json`` document's tables: the run list or the trends."""
-    from perflab.history.document import runs_from_document, trends_from_document
+    from perflab.model.history import runs_from_document, trends_from_document
     from perflab.report import console
     from perflab.report.history_table import run_records, runs_table, trend_records, trend_table
 
