@@ -71,9 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PNG",
         help="draw B/A with its CI per benchmark (a forest plot) into this PNG",
     )
-    from perflab.history import record
+    from perflab.commands.options import add_history_arguments
 
-    record.add_arguments(parser, recording=False)
+    add_history_arguments(parser, recording=False)
     interop.add_from_argument(parser)
 
 
@@ -92,8 +92,8 @@ def main(args: argparse.Namespace) -> int:
     """Load both files, compare, print; exit 1 when the --fail-on gate trips, 2 on bad input."""
     from perflab.analyze.compare.suite import compare_results, parse_fail_on
     from perflab.analyze.decisions import parse_threshold
+    from perflab.commands.options import history_database
     from perflab.files import Deferred, Destination
-    from perflab.history import record
     from perflab.history.baseline import compare_sides
     from perflab.report import outputs
     from perflab.report.compare_table import comparison_tables, csv_records, gate, print_comparison
@@ -105,9 +105,7 @@ def main(args: argparse.Namespace) -> int:
     json_to = Destination.check(args.json, "--json") if args.json is not None else None
     files_out = outputs.check(args, others=[json_to])
     chart = Destination.check(args.chart, "--chart", "png") if args.chart is not None else None
-    sides = compare_sides(
-        record.database_path(args), args.to, args.files, args.threshold, args.source
-    )
+    sides = compare_sides(history_database(args), args.to, args.files, args.threshold, args.source)
     suite = compare_results(
         sides.a,
         sides.b,

@@ -41,12 +41,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="table",
         help="how to print the report on stdout (csv: the checks only)",
     )
-    from perflab.history import record
+    from perflab.commands.options import add_history_arguments
     from perflab.report import outputs
 
     outputs.add_arguments(parser, "one line per check")
 
-    record.add_arguments(parser)
+    add_history_arguments(parser)
 
 
 def document(report: Any, argv: list[str]) -> dict[str, Any]:
@@ -99,9 +99,10 @@ def main(args: argparse.Namespace) -> int:
     )
     if destination is None or not destination.stdout:
         print_report(report, args.format)
+    from perflab.commands.options import history_database
     from perflab.history.record import record_document
 
-    record_document(args, "doctor", doc, destination)
+    record_document(history_database(args), args.tag, "doctor", doc, destination)
     later.raise_()
     if destination is not None and not destination.stdout:
         sys.stderr.write(f"report saved to {destination}\n")

@@ -23,7 +23,7 @@ _METRICS = ("time", "p50", "p99", "rate")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``perflab history``."""
-    from perflab.history import record
+    from perflab.commands.options import add_history_arguments
 
     parser.add_argument(
         "benchmark",
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "the benchmarks whose id matches (shell pattern, e.g. 'northwind/*'; "
         "a plain word matches anywhere)",
     )
-    record.add_arguments(parser, recording=False)
+    add_history_arguments(parser, recording=False)
     parser.add_argument("--kind", choices=_KINDS, help="only runs of this command")
     parser.add_argument("--tag", help="only runs with this tag")
     parser.add_argument("--branch", help="only runs on this git branch")
@@ -103,9 +103,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _database(args: argparse.Namespace) -> Path:
-    from perflab.history import record
+    from perflab.commands.options import history_database
 
-    path = record.database_path(args)
+    path = history_database(args)
     if path is None:
         raise UsageError("history is off (PERFLAB_HISTORY=off); pass --history PATH")
     return path

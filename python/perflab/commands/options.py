@@ -11,6 +11,7 @@ and what to give instead.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from perflab.errors import UsageError
@@ -76,3 +77,47 @@ def http_plan(args: argparse.Namespace, check: bool = True) -> Any:
         requests=requests,
         check=check,
     )
+
+
+def add_history_arguments(parser: Any, recording: bool = True) -> None:
+    """The history options (of a parser or an argument group): --history, and for
+    measuring commands --no-history and --tag (:func:`history_database`, ``args.tag``)."""
+    from perflab.history import record
+
+    parser.add_argument(
+        "--history",
+        metavar="PATH",
+        help=f"the history database (default: $PERFLAB_HISTORY or {record.DEFAULT_PATH})",
+    )
+    if recording:
+        parser.add_argument(
+            "--no-history",
+            action="store_true",
+            help="don't record this run in the history database",
+        )
+        parser.add_argument(
+            "--tag",
+            action="append",
+            default=[],
+            metavar="WORD",
+            type=_tag,
+            help="label this run in history (repeatable), e.g. --tag nightly",
+        )
+
+
+def _tag(text: str) -> str:
+    """argparse type of --tag: one checked tag (see :func:`check_tags`)."""
+    try:
+        from perflab.history.record import check_tags
+
+        return check_tags([text])[0]
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1]) from None
+
+
+def history_database(args: argparse.Namespace) -> Path | None:
+    """The history database of a command's ``--history`` and ``--no-history``
+    (:func:`perflab.history.record.database`), or None when recording is off."""
+    from perflab.history import record
+
+    return record.database(getattr(args, "history", None), getattr(args, "no_history", False))

@@ -129,9 +129,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PNG",
         help="draw each benchmark's samples and per-process medians into this PNG",
     )
-    from perflab.history import record
+    from perflab.commands.options import add_history_arguments
 
-    record.add_arguments(parser)
+    add_history_arguments(parser)
 
 
 #: --min-processes when not given (lowered to --max-processes when that is lower)
@@ -355,9 +355,10 @@ def _baseline(args: argparse.Namespace, cases, env, gate):  # type: ignore[no-un
     anything is measured: a file or a run from history. An automatic threshold (NaN in
     ``gate``) is set from history; with --compare-to its explanation is added to the gate
     as its third item (the comparison's first footnote), else it goes to stderr."""
-    from perflab.history import baseline, record
+    from perflab.commands.options import history_database
+    from perflab.history import baseline
 
-    db = record.database_path(args)
+    db = history_database(args)
     threshold, fail_on = gate
     note = None
     if math.isnan(threshold):
@@ -393,6 +394,7 @@ def _save_and_print(results, args, destination, files_out):  # type: ignore[no-u
     baseline."""
     from perflab import model
     from perflab.analyze.results_figures import run_figures
+    from perflab.commands.options import history_database
     from perflab.files import Deferred
     from perflab.history.record import record_results
     from perflab.report import outputs
@@ -412,7 +414,7 @@ def _save_and_print(results, args, destination, files_out):  # type: ignore[no-u
     )
     if not destination.stdout:
         print_run(groups, args.format, args.verbose, threshold, memory=figures.memory)
-    record_results(args, results, summaries, destination)
+    record_results(history_database(args), args.tag, results, summaries, destination)
     later.raise_()
     if not destination.stdout:
         sys.stderr.write(f"results saved to {destination}\n")
