@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from perflab import interop
+from perflab.commands.options import add_from_argument
 from perflab.errors import UsageError
 
 _FORMATS = ("table", "markdown", "csv")
@@ -74,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from perflab.commands.options import add_history_arguments
 
     add_history_arguments(parser, recording=False)
-    interop.add_from_argument(parser)
+    add_from_argument(parser)
 
 
 def parse_percentiles(text: str) -> list[float]:

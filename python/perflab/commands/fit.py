@@ -16,7 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from perflab import files, interop
+from perflab import files
+from perflab.commands.options import add_from_argument
 from perflab.errors import UsageError
 
 MODELS = ("usl", "complexity", "breakeven")
@@ -86,7 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="table",
         help="how to print the fits on stdout",
     )
-    interop.add_from_argument(parser)
+    add_from_argument(parser)
     from perflab.report import outputs
 
     outputs.add_arguments(parser, "one line per fit")

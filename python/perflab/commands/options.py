@@ -121,3 +121,19 @@ def history_database(args: argparse.Namespace) -> Path | None:
     from perflab.history import record
 
     return record.database(getattr(args, "history", None), getattr(args, "no_history", False))
+
+
+def add_from_argument(parser: argparse.ArgumentParser) -> None:
+    """``--from pyperf|hyperfine|pytest-benchmark`` of show, compare and fit: the format
+    given to :func:`perflab.model.load` (``args.source``; None: detected)."""
+    from perflab.interop import FORMATS
+
+    parser.add_argument(
+        "--from",
+        dest="source",
+        choices=FORMATS,
+        default=None,
+        help="read the input files as this peer's JSON instead of detecting "
+        "the format (perflab, pyperf, hyperfine --export-json, "
+        "pytest-benchmark --benchmark-json/autosave)",
+    )

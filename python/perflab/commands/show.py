@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from perflab import interop
+from perflab.commands.options import add_from_argument
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="every warning of every benchmark in full (by default warnings are grouped by kind)",
     )
-    interop.add_from_argument(parser)
+    add_from_argument(parser)
     parser.add_argument(
         "--export",
         nargs=2,

@@ -28,7 +28,6 @@ docs/interop.md). Writing peers' formats is :mod:`perflab.report.peer_formats`.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable
 from typing import Any
 
@@ -36,19 +35,6 @@ from perflab.errors import ResultsFileError
 
 #: The formats ``--from`` accepts.
 FORMATS = ("pyperf", "hyperfine", "pytest-benchmark")
-
-
-def add_from_argument(parser: argparse.ArgumentParser) -> None:
-    """``--from pyperf|hyperfine|pytest-benchmark`` of show, compare and fit."""
-    parser.add_argument(
-        "--from",
-        dest="source",
-        choices=FORMATS,
-        default=None,
-        help="read the input files as this peer's JSON instead of detecting "
-        "the format (perflab, pyperf, hyperfine --export-json, "
-        "pytest-benchmark --benchmark-json/autosave)",
-    )
 
 
 def detect(document: Any) -> str | None:
