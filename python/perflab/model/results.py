@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from perflab.cluster_model import AgentInfo, AgentShare
+from perflab.model.cluster import AgentInfo, AgentShare
 from perflab.model.counts import CommandCounts, Counts
 from perflab.model.json_form import json_types
 from perflab.model.versions import SCHEMA_VERSION, migrate
