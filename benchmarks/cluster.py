@@ -42,10 +42,9 @@ from common import RATIO_RULE, machine, perflab_serve, ratio_verdict, write_sect
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 
 from perflab.analyze.stats import block_ratio_ci  # noqa: E402
-from perflab.commands import http as http_command  # noqa: E402
 from perflab.engines.http.cluster.controller import Cluster, ClusterOptions  # noqa: E402
 from perflab.engines.http.cluster.sweep import run_sweep as ray_sweep  # noqa: E402
-from perflab.engines.http.engine import plan_from_args, run_sweep  # noqa: E402
+from perflab.engines.http.engine import make_plan, run_sweep  # noqa: E402
 
 CONFIGS = ("plain", "ray, 1 agent", "ray, 2 agents")
 TICK_S = 1 / os.sysconf("SC_CLK_TCK")
@@ -106,14 +105,8 @@ def rss_mib(pid: int) -> float:
 
 
 def plan_for(url: str, rate: float, seconds: float) -> Any:
-    import argparse as ap
-
-    parser = ap.ArgumentParser()
-    http_command.add_arguments(parser)
-    args = parser.parse_args(
-        [url, "--rate", str(rate), "--duration", f"{seconds}s", "--warmup", "1s", "--threads", "1"]
-    )
-    return plan_from_args(args)
+    """An open-loop plan: ``rate`` requests/s for ``seconds`` (1 s warmup), one thread."""
+    return make_plan(url, seconds, 1.0, [rate], threads=1)
 
 
 def measure_start(url: str, starts: int) -> list[tuple[float, float]]:

@@ -159,24 +159,12 @@ def load_agents():  # type: ignore[no-untyped-def]
 
     from perflab.engines.http.cluster.agent import LoadAgent
     from perflab.engines.http.cluster.split import split_step
-    from perflab.engines.http.engine import plan_from_args
+    from perflab.engines.http.engine import make_plan
 
     def run(
         url: str, agents: int, rate: float, duration_s: float, weights: list[float] | None = None
     ) -> list[dict]:
-        plan = plan_from_args(
-            http_args(
-                url,
-                "--rate",
-                str(rate),
-                "--duration",
-                f"{duration_s}s",
-                "--warmup",
-                "0s",
-                "--threads",
-                "1",
-            )
-        )
+        plan = make_plan(url, duration_s, 0.0, [rate], threads=1)
         start = time.time_ns() + 200_000_000
         configs = [
             {**c, "start_unix_ns": start} for c in split_step(plan.step_config(0), agents, weights)

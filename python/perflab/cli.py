@@ -181,9 +181,10 @@ def _guarded(func, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-
 
     try:
         if hasattr(args, "no_history"):  # a measuring command: its history is checked first
+            from perflab.commands.options import history_database
             from perflab.history.record import check_database
 
-            check_database(args)
+            check_database(history_database(args))
         code = int(func(args))
         sys.stdout.flush()
         return code

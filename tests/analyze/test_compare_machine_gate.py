@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from perflab import model
-from perflab.analyze.compare.rows import SPEED_NORMALIZED
 from perflab.analyze.compare.suite import compare_results
+from perflab.model.comparison import SPEED_NORMALIZED
 from perflab.report.compare_table import gate
 from tests.analyze.test_compare_speed import run
 

@@ -6,9 +6,9 @@ import re
 
 import numpy as np
 
-from perflab.analyze.compare.rows import SPEED_NORMALIZED
 from perflab.analyze.compare.suite import compare_results
 from perflab.model import Results
+from perflab.model.comparison import SPEED_NORMALIZED
 from tests.conftest import make_bench
 
 REFERENCE_NS = 150_000  # the reference loop at the machine's usual speed

@@ -2,7 +2,7 @@
 
 import math
 
-from perflab.analyze.estimate import LEVEL, Estimate
+from perflab.model.estimate import LEVEL, Estimate
 
 
 def test_an_estimate_knows_its_interval() -> None:

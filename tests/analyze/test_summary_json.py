@@ -1,6 +1,6 @@
 """The summaries in results files keep their JSON form across the Estimate change.
 
-Summaries hold :class:`perflab.analyze.estimate.Estimate` objects now (the median, the
+Summaries hold :class:`perflab.model.estimate.Estimate` objects now (the median, the
 ratios); results files keep the form every earlier version wrote (``median_s``,
 ``ci_low_s``, ``ci_high_s``; ratios as [value, low, high] lists), so no schema version
 is needed. Both directions are checked against files saved by an earlier perflab

@@ -12,9 +12,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from perflab import doctor_model, environment
+from perflab import environment
 from perflab.analyze import doctor_verdicts
 from perflab.engines import doctor
+from perflab.model import doctor as doctor_model
 from perflab.report import console
 from perflab.report.doctor_table import check_records, doctor_tables
 

@@ -94,7 +94,7 @@ def _perflab(*argv: str) -> Callable[[], int]:
 
 def doctor_report(document: dict[str, Any]) -> Any:
     """A DoctorReport rebuilt from a saved ``perflab doctor --json`` document."""
-    from perflab.doctor_model import DoctorReport
+    from perflab.model.doctor import DoctorReport
 
     return DoctorReport.from_dict(document)
 

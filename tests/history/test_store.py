@@ -10,8 +10,8 @@ import pytest
 
 from perflab.errors import UsageError
 from perflab.history import store as store_module
-from perflab.history.rows import SummaryRow
 from perflab.history.store import RunRecord, Store
+from perflab.model.history import SummaryRow
 from tests.history.helpers import add, results
 
 

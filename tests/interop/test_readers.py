@@ -384,3 +384,14 @@ def test_gzip_compressed_pyperf_files(tmp_path: Path, perflab_cli: Any) -> None:
     result = perflab_cli("show", str(bomb))
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert result.stderr.startswith("error: ") and "MiB" in result.stderr, result.stderr
+
+
+def test_a_named_format_applies_to_that_load_only() -> None:
+    """``model.load(path, format)`` reads the file as the named peer's format, and a
+    later load without one detects again (no state is left behind)."""
+    from perflab.errors import ResultsFileError
+
+    with pytest.raises(ResultsFileError, match="not a valid pytest-benchmark file"):
+        model.load(DATA / "hyperfine.json", "pytest-benchmark")
+    assert model.load(DATA / "hyperfine.json", "hyperfine").kind == "cmd"
+    assert model.load(DATA / "pyperf_suite.json").settings["imported"]["format"] == "pyperf"

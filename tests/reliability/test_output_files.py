@@ -55,7 +55,7 @@ def _compare(results: Any) -> tuple[Any, Any]:
 
 
 def _doctor(document: Any) -> tuple[Any, Any]:
-    from perflab.doctor_model import DoctorReport
+    from perflab.model.doctor import DoctorReport
     from perflab.report.doctor_table import check_records, doctor_tables
 
     report = DoctorReport.from_dict(document)

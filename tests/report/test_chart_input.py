@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import warnings
 
-from perflab.analyze.estimate import Estimate
+from perflab.model.estimate import Estimate
 from perflab.report.html import charts
 from perflab.report.pyplot import pyplot
 

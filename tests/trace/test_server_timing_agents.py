@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 from perflab import _core, cli, model
-from perflab.cluster_model import AgentInfo, AgentShare
 from perflab.engines.http.cluster.merge import merge_server_timing, merge_steps
 from perflab.engines.http.steps import step_from_raw
 from perflab.model import Benchmark, Histogram, Results, ServerTiming
+from perflab.model.cluster import AgentInfo, AgentShare
 from tests.conftest import ROOT
 
 

@@ -21,10 +21,10 @@ import numpy as np
 
 from perflab.analyze import stats
 from perflab.analyze.decisions import FAILED, verdict
-from perflab.analyze.estimate import Estimate
 from perflab.analyze.paired import PairedRatio, paired_ratio
 from perflab.analyze.run.summary import NO_MEDIAN, UNSTABLE_SPREAD, Caveat, MedianSummary, plural
 from perflab.model import Benchmark, CommandRun, Results
+from perflab.model.estimate import Estimate
 
 #: Spawn overhead above this fraction of a command's median gets a warning.
 NEAR_SPAWN_COST = 0.30

@@ -33,9 +33,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from perflab.analyze.decisions import FAILED, verdict
-from perflab.analyze.estimate import Estimate
 from perflab.model import Benchmark
 from perflab.model.counts import CommandCounts, Counts
+from perflab.model.estimate import Estimate
 
 #: a band spread above this flags a benchmark layout-sensitive (1%: ten times the
 #: largest run-to-run spread of one layout measured on perflab's VM, benchmarks/count.py)

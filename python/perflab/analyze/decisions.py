@@ -23,11 +23,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from perflab.analyze import stats
-from perflab.analyze.estimate import Estimate
-
-FASTER, SLOWER, SAME, INCONCLUSIVE, FAILED = "faster", "slower", "same", "inconclusive", "failed"
-#: Every verdict, in the order reports count them.
-VERDICTS = (SLOWER, FASTER, INCONCLUSIVE, SAME, FAILED)
+from perflab.model.comparison import FAILED as FAILED
+from perflab.model.comparison import FASTER as FASTER
+from perflab.model.comparison import INCONCLUSIVE as INCONCLUSIVE
+from perflab.model.comparison import SAME as SAME
+from perflab.model.comparison import SLOWER as SLOWER
+from perflab.model.comparison import VERDICTS as VERDICTS
+from perflab.model.estimate import Estimate
 
 
 def verdict(low: float, high: float, threshold: float, higher_is_better: bool = False) -> str:

@@ -1,7 +1,7 @@
 """``perflab doctor``'s verdicts: ok / warn / fail / n/a checks over a :class:`DoctorReport`.
 
 Each check is one small function of the report returning a
-:class:`~perflab.doctor_model.Check` with one sentence of evidence and one of
+:class:`~perflab.model.doctor.Check` with one sentence of evidence and one of
 what to do. Thresholds are named constants with the reason for each; the
 sources are the kernel's NTP limits (adjtimex(2): at most 500 ppm of
 frequency correction), pyperf's ``system tune`` advice (governor, turbo, CPU
@@ -14,7 +14,7 @@ import datetime as dt
 from collections.abc import Callable
 
 from perflab.analyze.timer import TimerInfo
-from perflab.doctor_model import Check, DoctorReport, Step
+from perflab.model.doctor import Check, DoctorReport, Step
 from perflab.units import format_time
 
 #: Clocksources without a vDSO fast path, or coarse: every read is slow or steps by ms.

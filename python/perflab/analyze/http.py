@@ -292,7 +292,7 @@ class AgentStep:
     whole step.
 
     Attributes:
-        share: the share as recorded (a :class:`perflab.cluster_model.AgentShare`: the
+        share: the share as recorded (a :class:`perflab.model.cluster.AgentShare`: the
             agent's index, clock offset, start lead, process CPU time, its raw step).
         summary: the figures of its own step (:func:`summarize_step`, no verdict); None
             when the agent died during the step.

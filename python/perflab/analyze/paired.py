@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 
 from perflab.analyze import stats
-from perflab.analyze.estimate import Estimate
 from perflab.model import Benchmark
+from perflab.model.estimate import Estimate
 
 #: a single series is cut into this many batches at most (its "processes")
 BATCHES = 8

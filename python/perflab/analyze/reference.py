@@ -62,8 +62,8 @@ from typing import Any
 import numpy as np
 
 from perflab.analyze import stats
-from perflab.analyze.estimate import Estimate
 from perflab.model import Benchmark
+from perflab.model.estimate import Estimate
 
 #: Code waits (I/O, sleep, locks) rather than computes when even the WAIT_QUANTILE of its
 #: samples' CPU/wall is below this: its CPU time is not its cost per op, so it gets no

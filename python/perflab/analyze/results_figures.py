@@ -55,9 +55,9 @@ def run_figures(results: Results) -> ResultsFigures:
     ``--memory`` figures. Cost: the summaries' bootstraps (see
     :func:`perflab.analyze.run.ratios.summarize_benchmarks`)."""
     from perflab.analyze import memory
-    from perflab.analyze.compare.rows import DEFAULT_THRESHOLD
     from perflab.analyze.run.groups import run_groups
     from perflab.analyze.run.ratios import summarize_benchmarks
+    from perflab.model.comparison import DEFAULT_THRESHOLD
 
     settings = results.settings
     threshold = settings.get("threshold", DEFAULT_THRESHOLD)

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perflab.analyze.stats import mad
-from perflab.doctor_model import Check, PairFigures, SpeedStates, StateFigures
+from perflab.model.doctor import Check, PairFigures, SpeedStates, StateFigures
 
 #: A timing whose thread CPU time is below this share of its wall time waited for a core.
 RUNNING_SHARE = 0.9

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perflab.analyze.estimate import Estimate
+from perflab.model.estimate import Estimate
 
 MAD_SCALE = 1.4826
 OUTLIER_Z = 3.5

@@ -228,9 +228,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--chart", metavar="PNG", help="draw each command's wall times per run into this PNG"
     )
-    from perflab.history import record
+    from perflab.commands.options import add_history_arguments
 
-    record.add_arguments(parser)
+    add_history_arguments(parser)
 
 
 def _parameters(args: argparse.Namespace) -> list[Any]:
@@ -538,6 +538,7 @@ def _save_and_print(
     from perflab import model
     from perflab.analyze.cmd import spawn_overhead, summarize_results
     from perflab.analyze.counts import count_figures
+    from perflab.commands.options import history_database
     from perflab.files import Deferred, save
     from perflab.history.record import record_results
     from perflab.report import outputs
@@ -567,7 +568,13 @@ def _save_and_print(
     if not destination.stdout:
         print_cmd(results, summaries, overhead, args.format, args.verbose)
         print_counts(count_figures(results.benchmarks), results.benchmarks, args.format)
-    record_results(args, results, {s.id: s.to_dict() for s in summaries}, destination)
+    record_results(
+        history_database(args),
+        args.tag,
+        results,
+        {s.id: s.to_dict() for s in summaries},
+        destination,
+    )
     later.raise_()
     if not destination.stdout:
         sys.stderr.write(f"results saved to {destination}\n")

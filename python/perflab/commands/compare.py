@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from perflab import interop
+from perflab.commands.options import add_from_argument
 from perflab.errors import UsageError
 
 _FORMATS = ("table", "markdown", "csv")
@@ -72,10 +73,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PNG",
         help="draw B/A with its CI per benchmark (a forest plot) into this PNG",
     )
-    from perflab.history import record
+    from perflab.commands.options import add_history_arguments
 
-    record.add_arguments(parser, recording=False)
-    interop.add_from_argument(parser)
+    add_history_arguments(parser, recording=False)
+    add_from_argument(parser)
 
 
 def parse_percentiles(text: str) -> list[float]:
@@ -94,8 +95,8 @@ def main(args: argparse.Namespace) -> int:
     from perflab.analyze.compare.suite import compare_results, parse_fail_on
     from perflab.analyze.counts import user_count_threshold
     from perflab.analyze.decisions import parse_threshold
+    from perflab.commands.options import history_database
     from perflab.files import Deferred, Destination
-    from perflab.history import record
     from perflab.history.baseline import compare_sides
     from perflab.report import outputs
     from perflab.report.compare_table import comparison_tables, csv_records, gate, print_comparison
@@ -107,8 +108,7 @@ def main(args: argparse.Namespace) -> int:
     json_to = Destination.check(args.json, "--json") if args.json is not None else None
     files_out = outputs.check(args, others=[json_to])
     chart = Destination.check(args.chart, "--chart", "png") if args.chart is not None else None
-    interop.force(args.source)
-    sides = compare_sides(record.database_path(args), args.to, args.files, args.threshold)
+    sides = compare_sides(history_database(args), args.to, args.files, args.threshold, args.source)
     suite = compare_results(
         sides.a,
         sides.b,

@@ -15,8 +15,6 @@ from perflab import redact
 from perflab.errors import UsageError
 from perflab.units import parse_positive_duration
 
-#: Version of the doctor JSON document (not a results file: ``perflab show`` doesn't read it).
-DOCTOR_SCHEMA_VERSION = 1
 #: Longest clock probe accepted, s (a day: anything longer is a typo).
 MAX_DURATION_S = 86400.0
 
@@ -45,27 +43,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="table",
         help="how to print the report on stdout (csv: the checks only)",
     )
-    from perflab.history import record
+    from perflab.commands.options import add_history_arguments
     from perflab.report import outputs
 
     outputs.add_arguments(parser, "one line per check")
 
-    record.add_arguments(parser)
+    add_history_arguments(parser)
 
 
 def document(report: Any, argv: list[str]) -> dict[str, Any]:
     """The JSON document: a header, the report's sections at top level, the fingerprint."""
     from perflab import __version__, environment
 
-    return {
-        "tool": "perflab",
-        "kind": "doctor",
-        "doctor_schema_version": DOCTOR_SCHEMA_VERSION,
-        "perflab_version": __version__,
-        "command_line": ["perflab", *argv],
-        **report.to_dict(),
-        "environment": environment.finish(environment.fingerprint(__version__)),
-    }
+    return report.document(
+        ["perflab", *argv],
+        __version__,
+        environment.finish(environment.fingerprint(__version__)),
+    )
 
 
 def print_report(report: Any, fmt: str) -> None:
@@ -107,9 +101,10 @@ def main(args: argparse.Namespace) -> int:
     )
     if destination is None or not destination.stdout:
         print_report(report, args.format)
+    from perflab.commands.options import history_database
     from perflab.history.record import record_document
 
-    record_document(args, "doctor", doc, destination)
+    record_document(history_database(args), args.tag, "doctor", doc, destination)
     later.raise_()
     if destination is not None and not destination.stdout:
         sys.stderr.write(f"report saved to {destination}\n")

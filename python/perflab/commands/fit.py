@@ -16,7 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from perflab import files, interop, redact
+from perflab import files, redact
+from perflab.commands.options import add_from_argument
 from perflab.errors import UsageError
 
 MODELS = ("usl", "complexity", "breakeven")
@@ -86,7 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="table",
         help="how to print the fits on stdout",
     )
-    interop.add_from_argument(parser)
+    add_from_argument(parser)
     from perflab.report import outputs
 
     outputs.add_arguments(parser, "one line per fit")
@@ -101,8 +102,7 @@ def main(args: argparse.Namespace) -> int:
 
     destination = files.Destination.check(args.json, "--json") if args.json is not None else None
     files_out = outputs.check(args, others=[destination])
-    interop.force(args.source)
-    sources = [read_source(path) for path in args.files]
+    sources = [read_source(path, args.source) for path in args.files]
     model = args.model or _default_model(args, sources)
     if args.between and model != "breakeven":
         raise UsageError(f"--between is for --model breakeven, not {model}")
@@ -214,27 +214,24 @@ _INPUTS: dict[str, Callable[[list[Any], argparse.Namespace], list[Any]]] = {
 
 
 def _write_json(report: Any, args: argparse.Namespace, destination: Any) -> None:
-    """The fits, with the input and the command line; a single fit's keys also at top level."""
+    """The fits, with the input and the command line (:class:`perflab.model.fit.FitDocument`)."""
     from perflab import __version__
     from perflab.model import json_document
+    from perflab.model.fit import FitDocument
     from perflab.report.fit_table import tables_document
 
-    doc: dict[str, Any] = {
-        "kind": "fit",
-        "fit": report.model,
-        "sources": list(args.files),
-        "command_line": ["perflab", *redact.argv(sys.argv[1:])],
-        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "perflab_version": __version__,
-        "fits": report.fits,
-        "tables": tables_document(report.tables),
-        "growth": args.growth,
-        "inputs": report.input_records(),
-    }
-    if len(report.fits) == 1:
-        doc = {**report.fits[0], **doc}
-    doc = {"tool": "perflab", **doc}
-    files.save(destination, json_document(doc), "fit")
+    doc = FitDocument(
+        report.model,
+        list(args.files),
+        report.fits,
+        tables_document(report.tables),
+        args.growth,
+        report.input_records(),
+        ["perflab", *redact.argv(sys.argv[1:])],
+        dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        __version__,
+    )
+    files.save(destination, json_document(doc.to_dict()), "fit")
     if not destination.stdout:
         sys.stderr.write(f"fit saved to {destination}\n")
 

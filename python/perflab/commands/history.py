@@ -23,7 +23,7 @@ _METRICS = ("time", "p50", "p99", "rate")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``perflab history``."""
-    from perflab.history import record
+    from perflab.commands.options import add_history_arguments
 
     parser.add_argument(
         "benchmark",
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "the benchmarks whose id matches (shell pattern, e.g. 'northwind/*'; "
         "a plain word matches anywhere)",
     )
-    record.add_arguments(parser, recording=False)
+    add_history_arguments(parser, recording=False)
     parser.add_argument("--kind", choices=_KINDS, help="only runs of this command")
     parser.add_argument("--tag", help="only runs with this tag")
     parser.add_argument(
@@ -117,9 +117,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _database(args: argparse.Namespace) -> Path:
-    from perflab.history import record
+    from perflab.commands.options import history_database
 
-    path = record.database_path(args)
+    path = history_database(args)
     if path is None:
         raise UsageError("history is off (PERFLAB_HISTORY=off); pass --history PATH")
     return path
@@ -156,13 +156,14 @@ def main(args: argparse.Namespace) -> int:
             return _trends(args, store, chart, outputs)
         runs = store.runs(**_filters(args), limit=args.limit or None)
         total = store.count()
-    from perflab.history.document import runs_document
+    from perflab import __version__
+    from perflab.model.history import runs_document
     from perflab.report.history_table import run_records, runs_table
 
     _emit(
         args,
         outputs,
-        lambda: runs_document(runs, total, store.path),
+        lambda: runs_document(runs, total, store.path, __version__),
         lambda: [runs_table(runs, total, store.path)],
         lambda: run_records(runs),
     )
@@ -238,8 +239,9 @@ def parse_date(text: str | None, option: str) -> str | None:
 
 
 def _trends(args: argparse.Namespace, store: Any, chart: Any, outputs: dict[str, Any]) -> int:
+    from perflab import __version__
     from perflab.history import trend
-    from perflab.history.document import trends_document
+    from perflab.model.history import trends_document
     from perflab.report.history_table import trend_records, trend_table
 
     pairs = trend.matching(store, args.benchmark, args.metric)
@@ -268,7 +270,7 @@ def _trends(args: argparse.Namespace, store: Any, chart: Any, outputs: dict[str,
     _emit(
         args,
         outputs,
-        lambda: trends_document(trends, args.limit or None, store.path),
+        lambda: trends_document(trends, args.limit or None, store.path, __version__),
         lambda: [trend_table(t, args.limit or None) for t in trends],
         lambda: trend_records(trends),
     )

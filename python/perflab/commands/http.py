@@ -125,9 +125,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     outputs.add_arguments(out, "one line per step")
     out.add_argument("--quiet", action="store_true", help="no live progress on stderr")
-    from perflab.history import record
+    from perflab.commands.options import add_history_arguments
 
-    record.add_arguments(out)
+    add_history_arguments(out)
     watch = parser.add_argument_group("server")
     watch.add_argument(
         "--watch",
@@ -192,12 +192,12 @@ def main(args: argparse.Namespace) -> int:
     unreachable target; when Ctrl-C, SIGTERM or SIGHUP stopped it (what was measured is
     kept), 128 + the signal (130, 143, 129).
     """
-    from perflab.engines.http.engine import plan_from_args
+    from perflab.commands.options import http_plan
     from perflab.files import Deferred, Destination, results_destination
     from perflab.interrupts import StopSignals
     from perflab.report import outputs
 
-    plan = plan_from_args(args, check=args.agents is None)
+    plan = http_plan(args, check=args.agents is None)
     slo_s = _slo(args.slo)
     fail_on = _fail_on(args.fail_on, slo_s)
     path = results_destination(args.json, "http")
@@ -226,9 +226,10 @@ def main(args: argparse.Namespace) -> int:
     if not path.stdout:
         render(results, args.format)
     if results.benchmarks[0].steps:
+        from perflab.commands.options import history_database
         from perflab.history.record import record_results
 
-        record_results(args, results, None, path)
+        record_results(history_database(args), args.tag, results, None, path)
     later.raise_()
     if not path.stdout:
         sys.stderr.write(f"results saved to {path}\n")

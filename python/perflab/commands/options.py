@@ -1,14 +1,24 @@
-"""Options the commands share, and argparse actions beyond argparse's own (hyperfine's
-``-P NAME LO HI [STEP]`` and ``--ignore-failure[=CODES]`` that may be followed by commands).
+"""Options that several commands share, argparse actions beyond argparse's own
+(hyperfine's ``-P NAME LO HI [STEP]`` and ``--ignore-failure[=CODES]`` that may be
+followed by commands), and the parsers that turn option text into the typed values the
+layers below take (asv's ``commands/common_args.py`` is the model).
 
-Not a command: every command may import it (tests/test_architecture.py).
+A command's ``main`` turns the parsed :class:`argparse.Namespace` into typed values with
+the parsers here before calling the layer below (the HTTP engine takes a
+:class:`perflab.engines.http.engine.Plan` built from typed values, never the options).
+Every parser raises :class:`perflab.errors.UsageError` with one line naming the option
+and what to give instead. Not a command: every command may import it
+(tests/test_architecture.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
+
+from perflab.errors import UsageError
 
 
 class Commands(argparse.Action):
@@ -59,3 +69,125 @@ def is_number(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def http_plan(args: argparse.Namespace, check: bool = True) -> Any:
+    """The :class:`perflab.engines.http.engine.Plan` of ``perflab http``'s parsed options
+    (``url``, ``--rate``, ``--connections``, ``--duration``, ``--warmup``, ``--threads``,
+    ``--poisson``, ``--seed``, ``--method``, ``--header``, ``--body``, ``--body-file``,
+    ``--requests``, ``--ok``, ``--insecure``, ``--timeout``, ``--connect-timeout``),
+    built by :func:`perflab.engines.http.engine.make_plan`; with ``check`` the engine checks
+    every step on this machine too.
+
+    Raises:
+        UsageError: any bad value, checked in the options' order (the URL first).
+    """
+    from perflab import files
+    from perflab.engines.http import engine
+    from perflab.units import parse_duration, parse_positive_duration
+
+    url = engine.parse_url(args.url).url
+    duration = parse_positive_duration(args.duration, "--duration")
+    if args.warmup is None:
+        warmup = engine.default_warmup(duration)
+    else:
+        warmup = parse_duration(args.warmup, "--warmup")
+        if warmup < 0:
+            raise UsageError(f"--warmup {args.warmup!r} must not be negative")
+    if warmup >= duration:
+        raise UsageError(f"--warmup {args.warmup} must be shorter than --duration {args.duration}")
+    rates = engine.parse_sweep(args.rate) if args.rate else []
+    conns = engine.parse_connections(args.connections) if args.connections else []
+    engine.check_load(rates, conns, args.poisson, args.threads)
+    connect_timeout = parse_positive_duration(args.connect_timeout, "--connect-timeout")
+    read_timeout = parse_positive_duration(args.timeout, "--timeout")
+    engine.parse_ok(args.ok)
+    headers = [engine.parse_header(h) for h in args.header or []]
+    body = (
+        args.body
+        if args.body_file is None
+        else files.read_bytes(args.body_file, f"--body-file {args.body_file}")
+    )
+    requests = None
+    if args.requests:
+        engine.check_request_source(args.method, headers, body)
+        requests = engine.load_requests(args.requests)
+    return engine.make_plan(
+        url,
+        duration,
+        warmup,
+        rates,
+        conns,
+        poisson=args.poisson,
+        connect_timeout_s=connect_timeout,
+        read_timeout_s=read_timeout,
+        ok=args.ok,
+        insecure=args.insecure,
+        threads=args.threads,
+        seed=args.seed,
+        method=args.method,
+        headers=headers,
+        body=body,
+        requests=requests,
+        check=check,
+    )
+
+
+def add_history_arguments(parser: Any, recording: bool = True) -> None:
+    """The history options (of a parser or an argument group): --history, and for
+    measuring commands --no-history and --tag (:func:`history_database`, ``args.tag``)."""
+    from perflab.history import record
+
+    parser.add_argument(
+        "--history",
+        metavar="PATH",
+        help=f"the history database (default: $PERFLAB_HISTORY or {record.DEFAULT_PATH})",
+    )
+    if recording:
+        parser.add_argument(
+            "--no-history",
+            action="store_true",
+            help="don't record this run in the history database",
+        )
+        parser.add_argument(
+            "--tag",
+            action="append",
+            default=[],
+            metavar="WORD",
+            type=_tag,
+            help="label this run in history (repeatable), e.g. --tag nightly",
+        )
+
+
+def _tag(text: str) -> str:
+    """argparse type of --tag: one checked tag (see :func:`check_tags`)."""
+    try:
+        from perflab.history.record import check_tags
+
+        return check_tags([text])[0]
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1]) from None
+
+
+def history_database(args: argparse.Namespace) -> Path | None:
+    """The history database of a command's ``--history`` and ``--no-history``
+    (:func:`perflab.history.record.database`), or None when recording is off."""
+    from perflab.history import record
+
+    return record.database(getattr(args, "history", None), getattr(args, "no_history", False))
+
+
+def add_from_argument(parser: argparse.ArgumentParser) -> None:
+    """``--from pyperf|hyperfine|pytest-benchmark`` of show, compare and fit: the format
+    given to :func:`perflab.model.load` (``args.source``; None: detected)."""
+    from perflab.interop import FORMATS
+
+    parser.add_argument(
+        "--from",
+        dest="source",
+        choices=FORMATS,
+        default=None,
+        help="read the input files as this peer's JSON instead of detecting "
+        "the format (perflab, pyperf, hyperfine --export-json, "
+        "pytest-benchmark --benchmark-json/autosave)",
+    )

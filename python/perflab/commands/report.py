@@ -58,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _database(args: argparse.Namespace) -> Path | None:
     from perflab.history import record
 
-    return record.database_path(argparse.Namespace(history=args.database))
+    return record.database(args.database)
 
 
 #: Kinds of perflab JSON documents (not results files) the page can show.

@@ -153,9 +153,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PNG",
         help="draw each benchmark's samples and per-process medians into this PNG",
     )
-    from perflab.history import record
+    from perflab.commands.options import add_history_arguments
 
-    record.add_arguments(parser)
+    add_history_arguments(parser)
 
 
 #: --min-processes when not given (lowered to --max-processes when that is lower)
@@ -445,9 +445,10 @@ def _baseline(args: argparse.Namespace, cases, env, gate, measured: bool = False
     or a run from history. An automatic threshold (NaN in ``gate``) is set from history;
     with --compare-to its explanation is added to the gate as its third item (the
     comparison's first footnote), else it goes to stderr."""
-    from perflab.history import baseline, record
+    from perflab.commands.options import history_database
+    from perflab.history import baseline
 
-    db = record.database_path(args)
+    db = history_database(args)
     threshold, fail_on = gate
     note = None
     if math.isnan(threshold):
@@ -503,6 +504,7 @@ def _save_and_print(results, args, destination, files_out):  # type: ignore[no-u
     table is printed). Returns every summary, with its verdict against its group's
     baseline ([] with --count: counts are judged by --compare-to)."""
     from perflab import model
+    from perflab.commands.options import history_database
     from perflab.files import Deferred
     from perflab.history.record import record_results
     from perflab.report import outputs
@@ -516,7 +518,7 @@ def _save_and_print(results, args, destination, files_out):  # type: ignore[no-u
     outputs.write(later, files_out, "run", tables, records)
     if not destination.stdout:
         show()
-    record_results(args, results, summaries, destination)
+    record_results(history_database(args), args.tag, results, summaries, destination)
     later.raise_()
     if not destination.stdout:
         sys.stderr.write(f"results saved to {destination}\n")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from typing import Any
 
 from perflab import interop
+from perflab.commands.options import add_from_argument
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="every warning of every benchmark in full (by default warnings are grouped by kind)",
     )
-    interop.add_from_argument(parser)
+    add_from_argument(parser)
     parser.add_argument(
         "--export",
         nargs=2,
@@ -55,10 +57,6 @@ def print_environment(results: Any) -> None:
     for label, text in describe(results.environment):
         out.print(rich_text(terminal(f"  {label + ':':<16} {text}", one_line=True)))
     out.print(rich_text("settings: " + json.dumps(results.settings, indent=2)))
-
-
-#: Kinds of the documents (not results files) that ``show`` renders, each with its schema.
-DOCUMENT_KINDS = ("doctor", "compare", "fit", "history")
 
 
 def _document(path: str) -> dict[str, Any] | None:
@@ -91,10 +89,10 @@ def _document(path: str) -> dict[str, Any] | None:
     return document
 
 
-def _stats_only_document(path: str) -> dict[str, Any] | None:
+def _stats_only_document(path: str, format: str | None) -> dict[str, Any] | None:
     """The document of a pytest-benchmark file without raw data (its statistics only),
     or None for any other file (:func:`perflab.model.load` reads those, or says what is
-    wrong with them)."""
+    wrong with them); ``format``: the ``--from`` format (None: detected)."""
     from perflab import files, model, schema
     from perflab.errors import ResultsFileError, UsageError
     from perflab.interop import pytest_benchmark
@@ -104,7 +102,7 @@ def _stats_only_document(path: str) -> dict[str, Any] | None:
     except (UsageError, ResultsFileError):
         return None
     if (
-        (interop.forced() or interop.detect(document)) != "pytest-benchmark"
+        (format or interop.detect(document)) != "pytest-benchmark"
         or schema.validate(document, "pytest-benchmark")
         or pytest_benchmark.has_raw_data(document)
     ):
@@ -133,84 +131,114 @@ def main(args: argparse.Namespace) -> int:
     """Load, summarize and print. Exit 2 on a bad file."""
     from perflab import model
     from perflab.analyze.results_figures import results_figures
-    from perflab.report.count_table import print_counts
     from perflab.report.imported import print_notes
-    from perflab.report.run_output import in_process_ids, print_run
 
     document = _document(args.file)
     if document is not None:
         _show_document(document, args.format)
         return 0
-    interop.force(args.source)
-    stats_only = _stats_only_document(args.file)
+    stats_only = _stats_only_document(args.file, args.source)
     if stats_only is not None:
         from perflab.report import console
         from perflab.report.imported import stats_table
 
         console.emit(args.format, [stats_table(stats_only, args.file)])
         return 0
-    results = model.load(args.file)
+    results = model.load(args.file, args.source)
     figures = results_figures(results)
     _export(results, figures, args.export)
     print_notes(results, args.format)
     if args.env:
         print_environment(results)
-    if results.kind == "trace":
-        from perflab.report.trace_table import print_trace
-
-        print_trace(results, args.format)
-    elif results.kind == "cmd":
-        from perflab.report.cmd_table import print_cmd
-
-        print_cmd(results, figures.commands, figures.spawn_overhead, args.format, args.verbose)
-        print_counts(figures.counts, results.benchmarks, args.format)
-    elif results.kind == "http":
-        from perflab.report.http_table import print_http
-
-        print_http(results, figures.sweep, args.format)
-    elif figures.counts or results.settings.get("count"):
-        print_counts(figures.counts, results.benchmarks, args.format)
-    else:
-        print_run(
-            figures.groups,
-            args.format,
-            args.verbose,
-            figures.threshold,
-            in_process_ids(results.settings),
-            figures.memory,
-        )
+    RESULTS_RENDERERS[results.kind](results, figures, args)
     return 0
+
+
+def _show_run(results: Any, figures: Any, args: argparse.Namespace) -> None:
+    """A ``run`` results file's tables (its counts table when it counted instructions)."""
+    from perflab.report.count_table import print_counts
+    from perflab.report.run_output import in_process_ids, print_run
+
+    if figures.counts or results.settings.get("count"):
+        print_counts(figures.counts, results.benchmarks, args.format)
+        return
+    print_run(
+        figures.groups,
+        args.format,
+        args.verbose,
+        figures.threshold,
+        in_process_ids(results.settings),
+        figures.memory,
+    )
+
+
+def _show_cmd(results: Any, figures: Any, args: argparse.Namespace) -> None:
+    """A ``cmd`` results file's tables, and its counts table when it counted instructions."""
+    from perflab.report.cmd_table import print_cmd
+    from perflab.report.count_table import print_counts
+
+    print_cmd(results, figures.commands, figures.spawn_overhead, args.format, args.verbose)
+    print_counts(figures.counts, results.benchmarks, args.format)
+
+
+def _show_http(results: Any, figures: Any, args: argparse.Namespace) -> None:
+    """An ``http`` results file's tables."""
+    from perflab.report.http_table import print_http
+
+    print_http(results, figures.sweep, args.format)
+
+
+def _show_trace(results: Any, figures: Any, args: argparse.Namespace) -> None:
+    """A ``trace`` results file's tables."""
+    from perflab.report.trace_table import print_trace
+
+    print_trace(results, args.format)
+
+
+#: The renderer of each results kind (``Results.kind``): (results, their figures, the
+#: options) → printed tables.
+RESULTS_RENDERERS: dict[str, Callable[[Any, Any, argparse.Namespace], None]] = {
+    "run": _show_run,
+    "cmd": _show_cmd,
+    "http": _show_http,
+    "trace": _show_trace,
+}
 
 
 def _show_document(document: dict[str, Any], fmt: str) -> None:
     """Print a doctor, compare, fit or history document's tables, rebuilt from its JSON, as the
-    command that wrote it printed them (a compare document's gate is not applied again)."""
+    command that wrote it printed them (a compare document's gate is not applied again):
+    the renderer of its kind in :data:`DOCUMENT_RENDERERS`."""
+    DOCUMENT_RENDERERS[document["kind"]](document, fmt)
+
+
+def _show_doctor(document: dict[str, Any], fmt: str) -> None:
+    """A ``perflab doctor --json`` document's tables."""
+    from perflab.model.doctor import DoctorReport
     from perflab.report import console
+    from perflab.report.doctor_table import check_records, doctor_tables
 
-    if document["kind"] == "doctor":
-        from perflab.doctor_model import DoctorReport
-        from perflab.report.doctor_table import check_records, doctor_tables
+    report = DoctorReport.from_dict(document)
+    console.emit(fmt, lambda: doctor_tables(report), lambda: check_records(report))
 
-        report = DoctorReport.from_dict(document)
-        console.emit(fmt, lambda: doctor_tables(report), lambda: check_records(report))
-    elif document["kind"] == "compare":
-        from perflab.report.compare_table import comparison_tables, csv_records, suite_from_document
 
-        suite = suite_from_document(document)
-        console.emit(
-            fmt,
-            lambda: comparison_tables(suite, document["a"], document["b"]),
-            lambda: csv_records(suite),
-        )
-    elif document["kind"] == "history":
-        _show_history(document, fmt)
-    else:
-        print_fit_document(document, fmt)
+def _show_compare(document: dict[str, Any], fmt: str) -> None:
+    """A ``perflab compare --json`` document's tables (its gate is not applied again)."""
+    from perflab.model.comparison import SuiteComparison
+    from perflab.report import console
+    from perflab.report.compare_table import comparison_tables, csv_records
+
+    suite = SuiteComparison.from_dict(document)
+    console.emit(
+        fmt,
+        lambda: comparison_tables(suite, document["a"], document["b"]),
+        lambda: csv_records(suite),
+    )
 
 
 def _show_history(document: dict[str, Any], fmt: str) -> None:
     """A ``perflab history --json`` document's tables: the run list or the trends."""
-    from perflab.history.document import runs_from_document, trends_from_document
+    from perflab.model.history import runs_from_document, trends_from_document
     from perflab.report import console
     from perflab.report.history_table import run_records, runs_table, trend_records, trend_table
 
@@ -236,20 +264,34 @@ def print_fit_document(document: dict[str, Any], fmt: str) -> None:
     """
     from perflab.analyze.fit.fits import fit_model, series_from_record
     from perflab.errors import UsageError
+    from perflab.model.fit import FitDocument
     from perflab.report.fit_report import fit_report, print_report
 
-    if "inputs" not in document:
+    saved = FitDocument.from_dict(document)
+    if saved.inputs is None:
         raise UsageError(
             "this fit document keeps no input points (written by an older "
             "perflab): run perflab fit again on its sources: "
-            f"{' '.join(document.get('sources', [])) or 'the files it names'}"
+            f"{' '.join(saved.sources) or 'the files it names'}"
         )
-    series = [series_from_record(d) for d in document["inputs"]]
-    model = document["fit"]
+    series = [series_from_record(d) for d in saved.inputs]
+    model = saved.fit
     if len(series) != 2 if model == "breakeven" else not series:
         raise UsageError(
             f"this {model} fit document holds {len(series)} input series, not "
             f"{'2' if model == 'breakeven' else 'one or more'}: it was damaged "
             "or edited; run perflab fit again on its sources"
         )
-    print_report(fit_report(model, series, fit_model(model, series, document.get("growth"))), fmt)
+    print_report(fit_report(model, series, fit_model(model, series, saved.growth)), fmt)
+
+
+#: The renderer of each document kind (not results files) that ``show`` reads, each
+#: checked against the schema of its name first: (document, format) → printed tables.
+DOCUMENT_RENDERERS: dict[str, Callable[[dict[str, Any], str], None]] = {
+    "doctor": _show_doctor,
+    "compare": _show_compare,
+    "fit": print_fit_document,
+    "history": _show_history,
+}
+#: Kinds of the documents (not results files) that ``show`` renders, each with its schema.
+DOCUMENT_KINDS = tuple(DOCUMENT_RENDERERS)

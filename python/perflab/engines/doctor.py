@@ -1,7 +1,7 @@
 """``perflab doctor``'s probes: what this machine's clocks, sleeps and CPU really do.
 
 Pipeline: measure (through :class:`Native`, the Rust core in real runs and a
-fake in tests) → figures (JSON-ready dataclasses, :mod:`perflab.doctor_model`) →
+fake in tests) → figures (JSON-ready dataclasses, :mod:`perflab.model.doctor`) →
 verdicts (:mod:`perflab.analyze.doctor_verdicts`).
 
 Methods:
@@ -38,7 +38,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from perflab import environment
-from perflab.doctor_model import (
+from perflab.engines import speed_states
+from perflab.model.doctor import (
     ClockFigures,
     CpuLoad,
     CrossChecks,
@@ -47,7 +48,6 @@ from perflab.doctor_model import (
     SpeedStates,
     Step,
 )
-from perflab.engines import speed_states
 
 #: Clocks in report order, with their Linux clock ids for Python reads (None: the TSC).
 CLOCK_IDS: dict[str, int | None] = {

@@ -231,7 +231,9 @@ def threshold_keys(results: Any) -> list[tuple[str, str]]:
     ]
 
 
-def compare_sides(db: Any, to: str | None, files: list[str], threshold_text: str) -> Sides:
+def compare_sides(
+    db: Any, to: str | None, files: list[str], threshold_text: str, format: str | None = None
+) -> Sides:
     """Resolve ``perflab compare [A.json] [B.json] [--to SPEC] [--threshold auto]``.
 
     Args:
@@ -240,6 +242,8 @@ def compare_sides(db: Any, to: str | None, files: list[str], threshold_text: str
         files: the positional files: two without ``--to``, at most one with it (the new
             results; without it, the newest recorded run is B).
         threshold_text: the ``--threshold`` value ("auto" or e.g. "2%").
+        format: ``--from``: the peer format of ``files`` (None: detected); runs read
+            from history are perflab's own.
 
     Raises:
         UsageError: a wrong number of files, history off or missing where needed,
@@ -268,14 +272,15 @@ def compare_sides(db: Any, to: str | None, files: list[str], threshold_text: str
             "--threshold auto need it"
         )
     if to is None and not auto:
-        return Sides(model.load(files[0]), model.load(files[1]), files[0], files[1], threshold)
+        return Sides(model.load(files[0], format), model.load(files[1], format), *files, threshold)
     with Store(db, create=False) as store:
         b_run = None
         if to is None:
-            a, b, name_a, name_b = model.load(files[0]), model.load(files[1]), files[0], files[1]
+            a, b = model.load(files[0], format), model.load(files[1], format)
+            name_a, name_b = files[0], files[1]
         else:
             if files:
-                b, name_b = model.load(files[0]), files[0]
+                b, name_b = model.load(files[0], format), files[0]
                 where = str(Path(files[0]).resolve())
 
                 def judged(run: RunInfo) -> bool:  # the run that wrote this very file

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from perflab import _core
+from perflab.model.history import ChangePoint
 
 #: Penalty factor of PELT (see the module doc).
 PENALTY_FACTOR = 5.0
@@ -40,24 +40,6 @@ MIN_STEP = 0.01
 MIN_SEGMENT = 3
 #: Fewest points in a history for detection to run at all.
 MIN_POINTS = 2 * MIN_SEGMENT
-
-
-@dataclass(frozen=True)
-class ChangePoint:
-    """A step in a benchmark's history.
-
-    Attributes:
-        index: position of the first point after the step (0-based, in the history's order).
-        before / after: the medians of the segments on each side (the values' unit).
-        ratio: after / before (a ratio of geometric means of the segments).
-        p_value: Welch's two-sided p for the two segments' log values (uncorrected).
-    """
-
-    index: int
-    before: float
-    after: float
-    ratio: float
-    p_value: float
 
 
 def robust_sigma(x: np.ndarray) -> float:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perflab.history.changepoints import MIN_POINTS, MIN_SEGMENT, robust_sigma
+from perflab.model.history import NewestRun
 
 #: Robust z beyond which a single run is an outlier.
 OUTLIER_Z = 4.0
@@ -41,31 +42,6 @@ OUTLIER_Z = 4.0
 OUTLIER_MIN = 0.10
 #: Runs on each side that set the local level.
 WINDOW = 3
-
-
-@dataclass(frozen=True)
-class NewestRun:
-    """The newest run, when it is far from the trend before it.
-
-    Attributes:
-        index: Its position in the values given.
-        ratio: Its value ÷ the level of the runs before it (median of the last WINDOW).
-        runs_needed: Further runs after it before a step there can be detected.
-    """
-
-    index: int
-    ratio: float
-    runs_needed: int
-
-    def words(self, higher_is: str = "slower") -> str:
-        """'the last run is 3.1× the trend (slower): a regression or an outlier; …'."""
-        size = f"{self.ratio:.3g}×" if self.ratio >= 1 else f"{self.ratio:.2g}×"
-        way = higher_is if self.ratio > 1 else ("faster" if higher_is == "slower" else "slower")
-        return (
-            f"the last run is {size} the trend before it ({way}): a regression or an "
-            f"outlier; {self.runs_needed} more run{'s' if self.runs_needed != 1 else ''} "
-            "at this commit or later will tell (left out of the change-point search)"
-        )
 
 
 def _sigma(logs: np.ndarray) -> float:

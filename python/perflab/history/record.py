@@ -11,7 +11,6 @@ results files); ``--no-history`` or ``PERFLAB_HISTORY=off`` skips recording.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -42,67 +41,40 @@ FINGERPRINT_KEYS = (
 )
 
 
-def add_arguments(parser: argparse.ArgumentParser, recording: bool = True) -> None:
-    """The history options: --history, and for measuring commands --no-history and --tag."""
-    parser.add_argument(
-        "--history",
-        metavar="PATH",
-        help=f"the history database (default: $PERFLAB_HISTORY or {DEFAULT_PATH})",
-    )
-    if recording:
-        parser.add_argument(
-            "--no-history",
-            action="store_true",
-            help="don't record this run in the history database",
-        )
-        parser.add_argument(
-            "--tag",
-            action="append",
-            default=[],
-            metavar="WORD",
-            type=_tag,
-            help="label this run in history (repeatable), e.g. --tag nightly",
-        )
-
-
-def _tag(text: str) -> str:
-    """argparse type of --tag: one checked tag (see :func:`check_tags`)."""
-    try:
-        return check_tags([text])[0]
-    except UsageError as exc:
-        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1]) from None
-
-
-def database_path(args: argparse.Namespace) -> Path | None:
+def database(path: str | Path | None = None, off: bool = False) -> Path | None:
     """The history database to use, or None when recording is off.
 
-    Order: ``--no-history`` (off), ``--history PATH``, ``$PERFLAB_HISTORY`` (``off``
-    turns recording off), :data:`DEFAULT_PATH`. ``/dev/null`` turns recording off too
-    (as it discards a ``--json``), instead of making a ``/dev/null-journal``.
+    Args:
+        path: the ``--history PATH`` given, or None.
+        off: ``--no-history`` was given.
+
+    Order: ``off`` (None), ``path``, ``$PERFLAB_HISTORY`` (``off`` turns recording off),
+    :data:`DEFAULT_PATH`. ``/dev/null`` turns recording off too (as it discards a
+    ``--json``), instead of making a ``/dev/null-journal``.
     """
-    if getattr(args, "no_history", False):
+    if off:
         return None
-    if getattr(args, "history", None):
-        path = Path(args.history)
+    if path:
+        chosen = Path(path)
     else:
         env = os.environ.get("PERFLAB_HISTORY", "").strip()
         if env.lower() in OFF_WORDS:
             return None
-        path = Path(env) if env else DEFAULT_PATH
-    return None if str(path) == os.devnull else path
+        chosen = Path(env) if env else DEFAULT_PATH
+    return None if str(chosen) == os.devnull else chosen
 
 
-def check_database(args: argparse.Namespace) -> None:
-    """Before measuring: the history database a measuring command will record into is
-    perflab's or absent (:func:`perflab.history.claim.check_path`), so that a foreign
-    file is refused with one line before anything runs, not after.
+def check_database(path: Path | None) -> None:
+    """Before measuring: the history database a measuring command will record into
+    (``path``, None when recording is off) is perflab's or absent
+    (:func:`perflab.history.claim.check_path`), so that a foreign file is refused with
+    one line before anything runs, not after.
 
     Raises:
         UsageError: a user's own file, an empty file, a device or pipe.
     """
     from perflab.history import claim
 
-    path = database_path(args)
     if path is not None:
         claim.check_path(path)
 
@@ -190,7 +162,8 @@ def _now() -> str:
 
 
 def record_results(
-    args: argparse.Namespace,
+    db: Path | None,
+    tags: list[str],
     results: Any,
     summaries: dict[str, Any] | None,
     destination: Any = None,
@@ -198,7 +171,8 @@ def record_results(
     """Record a measuring command's results; a failure is a warning, never an error.
 
     Args:
-        args: the command's options (``--history``, ``--no-history``, ``--tag``).
+        db: the history database (:func:`database`; None: recording is off).
+        tags: the run's tags (``--tag``, checked by :func:`check_tags`).
         results: the :class:`perflab.model.Results` just saved.
         summaries: benchmark id → summary dict, as written into the file (None:
             recomputed from the raw data).
@@ -214,38 +188,41 @@ def record_results(
         found = recompute(results) if summaries is None else summaries
         return results.to_dict(found), summary_rows(results, found)
 
-    return _record(args, results.kind, build, destination)
+    return _record(db, tags, results.kind, build, destination)
 
 
 def record_document(
-    args: argparse.Namespace, kind: str, document: dict[str, Any], destination: Any = None
+    db: Path | None,
+    tags: list[str],
+    kind: str,
+    document: dict[str, Any],
+    destination: Any = None,
 ) -> int | None:
-    """Record a document without benchmark rows (``doctor``); failures are warnings.
+    """Record a document without benchmark rows (``doctor``) in ``db`` with ``tags`` (as
+    :func:`record_results`); failures are warnings.
 
     Returns:
         The new run id, or None when recording is off or failed.
     """
-    return _record(args, kind, lambda: (document, []), destination)
+    return _record(db, tags, kind, lambda: (document, []), destination)
 
 
 def _record(
-    args: argparse.Namespace,
+    db: Path | None,
+    tags: list[str],
     kind: str,
     build: Callable[[], tuple[dict[str, Any], list[Any]]],
     destination: Any,
 ) -> int | None:
     """Insert the (document, benchmark rows) ``build`` returns into the history database
-    of ``args``, unless recording is off; any failure (building included) is one
+    ``db`` with ``tags``, unless recording is off (None); any failure (building included) is one
     ``warning:`` line and None, never an exception: history must never fail a measurement."""
-    path = database_path(args)
+    path = db
     if path is None:
         return None
     try:
         document, rows = build()
-        return _insert(
-            path,
-            make_record(kind, document, rows, getattr(args, "tag", []) or [], _where(destination)),
-        )
+        return _insert(path, make_record(kind, document, rows, list(tags), _where(destination)))
     except Exception as exc:  # noqa: BLE001 - history must never fail a measurement
         _warn(path, exc)
         return None

@@ -32,7 +32,7 @@ from typing import Any
 
 from perflab.errors import UsageError
 from perflab.history import claim
-from perflab.history.rows import SummaryRow
+from perflab.model.history import RunInfo, SummaryRow, TrendPoint
 
 SCHEMA_VERSION = 2
 #: Migration scripts: MIGRATIONS[v] takes a database from version v to v + 1.
@@ -130,44 +130,6 @@ class RunRecord:
     git_time: str | None = None
     tags: list[str] = field(default_factory=list)
     rows: list[SummaryRow] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """A recorded run as listed by ``perflab history`` (no document, no rows).
-
-    Attributes: as :class:`RunRecord`, plus ``id`` (the run id), ``benchmarks`` (count
-    of distinct benchmarks), ``size_bytes`` (the results file's size) and ``tags``.
-    """
-
-    id: int
-    kind: str
-    created: str
-    git_commit: str | None
-    git_branch: str | None
-    git_dirty: bool | None
-    git_time: str | None
-    fingerprint: str
-    hostname: str | None
-    command_line: list[str]
-    results_path: str | None
-    sha256: str
-    size_bytes: int
-    benchmarks: int
-    tags: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class TrendPoint:
-    """One run's figure for one benchmark: a point of its trend.
-
-    Attributes:
-        run: the run (see :class:`RunInfo`).
-        row: the benchmark's summary row in that run.
-    """
-
-    run: RunInfo
-    row: SummaryRow
 
 
 def _nan(value: float | None) -> float:

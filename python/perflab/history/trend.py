@@ -12,78 +12,11 @@ from __future__ import annotations
 
 import fnmatch
 import math
-from dataclasses import dataclass, field
 
-from perflab.history.changepoints import ChangePoint, detect
-from perflab.history.outliers import NewestRun, screen, too_few
-from perflab.history.store import Store, TrendPoint
-
-
-@dataclass(frozen=True)
-class LeftOut:
-    """A run kept in the trend but left out of the change-point search.
-
-    Attributes:
-        index: its position in :attr:`Trend.points`.
-        reason: plain words: "dirty working tree", "tagged busy", "outlier: 2.4× the runs
-            around it", "newest run, far from the trend".
-    """
-
-    index: int
-    reason: str
-
-
-@dataclass(frozen=True)
-class Change:
-    """A change point with the runs around it.
-
-    Attributes:
-        point: the detected step (sizes; its index counts usable points only).
-        index: the position in :attr:`Trend.points` of the first point after the step.
-        last_before / first_after: the trend points on each side of the step; their
-            commits bound the commit range that holds the cause.
-    """
-
-    point: ChangePoint
-    index: int
-    last_before: TrendPoint
-    first_after: TrendPoint
-
-    @property
-    def commit_range(self) -> str:
-        """ "a1b2c3d4..e5f6a7b8" (or run ids when there is no git)."""
-
-        def name(p: TrendPoint) -> str:
-            return p.run.git_commit[:8] if p.run.git_commit else f"#{p.run.id}"
-
-        return f"{name(self.last_before)}..{name(self.first_after)}"
-
-
-@dataclass
-class Trend:
-    """One benchmark's history.
-
-    Attributes:
-        bench / metric / unit: what is tracked ("time" in s, "p50" in s, "rate" in 1/s).
-        points: every recorded figure, oldest first in commit order.
-        changes: change points over the points that measured something.
-        fingerprint_changes: indexes of points whose fingerprint differs from the
-            previous point's (a change of machine, Python or perflab version).
-        left_out: runs left out of the change-point search, with why.
-        newest: the newest run when it is far from the trend before it (its ``index``
-            a position in ``points``), else None.
-        note: why no change point can be found ("" when the search could run).
-    """
-
-    bench: str
-    metric: str
-    unit: str
-    points: list[TrendPoint]
-    changes: list[Change] = field(default_factory=list)
-    fingerprint_changes: list[int] = field(default_factory=list)
-    left_out: list[LeftOut] = field(default_factory=list)
-    newest: NewestRun | None = None
-    note: str = ""
+from perflab.history.changepoints import detect
+from perflab.history.outliers import screen, too_few
+from perflab.history.store import Store
+from perflab.model.history import Change, LeftOut, NewestRun, Trend
 
 
 def pattern_glob(pattern: str) -> str:

@@ -4,7 +4,7 @@ results model (:class:`perflab.model.Results`).
 Reading (:func:`read`): :func:`perflab.model.load` hands every JSON document that is not a
 perflab file here, so ``show``, ``compare``, ``fit``, ``perflab.load`` and ``run
 --compare-to`` accept the peers' files too. The format is detected from the document's
-shape (:func:`detect`) or forced with ``--from`` (:func:`force`). Each document is
+shape (:func:`detect`) or named by the caller (``--from``: ``model.load(path, format)``). Each document is
 untrusted: it is size-bounded by the loader, checked against its own JSON Schema
 (``perflab/schemas/{pyperf,hyperfine,pytest-benchmark}.schema.json``: types, finite
 non-negative times, at most 10 000 benchmarks and 1 000 000 values) before anything is built,
@@ -28,8 +28,6 @@ docs/interop.md). Writing peers' formats is :mod:`perflab.report.peer_formats`.
 
 from __future__ import annotations
 
-import argparse
-import contextvars
 from collections.abc import Callable
 from typing import Any
 
@@ -37,32 +35,6 @@ from perflab.errors import ResultsFileError
 
 #: The formats ``--from`` accepts.
 FORMATS = ("pyperf", "hyperfine", "pytest-benchmark")
-#: ``--from`` of the running command: every file it reads is of this format.
-_FORCED: contextvars.ContextVar[str | None] = contextvars.ContextVar("perflab_from", default=None)
-
-
-def add_from_argument(parser: argparse.ArgumentParser) -> None:
-    """``--from pyperf|hyperfine|pytest-benchmark`` of show, compare and fit."""
-    parser.add_argument(
-        "--from",
-        dest="source",
-        choices=FORMATS,
-        default=None,
-        help="read the input files as this peer's JSON instead of detecting "
-        "the format (perflab, pyperf, hyperfine --export-json, "
-        "pytest-benchmark --benchmark-json/autosave)",
-    )
-
-
-def force(source: str | None) -> None:
-    """Make every later :func:`perflab.model.load` read its files as ``source`` (None:
-    detect). Set by a command from its ``--from``."""
-    _FORCED.set(source)
-
-
-def forced() -> str | None:
-    """The format ``--from`` forces, or None."""
-    return _FORCED.get()
 
 
 def detect(document: Any) -> str | None:
@@ -101,10 +73,10 @@ def _readers() -> dict[str, Callable[[dict[str, Any], str, str], Any]]:
     }
 
 
-def is_foreign(document: Any) -> bool:
-    """True when ``document`` should be read by :func:`read`: ``--from`` is set, or it is
-    not a perflab document and looks like a peer's."""
-    if forced() is not None:
+def is_foreign(document: Any, format: str | None = None) -> bool:
+    """True when ``document`` should be read by :func:`read`: a ``format`` is given
+    (``--from``), or it is not a perflab document and looks like a peer's."""
+    if format is not None:
         return True
     if (
         isinstance(document, dict)
@@ -115,13 +87,15 @@ def is_foreign(document: Any) -> bool:
     return detect(document) is not None
 
 
-def read(document: Any, where: str, created: str) -> Any:
+def read(document: Any, where: str, created: str, format: str | None = None) -> Any:
     """Build :class:`perflab.model.Results` from a peer's parsed JSON document.
 
     Args:
         document: the parsed (strict, finite) JSON.
         where: the file's name, for messages.
         created: ISO-8601 time to use when the document has none (the file's mtime).
+        format: the format to read it as (one of :data:`FORMATS`, from ``--from``), or
+            None to detect it (:func:`detect`).
 
     Returns:
         Results of kind "run" (pyperf, pytest-benchmark) or "cmd" (hyperfine), with
@@ -133,7 +107,7 @@ def read(document: Any, where: str, created: str) -> Any:
     """
     from perflab import schema
 
-    source = forced() or detect(document)
+    source = format or detect(document)
     if source is None:
         raise ResultsFileError(
             f"{where}: not a perflab, pyperf, hyperfine or "
@@ -144,7 +118,7 @@ def read(document: Any, where: str, created: str) -> Any:
     if problem:
         raise ResultsFileError(
             f"{where}: not a valid {source} file: {problem}; pass the file "
-            f"{source} wrote" + ("" if forced() else ", or force another format with --from")
+            f"{source} wrote" + ("" if format else ", or force another format with --from")
         )
     return _readers()[source](document, where, created)
 

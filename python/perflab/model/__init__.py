@@ -12,6 +12,14 @@ Rooms: :mod:`~perflab.model.results` (the dataclasses), :mod:`~perflab.model.jso
 (their JSON types), :mod:`~perflab.model.versions`
 (schema versions and migrations), :mod:`~perflab.model.results_file` (save and load).
 Everything public is importable from ``perflab.model`` itself.
+
+model/ is the home of every document perflab persists, each module owning its format
+(schema name, version where the file carries one, writing and reading back): results
+files here (with :mod:`~perflab.model.cluster` for distributed runs, kind ``trace``
+included), :mod:`~perflab.model.doctor`, :mod:`~perflab.model.comparison`,
+:mod:`~perflab.model.fit` and :mod:`~perflab.model.history`;
+:mod:`~perflab.model.estimate` is the value-with-CI type they share. Import those from
+their modules.
 """
 
 from perflab.model.counts import CommandCounts, Counts

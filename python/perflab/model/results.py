@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from perflab.cluster_model import AgentInfo, AgentShare
+from perflab.model.cluster import AgentInfo, AgentShare
 from perflab.model.counts import CommandCounts, Counts
 from perflab.model.json_form import from_known as _from_dict
 from perflab.model.json_form import json_types

@@ -253,14 +253,16 @@ def _trust_server_timing(timing: ServerTiming, where: str) -> None:
         timing.metrics[metric] = getattr(box, repr(metric))
 
 
-def load(path: str | Path) -> Results:
+def load(path: str | Path, format: str | None = None) -> Results:
     """Read a results file written by any perflab version up to this one.
 
     The file is size-limited before it is read, parsed as strict JSON, checked
     against the published schema (``perflab/schemas/results.schema.json``) and
     for cross-field consistency; stored summaries are ignored and histogram
     percentiles recomputed from the encoded histograms. pyperf, hyperfine and
-    pytest-benchmark JSON files are read too (:mod:`perflab.interop`).
+    pytest-benchmark JSON files are read too (:mod:`perflab.interop`): detected from the
+    document's shape, or read as ``format`` when given (one of
+    :data:`perflab.interop.FORMATS`, a command's ``--from``).
 
     Raises:
         ResultsFileError: missing, unreadable, too large, not JSON, foreign, too new,
@@ -273,7 +275,7 @@ def load(path: str | Path) -> Results:
         data = files.read_bytes(path, str(path), files.MAX_RESULTS_BYTES)
     except UsageError as exc:
         raise ResultsFileError(str(exc)) from None
-    return load_bytes(data, path)
+    return load_bytes(data, path, format)
 
 
 def _modified(path: str | Path) -> str:
@@ -287,9 +289,10 @@ def _modified(path: str | Path) -> str:
     return dt.datetime.fromtimestamp(stamp, dt.UTC).isoformat(timespec="seconds")
 
 
-def load_bytes(data: bytes, path: str | Path) -> Results:
+def load_bytes(data: bytes, path: str | Path, format: str | None = None) -> Results:
     """Like :func:`load`, from a results file's bytes (e.g. kept in the history database);
-    ``path`` names it in messages. Raises ResultsFileError as :func:`load` does.
+    ``path`` names it in messages, ``format`` as for :func:`load`. Raises ResultsFileError
+    as :func:`load` does.
 
     A peer's file (pyperf, hyperfine, pytest-benchmark JSON; see :mod:`perflab.interop`)
     is detected and converted here, so every reader of results accepts those too."""
@@ -300,8 +303,8 @@ def load_bytes(data: bytes, path: str | Path) -> Results:
             f"{path}: larger than the {files.MAX_RESULTS_BYTES >> 20} MiB perflab reads"
         )
     document = parse_json(data, str(path))
-    if interop.is_foreign(document):  # pyperf, hyperfine, pytest-benchmark, or --from
-        return interop.read(document, str(path), _modified(path))
+    if interop.is_foreign(document, format):  # pyperf, hyperfine, pytest-benchmark, --from
+        return interop.read(document, str(path), _modified(path), format)
     try:
         document = migrate(document)
     except ResultsFileError as exc:

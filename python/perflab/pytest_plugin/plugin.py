@@ -197,19 +197,18 @@ def _session(config: pytest.Config) -> Any:
             options["save"],
             options["gate"],
             ["pytest", *config.invocation_params.args],
-            history=_history_args(config),
+            history_db=_history_db(config),
         )
     return options["session"]
 
 
-def _history_args(config: pytest.Config) -> Any:
-    """The history options as :mod:`perflab.history.record` reads them from a command."""
-    import argparse
+def _history_db(config: pytest.Config) -> Any:
+    """The history database of ``--perflab-history`` and ``--perflab-no-history``, or
+    None when recording is off (:func:`perflab.history.record.database`)."""
+    from perflab.history import record
 
-    return argparse.Namespace(
-        history=config.getoption("perflab_history"),
-        no_history=config.getoption("perflab_no_history"),
-        tag=[],
+    return record.database(
+        config.getoption("perflab_history"), config.getoption("perflab_no_history")
     )
 
 

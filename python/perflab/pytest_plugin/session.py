@@ -56,8 +56,8 @@ class SessionResults:
         extra_info: benchmark id → the test's ``extra_info``.
         pedantic: ids measured in pedantic mode.
         modes: benchmark id → "in-process" or "fresh processes".
-        history: the history options (``history``, ``no_history``, ``tag``) as
-            :mod:`perflab.history.record` reads them; saved results are recorded there.
+        history_db: the history database saved results are recorded in
+            (:func:`perflab.history.record.database`), or None: recording is off.
     """
 
     settings: Any
@@ -70,7 +70,7 @@ class SessionResults:
     extra_info: dict[str, Any] = field(default_factory=dict)
     pedantic: list[str] = field(default_factory=list)
     modes: dict[str, str] = field(default_factory=dict)
-    history: Any = None
+    history_db: Path | None = None
     started: str = field(
         default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     )
@@ -118,10 +118,10 @@ class SessionResults:
             destination = results_destination(text, "pytest")
             later.run(model.save, results, destination, summaries)
             saved.append(destination)
-        if saved and later.error is None and self.history is not None:
+        if saved and later.error is None and self.history_db is not None:
             from perflab.history import record
 
-            record.record_results(self.history, results, summaries, saved[0])
+            record.record_results(self.history_db, [], results, summaries, saved[0])
         print()
         for mode, words in MODES.items():
             ids = [i for i, m in self.modes.items() if m == mode]
@@ -189,7 +189,6 @@ class SessionResults:
             UsageError / ResultsFileError: nothing matches, or the file isn't results.
         """
         from perflab import model
-        from perflab.history import record
         from perflab.history.baseline import baseline_for
 
         spec = self.gate.compare
@@ -202,7 +201,7 @@ class SessionResults:
                 f"--perflab-compare {spec}: no such results file; pass a file "
                 "written by --perflab-json or --perflab-save, or 'last'"
             )
-        db = record.database_path(self.history) if self.history is not None else None
+        db = self.history_db
         if db is not None and db.is_file():
             try:
                 return baseline_for(db, spec, "run", {bench.id for bench in self.benchmarks})

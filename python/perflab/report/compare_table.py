@@ -12,16 +12,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from perflab import redact
-from perflab.analyze.compare.rows import Row, Side, SuiteComparison
-from perflab.analyze.decisions import VERDICTS
-from perflab.analyze.estimate import Estimate
+from perflab.model.comparison import VERDICTS, Row, Side, SuiteComparison
+from perflab.model.estimate import Estimate
 from perflab.report.count_table import format_count
 from perflab.report.table import KEY, NOTE, Table, estimate_cell
 from perflab.units import format_rate, format_ratio, format_reference, format_time
-
-#: Version of the ``--json`` document; bump when a field changes meaning.
-JSON_FORMAT_VERSION = 1
 
 
 def format_p(p: float) -> str:
@@ -164,146 +159,6 @@ def comparison_tables(suite: SuiteComparison, name_a: str = "A", name_b: str = "
     return [summary_table(suite, name_a, name_b), rows_table(suite)]
 
 
-def _side_dict(side: Side | None) -> dict[str, Any] | None:
-    if side is None:
-        return None
-    return {**_estimate_dict(side.estimate), "units": side.units, "samples": side.samples}
-
-
-def _estimate_dict(est: Estimate) -> dict[str, float]:
-    return {"value": est.value, "ci_low": est.ci_low, "ci_high": est.ci_high}
-
-
-def _optional_estimate(est: Estimate | None) -> dict[str, float] | None:
-    return None if est is None else _estimate_dict(est)
-
-
-def row_record(row: Row) -> dict[str, Any]:
-    """One row as JSON types (values in s or 1/s as ``unit`` says; NaN kept for the caller)."""
-    return {
-        "id": row.id,
-        "kind": row.kind,
-        "metric": row.metric,
-        "unit": row.unit,
-        "higher_is_better": row.higher_is_better,
-        "a": _side_dict(row.a),
-        "b": _side_dict(row.b),
-        "ratio": _optional_estimate(row.ratio),
-        "p_value": row.p_value,
-        "q_value": row.q_value,
-        "verdict": row.verdict,
-        "in_geomean": row.primary,
-        "drift": dict(row.drift),
-        "notes": list(row.notes),
-    }
-
-
-def comparison_document(
-    suite: SuiteComparison, name_a: str, name_b: str, fail_on: list[str], tripped: list[str]
-) -> dict[str, Any]:
-    """The ``--json`` document: every row, the suite summary, warnings and the gate.
-
-    NaN/inf are written as null by the caller's JSON step. ``command_line`` is this
-    process's argv (the ``perflab compare`` or ``perflab run --compare-to`` that judged).
-    """
-    import datetime as dt
-
-    return {
-        "tool": "perflab",
-        "kind": "compare",
-        "format_version": JSON_FORMAT_VERSION,
-        "command_line": ["perflab", *redact.argv(sys.argv[1:])],
-        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "a": name_a,
-        "b": name_b,
-        "threshold": suite.threshold,
-        "confidence": suite.confidence,
-        "rows": [row_record(r) for r in suite.rows],
-        "counts": suite.counts,
-        "geomean": _optional_estimate(suite.geomean),
-        "geomean_verdict": suite.geomean_verdict,
-        "geomean_over": suite.geomean_over,
-        "only_in_a": suite.only_in_a,
-        "only_in_b": suite.only_in_b,
-        "environment": suite.environment,
-        "warnings": suite.warnings,
-        "cost": suite.cost,
-        "machine_speed": _optional_estimate(suite.machine_speed),
-        "machine_words": suite.machine_words,
-        "held": dict(suite.held),
-        "gate": {"fail_on": fail_on, "tripped": tripped, "held": suite.not_applied(fail_on)},
-    }
-
-
-def suite_from_document(document: dict[str, Any]) -> SuiteComparison:
-    """The comparison a ``perflab compare --json`` document holds, rebuilt for its tables
-    (``perflab show``); the inverse of :func:`comparison_document` (null → NaN).
-
-    Raises:
-        KeyError / TypeError / ValueError: a document that does not have the shape the
-            compare schema describes (the caller validates it first).
-    """
-
-    def number(value: Any) -> float:
-        return math.nan if value is None else float(value)
-
-    def figures(d: dict[str, Any]) -> Estimate:
-        return Estimate(
-            number(d.get("value")),
-            number(d.get("ci_low")),
-            number(d.get("ci_high")),
-            number(document.get("confidence", 0.95)),
-        )
-
-    def estimate(d: dict[str, Any] | None) -> Estimate | None:
-        return None if d is None else figures(d)
-
-    def side(d: dict[str, Any] | None) -> Side | None:
-        return (
-            None
-            if d is None
-            else Side(figures(d), int(d.get("units", 0)), int(d.get("samples", 0)))
-        )
-
-    rows = [
-        Row(
-            r["id"],
-            r["kind"],
-            r["metric"],
-            r["unit"],
-            bool(r.get("higher_is_better")),
-            side(r.get("a")),
-            side(r.get("b")),
-            estimate(r.get("ratio")),
-            number(r.get("p_value")),
-            number(r.get("q_value")),
-            verdict=r["verdict"],
-            primary=bool(r.get("in_geomean", True)),
-            notes=list(r.get("notes", [])),
-            drift=dict(r.get("drift", {})),
-        )
-        for r in document["rows"]
-    ]
-    over = document.get("geomean_over", sum(r.primary and r.ratio is not None for r in rows))
-    return SuiteComparison(
-        rows,
-        list(document.get("only_in_a", [])),
-        list(document.get("only_in_b", [])),
-        estimate(document.get("geomean")),
-        document.get("geomean_verdict", "inconclusive"),
-        int(over),
-        dict(document["counts"]),
-        list(document.get("environment", [])),
-        list(document.get("warnings", [])),
-        float(document["threshold"]),
-        number(document.get("confidence", 0.95)),
-        dict(document.get("cost", {})),
-        estimate(document.get("machine_speed")),
-        str(document.get("machine_words", "")),
-        dict(document.get("held", {})),
-    )
-
-
 def csv_records(suite: SuiteComparison) -> list[dict[str, Any]]:
     """Flat records for CSV, one per row, numbers in base units (s or 1/s)."""
     out = []
@@ -352,7 +207,7 @@ def print_comparison(
     tripped = suite.tripped(fail_on)
     later = Deferred()
     if json_to is not None:
-        document = comparison_document(suite, name_a, name_b, fail_on, tripped)
+        document = suite.to_dict(name_a, name_b, fail_on, tripped)
         later.run(save, json_to, json_document(document), "comparison")
     if json_to is None or not json_to.stdout:
         console.emit(

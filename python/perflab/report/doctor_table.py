@@ -1,7 +1,7 @@
 """Tables of a ``perflab doctor`` report: clock source, clocks, cross-checks, sleeps,
 CPU and load, verdicts.
 
-Each function turns part of a :class:`perflab.doctor_model.DoctorReport` into the
+Each function turns part of a :class:`perflab.model.doctor.DoctorReport` into the
 neutral :class:`perflab.report.table.Table` that the console and Markdown writers
 render, so every format shows the same cells.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perflab.doctor_model import DoctorReport, Step
+from perflab.model.doctor import DoctorReport, Step
 from perflab.report.table import KEY, NOTE, Table
 from perflab.units import format_time
 

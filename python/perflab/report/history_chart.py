@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from perflab.history.trend import Trend
+from perflab.model.history import Trend
 from perflab.report.pyplot import visible_text
 from perflab.units import time_unit_for
 

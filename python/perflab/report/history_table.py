@@ -10,8 +10,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from perflab.history.store import RunInfo
-from perflab.history.trend import Trend
+from perflab.model.history import RunInfo, Trend
 from perflab.report.table import Table
 from perflab.units import format_rate, format_time
 

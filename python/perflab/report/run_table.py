@@ -8,10 +8,10 @@ import math
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from perflab.analyze.estimate import Estimate
 from perflab.analyze.run.groups import GroupFigures, StagedRow, ThreadRow
 from perflab.analyze.run.summary import CAVEATS, Summary
 from perflab.analyze.run.threads import LATENCY_BATCH_NS, MAX_BATCH
+from perflab.model.estimate import Estimate
 from perflab.report.table import KEY, NOTE, Table, estimate_cell
 from perflab.units import (
     format_bytes,

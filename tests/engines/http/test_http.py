@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from perflab import _core
 from perflab.analyze.http import saturation_reasons, summarize_steps
+from perflab.commands.options import http_plan
 from perflab.engines.http import engine as mh
 from perflab.engines.http.steps import step_from_raw
 from perflab.errors import UsageError
@@ -50,7 +51,7 @@ def args(**overrides: Any) -> argparse.Namespace:
 
 def plan_for(url: str, **overrides: Any) -> mh.Plan:
     base = {"url": url, "duration": "0.5s", "warmup": "0.1s", "threads": 1}
-    return mh.plan_from_args(args(**{**base, **overrides}))
+    return http_plan(args(**{**base, **overrides}))
 
 
 # ---------------------------------------------------------------- parsing (no engine)
@@ -167,7 +168,7 @@ def test_plan_open_loop_and_closed_loop() -> None:
     )
     closed = plan_for("http://127.0.0.1:9/", connections="1,4")
     assert closed.step_config(1)["connections"] == 4 and closed.step_config(1)["mode"] == "closed"
-    assert mh.plan_from_args(args(url="http://h/", rate="1", duration="2s")).config[
+    assert http_plan(args(url="http://h/", rate="1", duration="2s")).config[
         "warmup_s"
     ] == pytest.approx(0.4)
 
@@ -189,6 +190,38 @@ def test_plan_open_loop_and_closed_loop() -> None:
 def test_bad_plans(overrides: dict[str, Any], message: str) -> None:
     with pytest.raises(UsageError, match=message):
         plan_for("http://127.0.0.1:9/", **overrides)
+
+
+def test_the_engine_takes_typed_values_and_the_options_give_the_same_plan() -> None:
+    """``make_plan`` (typed values, what an API caller or a load agent uses) and
+    ``commands.options.http_plan`` (perflab http's option text) build the same plan."""
+    typed = mh.make_plan(
+        "http://127.0.0.1:9/x",
+        0.5,
+        0.1,
+        [100.0, 200.0],
+        [8],
+        poisson=True,
+        threads=1,
+        seed=7,
+        method="post",
+        headers=[("A", "b")],
+    )
+    parsed = plan_for(
+        "http://127.0.0.1:9/x",
+        rate="100,200",
+        connections="8",
+        poisson=True,
+        seed=7,
+        method="post",
+        header=["A: b"],
+    )
+    assert typed == parsed
+    assert [typed.step_config(i) for i in range(2)] == [parsed.step_config(i) for i in range(2)]
+    with pytest.raises(UsageError, match="shorter than the duration"):
+        mh.make_plan("http://127.0.0.1:9/", 1.0, 1.0, [10.0])
+    with pytest.raises(UsageError, match="drop --method"):
+        mh.make_plan("http://127.0.0.1:9/", 1.0, 0.1, [10.0], method="PUT", requests=[{}])
 
 
 def test_unreachable_target_is_one_clear_error() -> None:

@@ -7,7 +7,6 @@ envelope as its interval and a threshold never below the bands
 
 from __future__ import annotations
 
-from perflab.analyze.compare.rows import Row, Side
 from perflab.analyze.counts import (
     CountSummary,
     compare_counts,
@@ -15,8 +14,9 @@ from perflab.analyze.counts import (
     summarize_counts,
 )
 from perflab.analyze.decisions import FAILED
-from perflab.analyze.estimate import Estimate
 from perflab.model import Benchmark
+from perflab.model.comparison import Row, Side
+from perflab.model.estimate import Estimate
 
 #: the metric and unit of a counted row
 INSTRUCTIONS, IR = "instructions", "Ir"

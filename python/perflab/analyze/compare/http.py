@@ -10,17 +10,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from perflab.analyze import stats
-from perflab.analyze.compare.rows import (
-    DEFAULT_PERCENTILES,
-    Row,
-    Side,
-)
 from perflab.analyze.compare.timing import row_rng
 from perflab.analyze.decisions import (
     FAILED,
     expanded_ratio_ci,
 )
-from perflab.analyze.estimate import Estimate
 from perflab.analyze.hdr import (
     HdrCounts,
     decode_histogram,
@@ -29,6 +23,12 @@ from perflab.analyze.hdr import (
 )
 from perflab.analyze.server_timing import histogram_pairs
 from perflab.model import Benchmark, Histogram, HttpStep
+from perflab.model.comparison import (
+    DEFAULT_PERCENTILES,
+    Row,
+    Side,
+)
+from perflab.model.estimate import Estimate
 
 #: The caveat of every http row: each side is one run, so its CI (from that run's
 #: histogram or response count) cannot see how much a repeat run would differ.

@@ -30,10 +30,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from perflab.analyze import reference
-from perflab.analyze.compare.rows import SPEED_NORMALIZED, Row, Side
 from perflab.analyze.decisions import FASTER, INCONCLUSIVE, SLOWER, verdict
-from perflab.analyze.estimate import Estimate
 from perflab.model import Benchmark
+from perflab.model.comparison import SPEED_NORMALIZED, Row, Side
+from perflab.model.estimate import Estimate
 from perflab.units import format_time
 
 #: The unit of the speed-normalized rows (metric SPEED_NORMALIZED): reference loops per op (unitless).

@@ -44,13 +44,6 @@ from collections.abc import Sequence
 
 from perflab.analyze.compare.counts import count_row, is_counted
 from perflab.analyze.compare.http import compare_http, compare_spans
-from perflab.analyze.compare.rows import (
-    DEFAULT_PERCENTILES,
-    DEFAULT_THRESHOLD,
-    SPEED_NORMALIZED,
-    Row,
-    SuiteComparison,
-)
 from perflab.analyze.compare.speed import (
     hold_verdicts,
     machine_speed,
@@ -72,6 +65,13 @@ from perflab.analyze.run.summary import timing_groups
 from perflab.environment import environment_differences
 from perflab.errors import UsageError
 from perflab.model import Benchmark, Results
+from perflab.model.comparison import (
+    DEFAULT_PERCENTILES,
+    DEFAULT_THRESHOLD,
+    SPEED_NORMALIZED,
+    Row,
+    SuiteComparison,
+)
 
 
 def _index(benches: Sequence[Benchmark]) -> dict[str, Benchmark]:

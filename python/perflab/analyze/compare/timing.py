@@ -10,11 +10,6 @@ import zlib
 import numpy as np
 
 from perflab.analyze import stats
-from perflab.analyze.compare.rows import (
-    DEFAULT_THRESHOLD,
-    Row,
-    Side,
-)
 from perflab.analyze.decisions import (
     FAILED,
     expanded_ratio_ci,
@@ -23,6 +18,11 @@ from perflab.analyze.decisions import (
 from perflab.analyze.paired import benchmark_ratio
 from perflab.analyze.run.summary import median_estimate, timing_groups
 from perflab.model import Benchmark
+from perflab.model.comparison import (
+    DEFAULT_THRESHOLD,
+    Row,
+    Side,
+)
 
 #: Share of benchmarks moving the same way above which the move looks machine-wide.
 MACHINE_WIDE_SHARE = 0.8

@@ -137,8 +137,9 @@ class CsvTable:
             )
 
 
-def read_source(path: str | Path) -> Results | CsvTable:
-    """A perflab results file (JSON: starts with ``{``) or a CSV table.
+def read_source(path: str | Path, format: str | None = None) -> Results | CsvTable:
+    """A perflab results file (JSON: starts with ``{``) or a CSV table; ``format`` (a
+    peer's, from ``--from``) reads the JSON as that format (:func:`perflab.model.load`).
 
     Raises:
         UsageError / ResultsFileError: missing, unreadable or empty files.
@@ -148,7 +149,7 @@ def read_source(path: str | Path) -> Results | CsvTable:
     path = Path(path)
     data = files.read_bytes(path, str(path), files.MAX_RESULTS_BYTES)
     if data.lstrip().startswith(b"{"):
-        return model.load(path)
+        return model.load(path, format)
     if len(data) > files.MAX_INPUT_BYTES:
         raise UsageError(
             f"{path}: a CSV of {len(data) / 2**20:,.0f} MiB is more than the "

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from perflab.analyze import stats
-from perflab.analyze.estimate import Estimate
 from perflab.analyze.run.ratios import SELF_RATIO, by_group
 from perflab.analyze.run.summary import RESAMPLES, Summary, timing_groups
 from perflab.analyze.run.threads import ThreadFigures, thread_figures
 from perflab.model import Benchmark
+from perflab.model.estimate import Estimate
 
 
 @dataclass

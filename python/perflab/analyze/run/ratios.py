@@ -10,10 +10,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from perflab.analyze import stats
-from perflab.analyze.estimate import Estimate
 from perflab.analyze.paired import benchmark_ratio
 from perflab.analyze.run.summary import RESAMPLES, Summary, summarize, timing_groups
 from perflab.model import Benchmark
+from perflab.model.estimate import Estimate
 
 
 def summarize_group(

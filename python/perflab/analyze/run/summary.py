@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from perflab.analyze import reference, stats
-from perflab.analyze.estimate import Estimate
 from perflab.analyze.run.counters import counter_figures
 from perflab.model import Benchmark
+from perflab.model.estimate import Estimate
 
 #: Robust spread (MAD/median) above which a benchmark is called unstable; the CV is
 #: reported too but is inflated by the outliers that robust statistics ignore.
@@ -118,7 +118,7 @@ NO_MEDIAN = Estimate(math.nan, math.nan, math.nan)
 
 class MedianSummary:
     """What the summaries of timed things (:class:`Summary`, ``CommandSummary``) share: a
-    ``median`` :class:`~perflab.analyze.estimate.Estimate` in seconds, its figures under
+    ``median`` :class:`~perflab.model.estimate.Estimate` in seconds, its figures under
     the names results files give them (``median_s``, ``ci_low_s``, ``ci_high_s``), and
     that JSON form."""
 

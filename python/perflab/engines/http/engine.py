@@ -440,42 +440,77 @@ def request_label(
     return f"{config.get('method', 'GET')} {config['url']}"
 
 
-def plan_from_args(args: Any, check: bool = True) -> Plan:
-    """Build and check the plan from ``perflab http``'s parsed options; with ``check``
-    the engine checks every step on this machine too (load agents check their own share
-    on theirs instead).
+def make_plan(
+    url: str,
+    duration_s: float,
+    warmup_s: float,
+    rates: Sequence[float] = (),
+    connections: Sequence[int] = (),
+    *,
+    poisson: bool = False,
+    connect_timeout_s: float = 2.0,
+    read_timeout_s: float = 10.0,
+    ok: str = "200-299",
+    insecure: bool = False,
+    threads: int | None = None,
+    seed: int | None = None,
+    method: str | None = None,
+    headers: Sequence[tuple[str, str]] = (),
+    body: bytes | str | None = None,
+    requests: list[dict[str, Any]] | None = None,
+    check: bool = True,
+) -> Plan:
+    """Build and check the plan of a ``perflab http`` invocation from typed values (the
+    options parsed by :func:`perflab.commands.options.http_plan`); with ``check`` the
+    engine checks every step on this machine too (load agents check their own share on
+    theirs instead).
+
+    Args:
+        url: the target, http(s)://HOST[:PORT]/PATH.
+        duration_s / warmup_s: each step's length and its unrecorded start, s
+            (``warmup_s`` < ``duration_s``; :func:`default_warmup` gives the default).
+        rates: open loop: offered rate of each step, req/s.
+        connections: closed loop: connections of each step; with ``rates``, one number:
+            the connection pool's cap.
+        poisson: open loop: Poisson arrivals instead of evenly spaced ones.
+        connect_timeout_s / read_timeout_s: the engine's timeouts, s.
+        ok: statuses that count as success, checked by :func:`parse_ok` ("200-299").
+        insecure: skip TLS certificate checks.
+        threads: engine threads (None: the engine's default); seed: Poisson seed.
+        method / headers / body: the one request sent (method None: GET).
+        requests: instead, requests sent round-robin (:func:`load_requests`).
 
     Raises:
-        UsageError: any bad value: URL, rates, connections, durations, headers, body,
-            --ok, --requests file, or options that contradict each other.
+        UsageError: any bad value: URL, rates, connections, --ok, the load's shape, or
+            (``check``) a step the engine refuses.
     """
-    from perflab.units import parse_positive_duration
-
-    target = parse_url(args.url)
-    duration = parse_positive_duration(args.duration, "--duration")
-    warmup = default_warmup(duration) if args.warmup is None else _warmup(args.warmup)
-    if warmup >= duration:
-        raise UsageError(f"--warmup {args.warmup} must be shorter than --duration {args.duration}")
-    rates = parse_sweep(args.rate) if args.rate else []
-    conns = parse_connections(args.connections) if args.connections else []
-    _check_load(args, rates, conns)
-    connect_timeout = parse_positive_duration(args.connect_timeout, "--connect-timeout")
+    target = parse_url(url)
+    if warmup_s >= duration_s:
+        raise UsageError(
+            f"warmup {warmup_s:g} s must be shorter than the duration {duration_s:g} s"
+        )
+    rates, connections = list(rates), list(connections)
+    check_load(rates, connections, poisson, threads)
     config: dict[str, Any] = {
         "url": target.url,
-        "duration_s": duration,
-        "warmup_s": warmup,
-        "connect_timeout_s": connect_timeout,
-        "read_timeout_s": parse_positive_duration(args.timeout, "--timeout"),
-        "ok": parse_ok(args.ok),
-        "insecure": args.insecure,
-        "threads": args.threads,
-        "seed": args.seed,
-        **_request_config(args),
+        "duration_s": duration_s,
+        "warmup_s": warmup_s,
+        "connect_timeout_s": connect_timeout_s,
+        "read_timeout_s": read_timeout_s,
+        "ok": parse_ok(ok),
+        "insecure": insecure,
+        "threads": threads,
+        "seed": seed,
     }
+    if requests is not None:
+        check_request_source(method, headers, body)
+        config["requests"] = requests
+    else:
+        config.update({"method": (method or "GET").upper(), "headers": list(headers), "body": body})
     if rates:
-        config["arrival"] = "poisson" if args.poisson else "constant"
-        config["connections"] = conns[0] if conns else None
-    plan = Plan(target, config, rates, [] if rates else conns, connect_timeout)
+        config["arrival"] = "poisson" if poisson else "constant"
+        config["connections"] = connections[0] if connections else None
+    plan = Plan(target, config, rates, [] if rates else connections, connect_timeout_s)
     if check:
         check_plan(plan)
     return plan
@@ -498,16 +533,9 @@ def check_plan(plan: Plan) -> None:
             raise UsageError(str(exc)) from None
 
 
-def _warmup(text: str) -> float:
-    from perflab.units import parse_duration
-
-    seconds = parse_duration(text, "--warmup")
-    if seconds < 0:
-        raise UsageError(f"--warmup {text!r} must not be negative")
-    return seconds
-
-
-def _check_load(args: Any, rates: list[float], conns: list[int]) -> None:
+def check_load(
+    rates: Sequence[float], conns: Sequence[int], poisson: bool, threads: int | None
+) -> None:
     """Open loop (--rate), closed loop (--connections), never neither. Raises UsageError."""
     if not rates and not conns:
         raise UsageError(
@@ -519,29 +547,19 @@ def _check_load(args: Any, rates: list[float], conns: list[int]) -> None:
             "with --rate, --connections is the connection pool's cap: give one "
             "number (a list of counts is a closed-loop sweep, without --rate)"
         )
-    if args.poisson and not rates:
+    if poisson and not rates:
         raise UsageError("--poisson shapes open-loop arrivals: it needs --rate")
-    if args.threads is not None and args.threads < 1:
-        raise UsageError(f"--threads {args.threads} must be at least 1")
+    if threads is not None and threads < 1:
+        raise UsageError(f"--threads {threads} must be at least 1")
 
 
-def _request_config(args: Any) -> dict[str, Any]:
-    """Engine keys of what to send: one request (method, headers, body) or --requests."""
-    headers = [parse_header(h) for h in args.header or []]
-    body = _body(args)
-    if args.requests:
-        if args.method or headers or body is not None:
-            raise UsageError(
-                "--requests FILE gives each request's method, headers and body; "
-                "drop --method, --header and --body"
-            )
-        return {"requests": load_requests(args.requests)}
-    return {"method": (args.method or "GET").upper(), "headers": headers, "body": body}
-
-
-def _body(args: Any) -> bytes | str | None:
-    from perflab import files
-
-    if args.body_file is None:
-        return args.body
-    return files.read_bytes(args.body_file, f"--body-file {args.body_file}")
+def check_request_source(
+    method: str | None, headers: Sequence[tuple[str, str]], body: bytes | str | None
+) -> None:
+    """With ``--requests`` (each request's method, headers and body from a file) none of
+    the one request's own may be given. Raises UsageError naming the options."""
+    if method or headers or body is not None:
+        raise UsageError(
+            "--requests FILE gives each request's method, headers and body; "
+            "drop --method, --header and --body"
+        )

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from perflab.analyze.estimate import Estimate
+from perflab.model.estimate import Estimate
 from perflab.report.escape import terminal
 from perflab.report.pyplot import visible_text
 

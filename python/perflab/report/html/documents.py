@@ -38,9 +38,10 @@ def _intro(document: dict[str, Any], what: str, name: str) -> list[str]:
 def compare_sections(document: dict[str, Any], name: str) -> list[Section]:
     """A comparison: its summary and verdict tables as the terminal prints them (exact
     B/A figures on each row's ``data-*``), and the B/A ratios as a forest plot."""
-    from perflab.report.compare_table import comparison_tables, suite_from_document
+    from perflab.model.comparison import SuiteComparison
+    from perflab.report.compare_table import comparison_tables
 
-    suite = suite_from_document(document)
+    suite = SuiteComparison.from_dict(document)
     name_a, name_b = str(document.get("a", "A")), str(document.get("b", "B"))
     section = Section(f"compare: {name}", _intro(document, "comparison", name))
     summary, rows = comparison_tables(suite, name_a, name_b)

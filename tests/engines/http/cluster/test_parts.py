@@ -22,7 +22,6 @@ from typing import Any
 import pytest
 
 from perflab import _core, cli
-from perflab.cluster_model import AgentInfo, AgentShare
 from perflab.engines.http.cluster import clocks
 from perflab.engines.http.cluster.agent import LoadAgent
 from perflab.engines.http.cluster.controller import place
@@ -38,6 +37,7 @@ from perflab.engines.http.cluster.split import (
 from perflab.engines.http.steps import step_from_raw
 from perflab.errors import UsageError
 from perflab.model import Benchmark, Histogram, Results
+from perflab.model.cluster import AgentInfo, AgentShare
 from tests.conftest import http_args
 
 OPEN = {
@@ -244,10 +244,10 @@ def test_a_merge_of_other_bucket_layouts_is_refused() -> None:
 
 
 def test_an_agent_stops_at_once_and_for_good(server: Any) -> None:
-    from perflab.engines.http.engine import plan_from_args
+    from perflab.commands.options import http_plan
 
     agent = LoadAgent(0)
-    plan = plan_from_args(
+    plan = http_plan(
         http_args(
             f"http://127.0.0.1:{server.port}/",
             "--rate",
@@ -307,9 +307,9 @@ def _drawn(draw: Any) -> str:
     from rich.console import Console
 
     from perflab.commands.http import _Live
-    from perflab.engines.http.engine import plan_from_args
+    from perflab.commands.options import http_plan
 
-    plan = plan_from_args(
+    plan = http_plan(
         http_args("http://127.0.0.1:9/", "--rate", "600,1200", "--duration", "2s"), check=False
     )
     console = Console(file=io.StringIO(), force_terminal=True, width=200, color_system=None)

@@ -44,9 +44,9 @@ import pytest
 import ray
 
 from perflab import _core
+from perflab.commands.options import http_plan
 from perflab.engines.http.cluster.controller import Cluster, ClusterOptions
 from perflab.engines.http.cluster.sweep import run_sweep
-from perflab.engines.http.engine import plan_from_args
 from perflab.errors import UsageError
 from tests.conftest import http_args, popen_perflab
 from tests.engines.http.cluster.test_parts import free_port
@@ -235,7 +235,7 @@ def test_closed_loop_is_split(ray_address: str, server: Any, tmp_path: Path) -> 
 
 
 def _plan(server: Any, *argv: str) -> Any:
-    return plan_from_args(
+    return http_plan(
         http_args(f"http://127.0.0.1:{server.port}/", *argv, "--warmup", "0.2s", "--threads", "1"),
         check=False,
     )

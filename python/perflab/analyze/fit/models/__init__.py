@@ -26,11 +26,11 @@ seconds. Every interval is two-sided at ``level`` (default 95%).
 
 from __future__ import annotations
 
-from perflab.analyze.estimate import Estimate
 from perflab.analyze.fit.models.breakeven import BreakEven, breakeven, breakeven_from_points
 from perflab.analyze.fit.models.classes import COMPLEXITY_MODELS, ComplexityCandidate
 from perflab.analyze.fit.models.complexity import ComplexityFit, fit_complexity
 from perflab.analyze.fit.models.usl import UslFit, fit_usl, littles_law_concurrency
+from perflab.model.estimate import Estimate
 
 __all__ = [
     "COMPLEXITY_MODELS",

@@ -8,7 +8,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import optimize
 
-from perflab.analyze.estimate import LEVEL, Estimate
 from perflab.analyze.fit.models.classes import COMPLEXITY_MODELS, ComplexityCandidate
 from perflab.analyze.fit.models.complexity import ComplexityFit, fit_complexity
 from perflab.analyze.fit.models.core import LARGE_DOF, ArrayLike, wald
@@ -20,6 +19,7 @@ from perflab.analyze.fit.models.measured import (
     refutation_text,
 )
 from perflab.analyze.fit.models.words import fmt_count, sig_needed
+from perflab.model.estimate import LEVEL, Estimate
 
 
 @dataclass(frozen=True, eq=False)

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perflab.analyze.estimate import LEVEL, Estimate
 from perflab.analyze.fit.models.core import ArrayLike, gram_inverse, t_quantile, wald
 from perflab.analyze.fit.models.words import fmt_value
+from perflab.model.estimate import LEVEL, Estimate
 
 
 def _log(n: np.ndarray) -> np.ndarray:

@@ -14,20 +14,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from perflab.analyze.estimate import LEVEL, Estimate
 from perflab.analyze.fit.models.choice import Choice, Verdict, choose, p_text
-from perflab.analyze.fit.models.classes import (
-    COMPLEXITY_MODELS,
-    ComplexityCandidate,
-    fit_class,
-)
-from perflab.analyze.fit.models.core import (
-    ArrayLike,
-    paired,
-    positive_array,
-    require_points,
-)
+from perflab.analyze.fit.models.classes import COMPLEXITY_MODELS, ComplexityCandidate, fit_class
+from perflab.analyze.fit.models.core import ArrayLike, paired, positive_array, require_points
 from perflab.analyze.fit.models.slope import Slope
+from perflab.model.estimate import LEVEL, Estimate
 
 
 @dataclass(frozen=True, eq=False)

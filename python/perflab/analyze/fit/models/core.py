@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import special
 
-from perflab.analyze.estimate import Estimate
+from perflab.model.estimate import Estimate
 
 #: Degrees of freedom that make a t interval a normal one (an SE from a bootstrap).
 LARGE_DOF = 10**6

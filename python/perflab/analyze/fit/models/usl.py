@@ -9,7 +9,6 @@ from typing import Literal
 import numpy as np
 from scipy import optimize
 
-from perflab.analyze.estimate import LEVEL, Estimate
 from perflab.analyze.fit.models.core import (
     ArrayLike,
     gram_inverse,
@@ -20,6 +19,7 @@ from perflab.analyze.fit.models.core import (
     wald,
 )
 from perflab.analyze.fit.models.words import fmt_count, fmt_percent, fmt_value
+from perflab.model.estimate import LEVEL, Estimate
 
 #: The words that open the warning (and the chart's note) of a degenerate fit.
 NOT_USL = "these points do not show USL behaviour"

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from perflab.cluster_model import CLOCK_CHECKS
+from perflab.model.cluster import CLOCK_CHECKS
 
 #: Length of the doctor clock probe each agent runs at start-up, s.
 CLOCK_PROBE_S = 0.3

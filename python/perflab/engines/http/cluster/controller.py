@@ -27,11 +27,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from perflab.cluster_model import AgentInfo
 from perflab.engines.http.cluster import clocks
 from perflab.engines.http.cluster.agent import LoadAgent, boot_id
 from perflab.engines.http.cluster.split import split_step
 from perflab.errors import UsageError
+from perflab.model.cluster import AgentInfo
 
 #: One line on how to get Ray (exit 2 without it).
 INSTALL_HINT = (

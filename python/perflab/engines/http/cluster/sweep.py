@@ -20,13 +20,13 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from perflab.cluster_model import AgentInfo, AgentShare
 from perflab.engines.http.cluster import clocks
 from perflab.engines.http.cluster.controller import Agent, Cluster, options_from_args, short_error
 from perflab.engines.http.cluster.merge import merge_snapshots, merge_steps
 from perflab.engines.http.cluster.split import split_step
 from perflab.engines.http.engine import Plan, ProgressFn, SweepOutcome
 from perflab.engines.http.steps import step_from_raw
+from perflab.model.cluster import AgentInfo, AgentShare
 
 #: How far ahead of the controller's clock a step's start instant is set, s: the time
 #: to hand every agent its share (Ray calls take about a millisecond; a loaded machine

@@ -4,13 +4,21 @@ Plain dataclasses, JSON-ready (:meth:`DoctorReport.to_dict`): the probes
 (:mod:`perflab.engines.doctor`) fill them, the verdicts
 (:mod:`perflab.analyze.doctor_verdicts`) judge them, the tables
 (:mod:`perflab.report.doctor_table`) render them. Times are in ns unless a name says
-otherwise.
+otherwise. The ``perflab doctor --json`` document (schema ``doctor``,
+``perflab/schemas/doctor.schema.json``, version :data:`SCHEMA_VERSION`) is written by
+:meth:`DoctorReport.document` and read back by :meth:`DoctorReport.from_dict`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+#: The document's schema (``perflab/schemas/doctor.schema.json``) and ``kind``.
+SCHEMA = "doctor"
+#: Version of the doctor document (its ``doctor_schema_version``).
+SCHEMA_VERSION = 1
 
 
 @dataclass
@@ -291,6 +299,22 @@ class DoctorReport:
         """JSON form: top-level clocksource, clocks, cross_checks, sleep, cpu, checks,
         speed_states (null when not measured) and speed_states_note."""
         return asdict(self)
+
+    def document(
+        self, command_line: Sequence[str], perflab_version: str, environment: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The ``--json`` document: a header (tool, kind, :data:`SCHEMA_VERSION`, the
+        perflab version and ``command_line``), :meth:`to_dict`'s sections at top level, and
+        the machine's ``environment`` fingerprint (:mod:`perflab.environment`)."""
+        return {
+            "tool": "perflab",
+            "kind": SCHEMA,
+            "doctor_schema_version": SCHEMA_VERSION,
+            "perflab_version": perflab_version,
+            "command_line": list(command_line),
+            **self.to_dict(),
+            "environment": environment,
+        }
 
     @classmethod
     def from_dict(cls, document: dict[str, Any]) -> DoctorReport:
