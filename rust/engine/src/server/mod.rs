@@ -23,6 +23,7 @@ use tokio::net::TcpListener;
 pub mod behaviour;
 mod config;
 mod conn;
+mod h2;
 
 pub use behaviour::{Delay, Fault, Stall};
 pub use config::{ServerConfig, ServerStats};
@@ -112,6 +113,7 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
     let stats = Arc::new(ServerStats::default());
     let ctx = Arc::new(Ctx {
         responses: Responses::new(config.body_size),
+        h2_body: bytes::Bytes::from(vec![b'x'; config.body_size]),
         config,
         started: Instant::now(),
         lock: tokio::sync::Mutex::new(()),
@@ -143,8 +145,18 @@ async fn accept_loop(listener: StdListener, ctx: Arc<Ctx>, stop: Arc<AtomicBool>
         if let Ok(Ok((stream, _))) = accepted {
             next_id += 1;
             ctx.stats.connections.fetch_add(1, Ordering::Relaxed);
-            tokio::spawn(conn::serve_conn(stream, ctx.clone(), next_id));
+            tokio::spawn(serve_any(stream, ctx.clone(), next_id));
         }
+    }
+}
+
+/// Serve one connection in the protocol its first bytes speak: HTTP/2
+/// with prior knowledge (h2c, the client preface) or HTTP/1.1.
+async fn serve_any(stream: tokio::net::TcpStream, ctx: Arc<Ctx>, id: u64) {
+    if h2::is_h2c(&stream).await {
+        h2::serve_h2(stream, ctx, id).await;
+    } else {
+        conn::serve_conn(stream, ctx, id).await;
     }
 }
 
