@@ -1,5 +1,6 @@
-//! The HTTP/1.1 load engine: open loop (constant or Poisson arrivals),
-//! closed loop, and rate sweeps, with coordinated-omission-corrected latency.
+//! The HTTP load engine (HTTP/1.1, and HTTP/2 with `--streams` per
+//! connection): open loop (constant or Poisson arrivals), closed loop, and
+//! rate sweeps, with coordinated-omission-corrected latency.
 //!
 //! Method: open-loop latency is measured from each request's *intended*
 //! send time, not from when it was actually written (Gil Tene, "How NOT to
@@ -10,7 +11,9 @@
 //!
 //! Layout: [`config`] (what to run), [`spec`] (the same from plain names
 //! and seconds, as Python gives it), [`url`], [`schedule`] (intended times), [`codec`]
-//! (HTTP/1.1 bytes), [`conn`] (one connection), [`tls`], [`recorder`]
+//! (HTTP/1.1 bytes), [`conn`] (one connection), [`h2`] (HTTP/2 streams on
+//! shared connections), `lane` (a request slot of either protocol),
+//! [`phases`] (connect, TLS, TTFB, body timings), [`tls`], [`recorder`]
 //! (histograms, counters and the accounting of every request), `thread`
 //! (one engine thread's state, accounting and connection tasks), `runner`
 //! (one engine thread's step: closed loop, drain) and `dispatch` (the

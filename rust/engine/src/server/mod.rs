@@ -1,6 +1,7 @@
-//! `perflab serve`: an HTTP/1.1 keep-alive target with controlled behaviour
-//! (delay, periodic stalls, injected errors, faults, a serialization point),
-//! for demos, tests and users who want to validate their setup.
+//! `perflab serve`: an HTTP/1.1 keep-alive target, and on the same port
+//! HTTP/2 with prior knowledge (h2c), with controlled behaviour (delay,
+//! periodic stalls, injected errors, faults, a serialization point), for
+//! demos, tests and users who want to validate their setup.
 //!
 //! Timing uses [`crate::sys::PreciseTimer`] (timerfd, µs precision) so that a `1ms`
 //! delay is 1 ms, not "1 to 2 ms" as with a 1 ms timer wheel: the
@@ -10,7 +11,8 @@
 //! Layout, each using only those before it: [`behaviour`] (delay, stall and
 //! fault, parsed from their text), `config` ([`ServerConfig`],
 //! [`ServerStats`]), `conn` (one connection: read, wait, answer; the context
-//! all connections share) and, here, the listener and the handle.
+//! all connections share), `h2` (an HTTP/2 connection, each stream on its
+//! own task) and, here, the listener, the protocol check and the handle.
 
 use std::net::{SocketAddr, TcpListener as StdListener, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
