@@ -180,6 +180,8 @@ def report(closed: list[dict[str, dict[str, Any]]], open_step: dict[str, Any], c
     lines = [
         "## HTTP/2: perflab http --http2 beside h2load",
         "",
+        f"Command: `python benchmarks/http2.py {' '.join(sys.argv[1:])}` (a release build of "
+        "perflab._core).",
         f"Machine: {machine()}. Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
         f"Target: nginx `return 200`, HTTP/2 with prior knowledge (h2c), one worker. "
         f"Closed loop: {CONNECTIONS} connections × {STREAMS} streams, one thread, "
