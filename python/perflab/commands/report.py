@@ -137,7 +137,7 @@ def main(args: argparse.Namespace) -> int:
         "perflab report",
         [
             f"written by perflab {__version__} from "
-            + (", ".join(n for n, _, _ in loaded) or "history")
+            + (", ".join(page.short_paths(n) for n, _, _ in loaded) or "history")
             + (f"; history {db}" if args.history else "")
         ],
         [summary.summary_section(findings), *body],

@@ -172,6 +172,12 @@ def paragraph(text: str) -> str:
     return f"<p>{esc(text)}</p>"
 
 
+def short_paths(text: str) -> str:
+    """``text`` with each word that is a file path cut to its last part:
+    "run: /tmp/x/run.json" → "run: run.json" (the contents' chips; titles keep the path)."""
+    return " ".join(w.rstrip("/").rsplit("/", 1)[-1] if "/" in w else w for w in text.split(" "))
+
+
 def page(title: str, intro: Sequence[str], sections: Sequence[Section]) -> str:
     """The whole document.
 
@@ -195,7 +201,7 @@ def page(title: str, intro: Sequence[str], sections: Sequence[Section]) -> str:
         *(f'<p class="lead">{esc(p)}</p>' for p in intro),
     ]
     contents = "".join(
-        f'<li><a href="#s{i}">{esc(s.title)}</a></li>'
+        f'<li><a href="#s{i}" title="{esc(s.title)}">{esc(short_paths(s.title))}</a></li>'
         for i, s in enumerate(sections)
         if s.level == 2
     )

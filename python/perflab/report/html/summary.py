@@ -227,7 +227,7 @@ def _row(f: Finding) -> str:
     return (
         f'<tr data-verdict="{esc(f.verdict)}">{verdict}<td>{esc(f.subject)}</td>'
         f'<td class="r">{esc(f.change)}</td><td class="sure">{esc(f.sure)}</td>'
-        f'<td title="{esc(f.source)}">{esc(PurePath(f.source).name or f.source)}</td></tr>'
+        f'<td class="n" title="{esc(f.source)}">{esc(PurePath(f.source).name or f.source)}</td></tr>'
     )
 
 
