@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 ORDER = ("fail", "failed", "slower", "warn", "faster", "inconclusive", "fastest", "info", "same")
 #: Most finding rows shown open; the rest are folded under one line.
 SHOWN = 12
+#: The verdicts of a comparison against a baseline or reference.
+VERDICTS = ("faster", "slower", "same", "inconclusive")
 
 
 @dataclass
@@ -78,7 +80,7 @@ def run_findings(results: Results, figures: ResultsFigures, name: str) -> list[F
         b.id: " ".join(f"{k}={v}" for k, v in sorted(b.params.items())) for b in results.benchmarks
     }
     for group, summaries in figures.grouped.items():
-        judged = [s for s in summaries if s.verdict and not s.baseline]
+        judged = [s for s in summaries if s.verdict in VERDICTS and not s.baseline]
         for s in judged:
             basis = (
                 f"paired: {s.baseline_pairs:,} pairs" if s.baseline_pairs else "separate processes"
@@ -95,12 +97,12 @@ def run_findings(results: Results, figures: ResultsFigures, name: str) -> list[F
             if len(block) < 2:
                 continue
             ranked = sorted(block, key=lambda s: s.ratio_best.value)
-            change, sure, size = ratio_words(ranked[1].ratio_best, "separate processes")
+            _, sure, size = ratio_words(ranked[1].ratio_best, "separate processes")
             out.append(
                 Finding(
                     "fastest",
                     f"{ranked[0].label} ({group or 'benchmarks'}); next: {ranked[1].label}",
-                    change,
+                    f"next takes {format_ratio(ranked[1].ratio_best.value)}",
                     sure,
                     name,
                     size,
@@ -114,7 +116,7 @@ def cmd_findings(results: Results, figures: ResultsFigures, name: str) -> list[F
     reference = next((s.label for s in figures.commands if s.reference), "the reference")
     out = []
     for s in figures.commands:
-        if s.reference or not s.verdict or s.verdict == "–":
+        if s.reference or s.verdict not in VERDICTS:
             continue
         basis = f"paired: {s.pairs:,} blocks" if s.pairs else "separate runs"
         change, sure, size = ratio_words(s.ratio, basis)
