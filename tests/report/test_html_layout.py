@@ -31,7 +31,7 @@ from perflab.history.store import Store
 from perflab.model import Results
 from perflab.report.html.summary import ORDER
 from tests.conftest import debian_tool, lognormal_groups, make_bench
-from tests.history.helpers import ENV
+from tests.history.helpers import ENV, add, results
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "data"
@@ -69,11 +69,19 @@ def _run_file(path: Path) -> None:
 
 
 def _history_with_doctor(db: Path) -> None:
-    """A history database holding one doctor run on the run file's machine."""
+    """A history database holding one doctor run on the run file's machine, and six runs
+    of one benchmark with a 30% step (a trend with a change point)."""
     doctor = json.loads((GOLDEN / "doctor.json").read_text())
     doctor["environment"] = dict(ENV)
     with Store(db) as store:
         store.add(record.make_record("doctor", doctor, [], [], None, git=False))
+        for i, level in enumerate([1.0, 1.0, 1.0, 1.3, 1.3, 1.3]):
+            add(
+                store,
+                results({"plain": 3e-6 * level}, seed=i),
+                commit=f"{i:x}" * 40,
+                time=f"2026-01-0{i + 1}T00:00:00+00:00",
+            )
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +106,7 @@ def page_file(tmp_path_factory: Any) -> Path:
     inputs.append(GOLDEN / "doctor.json")
     page = tmp / "report.html"
     done = subprocess.run(
-        [*perflab, "report", *map(str, inputs), "--database", str(tmp / "h.sqlite")]
+        [*perflab, "report", *map(str, inputs), "--history", "--database", str(tmp / "h.sqlite")]
         + ["-o", str(page)],
         capture_output=True,
         text=True,
