@@ -31,7 +31,7 @@ from perflab.history.store import Store
 from perflab.model import Results
 from perflab.report.html.summary import ORDER
 from tests.conftest import debian_tool, lognormal_groups, make_bench
-from tests.history.helpers import ENV, add, results
+from tests.history.helpers import ENV, add_step
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "data"
@@ -75,13 +75,7 @@ def _history_with_doctor(db: Path) -> None:
     doctor["environment"] = dict(ENV)
     with Store(db) as store:
         store.add(record.make_record("doctor", doctor, [], [], None, git=False))
-        for i, level in enumerate([1.0, 1.0, 1.0, 1.3, 1.3, 1.3]):
-            add(
-                store,
-                results({"plain": 3e-6 * level}, seed=i),
-                commit=f"{i:x}" * 40,
-                time=f"2026-01-0{i + 1}T00:00:00+00:00",
-            )
+        add_step(store)
 
 
 @pytest.fixture(scope="module")
