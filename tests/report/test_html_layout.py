@@ -204,7 +204,7 @@ def test_summary_first_sections_once_and_charts_with_points(page_file: Path, bro
     assert [c[3] for c in breakeven] == [8], "the break-even chart without its measured points"
     assert all(c[3] > 0 for c in fits)
     forest = next(c[4] for c in charts if c[0] == "forest" and "group sort" in c[4])
-    assert "same parameters" in forest and "n=100000" in forest
+    assert "like cases" in forest and "n=100000" in forest
     page.close()
 
 

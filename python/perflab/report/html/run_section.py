@@ -48,17 +48,18 @@ def run_sections(results: Results, figures: ResultsFigures, name: str) -> list[S
     out = [section]
     benches = {b.id: b for b in results.benchmarks}
     several = len(figures.grouped) > 1
-    interleave = several and len(tables) == len(figures.grouped)
-    if not interleave:  # one group, or staged/threads tables: the tables first
-        section.blocks += [table_html(t) for t in tables]
-    for index, (group, summaries) in enumerate(figures.grouped.items()):
-        place = (
-            Section(f"group {group}" if group else "benchmarks", level=3) if several else section
-        )
-        if several:
+    label = {g: f"group {g}" if g else "benchmarks" for g in figures.grouped}
+    mine = {
+        g: [t for t in tables if t.title == name or t.title.startswith(name + ":")]
+        for g, name in label.items()
+    }
+    placed = {id(t) for ts in mine.values() for t in ts} if several else set()
+    section.blocks += [table_html(t) for t in tables if id(t) not in placed]
+    for group, summaries in figures.grouped.items():
+        place = section
+        if several:  # a subsection per group: its own tables (group, staged, threads)
+            place = Section(label[group], [table_html(t) for t in mine[group]], level=3)
             out.append(place)
-        if interleave:
-            place.blocks.append(table_html(tables[index]))
         place.blocks += group_charts(group, [s for s in summaries if s.ok], benches)
     return out
 
@@ -69,7 +70,7 @@ def group_charts(group: str, shown: Sequence[Any], benches: dict[str, Any]) -> l
     if not shown:
         return []
     label = f"group {group}" if group else "benchmarks"
-    labels = [s.label or s.id for s in shown]
+    labels = [_row_label(s, benches[s.id]) for s in shown]
     blocks = []
     scaling = _scaling(shown, benches)
     if scaling is not None:
@@ -84,22 +85,22 @@ def group_charts(group: str, shown: Sequence[Any], benches: dict[str, Any]) -> l
                 points=sum(len(xs) for _, xs, *_ in lines),
             )
         )
-    blocks_of = [_params_text(benches[s.id]) for s in shown]
-    alike = {b for b in blocks_of if blocks_of.count(b) > 1}
-    ranked = [i for i, b in enumerate(blocks_of) if b in alike] or list(range(len(shown)))
-    if len(shown) > 1:
+    keys = [_like(benches[s.id]) for s in shown]
+    alike = {k for k in keys if keys.count(k) > 1}
+    ranked = [i for i, k in enumerate(keys) if k in alike]
+    if ranked:  # ratios only among like cases: same parameters, stage and threads
+        split = len(alike) > 1
         blocks.append(
             charts.chart(
                 charts.forest_figure(
-                    f"{label}: ratio to the fastest"
-                    + (" with the same parameters" if alike and len(alike) > 1 else ""),
+                    f"{label}: ratio to the fastest" + (" of like cases" if split else ""),
                     [labels[i] for i in ranked],
                     [shown[i].ratio_best for i in ranked],
                     "the fastest",
-                    blocks=[blocks_of[i] for i in ranked] if len(alike) > 1 else None,
+                    blocks=[keys[i] for i in ranked] if split else None,
                 ),
                 f"{label}: each benchmark's median over the fastest"
-                + (" of the cases with the same parameters" if alike else "")
+                + (" of like cases (same parameters, stage and threads: in bold)" if split else "")
                 + ", with its 95% bootstrap CI; ◇ the fastest itself",
                 "forest",
             )
@@ -163,12 +164,21 @@ def figures_table(title: str, summaries: Sequence[Any]) -> str:
     return table_html(table, data, "figures")
 
 
-def _params_text(bench: Any) -> str:
-    """The case's parameters (and thread count) as one label: "n=1000", "" for none."""
+def _like(bench: Any) -> str:
+    """What makes two cases comparable, as one label: their parameters, stage and thread
+    count ("n=1000", "dump", "4 threads"; "" for none)."""
     parts = [f"{k}={v}" for k, v in sorted(bench.params.items())]
+    if bench.stage:
+        parts.append(str(bench.stage))
     if bench.threads:
         parts.append(f"{bench.threads} threads")
     return " ".join(parts)
+
+
+def _row_label(summary: Any, bench: Any) -> str:
+    """A row's label in a chart: the summary's label, with the stage when it lacks it."""
+    label = summary.label or summary.id
+    return f"{label} {bench.stage}" if bench.stage and str(bench.stage) not in label else label
 
 
 #: One line of the scaling chart: (label, parameter values, medians s, CI lows, CI highs).
