@@ -63,9 +63,10 @@ def ratio_words(ratio: Estimate | None, basis: str) -> tuple[str, str, float]:
     paired: 40 pairs", 0.28)``; empty texts without a ratio."""
     if ratio is None or not (math.isfinite(ratio.value) and ratio.value > 0):
         return "", basis, 0.0
-    change = f"{format_ratio(ratio.value)} ({significant(100 * (ratio.value - 1), 2)}%)"
-    if not change.split("(")[1].startswith("-"):
-        change = change.replace("(", "(+", 1)
+    percent = significant(100 * (ratio.value - 1), 2)
+    if ratio.value > 1 and percent != "0":
+        percent = "+" + percent
+    change = f"{format_ratio(ratio.value)} ({percent}%)"
     sure = ""
     if math.isfinite(ratio.ci_low) and math.isfinite(ratio.ci_high):
         sure = f"95% CI {format_ratio(ratio.ci_low)}–{format_ratio(ratio.ci_high)}"
