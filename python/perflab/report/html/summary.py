@@ -256,7 +256,9 @@ def summary_section(findings: Sequence[Finding]) -> Section:
         counts[f.verdict] = counts.get(f.verdict, 0) + 1
     section = Section("Summary", kind="summary")
     judged = [
-        v for v in ("slower", "faster", "same", "inconclusive", "fail", "warn") if v in counts
+        v
+        for v in ("failed", "slower", "faster", "same", "inconclusive", "fail", "warn")
+        if v in counts
     ]
     if judged:
         section.blocks.append(
