@@ -50,8 +50,8 @@ def run_sections(results: Results, figures: ResultsFigures, name: str) -> list[S
     several = len(figures.grouped) > 1
     label = {g: f"group {g}" if g else "benchmarks" for g in figures.grouped}
     mine = {
-        g: [t for t in tables if t.title == name or t.title.startswith(name + ":")]
-        for g, name in label.items()
+        g: [t for t in tables if t.title == title or t.title.startswith(title + ":")]
+        for g, title in label.items()
     }
     placed = {id(t) for ts in mine.values() for t in ts} if several else set()
     section.blocks += [table_html(t) for t in tables if id(t) not in placed]
