@@ -10,7 +10,6 @@ import socket
 import ssl
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from perflab.engines.http import engine as mh
+from tests.engines.http.nginx import running_nginx
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
 
@@ -109,26 +109,10 @@ def nginx_h2(certificate: tuple[Path, Path]) -> Iterator[str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    conf = folder / "nginx.conf"
-    conf.write_text(NGINX_H2.format(dir=folder, port=port, cert=cert, key=key))
-    proc = subprocess.Popen(
-        [nginx, "-c", str(conf), "-p", str(folder), "-e", str(folder / "error.log")],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        assert proc.poll() is None, (folder / "error.log").read_text()
+    with running_nginx(
+        nginx, folder, NGINX_H2.format(dir=folder, port=port, cert=cert, key=key), port
+    ):
         yield f"https://127.0.0.1:{port}/"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def run(url: str, insecure: bool, **extra: object) -> mh.SweepOutcome:

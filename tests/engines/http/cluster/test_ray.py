@@ -27,7 +27,6 @@ import re
 import select
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -50,6 +49,7 @@ from perflab.engines.http.cluster.sweep import run_sweep
 from perflab.errors import UsageError
 from tests.conftest import http_args, popen_perflab
 from tests.engines.http.cluster.test_parts import free_port
+from tests.engines.http.nginx import running_nginx
 
 FAST = ["--warmup", "0.2s", "--threads", "1", "--quiet"]
 
@@ -537,25 +537,10 @@ def nginx_tls() -> Iterator[str]:
         timeout=60,
     )
     port = free_port()
-    Path(folder, "nginx.conf").write_text(NGINX_TLS.format(dir=folder, port=port))
-    proc = subprocess.Popen(
-        [nginx, "-c", f"{folder}/nginx.conf", "-p", folder, "-e", f"{folder}/error.log"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        assert proc.poll() is None, Path(folder, "error.log").read_text()
-        yield f"https://127.0.0.1:{port}/"
+        with running_nginx(nginx, Path(folder), NGINX_TLS.format(dir=folder, port=port), port):
+            yield f"https://127.0.0.1:{port}/"
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
         shutil.rmtree(folder, ignore_errors=True)
 
 
