@@ -71,7 +71,9 @@ def phases_tables(sweep: Sweep) -> list[Table]:
             row += [_time(p[name]["p50_s"]), _time(p[name]["p99_s"])]
         table.rows.append(row)
     table.footnotes.append(
-        "connect and TLS: once per connection opened; TTFB and body: every response."
+        "connect and TLS: once per connection opened in the recorded window (connections"
+        " opened during the warmup and kept are not counted, so a closed loop may show 0);"
+        " TTFB and body: every response."
     )
     return [table]
 
