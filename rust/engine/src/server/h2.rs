@@ -129,7 +129,7 @@ async fn answer(mut respond: SendResponse<Bytes>, ctx: &Ctx, mut rng: SplitMix64
             };
             while out.send_data(Bytes::from_static(b"x"), false).is_ok() {
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                if let std::task::Poll::Ready(_) = futures_poll_reset(&mut out) {
+                if futures_poll_reset(&mut out).is_ready() {
                     return;
                 }
             }
