@@ -38,6 +38,8 @@ STEP = {
     "connections_errored",
     "connections_peak",
     "connect_failures",
+    "protocol",
+    "streams",
     "pool_waits",
     "thread_cpu_s",
     "histograms",
@@ -103,6 +105,10 @@ def test_http_run_result_progress_and_serve_stats() -> None:
         "send_lag",
         "dispatch_lag",
         "failed_latency",
+        "connect",
+        "tls_handshake",
+        "ttfb",
+        "body_time",
     }
     for hist in step["histograms"].values():
         assert set(hist) == SUMMARY | {"encoded_b64"}
