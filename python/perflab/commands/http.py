@@ -9,6 +9,7 @@ import sys
 from typing import Any, Self
 
 from perflab.errors import UsageError
+from perflab.report.notice import tell
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -232,7 +233,7 @@ def main(args: argparse.Namespace) -> int:
         record_results(history_database(args), args.tag, results, None, path)
     later.raise_()
     if not path.stdout:
-        sys.stderr.write(f"results saved to {path}\n")
+        tell(f"results saved to {path}")
     if chart is not None and results.benchmarks[0].steps:
         _chart(results, chart)
     code = stop.exit_code(results.interrupted) or _exit_code(results)
@@ -250,7 +251,7 @@ def _load(args: argparse.Namespace, plan: Any) -> Any:
         return distributed(
             args,
             plan,
-            tell=None if args.quiet else lambda line: sys.stderr.write(f"perflab http: {line}\n"),
+            tell=None if args.quiet else lambda line: tell(f"perflab http: {line}"),
         )
     from perflab.engines.http.engine import check_reachable, run_sweep
 
@@ -441,7 +442,7 @@ def _chart(results: Any, destination: Any) -> None:
     save_file(
         destination, lambda out: sweep_chart(summarize_results(results), out, watched), "chart"
     )
-    sys.stderr.write(f"chart saved to {destination}\n")
+    tell(f"chart saved to {destination}")
 
 
 def render(results: Any, fmt: str) -> int:
