@@ -205,22 +205,33 @@ def main(args: argparse.Namespace) -> int:
     files_out = outputs.check(args, others=[path])
     chart = Destination.check(args.chart, "--chart", "png") if args.chart is not None else None
     watcher = _watcher(args)
-    with _load(args, plan) as (run_sweep, agents):
-        results = _results(plan, args, slo_s)
-        results.agents = agents
-        steps_saved = Deferred()  # a step's save may fail (disk full): measuring goes on
+    # the stop signals are ours from before Ray starts (its own SIGTERM handler exits
+    # 15 and saves nothing) until the results are saved: shielded once measuring ends
+    with StopSignals() as stop:
+        with _load(args, plan) as (run_sweep, agents):
+            results = _results(plan, args, slo_s)
+            results.agents = agents
+            steps_saved = Deferred()  # a step's save may fail (disk full): measuring goes on
 
-        def step_done(o: Any) -> None:
-            if watcher is not None:
-                o.steps[-1].watched = watcher.cut()
-            _step_done(results, o, path, live, steps_saved)
+            def step_done(o: Any) -> None:
+                if watcher is not None:
+                    o.steps[-1].watched = watcher.cut()
+                _step_done(results, o, path, live, steps_saved)
 
-        with (
-            _live(args.quiet, plan) as live,
-            StopSignals() as stop,
-            watcher or contextlib.nullcontext(),
-        ):
-            outcome = run_sweep(plan, progress=live.update if live else None, on_step=step_done)
+            with _live(args.quiet, plan) as live, watcher or contextlib.nullcontext():
+                outcome = run_sweep(plan, progress=live.update if live else None, on_step=step_done)
+            stop.shield()  # stopping the agents, saving and printing are not cut short
+        _finish(args, results, outcome, path, files_out, chart)
+    code = stop.exit_code(results.interrupted) or _exit_code(results)
+    return _gate(results, fail_on) if code == 0 else code
+
+
+def _finish(
+    args: argparse.Namespace, results: Any, outcome: Any, path: Any, files_out: Any, chart: Any
+) -> None:
+    """Save the results file, write --markdown/--csv, print, record in history, chart."""
+    from perflab.files import Deferred
+
     later = Deferred()
     later.run(_save, results, outcome, path)
     _write_outputs(later, results, files_out)
@@ -236,8 +247,6 @@ def main(args: argparse.Namespace) -> int:
         tell(f"results saved to {path}")
     if chart is not None and results.benchmarks[0].steps:
         _chart(results, chart)
-    code = stop.exit_code(results.interrupted) or _exit_code(results)
-    return _gate(results, fail_on) if code == 0 else code
 
 
 def _load(args: argparse.Namespace, plan: Any) -> Any:
