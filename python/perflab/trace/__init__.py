@@ -114,6 +114,22 @@ def trace(name: str | Callable[..., Any] | None = None) -> Any:
     return decorator
 
 
+#: C stack a traced coroutine leaves free below itself, bytes: with less, the call raises
+#: RecursionError instead of adding a level to the await chain. CPython 3.11 resumes
+#: every awaited coroutine recursively on the C stack, and a traced one adds a level of
+#: its own: a traced async recursion 20,000 deep overflowed it (SIGSEGV) where the
+#: untraced one, at about half the stack, ran (3.12+ resumes them without C recursion,
+#: and this never triggers).
+ASYNC_STACK_RED_ZONE = 256 * 1024
+_DEEP_AWAIT = (
+    "perflab.trace: this await chain is about to overflow the C stack (CPython resumes "
+    "each awaited coroutine on it); recurse less deeply, or run it in a thread with a "
+    "larger stack (threading.stack_size)"
+)
+#: Bytes of C stack left on this thread (None where unknown): the native core's.
+_stack_left: Callable[[], int | None] = getattr(_core, "trace_stack_left", lambda: None)
+
+
 def _decorate(func: Callable[..., Any], name: str) -> Any:
     """The traced wrapper of ``func`` under span ``name`` (see :func:`trace`)."""
     if not callable(func):
@@ -131,6 +147,8 @@ def _decorate(func: Callable[..., Any], name: str) -> Any:
 
         @functools.wraps(func)
         async def traced_async(*args: Any, **kwargs: Any) -> Any:
+            if (_stack_left() or ASYNC_STACK_RED_ZONE) < ASYNC_STACK_RED_ZONE:
+                raise RecursionError(_DEEP_AWAIT)
             with block:
                 return await func(*args, **kwargs)
 

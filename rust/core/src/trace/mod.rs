@@ -142,6 +142,15 @@ fn trace_dropped() -> (usize, u64) {
     (stack::MAX_SYNC_DEPTH, stack::DROPPED.load(Relaxed))
 }
 
+/// Bytes of C stack left below the calling thread's current position (None
+/// where the platform does not say): `perflab.trace`'s coroutine wrapper
+/// checks it before adding a level to an await chain, which CPython 3.11
+/// resumes recursively on the C stack (a deep enough chain overflows it).
+#[pyfunction]
+fn trace_stack_left() -> Option<usize> {
+    stacker::remaining_stack()
+}
+
 /// `(max_names, refused)`: the cap on distinct names and how many new
 /// names were refused because of it.
 #[pyfunction]
@@ -167,6 +176,7 @@ pub fn register_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(trace_reset, m)?)?;
     m.add_function(wrap_pyfunction!(trace_limits, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_stack_left, m)?)?;
     // Timing figures of a debug build mean nothing: benchmarks/trace.py checks this.
     m.add("trace_debug_build", cfg!(debug_assertions))
 }
