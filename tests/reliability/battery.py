@@ -630,10 +630,19 @@ def _no_password(folder: Path, result: subprocess.CompletedProcess[str]) -> str 
 
 
 def all_cases() -> list[Case]:
-    """Every case of the battery (issue 12's and issue 33's, tests/reliability/hostile.py)."""
+    """Every case of the battery (issue 12's and issue 33's, tests/reliability/hostile.py
+    and hostile2.py)."""
     from tests.reliability.hostile import hostile_cases
+    from tests.reliability.hostile2 import hostile2_cases
 
-    return _reading_cases() + _name_cases() + _saving_cases() + _option_cases() + hostile_cases()
+    return (
+        _reading_cases()
+        + _name_cases()
+        + _saving_cases()
+        + _option_cases()
+        + hostile_cases()
+        + hostile2_cases()
+    )
 
 
 def _snapshot(folder: Path) -> dict[str, str]:
