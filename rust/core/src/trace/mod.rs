@@ -47,6 +47,7 @@ mod block;
 mod call;
 mod frame;
 mod request;
+mod resume;
 mod site;
 mod span;
 mod stack;
@@ -61,6 +62,7 @@ use pyo3::types::PyString;
 use crate::convert::to_py;
 use frame::ENABLED;
 use request::Request;
+use resume::Resume;
 use span::{register, OffSpan, Span};
 use stack::innermost;
 
@@ -166,6 +168,7 @@ pub fn register_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     block::install(&m.py().get_type::<Span>())?;
     m.add_class::<OffSpan>()?;
     m.add_class::<Request>()?;
+    m.add_class::<Resume>()?;
     block::add_span_function(m)?;
     m.add_function(wrap_pyfunction!(trace_register, m)?)?;
     m.add_function(wrap_pyfunction!(trace_record, m)?)?;
