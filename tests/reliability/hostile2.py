@@ -97,6 +97,13 @@ def _memory_bound(gib: float) -> Callable[[], None]:
     return lambda: resource.setrlimit(resource.RLIMIT_AS, (int(gib * 2**30),) * 2)
 
 
+_HTTP1 = (
+    'port=$(python3 -c \'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); '
+    "print(s.getsockname()[1])'); python3 -c 'import http.server, sys; "
+    'http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), '
+    "http.server.BaseHTTPRequestHandler).serve_forever()' $port >/dev/null 2>&1 & lsn=$!; "
+    "sleep 1; {command}; code=$?; kill $lsn; exit $code"
+)
 _SILENT = (
     'port=$(python3 -c \'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); '
     "print(s.getsockname()[1])'); python3 -c 'import socket, sys, time; s=socket.socket(); "
@@ -119,16 +126,21 @@ def _hang_cases() -> list[Case]:
         ),
         ("--cluster without a port", f"{http} --agents 2 --cluster 127.0.0.1", 15),
         ("--cluster on a port of another protocol", "", 20),
+        ("--cluster on an HTTP/2 server that is not Ray's", "", 45),
         ("--cluster on a silent listener", "", 25),
     ]
     cases = []
     for what, command, bound in cluster:
-        if what.endswith("another protocol"):  # perflab serve: HTTP/1.1, not gRPC
+        if what.endswith("not Ray's"):  # perflab serve answers HTTP/2's preface
             shell = _served(
                 _timed(
                     "{perflab} http http://127.0.0.1:9/ --rate 1 --quiet "
                     "--agents 2 --cluster 127.0.0.1:$port"
                 )
+            )
+        elif what.endswith("another protocol"):  # an HTTP/1.1 server
+            shell = _HTTP1.replace(
+                "{command}", _timed(f"{http} --agents 2 --cluster 127.0.0.1:$port")
             )
         elif what.endswith("silent listener"):
             shell = _SILENT.replace(

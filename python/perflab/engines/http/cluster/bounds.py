@@ -34,8 +34,9 @@ AGENTS_PER_CORE = 4
 #: Longest wait for a TCP connection to the cluster's address, and for its first
 #: HTTP/2 frame, s each.
 CONNECT_S = 5.0
-#: Longest wait for Ray to start here or to be joined, s.
-JOIN_S = 60.0
+#: Longest wait for Ray to join a cluster, s (a reachable GCS answers within seconds;
+#: an HTTP/2 server that is not Ray's passes :func:`check_address` and is found out here).
+JOIN_S = 30.0
 #: After the deadline, how long Ray has to return to Python before the process ends, s.
 GRACE_S = 10.0
 #: The HTTP/2 client connection preface and an empty SETTINGS frame (RFC 9113 §3.4).
