@@ -43,8 +43,10 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         from perflab import redact
+        from perflab.report.escape import terminal
 
-        sys.stderr.write(f"error: {redact.text(message)}; see '{self.prog} --help'\n")
+        text = terminal(redact.text(message), one_line=True)
+        sys.stderr.write(f"error: {text}; see '{self.prog} --help'\n")
         raise SystemExit(2)
 
 

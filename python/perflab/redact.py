@@ -89,9 +89,18 @@ def header_text(text: str, extra: Iterable[str] = ()) -> str:
     return url(text)
 
 
+#: ``--password VALUE``, ``--token=VALUE``, ``-p=VALUE`` or ``API_KEY=VALUE`` (an option
+#: or an environment assignment) inside a command's text.
+_OPTION_IN_TEXT = re.compile(
+    r"(?<![^\s'\"])(--?[A-Za-z][A-Za-z0-9_-]*(?:=|\s+)|[A-Za-z_][A-Za-z0-9_]*=)([^\s'\"-][^\s'\"]*)"
+)
+
+
 def text(words: str, extra: Iterable[str] = ()) -> str:
-    """Any text (a ``perflab cmd`` command, a request line): URL secrets, and the value of
-    every ``Name: value`` whose name is secret, redacted wherever they stand."""
+    """Any text (a ``perflab cmd`` command, a request line): URL secrets, the value of
+    every ``Name: value`` whose name is secret, and the value of every option or
+    environment assignment whose name is secret (``--password hunter2``,
+    ``--api-key=…``, ``TOKEN=…``), redacted wherever they stand."""
 
     def one(match: re.Match[str]) -> str:
         name, sep, scheme, value = match.groups()
@@ -99,7 +108,15 @@ def text(words: str, extra: Iterable[str] = ()) -> str:
             return match.group(0)
         return f"{name}{sep}{scheme + ' ' if scheme else ''}{REDACTED}"
 
-    return _HEADER_IN_TEXT.sub(one, url(words)) if ":" in words else url(words)
+    def option(match: re.Match[str]) -> str:
+        lead, value = match.groups()
+        name = lead.strip().rstrip("=").lstrip("-")
+        return lead + REDACTED if is_secret(name, extra) else match.group(0)
+
+    words = url(words)
+    if "=" in words or "-" in words:
+        words = _OPTION_IN_TEXT.sub(option, words)
+    return _HEADER_IN_TEXT.sub(one, words) if ":" in words else words
 
 
 def argv(words: Sequence[str], extra: Iterable[str] = ()) -> list[str]:

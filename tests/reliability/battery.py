@@ -630,10 +630,19 @@ def _no_password(folder: Path, result: subprocess.CompletedProcess[str]) -> str 
 
 
 def all_cases() -> list[Case]:
-    """Every case of the battery (issue 12's and issue 33's, tests/reliability/hostile.py)."""
+    """Every case of the battery (issue 12's and issue 33's, tests/reliability/hostile.py
+    and hostile2.py)."""
     from tests.reliability.hostile import hostile_cases
+    from tests.reliability.hostile2 import hostile2_cases
 
-    return _reading_cases() + _name_cases() + _saving_cases() + _option_cases() + hostile_cases()
+    return (
+        _reading_cases()
+        + _name_cases()
+        + _saving_cases()
+        + _option_cases()
+        + hostile_cases()
+        + hostile2_cases()
+    )
 
 
 def _snapshot(folder: Path) -> dict[str, str]:
@@ -795,8 +804,12 @@ def report(outcomes: list[Outcome], seconds: float) -> str:
         "Every malformed input and fault class of issue 12 aimed at every subcommand "
         "(show, compare, fit, run, cmd, http, doctor), and issue 33's second pass at "
         "what later waves added (history databases, default result names, pipes, "
-        "secrets: the groups marked (33), tests/reliability/hostile.py), each case in a "
-        "fresh folder. "
+        "secrets, distributed load, the pytest plugin, traced coroutines: the groups "
+        "marked (33), tests/reliability/hostile.py and hostile2.py), each case in a "
+        "fresh folder. A hang case also fails when it ends later than the bound its "
+        "name states (each wait of `http --agents`' start-up is bounded, and "
+        "`--requests` files are refused past their bounds within a 1.5 GiB address "
+        "space). "
         "Written by `python -m tests.reliability.battery` (the same cases run in "
         "`make test`, tests/reliability/test_battery.py); the rules of reading and "
         "writing files are in [results-format.md](results-format.md).",

@@ -19,6 +19,7 @@ from perflab.commands.options import Commands as _Commands
 from perflab.commands.options import IgnoreFailure as _IgnoreFailure
 from perflab.commands.options import Scan as _Scan
 from perflab.errors import UsageError, option_name
+from perflab.report.notice import tell
 from perflab.units import parse_positive_duration
 
 
@@ -487,7 +488,7 @@ def _count(benchmarks: Any, specs: Any, settings: Any, args: argparse.Namespace)
         accepts=accepts,
         input_path=args.input,
     ):
-        sys.stderr.write(f"note: --count: {line}\n")
+        tell(f"note: --count: {line}")
 
 
 def _exit_code(results: Any, runner: Any) -> int:
@@ -577,5 +578,5 @@ def _save_and_print(
     )
     later.raise_()
     if not destination.stdout:
-        sys.stderr.write(f"results saved to {destination}\n")
+        tell(f"results saved to {destination}")
     return summaries

@@ -13,6 +13,7 @@ from typing import Any
 
 from perflab import redact
 from perflab.errors import UsageError
+from perflab.report.notice import tell
 from perflab.units import parse_positive_duration
 
 #: Longest clock probe accepted, s (a day: anything longer is a typo).
@@ -89,9 +90,7 @@ def main(args: argparse.Namespace) -> int:
     sys.stderr.write(
         f"perflab doctor: probing this machine for about {doctor.expected_s(duration):.0f} s\n"
     )
-    report = doctor.run(
-        duration, progress=lambda phase: sys.stderr.write(f"perflab doctor: {phase}…\n")
-    )
+    report = doctor.run(duration, progress=lambda phase: tell(f"perflab doctor: {phase}…"))
     later = Deferred()
     doc = document(report, redact.argv(sys.argv[1:]))
     if destination is not None:
@@ -107,5 +106,5 @@ def main(args: argparse.Namespace) -> int:
     record_document(history_database(args), args.tag, "doctor", doc, destination)
     later.raise_()
     if destination is not None and not destination.stdout:
-        sys.stderr.write(f"report saved to {destination}\n")
+        tell(f"report saved to {destination}")
     return 1 if report.failed else 0

@@ -19,6 +19,7 @@ from typing import Any
 from perflab import files, redact
 from perflab.commands.options import add_from_argument
 from perflab.errors import UsageError
+from perflab.report.notice import tell
 
 MODELS = ("usl", "complexity", "breakeven")
 
@@ -233,7 +234,7 @@ def _write_json(report: Any, args: argparse.Namespace, destination: Any) -> None
     )
     files.save(destination, json_document(doc.to_dict()), "fit")
     if not destination.stdout:
-        sys.stderr.write(f"fit saved to {destination}\n")
+        tell(f"fit saved to {destination}")
 
 
 def _chart_destinations(report: Any, text: str) -> list[tuple[Any, Any]]:
@@ -258,4 +259,4 @@ def _write_charts(charts: list[tuple[Any, Any]]) -> None:
     """Draw each chart into its checked destination (via a temp file and a rename)."""
     for draw, destination in charts:
         files.save_file(destination, draw, "chart")
-        sys.stderr.write(f"chart saved to {destination}\n")
+        tell(f"chart saved to {destination}")

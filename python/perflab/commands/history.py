@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from perflab.errors import UsageError
+from perflab.report.notice import tell
 
 _KINDS = ("run", "cmd", "http", "doctor")
 _METRICS = ("time", "p50", "p99", "rate")
@@ -285,7 +286,7 @@ def _trends(args: argparse.Namespace, store: Any, chart: Any, outputs: dict[str,
             if len(trends) > MAX_PANELS
             else ""
         )
-        sys.stderr.write(f"chart saved to {chart}{more}\n")
+        tell(f"chart saved to {chart}{more}")
     return 0
 
 
@@ -316,7 +317,7 @@ def _import(args: argparse.Namespace) -> int:
                 run_id = store.add(made)
             except PerflabError as exc:
                 failed += 1
-                sys.stderr.write(f"error: {terminal(exc, one_line=True)}\n")
+                tell(f"error: {terminal(exc, one_line=True)}")
                 continue
             sys.stderr.write(terminal(f"recorded {name} as run #{run_id}", one_line=True) + "\n")
     return 2 if failed else 0
@@ -333,5 +334,5 @@ def _export(args: argparse.Namespace, store: Any) -> int:
     for run in runs:
         target = Destination.check(folder / f"{run.kind}-{run.id}.json", "--export")
         save(target, store.document(run.id) + b"\n", f"{run.kind} results")
-    sys.stderr.write(f"exported {len(runs)} runs to {folder}\n")
+    tell(f"exported {len(runs)} runs to {folder}")
     return 0

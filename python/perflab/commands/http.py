@@ -9,6 +9,7 @@ import sys
 from typing import Any, Self
 
 from perflab.errors import UsageError
+from perflab.report.notice import tell
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -216,22 +217,33 @@ def main(args: argparse.Namespace) -> int:
     files_out = outputs.check(args, others=[path])
     chart = Destination.check(args.chart, "--chart", "png") if args.chart is not None else None
     watcher = _watcher(args)
-    with _load(args, plan) as (run_sweep, agents):
-        results = _results(plan, args, slo_s)
-        results.agents = agents
-        steps_saved = Deferred()  # a step's save may fail (disk full): measuring goes on
+    # the stop signals are ours from before Ray starts (its own SIGTERM handler exits
+    # 15 and saves nothing) until the results are saved: shielded once measuring ends
+    with StopSignals() as stop:
+        with _load(args, plan) as (run_sweep, agents):
+            results = _results(plan, args, slo_s)
+            results.agents = agents
+            steps_saved = Deferred()  # a step's save may fail (disk full): measuring goes on
 
-        def step_done(o: Any) -> None:
-            if watcher is not None:
-                o.steps[-1].watched = watcher.cut()
-            _step_done(results, o, path, live, steps_saved)
+            def step_done(o: Any) -> None:
+                if watcher is not None:
+                    o.steps[-1].watched = watcher.cut()
+                _step_done(results, o, path, live, steps_saved)
 
-        with (
-            _live(args.quiet, plan) as live,
-            StopSignals() as stop,
-            watcher or contextlib.nullcontext(),
-        ):
-            outcome = run_sweep(plan, progress=live.update if live else None, on_step=step_done)
+            with _live(args.quiet, plan) as live, watcher or contextlib.nullcontext():
+                outcome = run_sweep(plan, progress=live.update if live else None, on_step=step_done)
+            stop.shield()  # stopping the agents, saving and printing are not cut short
+        _finish(args, results, outcome, path, files_out, chart)
+    code = stop.exit_code(results.interrupted) or _exit_code(results)
+    return _gate(results, fail_on) if code == 0 else code
+
+
+def _finish(
+    args: argparse.Namespace, results: Any, outcome: Any, path: Any, files_out: Any, chart: Any
+) -> None:
+    """Save the results file, write --markdown/--csv, print, record in history, chart."""
+    from perflab.files import Deferred
+
     later = Deferred()
     later.run(_save, results, outcome, path)
     _write_outputs(later, results, files_out)
@@ -244,11 +256,9 @@ def main(args: argparse.Namespace) -> int:
         record_results(history_database(args), args.tag, results, None, path)
     later.raise_()
     if not path.stdout:
-        sys.stderr.write(f"results saved to {path}\n")
+        tell(f"results saved to {path}")
     if chart is not None and results.benchmarks[0].steps:
         _chart(results, chart)
-    code = stop.exit_code(results.interrupted) or _exit_code(results)
-    return _gate(results, fail_on) if code == 0 else code
 
 
 def _load(args: argparse.Namespace, plan: Any) -> Any:
@@ -262,7 +272,7 @@ def _load(args: argparse.Namespace, plan: Any) -> Any:
         return distributed(
             args,
             plan,
-            tell=None if args.quiet else lambda line: sys.stderr.write(f"perflab http: {line}\n"),
+            tell=None if args.quiet else lambda line: tell(f"perflab http: {line}"),
         )
     from perflab.engines.http.engine import check_reachable, run_sweep
 
@@ -453,7 +463,7 @@ def _chart(results: Any, destination: Any) -> None:
     save_file(
         destination, lambda out: sweep_chart(summarize_results(results), out, watched), "chart"
     )
-    sys.stderr.write(f"chart saved to {destination}\n")
+    tell(f"chart saved to {destination}")
 
 
 def render(results: Any, fmt: str) -> int:

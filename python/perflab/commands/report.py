@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from perflab.errors import UsageError
+from perflab.report.notice import tell
 
 #: Most trends drawn by ``--history`` (a chart each).
 MAX_TRENDS = 24
@@ -143,7 +143,7 @@ def main(args: argparse.Namespace) -> int:
         [summary.summary_section(findings), *body],
     )
     save(destination, text.encode("utf-8"), "report")
-    sys.stderr.write(f"report saved to {destination} ({len(text.encode()) / 1024:,.0f} KiB)\n")
+    tell(f"report saved to {destination} ({len(text.encode()) / 1024:,.0f} KiB)")
     return 0
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from perflab import redact
 from perflab.errors import UsageError
+from perflab.report.notice import tell
 from perflab.units import parse_positive_duration
 
 
@@ -457,7 +458,7 @@ def _baseline(args: argparse.Namespace, cases, env, gate, measured: bool = False
         return None, None, (threshold, fail_on, note)
     if not args.compare_to:
         if note:
-            sys.stderr.write(f"note: {note}\n")
+            tell(f"note: {note}")
         return None, None, (threshold, fail_on)
     name, results = baseline.baseline_for(db, args.compare_to, "run", {c.id for c in cases})
     return name, results, (threshold, fail_on, note)
@@ -521,7 +522,7 @@ def _save_and_print(results, args, destination, files_out):  # type: ignore[no-u
     record_results(history_database(args), args.tag, results, summaries, destination)
     later.raise_()
     if not destination.stdout:
-        sys.stderr.write(f"results saved to {destination}\n")
+        tell(f"results saved to {destination}")
     return judged
 
 
@@ -552,7 +553,7 @@ def _count_outputs(results, args):  # type: ignore[no-untyped-def]
         print_counts(rows, results.benchmarks, args.format)
         for bench in results.benchmarks:
             if bench.error:
-                sys.stderr.write(f"error: {bench.error}\n")
+                tell(f"error: {bench.error}")
 
     return (
         {bench_id: s.to_dict() for bench_id, s in rows},

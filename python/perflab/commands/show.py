@@ -9,6 +9,7 @@ from typing import Any
 
 from perflab import interop
 from perflab.commands.options import add_from_argument
+from perflab.report.notice import tell
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -113,7 +114,6 @@ def _stats_only_document(path: str, format: str | None) -> dict[str, Any] | None
 def _export(results: Any, figures: Any, exports: list[list[str]]) -> None:
     """Write each ``--export FORMAT OUT`` of ``results`` and its ``figures`` (checked
     first, all of them, before any is written); the paths written go to stderr."""
-    import sys
 
     from perflab.report import peer_formats
 
@@ -124,7 +124,7 @@ def _export(results: Any, figures: Any, exports: list[list[str]]) -> None:
 
         distributions = step_distributions(results) if fmt == "hgrm" else None
         for path in peer_formats.write(results, figures, fmt, out, distributions):
-            sys.stderr.write(f"perflab: {fmt} export written to {path}\n")
+            tell(f"perflab: {fmt} export written to {path}")
 
 
 def main(args: argparse.Namespace) -> int:

@@ -6,7 +6,11 @@ hyperfine's documented export (its README and ``src/export/json.rs``): ``{"resul
 of one run, seconds (with hyperfine's shell-spawn correction unless it ran with ``-N``).
 hyperfine stops at a non-zero exit unless run with ``-i``, so a non-zero code in its file
 is a run it kept (perflab cmd's ``--ignore-failure``): counted, not failed; a null code
-(killed by a signal) is a failed run.
+(killed by a signal) is a failed run. hyperfine writes one exit code per time: a file
+whose ``exit_codes`` and ``times`` differ in length cannot say which run had which code
+and is refused (perflab's own export before 2026-11 kept failed runs' codes there: a
+file marked ``"tool": "perflab"`` with more codes than times is read with its timed
+runs as exit 0).
 """
 
 from __future__ import annotations
@@ -41,9 +45,17 @@ def read(document: dict[str, Any], where: str, created: str) -> Any:
                 f"{where}: results[{i}] has no 'times' (a summary-only "
                 "export); pass the file hyperfine --export-json wrote"
             )
-        codes = raw.get("exit_codes") or []
-        if len(codes) != len(times):  # `perflab cmd --export-json` keeps failed runs' codes
-            codes = [0] * len(times)  # but not their times: the times are the good runs
+        codes = raw.get("exit_codes")
+        if codes is None:
+            codes = [0] * len(times)  # hand-made files: hyperfine always writes them
+        elif len(codes) != len(times):
+            if document.get("tool") != "perflab" or len(codes) < len(times):
+                raise ResultsFileError(
+                    f"{where}: results[{i}] has {len(times)} times but {len(codes)} exit "
+                    "codes; hyperfine writes one exit code per run: pass the file "
+                    "hyperfine --export-json wrote"
+                )
+            codes = [0] * len(times)  # perflab's older export: its times are the good runs
         user_ns, sys_ns = _cpu_ns(raw.get("user")), _cpu_ns(raw.get("system"))
         cpu_known = cpu_known and user_ns is not None and sys_ns is not None
         runs = [

@@ -181,7 +181,7 @@ class PerflabBench:
             from perflab.engines.run.inprocess import InProcessBackend
 
             backend = InProcessBackend(func, args, kwargs, extra, [keep])
-        bench = self._run(func, backend, processes)
+        bench, interrupted = self._run(func, backend, processes)
         self.result = bench
         self._record(
             bench,
@@ -191,14 +191,19 @@ class PerflabBench:
                 "mode": "fresh processes" if fresh else "in-process",
             },
         )
+        if interrupted:  # what was measured is recorded (and saved at the session's end)
+            raise KeyboardInterrupt
         if getattr(backend, "error", None) is not None:
             raise backend.error
         if fresh and bench.error:
             raise RuntimeError(bench.error)
         return value if fresh else (first[0] if first else None)
 
-    def _run(self, func: Callable[..., Any], backend: Any, processes: int | None) -> Any:
-        """The harness runner over this one benchmark; its Benchmark record."""
+    def _run(
+        self, func: Callable[..., Any], backend: Any, processes: int | None
+    ) -> tuple[Any, bool]:
+        """The harness runner over this one benchmark: its Benchmark record, and whether
+        a Ctrl-C stopped it."""
         from dataclasses import replace
 
         from perflab.engines.run.runner import FailureAdvice, Runner
@@ -220,9 +225,7 @@ class PerflabBench:
             advice=FailureAdvice(skip="deselect it (pytest -k, or --perflab-skip)", timeout=""),
         )
         [bench] = runner.run()
-        if runner.interrupted:
-            raise KeyboardInterrupt
-        return bench
+        return bench, runner.interrupted
 
     @property
     def stats(self) -> Stats | None:

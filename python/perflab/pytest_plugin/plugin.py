@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from perflab.pytest_plugin.compat import HAS_PYTEST_BENCHMARK
+from perflab.report.notice import tell
 
 FIXTURES = ("perflab_bench",) if HAS_PYTEST_BENCHMARK else ("perflab_bench", "benchmark")
 _KEY = pytest.StashKey[Any]()
@@ -290,7 +291,7 @@ def _finish(config: pytest.Config) -> None:
     try:
         tripped = session.finish()
     except PerflabError as exc:
-        sys.stderr.write(f"error: {exc}\n")
+        tell(f"error: {exc}")
         tripped = 2
     pytest_session = options.get("pytest_session")
     if tripped and pytest_session is not None and pytest_session.exitstatus == 0:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from perflab.errors import UsageError
+from perflab.report.notice import tell
 
 #: what the table's header says about where the numbers came from, by mode
 MODES = {
@@ -142,7 +142,7 @@ class SessionResults:
             )
         later.raise_()
         for destination in saved:
-            sys.stderr.write(f"perflab: results saved to {destination}\n")
+            tell(f"perflab: results saved to {destination}")
         if baseline is None:
             return 0
         from perflab.analyze.compare.suite import compare_results

@@ -257,7 +257,10 @@ def hyperfine_document(results: Results, summaries: Sequence[CommandSummary]) ->
     median, user, system, min, max, times, exit_codes, parameters), so scripts that read
     hyperfine's file read this one; ``"tool": "perflab"`` marks it as perflab's. Failed
     runs are left out of ``times`` and the statistics, as hyperfine leaves out none but
-    fails instead; their exit codes are kept. ``user`` and ``system`` are left out when
+    fails instead: ``exit_codes`` holds one code per time, as hyperfine's does (a code
+    other than 0 is a run kept by ``--ignore-failure``, hyperfine's ``-i``), and the
+    failed runs' codes are kept apart in ``failed_exit_codes`` (perflab's key; null for
+    a run killed by a signal or timed out). ``user`` and ``system`` are left out when
     unknown (read from a file without them), as hyperfine's keys hold numbers only.
     """
     from perflab.analyze.cmd import timed_runs
@@ -268,6 +271,7 @@ def hyperfine_document(results: Results, summaries: Sequence[CommandSummary]) ->
     out = []
     for bench, s in zip(results.benchmarks, summaries):
         runs = [r for r in bench.runs if not r.warmup]
+        timed = timed_runs(bench)
         cpu = {"user": s.user_s, "system": s.sys_s} if math.isfinite(s.total_s) else {}
         out.append(
             {
@@ -278,8 +282,13 @@ def hyperfine_document(results: Results, summaries: Sequence[CommandSummary]) ->
                 **cpu,
                 "min": number(s.min_s),
                 "max": number(s.max_s),
-                "times": [r.wall_ns * 1e-9 for r in timed_runs(bench)],
-                "exit_codes": [r.exit_code for r in runs],
+                "times": [r.wall_ns * 1e-9 for r in timed],
+                "exit_codes": [r.exit_code for r in timed],
+                "failed_exit_codes": [
+                    r.exit_code if r.exit_code >= 0 and not r.timed_out else None
+                    for r in runs
+                    if not r.ok
+                ],
                 "parameters": {k: str(v) for k, v in bench.params.items()},
             }
         )

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from perflab.model.history import Trend
+from perflab.report.escape import terminal
 from perflab.report.pyplot import visible_text
 from perflab.units import time_unit_for
 
@@ -130,7 +131,8 @@ def _panel(ax, trend: Trend) -> None:  # type: ignore[no-untyped-def]
     step = max(1, len(xs) // 25)
     ax.set_xticks(xs[::step], labels[::step], rotation=60, fontsize=7)
     ax.set_xlim(-0.6, len(xs) - 0.4)
-    title = trend.bench if len(trend.bench) <= TITLE_CHARS else trend.bench[:TITLE_CHARS] + "…"
+    bench = terminal(trend.bench, one_line=True)  # a name: one line, as in the tables
+    title = bench if len(bench) <= TITLE_CHARS else bench[:TITLE_CHARS] + "…"
     ax.set_title(title, fontsize=10, loc="left")
     ax.set_ylabel(f"{trend.metric} ({name})")
     ax.set_xlabel("runs in commit order")

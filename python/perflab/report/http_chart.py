@@ -43,6 +43,7 @@ def sweep_chart(sweep: Sweep, path: str | Path, watched: Any = None) -> Path:
         ValueError: no summaries.
         OSError: the file can't be written.
     """
+    from perflab.report.escape import terminal
     from perflab.report.pyplot import pyplot, visible_text
 
     plt = pyplot()
@@ -55,7 +56,7 @@ def sweep_chart(sweep: Sweep, path: str | Path, watched: Any = None) -> Path:
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8), dpi=110)
     _throughput(left, steps, closed, x_label, sweep.capacity)
     _latency(right, steps, x_label, sweep.slo_s, sweep.capacity)
-    fig.suptitle(sweep.name, fontsize=11)
+    fig.suptitle(terminal(sweep.name, one_line=True), fontsize=11)  # a name: one line
     fig.tight_layout()
     if watched is not None and watched[0]:
         from perflab.report.memory_chart import WATCHED, add_memory_panel

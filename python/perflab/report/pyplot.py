@@ -9,8 +9,16 @@ def pyplot() -> Any:
     """``matplotlib.pyplot`` on the non-interactive Agg backend, with math text off.
 
     Names in charts are untrusted text: with math text on, a "$" in a benchmark name
-    would be parsed as a formula (and may fail to render). Imported lazily so that
-    commands that draw nothing never load matplotlib.
+    would be parsed as a formula (and may fail to render); and every text matplotlib is
+    given — titles, labels, legends, annotations, tick labels set as text or made by a
+    formatter at draw time — has its control characters and bidi overrides shown as
+    escapes (``\\x1b``, ``\\u202e``; newlines and tabs kept), as the terminal shows
+    names (:func:`perflab.report.escape.terminal`), from the moment it is set: a raw ESC
+    or BEL would reach the HTML report's inline SVG as text, and matplotlib would warn
+    of a missing glyph on stderr, as soon as any layout (``tight_layout``) measured it.
+    This is done once, at matplotlib's one door for text (``Text.set_text``), so no chart
+    can forget it; it changes only those characters, which no font draws. Imported
+    lazily so that commands that draw nothing never load matplotlib.
 
     Returns:
         The ``matplotlib.pyplot`` module.
@@ -21,18 +29,33 @@ def pyplot() -> Any:
     matplotlib.rcParams["text.parse_math"] = False
     import matplotlib.pyplot as plt
 
+    _escape_every_text()
     return plt
+
+
+def _escape_every_text() -> None:
+    """Make ``matplotlib.text.Text.set_text`` escape control characters (once)."""
+    from matplotlib.text import Text
+
+    from perflab.report.escape import terminal
+
+    original = Text.set_text
+    if getattr(original, "perflab_escapes", False):
+        return
+
+    def set_text(self: Text, s: object) -> None:
+        original(self, None if s is None else terminal(s))
+
+    set_text.perflab_escapes = True  # type: ignore[attr-defined]
+    set_text.__doc__ = original.__doc__
+    Text.set_text = set_text  # type: ignore[method-assign]
 
 
 def visible_text(fig: Any) -> Any:
     """Every text of ``fig`` with its control characters shown as escapes (``\\x1b``;
-    newlines and tabs kept), as the terminal shows names
-    (:func:`perflab.report.escape.terminal`): titles, axis labels, legends,
-    annotations. Call it just before saving: names in charts are untrusted, and a raw
-    ESC or BEL would reach the HTML report's inline SVG as text (and matplotlib would
-    warn of a missing glyph on stderr). Tick labels given as text are formatted again
-    when the figure is drawn: escape them where they are set
-    (``perflab.report.html.charts``' labels are).
+    newlines and tabs kept), and log axes with plain-text ticks. Every text set
+    through matplotlib after :func:`pyplot` is escaped already; this catches a text
+    made before (a figure from another source) and is called just before saving.
 
     Returns:
         ``fig``, changed in place.

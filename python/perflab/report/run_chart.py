@@ -17,6 +17,7 @@ from typing import Any
 
 from perflab.report import memory_chart
 from perflab.report.html import charts
+from perflab.report.notice import tell
 
 
 def distribution(bench: Any, summary: Any) -> tuple[list[float], list[float]]:
@@ -135,13 +136,12 @@ def write_chart(destination: Any, draw: Any) -> None:
     Raises:
         SaveError: the PNG could not be written (the rescue file is named).
     """
-    import sys
 
     from perflab.files import save_file
 
     try:
         save_file(destination, draw, "chart")
     except ValueError as exc:
-        sys.stderr.write(f"note: no chart written: {exc}\n")
+        tell(f"note: no chart written: {exc}")
         return
-    sys.stderr.write(f"chart saved to {destination}\n")
+    tell(f"chart saved to {destination}")

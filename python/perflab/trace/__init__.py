@@ -114,6 +114,28 @@ def trace(name: str | Callable[..., Any] | None = None) -> Any:
     return decorator
 
 
+#: CPython 3.11 resumes every awaited coroutine recursively on the C stack, and a traced
+#: one adds a level of its own: a traced async recursion 20,000 deep overflowed it
+#: (SIGSEGV) where the untraced one ran. A traced coroutine that starts with less than
+#: :data:`RESUME_BELOW` bytes of C stack left awaits the one it wraps through the native
+#: ``Resume``, which resumes it on a new C stack segment near the end of the stack
+#: (3.12+ resumes coroutines without C recursion, and never gets there). Above that, it
+#: awaits it directly (``Resume`` costs a native call per resumption). Without
+#: ``Resume`` (an older native module), one that would start with less than
+#: :data:`ASYNC_STACK_RED_ZONE` bytes left raises RecursionError instead of crashing.
+RESUME_BELOW = 1 << 20
+ASYNC_STACK_RED_ZONE = 256 * 1024
+_DEEP_AWAIT = (
+    "perflab.trace: this await chain is about to overflow the C stack (CPython resumes "
+    "each awaited coroutine on it); recurse less deeply, or run it in a thread with a "
+    "larger stack (threading.stack_size)"
+)
+#: Bytes of C stack left on this thread (None where unknown): the native core's.
+_stack_left: Callable[[], int | None] = getattr(_core, "trace_stack_left", lambda: None)
+#: ``await Resume(coro)`` is ``await coro`` on a C stack with room (rust/core trace/resume.rs).
+_Resume: Any = getattr(_core, "Resume", None)
+
+
 def _decorate(func: Callable[..., Any], name: str) -> Any:
     """The traced wrapper of ``func`` under span ``name`` (see :func:`trace`)."""
     if not callable(func):
@@ -131,8 +153,12 @@ def _decorate(func: Callable[..., Any], name: str) -> Any:
 
         @functools.wraps(func)
         async def traced_async(*args: Any, **kwargs: Any) -> Any:
+            left = _stack_left() or RESUME_BELOW
+            if left < RESUME_BELOW and _Resume is None and left < ASYNC_STACK_RED_ZONE:
+                raise RecursionError(_DEEP_AWAIT)
             with block:
-                return await func(*args, **kwargs)
+                coro = func(*args, **kwargs)
+                return await (_Resume(coro) if left < RESUME_BELOW and _Resume else coro)
 
         traced_async.span_name = name  # type: ignore[attr-defined]
         return traced_async

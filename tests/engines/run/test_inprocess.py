@@ -9,6 +9,19 @@ from perflab.engines.run.runner import Runner, Settings
 from perflab.engines.run.suite import BenchSpec, Case
 
 
+def runner_of(spec: BenchSpec, settings: Settings, backend: InProcessBackend) -> Runner:
+    """The harness runner of one benchmark on ``backend``, with this machine's timer."""
+    timer = clocks.measure_timer()
+    return Runner(
+        "<test>",
+        [Case(spec, {}, 0)],
+        settings,
+        max(timer.min_sample_ns, settings.min_sample_ns),
+        timer.error_ns,
+        backend=backend,
+    )
+
+
 def test_only_the_first_repetition_records_a_first_call() -> None:
     backend = InProcessBackend(sum, (range(50),))
     # short repetitions, no allocation pass: what is checked is which repetition records
@@ -22,15 +35,7 @@ def test_only_the_first_repetition_records_a_first_call() -> None:
         warmup_max_s=0.05,
         allocations=False,
     )
-    timer = clocks.measure_timer()
-    runner = Runner(
-        "<test>",
-        [Case(BenchSpec(sum, "sum", ""), {}, 0)],
-        settings,
-        max(timer.min_sample_ns, settings.min_sample_ns),
-        timer.error_ns,
-        backend=backend,
-    )
+    runner = runner_of(BenchSpec(sum, "sum", ""), settings, backend)
     [bench] = runner.run()
     assert backend.repetitions == 3 and len(bench.processes) == 3
     assert bench.processes[0].cold_ns is not None and bench.processes[0].cold_ns > 0

@@ -17,6 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from perflab import redact
+from perflab.engines.cmd.placeholders import check as check_placeholders
+from perflab.engines.cmd.placeholders import substitute
 from perflab.errors import UsageError
 from perflab.model import Benchmark
 
@@ -144,14 +147,6 @@ class CommandSpec:
         return Benchmark(name=self.name, kind="command", params=dict(self.params))
 
 
-def substitute(text: str, params: dict[str, Any]) -> str:
-    """Replace each ``{name}`` of ``params`` in ``text``; other braces are left alone
-    (so ``awk '{print $1}'`` keeps working, unlike ``str.format``)."""
-    for name, value in params.items():
-        text = text.replace("{" + name + "}", str(value))
-    return text
-
-
 def resolve_executable(name: str, command: str) -> str:
     """Absolute path of the program ``name`` (searched on PATH when it has no slash).
 
@@ -162,22 +157,24 @@ def resolve_executable(name: str, command: str) -> str:
         found = shutil.which(name)
         if found is None:
             raise UsageError(
-                f"command {command!r}: {name!r} not found on PATH; check the "
+                f"command {redact.text(command)!r}: {name!r} not found on PATH; check the "
                 "spelling, give its full path, or use --shell for shell "
                 "built-ins, pipes and redirections"
             )
         return os.path.abspath(found)
     path = os.path.abspath(name)
     if not os.path.exists(path):
-        raise UsageError(f"command {command!r}: {name!r} does not exist; check the path")
+        raise UsageError(
+            f"command {redact.text(command)!r}: {name!r} does not exist; check the path"
+        )
     if os.path.isdir(path):
         raise UsageError(
-            f"command {command!r}: {name!r} is a folder, not a program; give "
+            f"command {redact.text(command)!r}: {name!r} is a folder, not a program; give "
             "the path of the program to run"
         )
     if not os.access(path, os.X_OK):
         raise UsageError(
-            f"command {command!r}: permission denied running {name!r} "
+            f"command {redact.text(command)!r}: permission denied running {name!r} "
             f"(not an executable file); make it executable with chmod +x {name}"
         )
     return path
@@ -194,7 +191,7 @@ def command_argv(text: str, shell: str | None) -> tuple[str, ...]:
     try:
         words = shlex.split(text)
     except ValueError as exc:
-        raise UsageError(f"command {text!r}: {exc}; check its quotes") from None
+        raise UsageError(f"command {redact.text(text)!r}: {exc}; check its quotes") from None
     if not words:
         raise UsageError(
             "an empty command was given; write the command to run, e.g. perflab cmd 'sleep 0.1'"
@@ -228,13 +225,20 @@ def expand_commands(
         command that uses no parameter (nor do the hooks) runs once.
 
     Raises:
-        UsageError: no command, duplicate or unused parameter, program not found.
+        UsageError: no command, duplicate or unused parameter, an unknown or malformed
+            placeholder (:mod:`perflab.engines.cmd.placeholders`), program not found.
     """
     if not commands:
         raise UsageError(
             "no command given; write the commands to compare, "
             "e.g. perflab cmd 'sleep 0.1' 'sleep 0.2'"
         )
+    check_placeholders(
+        [(f"command {redact.text(c)!r}", c) for c in commands]
+        + [(f"--{h}", t) for h, t in hooks.items() if t]
+        + [(f"-n {redact.text(n)!r}", n) for n in names],
+        [p.name for p in parameters],
+    )
     _check_parameters(commands, parameters, hooks)
     sh = resolve_executable("sh", "--setup/--prepare/--conclude/--cleanup")
     if not any(hooks.values()):
@@ -250,6 +254,7 @@ def expand_commands(
                 shown = substitute(names[index], params)
                 if shown == names[index] and params:
                     shown += " " + " ".join(f"{k}={v}" for k, v in params.items())
+            shown = redact.text(shown)  # the name is saved and printed; the command runs
             key = (shown, tuple(params.items()))
             seen[key] = seen.get(key, 0) + 1
             name = shown if seen[key] == 1 else f"{shown} #{seen[key]}"

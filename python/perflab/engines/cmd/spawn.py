@@ -25,6 +25,9 @@ from typing import Any, Protocol
 from perflab.engines.cmd import spawn_helper
 from perflab.engines.cmd.spawn_helper import receive, run_items, send
 
+#: How long the spawning helper has to answer a stop (SIGTERM) before it is killed, s.
+STOP_WAIT_S = 5.0
+
 #: An item of a batch: (argv, timeout_s or None, is_run). Hooks are items with is_run False.
 Item = tuple[tuple[str, ...], "float | None", bool]
 
@@ -210,16 +213,29 @@ class PosixSpawner:
         return outcomes[0]
 
     def _stop(self) -> Any:
-        """Stop the helper; return the replies it flushed on its way out (None if none)."""
+        """Stop the helper; return the replies it flushed on its way out (None if none).
+
+        Bounded: a helper that has not answered :data:`STOP_WAIT_S` after SIGTERM (stopped,
+        or deaf to it) is killed, and its replies are waited for as long again."""
+        import select
+
         proc, self._proc = self._proc, None
         if proc.poll() is None:
             proc.terminate()
         try:
             os.close(self._requests)
+            if not select.select([self._replies], [], [], STOP_WAIT_S)[0]:
+                proc.kill()
+                if not select.select([self._replies], [], [], STOP_WAIT_S)[0]:
+                    return None
             return receive(self._replies)
         finally:
             os.close(self._replies)
-            proc.wait()
+            try:
+                proc.wait(timeout=STOP_WAIT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
     def close(self) -> None:
         """Stop the helper (it kills a running command first); a later batch starts a new one."""

@@ -229,29 +229,23 @@ def load_requests(path: str | Path) -> list[dict[str, Any]]:
     round-robin.
 
     Returns:
-        The request dicts, in file order.
+        The request dicts, in file order (equal lines share one dict; read line by line
+        with memory bounded per request: :mod:`perflab.engines.http.requests_file`).
 
     Raises:
-        UsageError: missing file, bad JSON, unknown keys, wrong types, or no request.
+        UsageError: missing file, bad JSON, unknown keys, wrong types, no request, or
+            more requests than the file may hold.
     """
-    from perflab import files
+    from perflab.engines.http.requests_file import read_requests
 
     path = Path(path)
-    text = files.read_text(path, f"--requests {path}")
-    if text.lstrip().startswith("["):
-        items = [(1, item) for item in _json(text, path, 1)]
-    else:
-        items = [
-            (n, _json(line, path, n))
-            for n, line in enumerate(text.splitlines(), 1)
-            if line.strip() and not line.lstrip().startswith("#")
-        ]
-    if not items:
+    requests = read_requests(path, _json, _check_request)  # line by line, bounded
+    if not requests:
         raise UsageError(
             f"--requests {path}: no requests in it; write one JSON object per "
             'line, e.g. {"method": "GET", "path": "/items/1"}'
         )
-    return [_check_request(item, path, n) for n, item in items]
+    return requests
 
 
 def _json(text: str, path: Path, line: int) -> Any:

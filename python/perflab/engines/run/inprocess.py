@@ -13,16 +13,64 @@ workers include. Reports say which mode produced a number.
 
 Limits: a repetition can't be killed at the timeout (a hang hangs the caller), and a
 crash of the interpreter ends the caller.
+
+Ctrl-C: Python raises KeyboardInterrupt wherever the main thread is when the signal's
+handler runs, and during measuring that is often inside a GC callback (the sampler's
+``GcMonitor``), where an exception is "unraisable" and dropped: pytest went on and
+exited 0. :class:`CtrlC` notes every SIGINT, and each event of the sequence (every
+sample) raises KeyboardInterrupt once one was noted, so a Ctrl-C always stops it.
 """
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from collections.abc import Callable, Sequence
+from types import FrameType, TracebackType
 from typing import Any
 
 from perflab.engines.run.runner import Event, Outcome
 from perflab.engines.run.worker import PhaseError, error_fields, measure_call
+
+
+class CtrlC:
+    """Context manager: every SIGINT is noted (and handed to the handler that was there,
+    which raises KeyboardInterrupt), so that :meth:`check` can raise it again where it
+    cannot be dropped. Does nothing outside the main thread, or where SIGINT is ignored
+    or handled by something that is not Python's default (the caller's choice stands).
+
+    Attributes:
+        noted: True once a SIGINT came.
+    """
+
+    def __init__(self) -> None:
+        self.noted = False
+        self._previous: Any = None
+
+    def __enter__(self) -> CtrlC:
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.getsignal(signal.SIGINT)
+            if previous is signal.default_int_handler:
+                self._previous = previous
+                signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.noted = True
+        self._previous(signum, frame)
+
+    def check(self) -> None:
+        """Raise KeyboardInterrupt when a SIGINT was noted."""
+        if self.noted:
+            raise KeyboardInterrupt
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
 
 
 class InProcessBackend:
@@ -68,18 +116,28 @@ class InProcessBackend:
         """
         outcome = Outcome()
 
+        ctrl_c = CtrlC()
+
         def emit(event: str, **fields: Any) -> None:
             if event == "cold" and self.repetitions:  # only the first call is the first
                 fields["ns"] = None
             record = {"event": event, **fields}
             outcome.events.append(record)
             on_event(record)
+            ctrl_c.check()  # a Ctrl-C dropped inside a GC callback stops here
 
         start = time.monotonic()
         try:
-            measure_call(
-                self.func, self.args, self.kwargs, {**plan, **self.plan_extra}, emit, self.metrics
-            )
+            with ctrl_c:
+                measure_call(
+                    self.func,
+                    self.args,
+                    self.kwargs,
+                    {**plan, **self.plan_extra},
+                    emit,
+                    self.metrics,
+                )
+                ctrl_c.check()
         except PhaseError as err:
             self.error = err.exc
             emit("error", **error_fields(err.phase, err.exc))

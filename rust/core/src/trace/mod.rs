@@ -47,6 +47,7 @@ mod block;
 mod call;
 mod frame;
 mod request;
+mod resume;
 mod site;
 mod span;
 mod stack;
@@ -61,6 +62,7 @@ use pyo3::types::PyString;
 use crate::convert::to_py;
 use frame::ENABLED;
 use request::Request;
+use resume::Resume;
 use span::{register, OffSpan, Span};
 use stack::innermost;
 
@@ -142,6 +144,15 @@ fn trace_dropped() -> (usize, u64) {
     (stack::MAX_SYNC_DEPTH, stack::DROPPED.load(Relaxed))
 }
 
+/// Bytes of C stack left below the calling thread's current position (None
+/// where the platform does not say): `perflab.trace`'s coroutine wrapper
+/// checks it before adding a level to an await chain, which CPython 3.11
+/// resumes recursively on the C stack (a deep enough chain overflows it).
+#[pyfunction]
+fn trace_stack_left() -> Option<usize> {
+    stacker::remaining_stack()
+}
+
 /// `(max_names, refused)`: the cap on distinct names and how many new
 /// names were refused because of it.
 #[pyfunction]
@@ -157,6 +168,7 @@ pub fn register_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     block::install(&m.py().get_type::<Span>())?;
     m.add_class::<OffSpan>()?;
     m.add_class::<Request>()?;
+    m.add_class::<Resume>()?;
     block::add_span_function(m)?;
     m.add_function(wrap_pyfunction!(trace_register, m)?)?;
     m.add_function(wrap_pyfunction!(trace_record, m)?)?;
@@ -167,6 +179,7 @@ pub fn register_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(trace_reset, m)?)?;
     m.add_function(wrap_pyfunction!(trace_limits, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_stack_left, m)?)?;
     // Timing figures of a debug build mean nothing: benchmarks/trace.py checks this.
     m.add("trace_debug_build", cfg!(debug_assertions))
 }

@@ -412,6 +412,7 @@ def test_a_refused_ray_client_join_is_retried_a_bounded_number_of_times(
 
     monkeypatch.setattr(controller, "CLIENT_JOIN_PAUSE_S", 0.0)
     monkeypatch.setattr(controller, "enable_token_auth_to_join", lambda: None)
+    monkeypatch.setattr(controller.bounds, "check_address", lambda address: None)  # a fake Ray
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
     news: list[str] = []
     cluster = controller.Cluster(

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from perflab.engines.http.cluster import clocks
+from perflab.engines.http.cluster import bounds, clocks
 from perflab.engines.http.cluster.agent import LoadAgent, boot_id
 from perflab.engines.http.cluster.split import split_step
 from perflab.errors import UsageError
@@ -115,6 +115,8 @@ def options_from_args(args: Any) -> ClusterOptions:
     address = (args.cluster or "local").strip()
     if not address:
         raise UsageError("--cluster needs an address: local, auto, ray://HOST:10001 or HOST:PORT")
+    if address == "local":
+        bounds.check_local(agents)  # before Ray starts: each agent is a process
     return ClusterOptions(
         agents, address, per_node, args.fail_fast, parse_split(args.split, agents)
     )
@@ -278,10 +280,12 @@ class Cluster:
             )
         else:
             self.tell(f"joining the Ray cluster at {address}…")
+            bounds.check_address(address)  # nothing there: refused now, not after minutes
             enable_token_auth_to_join()
+        deadline = START_TIMEOUT_S if address == "local" else bounds.JOIN_S
         for attempt in range(1, CLIENT_JOIN_ATTEMPTS + 1):
             try:
-                ray.init(address=address, **kwargs)
+                bounds.init_ray(ray, address, kwargs, deadline)
                 return
             except ConnectionAbortedError as exc:  # Ray Client: the head refused this driver
                 if not address.startswith("ray://"):
@@ -314,6 +318,10 @@ class Cluster:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         nodes = self._nodes()
+        if self.owns_ray and self.options.address != "local":
+            bounds.check_cluster(
+                self.options.agents, [float(n.get("Resources", {}).get("CPU", 0)) for n in nodes]
+            )
         where = place([n["NodeID"] for n in nodes], self.options.agents, self.options.per_node)
         address = {n["NodeID"]: n.get("NodeManagerAddress", "") for n in nodes}
         remote = self.ray.remote(LoadAgent)
