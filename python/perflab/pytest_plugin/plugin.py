@@ -103,7 +103,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--perflab-fail-on",
         default="",
         metavar="VERDICTS",
-        help="with --perflab-compare: fail the session on these verdicts, e.g. slower",
+        help="with --perflab-compare: fail the session on these verdicts, e.g. slower; "
+        "memory: a test's allocations or RSS read more than the baseline's",
     )
     group.addoption(
         "--perflab-threshold",
