@@ -62,6 +62,8 @@ def _ratio(row: Row) -> str:
     if row.ratio is None or row.metric in GROWTH_METRICS:
         return "–"
     est = row.ratio
+    if est.ci_low == est.ci_high:  # every unit alike on both sides (allocations repeat)
+        return format_ratio(est.value)
     high = est.ci_high if math.isfinite(est.ci_high) else None
     return format_ratio(est.value, est.ci_low if high else None, high)
 
@@ -75,7 +77,7 @@ def memory_table(suite: SuiteComparison) -> Table | None:
     """One row per memory figure of each benchmark: A and B (median ± CI over processes
     or runs), B/A (CI), B − A (CI), verdict (more, less, same, inconclusive), units A/B
     and notes; None when no benchmark has memory figures on both sides. The title
-    states the rule's thresholds. Narrow terminals fold units, B − A, A and B, in order.
+    states the rule's thresholds. Narrow terminals fold units, A, B and B/A, in order.
     """
     rows = [r for r in suite.rows if r.is_memory]
     if not rows:
@@ -109,7 +111,7 @@ def memory_table(suite: SuiteComparison) -> Table | None:
             for r in shown
         ],
         ["l", "l", "r", "r", "r", "r", "l", "r", "l"],
-        fold=[KEY, KEY, 4, 3, KEY, 2, KEY, 1, NOTE],
+        fold=[KEY, KEY, 2, 3, 4, KEY, KEY, 1, NOTE],
     )
     hidden = len(rows) - len(shown)
     if hidden:
