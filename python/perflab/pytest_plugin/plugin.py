@@ -104,7 +104,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="",
         metavar="VERDICTS",
         help="with --perflab-compare: fail the session on these verdicts, e.g. slower; "
-        "memory: a test's allocations or RSS read more than the baseline's",
+        "memory: a test allocates more per op than the baseline (allocated/op, allocs/op, "
+        "alloc peak/op)",
     )
     group.addoption(
         "--perflab-threshold",
