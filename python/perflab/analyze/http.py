@@ -340,9 +340,7 @@ def agent_generator_reasons(step: HttpStep, ok: str = "200-299") -> list[str]:
     ]
 
 
-#: What ``--slo`` may bound: latency percentiles (s), the error fraction, and (with
-#: ``--watch``/``--watch-cmd``) "rss": the watched processes' summed RSS peak over a
-#: step, bytes.
+#: What ``--slo`` may bound: latencies (s), the error share, "rss" (with --watch: bytes).
 SLO_KEYS = ("p50", "p90", "p99", "p99.9", "max", "error", "rss")
 
 
@@ -368,8 +366,7 @@ def _limit_words(key: str, limit: float, over: bool = False) -> str:
 
 
 def slo_value(s: StepSummary, key: str) -> float:
-    """The step's figure an SLO key bounds: the error fraction, the watched processes'
-    RSS peak (bytes; NaN when not watched) or a latency percentile (s)."""
+    """The step's figure an SLO key bounds (s, a share, or RSS bytes: NaN unwatched)."""
     if key == "error":
         return s.error_fraction
     if key == "rss":
