@@ -107,7 +107,8 @@ def _perflab_document(data: bytes) -> bool:
             isinstance(r, dict) and "command" in r and isinstance(r.get("times"), list)
             for r in rows
         )
-    marks = _DOCUMENT_MARKS.get(doc.get("kind"), {}) if "kind" in doc else _DOCUMENT_MARKS[None]
+    # a fit document's "kind" is its fit's ("complexity", "usl", …): the fit markers
+    marks = _DOCUMENT_MARKS.get(doc.get("kind")) or _DOCUMENT_MARKS[None]
     return bool(marks) and all(
         isinstance(doc.get(key), types) and not isinstance(doc.get(key), bool)
         for key, types in marks.items()

@@ -9,7 +9,7 @@ outcome is "right" (the true class chosen, named among classes the fit says it
 cannot tell apart, or, when no class fits, among those the log-log slope names),
 "none" (no class fits and the slope's range leaves the truth out) or "wrong" (a
 wrong class chosen, or a tie that leaves the truth out).
-tests/analyze/test_complexity_choice.py holds right ≥ 95% and wrong ≤ 1% per class;
+tests/analyze/test_complexity_choice.py holds right ≥ 95% and no wrong per class;
 benchmarks/fit_confusion.py prints the confusion matrix into BENCHMARKS.md.
 """
 

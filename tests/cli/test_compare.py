@@ -273,7 +273,8 @@ def test_compares_real_perflab_cmd_results(tmp_path: Path, perflab_cli) -> None:
         path.write_text(json.dumps(data))
     proc = perflab_cli("compare", *map(str, paths), "--json")
     assert proc.returncode == 0, proc.stderr
-    (row,) = json.loads(proc.stdout)["rows"]
+    row, *memory = json.loads(proc.stdout)["rows"]
+    assert [r["metric"] for r in memory] == ["max RSS"]  # each run's peak RSS compared too
     assert row["kind"] == "command" and row["a"]["units"] == 5
     assert row["verdict"] == "slower"
 

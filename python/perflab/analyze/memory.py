@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perflab.model import Benchmark
+from perflab.model import Benchmark, Process
 
 #: least median growth over a process's timed samples for a leak flag, bytes (64 KiB:
 #: 16 pages, more than the allocators' settling steps measured in benchmarks/memory.py)
@@ -135,30 +135,17 @@ def median_ci(
 def summarize(bench: Benchmark, confidence: float = 0.95) -> MemorySummary | None:
     """The memory summary of ``bench``, or None when no process has both readings (not
     run with --memory, threads mode, or every process failed)."""
-    procs = [
-        p
-        for p in bench.processes
-        if not p.error
-        and p.rss_start_bytes is not None
-        and p.rss_end_bytes is not None
-        and p.rss_calls
-    ]
+    procs = rss_processes(bench)
     if not procs:
         return None
-    ops = max(bench.ops_per_call, 1)
     growth = [float(p.rss_end_bytes - p.rss_start_bytes) for p in procs]  # type: ignore[operator]
-    calls = [float(p.rss_calls or 0) for p in procs]
-    per_1k = [g / (c * ops) * 1000 for g, c in zip(growth, calls)]
+    per_1k = rss_growth_per_1k_ops(bench)
     median, low, high, level = median_ci(per_1k, confidence)
     peaks = [p.rss_peak_bytes for p in procs if p.rss_peak_bytes]
     grew = float(np.median(growth))
-    passes = [
-        h
-        for p in bench.processes
-        if not p.error and (h := p.heap) is not None and heap_growth_per_call(h) is not None
-    ]
-    heap = [heap_growth_per_call(h) or 0.0 for h in passes]
-    heap_ci = median_ci([g * 1000 / ops for g in heap], confidence) if heap else None
+    passes = heap_passes(bench)
+    heap = heap_growth_per_1k_ops(bench)
+    heap_ci = median_ci(heap, confidence) if heap else None
     heap_grew = (
         float(np.median([h["traced_bytes"][-1] - h["traced_bytes"][0] for h in passes]))
         if passes
@@ -179,6 +166,43 @@ def summarize(bench: Benchmark, confidence: float = 0.95) -> MemorySummary | Non
         heap_confidence=heap_ci[3] if heap_ci else math.nan,
         heap_growing=bool(heap_ci) and heap_ci[1] > 0 and heap_grew >= HEAP_MIN_BYTES,
     )
+
+
+def rss_processes(bench: Benchmark) -> list[Process]:
+    """The processes of ``bench`` with both RSS readings of ``--memory`` and calls between."""
+    return [
+        p
+        for p in bench.processes
+        if not p.error
+        and p.rss_start_bytes is not None
+        and p.rss_end_bytes is not None
+        and p.rss_calls
+    ]
+
+
+def rss_growth_per_1k_ops(bench: Benchmark) -> list[float]:
+    """Per process of :func:`rss_processes`: (RSS at the last timed sample − at the first)
+    ÷ the ops in between × 1,000, bytes; [] without ``--memory`` readings."""
+    ops = max(bench.ops_per_call, 1)
+    return [
+        (p.rss_end_bytes - p.rss_start_bytes) / (p.rss_calls * ops) * 1000  # type: ignore[operator]
+        for p in rss_processes(bench)
+    ]
+
+
+def heap_passes(bench: Benchmark) -> list[dict[str, list[float]]]:
+    """The heap passes of ``bench``'s processes that give a growth per call."""
+    return [
+        h
+        for p in bench.processes
+        if not p.error and (h := p.heap) is not None and heap_growth_per_call(h) is not None
+    ]
+
+
+def heap_growth_per_1k_ops(bench: Benchmark) -> list[float]:
+    """Per heap pass: the Python heap's growth per 1,000 ops, bytes; [] without passes."""
+    ops = max(bench.ops_per_call, 1)
+    return [(heap_growth_per_call(h) or 0.0) * 1000 / ops for h in heap_passes(bench)]
 
 
 def heap_growth_per_call(heap: dict[str, list[float]] | None) -> float | None:

@@ -57,8 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="",
         metavar="VERDICTS",
         help="exit 1 when a benchmark gets one of these verdicts, comma "
-        "separated: slower, faster, inconclusive, failed, missing "
-        "(e.g. slower or slower,inconclusive)",
+        "separated: slower, faster, inconclusive, failed, missing; memory: a "
+        "memory figure (allocated/op, allocs/op, RSS peak, growth) reads more "
+        "(e.g. slower or slower,memory)",
     )
     parser.add_argument(
         "--percentiles",

@@ -111,8 +111,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="service-level objective: a step that "
         "misses it is saturated, and the run exits 1 (see --fail-on). A time "
         "bounds p99 (100ms); several limits as KEY=VALUE, comma separated, "
-        "keys p50, p90, p99, p99.9, max (times) and error (a share): "
-        "p99=10ms,p99.9=50ms,error=0.1%%",
+        "keys p50, p90, p99, p99.9, max (times), error (a share) and, with "
+        "--watch or --watch-cmd, rss (the watched processes' summed RSS peak in "
+        "a step: 200MB): p99=10ms,p99.9=50ms,error=0.1%%,rss=1GB",
     )
     out.add_argument(
         "--fail-on",
@@ -212,6 +213,11 @@ def main(args: argparse.Namespace) -> int:
 
     plan = http_plan(args, check=args.agents is None)
     slo_s = _slo(args.slo)
+    if slo_s and "rss" in slo_s and not (args.watch or args.watch_cmd):
+        raise UsageError(
+            "--slo rss=… bounds the watched server's memory: name it with --watch PID "
+            "or --watch-cmd NAME"
+        )
     fail_on = _fail_on(args.fail_on, slo_s)
     path = results_destination(args.json, "http")
     files_out = outputs.check(args, others=[path])
@@ -303,7 +309,7 @@ def _slo(text: str | None) -> dict[str, float] | None:
     """``--slo``: "100ms" → {"p99": 0.1}; "p99=10ms,error=0.1%" → {"p99": 0.01,
     "error": 0.001}. Raises UsageError on an unknown key or a bad value."""
     from perflab.analyze.http import SLO_KEYS
-    from perflab.units import parse_fraction, parse_positive_duration
+    from perflab.units import parse_bytes, parse_fraction, parse_positive_duration
 
     if text is None:
         return None
@@ -318,11 +324,12 @@ def _slo(text: str | None) -> dict[str, float] | None:
                 f"--slo {part!r}: write KEY=VALUE with a key of "
                 f"{', '.join(SLO_KEYS)}, e.g. p99=10ms,error=0.1%"
             )
-        limits[key] = (
-            parse_fraction(value, f"--slo {key}", "0.1%", "0.001", allow_zero=True)
-            if key == "error"
-            else parse_positive_duration(value, f"--slo {key}")
-        )
+        if key == "error":
+            limits[key] = parse_fraction(value, f"--slo {key}", "0.1%", "0.001", allow_zero=True)
+        elif key == "rss":
+            limits[key] = parse_bytes(value, "--slo rss")
+        else:
+            limits[key] = parse_positive_duration(value, f"--slo {key}")
     if not limits:
         raise UsageError("--slo: no limit given; e.g. --slo 100ms or --slo p99=10ms,error=1%")
     return limits

@@ -146,8 +146,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="exit 1 when a "
         "verdict against a group's baseline or --compare-to is one of these, "
         "comma separated: slower, faster, inconclusive, failed (and missing "
-        "with --compare-to), e.g. slower,inconclusive (as perflab compare "
-        "--fail-on)",
+        "and memory with --compare-to: memory trips when B allocates or holds "
+        "more), e.g. slower,inconclusive (as perflab compare --fail-on)",
     )
     parser.add_argument(
         "--chart",
@@ -432,6 +432,11 @@ def _check_gate(args: argparse.Namespace, cases) -> None:  # type: ignore[no-unt
         any(s.baseline for s in specs) and not any(s.stage for s in specs)
         for specs in groups.values()
     )
+    if "memory" in args.fail_on.lower() and not args.compare_to:
+        raise UsageError(
+            "--fail-on memory compares this run's allocations and RSS with a baseline's: "
+            "give --compare-to A.json (or a git ref)"
+        )
     if args.fail_on and not args.compare_to and not judged:
         raise UsageError(
             "--fail-on has nothing to judge: mark the reference benchmark of a "

@@ -24,6 +24,23 @@ from perflab.model.estimate import Estimate
 FASTER, SLOWER, SAME, INCONCLUSIVE, FAILED = "faster", "slower", "same", "inconclusive", "failed"
 #: Every verdict, in the order reports count them.
 VERDICTS = (SLOWER, FASTER, INCONCLUSIVE, SAME, FAILED)
+#: A memory row's verdicts: B uses more or less memory than A beyond the noise threshold.
+MORE, LESS = "more", "less"
+#: Every verdict of a memory row, in the order reports count them.
+MEMORY_VERDICTS = (MORE, LESS, INCONCLUSIVE, SAME, FAILED)
+#: The ``--fail-on`` word of memory rows: trips on every memory row whose verdict is "more".
+MEMORY = "memory"
+#: The metrics of memory rows (:mod:`perflab.analyze.compare.memory`), each with its unit.
+MEMORY_METRICS = {
+    "allocated/op": "B",
+    "allocs/op": "blocks",
+    "alloc peak/op": "B",
+    "RSS peak": "B",
+    "RSS growth/1k ops": "B",
+    "heap growth/1k ops": "B",
+    "max RSS": "B",
+    "tree RSS peak": "B",
+}
 
 #: The document's schema (``perflab/schemas/compare.schema.json``) and ``kind``.
 SCHEMA = "compare"
@@ -82,6 +99,8 @@ class Row:
         log_replicates: bootstrap replicates of log(B/A), shape (B,), or None.
         pairs: the pairs of samples ``ratio`` came from when A and B were measured
             together (a paired ratio, docs/compare.md); 0 for two separate runs.
+        difference: B − A in ``unit`` with its CI (memory rows: what the verdict of a
+            growth row is read from, and the absolute floor of the others), or None.
     """
 
     id: str
@@ -101,6 +120,14 @@ class Row:
     drift: dict[str, float] = field(default_factory=dict)
     log_replicates: np.ndarray | None = field(default=None, repr=False)
     pairs: int = 0
+    difference: Estimate | None = None
+
+    @property
+    def is_memory(self) -> bool:
+        """True for a memory row (a metric of :data:`MEMORY_METRICS`): its verdict is one
+        of :data:`MEMORY_VERDICTS`, it never enters the geometric mean or the time counts,
+        and ``--fail-on memory`` reads it."""
+        return self.metric in MEMORY_METRICS
 
     def to_dict(self) -> dict[str, Any]:
         """The row as JSON types (values in s or 1/s as ``unit`` says; NaN kept for the
@@ -121,6 +148,7 @@ class Row:
             "drift": dict(self.drift),
             "notes": list(self.notes),
             "pairs": self.pairs,
+            "difference": _optional_estimate(self.difference),
         }
 
 
@@ -134,7 +162,8 @@ class SuiteComparison:
         geomean: geometric mean of the primary rows' B/A with its CI, or None.
         geomean_verdict: the verdict of that CI against the threshold.
         geomean_over: how many rows the geometric mean is over.
-        counts: verdict → number of rows.
+        counts: verdict → number of rows (the time rows: memory rows are counted apart).
+        memory_counts: memory verdict → number of memory rows (empty without any).
         environment: plain-words differences between the two fingerprints.
         warnings: other plain-words warnings about the comparison as a whole.
         threshold / confidence: the noise threshold t and the CI level.
@@ -161,12 +190,21 @@ class SuiteComparison:
     machine_speed: Estimate | None = None
     machine_words: str = ""
     held: dict[str, str] = field(default_factory=dict)
+    memory_counts: dict[str, int] = field(default_factory=dict)
 
     def tripped(self, fail_on: Sequence[str]) -> list[str]:
         """Ids whose verdict is in ``fail_on`` ("missing" matches ids only in A); the
         speed-normalized rows are for reading, the gate reads the seconds. A held row's
-        verdict is inconclusive: it trips "inconclusive" only."""
-        hits = [r.id for r in self.rows if r.verdict in fail_on and r.metric != SPEED_NORMALIZED]
+        verdict is inconclusive: it trips "inconclusive" only. Memory rows trip on
+        :data:`MEMORY` only, when B uses more (named "ID (METRIC)"), never on a time
+        verdict word."""
+        hits = [
+            r.id
+            for r in self.rows
+            if not r.is_memory and r.verdict in fail_on and r.metric != SPEED_NORMALIZED
+        ]
+        if MEMORY in fail_on:
+            hits += [f"{r.id} ({r.metric})" for r in self.rows if r.is_memory and r.verdict == MORE]
         return hits + (list(self.only_in_a) if "missing" in fail_on else [])
 
     def not_applied(self, fail_on: Sequence[str]) -> list[str]:
@@ -220,6 +258,7 @@ class SuiteComparison:
             "machine_speed": _optional_estimate(self.machine_speed),
             "machine_words": self.machine_words,
             "held": dict(self.held),
+            "memory_counts": dict(self.memory_counts),
             "gate": {"fail_on": fail_on, "tripped": tripped, "held": self.not_applied(fail_on)},
         }
 
@@ -271,6 +310,7 @@ class SuiteComparison:
                 notes=list(r.get("notes", [])),
                 drift=dict(r.get("drift", {})),
                 pairs=int(r.get("pairs", 0)),
+                difference=estimate(r.get("difference")),
             )
             for r in document["rows"]
         ]
@@ -291,6 +331,7 @@ class SuiteComparison:
             estimate(document.get("machine_speed")),
             str(document.get("machine_words", "")),
             dict(document.get("held", {})),
+            {k: int(v) for k, v in document.get("memory_counts", {}).items()},
         )
 
 

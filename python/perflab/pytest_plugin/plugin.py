@@ -104,7 +104,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--perflab-fail-on",
         default="",
         metavar="VERDICTS",
-        help="with --perflab-compare: fail the session on these verdicts, e.g. slower",
+        help="with --perflab-compare: fail the session on these verdicts, e.g. slower; "
+        "memory: a test allocates more per op than the baseline (allocated/op, allocs/op, "
+        "alloc peak/op)",
     )
     group.addoption(
         "--perflab-threshold",

@@ -14,6 +14,7 @@ from typing import Any
 
 from perflab.model.comparison import VERDICTS, Row, Side, SuiteComparison
 from perflab.model.estimate import Estimate
+from perflab.report.compare_memory_table import memory_counts_cell, memory_table
 from perflab.report.count_table import format_count
 from perflab.report.table import KEY, NOTE, Table, estimate_cell
 from perflab.units import format_rate, format_ratio, format_reference, format_time
@@ -92,8 +93,15 @@ def summary_table(suite: SuiteComparison, name_a: str, name_b: str) -> Table:
         ["geometric mean B/A", _geomean_cell(suite)],
         [
             "significant after Benjamini–Hochberg (q < 0.05)",
-            str(sum(r.q_value < 0.05 for r in suite.rows if math.isfinite(r.q_value))),
+            str(
+                sum(
+                    r.q_value < 0.05
+                    for r in suite.rows
+                    if math.isfinite(r.q_value) and not r.is_memory
+                )
+            ),
         ],
+        *([["memory verdicts", memory_counts_cell(suite)]] if suite.memory_counts else []),
         [f"only in A ({name_a})", ", ".join(suite.only_in_a) or "none"],
         [f"only in B ({name_b})", ", ".join(suite.only_in_b) or "none"],
     ]
@@ -148,15 +156,19 @@ def rows_table(suite: SuiteComparison) -> Table:
         align=["l", "r", "r", "r", "r", "r", "l", "r", "l"],
         fold=[KEY, 5, 4, KEY, 2, 3, KEY, 1, NOTE],
     )
-    shared = shared_notes(suite.rows)
-    table.rows = [_row_cells(r, shared) for r in suite.rows]
+    timed = [r for r in suite.rows if not r.is_memory]  # memory rows: their own table
+    shared = shared_notes(timed)
+    table.rows = [_row_cells(r, shared) for r in timed]
     table.footnotes = [f"[{k}] {note}" for k, note in enumerate(shared, 1)]
     return table
 
 
 def comparison_tables(suite: SuiteComparison, name_a: str = "A", name_b: str = "B") -> list[Table]:
-    """The summary table then the per-benchmark table."""
-    return [summary_table(suite, name_a, name_b), rows_table(suite)]
+    """The summary table, the per-benchmark table, then the memory table where memory
+    figures were compared (:func:`perflab.report.compare_memory_table.memory_table`)."""
+    memory = memory_table(suite)
+    tables = [summary_table(suite, name_a, name_b), rows_table(suite)]
+    return tables + ([memory] if memory is not None else [])
 
 
 def csv_records(suite: SuiteComparison) -> list[dict[str, Any]]:
@@ -185,6 +197,10 @@ def csv_records(suite: SuiteComparison) -> list[dict[str, Any]]:
                 "notes": "; ".join(row.notes),
             }
         )
+        if row.difference is not None:  # memory rows: B − A, in the row's unit
+            record["difference"] = row.difference.value
+            record["difference_ci_low"] = row.difference.ci_low
+            record["difference_ci_high"] = row.difference.ci_high
         out.append(record)
     out += [{"id": key, "verdict": "only in A"} for key in suite.only_in_a]
     out += [{"id": key, "verdict": "only in B"} for key in suite.only_in_b]

@@ -104,7 +104,11 @@ def compare_chart(suite: Any, name_a: str, name_b: str, path: str | Path) -> Pat
         ValueError: no row has a ratio.
         OSError: the file can't be written.
     """
-    rows = [r for r in suite.rows if r.ratio is not None and math.isfinite(r.ratio.value)]
+    rows = [
+        r
+        for r in suite.rows
+        if r.ratio is not None and math.isfinite(r.ratio.value) and not r.is_memory
+    ]
     if not rows:
         raise ValueError("no compared row has a ratio to chart")
     names = [r.id if r.metric in ("time", "") else f"{r.id} {r.metric}" for r in rows]

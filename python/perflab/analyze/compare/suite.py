@@ -44,6 +44,7 @@ from collections.abc import Sequence
 
 from perflab.analyze.compare.counts import count_row, is_counted
 from perflab.analyze.compare.http import compare_http, compare_spans
+from perflab.analyze.compare.memory import memory_rows
 from perflab.analyze.compare.speed import (
     hold_verdicts,
     machine_speed,
@@ -68,6 +69,8 @@ from perflab.model import Benchmark, Results
 from perflab.model.comparison import (
     DEFAULT_PERCENTILES,
     DEFAULT_THRESHOLD,
+    MEMORY,
+    MEMORY_VERDICTS,
     SPEED_NORMALIZED,
     Row,
     SuiteComparison,
@@ -131,11 +134,32 @@ def compare_benchmark(
     (:func:`perflab.analyze.compare.counts.count_row`, at ``count_threshold``, None: from
     its layout bands); a counted command also on its seconds.
 
+    Memory figures both sides have follow the time rows
+    (:func:`perflab.analyze.compare.memory.memory_rows`: allocations, RSS peak and growth).
+
     Returns:
         One row (python, command) or several (http: per step and metric; trace: per
-        percentile of the span's durations);
+        percentile of the span's durations), then the memory rows;
         a "failed" row when the kinds differ.
     """
+    rows = _time_rows(
+        a, b, threshold, confidence, resamples, seed, percentiles, count_threshold, paired
+    )
+    return rows + memory_rows(a, b, threshold, confidence, resamples, seed)
+
+
+def _time_rows(
+    a: Benchmark,
+    b: Benchmark,
+    threshold: float,
+    confidence: float,
+    resamples: int,
+    seed: int,
+    percentiles: Sequence[float],
+    count_threshold: float | None,
+    paired: bool,
+) -> list[Row]:
+    """The time (or count) rows of :func:`compare_benchmark`."""
     if a.kind != b.kind:
         return [
             Row(
@@ -255,9 +279,14 @@ def compare_results(
 
 def _summarize(suite: SuiteComparison) -> None:
     """Fill q-values, counts, the geometric mean and suite-wide warnings."""
-    _apply_bh(suite.rows)
-    counted = [r for r in suite.rows if r.metric != SPEED_NORMALIZED]  # one verdict per metric
+    _apply_bh([r for r in suite.rows if not r.is_memory])  # two families, two corrections
+    _apply_bh([r for r in suite.rows if r.is_memory])
+    counted = [r for r in suite.rows if r.metric != SPEED_NORMALIZED and not r.is_memory]
     suite.counts = {v: sum(r.verdict == v for r in counted) for v in VERDICTS}
+    memory = [r for r in suite.rows if r.is_memory]
+    suite.memory_counts = (
+        {v: sum(r.verdict == v for r in memory) for v in MEMORY_VERDICTS} if memory else {}
+    )
     primary = [
         r for r in suite.rows if r.primary and r.ratio is not None and r.log_replicates is not None
     ]
@@ -276,6 +305,8 @@ def _summarize(suite: SuiteComparison) -> None:
 
 def _apply_bh(rows: list[Row]) -> None:
     """Benjamini–Hochberg over one p-value per test (rows sharing a test share its q)."""
+    if not rows:
+        return
     tests: dict[str, float] = {}
     for row in rows:
         tests.setdefault(row.test_key or row.id, row.p_value)
@@ -301,7 +332,11 @@ def _suite_warnings(suite: SuiteComparison, primary: list[Row]) -> list[str]:
 
 
 def _drift_warnings(suite: SuiteComparison) -> list[str]:
-    timed = [r for r in suite.rows if r.kind in ("python", "command") and r.ratio is not None]
+    timed = [
+        r
+        for r in suite.rows
+        if r.kind in ("python", "command") and r.ratio is not None and not r.is_memory
+    ]
     out = []
     for side in ("A", "B"):
         moved = [r.drift[side] for r in timed if side in r.drift]
@@ -318,8 +353,9 @@ def _drift_warnings(suite: SuiteComparison) -> list[str]:
 
 
 def fail_on_words() -> tuple[str, ...]:
-    """Words accepted by ``--fail-on``: the verdicts plus "missing" (ids only in A)."""
-    return (*VERDICTS, "missing")
+    """Words accepted by ``--fail-on``: the verdicts of time rows, "missing" (ids only in
+    A) and "memory" (a memory row reading more: allocations, RSS peak or growth)."""
+    return (*VERDICTS, "missing", MEMORY)
 
 
 def parse_fail_on(text: str) -> list[str]:

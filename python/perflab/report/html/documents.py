@@ -44,7 +44,7 @@ def compare_sections(document: dict[str, Any], name: str) -> list[Section]:
     suite = SuiteComparison.from_dict(document)
     name_a, name_b = str(document.get("a", "A")), str(document.get("b", "B"))
     section = Section(f"compare: {name}", _intro(document, "comparison", name), kind="compare")
-    summary, rows = comparison_tables(suite, name_a, name_b)
+    summary, rows, *memory = comparison_tables(suite, name_a, name_b)
     section.blocks.append(table_html(summary))
     data: list[dict[str, float | str]] = [
         {
@@ -56,9 +56,15 @@ def compare_sections(document: dict[str, Any], name: str) -> list[Section]:
             "ratio-high": r.ratio.ci_high if r.ratio else math.nan,
         }
         for r in suite.rows
+        if not r.is_memory
     ]
     section.blocks.append(table_html(rows, data, "compare"))
-    shown = [r for r in suite.rows if r.ratio is not None and math.isfinite(r.ratio.value)]
+    section.blocks += [table_html(table) for table in memory]  # allocations, RSS
+    shown = [
+        r
+        for r in suite.rows
+        if r.ratio is not None and math.isfinite(r.ratio.value) and not r.is_memory
+    ]
     if shown:
         labels = [r.id if r.metric in ("time", "") else f"{r.id} {r.metric}" for r in shown]
         section.blocks.append(
