@@ -85,10 +85,13 @@ def test_warnings_are_grouped_by_kind_with_the_advice_once() -> None:
     assert sum(line.startswith(("gzip: unstable", "zstd: unstable")) for line in verbose) == 2
 
 
-def test_a_lopsided_ci_prints_low_high_as_run_does() -> None:
-    """Issue 28 §3: "283 ms ± 79.6%" hid a CI of 161–611 ms; run prints low–high."""
+def test_a_lopsided_ci_prints_each_side_as_run_does() -> None:
+    """Issue 28 §3: "283 ms ± 79.6%" hid a CI of 161–611 ms; run prints each side
+    (issue 29 §1: as percentages of the value, "283 ms −43% +116%")."""
     (s,) = summarize_commands([bench("skewed", [160, 165, 170, 280, 283, 290, 600, 610, 620])])
     low, high = s.median.ci_low, s.median.ci_high
     assert abs((high - s.median_s) - (s.median_s - low)) > 0.25 * (high - low)
     cell = cmd_table([s]).rows[0][2]
-    assert "±" not in cell and "–" in cell and cell.endswith(")")
+    down, up = (s.median_s - low) / s.median_s, (high - s.median_s) / s.median_s
+    assert "±" not in cell
+    assert f"−{down * 100:.0f}%" in cell and f"+{up * 100:,.0f}%" in cell

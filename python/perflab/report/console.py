@@ -102,11 +102,22 @@ def min_widths(table: Table, key_floor: int = KEY_MIN_WIDTH) -> list[int]:
     return out
 
 
+def empty_notes(table: Table) -> set[int]:
+    """The NOTE columns with no text in any row: not printed (an empty column only
+    takes room from the figures)."""
+    return {
+        i
+        for i, rank in enumerate(_ranks(table))
+        if rank == NOTE and table.rows and not any(row[i].strip() for row in table.rows)
+    }
+
+
 def fit_columns(table: Table, width: int) -> tuple[list[int], list[int]]:
     """The columns shown at ``width`` terminal columns, and each column's narrowest width.
 
     Every column shows when the table fits with each column at its narrowest
-    (:func:`min_widths`; the SIMPLE_HEAVY box adds two spaces of padding per column, one
+    (:func:`min_widths`; a NOTE column with no text is left out, :func:`empty_notes`;
+    the SIMPLE_HEAVY box adds two spaces of padding per column, one
     between columns and one at each edge); otherwise columns fold away by rank, rank 1
     first (the rightmost first among equal ranks), until it fits or only KEY and NOTE
     columns are left. If those still don't fit, identifying text wraps narrower (down to
@@ -117,7 +128,7 @@ def fit_columns(table: Table, width: int) -> tuple[list[int], list[int]]:
     """
     ranks = _ranks(table)
     narrowest = min_widths(table)
-    shown = list(range(len(table.columns)))
+    shown = [i for i in range(len(table.columns)) if i not in empty_notes(table)]
     folding = sorted((i for i in shown if ranks[i] > 0), key=lambda i: (ranks[i], -i))
 
     def need() -> int:
@@ -154,7 +165,9 @@ def text_widths(
 
 def folded_line(table: Table, shown: Sequence[int], width: int) -> str | None:
     """The footer naming the columns folded away, and how to see them; None if none."""
-    hidden = [c for i, c in enumerate(table.columns) if i not in shown]
+    hidden = [
+        c for i, c in enumerate(table.columns) if i not in shown and i not in empty_notes(table)
+    ]
     if not hidden:
         return None
     return (
