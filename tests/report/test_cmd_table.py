@@ -28,7 +28,8 @@ def test_table_cells_footnotes_and_rss_floor() -> None:
     assert table.columns[:4] == ["command", "runs", "median ± CI", "user"]
     small_row, big_row = table.rows
     assert small_row[8] == "≤ 10.0 MB" and big_row[8] == "300 MB"
-    assert big_row[9].startswith("2.00×") and "spawn-bound" in small_row[-1]
+    assert big_row[9].startswith("2.00×") and "S" in small_row[-1].split()
+    assert any(line.startswith("notes: ") and "S spawn-bound" in line for line in table.footnotes)
     assert any(
         line.startswith("spawn overhead") and "not subtracted" in line for line in table.footnotes
     )
@@ -76,11 +77,12 @@ def test_warnings_are_grouped_by_kind_with_the_advice_once() -> None:
         precision=0.01,
     )
     notes = cmd_table(summaries).footnotes
-    unstable = [line for line in notes if "unstable" in line]
+    unstable = [line for line in notes if "unstable" in line and not line.startswith("notes: ")]
     assert len(unstable) == 1 and "gzip ±" in unstable[0] and "zstd ±" in unstable[0]
     assert unstable[0].count("close other programs") == 1
     assert sum("raise --budget or --max-runs" in line for line in notes) == 1
-    assert "unstable" in cmd_table(summaries).rows[0][-1]
+    assert "U" in cmd_table(summaries).rows[0][-1].split()  # its code, in the legend once
+    assert sum(line.startswith("notes: ") and "U unstable" in line for line in notes) == 1
     verbose = cmd_table(summaries, verbose=True).footnotes
     assert sum(line.startswith(("gzip: unstable", "zstd: unstable")) for line in verbose) == 2
 

@@ -29,6 +29,9 @@ PIPE_WIDTH = 120
 KEY_MIN_WIDTH = 30
 NOTE_MIN_WIDTH = 12
 DETAIL_MIN_WIDTH = 16
+#: The narrowest an identifying text column wraps to when nothing else is left to fold:
+#: a name wrapped over more lines beats a figure or ratio cut short.
+NAME_LAST_WIDTH = 6
 #: Print every column whatever the width (``--wide``); set by :func:`configure`.
 _WIDE = False
 #: Longest name (a table's first cell) the terminal shows whole, characters: a longer one
@@ -84,7 +87,8 @@ def min_widths(table: Table, key_floor: int = KEY_MIN_WIDTH) -> list[int]:
 
     Numbers (right-aligned) never wrap: their whole width. Text wraps, down to a floor
     by rank (``key_floor``, :data:`NOTE_MIN_WIDTH`, :data:`DETAIL_MIN_WIDTH`) but not
-    narrower than its longest word (up to ``key_floor``), so words are not broken;
+    narrower than its longest word (in the first column, the name, up to ``key_floor``), so
+    words are not broken;
     never wider than the column's natural width.
     """
     from rich.cells import cell_len
@@ -98,7 +102,8 @@ def min_widths(table: Table, key_floor: int = KEY_MIN_WIDTH) -> list[int]:
             continue
         floor = {KEY: key_floor, NOTE: NOTE_MIN_WIDTH}.get(ranks[i], DETAIL_MIN_WIDTH)
         word = max((cell_len(w) for c in _cells(table, i) for w in c.split()), default=1)
-        out.append(min(natural, max(floor, min(word, key_floor))))
+        # a name (the first column) may break a long word; a verdict or a note word not
+        out.append(min(natural, max(floor, min(word, key_floor) if i == 0 else word)))
     return out
 
 
@@ -121,7 +126,7 @@ def fit_columns(table: Table, width: int) -> tuple[list[int], list[int]]:
     between columns and one at each edge); otherwise columns fold away by rank, rank 1
     first (the rightmost first among equal ranks), until it fits or only KEY and NOTE
     columns are left. If those still don't fit, identifying text wraps narrower (down to
-    :data:`NOTE_MIN_WIDTH`) before rich has to squeeze anything.
+    :data:`NAME_LAST_WIDTH`) before rich has to squeeze anything.
 
     Returns:
         (indexes of the shown columns, the narrowest width of every column in cells).
@@ -137,7 +142,7 @@ def fit_columns(table: Table, width: int) -> tuple[list[int], list[int]]:
     while need() > width and folding:
         shown.remove(folding.pop(0))
     floor = KEY_MIN_WIDTH
-    while need() > width and floor > NOTE_MIN_WIDTH:
+    while need() > width and floor > NAME_LAST_WIDTH:
         floor -= 2
         narrowest = min_widths(table, floor)
     return shown, narrowest

@@ -60,6 +60,28 @@ def row_codes(summaries: Sequence[Any], outliers_over: float = 0.05) -> list[str
     return sorted(found, key=lambda c: (order.index(c) if c in order else 99, c))
 
 
+#: ``perflab cmd``'s codes: its stop reasons and caveats (:data:`perflab.analyze.cmd.CMD_CAVEATS`).
+CMD_CODES: dict[str, tuple[str, str]] = {
+    "B": ("budget hit", "the time budget ran out before the CI was as narrow as asked"),
+    "R": ("max runs", "--max-runs was reached before the CI was as narrow as asked"),
+    "I": ("interrupted", "stopped by Ctrl-C; the runs so far are kept"),
+    "U": ("unstable", "runs vary by more than 5% (MAD/median)"),
+    "O": ("outliers", "some runs are outliers (beyond 3 MAD of the median)"),
+    "S": ("spawn-bound", "starting an empty process takes a large share of the time measured"),
+}
+
+
+def legend(used: Sequence[str], codes: dict[str, tuple[str, str]], verbose: bool) -> str:
+    """The one legend line of the codes ``used``, in ``codes``' order."""
+    order = list(codes)
+    names = [
+        f"{c} {codes[c][0]}" if c in codes else c
+        for c in sorted(used, key=lambda c: order.index(c) if c in order else 99)
+    ]
+    more = "" if verbose else " (each explained in --verbose and in README's Reading the output)"
+    return "notes: " + " · ".join(names) + more
+
+
 def finish(tables: Sequence[Table], spreads: Sequence[float], verbose: bool = False) -> None:
     """Turn the notes columns of ``tables`` (cells of space-separated codes and words) into
     their final form, in place: a code on every measured row (two rows or more) is taken
@@ -90,20 +112,7 @@ def finish(tables: Sequence[Table], spreads: Sequence[float], verbose: bool = Fa
         return
     lines = _whole_run(everywhere, spreads)
     if used:
-        order = list(CODES)
-        legend = [
-            f"{c} {CODES[c][0]}" if c in CODES else c
-            for c in sorted(used, key=lambda c: order.index(c) if c in order else 99)
-        ]
-        lines.append(
-            "notes: "
-            + " · ".join(legend)
-            + (
-                ""
-                if verbose
-                else " (each explained in --verbose and in README's Reading the output)"
-            )
-        )
+        lines.append(legend(used, CODES, verbose))
     tables[-1].footnotes += lines
 
 
