@@ -36,3 +36,43 @@ def test_only_the_first_repetition_records_a_first_call() -> None:
     assert bench.processes[0].cold_ns is not None and bench.processes[0].cold_ns > 0
     assert [p.cold_ns for p in bench.processes[1:]] == [None, None]
     assert all(p.samples for p in bench.processes)  # the rest of the sequence still ran
+
+
+def test_the_calling_process_heap_is_frozen_while_measuring() -> None:
+    """issue 29 §7: the allocation pass's gc.collect() walked the whole pytest heap (~120 ms
+    each, 7 of 10 s for three tiny tests); the heap is frozen for the measurement and
+    unfrozen after it, and a freeze the caller made is left as it was."""
+    import gc
+
+    seen: list[int] = []
+
+    def probe() -> int:
+        seen.append(gc.get_freeze_count())
+        return 1
+
+    settings = Settings(
+        precision=0.5,
+        budget_s=30,
+        min_processes=1,
+        max_processes=1,
+        process_seconds=0.01,
+        warmup_max_s=0.02,
+        allocations=True,
+    )
+    timer = clocks.measure_timer()
+    for caller_froze in (False, True):
+        seen.clear()
+        if caller_froze:
+            gc.freeze()
+        before = gc.get_freeze_count()
+        Runner(
+            "<test>",
+            [Case(BenchSpec(probe, "probe", ""), {}, 0)],
+            settings,
+            max(timer.min_sample_ns, settings.min_sample_ns),
+            timer.error_ns,
+            backend=InProcessBackend(probe),
+        ).run()
+        assert seen and min(seen) > 0
+        assert (gc.get_freeze_count() > 0) == caller_froze == (before > 0)
+        gc.unfreeze()
