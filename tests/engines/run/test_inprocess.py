@@ -9,19 +9,22 @@ from perflab.engines.run.runner import Runner, Settings
 from perflab.engines.run.suite import BenchSpec, Case
 
 
+def _settings(processes: int, **given: object) -> Settings:
+    """Short repetitions: ``processes`` of them, a loose precision, a long budget."""
+    return Settings(
+        precision=0.5,
+        budget_s=30,
+        min_processes=processes,
+        max_processes=processes,
+        **given,  # type: ignore[arg-type]
+    )
+
+
 def test_only_the_first_repetition_records_a_first_call() -> None:
     backend = InProcessBackend(sum, (range(50),))
     # short repetitions, no allocation pass: what is checked is which repetition records
     # a first call, not what the samples read
-    settings = Settings(
-        precision=0.5,
-        budget_s=30,
-        min_processes=3,
-        max_processes=3,
-        process_seconds=0.02,
-        warmup_max_s=0.05,
-        allocations=False,
-    )
+    settings = _settings(processes=3, process_seconds=0.02, warmup_max_s=0.05, allocations=False)
     timer = clocks.measure_timer()
     runner = Runner(
         "<test>",
@@ -50,15 +53,7 @@ def test_the_calling_process_heap_is_frozen_while_measuring() -> None:
         seen.append(gc.get_freeze_count())
         return 1
 
-    settings = Settings(
-        precision=0.5,
-        budget_s=30,
-        min_processes=1,
-        max_processes=1,
-        process_seconds=0.01,
-        warmup_max_s=0.02,
-        allocations=True,
-    )
+    settings = _settings(processes=1, process_seconds=0.01, warmup_max_s=0.02, allocations=True)
     timer = clocks.measure_timer()
     for caller_froze in (False, True):
         seen.clear()
