@@ -28,6 +28,7 @@ from perflab.analyze.http import (
     slo_text,
 )
 from perflab.model import Results
+from perflab.report.slo_checks import slo_lines
 from perflab.report.table import KEY, NOTE, Table
 from perflab.units import format_bytes, format_time
 
@@ -152,6 +153,7 @@ def sweep_table(sweep: Sweep, notes: Sequence[str] = ()) -> Table:
     table.rows = [_row(s, server) for s in summaries]
     table.footnotes = [
         *_capacity_lines(sweep),
+        *slo_lines(summaries, sweep.slo),
         *notes,
         *_problem_lines(summaries),
         *_legend(summaries, sweep.slo),
