@@ -89,7 +89,7 @@ def cmd_table(
     A max RSS within 5% of ``rss_floor_bytes`` (what an empty process reads)
     is shown as "≤ floor": the true value is somewhere below. On a narrow terminal
     the columns fold away in this order: CPU/wall, system, user, real, total, max RSS,
-    runs, × fastest. ``overhead``: the run's spawn overhead, named in a footnote
+    runs; × fastest (the ratio the verdict reads) always shows. ``overhead``: the run's spawn overhead, named in a footnote
     (:func:`perflab.analyze.cmd.spawn_overhead`). Caveats are grouped by kind, one line
     each naming the commands with the advice once, or one line per command and caveat
     with ``verbose`` (as ``run``'s, :func:`perflab.report.run_table.caveat_lines`).

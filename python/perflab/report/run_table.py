@@ -68,7 +68,8 @@ def group_table(
     unless ``verbose``; ``threshold`` (of the verdicts) is named in their footnote.
     On a narrow terminal columns fold away in this order: per
     1,000 ops, GC/1k ops, kept blocks/op, peak/op, allocs/op, allocated/op, CPU/wall, each metric's × best,
-    ops/s, each metric, × best, × baseline (the verdict always shows). ``in_process``: ids
+    ops/s, each metric, × best; the ratio the verdict reads (× baseline, or × best
+    without a baseline) and the verdict always show. ``in_process``: ids
     measured in the calling process (the pytest plugin's default mode), whose cold call is
     not a fresh process's.
     """
@@ -336,7 +337,7 @@ def staged_table(
     total ± CI, CPU/wall (of all stages), × best (of the total), allocated/op and
     allocs/op (all stages' allocations per op, summed; only when counted), notes. On a narrow
     terminal they fold away in this order: each metric's × best, CPU/wall, allocs/op,
-    the stages (last first), allocated/op, each metric, × best.
+    the stages (last first), allocated/op, each metric (× best always shows).
     """
     metrics = sorted({k for r in rows for k in r.metrics})
     columns = ["name"]
