@@ -28,6 +28,7 @@ from perflab.analyze.http import (
     slo_text,
 )
 from perflab.model import Results
+from perflab.report.http_status import status_table
 from perflab.report.slo_checks import slo_lines
 from perflab.report.table import KEY, NOTE, Table
 from perflab.units import format_bytes, format_time
@@ -223,12 +224,13 @@ def print_http(results: Results, sweep: Sweep, fmt: str) -> None:
 
 
 def http_tables(results: Results, sweep: Sweep) -> list[Table]:
-    """The sweep table, the Server-Timing breakdown, then a distributed run's per-agent
-    table."""
+    """The sweep table, the responses by status and error (when some failed), the
+    Server-Timing breakdown, then a distributed run's per-agent table."""
     from perflab.report.server_timing_table import server_timing_tables
 
     return [
         sweep_table(sweep, results_notes(results)),
+        *status_table(sweep.steps),
         *server_timing_tables(results, sweep),
         *agents_tables(results, sweep),
     ]
