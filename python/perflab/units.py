@@ -52,6 +52,21 @@ def format_time(seconds: float, unit: tuple[str, float] | None = None, digits: i
     return f"{significant(seconds / scale, digits)} {name}"
 
 
+def format_span(seconds: float) -> str:
+    """A wall-clock span for a person planning their time, to the nearest second (or
+    minute past an hour): "45 s", "1 min 30 s", "2 h 5 min"; "–" for NaN."""
+    if not math.isfinite(seconds):
+        return "–"
+    whole = max(0, round(seconds))
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        minutes, rest = divmod(whole, 60)
+        return f"{minutes} min" + (f" {rest} s" if rest else "")
+    hours, rest = divmod(round(whole / 60), 60)
+    return f"{hours} h" + (f" {rest} min" if rest else "")
+
+
 def format_bytes(n: float | None) -> str:
     """Format a byte count with binary-free SI-ish units (B, kB, MB, GB), "–" for None."""
     if n is None or (isinstance(n, float) and math.isnan(n)):
@@ -75,8 +90,9 @@ def format_quantity(value: float | None, unit: str = "") -> str:
 
 def format_reference(loops: float) -> str:
     """Format a speed-normalized cost (CPU time ÷ the machine-speed reference loop's time,
-    unitless: how many reference loops one op costs) to 3 significant digits: 100, 27.5."""
-    return f"{loops:,.3g}"
+    unitless: how many reference loops one op costs) to 3 significant digits: 100, 27.5,
+    1,270 (never an exponent)."""
+    return significant(loops, 3)
 
 
 def format_rate(per_second: float) -> str:
@@ -95,13 +111,27 @@ def _ratio_digits(value: float) -> str:
 
 
 def format_ratio(ratio: float, low: float | None = None, high: float | None = None) -> str:
-    """Format a ratio with an optional CI: ``1.23× (1.20–1.26)``."""
+    """Format a ratio with an optional CI: ``1.23× (1.20–1.26)``; ``1.56× (CI 2,300×
+    wide)`` when its ends are over :data:`WIDE_CI` times apart."""
     if ratio is None or math.isnan(ratio):
         return "–"
     text = f"{_ratio_digits(ratio)}×"
     if low is not None and high is not None and math.isfinite(low) and math.isfinite(high):
+        if low > 0 and high / low > WIDE_CI:
+            return f"{text} ({ci_width(high / low)})"
         text += f" ({_ratio_digits(low)}–{_ratio_digits(high)})"
     return text
+
+
+#: a CI whose high end is over this many times its low end is not printed as two figures
+#: ("98.7 ns–280 s" or "0.00103–2,378" read as nothing): its width is named instead
+WIDE_CI = 30.0
+
+
+def ci_width(factor: float) -> str:
+    """How wide a CI is whose high end is ``factor`` times its low end, in words for a
+    cell: "CI 570× wide", "CI over a million times wide"."""
+    return f"CI {significant(factor, 2)}× wide" if factor < 1e6 else "CI over a million times wide"
 
 
 def parse_duration(text: str, option: str = "duration") -> float:

@@ -231,3 +231,49 @@ def test_parameter_step_size_and_shell_as_hyperfine_spells_them(
     assert twice.returncode == 2 and "-D" in twice.stderr
     alone = perflab_cli("cmd", "-r", "2", "-D", "2", "true", "--quiet", "--json", str(out))
     assert alone.returncode == 2 and "-D" in alone.stderr and "-P" in alone.stderr
+
+
+def test_hyperfines_output_options(tmp_path: Path, perflab_cli: Any) -> None:
+    """issue 29 §6: -u/--time-unit, --style, --sort, --output, --export-asciidoc,
+    --export-orgmode and --shell=none as hyperfine spells them."""
+    adoc, org, out = tmp_path / "t.adoc", tmp_path / "t.org", tmp_path / "r.json"
+    result = perflab_cli(
+        "cmd",
+        "--shell=none",
+        "-r",
+        "3",
+        "-u",
+        "microsecond",
+        "--style",
+        "basic",
+        "--sort",
+        "mean-time",
+        "--output",
+        "null",
+        "sleep 0.02",
+        "true",
+        "--export-asciidoc",
+        str(adoc),
+        "--export-orgmode",
+        str(org),
+        "--json",
+        str(out),
+        "--format",
+        "markdown",
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(out.read_text())["settings"]["shell"] is None
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| true")]
+    rows += [line for line in result.stdout.splitlines() if line.startswith("| sleep")]
+    assert len(rows) == 2 and result.stdout.index("| true") < result.stdout.index("| sleep")
+    assert " ms" not in rows[1] and "µs" in rows[1]  # 20 ms printed as 20,000 µs
+    text = adoc.read_text()
+    assert text.startswith("// perflab cmd") and "|===" in text and "| sleep 0.02" in text
+    text = org.read_text()
+    assert text.startswith("# perflab cmd") and "|---" in text and "| sleep 0.02 |" in text
+    quiet = perflab_cli("cmd", "-r", "2", "true", "--style", "none", "--json", str(out))
+    assert quiet.returncode == 0 and quiet.stdout == ""
+    for where, word in (("pipe", "--output inherit"), (str(tmp_path / "o.txt"), "redirect")):
+        refused = perflab_cli("cmd", "-r", "2", "true", "--output", where)
+        assert refused.returncode == 2 and word in refused.stderr
+        assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr

@@ -57,8 +57,7 @@ def test_flagged_samples_are_kept_in_the_file_and_excluded_with_a_note(
     ]
     done = perflab_cli("show", str(path))
     assert done.returncode == 0, done.stderr
-    assert "samples excluded (the clocks disagreed during these samples" in done.stdout
-    assert ": f 3; check this machine with perflab doctor" in done.stdout
+    assert "S samples excluded" in done.stdout  # its code, in the one legend line
     verbose = perflab_cli("show", str(path), "--verbose")
     assert (
         "f: 3 samples excluded: the clocks disagreed during them; check this machine"

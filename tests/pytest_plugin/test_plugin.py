@@ -66,7 +66,7 @@ def test_in_process_mode_reports_its_first_call_not_a_cold_one(pytester):
             perflab_bench(sum, range(100))
     """)
     out = pytester.path / "r.json"
-    result = pytester.runpytest(*FAST, f"--perflab-json={out}")
+    result = pytester.runpytest(*FAST, "-v", f"--perflab-json={out}")  # -v: the lists
     result.assert_outcomes(passed=1)
     processes = _bench(_results(out), "test_sum")["processes"]
     assert processes[0]["cold_ns"] > 0

@@ -28,7 +28,8 @@ def test_table_cells_footnotes_and_rss_floor() -> None:
     assert table.columns[:4] == ["command", "runs", "median ± CI", "user"]
     small_row, big_row = table.rows
     assert small_row[8] == "≤ 10.0 MB" and big_row[8] == "300 MB"
-    assert big_row[9].startswith("2.00×") and "spawn-bound" in small_row[-1]
+    assert big_row[9].startswith("2.00×") and "S" in small_row[-1].split()
+    assert any(line.startswith("notes: ") and "S spawn-bound" in line for line in table.footnotes)
     assert any(
         line.startswith("spawn overhead") and "not subtracted" in line for line in table.footnotes
     )
@@ -76,19 +77,23 @@ def test_warnings_are_grouped_by_kind_with_the_advice_once() -> None:
         precision=0.01,
     )
     notes = cmd_table(summaries).footnotes
-    unstable = [line for line in notes if "unstable" in line]
+    unstable = [line for line in notes if "unstable" in line and not line.startswith("notes: ")]
     assert len(unstable) == 1 and "gzip ±" in unstable[0] and "zstd ±" in unstable[0]
     assert unstable[0].count("close other programs") == 1
     assert sum("raise --budget or --max-runs" in line for line in notes) == 1
-    assert "unstable" in cmd_table(summaries).rows[0][-1]
+    assert "U" in cmd_table(summaries).rows[0][-1].split()  # its code, in the legend once
+    assert sum(line.startswith("notes: ") and "U unstable" in line for line in notes) == 1
     verbose = cmd_table(summaries, verbose=True).footnotes
     assert sum(line.startswith(("gzip: unstable", "zstd: unstable")) for line in verbose) == 2
 
 
-def test_a_lopsided_ci_prints_low_high_as_run_does() -> None:
-    """Issue 28 §3: "283 ms ± 79.6%" hid a CI of 161–611 ms; run prints low–high."""
+def test_a_lopsided_ci_prints_each_side_as_run_does() -> None:
+    """Issue 28 §3: "283 ms ± 79.6%" hid a CI of 161–611 ms; run prints each side
+    (issue 29 §1: as percentages of the value, "283 ms −43% +116%")."""
     (s,) = summarize_commands([bench("skewed", [160, 165, 170, 280, 283, 290, 600, 610, 620])])
     low, high = s.median.ci_low, s.median.ci_high
     assert abs((high - s.median_s) - (s.median_s - low)) > 0.25 * (high - low)
     cell = cmd_table([s]).rows[0][2]
-    assert "±" not in cell and "–" in cell and cell.endswith(")")
+    down, up = (s.median_s - low) / s.median_s, (high - s.median_s) / s.median_s
+    assert "±" not in cell
+    assert f"−{down * 100:.0f}%" in cell and f"+{up * 100:,.0f}%" in cell

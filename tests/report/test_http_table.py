@@ -23,6 +23,7 @@ SNAPSHOT = """\
 | 3,000/s | 3,000/s | – | 0 | 0 | 500 µs | 1.00 ms | 2.00 ms | 3.00 ms | 4.00 ms | 100 µs | 0 of 64 | generator-limited: engine thread 97% busy |
 
 - capacity estimate: 1,000 requests/s offered (achieved 1,000/s, p99 2.00 ms), the heaviest ok step
+- SLO p99 ≤ 100 ms: 1,000/s ✓ 2.00 ms, 2,000/s ✓ 2.00 ms, 3,000/s ✓ 2.00 ms
 - a note
 - 2,000/s: failed requests: 200 read timeout, 300× status 503
 - 3,000/s: 42 requests were due but never sent: every connection was busy until the step ended

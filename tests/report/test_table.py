@@ -15,9 +15,13 @@ from tests.conftest import lognormal_groups, make_bench
 from tests.engines.run.test_threads import threaded_bench
 
 
-def test_an_asymmetric_ci_is_printed_low_to_high() -> None:
-    """issue 11: "663 ns ± 546.5%" for a CI of 585 ns–7.83 µs."""
-    assert estimate_cell(663e-9, 585e-9, 7.83e-6) == "663 ns (585 ns–7.83 µs)"
+def test_an_asymmetric_ci_is_printed_side_by_side() -> None:
+    """issue 11: "663 ns ± 546.5%" for a CI of 585 ns–7.83 µs; issue 29: each side as a
+    percentage of the value, and a CI whose ends are over 30× apart named by its width
+    ("98.7 ns–280 s" read as nothing)."""
+    assert estimate_cell(663e-9, 585e-9, 7.83e-6) == "663 ns −12% +1,081%"
+    assert estimate_cell(1e-3, 98.7e-9, 280.0) == "1.00 ms (CI over a million times wide)"
+    assert estimate_cell(1e-3, 0.1e-3, 5e-3) == "1.00 ms (CI 50× wide)"
     assert estimate_cell(1e-3, 0.99e-3, 1.01e-3) == "1.00 ms ± 1.0%"
     # a small asymmetry in a tight CI still reads as ± (sides 0.8% and 1.2%)
     assert estimate_cell(1e-3, 0.992e-3, 1.012e-3) == "1.00 ms ± 1.0%"
@@ -134,7 +138,9 @@ def test_the_footnotes_say_which_mode_made_each_count() -> None:
     names them as such (issue 16: say in the table which mode produced each number)."""
     here = make_bench("here", lognormal_groups(1e-6, 3, 10, seed=1))
     fresh = make_bench("fresh", lognormal_groups(1e-6, 3, 10, seed=2))
-    table = group_table("g", summarize_group([here, fresh], seed=0), in_process={"g/here"})
+    summaries = summarize_group([here, fresh], seed=0)
+    assert not any(line.startswith("processes ×") for line in group_table("g", summaries).footnotes)
+    table = group_table("g", summaries, verbose=True, in_process={"g/here"})  # a long list
     [counts] = [line for line in table.footnotes if line.startswith("processes ×")]
     assert "fresh 3×10" in counts and "here" not in counts
     [reps] = [line for line in table.footnotes if line.startswith("in-process repetitions")]

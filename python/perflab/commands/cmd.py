@@ -19,6 +19,7 @@ from perflab.commands.options import Commands as _Commands
 from perflab.commands.options import IgnoreFailure as _IgnoreFailure
 from perflab.commands.options import Scan as _Scan
 from perflab.errors import UsageError, option_name
+from perflab.report import hyperfine_habits
 from perflab.report.notice import tell
 from perflab.units import parse_positive_duration
 
@@ -35,9 +36,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--shell",
-        action="store_true",
-        help="run commands through a shell (default: no shell, split like sh)",
+        nargs="?",
+        const="default",
+        dest="shell_option",
+        metavar="SHELL",
+        help="run commands through a shell (sh, or SHELL; 'none': no shell, as hyperfine's "
+        "--shell=none; default: no shell, split like sh)",
     )
+    hyperfine_habits.add_arguments(parser)
     parser.add_argument(
         "-N",
         "--no-shell",
@@ -344,16 +350,18 @@ def _specs(args: argparse.Namespace) -> list[Any]:
 
 
 def _shell_option(args: argparse.Namespace) -> None:
-    """hyperfine's ``-S SHELL`` onto perflab's options: ``none`` is -N, ``default`` the
-    shell sh, anything else the shell at that name or path (--shell --shell-path)."""
+    """hyperfine's ``-S SHELL`` / ``--shell[=SHELL]`` onto perflab's options: ``none`` is
+    -N, ``default`` (or a bare --shell) --shell-path, anything else the shell at that
+    name or path."""
     choice = args.shell_option
+    args.shell = False
     if choice is None:
         return
     if choice.strip() == "none":
         args.no_shell = True
     else:
         args.shell = True
-        args.shell_path = "sh" if choice.strip() == "default" else choice
+        args.shell_path = args.shell_path if choice.strip() == "default" else choice
 
 
 def _check_input(path: str | None) -> None:
@@ -393,6 +401,7 @@ def main(args: argparse.Namespace) -> int:
     from perflab.model import Results
     from perflab.units import parse_bytes
 
+    hyperfine_habits.apply(args)
     specs = _specs(args)
     settings = _settings(args, specs)
     threshold = parse_threshold(args.threshold)
@@ -517,10 +526,11 @@ def _exports(args: argparse.Namespace, others: list[Any]) -> dict[str, Any]:
         if args.export_json is not None
         else {}
     )  # no alias: --json is the results file
-    return {
+    base = {
         **json_to,
         **outputs.check(args, "--export-{kind}", "export_{kind}", [*others, *json_to.values()]),
     }
+    return {**base, **hyperfine_habits.check_exports(args, [*others, *base.values()])}
 
 
 def _progress(precision: float, quiet: bool) -> Any:
@@ -552,6 +562,8 @@ def _save_and_print(
     # compact JSON: the C encoder keeps saving thousands of runs fast
     later.run(model.save, results, destination, {s.id: s.to_dict() for s in summaries}, indent=None)
     exports = dict(exports)
+    habits = {k: exports.pop(k) for k in list(exports) if k in hyperfine_habits.EXPORTS}
+    hyperfine_habits.write_exports(later, habits, lambda: cmd_tables(results, summaries, overhead))
     if "json" in exports:
         later.run(
             save,
@@ -566,7 +578,7 @@ def _save_and_print(
         lambda: cmd_tables(results, summaries, overhead),
         lambda: summary_records(summaries),
     )
-    if not destination.stdout:
+    if not destination.stdout and hyperfine_habits.prints_table(args):
         print_cmd(results, summaries, overhead, args.format, args.verbose)
         print_counts(count_figures(results.benchmarks), results.benchmarks, args.format)
     record_results(

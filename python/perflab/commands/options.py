@@ -194,3 +194,39 @@ def add_from_argument(parser: argparse.ArgumentParser) -> None:
         "the format (perflab, pyperf, hyperfine --export-json, "
         "pytest-benchmark --benchmark-json/autosave)",
     )
+
+
+# --quick and the time estimate (perflab run): pyperf's --fast is the model of the preset;
+# hyperfine and criterion print an estimate before they start.
+#: ``--quick``: the options it sets (those the user gave win), and their defaults
+QUICK = {"budget": "2s", "min_processes": 3, "max_processes": 6, "process_time": "50ms"}
+#: a benchmark's time outside its sampling budget, roughly: the cold-call and allocation
+#: passes' worker processes and the setup they run (seconds, for the estimate)
+START_S = 0.6
+_DEFAULTS = {"budget": "10s", "min_processes": None, "max_processes": 60, "process_time": "100ms"}
+
+
+def apply_quick(args: argparse.Namespace) -> None:
+    """``--quick``: each option of :data:`QUICK` the user left at its default takes the
+    quick value."""
+    if getattr(args, "quick", False):
+        for name, value in QUICK.items():
+            if getattr(args, name) == _DEFAULTS[name]:
+                setattr(args, name, value)
+
+
+def time_estimate(cases: int, budget_s: float, process_s: float, min_processes: int) -> str:
+    """The line printed before a run starts: the most it can take (each benchmark stops at
+    its budget; the last process may overrun it by one process's sampling time; plus
+    :data:`START_S` each) and the least (``min_processes`` processes each). E.g. "≈ 20 s–1 min 32 s: 9 benchmarks ×
+    10 s budget (sooner where the precision is reached first)"."""
+    from perflab.units import format_span
+
+    most = cases * (budget_s + process_s + START_S)
+    least = cases * (min(budget_s, min_processes * process_s) + START_S)
+    word = "benchmark" if cases == 1 else "benchmarks"
+    return (
+        f"≈ {format_span(least)}–{format_span(most)}: {cases} {word} × "
+        f"{format_span(budget_s)} budget (sooner where the precision is reached first; "
+        "--quick for a first look)"
+    )

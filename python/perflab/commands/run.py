@@ -10,6 +10,8 @@ import sys
 from typing import Any
 
 from perflab import redact
+from perflab.commands import options as quick
+from perflab.commands.options import apply_quick
 from perflab.errors import UsageError
 from perflab.report.notice import tell
 from perflab.units import parse_positive_duration
@@ -37,6 +39,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="target 95%% CI half-width of each median, e.g. 1%% or 0.5%% (default 1%%)",
     )
     parser.add_argument("--budget", default="10s", help="time budget per benchmark (10s)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a first look in a fraction of the time (as pyperf's --fast): "
+        f"--budget {quick.QUICK['budget']}, --min-processes "
+        f"{quick.QUICK['min_processes']}, --max-processes {quick.QUICK['max_processes']}, "
+        f"--process-time {quick.QUICK['process_time']} unless given; wider CIs, and the table says it was quick",
+    )
     parser.add_argument(
         "--timeout",
         default="60s",
@@ -177,6 +187,7 @@ def parse_precision(text: str) -> float:
 def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from perflab.engines.run.runner import Settings
 
+    apply_quick(args)
     count_processes = _count_options(args)
     if args.min_processes is None:
         args.min_processes = min(DEFAULT_MIN_PROCESSES, args.max_processes)
@@ -317,8 +328,16 @@ def _main(args: argparse.Namespace, stack: Any) -> int:
             "timer": timer.to_dict(),
             "sample_target_ns": target_ns,
             "threshold": gate[0],
+            **({"quick": True} if args.quick else {}),
         },
     )
+    if not args.quiet and not settings.count:
+        sys.stderr.write(
+            quick.time_estimate(
+                len(cases), settings.budget_s, settings.process_seconds, settings.min_processes
+            )
+            + "\n"
+        )
     progress = _progress(settings.precision, args.quiet)
     with StopSignals() as stop:
         with progress:
@@ -540,9 +559,13 @@ def _timed_outputs(results, args):  # type: ignore[no-untyped-def]
     grouped, groups, threshold = figures.grouped, figures.groups, figures.threshold
     return (
         {s.id: s.to_dict() for group in grouped.values() for s in group},
-        lambda: run_output_tables(groups, figures.memory, args.verbose, threshold),
+        lambda: run_output_tables(
+            groups, figures.memory, args.verbose, threshold, quick=args.quick
+        ),
         lambda: run_output_records(groups, figures.memory),
-        lambda: print_run(groups, args.format, args.verbose, threshold, memory=figures.memory),
+        lambda: print_run(
+            groups, args.format, args.verbose, threshold, memory=figures.memory, quick=args.quick
+        ),
         [s for group in grouped.values() for s in group],
     )
 

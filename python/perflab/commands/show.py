@@ -169,6 +169,7 @@ def _show_run(results: Any, figures: Any, args: argparse.Namespace) -> None:
         figures.threshold,
         in_process_ids(results.settings),
         figures.memory,
+        quick=bool(results.settings.get("quick")),
     )
 
 

@@ -201,6 +201,7 @@ def _session(config: pytest.Config) -> Any:
             options["gate"],
             ["pytest", *config.invocation_params.args],
             history_db=_history_db(config),
+            verbose=config.get_verbosity() > 0,
         )
     return options["session"]
 

@@ -58,6 +58,7 @@ class SessionResults:
         modes: benchmark id → "in-process" or "fresh processes".
         history_db: the history database saved results are recorded in
             (:func:`perflab.history.record.database`), or None: recording is off.
+        verbose: pytest's ``-v``: the table's per-benchmark lists too (as ``--verbose``).
     """
 
     settings: Any
@@ -71,6 +72,7 @@ class SessionResults:
     pedantic: list[str] = field(default_factory=list)
     modes: dict[str, str] = field(default_factory=dict)
     history_db: Path | None = None
+    verbose: bool = False
     started: str = field(
         default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     )
@@ -138,6 +140,7 @@ class SessionResults:
             print_run(
                 run_groups(results.benchmarks, grouped),
                 "table",
+                verbose=self.verbose,
                 in_process=in_process_ids(results.settings),
             )
         later.raise_()

@@ -11,30 +11,51 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from perflab.analyze.cmd import CMD_CAVEATS, STOP_WORDS, CommandSummary, SpawnOverhead
+from perflab.analyze.cmd import CMD_CAVEATS, CommandSummary, SpawnOverhead
 from perflab.model import Results
+from perflab.report.notes import CMD_CODES, legend
 from perflab.report.run_table import caveat_lines
 from perflab.report.table import KEY, NOTE, Table, estimate_cell
 from perflab.units import format_bytes, format_ratio, format_time
 
-_NOTE = {"unstable": "unstable", "near the spawn cost": "spawn-bound"}
+#: hyperfine's -u and --sort mean-time (:func:`configure`)
+_TIME_UNIT: tuple[str, float] | None = None
+_SORT_BY_TIME = False
+
+
+def configure(time_unit: tuple[str, float] | None = None, sort_by_time: bool = False) -> None:
+    """This process's cmd tables: every time in ``time_unit`` ((name, seconds per unit),
+    hyperfine's ``-u``; None: each in its own), rows sorted by median when
+    ``sort_by_time`` (hyperfine's ``--sort mean-time``; else the commands' order)."""
+    global _TIME_UNIT, _SORT_BY_TIME
+    _TIME_UNIT, _SORT_BY_TIME = time_unit, sort_by_time
+
+
+def _t(seconds: float) -> str:
+    return format_time(seconds, _TIME_UNIT)
 
 
 def _median_cell(s: CommandSummary) -> str:
     """``283 ms ± 2.1%``, or ``283 ms (161 ms–611 ms)`` for a lopsided CI, as run prints."""
-    return estimate_cell(s.median_s, s.median.ci_low, s.median.ci_high) if s.ok else "–"
+    return estimate_cell(s.median_s, s.median.ci_low, s.median.ci_high, _t) if s.ok else "–"
 
 
 def _real_cell(s: CommandSummary) -> str:
-    return f"{format_time(s.real_s)} ± {format_time(s.std_s)}" if s.ok else "–"
+    return f"{_t(s.real_s)} ± {_t(s.std_s)}" if s.ok else "–"
+
+
+_CODES = {"budget": "B", "max-runs": "R", "interrupted": "I"}
 
 
 def _notes(s: CommandSummary) -> str:
-    parts = [STOP_WORDS.get(s.stop_reason, s.stop_reason)]
-    parts += ["reference"] if s.reference else []
-    parts += [f"{s.outliers} outliers"] if s.outliers else []
-    parts += [_NOTE[c.kind] for c in s.warnings if c.kind in _NOTE]
-    return ", ".join(p for p in parts if p)
+    """Short codes (:data:`perflab.report.notes.CMD_CODES`, one legend under the table)."""
+    if s.stop_reason == "failed":
+        return "FAILED"
+    codes = [_CODES[s.stop_reason]] if s.stop_reason in _CODES else []
+    codes += ["U"] if any(c.kind == "unstable" for c in s.warnings) else []
+    codes += ["O"] if s.outliers else []
+    codes += ["S"] if any(c.kind == "near the spawn cost" for c in s.warnings) else []
+    return " ".join(codes)
 
 
 COLUMNS = [
@@ -68,12 +89,14 @@ def cmd_table(
     A max RSS within 5% of ``rss_floor_bytes`` (what an empty process reads)
     is shown as "≤ floor": the true value is somewhere below. On a narrow terminal
     the columns fold away in this order: CPU/wall, system, user, real, total, max RSS,
-    runs, × fastest. ``overhead``: the run's spawn overhead, named in a footnote
+    runs; × fastest (the ratio the verdict reads) always shows. ``overhead``: the run's spawn overhead, named in a footnote
     (:func:`perflab.analyze.cmd.spawn_overhead`). Caveats are grouped by kind, one line
     each naming the commands with the advice once, or one line per command and caveat
     with ``verbose`` (as ``run``'s, :func:`perflab.report.run_table.caveat_lines`).
     """
     settings = settings or {}
+    if _SORT_BY_TIME:
+        summaries = sorted(summaries, key=lambda s: s.median_s if s.ok else math.inf)
     columns = list(COLUMNS)
     if settings.get("reference") is not None:
         columns[9] = "× reference"
@@ -81,11 +104,14 @@ def cmd_table(
         _title(settings),
         columns,
         align=["l"] + ["r"] * 9 + ["l", "l"],
-        fold=[KEY, 7, KEY, 3, 2, 5, 4, 1, 6, 8, KEY, NOTE],
+        fold=[KEY, 7, KEY, 3, 2, 5, 4, 1, 6, KEY, KEY, NOTE],
     )
     for s in summaries:
         table.rows.append(_row(s, rss_floor_bytes))
     table.footnotes = _footnotes(summaries, overhead, settings, verbose)
+    used = sorted({c for row in table.rows for c in row[-1].split() if c in CMD_CODES})
+    if used:
+        table.footnotes.append(legend(used, CMD_CODES, verbose))
     if rss_floor_bytes:
         table.footnotes.append(
             f"max RSS can't read below {format_bytes(rss_floor_bytes)}: "
@@ -146,15 +172,13 @@ def _rss_cell(s: CommandSummary, floor: int | None) -> str:
 def _row(s: CommandSummary, rss_floor_bytes: int | None = None) -> list[str]:
     runs = f"{s.runs}" + (f" +{s.failed} failed" if s.failed else "")
     cells = [s.label, runs, _median_cell(s)]
-    cells += [
-        format_time(v) if s.ok and math.isfinite(v) else "–" for v in (s.user_s, s.sys_s, s.total_s)
-    ]
+    cells += [_t(v) if s.ok and math.isfinite(v) else "–" for v in (s.user_s, s.sys_s, s.total_s)]
     cells += [
         _real_cell(s),
         f"{s.cpu_wall:.2f}" if math.isfinite(s.cpu_wall) else "–",
         _rss_cell(s, rss_floor_bytes),
         _ratio_cell(s),
-        s.verdict or "–",
+        s.verdict or ("reference" if s.reference else "–"),
         _notes(s),
     ]
     return cells

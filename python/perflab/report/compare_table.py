@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from perflab.model.comparison import VERDICTS, Row, Side, SuiteComparison
+from perflab.model.comparison import SPEED_NORMALIZED, VERDICTS, Row, Side, SuiteComparison
 from perflab.model.estimate import Estimate
 from perflab.report.compare_memory_table import memory_counts_cell, memory_table
 from perflab.report.count_table import format_count
@@ -52,7 +52,7 @@ def _units(row: Row) -> str:
 
 
 def _row_cells(row: Row, shared: Sequence[str] = ()) -> list[str]:
-    notes = [f"[{shared.index(n) + 1}]" if n in shared else n for n in row.notes]
+    notes = [f"[{shared.index(n) + 1}]" if n in shared else n for n in _merged_sides(row.notes)]
     return [
         row.id,
         _value(row.a, row.unit),
@@ -60,7 +60,7 @@ def _row_cells(row: Row, shared: Sequence[str] = ()) -> list[str]:
         _ratio(row.ratio),
         format_p(row.p_value),
         format_p(row.q_value),
-        row.verdict,
+        "–" if row.metric == SPEED_NORMALIZED else row.verdict,
         _units(row),
         "; ".join(notes),
     ]
@@ -70,16 +70,31 @@ def _row_cells(row: Row, shared: Sequence[str] = ()) -> list[str]:
 SHARED_NOTE_ROWS = 3
 
 
+#: A note longer than this (characters) is numbered and said under the table too: a
+#: benchmark's error message wrapped a row to twenty lines at 80 columns.
+LONG_NOTE = 40
+
+
+def _merged_sides(notes: Sequence[str]) -> list[str]:
+    """ "A: x" and "B: x" with the same x (one error on both sides) said once: "A and B: x"."""
+    a = [n for n in notes if n.startswith("A: ")]
+    b = [n for n in notes if n.startswith("B: ")]
+    if len(a) == 1 and len(b) == 1 and a[0][3:] == b[0][3:]:
+        return [f"A and B: {a[0][3:]}" if n == a[0] else n for n in notes if n != b[0]]
+    return list(notes)
+
+
 def shared_notes(rows: Sequence[Row]) -> list[str]:
     """The notes that :data:`SHARED_NOTE_ROWS` or more rows carry (e.g. "one run per side:
-    …" on every latency row of an http compare), in order of first appearance: each row
+    …" on every latency row of an http compare), or longer than :data:`LONG_NOTE`
+    characters (an error message), in order of first appearance: each row
     shows its number, ``[1]``, and the note is said once under the table instead of being
     wrapped into every row's notes cell."""
     counts: dict[str, int] = {}
     for row in rows:
-        for note in dict.fromkeys(row.notes):
+        for note in dict.fromkeys(_merged_sides(row.notes)):
             counts[note] = counts.get(note, 0) + 1
-    return [n for n, c in counts.items() if c >= SHARED_NOTE_ROWS]
+    return [n for n, c in counts.items() if c >= SHARED_NOTE_ROWS or len(n) > LONG_NOTE]
 
 
 def summary_table(suite: SuiteComparison, name_a: str, name_b: str) -> Table:
@@ -91,16 +106,7 @@ def summary_table(suite: SuiteComparison, name_a: str, name_b: str) -> Table:
     rows = [
         ["verdicts", counts],
         ["geometric mean B/A", _geomean_cell(suite)],
-        [
-            "significant after Benjamini–Hochberg (q < 0.05)",
-            str(
-                sum(
-                    r.q_value < 0.05
-                    for r in suite.rows
-                    if math.isfinite(r.q_value) and not r.is_memory
-                )
-            ),
-        ],
+        ["significant (Benjamini–Hochberg q < 0.05)", _significant_cell(suite)],
         *([["memory verdicts", memory_counts_cell(suite)]] if suite.memory_counts else []),
         [f"only in A ({name_a})", ", ".join(suite.only_in_a) or "none"],
         [f"only in B ({name_b})", ", ".join(suite.only_in_b) or "none"],
@@ -120,6 +126,50 @@ def summary_table(suite: SuiteComparison, name_a: str, name_b: str) -> Table:
     )
 
 
+def _significant_cell(suite: SuiteComparison) -> str:
+    """How many of the suite's tests (one per benchmark, or per HTTP step: rows sharing a
+    test share its q) have q < 0.05: "3 of 9 tests", never more than there are."""
+    tests: dict[str, float] = {}
+    for row in suite.rows:
+        if math.isfinite(row.q_value) and not row.is_memory:
+            tests.setdefault(_test_of(row), row.q_value)
+    if not tests:
+        return "–"
+    hits = sum(q < 0.05 for q in tests.values())
+    return f"{hits} of {len(tests)} test" + ("" if len(tests) == 1 else "s")
+
+
+def _test_of(row: Row) -> str:
+    """The test a row's q belongs to, from what a comparison document keeps (its id and
+    metric; ``Row.test_key`` is not saved): an HTTP step's percentiles share their step's
+    test, a (CPU ÷ reference) row its benchmark's, an instruction count is its own."""
+    if row.metric == SPEED_NORMALIZED:
+        return row.id.removesuffix(" (CPU ÷ reference)")
+    if row.kind == "http" and row.metric.startswith("p"):
+        return row.id.removesuffix(f" {row.metric}")
+    return f"{row.id} {row.metric}" if row.metric == "instructions" else row.id
+
+
+def verdict_rule(suite: SuiteComparison) -> str:
+    """The one line saying how every verdict of the table was reached."""
+    paired = any(r.pairs for r in suite.rows)
+    http = any(r.kind == "http" for r in suite.rows)
+    line = (
+        ("verdict, one per step and figure" if http else "verdict, one per benchmark")
+        + f": from the CI of B/A: faster or slower when it lies wholly beyond "
+        f"±{suite.threshold:.1%}, same when wholly within, else inconclusive; "
+        + ("B/A is the paired ratio where A and B were measured together, " if paired else "")
+        + ("the seconds' ratio otherwise" if paired else "")
+        + ("" if paired else "B/A of the rate and of each latency percentile" if http else "")
+        + ("" if paired or http else "B/A of the seconds")
+    )
+    if suite.machine_speed is not None:
+        line += ", held at inconclusive because the machine's speed differed between the runs"
+    if any(r.metric == SPEED_NORMALIZED for r in suite.rows):
+        line += "; the (CPU ÷ reference) rows are for reading beside the seconds: no verdict"
+    return line
+
+
 def _geomean_cell(suite: SuiteComparison) -> str:
     if suite.geomean is None:
         return "–"
@@ -136,7 +186,8 @@ def rows_table(suite: SuiteComparison) -> Table:
     """One row per compared metric: A, B (value ± CI), B/A (CI), p, q, verdict, units, notes
     (a note many rows carry is numbered, its words under the table: :func:`shared_notes`).
 
-    On a narrow terminal the columns fold away in this order: units A/B, p, q, B, A;
+    On a narrow terminal the columns fold away in this order: units A/B, p, q, A, B (the
+    new value stays longest);
     benchmark, B/A, verdict and notes always show.
     """
     columns = [
@@ -154,12 +205,14 @@ def rows_table(suite: SuiteComparison) -> Table:
         "benchmarks",
         columns,
         align=["l", "r", "r", "r", "r", "r", "l", "r", "l"],
-        fold=[KEY, 5, 4, KEY, 2, 3, KEY, 1, NOTE],
+        fold=[KEY, 4, 5, KEY, 2, 3, KEY, 1, NOTE],
     )
     timed = [r for r in suite.rows if not r.is_memory]  # memory rows: their own table
     shared = shared_notes(timed)
     table.rows = [_row_cells(r, shared) for r in timed]
     table.footnotes = [f"[{k}] {note}" for k, note in enumerate(shared, 1)]
+    if any(r.ratio is not None for r in suite.rows):
+        table.footnotes.append(verdict_rule(suite))
     return table
 
 

@@ -29,6 +29,9 @@ PIPE_WIDTH = 120
 KEY_MIN_WIDTH = 30
 NOTE_MIN_WIDTH = 12
 DETAIL_MIN_WIDTH = 16
+#: The narrowest an identifying text column wraps to when nothing else is left to fold:
+#: a name wrapped over more lines beats a figure or ratio cut short.
+NAME_LAST_WIDTH = 6
 #: Print every column whatever the width (``--wide``); set by :func:`configure`.
 _WIDE = False
 #: Longest name (a table's first cell) the terminal shows whole, characters: a longer one
@@ -84,7 +87,8 @@ def min_widths(table: Table, key_floor: int = KEY_MIN_WIDTH) -> list[int]:
 
     Numbers (right-aligned) never wrap: their whole width. Text wraps, down to a floor
     by rank (``key_floor``, :data:`NOTE_MIN_WIDTH`, :data:`DETAIL_MIN_WIDTH`) but not
-    narrower than its longest word (up to ``key_floor``), so words are not broken;
+    narrower than its longest word (in the first column, the name, up to ``key_floor``), so
+    words are not broken;
     never wider than the column's natural width.
     """
     from rich.cells import cell_len
@@ -98,26 +102,38 @@ def min_widths(table: Table, key_floor: int = KEY_MIN_WIDTH) -> list[int]:
             continue
         floor = {KEY: key_floor, NOTE: NOTE_MIN_WIDTH}.get(ranks[i], DETAIL_MIN_WIDTH)
         word = max((cell_len(w) for c in _cells(table, i) for w in c.split()), default=1)
-        out.append(min(natural, max(floor, min(word, key_floor))))
+        # a name (the first column) may break a long word; a verdict or a note word not
+        out.append(min(natural, max(floor, min(word, key_floor) if i == 0 else word)))
     return out
+
+
+def empty_notes(table: Table) -> set[int]:
+    """The NOTE columns with no text in any row: not printed (an empty column only
+    takes room from the figures)."""
+    return {
+        i
+        for i, rank in enumerate(_ranks(table))
+        if rank == NOTE and table.rows and not any(row[i].strip() for row in table.rows)
+    }
 
 
 def fit_columns(table: Table, width: int) -> tuple[list[int], list[int]]:
     """The columns shown at ``width`` terminal columns, and each column's narrowest width.
 
     Every column shows when the table fits with each column at its narrowest
-    (:func:`min_widths`; the SIMPLE_HEAVY box adds two spaces of padding per column, one
+    (:func:`min_widths`; a NOTE column with no text is left out, :func:`empty_notes`;
+    the SIMPLE_HEAVY box adds two spaces of padding per column, one
     between columns and one at each edge); otherwise columns fold away by rank, rank 1
     first (the rightmost first among equal ranks), until it fits or only KEY and NOTE
     columns are left. If those still don't fit, identifying text wraps narrower (down to
-    :data:`NOTE_MIN_WIDTH`) before rich has to squeeze anything.
+    :data:`NAME_LAST_WIDTH`) before rich has to squeeze anything.
 
     Returns:
         (indexes of the shown columns, the narrowest width of every column in cells).
     """
     ranks = _ranks(table)
     narrowest = min_widths(table)
-    shown = list(range(len(table.columns)))
+    shown = [i for i in range(len(table.columns)) if i not in empty_notes(table)]
     folding = sorted((i for i in shown if ranks[i] > 0), key=lambda i: (ranks[i], -i))
 
     def need() -> int:
@@ -126,7 +142,7 @@ def fit_columns(table: Table, width: int) -> tuple[list[int], list[int]]:
     while need() > width and folding:
         shown.remove(folding.pop(0))
     floor = KEY_MIN_WIDTH
-    while need() > width and floor > NOTE_MIN_WIDTH:
+    while need() > width and floor > NAME_LAST_WIDTH:
         floor -= 2
         narrowest = min_widths(table, floor)
     return shown, narrowest
@@ -154,7 +170,9 @@ def text_widths(
 
 def folded_line(table: Table, shown: Sequence[int], width: int) -> str | None:
     """The footer naming the columns folded away, and how to see them; None if none."""
-    hidden = [c for i, c in enumerate(table.columns) if i not in shown]
+    hidden = [
+        c for i, c in enumerate(table.columns) if i not in shown and i not in empty_notes(table)
+    ]
     if not hidden:
         return None
     return (

@@ -12,7 +12,7 @@ from typing import Any
 
 from perflab.model.doctor import DoctorReport, Step
 from perflab.report.table import KEY, NOTE, Table
-from perflab.units import format_time
+from perflab.units import format_time, significant
 
 _STATUS = {"ok": "ok", "warn": "WARN", "fail": "FAIL", "n/a": "n/a"}
 
@@ -229,7 +229,7 @@ def _fixed(value: float | None) -> str:
 
 
 def _ms(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2g} ms"
+    return "–" if value is None else f"{significant(value, 2)} ms"
 
 
 def speed_table(r: DoctorReport) -> Table:
@@ -254,7 +254,7 @@ def speed_table(r: DoctorReport) -> Table:
     rows = [
         (
             "loop",
-            f"{_t(s.loop_ns)} per timing ({s.loops:,} iterations), {s.duration_s:.2g} s per "
+            f"{_t(s.loop_ns)} per timing ({s.loops:,} iterations), {significant(s.duration_s, 2)} s per "
             f"series; {a.timings:,} timings alone ({a.dropped:,} that waited for a core left out)",
         ),
         ("states", states),

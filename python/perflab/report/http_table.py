@@ -28,6 +28,8 @@ from perflab.analyze.http import (
     slo_text,
 )
 from perflab.model import Results
+from perflab.report.http_status import status_table
+from perflab.report.slo_checks import slo_lines
 from perflab.report.table import KEY, NOTE, Table
 from perflab.units import format_bytes, format_time
 
@@ -152,6 +154,7 @@ def sweep_table(sweep: Sweep, notes: Sequence[str] = ()) -> Table:
     table.rows = [_row(s, server) for s in summaries]
     table.footnotes = [
         *_capacity_lines(sweep),
+        *slo_lines(summaries, sweep.slo),
         *notes,
         *_problem_lines(summaries),
         *_legend(summaries, sweep.slo),
@@ -221,13 +224,15 @@ def print_http(results: Results, sweep: Sweep, fmt: str) -> None:
 
 
 def http_tables(results: Results, sweep: Sweep) -> list[Table]:
-    """The sweep table, the Server-Timing breakdown, then a distributed run's per-agent
+    """The sweep table, the responses by status and error (when some failed), the
+    per-request phases, the Server-Timing breakdown, then a distributed run's per-agent
     table."""
     from perflab.report.http_phases_table import phases_tables
     from perflab.report.server_timing_table import server_timing_tables
 
     return [
         sweep_table(sweep, results_notes(results)),
+        *status_table(sweep.steps),
         *phases_tables(sweep),
         *server_timing_tables(results, sweep),
         *agents_tables(results, sweep),

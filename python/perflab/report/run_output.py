@@ -13,6 +13,7 @@ def print_run(
     threshold: float | None = None,
     in_process: Collection[str] = (),
     memory: Sequence[Any] = (),
+    quick: bool = False,
 ) -> None:
     """Print a run's tables on stdout as a rich table, Markdown or CSV.
 
@@ -26,12 +27,13 @@ def print_run(
         in_process: ids measured in the calling process (:func:`in_process_ids`).
         memory: the ``--memory`` table's figures, one per benchmark with readings
             (:func:`perflab.analyze.memory.summaries`).
+        quick: the run was a ``--quick`` one; its last table says so.
     """
     from perflab.report import console
 
     console.emit(
         fmt,
-        lambda: run_output_tables(groups, memory, verbose, threshold, in_process),
+        lambda: run_output_tables(groups, memory, verbose, threshold, in_process, quick),
         lambda: run_output_records(groups, memory),
     )
 
@@ -42,15 +44,24 @@ def run_output_tables(
     verbose: bool = False,
     threshold: float | None = None,
     in_process: Collection[str] = (),
+    quick: bool = False,
 ) -> list[Any]:
     """The tables of a run (arguments as :func:`print_run`): one per group, then the
     ``--memory`` table when the run had one."""
     from perflab.report.memory_table import memory_tables
     from perflab.report.run_table import run_tables
 
-    return run_tables(
-        groups, verbose=verbose, threshold=threshold, in_process=in_process
-    ) + memory_tables(memory)
+    tables = run_tables(groups, verbose=verbose, threshold=threshold, in_process=in_process)
+    if quick and tables:
+        tables[-1].footnotes.insert(0, QUICK_NOTE)
+    return tables + memory_tables(memory)
+
+
+#: The footnote of a ``--quick`` run.
+QUICK_NOTE = (
+    "quick run (--quick): few processes and a short budget, so the CIs are wider than a "
+    "full run's; rerun without --quick before trusting a small difference"
+)
 
 
 def run_output_records(groups: Sequence[Any], memory: Sequence[Any] = ()) -> list[dict[str, Any]]:

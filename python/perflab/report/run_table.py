@@ -12,6 +12,8 @@ from perflab.analyze.run.groups import GroupFigures, StagedRow, ThreadRow
 from perflab.analyze.run.summary import CAVEATS, Summary
 from perflab.analyze.run.threads import LATENCY_BATCH_NS, MAX_BATCH
 from perflab.model.estimate import Estimate
+from perflab.report.notes import finish as finish_notes
+from perflab.report.notes import row_codes
 from perflab.report.table import KEY, NOTE, Table, estimate_cell
 from perflab.units import (
     format_bytes,
@@ -21,17 +23,6 @@ from perflab.units import (
     format_reference,
     format_time,
 )
-
-#: Outliers are noted when more than this fraction of samples are outliers.
-MANY_OUTLIERS = 0.05
-_SHORT_STOP = {
-    "precision": "",
-    "budget": "budget hit",
-    "max-processes": "max processes",
-    "failed": "FAILED",
-    "interrupted": "interrupted",
-    "done": "",
-}
 
 
 def _ratio_cell(ratio: Estimate | None) -> str:
@@ -43,24 +34,14 @@ def _time_ci(s: Summary) -> str:
 
 
 def _notes(s: Summary, baseline: bool = True) -> str:
-    """Short notes: why it stopped early, caveat kinds, many outliers, baseline."""
-    parts = [_SHORT_STOP.get(s.stop_reason, s.stop_reason)]
-    parts += [c.kind for c in s.warnings if c.kind != "precision not reached"]
-    if s.samples and s.outliers > MANY_OUTLIERS * s.samples:
-        parts.append(f"{s.outliers / s.samples:.0%} outliers")
-    if s.baseline and baseline:
-        parts.append("baseline")
-    return ", ".join(p for p in parts if p)
+    """Short notes, codes explained once (:mod:`perflab.report.notes`), plus "baseline"."""
+    return " ".join(row_codes([s]) + (["baseline"] if s.baseline and baseline else []))
 
 
 def _staged_notes(row: StagedRow) -> str:
-    """Notes of each stage, prefixed with the stage name, plus "baseline" once."""
-    parts = [
-        f"{stage}: {note}" for stage, s in row.stages.items() if (note := _notes(s, baseline=False))
-    ]
-    if any(s.baseline for s in row.stages.values()):
-        parts.append("baseline")
-    return "; ".join(parts)
+    """The codes of every stage of a staged row, once each, plus "baseline" once."""
+    stages = list(row.stages.values())
+    return " ".join(row_codes(stages) + (["baseline"] if any(s.baseline for s in stages) else []))
 
 
 def _metric_names(summaries: Sequence[Summary]) -> list[str]:
@@ -87,7 +68,8 @@ def group_table(
     unless ``verbose``; ``threshold`` (of the verdicts) is named in their footnote.
     On a narrow terminal columns fold away in this order: per
     1,000 ops, GC/1k ops, kept blocks/op, peak/op, allocs/op, allocated/op, CPU/wall, each metric's × best,
-    ops/s, each metric, × best, × baseline (the verdict always shows). ``in_process``: ids
+    ops/s, each metric, × best; the ratio the verdict reads (× baseline, or × best
+    without a baseline) and the verdict always show. ``in_process``: ids
     measured in the calling process (the pytest plugin's default mode), whose cold call is
     not a fresh process's.
     """
@@ -113,8 +95,8 @@ def group_table(
     table.fold = (
         [KEY, KEY, 1, 6, 4]
         + ([2, 2] if hardware else [])
-        + [8]
-        + ([9] if has_baseline else [])
+        + ([8] if has_baseline else [KEY])
+        + ([KEY] if has_baseline else [])
         + ([KEY] if judged else [])
         + [7, 5] * len(metrics)
         + ([3, 3] if totals else [])
@@ -182,7 +164,7 @@ def _group_row(
         ]
     row += [_ratio_cell(s.ratio_best)]
     row += [_ratio_cell(s.ratio_baseline)] if has_baseline else []
-    row += [s.verdict or "–"] if judged else []
+    row += [s.verdict or ("baseline" if s.baseline else "–")] if judged else []
     for m in metrics:
         row += [
             format_quantity(s.metrics.get(m), s.metric_units.get(m, "")),
@@ -194,7 +176,7 @@ def _group_row(
         format_bytes(s.alloc_peak_bytes),
         _blocks_cell(s.alloc_blocks),
         f"{s.gc_per_1000_ops:.2f}" if math.isfinite(s.gc_per_1000_ops) else "–",
-        _notes(s),
+        _notes(s, baseline=not judged),
     ]
     return row
 
@@ -213,17 +195,21 @@ def _name(s: Summary) -> str:
 def _footnotes(
     summaries: Sequence[Summary], verbose: bool = False, in_process: Collection[str] = ()
 ) -> list[str]:
+    """Errors and what "op" means always; the per-benchmark lists (caveats with their
+    figures, loop overhead, processes × samples, cold calls, the speed reference) only
+    with ``verbose``: the notes' codes say which row has what."""
     lines = [f"{_name(s)}: {s.error}" for s in summaries if s.error]
-    lines += caveat_lines([(_name(s), s.warnings) for s in summaries], verbose)
     measured = [s for s in summaries if s.ok]
-    if measured:
+    if verbose:
+        lines += caveat_lines([(_name(s), s.warnings) for s in summaries], verbose)
+    if verbose and measured:
         lines.append(
             "loop overhead per op (included in time/op, not subtracted): "
             + ", ".join(f"{_name(s)} {format_time(s.loop_overhead_s)}" for s in measured)
         )
         lines += _count_lines(measured, in_process)
         lines += _cold_lines([s for s in measured if math.isfinite(s.cold_s)], in_process)
-    lines += _reference_footnote(measured)
+        lines += _reference_footnote(measured)
     lines += _ops_footnote(summaries)
     return lines
 
@@ -351,7 +337,7 @@ def staged_table(
     total ± CI, CPU/wall (of all stages), × best (of the total), allocated/op and
     allocs/op (all stages' allocations per op, summed; only when counted), notes. On a narrow
     terminal they fold away in this order: each metric's × best, CPU/wall, allocs/op,
-    the stages (last first), allocated/op, each metric, × best.
+    the stages (last first), allocated/op, each metric (× best always shows).
     """
     metrics = sorted({k for r in rows for k in r.metrics})
     columns = ["name"]
@@ -367,7 +353,7 @@ def staged_table(
         fold=[KEY]
         + [3, 1] * len(metrics)
         + [2] * len(stage_names)
-        + [KEY, 1, 4]
+        + [KEY, 1, KEY]
         + ([3, 1] if totals else [])
         + [NOTE],
     )
@@ -425,8 +411,10 @@ def run_tables(
             )
         if figures.threads:
             tables.append(threads_table(f"{title}: threads", figures.threads, summaries))
-    if tables and (note := _hardware_note([s for f in groups for s in f.summaries])):
+    everyone = [s for f in groups for s in f.summaries]
+    if tables and (note := _hardware_note(everyone)):
         tables[-1].footnotes.append(note)
+    finish_notes(tables, [s.process_spread for s in everyone if s.ok], verbose)
     return tables
 
 
