@@ -23,6 +23,7 @@ use super::conn::{Conn, Connector, Exchange, Outcome};
 use super::progress::Progress;
 use super::recorder::{ErrorKind, OkStatus, Recorder};
 use super::server_timing::Parsed;
+use super::timeline::Timeline;
 use crate::hdr::{new_histogram, record, Histogram};
 use crate::sys::thread_cpu_time;
 
@@ -43,6 +44,10 @@ pub(crate) struct Shared {
     /// When an engine thread first saw the stop flag: the recorded window
     /// of the running step ends there (no step starts after a stop).
     pub stopped_at: OnceLock<Instant>,
+    /// The run's load shape ([`super::Config::shape`]).
+    pub shape: Option<super::shape::Shape>,
+    /// The timeline interval ([`super::Config::timeline_interval`]).
+    pub timeline_interval: Option<Duration>,
 }
 
 /// One thread's share of one step.
@@ -69,6 +74,8 @@ pub(crate) struct ThreadResult {
     /// When this thread's last recorded request was answered, failed or
     /// was cut off (None when it had none).
     pub last_completion: Option<Instant>,
+    /// This thread's timeline of the step (None when off).
+    pub timeline: Option<Timeline>,
 }
 
 /// How often waiting loops look at the stop flag and publish progress.
@@ -147,6 +154,7 @@ struct State {
     next_request: usize,
     cpu_start: Option<Duration>,
     last_completion: Option<Instant>,
+    timeline: Option<Timeline>,
 }
 
 /// One engine thread's context for one step.
@@ -180,6 +188,7 @@ impl Ctx {
                 next_request: plan.thread % shared.requests.len(),
                 cpu_start: None,
                 last_completion: None,
+                timeline: shared.timeline_interval.map(|d| Timeline::new(plan.t0, d)),
             }),
             shared,
             plan,
@@ -221,6 +230,9 @@ impl Ctx {
         let recorded = t >= self.plan.warmup_end;
         let mut st = self.st.borrow_mut();
         st.busy += 1;
+        if let Some(tl) = &mut st.timeline {
+            tl.issue(t);
+        }
         if recorded {
             st.rec.counters.requests_sent += 1;
             st.in_flight += 1;
@@ -237,6 +249,16 @@ impl Ctx {
         let in_window = ex.end >= self.plan.warmup_end && ex.end < window_end;
         let mut guard = self.st.borrow_mut();
         let st = &mut *guard;
+        if let Some(tl) = &mut st.timeline {
+            let lag = open_loop.then(|| us(ex.write_start.saturating_duration_since(req.intended)));
+            tl.done(
+                req.intended,
+                ex.end,
+                ok,
+                us(ex.end.saturating_duration_since(req.intended)),
+                lag,
+            );
+        }
         count_connection_events(st, ex);
         st.busy -= 1;
         if st.busy == 0 {
@@ -400,6 +422,7 @@ impl Ctx {
                 .map_or(0.0, |s| cpu_end.saturating_sub(s).as_secs_f64()),
             recorder: std::mem::take(&mut st.rec),
             last_completion: st.last_completion,
+            timeline: st.timeline.take(),
         }
     }
 }
