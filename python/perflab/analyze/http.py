@@ -191,7 +191,12 @@ class StepSummary:
 
 
 def step_label(step: HttpStep) -> str:
-    """ "1,000/s" for an open-loop step, "16 conn" for a closed-loop one."""
+    """ "1,000/s" for an open-loop step, "16 conn" for a closed-loop one, the shape
+    (:func:`perflab.model.http_timeline.shape_label`) for a shaped one."""
+    if step.shape:
+        from perflab.model.http_timeline import shape_label
+
+        return shape_label(step.shape)
     if step.mode == "closed" or step.offered_rate is None:
         return f"{step.connections} conn"
     return f"{step.offered_rate:,.0f}/s"

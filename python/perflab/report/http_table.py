@@ -223,12 +223,14 @@ def print_http(results: Results, sweep: Sweep, fmt: str) -> None:
 def http_tables(results: Results, sweep: Sweep) -> list[Table]:
     """The sweep table, the Server-Timing breakdown, then a distributed run's per-agent
     table."""
+    from perflab.report.http_timeline import timeline_tables
     from perflab.report.server_timing_table import server_timing_tables
 
     return [
         sweep_table(sweep, results_notes(results)),
         *server_timing_tables(results, sweep),
         *agents_tables(results, sweep),
+        *timeline_tables(results, sweep),
     ]
 
 
