@@ -449,7 +449,11 @@ def _chart(results: Any, destination: Any) -> None:
 
     watched = sweep_series(results.benchmarks[0].steps)
     save_file(
-        destination, lambda out: sweep_chart(summarize_results(results), out, watched), "chart"
+        destination,
+        lambda out: sweep_chart(
+            summarize_results(results), out, watched, results.benchmarks[0].steps
+        ),
+        "chart",
     )
     sys.stderr.write(f"chart saved to {destination}\n")
 
