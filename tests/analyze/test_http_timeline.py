@@ -39,7 +39,7 @@ def _step(capacity: float, shape: dict | None = RAMP, warmup_s: float = 1.0) -> 
 
 
 def test_the_knee_and_the_plateau_are_the_servers_capacity() -> None:
-    cap = ramp_capacity(_step(5000.0))
+    cap = ramp_capacity(_step(5000.0), 0.95)
     assert cap is not None and not cap.at_least
     assert cap.estimate_rate == cap.plateau_rate == 5000.0
     # The last interval whose offered rate (1000 + 450·(j + ½)) was served in full.
@@ -48,17 +48,17 @@ def test_the_knee_and_the_plateau_are_the_servers_capacity() -> None:
 
 
 def test_a_server_that_kept_up_gives_a_lower_bound_and_other_steps_none() -> None:
-    cap = ramp_capacity(_step(1e9))
+    cap = ramp_capacity(_step(1e9), 0.95)
     assert cap is not None and cap.at_least and cap.knee_t_s is None
     assert cap.estimate_rate == 1000 + 450 * 19.5  # the last full interval of the ramp
-    assert ramp_capacity(_step(5000.0, shape=None)) is None
+    assert ramp_capacity(_step(5000.0, shape=None), 0.95) is None
     sine = {"kind": "sine", "mean": 5.0, "amplitude": 1.0, "period_s": 2.0}
-    assert ramp_capacity(_step(5000.0, shape=sine)) is None
+    assert ramp_capacity(_step(5000.0, shape=sine), 0.95) is None
 
 
 def test_one_slow_interval_is_not_a_knee() -> None:
     step = _step(1e9)
     assert step.timeline is not None
     step.timeline.ok[5] = 10  # one hiccup, then back on track
-    cap = ramp_capacity(step)
+    cap = ramp_capacity(step, 0.95)
     assert cap is not None and cap.at_least

@@ -46,6 +46,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from perflab.analyze.http_timeline import RampCapacity, ramp_capacity
 from perflab.analyze.server_timing import MetricFigures, breakdown, timing_notes
 from perflab.analyze.watch import server_figures
 from perflab.model import Histogram, HttpStep, Results
@@ -142,6 +143,8 @@ class StepSummary:
             carried the header.
         server_timing_notes: plain-words caveats about those headers (malformed, dropped
             metrics, responses without one: :func:`perflab.analyze.server_timing.timing_notes`).
+        ramp: a ramp's capacity read off its timeline
+            (:func:`perflab.analyze.http_timeline.ramp_capacity`); None for other steps.
     """
 
     index: int
@@ -178,6 +181,7 @@ class StepSummary:
     agents_lost: list[int] = field(default_factory=list)
     server_timing: list[MetricFigures] = field(default_factory=list)
     server_timing_notes: list[str] = field(default_factory=list)
+    ramp: RampCapacity | None = None
 
     @property
     def engine_busy(self) -> bool:
@@ -270,6 +274,7 @@ def summarize_step(step: HttpStep, index: int = 0, ok: str = "200-299") -> StepS
         server_timing_notes=[]
         if step.server_timing is None
         else timing_notes(step.server_timing, answered_ok(step)),
+        ramp=ramp_capacity(step, ACHIEVED_SHARE),
     )
 
 

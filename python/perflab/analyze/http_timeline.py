@@ -2,8 +2,8 @@
 stops tracking the offered one, and what it levels off at).
 
 Method: an interval *tracks* its offered rate when its achieved rate (OK responses
-completed in it ÷ its length) is at least :data:`perflab.analyze.http.ACHIEVED_SHARE` of
-the offered rate: the rule that makes a held step ``saturated``, applied per interval.
+completed in it ÷ its length) is at least a share of the offered rate
+(:data:`perflab.analyze.http.ACHIEVED_SHARE`, passed in): the rule that makes a held step ``saturated``, applied per interval.
 The knee is the first recorded interval that does not track, nor does the next one (one
 slow second is not a knee). Past the knee an open-loop server serves at its capacity
 while the backlog grows, so the capacity estimate is the median achieved rate of the
@@ -17,7 +17,6 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from perflab.analyze.http import ACHIEVED_SHARE
 from perflab.model import HttpStep
 
 
@@ -52,11 +51,12 @@ def _median(values: list[float | None]) -> float | None:
     return statistics.median(kept) if kept else None
 
 
-def ramp_capacity(step: HttpStep) -> RampCapacity | None:
+def ramp_capacity(step: HttpStep, share: float) -> RampCapacity | None:
     """The capacity estimate of a shaped open-loop step from its timeline.
 
     Args:
         step: a step with a ``timeline`` and an offered rate per interval.
+        share: an interval tracks when achieved ≥ share × offered (0 < share ≤ 1).
 
     Returns:
         The estimate, or None when the step has no timeline, is not a ramp, or has no full
@@ -75,7 +75,7 @@ def ramp_capacity(step: HttpStep) -> RampCapacity | None:
     if not rows:
         return None
     achieved = tl.achieved_rate()
-    tracks = [achieved[j] >= ACHIEVED_SHARE * float(tl.offered_rate[j] or 0) for j in rows]
+    tracks = [achieved[j] >= share * float(tl.offered_rate[j] or 0) for j in rows]
     knee = next(
         (i for i in range(len(rows)) if not tracks[i] and not all(tracks[i + 1 : i + 2])),
         None,

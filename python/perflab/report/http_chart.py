@@ -66,7 +66,7 @@ def sweep_chart(sweep: Sweep, path: str | Path, watched: Any = None, timelines: 
     if timelines:
         from perflab.report.http_timeline_chart import add_timeline_panels
 
-        add_timeline_panels(fig, timelines)
+        add_timeline_panels(fig, timelines, sweep.steps)
     out = Path(path)
     visible_text(fig).savefig(out)
     plt.close(fig)

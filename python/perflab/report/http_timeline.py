@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from perflab.analyze.http import StepSummary, Sweep
-from perflab.analyze.http_timeline import RampCapacity, ramp_capacity
+from perflab.analyze.http_timeline import RampCapacity
 from perflab.model import HttpStep, Results
 from perflab.report.table import KEY, Table
 from perflab.units import format_time
@@ -31,7 +31,7 @@ def _us(value: float | None) -> str:
     return "—" if value is None else format_time(value / 1e6)
 
 
-def timeline_table(step: HttpStep, label: str) -> Table | None:
+def timeline_table(step: HttpStep, summary: StepSummary) -> Table | None:
     """One step's timeline as a table (None when the step has none): a row per interval,
     or every k-th interval of a long one (said in a footnote)."""
     tl = step.timeline
@@ -40,7 +40,7 @@ def timeline_table(step: HttpStep, label: str) -> Table | None:
     stride = -(-len(tl) // MAX_ROWS)
     achieved = tl.achieved_rate()
     table = Table(
-        f"timeline of {label} (every {tl.interval_s * stride:g} s)",
+        f"timeline of {summary.label} (every {tl.interval_s * stride:g} s)",
         list(TIMELINE_COLUMNS),
         align=["r"] * len(TIMELINE_COLUMNS),
         fold=[KEY, KEY, KEY, 2, 3, KEY, 1, 2],
@@ -65,8 +65,8 @@ def timeline_table(step: HttpStep, label: str) -> Table | None:
         "are of the requests intended in it"
         + (f"; every {stride}th interval shown, all are in the results file" if stride > 1 else "")
     )
-    if (cap := ramp_capacity(step)) is not None:
-        table.footnotes.append(ramp_capacity_text(cap))
+    if summary.ramp is not None:
+        table.footnotes.append(ramp_capacity_text(summary.ramp))
     return table
 
 
@@ -108,7 +108,7 @@ def timeline_tables(results: Results, sweep: Sweep) -> list[Table]:
     """Each step's timeline table, then the status-code table."""
     steps = results.benchmarks[0].steps
     tables = [
-        t for step, s in zip(steps, sweep.steps) if (t := timeline_table(step, s.label)) is not None
+        t for step, s in zip(steps, sweep.steps) if (t := timeline_table(step, s)) is not None
     ]
     if (status := status_table(steps, sweep.steps)) is not None:
         tables.append(status)

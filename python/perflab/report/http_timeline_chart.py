@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from perflab.analyze.http import StepSummary
 from perflab.model import HttpStep
 
 _LATENCY = (
@@ -22,18 +23,18 @@ _LATENCY = (
 )
 
 
-def _series(steps: Sequence[HttpStep]) -> tuple[dict[str, list[Any]], list[float], list[float]]:
+def _series(
+    steps: Sequence[HttpStep], summaries: Sequence[StepSummary]
+) -> tuple[dict[str, list[Any]], list[float], list[float]]:
     """The steps' timelines joined on one time axis (each step after the one before):
     the columns by name, the step starts, and the knees of ramps (s)."""
-    from perflab.analyze.http_timeline import ramp_capacity
-
     cols: dict[str, list[Any]] = {
         k: [] for k in ("t", "offered", "achieved", "errors", *(c[0] for c in _LATENCY))
     }
     starts: list[float] = []
     knees: list[float] = []
     start = 0.0
-    for step in steps:
+    for step, summary in zip(steps, summaries):
         tl = step.timeline
         if tl is None or not len(tl):
             continue
@@ -44,9 +45,8 @@ def _series(steps: Sequence[HttpStep]) -> tuple[dict[str, list[Any]], list[float
         cols["errors"] += [n / tl.interval_s for n in tl.errors]
         for name, *_ in _LATENCY:
             cols[name] += [math_nan(v) / 1e3 for v in getattr(tl, name)]
-        cap = ramp_capacity(step)
-        if cap is not None and cap.knee_t_s is not None:
-            knees.append(start + cap.knee_t_s)
+        if summary.ramp is not None and summary.ramp.knee_t_s is not None:
+            knees.append(start + summary.ramp.knee_t_s)
         start += max(step.duration_s, tl.t_s[-1] + tl.interval_s)
     return cols, starts, knees
 
@@ -56,12 +56,15 @@ def math_nan(value: float | None) -> float:
     return float("nan") if value is None else float(value)
 
 
-def draw_timeline(rate_ax: Any, latency_ax: Any, steps: Sequence[HttpStep]) -> bool:
-    """Draw the steps' timelines on two axes. Returns False (nothing drawn) when no step
-    has a timeline."""
+def draw_timeline(
+    rate_ax: Any, latency_ax: Any, steps: Sequence[HttpStep], summaries: Sequence[StepSummary]
+) -> bool:
+    """Draw the steps' timelines on two axes (``summaries``: the steps' summaries, in the
+    same order, for a ramp's knee). Returns False (nothing drawn) when no step has a
+    timeline."""
     from perflab.report.pyplot import plain_log_ticks
 
-    cols, starts, knees = _series(steps)
+    cols, starts, knees = _series(steps, summaries)
     if not cols["t"]:
         return False
     t = cols["t"]
@@ -94,7 +97,9 @@ def draw_timeline(rate_ax: Any, latency_ax: Any, steps: Sequence[HttpStep]) -> b
     return True
 
 
-def add_timeline_panels(fig: Any, steps: Sequence[HttpStep]) -> None:
+def add_timeline_panels(
+    fig: Any, steps: Sequence[HttpStep], summaries: Sequence[StepSummary]
+) -> None:
     """Add the two timeline panels under ``fig`` (the ``--chart`` PNG); nothing when no
     step has a timeline."""
     from perflab.report.memory_chart import add_bottom_panel
@@ -107,17 +112,17 @@ def add_timeline_panels(fig: Any, steps: Sequence[HttpStep]) -> None:
     gap = 0.35 * h / 4.7  # room for the upper panel's tick labels, in figure units
     rate_ax = fig.add_axes([x, y + (h + gap) / 2, w, (h - gap) / 2])
     latency_ax = fig.add_axes([x, y, w, (h - gap) / 2], sharex=rate_ax)
-    draw_timeline(rate_ax, latency_ax, steps)
+    draw_timeline(rate_ax, latency_ax, steps, summaries)
 
 
-def timeline_figure(steps: Sequence[HttpStep]) -> Any:
+def timeline_figure(steps: Sequence[HttpStep], summaries: Sequence[StepSummary]) -> Any:
     """The timeline as a figure of its own (the HTML report), or None when no step has
     a timeline."""
     from perflab.report.pyplot import pyplot
 
     plt = pyplot()
     fig, (rate_ax, latency_ax) = plt.subplots(2, 1, figsize=(11, 6.4), dpi=110, sharex=True)
-    if not draw_timeline(rate_ax, latency_ax, steps):
+    if not draw_timeline(rate_ax, latency_ax, steps, summaries):
         plt.close(fig)
         return None
     fig.tight_layout()

@@ -258,7 +258,7 @@ def _timeline_blocks(section: Section, results: Results, sweep: Any) -> None:
     from perflab.report.http_timeline import timeline_tables
     from perflab.report.http_timeline_chart import timeline_figure
 
-    fig = timeline_figure(results.benchmarks[0].steps)
+    fig = timeline_figure(results.benchmarks[0].steps, sweep.steps)
     if fig is not None:
         section.blocks.append(
             figure_html(
