@@ -42,6 +42,14 @@ def test_the_knee_and_the_plateau_are_the_servers_capacity() -> None:
     cap = ramp_capacity(_step(5000.0), 0.95)
     assert cap is not None and not cap.at_least
     assert cap.estimate_rate == cap.plateau_rate == 5000.0
+    # A server the backlog drags down later: the estimate keeps its sustained top.
+    step = _step(5000.0)
+    assert step.timeline is not None
+    for j in range(13, 21):
+        step.timeline.ok[j] = 2000
+    dragged = ramp_capacity(step, 0.95)
+    assert dragged is not None and dragged.estimate_rate == 5000.0
+    assert dragged.plateau_rate == 2000.0
     # The last interval whose offered rate (1000 + 450·(j + ½)) was served in full.
     assert cap.tracked_rate == 4825.0 and cap.knee_t_s == 9.0
     assert cap.p99_before_us == 1000.0 and cap.p99_after_us > 100 * cap.p99_before_us

@@ -6,10 +6,12 @@ completed in it ÷ its length) is at least a share of the offered rate
 (:data:`perflab.analyze.http.ACHIEVED_SHARE`, passed in): the rule that makes a held step ``saturated``, applied per interval.
 The knee is the first recorded interval that does not track, nor does the next one (one
 slow second is not a knee). Past the knee an open-loop server serves at its capacity
-while the backlog grows, so the capacity estimate is the median achieved rate of the
-intervals after it (the plateau); the offered rate of the last tracking interval is
-given beside it (the highest load served in full). Without a knee the capacity is at
-least the highest offered rate that tracked.
+while the backlog grows, until the backlog itself (ever more connections, timeouts)
+may drag it down; so the capacity estimate is the highest *sustained* achieved rate of
+the ramp: the largest median of :data:`SUSTAIN` consecutive recorded intervals (the
+plateau's top; before the knee such a median is a rate served in full). The offered rate
+of the last tracking interval is given beside it (the highest load served in full).
+Without a knee the capacity is at least the highest offered rate that tracked.
 """
 
 from __future__ import annotations
@@ -19,18 +21,22 @@ from dataclasses import dataclass
 
 from perflab.model import HttpStep
 
+#: Consecutive intervals whose median achieved rate counts as sustained.
+SUSTAIN = 3
+
 
 @dataclass
 class RampCapacity:
     """The capacity read off one shaped step's timeline.
 
     Attributes:
-        estimate_rate: the capacity estimate, requests/s (the plateau, or the highest
-            tracked offered rate when there is no knee).
+        estimate_rate: the capacity estimate, requests/s (the highest sustained achieved
+            rate, or the highest tracked offered rate when there is no knee).
         tracked_rate: offered rate of the last interval before the knee that tracked,
             requests/s (None when none did).
         plateau_rate: median achieved rate of the intervals after the knee, requests/s
-            (None without a knee).
+            (None without a knee): below the estimate when the backlog dragged the server
+            down.
         knee_t_s: start of the knee interval, s after the step's start (None: no knee).
         at_least: True when no knee was reached: the capacity is higher.
         p99_before_us / p99_after_us: median p99 latency of the intervals before / after
@@ -95,8 +101,13 @@ def ramp_capacity(step: HttpStep, share: float) -> RampCapacity | None:
         )
     after = rows[knee:]
     plateau = statistics.median(achieved[j] for j in after)
+    width = min(SUSTAIN, len(rows))
+    sustained = max(
+        statistics.median(achieved[j] for j in rows[i : i + width])
+        for i in range(len(rows) - width + 1)
+    )
     return RampCapacity(
-        estimate_rate=plateau,
+        estimate_rate=sustained,
         tracked_rate=tracked_rate,
         plateau_rate=plateau,
         knee_t_s=tl.t_s[rows[knee]],

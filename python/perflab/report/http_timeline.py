@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from perflab.analyze.http import StepSummary, Sweep
-from perflab.analyze.http_timeline import RampCapacity
+from perflab.analyze.http_timeline import SUSTAIN, RampCapacity
 from perflab.model import HttpStep, Results
 from perflab.report.table import KEY, Table
 from perflab.units import format_time
@@ -84,8 +84,9 @@ def ramp_capacity_text(cap: RampCapacity) -> str:
         else ""
     )
     return (
-        f"capacity from the ramp: {cap.estimate_rate:,.0f}/s (achieved levels off after "
-        f"the knee at {cap.knee_t_s:g} s{tracked}{rise})"
+        f"capacity from the ramp: {cap.estimate_rate:,.0f}/s, the highest achieved rate "
+        f"sustained {SUSTAIN} intervals (knee at {cap.knee_t_s:g} s{tracked}, median after "
+        f"it {cap.plateau_rate or 0:,.0f}/s{rise})"
     )
 
 
