@@ -106,10 +106,14 @@ def status_table(steps: Sequence[HttpStep], summaries: Sequence[StepSummary]) ->
 
 
 def timeline_tables(results: Results, sweep: Sweep) -> list[Table]:
-    """Each step's timeline table, then the status-code table."""
+    """The timeline table of each shaped step (of the one step of a one-step run: a
+    sweep's timelines are in the chart and the HTML report, not one table per step),
+    then the status-code table."""
     steps = results.benchmarks[0].steps
     tables = [
-        t for step, s in zip(steps, sweep.steps) if (t := timeline_table(step, s)) is not None
+        t
+        for step, s in zip(steps, sweep.steps)
+        if (step.shape or len(steps) == 1) and (t := timeline_table(step, s)) is not None
     ]
     if (status := status_table(steps, sweep.steps)) is not None:
         tables.append(status)
