@@ -38,7 +38,8 @@ PAGES = {
     "report/fit_table.py": "docs/fit.md",
     "report/history_table.py": "docs/history.md",
     "report/trace_table.py": "docs/trace.md",
-    "report/html/sections.py": "docs/history.md",  # perflab report (the HTML page)
+    "report/html/sections.py": "docs/history.md",
+    "report/html/run_section.py": "docs/history.md",  # perflab report (the HTML page)
     "report/imported.py": "docs/interop.md",  # a pytest-benchmark file without raw data
     "report/server_timing_table.py": "docs/trace.md",  # perflab http: Server-Timing
     "report/memory_table.py": "docs/run.md",  # run --memory

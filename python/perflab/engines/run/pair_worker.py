@@ -237,8 +237,8 @@ def _measure(
     span = _phase("sampling", lambda: _pairs(a, b, plan, emit, gcmon))
     if plan.get("allocations", True):
         for side in (a, b):
-            peak, blocks = _phase("allocation pass", lambda s=side: allocations(s.call))
-            emit("alloc", peak_bytes=peak, blocks=blocks, side=side.name)
+            figures = _phase("allocation pass", lambda s=side: allocations(s.call))
+            emit("alloc", **figures, side=side.name)
     emit_done(emit, steal0, span)
 
 
