@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -120,7 +121,8 @@ def capacity_section(pairs: list[dict[str, Any]]) -> str:
         best = sweep.capacity.step.offered_rate if sweep.capacity else None
         sat = [s.achieved_rate for s in sweep.steps if s.verdict == "saturated"]
         if ramp is None or best is None:
-            lines.append(f"| {i} | — | — | — | — | — | — | — | — |")
+            why = "no ramp estimate" if ramp is None else "no ok sweep step"
+            lines.append(f"| {i} | {why} | — | — | — | — | — | — | — |")
             continue
         ratios.append(ramp.estimate_rate / best)
         lines.append(
@@ -134,7 +136,7 @@ def capacity_section(pairs: list[dict[str, Any]]) -> str:
     if not ratios:
         lines.append("**not met**: no capacity from the ramp or the sweep")
         return "\n".join(lines)
-    median = sorted(ratios)[len(ratios) // 2]
+    median = statistics.median(ratios)
     lines.append(
         f"- median ramp ÷ sweep = {median:.3f}: "
         f"**{'met' if abs(median - 1) <= 0.10 else 'not met'}** (rule: within ±10%)"
