@@ -276,6 +276,11 @@ class ServerTiming:
         return timing
 
 
+#: An :class:`HttpStep`'s phase HdrHistograms (connect, TLS handshake, time to first
+#: byte, body), in the order of a request.
+PHASE_HISTOGRAMS = ("connect", "tls_handshake", "ttfb", "body_time")
+
+
 @dataclass
 class HttpStep:
     """One step of an HTTP load test: one offered rate (or connection count).
@@ -353,6 +358,16 @@ class HttpStep:
             over the recorded window).
         timeline: per-interval offered, achieved, errors, latency and send lag
             (:class:`perflab.model.http_timeline.Timeline`); None when not recorded.
+        protocol: the HTTP version spoken, by its ALPN name: "http/1.1" or "h2"
+            (``--http2``); "http/1.1" in files from before it was recorded.
+        streams: HTTP/2's concurrent streams per connection (``--streams``; 1 for
+            HTTP/1.1): a closed-loop step ran ``connections × streams`` request loops.
+        connect / tls_handshake / ttfb / body_time: the phases of recorded requests,
+            HdrHistograms in µs: TCP connect and TLS handshake of each connection a
+            recorded request opened (a request on a reused connection has neither),
+            time to first byte (request write start → first response byte; HTTP/2:
+            the response's HEADERS) and body transfer (first → last byte) of every
+            response; empty in files from before they were recorded.
     """
 
     offered_rate: float | None
@@ -395,6 +410,12 @@ class HttpStep:
     server_timing: ServerTiming | None = None
     shape: dict[str, Any] | None = None
     timeline: Timeline | None = None
+    protocol: str = "http/1.1"
+    streams: int = 1
+    connect: Histogram = field(default_factory=Histogram)
+    tls_handshake: Histogram = field(default_factory=Histogram)
+    ttfb: Histogram = field(default_factory=Histogram)
+    body_time: Histogram = field(default_factory=Histogram)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HttpStep:
@@ -405,12 +426,23 @@ class HttpStep:
         step.agents = [AgentShare.from_dict(a, HttpStep.from_dict) for a in step.agents]
         if data.get("timeline") is not None:
             step.timeline = Timeline.from_dict(data["timeline"])
-        for name in ("latency", "service_time", "send_lag", "failed_latency", "dispatch_lag"):
+        for name in STEP_HISTOGRAMS:
             setattr(step, name, _from_dict(Histogram, data.get(name) or {}))
         for name in ("wall_s", "drain_s"):  # NaN is written as null
             if getattr(step, name) is None:
                 setattr(step, name, math.nan)
         return step
+
+
+#: The HdrHistograms of an :class:`HttpStep`, by field name (the phases last).
+STEP_HISTOGRAMS = (
+    "latency",
+    "service_time",
+    "send_lag",
+    "failed_latency",
+    "dispatch_lag",
+    *PHASE_HISTOGRAMS,
+)
 
 
 @dataclass
