@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -148,6 +149,39 @@ def wrk(url: str, seconds: int, connections: int) -> dict[str, float]:
         "p99_s": float(value) * _UNITS[unit],
         "requests": requests,
     }
+
+
+def perflab_http_document(url: str, *argv: str) -> dict[str, Any]:
+    """One quiet `perflab http URL --threads 1 ARGV` run: its results file, as JSON."""
+    import json
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "r.json"
+        subprocess.run(
+            [*PERFLAB, "http", url, "--threads", "1", "--quiet", "--json", str(out), *argv],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        return json.loads(out.read_text())
+
+
+def sample_rss(cmd: list[str], every_s: float = 10.0) -> list[tuple[float, int]]:
+    """Run ``cmd`` (its output discarded) and sample its resident memory every
+    ``every_s``: [(seconds since the start, RSS bytes)]."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    samples, started = [], time.monotonic()
+    while proc.poll() is None:
+        time.sleep(every_s)
+        try:
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+            kb = int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1))  # type: ignore[union-attr]
+            samples.append((time.monotonic() - started, kb * 1024))
+        except (OSError, AttributeError):
+            pass
+    proc.wait()
+    return samples
 
 
 NGINX_CONF = """

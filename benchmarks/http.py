@@ -14,7 +14,10 @@ Writes benchmarks/results/http.md. Every figure is measured here, in one run:
   of one idle wake-up on this machine (why the open-loop CPU target is or is not met);
 * memory: RSS of one long `perflab http` run, sampled every 10 s;
 * coordinated omission: `perflab serve --delay 1ms --stall 1s/10s` at a fixed rate,
-  perflab's p99 against the value derived analytically, and what wrk reports.
+  perflab's p99 against the value derived analytically, and what wrk reports;
+* load shapes and the timeline (benchmarks/http_shapes.py, written to
+  benchmarks/results/http_shapes.md): a ramp's capacity against a stepped sweep, the
+  timeline's CPU per request and memory.
 
 The script starts its own nginx (a temp dir, a free port on 127.0.0.1, no master
 process) and never touches a system nginx service.
@@ -35,7 +38,16 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import PERFLAB, machine, nginx, perflab_serve, write_section, wrk
+from common import (
+    PERFLAB,
+    machine,
+    nginx,
+    perflab_http_document,
+    perflab_serve,
+    sample_rss,
+    write_section,
+    wrk,
+)
 
 CONNECTIONS, OPEN_RATE = 50, 20_000
 CO_RATE, CO_DELAY_S, CO_STALL_S, CO_PERIOD_S = 500, 1e-3, 1.0, 10.0
@@ -44,15 +56,7 @@ CO_RATE, CO_DELAY_S, CO_STALL_S, CO_PERIOD_S = 500, 1e-3, 1.0, 10.0
 def perflab_http(url: str, *argv: str) -> dict[str, Any]:
     """One `perflab http` run (quiet, one engine thread); its only step, with
     ``cpu_per_request_s`` = engine thread CPU ÷ completed requests (recorded window)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "r.json"
-        subprocess.run(
-            [*PERFLAB, "http", url, "--threads", "1", "--quiet", "--json", str(out), *argv],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        step = json.loads(out.read_text())["benchmarks"][0]["steps"][0]
+    step = perflab_http_document(url, *argv)["benchmarks"][0]["steps"][0]
     done = step["ok_responses"] + step["failures"]
     step["rate"] = step["ok_responses"] / step["elapsed_s"]
     step["cpu_per_request_s"] = sum(step["thread_cpu_s"]) / done
@@ -161,37 +165,11 @@ def idle_wakeup_cost(period_s: float = 500e-6, seconds: float = 2.0) -> float:
 def rss_run(url: str, seconds: int, rate: int) -> list[tuple[float, int]]:
     """(seconds since start, RSS bytes) of one `perflab http` step of ``seconds``."""
     with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.Popen(
-            [
-                *PERFLAB,
-                "http",
-                url,
-                "--rate",
-                str(rate),
-                "--threads",
-                "1",
-                "--duration",
-                f"{seconds}s",
-                "--warmup",
-                "0s",
-                "--quiet",
-                "--json",
-                str(Path(tmp) / "r.json"),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        return sample_rss(
+            [*PERFLAB, "http", url, "--rate", str(rate), "--threads", "1"]
+            + ["--duration", f"{seconds}s", "--warmup", "0s", "--quiet"]
+            + ["--json", str(Path(tmp) / "r.json")]
         )
-        samples, started = [], time.monotonic()
-        while proc.poll() is None:
-            time.sleep(10)
-            try:
-                status = Path(f"/proc/{proc.pid}/status").read_text()
-                kb = int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1))  # type: ignore[union-attr]
-                samples.append((time.monotonic() - started, kb * 1024))
-            except (OSError, AttributeError):
-                pass
-        proc.wait()
-    return samples
 
 
 def expected_co_p99() -> float:
@@ -502,6 +480,9 @@ def main(argv: list[str]) -> int:
         ]
     )
     write_section("http", text)
+    from http_shapes import shapes_text  # shapes and the timeline (issue 30)
+
+    write_section("http_shapes", shapes_text(args.rounds, args.rss_seconds))
     return 0
 
 

@@ -26,17 +26,14 @@ perflab's or wrk's), and the verdict is `ok` below the capacity and `saturated` 
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import PERFLAB, machine, perflab_serve, write_section, wrk
+from common import machine, perflab_http_document, perflab_serve, write_section, wrk
 
 SERIALIZE = "1ms"
 CONNECTIONS = 8
@@ -49,15 +46,7 @@ SLACK = 1.02
 
 def perflab_step(url: str, *argv: str) -> dict[str, Any]:
     """One `perflab http` run with one engine thread: its step and its summary."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "r.json"
-        subprocess.run(
-            [*PERFLAB, "http", url, "--threads", "1", "--quiet", "--json", str(out), *argv],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        bench = json.loads(out.read_text())["benchmarks"][0]
+    bench = perflab_http_document(url, *argv)["benchmarks"][0]
     step, summary = bench["steps"][0], bench["summary"]["steps"][0]
     # What schema 1 divided by the window: every OK response to a recorded request.
     answered = step["ok_responses"] - step["ok_from_warmup"] + step["drained"]

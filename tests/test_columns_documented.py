@@ -31,6 +31,7 @@ PAGES = {
     "report/run_table.py": "docs/run.md",  # run's group, staged and threads tables
     "report/cmd_table.py": "docs/cmd.md",
     "report/http_table.py": "docs/http.md",
+    "report/http_timeline.py": "docs/http.md",
     "report/http_agents.py": "docs/distributed.md",
     "report/compare_table.py": "docs/compare.md",
     "report/doctor_table.py": "docs/doctor.md",

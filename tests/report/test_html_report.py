@@ -190,8 +190,8 @@ def test_chromium_renders_every_chart_offline_with_the_files_figures(
             )
             kinds = sorted(kind for kind, _, _ in charts)
             # run: distribution, forest, cold-warm, memory, heap; http: sweep, spectrum,
-            # memory (--watch); cmd: distribution, user-sys, memory; compare: forest;
-            # fit: its curve; one trend
+            # memory (--watch), timeline; cmd: distribution, user-sys, memory; compare:
+            # forest; fit: its curve; one trend
             assert kinds == [
                 "cold-warm",
                 "distribution",
@@ -205,6 +205,7 @@ def test_chromium_renders_every_chart_offline_with_the_files_figures(
                 "memory",
                 "spectrum",
                 "sweep",
+                "timeline",
                 "trend",
                 "user-sys",
             ]

@@ -47,6 +47,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from perflab.analyze.http_phases import phase_figures
+from perflab.analyze.http_timeline import RampCapacity, ramp_capacity
 from perflab.analyze.server_timing import MetricFigures, breakdown, timing_notes
 from perflab.analyze.watch import server_figures
 from perflab.model import Histogram, HttpStep, Results
@@ -143,6 +144,8 @@ class StepSummary:
             carried the header.
         server_timing_notes: plain-words caveats about those headers (malformed, dropped
             metrics, responses without one: :func:`perflab.analyze.server_timing.timing_notes`).
+        ramp: a ramp's capacity read off its timeline
+            (:func:`perflab.analyze.http_timeline.ramp_capacity`); None for other steps.
         protocol / streams: the HTTP version ("http/1.1", "h2") and HTTP/2's streams per
             connection (:class:`perflab.model.HttpStep`).
         phases: connect, TLS handshake, time to first byte and body: {count, p50_s,
@@ -183,6 +186,7 @@ class StepSummary:
     agents_lost: list[int] = field(default_factory=list)
     server_timing: list[MetricFigures] = field(default_factory=list)
     server_timing_notes: list[str] = field(default_factory=list)
+    ramp: RampCapacity | None = None
     protocol: str = "http/1.1"
     streams: int = 1
     phases: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -199,7 +203,12 @@ class StepSummary:
 
 
 def step_label(step: HttpStep) -> str:
-    """ "1,000/s" for an open-loop step, "16 conn" for a closed-loop one."""
+    """ "1,000/s" for an open-loop step, "16 conn" for a closed-loop one, the shape
+    (:func:`perflab.model.http_timeline.shape_label`) for a shaped one."""
+    if step.shape:
+        from perflab.model.http_timeline import shape_label
+
+        return shape_label(step.shape)
     if step.mode == "closed" or step.offered_rate is None:
         return f"{step.connections} conn"
     return f"{step.offered_rate:,.0f}/s"
@@ -273,6 +282,7 @@ def summarize_step(step: HttpStep, index: int = 0, ok: str = "200-299") -> StepS
         server_timing_notes=[]
         if step.server_timing is None
         else timing_notes(step.server_timing, answered_ok(step)),
+        ramp=ramp_capacity(step, ACHIEVED_SHARE),
         protocol=step.protocol,
         streams=step.streams,
         phases=phase_figures(step),

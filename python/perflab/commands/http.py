@@ -20,7 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--rate",
         metavar="R",
         help="open loop: offered requests/s; a sweep as "
-        "START:STOP:STEP (1000:20000:1000) or a list (500,1000,2000)",
+        "START:STOP:STEP (1000:20000:1000) or a list (500,1000,2000), /LENGTH holds each "
+        "step that long (1k,5k,10k/20s); a linear ramp FROM..TO/LENGTH (1k..20k/60s); a "
+        "sine MEAN~AMPLITUDE/PERIOD (5k~2k/30s)",
     )
     load.add_argument(
         "--connections",
@@ -31,7 +33,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default automatic, up to 1024)",
     )
     load.add_argument(
-        "--duration", default="10s", help="length of each step, warmup included (10s)"
+        "--duration",
+        help="length of each step, warmup included (10s, or the LENGTH of --rate …/LENGTH)",
+    )
+    load.add_argument(
+        "--interval",
+        default="1s",
+        help="timeline interval: offered, achieved, errors, latency and send lag per "
+        "interval of every step (1s; 0: no timeline)",
     )
     load.add_argument(
         "--warmup",
@@ -380,6 +389,7 @@ def _results(plan: Any, args: argparse.Namespace, slo_s: dict[str, float] | None
     settings = {k: v for k, v in config.items() if k not in ("body", "requests", "headers")}
     settings.update(
         rates=plan.rates,
+        shape=plan.shape,
         connections_list=plan.connections,
         slo_s=(slo_s or {}).get("p99"),
         slo=slo_s,
@@ -468,7 +478,11 @@ def _chart(results: Any, destination: Any) -> None:
 
     watched = sweep_series(results.benchmarks[0].steps)
     save_file(
-        destination, lambda out: sweep_chart(summarize_results(results), out, watched), "chart"
+        destination,
+        lambda out: sweep_chart(
+            summarize_results(results), out, watched, results.benchmarks[0].steps
+        ),
+        "chart",
     )
     tell(f"chart saved to {destination}")
 
@@ -503,6 +517,10 @@ class _Live:
 
         self.duration = plan.config["duration_s"]
         self.labels = [f"{r:,.0f}/s" for r in plan.rates] or [f"{n} conn" for n in plan.connections]
+        if plan.shape:
+            from perflab.model.http_timeline import shape_label
+
+            self.labels = [shape_label(plan.shape)]
         self.console = console or make_console(stderr=True)
         self.progress = Progress(
             TextColumn("{task.description}"),

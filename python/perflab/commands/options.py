@@ -85,10 +85,15 @@ def http_plan(args: argparse.Namespace, check: bool = True) -> Any:
     """
     from perflab import files
     from perflab.engines.http import engine
+    from perflab.engines.http.shapes import parse_rate
     from perflab.units import parse_duration, parse_positive_duration
 
     url = engine.parse_url(args.url).url
-    duration = parse_positive_duration(args.duration, "--duration")
+    spec = parse_rate(args.rate) if args.rate else None
+    if args.duration is not None:
+        duration = parse_positive_duration(args.duration, "--duration")
+    else:
+        duration = spec.length_s if spec and spec.length_s else 10.0
     if args.warmup is None:
         warmup = engine.default_warmup(duration)
     else:
@@ -97,7 +102,12 @@ def http_plan(args: argparse.Namespace, check: bool = True) -> Any:
             raise UsageError(f"--warmup {args.warmup!r} must not be negative")
     if warmup >= duration:
         raise UsageError(f"--warmup {args.warmup} must be shorter than --duration {args.duration}")
-    rates = engine.parse_sweep(args.rate) if args.rate else []
+    rates = spec.rates if spec else []
+    if spec and spec.shape and getattr(args, "agents", None) is not None:
+        raise UsageError("a load shape (--rate A..B/T or M~A/T) runs on one machine: drop --agents")
+    interval = parse_duration(args.interval, "--interval")
+    if interval != 0 and interval < 0.001:
+        raise UsageError(f"--interval {args.interval!r}: at least 1ms, or 0 for no timeline")
     conns = engine.parse_connections(args.connections) if args.connections else []
     engine.check_load(rates, conns, args.poisson, args.threads)
     connect_timeout = parse_positive_duration(args.connect_timeout, "--connect-timeout")
@@ -133,6 +143,8 @@ def http_plan(args: argparse.Namespace, check: bool = True) -> Any:
         protocol="http2" if args.http2 else "http1",
         streams=args.streams,
         check=check,
+        shape=spec.shape if spec else None,
+        interval_s=interval,
     )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from perflab.model.cluster import AgentInfo, AgentShare
 from perflab.model.counts import CommandCounts, Counts
+from perflab.model.http_timeline import Timeline
 from perflab.model.json_form import from_known as _from_dict
 from perflab.model.json_form import json_types
 from perflab.model.trace_spans import TraceSpan
@@ -351,6 +352,12 @@ class HttpStep:
             beside this merged step (empty on one machine).
         server_timing: the target's ``Server-Timing`` headers over the step
             (:class:`ServerTiming`); None when no response carried one.
+        shape: the load shape the step followed, e.g. ``{"kind": "ramp", "from": 1000,
+            "to": 10000, "over_s": 20}`` or ``{"kind": "sine", "mean", "amplitude",
+            "period_s"}``; None at a fixed rate (``offered_rate`` is then the shape's mean
+            over the recorded window).
+        timeline: per-interval offered, achieved, errors, latency and send lag
+            (:class:`perflab.model.http_timeline.Timeline`); None when not recorded.
         protocol: the HTTP version spoken, by its ALPN name: "http/1.1" or "h2"
             (``--http2``); "http/1.1" in files from before it was recorded.
         streams: HTTP/2's concurrent streams per connection (``--streams``; 1 for
@@ -401,6 +408,8 @@ class HttpStep:
     watched: list[dict[str, Any]] = field(default_factory=list)
     agents: list[AgentShare] = field(default_factory=list)
     server_timing: ServerTiming | None = None
+    shape: dict[str, Any] | None = None
+    timeline: Timeline | None = None
     protocol: str = "http/1.1"
     streams: int = 1
     connect: Histogram = field(default_factory=Histogram)
@@ -415,6 +424,8 @@ class HttpStep:
         if data.get("server_timing") is not None:
             step.server_timing = ServerTiming.from_dict(data["server_timing"])
         step.agents = [AgentShare.from_dict(a, HttpStep.from_dict) for a in step.agents]
+        if data.get("timeline") is not None:
+            step.timeline = Timeline.from_dict(data["timeline"])
         for name in STEP_HISTOGRAMS:
             setattr(step, name, _from_dict(Histogram, data.get(name) or {}))
         for name in ("wall_s", "drain_s"):  # NaN is written as null

@@ -24,7 +24,7 @@ _MARKERS = {
 _PERCENTILES = (("p50", "tab:blue", "-"), ("p99", "tab:purple", "-"), ("p99.9", "tab:red", "--"))
 
 
-def sweep_chart(sweep: Sweep, path: str | Path, watched: Any = None) -> Path:
+def sweep_chart(sweep: Sweep, path: str | Path, watched: Any = None, timelines: Any = None) -> Path:
     """Draw the two-panel sweep chart and write it as a PNG.
 
     Args:
@@ -35,6 +35,8 @@ def sweep_chart(sweep: Sweep, path: str | Path, watched: Any = None) -> Path:
         watched: ``--watch``: (timelines, step starts) of
             :func:`perflab.report.memory_chart.sweep_series`, drawn in a panel under the
             two (None or no timelines: no panel).
+        timelines: the results' steps: their timelines are drawn in two panels under the
+            rest (:func:`perflab.report.http_timeline_chart.add_timeline_panels`).
 
     Returns:
         The path written.
@@ -62,6 +64,10 @@ def sweep_chart(sweep: Sweep, path: str | Path, watched: Any = None) -> Path:
         from perflab.report.memory_chart import WATCHED, add_memory_panel
 
         add_memory_panel(fig, *watched, *WATCHED)
+    if timelines:
+        from perflab.report.http_timeline_chart import add_timeline_panels
+
+        add_timeline_panels(fig, timelines, sweep.steps)
     out = Path(path)
     visible_text(fig).savefig(out)
     plt.close(fig)

@@ -228,6 +228,7 @@ def http_tables(results: Results, sweep: Sweep) -> list[Table]:
     per-request phases, the Server-Timing breakdown, then a distributed run's per-agent
     table."""
     from perflab.report.http_phases_table import phases_tables
+    from perflab.report.http_timeline import timeline_tables
     from perflab.report.server_timing_table import server_timing_tables
 
     return [
@@ -236,6 +237,7 @@ def http_tables(results: Results, sweep: Sweep) -> list[Table]:
         *phases_tables(sweep),
         *server_timing_tables(results, sweep),
         *agents_tables(results, sweep),
+        *timeline_tables(results, sweep),
     ]
 
 

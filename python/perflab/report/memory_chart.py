@@ -152,6 +152,14 @@ def add_memory_panel(
 ) -> Any:
     """Grow ``fig`` by ``height_in`` inches and draw the timelines in a new full-width
     panel at its bottom; the existing panels keep their size. Returns the new axes."""
+    bottom = add_bottom_panel(fig, height_in)
+    draw_memory(bottom, series, boundaries, title, x_label, y_label)
+    return bottom
+
+
+def add_bottom_panel(fig: Any, height_in: float) -> Any:
+    """Grow ``fig`` by ``height_in`` inches (≥ 1.5) and return a new empty full-width
+    axes at its bottom; the existing panels keep their size and place."""
     width, height = fig.get_size_inches()
     total = height + height_in
     fig.set_size_inches(width, total)
@@ -159,6 +167,4 @@ def add_memory_panel(
     for ax in fig.axes:
         box = ax.get_position()
         ax.set_position([box.x0, 1 - (1 - box.y0) * share, box.width, box.height * share])
-    bottom = fig.add_axes([0.08, 0.55 / total, 0.88, (height_in - 1.3) / total])
-    draw_memory(bottom, series, boundaries, title, x_label, y_label)
-    return bottom
+    return fig.add_axes([0.08, 0.55 / total, 0.88, (height_in - 1.3) / total])

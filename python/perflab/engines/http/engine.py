@@ -299,6 +299,8 @@ class Plan:
         rates: open loop: offered rate of each step, req/s; empty in closed loop.
         connections: closed loop: connections of each step; empty in open loop.
         connect_timeout_s: used by the reachability check too.
+        shape: open loop: the load shape of the one step (``rates`` holds its peak), or
+            None.
     """
 
     target: Target
@@ -306,6 +308,7 @@ class Plan:
     rates: list[float] = field(default_factory=list)
     connections: list[int] = field(default_factory=list)
     connect_timeout_s: float = 2.0
+    shape: dict[str, Any] | None = None
 
     @property
     def steps(self) -> int:
@@ -314,6 +317,8 @@ class Plan:
 
     def step_config(self, index: int) -> dict[str, Any]:
         """The engine config of step ``index`` alone."""
+        if self.shape:
+            return {**self.config, "mode": "open", "shape": self.shape}
         if self.rates:
             return {**self.config, "mode": "open", "rate": self.rates[index]}
         return {**self.config, "mode": "closed", "connections": self.connections[index]}
@@ -457,6 +462,8 @@ def make_plan(
     protocol: str = "http1",
     streams: int | None = None,
     check: bool = True,
+    shape: dict[str, Any] | None = None,
+    interval_s: float = 1.0,
 ) -> Plan:
     """Build and check the plan of a ``perflab http`` invocation from typed values (the
     options parsed by :func:`perflab.commands.options.http_plan`); with ``check`` the
@@ -477,6 +484,9 @@ def make_plan(
         threads: engine threads (None: the engine's default); seed: Poisson seed.
         method / headers / body: the one request sent (method None: GET).
         requests: instead, requests sent round-robin (:func:`load_requests`).
+        shape: open loop: a load shape (:mod:`perflab.engines.http.shapes`) the one step
+            follows instead of its fixed rate (``rates`` then holds the shape's peak).
+        interval_s: the timeline's interval, s (0: no timeline).
         protocol: "http1" or "http2" (``--http2``: ALPN h2 over https, prior
             knowledge h2c over http).
         streams: HTTP/2's concurrent streams per connection (None: 1).
@@ -502,6 +512,7 @@ def make_plan(
         "insecure": insecure,
         "threads": threads,
         "seed": seed,
+        "interval_s": interval_s,
     }
     if protocol not in ("http1", "http2"):
         raise UsageError(f"unknown protocol {protocol!r}; use http1 or http2")
@@ -519,7 +530,7 @@ def make_plan(
     if rates:
         config["arrival"] = "poisson" if poisson else "constant"
         config["connections"] = connections[0] if connections else None
-    plan = Plan(target, config, rates, [] if rates else connections, connect_timeout_s)
+    plan = Plan(target, config, rates, [] if rates else connections, connect_timeout_s, shape)
     if check:
         check_plan(plan)
     return plan

@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from perflab.model import Histogram, HttpStep, ServerTiming
+from perflab.model.http_timeline import Timeline
 from perflab.model.results import STEP_HISTOGRAMS
 
 _CONNECT_ERRORS = ("connect_refused", "connect_timeout")
@@ -79,6 +80,8 @@ def step_from_raw(raw: dict[str, Any]) -> HttpStep:
         interrupted=bool(raw.get("interrupted")),
         threads=int(raw.get("threads", 1)),
         server_timing=server_timing_from_raw(raw.get("server_timing")),
+        shape=raw.get("shape"),
+        timeline=Timeline.from_raw(raw["timeline"]) if raw.get("timeline") else None,
         protocol=str(raw.get("protocol", "http/1.1")),
         streams=int(raw.get("streams", 1)),
     )

@@ -132,6 +132,7 @@ def http_sections(results: Results, figures: ResultsFigures, name: str) -> list[
                     "spectrum",
                 )
             )
+    _timeline_blocks(section, results, sweep)
     errors = Table("errors by kind", ["step", "kind", "requests"], align=["l", "l", "r"])
     for s in sweep.steps:
         errors.rows += [[s.label, kind, f"{n:,}"] for kind, n in sorted(s.errors.items())]
@@ -140,6 +141,25 @@ def http_sections(results: Results, figures: ResultsFigures, name: str) -> list[
         ]
     section.blocks.append(table_html(errors) if errors.rows else paragraph("no failed request"))
     return [section]
+
+
+def _timeline_blocks(section: Section, results: Results, sweep: Any) -> None:
+    """The timeline chart and tables and the status-code table
+    (:mod:`perflab.report.http_timeline_chart`, :mod:`perflab.report.http_timeline`)."""
+    from perflab.report.http_timeline import timeline_tables
+    from perflab.report.http_timeline_chart import timeline_figure
+
+    fig = timeline_figure(results.benchmarks[0].steps, sweep.steps)
+    if fig is not None:
+        section.blocks.append(
+            figure_html(
+                charts.to_svg(fig),
+                "per interval: offered vs achieved rate and errors; latency percentiles "
+                "(from the intended send time) and send lag p99",
+                "timeline",
+            )
+        )
+    section.blocks += [table_html(t) for t in timeline_tables(results, sweep)]
 
 
 # ------------------------------------------------------------------ doctor, history

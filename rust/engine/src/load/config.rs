@@ -5,6 +5,7 @@ use std::time::{Duration, SystemTime};
 use super::codec::RequestSpec;
 use super::recorder::OkStatus;
 use super::schedule::{Arrival, Lanes};
+use super::shape::Shape;
 use super::url::Target;
 
 /// The load model of a run.
@@ -108,6 +109,13 @@ pub struct Config {
     /// Open loop, constant arrivals: this engine's lanes of a schedule
     /// shared with other load agents ([`Lanes`]; None: the whole schedule).
     pub lanes: Option<Lanes>,
+    /// Open loop: a load shape ([`Shape`]) followed by every step instead
+    /// of a fixed rate (the step's `rate` is then the shape's peak, which
+    /// sizes the pool). None: each step at its fixed rate.
+    pub shape: Option<Shape>,
+    /// Length of a timeline interval ([`super::timeline`]); None: no
+    /// timeline.
+    pub timeline_interval: Option<Duration>,
     /// The HTTP version spoken.
     pub protocol: Protocol,
     /// HTTP/2: concurrent streams per connection (h2load's `-m`), each a
@@ -178,6 +186,8 @@ impl Config {
             seed: 0x5EED,
             start_at: None,
             lanes: None,
+            shape: None,
+            timeline_interval: Some(Duration::from_secs(1)),
             protocol: Protocol::Http1,
             streams: 1,
         })
@@ -235,6 +245,7 @@ impl Config {
         if self.lanes.is_some() && self.model != LoadModel::Open(Arrival::Constant) {
             return Err("slots need an open loop with constant arrivals".into());
         }
+        self.check_shape()?;
         let mut max_conns = 0;
         for s in &self.steps {
             match self.model {
@@ -258,6 +269,29 @@ impl Config {
             max_conns = max_conns.max(s.connections.unwrap_or(0));
         }
         crate::sys::check_open_files(max_conns as u64)
+    }
+
+    /// A shape needs an open loop of its own (no agents' lanes) and valid
+    /// parameters; an interval of at least 1 ms.
+    fn check_shape(&self) -> Result<(), String> {
+        if let Some(d) = self.timeline_interval {
+            if d < Duration::from_millis(1) {
+                return Err(format!(
+                    "timeline interval must be at least 1 ms, got {d:?}"
+                ));
+            }
+        }
+        let Some(shape) = &self.shape else {
+            return Ok(());
+        };
+        shape.validate()?;
+        if !matches!(self.model, LoadModel::Open(_)) {
+            return Err("a load shape needs an open loop (a rate)".into());
+        }
+        if self.lanes.is_some() {
+            return Err("a load shape cannot be split over load agents' slots yet".into());
+        }
+        Ok(())
     }
 
     /// A rate above what the step's engine threads can schedule is refused.

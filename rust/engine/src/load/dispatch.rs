@@ -66,7 +66,10 @@ struct Dispatcher {
 pub(crate) async fn open_loop(ctx: &Rc<Ctx>, arrival: Arrival) -> Result<(), String> {
     let plan = &ctx.plan;
     let rate = plan.rate.unwrap_or(1.0);
-    let mut sched = Schedule::new(arrival, rate, plan.thread, plan.threads, ctx.shared.seed);
+    let mut sched = match ctx.shared.shape {
+        Some(shape) => Schedule::shaped(arrival, shape, plan.thread, plan.threads, ctx.shared.seed),
+        None => Schedule::new(arrival, rate, plan.thread, plan.threads, ctx.shared.seed),
+    };
     if let Some(lanes) = &ctx.shared.lanes {
         sched = sched.on_lanes(lanes, rate, plan.thread, plan.threads);
     }

@@ -449,3 +449,53 @@ fn a_shared_start_instant_is_waited_for_and_reported() {
     late.start_at = Some(std::time::SystemTime::now() - Duration::from_millis(50));
     assert!(run_one(&late).start_lead_s < -0.04);
 }
+
+#[test]
+fn a_ramp_sends_its_shape_and_the_timeline_accounts_for_every_request() {
+    // 200 → 1,000 req/s over 1 s on 2 threads: Λ(1 s) = 600 requests due,
+    // each in exactly one interval of the timeline (100 ms intervals).
+    let h = serve(ServerConfig::default());
+    let mut c = open(&h, 1.0, 1000);
+    let ramp = shape::Shape::Ramp {
+        from: 200.0,
+        to: 1000.0,
+        over_s: 1.0,
+    };
+    c.shape = Some(ramp);
+    c.steps[0].rate = Some(ramp.peak());
+    c.threads = 2.min(cores());
+    c.timeline_interval = Some(Duration::from_millis(100));
+    let s = run_one(&c);
+    assert_balanced(&s, &c);
+    let k = &s.recorder.counters;
+    assert_eq!(k.requests_sent + k.unsent, 600, "{k:?}");
+    assert_eq!(s.offered_rate, Some(600.0));
+    assert_eq!(s.shape, Some(ramp));
+    let tl = s.timeline.as_ref().unwrap();
+    assert_eq!(tl.interval_s, 0.1);
+    let sum = |f: &dyn Fn(&timeline::Interval) -> u64| tl.intervals.iter().map(f).sum::<u64>();
+    assert_eq!(sum(&|i| i.sent), k.requests_sent);
+    assert_eq!(sum(&|i| i.ok), k.ok_responses + k.drained);
+    assert_eq!(sum(&|i| i.errors), k.failures);
+    assert_eq!(
+        sum(&|i| i.latency.summary.count),
+        s.recorder.histograms.latency.len()
+    );
+    assert_eq!(
+        sum(&|i| i.send_lag.summary.count),
+        s.recorder.histograms.send_lag.len()
+    );
+    for (j, i) in tl.intervals.iter().take(10).enumerate() {
+        let expect = 200.0 + 800.0 * (j as f64 + 0.5) / 10.0;
+        assert!(
+            (i.offered_rate.unwrap() - expect).abs() < 1e-6,
+            "{j}: {i:?}"
+        );
+        // Sent in the interval: its share of Λ, within one request.
+        if k.unsent == 0 {
+            assert!((i.sent as f64 - expect * 0.1).abs() <= 1.0, "{j}: {i:?}");
+        }
+        let back = decode(&i.latency.encoded_b64).unwrap();
+        assert_eq!(back.len(), i.latency.summary.count);
+    }
+}

@@ -33,8 +33,10 @@ pub mod recorder;
 mod runner;
 pub mod schedule;
 pub mod server_timing;
+pub mod shape;
 pub mod spec;
 mod thread;
+pub mod timeline;
 pub mod tls;
 pub mod url;
 
@@ -134,6 +136,10 @@ pub struct StepResult {
     /// Histograms and counters, merged over threads.
     #[serde(flatten)]
     pub recorder: Recorder,
+    /// The load shape followed (None: a fixed rate, or closed loop).
+    pub shape: Option<shape::Shape>,
+    /// The step's timeline, merged over threads (None when off).
+    pub timeline: Option<timeline::StepTimeline>,
 }
 
 /// Unit of every histogram value: microseconds.
@@ -248,6 +254,8 @@ fn prepare(
         stop,
         progress,
         stopped_at: OnceLock::new(),
+        shape: config.shape,
+        timeline_interval: config.timeline_interval,
         protocol: config.protocol,
         streams: config.streams,
         h2_requests,
@@ -388,7 +396,7 @@ fn step_result(
     spec: &StepSpec,
     (connections, threads): (usize, usize),
     clock: &StepClock,
-    done: Vec<ThreadResult>,
+    mut done: Vec<ThreadResult>,
 ) -> StepResult {
     let mut recorder = Recorder::default();
     for r in &done {
@@ -399,6 +407,22 @@ fn step_result(
     let stopped_at = shared.stopped_at.get().copied();
     let window_end = stopped_at.map_or(clock.end, |s| s.min(clock.end));
     let last = done.iter().filter_map(|r| r.last_completion).max();
+    let offered_rate = match (config.model, config.shape) {
+        (LoadModel::Closed, _) => None,
+        (_, Some(s)) => {
+            Some(s.mean_rate(config.warmup.as_secs_f64(), config.duration.as_secs_f64()))
+        }
+        (_, None) => spec.rate,
+    };
+    let parts: Vec<_> = done.iter_mut().filter_map(|r| r.timeline.take()).collect();
+    let timeline = (!parts.is_empty()).then(|| {
+        let shape = config.shape;
+        let offered = |a: f64, b: f64| match shape {
+            Some(s) => Some(s.mean_rate(a, b)),
+            None => offered_rate,
+        };
+        timeline::merge(parts, offered, timeout_us)
+    });
     StepResult {
         index,
         mode: config.model.mode_name(),
@@ -406,9 +430,7 @@ fn step_result(
             LoadModel::Open(a) => Some(a.name()),
             LoadModel::Closed => None,
         },
-        offered_rate: spec
-            .rate
-            .filter(|_| matches!(config.model, LoadModel::Open(_))),
+        offered_rate,
         connections,
         threads,
         duration_s: config.duration.as_secs_f64(),
@@ -426,6 +448,8 @@ fn step_result(
         protocol: config.protocol.name(),
         streams: config.streams,
         recorder,
+        shape: config.shape,
+        timeline,
     }
 }
 

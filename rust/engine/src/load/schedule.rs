@@ -10,6 +10,8 @@
 //! backlog while every connection is busy is just the cursor position, so
 //! memory stays constant for any duration.
 
+use super::shape::Shape;
+
 /// SplitMix64 (Steele, Lea & Flood 2014): a tiny, fast, seedable PRNG whose
 /// output passes BigCrush; plenty for arrival jitter and server error draws.
 #[derive(Clone, Debug)]
@@ -139,7 +141,14 @@ pub struct Schedule {
     /// Constant arrivals on an agent's lanes: the lanes, the shared
     /// schedule's gap (ns), this thread and the engine's threads.
     lanes: Option<(Lanes, f64, u64, u64)>,
+    /// A load shape: the offsets above are then in units of
+    /// 1/[`SHAPE_UNITS`] expected request, mapped to time by `Λ⁻¹`.
+    shape: Option<Shape>,
 }
+
+/// Sub-units of one expected request in the internal clock of a shaped
+/// [`Schedule`] (a Poisson gap keeps this resolution before `Λ⁻¹`).
+pub const SHAPE_UNITS: f64 = 1000.0;
 
 impl Schedule {
     /// The schedule of thread `thread` (0-based) of `threads`, for a total
@@ -154,6 +163,40 @@ impl Schedule {
             poisson_ns: 0.0,
             rng: SplitMix64::new(seed ^ (thread as u64).wrapping_mul(0xA24B_AED4_963E_E407)),
             lanes: None,
+            shape: None,
+        }
+    }
+
+    /// The schedule of thread `thread` of `threads` on a load `shape` (see
+    /// [`super::shape`]): the same arrival model on the shape's clock, so
+    /// thread `k` of a constant schedule sends the shape's requests
+    /// `k + i·threads`, due at `Λ⁻¹(k + i·threads)`.
+    pub fn shaped(
+        arrival: Arrival,
+        shape: Shape,
+        thread: usize,
+        threads: usize,
+        seed: u64,
+    ) -> Self {
+        let mut s = Self::new(arrival, 1e9 / SHAPE_UNITS, thread, threads, seed);
+        s.shape = Some(shape);
+        s
+    }
+
+    /// A shaped schedule's internal offset `u` as ns after `t0`.
+    fn shape_ns(&self, u: u64) -> u64 {
+        match &self.shape {
+            None => u,
+            Some(sh) => (sh.time_of(u as f64 / SHAPE_UNITS) * 1e9) as u64,
+        }
+    }
+
+    /// ns after `t0` as a shaped schedule's internal offset (the first
+    /// offset at or after it).
+    fn shape_units(&self, ns: u64) -> u64 {
+        match &self.shape {
+            None => ns,
+            Some(sh) => (sh.expected(ns as f64 / 1e9) * SHAPE_UNITS).ceil() as u64,
         }
     }
 
@@ -172,6 +215,12 @@ impl Schedule {
     /// The next intended send time, as ns after the step start. Strictly
     /// non-decreasing. O(1), no allocation.
     pub fn next_offset_ns(&mut self) -> u64 {
+        let u = self.next_unit();
+        self.shape_ns(u)
+    }
+
+    /// The next offset on the schedule's own clock (ns, or shape units).
+    fn next_unit(&mut self) -> u64 {
         let t = match self.arrival {
             Arrival::Constant => self.constant_offset(self.index),
             Arrival::Poisson => {
@@ -200,6 +249,7 @@ impl Schedule {
     /// depend on the arrivals before it). So a huge backlog never costs more
     /// than a few milliseconds to count.
     pub fn skip_until(&mut self, from_ns: u64, limit_ns: u64) -> u64 {
+        let (from_ns, limit_ns) = (self.shape_units(from_ns), self.shape_units(limit_ns));
         match self.arrival {
             Arrival::Constant => {
                 let start = self.first_index_at(from_ns).max(self.index);
@@ -244,7 +294,7 @@ impl Schedule {
     fn skip_poisson(&mut self, from_ns: u64, limit_ns: u64) -> u64 {
         let mut n = 0;
         for _ in 0..EXACT_SKIP {
-            let t = self.next_offset_ns();
+            let t = self.next_unit();
             if t >= limit_ns {
                 return n;
             }
@@ -451,5 +501,72 @@ mod tests {
             assert_eq!(Arrival::parse(a.name()), Ok(a));
         }
         assert!(Arrival::parse("uniform").unwrap_err().contains("poisson"));
+    }
+
+    #[test]
+    fn shaped_threads_interleave_into_the_shapes_even_stream() {
+        // A 1k→10k/s ramp over 2 s on 3 threads: the union of the threads'
+        // intended times is request n due at Λ⁻¹(n), 11,000 of them.
+        let ramp = Shape::Ramp {
+            from: 1000.0,
+            to: 10_000.0,
+            over_s: 2.0,
+        };
+        let mut all: Vec<u64> = (0..3)
+            .flat_map(|k| {
+                let mut s = Schedule::shaped(Arrival::Constant, ramp, k, 3, 1);
+                std::iter::from_fn(move || Some(s.next_offset_ns()))
+                    .take_while(|&t| t < 2_000_000_000)
+            })
+            .collect();
+        all.sort_unstable();
+        assert_eq!(all.len(), 11_000);
+        for (n, t) in all.iter().enumerate() {
+            let expect = ramp.time_of(n as f64) * 1e9;
+            assert!((*t as f64 - expect).abs() <= 2.0, "{n}: {t} vs {expect}");
+        }
+        // Requests due in the first and the last 100 ms: the rate grew.
+        let first = all.iter().filter(|&&t| t < 100_000_000).count();
+        let last = all.iter().filter(|&&t| t >= 1_900_000_000).count();
+        assert_eq!((first, last), (123, 977)); // Λ(0.1) = 122.5, Λ(2) − Λ(1.9) = 977.5
+    }
+
+    #[test]
+    fn shaped_poisson_follows_the_rate_and_skips_by_the_shape() {
+        let sine = Shape::Sine {
+            mean: 5000.0,
+            amplitude: 4000.0,
+            period_s: 2.0,
+        };
+        let mut s = Schedule::shaped(Arrival::Poisson, sine, 0, 1, 11);
+        let times: Vec<u64> = std::iter::from_fn(|| Some(s.next_offset_ns()))
+            .take_while(|&t| t < 2_000_000_000)
+            .collect();
+        // Each quarter period holds Λ(b) − Λ(a) arrivals, within 5 σ.
+        let count = |a: f64, b: f64| {
+            times
+                .iter()
+                .filter(|&&t| t as f64 >= a * 1e9 && (t as f64) < b * 1e9)
+                .count() as f64
+        };
+        for (a, b) in [(0.0, 0.5), (0.5, 1.0), (1.0, 1.5), (1.5, 2.0)] {
+            let expect = sine.expected(b) - sine.expected(a);
+            assert!(
+                (count(a, b) - expect).abs() < 5.0 * expect.sqrt(),
+                "{a}: {expect}"
+            );
+        }
+        // skip_until on a shaped constant schedule counts what a walk sees.
+        for (from, limit) in [(0u64, 1_000_000_000u64), (123_456_789, 1_987_654_321)] {
+            let mut a = Schedule::shaped(Arrival::Constant, sine, 1, 2, 1);
+            let mut b = a.clone();
+            a.next_offset_ns();
+            b.next_offset_ns();
+            let walk = std::iter::from_fn(|| Some(b.next_offset_ns()))
+                .take_while(|&t| t < limit)
+                .filter(|&t| t >= from)
+                .count() as u64;
+            assert_eq!(a.skip_until(from, limit), walk, "{from} {limit}");
+        }
     }
 }

@@ -68,6 +68,12 @@ pub struct RunSpec {
     /// [`Lanes`]); both or neither.
     pub slots: Option<Vec<u64>>,
     pub slot_period: Option<u64>,
+    /// Open loop: a load shape instead of fixed rates, e.g.
+    /// `{"kind": "ramp", "from": 1000, "to": 10000, "over_s": 20}` or
+    /// `{"kind": "sine", "mean": 5000, "amplitude": 2000, "period_s": 30}`.
+    pub shape: Option<super::shape::Shape>,
+    /// Timeline interval, s (1); 0 turns the timeline off.
+    pub interval_s: Option<f64>,
     /// `"http1"` (default) or `"http2"`.
     pub protocol: Option<String>,
     /// HTTP/2: concurrent streams per connection (1).
@@ -122,7 +128,8 @@ impl RunSpec {
         let connections = self.connections;
         Ok(match model {
             LoadModel::Open(_) => {
-                let rates = match (&self.rates, self.rate) {
+                let shaped = self.shape.map(|s| s.peak());
+                let rates = match (&self.rates, self.rate.or(shaped)) {
                     (Some(r), _) => r.clone(),
                     (None, Some(r)) => vec![r],
                     (None, None) => {
@@ -188,6 +195,14 @@ impl TryFrom<RunSpec> for Config {
             (Some(period), Some(slots)) => Some(Lanes::new(period, slots)?),
             (None, None) => None,
             _ => return Err("slots and slot_period go together".into()),
+        };
+        if spec.shape.is_some() && (spec.rate.is_some() || spec.rates.is_some()) {
+            return Err("give a shape or rates, not both".into());
+        }
+        c.shape = spec.shape;
+        c.timeline_interval = match spec.interval_s {
+            Some(s) if s == 0.0 => None,
+            other => Some(seconds("interval_s", other, Duration::from_secs(1))?),
         };
         c.requests = match spec.requests {
             Some(list) => list

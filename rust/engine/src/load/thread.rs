@@ -26,6 +26,7 @@ use super::phases::record_phases;
 use super::progress::Progress;
 use super::recorder::{ErrorKind, OkStatus, Recorder};
 use super::server_timing::Parsed;
+use super::timeline::Timeline;
 use crate::hdr::{new_histogram, record, Histogram};
 use crate::sys::thread_cpu_time;
 
@@ -46,6 +47,10 @@ pub(crate) struct Shared {
     /// When an engine thread first saw the stop flag: the recorded window
     /// of the running step ends there (no step starts after a stop).
     pub stopped_at: OnceLock<Instant>,
+    /// The run's load shape ([`super::Config::shape`]).
+    pub shape: Option<super::shape::Shape>,
+    /// The timeline interval ([`super::Config::timeline_interval`]).
+    pub timeline_interval: Option<Duration>,
     /// The HTTP version spoken, and HTTP/2's streams per connection.
     pub protocol: Protocol,
     pub streams: usize,
@@ -77,6 +82,8 @@ pub(crate) struct ThreadResult {
     /// When this thread's last recorded request was answered, failed or
     /// was cut off (None when it had none).
     pub last_completion: Option<Instant>,
+    /// This thread's timeline of the step (None when off).
+    pub timeline: Option<Timeline>,
 }
 
 /// How often waiting loops look at the stop flag and publish progress.
@@ -155,6 +162,7 @@ struct State {
     next_request: usize,
     cpu_start: Option<Duration>,
     last_completion: Option<Instant>,
+    timeline: Option<Timeline>,
     /// HTTP/2: the connection new lanes join until it has `streams` lanes.
     h2_conn: Option<Rc<H2Conn>>,
     /// Lanes that have joined `h2_conn`.
@@ -192,6 +200,7 @@ impl Ctx {
                 next_request: plan.thread % shared.requests.len(),
                 cpu_start: None,
                 last_completion: None,
+                timeline: shared.timeline_interval.map(|d| Timeline::new(plan.t0, d)),
                 h2_conn: None,
                 h2_joined: 0,
             }),
@@ -255,6 +264,9 @@ impl Ctx {
         let recorded = t >= self.plan.warmup_end;
         let mut st = self.st.borrow_mut();
         st.busy += 1;
+        if let Some(tl) = &mut st.timeline {
+            tl.issue(t);
+        }
         if recorded {
             st.rec.counters.requests_sent += 1;
             st.in_flight += 1;
@@ -271,6 +283,16 @@ impl Ctx {
         let in_window = ex.end >= self.plan.warmup_end && ex.end < window_end;
         let mut guard = self.st.borrow_mut();
         let st = &mut *guard;
+        if let Some(tl) = &mut st.timeline {
+            let lag = open_loop.then(|| us(ex.write_start.saturating_duration_since(req.intended)));
+            tl.done(
+                req.intended,
+                ex.end,
+                ok,
+                us(ex.end.saturating_duration_since(req.intended)),
+                lag,
+            );
+        }
         count_connection_events(st, ex);
         if req.recorded {
             record_phases(&mut st.rec.histograms, ex);
@@ -442,6 +464,7 @@ impl Ctx {
                 .map_or(0.0, |s| cpu_end.saturating_sub(s).as_secs_f64()),
             recorder: std::mem::take(&mut st.rec),
             last_completion: st.last_completion,
+            timeline: st.timeline.take(),
         }
     }
 }

@@ -1,0 +1,117 @@
+"""Reading a step's timeline: the capacity estimate of a ramp (where the achieved rate
+stops tracking the offered one, and what it levels off at).
+
+Method: an interval *tracks* its offered rate when its achieved rate (OK responses
+completed in it ÷ its length) is at least a share of the offered rate
+(:data:`perflab.analyze.http.ACHIEVED_SHARE`, passed in): the rule that makes a held step ``saturated``, applied per interval.
+The knee is the first recorded interval that does not track, nor does the next one (one
+slow second is not a knee). Past the knee an open-loop server serves at its capacity
+while the backlog grows, until the backlog itself (ever more connections, timeouts)
+may drag it down; so the capacity estimate is the highest *sustained* achieved rate of
+the ramp: the largest median of :data:`SUSTAIN` consecutive recorded intervals (the
+plateau's top; before the knee such a median is a rate served in full). The offered rate
+of the last tracking interval is given beside it (the highest load served in full).
+Without a knee the capacity is at least the highest offered rate that tracked.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from perflab.model import HttpStep
+
+#: Consecutive intervals whose median achieved rate counts as sustained.
+SUSTAIN = 3
+
+
+@dataclass
+class RampCapacity:
+    """The capacity read off one shaped step's timeline.
+
+    Attributes:
+        estimate_rate: the capacity estimate, requests/s (the highest sustained achieved
+            rate, or the highest tracked offered rate when there is no knee).
+        tracked_rate: offered rate of the last interval before the knee that tracked,
+            requests/s (None when none did).
+        plateau_rate: median achieved rate of the intervals after the knee, requests/s
+            (None without a knee): below the estimate when the backlog dragged the server
+            down.
+        knee_t_s: start of the knee interval, s after the step's start (None: no knee).
+        at_least: True when no knee was reached: the capacity is higher.
+        p99_before_us / p99_after_us: median p99 latency of the intervals before / after
+            the knee, µs (None when there are none): the rise the knee brings.
+    """
+
+    estimate_rate: float
+    tracked_rate: float | None
+    plateau_rate: float | None
+    knee_t_s: float | None
+    at_least: bool
+    p99_before_us: float | None
+    p99_after_us: float | None
+
+
+def _median(values: list[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return statistics.median(kept) if kept else None
+
+
+def ramp_capacity(step: HttpStep, share: float) -> RampCapacity | None:
+    """The capacity estimate of a shaped open-loop step from its timeline.
+
+    Args:
+        step: a step with a ``timeline`` and an offered rate per interval.
+        share: an interval tracks when achieved ≥ share × offered (0 < share ≤ 1).
+
+    Returns:
+        The estimate, or None when the step has no timeline, is not a ramp, or has no full
+        interval in its recorded window.
+    """
+    tl = step.timeline
+    if tl is None or not step.shape or step.shape.get("kind") != "ramp" or not len(tl):
+        return None
+    rows = [
+        j
+        for j in range(len(tl))
+        if tl.t_s[j] >= step.warmup_s - 1e-9
+        and tl.t_s[j] + tl.interval_s <= step.duration_s + 1e-9
+        and tl.offered_rate[j]
+    ]
+    if not rows:
+        return None
+    achieved = tl.achieved_rate()
+    tracks = [achieved[j] >= share * float(tl.offered_rate[j] or 0) for j in rows]
+    knee = next(
+        (i for i in range(len(rows)) if not tracks[i] and not all(tracks[i + 1 : i + 2])),
+        None,
+    )
+    before = rows if knee is None else rows[:knee]
+    tracked = [float(tl.offered_rate[j] or 0) for j, t in zip(before, tracks) if t]
+    tracked_rate = tracked[-1] if tracked else None
+    if knee is None:
+        return RampCapacity(
+            estimate_rate=max(tracked) if tracked else 0.0,
+            tracked_rate=tracked_rate,
+            plateau_rate=None,
+            knee_t_s=None,
+            at_least=True,
+            p99_before_us=_median([tl.p99_us[j] for j in before]),
+            p99_after_us=None,
+        )
+    after = rows[knee:]
+    plateau = statistics.median(achieved[j] for j in after)
+    width = min(SUSTAIN, len(rows))
+    sustained = max(
+        statistics.median(achieved[j] for j in rows[i : i + width])
+        for i in range(len(rows) - width + 1)
+    )
+    return RampCapacity(
+        estimate_rate=sustained,
+        tracked_rate=tracked_rate,
+        plateau_rate=plateau,
+        knee_t_s=tl.t_s[rows[knee]],
+        at_least=False,
+        p99_before_us=_median([tl.p99_us[j] for j in before]),
+        p99_after_us=_median([tl.p99_us[j] for j in after]),
+    )
