@@ -201,7 +201,7 @@ impl TryFrom<RunSpec> for Config {
         }
         c.shape = spec.shape;
         c.timeline_interval = match spec.interval_s {
-            Some(s) if s == 0.0 => None,
+            Some(0.0) => None,
             other => Some(seconds("interval_s", other, Duration::from_secs(1))?),
         };
         c.requests = match spec.requests {
