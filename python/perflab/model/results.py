@@ -19,6 +19,7 @@ from perflab.model.cluster import AgentInfo, AgentShare
 from perflab.model.counts import CommandCounts, Counts
 from perflab.model.json_form import from_known as _from_dict
 from perflab.model.json_form import json_types
+from perflab.model.profile import Profile
 from perflab.model.trace_spans import TraceSpan
 from perflab.model.versions import SCHEMA_VERSION, migrate
 
@@ -426,6 +427,9 @@ class Benchmark:
         stop_reason: "precision", "budget", "max-processes", "max-runs",
             "failed", "interrupted" or "done".
         error: the failure message, or None.
+        profile: ``--profile``: where the measured calls spent their time, sampled in
+            processes of their own after the timed ones (:class:`perflab.model.profile.
+            Profile`); None when not profiled.
     """
 
     name: str
@@ -444,6 +448,7 @@ class Benchmark:
     span: TraceSpan | None = None
     counts: list[CommandCounts] = field(default_factory=list)
     ops_per_call: int = 1
+    profile: Profile | None = None
 
     @property
     def id(self) -> str:
@@ -482,6 +487,8 @@ class Benchmark:
         bench.counts = [CommandCounts.from_dict(c) for c in data.get("counts") or []]
         if data.get("span") is not None:
             bench.span = TraceSpan.from_dict(data["span"])
+        if data.get("profile") is not None:
+            bench.profile = Profile.from_dict(data["profile"])
         return bench
 
 

@@ -335,6 +335,12 @@ def _counts(results: Results, figures: ResultsFigures, name: str) -> list[Sectio
     return [Section(f"instructions: {name}", blocks)] if blocks else []
 
 
+def _profiles(results: Results, figures: ResultsFigures, name: str) -> list[Section]:
+    from perflab.report.html.profile_section import profile_sections
+
+    return profile_sections(results, figures, name)
+
+
 def _fit(document: dict[str, Any], name: str) -> list[Section]:
     from perflab.report.html.documents import fit_sections
 
@@ -345,8 +351,8 @@ def _fit(document: dict[str, Any], name: str) -> list[Section]:
 #: ``(results, its figures, file name) -> sections`` (an empty list adds nothing). A new
 #: section for results files (e.g. traces) is one more builder in these lists.
 RESULTS_SECTIONS: dict[str, list[Callable[[Results, ResultsFigures, str], list[Section]]]] = {
-    "run": [run_sections, _counts, _memory],
-    "cmd": [cmd_sections, _counts, _memory],
+    "run": [run_sections, _counts, _memory, _profiles],
+    "cmd": [cmd_sections, _counts, _memory, _profiles],
     "http": [http_sections, _memory],
     "trace": [_trace],
 }
