@@ -12,8 +12,10 @@ total share, the flame graph's tree, and what changed between two profiles.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from perflab.model import Benchmark
 from perflab.model.profile import Profile
@@ -57,6 +59,19 @@ class FlameNode:
     children: list[FlameNode] = field(default_factory=list)
     delta: float = 0.0
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], depth: int = 0) -> FlameNode:
+        """The inverse of :func:`tree_dict` (a document read back: levels past
+        :data:`MAX_KEPT_DEPTH` are dropped). Raises TypeError/ValueError when malformed."""
+        kids = (data.get("c") or []) if depth < MAX_KEPT_DEPTH else []
+        return cls(
+            str(data.get("f", "")),
+            int(data.get("w", 0)),
+            int(data.get("s", 0)),
+            [cls.from_dict(c, depth + 1) for c in kids if isinstance(c, dict)],
+            float(data.get("d", 0.0)),
+        )
+
 
 @dataclass(frozen=True)
 class ShareChange:
@@ -72,6 +87,14 @@ class ShareChange:
     self_b: float
     total_a: float
     total_b: float
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ShareChange:
+        """From the JSON form (:func:`dataclasses.asdict`). Raises KeyError/ValueError."""
+        return cls(
+            str(data["frame"]),
+            *(float(data[k]) for k in ("self_a", "self_b", "total_a", "total_b")),
+        )
 
     @property
     def self_change(self) -> float:
@@ -158,6 +181,19 @@ def _sort(node: FlameNode) -> None:
         todo.extend(current.children)
 
 
+_LINE = re.compile(r":\d+\)$")
+
+
+def unlined(stacks: dict[str, int]) -> dict[str, int]:
+    """``stacks`` with each frame's line number dropped (``f (a.py:12)`` → ``f (a.py)``),
+    equal stacks merged: how two versions of one code base are matched."""
+    out: dict[str, int] = {}
+    for stack, weight in stacks.items():
+        key = ";".join(_LINE.sub(")", f) for f in stack.split(";"))
+        out[key] = out.get(key, 0) + weight
+    return out
+
+
 def figures(profile: Profile) -> ProfileFigures:
     """The :class:`ProfileFigures` of ``profile``."""
     return ProfileFigures(profile, function_shares(profile.stacks), flame_tree(profile.stacks))
@@ -167,10 +203,11 @@ def share_changes(a: Profile, b: Profile, top: int = TOP) -> list[ShareChange]:
     """The ``top`` functions whose share changed most from ``a`` to ``b`` (by the larger
     of the self and total change, in absolute value; ties by name).
 
-    A function absent from one side has share 0 there.
+    A function absent from one side has share 0 there. Functions are matched by name
+    and file, without the line (:func:`unlined`): an edit above a function moves it.
     """
-    fa = {f.frame: f for f in function_shares(a.stacks)}
-    fb = {f.frame: f for f in function_shares(b.stacks)}
+    fa = {f.frame: f for f in function_shares(unlined(a.stacks))}
+    fb = {f.frame: f for f in function_shares(unlined(b.stacks))}
     rows = []
     for frame in set(fa) | set(fb):
         x, y = fa.get(frame), fb.get(frame)
@@ -190,10 +227,10 @@ def share_changes(a: Profile, b: Profile, top: int = TOP) -> list[ShareChange]:
 def differential_tree(a: Profile, b: Profile) -> FlameNode:
     """B's flame graph with each box's ``delta``: B's share of that path minus A's
     (a path absent from A has A's share 0), the differential flame graph's colour."""
-    tree = flame_tree(b.stacks)
+    tree = flame_tree(unlined(b.stacks))
     total_a, total_b = a.total or 1, b.total or 1
     paths_a: dict[tuple[str, ...], int] = {}
-    for stack, weight in a.stacks.items():
+    for stack, weight in unlined(a.stacks).items():
         frames = tuple(stack.split(";"))
         for depth in range(1, len(frames) + 1):
             paths_a[frames[:depth]] = paths_a.get(frames[:depth], 0) + weight
@@ -221,3 +258,54 @@ def _names(frames: Iterable[str]) -> set[str]:
 def profiled(benches: Iterable[Benchmark]) -> list[tuple[str, ProfileFigures]]:
     """(label, figures) of every benchmark with a non-empty profile, in file order."""
     return [(b.label, figures(b.profile)) for b in benches if b.profile and b.profile.total]
+
+
+#: a differential tree keeps boxes of at least this share of B (what a 1000-pixel graph
+#: can draw) and this many levels, so a comparison document stays small
+MIN_KEPT_SHARE = 1 / 3000
+MAX_KEPT_DEPTH = 80
+
+
+def profile_changes(a: Iterable[Benchmark], b: Iterable[Benchmark]) -> list[dict[str, Any]]:
+    """The benchmarks profiled in both runs (matched by id), each as the JSON record a
+    comparison document keeps: ``id``, ``label``, ``kind``, ``total_a``, ``total_b``,
+    ``changes`` (:func:`share_changes`, as dicts) and ``tree`` (the differential tree,
+    :func:`tree_dict`). Profiles of different kinds (time, instructions) are not compared.
+    """
+    before = {x.id: x.profile for x in a if x.profile is not None and x.profile.total}
+    out = []
+    for bench in b:
+        pa, pb = before.get(bench.id), bench.profile
+        if pa is None or pb is None or not pb.total or pa.kind != pb.kind:
+            continue
+        out.append(
+            {
+                "id": bench.id,
+                "label": bench.label,
+                "kind": pb.kind,
+                "total_a": pa.total,
+                "total_b": pb.total,
+                "changes": [asdict(c) for c in share_changes(pa, pb)],
+                "tree": tree_dict(differential_tree(pa, pb)),
+            }
+        )
+    return out
+
+
+def tree_dict(root: FlameNode) -> dict[str, Any]:
+    """A flame tree as nested JSON (``f`` frame, ``w`` weight, ``s`` self weight, ``d``
+    delta, ``c`` children), boxes under :data:`MIN_KEPT_SHARE` of the root and levels
+    past :data:`MAX_KEPT_DEPTH` left out (their weight stays in their parent's ``w``)."""
+    floor = root.weight * MIN_KEPT_SHARE
+
+    def walk(node: FlameNode, depth: int) -> dict[str, Any]:
+        kids = [c for c in node.children if c.weight >= floor] if depth < MAX_KEPT_DEPTH else []
+        return {
+            "f": node.frame,
+            "w": node.weight,
+            "s": node.self_weight,
+            "d": round(node.delta, 6),
+            "c": [walk(c, depth + 1) for c in kids],
+        }
+
+    return walk(root, 0)

@@ -255,6 +255,10 @@ def _show_compare(document: dict[str, Any], fmt: str) -> None:
         lambda: comparison_tables(suite, document["a"], document["b"]),
         lambda: csv_records(suite),
     )
+    if suite.profiles and fmt != "csv":
+        from perflab.report.profile_table import print_changes
+
+        print_changes(suite.profiles, fmt)
 
 
 def _show_history(document: dict[str, Any], fmt: str) -> None:

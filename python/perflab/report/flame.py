@@ -89,7 +89,7 @@ def _svg(root: FlameNode, title: str, colour: object, unit: str) -> str:
         parts.append(
             f'<g class="frame"><title>{escape.html(tip)}</title>'
             f'<rect x="{x:.2f}" y="{y}" width="{max(w - 0.4, 0.1):.2f}" height="{ROW - 1}" '
-            f'fill="{fill}" rx="1"/>'
+            f'fill="{fill}" stroke="rgb(190,190,190)" stroke-width="0.4" rx="1"/>'
         )
         chars = int((w - 6) / CHAR_PX)
         if chars >= 3:

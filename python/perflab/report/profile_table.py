@@ -120,17 +120,11 @@ def change_table(label: str, changes: Sequence[ShareChange]) -> Table:
     return table
 
 
-def change_records(changes: Sequence[tuple[str, Sequence[ShareChange]]]) -> list[dict[str, Any]]:
-    """CSV records of the profile changes: one per benchmark and function."""
-    return [
-        {
-            "benchmark": label,
-            "function": c.frame,
-            "self_a": c.self_a,
-            "self_b": c.self_b,
-            "total_a": c.total_a,
-            "total_b": c.total_b,
-        }
-        for label, rows in changes
-        for c in rows
+def print_changes(records: Sequence[dict[str, Any]], fmt: str) -> None:
+    """Print ``compare``'s profile changes (the records of
+    :func:`perflab.analyze.profile.profile_changes`, or a document's ``profiles``)."""
+    changes = [
+        (str(r.get("label", r["id"])), [ShareChange.from_dict(c) for c in r["changes"]])
+        for r in records
     ]
+    console.emit(fmt, lambda: [change_table(label, rows) for label, rows in changes])

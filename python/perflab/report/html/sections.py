@@ -341,6 +341,12 @@ def _profiles(results: Results, figures: ResultsFigures, name: str) -> list[Sect
     return profile_sections(results, figures, name)
 
 
+def _profile_changes(document: dict[str, Any], name: str) -> list[Section]:
+    from perflab.report.html.profile_section import profile_change_sections
+
+    return profile_change_sections(document, name)
+
+
 def _fit(document: dict[str, Any], name: str) -> list[Section]:
     from perflab.report.html.documents import fit_sections
 
@@ -361,7 +367,7 @@ RESULTS_SECTIONS: dict[str, list[Callable[[Results, ResultsFigures, str], list[S
 #: ``kind``: builders ``(document, file name) -> sections``.
 DOCUMENT_SECTIONS: dict[str, list[Callable[[dict[str, Any], str], list[Section]]]] = {
     "doctor": [lambda document, name: [doctor_section(document, name)]],
-    "compare": [_compare],
+    "compare": [_compare, _profile_changes],
     "fit": [_fit],
 }
 
