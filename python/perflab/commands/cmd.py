@@ -24,6 +24,9 @@ from perflab.units import parse_positive_duration
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``perflab cmd`` (hyperfine's names where they exist)."""
+    from perflab.commands import profiling
+
+    profiling.add_arguments(parser, "command")
     parser.add_argument(
         "commands",
         nargs="*",
@@ -384,6 +387,7 @@ def main(args: argparse.Namespace) -> int:
     from perflab import __version__, environment
     from perflab.analyze.compare.suite import parse_fail_on
     from perflab.analyze.decisions import parse_threshold
+    from perflab.commands import profiling
     from perflab.engines.cmd.commands import CommandRunner
     from perflab.engines.cmd.parameters import resolve_executable
     from perflab.engines.cmd.spawn import PosixSpawner
@@ -399,6 +403,7 @@ def main(args: argparse.Namespace) -> int:
     max_rss = parse_bytes(args.max_rss, "--max-rss") if args.max_rss else None
     _check_input(args.input)
     destination = results_destination(args.json, "cmd")
+    profile = profiling.check(args, destination, counted_profile=True)
     chart = Destination.check(args.chart, "--chart", "png") if args.chart is not None else None
     exports = _exports(args, [destination, chart])
     shell = resolve_executable(args.shell_path, "--shell") if args.shell else None
@@ -435,6 +440,8 @@ def main(args: argparse.Namespace) -> int:
             results.benchmarks = runner.run()
             if args.count and not runner.interrupted:
                 _count(results.benchmarks, specs, settings, args)
+            if profile is not None and not runner.interrupted:
+                profiling.profile_commands(results.benchmarks, specs, settings, profile, args)
         stop.shield()  # a second signal no longer stops the save
         spawner.close()
         results.spawn_overhead_ns = runner.spawn_overhead_ns
@@ -442,6 +449,7 @@ def main(args: argparse.Namespace) -> int:
         results.rss_floor_bytes = runner.rss_floor_bytes
         environment.finish(env)
         summaries = _save_and_print(results, args, destination, exports)
+        profiling.outputs(results.benchmarks, destination, args.format, args.quiet)
         if chart is not None:
             from perflab.report.run_chart import cmd_chart, write_chart
 

@@ -32,13 +32,19 @@ def add_arguments(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
-def check(args: argparse.Namespace, destination: Any) -> Any:
+def check(args: argparse.Namespace, destination: Any, counted_profile: bool = False) -> Any:
     """Before measuring: py-spy found, ``--profile-time`` parsed, the profile folder
     beside the results file free or perflab's.
 
+    Args:
+        args: the options.
+        destination: the results file's checked destination.
+        counted_profile: the command profiles instructions under ``--count`` (cmd):
+            py-spy is then not needed.
+
     Returns:
-        (py-spy :class:`perflab.engines.profiler.Sampler`, profile seconds), or None
-        without ``--profile``.
+        (py-spy :class:`perflab.engines.profiler.Sampler` or None when counting,
+        profile seconds), or None without ``--profile``.
 
     Raises:
         UsageError: py-spy missing, a bad duration, the folder not perflab's.
@@ -49,7 +55,8 @@ def check(args: argparse.Namespace, destination: Any) -> Any:
     from perflab.model.profile import FOLDER_MARK, profile_folder
 
     seconds = parse_positive_duration(args.profile_time, "--profile-time")
-    if getattr(args, "count", None) and not getattr(args, "command", None):
+    counting = bool(getattr(args, "count", None))
+    if counting and not counted_profile:
         raise UsageError(
             "--profile samples time in processes of their own, --count instructions counts "
             "under Callgrind: run them as two runs (cmd --count instructions --profile "
@@ -62,7 +69,7 @@ def check(args: argparse.Namespace, destination: Any) -> Any:
                 f"--profile: {folder} exists and was not made by perflab; the profile "
                 "files go there: remove it or choose another --json path"
             )
-    return find_sampler(), seconds
+    return (None if counting else find_sampler()), seconds
 
 
 def outputs(benches: Sequence[Any], destination: Any, fmt: str, quiet: bool = False) -> None:
@@ -117,3 +124,29 @@ def profile_run(
         sampler,
         on_case=None if quiet else lambda b: sys.stderr.write(f"profiling {b.label} …\n"),
     )
+
+
+def profile_commands(
+    benches: Sequence[Any], specs: Sequence[Any], settings: Any, profile: Any, args: Any
+) -> None:
+    """``cmd --profile``: each command that did not fail run under py-spy, children
+    followed, after the timed runs (:func:`perflab.engines.cmd.profiled.profile_command`);
+    with ``--count instructions`` nothing here: the counted runs' Callgrind files give
+    the instruction profile (:mod:`perflab.engines.cmd.counted`)."""
+    from perflab.engines.cmd.profiled import profile_command
+
+    sampler, seconds = profile
+    if sampler is None:
+        return
+    for bench, spec in zip(benches, specs, strict=True):
+        if bench.failed or not bench.runs:
+            continue
+        if not args.quiet:
+            sys.stderr.write(f"profiling {bench.label} …\n")
+        bench.profile = profile_command(
+            spec.argv,
+            seconds,
+            sampler,
+            timeout_s=settings.timeout_s,
+            input_path=args.input,
+        )
