@@ -494,6 +494,7 @@ def _count(benchmarks: Any, specs: Any, settings: Any, args: argparse.Namespace)
         timeout_s=timeout,
         accepts=accepts,
         input_path=args.input,
+        profile=args.profile,
     ):
         sys.stderr.write(f"note: --count: {line}\n")
 

@@ -23,6 +23,10 @@ def _signed(points: float) -> str:
     return f"{points * 100:+.1f} pt"
 
 
+def _unit(profile: Profile) -> str:
+    return "instructions" if profile.kind == "instructions" else "samples"
+
+
 def describe(profile: Profile) -> str:
     """One line on how a profile was taken: sampler, rate, samples, processes."""
     if profile.kind == "instructions":
@@ -34,7 +38,9 @@ def describe(profile: Profile) -> str:
     pids = " (pid " + ", ".join(str(p) for p in profile.pids[:6]) + ")" if profile.pids else ""
     calls = ""
     if profile.calls:
-        calls = f", {profile.calls:,} calls in {format_time(profile.seconds)}"
+        runs = all(stack.startswith("process: ") for stack in profile.stacks)
+        word = ("run" if runs else "call") + ("" if profile.calls == 1 else "s")
+        calls = f", {profile.calls:,} {word} in {format_time(profile.seconds)}"
     text = head + (where + pids if profile.pids else "") + calls
     text += ", apart from the timed processes" if profile.kind == "time" else ""
     return text + (f"; {profile.note}" if profile.note else "")
@@ -53,8 +59,8 @@ def function_table(label: str, figures: ProfileFigures, top: int = TOP) -> Table
         fold=[KEY, KEY, KEY, NOTE],
         footnotes=[
             describe(figures.profile),
-            "self: share of the samples in the function's own code; total: with "
-            "everything it called",
+            f"self: share of the {_unit(figures.profile)} in the function's own code; "
+            "total: with everything it called",
         ],
     )
     for f in [*shown, *extra]:

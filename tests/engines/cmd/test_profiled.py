@@ -84,3 +84,24 @@ def test_a_python_command_and_its_child_are_profiled(tmp_path: Path, perflab_cli
     assert "no Python process to sample" in done.stderr
     (written,) = (tmp_path / "c.profile").glob("*.collapsed")
     assert written.name.endswith("_parent.py.collapsed")
+
+
+def test_count_instructions_profile_is_callgrinds_per_function_ir(
+    tmp_path: Path, perflab_cli
+) -> None:
+    from tests.conftest import debian_tool
+
+    debian_tool("valgrind")
+    out = tmp_path / "c.json"
+    done = perflab_cli(
+        "cmd", "true", "--runs", "2", "--count", "instructions", "--profile",
+        "--no-history", "--json", str(out), timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (bench,) = model.load(str(out)).benchmarks
+    profile = bench.profile
+    assert profile.kind == "instructions" and profile.sampler.startswith("callgrind")
+    ir = bench.counts[0].totals[bench.counts[0].events.index("Ir")]
+    assert abs(profile.total - ir) <= 0.001 * ir
+    assert all(s.startswith("process: ") for s in profile.stacks)
+    assert "instructions (Ir)" in done.stdout
