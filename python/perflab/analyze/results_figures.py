@@ -20,6 +20,7 @@ from perflab.analyze.memory import MemorySummary
 from perflab.analyze.profile import ProfileFigures, profiled
 from perflab.analyze.run.groups import GroupFigures
 from perflab.analyze.run.summary import Summary
+from perflab.analyze.slow_calls import SlowCalls, slow_calls
 from perflab.model import Results
 
 
@@ -40,6 +41,8 @@ class ResultsFigures:
             benchmark (:func:`perflab.analyze.counts.count_figures`).
         profiles: ``--profile`` (run, cmd): (label, profile figures) per profiled
             benchmark (:func:`perflab.analyze.profile.profiled`).
+        slow: ``run``: each timed benchmark's slowest samples explained
+            (:func:`perflab.analyze.slow_calls.slow_calls`).
     """
 
     grouped: dict[str, list[Summary]] = field(default_factory=dict)
@@ -51,6 +54,7 @@ class ResultsFigures:
     sweep: Sweep | None = None
     counts: list[tuple[str, CountSummary]] = field(default_factory=list)
     profiles: list[tuple[str, ProfileFigures]] = field(default_factory=list)
+    slow: list[SlowCalls] = field(default_factory=list)
 
 
 def run_figures(results: Results) -> ResultsFigures:
@@ -84,6 +88,8 @@ def results_figures(results: Results) -> ResultsFigures:
     its figures are in the file), with the profiles of ``--profile``."""
     figures = _kind_figures(results)
     figures.profiles = profiled(results.benchmarks)
+    if results.kind == "run":
+        figures.slow = [c for b in results.benchmarks if (c := slow_calls(b)) is not None]
     return figures
 
 

@@ -150,3 +150,14 @@ def profile_commands(
             timeout_s=settings.timeout_s,
             input_path=args.input,
         )
+
+
+def print_slow_calls(benches: Sequence[Any], destination: Any, fmt: str) -> None:
+    """``run --verbose``: each benchmark's slowest samples and what happened during them
+    (not in CSV, nor when the results go to stdout)."""
+    from perflab.analyze.slow_calls import slow_calls
+    from perflab.report.slow_table import print_slow
+
+    if fmt == "csv" or destination.path is None:
+        return
+    print_slow([c for b in benches if (c := slow_calls(b)) is not None], fmt)

@@ -347,6 +347,8 @@ def _main(args: argparse.Namespace, stack: Any) -> int:
         environment.finish(env)
         judged = _save_and_print(results, args, destination, files_out)
         profiling.outputs(results.benchmarks, destination, args.format, args.quiet)
+        if args.verbose and not settings.count:
+            profiling.print_slow_calls(results.benchmarks, destination, args.format)
         if chart is not None and not settings.count:
             from perflab.report.run_chart import run_chart, write_chart
 

@@ -191,6 +191,10 @@ def _show_run(results: Any, figures: Any, args: argparse.Namespace) -> None:
         in_process_ids(results.settings),
         figures.memory,
     )
+    if args.verbose and args.format != "csv":
+        from perflab.report.slow_table import print_slow
+
+        print_slow(figures.slow, args.format)
 
 
 def _show_cmd(results: Any, figures: Any, args: argparse.Namespace) -> None:

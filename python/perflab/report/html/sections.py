@@ -347,6 +347,12 @@ def _profile_changes(document: dict[str, Any], name: str) -> list[Section]:
     return profile_change_sections(document, name)
 
 
+def _slow(results: Results, figures: ResultsFigures, name: str) -> list[Section]:
+    from perflab.report.html.slow_section import slow_sections
+
+    return slow_sections(results, figures, name)
+
+
 def _fit(document: dict[str, Any], name: str) -> list[Section]:
     from perflab.report.html.documents import fit_sections
 
@@ -357,7 +363,7 @@ def _fit(document: dict[str, Any], name: str) -> list[Section]:
 #: ``(results, its figures, file name) -> sections`` (an empty list adds nothing). A new
 #: section for results files (e.g. traces) is one more builder in these lists.
 RESULTS_SECTIONS: dict[str, list[Callable[[Results, ResultsFigures, str], list[Section]]]] = {
-    "run": [run_sections, _counts, _memory, _profiles],
+    "run": [run_sections, _counts, _memory, _profiles, _slow],
     "cmd": [cmd_sections, _counts, _memory, _profiles],
     "http": [http_sections, _memory],
     "trace": [_trace],
