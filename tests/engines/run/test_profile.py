@@ -154,3 +154,55 @@ def test_a_folder_not_made_by_perflab_is_refused_before_measuring(
     assert done.stderr.startswith("error: --profile:") and "not made by perflab" in done.stderr
     assert not (tmp_path / "r.json").exists()
     assert (tmp_path / "r.profile" / "mine.txt").read_text() == "user data"
+
+
+API_SCRIPT = """
+import sys
+import perflab
+from perflab.analyze.profile import total_share
+
+
+def hot(n):
+    s = 0
+    for i in range(n):
+        s += i ^ 5
+    return s
+
+
+def cold(n):
+    s = 0
+    for i in range(n):
+        s += i ^ 5
+    return s
+
+
+def work():
+    hot(7000)
+    cold(3000)
+
+
+if __name__ == "__main__":
+    result = perflab.measure(work, budget=0.3, profile=0.6)
+    timed = {p.pid for p in result.benchmark.processes}
+    print(total_share(result.profile, "hot"), len(result.profile.pids), timed & set(result.profile.pids))
+    try:
+        perflab.measure(lambda: None, profile=True)
+    except Exception as exc:
+        print("refused:", exc)
+"""
+
+
+def test_measure_profile_samples_fresh_processes(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    _py_spy()
+    script = tmp_path / "api_profile.py"
+    script.write_text(textwrap.dedent(API_SCRIPT))
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=180, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    share, processes, shared = done.stdout.splitlines()[0].split(" ", 2)
+    assert 0.6 <= float(share) <= 0.8 and processes == "2" and shared == "set()"
+    assert "refused: measure(processes=…): the call can't be sent" in done.stdout

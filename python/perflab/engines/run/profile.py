@@ -86,10 +86,35 @@ def profile_case(
     file: str, case: Case, settings: ProfileSettings, sampler: profiler.Sampler
 ) -> Profile:
     """The merged profile of ``case`` over ``settings.processes`` fresh processes."""
+    plan = {"file": file, "index": case.index, "params": case.params}
+    profile = profile_processes(WORKER, plan, settings, sampler)
+    if case.threads is not None:
+        profile.note = "; ".join(
+            filter(None, ["threads mode: profiled on one thread", profile.note])
+        )
+    return profile
+
+
+#: the profile worker's command line (its plan file's path is appended)
+WORKER = [sys.executable, "-P", "-m", "perflab.engines.run.profile_worker"]
+
+
+def profile_processes(
+    worker: list[str],
+    plan: dict[str, Any],
+    settings: ProfileSettings,
+    sampler: profiler.Sampler,
+    cwd: str | None = None,
+) -> Profile:
+    """The merged profile of ``settings.processes`` fresh processes running ``worker``
+    under py-spy (a profile worker's command line: :data:`WORKER`, or
+    ``perflab.measure``'s), each given ``plan`` with its time, warm-up and report file.
+
+    A process that fails leaves a note on the profile (never an exception)."""
     each_s = settings.seconds / max(1, settings.processes)
     parts, pids, seconds, calls, notes = [], [], 0.0, 0, []
     for _ in range(max(1, settings.processes)):
-        stacks, report = _one_process(file, case, each_s, settings, sampler)
+        stacks, report = _one_process(worker, plan, each_s, settings, sampler, cwd)
         if "error" in report:
             notes.append(f"a profile process failed: {report['error'].strip().splitlines()[-1]}")
             continue
@@ -98,8 +123,6 @@ def profile_case(
         seconds += float(report.get("seconds", 0.0))
         calls += int(report.get("calls", 0))
     stacks, folded = bounded(profiler.merge(parts))
-    if case.threads is not None:
-        notes.append("threads mode: profiled on one thread")
     if parts and not stacks:
         notes.append("py-spy took no sample (is ptrace allowed here?)")
     return Profile(
@@ -115,19 +138,18 @@ def profile_case(
 
 
 def _one_process(
-    file: str,
-    case: Case,
+    worker: list[str],
+    plan: dict[str, Any],
     seconds: float,
     settings: ProfileSettings,
     sampler: profiler.Sampler,
+    cwd: str | None,
 ) -> tuple[dict[str, int], dict[str, Any]]:
     """One profile worker under py-spy: (its stacks under the marker, its report)."""
     with tempfile.TemporaryDirectory(prefix="perflab-profile-") as tmp:
         plan_path, raw, report_path = (os.path.join(tmp, n) for n in ("plan", "raw", "report"))
         plan = {
-            "file": file,
-            "index": case.index,
-            "params": case.params,
+            **plan,
             "seconds": seconds,
             "warmup_s": min(0.25, seconds / 2),
             "event_loop": settings.event_loop,
@@ -135,13 +157,13 @@ def _one_process(
         }
         with open(plan_path, "w") as f:
             json.dump(plan, f)
-        worker = [sys.executable, "-P", "-m", "perflab.engines.run.profile_worker", plan_path]
-        argv = profiler.record_argv(sampler, raw, worker, settings.rate_hz)
+        argv = profiler.record_argv(sampler, raw, [*worker, plan_path], settings.rate_hz)
         with tempfile.TemporaryFile() as err:
             code = profiler.run_recorded(
                 argv,
                 settings.timeout_s + seconds,
                 env=runner._worker_env(),
+                cwd=cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=err,

@@ -55,14 +55,24 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
     Returns:
         The report: ``pid``, ``calls``, ``seconds`` (under the marker).
     """
-    from perflab.engines.run import aio
-    from perflab.engines.run.sampling import empty_like
     from perflab.engines.run.suite import call_setup, load_file
 
     spec = load_file(plan["file"]).benches[plan["index"]]
     params = plan["params"]
-    args = call_setup(spec, params)
-    func = spec.func
+    return profile_call(spec.func, call_setup(spec, params), params, plan)
+
+
+def profile_call(
+    func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], plan: dict[str, Any]
+) -> dict[str, Any]:
+    """Warm ``func(*args, **kwargs)`` up, then call it under the marker for the plan's
+    ``seconds`` (``async def`` functions on one event loop). Returns the report (``pid``,
+    ``calls``, ``seconds``). Used by :func:`run` and by ``perflab.measure(profile=True)``'s
+    fresh processes (:mod:`perflab.api.child`)."""
+    from perflab.engines.run import aio
+    from perflab.engines.run.sampling import empty_like
+
+    params = kwargs
     loop = None
     if aio.is_async(func):
         loop = aio.new_loop(plan.get("event_loop", "asyncio"))
@@ -78,13 +88,14 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
             loop.close()
 
 
-def main() -> int:
-    """Entry point: ``profile_worker PLAN_FILE``; the report (or ``error``) goes to the
-    plan's ``report`` file. Exit 0, or 3 when the benchmark raised."""
-    with open(sys.argv[1]) as f:
+def main(work: Callable[[dict[str, Any]], dict[str, Any]] = run) -> int:
+    """Entry point: ``profile_worker PLAN_FILE``; ``work(plan)`` (:func:`run`) makes the
+    report (or an ``error``), written to the plan's ``report`` file. Exit 0, or 3 when the
+    benchmark raised."""
+    with open(sys.argv[-1]) as f:
         plan = json.load(f)
     try:
-        report = run(plan)
+        report = work(plan)
         code = 0
     except BaseException as exc:  # noqa: BLE001 - the benchmark may raise anything
         report = {"pid": os.getpid(), "error": "".join(traceback.format_exception(exc))[-4000:]}
