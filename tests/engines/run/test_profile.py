@@ -19,7 +19,23 @@ from perflab import model
 from perflab.analyze.profile import figures, total_share
 from perflab.engines import profiler
 
-HOTSPOT = """
+#: the workload: one loop body, 70% of its iterations in hot, 30% in cold
+FUNCTIONS = """def hot(n):
+    s = 0
+    for i in range(n):
+        s += i ^ 5
+    return s
+
+
+def cold(n):
+    s = 0
+    for i in range(n):
+        s += i ^ 5
+    return s
+"""
+
+HOTSPOT = (
+    """
 import os
 import perflab
 
@@ -35,21 +51,9 @@ def _note():
             parent = f.read().strip()
         with open(LOG, "a") as f:
             f.write(f"{os.getpid()} {parent}\\n")
-
-
-def hot(n):
-    s = 0
-    for i in range(n):
-        s += i ^ 5
-    return s
-
-
-def cold(n):
-    s = 0
-    for i in range(n):
-        s += i ^ 5
-    return s
-
+"""
+    + FUNCTIONS
+    + """
 
 @perflab.bench
 def work():
@@ -57,6 +61,7 @@ def work():
     hot(7000)
     cold(3000)
 """
+)
 
 
 def _py_spy() -> profiler.Sampler:
@@ -156,25 +161,14 @@ def test_a_folder_not_made_by_perflab_is_refused_before_measuring(
     assert (tmp_path / "r.profile" / "mine.txt").read_text() == "user data"
 
 
-API_SCRIPT = """
+API_SCRIPT = (
+    """
 import sys
 import perflab
 from perflab.analyze.profile import total_share
-
-
-def hot(n):
-    s = 0
-    for i in range(n):
-        s += i ^ 5
-    return s
-
-
-def cold(n):
-    s = 0
-    for i in range(n):
-        s += i ^ 5
-    return s
-
+"""
+    + FUNCTIONS
+    + """
 
 def work():
     hot(7000)
@@ -190,6 +184,7 @@ if __name__ == "__main__":
     except Exception as exc:
         print("refused:", exc)
 """
+)
 
 
 def test_measure_profile_samples_fresh_processes(tmp_path: Path) -> None:
