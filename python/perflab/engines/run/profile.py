@@ -105,16 +105,18 @@ def profile_processes(
     settings: ProfileSettings,
     sampler: profiler.Sampler,
     cwd: str | None = None,
+    plan_env: str | None = None,
 ) -> Profile:
     """The merged profile of ``settings.processes`` fresh processes running ``worker``
-    under py-spy (a profile worker's command line: :data:`WORKER`, or
-    ``perflab.measure``'s), each given ``plan`` with its time, warm-up and report file.
+    under py-spy (a profile worker's command line: :data:`WORKER`, ``perflab.measure``'s
+    or a child pytest's), each given ``plan`` with its time, warm-up and report file: the
+    plan file's path is the last argument, or with ``plan_env`` that environment variable.
 
     A process that fails leaves a note on the profile (never an exception)."""
     each_s = settings.seconds / max(1, settings.processes)
     parts, pids, seconds, calls, notes = [], [], 0.0, 0, []
     for _ in range(max(1, settings.processes)):
-        stacks, report = _one_process(worker, plan, each_s, settings, sampler, cwd)
+        stacks, report = _one_process(worker, plan, each_s, settings, sampler, cwd, plan_env)
         if "error" in report:
             notes.append(f"a profile process failed: {report['error'].strip().splitlines()[-1]}")
             continue
@@ -144,6 +146,7 @@ def _one_process(
     settings: ProfileSettings,
     sampler: profiler.Sampler,
     cwd: str | None,
+    plan_env: str | None = None,
 ) -> tuple[dict[str, int], dict[str, Any]]:
     """One profile worker under py-spy: (its stacks under the marker, its report)."""
     with tempfile.TemporaryDirectory(prefix="perflab-profile-") as tmp:
@@ -157,12 +160,14 @@ def _one_process(
         }
         with open(plan_path, "w") as f:
             json.dump(plan, f)
-        argv = profiler.record_argv(sampler, raw, [*worker, plan_path], settings.rate_hz)
+        argv = [*worker] if plan_env else [*worker, plan_path]
+        argv = profiler.record_argv(sampler, raw, argv, settings.rate_hz)
+        env = runner._worker_env() | ({plan_env: plan_path} if plan_env else {})
         with tempfile.TemporaryFile() as err:
             code = profiler.run_recorded(
                 argv,
                 settings.timeout_s + seconds,
-                env=runner._worker_env(),
+                env=env,
                 cwd=cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
