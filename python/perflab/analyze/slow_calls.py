@@ -161,3 +161,16 @@ def slow_calls(bench: Benchmark, slowest: int = SLOWEST) -> SlowCalls | None:
         causes = Counter(explain(*r).cause for r in ranked[:k])
         cause = sorted(causes.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
     return SlowCalls(bench.label, len(rows), [explain(*r) for r in ranked[:slowest]], share, cause)
+
+
+def repeated_spans(metrics: dict[str, float]) -> list[tuple[str, float]]:
+    """The span names a call runs more than
+    :data:`perflab.analyze.server_timing.REPEAT_LIMIT` times (the worker's span pass
+    records ``"NAME spans"`` metrics per call): (name, spans per call), the N+1 check."""
+    from perflab.analyze.server_timing import REPEAT_LIMIT
+
+    return [
+        (key.removesuffix(" spans"), value)
+        for key, value in sorted(metrics.items())
+        if key.endswith(" spans") and value > REPEAT_LIMIT
+    ]

@@ -251,6 +251,9 @@ class ServerTiming:
         metrics_dropped: metric values not recorded: over 32 in one response, or a new
             name over 32 distinct names in the step.
         metrics: HdrHistogram of ``dur`` per metric name, µs.
+        counts: per metric name that sent a ``count`` parameter (perflab.trace's
+            middleware does: the spans of that name in the request), HdrHistogram of that
+            count per response (its ``*_us`` fields hold counts, not µs); empty otherwise.
         app_total: the app's own total per response (the metric named ``app`` or
             ``total``, else the largest ``dur``), µs.
         outside_app: service time (write start to last byte) minus ``app_total``, per
@@ -261,6 +264,7 @@ class ServerTiming:
     malformed: int = 0
     metrics_dropped: int = 0
     metrics: dict[str, Histogram] = field(default_factory=dict)
+    counts: dict[str, Histogram] = field(default_factory=dict)
     app_total: Histogram = field(default_factory=Histogram)
     outside_app: Histogram = field(default_factory=Histogram)
 
@@ -268,9 +272,12 @@ class ServerTiming:
     def from_dict(cls, data: dict[str, Any]) -> ServerTiming:
         """Build from the JSON form. Raises TypeError/KeyError on malformed data."""
         timing = _from_dict(cls, data)
-        timing.metrics = {
-            str(k): _from_dict(Histogram, v or {}) for k, v in (data.get("metrics") or {}).items()
-        }
+        for key in ("metrics", "counts"):
+            setattr(
+                timing,
+                key,
+                {str(k): _from_dict(Histogram, v or {}) for k, v in (data.get(key) or {}).items()},
+            )
         for name in ("app_total", "outside_app"):
             setattr(timing, name, _from_dict(Histogram, data.get(name) or {}))
         return timing
