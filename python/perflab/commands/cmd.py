@@ -441,7 +441,10 @@ def main(args: argparse.Namespace) -> int:
             if args.count and not runner.interrupted:
                 _count(results.benchmarks, specs, settings, args)
             if profile is not None and not runner.interrupted:
-                profiling.profile_commands(results.benchmarks, specs, settings, profile, args)
+                stopped = profiling.profile_commands(
+                    results.benchmarks, specs, settings, profile, args
+                )
+                runner.interrupted = runner.interrupted or stopped
         stop.shield()  # a second signal no longer stops the save
         spawner.close()
         results.spawn_overhead_ns = runner.spawn_overhead_ns

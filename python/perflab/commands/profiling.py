@@ -108,48 +108,63 @@ def profile_run(
     settings: Any,
     profile: Any,
     quiet: bool = False,
-) -> None:
+) -> bool:
     """``run --profile``: every case that did not fail profiled after the timed run
-    (:func:`perflab.engines.run.profile.profile_cases`), a line on stderr per case."""
+    (:func:`perflab.engines.run.profile.profile_cases`), a line on stderr per case.
+    Returns True when Ctrl-C (or SIGTERM, SIGHUP) stopped it: what was measured and
+    profiled so far is kept, the rest is not profiled."""
     from perflab.engines.run.profile import ProfileSettings, profile_cases
 
     sampler, seconds = profile
-    profile_cases(
-        str(bench_file.path),
-        cases,
-        benches,
-        ProfileSettings(
-            seconds=seconds, timeout_s=settings.timeout_s, event_loop=settings.event_loop
-        ),
-        sampler,
-        on_case=None if quiet else lambda b: sys.stderr.write(f"profiling {b.label} …\n"),
+    return _stoppable(
+        lambda: profile_cases(
+            str(bench_file.path),
+            cases,
+            benches,
+            ProfileSettings(
+                seconds=seconds, timeout_s=settings.timeout_s, event_loop=settings.event_loop
+            ),
+            sampler,
+            on_case=None if quiet else lambda b: sys.stderr.write(f"profiling {b.label} …\n"),
+        )
     )
+
+
+def _stoppable(work: Any) -> bool:
+    """Run ``work()``; True when a stop signal (KeyboardInterrupt) ended it, with a note."""
+    try:
+        work()
+    except KeyboardInterrupt:
+        sys.stderr.write("note: --profile stopped; the benchmarks not yet profiled have none\n")
+        return True
+    return False
 
 
 def profile_commands(
     benches: Sequence[Any], specs: Sequence[Any], settings: Any, profile: Any, args: Any
-) -> None:
+) -> bool:
     """``cmd --profile``: each command that did not fail run under py-spy, children
     followed, after the timed runs (:func:`perflab.engines.cmd.profiled.profile_command`);
     with ``--count instructions`` nothing here: the counted runs' Callgrind files give
-    the instruction profile (:mod:`perflab.engines.cmd.counted`)."""
+    the instruction profile (:mod:`perflab.engines.cmd.counted`). Returns True when a
+    stop signal ended it (what was profiled is kept)."""
     from perflab.engines.cmd.profiled import profile_command
 
     sampler, seconds = profile
     if sampler is None:
-        return
-    for bench, spec in zip(benches, specs, strict=True):
-        if bench.failed or not bench.runs:
-            continue
-        if not args.quiet:
-            sys.stderr.write(f"profiling {bench.label} …\n")
-        bench.profile = profile_command(
-            spec.argv,
-            seconds,
-            sampler,
-            timeout_s=settings.timeout_s,
-            input_path=args.input,
-        )
+        return False
+
+    def work() -> None:
+        for bench, spec in zip(benches, specs, strict=True):
+            if bench.failed or not bench.runs:
+                continue
+            if not args.quiet:
+                sys.stderr.write(f"profiling {bench.label} …\n")
+            bench.profile = profile_command(
+                spec.argv, seconds, sampler, timeout_s=settings.timeout_s, input_path=args.input
+            )
+
+    return _stoppable(work)
 
 
 def print_slow_calls(benches: Sequence[Any], destination: Any, fmt: str) -> None:

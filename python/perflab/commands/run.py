@@ -336,7 +336,7 @@ def _main(args: argparse.Namespace, stack: Any) -> int:
             )
             results.benchmarks = runner.run()
             if profile is not None and not runner.interrupted:
-                profiling.profile_run(
+                runner.interrupted = profiling.profile_run(
                     bench_file, cases, results.benchmarks, settings, profile, args.quiet
                 )
         stop.shield()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -124,16 +125,25 @@ def merge(profiles: Iterable[dict[str, int]]) -> dict[str, int]:
 
 
 def run_recorded(argv: list[str], timeout_s: float, **popen: object) -> int | None:
-    """Run a py-spy command line to its end; kill it at ``timeout_s``. Returns its exit
-    code (None when killed)."""
-    proc = subprocess.Popen(argv, **popen)  # type: ignore[call-overload]
+    """Run a py-spy command line to its end, in a process group of its own; at
+    ``timeout_s``, or when this process is stopped (KeyboardInterrupt, re-raised), the
+    whole group is killed: py-spy and the program it started. Returns py-spy's exit code
+    (None when killed)."""
+    proc = subprocess.Popen(argv, start_new_session=True, **popen)  # type: ignore[call-overload]
     try:
         return proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+        _kill_group(proc)
         return None
     except KeyboardInterrupt:
-        proc.kill()
-        proc.wait()
+        _kill_group(proc)
         raise
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL ``proc``'s process group (it leads one) and reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()

@@ -9,6 +9,7 @@ alike on a busy machine.
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -201,3 +202,50 @@ def test_measure_profile_samples_fresh_processes(tmp_path: Path) -> None:
     share, processes, shared = done.stdout.splitlines()[0].split(" ", 2)
     assert 0.6 <= float(share) <= 0.8 and processes == "2" and shared == "set()"
     assert "refused: measure(processes=…): the call can't be sent" in done.stdout
+
+
+def test_a_stop_while_profiling_keeps_the_timed_results(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import time
+
+    from tests.conftest import popen_perflab
+
+    _py_spy()
+    bench = tmp_path / "hotspot.py"
+    bench.write_text(textwrap.dedent(HOTSPOT))
+    out = tmp_path / "run.json"
+    err = tmp_path / "err.txt"
+    with err.open("w") as stderr:
+        proc = popen_perflab(
+            ["run", str(bench), "--json", str(out), "--profile", "--profile-time", "60s"]
+            + ["--budget", "1.5s", "--min-processes", "2", "--max-processes", "2"]
+            + ["--process-time", "20ms", "--no-alloc", "--no-history"],
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env={**os.environ, "PERFLAB_TEST_MARK": str(tmp_path)},
+        )
+        deadline = time.monotonic() + 120
+        while "profiling work" not in err.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+    assert code == 143, err.read_text()
+    (saved,) = model.load(str(out)).benchmarks
+    assert len(saved.processes) == 2 and all(p.samples for p in saved.processes)
+    assert "--profile stopped" in err.read_text()
+    time.sleep(0.5)  # no profile worker left behind (py-spy's group is killed whole)
+    assert _marked(f"PERFLAB_TEST_MARK={tmp_path}".encode()) == []
+
+
+def _marked(mark: bytes) -> list[int]:
+    """The live processes whose environment holds ``mark``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and mark in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
