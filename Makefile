@@ -77,7 +77,7 @@ $(STAMPS)/venv: pyproject.toml | $(STAMPS)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q "maturin>=1.7,<2" "ruff==0.17.6" numpy scipy rich matplotlib fastjsonschema ruptures pytest hypothesis pyperf hdrhistogram uvloop playwright \
 	  orjson msgpack cbor2 opentelemetry-sdk uvicorn gunicorn \
-	  pymemcache redis cachetools
+	  pymemcache redis cachetools py-spy
 	@# Ray: the distributed load agents (perflab http --agents; the [cluster] extra, with
 	@# Ray Client for --cluster ray://)
 	$(PIP) install -q "ray[client]>=2.40"

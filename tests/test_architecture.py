@@ -341,7 +341,7 @@ def test_the_reduction_rule_sees_what_it_checks() -> None:
 
 
 #: Modules of ``commands/`` that are no command: the options and parsers they share.
-COMMANDS_SHARED = {"perflab.commands", "perflab.commands.options"}
+COMMANDS_SHARED = {"perflab.commands", "perflab.commands.options", "perflab.commands.profiling"}
 
 
 def test_commands_import_no_other_command() -> None:

@@ -17,8 +17,10 @@ from perflab.analyze.cmd import CommandSummary, SpawnOverhead
 from perflab.analyze.counts import CountSummary, count_figures
 from perflab.analyze.http import Sweep
 from perflab.analyze.memory import MemorySummary
+from perflab.analyze.profile import ProfileFigures, profiled
 from perflab.analyze.run.groups import GroupFigures
 from perflab.analyze.run.summary import Summary
+from perflab.analyze.slow_calls import SlowCalls, slow_calls
 from perflab.model import Results
 
 
@@ -37,6 +39,10 @@ class ResultsFigures:
         sweep: ``http``: each step's figures and verdict, the capacity, the agents' shares.
         counts: ``--count instructions`` (run, cmd): (id, count summary) per counted
             benchmark (:func:`perflab.analyze.counts.count_figures`).
+        profiles: ``--profile`` (run, cmd): (label, profile figures) per profiled
+            benchmark (:func:`perflab.analyze.profile.profiled`).
+        slow: ``run``: each timed benchmark's slowest samples explained
+            (:func:`perflab.analyze.slow_calls.slow_calls`).
     """
 
     grouped: dict[str, list[Summary]] = field(default_factory=dict)
@@ -47,6 +53,8 @@ class ResultsFigures:
     spawn_overhead: SpawnOverhead | None = None
     sweep: Sweep | None = None
     counts: list[tuple[str, CountSummary]] = field(default_factory=list)
+    profiles: list[tuple[str, ProfileFigures]] = field(default_factory=list)
+    slow: list[SlowCalls] = field(default_factory=list)
 
 
 def run_figures(results: Results) -> ResultsFigures:
@@ -77,7 +85,16 @@ def run_figures(results: Results) -> ResultsFigures:
 
 def results_figures(results: Results) -> ResultsFigures:
     """The figures of a results file of any kind (a ``trace`` file's table needs none:
-    its figures are in the file)."""
+    its figures are in the file), with the profiles of ``--profile``."""
+    figures = _kind_figures(results)
+    figures.profiles = profiled(results.benchmarks)
+    if results.kind == "run":
+        figures.slow = [c for b in results.benchmarks if (c := slow_calls(b)) is not None]
+    return figures
+
+
+def _kind_figures(results: Results) -> ResultsFigures:
+    """:func:`results_figures` of the file's kind, profiles aside."""
     if results.kind == "cmd":
         from perflab.analyze.cmd import spawn_overhead, summarize_results
 

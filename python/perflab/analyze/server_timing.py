@@ -19,6 +19,9 @@ from perflab.model import Histogram, HttpStep, ServerTiming
 #: Labels of the two derived rows (metric names from servers are tokens: no spaces).
 APP_TOTAL = "app total"
 OUTSIDE = "outside the app"
+#: A span name repeated more than this many times within one request is flagged (the
+#: N+1 pattern: one query per row of a page instead of one query for the page)
+REPEAT_LIMIT = 10
 
 
 @dataclass
@@ -31,6 +34,8 @@ class MetricFigures:
         count: responses it was recorded for.
         p50_s / p90_s / p99_s / max_s: percentiles of its duration, s (NaN: none).
         share_p50: its p50 over the step's service-time p50 (NaN when unknown).
+        per_request_p50 / per_request_max: spans of that name per request, median and
+            largest (the metric's ``count`` parameter; NaN when the server sent none).
     """
 
     name: str
@@ -40,6 +45,8 @@ class MetricFigures:
     p99_s: float
     max_s: float
     share_p50: float
+    per_request_p50: float = math.nan
+    per_request_max: float = math.nan
 
 
 def _figures(name: str, h: Histogram, client_p50_us: float) -> MetricFigures:
@@ -62,6 +69,10 @@ def breakdown(step: HttpStep) -> list[MetricFigures]:
         (_figures(name, h, client) for name, h in timing.metrics.items()),
         key=lambda r: (-r.p50_s if math.isfinite(r.p50_s) else math.inf, r.name),
     )
+    for row in rows:
+        counted = timing.counts.get(row.name)
+        if counted is not None and counted.count:
+            row.per_request_p50, row.per_request_max = counted.p50_us, counted.max_us
     named = [r for r in rows if r.name.lower() in ("app", "total")]
     if not (named and named[0].count == timing.app_total.count):  # else the same row twice
         rows.append(_figures(APP_TOTAL, timing.app_total, client))
@@ -82,6 +93,13 @@ def timing_notes(timing: ServerTiming, ok_responses: int) -> list[str]:
             f"{timing.metrics_dropped:,} metric values were not recorded: over 32 "
             "metrics in one response, or over 32 distinct names in the step"
         )
+    for name, counted in sorted(timing.counts.items()):
+        if counted.count and counted.max_us > REPEAT_LIMIT:
+            notes.append(
+                f"N+1: {name} ran {counted.max_us:,.0f} times in one request (median "
+                f"{counted.p50_us:,.0f} per request, over {REPEAT_LIMIT}): likely one call "
+                "per row or item; one batched call would do"
+            )
     if 0 < timing.responses < ok_responses:
         notes.append(
             f"only {timing.responses:,} of {ok_responses:,} OK responses carried Server-Timing"

@@ -45,6 +45,12 @@ class Result:
     value: Any = None
 
     @property
+    def profile(self) -> Any:
+        """``profile=True``: the :class:`perflab.model.profile.Profile` of the calls (its
+        ``stacks`` are collapsed stacks with sample counts); None otherwise."""
+        return self.benchmark.profile
+
+    @property
     def median_s(self) -> float:
         """Median time per call, s."""
         return float(self.summary.median_s)
@@ -92,6 +98,7 @@ def measure(
     processes: int = 0,
     name: str | None = None,
     count: str | None = None,
+    profile: bool | float = False,
     **kwargs: Any,
 ) -> Result:
     """Measure ``func(*args, **kwargs)`` now, in this process or in fresh ones.
@@ -117,6 +124,10 @@ def measure(
             by default) fresh workers under Valgrind's Callgrind, one memory layout each;
             the result's ``ir_per_op`` and ``summary`` (a ``CountSummary``). Needs Valgrind
             and an importable function, as ``processes`` does.
+        profile: True (1 s) or seconds: after timing, sample where the calls spend their
+            time with py-spy, in 2 fresh processes of their own (docs/profile.md): the
+            result's ``profile``. Needs py-spy and an importable function, as
+            ``processes`` does.
 
     Returns:
         :class:`Result` (median and CI per call in seconds, raw data, and the value of a
@@ -153,6 +164,12 @@ def measure(
             '`if __name__ == "__main__":`'
         )
     label = name or getattr(func, "__name__", type(func).__name__)
+    if profile:
+        _profile(func, args, kwargs, profile, check_only=True)  # before anything is timed
+        result = measure(func, *args, precision=precision, budget=budget, processes=processes,
+                         name=name, count=count, **kwargs)  # fmt: skip
+        result.benchmark.profile = _profile(func, args, kwargs, profile)
+        return result
     if count is not None:
         _check_count(count)
         return _measure_fresh(func, args, kwargs, precision, budget, processes or 3, label, count)
@@ -198,6 +215,33 @@ def _measure_fresh(
     if bench.error:
         raise RuntimeError(f"{label} failed in a worker process: {bench.error}")
     return Result(bench, summary, "counted" if count else "fresh processes", value)
+
+
+def _profile(
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    seconds: bool | float,
+    check_only: bool = False,
+) -> Any:
+    """``measure(profile=…)``: the call profiled in fresh processes
+    (:func:`perflab.api.child.profile`); with ``check_only``, only the checks (py-spy,
+    a call a fresh process can re-create, the time). Raises UsageError."""
+    import tempfile
+
+    from perflab.api import child
+    from perflab.engines.profiler import find_sampler
+
+    if isinstance(seconds, bool):
+        seconds = 1.0
+    if not seconds > 0:
+        raise UsageError(f"measure(profile={seconds!r}): True, or a number of seconds > 0")
+    with tempfile.TemporaryDirectory(prefix="perflab-profile-") as folder:
+        path = child.call_file(func, args, kwargs, folder)
+        if check_only:
+            find_sampler()
+            return None
+        return child.profile(path, float(seconds))
 
 
 def _check_count(count: str) -> None:

@@ -92,24 +92,66 @@ def _load_main(path: str) -> None:
     spec.loader.exec_module(module)
 
 
-def _measure(plan: dict[str, Any], emit: Any) -> None:
-    """Re-create the parent's call and run the worker sequence once."""
-    from perflab.engines.run.worker import measure_call
-
+def _call(plan: dict[str, Any]) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
+    """Re-create the parent's call: (func, args, kwargs)."""
     sys.path[:] = plan["sys_path"]
     if plan.get("main_file"):
         os.environ[LOADING_ENV] = "1"
         _load_main(plan["main_file"])
         del os.environ[LOADING_ENV]
     with open(plan["call_file"], "rb") as source:
-        func, args, kwargs = pickle.load(source)  # our own file, written by the parent
+        return pickle.load(source)  # our own file, written by the parent
+
+
+def _measure(plan: dict[str, Any], emit: Any) -> None:
+    """Re-create the parent's call and run the worker sequence once."""
+    from perflab.engines.run.worker import measure_call
+
+    func, args, kwargs = _call(plan)
     measure_call(func, args, kwargs, plan, emit)
+
+
+def _profile(plan: dict[str, Any]) -> dict[str, Any]:
+    """``measure(profile=True)``: re-create the call and run it under the profile
+    worker's marker (:func:`perflab.engines.run.profile_worker.profile_call`)."""
+    from perflab.engines.run.profile_worker import profile_call
+
+    func, args, kwargs = _call(plan)
+    return profile_call(func, args, kwargs, plan)
+
+
+def profile(call_path: str, seconds: float) -> Any:
+    """``measure(profile=True)``: the call of ``call_path`` (:func:`call_file`) profiled
+    by py-spy in fresh processes (``python -m perflab.api.child --profile PLAN``), the
+    :class:`perflab.model.profile.Profile` merged over them.
+
+    Raises:
+        UsageError: py-spy is not installed.
+    """
+    from perflab.engines.profiler import find_sampler
+    from perflab.engines.run.profile import ProfileSettings, profile_processes
+
+    main = sys.modules.get("__main__")
+    plan = {
+        "call_file": call_path,
+        "sys_path": list(sys.path),
+        "main_file": os.path.abspath(main.__file__) if getattr(main, "__file__", None) else None,
+    }
+    worker = [sys.executable, "-m", "perflab.api.child", "--profile"]
+    settings = ProfileSettings(seconds=seconds)
+    return profile_processes(worker, plan, settings, find_sampler(), cwd=os.getcwd())
 
 
 def main() -> int:
     """Entry point of a child: read the plan on stdin, measure once, report. Exit 0, or 3
-    when the benchmark (or re-creating it) raised (the ``error`` event says why)."""
+    when the benchmark (or re-creating it) raised (the ``error`` event says why). With
+    ``--profile PLAN_FILE``: a profile process instead (:func:`profile`)."""
     from perflab.engines.run.worker import Emitter, reporting
+
+    if "--profile" in sys.argv[1:]:
+        from perflab.engines.run import profile_worker
+
+        return profile_worker.main(_profile)
 
     plan = json.loads(sys.stdin.read())
     emit = Emitter(plan["fd"])

@@ -26,6 +26,9 @@ from perflab.units import parse_positive_duration
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``perflab cmd`` (hyperfine's names where they exist)."""
+    from perflab.commands import profiling
+
+    profiling.add_arguments(parser, "command")
     parser.add_argument(
         "commands",
         nargs="*",
@@ -393,6 +396,7 @@ def main(args: argparse.Namespace) -> int:
     from perflab import __version__, environment
     from perflab.analyze.compare.suite import parse_fail_on
     from perflab.analyze.decisions import parse_threshold
+    from perflab.commands import profiling
     from perflab.engines.cmd.commands import CommandRunner
     from perflab.engines.cmd.parameters import resolve_executable
     from perflab.engines.cmd.spawn import PosixSpawner
@@ -409,6 +413,7 @@ def main(args: argparse.Namespace) -> int:
     max_rss = parse_bytes(args.max_rss, "--max-rss") if args.max_rss else None
     _check_input(args.input)
     destination = results_destination(args.json, "cmd")
+    profile = profiling.check(args, destination, counted_profile=True)
     chart = Destination.check(args.chart, "--chart", "png") if args.chart is not None else None
     exports = _exports(args, [destination, chart])
     shell = resolve_executable(args.shell_path, "--shell") if args.shell else None
@@ -445,6 +450,11 @@ def main(args: argparse.Namespace) -> int:
             results.benchmarks = runner.run()
             if args.count and not runner.interrupted:
                 _count(results.benchmarks, specs, settings, args)
+            if profile is not None and not runner.interrupted:
+                stopped = profiling.profile_commands(
+                    results.benchmarks, specs, settings, profile, args
+                )
+                runner.interrupted = runner.interrupted or stopped
         stop.shield()  # a second signal no longer stops the save
         spawner.close()
         results.spawn_overhead_ns = runner.spawn_overhead_ns
@@ -452,6 +462,7 @@ def main(args: argparse.Namespace) -> int:
         results.rss_floor_bytes = runner.rss_floor_bytes
         environment.finish(env)
         summaries = _save_and_print(results, args, destination, exports)
+        profiling.outputs(results.benchmarks, destination, args.format, args.quiet)
         if chart is not None:
             from perflab.report.run_chart import cmd_chart, write_chart
 
@@ -496,6 +507,7 @@ def _count(benchmarks: Any, specs: Any, settings: Any, args: argparse.Namespace)
         timeout_s=timeout,
         accepts=accepts,
         input_path=args.input,
+        profile=args.profile,
     ):
         tell(f"note: --count: {line}")
 

@@ -96,6 +96,7 @@ def main(args: argparse.Namespace) -> int:
     from perflab.analyze.compare.suite import compare_results, parse_fail_on
     from perflab.analyze.counts import user_count_threshold
     from perflab.analyze.decisions import parse_threshold
+    from perflab.analyze.profile import profile_changes
     from perflab.commands.options import history_database
     from perflab.files import Deferred, Destination
     from perflab.history.baseline import compare_sides
@@ -119,6 +120,7 @@ def main(args: argparse.Namespace) -> int:
         names=(sides.name_a, sides.name_b),
         count_threshold=user_count_threshold(args.threshold, sys.argv[1:]),
     )
+    suite.profiles = profile_changes(sides.a.benchmarks, sides.b.benchmarks)
     if sides.note:
         suite.warnings.insert(0, sides.note)
     suite.warnings[:0] = interop.note_lines(sides.a) + interop.note_lines(sides.b)
@@ -131,6 +133,10 @@ def main(args: argparse.Namespace) -> int:
         lambda: csv_records(suite),
     )
     tripped = print_comparison(suite, sides.name_a, sides.name_b, args.format, json_to, fail_on)
+    if suite.profiles and args.format != "csv" and not (json_to and json_to.stdout):
+        from perflab.report.profile_table import print_changes
+
+        print_changes(suite.profiles, args.format)
     later.raise_()
     if chart is not None:
         from perflab.report.run_chart import compare_chart, write_chart

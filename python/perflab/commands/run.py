@@ -164,8 +164,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PNG",
         help="draw each benchmark's samples and per-process medians into this PNG",
     )
+    from perflab.commands import profiling
     from perflab.commands.options import add_history_arguments
 
+    profiling.add_arguments(parser, "benchmark")
     add_history_arguments(parser)
 
 
@@ -297,6 +299,7 @@ def main(args: argparse.Namespace) -> int:
 def _main(args: argparse.Namespace, stack: Any) -> int:
     """:func:`main` with ``stack`` holding the baseline's checkout."""
     from perflab import __version__, environment
+    from perflab.commands import profiling
     from perflab.engines import clocks
     from perflab.engines.run.pairs import PairedRunner
     from perflab.files import Destination, results_destination
@@ -309,6 +312,7 @@ def _main(args: argparse.Namespace, stack: Any) -> int:
     files_out = outputs.check(args, others=[destination])
     gate = _gate_options(args)
     chart = Destination.check(args.chart, "--chart", "png") if args.chart is not None else None
+    profile = profiling.check(args, destination)
     bench_file, cases = load_cases(args.file, args.filter)
     _check_gate(args, cases)
     started = dt.datetime.now(dt.UTC)
@@ -351,6 +355,10 @@ def _main(args: argparse.Namespace, stack: Any) -> int:
                 baseline=measured[1] if measured else None,
             )
             results.benchmarks = runner.run()
+            if profile is not None and not runner.interrupted:
+                runner.interrupted = profiling.profile_run(
+                    bench_file, cases, results.benchmarks, settings, profile, args.quiet
+                )
         stop.shield()
         _attach_units(results.benchmarks, bench_file)
         if measured is not None:
@@ -358,6 +366,9 @@ def _main(args: argparse.Namespace, stack: Any) -> int:
         results.interrupted = runner.interrupted
         environment.finish(env)
         judged = _save_and_print(results, args, destination, files_out)
+        profiling.outputs(results.benchmarks, destination, args.format, args.quiet)
+        if args.verbose and not settings.count:
+            profiling.print_slow_calls(results.benchmarks, destination, args.format)
         if chart is not None and not settings.count:
             from perflab.report.run_chart import run_chart, write_chart
 

@@ -28,6 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="every warning of every benchmark in full (by default warnings are grouped by kind)",
     )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also print each profiled benchmark's top functions by self and total share "
+        "(a file written with --profile); with --format csv, only those",
+    )
     add_from_argument(parser)
     parser.add_argument(
         "--export",
@@ -150,8 +156,23 @@ def main(args: argparse.Namespace) -> int:
     print_notes(results, args.format)
     if args.env:
         print_environment(results)
-    RESULTS_RENDERERS[results.kind](results, figures, args)
+    if not (args.profile and args.format == "csv"):
+        RESULTS_RENDERERS[results.kind](results, figures, args)
+    if args.profile:
+        _show_profiles(figures, args.format)
     return 0
+
+
+def _show_profiles(figures: Any, fmt: str) -> None:
+    """``show --profile``: the profiles' top functions, or a note that there are none."""
+    import sys
+
+    from perflab.report.profile_table import print_profiles
+
+    if not figures.profiles:
+        sys.stderr.write("note: no benchmark in this file was profiled (run it with --profile)\n")
+        return
+    print_profiles(figures.profiles, fmt)
 
 
 def _show_run(results: Any, figures: Any, args: argparse.Namespace) -> None:
@@ -171,6 +192,10 @@ def _show_run(results: Any, figures: Any, args: argparse.Namespace) -> None:
         figures.memory,
         quick=bool(results.settings.get("quick")),
     )
+    if args.verbose and args.format != "csv":
+        from perflab.report.slow_table import print_slow
+
+        print_slow(figures.slow, args.format)
 
 
 def _show_cmd(results: Any, figures: Any, args: argparse.Namespace) -> None:
@@ -235,6 +260,10 @@ def _show_compare(document: dict[str, Any], fmt: str) -> None:
         lambda: comparison_tables(suite, document["a"], document["b"]),
         lambda: csv_records(suite),
     )
+    if suite.profiles and fmt != "csv":
+        from perflab.report.profile_table import print_changes
+
+        print_changes(suite.profiles, fmt)
 
 
 def _show_history(document: dict[str, Any], fmt: str) -> None:

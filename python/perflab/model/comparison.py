@@ -173,6 +173,9 @@ class SuiteComparison:
         machine_words: that change in words ("the machine ran 30% slower during B").
         held: id → the slower/faster verdict a row would have had, made inconclusive
             because the machine's speed moved between the runs.
+        profiles: benchmarks profiled on both sides (``--profile``): each one's
+            functions whose share changed most and its differential flame tree, as
+            :func:`perflab.analyze.profile.profile_changes` writes them; empty otherwise.
     """
 
     rows: list[Row]
@@ -191,6 +194,7 @@ class SuiteComparison:
     machine_words: str = ""
     held: dict[str, str] = field(default_factory=dict)
     memory_counts: dict[str, int] = field(default_factory=dict)
+    profiles: list[dict[str, Any]] = field(default_factory=list)
 
     def tripped(self, fail_on: Sequence[str]) -> list[str]:
         """Ids whose verdict is in ``fail_on`` ("missing" matches ids only in A); the
@@ -260,6 +264,7 @@ class SuiteComparison:
             "held": dict(self.held),
             "memory_counts": dict(self.memory_counts),
             "gate": {"fail_on": fail_on, "tripped": tripped, "held": self.not_applied(fail_on)},
+            **({"profiles": self.profiles} if self.profiles else {}),
         }
 
     @classmethod
@@ -332,6 +337,7 @@ class SuiteComparison:
             str(document.get("machine_words", "")),
             dict(document.get("held", {})),
             {k: int(v) for k, v in document.get("memory_counts", {}).items()},
+            [p for p in document.get("profiles", []) if isinstance(p, dict)],
         )
 
 

@@ -20,6 +20,7 @@ from perflab.model.counts import CommandCounts, Counts
 from perflab.model.http_timeline import Timeline
 from perflab.model.json_form import from_known as _from_dict
 from perflab.model.json_form import json_types
+from perflab.model.profile import Profile
 from perflab.model.trace_spans import TraceSpan
 from perflab.model.versions import SCHEMA_VERSION, migrate
 
@@ -251,6 +252,9 @@ class ServerTiming:
         metrics_dropped: metric values not recorded: over 32 in one response, or a new
             name over 32 distinct names in the step.
         metrics: HdrHistogram of ``dur`` per metric name, µs.
+        counts: per metric name that sent a ``count`` parameter (perflab.trace's
+            middleware does: the spans of that name in the request), HdrHistogram of that
+            count per response (its ``*_us`` fields hold counts, not µs); empty otherwise.
         app_total: the app's own total per response (the metric named ``app`` or
             ``total``, else the largest ``dur``), µs.
         outside_app: service time (write start to last byte) minus ``app_total``, per
@@ -261,6 +265,7 @@ class ServerTiming:
     malformed: int = 0
     metrics_dropped: int = 0
     metrics: dict[str, Histogram] = field(default_factory=dict)
+    counts: dict[str, Histogram] = field(default_factory=dict)
     app_total: Histogram = field(default_factory=Histogram)
     outside_app: Histogram = field(default_factory=Histogram)
 
@@ -268,9 +273,12 @@ class ServerTiming:
     def from_dict(cls, data: dict[str, Any]) -> ServerTiming:
         """Build from the JSON form. Raises TypeError/KeyError on malformed data."""
         timing = _from_dict(cls, data)
-        timing.metrics = {
-            str(k): _from_dict(Histogram, v or {}) for k, v in (data.get("metrics") or {}).items()
-        }
+        for key in ("metrics", "counts"):
+            setattr(
+                timing,
+                key,
+                {str(k): _from_dict(Histogram, v or {}) for k, v in (data.get(key) or {}).items()},
+            )
         for name in ("app_total", "outside_app"):
             setattr(timing, name, _from_dict(Histogram, data.get(name) or {}))
         return timing
@@ -469,6 +477,9 @@ class Benchmark:
         stop_reason: "precision", "budget", "max-processes", "max-runs",
             "failed", "interrupted" or "done".
         error: the failure message, or None.
+        profile: ``--profile``: where the measured calls spent their time, sampled in
+            processes of their own after the timed ones (:class:`perflab.model.profile.
+            Profile`); None when not profiled.
     """
 
     name: str
@@ -487,6 +498,7 @@ class Benchmark:
     span: TraceSpan | None = None
     counts: list[CommandCounts] = field(default_factory=list)
     ops_per_call: int = 1
+    profile: Profile | None = None
 
     @property
     def id(self) -> str:
@@ -525,6 +537,8 @@ class Benchmark:
         bench.counts = [CommandCounts.from_dict(c) for c in data.get("counts") or []]
         if data.get("span") is not None:
             bench.span = TraceSpan.from_dict(data["span"])
+        if data.get("profile") is not None:
+            bench.profile = Profile.from_dict(data["profile"])
         return bench
 
 

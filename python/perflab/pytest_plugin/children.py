@@ -19,6 +19,8 @@ from typing import Any
 
 #: the environment variable that carries a child's plan (JSON)
 CHILD_ENV = "PERFLAB_PYTEST_CHILD"
+#: ``--perflab-profile``: the variable that names a profile child's plan file
+PROFILE_ENV = "PERFLAB_PYTEST_PROFILE"
 
 
 def child_plan() -> dict[str, Any] | None:
@@ -66,3 +68,33 @@ def backend(options: Any, nodeid: str) -> Any:
 
     argv = [*(options.child_argv or [sys.executable, "-m", "pytest"]), nodeid]
     return SubprocessBackend(argv, cwd=options.rootdir, plan_env=CHILD_ENV)
+
+
+def profile_here(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """In a profile child (``--perflab-profile``): the call once for the test's value,
+    then under the profile worker's marker for the plan's time
+    (:func:`perflab.engines.run.profile_worker.profile_call`), its report written where
+    the plan says. Returns the value."""
+    from perflab.engines.run.profile_worker import profile_call
+
+    with open(os.environ.pop(PROFILE_ENV)) as f:
+        plan = json.load(f)
+    value = call_once(func, args, kwargs)
+    report = profile_call(func, args, kwargs, plan)
+    with open(plan["report"], "w") as f:
+        json.dump(report, f)
+    return value
+
+
+def profile(options: Any, nodeid: str) -> Any:
+    """``--perflab-profile``: ``nodeid`` re-run in fresh child pytests under py-spy after
+    its timing, its call profiled there (:func:`profile_here`); the merged
+    :class:`perflab.model.profile.Profile`."""
+    from perflab.engines.profiler import find_sampler
+    from perflab.engines.run.profile import ProfileSettings, profile_processes
+
+    argv = [*(options.child_argv or [sys.executable, "-m", "pytest"]), nodeid]
+    settings = ProfileSettings(seconds=options.profile_s, event_loop=options.event_loop)
+    return profile_processes(
+        argv, {}, settings, find_sampler(), cwd=options.rootdir, plan_env=PROFILE_ENV
+    )

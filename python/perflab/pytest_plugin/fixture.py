@@ -11,6 +11,7 @@ pytest-benchmark's pedantic mode does (one repetition of exactly ``rounds`` samp
 from __future__ import annotations
 
 import functools
+import os
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ class BenchOptions:
             pytest processes instead of in this one (``--perflab-processes``).
         child_argv: the child pytest's command, less the test's node id.
         rootdir: the folder children run in (node ids are relative to it).
+        profile_s: ``--perflab-profile``: seconds each benchmark is profiled in fresh
+            child pytests after its timing (0: not profiled).
     """
 
     settings: Any
@@ -43,6 +46,7 @@ class BenchOptions:
     processes: int = 0
     child_argv: list[str] | None = None
     rootdir: str | None = None
+    profile_s: float = 0.0
 
 
 class PerflabBench:
@@ -168,6 +172,8 @@ class PerflabBench:
         extra = {"event_loop": self.options.event_loop, **extra}
         if self.disabled:
             return children.call_once(func, args, kwargs)
+        if os.environ.get(children.PROFILE_ENV):  # a profile child: no timing
+            return children.profile_here(func, args, kwargs)
         if children.child_plan() is not None:  # a child pytest: one repetition, then exit
             children.measure_here(func, args, kwargs, extra, keep)
             return first[0] if first else None
@@ -182,6 +188,8 @@ class PerflabBench:
 
             backend = InProcessBackend(func, args, kwargs, extra, [keep])
         bench, interrupted = self._run(func, backend, processes)
+        if self.options.profile_s and not bench.error and not interrupted:
+            bench.profile = children.profile(self.options, self.nodeid)
         self.result = bench
         self._record(
             bench,

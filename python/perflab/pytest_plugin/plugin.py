@@ -109,6 +109,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "alloc peak/op)",
     )
     group.addoption(
+        "--perflab-profile",
+        action="store_true",
+        help="after timing each benchmark, sample where its calls spend their time with "
+        "py-spy in 2 fresh child pytests (1 s); perflab show FILE --profile prints it",
+    )
+    group.addoption(
         "--perflab-threshold",
         default="2%",
         metavar="PCT",
@@ -141,6 +147,13 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("perflab_processes") < 0:
         raise pytest.UsageError("perflab: --perflab-processes must be ≥ 0")
     config.stash[_KEY]["child"] = child_plan() is not None
+    if config.getoption("perflab_profile"):
+        from perflab.engines.profiler import find_sampler
+
+        try:  # before anything is measured
+            find_sampler()
+        except Exception as exc:  # UsageError: shown as pytest's usage error
+            raise pytest.UsageError(f"perflab: {exc}") from None
     if config.stash[_KEY].get("json") and not config.stash[_KEY]["child"]:
         from perflab.files import results_destination
 
@@ -192,6 +205,7 @@ def _session(config: pytest.Config) -> Any:
             config.getoption("perflab_processes"),
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", rootdir],
             rootdir,
+            1.0 if config.getoption("perflab_profile") else 0.0,
         )
         options["session"] = SessionResults(
             settings,

@@ -8,6 +8,8 @@ One row per step and metric. Columns, in plain words:
   app's own total per response (the metric named ``app`` or ``total``, else the
   largest one), and **outside the app**: service time minus the app total, per
   response (network, the server's queue and framework, the client's read).
+* **per request** (when the server sent ``count`` parameters, as perflab.trace's
+  middleware does): spans of that name in one request, median (max).
 * **count**: OK responses that reported it.
 * **p50**, **p90**, **p99**, **max**: of its ``dur``, from an HdrHistogram (3 digits).
 * **% of client p50**: its p50 over the step's service-time p50.
@@ -43,32 +45,47 @@ def server_timing_tables(results: Results, sweep: Sweep) -> list[Table]:
     steps = [s for s in sweep.steps if s.server_timing]
     if not steps:
         return []
+    counted = any(math.isfinite(r.per_request_p50) for s in steps for r in s.server_timing)
+    columns = [*COLUMNS[:2], "per request", *COLUMNS[2:]] if counted else list(COLUMNS)
     table = Table(
         "Server-Timing: the server's own account of each request",
-        list(COLUMNS),
-        align=["l", "l"] + ["r"] * (len(COLUMNS) - 2),
+        columns,
+        align=["l", "l"] + ["r"] * (len(columns) - 2),
     )
     for step in steps:
         for r in step.server_timing:
             share = f"{r.share_p50:.0%}" if math.isfinite(r.share_p50) else "–"
-            table.rows.append(
-                [
-                    step.label,
-                    r.name,
-                    f"{r.count:,}",
-                    _time(r.p50_s),
-                    _time(r.p90_s),
-                    _time(r.p99_s),
-                    _time(r.max_s),
-                    share,
-                ]
-            )
+            row = [
+                step.label,
+                r.name,
+                f"{r.count:,}",
+                _time(r.p50_s),
+                _time(r.p90_s),
+                _time(r.p99_s),
+                _time(r.max_s),
+                share,
+            ]
+            if counted:
+                row.insert(2, _per_request(r.per_request_p50, r.per_request_max))
+            table.rows.append(row)
         table.footnotes += [f"{step.label}: {note}" for note in step.server_timing_notes]
     table.footnotes.append(
         f"{APP_TOTAL} = the metric named app or total, else the largest; "
         "outside the app = service time − app total, per response"
     )
+    if counted:
+        table.footnotes.append(
+            "per request: spans of that name in one request, median (max), as the "
+            "server's count parameter said"
+        )
     return [table]
+
+
+def _per_request(p50: float, most: float) -> str:
+    """``41 (max 41)``; – when the server sent no count."""
+    if not math.isfinite(p50):
+        return "–"
+    return f"{p50:,.0f}" if most == p50 else f"{p50:,.0f} (max {most:,.0f})"
 
 
 def with_server_timing_rows(

@@ -40,8 +40,10 @@ _NOT_QDTEXT = re.compile(r"[^\x20\x21\x23-\x5b\x5d-\x7e]")
 _MAX_NAME = 64
 
 
-def metric_entry(name: str, dur_ns: int) -> str:
-    """One Server-Timing metric: ``name;dur=ms`` (3 decimals at most).
+def metric_entry(name: str, dur_ns: int, count: int = 1) -> str:
+    """One Server-Timing metric: ``name;dur=ms`` (3 decimals at most), then
+    ``;count=N`` when the request ran N > 1 spans of that name (an extension parameter:
+    browsers ignore it, ``perflab http`` counts it per request, the N+1 check).
 
     A name that isn't an RFC 9110 token is written with its non-token characters as
     ``_`` and the original (printable ASCII only, quotes dropped) in ``desc``; both
@@ -50,9 +52,12 @@ def metric_entry(name: str, dur_ns: int) -> str:
     Args:
         name: the span name.
         dur_ns: the summed duration, ns.
+        count: spans of that name in the request.
     """
     token = _NOT_TOKEN.sub("_", name)[:_MAX_NAME] or "_"
     entry = f"{token};dur={dur_ns / 1e6:.3f}".rstrip("0").rstrip(".")
+    if count > 1:
+        entry += f";count={count}"
     if token != name[:_MAX_NAME]:
         entry += f';desc="{_NOT_QDTEXT.sub("", name)[:_MAX_NAME]}"'
     return entry
@@ -67,11 +72,11 @@ def header_value(timing: Iterable[tuple[str | None, int, int]], app_name: str) -
         app_name: the metric name of that total.
     """
     entries = []
-    for name, ns, _count in timing:
+    for name, ns, count in timing:
         if name is None:
             entries.append(metric_entry(app_name, ns))
         elif name != app_name:
-            entries.append(metric_entry(name, ns))
+            entries.append(metric_entry(name, ns, count))
     return ", ".join(entries)
 
 

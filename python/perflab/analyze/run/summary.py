@@ -17,6 +17,7 @@ import numpy as np
 
 from perflab.analyze import reference, stats
 from perflab.analyze.run.counters import counter_figures
+from perflab.analyze.slow_calls import repeated_spans, slow_calls
 from perflab.model import Benchmark
 from perflab.model.estimate import Estimate
 
@@ -83,6 +84,12 @@ CAVEATS = {
         "time a batch of operations per call",
     ),
     "GC-dominated": ("over 10% of the time was garbage collection", ""),
+    "N+1": ("a perflab.trace span name ran over 10 times in one call (one per row?)", ""),
+    "heavy tail": (
+        "the slowest 1% of samples carry over a tenth of the time: a few calls were far "
+        "slower than the rest; after the figure, the likely cause",
+        "--verbose lists the slowest samples and what happened during them",
+    ),
     "preempted samples excluded": (
         "an involuntary context switch during the sample: another program took the CPU "
         "mid-sample, inflating its wall time; kept in the file, left out of the statistics",
@@ -401,6 +408,11 @@ def summarize(
         bench, confidence
     )
     summary.warnings = _caveats(summary, precision, min_processes)
+    if (tail := slow_calls(bench, 0)) is not None and tail.heavy_tail:
+        figure = f"{tail.tail_share:.0%} {tail.tail_cause}"
+        summary.warnings.append(Caveat("heavy tail", figure, tail.tail_text))
+    for name, n in repeated_spans(summary.metrics):
+        summary.warnings.append(Caveat("N+1", f"{name} ×{n:g}", f"{name} ran {n:g} times a call"))
     return summary
 
 

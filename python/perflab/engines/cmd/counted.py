@@ -21,9 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from perflab.engines import callgrind
+from perflab.engines.callgrind_profile import instruction_stacks
 from perflab.engines.layout import LayoutDraws
 from perflab.model import Benchmark
 from perflab.model.counts import CommandCounts
+from perflab.model.profile import Profile, bounded
 
 #: counted runs per command by default (the layout band needs three)
 COUNT_RUNS = 3
@@ -39,6 +41,8 @@ class CountedRun:
         wall_s: its wall time under Callgrind, s (the cost of counting, not a timing).
         exit_code: the command's exit status.
         error: why the run failed, or None.
+        functions: with ``per_function``: exclusive Ir per ``process: CMD;function
+            (object)`` (:func:`perflab.engines.callgrind_profile.instruction_stacks`).
     """
 
     counts: CommandCounts | None
@@ -46,6 +50,7 @@ class CountedRun:
     wall_s: float
     exit_code: int | None
     error: str | None = None
+    functions: dict[str, int] | None = None
 
 
 def sum_dumps(dumps: Sequence[callgrind.Dump]) -> tuple[list[str], list[int], int]:
@@ -68,6 +73,7 @@ def count_command(
     cwd: str | None = None,
     accepts: frozenset[int] | None = frozenset({0}),
     input_path: str | None = None,
+    per_function: bool = False,
 ) -> list[CountedRun]:
     """Count ``argv`` ``runs`` times under Callgrind, children followed.
 
@@ -81,6 +87,7 @@ def count_command(
         cwd: its working folder.
         accepts: the exit codes that count as success (None: every code).
         input_path: a file given to the command on stdin (``--input``; None: nothing).
+        per_function: also read each run's instructions per function (``--profile``).
 
     Returns:
         One :class:`CountedRun` per run, in order.
@@ -120,13 +127,14 @@ def count_command(
                 code, error = None, f"timed out after {timeout_s:g} s under Callgrind"
             wall = time.monotonic() - t0
             dumps = callgrind.read_dumps(out)
+            functions = instruction_stacks(out) if per_function else None
         counts = None
         if dumps and error is None:
             names, totals, processes = sum_dumps(dumps)
             counts = CommandCounts(names, totals, processes, layout.to_dict(), aslr_off, version)
         elif error is None:
             error = "Callgrind wrote no counts (did the command start?)"
-        done.append(CountedRun(counts, layout.to_dict(), wall, code, error))
+        done.append(CountedRun(counts, layout.to_dict(), wall, code, error, functions))
     return done
 
 
@@ -140,10 +148,13 @@ def count_benchmarks(
     accepts: frozenset[int] | None,
     input_path: str | None = None,
     runs: int = COUNT_RUNS,
+    profile: bool = False,
 ) -> list[str]:
     """``perflab cmd --count``: count each command after its timed runs and keep the
     counted runs in its benchmark (``Benchmark.counts``); a benchmark that failed its timed
-    runs is not counted.
+    runs is not counted. With ``profile`` (``--profile``), the first successful counted
+    run's instructions per function become the benchmark's profile
+    (:func:`instruction_profile`).
 
     Returns:
         One plain-words line per counted run that failed (for stderr).
@@ -153,9 +164,33 @@ def count_benchmarks(
         if bench.failed:
             continue
         options = {"seed": seed, "cache_sim": cache_sim, "timeout_s": timeout_s}
-        done = count_command(argv, runs=runs, accepts=accepts, input_path=input_path, **options)
+        done = count_command(
+            argv, runs=runs, accepts=accepts, input_path=input_path, per_function=profile, **options
+        )
         bench.counts = [r.counts for r in done if r.counts is not None]
+        if profile:
+            bench.profile = instruction_profile(done)
         problems += [
             f"{bench.name}: counted run {i + 1} {r.error}" for i, r in enumerate(done) if r.error
         ]
     return problems
+
+
+def instruction_profile(done: Sequence[CountedRun]) -> Profile:
+    """The instruction profile of a command: the first successful counted run's
+    exclusive Ir per function (deterministic, so one run is the profile; the runs differ
+    only by layout), bounded (:func:`perflab.model.profile.bounded`)."""
+    for run in done:
+        if run.counts is not None and run.functions:
+            stacks, folded = bounded(run.functions)
+            return Profile(
+                kind="instructions",
+                sampler=f"callgrind {run.counts.valgrind}".strip(),
+                stacks=stacks,
+                seconds=run.wall_s,
+                calls=1,
+                note="; ".join(
+                    n for n in ["exclusive Ir per C function of counted run 1", folded] if n
+                ),
+            )
+    return Profile(kind="instructions", sampler="callgrind", note="no counted run succeeded")

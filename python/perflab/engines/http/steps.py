@@ -97,6 +97,7 @@ def server_timing_from_raw(raw: dict[str, Any] | None) -> ServerTiming | None:
         malformed=int(raw.get("malformed", 0)),
         metrics_dropped=int(raw.get("metrics_dropped", 0)),
         metrics={str(k): histogram_from_raw(v) for k, v in raw.get("metrics", {}).items()},
+        counts={str(k): histogram_from_raw(v) for k, v in raw.get("counts", {}).items()},
         app_total=histogram_from_raw(raw.get("app_total", {})),
         outside_app=histogram_from_raw(raw.get("outside_app", {})),
     )

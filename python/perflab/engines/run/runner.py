@@ -485,6 +485,8 @@ def _apply_event(proc: Process, state: CaseState, event: Event) -> None:
     elif kind == "cold":
         proc.cold_ns = event["ns"]
         proc.metrics = event["metrics"]
+    elif kind == "spans":  # spans per call (the worker's span pass), beside the metrics
+        proc.metrics = {**proc.metrics, **event["metrics"]}
     elif kind == "calibrated":
         proc.iterations = state.iterations = event["iterations"]
     elif kind == "warmup":

@@ -206,3 +206,28 @@ def emit_done(
         clock_skew=span[0],
         clock_flag=span[1],
     )
+
+
+def spans_per_call(call: Callable[[], Any], calls: int = 1) -> dict[str, float]:
+    """The span pass, after timing: how many ``perflab.trace`` spans of each name one
+    call runs (the N+1 check: a name repeated once per row), from the recorder's counts
+    before and after ``calls`` untimed calls; {} when the benchmark's code imported no
+    ``perflab.trace`` or recorded no span. Keys are ``"NAME spans"``.
+
+    Raises:
+        Whatever ``call`` raises.
+    """
+    import sys
+
+    trace = sys.modules.get("perflab.trace")
+    if trace is None or not trace.enabled():
+        return {}
+    before = {name: entry["count"] for name, entry in trace.snapshot().items()}
+    for _ in range(calls):
+        call()
+    after = {name: entry["count"] for name, entry in trace.snapshot().items()}
+    return {
+        f"{name} spans": (count - before.get(name, 0)) / calls
+        for name, count in sorted(after.items())
+        if count > before.get(name, 0)
+    }

@@ -341,6 +341,13 @@ def _measure_call(
     span = _phase("sampling", lambda: _sample(call, n, gcmon, plan, emit))
     if plan.get("allocations", True):
         emit("alloc", **_phase("allocation pass", lambda: allocations(_next_call(call, plan))))
+    spans = (
+        {}
+        if plan.get("before_sample")
+        else _phase("span pass", lambda: sampling.spans_per_call(call))
+    )
+    if spans:
+        emit("spans", metrics=spans)
     if plan.get("memory_interval_s"):  # run --memory: the Python heap over calls
         from perflab.engines.run.heap import heap_timeline, pass_seconds
 

@@ -248,6 +248,24 @@ def _counts(results: Results, figures: ResultsFigures, name: str) -> list[Sectio
     return [Section(f"instructions: {name}", blocks)] if blocks else []
 
 
+def _profiles(results: Results, figures: ResultsFigures, name: str) -> list[Section]:
+    from perflab.report.html.profile_section import profile_sections
+
+    return profile_sections(results, figures, name)
+
+
+def _profile_changes(document: dict[str, Any], name: str) -> list[Section]:
+    from perflab.report.html.profile_section import profile_change_sections
+
+    return profile_change_sections(document, name)
+
+
+def _slow(results: Results, figures: ResultsFigures, name: str) -> list[Section]:
+    from perflab.report.html.slow_section import slow_sections
+
+    return slow_sections(results, figures, name)
+
+
 def _fit(document: dict[str, Any], name: str) -> list[Section]:
     from perflab.report.html.documents import fit_sections
 
@@ -258,8 +276,8 @@ def _fit(document: dict[str, Any], name: str) -> list[Section]:
 #: ``(results, its figures, file name) -> sections`` (an empty list adds nothing). A new
 #: section for results files (e.g. traces) is one more builder in these lists.
 RESULTS_SECTIONS: dict[str, list[Callable[[Results, ResultsFigures, str], list[Section]]]] = {
-    "run": [run_sections, _counts, _memory],
-    "cmd": [cmd_sections, _counts, _memory],
+    "run": [run_sections, _counts, _memory, _profiles, _slow],
+    "cmd": [cmd_sections, _counts, _memory, _profiles],
     "http": [http_sections, _memory],
     "trace": [_trace],
 }
@@ -268,7 +286,7 @@ RESULTS_SECTIONS: dict[str, list[Callable[[Results, ResultsFigures, str], list[S
 #: ``kind``: builders ``(document, file name) -> sections``.
 DOCUMENT_SECTIONS: dict[str, list[Callable[[dict[str, Any], str], list[Section]]]] = {
     "doctor": [lambda document, name: [doctor_section(document, name)]],
-    "compare": [_compare],
+    "compare": [_compare, _profile_changes],
     "fit": [_fit],
 }
 

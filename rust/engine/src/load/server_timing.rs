@@ -35,6 +35,9 @@ pub struct Parsed {
     pub dropped: u64,
     /// (name, dur in ms) of each well-formed metric with a `dur`, in order.
     pub metrics: Vec<(String, f64)>,
+    /// (name, count) of each well-formed metric with a `count` parameter: how many
+    /// spans of that name the request ran (perflab.trace's middleware sends it).
+    pub counts: Vec<(String, u64)>,
 }
 
 fn is_tchar(b: u8) -> bool {
@@ -102,10 +105,13 @@ impl Cursor<'_> {
     }
 }
 
+/// One metric: its name, `dur` in ms and `count`, each when given.
+type Element = (String, Option<f64>, Option<u64>);
+
 /// One list element: `name *( OWS ";" OWS param [ OWS "=" OWS value ] )`.
-/// Returns (name, dur in ms) or None when malformed; the cursor ends past
-/// the element's comma.
-fn element(c: &mut Cursor<'_>) -> Option<(String, Option<f64>)> {
+/// Returns (name, dur in ms, count) or None when malformed; the cursor ends
+/// past the element's comma.
+fn element(c: &mut Cursor<'_>) -> Option<Element> {
     let name = c.token();
     if name.is_empty() || name.len() > MAX_NAME {
         c.skip_element();
@@ -113,13 +119,14 @@ fn element(c: &mut Cursor<'_>) -> Option<(String, Option<f64>)> {
     }
     let name = String::from_utf8_lossy(name).into_owned();
     let mut dur = None;
+    let mut count = None;
     loop {
         c.skip_ows();
         match c.peek() {
-            None => return Some((name, dur)),
+            None => return Some((name, dur, count)),
             Some(b',') => {
                 c.i += 1;
-                return Some((name, dur));
+                return Some((name, dur, count));
             }
             Some(b';') => c.i += 1,
             Some(_) => break,
@@ -143,8 +150,18 @@ fn element(c: &mut Cursor<'_>) -> Option<(String, Option<f64>)> {
         } else {
             c.token().to_vec()
         };
-        // The first `dur` counts (W3C processing model); `desc` and
-        // unknown parameters are ignored.
+        // The first `dur` counts (W3C processing model); `count` (an
+        // extension parameter: spans of that name in the request) too;
+        // `desc` and unknown parameters are ignored.
+        if param == b"count" && count.is_none() {
+            match std::str::from_utf8(&value)
+                .ok()
+                .and_then(|v| v.parse::<u64>().ok())
+            {
+                Some(n) => count = Some(n),
+                None => break,
+            }
+        }
         if param == b"dur" && dur.is_none() {
             let ms = std::str::from_utf8(&value)
                 .ok()
@@ -174,9 +191,14 @@ pub fn parse(value: &[u8], out: &mut Parsed) {
         }
         match element(&mut c) {
             None => out.malformed = true,
-            Some((_, None)) => {} // a metric without a duration: nothing to record
+            Some((_, None, _)) => {} // a metric without a duration: nothing to record
             Some(_) if out.metrics.len() >= MAX_PER_RESPONSE => out.dropped += 1,
-            Some((name, Some(ms))) => out.metrics.push((name, ms)),
+            Some((name, Some(ms), count)) => {
+                if let Some(n) = count {
+                    out.counts.push((name.clone(), n));
+                }
+                out.metrics.push((name, ms));
+            }
         }
     }
 }
@@ -188,6 +210,7 @@ impl Parsed {
         self.malformed = false;
         self.dropped = 0;
         self.metrics.clear();
+        self.counts.clear();
     }
 
     /// The app's total, ms: the metric named `app` or `total` (any case),
@@ -222,6 +245,10 @@ pub struct ServerTiming {
     /// `dur` per metric name, serialized as {name: histogram report}.
     #[serde(serialize_with = "metric_map")]
     pub metrics: BTreeMap<String, Histogram<u64>>,
+    /// `count` per metric name (spans of that name per request), for the
+    /// metrics that sent one; serialized as {name: histogram report}.
+    #[serde(serialize_with = "metric_map")]
+    pub counts: BTreeMap<String, Histogram<u64>>,
     /// The app's total per response ([`Parsed::app_total_ms`]).
     #[serde(serialize_with = "serialize_report")]
     pub app_total: Histogram<u64>,
@@ -238,6 +265,7 @@ impl Default for ServerTiming {
             malformed: 0,
             metrics_dropped: 0,
             metrics: BTreeMap::new(),
+            counts: BTreeMap::new(),
             app_total: new_histogram(),
             outside_app: new_histogram(),
         }
@@ -270,6 +298,15 @@ impl ServerTiming {
                 self.metrics_dropped += 1;
             }
         }
+        for (name, n) in &parsed.counts {
+            if let Some(h) = self.counts.get_mut(name) {
+                record(h, *n);
+            } else if self.counts.len() < MAX_METRICS {
+                let mut h = new_histogram();
+                record(&mut h, *n);
+                self.counts.insert(name.clone(), h);
+            }
+        }
         if let Some(total) = parsed.app_total_ms().map(us) {
             record(&mut self.app_total, total);
             record(&mut self.outside_app, service_us.saturating_sub(total));
@@ -288,6 +325,13 @@ impl ServerTiming {
                 self.metrics.insert(name.clone(), h.clone());
             } else {
                 self.metrics_dropped += h.len();
+            }
+        }
+        for (name, h) in &o.counts {
+            if let Some(mine) = self.counts.get_mut(name) {
+                let _ = mine.add(h);
+            } else if self.counts.len() < MAX_METRICS {
+                self.counts.insert(name.clone(), h.clone());
             }
         }
         let _ = self.app_total.add(&o.app_total);
@@ -341,6 +385,20 @@ mod tests {
             vec![("db", 12.3), ("render", 4.1), ("app", 17.0), ("miss", 0.0)]
         );
         assert_eq!(p.app_total_ms(), Some(17.0));
+    }
+
+    #[test]
+    fn count_parameter_is_kept_per_metric() {
+        let p = parsed(&["db;dur=12.3;count=41, render;dur=2, x;dur=1;count=abc"]);
+        assert_eq!(p.counts, vec![("db".to_string(), 41)]);
+        assert_eq!(names(&p), vec![("db", 12.3), ("render", 2.0)]);
+        assert!(p.malformed);
+        let mut st = ServerTiming::default();
+        st.record(&p, 20_000);
+        st.record(&p, 20_000);
+        assert_eq!(st.counts["db"].len(), 2);
+        assert_eq!(st.counts["db"].max(), 41);
+        assert!(!st.counts.contains_key("render"));
     }
 
     #[test]

@@ -1,0 +1,136 @@
+"""``perflab cmd --profile``: a Python command's time by function, its child processes
+included, sampled by py-spy (``--subprocesses``) in runs of its own after the timed runs.
+
+Each command is run under py-spy until the profile time is spent (at least once, at most
+:data:`MAX_RUNS` times); the stacks of every run are merged. Each stack starts with the
+process it was sampled in (``process: COMMAND LINE``, the pid left out so that runs
+merge; the pids are kept in the profile), so a flame graph shows which process spent
+the time. A command that runs no Python (py-spy finds no interpreter) gets an empty
+profile with a note saying so.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+
+from perflab.engines import profiler
+from perflab.model.profile import Profile, bounded, clean_frame
+
+#: profiled runs of one command at most, however short it is
+MAX_RUNS = 50
+_PROCESS = re.compile(r'^process (\d+):"(.*)"$')
+_OPEN_PROCESS = re.compile(r'^process \d+:"')
+
+
+def profile_command(
+    argv: Sequence[str],
+    seconds: float,
+    sampler: profiler.Sampler,
+    *,
+    timeout_s: float | None = None,
+    env: dict[str, str] | None = None,
+    input_path: str | None = None,
+    rate_hz: int = profiler.RATE_HZ,
+) -> Profile:
+    """Run ``argv`` under py-spy, children followed, until ``seconds`` of wall time are
+    spent; the merged :class:`Profile` (``calls``: the runs made).
+
+    Args:
+        argv: the command (no shell), as the timed runs spawned it.
+        seconds: profile time (at least one run).
+        sampler: py-spy.
+        timeout_s: a run longer than this is killed (its samples kept); None: no limit.
+        env: the command's environment (default: this process's).
+        input_path: a file given on stdin (``--input``).
+        rate_hz: samples per second.
+    """
+    parts, pids, runs, spent, notes = [], set(), 0, 0.0, []
+    while runs < MAX_RUNS and (runs == 0 or spent < seconds):
+        with tempfile.TemporaryDirectory(prefix="perflab-profile-") as tmp:
+            raw = os.path.join(tmp, "raw")
+            command = profiler.record_argv(sampler, raw, list(argv), rate_hz, subprocesses=True)
+            t0 = time.monotonic()
+            with tempfile.TemporaryFile() as err:
+                stdin = open(input_path, "rb") if input_path else subprocess.DEVNULL  # noqa: SIM115
+                try:
+                    code = profiler.run_recorded(
+                        command,
+                        timeout_s or 3600.0,
+                        env=env,
+                        stdin=stdin,
+                        stdout=subprocess.DEVNULL,
+                        stderr=err,
+                    )
+                finally:
+                    if input_path:
+                        stdin.close()  # type: ignore[union-attr]
+                err.seek(0)
+                stderr = err.read()[-4000:].decode(errors="replace")
+            spent += time.monotonic() - t0
+            runs += 1
+            stacks = profiler.read_raw(raw)
+        if not stacks:
+            notes.append(_why_empty(stderr, code))
+            break
+        merged, seen = by_process(stacks, shlex.join(argv))
+        parts.append(merged)
+        pids |= seen
+    stacks, folded = bounded(profiler.merge(parts))
+    return Profile(
+        kind="time",
+        sampler=sampler.version,
+        rate_hz=float(rate_hz),
+        stacks=stacks,
+        pids=sorted(pids),
+        seconds=spent,
+        calls=runs,
+        note="; ".join(n for n in [*notes, folded] if n),
+    )
+
+
+def by_process(stacks: dict[str, int], command: str = "") -> tuple[dict[str, int], set[int]]:
+    """py-spy's ``--subprocesses`` stacks with each ``process PID:"CMD"`` frame made
+    ``process: CMD`` (runs merge), and the pids seen. py-spy leaves the command line of
+    the process it started empty: that one is ``command``, the measured command line."""
+    out: dict[str, int] = {}
+    pids: set[int] = set()
+    for stack, weight in stacks.items():
+        frames = []
+        for frame in _frames(stack):
+            match = _PROCESS.match(frame)
+            if match:
+                pids.add(int(match.group(1)))
+                frame = "process: " + (match.group(2) or command)
+            frames.append(clean_frame(frame))
+        key = ";".join(frames) or "(no frame)"
+        out[key] = out.get(key, 0) + weight
+    return out, pids
+
+
+def _frames(stack: str) -> list[str]:
+    """A raw stack's frames; a ``process PID:"CMD"`` frame whose command line holds ``;``
+    (``python -c 'a; b'``) is put back together."""
+    out: list[str] = []
+    for piece in stack.split(";"):
+        if out and _OPEN_PROCESS.match(out[-1]) and not _PROCESS.match(out[-1]):
+            out[-1] += ";" + piece
+        else:
+            out.append(piece)
+    return out
+
+
+def _why_empty(stderr: str, code: int | None) -> str:
+    """Why py-spy took no sample, in words."""
+    if "No python processes found" in stderr:
+        return "no Python process to sample (cmd --profile samples Python programs)"
+    errors = [line for line in stderr.splitlines() if line.startswith("Error:")]
+    text = errors[0].removeprefix("Error:").strip() if errors else ""
+    if code is None:
+        return "py-spy was killed at the timeout before it wrote its samples"
+    return f"py-spy took no sample ({text or f'exit {code}'})"
