@@ -141,6 +141,45 @@ def test_barrier_vote_stops_both_and_lockstep_counts_agree() -> None:
         os.close(fd)
 
 
+def test_lockstep_sampling_time_runs_from_the_first_meeting(monkeypatch) -> None:
+    """A side that waited 5 s for the other (start-up, imports) still samples for its
+    full second: its time starts when both meet, not when it arrived."""
+    clock = [0]
+    monkeypatch.setattr(pairing, "_perf_ns", lambda: clock[0])
+    (a_read, a_write), (b_read, b_write) = pairing.barrier_pipes()
+    counts: dict[str, int] = {}
+    a_waiting = threading.Event()
+
+    def a_sample() -> tuple[int, int, int, int]:
+        clock[0] += 100_000_000  # 0.1 s of A's clock per sample
+        return (10, 10, 0, 0)
+
+    def side(name: str, read_fd: int, write_fd: int, time_one, between) -> None:
+        counts[name] = pairing.sample_lockstep(
+            time_one,
+            1,
+            pairing.PipeBarrier(read_fd, write_fd, timeout_s=20),
+            pairing.Limits(1.0, 1, 1000),
+            emit=lambda *a, **k: None,
+            monitor=FakeMonitor(),
+            between=between,
+        )
+
+    a = threading.Thread(target=side, args=("a", a_read, a_write, a_sample, a_waiting.set))
+    a.start()
+    assert a_waiting.wait(20)  # A reached the barrier (its first vote is cast)
+    clock[0] += 5_000_000_000  # ... and waited 5 s for B
+    b = threading.Thread(
+        target=side, args=("b", b_read, b_write, lambda: (10, 10, 0, 0), lambda: None)
+    )
+    b.start()
+    for t in (a, b):
+        t.join(30)
+    assert counts == {"a": 10, "b": 10}  # 1 s of A's 0.1 s samples, not the minimum 1
+    for fd in (a_read, a_write, b_read, b_write):
+        os.close(fd)
+
+
 def test_barrier_breaks_when_the_other_side_is_gone_or_late() -> None:
     (a_read, a_write), (b_read, b_write) = pairing.barrier_pipes()
     with pytest.raises(pairing.BarrierBroken, match="did not come"):

@@ -235,6 +235,9 @@ def sample_lockstep(
     """Time this process's side in lock-step with the other process of the pair: both
     meet at ``barrier`` before every sample, so sample i of each runs at the same moment.
     Either side stops both (its vote at the barrier) when its ``limits`` say stop; both have then timed the same number of samples.
+    The sampling time runs from the first meeting, not from this side's arrival: the two
+    processes reach sampling at different times (start-up, imports, calibration), and
+    time spent waiting for the other is not sampling time.
 
     Args:
         time_one: time one sample of this side: (wall ns, CPU ns, GCs, GC ns).
@@ -249,12 +252,14 @@ def sample_lockstep(
     Raises:
         BarrierBroken: the other process ended or hung.
     """
-    deadline = limits.deadline()
+    deadline: int | None = None  # set at the first meeting
     count = 0
     while True:
         between()
-        if not barrier.wait(limits.more(count, deadline)):
+        if not barrier.wait(limits.more(count, deadline or limits.deadline())):
             return count
+        if deadline is None:
+            deadline = limits.deadline()
         monitor.start()
         timing = time_one()
         emit_sample(emit, iterations, timing, monitor.stop(), pair=count)
