@@ -21,6 +21,8 @@ MODES = {
     "in-process": "in-process (repetitions in the pytest process; their CIs leave out "
     "between-process variation)",
     "fresh processes": "fresh processes (one child pytest per process, as `perflab run`'s workers)",
+    "paired": "paired with the baseline (child pytests of this checkout and of the "
+    "baseline's, in lock-step, as `perflab run --compare-to REF`)",
 }
 
 
@@ -58,6 +60,10 @@ class SessionResults:
         modes: benchmark id → "in-process" or "fresh processes".
         history_db: the history database saved results are recorded in
             (:func:`perflab.history.record.database`), or None: recording is off.
+        measured: ``--perflab-compare REF``'s checkout when REF is code measured in this
+            session (:class:`perflab.engines.run.checkout.Baseline`), else None.
+        baseline_benchmarks: with ``measured``: the baseline's benchmarks, each measured
+            paired with this session's benchmark of the same id.
     """
 
     settings: Any
@@ -71,6 +77,8 @@ class SessionResults:
     pedantic: list[str] = field(default_factory=list)
     modes: dict[str, str] = field(default_factory=dict)
     history_db: Path | None = None
+    measured: Any = None
+    baseline_benchmarks: list[Any] = field(default_factory=list)
     started: str = field(
         default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     )
@@ -83,6 +91,8 @@ class SessionResults:
         if info.get("pedantic"):
             self.pedantic.append(bench.id)
         self.modes[bench.id] = info.get("mode", "in-process")
+        if info.get("baseline") is not None:
+            self.baseline_benchmarks.append(info["baseline"])
 
     def finish(self) -> int:
         """Save, print the tables and the comparison; the exit status the gate asks for
@@ -104,6 +114,12 @@ class SessionResults:
 
         baseline_name, baseline = self._baseline()
         results = self._results(__version__, environment)
+        if self.measured is not None:  # measured now, paired: recorded in the results file
+            from perflab.engines.run.baseline import baseline_results
+
+            baseline_name, baseline = baseline_results(
+                self.measured, self.baseline_benchmarks, results
+            )
         counts = count_figures(results.benchmarks) if self.settings.count else []
         grouped = (
             {}
@@ -149,7 +165,13 @@ class SessionResults:
         from perflab.report.compare_table import gate, print_comparison
 
         name, fail_on = str(baseline_name), self.gate.fail_on
-        suite = compare_results(baseline, results, self.gate.threshold, names=(name, "this run"))
+        suite = compare_results(
+            baseline,
+            results,
+            self.gate.threshold,
+            names=(name, "this run"),
+            paired=self.measured is not None,
+        )
         tripped = print_comparison(suite, name, "this run", "table", None, fail_on)
         return gate(tripped, fail_on, held=suite.held_reason(fail_on))
 
@@ -192,7 +214,7 @@ class SessionResults:
         from perflab.history.baseline import baseline_for
 
         spec = self.gate.compare
-        if spec is None:
+        if spec is None or self.measured is not None:
             return "", None
         if Path(spec).is_file():
             return spec, model.load(spec)

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -154,13 +154,19 @@ class SubprocessBackend:
         cwd: its working folder (default: ours).
         plan_env: when set, the plan (JSON) goes in this environment variable instead
             of on stdin (a child pytest keeps stdin for itself).
+        pythonpath: folders put on the worker's PYTHONPATH right after perflab's own
+            (a baseline checkout's folders, ahead of what site-packages points to).
     """
 
     def __init__(
-        self, argv: list[str] | None = None, cwd: str | None = None, plan_env: str | None = None
+        self,
+        argv: list[str] | None = None,
+        cwd: str | None = None,
+        plan_env: str | None = None,
+        pythonpath: Sequence[str] = (),
     ) -> None:
         self.argv = argv or [sys.executable, "-P", "-m", "perflab.engines.run.worker"]
-        self.cwd, self.plan_env = cwd, plan_env
+        self.cwd, self.plan_env, self.pythonpath = cwd, plan_env, list(pythonpath)
 
     def run(
         self, plan: dict[str, Any], timeout_s: float, on_event: Callable[[Event], None]
@@ -178,7 +184,9 @@ class SubprocessBackend:
         start = time.monotonic()
         argv, counting = counted.start(plan, self.argv)  # under Callgrind with --count
         text = json.dumps({**plan, "fd": write_fd})
-        env = _worker_env(plan.get("layout")) | ({self.plan_env: text} if self.plan_env else {})
+        env = _worker_env(plan.get("layout"), self.pythonpath) | (
+            {self.plan_env: text} if self.plan_env else {}
+        )
         with tempfile.TemporaryFile() as err:
             proc = subprocess.Popen(
                 argv,
@@ -228,14 +236,19 @@ def _add_memory(event: Event, pid: int) -> None:
         event["rss_hwm_bytes"] = memory.high_water(pid)
 
 
-def _worker_env(layout: dict[str, int] | None = None) -> dict[str, str]:
-    """The worker's environment: ours, with this perflab first on PYTHONPATH and the
-    process's layout randomization (padding variable, hash seed) when it has one."""
+def _worker_env(
+    layout: dict[str, int] | None = None, pythonpath: Sequence[str] = ()
+) -> dict[str, str]:
+    """The worker's environment: ours, with this perflab first on PYTHONPATH (then
+    ``pythonpath``) and the process's layout randomization (padding variable, hash seed)
+    when it has one."""
     env = dict(os.environ)
     package_root = str(
         Path(__file__).resolve().parents[3]
     )  # python/ (engines/run/ → perflab/ → python/)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [package_root, *pythonpath, env.get("PYTHONPATH")])
+    )
     if layout:
         env.update(Layout(**layout).environment())
     return env
