@@ -184,6 +184,27 @@ def measure_pair(plan: dict[str, Any], emit: Callable[..., None]) -> None:
     steal0 = steal_ns()
     _HEAP_PADDING.extend(heap_padding(plan.get("layout", {}).get("heap_objects", 0)))
     a, b = _load(plan)
+    measure_sides(a, b, plan, emit, steal0)
+
+
+def measure_sides(
+    a: Side, b: Side, plan: dict[str, Any], emit: Callable[..., None], steal0: int | None = None
+) -> None:
+    """The paired sequence over two loaded sides (first calls, calibration, warmup and
+    loop overhead of each, then alternating samples, allocation passes): what
+    :func:`measure_pair` runs once its files are loaded, and what ``perflab.measure(func,
+    baseline=...)`` runs on two live callables (in its own process or in a fresh one).
+
+    Args:
+        a, b: the baseline's side ("a") and the measured side ("b").
+        plan: as for :func:`measure_pair` (``pair`` needs only ``iterations``).
+        emit: ``emit(event, **fields)``.
+        steal0: CPU steal time at the start, ns (None: read it now).
+
+    Raises:
+        PhaseError: either side raised.
+    """
+    steal0 = steal_ns() if steal0 is None else steal0
     loop = None
     if aio.is_async(a.func) or aio.is_async(b.func):  # both run on one event loop
         loop = _phase("event loop", lambda: aio.new_loop(plan.get("event_loop", "asyncio")))
@@ -237,8 +258,8 @@ def _measure(
     span = _phase("sampling", lambda: _pairs(a, b, plan, emit, gcmon))
     if plan.get("allocations", True):
         for side in (a, b):
-            peak, blocks = _phase("allocation pass", lambda s=side: allocations(s.call))
-            emit("alloc", peak_bytes=peak, blocks=blocks, side=side.name)
+            found = _phase("allocation pass", lambda s=side: allocations(s.call))
+            emit("alloc", **found, side=side.name)
     emit_done(emit, steal0, span)
 
 
