@@ -369,6 +369,9 @@ BLOCKS = {
 }
 
 
+NOT_RERUN = "(Not re-run this time: from the previous run of this script.)"
+
+
 def _keep_earlier(lines: list[str], args: argparse.Namespace) -> list[str]:
     """The section, with the blocks of series skipped this time (count 0) taken from the
     section the previous run of this script wrote, marked as such."""
@@ -380,11 +383,12 @@ def _keep_earlier(lines: list[str], args: argparse.Namespace) -> list[str]:
     blocks: dict[str, str] = {}
     for part in old.read_text().split("\n### ")[1:]:
         text = "### " + part.split("\nCounts are as run")[0].rstrip()
+        text = text.replace(NOT_RERUN, "").rstrip()  # marked again below, once
         key = next((k for k in BLOCKS if text.startswith(k)), None)
         if key:
             blocks[key] = text
     kept = [
-        blocks[key] + "\n\n(Not re-run this time: from the previous run of this script.)\n"
+        blocks[key] + "\n\n" + NOT_RERUN + "\n"
         for key, arg in BLOCKS.items()
         if not getattr(args, arg) and key in blocks
     ]

@@ -6,7 +6,9 @@ reference: its module and qualified name) and runs the harness's subprocess back
 imports the parent's script again under the name ``__mp_main__`` when the function lives
 in ``__main__`` (as multiprocessing's spawn does, so the script's ``if __name__ ==
 "__main__"`` block does not run again), unpickles the call and runs the worker sequence
-once (:func:`perflab.engines.run.worker.measure_call`), events on the plan's pipe. Each
+once (:func:`perflab.engines.run.worker.measure_call`; with a baseline, the paired
+sequence of :func:`perflab.engines.run.pair_worker.measure_sides`), events on the
+plan's pipe. Each
 process is then a unit of replication, as in ``perflab run``.
 """
 
@@ -52,9 +54,14 @@ class ChildBackend:
 
 
 def call_file(
-    func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], folder: str
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    folder: str,
+    baseline: Callable[..., Any] | None = None,
 ) -> str:
-    """Pickle the call into ``folder``; return the file's path.
+    """Pickle the call (and ``baseline``, the callable a paired measurement compares it
+    with, called with the same arguments) into ``folder``; return the file's path.
 
     Raises:
         UsageError: the function or an argument can't be re-created in another process
@@ -69,7 +76,7 @@ def call_file(
             "in a module or a script, or use processes=0 (in this process)"
         )
     try:
-        data = pickle.dumps((func, args, kwargs))
+        data = pickle.dumps((func, args, kwargs, baseline))
         pickle.loads(data)  # what the child will do: fails here on a closure's stand-in
     except Exception as exc:  # noqa: BLE001 - pickle raises many types
         raise UsageError(
@@ -93,7 +100,10 @@ def _load_main(path: str) -> None:
 
 
 def _measure(plan: dict[str, Any], emit: Any) -> None:
-    """Re-create the parent's call and run the worker sequence once."""
+    """Re-create the parent's call and run the worker sequence once (the paired one,
+    :func:`perflab.engines.run.pair_worker.measure_sides`, for a plan with ``pair``: the
+    baseline is side A, the function side B)."""
+    from perflab.engines.run.pair_worker import Side, measure_sides
     from perflab.engines.run.worker import measure_call
 
     sys.path[:] = plan["sys_path"]
@@ -102,8 +112,12 @@ def _measure(plan: dict[str, Any], emit: Any) -> None:
         _load_main(plan["main_file"])
         del os.environ[LOADING_ENV]
     with open(plan["call_file"], "rb") as source:
-        func, args, kwargs = pickle.load(source)  # our own file, written by the parent
-    measure_call(func, args, kwargs, plan, emit)
+        func, args, kwargs, baseline = pickle.load(source)  # our own file (the parent's)
+    if plan.get("pair"):
+        a, b = (Side(n, f, args, kwargs, []) for n, f in (("a", baseline), ("b", func)))
+        measure_sides(a, b, plan, emit)
+    else:
+        measure_call(func, args, kwargs, plan, emit)
 
 
 def main() -> int:

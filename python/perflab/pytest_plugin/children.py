@@ -32,14 +32,10 @@ def child_plan() -> dict[str, Any] | None:
 
 
 def call_once(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Call ``func`` once, untimed (an async function on a fresh event loop)."""
+    """Call ``func`` once, untimed (:func:`perflab.engines.run.aio.call_once`)."""
     from perflab.engines.run import aio
 
-    if aio.is_async(func):
-        import asyncio
-
-        return asyncio.run(func(*args, **kwargs))
-    return func(*args, **kwargs)
+    return aio.call_once(func, args, kwargs)
 
 
 def measure_here(
