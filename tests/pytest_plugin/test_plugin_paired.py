@@ -82,6 +82,8 @@ def test_compare_with_a_git_ref_measures_the_baseline_paired_in_lock_step(pytest
         assert pa["pair"]["side"] == "a" and pb["pair"]["side"] == "b"
         assert pa["pair"]["mode"] == pb["pair"]["mode"] == "lockstep"
         assert len(pa["samples"]) == len(pb["samples"]) >= 3  # sample i of each: pair i
+        # each side's own per-sample counters (software events: task clock, switches)
+        assert all(s["counters"] for s in pa["samples"] + pb["samples"])
     assert data["settings"]["modes"] == {"test_work": "paired"}
     # the parent's call and each pair's two children: one imported the baseline's code
     assert sorted(mark.read_text().split()) == ["new", "new", "new", "old", "old"]

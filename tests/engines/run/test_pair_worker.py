@@ -63,6 +63,9 @@ def test_both_cases_alternate_in_one_process(tmp_path: Path) -> None:
     assert kinds[("sample", "a")] == kinds[("sample", "b")] >= 6
     for step in ("cold", "calibrated", "warmup", "overhead", "alloc"):
         assert kinds[(step, "a")] == kinds[(step, "b")] == 1
+    [counters] = [e for e in events if e["event"] == "counters"]  # one, for both sides
+    assert counters.get("side") is None and "names" in counters
+    assert all("counters" in e for e in events if e["event"] == "sample")
     for alloc in (e for e in events if e["event"] == "alloc"):  # the worker's fields
         assert {"peak_bytes", "blocks", "total_bytes", "total_blocks"} <= set(alloc)
     assert kinds[("start", None)] == kinds[("done", None)] == 1

@@ -36,6 +36,7 @@ from typing import Any
 
 from perflab.engines.layout import heap_padding
 from perflab.engines.run import aio, pairing, sampling
+from perflab.engines.run.counters import SampleCounters
 from perflab.engines.run.sampling import GcMonitor, allocations, emit_done, empty_like, steal_ns
 from perflab.engines.run.worker import (
     _HEAP_PADDING,
@@ -287,6 +288,8 @@ def _pairs(
         return reference.sampled(time_loop(call_b, b.iterations, gcmon))
 
     limits = pairing.Limits(plan["sample_seconds"], plan["min_samples"], plan["max_samples"])
+    counters = SampleCounters()  # this thread's: both sides' samples run on it
+    emit("counters", **counters.event())
     pairing.sample_alternating(
         time_a,
         time_b,
@@ -296,6 +299,7 @@ def _pairs(
         emit,
         monitor,
         reference.between,
+        counters,
     )
     return monitor.span()
 
