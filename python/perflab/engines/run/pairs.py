@@ -245,7 +245,10 @@ class PairedRunner(Runner):
         return f"{state.bench.id} (baseline)" if baseline else state.bench.id
 
     def _run_rounds(self, states: list[CaseState]) -> None:
-        """Rounds of one process per active unit (a case alone, or a pair)."""
+        """Rounds of one process per active unit (a case alone, or a pair); counted, the
+        runner's counted workers (never paired)."""
+        if self.settings.count:
+            return super()._run_rounds(states)
         paired = {id(x) for link in self.links for x in (link.a, link.b)}
         for state in [*self.baseline_states, *states]:
             self.progress.start_case(self._label(state), self.settings.budget_s)

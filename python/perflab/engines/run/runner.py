@@ -380,6 +380,8 @@ class Runner:
         instead of biasing whichever group ran during a slow stretch."""
         for state in states:
             self.progress.start_case(state.bench.id, self.settings.budget_s)
+        if self.settings.count:  # counts don't move with the machine: run them at once
+            return counted.run_all(self, states)
         while active := [s for s in states if not s.done]:
             self.rng.shuffle(active)
             for state in active:
@@ -421,20 +423,26 @@ class Runner:
             **fields,
         )
 
-    def _run_process(self, state: CaseState) -> None:
-        """Run one worker for ``state`` and fold its events into a Process record."""
+    def _prepare(self, state: CaseState) -> tuple[Process, dict[str, Any]]:
+        """The next worker of ``state``: its layout drawn, its record appended, its plan."""
         layout = self.layouts.next().to_dict() if self.layouts else {}
         if self.settings.count and not layout:  # counted: the hash seed is always fixed
             layout = counted.fixed_layout()
         proc = self._new_process(layout)
         self._next_index += 1
         state.bench.processes.append(proc)
+        return proc, self._plan(state, layout)
+
+    def _run_process(
+        self, state: CaseState, prepared: tuple[Process, dict[str, Any]] | None = None
+    ) -> None:
+        """Run one worker for ``state`` (``prepared`` by :meth:`_prepare`, else now) and
+        fold its events into its Process record."""
+        proc, plan = prepared or self._prepare(state)
         outcome = Outcome()
         try:
             outcome = self.backend.run(
-                self._plan(state, layout),
-                self._timeout_s(),
-                lambda ev: _apply_event(proc, state, ev),
+                plan, self._timeout_s(), lambda ev: _apply_event(proc, state, ev)
             )
         finally:
             state.spent_s += outcome.wall_s or (self.clock() - self._t0 - proc.started_s)
