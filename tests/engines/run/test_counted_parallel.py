@@ -46,3 +46,33 @@ def test_counted_layouts_do_not_depend_on_the_finish_order() -> None:
     seeds = [lay["hash_seed"] for v in first.values() for lay in v]
     assert len(set(seeds)) == len(seeds)  # every process its own layout
     assert len(backend.plans) == 4 * Settings().count_processes
+
+
+class StoppingBackend:
+    """The first counted worker is interrupted; the others wait for the stop signal."""
+
+    def __init__(self) -> None:
+        self.stop: Any = None
+        self.started = 0
+        self.lock = threading.Lock()
+        self.saw_stop: list[bool] = []
+
+    def run(self, plan: dict[str, Any], timeout_s: float, on_event: Any) -> Outcome:
+        with self.lock:
+            self.started += 1
+            first = self.started == 1
+        if first:
+            time.sleep(0.05)  # the other CPU's worker has started by now, or soon will
+            raise KeyboardInterrupt
+        self.saw_stop.append(self.stop.wait(20))
+        raise KeyboardInterrupt  # as SubprocessBackend does once it has killed its worker
+
+
+def test_an_interrupt_stops_running_counted_workers_and_starts_no_more() -> None:
+    cases = [Case(BenchSpec(_noop, name, ""), {}, i) for i, name in enumerate("abcd")]
+    backend = StoppingBackend()
+    runner = Runner("x.py", cases, Settings(count="instructions"), 1e6, 50, backend)
+    runner.run()
+    assert runner.interrupted
+    assert all(backend.saw_stop)  # every worker still running was told to stop
+    assert backend.started < 4 * Settings().count_processes  # the queued ones never ran

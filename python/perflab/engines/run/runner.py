@@ -167,6 +167,7 @@ class SubprocessBackend:
     ) -> None:
         self.argv = argv or [sys.executable, "-P", "-m", "perflab.engines.run.worker"]
         self.cwd, self.plan_env, self.pythonpath = cwd, plan_env, list(pythonpath)
+        self.stop: Any = None  # a threading.Event: set, running workers are killed
 
     def run(
         self, plan: dict[str, Any], timeout_s: float, on_event: Callable[[Event], None]
@@ -203,7 +204,7 @@ class SubprocessBackend:
                 if proc.stdin is not None:
                     proc.stdin.write(text.encode())
                     proc.stdin.close()
-                for event in _read_events(read_fd, start + timeout_s):
+                for event in _read_events(read_fd, start + timeout_s, self.stop):
                     if sampler is not None:
                         _add_memory(event, proc.pid)
                     outcome.events.append(event)
@@ -254,12 +255,15 @@ def _worker_env(
     return env
 
 
-def _read_events(fd: int, deadline: float) -> Iterator[Event]:
-    """Yield JSON-line events from ``fd`` until EOF or ``deadline`` (monotonic s)."""
+def _read_events(fd: int, deadline: float, stop: Any = None) -> Iterator[Event]:
+    """Yield JSON-line events from ``fd`` until EOF or ``deadline`` (monotonic s).
+    Raises KeyboardInterrupt within 0.5 s of ``stop`` (a threading.Event) being set."""
     buffer = b""
     with selectors.DefaultSelector() as sel:
         sel.register(fd, selectors.EVENT_READ)
         while (remaining := deadline - time.monotonic()) > 0:
+            if stop is not None and stop.is_set():  # a worker run on another thread
+                raise KeyboardInterrupt
             if not sel.select(timeout=min(remaining, 0.5)):
                 continue
             chunk = os.read(fd, 1 << 16)
