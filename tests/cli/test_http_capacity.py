@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from perflab import _core, model
-from perflab.analyze.http import engine_busy, saturation_reasons, summarize_steps
+from perflab.analyze.http import engine_busy, saturation_reasons, server_bound, summarize_steps
 
 SERIALIZE_S = 0.005
 LOADS = (0.5, 1.5, 3.0)
@@ -123,7 +123,16 @@ def test_achieved_never_exceeds_the_closed_loop_capacity(
         # and never above the offered rate (one edge response again)
         assert s.achieved_rate <= s.offered_rate + 1 / step.elapsed_s, table
     light, *overloaded = summaries
-    assert [s.verdict for s in overloaded] == ["saturated", "saturated"], table
+    for s in overloaded:
+        # The lock makes these steps overloaded on any machine: achieved < 95% of offered,
+        # so the server's side always shows saturation. The verdict is "saturated" unless
+        # perflab itself fell behind beyond what the backlog explains (a machine so busy
+        # that the engine thread is CPU-bound or dispatches late): then "generator-limited",
+        # by the rule's stated precedence, never "ok".
+        assert saturation_reasons(s), table
+        assert s.verdict == "saturated" or (
+            s.verdict == "generator-limited" and not server_bound(s)
+        ), table
     # The light step is ok. On a machine that other programs keep busy, perflab's timer
     # can wake a few ms late once in a hundred requests: it then says so (generator-
     # limited, "sent late") rather than ok; the server's side must still be clean.
