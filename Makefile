@@ -51,18 +51,20 @@ $(STAMPS)/bench-deps: $(STAMPS)/system-deps $(STAMPS)/venv | $(STAMPS)
 	    apt-get install -y -qq hyperfine >/dev/null || echo "note: hyperfine not installed;" \
 	    "benchmarks/cmd.py needs it"; \
 	  else echo "note: hyperfine missing and not root; benchmarks/cmd.py needs it"; fi; fi
-	@# nginx and wrk for benchmarks/http.py (its own nginx in a temp dir; policy-rc.d
-	@# keeps the package from starting the system nginx service on install).
+	@# nginx and wrk for benchmarks/http.py, h2load (nghttp2-client) for benchmarks/http2.py
+	@# (their own nginx in a temp dir; policy-rc.d keeps the package from starting the
+	@# system nginx service on install).
 	@if ! command -v nginx >/dev/null 2>&1 && ! test -x /usr/sbin/nginx || \
-	    ! command -v wrk >/dev/null 2>&1; then \
+	    ! command -v wrk >/dev/null 2>&1 || ! command -v h2load >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ]; then guard=; if [ ! -e /usr/sbin/policy-rc.d ]; then \
 	      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; \
 	      chmod +x /usr/sbin/policy-rc.d; guard=1; fi; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	      nginx wrk >/dev/null || echo "note: nginx/wrk not installed;" \
-	      "benchmarks/http.py needs them (tests don't)"; \
+	      nginx wrk nghttp2-client >/dev/null || echo "note: nginx/wrk/h2load not installed;" \
+	      "benchmarks/http.py and http2.py need them (tests don't)"; \
 	    if [ -n "$$guard" ]; then rm -f /usr/sbin/policy-rc.d; fi; \
-	  else echo "note: nginx or wrk missing and not root; benchmarks/http.py needs them"; fi; fi
+	  else echo "note: nginx, wrk or h2load missing and not root; benchmarks/http.py and" \
+	    "http2.py need them"; fi; fi
 	@# psrecord and memray: the memory peers of benchmarks/memory.py
 	$(PIP) install -q "psrecord>=1.4" "memray>=1.20"
 	touch $@

@@ -9,9 +9,11 @@ import platform
 import re
 import resource
 import signal
+import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -146,3 +148,58 @@ def wrk(url: str, seconds: int, connections: int) -> dict[str, float]:
         "p99_s": float(value) * _UNITS[unit],
         "requests": requests,
     }
+
+
+NGINX_CONF = """
+worker_processes 1;
+daemon off;
+master_process off;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+  access_log off;
+  client_body_temp_path {dir}/body; proxy_temp_path {dir}/proxy;
+  fastcgi_temp_path {dir}/fastcgi; uwsgi_temp_path {dir}/uwsgi; scgi_temp_path {dir}/scgi;
+  keepalive_requests 1000000000;
+  http2_max_concurrent_streams 1024;
+  server {{ listen 127.0.0.1:{port}{listen}; location / {{ return 200; }} }}
+}}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_listening(port: int, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
+
+
+@contextmanager
+def nginx(http2: bool = False) -> Iterator[str]:
+    """A private nginx (`return 200`, one worker, no master process, a temp dir) on a
+    free loopback port; yields its URL. ``http2``: it speaks HTTP/2 with prior knowledge
+    (h2c) instead of HTTP/1.1."""
+    with tempfile.TemporaryDirectory() as tmp:
+        port = free_port()
+        conf = Path(tmp) / "nginx.conf"
+        conf.write_text(NGINX_CONF.format(dir=tmp, port=port, listen=" http2" if http2 else ""))
+        proc = subprocess.Popen(
+            ["nginx", "-c", str(conf), "-p", tmp], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        try:
+            wait_listening(port)
+            yield f"http://127.0.0.1:{port}/"
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)

@@ -26,72 +26,19 @@ import argparse
 import json
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import PERFLAB, machine, perflab_serve, write_section, wrk
+from common import PERFLAB, machine, nginx, perflab_serve, write_section, wrk
 
 CONNECTIONS, OPEN_RATE = 50, 20_000
 CO_RATE, CO_DELAY_S, CO_STALL_S, CO_PERIOD_S = 500, 1e-3, 1.0, 10.0
-NGINX_CONF = """
-worker_processes 1;
-daemon off;
-master_process off;
-pid {dir}/nginx.pid;
-error_log {dir}/error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-  access_log off;
-  client_body_temp_path {dir}/body; proxy_temp_path {dir}/proxy;
-  fastcgi_temp_path {dir}/fastcgi; uwsgi_temp_path {dir}/uwsgi; scgi_temp_path {dir}/scgi;
-  keepalive_requests 1000000000;
-  server {{ listen 127.0.0.1:{port}; location / {{ return 200; }} }}
-}}
-"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_listening(port: int, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
-
-
-@contextmanager
-def nginx() -> Iterator[str]:
-    """A private nginx (`return 200`) on a free loopback port; yields its URL."""
-    with tempfile.TemporaryDirectory() as tmp:
-        port = free_port()
-        conf = Path(tmp) / "nginx.conf"
-        conf.write_text(NGINX_CONF.format(dir=tmp, port=port))
-        proc = subprocess.Popen(
-            ["nginx", "-c", str(conf), "-p", tmp], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
-        try:
-            wait_listening(port)
-            yield f"http://127.0.0.1:{port}/"
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
 
 
 def perflab_http(url: str, *argv: str) -> dict[str, Any]:

@@ -24,6 +24,7 @@ SECTIONS = [
     "speed_states",
     "cmd",
     "http",
+    "http2",
     "http_capacity",
     "cluster",
     "cluster_stop",

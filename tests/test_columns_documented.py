@@ -37,9 +37,11 @@ PAGES = {
     "report/fit_table.py": "docs/fit.md",
     "report/history_table.py": "docs/history.md",
     "report/trace_table.py": "docs/trace.md",
-    "report/html/sections.py": "docs/history.md",  # perflab report (the HTML page)
+    "report/html/sections.py": "docs/history.md",
+    "report/html/run_section.py": "docs/history.md",  # perflab report (the HTML page)
     "report/imported.py": "docs/interop.md",  # a pytest-benchmark file without raw data
     "report/server_timing_table.py": "docs/trace.md",  # perflab http: Server-Timing
+    "report/http_phases_table.py": "docs/http.md",  # perflab http: request phases
     "report/memory_table.py": "docs/run.md",  # run --memory
     "report/count_table.py": "docs/count.md",  # --count instructions (run, cmd)
 }

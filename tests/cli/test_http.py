@@ -100,6 +100,38 @@ def test_closed_loop_and_a_requests_file(tmp_path: Path, server: Any, perflab_cl
     assert data["benchmarks"][0]["steps"][0]["mode"] == "closed"
 
 
+def test_http2_closed_loop_multiplexes_and_prints_the_phases(
+    tmp_path: Path, server: Any, perflab_cli
+) -> None:
+    out, table = tmp_path / "h2.json", tmp_path / "h2.csv"
+    result = perflab_cli(
+        "http",
+        f"http://{server.address}/",
+        "--http2",
+        "--streams",
+        "4",
+        "--connections",
+        "2",
+        *FAST,
+        "--json",
+        str(out),
+        "--csv",
+        str(table),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Phases" in result.stdout and "h2 ×4" in result.stdout
+    (step,) = json.loads(out.read_text())["benchmarks"][0]["steps"]
+    assert (step["protocol"], step["streams"], step["connections"]) == ("h2", 4, 2)
+    # Eight request loops on two connections, every one opened in the recorded window
+    # or the warmup; each response's first byte and body timed.
+    assert step["connections_opened"] == step["connections_closed"] == 2
+    assert step["ttfb"]["count"] >= step["latency"]["count"] > 0
+    assert step["body_time"]["count"] == sum(step["status_counts"].values())
+    (row,) = csv.DictReader(io.StringIO(table.read_text()))
+    assert row["protocol"] == "h2" and row["streams"] == "4"
+    assert float(row["ttfb_p50_s"]) >= 0.0009  # the server's 1 ms delay
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -117,6 +149,8 @@ def test_closed_loop_and_a_requests_file(tmp_path: Path, server: Any, perflab_cl
             "at most 1,000,000 requests/s per engine thread",
         ),
         (["http://127.0.0.1:1/", "--rate", "10", "--threads", "1000"], "more than the"),
+        (["http://127.0.0.1:1/", "--rate", "10", "--streams", "4"], "add --http2"),
+        (["http://127.0.0.1:1/", "--rate", "10", "--http2", "--streams", "0"], "between 1"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv: list[str], message: str, perflab_cli) -> None:

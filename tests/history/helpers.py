@@ -51,3 +51,16 @@ def add(
     made.git_commit, made.git_branch, made.git_time = commit, "main" if commit else None, time
     made.git_dirty = False if commit else None
     return store.add(made)
+
+
+def add_step(store: Store, name: str = "plain") -> None:
+    """Record six runs of one benchmark at made-up commits 000…, 111…, …, 555…, the last
+    three 30% slower (3.0 µs → 3.9 µs per op): a trend with one change point, in
+    22222222..33333333."""
+    for i, level in enumerate([1.0, 1.0, 1.0, 1.3, 1.3, 1.3]):
+        add(
+            store,
+            results({name: 3e-6 * level}, seed=i),
+            commit=f"{i:x}" * 40,
+            time=f"2026-01-0{i + 1}T00:00:00+00:00",
+        )

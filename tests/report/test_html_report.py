@@ -23,7 +23,7 @@ from perflab import _core, model
 from perflab.analyze.run.ratios import summarize_benchmarks
 from perflab.history.store import Store
 from tests.conftest import debian_tool
-from tests.history.helpers import add, results
+from tests.history.helpers import add_step, results
 
 NASTY = "<script>alert(1)</script>"
 USL_CSV = Path(__file__).resolve().parents[1] / "golden" / "data" / "usl.csv"
@@ -102,13 +102,7 @@ def report(tmp_path_factory: Any) -> dict[str, Any]:
     assert http.returncode == 0, http.stderr
     db = tmp / "h.sqlite"
     with Store(db) as store:
-        for i, level in enumerate([1.0, 1.0, 1.0, 1.3, 1.3, 1.3]):
-            add(
-                store,
-                results({"plain": 3e-6 * level}, seed=i),
-                commit=f"{i:x}" * 40,
-                time=f"2026-01-0{i + 1}T00:00:00+00:00",
-            )
+        add_step(store)
     out = tmp / "report.html"
     proc = subprocess.run(
         [

@@ -46,6 +46,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from perflab.analyze.http_phases import phase_figures
 from perflab.analyze.server_timing import MetricFigures, breakdown, timing_notes
 from perflab.analyze.watch import server_figures
 from perflab.model import Histogram, HttpStep, Results
@@ -142,6 +143,10 @@ class StepSummary:
             carried the header.
         server_timing_notes: plain-words caveats about those headers (malformed, dropped
             metrics, responses without one: :func:`perflab.analyze.server_timing.timing_notes`).
+        protocol / streams: the HTTP version ("http/1.1", "h2") and HTTP/2's streams per
+            connection (:class:`perflab.model.HttpStep`).
+        phases: connect, TLS handshake, time to first byte and body: {count, p50_s,
+            p99_s} each (:func:`perflab.analyze.http_phases.phase_figures`).
     """
 
     index: int
@@ -178,6 +183,9 @@ class StepSummary:
     agents_lost: list[int] = field(default_factory=list)
     server_timing: list[MetricFigures] = field(default_factory=list)
     server_timing_notes: list[str] = field(default_factory=list)
+    protocol: str = "http/1.1"
+    streams: int = 1
+    phases: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def engine_busy(self) -> bool:
@@ -265,6 +273,9 @@ def summarize_step(step: HttpStep, index: int = 0, ok: str = "200-299") -> StepS
         server_timing_notes=[]
         if step.server_timing is None
         else timing_notes(step.server_timing, answered_ok(step)),
+        protocol=step.protocol,
+        streams=step.streams,
+        phases=phase_figures(step),
     )
 
 

@@ -48,6 +48,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="open loop: Poisson arrivals (exponential gaps) instead of evenly spaced ones",
     )
     load.add_argument("--seed", type=int, help="seed of the Poisson arrivals")
+    load.add_argument(
+        "--http2",
+        action="store_true",
+        help="speak HTTP/2: ALPN h2 over https, prior knowledge (h2c) over http",
+    )
+    load.add_argument(
+        "--streams",
+        type=int,
+        metavar="N",
+        help="with --http2: concurrent streams per connection (h2load's -m; 1): closed "
+        "loop runs connections × N request loops, open loop's pool holds that many",
+    )
     req = parser.add_argument_group("requests")
     req.add_argument("--method", help="HTTP method (GET)")
     req.add_argument(

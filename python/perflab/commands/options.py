@@ -75,7 +75,8 @@ def http_plan(args: argparse.Namespace, check: bool = True) -> Any:
     """The :class:`perflab.engines.http.engine.Plan` of ``perflab http``'s parsed options
     (``url``, ``--rate``, ``--connections``, ``--duration``, ``--warmup``, ``--threads``,
     ``--poisson``, ``--seed``, ``--method``, ``--header``, ``--body``, ``--body-file``,
-    ``--requests``, ``--ok``, ``--insecure``, ``--timeout``, ``--connect-timeout``),
+    ``--requests``, ``--ok``, ``--insecure``, ``--timeout``, ``--connect-timeout``,
+    ``--http2``, ``--streams``),
     built by :func:`perflab.engines.http.engine.make_plan`; with ``check`` the engine checks
     every step on this machine too.
 
@@ -129,6 +130,8 @@ def http_plan(args: argparse.Namespace, check: bool = True) -> Any:
         headers=headers,
         body=body,
         requests=requests,
+        protocol="http2" if args.http2 else "http1",
+        streams=args.streams,
         check=check,
     )
 

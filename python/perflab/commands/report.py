@@ -102,25 +102,30 @@ def main(args: argparse.Namespace) -> int:
     from perflab import __version__
     from perflab.analyze.results_figures import results_figures
     from perflab.files import Destination, save
-    from perflab.report.html import page, sections
+    from perflab.report.html import page, sections, summary
 
     destination = Destination.check(args.output, "-o", "html")
     loaded = [(name, *_load(name)) for name in args.files]
     db = _database(args)
     store = _open(db) if (args.history or not args.files) else None
     body: list[page.Section] = []
+    findings: list[summary.Finding] = []
     try:
         if not loaded:
             loaded = _newest(store)
         for name, results, document in loaded:
-            body += (
-                sections.results_sections(results, results_figures(results), name)
-                if results is not None
-                else sections.document_sections(document, name)
-            )
-        doctor = _doctor(db, [r for _, r, _ in loaded if r is not None])
-        if doctor is not None:
-            body.append(doctor)
+            if results is not None:
+                figures = results_figures(results)
+                body += sections.results_sections(results, figures, name)
+                findings += summary.results_findings(results, figures, name)
+            else:
+                body += sections.document_sections(document, name)
+                findings += summary.document_findings(document, name)
+        given = any(d is not None and d.get("kind") == "doctor" for _, _, d in loaded)
+        doctor = None if given else _doctor(db, [r for _, r, _ in loaded if r is not None])
+        if doctor is not None:  # the machine's checks once: a doctor FILE given wins
+            body.append(doctor[0])
+            findings += summary.doctor_findings(doctor[1], "history")
         if args.history:
             body += _trends(store, args.history)
     finally:
@@ -132,10 +137,10 @@ def main(args: argparse.Namespace) -> int:
         "perflab report",
         [
             f"written by perflab {__version__} from "
-            + (", ".join(n for n, _, _ in loaded) or "history")
+            + (", ".join(page.short_paths(n) for n, _, _ in loaded) or "history")
             + (f"; history {db}" if args.history else "")
         ],
-        body,
+        [summary.summary_section(findings), *body],
     )
     save(destination, text.encode("utf-8"), "report")
     sys.stderr.write(f"report saved to {destination} ({len(text.encode()) / 1024:,.0f} KiB)\n")
@@ -166,8 +171,9 @@ def _newest(store: Any) -> list[tuple[str, Any, None]]:
     return [(base.label, base.results, None)]
 
 
-def _doctor(db: Path | None, results: list[Any]) -> Any:
-    """The newest doctor run recorded on the first results' fingerprint, as a section."""
+def _doctor(db: Path | None, results: list[Any]) -> tuple[Any, dict[str, Any]] | None:
+    """The newest doctor run recorded on the first results' fingerprint: (its section,
+    its document), or None."""
     from perflab.history.record import fingerprint_hash
     from perflab.history.store import Store
     from perflab.report.html.sections import doctor_section
@@ -183,7 +189,9 @@ def _doctor(db: Path | None, results: list[Any]) -> Any:
             document = json.loads(store.document(run.id))
     except (UsageError, ValueError, OSError):
         return None
-    return doctor_section(document, f"history #{run.id}") if isinstance(document, dict) else None
+    if not isinstance(document, dict):
+        return None
+    return doctor_section(document, f"history #{run.id}"), document
 
 
 def _trends(store: Any, pattern: str) -> list[Any]:

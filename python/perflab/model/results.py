@@ -275,6 +275,11 @@ class ServerTiming:
         return timing
 
 
+#: An :class:`HttpStep`'s phase HdrHistograms (connect, TLS handshake, time to first
+#: byte, body), in the order of a request.
+PHASE_HISTOGRAMS = ("connect", "tls_handshake", "ttfb", "body_time")
+
+
 @dataclass
 class HttpStep:
     """One step of an HTTP load test: one offered rate (or connection count).
@@ -346,6 +351,16 @@ class HttpStep:
             beside this merged step (empty on one machine).
         server_timing: the target's ``Server-Timing`` headers over the step
             (:class:`ServerTiming`); None when no response carried one.
+        protocol: the HTTP version spoken, by its ALPN name: "http/1.1" or "h2"
+            (``--http2``); "http/1.1" in files from before it was recorded.
+        streams: HTTP/2's concurrent streams per connection (``--streams``; 1 for
+            HTTP/1.1): a closed-loop step ran ``connections × streams`` request loops.
+        connect / tls_handshake / ttfb / body_time: the phases of recorded requests,
+            HdrHistograms in µs: TCP connect and TLS handshake of each connection a
+            recorded request opened (a request on a reused connection has neither),
+            time to first byte (request write start → first response byte; HTTP/2:
+            the response's HEADERS) and body transfer (first → last byte) of every
+            response; empty in files from before they were recorded.
     """
 
     offered_rate: float | None
@@ -386,6 +401,12 @@ class HttpStep:
     watched: list[dict[str, Any]] = field(default_factory=list)
     agents: list[AgentShare] = field(default_factory=list)
     server_timing: ServerTiming | None = None
+    protocol: str = "http/1.1"
+    streams: int = 1
+    connect: Histogram = field(default_factory=Histogram)
+    tls_handshake: Histogram = field(default_factory=Histogram)
+    ttfb: Histogram = field(default_factory=Histogram)
+    body_time: Histogram = field(default_factory=Histogram)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HttpStep:
@@ -394,12 +415,23 @@ class HttpStep:
         if data.get("server_timing") is not None:
             step.server_timing = ServerTiming.from_dict(data["server_timing"])
         step.agents = [AgentShare.from_dict(a, HttpStep.from_dict) for a in step.agents]
-        for name in ("latency", "service_time", "send_lag", "failed_latency", "dispatch_lag"):
+        for name in STEP_HISTOGRAMS:
             setattr(step, name, _from_dict(Histogram, data.get(name) or {}))
         for name in ("wall_s", "drain_s"):  # NaN is written as null
             if getattr(step, name) is None:
                 setattr(step, name, math.nan)
         return step
+
+
+#: The HdrHistograms of an :class:`HttpStep`, by field name (the phases last).
+STEP_HISTOGRAMS = (
+    "latency",
+    "service_time",
+    "send_lag",
+    "failed_latency",
+    "dispatch_lag",
+    *PHASE_HISTOGRAMS,
+)
 
 
 @dataclass

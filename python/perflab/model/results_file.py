@@ -18,13 +18,13 @@ from typing import Any
 from perflab.errors import ResultsFileError, UsageError
 from perflab.files import Destination
 from perflab.model.json_form import json_types
-from perflab.model.results import Histogram, Results, ServerTiming
+from perflab.model.results import STEP_HISTOGRAMS, Histogram, Results, ServerTiming
 from perflab.model.trace_spans import SpanHistogram
 from perflab.model.versions import migrate
 
 #: The benchmark kind each results kind holds.
 BENCHMARK_KIND = {"run": "python", "cmd": "command", "http": "http", "trace": "trace"}
-_HISTOGRAMS = ("latency", "service_time", "send_lag", "failed_latency", "dispatch_lag")
+_HISTOGRAMS = STEP_HISTOGRAMS
 
 
 def save(

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from perflab.model.history import RunInfo, Trend
+from perflab.report.compare_table import format_p
 from perflab.report.table import Table
 from perflab.units import format_rate, format_time
 
@@ -153,7 +154,7 @@ def trend_table(trend: Trend, limit: int | None = None) -> Table:
         table.footnotes.append(
             f"change point in {change.commit_range} (runs #{change.last_before.run.id} → "
             f"#{change.first_after.run.id}): {format_value(c.before, trend.unit)} → "
-            f"{format_value(c.after, trend.unit)} ({c.ratio - 1:+.1%}, Welch p = {c.p_value:.2g})"
+            f"{format_value(c.after, trend.unit)} ({c.ratio - 1:+.1%}, Welch p = {format_p(c.p_value)})"
         )
     if trend.newest is not None:
         table.footnotes.append(trend.newest.words("slower" if trend.unit == "s" else "higher"))

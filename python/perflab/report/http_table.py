@@ -223,10 +223,12 @@ def print_http(results: Results, sweep: Sweep, fmt: str) -> None:
 def http_tables(results: Results, sweep: Sweep) -> list[Table]:
     """The sweep table, the Server-Timing breakdown, then a distributed run's per-agent
     table."""
+    from perflab.report.http_phases_table import phases_tables
     from perflab.report.server_timing_table import server_timing_tables
 
     return [
         sweep_table(sweep, results_notes(results)),
+        *phases_tables(sweep),
         *server_timing_tables(results, sweep),
         *agents_tables(results, sweep),
     ]
@@ -450,6 +452,8 @@ def _batch_lines(summaries: Sequence[StepSummary]) -> list[str]:
 
 def step_records(summaries: Sequence[StepSummary]) -> list[dict[str, Any]]:
     """Flat records for CSV: one per step, numbers in base units (s, requests/s)."""
+    from perflab.report.http_phases_table import phase_record
+
     records = []
     for s in summaries:
         record: dict[str, Any] = {
@@ -479,6 +483,7 @@ def step_records(summaries: Sequence[StepSummary]) -> list[dict[str, Any]]:
                 "interrupted": s.interrupted,
             }
         )
+        record.update(phase_record(s))
         if s.server is not None:
             record.update(
                 {

@@ -60,6 +60,10 @@ fn config(config: &Bound<'_, PyAny>) -> PyResult<Config> {
 ///             and this engine sends the requests n whose n mod
 ///             slot_period is in slots (strictly increasing, below
 ///             slot_period), offering rate = R * len(slots) / slot_period.
+///         protocol (str): "http1" (default) or "http2" (ALPN h2 over
+///             TLS, prior knowledge h2c on plain TCP).
+///         streams (int): HTTP/2 concurrent streams per connection (1):
+///             closed loop runs connections * streams request loops.
 ///     progress: optional callable, called about every 100 ms with a
 ///         dict {step, steps, offered_rate, wall_s (since the step
 ///         began), in_warmup, completed, ok_responses, failures,
@@ -97,11 +101,14 @@ fn config(config: &Bound<'_, PyAny>) -> PyResult<Config> {
 ///     connections_peak (most open at once), connect_failures
 ///     (failed connect attempts, whole step), pool_waits (recorded
 ///     requests that waited because every connection was busy),
-///     thread_cpu_s (list, CPU s per engine thread over the recorded
+///     protocol ("http/1.1" or "h2"), streams, thread_cpu_s (list,
+///     CPU s per engine thread over the recorded
 ///     window), histograms {latency, service_time, send_lag,
 ///     dispatch_lag (open loop: how late the dispatcher found each
 ///     request due, without waits for a free connection),
-///     failed_latency: {encoded_b64 (HdrHistogram V2 deflate, base64),
+///     failed_latency, connect (TCP connect of connections recorded
+///     requests opened), tls_handshake, ttfb (write start to the first
+///     response byte), body_time (first to last byte): {encoded_b64 (HdrHistogram V2 deflate, base64),
 ///     count, min_us, p50_us, p90_us, p99_us, p999_us, max_us,
 ///     mean_us}}}}. requests_sent = ok_responses - ok_from_warmup +
 ///     drained + failures + unfinished; connections_opened =

@@ -7,7 +7,8 @@ engine against ``perflab serve`` must balance its books (the terms are defined i
 in the window (open loop: ``requests_sent + unsent``; closed loop: ``requests_sent``) are
 ``ok_in_window + drained + failures + unfinished + unsent``, with ``ok_in_window =
 ok_responses − ok_from_warmup``; every response and failure is in
-exactly one histogram and one status or error count; every connection opened is closed;
+exactly one histogram and one status or error count, and each response's body time in the
+phase histograms; every connection opened is closed (HTTP/1.1 or HTTP/2 with any streams);
 the step ends within its duration plus the read timeout; and a server that completes at
 most one response per ``serialize`` never shows more than ``window / serialize + 1``
 successful responses in the window.
@@ -54,6 +55,8 @@ def loads(draw: Any) -> dict[str, Any]:
         "threads": draw(st.integers(1, min(2, os.cpu_count() or 1))),
         "seed": draw(st.integers(0, 2**32)),
     }
+    if draw(st.booleans()):  # HTTP/2 (h2c) with 1 to 8 streams per connection
+        config.update(protocol="http2", streams=draw(st.integers(1, 8)))
     if draw(st.booleans()):
         config.update(mode="closed", connections=draw(st.integers(1, 16)))
     else:
@@ -76,6 +79,11 @@ def check_books(step: HttpStep, raw: dict[str, Any], config: dict[str, Any]) -> 
     errors = sum(step.errors.values())
     assert answered + errors == ok_in_window + step.drained + step.failures
     assert step.connections_opened == step.connections_closed
+    # Phases: every response's body is timed once; connects only where one was opened.
+    assert step.body_time.count == answered
+    assert step.connect.count <= step.connections_opened
+    assert step.tls_handshake.count == 0
+    assert step.protocol == ("h2" if config.get("protocol") == "http2" else "http/1.1")
     assert step.elapsed_s == pytest.approx(config["duration_s"] - config["warmup_s"])
     assert 0 <= step.drain_s <= step.wall_s - step.elapsed_s
     assert step.wall_s < config["duration_s"] + config["read_timeout_s"] + WALL_SLACK_S

@@ -1,14 +1,19 @@
 """https: the engine (rustls) against a TLS server on 127.0.0.1 (Python's ssl module and
-a self-signed certificate made with ``openssl req``). Skipped without openssl."""
+a self-signed certificate made with ``openssl req``), and HTTP/2 over TLS (ALPN h2)
+against nginx with the same certificate. Skipped without openssl (and nginx)."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import socket
 import ssl
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -32,8 +37,8 @@ class Handler(BaseHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """An https server on 127.0.0.1 with a fresh self-signed certificate; yields its URL."""
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A fresh self-signed certificate for 127.0.0.1: (key, cert) PEM files."""
     folder = tmp_path_factory.mktemp("tls")
     key, cert = folder / "key.pem", folder / "cert.pem"
     subprocess.run(
@@ -58,6 +63,13 @@ def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         check=True,
         capture_output=True,
     )
+    return key, cert
+
+
+@pytest.fixture(scope="module")
+def tls_server(certificate: tuple[Path, Path]) -> Iterator[str]:
+    """An HTTP/1.1 https server on 127.0.0.1 (no ALPN); yields its URL."""
+    key, cert = certificate
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -70,7 +82,56 @@ def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     server.server_close()
 
 
-def run(url: str, insecure: bool) -> mh.SweepOutcome:
+NGINX_H2 = """
+worker_processes 1; daemon off; master_process off; pid {dir}/nginx.pid;
+events {{ worker_connections 256; }}
+http {{
+  access_log off;
+  client_body_temp_path {dir}/body; proxy_temp_path {dir}/proxy;
+  fastcgi_temp_path {dir}/fastcgi; uwsgi_temp_path {dir}/uwsgi; scgi_temp_path {dir}/scgi;
+  server {{
+    listen 127.0.0.1:{port} ssl http2;
+    ssl_certificate {cert}; ssl_certificate_key {key};
+    location / {{ return 200 "hello over h2"; }}
+  }}
+}}
+"""
+
+
+@pytest.fixture(scope="module")
+def nginx_h2(certificate: tuple[Path, Path]) -> Iterator[str]:
+    """A private nginx speaking HTTP/2 over TLS (ALPN h2) on 127.0.0.1; yields its URL."""
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not os.access(nginx, os.X_OK):
+        pytest.skip("needs nginx: make test installs it (as root)")
+    key, cert = certificate
+    folder = key.parent
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    conf = folder / "nginx.conf"
+    conf.write_text(NGINX_H2.format(dir=folder, port=port, cert=cert, key=key))
+    proc = subprocess.Popen(
+        [nginx, "-c", str(conf), "-p", str(folder), "-e", str(folder / "error.log")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        assert proc.poll() is None, (folder / "error.log").read_text()
+        yield f"https://127.0.0.1:{port}/"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def run(url: str, insecure: bool, **extra: object) -> mh.SweepOutcome:
     plan = mh.Plan(
         mh.parse_url(url),
         {
@@ -81,6 +142,7 @@ def run(url: str, insecure: bool) -> mh.SweepOutcome:
             "insecure": insecure,
             "connect_timeout_s": 2.0,
             "read_timeout_s": 2.0,
+            **extra,
         },
         rates=[50.0],
     )
@@ -102,4 +164,22 @@ def test_https_verifies_certificates_by_default(tls_server: str) -> None:
     (step,) = run(tls_server, insecure=False).steps
     assert step.ok_responses == 0 and step.failures > 0
     assert step.errors == {"tls": step.failures}
+    assert step.connect_failures > 0 and step.connections_opened == 0
+
+
+def test_http2_over_tls_negotiates_h2_and_times_the_handshake(nginx_h2: str) -> None:
+    (step,) = run(nginx_h2, insecure=True, protocol="http2", streams=4, warmup_s=0.0).steps
+    assert step.failures == 0 and step.ok_responses > 0
+    assert (step.protocol, step.streams) == ("h2", 4)
+    # 50/s with four streams a connection: one connection, opened by a recorded request
+    # (no warmup) or before the first one; when recorded, its TLS handshake is timed.
+    assert step.connections_opened == step.connections_closed <= 2
+    assert step.tls_handshake.count == step.connect.count <= step.connections_opened
+    assert step.bytes_in == step.body_time.count * len(b"hello over h2")
+
+
+def test_http2_to_a_tls_server_without_h2_is_a_protocol_error(tls_server: str) -> None:
+    (step,) = run(tls_server, insecure=True, protocol="http2").steps
+    assert step.ok_responses == 0 and step.failures > 0
+    assert step.errors == {"protocol": step.failures}
     assert step.connect_failures > 0 and step.connections_opened == 0

@@ -102,3 +102,18 @@ def test_a_failing_side_is_reported_with_its_phase(tmp_path: Path) -> None:
     errors = [e for e in events if e["event"] == "error"]
     assert outcome.returncode == 3 and errors[0]["phase"] == "first call"
     assert errors[0]["type"] == "KeyError"
+
+
+def test_the_allocation_pass_reports_each_sides_totals(tmp_path: Path) -> None:
+    # The allocation pass returns a dict of figures (peak, live blocks, totals): a paired
+    # worker that unpacked it as a pair failed every paired case with allocations on.
+    file = _checkout(tmp_path, 1)
+    events: list[dict] = []
+    plan = {**_plan(file, file), "allocations": True}
+    outcome = SubprocessBackend(PAIR_WORKER).run(plan, 60, events.append)
+    assert outcome.returncode == 0, outcome.stderr
+    assert not [e for e in events if e["event"] == "error"]
+    allocs = {e["side"]: e for e in events if e["event"] == "alloc"}
+    assert set(allocs) == {"a", "b"}
+    for alloc in allocs.values():
+        assert {"peak_bytes", "blocks", "total_bytes", "total_blocks"} <= set(alloc)

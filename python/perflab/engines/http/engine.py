@@ -33,6 +33,8 @@ Engine = Callable[[dict[str, Any], Callable[[dict[str, Any]], None] | None], dic
 #: Live progress: ``(step index, step count, engine snapshot)``.
 ProgressFn = Callable[[int, int, dict[str, Any]], None]
 
+#: Most HTTP/2 streams per connection (the engine's own limit).
+MAX_STREAMS = 1024
 #: Most steps a sweep may have (a typo like 1:100000:1 would otherwise run for days).
 MAX_STEPS = 200
 _NUMBER = r"[0-9]*\.?[0-9]+(?:e[-+]?[0-9]+)?[kK]?"
@@ -458,6 +460,8 @@ def make_plan(
     headers: Sequence[tuple[str, str]] = (),
     body: bytes | str | None = None,
     requests: list[dict[str, Any]] | None = None,
+    protocol: str = "http1",
+    streams: int | None = None,
     check: bool = True,
 ) -> Plan:
     """Build and check the plan of a ``perflab http`` invocation from typed values (the
@@ -479,6 +483,9 @@ def make_plan(
         threads: engine threads (None: the engine's default); seed: Poisson seed.
         method / headers / body: the one request sent (method None: GET).
         requests: instead, requests sent round-robin (:func:`load_requests`).
+        protocol: "http1" or "http2" (``--http2``: ALPN h2 over https, prior
+            knowledge h2c over http).
+        streams: HTTP/2's concurrent streams per connection (None: 1).
 
     Raises:
         UsageError: any bad value: URL, rates, connections, --ok, the load's shape, or
@@ -502,6 +509,14 @@ def make_plan(
         "threads": threads,
         "seed": seed,
     }
+    if protocol not in ("http1", "http2"):
+        raise UsageError(f"unknown protocol {protocol!r}; use http1 or http2")
+    if streams is not None and protocol != "http2":
+        raise UsageError("--streams N is HTTP/2's streams per connection: add --http2")
+    if streams is not None and not 1 <= streams <= MAX_STREAMS:
+        raise UsageError(f"--streams {streams} must be between 1 and {MAX_STREAMS}")
+    if protocol == "http2":
+        config.update({"protocol": protocol, "streams": streams or 1})
     if requests is not None:
         check_request_source(method, headers, body)
         config["requests"] = requests

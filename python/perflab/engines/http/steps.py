@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from perflab.model import Histogram, HttpStep, ServerTiming
+from perflab.model.results import STEP_HISTOGRAMS
 
 _CONNECT_ERRORS = ("connect_refused", "connect_timeout")
 
@@ -74,13 +75,12 @@ def step_from_raw(raw: dict[str, Any]) -> HttpStep:
         errors={k: int(v) for k, v in raw.get("errors", {}).items() if v},
         connection_errors=int(raw.get("connections_errored", 0)),
         thread_cpu_s=[float(x) for x in raw.get("thread_cpu_s", [])],
-        **{
-            name: histogram_from_raw(hists.get(name, {}))
-            for name in ("latency", "service_time", "send_lag", "failed_latency", "dispatch_lag")
-        },
+        **{name: histogram_from_raw(hists.get(name, {})) for name in STEP_HISTOGRAMS},
         interrupted=bool(raw.get("interrupted")),
         threads=int(raw.get("threads", 1)),
         server_timing=server_timing_from_raw(raw.get("server_timing")),
+        protocol=str(raw.get("protocol", "http/1.1")),
+        streams=int(raw.get("streams", 1)),
     )
 
 

@@ -259,8 +259,8 @@ def _measure(
     span = _phase("sampling", lambda: _pairs(a, b, plan, emit, gcmon))
     if plan.get("allocations", True):
         for side in (a, b):
-            found = _phase("allocation pass", lambda s=side: allocations(s.call))
-            emit("alloc", **found, side=side.name)
+            figures = _phase("allocation pass", lambda s=side: allocations(s.call))
+            emit("alloc", **figures, side=side.name)
     emit_done(emit, steal0, span)
 
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from perflab.model.estimate import Estimate
 from perflab.report.escape import terminal
+from perflab.report.html.axes import linear_axis, log_axis, positive, scale_axis
 from perflab.report.pyplot import visible_text
 
 #: Most points drawn per row of a distribution (a seeded sample of the rest).
@@ -45,19 +46,14 @@ def _pyplot() -> Any:
     return plt
 
 
-def _plain_log(*axes: Any) -> None:
-    """Plain numbers on log axes ("0.5", "2", "1000"): with math text off, matplotlib's
-    default log labels would show their TeX source. Minor ticks 2 and 5 of each decade
-    are labelled too, so a span of less than a decade still has numbers."""
-    from matplotlib.ticker import FuncFormatter
+def pyplot_for_charts() -> Any:
+    """``matplotlib.pyplot`` set up for the page's charts (text kept as SVG text)."""
+    return _pyplot()
 
-    def minor(value: float, _: object) -> str:
-        lead = value / 10 ** math.floor(math.log10(value) + 1e-9) if value > 0 else 0
-        return f"{value:g}" if round(lead, 6) in (2.0, 5.0) else ""
 
-    for axis in axes:
-        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        axis.set_minor_formatter(FuncFormatter(minor))
+def short_label(text: str) -> str:
+    """A name as a tick or legend label (see :func:`_label`)."""
+    return _label(text)
 
 
 def first_rows(
@@ -91,6 +87,26 @@ def to_svg(fig: Any) -> str:
         plt.close(fig)
     text = buffer.getvalue()
     return text[text.index("<svg") :]
+
+
+def scales(fig: Any) -> dict[str, str]:
+    """The scale of each axis of ``fig``'s first axes: ``{"x-scale": "log", "y-scale":
+    "linear"}`` (written on the page as ``data-*``: what the layout test reads)."""
+    if not fig.axes:
+        return {}
+    ax = fig.axes[0]
+    return {"x-scale": ax.get_xscale(), "y-scale": ax.get_yscale()}
+
+
+def chart(fig: Any, caption: str, kind: str, **data: float | str) -> str:
+    """``fig`` as a ``<figure>`` of the page: its SVG, the caption, ``data-chart=kind``,
+    the scales of its axes (:func:`scales`) and ``data`` as ``data-*`` attributes
+    (underscores written as dashes). Closes the figure."""
+    from perflab.report.html.page import figure_html
+
+    attrs: dict[str, float | str] = {**scales(fig)}
+    attrs.update({k.replace("_", "-"): v for k, v in data.items()})
+    return figure_html(to_svg(fig), caption, kind, attrs)
 
 
 def file_svg(draw: Callable[[Path], object]) -> str:
@@ -142,7 +158,9 @@ def distribution_figure(
         axis: what the values are, for the axis label ("time per op", "wall time per run").
 
     Returns:
-        The matplotlib figure (see :func:`to_svg`, :func:`save_png`).
+        The matplotlib figure (see :func:`to_svg`, :func:`save_png`); its x axis is
+        logarithmic when the values span more than a decade
+        (:func:`perflab.report.html.axes.scale_axis`).
     """
     title, names, (samples, points) = first_rows(title, names, samples, points)
     plt = _pyplot()
@@ -171,9 +189,12 @@ def distribution_figure(
         )
     ax.set_yticks(range(1, len(names) + 1), [_label(n) for n in names], fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel(f"{axis} ({unit})")
+    log = scale_axis(
+        ax, "x", [v for r in rows for v in r] + [v / factor for p in points for v in p]
+    )
+    ax.set_xlabel(f"{axis} ({unit}{', log scale' if log else ''})")
     ax.set_title(title, fontsize=10, loc="left")
-    ax.grid(axis="x", alpha=0.3)
+    ax.grid(axis="x", which="both" if log else "major", alpha=0.3)
     if any(len(p) for p in points):
         ax.legend(fontsize=7, loc="lower right")
     return fig
@@ -196,39 +217,63 @@ def forest_figure(
     reference: str,
     band: float | None = None,
     verdicts: Sequence[str] | None = None,
+    blocks: Sequence[str] | None = None,
 ) -> Any:
     """A forest plot: each row's ratio with its CI on a log axis, a line at 1.
+
+    Rows whose ratio is exactly 1 with no CI (the reference itself) are drawn as a
+    hollow diamond on the line, so no row is left empty; rows with no ratio at all are
+    left out. With ``blocks``, rows are drawn in blocks of like rows (e.g. the same
+    parameters: ratios are only meaningful within one), each under its block's label.
 
     Args:
         title: the chart's title.
         names: one label per row.
-        ratios: each row's ratio with its CI, None where there is none (drawn empty).
+        ratios: each row's ratio with its CI, None where there is none.
         reference: what the ratios are against, for the axis label.
         band: a noise threshold t (fraction) to shade as [1 − t, 1 + t], or None.
         verdicts: one verdict per row, colouring its point (:data:`VERDICT_COLOURS`).
+        blocks: one block label per row (rows of one block need not be adjacent), or None.
 
     Returns:
         The matplotlib figure (see :func:`to_svg`, :func:`save_png`).
     """
-    title, names, (ratios, verdicts) = first_rows(title, names, ratios, verdicts)
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(9, 0.9 + 0.4 * len(names)))
+    title, names, (ratios, verdicts, blocks) = first_rows(title, names, ratios, verdicts, blocks)
+    order: dict[str, list[int]] = {}
     for i, ratio in enumerate(ratios):
-        if ratio is None:
+        if ratio is not None and math.isfinite(ratio.value) and ratio.value > 0:
+            order.setdefault(blocks[i] if blocks else "", []).append(i)
+    rows: list[tuple[str, int | None]] = []  # (label, row index; None: a block's header)
+    for block, members in order.items():
+        if block:
+            rows.append((block, None))
+        rows += [(names[i], i) for i in members]
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(9, 0.9 + 0.4 * max(1, len(rows))))
+    for y, (_, i) in enumerate(rows):
+        if i is None:
             continue
+        ratio = ratios[i]
+        assert ratio is not None
         r, low, high = ratio.value, ratio.ci_low, ratio.ci_high
-        if not all(math.isfinite(v) and v > 0 for v in (r, low, high)):
-            continue
         colour = VERDICT_COLOURS.get(verdicts[i], "tab:blue") if verdicts else "tab:blue"
-        ax.errorbar([r], [i], xerr=[[r - low], [high - r]], fmt="o", color=colour, capsize=3, ms=5)
+        if all(math.isfinite(v) and v > 0 for v in (low, high)):
+            ax.errorbar(
+                [r], [y], xerr=[[r - low], [high - r]], fmt="o", color=colour, capsize=3, ms=5
+            )
+        else:  # the reference itself: exactly 1, no CI
+            ax.scatter([r], [y], marker="D", s=30, facecolors="white", edgecolors="0.3", zorder=3)
     if band is not None and math.isfinite(band) and 0 < band < 1:
         ax.axvspan(1 - band, 1 + band, color="0.85", zorder=0)
     ax.axvline(1.0, color="0.4", ls="--", lw=1)
     ax.set_xscale("log")
-    _plain_log(ax.xaxis)
-    ax.set_yticks(range(len(names)), [_label(n) for n in names], fontsize=8)
-    ax.set_ylim(len(names) - 0.5, -0.5)
-    ax.set_xlabel(f"ratio to {reference} (95% CI, log scale)")
+    log_axis(ax.xaxis)
+    ax.set_yticks(range(len(rows)), [_label(text) for text, _ in rows], fontsize=8)
+    for tick, (_, i) in zip(ax.get_yticklabels(), rows):
+        if i is None:
+            tick.set_fontweight("bold")
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_xlabel(f"ratio to {reference} (95% CI, log scale; ◇ = the reference itself)")
     ax.set_title(title, fontsize=10, loc="left")
     ax.grid(axis="x", which="both", alpha=0.3)
     return fig
@@ -250,7 +295,7 @@ def cold_warm_figure(
     ax.scatter(cold, y, color="tab:red", label="cold: first call", zorder=3)
     ax.scatter(warm, y, color="tab:blue", label="warm: median", zorder=3)
     ax.set_xscale("log")
-    _plain_log(ax.xaxis)
+    log_axis(ax.xaxis)
     ax.set_yticks(y, [_label(n) for n in names], fontsize=8)
     ax.set_ylim(len(names) - 0.5, -0.5)
     ax.set_xlabel(f"time per call ({unit}, log scale)")
@@ -321,7 +366,7 @@ def spectrum_figure(title: str, steps: Sequence[tuple[str, np.ndarray, np.ndarra
         top = max(top, float(x.max()))
     ax.set_xscale("log")
     ax.set_yscale("log")
-    _plain_log(ax.yaxis, ax.xaxis)  # the x labels are then set to percentiles below
+    log_axis(ax.yaxis, ax.xaxis)  # the x labels are then set to percentiles below
     ticks = [t for t in (1, 2, 10, 100, 1000, 10000, 100000) if t <= top * 1.01]
     names = {
         1: "0%",
@@ -354,19 +399,23 @@ def fit_figure(
     y_label: str,
     log: bool = False,
     mark: tuple[str, float] | None = None,
+    curve_points: Sequence[tuple[Sequence[float], Sequence[float]]] = (),
 ) -> Any:
-    """A fitted model: each curve with its CI band, the measured points, and (when given)
-    a residual panel below.
+    """A fitted model: each curve with its CI band over the measured points, and (when
+    given) a residual panel below.
 
     Args:
         title: the chart's title.
         curves: (label, x, fitted, band low, band high) per curve, each shape (k,).
-        x / y: the measured points, shape (m,) each (empty: none drawn).
-        residuals: measured − fitted at each point, shape (m,), or empty.
+        x / y: the measured points of a single series, shape (m,) each (empty: none).
+        residuals: measured − fitted at each of those points, shape (m,), or empty.
         x_label / y_label: the axes' labels, with units.
-        log: log axes (break-even costs over decades of n); else log x only when the
-            curve spans more than two decades.
+        log: log axes both ways; else each axis is logarithmic when what it shows spans
+            more than a decade (:func:`perflab.report.html.axes.scale_axis`), and on a
+            log y axis the residuals are drawn as a percentage of the fitted value.
         mark: (label, x) of a vertical line, e.g. a break-even n*, or None.
+        curve_points: (x, y) measured points per curve, in the curve's colour (a
+            break-even's two series), shape (m,) each.
 
     Returns:
         The matplotlib figure.
@@ -382,31 +431,46 @@ def fit_figure(
         gridspec_kw={"height_ratios": [3, 1] if panel else [1]},
     )
     ax = axes[0][0]
-    span = [v for _, cx, *_ in curves for v in cx if math.isfinite(v) and v > 0]
-    log_x = log or (bool(span) and max(span) / min(span) > 100)
     for i, (label, cx, fitted, low, high) in enumerate(curves):
         colour = f"C{i}"
         ax.fill_between(cx, low, high, color=colour, alpha=0.2)
         ax.plot(cx, fitted, color=colour, lw=2, label=_label(label))
+    for i, (px, py) in enumerate(curve_points):
+        if len(px) and len(px) == len(py):
+            ax.scatter(px, py, color=f"C{i}", edgecolors="black", s=22, zorder=3)
+    if curve_points:
+        ax.scatter([], [], color="white", edgecolors="black", s=22, label="measured")
     if len(x) and len(x) == len(y):
         ax.scatter(x, y, color="black", s=16, zorder=3, label="measured")
     if mark is not None and math.isfinite(mark[1]):
         ax.axvline(mark[1], color="tab:red", ls=":", label=_label(mark[0]))
-    if log_x:
-        ax.set_xscale("log")
-        _plain_log(ax.xaxis)
+    xs = [v for _, cx, *_ in curves for v in cx] + list(x)
+    ys = [v for *_, fitted, _, _ in curves for v in fitted] + list(y)
+    xs += [v for px, _ in curve_points for v in px]
+    ys += [v for _, py in curve_points for v in py]
     if log:
+        ax.set_xscale("log")
         ax.set_yscale("log")
-        _plain_log(ax.yaxis)
-    ax.set_ylabel(y_label)
+        log_axis(ax.xaxis, ax.yaxis)
+        log_y = True
+    else:
+        scale_axis(ax, "x", xs)
+        log_y = scale_axis(ax, "y", positive(ys))
+    ax.set_ylabel(y_label + (", log scale" if log_y else ""))
     ax.set_title(_label(title), fontsize=10, loc="left")
-    ax.grid(alpha=0.3)
+    ax.grid(alpha=0.3, which="both" if log_y else "major")
     ax.legend(fontsize=7, loc="best")
     if panel:
         below = axes[1][0]
         below.axhline(0, color="0.4", lw=1)
-        below.scatter(x, residuals, color="tab:red", s=14)
-        below.set_ylabel("residual")
+        shown = np.asarray(residuals, dtype=float)
+        if log_y:  # a percentage of the fitted value reads the same across decades
+            fitted_at = np.asarray(y, dtype=float) - shown
+            with np.errstate(divide="ignore", invalid="ignore"):
+                shown = 100 * shown / fitted_at
+        below.scatter(x, shown, color="tab:red", s=14)
+        below.set_ylabel("residual %" if log_y else "residual")
+        linear_axis(below.yaxis)
         below.grid(alpha=0.3)
         below.set_xlabel(x_label)
     else:

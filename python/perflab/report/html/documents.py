@@ -15,7 +15,7 @@ from typing import Any
 
 from perflab.analyze.fit.models.words import fmt_count
 from perflab.report.html import charts
-from perflab.report.html.page import Section, command_html, figure_html, paragraph, table_html
+from perflab.report.html.page import Section, command_html, paragraph, table_html
 
 
 def _intro(document: dict[str, Any], what: str, name: str) -> list[str]:
@@ -43,7 +43,7 @@ def compare_sections(document: dict[str, Any], name: str) -> list[Section]:
 
     suite = SuiteComparison.from_dict(document)
     name_a, name_b = str(document.get("a", "A")), str(document.get("b", "B"))
-    section = Section(f"compare: {name}", _intro(document, "comparison", name))
+    section = Section(f"compare: {name}", _intro(document, "comparison", name), kind="compare")
     summary, rows = comparison_tables(suite, name_a, name_b)
     section.blocks.append(table_html(summary))
     data: list[dict[str, float | str]] = [
@@ -62,19 +62,18 @@ def compare_sections(document: dict[str, Any], name: str) -> list[Section]:
     if shown:
         labels = [r.id if r.metric in ("time", "") else f"{r.id} {r.metric}" for r in shown]
         section.blocks.append(
-            figure_html(
-                charts.to_svg(
-                    charts.forest_figure(
-                        f"B = {name_b} against A = {name_a}",
-                        labels,
-                        [r.ratio for r in shown],
-                        "A",
-                        band=suite.threshold,
-                        verdicts=[r.verdict for r in shown],
-                    )
+            charts.chart(
+                charts.forest_figure(
+                    f"B = {name_b} against A = {name_a}",
+                    labels,
+                    [r.ratio for r in shown],
+                    "A",
+                    band=suite.threshold,
+                    verdicts=[r.verdict for r in shown],
                 ),
-                f"B/A per benchmark with its {suite.confidence:.0%} CI; the shaded band is the "
-                f"noise threshold ±{suite.threshold:.1%} (inside it: the same)",
+                f"B/A per benchmark with its {suite.confidence:.0%} CI, coloured by verdict "
+                f"(green faster, red slower, blue same, grey inconclusive); the shaded band "
+                f"is the noise threshold ±{suite.threshold:.1%} (inside it: the same)",
                 "forest",
             )
         )
@@ -87,7 +86,7 @@ def fit_sections(document: dict[str, Any], name: str) -> list[Section]:
     from perflab.report.fit_table import tables_from_document
 
     model = str(document.get("fit", "fit"))
-    section = Section(f"fit ({model}): {name}", _intro(document, f"{model} fit", name))
+    section = Section(f"fit ({model}): {name}", _intro(document, f"{model} fit", name), kind="fit")
     tables = tables_from_document(document)
     section.blocks += [table_html(t) for t in tables]
     fits = [f for f in document.get("fits") or [] if isinstance(f, dict)]
@@ -97,16 +96,18 @@ def fit_sections(document: dict[str, Any], name: str) -> list[Section]:
             for f in fits
         ]
     for fit in fits:
-        figure = _fit_figure(model, fit)
-        if figure is not None:
+        drawn = _fit_figure(model, fit)
+        if drawn is not None:
             series = str(fit.get("series", ""))
             section.blocks.append(
-                figure_html(
-                    charts.to_svg(figure),
-                    f"{series}: measured "
-                    "points, the fitted curve and its CI band; "
-                    "below, the residuals (measured − fitted)",
+                charts.chart(
+                    drawn[0],
+                    f"{series}: the measured points, the fitted curve and its CI band"
+                    + (
+                        "; below, the residuals (measured − fitted)" if model != "breakeven" else ""
+                    ),
                     "fit",
+                    points=drawn[1],
                 )
             )
     return [section]
@@ -121,8 +122,13 @@ def _numbers(value: Any) -> list[float]:
     ]
 
 
-def _fit_figure(model: str, fit: dict[str, Any]) -> Any:
-    """The chart of one fit record, or None when it holds no curve (an older document)."""
+def _fit_figure(model: str, fit: dict[str, Any]) -> tuple[Any, int] | None:
+    """The chart of one fit record with its measured points, and how many points it
+    draws; None when it holds no
+    curve (an older document). Times (complexity, break-even) are drawn in one unit
+    chosen for the measured costs (µs, ms…), so ticks read "20", not "2e-05"."""
+    from perflab.units import time_unit_for
+
     curves = []
     for c in fit.get("curves") or []:
         if isinstance(c, dict):
@@ -141,14 +147,30 @@ def _fit_figure(model: str, fit: dict[str, Any]) -> Any:
     keys = {"usl": ("N", "X"), "complexity": ("n", "cost")}.get(model)
     x, y = (_numbers(points.get(keys[0])), _numbers(points.get(keys[1]))) if keys else ([], [])
     residuals = _numbers(fit.get("residuals"))
+    pairs: list[tuple[list[float], list[float]]] = []
+    if model == "breakeven":  # the measured costs of both sides, each in its curve's colour
+        measured = [m for m in fit.get("measured") or [] if isinstance(m, dict)]
+        n = _numbers([m.get("n") for m in measured])
+        pairs = [(n, _numbers([m.get(key) for m in measured])) for key in ("cost_a", "cost_b")]
+    timed = model in ("complexity", "breakeven")
+    finite = sorted(v for v in y + [v for _, py in pairs for v in py] if math.isfinite(v))
+    unit, factor = time_unit_for(finite[len(finite) // 2]) if timed and finite else ("", 1.0)
+    if timed:
+        curves = [
+            (label, cx, *([v / factor for v in c] for c in rest)) for label, cx, *rest in curves
+        ]
+        y = [v / factor for v in y]
+        residuals = [v / factor for v in residuals]
+        pairs = [(px, [v / factor for v in py]) for px, py in pairs]
     labels = {
         "usl": ("load N", "throughput X"),
-        "complexity": (f"{fit.get('param', 'n')} (size)", "time per call (s)"),
-        "breakeven": (str(fit.get("param", "n")), "total cost (s)"),
+        "complexity": (f"{fit.get('param', 'n')} (size)", f"time per call ({unit})"),
+        "breakeven": (str(fit.get("param", "n")), f"total cost ({unit})"),
     }
     x_label, y_label = labels.get(model, ("x", "y"))
     n_star = _numbers([fit.get("n_star")])[0] if model == "breakeven" else math.nan
-    return charts.fit_figure(
+    drawn = sum(math.isfinite(v) for v in y) + sum(math.isfinite(v) for _, py in pairs for v in py)
+    figure = charts.fit_figure(
         str(fit.get("series", "")),
         curves,
         x,
@@ -158,4 +180,6 @@ def _fit_figure(model: str, fit: dict[str, Any]) -> Any:
         y_label,
         log=model == "breakeven",
         mark=(f"break-even n* ≈ {fmt_count(n_star, 3)}", n_star) if math.isfinite(n_star) else None,
+        curve_points=pairs,
     )
+    return figure, drawn

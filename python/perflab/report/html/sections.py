@@ -19,127 +19,17 @@ from perflab.model import Results
 from perflab.report.html import charts
 from perflab.report.html.page import (
     Section,
-    command_html,
     figure_html,
-    pairs_html,
+    folded,
+    header,
     paragraph,
     table_html,
 )
-from perflab.report.run_chart import distribution
+from perflab.report.html.run_section import figures_table, run_sections
 from perflab.report.table import Table
-from perflab.units import format_time
 
 if TYPE_CHECKING:
     from perflab.analyze.results_figures import ResultsFigures
-
-
-def _figures(summary: Any) -> dict[str, float | str]:
-    return {
-        "id": summary.id,
-        "median-s": float(summary.median_s),
-        "ci-low-s": float(summary.ci_low_s),
-        "ci-high-s": float(summary.ci_high_s),
-    }
-
-
-def _figures_table(title: str, summaries: Sequence[Any]) -> str:
-    """The exact figures of each benchmark (median and CI), readable by tools."""
-    table = Table(title, ["benchmark", "median", "95% CI"], align=["l", "r", "l"])
-    for s in summaries:
-        table.rows.append(
-            [
-                s.id,
-                format_time(s.median_s),
-                f"{format_time(s.ci_low_s)} – {format_time(s.ci_high_s)}",
-            ]
-        )
-    return table_html(table, [_figures(s) for s in summaries], "figures")
-
-
-def header(results: Results, name: str) -> list[str]:
-    """The command line, start time and environment of one results file."""
-    from perflab.environment import describe
-
-    return [
-        paragraph(
-            f"{results.kind} results from {name}, started {results.created}, "
-            f"perflab {results.perflab_version}"
-            + (" (interrupted: partial)" if results.interrupted else "")
-        ),
-        command_html(results.command_line),
-        "<details><summary>environment fingerprint</summary>"
-        + pairs_html(describe(results.environment))
-        + "</details>",
-    ]
-
-
-# ------------------------------------------------------------------ run
-
-
-def run_sections(results: Results, figures: ResultsFigures, name: str) -> list[Section]:
-    """A ``run`` file: per group its table, the distribution of samples and per-process
-    medians, the ratios to the group's best as a forest plot, and cold vs warm."""
-    from perflab.report.run_table import run_tables
-
-    section = Section(f"run: {name}", header(results, name))
-    section.blocks += [table_html(t) for t in run_tables(figures.groups)]
-    benches = {b.id: b for b in results.benchmarks}
-    for group, summaries in figures.grouped.items():
-        shown = [s for s in summaries if s.ok]
-        if not shown:
-            continue
-        label = f"group {group}" if group else "benchmarks"
-        labels = [s.label or s.id for s in shown]
-        data = [distribution(benches[s.id], s) for s in shown]
-        section.blocks.append(
-            figure_html(
-                charts.to_svg(
-                    charts.distribution_figure(
-                        f"{label}: time per op",
-                        labels,
-                        [d[0] for d in data],
-                        [d[1] for d in data],
-                        "per-process median",
-                    )
-                ),
-                f"{label}: box of the samples' time per op (whiskers at "
-                "1.5 IQR), dots the medians of each worker process",
-                "distribution",
-            )
-        )
-        if len(shown) > 1:
-            section.blocks.append(
-                figure_html(
-                    charts.to_svg(
-                        charts.forest_figure(
-                            f"{label}: ratio to the fastest",
-                            labels,
-                            [s.ratio_best for s in shown],
-                            "the fastest",
-                        )
-                    ),
-                    f"{label}: each benchmark's median over the group's fastest, "
-                    "with its 95% bootstrap CI",
-                    "forest",
-                )
-            )
-        if any(math.isfinite(s.cold_s) for s in shown):
-            section.blocks.append(
-                figure_html(
-                    charts.to_svg(
-                        charts.cold_warm_figure(
-                            f"{label}: cold vs warm",
-                            labels,
-                            [s.cold_s for s in shown],
-                            [s.median_s for s in shown],
-                        )
-                    ),
-                    f"{label}: the first call in a fresh process against the steady-state median",
-                    "cold-warm",
-                )
-            )
-        section.blocks.append(_figures_table(f"{label}: exact figures", shown))
-    return [section]
 
 
 # ------------------------------------------------------------------ cmd
@@ -152,7 +42,7 @@ def cmd_sections(results: Results, figures: ResultsFigures, name: str) -> list[S
     from perflab.report.cmd_table import cmd_table
 
     summaries = figures.commands
-    section = Section(f"cmd: {name}", header(results, name))
+    section = Section(f"cmd: {name}", header(results, name), kind="cmd")
     section.blocks.append(
         table_html(
             cmd_table(summaries, figures.spawn_overhead, results.settings, results.rss_floor_bytes)
@@ -163,14 +53,13 @@ def cmd_sections(results: Results, figures: ResultsFigures, name: str) -> list[S
         labels = [s.label for s, _ in shown]
         walls = [[r.wall_ns * 1e-9 for r in timed_runs(b)] for _, b in shown]
         section.blocks.append(
-            figure_html(
-                charts.to_svg(
-                    charts.distribution_figure(
-                        "wall time per run", labels, walls, walls, "run", "wall time per run"
-                    )
+            charts.chart(
+                charts.distribution_figure(
+                    "wall time per run", labels, walls, walls, "run", "wall time per run"
                 ),
                 "box of each command's wall times per run, every run a dot",
                 "distribution",
+                points=sum(len(w) for w in walls),
             )
         )
         if any(math.isfinite(s.total_s) for s, _ in shown):  # else no CPU times (imported)
@@ -189,7 +78,9 @@ def cmd_sections(results: Results, figures: ResultsFigures, name: str) -> list[S
                     "user-sys",
                 )
             )
-        section.blocks.append(_figures_table("exact figures", [s for s, _ in shown]))
+        section.blocks.append(
+            folded("exact figures", figures_table("exact figures", [s for s, _ in shown]))
+        )
     return [section]
 
 
@@ -206,7 +97,7 @@ def http_sections(results: Results, figures: ResultsFigures, name: str) -> list[
 
     sweep = figures.sweep
     assert sweep is not None, "an http file's figures hold its sweep"
-    section = Section(f"http: {name}", header(results, name))
+    section = Section(f"http: {name}", header(results, name), kind="http")
     data = [
         {
             "step": s.label,
@@ -265,7 +156,9 @@ def doctor_section(document: dict[str, Any], where: str) -> Section:
             table.rows.append(
                 [str(check.get(k, "")) for k in ("name", "status", "detail", "action")]
             )
-    return Section("doctor: can this machine's clocks be trusted?", [table_html(table)])
+    return Section(
+        "doctor: can this machine's clocks be trusted?", [table_html(table)], kind="doctor"
+    )
 
 
 #: Runs drawn per trend chart (the newest; change points come from the whole history).
@@ -283,7 +176,7 @@ def history_sections(trends: Sequence[Any], more: int) -> list[Section]:
     from perflab.report.history_chart import trend_chart
     from perflab.report.history_table import trend_table
 
-    section = Section("history: trends and change points")
+    section = Section("history: trends and change points", kind="history")
     from perflab.history.trend import window
 
     for trend in trends:

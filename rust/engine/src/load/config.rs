@@ -28,6 +28,44 @@ impl LoadModel {
     }
 }
 
+/// The HTTP version spoken to the target.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Protocol {
+    /// HTTP/1.1, one request at a time per connection (keep-alive).
+    #[default]
+    Http1,
+    /// HTTP/2 ([`super::h2`]): ALPN `h2` over TLS, prior knowledge (h2c)
+    /// on plain TCP; [`Config::streams`] concurrent streams per connection.
+    Http2,
+}
+
+impl Protocol {
+    /// Parse `"http1"` / `"http/1.1"` or `"http2"` / `"h2"`.
+    ///
+    /// # Errors
+    /// A message naming the accepted values.
+    pub fn parse(s: &str) -> Result<Protocol, String> {
+        match s {
+            "http1" | "http/1.1" | "h1" => Ok(Protocol::Http1),
+            "http2" | "h2" => Ok(Protocol::Http2),
+            _ => Err(format!(
+                "unknown protocol {s:?}; use \"http1\" or \"http2\""
+            )),
+        }
+    }
+
+    /// The name in results: `"http/1.1"` or `"h2"` (the ALPN names).
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Http1 => "http/1.1",
+            Protocol::Http2 => "h2",
+        }
+    }
+}
+
+/// Most concurrent streams per HTTP/2 connection ([`Config::streams`]).
+pub const MAX_STREAMS: usize = 1024;
+
 /// One step of a run (a sweep has several).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct StepSpec {
@@ -70,6 +108,13 @@ pub struct Config {
     /// Open loop, constant arrivals: this engine's lanes of a schedule
     /// shared with other load agents ([`Lanes`]; None: the whole schedule).
     pub lanes: Option<Lanes>,
+    /// The HTTP version spoken.
+    pub protocol: Protocol,
+    /// HTTP/2: concurrent streams per connection (h2load's `-m`), each a
+    /// request slot of its own; 1 for HTTP/1.1. Closed loop runs
+    /// `connections × streams` request loops; open loop's pool holds that
+    /// many slots at most.
+    pub streams: usize,
 }
 
 /// The cores this process may run on (`available_parallelism`; 1 when
@@ -133,6 +178,8 @@ impl Config {
             seed: 0x5EED,
             start_at: None,
             lanes: None,
+            protocol: Protocol::Http1,
+            streams: 1,
         })
     }
 
@@ -175,6 +222,15 @@ impl Config {
         }
         if self.connect_timeout.is_zero() || self.read_timeout.is_zero() {
             return Err("connect and read timeouts must be positive".into());
+        }
+        if self.streams == 0 || self.streams > MAX_STREAMS {
+            return Err(format!(
+                "streams must be between 1 and {MAX_STREAMS}, got {}",
+                self.streams
+            ));
+        }
+        if self.streams > 1 && self.protocol == Protocol::Http1 {
+            return Err("several streams per connection need HTTP/2 (--http2)".into());
         }
         if self.lanes.is_some() && self.model != LoadModel::Open(Arrival::Constant) {
             return Err("slots need an open loop with constant arrivals".into());
@@ -297,6 +353,15 @@ mod tests {
         let mut c = base.clone();
         c.steps.clear();
         assert!(c.validate().is_err());
+        let mut c = base.clone();
+        c.streams = 8;
+        assert!(c.validate().unwrap_err().contains("HTTP/2"));
+        c.protocol = Protocol::Http2;
+        assert!(c.validate().is_ok());
+        c.streams = 0;
+        assert!(c.validate().unwrap_err().contains("streams"));
+        assert_eq!(Protocol::parse("h2"), Ok(Protocol::Http2));
+        assert!(Protocol::parse("spdy").is_err());
         let mut c = base;
         c.steps[0].connections = Some(usize::MAX / 4);
         if crate::sys::open_file_limit().is_some() {

@@ -73,19 +73,20 @@ pub struct Connector {
 
 impl Connector {
     /// Open a connection (TCP_NODELAY set), including the TLS handshake,
-    /// within the connect timeout.
+    /// within the connect timeout; with how long each phase took.
     ///
     /// # Errors
     /// The failure's [`ErrorKind`]: `ConnectRefused`, `ConnectTimeout`,
     /// `Tls`, `Reset` or `Other`.
-    pub async fn connect(&self) -> Result<Stream, ErrorKind> {
+    pub async fn connect(&self) -> Result<(Stream, Handshake), ErrorKind> {
         match tokio::time::timeout(self.connect_timeout, self.connect_inner()).await {
             Ok(r) => r,
             Err(_) => Err(ErrorKind::ConnectTimeout),
         }
     }
 
-    async fn connect_inner(&self) -> Result<Stream, ErrorKind> {
+    async fn connect_inner(&self) -> Result<(Stream, Handshake), ErrorKind> {
+        let start = Instant::now();
         let tcp =
             TcpStream::connect(self.addr)
                 .await
@@ -94,12 +95,20 @@ impl Connector {
                     k => k,
                 })?;
         let _ = tcp.set_nodelay(true);
+        let connected = Instant::now();
+        let mut phases = Handshake {
+            connect: connected - start,
+            tls: None,
+        };
         match &self.tls {
-            None => Ok(Stream::Plain(tcp)),
+            None => Ok((Stream::Plain(tcp), phases)),
             Some((config, name)) => {
                 let connector = tokio_rustls::TlsConnector::from(config.clone());
                 match connector.connect(name.clone(), tcp).await {
-                    Ok(s) => Ok(Stream::Tls(Box::new(s))),
+                    Ok(s) => {
+                        phases.tls = Some(connected.elapsed());
+                        Ok((Stream::Tls(Box::new(s)), phases))
+                    }
                     Err(e) => Err(match ErrorKind::from_io(&e) {
                         ErrorKind::Reset => ErrorKind::Reset,
                         _ => ErrorKind::Tls,
@@ -108,6 +117,16 @@ impl Connector {
             }
         }
     }
+}
+
+/// How long opening a connection took, phase by phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Handshake {
+    /// TCP connect (SYN to established); for QUIC, zero (no separate phase).
+    pub connect: Duration,
+    /// The TLS handshake after it (QUIC: the whole QUIC handshake); None on
+    /// plain TCP.
+    pub tls: Option<Duration>,
 }
 
 /// The result of one request/response exchange.
@@ -135,6 +154,37 @@ pub struct Exchange {
     pub connect_failed: bool,
     /// The connection was closed (by either side) after this exchange.
     pub closed: bool,
+    /// The phases of the connection this exchange opened (None when it
+    /// reused one, or the connect failed).
+    pub handshake: Option<Handshake>,
+    /// When the response's first byte arrived (HTTP/2 and HTTP/3: its
+    /// HEADERS frame); None when none did.
+    pub first_byte: Option<Instant>,
+}
+
+impl Exchange {
+    /// A failed exchange started now, to be filled in by its protocol.
+    pub fn new() -> Self {
+        let now = Instant::now();
+        Exchange {
+            outcome: Outcome::Error(ErrorKind::Other),
+            write_start: now,
+            end: now,
+            bytes_out: 0,
+            bytes_in: 0,
+            opened: false,
+            connect_failed: false,
+            closed: false,
+            handshake: None,
+            first_byte: None,
+        }
+    }
+}
+
+impl Default for Exchange {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// Initial read buffer per connection; it grows only for a larger head.
@@ -181,7 +231,7 @@ impl Conn {
     /// # Errors
     /// The connect failure's kind.
     pub async fn open(&mut self, connector: &Connector) -> Result<(), ErrorKind> {
-        self.stream = Some(connector.connect().await?);
+        self.stream = Some(connector.connect().await?.0);
         Ok(())
     }
 
@@ -200,21 +250,13 @@ impl Conn {
         head_request: bool,
         read_timeout: Duration,
     ) -> Exchange {
-        let mut ex = Exchange {
-            outcome: Outcome::Error(ErrorKind::Other),
-            write_start: Instant::now(),
-            end: Instant::now(),
-            bytes_out: 0,
-            bytes_in: 0,
-            opened: false,
-            connect_failed: false,
-            closed: false,
-        };
+        let mut ex = Exchange::new();
         if self.stream.is_none() {
             match connector.connect().await {
-                Ok(s) => {
+                Ok((s, phases)) => {
                     self.stream = Some(s);
                     ex.opened = true;
+                    ex.handshake = Some(phases);
                 }
                 Err(kind) => {
                     ex.outcome = Outcome::Error(kind);
@@ -272,6 +314,7 @@ impl Conn {
                 };
             }
             ex.bytes_in += n as u64;
+            ex.first_byte.get_or_insert_with(Instant::now);
             filled += n;
             let fed = self
                 .reader

@@ -10,7 +10,7 @@ use crate::cores_test_lock;
 use crate::hdr::{decode, encode, summarize};
 use crate::server::{self, Delay, Fault, ServerConfig, ServerHandle, Stall};
 
-fn serve(config: ServerConfig) -> ServerHandle {
+pub(super) fn serve(config: ServerConfig) -> ServerHandle {
     server::start(ServerConfig {
         host: "127.0.0.1".into(),
         port: 0,
@@ -20,14 +20,14 @@ fn serve(config: ServerConfig) -> ServerHandle {
 }
 
 /// A server answering every request after a fixed `delay`.
-fn delayed(delay: Duration) -> ServerHandle {
+pub(super) fn delayed(delay: Duration) -> ServerHandle {
     serve(ServerConfig {
         delay: Some(Delay::Fixed(delay)),
         ..Default::default()
     })
 }
 
-fn open(h: &ServerHandle, rate: f64, duration_ms: u64) -> Config {
+pub(super) fn open(h: &ServerHandle, rate: f64, duration_ms: u64) -> Config {
     let mut c = Config::open(&format!("http://{}/x", h.address()), rate).unwrap();
     c.duration = Duration::from_millis(duration_ms);
     c.threads = 1;
@@ -35,7 +35,7 @@ fn open(h: &ServerHandle, rate: f64, duration_ms: u64) -> Config {
     c
 }
 
-fn run_one(c: &Config) -> StepResult {
+pub(super) fn run_one(c: &Config) -> StepResult {
     let mut r = run(c, Arc::default(), Arc::default()).unwrap();
     assert_eq!(r.steps.len(), 1);
     r.steps.pop().unwrap()
@@ -45,7 +45,7 @@ fn run_one(c: &Config) -> StepResult {
 /// opened was closed, and the step ended within its duration plus the
 /// read timeout (plus the 30 ms pre-open delay and thread start-up/join,
 /// given 0.5 s here: a loaded 2-core test machine).
-fn assert_balanced(s: &StepResult, c: &Config) {
+pub(super) fn assert_balanced(s: &StepResult, c: &Config) {
     let k = &s.recorder.counters;
     let ok_in_window = k.ok_responses - k.ok_from_warmup;
     assert_eq!(

@@ -1,5 +1,6 @@
-//! The HTTP/1.1 load engine: open loop (constant or Poisson arrivals),
-//! closed loop, and rate sweeps, with coordinated-omission-corrected latency.
+//! The HTTP load engine (HTTP/1.1, and HTTP/2 with `--streams` per
+//! connection): open loop (constant or Poisson arrivals), closed loop, and
+//! rate sweeps, with coordinated-omission-corrected latency.
 //!
 //! Method: open-loop latency is measured from each request's *intended*
 //! send time, not from when it was actually written (Gil Tene, "How NOT to
@@ -10,7 +11,9 @@
 //!
 //! Layout: [`config`] (what to run), [`spec`] (the same from plain names
 //! and seconds, as Python gives it), [`url`], [`schedule`] (intended times), [`codec`]
-//! (HTTP/1.1 bytes), [`conn`] (one connection), [`tls`], [`recorder`]
+//! (HTTP/1.1 bytes), [`conn`] (one connection), [`h2`] (HTTP/2 streams on
+//! shared connections), `lane` (a request slot of either protocol),
+//! [`phases`] (connect, TLS, TTFB, body timings), [`tls`], [`recorder`]
 //! (histograms, counters and the accounting of every request), `thread`
 //! (one engine thread's state, accounting and connection tasks), `runner`
 //! (one engine thread's step: closed loop, drain) and `dispatch` (the
@@ -22,6 +25,9 @@ pub mod codec;
 pub mod config;
 pub mod conn;
 mod dispatch;
+pub mod h2;
+mod lane;
+pub mod phases;
 pub mod progress;
 pub mod recorder;
 mod runner;
@@ -34,6 +40,8 @@ pub mod url;
 
 #[cfg(test)]
 mod e2e_tests;
+#[cfg(test)]
+mod h2_tests;
 
 use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -45,7 +53,9 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::Serialize;
 
 pub use codec::RequestSpec;
-pub use config::{cores, default_threads, Config, LoadModel, StepSpec, MAX_RATE_PER_THREAD};
+pub use config::{
+    cores, default_threads, Config, LoadModel, Protocol, StepSpec, MAX_RATE_PER_THREAD,
+};
 pub use progress::{Progress, Snapshot};
 pub use recorder::{Counters, ErrorKind, Histograms, OkStatus, Recorder};
 pub use schedule::{Arrival, Lanes, Schedule, SplitMix64};
@@ -117,6 +127,10 @@ pub struct StepResult {
     /// near `elapsed_s` means that thread was CPU-bound
     /// (generator-limited).
     pub thread_cpu_s: Vec<f64>,
+    /// The HTTP version spoken: `"http/1.1"` or `"h2"`.
+    pub protocol: &'static str,
+    /// HTTP/2: concurrent streams per connection (1 for HTTP/1.1).
+    pub streams: usize,
     /// Histograms and counters, merged over threads.
     #[serde(flatten)]
     pub recorder: Recorder,
@@ -190,10 +204,14 @@ fn prepare(
         .map_err(|e| format!("cannot resolve host {:?}: {e}", t.host))?
         .next()
         .ok_or_else(|| format!("host {:?} resolved to no address", t.host))?;
+    let alpn: &[u8] = match config.protocol {
+        Protocol::Http1 => b"http/1.1",
+        Protocol::Http2 => b"h2",
+    };
     let tls = match t.scheme {
         Scheme::Http => None,
         Scheme::Https => Some((
-            tls::client_config(config.insecure)?,
+            tls::client_config_alpn(config.insecure, &[alpn])?,
             tls::server_name(&t.host)?,
         )),
     };
@@ -203,6 +221,18 @@ fn prepare(
         .iter()
         .map(|r| Ok((r.to_bytes(&host)?, r.is_head())))
         .collect::<Result<Vec<_>, String>>()?;
+    let scheme = match t.scheme {
+        Scheme::Http => "http",
+        Scheme::Https => "https",
+    };
+    let h2_requests = match config.protocol {
+        Protocol::Http1 => Vec::new(),
+        Protocol::Http2 => config
+            .requests
+            .iter()
+            .map(|r| h2::H2Request::new(r, scheme, &host))
+            .collect::<Result<Vec<_>, String>>()?,
+    };
     Ok(Shared {
         connector: Connector {
             addr,
@@ -218,6 +248,9 @@ fn prepare(
         stop,
         progress,
         stopped_at: OnceLock::new(),
+        protocol: config.protocol,
+        streams: config.streams,
+        h2_requests,
     })
 }
 
@@ -296,12 +329,14 @@ fn run_step(
         .map(|(thread, conns)| {
             // About 2 ms of requests per connection in flight to start with.
             let per_thread = spec.rate.unwrap_or(0.0) / threads as f64;
+            // HTTP/2: each connection holds `streams` request slots.
+            let slots = conns * config.streams;
             let plan = ThreadPlan {
                 thread,
                 threads,
                 rate: spec.rate,
-                connections: conns,
-                prewarm: ((per_thread * 0.002).ceil() as usize).clamp(1, conns),
+                connections: slots,
+                prewarm: ((per_thread * 0.002).ceil() as usize).clamp(1, slots),
                 t0: clock.t0,
                 warmup_end: clock.warmup_end,
                 end: clock.end,
@@ -388,6 +423,8 @@ fn step_result(
         interrupted: stopped_at.is_some_and(|s| s < clock.end),
         start_lead_s: clock.lead_s,
         thread_cpu_s: done.iter().map(|r| r.cpu_s).collect(),
+        protocol: config.protocol.name(),
+        streams: config.streams,
         recorder,
     }
 }

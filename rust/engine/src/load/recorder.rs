@@ -253,7 +253,7 @@ impl Counters {
     }
 }
 
-/// The five histograms of one step, µs; serialized as {name: {count,
+/// The nine histograms of one step, µs; serialized as {name: {count,
 /// min_us, p50_us, p90_us, p99_us, p999_us, max_us, mean_us, encoded_b64}}
 /// ([`crate::hdr::serialize_report`]).
 #[derive(Clone, Debug, Serialize)]
@@ -278,6 +278,20 @@ pub struct Histograms {
     /// error), µs.
     #[serde(serialize_with = "serialize_report")]
     pub failed_latency: Histogram<u64>,
+    /// TCP connect of each connection a recorded request opened, µs
+    /// ([`super::phases`]).
+    #[serde(serialize_with = "serialize_report")]
+    pub connect: Histogram<u64>,
+    /// TLS handshake after that connect, µs (HTTP/3: the QUIC handshake).
+    #[serde(serialize_with = "serialize_report")]
+    pub tls_handshake: Histogram<u64>,
+    /// Time to first byte: request write start to the response's first
+    /// byte (HTTP/2: its HEADERS frame), µs.
+    #[serde(serialize_with = "serialize_report")]
+    pub ttfb: Histogram<u64>,
+    /// Body: the response's first byte to its last, µs.
+    #[serde(serialize_with = "serialize_report")]
+    pub body_time: Histogram<u64>,
 }
 
 impl Default for Histograms {
@@ -288,6 +302,10 @@ impl Default for Histograms {
             send_lag: new_histogram(),
             dispatch_lag: new_histogram(),
             failed_latency: new_histogram(),
+            connect: new_histogram(),
+            tls_handshake: new_histogram(),
+            ttfb: new_histogram(),
+            body_time: new_histogram(),
         }
     }
 }
@@ -304,6 +322,10 @@ impl Histograms {
             &mut self.send_lag,
             &mut self.dispatch_lag,
             &mut self.failed_latency,
+            &mut self.connect,
+            &mut self.tls_handshake,
+            &mut self.ttfb,
+            &mut self.body_time,
         ] {
             *h = crate::hdr::with_highest(h, highest_us);
         }
@@ -317,6 +339,10 @@ impl Histograms {
         let _ = self.send_lag.add(&o.send_lag);
         let _ = self.dispatch_lag.add(&o.dispatch_lag);
         let _ = self.failed_latency.add(&o.failed_latency);
+        let _ = self.connect.add(&o.connect);
+        let _ = self.tls_handshake.add(&o.tls_handshake);
+        let _ = self.ttfb.add(&o.ttfb);
+        let _ = self.body_time.add(&o.body_time);
     }
 }
 

@@ -10,7 +10,7 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use super::codec::RequestSpec;
-use super::config::{default_threads, Config, LoadModel, StepSpec};
+use super::config::{default_threads, Config, LoadModel, Protocol, StepSpec};
 use super::recorder::OkStatus;
 use super::schedule::{Arrival, Lanes};
 use super::url::Target;
@@ -68,6 +68,10 @@ pub struct RunSpec {
     /// [`Lanes`]); both or neither.
     pub slots: Option<Vec<u64>>,
     pub slot_period: Option<u64>,
+    /// `"http1"` (default) or `"http2"`.
+    pub protocol: Option<String>,
+    /// HTTP/2: concurrent streams per connection (1).
+    pub streams: Option<usize>,
 }
 
 /// One of [`RunSpec::requests`]; the path defaults to the URL's.
@@ -198,6 +202,8 @@ impl TryFrom<RunSpec> for Config {
             }
             .into_request(&target.path)],
         };
+        c.protocol = Protocol::parse(spec.protocol.as_deref().unwrap_or("http1"))?;
+        c.streams = spec.streams.unwrap_or(1);
         c.target = target;
         c.validate()?;
         Ok(c)

@@ -18,8 +18,11 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use super::config::LoadModel;
+use super::config::{LoadModel, Protocol};
 use super::conn::{Conn, Connector, Exchange, Outcome};
+use super::h2::{H2Conn, H2Lane, H2Request};
+use super::lane::Lane;
+use super::phases::record_phases;
 use super::progress::Progress;
 use super::recorder::{ErrorKind, OkStatus, Recorder};
 use super::server_timing::Parsed;
@@ -43,6 +46,11 @@ pub(crate) struct Shared {
     /// When an engine thread first saw the stop flag: the recorded window
     /// of the running step ends there (no step starts after a stop).
     pub stopped_at: OnceLock<Instant>,
+    /// The HTTP version spoken, and HTTP/2's streams per connection.
+    pub protocol: Protocol,
+    pub streams: usize,
+    /// HTTP/2: the requests' HTTP/2 form (same order as `requests`).
+    pub h2_requests: Vec<H2Request>,
 }
 
 /// One thread's share of one step.
@@ -147,6 +155,10 @@ struct State {
     next_request: usize,
     cpu_start: Option<Duration>,
     last_completion: Option<Instant>,
+    /// HTTP/2: the connection new lanes join until it has `streams` lanes.
+    h2_conn: Option<Rc<H2Conn>>,
+    /// Lanes that have joined `h2_conn`.
+    h2_joined: usize,
 }
 
 /// One engine thread's context for one step.
@@ -180,6 +192,8 @@ impl Ctx {
                 next_request: plan.thread % shared.requests.len(),
                 cpu_start: None,
                 last_completion: None,
+                h2_conn: None,
+                h2_joined: 0,
             }),
             shared,
             plan,
@@ -208,12 +222,32 @@ impl Ctx {
             .map_or(self.plan.end, |&s| s.min(self.plan.end))
     }
 
-    fn next_request(&self) -> (&[u8], bool) {
+    /// The next request round-robin: its HTTP/1.1 bytes and HEAD flag,
+    /// and its HTTP/2 form when the run speaks HTTP/2.
+    fn next_request(&self) -> ((&[u8], bool), Option<&H2Request>) {
         let mut st = self.st.borrow_mut();
         let i = st.next_request;
         st.next_request = (i + 1) % self.shared.requests.len();
         let (bytes, head) = &self.shared.requests[i];
-        (bytes, *head)
+        ((bytes, *head), self.shared.h2_requests.get(i))
+    }
+
+    /// A new request slot: an HTTP/1.1 connection, or a stream of the
+    /// HTTP/2 connection being filled (a new one every `streams` lanes).
+    fn new_lane(&self) -> Lane {
+        if self.shared.protocol == Protocol::Http1 {
+            return Lane::H1(Conn::new());
+        }
+        let mut st = self.st.borrow_mut();
+        let conn = match &st.h2_conn {
+            Some(c) if st.h2_joined < self.shared.streams => c.clone(),
+            _ => {
+                st.h2_joined = 0;
+                st.h2_conn.insert(H2Conn::new()).clone()
+            }
+        };
+        st.h2_joined += 1;
+        Lane::H2(H2Lane::join(&conn))
     }
 
     /// Count a request intended at `t` as handed to a connection.
@@ -238,6 +272,9 @@ impl Ctx {
         let mut guard = self.st.borrow_mut();
         let st = &mut *guard;
         count_connection_events(st, ex);
+        if req.recorded {
+            record_phases(&mut st.rec.histograms, ex);
+        }
         st.busy -= 1;
         if st.busy == 0 {
             self.done_notify.notify_one();
@@ -329,19 +366,24 @@ impl Ctx {
     pub(super) fn add_live(&self, slot: Option<&Rc<Slot>>) {
         let mut st = self.st.borrow_mut();
         st.live += 1;
-        st.rec.counters.connections_peak = st.rec.counters.connections_peak.max(st.live as u64);
+        // HTTP/2 lanes fill their connections in turn: `streams` per one.
+        let conns = st.live.div_ceil(self.shared.streams.max(1)) as u64;
+        st.rec.counters.connections_peak = st.rec.counters.connections_peak.max(conns);
         if let Some(slot) = slot {
             st.slots.push(slot.clone());
         }
     }
 
     /// A connection opened before the step's start (or failed to).
-    fn prewarmed(&self, opened: bool) {
+    /// `opened`: Ok(true) when this opened a connection, Ok(false) when
+    /// another HTTP/2 lane had opened it.
+    fn prewarmed(&self, opened: Result<bool, ErrorKind>) {
         let mut st = self.st.borrow_mut();
+        let (opened, failed) = (opened == Ok(true), opened.is_err());
         let c = &mut st.rec.counters;
         c.connections_opened += u64::from(opened);
-        c.connect_failures += u64::from(!opened);
-        c.connections_errored += u64::from(!opened);
+        c.connect_failures += u64::from(failed);
+        c.connections_errored += u64::from(failed);
         st.open_streams += u64::from(opened);
     }
 
@@ -410,7 +452,10 @@ fn count_connection_events(st: &mut State, ex: &Exchange) {
     c.connections_opened += u64::from(ex.opened);
     c.connections_closed += u64::from(ex.closed);
     c.connect_failures += u64::from(ex.connect_failed);
-    c.connections_errored += u64::from(matches!(ex.outcome, Outcome::Error(_)));
+    // An HTTP/2 stream's error leaves its connection open: a connection
+    // errored when the error closed it (or its connect failed).
+    let errored = matches!(ex.outcome, Outcome::Error(_)) && (ex.closed || ex.connect_failed);
+    c.connections_errored += u64::from(errored);
     st.open_streams += u64::from(ex.opened);
     st.open_streams -= u64::from(ex.closed);
 }
@@ -424,18 +469,18 @@ pub(crate) fn spawn_open_conn(ctx: &Rc<Ctx>, first: Option<Issued>) {
 }
 
 async fn open_conn(ctx: Rc<Ctx>, slot: Rc<Slot>, prewarm: bool) {
-    let mut conn = Conn::new();
+    let mut conn = ctx.new_lane();
     if prewarm {
         // Opened before the step starts; a failure here is retried (and
         // counted) by the first real request.
-        let opened = conn.open(&ctx.shared.connector).await.is_ok();
+        let opened = conn.open(&ctx.shared.connector).await;
         ctx.prewarmed(opened);
         ctx.make_idle(&slot);
     }
     while let Some(req) = slot.take().await {
-        let (bytes, head) = ctx.next_request();
+        let (h1, h2) = ctx.next_request();
         let ex = conn
-            .exchange(&ctx.shared.connector, bytes, head, ctx.shared.read_timeout)
+            .exchange(&ctx.shared.connector, h1, h2, ctx.shared.read_timeout)
             .await;
         ctx.record(req, &ex, conn.server_timing(), true);
         ctx.make_idle(&slot);
@@ -446,7 +491,7 @@ async fn open_conn(ctx: Rc<Ctx>, slot: Rc<Slot>, prewarm: bool) {
 /// A closed-loop connection task: send the next request when the last
 /// one ends, until the step's end or a stop.
 pub(super) async fn closed_conn(ctx: Rc<Ctx>) {
-    let mut conn = Conn::new();
+    let mut conn = ctx.new_lane();
     tokio::time::sleep_until(ctx.plan.t0.into()).await;
     loop {
         let t = Instant::now();
@@ -454,9 +499,9 @@ pub(super) async fn closed_conn(ctx: Rc<Ctx>) {
             break;
         }
         let req = ctx.issue(t);
-        let (bytes, head) = ctx.next_request();
+        let (h1, h2) = ctx.next_request();
         let ex = conn
-            .exchange(&ctx.shared.connector, bytes, head, ctx.shared.read_timeout)
+            .exchange(&ctx.shared.connector, h1, h2, ctx.shared.read_timeout)
             .await;
         ctx.record(req, &ex, conn.server_timing(), false);
         let connect_failed = matches!(

@@ -15,6 +15,15 @@ use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 /// # Errors
 /// A message when rustls rejects the protocol versions (not expected).
 pub fn client_config(insecure: bool) -> Result<Arc<ClientConfig>, String> {
+    client_config_alpn(insecure, &[b"http/1.1"])
+}
+
+/// [`client_config`] offering the ALPN protocols `alpn` instead (`h2` for
+/// HTTP/2, `h3` for HTTP/3 over QUIC).
+///
+/// # Errors
+/// A message when rustls rejects the protocol versions (not expected).
+pub fn client_config_alpn(insecure: bool, alpn: &[&[u8]]) -> Result<Arc<ClientConfig>, String> {
     let provider = Arc::new(ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -30,7 +39,7 @@ pub fn client_config(insecure: bool) -> Result<Arc<ClientConfig>, String> {
         };
         builder.with_root_certificates(roots).with_no_client_auth()
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     Ok(Arc::new(config))
 }
 
@@ -101,6 +110,8 @@ mod tests {
             let c = client_config(insecure).unwrap();
             assert_eq!(c.alpn_protocols, vec![b"http/1.1".to_vec()]);
         }
+        let c = client_config_alpn(true, &[b"h2"]).unwrap();
+        assert_eq!(c.alpn_protocols, vec![b"h2".to_vec()]);
         assert!(server_name("example.test").is_ok());
         assert!(server_name("::1").is_ok());
         assert!(server_name("bad name!").is_err());

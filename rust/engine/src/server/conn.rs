@@ -51,6 +51,8 @@ pub(super) struct Ctx {
     /// The serialization point (`ServerConfig::serialize`).
     pub(super) lock: tokio::sync::Mutex<()>,
     pub(super) stats: Arc<ServerStats>,
+    /// The response body as HTTP/2 sends it (`body_size` bytes of `x`).
+    pub(super) h2_body: bytes::Bytes,
 }
 
 /// What ended a connection (all are normal for a test server).
@@ -146,7 +148,7 @@ async fn skip_body(
     }
 }
 
-async fn sleep(timer: &mut Option<PreciseTimer>, until: Instant) {
+pub(super) async fn sleep(timer: &mut Option<PreciseTimer>, until: Instant) {
     if until <= Instant::now() {
         return;
     }
@@ -162,7 +164,7 @@ async fn sleep(timer: &mut Option<PreciseTimer>, until: Instant) {
     }
 }
 
-async fn wait_out_stall(ctx: &Ctx, timer: &mut Option<PreciseTimer>) {
+pub(super) async fn wait_out_stall(ctx: &Ctx, timer: &mut Option<PreciseTimer>) {
     if let Some(stall) = ctx.config.stall {
         if let Some(end) = stall.end_of_stall(ctx.started.elapsed()) {
             sleep(timer, ctx.started + end).await;

@@ -1,6 +1,7 @@
-//! `perflab serve`: an HTTP/1.1 keep-alive target with controlled behaviour
-//! (delay, periodic stalls, injected errors, faults, a serialization point),
-//! for demos, tests and users who want to validate their setup.
+//! `perflab serve`: an HTTP/1.1 keep-alive target, and on the same port
+//! HTTP/2 with prior knowledge (h2c), with controlled behaviour (delay,
+//! periodic stalls, injected errors, faults, a serialization point), for
+//! demos, tests and users who want to validate their setup.
 //!
 //! Timing uses [`crate::sys::PreciseTimer`] (timerfd, µs precision) so that a `1ms`
 //! delay is 1 ms, not "1 to 2 ms" as with a 1 ms timer wheel: the
@@ -10,7 +11,8 @@
 //! Layout, each using only those before it: [`behaviour`] (delay, stall and
 //! fault, parsed from their text), `config` ([`ServerConfig`],
 //! [`ServerStats`]), `conn` (one connection: read, wait, answer; the context
-//! all connections share) and, here, the listener and the handle.
+//! all connections share), `h2` (an HTTP/2 connection, each stream on its
+//! own task) and, here, the listener, the protocol check and the handle.
 
 use std::net::{SocketAddr, TcpListener as StdListener, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,6 +25,7 @@ use tokio::net::TcpListener;
 pub mod behaviour;
 mod config;
 mod conn;
+mod h2;
 
 pub use behaviour::{Delay, Fault, Stall};
 pub use config::{ServerConfig, ServerStats};
@@ -112,6 +115,7 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
     let stats = Arc::new(ServerStats::default());
     let ctx = Arc::new(Ctx {
         responses: Responses::new(config.body_size),
+        h2_body: bytes::Bytes::from(vec![b'x'; config.body_size]),
         config,
         started: Instant::now(),
         lock: tokio::sync::Mutex::new(()),
@@ -143,8 +147,18 @@ async fn accept_loop(listener: StdListener, ctx: Arc<Ctx>, stop: Arc<AtomicBool>
         if let Ok(Ok((stream, _))) = accepted {
             next_id += 1;
             ctx.stats.connections.fetch_add(1, Ordering::Relaxed);
-            tokio::spawn(conn::serve_conn(stream, ctx.clone(), next_id));
+            tokio::spawn(serve_any(stream, ctx.clone(), next_id));
         }
+    }
+}
+
+/// Serve one connection in the protocol its first bytes speak: HTTP/2
+/// with prior knowledge (h2c, the client preface) or HTTP/1.1.
+async fn serve_any(stream: tokio::net::TcpStream, ctx: Arc<Ctx>, id: u64) {
+    if h2::is_h2c(&stream).await {
+        h2::serve_h2(stream, ctx, id).await;
+    } else {
+        conn::serve_conn(stream, ctx, id).await;
     }
 }
 

@@ -232,6 +232,26 @@ def test_agents_send_their_weighted_slots(server: Any, load_agents: Any) -> None
     assert merge_steps(steps).requests_sent == 240
 
 
+def test_http2_agents_keep_protocol_and_streams_and_merge_the_phases(server: Any) -> None:
+    config = {
+        "url": f"http://127.0.0.1:{server.port}/",
+        "mode": "open",
+        "rate": 400.0,
+        "duration_s": 0.4,
+        "threads": 1,
+        "protocol": "http2",
+        "streams": 4,
+    }
+    parts = split_step(config, 2)
+    assert all(p is not None and (p["protocol"], p["streams"]) == ("http2", 4) for p in parts)
+    steps = [step_from_raw(_core.http_run(p)["steps"][0]) for p in parts if p is not None]
+    merged = merge_steps(steps)
+    assert (merged.protocol, merged.streams) == ("h2", 4)
+    for name in ("ttfb", "body_time", "connect"):
+        assert getattr(merged, name).count == sum(getattr(s, name).count for s in steps)
+    assert merged.body_time.count > 0
+
+
 def test_the_capacity_probe_counts_requests_per_cpu_second() -> None:
     capacity = LoadAgent(0).capacity(1, probe_s=0.3)
     assert 1_000 < capacity < 10_000_000  # requests/s one engine thread can send, by CPU

@@ -19,8 +19,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from perflab.model import Histogram, HttpStep, ServerTiming
+from perflab.model.results import STEP_HISTOGRAMS
 
-HISTOGRAMS = ("latency", "service_time", "send_lag", "failed_latency", "dispatch_lag")
+HISTOGRAMS = STEP_HISTOGRAMS
 _SUMMED = (
     "requests_sent",
     "ok_responses",
@@ -142,6 +143,8 @@ def merge_steps(parts: Sequence[HttpStep]) -> HttpStep:
         drained=_known_sum([p.drained for p in parts]),
         ok_from_warmup=_known_sum([p.ok_from_warmup for p in parts]),
         server_timing=merge_server_timing([p.server_timing for p in parts]),  # issue 17
+        protocol=first.protocol,
+        streams=first.streams,
         **{name: merge_histograms([getattr(p, name) for p in parts]) for name in HISTOGRAMS},
     )
     for name in _SUMMED:

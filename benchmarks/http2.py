@@ -1,0 +1,244 @@
+"""perflab http --http2 beside h2load (nghttp2), on the same nginx `return 200` target
+(issue 30, "Done when": HTTP/2).
+
+Usage: python benchmarks/http2.py [--rounds 5] [--seconds 5] [--co-seconds 32]
+(needs nginx and h2load: `make bench-deps` installs them (Debian's nginx and
+nghttp2-client); use a release build of perflab._core: `make bench` does.)
+
+Writes benchmarks/results/http2.md. Every figure is measured here, in one run:
+
+* closed loop, HTTP/2 with prior knowledge (h2c), C connections × S streams, one
+  thread each: requests/s and whole-process CPU per request (user + system of the
+  whole `perflab http` process, start-up and analysis included, against the whole
+  `h2load -t1` process), rounds alternating which tool goes first; the verdict is the
+  paired ratio perflab / h2load with its 95% CI (t over the rounds' log ratios);
+* open loop at a fixed rate over HTTP/2: achieved vs offered, send-lag p99;
+* coordinated omission over HTTP/2: `perflab serve --delay 1ms --stall 1s/10s` (h2c)
+  at a fixed rate, perflab's p99 against the value derived analytically (as
+  benchmarks/http.py does for HTTP/1.1).
+
+The script starts its own nginx (a temp dir, a free port on 127.0.0.1, no master
+process) and never touches a system nginx service.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import (
+    PERFLAB,
+    RATIO_RULE,
+    child_cpu,
+    machine,
+    nginx,
+    perflab_serve,
+    ratio_verdict,
+    write_section,
+)
+
+CONNECTIONS, STREAMS, OPEN_RATE = 10, 10, 5_000
+CO_RATE, CO_DELAY_S, CO_STALL_S, CO_PERIOD_S = 500, 1e-3, 1.0, 10.0
+
+
+def perflab_h2(url: str, *argv: str) -> dict[str, Any]:
+    """One `perflab http --http2` run (quiet, one engine thread): its only step, with
+    ``cpu_per_request_s`` = the whole process's CPU ÷ the requests it completed."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "r.json"
+        before = child_cpu()
+        subprocess.run(
+            [*PERFLAB, "http", url, "--http2", "--threads", "1", "--quiet", "--json", str(out)]
+            + list(argv),
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        cpu = child_cpu() - before
+        step = json.loads(out.read_text())["benchmarks"][0]["steps"][0]
+    done = step["ok_responses"] + step["failures"] + (step.get("drained") or 0)
+    step["rate"] = step["ok_responses"] / step["elapsed_s"]
+    step["cpu_per_request_s"] = cpu / max(done, 1)
+    return step
+
+
+def h2load(url: str, seconds: int) -> dict[str, float]:
+    """One `h2load -t1 -c C -m S -D seconds` run: requests/s, whole-process CPU/request."""
+    before = child_cpu()
+    proc = subprocess.run(
+        ["h2load", "-t1", f"-c{CONNECTIONS}", f"-m{STREAMS}", f"-D{seconds}", url],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    cpu = child_cpu() - before
+    done = int(re.search(r"requests: \d+ total, \d+ started, (\d+) done", proc.stdout).group(1))  # type: ignore[union-attr]
+    rate = float(re.search(r"finished in [\d.]+m?s, ([\d.]+) req/s", proc.stdout).group(1))  # type: ignore[union-attr]
+    return {"rate": rate, "cpu_per_request_s": cpu / max(done, 1), "requests": done}
+
+
+def closed_loop(url: str, rounds: int, seconds: int) -> list[dict[str, dict[str, Any]]]:
+    """Rounds of perflab and h2load, the first tool alternating."""
+    out = []
+    for i in range(rounds):
+        row: dict[str, dict[str, Any]] = {}
+        for tool in ["perflab", "h2load"] if i % 2 == 0 else ["h2load", "perflab"]:
+            if tool == "perflab":
+                row[tool] = perflab_h2(
+                    url,
+                    "--connections",
+                    str(CONNECTIONS),
+                    "--streams",
+                    str(STREAMS),
+                    "--duration",
+                    f"{seconds}s",
+                    "--warmup",
+                    "0s",
+                )
+            else:
+                row[tool] = h2load(url, seconds)
+        out.append(row)
+    return out
+
+
+def paired_ratio(rows: list[dict[str, dict[str, Any]]], key: str) -> tuple[float, float, float]:
+    """Geometric mean of perflab/h2load over the rounds, with its 95% t interval."""
+    from scipy import stats
+
+    logs = [math.log(r["perflab"][key] / r["h2load"][key]) for r in rows]
+    mean = statistics.fmean(logs)
+    if len(logs) < 2:
+        return math.exp(mean), math.nan, math.nan
+    half = stats.t.ppf(0.975, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+
+def expected_co_p99() -> float:
+    """p99 of an open-loop client against ``--delay d --stall L/P``: L + 2d − 0.01 P (the
+    derivation is in benchmarks/http.py)."""
+    return CO_STALL_S + 2 * CO_DELAY_S - 0.01 * CO_PERIOD_S
+
+
+def co_test(seconds: int) -> dict[str, Any]:
+    stall = f"{CO_STALL_S:g}s/{CO_PERIOD_S:g}s"
+    with perflab_serve("--delay", f"{CO_DELAY_S * 1e3:g}ms", "--stall", stall) as url:
+        step = perflab_h2(
+            url,
+            "--streams",
+            str(STREAMS),
+            "--rate",
+            str(CO_RATE),
+            "--duration",
+            f"{seconds}s",
+            "--warmup",
+            "2s",
+            "--timeout",
+            "5s",
+        )
+    return {"step": step, "expected_p99_s": expected_co_p99()}
+
+
+def us(seconds: float) -> str:
+    return f"{seconds * 1e6:,.2f} µs"
+
+
+def report(closed: list[dict[str, dict[str, Any]]], open_step: dict[str, Any], co: dict) -> str:
+    cpu = paired_ratio(closed, "cpu_per_request_s")
+    rate = paired_ratio(closed, "rate")
+    med = {
+        tool: {
+            k: statistics.median(r[tool][k] for r in closed) for k in ("rate", "cpu_per_request_s")
+        }
+        for tool in ("perflab", "h2load")
+    }
+    achieved = open_step["rate"] / OPEN_RATE
+    lag_p99 = open_step["send_lag"]["p99_us"] * 1e-6
+    co_p99 = co["step"]["latency"]["p99_us"] * 1e-6
+    co_err = abs(co_p99 - co["expected_p99_s"]) / co["expected_p99_s"]
+    verdicts = [
+        f"- CPU per request, perflab / h2load ≤ 1 (ratio {cpu[0]:.2f}, 95% CI "
+        f"{cpu[1]:.2f}–{cpu[2]:.2f}): **{ratio_verdict(cpu[1], cpu[2], at_most=1.0)}**",
+        f"- open loop at {OPEN_RATE:,}/s: achieved within 0.5% of offered "
+        f"({achieved:.4f}): **{'met' if abs(achieved - 1) <= 0.005 else 'not met'}**",
+        f"- open loop: send-lag p99 ≤ 1 ms ({lag_p99 * 1e3:.3f} ms): "
+        f"**{'met' if lag_p99 <= 1e-3 else 'not met'}**",
+        f"- stall test: p99 within 10% of the analytic {co['expected_p99_s']:.3f} s "
+        f"({co_p99:.3f} s, off by {co_err:.1%}): **{'met' if co_err <= 0.10 else 'not met'}**",
+        "- HTTP/3 ≥ 50% of HTTP/2 throughput: **not measured** (HTTP/3 is not built yet)",
+    ]
+    lines = [
+        "## HTTP/2: perflab http --http2 beside h2load",
+        "",
+        f"Command: `python benchmarks/http2.py {' '.join(sys.argv[1:])}` (a release build of "
+        "perflab._core).",
+        f"Machine: {machine()}. Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        f"Target: nginx `return 200`, HTTP/2 with prior knowledge (h2c), one worker. "
+        f"Closed loop: {CONNECTIONS} connections × {STREAMS} streams, one thread, "
+        f"{len(closed)} rounds alternating; CPU is each whole process's user + system.",
+        "",
+        "| tool | requests/s (median) | CPU per request (median) |",
+        "|---|---:|---:|",
+        *(
+            f"| {tool} | {med[tool]['rate']:,.0f} | {us(med[tool]['cpu_per_request_s'])} |"
+            for tool in ("perflab", "h2load")
+        ),
+        "",
+        f"Paired ratios perflab / h2load: CPU per request {cpu[0]:.2f} "
+        f"({cpu[1]:.2f}–{cpu[2]:.2f}), requests/s {rate[0]:.2f} ({rate[1]:.2f}–{rate[2]:.2f}).",
+        "",
+        f"Open loop at {OPEN_RATE:,}/s ({STREAMS} streams per connection): achieved "
+        f"{open_step['rate']:,.1f}/s, send-lag p99 {lag_p99 * 1e3:.3f} ms.",
+        "",
+        f"Stall test (`perflab serve --delay 1ms --stall 1s/10s`, h2c, {CO_RATE}/s): p99 "
+        f"{co_p99:.3f} s against the analytic {co['expected_p99_s']:.3f} s.",
+        "",
+        "### Verdicts",
+        "",
+        *verdicts,
+        "",
+        f"Rule: {RATIO_RULE}.",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--seconds", type=int, default=5)
+    p.add_argument("--co-seconds", type=int, default=32)
+    args = p.parse_args(argv)
+    for tool in ("nginx", "h2load"):
+        if not shutil.which(tool) and not Path(f"/usr/sbin/{tool}").exists():
+            print(f"error: {tool} is not installed; run `make bench-deps`", file=sys.stderr)
+            return 2
+    with nginx(http2=True) as url:
+        closed = closed_loop(url, args.rounds, args.seconds)
+        open_step = perflab_h2(
+            url,
+            "--streams",
+            str(STREAMS),
+            "--rate",
+            str(OPEN_RATE),
+            "--duration",
+            f"{args.seconds + 1}s",
+            "--warmup",
+            "1s",
+        )
+    co = co_test(args.co_seconds)
+    write_section("http2", report(closed, open_step, co))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

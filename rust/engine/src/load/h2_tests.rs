@@ -1,0 +1,156 @@
+//! End-to-end: HTTP/2 (h2c, prior knowledge) against `perflab serve` on
+//! 127.0.0.1, and the phase timings of both protocols. Each test is bounded
+//! to about a second; they assert accounting identities, never speeds.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::e2e_tests::{assert_balanced, delayed, open, run_one, serve};
+use super::*;
+use crate::server::{Fault, ServerConfig};
+
+fn h2(c: &mut Config, streams: usize) {
+    c.protocol = Protocol::Http2;
+    c.streams = streams;
+}
+
+#[test]
+fn closed_loop_multiplexes_streams_on_few_connections() {
+    let h = delayed(Duration::from_millis(2));
+    let mut c = open(&h, 1.0, 600);
+    c.model = LoadModel::Closed;
+    c.steps[0] = StepSpec {
+        rate: None,
+        connections: Some(2),
+    };
+    h2(&mut c, 4);
+    let s = run_one(&c);
+    assert_balanced(&s, &c);
+    let k = &s.recorder.counters;
+    assert_eq!((s.protocol, s.streams, s.connections), ("h2", 4, 2));
+    // Eight request loops on two connections: the server saw two.
+    assert_eq!(k.connections_opened, 2, "{k:?}");
+    assert_eq!(h.stats().connections.load(Ordering::Relaxed), 2);
+    assert_eq!(k.connections_peak, 2);
+    assert!(k.ok_responses > 0 && k.failures == 0, "{k:?}");
+    assert_eq!(
+        k.status_counts[200],
+        k.ok_responses + k.drained - k.ok_from_warmup
+    );
+    let hs = &s.recorder.histograms;
+    // Every response began and ended; the connects were recorded ones.
+    assert_eq!(hs.ttfb.len(), hs.latency.len());
+    assert_eq!(hs.body_time.len(), hs.latency.len());
+    assert_eq!(hs.connect.len(), 2);
+    assert_eq!(hs.tls_handshake.len(), 0);
+    // The server's 2 ms delay lies between the send and the first byte.
+    assert!(hs.ttfb.min() >= 1900, "{}", hs.ttfb.min());
+}
+
+#[test]
+fn open_loop_accounts_every_intended_request() {
+    let h = delayed(Duration::from_millis(1));
+    let mut c = open(&h, 500.0, 800);
+    h2(&mut c, 8);
+    let s = run_one(&c);
+    assert_balanced(&s, &c);
+    let k = &s.recorder.counters;
+    // 0.8 s at 500/s, evenly spaced: 400 intended times in the window.
+    assert_eq!(k.requests_sent + k.unsent, 400, "{k:?}");
+    assert_eq!(s.recorder.histograms.send_lag.len(), k.requests_sent);
+    assert!(k.connections_opened >= 1 && k.connections_peak >= 1);
+    // Streams share connections: never more connections than lanes / 8.
+    assert!(k.connections_peak * 8 >= k.connections_opened.min(k.connections_peak));
+    assert_eq!(
+        h.stats().requests.load(Ordering::Relaxed),
+        k.requests_sent,
+        "{k:?}"
+    );
+}
+
+#[test]
+fn errors_and_faults_fail_the_stream_not_the_connection() {
+    let h = serve(ServerConfig {
+        error_rate: 1.0,
+        ..Default::default()
+    });
+    let mut c = open(&h, 200.0, 400);
+    h2(&mut c, 4);
+    let s = run_one(&c);
+    assert_balanced(&s, &c);
+    let k = &s.recorder.counters;
+    assert_eq!(k.status_counts[500], k.failures);
+    assert_eq!(k.connections_errored, 0, "{k:?}");
+
+    let h = serve(ServerConfig {
+        fault: Fault::CloseMidResponse,
+        ..Default::default()
+    });
+    let mut c = open(&h, 200.0, 400);
+    h2(&mut c, 4);
+    let s = run_one(&c);
+    assert_balanced(&s, &c);
+    let k = &s.recorder.counters;
+    assert!(k.failures > 0);
+    assert_eq!(k.error(ErrorKind::Reset), k.failures, "{k:?}");
+    // A reset stream leaves its connection open for the next request.
+    assert_eq!(k.connections_errored, 0, "{k:?}");
+    assert!(k.connections_opened <= k.connections_peak, "{k:?}");
+
+    let h = serve(ServerConfig {
+        fault: Fault::EndlessBody,
+        ..Default::default()
+    });
+    let mut c = open(&h, 20.0, 300);
+    c.read_timeout = Duration::from_millis(300);
+    h2(&mut c, 2);
+    let s = run_one(&c);
+    assert_balanced(&s, &c);
+    let k = &s.recorder.counters;
+    assert_eq!(k.error(ErrorKind::ReadTimeout), k.failures, "{k:?}");
+    assert!(k.failures > 0);
+}
+
+#[test]
+fn http1_phases_count_connections_and_responses() {
+    let h = delayed(Duration::from_millis(1));
+    let mut c = open(&h, 1.0, 500);
+    c.model = LoadModel::Closed;
+    c.steps[0] = StepSpec {
+        rate: None,
+        connections: Some(3),
+    };
+    let s = run_one(&c);
+    assert_balanced(&s, &c);
+    let hs = &s.recorder.histograms;
+    assert_eq!((s.protocol, s.streams), ("http/1.1", 1));
+    assert_eq!(hs.connect.len(), s.recorder.counters.connections_opened);
+    assert_eq!(hs.tls_handshake.len(), 0);
+    assert_eq!(hs.ttfb.len(), hs.latency.len() + hs.failed_latency.len());
+    assert!(hs.ttfb.min() >= 900, "{}", hs.ttfb.min());
+}
+
+#[test]
+fn http2_to_an_http2_less_server_is_a_counted_protocol_error() {
+    // A plain TCP listener that answers HTTP/1.1 to anything.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for s in l.incoming().take(50) {
+            let Ok(mut s) = s else { continue };
+            let mut b = [0u8; 256];
+            let _ = s.read(&mut b);
+            let _ = s.write_all(b"HTTP/1.1 505 No\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    let mut c = Config::open(&format!("http://{addr}/"), 10.0).unwrap();
+    c.duration = Duration::from_millis(300);
+    c.threads = 1;
+    c.read_timeout = Duration::from_secs(1);
+    h2(&mut c, 1);
+    let s = run_one(&c);
+    assert_balanced(&s, &c);
+    let k = &s.recorder.counters;
+    assert!(k.failures > 0 && k.ok_responses == 0, "{k:?}");
+}
