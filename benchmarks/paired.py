@@ -187,6 +187,26 @@ def series(folder: Path, name: str, count: int, extra: int, budget: list[str], l
     return paired, unpaired, ratios, walls, loaded
 
 
+def series_from(folder: Path, name: str, intended: int, loaded_share: float):  # type: ignore[no-untyped-def]
+    """:func:`series` read back from the results files a run of this script left in
+    ``folder`` (``NAME-K.json``; copied before a cut run's temp dir went away): the same
+    verdicts, computed the same way; walls NaN (not recorded in the files); the loaded
+    flags by the script's rule for ``intended`` comparisons."""
+    files = sorted(folder.glob(f"{name}-*.json"), key=lambda f: int(f.stem.split("-")[-1]))
+    paired, unpaired, ratios, loaded = [], [], [], []
+    previous: Path | None = None
+    for out in files:
+        k = int(out.stem.split("-")[-1])
+        s = summary(json.loads(out.read_text()), "ab/twin")
+        paired.append(s.get("verdict") or "failed")
+        ratios.append(s.get("ratio_baseline"))
+        loaded.append(k < round(intended * loaded_share))
+        if previous is not None:
+            unpaired.append(unpaired_verdict(previous, out))
+        previous = out
+    return paired, unpaired, ratios, [float("nan")] * len(paired), loaded
+
+
 def share(verdicts: list[str], wanted: tuple[str, ...]) -> str:
     """ "k of n (p%)" of the verdicts in ``wanted``."""
     k = sum(v in wanted for v in verdicts)
@@ -267,6 +287,12 @@ def main(argv: list[str]) -> int:
         "the default ±2%% threshold: 'same' by definition)",
     )
     parser.add_argument("--refs", type=int, default=20, help="--compare-to HEAD~1 tries (20)")
+    parser.add_argument(
+        "--aa-from",
+        metavar="DIR",
+        help="the A/A block from the aa-K.json files a cut run of this script left "
+        "(copied from its temp dir); --aa is then the count it was meant to run",
+    )
     args = parser.parse_args(argv)
     lines = [
         "## Paired verdicts (benchmarks/paired.py)",
@@ -284,7 +310,12 @@ def main(argv: list[str]) -> int:
         folder = Path(tmp)
         if args.aa:
             started = time.monotonic()
-            paired, unpaired, _, walls, loaded = series(folder, "aa", args.aa, 0, [], 0.5)
+            if args.aa_from:
+                paired, unpaired, _, walls, loaded = series_from(
+                    Path(args.aa_from), "aa", args.aa, 0.5
+                )
+            else:
+                paired, unpaired, _, walls, loaded = series(folder, "aa", args.aa, 0, [], 0.5)
             false_paired = sum(v in FALSE for v in paired) / len(paired)
             loaded_false = [v for v, ld in zip(paired, loaded) if ld]
             lines += [
@@ -297,9 +328,15 @@ def main(argv: list[str]) -> int:
                 f"| paired, CPU loaded | {share(loaded_false, FALSE)} | {counts(loaded_false)} |",
                 f"| unpaired (two runs compared) | {share(unpaired, FALSE)} | {counts(unpaired)} |",
                 "",
-                f"Median wall time per paired run: {sorted(walls)[len(walls) // 2]:.1f} s "
-                f"(series {time.monotonic() - started:.0f} s). Target: false verdicts ≤ 1%: "
-                f"{met(false_paired <= 0.01)}.",
+                (
+                    f"Read back from the {len(paired)} results files of a run meant to make "
+                    f"{args.aa} comparisons, cut at the deadline (`--aa-from`); its CPU-loaded "
+                    f"half was the first {round(args.aa * 0.5)}. "
+                    if args.aa_from
+                    else f"Median wall time per paired run: {sorted(walls)[len(walls) // 2]:.1f} s "
+                    f"(series {time.monotonic() - started:.0f} s). "
+                )
+                + f"Target: false verdicts ≤ 1%: {met(false_paired <= 0.01)}.",
                 "",
             ]
         for label, count, extra_share, budget, target in (
@@ -369,6 +406,9 @@ BLOCKS = {
 }
 
 
+NOT_RERUN = "(Not re-run this time: from the previous run of this script.)"
+
+
 def _keep_earlier(lines: list[str], args: argparse.Namespace) -> list[str]:
     """The section, with the blocks of series skipped this time (count 0) taken from the
     section the previous run of this script wrote, marked as such."""
@@ -380,11 +420,12 @@ def _keep_earlier(lines: list[str], args: argparse.Namespace) -> list[str]:
     blocks: dict[str, str] = {}
     for part in old.read_text().split("\n### ")[1:]:
         text = "### " + part.split("\nCounts are as run")[0].rstrip()
+        text = text.replace(NOT_RERUN, "").rstrip()  # marked again below, once
         key = next((k for k in BLOCKS if text.startswith(k)), None)
         if key:
             blocks[key] = text
     kept = [
-        blocks[key] + "\n\n(Not re-run this time: from the previous run of this script.)\n"
+        blocks[key] + "\n\n" + NOT_RERUN + "\n"
         for key, arg in BLOCKS.items()
         if not getattr(args, arg) and key in blocks
     ]

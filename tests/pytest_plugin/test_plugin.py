@@ -250,7 +250,9 @@ def test_save_then_compare_with_the_last_saved_run(pytester, monkeypatch):
     result.stdout.fnmatch_lines([f"*A = *{saved.name}*"])
 
 
-def test_saved_results_are_recorded_and_compared_by_git_ref(pytester, monkeypatch):
+def test_saved_results_are_recorded_and_compared_by_run_id(pytester, monkeypatch):
+    """A git ref names code to measure now (tests/pytest_plugin/test_plugin_paired.py);
+    a recorded run is picked from the history database by its id."""
     import subprocess
 
     monkeypatch.delenv("PERFLAB_HISTORY", raising=False)
@@ -265,10 +267,10 @@ def test_saved_results_are_recorded_and_compared_by_git_ref(pytester, monkeypatc
     head = subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=pytester.path, check=True, capture_output=True, text=True
     ).stdout.strip()
-    missing = pytester.runpytest(*FAST, "--perflab-compare=HEAD")
+    missing = pytester.runpytest(*FAST, "--perflab-compare=nosuchref")
     assert missing.ret == 2
     missing.stderr.fnmatch_lines(
-        ["error: --perflab-compare HEAD: no such file, and no history database*"]
+        ["error: --perflab-compare nosuchref: no such file, and no history database*"]
     )
     pytester.runpytest(*FAST, "--perflab-save").assert_outcomes(passed=1)
     from perflab.history.store import Store
@@ -280,10 +282,11 @@ def test_saved_results_are_recorded_and_compared_by_git_ref(pytester, monkeypatc
     subprocess.run(
         [*git, "commit", "-q", "--allow-empty", "-m", "second"], cwd=pytester.path, check=True
     )
-    result = pytester.runpytest(*FAST, "--perflab-compare=HEAD~1")
+    result = pytester.runpytest(*FAST, f"--perflab-compare={run.id}")
     assert result.ret == 0, result.stderr.str()
     result.stdout.fnmatch_lines(["*A = *", "*test_abs*"])
     assert head[:7] in result.stdout.str()
+    assert "measured paired" not in result.stdout.str()
     unknown = pytester.runpytest(*FAST, "--perflab-compare=nosuchref")
     assert unknown.ret == 2
     unknown.stderr.fnmatch_lines(

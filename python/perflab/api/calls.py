@@ -37,12 +37,24 @@ class Result:
             (``count="instructions"``: ``summary`` is then a
             :class:`perflab.analyze.counts.CountSummary`, see :attr:`ir_per_op`).
         value: the first call's return value.
+        baseline: with ``measure(..., baseline=g)``: g's raw data (its
+            :class:`perflab.model.Benchmark`, measured paired with ``benchmark``), else None.
+        ratio: with a baseline: the paired ratio func/baseline
+            (:class:`perflab.analyze.paired.PairedRatio`: ``ratio.ratio.value`` and its
+            CI ``ci_low``/``ci_high``, below 1 when func is faster), or None when too few
+            pairs were usable; without a baseline, None.
+        verdict: with a baseline: "faster", "slower", "same", "inconclusive" or
+            "failed" (:func:`perflab.analyze.paired.paired_verdict` against
+            ``threshold``); else None.
     """
 
     benchmark: Any
     summary: Any
     mode: str
     value: Any = None
+    baseline: Any = None
+    ratio: Any = None
+    verdict: str | None = None
 
     @property
     def profile(self) -> Any:
@@ -81,12 +93,21 @@ class Result:
                 f"{', layout-sensitive' if s.layout_sensitive else ''})"
             )
         low, high = self.ci_s
-        return (
+        text = (
             f"{self.benchmark.name}: {format_time(self.median_s)} per call "
             f"(95% CI {format_time(low)} – {format_time(high)}, {self.mode}, "
             f"{self.summary.processes} "
             f"{'repetitions' if self.mode == 'in-process' else 'processes'}, "
             f"{self.summary.samples} samples)"
+        )
+        if self.baseline is None:
+            return text
+        if self.ratio is None:
+            return f"{text}; against the baseline: {self.verdict} (too few pairs)"
+        r = self.ratio.ratio
+        return (
+            f"{text}; {r.value:.3f}× the baseline (95% CI {r.ci_low:.3f}–{r.ci_high:.3f}, "
+            f"paired, {self.ratio.pairs:,} pairs): {self.verdict}"
         )
 
 
@@ -99,6 +120,8 @@ def measure(
     name: str | None = None,
     count: str | None = None,
     profile: bool | float = False,
+    baseline: Callable[..., Any] | None = None,
+    threshold: float = 0.02,
     **kwargs: Any,
 ) -> Result:
     """Measure ``func(*args, **kwargs)`` now, in this process or in fresh ones.
@@ -128,6 +151,14 @@ def measure(
             time with py-spy, in 2 fresh processes of their own (docs/profile.md): the
             result's ``profile``. Needs py-spy and an importable function, as
             ``processes`` does.
+        baseline: a callable to compare ``func`` with, called with the same arguments:
+            the two are measured **paired** (docs/compare.md), alternately sample by
+            sample in each repetition (or fresh process), so the machine's speed
+            swings cancel in each pair; the result's ``ratio`` (func/baseline, with
+            its CI) and ``verdict`` come from the pairs, its ``baseline`` holds the
+            baseline's data. Not with ``count``.
+        threshold: with ``baseline``: the verdict's noise threshold (0.02 = ±2%), in
+            [0, 1).
 
     Returns:
         :class:`Result` (median and CI per call in seconds, raw data, and the value of a
@@ -135,7 +166,8 @@ def measure(
         untimed call before the workers start).
 
     Raises:
-        UsageError: precision, budget or processes out of range; with ``processes``, a
+        UsageError: precision, budget, processes or threshold out of range; ``baseline``
+            not callable, or with ``count``; with ``processes``, a
             call that can't be sent to a fresh process, or a script without the
             ``__main__`` guard.
         Whatever ``func`` raises (its own exception; from a worker, a RuntimeError with
@@ -167,9 +199,15 @@ def measure(
     if profile:
         _profile(func, args, kwargs, profile, check_only=True)  # before anything is timed
         result = measure(func, *args, precision=precision, budget=budget, processes=processes,
-                         name=name, count=count, **kwargs)  # fmt: skip
+                         name=name, count=count, baseline=baseline, threshold=threshold,
+                         **kwargs)  # fmt: skip
         result.benchmark.profile = _profile(func, args, kwargs, profile)
         return result
+    if baseline is not None:
+        _check_baseline(baseline, count, threshold)
+        return _measure_paired(
+            func, baseline, args, kwargs, (precision, budget, threshold), processes, label
+        )
     if count is not None:
         _check_count(count)
         return _measure_fresh(func, args, kwargs, precision, budget, processes or 3, label, count)
@@ -201,16 +239,11 @@ def _measure_fresh(
     import tempfile
 
     from perflab.api import child
-    from perflab.engines.run.aio import is_async
+    from perflab.engines.run.aio import call_once
 
     with tempfile.TemporaryDirectory(prefix="perflab-measure-") as folder:
         backend = child.ChildBackend(child.call_file(func, args, kwargs, folder))
-        if is_async(func):
-            import asyncio
-
-            value = asyncio.run(func(*args, **kwargs))
-        else:
-            value = func(*args, **kwargs)
+        value = call_once(func, args, kwargs)
         bench, summary = _run_harness(func, label, backend, precision, budget, processes, count)
     if bench.error:
         raise RuntimeError(f"{label} failed in a worker process: {bench.error}")
@@ -242,6 +275,99 @@ def _profile(
             find_sampler()
             return None
         return child.profile(path, float(seconds))
+
+
+def _check_baseline(baseline: Any, count: str | None, threshold: float) -> None:
+    """``baseline=`` is a callable, without ``count``, and ``threshold`` in [0, 1).
+    Raises UsageError."""
+    if not callable(baseline):
+        raise UsageError(
+            f"measure(baseline={baseline!r}): pass the callable to compare with, "
+            "e.g. baseline=old_version"
+        )
+    if count is not None:
+        raise UsageError(
+            "measure(count=..., baseline=...): instruction counts don't move with the "
+            "machine, so they need no pairing: count each with measure(f, count=...) "
+            "and compare their ir_per_op"
+        )
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+        raise UsageError(f"measure(threshold={threshold!r}): a fraction, e.g. 0.02 for ±2%")
+    if not 0 <= threshold < 1:
+        raise UsageError(f"measure(threshold={threshold!r}): a fraction in [0, 1), e.g. 0.02")
+
+
+def _measure_paired(
+    func: Callable[..., Any],
+    baseline: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    limits: tuple[float, float, float],
+    processes: int,
+    label: str,
+) -> Result:
+    """:func:`measure` with a baseline: the two measured paired by
+    :class:`perflab.engines.run.pairs.PairedRunner`, in this process
+    (:class:`perflab.engines.run.inprocess.InProcessPairBackend`) or in ``processes``
+    fresh ones (:mod:`perflab.api.child`); ``limits``: (precision, budget, threshold)."""
+    import tempfile
+    from dataclasses import replace
+
+    from perflab.analyze.paired import benchmark_ratio, paired_verdict
+    from perflab.analyze.run.ratios import summarize_benchmarks
+    from perflab.api import child
+    from perflab.engines import clocks
+    from perflab.engines.run.aio import call_once
+    from perflab.engines.run.inprocess import InProcessPairBackend
+    from perflab.engines.run.pairs import PairedRunner
+    from perflab.engines.run.runner import FailureAdvice, Settings
+    from perflab.engines.run.suite import BenchSpec, Case
+
+    precision, budget, threshold = limits
+    settings = Settings(precision=precision, budget_s=budget)
+    if processes:
+        settings = replace(settings, min_processes=processes, max_processes=processes)
+    base_name = getattr(baseline, "__name__", "baseline")
+    base_name = f"{base_name} (baseline)" if base_name == label else base_name
+    cases = [
+        Case(BenchSpec(baseline, base_name, "", baseline=True), {}, 0),
+        Case(BenchSpec(func, label, ""), {}, 1),
+    ]
+    timer = clocks.measure_timer()
+    value = call_once(func, args, kwargs)  # the result returned; untimed
+    with tempfile.TemporaryDirectory(prefix="perflab-measure-") as folder:
+        if processes:
+            pair_backend: Any = child.ChildBackend(
+                child.call_file(func, args, kwargs, folder, baseline)
+            )
+        else:
+            pair_backend = InProcessPairBackend(baseline, func, args, kwargs)
+        runner = PairedRunner(
+            f"<api {label}>",
+            cases,
+            settings,
+            max(timer.min_sample_ns, settings.min_sample_ns),
+            timer.error_ns,
+            advice=FailureAdvice(skip="", timeout=""),
+            pair_backend=pair_backend,
+        )
+        base, bench = runner.run()
+    if runner.interrupted:
+        raise KeyboardInterrupt
+    if getattr(pair_backend, "error", None) is not None:
+        raise pair_backend.error
+    for failed in (bench, base):
+        if failed.error:
+            raise RuntimeError(f"{failed.name} failed in a worker process: {failed.error}")
+    summary = next(
+        s
+        for group in summarize_benchmarks([base, bench], precision).values()
+        for s in group
+        if s.id == bench.id
+    )
+    ratio = benchmark_ratio(base, bench, settings.confidence)
+    mode = "fresh processes" if processes else "in-process"
+    return Result(bench, summary, mode, value, base, ratio, paired_verdict(ratio, threshold))
 
 
 def _check_count(count: str) -> None:

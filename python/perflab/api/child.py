@@ -6,7 +6,9 @@ reference: its module and qualified name) and runs the harness's subprocess back
 imports the parent's script again under the name ``__mp_main__`` when the function lives
 in ``__main__`` (as multiprocessing's spawn does, so the script's ``if __name__ ==
 "__main__"`` block does not run again), unpickles the call and runs the worker sequence
-once (:func:`perflab.engines.run.worker.measure_call`), events on the plan's pipe. Each
+once (:func:`perflab.engines.run.worker.measure_call`; with a baseline, the paired
+sequence of :func:`perflab.engines.run.pair_worker.measure_sides`), events on the
+plan's pipe. Each
 process is then a unit of replication, as in ``perflab run``.
 """
 
@@ -52,9 +54,14 @@ class ChildBackend:
 
 
 def call_file(
-    func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], folder: str
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    folder: str,
+    baseline: Callable[..., Any] | None = None,
 ) -> str:
-    """Pickle the call into ``folder``; return the file's path.
+    """Pickle the call (and ``baseline``, the callable a paired measurement compares it
+    with, called with the same arguments) into ``folder``; return the file's path.
 
     Raises:
         UsageError: the function or an argument can't be re-created in another process
@@ -69,7 +76,7 @@ def call_file(
             "in a module or a script, or use processes=0 (in this process)"
         )
     try:
-        data = pickle.dumps((func, args, kwargs))
+        data = pickle.dumps((func, args, kwargs, baseline))
         pickle.loads(data)  # what the child will do: fails here on a closure's stand-in
     except Exception as exc:  # noqa: BLE001 - pickle raises many types
         raise UsageError(
@@ -92,8 +99,10 @@ def _load_main(path: str) -> None:
     spec.loader.exec_module(module)
 
 
-def _call(plan: dict[str, Any]) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
-    """Re-create the parent's call: (func, args, kwargs)."""
+def _call(
+    plan: dict[str, Any],
+) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], Callable[..., Any] | None]:
+    """Re-create the parent's call: (func, args, kwargs, baseline or None)."""
     sys.path[:] = plan["sys_path"]
     if plan.get("main_file"):
         os.environ[LOADING_ENV] = "1"
@@ -104,11 +113,18 @@ def _call(plan: dict[str, Any]) -> tuple[Callable[..., Any], tuple[Any, ...], di
 
 
 def _measure(plan: dict[str, Any], emit: Any) -> None:
-    """Re-create the parent's call and run the worker sequence once."""
+    """Re-create the parent's call and run the worker sequence once (the paired one,
+    :func:`perflab.engines.run.pair_worker.measure_sides`, for a plan with ``pair``: the
+    baseline is side A, the function side B)."""
+    from perflab.engines.run.pair_worker import Side, measure_sides
     from perflab.engines.run.worker import measure_call
 
-    func, args, kwargs = _call(plan)
-    measure_call(func, args, kwargs, plan, emit)
+    func, args, kwargs, baseline = _call(plan)
+    if plan.get("pair"):
+        a, b = (Side(n, f, args, kwargs, []) for n, f in (("a", baseline), ("b", func)))
+        measure_sides(a, b, plan, emit)
+    else:
+        measure_call(func, args, kwargs, plan, emit)
 
 
 def _profile(plan: dict[str, Any]) -> dict[str, Any]:
@@ -116,7 +132,7 @@ def _profile(plan: dict[str, Any]) -> dict[str, Any]:
     worker's marker (:func:`perflab.engines.run.profile_worker.profile_call`)."""
     from perflab.engines.run.profile_worker import profile_call
 
-    func, args, kwargs = _call(plan)
+    func, args, kwargs, _ = _call(plan)
     return profile_call(func, args, kwargs, plan)
 
 

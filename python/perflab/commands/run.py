@@ -515,7 +515,7 @@ def _measured_results(base, runner, results):  # type: ignore[no-untyped-def]
     :func:`perflab.engines.run.baseline.baseline_results`."""
     from perflab.engines.run.baseline import baseline_results
 
-    return baseline_results(base, runner, results)
+    return baseline_results(base, [s.bench for s in runner.baseline_states], results)
 
 
 def _progress(precision: float, quiet: bool):  # type: ignore[no-untyped-def]

@@ -7,6 +7,10 @@ finds the plan and runs the worker sequence once (:func:`measure_here`) instead 
 measuring in-process; its fixtures and imports are the test's own, so anything the test
 sets up is set up again in every child. The process is then again the unit of
 replication, as in ``perflab run``.
+
+With ``--perflab-compare REF`` (a git ref or a folder), each benchmark is measured in
+pairs of children (:class:`PairedChildren`): this checkout's test and the baseline
+checkout's same test, in lock-step, so the gate's verdict is the paired one.
 """
 
 from __future__ import annotations
@@ -30,14 +34,10 @@ def child_plan() -> dict[str, Any] | None:
 
 
 def call_once(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Call ``func`` once, untimed (an async function on a fresh event loop)."""
+    """Call ``func`` once, untimed (:func:`perflab.engines.run.aio.call_once`)."""
     from perflab.engines.run import aio
 
-    if aio.is_async(func):
-        import asyncio
-
-        return asyncio.run(func(*args, **kwargs))
-    return func(*args, **kwargs)
+    return aio.call_once(func, args, kwargs)
 
 
 def measure_here(
@@ -98,3 +98,53 @@ def profile(options: Any, nodeid: str) -> Any:
     return profile_processes(
         argv, {}, settings, find_sampler(), cwd=options.rootdir, plan_env=PROFILE_ENV
     )
+
+
+def baseline_paths(current_root: str, baseline_root: str) -> list[str]:
+    """The folders of this process's ``sys.path`` inside the current checkout, moved to
+    the same place in the baseline's (those that exist there): a baseline child puts them
+    on its PYTHONPATH, so it imports the baseline's code even where the project is
+    installed in editable mode (a ``.pth`` file or finder pointing at this checkout)."""
+    from perflab.engines.run.pairing import redirect, under
+
+    out: list[str] = []
+    for entry in sys.path:
+        if not under(entry, current_root):
+            continue
+        moved = redirect(entry, current_root, baseline_root)
+        if os.path.isdir(moved) and moved not in out:
+            out.append(moved)
+    return out
+
+
+class PairedChildren:
+    """The backend of a benchmark paired with ``--perflab-compare REF``: the current
+    test's child pytest, or (for a plan with ``redirect``: the baseline's side, see
+    :meth:`perflab.engines.run.pairs.PairedRunner._pair_plan`) the same node id in the
+    baseline's checkout, run from its rootdir with its code first on the path. The two
+    run in lock-step (:class:`perflab.engines.run.pairs.LockstepBackend`).
+
+    Args:
+        options: the session's :class:`perflab.pytest_plugin.fixture.BenchOptions`.
+        nodeid: the test's node id (relative to the rootdir, the same in both checkouts).
+        base: the :class:`perflab.engines.run.checkout.Baseline` (its ``file``: the
+            baseline's rootdir).
+    """
+
+    def __init__(self, options: Any, nodeid: str, base: Any) -> None:
+        from perflab.engines.run.runner import SubprocessBackend
+
+        self.current = backend(options, nodeid)
+        rootdir = str(base.file)
+        argv = list(options.child_argv or [sys.executable, "-m", "pytest"])
+        if "--rootdir" in argv:
+            argv[argv.index("--rootdir") + 1] = rootdir
+        paths = baseline_paths(str(base.current_root), str(base.root))
+        self.baseline = SubprocessBackend(
+            [*argv, nodeid], cwd=rootdir, plan_env=CHILD_ENV, pythonpath=paths
+        )
+
+    def run(self, plan: dict[str, Any], timeout_s: float, on_event: Callable[[dict], None]) -> Any:
+        """Run one side's child pytest (see the class); its outcome."""
+        side = self.baseline if plan.get("redirect") else self.current
+        return side.run(plan, timeout_s, on_event)

@@ -36,6 +36,10 @@ class BenchOptions:
         rootdir: the folder children run in (node ids are relative to it).
         profile_s: ``--perflab-profile``: seconds each benchmark is profiled in fresh
             child pytests after its timing (0: not profiled).
+        baseline: ``--perflab-compare REF``'s checkout
+            (:class:`perflab.engines.run.checkout.Baseline`) when REF is code to measure
+            now (a git ref or a folder): each benchmark is then measured paired with the
+            baseline's same test; None otherwise.
     """
 
     settings: Any
@@ -47,6 +51,7 @@ class BenchOptions:
     child_argv: list[str] | None = None
     rootdir: str | None = None
     profile_s: float = 0.0
+    baseline: Any = None
 
 
 class PerflabBench:
@@ -178,6 +183,8 @@ class PerflabBench:
             children.measure_here(func, args, kwargs, extra, keep)
             return first[0] if first else None
         counting = bool(self.options.settings.count)  # --perflab-count: always children
+        if self.options.baseline is not None and not counting:  # --perflab-compare REF
+            return self._measure_paired(func, args, kwargs, bool(extra.get("iterations")))
         fresh = (self.options.processes > 0 or counting) and processes is None
         if fresh:  # the parent: the result for the test's asserts, timings from children
             value = children.call_once(func, args, kwargs)
@@ -207,6 +214,67 @@ class PerflabBench:
             raise RuntimeError(bench.error)
         return value if fresh else (first[0] if first else None)
 
+    def _measure_paired(
+        self,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        pedantic: bool,
+    ) -> Any:
+        """``--perflab-compare REF``: the test's result from one call here; the timings
+        from pairs of child pytests in lock-step, this checkout's test and the
+        baseline's (:class:`perflab.pytest_plugin.children.PairedChildren`), as
+        ``perflab run --compare-to REF`` measures them (:class:`perflab.engines.run.
+        pairs.PairedRunner`). Records this benchmark and the baseline's."""
+        from dataclasses import replace
+
+        from perflab.engines.run.pairs import BaselineCode, PairedRunner
+        from perflab.pytest_plugin import children
+
+        value = children.call_once(func, args, kwargs)
+        base = self.options.baseline
+        settings = replace(self.options.settings, pairing="lockstep")
+        if self.options.processes > 0:
+            n = self.options.processes
+            settings = replace(settings, min_processes=n, max_processes=n, budget_s=1e9)
+        case = self._case(func)
+        code = BaselineCode(str(base.file), str(base.root), str(base.current_root), [case])
+        runner = PairedRunner(
+            f"<pytest {self.name}>",
+            [case],
+            settings,
+            self.options.sample_target_ns,
+            self.options.timer_error_ns,
+            backend=children.PairedChildren(self.options, self.nodeid, base),
+            advice=_advice(),
+            baseline=code,
+        )
+        [bench] = runner.run()
+        if runner.interrupted:
+            raise KeyboardInterrupt
+        self.result = bench
+        [baseline] = [s.bench for s in runner.baseline_states]
+        self._record(
+            bench,
+            {
+                "extra_info": self.extra_info,
+                "pedantic": pedantic,
+                "mode": "paired",
+                "baseline": baseline,
+            },
+        )
+        for failed in (bench, baseline):
+            if failed.error:
+                raise RuntimeError(failed.error)
+        return value
+
+    def _case(self, func: Callable[..., Any]) -> Any:
+        """This benchmark as the harness's one :class:`perflab.engines.run.suite.Case`."""
+        from perflab.engines.run.suite import BenchSpec, Case
+
+        spec = BenchSpec(func, self.name, self.group, baseline=self.baseline)
+        return Case(spec, dict(self.params), 0)
+
     def _run(
         self, func: Callable[..., Any], backend: Any, processes: int | None
     ) -> tuple[Any, bool]:
@@ -214,23 +282,21 @@ class PerflabBench:
         a Ctrl-C stopped it."""
         from dataclasses import replace
 
-        from perflab.engines.run.runner import FailureAdvice, Runner
-        from perflab.engines.run.suite import BenchSpec, Case
+        from perflab.engines.run.runner import Runner
 
         settings = self.options.settings
         if processes is not None:
             settings = replace(
                 settings, min_processes=processes, max_processes=processes, budget_s=1e9
             )
-        spec = BenchSpec(func, self.name, self.group, baseline=self.baseline)
         runner = Runner(
             f"<pytest {self.name}>",
-            [Case(spec, dict(self.params), 0)],
+            [self._case(func)],
             settings,
             self.options.sample_target_ns,
             self.options.timer_error_ns,
             backend=backend,
-            advice=FailureAdvice(skip="deselect it (pytest -k, or --perflab-skip)", timeout=""),
+            advice=_advice(),
         )
         [bench] = runner.run()
         return bench, runner.interrupted
@@ -242,6 +308,13 @@ class PerflabBench:
         if self.result is None:
             return None
         return Stats.of(self.result)
+
+
+def _advice() -> Any:
+    """What a failed benchmark's message tells a pytest user to do."""
+    from perflab.engines.run.runner import FailureAdvice
+
+    return FailureAdvice(skip="deselect it (pytest -k, or --perflab-skip)", timeout="")
 
 
 def _setup_call(setup: Callable[[], Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:

@@ -86,9 +86,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         nargs="?",
         const="last",
         metavar="last|FILE|REF",
-        help="compare with a results file, a run id or git ref recorded in the "
-        "history database, or 'last' (default: the newest recorded run, else "
-        "the newest file in .perflab/)",
+        help="compare with a git ref or a folder holding the baseline's code (measured "
+        "now, paired with this checkout: docs/compare.md), a results file, a run id "
+        "recorded in the history database, or 'last' (default: the newest recorded "
+        "run, else the newest file in .perflab/)",
     )
     group.addoption(
         "--perflab-history",
@@ -154,6 +155,7 @@ def pytest_configure(config: pytest.Config) -> None:
             find_sampler()
         except Exception as exc:  # UsageError: shown as pytest's usage error
             raise pytest.UsageError(f"perflab: {exc}") from None
+    _check_out_baseline(config)
     if config.stash[_KEY].get("json") and not config.stash[_KEY]["child"]:
         from perflab.files import results_destination
 
@@ -161,6 +163,43 @@ def pytest_configure(config: pytest.Config) -> None:
             results_destination(config.stash[_KEY]["json"], "pytest")
         except Exception as exc:  # UsageError: shown as pytest's usage error
             raise pytest.UsageError(f"perflab: {exc}") from None
+
+
+def _check_out_baseline(config: pytest.Config) -> None:
+    """``--perflab-compare REF`` naming code (a git ref, a folder): check it out now
+    (:func:`perflab.engines.run.checkout.measured_baseline`, a temporary git worktree
+    removed at the end of the session) so each benchmark is measured paired with it."""
+    options = config.stash[_KEY]
+    spec = options["gate"].compare
+    if not spec or options["child"] or options["disable"] or _xdist_active(config):
+        return
+    import contextlib
+    from pathlib import Path
+
+    from perflab.engines.run.checkout import measured_baseline
+    from perflab.errors import UsageError
+
+    stack = contextlib.ExitStack()
+    try:
+        manager = measured_baseline(spec, Path(config.rootpath))
+        if manager is not None and options["settings"].count:
+            raise UsageError(
+                f"--perflab-compare {spec} measures the baseline's times paired; with "
+                "--perflab-count compare with a results file of the baseline's counts"
+            )
+        if manager is not None:
+            options["baseline"] = stack.enter_context(manager)
+    except Exception as exc:  # UsageError: shown as pytest's usage error
+        stack.close()
+        raise pytest.UsageError(f"perflab: {exc}") from None
+    options["checkout"] = stack
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove ``--perflab-compare REF``'s temporary checkout."""
+    options = config.stash.get(_KEY, None)
+    if options is not None and options.get("checkout") is not None:
+        options.pop("checkout").close()
 
 
 def _xdist_active(config: pytest.Config) -> bool:
@@ -206,6 +245,7 @@ def _session(config: pytest.Config) -> Any:
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", rootdir],
             rootdir,
             1.0 if config.getoption("perflab_profile") else 0.0,
+            options.get("baseline"),
         )
         options["session"] = SessionResults(
             settings,
@@ -216,6 +256,7 @@ def _session(config: pytest.Config) -> Any:
             ["pytest", *config.invocation_params.args],
             history_db=_history_db(config),
             verbose=config.get_verbosity() > 0,
+            measured=options.get("baseline"),
         )
     return options["session"]
 

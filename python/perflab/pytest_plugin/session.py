@@ -21,6 +21,8 @@ MODES = {
     "in-process": "in-process (repetitions in the pytest process; their CIs leave out "
     "between-process variation)",
     "fresh processes": "fresh processes (one child pytest per process, as `perflab run`'s workers)",
+    "paired": "paired with the baseline (child pytests of this checkout and of the "
+    "baseline's, in lock-step, as `perflab run --compare-to REF`)",
 }
 
 
@@ -59,6 +61,10 @@ class SessionResults:
         history_db: the history database saved results are recorded in
             (:func:`perflab.history.record.database`), or None: recording is off.
         verbose: pytest's ``-v``: the table's per-benchmark lists too (as ``--verbose``).
+        measured: ``--perflab-compare REF``'s checkout when REF is code measured in this
+            session (:class:`perflab.engines.run.checkout.Baseline`), else None.
+        baseline_benchmarks: with ``measured``: the baseline's benchmarks, each measured
+            paired with this session's benchmark of the same id.
     """
 
     settings: Any
@@ -73,6 +79,8 @@ class SessionResults:
     modes: dict[str, str] = field(default_factory=dict)
     history_db: Path | None = None
     verbose: bool = False
+    measured: Any = None
+    baseline_benchmarks: list[Any] = field(default_factory=list)
     started: str = field(
         default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     )
@@ -85,6 +93,8 @@ class SessionResults:
         if info.get("pedantic"):
             self.pedantic.append(bench.id)
         self.modes[bench.id] = info.get("mode", "in-process")
+        if info.get("baseline") is not None:
+            self.baseline_benchmarks.append(info["baseline"])
 
     def finish(self) -> int:
         """Save, print the tables and the comparison; the exit status the gate asks for
@@ -106,6 +116,12 @@ class SessionResults:
 
         baseline_name, baseline = self._baseline()
         results = self._results(__version__, environment)
+        if self.measured is not None:  # measured now, paired: recorded in the results file
+            from perflab.engines.run.baseline import baseline_results
+
+            baseline_name, baseline = baseline_results(
+                self.measured, self.baseline_benchmarks, results
+            )
         counts = count_figures(results.benchmarks) if self.settings.count else []
         grouped = (
             {}
@@ -152,7 +168,13 @@ class SessionResults:
         from perflab.report.compare_table import gate, print_comparison
 
         name, fail_on = str(baseline_name), self.gate.fail_on
-        suite = compare_results(baseline, results, self.gate.threshold, names=(name, "this run"))
+        suite = compare_results(
+            baseline,
+            results,
+            self.gate.threshold,
+            names=(name, "this run"),
+            paired=self.measured is not None,
+        )
         tripped = print_comparison(suite, name, "this run", "table", None, fail_on)
         return gate(tripped, fail_on, held=suite.held_reason(fail_on))
 
@@ -195,7 +217,7 @@ class SessionResults:
         from perflab.history.baseline import baseline_for
 
         spec = self.gate.compare
-        if spec is None:
+        if spec is None or self.measured is not None:
             return "", None
         if Path(spec).is_file():
             return spec, model.load(spec)

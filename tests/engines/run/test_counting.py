@@ -69,3 +69,22 @@ def test_client_requests_bracket_exactly_the_loop(tmp_path: Path) -> None:
     # twice the calls, twice the instructions, to well within a percent
     assert (twenty - empty) / 20 == pytest.approx(per_call, rel=0.01)
     assert empty < 0.1 * ten
+
+
+def test_each_counted_sample_starts_with_the_collector_at_zero() -> None:
+    """Whatever was allocated before (here 500 containers, over the 700 of a
+    collection), the sample's calls start with the collector's counts at zero, so its
+    automatic collections fall at the same calls in every sample and process (the
+    client requests are no-ops outside Valgrind)."""
+    import gc
+
+    from perflab.engines.run.counting import counted_loop
+
+    seen: list[tuple[int, int, int]] = []
+    kept = [[] for _ in range(500)]
+    counted_loop(lambda: seen.append(gc.get_count()), 1, "sample:0")
+    kept += [[] for _ in range(150)]
+    counted_loop(lambda: seen.append(gc.get_count()), 1, "sample:1")
+    assert len(kept) == 650 and len(seen) == 2
+    for young, middle, old in seen:
+        assert young <= 5 and middle == old == 0  # a few of the loop's own objects at most

@@ -56,12 +56,18 @@ def _checkout(root: Path, value: int) -> Path:
 def test_both_cases_alternate_in_one_process(tmp_path: Path) -> None:
     file = _checkout(tmp_path, 1)
     events: list[dict] = []
-    outcome = SubprocessBackend(PAIR_WORKER).run(_plan(file, file), 60, events.append)
+    plan = {**_plan(file, file), "allocations": True}
+    outcome = SubprocessBackend(PAIR_WORKER).run(plan, 60, events.append)
     assert outcome.returncode == 0, outcome.stderr
     kinds = Counter((e["event"], e.get("side")) for e in events)
     assert kinds[("sample", "a")] == kinds[("sample", "b")] >= 6
-    for step in ("cold", "calibrated", "warmup", "overhead"):
+    for step in ("cold", "calibrated", "warmup", "overhead", "alloc"):
         assert kinds[(step, "a")] == kinds[(step, "b")] == 1
+    [counters] = [e for e in events if e["event"] == "counters"]  # one, for both sides
+    assert counters.get("side") is None and "names" in counters
+    assert all("counters" in e for e in events if e["event"] == "sample")
+    for alloc in (e for e in events if e["event"] == "alloc"):  # the worker's fields
+        assert {"peak_bytes", "blocks", "total_bytes", "total_blocks"} <= set(alloc)
     assert kinds[("start", None)] == kinds[("done", None)] == 1
     samples = [e for e in events if e["event"] == "sample"]
     pairs = [(samples[i], samples[i + 1]) for i in range(0, len(samples), 2)]

@@ -69,6 +69,76 @@ def test_alternating_runs_both_sides_in_the_drawn_order() -> None:
     assert events[1]["wall"] == 103 and events[1]["skew"] == 5
 
 
+class FakeCounters:
+    """Counts its reads; each sample's counters are (its sample number, the side's
+    wall time seen inside the bracket), so a test sees which sample they bracketed."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log, self.samples = log, 0
+
+    def start(self) -> None:
+        self.log.append("counters on")
+
+    def stop(self) -> tuple[int, int]:
+        self.log.append("counters off")
+        self.samples += 1
+        return (self.samples, 0)
+
+
+def test_paired_samples_carry_the_counters_of_their_own_bracket() -> None:
+    log: list[str] = []
+    events: list[dict] = []
+
+    def time_side(side: str):
+        return lambda: (log.append(side), (1, 1, 0, 0))[1]
+
+    pairing.sample_alternating(
+        time_side("a"),
+        time_side("b"),
+        (1, 1),
+        random.Random(2),
+        pairing.Limits(0, 4, 4),
+        emit=lambda event, **f: events.append({"event": event, **f}),
+        monitor=FakeMonitor(),
+        counters=FakeCounters(log),
+    )
+    # counters on, the sample, counters off: around every sample, nothing else inside
+    assert len(log) == 4 * 2 * 3
+    for k in range(0, len(log), 3):
+        assert log[k] == "counters on" and log[k + 2] == "counters off"
+    led = {e["pair"]: e["side"] for e in events if e["first"]}
+    for e in events:  # the leading side's sample was read first in its pair
+        first = e["side"] == led[e["pair"]]
+        assert e["counters"] == (2 * e["pair"] + (1 if first else 2), 0)
+    steps: list[str] = []
+    lockstep_events: list[dict] = []
+    (a_read, a_write), (b_read, b_write) = pairing.barrier_pipes()
+    other = threading.Thread(
+        target=pairing.sample_lockstep,
+        args=(lambda: (1, 1, 0, 0), 1, pairing.PipeBarrier(b_read, b_write, 20)),
+        kwargs={
+            "limits": pairing.Limits(0, 3, 3),
+            "emit": lambda *a, **k: None,
+            "monitor": FakeMonitor(),
+        },
+    )
+    other.start()
+    pairing.sample_lockstep(
+        lambda: (steps.append("sample"), (1, 1, 0, 0))[1],
+        1,
+        pairing.PipeBarrier(a_read, a_write, 20),
+        pairing.Limits(0, 3, 3),
+        emit=lambda event, **f: lockstep_events.append(f),
+        monitor=FakeMonitor(),
+        counters=FakeCounters(steps),
+    )
+    other.join(20)
+    assert steps == ["counters on", "sample", "counters off"] * 3
+    assert [e["counters"] for e in lockstep_events] == [(1, 0), (2, 0), (3, 0)]
+    for fd in (a_read, a_write, b_read, b_write):
+        os.close(fd)
+
+
 def test_alternating_stops_at_max_pairs() -> None:
     count = pairing.sample_alternating(
         lambda: (1, 1, 0, 0),
@@ -137,6 +207,45 @@ def test_barrier_vote_stops_both_and_lockstep_counts_agree() -> None:
     for t in threads:
         t.join(30)
     assert counts == {"a": 7, "b": 7}  # A's limit stopped B at the same sample
+    for fd in (a_read, a_write, b_read, b_write):
+        os.close(fd)
+
+
+def test_lockstep_sampling_time_runs_from_the_first_meeting(monkeypatch) -> None:
+    """A side that waited 5 s for the other (start-up, imports) still samples for its
+    full second: its time starts when both meet, not when it arrived."""
+    clock = [0]
+    monkeypatch.setattr(pairing, "_perf_ns", lambda: clock[0])
+    (a_read, a_write), (b_read, b_write) = pairing.barrier_pipes()
+    counts: dict[str, int] = {}
+    a_waiting = threading.Event()
+
+    def a_sample() -> tuple[int, int, int, int]:
+        clock[0] += 100_000_000  # 0.1 s of A's clock per sample
+        return (10, 10, 0, 0)
+
+    def side(name: str, read_fd: int, write_fd: int, time_one, between) -> None:
+        counts[name] = pairing.sample_lockstep(
+            time_one,
+            1,
+            pairing.PipeBarrier(read_fd, write_fd, timeout_s=20),
+            pairing.Limits(1.0, 1, 1000),
+            emit=lambda *a, **k: None,
+            monitor=FakeMonitor(),
+            between=between,
+        )
+
+    a = threading.Thread(target=side, args=("a", a_read, a_write, a_sample, a_waiting.set))
+    a.start()
+    assert a_waiting.wait(20)  # A reached the barrier (its first vote is cast)
+    clock[0] += 5_000_000_000  # ... and waited 5 s for B
+    b = threading.Thread(
+        target=side, args=("b", b_read, b_write, lambda: (10, 10, 0, 0), lambda: None)
+    )
+    b.start()
+    for t in (a, b):
+        t.join(30)
+    assert counts == {"a": 10, "b": 10}  # 1 s of A's 0.1 s samples, not the minimum 1
     for fd in (a_read, a_write, b_read, b_write):
         os.close(fd)
 

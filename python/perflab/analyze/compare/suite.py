@@ -268,11 +268,21 @@ def compare_results(
     suite.warnings += [machine_speed_warning(speed)] if speed is not None else []
     pairs = [r.pairs for r in rows if r.pairs]
     if pairs:
+        lockstep = any(
+            p.pair is not None and p.pair.get("mode") == "lockstep"
+            for bench in b.benchmarks
+            for p in bench.processes
+        )
+        how = (
+            "in lock-step with B, sample by sample, in two worker processes at once"
+            if lockstep
+            else "alternately with B, sample by sample, in the same worker processes"
+        )
         suite.warnings.insert(
             0,
-            f"B/A paired: A ({names[0]}) was measured in this run, alternately with B, "
-            f"sample by sample, in the same worker processes ({min(pairs):,}–{max(pairs):,} "
-            "pairs a benchmark); each side's ± CI is its own median's (docs/compare.md)",
+            f"B/A paired: A ({names[0]}) was measured in this run, {how} "
+            f"({min(pairs):,}–{max(pairs):,} pairs a benchmark); each side's ± CI is its "
+            "own median's (docs/compare.md)",
         )
     return suite
 

@@ -33,6 +33,16 @@ def is_async(func: Callable[..., Any]) -> bool:
     )
 
 
+def call_once(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Call ``func(*args, **kwargs)`` once, untimed, and return its result (an ``async
+    def`` function run to completion on a fresh event loop)."""
+    if is_async(func):
+        import asyncio
+
+        return asyncio.run(func(*args, **kwargs))
+    return func(*args, **kwargs)
+
+
 def new_loop(name: str = "asyncio") -> asyncio.AbstractEventLoop:
     """A fresh event loop: ``asyncio``'s default, or ``uvloop``'s.
 

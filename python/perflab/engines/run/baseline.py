@@ -51,13 +51,13 @@ def load_baseline(
     return base, code
 
 
-def baseline_results(base: Baseline, runner: Any, results: Any) -> tuple[str, Any]:
+def baseline_results(base: Baseline, benches: list[Any], results: Any) -> tuple[str, Any]:
     """After a run with a measured baseline: record it in ``results`` (``baseline``: the
-    spec, commit, file and benchmarks) and return (its name for the tables, a Results of
-    its benchmarks to compare with)."""
+    spec, commit, file and ``benches``, the baseline's :class:`perflab.model.Benchmark`
+    records) and return (its name for the tables, a Results of its benchmarks to compare
+    with, paired: ``compare_results(..., paired=True)``)."""
     from perflab.model import Results
 
-    benches = [s.bench for s in runner.baseline_states]
     relative = str(base.file.relative_to(base.root))
     results.baseline = {
         "spec": base.spec,

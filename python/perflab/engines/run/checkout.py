@@ -58,16 +58,23 @@ def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return done
 
 
+def _folder(path: Path) -> Path:
+    """``path`` itself when it is a folder, else the folder holding it."""
+    path = path.resolve()
+    return path if path.is_dir() else path.parent
+
+
 def repo_root(file: Path) -> Path | None:
-    """The top of the git checkout holding ``file``, or None outside git."""
-    done = _git(["rev-parse", "--show-toplevel"], file.resolve().parent)
+    """The top of the git checkout holding ``file`` (a file or a folder), or None
+    outside git."""
+    done = _git(["rev-parse", "--show-toplevel"], _folder(file))
     return Path(done.stdout.strip()).resolve() if done.returncode == 0 else None
 
 
 def resolve_commit(spec: str, file: Path) -> str | None:
-    """The commit ``spec`` names in ``file``'s repository, or None when it names none
-    (or ``file`` is not in a git checkout)."""
-    return gitinfo.resolve(spec, str(file.resolve().parent))
+    """The commit ``spec`` names in ``file``'s repository (``file``: a file or a folder),
+    or None when it names none (or ``file`` is not in a git checkout)."""
+    return gitinfo.resolve(spec, str(_folder(file)))
 
 
 def _relative(file: Path, root: Path) -> Path:
@@ -79,9 +86,10 @@ def _relative(file: Path, root: Path) -> Path:
 
 
 def _baseline_file(root: Path, relative: Path, spec: str) -> Path:
-    """The baseline's copy of the benchmark file. Raises UsageError when it has none."""
+    """The baseline's copy of the benchmark file (or of the pytest rootdir). Raises
+    UsageError when it has none."""
     path = root / relative
-    if not path.is_file():
+    if not path.exists():
         raise UsageError(
             f"--compare-to {spec}: the baseline has no {relative} (the benchmark file "
             "is new?); give a ref or folder that has it, or a results file"
@@ -138,7 +146,8 @@ def remove_worktree(repo: Path, tree: Path) -> None:
 def measured_baseline(spec: str, file: Path) -> contextlib.AbstractContextManager[Baseline] | None:
     """The baseline ``--compare-to SPEC`` names when it is code to measure now: a folder,
     or a git ref of ``file``'s repository; None when SPEC is neither (a results file, or
-    a run from history)."""
+    a run from history). ``file``: the benchmark file (``perflab run``), or a folder
+    (the pytest plugin's rootdir), whose counterpart in the baseline is ``Baseline.file``."""
     path = Path(spec)
     if path.is_dir():
         return folder_baseline(path, file)

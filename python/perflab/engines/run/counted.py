@@ -123,3 +123,46 @@ def counts_record(
         aslr_off=bool(callgrind.no_aslr_prefix()),
         valgrind=valgrind,
     )
+
+
+def run_all(runner: Any, states: Sequence[Any]) -> None:
+    """Run every counted worker of ``states`` (``count_processes`` each), up to one per
+    CPU at a time: an instruction count does not depend on what else the machine runs,
+    so counted workers need not take turns as timed ones do (which on 2 CPUs halves a
+    counted run's wall time).
+
+    Ctrl-C (or SIGTERM, which perflab turns into it) kills the running workers and
+    starts no more: what was counted is kept. The processes are prepared in the order
+    the timed rounds use (round after round, the
+    states shuffled by the runner's generator), so process k of a run gets the same
+    layout whatever order the workers finish in, and a run repeats its layouts exactly.
+
+    Args:
+        runner: the :class:`perflab.engines.run.runner.Runner` (its ``_prepare``,
+            ``_run_process``, ``_decide``, ``rng``, ``settings``).
+        states: its case states.
+    """
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    jobs = []
+    for _ in range(runner.settings.count_processes):
+        order = list(states)
+        runner.rng.shuffle(order)
+        jobs += [(state, runner._prepare(state)) for state in order]
+    workers = max(1, min(len(jobs), os.cpu_count() or 1))
+    stop = threading.Event()  # Ctrl-C or SIGTERM here: the workers' threads stop theirs
+    if hasattr(runner.backend, "stop"):
+        runner.backend.stop = stop
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="perflab-counted")
+    try:
+        done = [pool.submit(runner._run_process, state, prepared) for state, prepared in jobs]
+        for future in done:
+            future.result()
+    except BaseException:
+        stop.set()  # running workers are killed within 0.5 s, queued ones never start
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown()
+    for state in states:
+        runner._decide(state)

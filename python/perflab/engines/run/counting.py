@@ -13,7 +13,9 @@ the measured calls, so interpreter start-up, imports and setup are never counted
    for :data:`TARGET_IR_PER_SAMPLE` instructions, rounded down to 1-2-5 steps so
    that a count a few instructions off does not change it);
 3. uncounted warm-up calls (instrumentation off);
-4. ``samples`` counted samples of ``n`` back-to-back calls, each its own dump;
+4. ``samples`` counted samples of ``n`` back-to-back calls, each its own dump, each
+   after an uncounted full collection (:func:`counted_loop`: the automatic collections
+   then fall at the same calls in every sample);
 5. ``empty_samples`` counted samples of ``n`` calls of an empty callable of the same
    shape, through the same loop and the same bracket: their count is the **fixed
    cost** (loop, call and client-request overhead) that is subtracted per op.
@@ -79,11 +81,19 @@ def counted_loop(call: Callable[[], Any], n: int, reason: str) -> None:
     """``n`` back-to-back calls of ``call`` between a zeroing and a dump of Callgrind's
     counters (the dump's reason is ``perflab:<reason>``). The same loop, bracket for
     bracket, counts the benchmark and the empty callable, so their difference is the
-    benchmark's own instructions."""
+    benchmark's own instructions.
+
+    A full collection runs first, outside the bracket: it sets the collector's
+    allocation counts to zero, so the automatic collections inside the sample fall at
+    the same calls in every sample and every process. Without it they fall wherever
+    the allocations made before the sample left the counts (the worker's own event
+    lines, its pid-named files), and a sample holds one collection more or less (the
+    suspected cause of an allocation-heavy JSON round trip moving 0.055% between runs)."""
     core = _core()
     loop = itertools.repeat(None, n)
     zero, dump = core.callgrind_zero_stats, core.callgrind_dump_stats
     label = callgrind.DUMP_PREFIX + reason
+    gc.collect()
     zero()
     for _ in loop:
         call()

@@ -136,14 +136,7 @@ class InProcessBackend:
             gc.freeze()
         try:
             with ctrl_c:
-                measure_call(
-                    self.func,
-                    self.args,
-                    self.kwargs,
-                    {**plan, **self.plan_extra},
-                    emit,
-                    self.metrics,
-                )
+                self._sequence(plan, emit)
                 ctrl_c.check()
         except PhaseError as err:
             self.error = err.exc
@@ -157,3 +150,45 @@ class InProcessBackend:
             outcome.wall_s = time.monotonic() - start
             self.repetitions += 1
         return outcome
+
+    def _sequence(self, plan: dict[str, Any], emit: Callable[..., None]) -> None:
+        """The measuring sequence of one repetition. Raises PhaseError."""
+        measure_call(
+            self.func, self.args, self.kwargs, {**plan, **self.plan_extra}, emit, self.metrics
+        )
+
+
+class InProcessPairBackend(InProcessBackend):
+    """Runs the paired sequence (:func:`perflab.engines.run.pair_worker.measure_sides`)
+    for two live callables in this process: the pair backend of
+    :class:`perflab.engines.run.pairs.PairedRunner` for ``perflab.measure(func,
+    baseline=...)`` in-process. Each "process" is one repetition of the paired sequence
+    here (events carry ``side``); only the first repetition's first calls are cold.
+
+    Args:
+        baseline / func: side A's and side B's callables.
+        args / kwargs: the arguments both are called with.
+
+    Attributes:
+        repetitions / error: as :class:`InProcessBackend`'s.
+    """
+
+    def __init__(
+        self,
+        baseline: Callable[..., Any],
+        func: Callable[..., Any],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(func, args, kwargs)
+        self.baseline = baseline
+
+    def _sequence(self, plan: dict[str, Any], emit: Callable[..., None]) -> None:
+        """The paired sequence of one repetition. Raises PhaseError."""
+        from perflab.engines.run.pair_worker import Side, measure_sides
+
+        a, b = (
+            Side(n, f, self.args, self.kwargs, [])
+            for n, f in (("a", self.baseline), ("b", self.func))
+        )
+        measure_sides(a, b, plan, emit)

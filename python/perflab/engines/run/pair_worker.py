@@ -36,6 +36,7 @@ from typing import Any
 
 from perflab.engines.layout import heap_padding
 from perflab.engines.run import aio, pairing, sampling
+from perflab.engines.run.counters import SampleCounters
 from perflab.engines.run.sampling import GcMonitor, allocations, emit_done, empty_like, steal_ns
 from perflab.engines.run.worker import (
     _HEAP_PADDING,
@@ -184,6 +185,27 @@ def measure_pair(plan: dict[str, Any], emit: Callable[..., None]) -> None:
     steal0 = steal_ns()
     _HEAP_PADDING.extend(heap_padding(plan.get("layout", {}).get("heap_objects", 0)))
     a, b = _load(plan)
+    measure_sides(a, b, plan, emit, steal0)
+
+
+def measure_sides(
+    a: Side, b: Side, plan: dict[str, Any], emit: Callable[..., None], steal0: int | None = None
+) -> None:
+    """The paired sequence over two loaded sides (first calls, calibration, warmup and
+    loop overhead of each, then alternating samples, allocation passes): what
+    :func:`measure_pair` runs once its files are loaded, and what ``perflab.measure(func,
+    baseline=...)`` runs on two live callables (in its own process or in a fresh one).
+
+    Args:
+        a, b: the baseline's side ("a") and the measured side ("b").
+        plan: as for :func:`measure_pair` (``pair`` needs only ``iterations``).
+        emit: ``emit(event, **fields)``.
+        steal0: CPU steal time at the start, ns (None: read it now).
+
+    Raises:
+        PhaseError: either side raised.
+    """
+    steal0 = steal_ns() if steal0 is None else steal0
     loop = None
     if aio.is_async(a.func) or aio.is_async(b.func):  # both run on one event loop
         loop = _phase("event loop", lambda: aio.new_loop(plan.get("event_loop", "asyncio")))
@@ -266,6 +288,8 @@ def _pairs(
         return reference.sampled(time_loop(call_b, b.iterations, gcmon))
 
     limits = pairing.Limits(plan["sample_seconds"], plan["min_samples"], plan["max_samples"])
+    counters = SampleCounters()  # this thread's: both sides' samples run on it
+    emit("counters", **counters.event())
     pairing.sample_alternating(
         time_a,
         time_b,
@@ -275,6 +299,7 @@ def _pairs(
         emit,
         monitor,
         reference.between,
+        counters,
     )
     return monitor.span()
 

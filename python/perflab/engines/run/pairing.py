@@ -172,6 +172,27 @@ def emit_sample(
     )
 
 
+class _Bracket:
+    """What brackets one timed sample: the thread's counters (outermost, when given),
+    then the clock cross-check, as the worker's unpaired samples are bracketed."""
+
+    def __init__(self, monitor: Any, counters: Any) -> None:
+        self.monitor, self.counters = monitor, counters
+
+    def time(
+        self, time_one: Callable[[], Timing]
+    ) -> tuple[Timing, tuple[int | None, str | None], dict[str, Any]]:
+        """Time one sample: (its timing, the cross-check, the event's extra fields)."""
+        if self.counters is not None:
+            self.counters.start()
+        self.monitor.start()
+        timing = time_one()
+        check = self.monitor.stop()
+        if self.counters is None:
+            return timing, check, {}
+        return timing, check, {"counters": self.counters.stop()}
+
+
 def sample_alternating(
     time_a: Callable[[], Timing],
     time_b: Callable[[], Timing],
@@ -181,13 +202,16 @@ def sample_alternating(
     emit: Callable[..., None],
     monitor: Any,
     between: Callable[[], None] = lambda: None,
+    counters: Any = None,
 ) -> int:
     """Time A and B alternately, pair after pair, until ``limits`` say stop.
 
-    Each sample is bracketed by the clock cross-check (``monitor.start``/``stop``); the
-    two sample events of a pair are emitted after the pair, so no event writing falls
-    between its two samples. Each event has ``side`` ("a" or "b"), ``pair`` (its index)
-    and ``first`` (whether that side led the pair).
+    Each sample is bracketed by the clock cross-check (``monitor.start``/``stop``) and,
+    outside that, by the thread's counters (``counters.start``/``stop``, e.g.
+    :class:`perflab.engines.run.counters.SampleCounters`; their values go in the
+    sample's ``counters`` field); the two sample events of a pair are emitted after the
+    pair, so no event writing falls between its two samples. Each event has ``side``
+    ("a" or "b"), ``pair`` (its index) and ``first`` (whether that side led the pair).
 
     Args:
         time_a, time_b: time one sample of that side: (wall ns, CPU ns, GCs, GC ns).
@@ -196,10 +220,12 @@ def sample_alternating(
         emit: ``emit(event, **fields)``.
         monitor: the clock cross-check (:class:`perflab.engines.integrity.Monitor`).
         between: run between pairs, untimed (the machine-speed reference).
+        counters: the per-sample counters, or None (no ``counters`` field).
 
     Returns:
         The number of pairs timed.
     """
+    bracket = _Bracket(monitor, counters)
     deadline = limits.deadline()
     order: list[bool] = []
     count = 0
@@ -210,14 +236,19 @@ def sample_alternating(
         between()
         timings = {}
         for side in ("a", "b") if a_first else ("b", "a"):
-            monitor.start()
-            timing = (time_a if side == "a" else time_b)()
-            timings[side] = (timing, monitor.stop())
+            timings[side] = bracket.time(time_a if side == "a" else time_b)
         for side in ("a", "b"):
-            timing, check = timings[side]
+            timing, check, extra = timings[side]
             first = a_first == (side == "a")
             emit_sample(
-                emit, iterations[side == "b"], timing, check, side=side, pair=count, first=first
+                emit,
+                iterations[side == "b"],
+                timing,
+                check,
+                side=side,
+                pair=count,
+                first=first,
+                **extra,
             )
         count += 1
     return count
@@ -231,17 +262,21 @@ def sample_lockstep(
     emit: Callable[..., None],
     monitor: Any,
     between: Callable[[], None] = lambda: None,
+    counters: Any = None,
 ) -> int:
     """Time this process's side in lock-step with the other process of the pair: both
     meet at ``barrier`` before every sample, so sample i of each runs at the same moment.
     Either side stops both (its vote at the barrier) when its ``limits`` say stop; both have then timed the same number of samples.
+    The sampling time runs from the first meeting, not from this side's arrival: the two
+    processes reach sampling at different times (start-up, imports, calibration), and
+    time spent waiting for the other is not sampling time.
 
     Args:
         time_one: time one sample of this side: (wall ns, CPU ns, GCs, GC ns).
         iterations: calls per sample (the events' ``n``).
         barrier: this side's end of the barrier.
         limits: this side's stopping rule.
-        emit / monitor / between: as for :func:`sample_alternating`.
+        emit / monitor / between / counters: as for :func:`sample_alternating`.
 
     Returns:
         The number of samples timed (the pairs, as the other side timed as many).
@@ -249,13 +284,15 @@ def sample_lockstep(
     Raises:
         BarrierBroken: the other process ended or hung.
     """
-    deadline = limits.deadline()
+    bracket = _Bracket(monitor, counters)
+    deadline: int | None = None  # set at the first meeting
     count = 0
     while True:
         between()
-        if not barrier.wait(limits.more(count, deadline)):
+        if not barrier.wait(limits.more(count, deadline or limits.deadline())):
             return count
-        monitor.start()
-        timing = time_one()
-        emit_sample(emit, iterations, timing, monitor.stop(), pair=count)
+        if deadline is None:
+            deadline = limits.deadline()
+        timing, check, extra = bracket.time(time_one)
+        emit_sample(emit, iterations, timing, check, pair=count, **extra)
         count += 1

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perflab.analyze.run.counters import flag_preempted
 from perflab.engines.run.pair_worker import SIDE_BY_SIDE
 from perflab.engines.run.pairing import PAIR_SAMPLE_NS
 from perflab.engines.run.runner import (
@@ -244,7 +245,10 @@ class PairedRunner(Runner):
         return f"{state.bench.id} (baseline)" if baseline else state.bench.id
 
     def _run_rounds(self, states: list[CaseState]) -> None:
-        """Rounds of one process per active unit (a case alone, or a pair)."""
+        """Rounds of one process per active unit (a case alone, or a pair); counted, the
+        runner's counted workers (never paired)."""
+        if self.settings.count:
+            return super()._run_rounds(states)
         paired = {id(x) for link in self.links for x in (link.a, link.b)}
         for state in [*self.baseline_states, *states]:
             self.progress.start_case(self._label(state), self.settings.budget_s)
@@ -349,6 +353,8 @@ class PairedRunner(Runner):
                 other.lockstep = other.lockstep or other.roots is not None
             return
         for state, proc, outcome in ((link.a, proc_a, outcomes[0]), (link.b, proc_b, outcomes[1])):
+            flag_preempted(proc)  # a preempted sample drops its pair (process_pairs)
+            state.counter_names = []
             proc.error = _failure(outcome, self.settings.timeout_s, self.advice)
             if proc.error:
                 state.bench.error = f"{state.bench.id!r} {proc.error}"

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -154,13 +154,20 @@ class SubprocessBackend:
         cwd: its working folder (default: ours).
         plan_env: when set, the plan (JSON) goes in this environment variable instead
             of on stdin (a child pytest keeps stdin for itself).
+        pythonpath: folders put on the worker's PYTHONPATH right after perflab's own
+            (a baseline checkout's folders, ahead of what site-packages points to).
     """
 
     def __init__(
-        self, argv: list[str] | None = None, cwd: str | None = None, plan_env: str | None = None
+        self,
+        argv: list[str] | None = None,
+        cwd: str | None = None,
+        plan_env: str | None = None,
+        pythonpath: Sequence[str] = (),
     ) -> None:
         self.argv = argv or [sys.executable, "-P", "-m", "perflab.engines.run.worker"]
-        self.cwd, self.plan_env = cwd, plan_env
+        self.cwd, self.plan_env, self.pythonpath = cwd, plan_env, list(pythonpath)
+        self.stop: Any = None  # a threading.Event: set, running workers are killed
 
     def run(
         self, plan: dict[str, Any], timeout_s: float, on_event: Callable[[Event], None]
@@ -178,7 +185,9 @@ class SubprocessBackend:
         start = time.monotonic()
         argv, counting = counted.start(plan, self.argv)  # under Callgrind with --count
         text = json.dumps({**plan, "fd": write_fd})
-        env = _worker_env(plan.get("layout")) | ({self.plan_env: text} if self.plan_env else {})
+        env = _worker_env(plan.get("layout"), self.pythonpath) | (
+            {self.plan_env: text} if self.plan_env else {}
+        )
         with tempfile.TemporaryFile() as err:
             proc = subprocess.Popen(
                 argv,
@@ -195,7 +204,7 @@ class SubprocessBackend:
                 if proc.stdin is not None:
                     proc.stdin.write(text.encode())
                     proc.stdin.close()
-                for event in _read_events(read_fd, start + timeout_s):
+                for event in _read_events(read_fd, start + timeout_s, self.stop):
                     if sampler is not None:
                         _add_memory(event, proc.pid)
                     outcome.events.append(event)
@@ -228,25 +237,33 @@ def _add_memory(event: Event, pid: int) -> None:
         event["rss_hwm_bytes"] = memory.high_water(pid)
 
 
-def _worker_env(layout: dict[str, int] | None = None) -> dict[str, str]:
-    """The worker's environment: ours, with this perflab first on PYTHONPATH and the
-    process's layout randomization (padding variable, hash seed) when it has one."""
+def _worker_env(
+    layout: dict[str, int] | None = None, pythonpath: Sequence[str] = ()
+) -> dict[str, str]:
+    """The worker's environment: ours, with this perflab first on PYTHONPATH (then
+    ``pythonpath``) and the process's layout randomization (padding variable, hash seed)
+    when it has one."""
     env = dict(os.environ)
     package_root = str(
         Path(__file__).resolve().parents[3]
     )  # python/ (engines/run/ → perflab/ → python/)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [package_root, *pythonpath, env.get("PYTHONPATH")])
+    )
     if layout:
         env.update(Layout(**layout).environment())
     return env
 
 
-def _read_events(fd: int, deadline: float) -> Iterator[Event]:
-    """Yield JSON-line events from ``fd`` until EOF or ``deadline`` (monotonic s)."""
+def _read_events(fd: int, deadline: float, stop: Any = None) -> Iterator[Event]:
+    """Yield JSON-line events from ``fd`` until EOF or ``deadline`` (monotonic s).
+    Raises KeyboardInterrupt within 0.5 s of ``stop`` (a threading.Event) being set."""
     buffer = b""
     with selectors.DefaultSelector() as sel:
         sel.register(fd, selectors.EVENT_READ)
         while (remaining := deadline - time.monotonic()) > 0:
+            if stop is not None and stop.is_set():  # a worker run on another thread
+                raise KeyboardInterrupt
             if not sel.select(timeout=min(remaining, 0.5)):
                 continue
             chunk = os.read(fd, 1 << 16)
@@ -367,6 +384,8 @@ class Runner:
         instead of biasing whichever group ran during a slow stretch."""
         for state in states:
             self.progress.start_case(state.bench.id, self.settings.budget_s)
+        if self.settings.count:  # counts don't move with the machine: run them at once
+            return counted.run_all(self, states)
         while active := [s for s in states if not s.done]:
             self.rng.shuffle(active)
             for state in active:
@@ -408,20 +427,26 @@ class Runner:
             **fields,
         )
 
-    def _run_process(self, state: CaseState) -> None:
-        """Run one worker for ``state`` and fold its events into a Process record."""
+    def _prepare(self, state: CaseState) -> tuple[Process, dict[str, Any]]:
+        """The next worker of ``state``: its layout drawn, its record appended, its plan."""
         layout = self.layouts.next().to_dict() if self.layouts else {}
         if self.settings.count and not layout:  # counted: the hash seed is always fixed
             layout = counted.fixed_layout()
         proc = self._new_process(layout)
         self._next_index += 1
         state.bench.processes.append(proc)
+        return proc, self._plan(state, layout)
+
+    def _run_process(
+        self, state: CaseState, prepared: tuple[Process, dict[str, Any]] | None = None
+    ) -> None:
+        """Run one worker for ``state`` (``prepared`` by :meth:`_prepare`, else now) and
+        fold its events into its Process record."""
+        proc, plan = prepared or self._prepare(state)
         outcome = Outcome()
         try:
             outcome = self.backend.run(
-                self._plan(state, layout),
-                self._timeout_s(),
-                lambda ev: _apply_event(proc, state, ev),
+                plan, self._timeout_s(), lambda ev: _apply_event(proc, state, ev)
             )
         finally:
             state.spent_s += outcome.wall_s or (self.clock() - self._t0 - proc.started_s)

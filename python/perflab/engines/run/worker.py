@@ -430,7 +430,9 @@ def _sample(
     monitor.ready()
     reference = Reference(emit, bool(plan.get("reference")))
     limits = pairing.Limits(plan["sample_seconds"], plan["min_samples"], plan["max_samples"])
-    if plan.get("barrier_fds"):  # lock-step samples carry no per-sample counters
+    counters = SampleCounters()  # this thread's, opened where the samples run
+    emit("counters", **counters.event())
+    if plan.get("barrier_fds"):  # one side of a lock-step pair
         read_fd, write_fd = plan["barrier_fds"]
         barrier = pairing.PipeBarrier(read_fd, write_fd, plan.get("barrier_timeout_s", 60.0))
         pairing.sample_lockstep(
@@ -441,10 +443,9 @@ def _sample(
             emit,
             monitor,
             reference.between,
+            counters,
         )
         return monitor.span()
-    counters = SampleCounters()  # this thread's, opened where the samples run
-    emit("counters", **counters.event())
     rss = _own_rss if plan.get("memory_interval_s") else None
     deadline, count = limits.deadline(), 0
     while limits.more(count, deadline):

@@ -1,0 +1,78 @@
+"""Counted workers run at once (one per CPU), yet each process gets the layout the
+serial order would give it, whatever order the workers finish in."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from typing import Any
+
+from perflab.engines.run.runner import Outcome, Runner, Settings
+from perflab.engines.run.suite import BenchSpec, Case
+
+
+def _noop() -> None:
+    pass
+
+
+class ShuffledBackend:
+    """A counted worker that finishes after a random pause: the finish order varies."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng, self.lock, self.plans = random.Random(seed), threading.Lock(), []
+
+    def run(self, plan: dict[str, Any], timeout_s: float, on_event: Any) -> Outcome:
+        with self.lock:
+            self.plans.append(plan)
+            pause = self.rng.random() * 0.02
+        time.sleep(pause)
+        return Outcome()
+
+
+def _layouts(backend_seed: int) -> tuple[dict[str, list[dict]], Any]:
+    cases = [Case(BenchSpec(_noop, name, ""), {}, i) for i, name in enumerate("abcd")]
+    backend = ShuffledBackend(backend_seed)
+    runner = Runner("x.py", cases, Settings(count="instructions", seed=7), 1e6, 50, backend)
+    benches = runner.run()
+    return {b.id: [p.layout for p in b.processes] for b in benches}, backend
+
+
+def test_counted_layouts_do_not_depend_on_the_finish_order() -> None:
+    first, backend = _layouts(1)
+    second, _ = _layouts(2)
+    assert first == second
+    assert all(len(v) == Settings().count_processes for v in first.values())
+    seeds = [lay["hash_seed"] for v in first.values() for lay in v]
+    assert len(set(seeds)) == len(seeds)  # every process its own layout
+    assert len(backend.plans) == 4 * Settings().count_processes
+
+
+class StoppingBackend:
+    """The first counted worker is interrupted; the others wait for the stop signal."""
+
+    def __init__(self) -> None:
+        self.stop: Any = None
+        self.started = 0
+        self.lock = threading.Lock()
+        self.saw_stop: list[bool] = []
+
+    def run(self, plan: dict[str, Any], timeout_s: float, on_event: Any) -> Outcome:
+        with self.lock:
+            self.started += 1
+            first = self.started == 1
+        if first:
+            time.sleep(0.05)  # the other CPU's worker has started by now, or soon will
+            raise KeyboardInterrupt
+        self.saw_stop.append(self.stop.wait(20))
+        raise KeyboardInterrupt  # as SubprocessBackend does once it has killed its worker
+
+
+def test_an_interrupt_stops_running_counted_workers_and_starts_no_more() -> None:
+    cases = [Case(BenchSpec(_noop, name, ""), {}, i) for i, name in enumerate("abcd")]
+    backend = StoppingBackend()
+    runner = Runner("x.py", cases, Settings(count="instructions"), 1e6, 50, backend)
+    runner.run()
+    assert runner.interrupted
+    assert all(backend.saw_stop)  # every worker still running was told to stop
+    assert backend.started < 4 * Settings().count_processes  # the queued ones never ran
