@@ -46,6 +46,9 @@ PAGES = {
     "report/http_status.py": "docs/http.md",  # perflab http: responses by status
     "report/memory_table.py": "docs/run.md",  # run --memory
     "report/count_table.py": "docs/count.md",  # --count instructions (run, cmd)
+    "report/compare_memory_table.py": "docs/compare.md",  # memory compared like time
+    "report/profile_table.py": "docs/profile.md",  # --profile, show --profile
+    "report/slow_table.py": "docs/profile.md",  # the slowest samples explained
 }
 
 

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perflab.analyze import http as ah
+from perflab.analyze import http_slo
 from perflab.model import Histogram, HttpStep
 
 
@@ -293,9 +294,9 @@ def test_slo_limits_each_saturate_and_name_themselves() -> None:
         step(1000.0, p99_us=2000.0, failures=20, status_counts={"200": 10000, "503": 20})
     )
     slo = {"p50": 1.0, "p99": 1e-3, "p99.9": 1.0, "error": 0.001}
-    assert ah.slo_misses(s, slo) == ["p99 over the 1 ms SLO", "errors over the 0.1% SLO"]
-    assert ah.slo_misses(s, {"p99": 5e-3, "error": 0.01}) == []
-    assert ah.slo_thresholds(0.02) == {"p99": 0.02} and ah.slo_thresholds(None) == {}
+    assert http_slo.slo_misses(s, slo) == ["p99 over the 1 ms SLO", "errors over the 0.1% SLO"]
+    assert http_slo.slo_misses(s, {"p99": 5e-3, "error": 0.01}) == []
+    assert http_slo.slo_thresholds(0.02) == {"p99": 0.02} and http_slo.slo_thresholds(None) == {}
     assert "p99.9 over the 1 ms SLO" in ah.saturation_reasons(s, {"p99.9": 1e-3})
-    assert ah.slo_text({"p99": 0.01, "error": 0.001}) == "p99 ≤ 10 ms, errors ≤ 0.1%"
+    assert http_slo.slo_text({"p99": 0.01, "error": 0.001}) == "p99 ≤ 10 ms, errors ≤ 0.1%"
     assert verdicts([step(1000.0, p99_us=2000.0)], {"p99": 1e-3}) == ["saturated"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from perflab.analyze.http import slo_misses, slo_text
+from perflab.analyze.http_slo import slo_misses, slo_text
 from perflab.analyze.watch import ServerFigures
 from tests.cli.test_http_watch import FAST, serve  # noqa: F401  (the fixture)
 

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from perflab import cli, model
-from perflab.model.results import ServerTiming
+from perflab.model.http_step import ServerTiming
 from tests.reliability.samples import MAKERS
 
 names = st.one_of(

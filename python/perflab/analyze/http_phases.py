@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from perflab.model import HttpStep
-from perflab.model.results import PHASE_HISTOGRAMS
+from perflab.model.http_step import PHASE_HISTOGRAMS
 
 #: Each phase's figures: how many were timed, and two percentiles (s).
 PHASE_FIGURES = ("count", "p50_s", "p99_s")

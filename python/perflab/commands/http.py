@@ -317,7 +317,7 @@ FAIL_ON_WORDS = ("slo", "saturated", "generator-limited")
 def _slo(text: str | None) -> dict[str, float] | None:
     """``--slo``: "100ms" → {"p99": 0.1}; "p99=10ms,error=0.1%" → {"p99": 0.01,
     "error": 0.001}. Raises UsageError on an unknown key or a bad value."""
-    from perflab.analyze.http import SLO_KEYS
+    from perflab.analyze.http_slo import SLO_KEYS
     from perflab.units import parse_bytes, parse_fraction, parse_positive_duration
 
     if text is None:
@@ -365,7 +365,8 @@ def _fail_on(text: str | None, slo: dict[str, float] | None) -> list[str]:
 def _gate(results: Any, fail_on: list[str]) -> int:
     """1 (one ``gate:`` line on stderr) when a step is one of ``fail_on``, as ``perflab
     compare --fail-on`` gates; else 0."""
-    from perflab.analyze.http import slo_misses, summarize_results
+    from perflab.analyze.http import summarize_results
+    from perflab.analyze.http_slo import slo_misses
     from perflab.report.compare_table import gate
 
     if not fail_on:

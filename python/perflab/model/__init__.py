@@ -8,7 +8,8 @@ convenience, but ignored on load and always recomputed. Files are untrusted inpu
 :func:`load` checks them against the published JSON Schema
 (``perflab/schemas/results.schema.json``, described in docs/results-format.md).
 
-Rooms: :mod:`~perflab.model.results` (the dataclasses), :mod:`~perflab.model.json_form`
+Rooms: :mod:`~perflab.model.results` (the dataclasses; an HTTP step's in
+:mod:`~perflab.model.http_step`), :mod:`~perflab.model.json_form`
 (their JSON types), :mod:`~perflab.model.versions`
 (schema versions and migrations), :mod:`~perflab.model.results_file` (save and load).
 Everything public is importable from ``perflab.model`` itself.
@@ -23,16 +24,14 @@ their modules.
 """
 
 from perflab.model.counts import CommandCounts, Counts
+from perflab.model.http_step import Histogram, HttpStep, ServerTiming
 from perflab.model.json_form import json_types
 from perflab.model.results import (
     Benchmark,
     CommandRun,
-    Histogram,
-    HttpStep,
     Process,
     Results,
     Sample,
-    ServerTiming,
 )
 from perflab.model.results_file import (
     BENCHMARK_KIND,

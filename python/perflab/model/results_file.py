@@ -17,8 +17,9 @@ from typing import Any
 
 from perflab.errors import ResultsFileError, UsageError
 from perflab.files import Destination
+from perflab.model.http_step import STEP_HISTOGRAMS, Histogram, ServerTiming
 from perflab.model.json_form import json_types
-from perflab.model.results import STEP_HISTOGRAMS, Histogram, Results, ServerTiming
+from perflab.model.results import Results
 from perflab.model.trace_spans import SpanHistogram
 from perflab.model.versions import migrate
 

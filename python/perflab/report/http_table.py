@@ -25,8 +25,8 @@ from perflab.analyze.http import (
     Capacity,
     StepSummary,
     Sweep,
-    slo_text,
 )
+from perflab.analyze.http_slo import slo_text
 from perflab.model import Results
 from perflab.report.http_status import status_table
 from perflab.report.slo_checks import slo_lines

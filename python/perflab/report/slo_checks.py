@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from perflab.analyze.http import slo_text
+from perflab.analyze.http_slo import slo_text
 from perflab.units import format_time
 
 

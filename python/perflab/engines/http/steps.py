@@ -8,8 +8,8 @@ import math
 from typing import Any
 
 from perflab.model import Histogram, HttpStep, ServerTiming
+from perflab.model.http_step import STEP_HISTOGRAMS
 from perflab.model.http_timeline import Timeline
-from perflab.model.results import STEP_HISTOGRAMS
 
 _CONNECT_ERRORS = ("connect_refused", "connect_timeout")
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from perflab.model import Histogram, HttpStep, ServerTiming
-from perflab.model.results import STEP_HISTOGRAMS
+from perflab.model.http_step import STEP_HISTOGRAMS
 
 HISTOGRAMS = STEP_HISTOGRAMS
 _SUMMED = (
