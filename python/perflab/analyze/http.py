@@ -3,7 +3,7 @@
 Derived from :class:`perflab.model.HttpStep` only (recomputable from a results file).
 Method: the autobench/httperf sweep (offered vs achieved rate, error %, latency per
 step), with latency from the intended send time (wrk2; Gil Tene's coordinated
-omission). Verdicts:
+omission). Verdicts (the rules of one step are :mod:`perflab.analyze.http_rules`'s):
 
 * **generator-limited**: perflab itself could not keep up, so the step's numbers
   describe perflab, not the server: an engine thread was busy ≥ 90% of the recorded
@@ -13,20 +13,24 @@ omission). Verdicts:
   keeping every connection busy, so it is the server's. Files without a dispatch-lag
   histogram fall back to the send lag when under 1% of requests waited for a
   connection.
-* **saturated**: achieved rate < 95% of the offered rate, or error % > 1%, or
-  p99 > the SLO, or the step left a backlog (the accounting rule, the same in open
-  and closed loop): requests due but never sent, requests still unanswered when it
-  was cut off, or a drain (from the end of the recorded window to the last recorded
-  request's end) longer than 5% of the window. Once a step is saturated, every
-  heavier step (higher rate or more connections) is saturated too: a server past its
-  capacity does not recover under more load, so a heavier step that looks ok means
-  the lighter one met a transient. A step that backed up is saturated even when
-  perflab was also late, if its backlog (send lag p99 or drain) is at least 10× its
-  own dispatch lag p99 and no engine thread was CPU-bound: milliseconds of perflab
-  lateness cannot make a server fall seconds behind.
+* **saturated**: the server could not keep up: it answered (successes and error
+  responses) < 95% of the offered rate, over 1% of requests went unanswered (timeouts,
+  refused connections), p99 > the SLO, or the step left a backlog (the accounting
+  rule, the same in open and closed loop): requests due but never sent, requests still
+  unanswered when it was cut off, or a drain (from the end of the recorded window to
+  the last recorded request's end) longer than 5% of the window. Once a step is
+  saturated, every heavier step (higher rate or more connections) is saturated too: a
+  server past its capacity does not recover under more load, so a heavier step that
+  looks ok means the lighter one met a transient. A step that backed up is saturated
+  even when perflab was also late, if its backlog (send lag p99 or drain) is at least
+  10× its own dispatch lag p99 and no engine thread was CPU-bound: milliseconds of
+  perflab lateness cannot make a server fall seconds behind.
   In closed loop, also a step past the throughput knee: ≥ 1.5× the connections of a
   lighter step and at most 10% more throughput (:func:`queueing_reasons`).
-* **ok**: neither.
+* **errors**: the server kept up (not saturated) but failed over 1% of the requests
+  (or more than ``--slo error=…``): error statuses, resets, half responses. It wins
+  over generator-limited (error responses are the server's, whatever perflab's pace).
+* **ok**: none of these.
 
 A distributed step (``--agents``) is generator-limited when any agent was, judged on
 that agent's own figures (a merged histogram can hide one late agent), and the reason
@@ -36,7 +40,8 @@ it is marked and never counts towards the capacity estimate.
 The achieved rate is the successful responses that completed inside the recorded
 window ÷ the window (responses that came while draining are counted apart, as
 ``drained``). The capacity estimate is the heaviest ok step below the first
-saturated one.
+saturated one. While a sweep runs, a step's verdict is final unless a lighter step is
+still to come (:func:`perflab.analyze.http_rules.settled`; :func:`live_step`).
 """
 
 from __future__ import annotations
@@ -47,38 +52,37 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from perflab.analyze.http_phases import phase_figures
-from perflab.analyze.http_slo import slo_misses, slo_thresholds
+
+# re-exported: the verdict rules' figures and helpers, where they always were
+from perflab.analyze.http_rules import (  # noqa: F401
+    ACHIEVED_SHARE,
+    BATCH_S,
+    CLOSED_GAIN,
+    CLOSED_GROWTH,
+    DRAIN_SHARE,
+    ENGINE_BUSY,
+    ERROR_LIMIT,
+    ERRORS,
+    GENERATOR_LIMITED,
+    OK,
+    OPEN_VERDICTS,
+    SATURATED,
+    SEND_LAG_LIMIT_S,
+    backlog_reasons,
+    engine_busy,
+    error_reasons,
+    generator_reasons,
+    saturation_reasons,
+    server_bound,
+    settled,
+    step_verdict,
+)
+from perflab.analyze.http_slo import slo_thresholds
 from perflab.analyze.http_timeline import RampCapacity, ramp_capacity
 from perflab.analyze.server_timing import MetricFigures, breakdown, timing_notes
 from perflab.analyze.watch import server_figures
 from perflab.model import Histogram, HttpStep, Results
-from perflab.units import format_time
 
-#: Achieved/offered below this share means saturated (autobench's reading of the knee).
-ACHIEVED_SHARE = 0.95
-#: Failed requests above this share of completed requests mean saturated.
-ERROR_LIMIT = 0.01
-#: perflab's own send lag (dispatch lag) p99 above this (s) means generator-limited.
-SEND_LAG_LIMIT_S = 1e-3
-#: An engine thread busy at least this share of the recorded time was CPU-bound.
-ENGINE_BUSY = 0.9
-#: Send lag counts as the server's when at least this share of requests waited for a
-#: busy connection.
-POOL_WAIT_SHARE = 0.01
-#: The engine's open-loop dispatcher wakes at most this often (s): above 1/BATCH_S
-#: requests/s per thread, requests go out in batches (rust/engine/src/load/dispatch.rs).
-BATCH_S = 500e-6
-#: A drain longer than this share of the recorded window means the server fell behind:
-#: a server that keeps up drains in about one response time.
-DRAIN_SHARE = 0.05
-#: A backlog this many times perflab's own lateness is the server's doing.
-SERVER_BOUND_FACTOR = 10
-#: Closed loop: a step with at least this many times the connections of a lighter step...
-CLOSED_GROWTH = 1.5
-#: ... that completed at most this much more throughput (as a share) is past the knee.
-CLOSED_GAIN = 0.10
-
-OK, SATURATED, GENERATOR_LIMITED = "ok", "saturated", "generator-limited"
 _PERCENTILES = (
     ("p50", "p50_us"),
     ("p90", "p90_us"),
@@ -290,24 +294,6 @@ def summarize_step(step: HttpStep, index: int = 0, ok: str = "200-299") -> StepS
     )
 
 
-def engine_busy(s: StepSummary) -> bool:
-    """True when an engine thread was CPU-bound during the step (≥ :data:`ENGINE_BUSY`)."""
-    return s.engine_busy
-
-
-def generator_reasons(s: StepSummary) -> list[str]:
-    """Why perflab, not the server, limited this step (empty when it did not)."""
-    reasons = []
-    if engine_busy(s):
-        reasons.append(f"engine thread {s.cpu_share:.0%} busy")
-    lag = s.dispatch_lag_p99_s
-    if math.isnan(lag) and not _share(s.pool_waits, s.completed + s.unfinished) >= POOL_WAIT_SHARE:
-        lag = s.send_lag_p99_s
-    if lag > SEND_LAG_LIMIT_S:
-        reasons.append(f"perflab sent late (p99 {format_time(lag)})")
-    return reasons
-
-
 @dataclass
 class AgentStep:
     """One agent's share of one step of a distributed run, summarised by the rules of a
@@ -351,49 +337,6 @@ def agent_generator_reasons(step: HttpStep, ok: str = "200-299") -> list[str]:
     ]
 
 
-def saturation_reasons(s: StepSummary, slo_s: float | dict[str, float] | None = None) -> list[str]:
-    """Why this step shows a saturated server (empty when it does not); ``slo_s``: a
-    p99 limit in seconds, or the limits of :func:`slo_thresholds`."""
-    reasons = []
-    if s.offered_rate and not s.achieved_rate >= ACHIEVED_SHARE * s.offered_rate:
-        reasons.append(f"achieved {_share(s.achieved_rate, s.offered_rate):.0%} of offered")
-    if s.error_fraction > ERROR_LIMIT:
-        reasons.append(f"errors {s.error_fraction:.1%}")
-    reasons += slo_misses(s, slo_thresholds(slo_s), unmeasured=False)
-    reasons += backlog_reasons(s)
-    if s.completed == 0 and not reasons:
-        reasons.append("no request completed")
-    return reasons
-
-
-def backlog_reasons(s: StepSummary) -> list[str]:
-    """The accounting rule: the step ended with the server behind (empty when not):
-    requests never sent, requests cut off unanswered (a stop's cut-off excepted), or a
-    drain longer than :data:`DRAIN_SHARE` of the recorded window."""
-    reasons = []
-    if s.unsent:
-        reasons.append(f"{s.unsent:,} unsent")
-    if s.unfinished and not s.interrupted:
-        reasons.append(f"{s.unfinished:,} unfinished")
-    if s.drain_s > DRAIN_SHARE * s.window_s:
-        reasons.append(f"drained for {format_time(s.drain_s)} after the step")
-    return reasons
-
-
-def server_bound(s: StepSummary) -> bool:
-    """True when a step backed up far beyond what perflab's own lateness explains: a
-    backlog (see :func:`backlog_reasons`), no engine thread CPU-bound, and a send lag p99
-    or drain at least :data:`SERVER_BOUND_FACTOR` × the dispatch lag p99."""
-    if not backlog_reasons(s) or engine_busy(s):
-        return False
-    lag = s.dispatch_lag_p99_s if math.isfinite(s.dispatch_lag_p99_s) else 0.0
-    backlog = max(
-        s.drain_s if math.isfinite(s.drain_s) else 0.0,
-        s.send_lag_p99_s if math.isfinite(s.send_lag_p99_s) else 0.0,
-    )
-    return backlog >= SERVER_BOUND_FACTOR * lag
-
-
 def summarize_steps(
     steps: Sequence[HttpStep], slo_s: float | dict[str, float] | None = None, ok: str = "200-299"
 ) -> list[StepSummary]:
@@ -411,19 +354,38 @@ def summarize_steps(
     summaries = [summarize_step(step, i, ok) for i, step in enumerate(steps)]
     for step, s in zip(steps, summaries):
         generator = agent_generator_reasons(step, ok) if step.agents else generator_reasons(s)
-        saturation = saturation_reasons(s, slo_s)
-        if generator and not (saturation and server_bound(s)):
-            s.verdict, s.reasons = GENERATOR_LIMITED, generator
-        elif saturation:
-            s.verdict, s.reasons = SATURATED, saturation
+        s.verdict, s.reasons = step_verdict(s, generator, slo_s)
     for s in summaries:
-        if s.verdict == OK and (queued := queueing_reasons(s, summaries)):
-            s.verdict, s.reasons = SATURATED, queued
+        if s.verdict in OPEN_VERDICTS and (queued := queueing_reasons(s, summaries)):
+            s.verdict, s.reasons = SATURATED, queued + s.reasons
     knee = first_saturated(summaries)
     for s in summaries:
-        if knee is not None and s.verdict == OK and s.load > knee.load:
-            s.verdict, s.reasons = SATURATED, [f"heavier than {knee.label}, already saturated"]
+        if knee is not None and s.verdict in OPEN_VERDICTS and s.load > knee.load:
+            reason = f"heavier than {knee.label}, already saturated"
+            s.verdict, s.reasons = SATURATED, [reason, *s.reasons]
     return summaries
+
+
+def live_step(
+    results: Results, steps: Sequence[HttpStep], later_loads: Sequence[float]
+) -> tuple[StepSummary, bool]:
+    """The last of ``steps`` summarised while the sweep runs, by the rules of the final
+    table (:func:`summarize_steps` over the steps so far, with the SLO and ``--ok`` of
+    ``results.settings``), and whether its verdict is final
+    (:func:`perflab.analyze.http_rules.settled`): when it is not, only a lighter step
+    still to come can change it, and the live line says so instead of a verdict.
+
+    Args:
+        results: the run's results (its settings only are read).
+        steps: the steps measured so far, in run order (at least one).
+        later_loads: the loads (requests/s, or connections) of the steps still to run.
+    """
+    settings = results.settings
+    slo = slo_thresholds(settings.get("slo") or settings.get("slo_s"))
+    ok = settings.get("ok") or "200-299"
+    last = summarize_steps(steps, slo or None, ok)[-1]
+    (alone,) = summarize_steps(steps[-1:], slo or None, ok)
+    return last, settled(last, later_loads, alone.verdict)
 
 
 def queueing_reasons(s: StepSummary, summaries: Sequence[StepSummary]) -> list[str]:
@@ -432,8 +394,8 @@ def queueing_reasons(s: StepSummary, summaries: Sequence[StepSummary]) -> list[s
     response, a server at its limit cannot answer faster, so more connections only queue:
     by Little's law (N = X·R) latency then grows with N and throughput X stays flat. A
     closed-loop step is saturated when it has ≥ :data:`CLOSED_GROWTH` × the connections of
-    a lighter closed-loop step (ok or saturated; not generator-limited, whose figures are
-    perflab's) yet completed at most :data:`CLOSED_GAIN` more throughput than it. Method:
+    a lighter closed-loop step (ok, errors or saturated; not generator-limited, whose
+    figures are perflab's) yet completed at most :data:`CLOSED_GAIN` more throughput than it. Method:
     the throughput knee of a closed-loop load test (Jain 1991, *The Art of Computer
     Systems Performance Analysis*, ch. 3, "knee capacity": where throughput stops growing
     with load while response time climbs)."""
@@ -443,7 +405,7 @@ def queueing_reasons(s: StepSummary, summaries: Sequence[StepSummary]) -> list[s
         j
         for j in summaries
         if j.mode == "closed"
-        and j.verdict in (OK, SATURATED)
+        and j.verdict in (*OPEN_VERDICTS, SATURATED)
         and not j.flagged
         and j.achieved_rate > 0
         and j.connections > 0
@@ -472,13 +434,17 @@ class Capacity:
 
     Attributes:
         step: that step.
-        at_least: True when no step saturated the server, so the capacity is higher.
+        at_least: True when no heavier step saturated the server or failed requests, so
+            the capacity is higher.
         limited_by_perflab: True when heavier steps were generator-limited only.
+        errors_above: True when a heavier step failed requests while the server kept up
+            (verdict "errors"; none saturated): not ok capacity.
     """
 
     step: StepSummary
     at_least: bool
     limited_by_perflab: bool
+    errors_above: bool = False
 
 
 def capacity(summaries: Sequence[StepSummary]) -> Capacity | None:
@@ -491,8 +457,12 @@ def capacity(summaries: Sequence[StepSummary]) -> Capacity | None:
     best = max(ok, key=lambda s: s.load)
     heavier = [s for s in summaries if s.load > best.load]
     saturated = any(s.verdict == SATURATED for s in heavier)
+    errors = not saturated and any(s.verdict == ERRORS for s in heavier)
     return Capacity(
-        best, at_least=not saturated, limited_by_perflab=not saturated and bool(heavier)
+        best,
+        at_least=not saturated and not errors,
+        limited_by_perflab=not saturated and not errors and bool(heavier),
+        errors_above=errors,
     )
 
 
@@ -500,7 +470,8 @@ def kept_up_while_limited(
     summaries: Sequence[StepSummary], slo: float | dict[str, float] | None = None
 ) -> StepSummary | None:
     """The generator-limited step with the highest achieved rate at which the server
-    showed no sign of saturation (:func:`saturation_reasons` empty): the server kept up
+    showed no sign of saturation and failed no more than an ok step may
+    (:func:`saturation_reasons` and :func:`error_reasons` empty): the server kept up
     with at least that rate while perflab was the limit. None when there is none."""
     clean = [
         s
@@ -510,6 +481,7 @@ def kept_up_while_limited(
         and math.isfinite(s.achieved_rate)
         and s.achieved_rate > 0
         and not saturation_reasons(s, slo)
+        and not error_reasons(s, slo)
     ]
     return max(clean, key=lambda s: s.achieved_rate, default=None)
 

@@ -118,7 +118,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--slo",
         metavar="LIMITS",
         help="service-level objective: a step that "
-        "misses it is saturated, and the run exits 1 (see --fail-on). A time "
+        "misses a latency limit is saturated, one that misses the error limit 'errors', "
+        "and the run exits 1 (see --fail-on). A time "
         "bounds p99 (100ms); several limits as KEY=VALUE, comma separated, "
         "keys p50, p90, p99, p99.9, max (times), error (a share) and, with "
         "--watch or --watch-cmd, rss (the watched processes' summed RSS peak in "
@@ -128,7 +129,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--fail-on",
         metavar="WHAT",
         help="exit 1 when a step is one of: slo "
-        "(missed the --slo), saturated, generator-limited; comma separated; "
+        "(missed the --slo), saturated, errors (failed > 1%% of requests, or the "
+        "--slo error limit, while the server kept up), generator-limited; comma separated; "
         "'none' never (default: slo when --slo is given, else none)",
     )
     out.add_argument(
@@ -311,7 +313,7 @@ def _watcher(args: argparse.Namespace) -> Any:
 
 
 #: What ``--fail-on`` of ``perflab http`` may name.
-FAIL_ON_WORDS = ("slo", "saturated", "generator-limited")
+FAIL_ON_WORDS = ("slo", "saturated", "errors", "generator-limited")
 
 
 def _slo(text: str | None) -> dict[str, float] | None:
@@ -441,9 +443,7 @@ def _step_done(results: Any, outcome: Any, path: Any, live: _Live | None, saved:
     if not (path.stdout or path.in_place):  # a stream gets the whole file once, at the end
         saved.run(_save, results, outcome, path, False)  # the final save rescues
     if live is not None:
-        from perflab.analyze.http import summarize_results
-
-        live.step_done(summarize_results(results).steps[-1], len(outcome.steps))
+        live.step_done(results, list(outcome.steps))
 
 
 def _exit_code(results: Any) -> int:
@@ -518,10 +518,12 @@ class _Live:
 
         self.duration = plan.config["duration_s"]
         self.labels = [f"{r:,.0f}/s" for r in plan.rates] or [f"{n} conn" for n in plan.connections]
+        #: each step's load (requests/s or connections), as the verdict rules compare them
+        self.loads = [float(x) for x in (plan.rates or plan.connections)]
         if plan.shape:
             from perflab.model.http_timeline import shape_label
 
-            self.labels = [shape_label(plan.shape)]
+            self.labels, self.loads = [shape_label(plan.shape)], []
         self.console = console or make_console(stderr=True)
         self.progress = Progress(
             TextColumn("{task.description}"),
@@ -545,20 +547,31 @@ class _Live:
             "warmup"
             if snap["in_warmup"]
             else (
-                f"{snap['achieved_rate']:,.0f}/s ok, {snap['failures']:,} errors, "
+                f"achieved {snap['achieved_rate']:,.0f}/s, {snap['failures']:,} failed, "
                 f"p99 {snap['p99_us'] / 1e3:,.2f} ms"
                 + (f", slowest {snap['slowest']}" if snap.get("slowest") else "")
             )
         )
         self.progress.update(self.tasks[index], completed=snap["wall_s"], status=status)
 
-    def step_done(self, summary: Any, number: int) -> None:
-        """One line for a finished step (kept above the bars, and in logs)."""
-        from perflab.report.http_table import step_line
+    def step_done(self, results: Any, steps: list[Any]) -> None:
+        """One line for the step just finished (kept above the bars, and in logs), with
+        the verdict the final table will give it (:func:`perflab.analyze.http.live_step`,
+        the table's rules over the steps so far), or "…" while a lighter step still to
+        run may change it; its bar ends on the same word."""
+        from perflab.analyze.http import live_step
+        from perflab.report.http_table import PENDING, step_line
 
+        index = len(steps) - 1
+        summary, final = live_step(results, steps, self.loads[index + 1 :])
         self.console.print(
-            f"step {number}/{len(self.labels)} {step_line(summary)}", markup=False, highlight=False
+            f"step {index + 1}/{len(self.labels)} {step_line(summary, final)}",
+            markup=False,
+            highlight=False,
         )
+        if index in self.tasks:
+            verdict = summary.verdict if final else PENDING
+            self.progress.update(self.tasks[index], completed=self.duration, status=verdict)
 
     def _finish_previous(self) -> None:
         if self.tasks:

@@ -14,10 +14,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perflab.analyze.http import GENERATOR_LIMITED, SATURATED, Capacity, StepSummary, Sweep
+from perflab.analyze.http import (
+    ERRORS,
+    GENERATOR_LIMITED,
+    SATURATED,
+    Capacity,
+    StepSummary,
+    Sweep,
+)
 
 _MARKERS = {
     "ok": ("o", "tab:green"),
+    ERRORS: ("D", "tab:red"),
     SATURATED: ("X", "tab:orange"),
     GENERATOR_LIMITED: ("s", "tab:gray"),
 }

@@ -19,6 +19,7 @@ from perflab.analyze.http import (
     DRAIN_SHARE,
     ENGINE_BUSY,
     ERROR_LIMIT,
+    ERRORS,
     GENERATOR_LIMITED,
     SATURATED,
     SEND_LAG_LIMIT_S,
@@ -122,14 +123,19 @@ def _cores(share: float) -> str:
     return f"{share:.2f}" if math.isfinite(share) else "–"
 
 
-def step_line(s: StepSummary) -> str:
+def step_line(s: StepSummary, final: bool = True) -> str:
     """One line for a finished step, e.g. "1,000/s: achieved 998/s, drained 2, errors 0,
-    p99 1.2 ms, ok"."""
+    p99 1.2 ms, ok": the verdict the final table will show; with ``final`` False (a
+    lighter step still to run may change it), :data:`PENDING` in its place."""
     return (
         f"{s.label}: achieved {_rate(s.achieved_rate)}, drained {_count(s.drained)}, "
         f"errors {_percent(s.error_fraction)}, p99 {_time(s.latency_s['p99'])}, "
-        f"{_verdict(s)}"
+        f"{_verdict(s) if final else PENDING}"
     )
+
+
+#: What the live line says for a verdict a lighter step still to run may change.
+PENDING = "verdict … (after the lighter steps)"
 
 
 def sweep_table(sweep: Sweep, notes: Sequence[str] = ()) -> Table:
@@ -278,6 +284,12 @@ def _capacity_lines(sweep: Sweep) -> list[str]:
     if cap is None:
         kept = sweep.kept_up
         saturated = [s for s in sweep.steps if s.verdict == SATURATED]
+        if failing := [s.label for s in sweep.steps if s.verdict == ERRORS]:
+            return [
+                f"capacity estimate: none — no step was ok: {', '.join(failing)} failed > "
+                f"{ERROR_LIMIT:.0%} of requests (errors)"
+                + (f"; the server was saturated at {_labels(saturated)}" if saturated else "")
+            ]
         if saturated:
             knee = min(saturated, key=lambda s: s.load)
             if min(sweep.steps, key=lambda s: s.load) is knee:
@@ -317,6 +329,10 @@ def _capacity_lines(sweep: Sweep) -> list[str]:
     return [_capacity_text(cap)]
 
 
+def _labels(steps: Sequence[StepSummary]) -> str:
+    return ", ".join(s.label for s in steps)
+
+
 def _capacity_text(cap: Capacity) -> str:
     s = cap.step
     load = (
@@ -328,6 +344,11 @@ def _capacity_text(cap: Capacity) -> str:
         f"capacity estimate: {'at least ' if cap.at_least else ''}{load} (achieved "
         f"{s.achieved_rate:,.0f}/s, p99 {_time(s.latency_s['p99'])}), the heaviest ok step"
     )
+    if cap.errors_above:
+        return text + (
+            f"; heavier steps failed > {ERROR_LIMIT:.0%} of requests while the server kept up "
+            "(errors): not ok capacity"
+        )
     if cap.limited_by_perflab:
         return text + "; heavier steps were limited by perflab itself, not by the server"
     if cap.at_least:
@@ -397,45 +418,62 @@ def _legend(summaries: Sequence[StepSummary], slo_limits: dict[str, float]) -> l
     """What the columns and verdicts mean."""
     open_loop = any(s.mode != "closed" for s in summaries)
     closed_loop = any(s.mode == "closed" for s in summaries)
-    if set(slo_limits) == {"p99"}:
-        slo = f", or p99 > the {slo_limits['p99'] * 1e3:g} ms SLO"
+    latency = {k: v for k, v in slo_limits.items() if k != "error"}
+    if set(latency) == {"p99"}:
+        slo = f", or p99 > the {latency['p99'] * 1e3:g} ms SLO"
     else:
-        slo = f", or the SLO ({slo_text(slo_limits)}) missed" if slo_limits else ""
+        slo = f", or the SLO ({slo_text(latency)}) missed" if latency else ""
+    error_slo = (
+        f" or over the {slo_limits['error'] * 100:.3g}% SLO" if "error" in slo_limits else ""
+    )
     latency_from = (
         "from each request's intended send time (corrected for coordinated omission, as wrk2 does)"
         if open_loop
         else "from the request's write to its last byte"
     )
-    return _batch_lines(summaries) + [
-        (f"latency (p50…max) is of successful requests, {latency_from}, drained ones included"),
-        (
-            "achieved = successful responses completed inside the recorded window (warmup "
-            "trimmed) ÷ its length; drained = successful responses that came after the step "
-            "ended, while perflab waited for the requests in flight (not in achieved); error % "
-            "= failed ÷ completed requests; conn err % = connections that ended in an error ÷ "
-            "connections tried; conns = most open at once"
-            + (" of the pool's cap" if open_loop else "")
-        ),
-        (
-            f"saturated: achieved < {ACHIEVED_SHARE:.0%} of offered, or error % > "
-            f"{ERROR_LIMIT:.0%}{slo}, or the step ended behind: requests left unsent or "
-            f"unfinished, or a drain longer than {DRAIN_SHARE:.0%} of the step; every heavier "
-            "step after the first saturated one counts as saturated too"
-            + (
-                ""
-                if open_loop and not closed_loop
-                else f"; in closed loop also a step with ≥ {CLOSED_GROWTH:g}× the connections of a "
-                f"lighter one but ≤ {CLOSED_GAIN:.0%} more throughput (the added connections only "
-                "queued: past the server's throughput knee)"
-            )
-        ),
-        (
-            f"generator-limited: an engine thread was ≥ {ENGINE_BUSY:.0%} busy, or perflab's own "
-            f"part of the send lag had a p99 > {SEND_LAG_LIMIT_S * 1e3:g} ms; send lag = actual "
-            "− intended send time, which also holds waits for a free connection (the server's "
-            "doing when every connection is busy)"
-        ),
-    ]
+    return (
+        _batch_lines(summaries)
+        + [
+            (f"latency (p50…max) is of successful requests, {latency_from}, drained ones included"),
+            (
+                "achieved = successful responses completed inside the recorded window (warmup "
+                "trimmed) ÷ its length; drained = successful responses that came after the step "
+                "ended, while perflab waited for the requests in flight (not in achieved); error % "
+                "= failed ÷ completed requests; conn err % = connections that ended in an error ÷ "
+                "connections tried; conns = most open at once"
+                + (" of the pool's cap" if open_loop else "")
+            ),
+            (
+                f"saturated: the server could not keep up: it answered (successes and error "
+                f"responses) < {ACHIEVED_SHARE:.0%} of offered, or left > {ERROR_LIMIT:.0%} of "
+                f"requests unanswered (timeouts, refused){slo}, or the step ended behind: requests "
+                f"left unsent or unfinished, or a drain longer than {DRAIN_SHARE:.0%} of the step; "
+                "every heavier step after the first saturated one counts as saturated too"
+                + (
+                    ""
+                    if open_loop and not closed_loop
+                    else f"; in closed loop also a step with ≥ {CLOSED_GROWTH:g}× the connections of a "
+                    f"lighter one but ≤ {CLOSED_GAIN:.0%} more throughput (the added connections only "
+                    "queued: past the server's throughput knee)"
+                )
+            ),
+            (
+                f"generator-limited: an engine thread was ≥ {ENGINE_BUSY:.0%} busy, or perflab's own "
+                f"part of the send lag had a p99 > {SEND_LAG_LIMIT_S * 1e3:g} ms; send lag = actual "
+                "− intended send time, which also holds waits for a free connection (the server's "
+                "doing when every connection is busy)"
+            ),
+        ]
+        + (
+            [
+                f"errors: the server kept up but failed > {ERROR_LIMIT:.0%} of requests{error_slo} "
+                "(error statuses, resets, half responses: see failed requests and the status "
+                "table); not ok capacity"
+            ]
+            if any(s.verdict == ERRORS for s in summaries)
+            else []
+        )
+    )
 
 
 def _batch_lines(summaries: Sequence[StepSummary]) -> list[str]:

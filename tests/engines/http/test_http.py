@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perflab import _core
-from perflab.analyze.http import saturation_reasons, summarize_steps
+from perflab.analyze.http import error_reasons, summarize_steps
 from perflab.commands.options import http_plan
 from perflab.engines.http import engine as mh
 from perflab.engines.http.steps import step_from_raw
@@ -422,10 +422,14 @@ def test_error_rate_is_counted_per_status() -> None:
     # 25% drawn over ~100 requests: 10-40% holds with overwhelming probability.
     assert 0.10 <= step.failures / completed <= 0.40
     assert step.status_counts["500"] == step.failures and step.failed_latency.count == step.failures
-    # Only the error rule is asserted: on a busy machine the step may also be
-    # generator-limited, which takes precedence in the verdict.
+    # Only the error rule is asserted: on a busy machine perflab may also have sent
+    # late and the server fallen behind, so the verdict may be "saturated".
     (summary,) = summarize_steps(out.steps)
-    assert any("errors" in r for r in saturation_reasons(summary))
+    assert (
+        error_reasons(summary)[0].startswith("errors ")
+        and "status 500" in error_reasons(summary)[0]
+    )
+    assert summary.verdict in ("errors", "saturated")
 
 
 def test_a_stall_shows_in_p99_because_latency_counts_from_the_intended_time() -> None:

@@ -364,11 +364,11 @@ def test_live_progress_draws_the_merged_rate_p99_and_slowest_agent() -> None:
     text = _drawn(lambda live: live.update(1, 2, merged))
     p99_ms = merged["p99_us"] / 1e3
     assert "step 2/2 1,200/s" in text
-    assert f"600/s ok, 3 errors, p99 {p99_ms:,.2f} ms, slowest {merged['slowest']}" in text
+    assert f"achieved 600/s, 3 failed, p99 {p99_ms:,.2f} ms, slowest {merged['slowest']}" in text
     # one machine: the same line without a slowest agent; warmup says so
     one = {k: v for k, v in merged.items() if k != "slowest"}
     text = _drawn(lambda live: live.update(0, 2, one))
-    assert f"600/s ok, 3 errors, p99 {p99_ms:,.2f} ms" in text and "slowest" not in text
+    assert f"achieved 600/s, 3 failed, p99 {p99_ms:,.2f} ms" in text and "slowest" not in text
     assert "warmup" in _drawn(lambda live: live.update(0, 2, {**merged, "in_warmup": True}))
 
 

@@ -443,7 +443,7 @@ def test_default_starts_a_local_ray_instance_with_live_progress(
     # live progress: the merged rate and p99 so far, and the slowest agent (their figures
     # are test_parts' business; 1.8 s of progress every 0.25 s shows them at least once)
     assert re.search(
-        r"step 1/1 200/s .*/s ok, \d+ errors, p99 [\d.,]+ ms, slowest agent "
+        r"step 1/1 200/s .*achieved [\d,]+/s, \d+ failed, p99 [\d.,]+ ms, slowest agent "
         r"[12] \(.+\) p99 [\d.,]+ ms",
         shown,
     ), shown
