@@ -40,7 +40,7 @@ def test_a_server_answering_5_percent_errors_is_errors_not_saturated() -> None:
     # The repro of issue 29: perflab serve --error-rate 0.05 read "saturated".
     s = one(erring(1000.0, 0.05))
     assert s.verdict == "errors"
-    assert s.reasons == ["errors 5.0%: status 500"]
+    assert s.reasons == ["5.0% failed (status 500)"]
     assert http_rules.saturation_reasons(s) == []
     # successes alone are 95% of offered: answered (successes + error responses) counts
     assert one(erring(1000.0, 0.20)).verdict == "errors"
@@ -57,7 +57,7 @@ def test_a_server_that_could_not_keep_up_stays_saturated() -> None:
     # errors and a backlog: saturated, and the errors said too
     behind = one(erring(1000.0, 0.05, drain_s=1.0))
     assert behind.verdict == "saturated"
-    assert behind.reasons == ["drained for 1.00 s after the step", "errors 5.0%: status 500"]
+    assert behind.reasons == ["drained for 1.00 s after the step", "5.0% failed (status 500)"]
     # errors and an answered rate well under the offered one
     slow = one(step(1000.0, achieved=800.0, failures=500, status_counts={"500": 500}))
     assert slow.verdict == "saturated" and slow.reasons[0] == "answered 85% of offered"
@@ -65,13 +65,13 @@ def test_a_server_that_could_not_keep_up_stays_saturated() -> None:
     assert one(erring(1000.0, 0.05), {"p99": 1e-3}).verdict == "saturated"
     small = one(erring(1000.0, 0.005, code="503"), {"p99": 1.0, "error": 0.001})
     assert small.verdict == "errors"
-    assert small.reasons == ["errors 0.5%: status 503", "errors over the 0.1% SLO"]
+    assert small.reasons == ["0.5% failed (status 503)", "errors over the 0.1% SLO"]
 
 
 def test_errors_win_over_perflab_lateness_but_say_it() -> None:
     s = one(erring(1000.0, 0.05, lag_us=2500.0))
     assert s.verdict == "errors"
-    assert s.reasons == ["errors 5.0%: status 500", "also perflab sent late (p99 2.50 ms)"]
+    assert s.reasons == ["5.0% failed (status 500)", "also perflab sent late (p99 2.50 ms)"]
 
 
 def test_errors_are_not_capacity_and_the_knee_rules_still_apply() -> None:
@@ -88,7 +88,10 @@ def test_errors_are_not_capacity_and_the_knee_rules_still_apply() -> None:
     # heavier than a saturated step: saturated, with the errors kept in the reasons
     knee = ah.summarize_steps([step(1000.0, achieved=500.0), erring(2000.0, 0.05)])
     assert [s.verdict for s in knee] == ["saturated", "saturated"]
-    assert knee[1].reasons == ["heavier than 1,000/s, already saturated", "errors 5.0%: status 500"]
+    assert knee[1].reasons == [
+        "heavier than 1,000/s, already saturated",
+        "5.0% failed (status 500)",
+    ]
     # closed loop: past the throughput knee is saturated, errors or not
     closed = [
         step(None, achieved=1000.0, mode="closed", connections=4),

@@ -185,3 +185,18 @@ def test_step_summary_of_a_github_actions_job(tmp_path: Path, perflab_cli: Any) 
     assert result.returncode == 0, result.stderr
     text = summary.read_text()
     assert text.startswith("### commands") and "| true |" in text and "verdict" in text
+
+
+def test_a_server_answering_errors_is_named_errors_and_gates(
+    tmp_path: Path, perflab_cli: Any
+) -> None:
+    # half the responses are 500s: the verdict is "errors" (or "saturated", if a busy
+    # machine left the server behind), never "ok"; --fail-on errors names it
+    with _core.serve({"host": "127.0.0.1", "port": 0, "error_rate": 0.5, "seed": 3}) as s:
+        result = _http(perflab_cli, s, tmp_path, "--fail-on", "errors,saturated")
+    assert result.returncode == 1, result.stderr
+    assert "gate: --fail-on errors,saturated tripped by 1 step(s): 50/s" in result.stderr
+    (summary,) = json.loads((tmp_path / "h.json").read_text())["benchmarks"][0]["summary"]["steps"]
+    assert summary["verdict"] in ("errors", "saturated"), summary
+    assert any(r.endswith("failed (status 500)") for r in summary["reasons"])
+    assert "failed requests:" in result.stdout and "× status 500" in result.stdout

@@ -19,7 +19,7 @@ SNAPSHOT = """\
 | offered | achieved | drained | error % | conn err % | p50 | p90 | p99 | p99.9 | max | send lag p99 | conns | verdict |
 |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
 | 1,000/s | 1,000/s | 3 | 0 | 0 | 500 µs | 1.00 ms | 2.00 ms | 3.00 ms | 4.00 ms | 100 µs | 0 of 64 | ok |
-| 2,000/s | 2,000/s | 1,800 | 2.24% | 0 | 500 µs | 1.00 ms | 2.00 ms | 3.00 ms | 4.00 ms | 100 µs | 0 of 64 | saturated: drained for 1.20 s after the step, errors 2.2%: status 503, read timeout |
+| 2,000/s | 2,000/s | 1,800 | 2.24% | 0 | 500 µs | 1.00 ms | 2.00 ms | 3.00 ms | 4.00 ms | 100 µs | 0 of 64 | saturated: drained for 1.20 s after the step, 2.2% failed (status 503, read timeout) |
 | 3,000/s | 3,000/s | – | 0 | 0 | 500 µs | 1.00 ms | 2.00 ms | 3.00 ms | 4.00 ms | 100 µs | 0 of 64 | generator-limited: engine thread 97% busy |
 
 - capacity estimate: 1,000 requests/s offered (achieved 1,000/s, p99 2.00 ms), the heaviest ok step

@@ -129,7 +129,7 @@ def saturation_reasons(s: Any, slo_s: float | dict[str, float] | None = None) ->
 def error_reasons(s: Any, slo_s: float | dict[str, float] | None = None) -> list[str]:
     """Why this step failed too many requests (empty when it did not): error % over
     :data:`ERROR_LIMIT`, or over ``--slo error=…``; the reason names the commonest
-    failures ("errors 5.0%: status 500")."""
+    failures ("5.0% failed (status 500)")."""
     limit = slo_thresholds(slo_s).get("error")
     share = s.error_fraction
     if not (share > ERROR_LIMIT or (limit is not None and share > limit)):
@@ -137,7 +137,7 @@ def error_reasons(s: Any, slo_s: float | dict[str, float] | None = None) -> list
     kinds = {f"status {code}": n for code, n in s.failed_statuses.items()}
     kinds.update({k.replace("_", " "): n for k, n in s.errors.items() if n})
     top = sorted(kinds, key=lambda k: -kinds[k])[:2]
-    reasons = [f"errors {share:.1%}" + (f": {', '.join(top)}" if top else "")]
+    reasons = [f"{share:.1%} failed" + (f" ({', '.join(top)})" if top else "")]
     if limit is not None and share > limit:
         reasons += slo_misses(s, {"error": limit})
     return reasons
