@@ -234,3 +234,25 @@ def test_geomean_uses_p50_of_http_steps_only() -> None:
     assert suite.geomean.value == pytest.approx(
         next(r for r in suite.rows if r.metric == "p50").ratio.value
     )
+
+
+def test_a_step_with_errors_on_a_side_is_said_once() -> None:
+    """Issue 29: a server that answered 5% errors in B is named "errors" under the
+    comparison (its fast failures are not in B/A's latency), with each side's verdict."""
+    from perflab.model import Results
+
+    rng = np.random.default_rng(8)
+    lat = rng.lognormal(6, 0.3, 10_000) + 1
+    failing = step(lat)
+    failing.failures, failing.status_counts = 500, {"200": 10_000, "500": 500}
+
+    def results(s: HttpStep) -> Results:
+        return Results("http", ["perflab"], "t", "0.1.0", benchmarks=[http_bench(s)])
+
+    suite = cmp.compare_results(results(step(lat)), results(failing), resamples=200)
+    assert (
+        "step open 1,000/s: A ok; B errors (4.8% failed (status 500)): B/A compares "
+        "successful requests only"
+    ) in suite.warnings
+    same = cmp.compare_results(results(step(lat)), results(step(lat)), resamples=200)
+    assert not any(w.startswith("step ") for w in same.warnings)

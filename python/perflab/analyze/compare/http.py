@@ -22,7 +22,7 @@ from perflab.analyze.hdr import (
     quantile_replicates,
 )
 from perflab.analyze.server_timing import histogram_pairs
-from perflab.model import Benchmark, Histogram, HttpStep
+from perflab.model import Benchmark, Histogram, HttpStep, Results
 from perflab.model.comparison import (
     DEFAULT_PERCENTILES,
     Row,
@@ -226,6 +226,38 @@ def _steps_by_label(bench: Benchmark) -> dict[str, HttpStep]:
         n = sum(1 for k in out if k == label or k.startswith(label + " #"))
         out[label if n == 0 else f"{label} #{n + 1}"] = step
     return out
+
+
+def step_verdict_lines(a: Results, b: Results) -> list[str]:
+    """Plain-words lines for two ``http`` results: each matched step whose verdict (by
+    :func:`perflab.analyze.http.summarize_results`, with each file's own SLO and --ok)
+    is not ok on a side, e.g. "step open 2,000/s: A ok, B errors (5.0% failed (status
+    500)): B/A compares B's successful requests only". Empty for other kinds, or when
+    every matched step was ok on both sides."""
+    from perflab.analyze.http import summarize_results
+
+    if a.kind != "http" or b.kind != "http" or not (a.benchmarks and b.benchmarks):
+        return []
+    sides = []
+    for results in (a, b):
+        summaries = summarize_results(results).steps
+        labels = list(_steps_by_label(results.benchmarks[0]))
+        sides.append(dict(zip(labels, summaries)))
+    lines = []
+    for label, sa in sides[0].items():
+        sb = sides[1].get(label)
+        if sb is None or sa.verdict == sb.verdict == "ok":
+            continue
+        why = "; ".join(
+            f"{side} {s.verdict} ({', '.join(s.reasons)})" if s.reasons else f"{side} {s.verdict}"
+            for side, s in (("A", sa), ("B", sb))
+        )
+        lines.append(
+            f"step {label}: {why}: B/A compares successful requests only"
+            if "errors" in (sa.verdict, sb.verdict)
+            else f"step {label}: {why}"
+        )
+    return lines
 
 
 # --------------------------------------------------------------------------- trace

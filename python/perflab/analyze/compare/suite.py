@@ -43,7 +43,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from perflab.analyze.compare.counts import count_row, is_counted
-from perflab.analyze.compare.http import compare_http, compare_spans
+from perflab.analyze.compare.http import compare_http, compare_spans, step_verdict_lines
 from perflab.analyze.compare.memory import memory_rows
 from perflab.analyze.compare.speed import (
     hold_verdicts,
@@ -266,6 +266,7 @@ def compare_results(
         suite.held = hold_verdicts(rows, speed)
     _summarize(suite)
     suite.warnings += [machine_speed_warning(speed)] if speed is not None else []
+    suite.warnings += step_verdict_lines(a, b)  # http: steps that were not ok on a side
     pairs = [r.pairs for r in rows if r.pairs]
     if pairs:
         lockstep = any(
