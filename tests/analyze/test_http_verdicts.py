@@ -215,3 +215,11 @@ def test_the_live_verdict_never_contradicts_the_table(
     # in ascending order (how a sweep runs) the live line always gives the verdict
     ascending = [KINDS[k](250.0 * r) for r, k in sorted(open_rows)]
     assert all(settled for _, _, settled in live_and_final(ascending))
+
+
+def test_a_generator_limited_step_still_names_its_failures() -> None:
+    # perflab late and the server behind by as little as perflab's lateness: the row is
+    # perflab's, but the 5% status 500 are the server's and are said
+    s = one(erring(1000.0, 0.05, lag_us=2500.0, unsent=3))
+    assert s.verdict == "generator-limited"
+    assert s.reasons == ["perflab sent late (p99 2.50 ms)", "also 5.0% failed (status 500)"]

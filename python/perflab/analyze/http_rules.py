@@ -172,19 +172,25 @@ def server_bound(s: Any) -> bool:
 
 
 def step_verdict(s: Any, generator: list[str], slo_s: Any = None) -> tuple[str, list[str]]:
-    """The verdict of one step on its own figures, and its reasons: errors when the
-    server kept up but failed requests (perflab's own lateness, if any, is added as
-    "also …": error responses are the server's whatever perflab's pace);
+    """The verdict of one step on its own figures, and its reasons.
+
+    errors when the server kept up but failed requests (perflab's own lateness, if any,
+    added as "also …": error responses are the server's whatever perflab's pace);
     generator-limited when perflab was the limit (unless the backlog is the server's,
-    :func:`server_bound`); saturated when the server could not keep up (error reasons
-    added when it answered some failures); else ok. ``generator``: the step's :func:`generator_reasons` (for a
-    distributed step, each agent's)."""
+    :func:`server_bound`; failures over the limit added as "also …"); saturated when
+    the server could not keep up (error reasons added when it answered some failures);
+    else ok. ``generator``: the step's :func:`generator_reasons` (for a distributed
+    step, each agent's); ``slo_s``: as :func:`saturation_reasons`'s.
+
+    Returns:
+        (verdict, reasons): one of :data:`VERDICTS`, plain-words reasons.
+    """
     saturation = saturation_reasons(s, slo_s)
     errors = error_reasons(s, slo_s)
     if errors and not saturation:
         return ERRORS, errors + [f"also {r}" for r in generator]
-    if generator and not (saturation and server_bound(s)):
-        return GENERATOR_LIMITED, generator
+    if generator and not (saturation and server_bound(s)):  # failures still named
+        return GENERATOR_LIMITED, generator + [f"also {r}" for r in errors]
     if saturation:  # errors the server answered add to why (timeouts are said already)
         answered_errors = failed_count(s) > unanswered_count(s)
         return SATURATED, saturation + (errors if answered_errors else [])
