@@ -431,49 +431,44 @@ def _legend(summaries: Sequence[StepSummary], slo_limits: dict[str, float]) -> l
         if open_loop
         else "from the request's write to its last byte"
     )
-    return (
-        _batch_lines(summaries)
-        + [
-            (f"latency (p50…max) is of successful requests, {latency_from}, drained ones included"),
-            (
-                "achieved = successful responses completed inside the recorded window (warmup "
-                "trimmed) ÷ its length; drained = successful responses that came after the step "
-                "ended, while perflab waited for the requests in flight (not in achieved); error % "
-                "= failed ÷ completed requests; conn err % = connections that ended in an error ÷ "
-                "connections tried; conns = most open at once"
-                + (" of the pool's cap" if open_loop else "")
-            ),
-            (
-                f"saturated: the server could not keep up: it answered (successes and error "
-                f"responses) < {ACHIEVED_SHARE:.0%} of offered, or left > {ERROR_LIMIT:.0%} of "
-                f"requests unanswered (timeouts, refused){slo}, or the step ended behind: requests "
-                f"left unsent or unfinished, or a drain longer than {DRAIN_SHARE:.0%} of the step; "
-                "every heavier step after the first saturated one counts as saturated too"
-                + (
-                    ""
-                    if open_loop and not closed_loop
-                    else f"; in closed loop also a step with ≥ {CLOSED_GROWTH:g}× the connections of a "
-                    f"lighter one but ≤ {CLOSED_GAIN:.0%} more throughput (the added connections only "
-                    "queued: past the server's throughput knee)"
-                )
-            ),
-            (
-                f"generator-limited: an engine thread was ≥ {ENGINE_BUSY:.0%} busy, or perflab's own "
-                f"part of the send lag had a p99 > {SEND_LAG_LIMIT_S * 1e3:g} ms; send lag = actual "
-                "− intended send time, which also holds waits for a free connection (the server's "
-                "doing when every connection is busy)"
-            ),
-        ]
-        + (
-            [
-                f"errors: the server kept up but failed > {ERROR_LIMIT:.0%} of requests{error_slo} "
-                "(error statuses, resets, half responses: see failed requests and the status "
-                "table); not ok capacity"
-            ]
-            if any(s.verdict == ERRORS for s in summaries)
-            else []
+    lines = _batch_lines(summaries) + [
+        (f"latency (p50…max) is of successful requests, {latency_from}, drained ones included"),
+        (
+            "achieved = successful responses completed inside the recorded window (warmup "
+            "trimmed) ÷ its length; drained = successful responses that came after the step "
+            "ended, while perflab waited for the requests in flight (not in achieved); error % "
+            "= failed ÷ completed requests; conn err % = connections that ended in an error ÷ "
+            "connections tried; conns = most open at once"
+            + (" of the pool's cap" if open_loop else "")
+        ),
+        (
+            f"saturated: the server could not keep up: it answered (successes and error "
+            f"responses) < {ACHIEVED_SHARE:.0%} of offered, or left > {ERROR_LIMIT:.0%} of "
+            f"requests unanswered (timeouts, refused){slo}, or the step ended behind: requests "
+            f"left unsent or unfinished, or a drain longer than {DRAIN_SHARE:.0%} of the step; "
+            "every heavier step after the first saturated one counts as saturated too"
+            + (
+                ""
+                if open_loop and not closed_loop
+                else f"; in closed loop also a step with ≥ {CLOSED_GROWTH:g}× the connections of a "
+                f"lighter one but ≤ {CLOSED_GAIN:.0%} more throughput (the added connections only "
+                "queued: past the server's throughput knee)"
+            )
+        ),
+        (
+            f"generator-limited: an engine thread was ≥ {ENGINE_BUSY:.0%} busy, or perflab's own "
+            f"part of the send lag had a p99 > {SEND_LAG_LIMIT_S * 1e3:g} ms; send lag = actual "
+            "− intended send time, which also holds waits for a free connection (the server's "
+            "doing when every connection is busy)"
+        ),
+    ]
+    if any(s.verdict == ERRORS for s in summaries):
+        lines.append(
+            f"errors: the server kept up but failed > {ERROR_LIMIT:.0%} of requests{error_slo} "
+            "(error statuses, resets, half responses: see failed requests and the status "
+            "table); not ok capacity"
         )
-    )
+    return lines
 
 
 def _batch_lines(summaries: Sequence[StepSummary]) -> list[str]:
