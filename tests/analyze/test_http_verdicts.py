@@ -144,7 +144,11 @@ def live_and_final(steps: list[HttpStep]) -> list[tuple[str, str, bool]]:
     loads = [s.load for s in final]
     out = []
     for i in range(len(steps)):
-        live, settled = ah.live_step(RESULTS, steps[: i + 1], loads[i + 1 :])  # type: ignore[arg-type]
+        so_far = ah.live_steps(RESULTS, steps[: i + 1], loads[i + 1 :])  # type: ignore[arg-type]
+        live, settled = so_far[-1]
+        # an earlier step's verdict, once final, is the table's too
+        for j, (earlier, known) in enumerate(so_far[:-1]):
+            assert not known or step_line(earlier) == step_line(final[j])
         out.append((step_line(live, settled), step_line(final[i]), settled))
     return out
 
@@ -184,7 +188,7 @@ def test_a_lighter_step_to_come_leaves_the_verdict_pending() -> None:
     # a saturated or generator-limited verdict is final whatever comes
     for own in (step(3000.0, achieved=10.0), step(3000.0, cpu=0.97)):
         (s,) = ah.summarize_steps([own])
-        assert http_rules.settled(s, [1.0], s.verdict)
+        assert http_rules.settled(s, [1.0], lambda s=s: s.verdict)
     # ... but one the knee made saturated may name another knee later
     steps = [step(1000.0, drain_s=1.0), step(3000.0), step(500.0, drain_s=1.0)]
     assert [settled for _, _, settled in live_and_final(steps)] == [True, False, True]

@@ -80,4 +80,13 @@ def test_a_verdict_a_lighter_step_may_change_waits() -> None:
     )
     assert "step 2/3 1,000/s: achieved 1,000/s, drained 0, errors 0, p99 2.00 ms, ok" in text
     assert "step 3/3 2,000/s: achieved 1,000/s" in text and "saturated: achieved 50%" in text
-    assert "3,000/s" in text and ", ok" not in text.split("step 1/3 3,000/s: ")[1].splitlines()[0]
+    first = text.split("step 1/3 3,000/s: ")[1].splitlines()[0]
+    assert ", ok" not in first
+    # once the lighter step ran, step 1 gets its line (after step 3's) and its bar
+    later = text.split("step 3/3 2,000/s: ")[1]
+    assert (
+        "step 1/3 3,000/s: achieved 3,000/s, drained 0, errors 0, p99 2.00 ms, saturated: "
+        "heavier than 2,000/s, already saturated"
+    ) in later
+    bars = [line.split("━ ")[-1].strip() for line in later.splitlines() if "━" in line]
+    assert bars[-3:] == ["saturated", "ok", "saturated"]

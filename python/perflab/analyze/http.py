@@ -41,7 +41,7 @@ The achieved rate is the successful responses that completed inside the recorded
 window ÷ the window (responses that came while draining are counted apart, as
 ``drained``). The capacity estimate is the heaviest ok step below the first
 saturated one. While a sweep runs, a step's verdict is final unless a lighter step is
-still to come (:func:`perflab.analyze.http_rules.settled`; :func:`live_step`).
+still to come (:func:`perflab.analyze.http_rules.settled`; :func:`live_steps`).
 """
 
 from __future__ import annotations
@@ -366,26 +366,31 @@ def summarize_steps(
     return summaries
 
 
-def live_step(
+def live_steps(
     results: Results, steps: Sequence[HttpStep], later_loads: Sequence[float]
-) -> tuple[StepSummary, bool]:
-    """The last of ``steps`` summarised while the sweep runs, by the rules of the final
-    table (:func:`summarize_steps` over the steps so far, with the SLO and ``--ok`` of
-    ``results.settings``), and whether its verdict is final
+) -> list[tuple[StepSummary, bool]]:
+    """The steps measured so far, summarised while the sweep runs by the rules of the
+    final table (:func:`summarize_steps` over them, with the SLO and ``--ok`` of
+    ``results.settings``), each with whether its verdict is final
     (:func:`perflab.analyze.http_rules.settled`): when it is not, only a lighter step
     still to come can change it, and the live line says so instead of a verdict.
 
     Args:
         results: the run's results (its settings only are read).
-        steps: the steps measured so far, in run order (at least one).
+        steps: the steps measured so far, in run order.
         later_loads: the loads (requests/s, or connections) of the steps still to run.
+
+    Returns:
+        (summary, final) per step, in run order.
     """
     settings = results.settings
-    slo = slo_thresholds(settings.get("slo") or settings.get("slo_s"))
+    slo = slo_thresholds(settings.get("slo") or settings.get("slo_s")) or None
     ok = settings.get("ok") or "200-299"
-    last = summarize_steps(steps, slo or None, ok)[-1]
-    (alone,) = summarize_steps(steps[-1:], slo or None, ok)
-    return last, settled(last, later_loads, alone.verdict)
+    summaries = summarize_steps(steps, slo, ok)
+    return [
+        (s, settled(s, later_loads, lambda raw=raw: summarize_steps([raw], slo, ok)[0].verdict))
+        for raw, s in zip(steps, summaries)
+    ]
 
 
 def queueing_reasons(s: StepSummary, summaries: Sequence[StepSummary]) -> list[str]:

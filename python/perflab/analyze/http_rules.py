@@ -22,7 +22,7 @@ so that this module stays below it: it imports nothing of ``analyze.http``).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from perflab.analyze.http_slo import slo_misses, slo_thresholds
@@ -197,17 +197,17 @@ def step_verdict(s: Any, generator: list[str], slo_s: Any = None) -> tuple[str, 
     return OK, []
 
 
-def settled(s: Any, later_loads: Sequence[float], alone: str) -> bool:
+def settled(s: Any, later_loads: Sequence[float], alone: Callable[[], str]) -> bool:
     """True when no step still to run can change step ``s``'s verdict or its reasons.
 
     Only the rules that compare steps change a verdict after its step, and only from
     :data:`OPEN_VERDICTS` to saturated: the knee (a lighter saturated step) and closed
     loop's throughput knee (a lighter step with about as much throughput). Both look at
     lighter steps only, and the verdicts of those depend on lighter steps only. So the
-    verdict is final when the step's own figures made it saturated or generator-limited
-    (``alone``: its verdict judged without the other steps), or once every step to come
-    is at least as heavy (``later_loads``: the loads, requests/s or connections, of the
-    steps still to run)."""
-    if alone not in OPEN_VERDICTS:
+    verdict is final once every step to come is at least as heavy (``later_loads``: the
+    loads, requests/s or connections, of the steps still to run), or when the step's own
+    figures made it saturated or generator-limited (``alone()``: its verdict judged
+    without the other steps, asked only when a lighter step is still to come)."""
+    if all(load >= s.load for load in later_loads):
         return True
-    return all(load >= s.load for load in later_loads)
+    return s.verdict not in OPEN_VERDICTS and alone() not in OPEN_VERDICTS

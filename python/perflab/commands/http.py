@@ -533,6 +533,7 @@ class _Live:
             disable=not self.console.is_terminal,
         )
         self.tasks: dict[int, Any] = {}
+        self.pending: set[int] = set()  # steps whose verdict is still to come
 
     def update(self, index: int, steps: int, snap: dict[str, Any]) -> None:
         """Show one engine snapshot of step ``index`` (called about every 100 ms)."""
@@ -555,23 +556,28 @@ class _Live:
         self.progress.update(self.tasks[index], completed=snap["wall_s"], status=status)
 
     def step_done(self, results: Any, steps: list[Any]) -> None:
-        """One line for the step just finished (kept above the bars, and in logs), with
-        the verdict the final table will give it (:func:`perflab.analyze.http.live_step`,
-        the table's rules over the steps so far), or "…" while a lighter step still to
-        run may change it; its bar ends on the same word."""
-        from perflab.analyze.http import live_step
+        """A line for the step just finished (above the bars, and in logs) with the
+        table's verdict (:func:`perflab.analyze.http.live_steps`), or "…" while a lighter
+        step to come may change it; then its bar ends on that word, and so does an earlier
+        pending step's, with its line, once its verdict is known."""
+        from perflab.analyze.http import live_steps
         from perflab.report.http_table import PENDING, step_line
 
         index = len(steps) - 1
-        summary, final = live_step(results, steps, self.loads[index + 1 :])
-        self.console.print(
-            f"step {index + 1}/{len(self.labels)} {step_line(summary, final)}",
-            markup=False,
-            highlight=False,
-        )
-        if index in self.tasks:
-            verdict = summary.verdict if final else PENDING
-            self.progress.update(self.tasks[index], completed=self.duration, status=verdict)
+        live = live_steps(results, steps, self.loads[index + 1 :])
+        for i in [index, *sorted(self.pending)]:
+            summary, final = live[i]
+            if i < index and not final:
+                continue
+            (self.pending.add if not final else self.pending.discard)(i)
+            self.console.print(
+                f"step {i + 1}/{len(self.labels)} {step_line(summary, final)}",
+                markup=False,
+                highlight=False,
+            )
+            if i in self.tasks:
+                verdict = summary.verdict if final else PENDING
+                self.progress.update(self.tasks[i], completed=self.duration, status=verdict)
 
     def _finish_previous(self) -> None:
         if self.tasks:
