@@ -136,7 +136,8 @@ class StepSummary:
         unsent, unfinished, pool_waits: see :class:`perflab.model.HttpStep`.
         errors: failed requests by kind (connect_refused, read_timeout, …).
         failed_statuses: responses whose status was outside ``ok``, by status.
-        verdict: "ok", "saturated" or "generator-limited".
+        verdict: "ok", "errors", "saturated" or "generator-limited"
+            (:data:`perflab.analyze.http_rules.VERDICTS`).
         reasons: short plain-words reasons for the verdict.
         interrupted: the step was cut short.
         server: ``--watch``: the watched processes' CPU and memory over the step
