@@ -28,8 +28,21 @@ from perflab.units import format_ratio, significant
 if TYPE_CHECKING:
     from perflab.analyze.results_figures import ResultsFigures
 
-#: Order of the verdicts in the summary, the most urgent first.
-ORDER = ("fail", "failed", "slower", "warn", "faster", "inconclusive", "fastest", "info", "same")
+#: Order of the verdicts in the summary, the most urgent first ("more"/"less": a memory
+#: figure of a comparison grew or shrank).
+ORDER = (
+    "fail",
+    "failed",
+    "slower",
+    "more",
+    "warn",
+    "faster",
+    "less",
+    "inconclusive",
+    "fastest",
+    "info",
+    "same",
+)
 #: Most finding rows shown open; the rest are folded under one line.
 SHOWN = 12
 #: The verdicts of a comparison against a baseline or reference.
