@@ -252,23 +252,10 @@ def main(args: argparse.Namespace) -> int:
     code = _exit_code(results, runner)
     if code:
         return code
-    return max(_gate(summaries, fail_on), _rss_gate(summaries, max_rss))
+    from perflab.report.compare_table import rss_gate
 
-
-def _rss_gate(summaries: Any, limit: float | None) -> int:
-    """``--max-rss``: 1 (one ``gate:`` line on stderr) when a command's peak RSS over its
-    runs is above ``limit`` bytes; 0 otherwise or without a limit."""
-    from perflab.report.compare_table import gate
-    from perflab.units import format_bytes
-
-    if limit is None:
-        return 0
-    over = [
-        f"{s.label} ({format_bytes(s.max_rss_peak_bytes)})"
-        for s in summaries
-        if s.max_rss_peak_bytes is not None and s.max_rss_peak_bytes > limit
-    ]
-    return gate(over, [], "command(s)", rule=f"--max-rss {format_bytes(limit)}")
+    peaks = [(s.label, s.max_rss_peak_bytes) for s in summaries]
+    return max(_gate(summaries, fail_on), rss_gate(peaks, max_rss, "command(s)"))
 
 
 def _count(benchmarks: Any, specs: Any, settings: Any, args: argparse.Namespace) -> None:

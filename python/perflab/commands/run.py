@@ -63,7 +63,7 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         event_loop=args.event_loop,
         pairing=args.pairing,
         memory_interval_s=parse_positive_duration(args.memory_interval, "--memory-interval")
-        if args.memory
+        if args.memory or args.max_rss
         else None,
         count=args.count,
         cache_sim=args.cache_sim,
@@ -76,7 +76,8 @@ def _count_options(args: argparse.Namespace) -> int:
     checking the count options go together and Valgrind is there.
 
     Raises:
-        UsageError: --cache-sim without --count, --count with --memory, no Valgrind.
+        UsageError: --cache-sim without --count, --count with --memory or --max-rss, no
+            Valgrind.
     """
     from perflab.engines import callgrind
     from perflab.engines.run.counted import COUNT_PROCESSES
@@ -85,9 +86,10 @@ def _count_options(args: argparse.Namespace) -> int:
         raise UsageError("--cache-sim simulates caches while counting: add --count instructions")
     if not args.count:
         return COUNT_PROCESSES
-    if args.memory:
+    if args.memory or args.max_rss:
+        option = "--memory" if args.memory else "--max-rss"
         raise UsageError(
-            "--memory samples a timed worker's RSS; under --count the worker runs in "
+            f"{option} reads a timed worker's RSS; under --count the worker runs in "
             "Valgrind: drop one of them"
         )
     try:
@@ -152,7 +154,9 @@ def _main(args: argparse.Namespace, stack: Any) -> int:
     from perflab.interrupts import StopSignals
     from perflab.model import Results
     from perflab.report import outputs
+    from perflab.units import parse_bytes
 
+    max_rss = parse_bytes(args.max_rss, "--max-rss") if args.max_rss else None
     settings = _settings(args)
     destination = results_destination(args.json, "run")
     files_out = outputs.check(args, others=[destination])
@@ -234,10 +238,22 @@ def _main(args: argparse.Namespace, stack: Any) -> int:
             from perflab.report.compare_table import gate as apply_gate
 
             code = apply_gate(tripped, gate[1])
+        code = max(code, _rss_gate(results.benchmarks, max_rss))
     stopped = stop.exit_code(runner.interrupted)
     if stopped is not None:
         return stopped
     return 1 if code or any(b.failed for b in results.benchmarks) else 0
+
+
+def _rss_gate(benches: Any, limit: float | None) -> int:
+    """``--max-rss``: the memory limit gate over each benchmark's highest worker RSS
+    peak (:func:`perflab.analyze.memory.peak_rss_bytes`); 1 when it tripped."""
+    from perflab.analyze.memory import peak_rss_bytes
+    from perflab.report.compare_table import rss_gate
+
+    if limit is None:
+        return 0
+    return rss_gate([(b.label, peak_rss_bytes(b)) for b in benches], limit, "benchmark(s)")
 
 
 def _gate_options(args: argparse.Namespace) -> tuple[float, list[str]]:

@@ -101,6 +101,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --memory: time between timeline readings (10ms)",
     )
     parser.add_argument(
+        "--max-rss",
+        metavar="SIZE",
+        help="a memory limit gate: exit 1 naming each benchmark whose worker RSS peak "
+        "(the highest over its processes) is above SIZE, e.g. 200MB or 1.5GiB; turns "
+        "the RSS reading of --memory on",
+    )
+    parser.add_argument(
         "--format",
         choices=["table", "markdown", "csv"],
         default="table",
