@@ -192,7 +192,7 @@ def main(args: argparse.Namespace) -> int:
     max_rss = parse_bytes(args.max_rss, "--max-rss") if args.max_rss else None
     _check_input(args.input)
     destination = results_destination(args.json, "cmd")
-    profile = profiling.check(args, destination, counted_profile=True)
+    profile = profiling.check(args, destination)
     chart = Destination.check(args.chart, "--chart", "png") if args.chart is not None else None
     exports = _exports(args, [destination, chart])
     shell = resolve_executable(args.shell_path, "--shell") if args.shell else None

@@ -68,6 +68,7 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         count=args.count,
         cache_sim=args.cache_sim,
         count_processes=count_processes,
+        count_profile=bool(args.count and args.profile),
     )
 
 
@@ -162,7 +163,7 @@ def _main(args: argparse.Namespace, stack: Any) -> int:
     files_out = outputs.check(args, others=[destination])
     gate = _gate_options(args)
     chart = Destination.check(args.chart, "--chart", "png") if args.chart is not None else None
-    profile = profiling.check(args, destination)
+    profile = profiling.check(args, destination)  # with --count: Callgrind's, per function
     bench_file, cases = load_cases(args.file, args.filter)
     _check_gate(args, cases)
     started = dt.datetime.now(dt.UTC)
