@@ -158,6 +158,7 @@ def _main(args: argparse.Namespace, stack: Any) -> int:
     from perflab.units import parse_bytes
 
     max_rss = parse_bytes(args.max_rss, "--max-rss") if args.max_rss else None
+    repeat_limit = quick.n_plus_one(args)
     settings = _settings(args)
     destination = results_destination(args.json, "run")
     files_out = outputs.check(args, others=[destination])
@@ -184,6 +185,7 @@ def _main(args: argparse.Namespace, stack: Any) -> int:
             "sample_target_ns": target_ns,
             "threshold": gate[0],
             **({"quick": True} if args.quick else {}),
+            **({"n_plus_one": repeat_limit} if repeat_limit is not None else {}),
         },
     )
     if not args.quiet and not settings.count:

@@ -163,7 +163,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="draw each benchmark's samples and per-process medians into this PNG",
     )
     from perflab.commands import profiling
-    from perflab.commands.options import add_history_arguments
+    from perflab.commands.options import add_history_arguments, add_n_plus_one
 
+    add_n_plus_one(parser)
     profiling.add_arguments(parser, "benchmark")
     add_history_arguments(parser)
