@@ -110,6 +110,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "alloc peak/op)",
     )
     group.addoption(
+        "--perflab-max-rss",
+        metavar="SIZE",
+        help="a memory limit gate: fail the session naming each test whose child "
+        "pytest's RSS peak is above SIZE, e.g. 200MB; needs --perflab-processes N (each "
+        "test's RSS is read from its own fresh processes) and turns the RSS reading on",
+    )
+    group.addoption(
         "--perflab-profile",
         action="store_true",
         help="after timing each benchmark, sample where its calls spend their time with "

@@ -36,11 +36,14 @@ class GateOptions:
             results file; or a run id or git ref picked from the history database.
         fail_on: verdicts that fail the session, e.g. ["slower"].
         threshold: the verdicts' noise threshold (0.02 = 2%).
+        max_rss_bytes: ``--perflab-max-rss``: the memory limit of each test's child
+            pytests' RSS peak, bytes (None: no limit).
     """
 
     compare: str | None = None
     fail_on: list[str] = field(default_factory=list)
     threshold: float = 0.02
+    max_rss_bytes: float | None = None
 
 
 @dataclass
@@ -191,8 +194,39 @@ class SessionResults:
         later.raise_()
         for destination in self.saved:
             tell(f"perflab: results saved to {destination}")
+        limit = self._rss_gate(results.benchmarks)
         if baseline is None:
+            return limit
+        return max(limit, self._compare_gate(baseline_name, baseline, results))
+
+    def _rss_gate(self, benchmarks: list[Any]) -> int:
+        """``--perflab-max-rss``: 1 when a test's highest child RSS peak
+        (:func:`perflab.analyze.memory.peak_rss_bytes`) is above the limit; the tests
+        measured in the pytest process (pedantic ones) have none and are named on
+        stderr."""
+        if self.gate.max_rss_bytes is None:
             return 0
+        from perflab.analyze.memory import peak_rss_bytes
+        from perflab.report.compare_table import rss_gate
+        from perflab.report.escape import terminal
+
+        peaks = [(b.label, peak_rss_bytes(b)) for b in benchmarks]
+        unread = [label for label, peak in peaks if peak is None]
+        if unread:
+            tell(
+                terminal(
+                    "perflab: --perflab-max-rss: no RSS reading of its own for "
+                    + ", ".join(unread[:5])
+                    + (f" and {len(unread) - 5} more" if len(unread) > 5 else "")
+                    + " (measured in the pytest process): not gated",
+                    one_line=True,
+                )
+            )
+        return rss_gate(peaks, self.gate.max_rss_bytes, "test(s)", "--perflab-max-rss")
+
+    def _compare_gate(self, baseline_name: str, baseline: Any, results: Any) -> int:
+        """``--perflab-compare``: print the comparison; the ``--perflab-fail-on`` gate's
+        exit code."""
         from perflab.analyze.compare.suite import compare_results
         from perflab.report.compare_table import gate, print_comparison
 

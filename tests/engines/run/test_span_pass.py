@@ -1,5 +1,5 @@
 """The worker's span pass: spans per call of each perflab.trace name in `run`'s metrics,
-and the N+1 note when a name repeats more than 10 times in one call."""
+and the N+1 note when a name repeats more than 10 times (``--n-plus-one``) in one call."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_spans_per_call_are_metrics_and_n_plus_one_is_noted(tmp_path: Path, perf
     done = perflab_cli(
         "run", str(bench), "--json", str(out), "--budget", "1.5s", "--min-processes", "2",
         "--max-processes", "2", "--process-time", "20ms", "--quiet", "--no-alloc",
-        "--no-history", "--format", "markdown", "--verbose", timeout=300,
+        "--no-history", "--format", "markdown", timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     by_name = {b.name: b for b in model.load(str(out)).benchmarks}
@@ -53,5 +53,8 @@ def test_spans_per_call_are_metrics_and_n_plus_one_is_noted(tmp_path: Path, perf
         assert p.metrics["db spans"] == 1
     assert all("db spans" not in p.metrics for p in by_name["untraced"].processes)
     text = " ".join(done.stdout.split())
-    assert "page_n_plus_one: N+1: db ran 41 times a call" in text
-    assert "page_batched: N+1" not in text
+    [row] = [line for line in done.stdout.splitlines() if line.startswith("| page_n_plus_one")]
+    assert row.rstrip(" |").endswith("N+1") and "| 41.0 |" in row  # the db spans column
+    assert "N+1 (a perflab.trace span name ran over --n-plus-one (10) times a call" in text
+    [batched] = [line for line in done.stdout.splitlines() if line.startswith("| page_batched")]
+    assert "N+1" not in batched

@@ -28,8 +28,8 @@ from perflab.units import format_ratio, significant
 if TYPE_CHECKING:
     from perflab.analyze.results_figures import ResultsFigures
 
-#: Order of the verdicts in the summary, the most urgent first ("more"/"less": a memory
-#: figure of a comparison grew or shrank).
+#: Order of the verdicts in the summary, the most urgent first.
+#: A memory row's "more" ranks with "slower", its "less" with "faster".
 ORDER = (
     "fail",
     "failed",
@@ -270,7 +270,17 @@ def summary_section(findings: Sequence[Finding]) -> Section:
     section = Section("Summary", kind="summary")
     judged = [
         v
-        for v in ("failed", "slower", "faster", "same", "inconclusive", "fail", "warn")
+        for v in (
+            "failed",
+            "slower",
+            "faster",
+            "more",
+            "less",
+            "same",
+            "inconclusive",
+            "fail",
+            "warn",
+        )
         if v in counts
     ]
     if judged:
