@@ -219,6 +219,13 @@ def test_agents_share_a_start_and_merge_exactly(server: Any, load_agents: Any) -
     assert Counter(dict(zip(m["values"], m["counts"]))) == union  # bucket by bucket
     assert [m["quantiles"][q] for q in qs] == [_nearest_rank(union, q) for q in qs]
     assert merged.latency.p99_us == m["p99_us"]
+    # the merged timeline: the agents' intervals on the common start, their counts summed
+    assert merged.timeline is not None and all(s.timeline is not None for s in steps)
+    for name in ("sent", "ok", "errors"):
+        total = sum(sum(getattr(s.timeline, name)) for s in steps)  # type: ignore[union-attr]
+        assert sum(getattr(merged.timeline, name)) == total
+    assert sum(merged.timeline.sent) == merged.requests_sent
+    assert merged.timeline.offered_rate[0] == pytest.approx(400.0)
 
 
 def test_agents_send_their_weighted_slots(server: Any, load_agents: Any) -> None:

@@ -191,6 +191,9 @@ def test_two_agents_offer_the_rate_asked_and_merge_exactly(
         union = _buckets(parts[0]["latency"]["encoded"]) + _buckets(parts[1]["latency"]["encoded"])
         assert _buckets(step["latency"]["encoded"]) == union
         assert all(0 < a["start_lead_s"] < 1 for a in step["agents"])
+        # the merged timeline's counts are the sums of the agents' timelines'
+        for name in ("sent", "ok", "errors"):
+            assert sum(step["timeline"][name]) == sum(sum(p["timeline"][name]) for p in parts)
     shown = _cli_show(out)
     assert shown.returncode == 0 and "load agents" in shown.stdout
 
