@@ -130,7 +130,7 @@ def merge_timelines(
         A timeline of the parts' interval length, as long as the longest shifted part,
         whose ``sent``, ``ok`` and ``errors`` are the sums of the parts' in each interval
         (so their totals are the sums of the parts' totals), whose offered rate is the
-        sum of the parts' (None in closed loop), and whose latency and send-lag
+        sum of those of the parts that reach the interval (None in closed loop), and whose latency and send-lag
         histograms and percentiles are the exact merges of the parts'. None when no part
         has a timeline, or when only some do (a partial sum would understate the step).
 
