@@ -103,8 +103,11 @@ def http_plan(args: argparse.Namespace, check: bool = True) -> Any:
     if warmup >= duration:
         raise UsageError(f"--warmup {args.warmup} must be shorter than --duration {args.duration}")
     rates = spec.rates if spec else []
-    if spec and spec.shape and getattr(args, "agents", None) is not None:
-        raise UsageError("a load shape (--rate A..B/T or M~A/T) runs on one machine: drop --agents")
+    if spec and spec.shape and getattr(args, "agents", None) is not None and not args.poisson:
+        raise UsageError(
+            "a load shape (--rate A..B/T or M~A/T) on --agents needs --poisson (evenly "
+            "spaced arrivals of a shape run on one machine): add --poisson or drop --agents"
+        )
     interval = parse_duration(args.interval, "--interval")
     if interval != 0 and interval < 0.001:
         raise UsageError(f"--interval {args.interval!r}: at least 1ms, or 0 for no timeline")

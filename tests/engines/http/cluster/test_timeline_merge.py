@@ -126,3 +126,80 @@ def test_a_merged_step_carries_the_merged_timeline() -> None:
     assert not math.isnan(summarize_step(merged).achieved_rate)
     parts[1].timeline = None  # --interval 0 on one agent: no partial timeline
     assert merge_steps(parts).timeline is None
+
+
+# --- load shapes on agents (Poisson) --------------------------------------------------
+
+RAMP = {"kind": "ramp", "from": 100.0, "to": 500.0, "over_s": 1.0}
+
+
+def test_a_shape_is_split_by_weight_and_merges_back() -> None:
+    from perflab.engines.http.cluster.merge import merge_shapes
+    from perflab.engines.http.cluster.split import split_step
+    from perflab.errors import UsageError
+
+    config = {"mode": "open", "shape": RAMP, "arrival": "poisson", "connections": None}
+    parts = split_step(config, 2, [3.0, 1.0])
+    assert [p["shape"] for p in parts if p] == [
+        {"kind": "ramp", "from": 75.0, "to": 375.0, "over_s": 1.0},
+        {"kind": "ramp", "from": 25.0, "to": 125.0, "over_s": 1.0},
+    ]
+    assert all(p is not None and "rate" not in p for p in parts)
+    assert len({p["seed"] for p in parts if p}) == 2
+    assert merge_shapes([p["shape"] for p in parts if p]) == RAMP
+    sine = {"kind": "sine", "mean": 300.0, "amplitude": 100.0, "period_s": 2.0}
+    halves = [p["shape"] for p in split_step({**config, "shape": sine}, 2) if p]
+    assert halves[0]["mean"] == 150.0 and merge_shapes(halves) == sine
+    assert merge_shapes([RAMP, None]) is None and merge_shapes([RAMP, sine]) is None
+    with pytest.raises(UsageError, match="--poisson"):
+        split_step({**config, "arrival": "constant"}, 2)
+
+
+def test_the_command_refuses_an_evenly_spaced_shape_on_agents() -> None:
+    from perflab.commands.options import http_plan
+    from perflab.errors import UsageError
+    from tests.conftest import http_args
+
+    argv = ["http://127.0.0.1:9/", "--rate", "1k..2k/10s", "--agents", "2"]
+    with pytest.raises(UsageError, match="needs --poisson"):
+        http_plan(http_args(*argv), check=False)
+    plan = http_plan(http_args(*argv, "--poisson"), check=False)
+    assert plan.shape is not None and plan.shape["kind"] == "ramp"
+
+
+def test_agents_on_a_poisson_ramp_merge_into_the_whole_ramp() -> None:
+    import threading
+    import time
+
+    from perflab.engines.http.cluster.agent import LoadAgent
+    from perflab.engines.http.cluster.split import split_step
+    from perflab.engines.http.engine import make_plan
+    from perflab.engines.http.steps import step_from_raw
+
+    with _core.serve({"host": "127.0.0.1", "port": 0}) as server:
+        plan = make_plan(f"http://127.0.0.1:{server.port}/", 1.0, 0.0, [500.0], threads=1)
+        plan.shape = RAMP
+        config = {**plan.step_config(0), "arrival": "poisson", "interval_s": 0.25}
+        start = time.time_ns() + 200_000_000
+        configs = [{**c, "start_unix_ns": start} for c in split_step(config, 2) if c]
+        answers: list[dict] = [{}, {}]
+
+        def one(k: int) -> None:
+            answers[k] = LoadAgent(k).run_step(configs[k])
+
+        threads = [threading.Thread(target=one, args=(k,)) for k in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    steps = [step_from_raw(a["raw"]["steps"][0]) for a in answers]
+    merged = merge_steps(steps)
+    assert merged.shape == RAMP
+    assert merged.offered_rate == pytest.approx(300.0)  # the ramp's mean over its 1 s
+    tl = merged.timeline
+    assert tl is not None and tl.interval_s == 0.25
+    for name in ("sent", "ok", "errors"):
+        assert sum(getattr(tl, name)) == sum(sum(getattr(s.timeline, name)) for s in steps)  # type: ignore[union-attr]
+    # each interval offers the whole ramp's mean rate over it: 100 + 400·(j + ½)/4
+    assert tl.offered_rate[:4] == pytest.approx([150.0, 250.0, 350.0, 450.0])
+    assert summarize_step(merged).ramp is not None

@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from perflab.engines.http.cluster.split import SHAPE_RATES
 from perflab.model import Histogram, HttpStep, ServerTiming
 from perflab.model.http_step import STEP_HISTOGRAMS
 from perflab.model.http_timeline import Timeline
@@ -173,6 +174,20 @@ def merge_timelines(
     return out
 
 
+def merge_shapes(shapes: Sequence[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """The load shape the agents' shares of one make together: their rates summed, the
+    first one's times (every share keeps them). None when any part has none, or when
+    the parts are of different kinds."""
+    if not shapes or any(s is None for s in shapes):
+        return None
+    kept = [s for s in shapes if s is not None]
+    kind = kept[0].get("kind")
+    if any(s.get("kind") != kind for s in kept):
+        return None
+    keys = SHAPE_RATES.get(str(kind), ())
+    return {**kept[0], **{key: sum(float(s[key]) for s in kept) for key in keys}}
+
+
 def merge_steps(parts: Sequence[HttpStep]) -> HttpStep:
     """The step that the agents' ``parts`` of it make together.
 
@@ -219,6 +234,7 @@ def merge_steps(parts: Sequence[HttpStep]) -> HttpStep:
         server_timing=merge_server_timing([p.server_timing for p in parts]),  # issue 17
         protocol=first.protocol,
         streams=first.streams,
+        shape=merge_shapes([p.shape for p in parts]),
         timeline=merge_timelines([p.timeline for p in parts]),
         **{name: merge_histograms([getattr(p, name) for p in parts]) for name in HISTOGRAMS},
     )
