@@ -207,6 +207,36 @@ def _cli_show(path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def test_a_poisson_ramp_on_agents_keeps_the_whole_ramp(
+    ray_address: str, server: Any, tmp_path: Path
+) -> None:
+    out = tmp_path / "ramp.json"
+    proc = _cli(
+        f"http://127.0.0.1:{server.port}/",
+        "--rate",
+        "200..400/2s",
+        "--poisson",
+        *FAST,
+        "--interval",
+        "0.5s",
+        "--agents",
+        "2",
+        "--cluster",
+        ray_address,
+        "--json",
+        str(out),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "timeline of 200→400/s over 2 s" in proc.stdout
+    step = json.loads(out.read_text())["benchmarks"][0]["steps"][0]
+    assert step["shape"] == {"kind": "ramp", "from": 200.0, "to": 400.0, "over_s": 2.0}
+    parts = [a["step"] for a in step["agents"]]
+    assert [p["shape"]["to"] for p in parts] == [200.0, 200.0]
+    for name in ("sent", "ok", "errors"):
+        assert sum(step["timeline"][name]) == sum(sum(p["timeline"][name]) for p in parts)
+    assert step["timeline"]["offered_rate"][:4] == pytest.approx([225.0, 275.0, 325.0, 375.0])
+
+
 def test_closed_loop_is_split(ray_address: str, server: Any, tmp_path: Path) -> None:
     out, reqs = tmp_path / "c.json", tmp_path / "reqs.jsonl"
     reqs.write_text('{"path": "/a"}\n{"method": "POST", "path": "/b", "body": "x"}\n')
