@@ -167,7 +167,9 @@ def test_the_command_refuses_an_evenly_spaced_shape_on_agents() -> None:
     assert plan.shape is not None and plan.shape["kind"] == "ramp"
 
 
-def test_agents_on_a_poisson_ramp_merge_into_the_whole_ramp() -> None:
+def _poisson_ramp_steps() -> list[HttpStep]:
+    """Two load agents (threads, as Ray would run them in processes) on the Poisson
+    :data:`RAMP` against `perflab serve`, 0.25 s intervals: each agent's step."""
     import threading
     import time
 
@@ -192,7 +194,16 @@ def test_agents_on_a_poisson_ramp_merge_into_the_whole_ramp() -> None:
             t.start()
         for t in threads:
             t.join()
-    steps = [step_from_raw(a["raw"]["steps"][0]) for a in answers]
+    return [step_from_raw(a["raw"]["steps"][0]) for a in answers]
+
+
+def test_agents_on_a_poisson_ramp_merge_into_the_whole_ramp() -> None:
+    from perflab.analyze.http import summarize_results
+    from perflab.model import Benchmark, Results
+    from perflab.model.cluster import AgentInfo, AgentShare
+    from perflab.report.http_agents import agents_table
+
+    steps = _poisson_ramp_steps()
     merged = merge_steps(steps)
     assert merged.shape == RAMP
     assert merged.offered_rate == pytest.approx(300.0)  # the ramp's mean over its 1 s
@@ -203,3 +214,17 @@ def test_agents_on_a_poisson_ramp_merge_into_the_whole_ramp() -> None:
     # each interval offers the whole ramp's mean rate over it: 100 + 400·(j + ½)/4
     assert tl.offered_rate[:4] == pytest.approx([150.0, 250.0, 350.0, 450.0])
     assert summarize_step(merged).ramp is not None
+    # the per-agent table shows each agent's offered rate (Poisson steps too)
+    merged.agents = [AgentShare(k, 0, 0, 0.2, 0.01, step=s) for k, s in enumerate(steps)]
+    results = Results(
+        kind="http",
+        command_line=["perflab"],
+        created="",
+        perflab_version="x",
+        environment={},
+        settings={"ok": "200-299"},
+        benchmarks=[Benchmark(name="GET /", kind="http", steps=[merged])],
+        agents=[AgentInfo(0, "a", same_clock=True), AgentInfo(1, "b", same_clock=True)],
+    )
+    table = agents_table(results, summarize_results(results))
+    assert [r[2] for r in table.rows] == ["150/s", "150/s"]
