@@ -36,9 +36,9 @@ from perflab.engines.http.cluster.split import (
 )
 from perflab.engines.http.steps import step_from_raw
 from perflab.errors import UsageError
-from perflab.model import Benchmark, Histogram, Results
+from perflab.model import Histogram
 from perflab.model.cluster import AgentInfo, AgentShare
-from tests.conftest import http_args
+from tests.conftest import agents_results, http_args
 
 OPEN = {
     "mode": "open",
@@ -537,15 +537,10 @@ def test_per_agent_data_round_trips_and_is_tabled(
         AgentShare(0, 0, 0, 0.2, 0.01, step=steps[0]),
         AgentShare(1, None, None, lost=True, error="died during the step"),
     ]
-    results = Results(
-        kind="http",
-        command_line=["perflab"],
-        created="",
-        perflab_version="x",
-        environment={},
-        settings={"ok": "200-299"},
-        benchmarks=[Benchmark(name=url, kind="http", steps=[merged])],
-        agents=[
+    results = agents_results(
+        url,
+        merged,
+        [
             AgentInfo(0, "h<1>", same_clock=True),
             AgentInfo(
                 1,

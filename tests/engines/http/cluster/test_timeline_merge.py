@@ -199,9 +199,9 @@ def _poisson_ramp_steps() -> list[HttpStep]:
 
 def test_agents_on_a_poisson_ramp_merge_into_the_whole_ramp() -> None:
     from perflab.analyze.http import summarize_results
-    from perflab.model import Benchmark, Results
     from perflab.model.cluster import AgentInfo, AgentShare
     from perflab.report.http_agents import agents_table
+    from tests.conftest import agents_results
 
     steps = _poisson_ramp_steps()
     merged = merge_steps(steps)
@@ -216,15 +216,8 @@ def test_agents_on_a_poisson_ramp_merge_into_the_whole_ramp() -> None:
     assert summarize_step(merged).ramp is not None
     # the per-agent table shows each agent's offered rate (Poisson steps too)
     merged.agents = [AgentShare(k, 0, 0, 0.2, 0.01, step=s) for k, s in enumerate(steps)]
-    results = Results(
-        kind="http",
-        command_line=["perflab"],
-        created="",
-        perflab_version="x",
-        environment={},
-        settings={"ok": "200-299"},
-        benchmarks=[Benchmark(name="GET /", kind="http", steps=[merged])],
-        agents=[AgentInfo(0, "a", same_clock=True), AgentInfo(1, "b", same_clock=True)],
+    results = agents_results(
+        "GET /", merged, [AgentInfo(0, "a", same_clock=True), AgentInfo(1, "b", same_clock=True)]
     )
     table = agents_table(results, summarize_results(results))
     assert [r[2] for r in table.rows] == ["150/s", "150/s"]
