@@ -112,12 +112,19 @@ async fn connect(connector: &Connector) -> Result<(H3Session, Handshake), ErrorK
     ))
 }
 
+/// A QUIC error code carrying a TLS alert (CRYPTO_ERROR, 0x100-0x1ff;
+/// RFC 9000 §20.1).
+fn is_crypto(code: quinn::TransportErrorCode) -> bool {
+    (0x100..0x200).contains(&u64::from(code))
+}
+
+/// The [`ErrorKind`] of a failed QUIC handshake.
 fn quic_kind(e: &quinn::ConnectionError) -> ErrorKind {
     use quinn::ConnectionError as E;
     match e {
         E::TimedOut => ErrorKind::ConnectTimeout,
-        E::TransportError(t) if t.code.to_string().contains("crypto") => ErrorKind::Tls,
-        E::ConnectionClosed(c) if c.error_code.to_string().contains("crypto") => ErrorKind::Tls,
+        E::TransportError(t) if is_crypto(t.code) => ErrorKind::Tls,
+        E::ConnectionClosed(c) if is_crypto(c.error_code) => ErrorKind::Tls,
         E::ConnectionClosed(_) | E::ApplicationClosed(_) | E::Reset => ErrorKind::ConnectRefused,
         E::VersionMismatch | E::TransportError(_) => ErrorKind::Protocol,
         _ => ErrorKind::Other,
@@ -194,6 +201,26 @@ impl Session for H3Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn handshake_failures_are_classified() {
+        use quinn::ConnectionError as E;
+        let closed = |code| {
+            E::ConnectionClosed(quinn::ConnectionClose {
+                error_code: code,
+                frame_type: None,
+                reason: Bytes::new(),
+            })
+        };
+        // A TLS alert (bad certificate: 42) is a TLS failure; a plain
+        // close (the server refused the connection) is a refusal.
+        let tls = closed(quinn::TransportErrorCode::crypto(42));
+        assert_eq!(quic_kind(&tls), ErrorKind::Tls);
+        let refused = closed(quinn::TransportErrorCode::CONNECTION_REFUSED);
+        assert_eq!(quic_kind(&refused), ErrorKind::ConnectRefused);
+        assert_eq!(quic_kind(&E::TimedOut), ErrorKind::ConnectTimeout);
+        assert_eq!(quic_kind(&E::VersionMismatch), ErrorKind::Protocol);
+    }
 
     #[test]
     fn the_last_lane_closes_the_connection_and_configs_build() {

@@ -150,3 +150,14 @@ fn stall_shows_in_latency_from_intended_time_over_quic() {
     assert!(svc.p99_us < 50_000, "service {svc:?}");
     assert_eq!(s.recorder.counters.failures, 0);
 }
+
+#[test]
+fn a_self_signed_certificate_without_insecure_is_a_tls_error() {
+    let h = serve_h3(ServerConfig::default());
+    let mut c = h3(&h, 50.0, 300, 1);
+    c.insecure = false;
+    let s = run_one(&c);
+    let k = &s.recorder.counters;
+    assert!(k.failures > 0 && k.ok_responses == 0, "{k:?}");
+    assert_eq!(k.error(ErrorKind::Tls), k.failures, "{k:?}");
+}
