@@ -119,13 +119,13 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(_hint(str(exc), config)) from None
     url = f"http://{server.address}/"
-    if config.get("http3"):
-        url += f" and HTTP/3 on https://{server.address}/ (UDP, self-signed: --insecure)"
+    h3 = f"HTTP/3 on https://{server.address}/ over UDP (self-signed: use --insecure); "
     stats: dict[str, int] = {}
     try:
         with StopSignals():  # before the address is printed: no SIGTERM race
             print(
-                f"perflab serve listening on {url} ({describe(config)}); Ctrl-C stops it",
+                f"perflab serve listening on {url} ({describe(config)}); "
+                f"{h3 if config.get('http3') else ''}Ctrl-C stops it",
                 flush=True,
             )
             while server.running:
