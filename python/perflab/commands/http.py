@@ -122,10 +122,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument(
         "--slo",
         metavar="LIMITS",
-        help="service-level objective: a step that "
-        "misses a latency limit is saturated, one that misses the error limit 'errors', "
-        "and the run exits 1 (see --fail-on). A time "
-        "bounds p99 (100ms); several limits as KEY=VALUE, comma separated, "
+        help="service-level objective: a step that misses a latency limit is saturated, "
+        "one that misses the error limit 'errors', and the run exits 1 (see --fail-on). "
+        "A time bounds p99 (100ms); several limits as KEY=VALUE, comma separated, "
         "keys p50, p90, p99, p99.9, max (times), error (a share) and, with "
         "--watch or --watch-cmd, rss (the watched processes' summed RSS peak in "
         "a step: 200MB): p99=10ms,p99.9=50ms,error=0.1%%,rss=1GB",
@@ -136,10 +135,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument(
         "--fail-on",
         metavar="WHAT",
-        help="exit 1 when a step is one of: slo "
-        "(missed the --slo), saturated, errors (failed > 1%% of requests, or the "
-        "--slo error limit, while the server kept up), generator-limited; comma separated; "
-        "'none' never (default: slo when --slo is given, else none)",
+        help="exit 1 when a step is one of: slo (missed the --slo), saturated, errors (the "
+        "server kept up but failed > 1%% of requests or the --slo error limit), "
+        "generator-limited; comma separated; 'none' never (default: slo with --slo, else none)",
     )
     out.add_argument(
         "--json",
@@ -530,7 +528,6 @@ class _Live:
 
         self.duration = plan.config["duration_s"]
         self.labels = [f"{r:,.0f}/s" for r in plan.rates] or [f"{n} conn" for n in plan.connections]
-        #: each step's load (requests/s or connections), as the verdict rules compare them
         self.loads = [float(x) for x in (plan.rates or plan.connections)]
         if plan.shape:
             from perflab.model.http_timeline import shape_label
@@ -568,10 +565,8 @@ class _Live:
         self.progress.update(self.tasks[index], completed=snap["wall_s"], status=status)
 
     def step_done(self, results: Any, steps: list[Any]) -> None:
-        """A line for the step just finished (above the bars, and in logs) with the
-        table's verdict (:func:`perflab.analyze.http.live_steps`), or "…" while a lighter
-        step to come may change it; then its bar ends on that word, and so does an earlier
-        pending step's, with its line, once its verdict is known."""
+        """A line and a bar's last word for the step just finished, and for a pending one
+        once known: the table's verdict or "…" (:func:`perflab.analyze.http.live_steps`)."""
         from perflab.analyze.http import live_steps
         from perflab.report.http_table import PENDING, step_line
 
