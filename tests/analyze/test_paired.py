@@ -122,3 +122,52 @@ def test_wide_interval_is_inconclusive_and_to_dict_is_json() -> None:
     assert result is not None and paired.paired_verdict(result, 0.02) == INCONCLUSIVE
     form = result.to_dict()
     assert form["pairs"] == 30 and form["units"] == 3 and len(form["ratio"]) == 3
+
+
+def _ratio(value: float, half: float) -> paired.PairedRatio:
+    """A paired ratio of ``value`` with a CI of relative half-width ``half``."""
+    from perflab.model.estimate import Estimate
+
+    ci = Estimate(value, value * (1 - half), value * (1 + half), 0.95, value * half / 2)
+    return paired.PairedRatio(ci, 1000, 10, False)
+
+
+@pytest.mark.parametrize(
+    ("value", "half", "settled"),
+    [
+        (1.031, 0.005, True),  # wholly beyond +2%: slower, settled
+        (0.960, 0.008, True),  # wholly beyond −2%: faster
+        (1.000, 0.009, True),  # wholly within ±2%: same
+        (1.028, 0.009, False),  # precise enough, but straddles 1.02: inconclusive, go on
+        (1.031, 0.015, False),  # beyond +2% but wider than the 1% precision asked
+        (1.020, 0.002, True),  # on the threshold's edge, ±0.2%: no budget would resolve it
+    ],
+)
+def test_a_pair_settles_on_its_verdict_not_on_its_precision(
+    value: float, half: float, settled: bool
+) -> None:
+    assert paired.settles(_ratio(value, half), 0.02, 0.01) is settled
+
+
+def test_an_automatic_threshold_settles_on_the_precision_alone() -> None:
+    assert paired.settles(_ratio(1.028, 0.009), math.nan, 0.01)
+    assert not paired.settles(_ratio(1.028, 0.011), math.nan, 0.01)
+    assert not paired.settles(None, 0.02, 0.01)
+
+
+def test_a_stray_process_is_outvoted_by_more_processes() -> None:
+    # a 3% slowdown; one process in which B ran as fast as A (its layout, say): with
+    # the 10 processes a pair starts with, its CI reaches the 1% precision but straddles
+    # 1.02 (the old stopping rule stopped there: inconclusive); with more processes the
+    # stray one's weight falls and the CI clears the threshold
+    procs = _paired_processes(11, 1.03, slow_share=0.4, processes=30, layout_sd=0.001)
+    a0, b0 = procs[0]
+    procs[0] = (a0, b0 / 1.03)
+    first = paired.paired_ratio(procs[:10])
+    assert first is not None and first.ratio.relative_half_width <= 0.01
+    assert paired.paired_verdict(first, 0.02) == INCONCLUSIVE
+    assert not paired.settles(first, 0.02, 0.01)
+    stops = [p for p in range(10, 31) if paired.settles(paired.paired_ratio(procs[:p]), 0.02, 0.01)]
+    assert stops, "never settled"
+    final = paired.paired_ratio(procs[: stops[0]])
+    assert paired.paired_verdict(final, 0.02) == SLOWER and final.ratio.contains(1.03)

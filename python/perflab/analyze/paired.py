@@ -39,6 +39,7 @@ import numpy as np
 
 from perflab.analyze import stats
 from perflab.model import Benchmark
+from perflab.model.comparison import INCONCLUSIVE
 from perflab.model.estimate import Estimate
 
 #: a single series is cut into this many batches at most (its "processes")
@@ -152,6 +153,49 @@ def paired_ratio(
     return PairedRatio(
         estimate, total, len(units), batched, [float(r) for r in unit_ratios], spread
     )
+
+
+#: a pair's CI this much narrower than the precision target and the threshold settles
+#: it even when it straddles the threshold: the ratio sits on the threshold's edge, and
+#: more pairs would only confirm that (the budget would be spent for nothing)
+EDGE_RESOLUTION = 0.25
+
+
+def settles(ratio: PairedRatio | None, threshold: float, precision: float) -> bool:
+    """Whether a pair may stop measuring: its paired ratio's CI settles the verdict.
+
+    The target is the verdict, not the precision alone (a sequential design, as
+    tango-bench's paired benchmarking and sequential tests stop on their decision):
+    the CI's relative half-width is at most ``precision`` **and** the CI lies wholly
+    outside [1 − t, 1 + t] (slower/faster) or wholly inside it (same). A CI that
+    reaches the precision while it straddles 1 ± t would give "inconclusive": more
+    processes narrow it (a stray process's weight falls as 1/P, and the t quantile
+    with it), so the pair goes on, until the budget or the process cap stops it. Only a
+    CI narrower than ``EDGE_RESOLUTION`` × min(precision, t) stops while straddling:
+    the ratio then sits on the threshold itself (e.g. 1.020 ± 0.2%), which no budget
+    resolves.
+
+    Looking at the CI after every process does not inflate false verdicts the way
+    repeated tests of "ratio = 1" do: a false "slower" needs the whole CI beyond
+    1 + t while the truth is 1, not merely a CI that misses 1.
+
+    Args:
+        ratio: the pair's current paired ratio (None: fewer than 2 pairs).
+        threshold: the verdict's relative noise threshold t (0.02 = 2%); NaN (chosen
+            after the run, ``--threshold auto``): the precision alone decides.
+        precision: the target relative CI half-width (0.01 = 1%).
+
+    Returns:
+        True when the pair may stop; False without a ratio.
+    """
+    if ratio is None:
+        return False
+    half = ratio.ratio.relative_half_width
+    if not half <= precision:
+        return False
+    if math.isnan(threshold) or half <= EDGE_RESOLUTION * min(precision, threshold):
+        return True
+    return paired_verdict(ratio, threshold) != INCONCLUSIVE
 
 
 def unpaired_ratio(

@@ -360,9 +360,11 @@ class PairedRunner(Runner):
                 state.bench.error = f"{state.bench.id!r} {proc.error}"
 
     def _decide_pair(self, link: PairLink) -> None:
-        """Stop the pair when a side failed, the paired ratio's CI met the precision (after
-        the minimum processes), or the two cases' budgets or the process cap ran out."""
-        from perflab.analyze.paired import benchmark_ratio
+        """Stop the pair when a side failed, the paired ratio's CI settled the verdict
+        (after the minimum processes: :func:`perflab.analyze.paired.settles`: within the
+        precision and wholly beyond or within the threshold), or the two cases' budgets
+        or the process cap ran out."""
+        from perflab.analyze.paired import benchmark_ratio, settles
 
         s = self.settings
         a, b = link.a.bench, link.b.bench
@@ -373,7 +375,7 @@ class PairedRunner(Runner):
             "failed"
             if a.error or b.error
             else "precision"
-            if half is not None and link.processes >= s.min_processes and half <= s.precision
+            if link.processes >= s.min_processes and settles(ratio, s.threshold, s.precision)
             else "budget"
             if link.spent_s >= 2 * s.budget_s
             else "max-processes"

@@ -80,6 +80,10 @@ class Settings:
         count_processes: with ``count``: counted processes (layouts) per case (≥ 1).
         pairing: how cases a verdict compares are measured
             (:data:`perflab.engines.run.pairs.PAIRING_MODES`): "auto", "lockstep", "off".
+        threshold: the verdicts' relative noise threshold t (0.02 = 2%): a pair stops
+            when its paired ratio's CI settles the verdict against it
+            (:func:`perflab.analyze.paired.settles`); NaN (``--threshold auto``): when
+            the CI reaches the precision.
     """
 
     precision: float = 0.01
@@ -102,6 +106,7 @@ class Settings:
     cache_sim: bool = False
     count_processes: int = counted.COUNT_PROCESSES
     pairing: str = "auto"
+    threshold: float = 0.02
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
