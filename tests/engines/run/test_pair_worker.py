@@ -117,3 +117,35 @@ def test_the_allocation_pass_reports_each_sides_totals(tmp_path: Path) -> None:
     assert set(allocs) == {"a", "b"}
     for alloc in allocs.values():
         assert {"peak_bytes", "blocks", "total_bytes", "total_blocks"} <= set(alloc)
+
+
+class _FakeSide:
+    """A side whose call takes ``call_ns`` on a fake clock."""
+
+    def __init__(self, name: str, clock: list[int], call_ns: int, iterations: int) -> None:
+        self.name, self.clock, self.call_ns, self.iterations = name, clock, call_ns, iterations
+
+    def call(self) -> None:
+        self.clock[0] += self.call_ns
+
+
+def test_balance_gives_both_sides_samples_of_the_target_length(monkeypatch) -> None:
+    from perflab.engines.run import pair_worker, worker
+    from perflab.engines.run.sampling import GcMonitor
+
+    clock = [0]
+    monkeypatch.setattr(worker, "_perf_ns", lambda: clock[0])
+    # A/A: both 35 µs a call; A's calibration was cut short by a preemption (1 call),
+    # B's overshot (6 calls): their samples would last 35 µs and 210 µs
+    a = _FakeSide("a", clock, 35_000, 1)
+    b = _FakeSide("b", clock, 35_000, 6)
+    pair_worker.balance((a, b), 100_000, GcMonitor())
+    assert a.iterations == b.iterations == 3
+    # within the tolerance nothing moves (the runner's known counts stay)
+    a.iterations, b.iterations = 3, 4
+    pair_worker.balance((a, b), 100_000, GcMonitor())
+    assert (a.iterations, b.iterations) == (3, 4)
+    # a call longer than the target: one call a sample
+    slow = _FakeSide("b", clock, 5_000_000, 2)
+    pair_worker.balance((a, slow), 100_000, GcMonitor())
+    assert slow.iterations == 1 and a.iterations == 3
