@@ -171,3 +171,41 @@ def test_a_stray_process_is_outvoted_by_more_processes() -> None:
     assert stops, "never settled"
     final = paired.paired_ratio(procs[: stops[0]])
     assert paired.paired_verdict(final, 0.02) == SLOWER and final.ratio.contains(1.03)
+
+
+def test_lockstep_pairs_that_swapped_cpus_cancel_a_slow_cpu() -> None:
+    # lock-step: A and B on two CPUs at once, swapping CPUs every pair; in each process
+    # one CPU is slower than the other by its own amount (another program on it), up to
+    # 30%: the two slots' medians average it away; the plain median of the pairs, which
+    # mix +c and −c, falls anywhere between them
+    rng = np.random.default_rng(4)
+    true = np.log(1.05)
+    with_slots, plain = [], []
+    for _ in range(12):
+        c = rng.uniform(-0.3, 0.3)  # log of how much slower CPU 0 is than CPU 1
+        slots = np.arange(301) % 2
+        logs = true + np.where(slots == 0, c, -c) + rng.normal(0, 0.03, slots.size)
+        a = np.full(slots.size, 100e-6)
+        b = a * np.exp(logs)
+        with_slots.append((a, b, slots))
+        plain.append((a, b))
+    swapped = paired.paired_ratio(with_slots)
+    assert swapped is not None and swapped.ratio.contains(1.05)
+    assert swapped.ratio.relative_half_width < 0.01
+    assert paired.paired_verdict(swapped, 0.02) == SLOWER
+    mixed = paired.paired_ratio(plain)
+    assert mixed is not None and mixed.ratio.relative_half_width > 5 * (
+        swapped.ratio.relative_half_width
+    )
+
+
+def test_slots_in_a_single_series_and_unit_log_ratio() -> None:
+    logs = np.log(np.array([1.1, 1 / 1.1, 1.1, 1 / 1.1, 1.1, 1 / 1.1])) + np.log(1.02)
+    assert paired.unit_log_ratio(logs, np.arange(6) % 2) == pytest.approx(np.log(1.02))
+    assert paired.unit_log_ratio(logs[:1], np.zeros(1, int)) == pytest.approx(np.log(1.1 * 1.02))
+    slots = np.arange(60) % 2
+    a = np.full(60, 1.0)
+    b = np.where(slots == 0, 1.5, 1 / 1.5) * 1.02  # CPU 0 50% slower, B 2% slower
+    single = paired.paired_ratio([(a, b, slots)])
+    assert single is not None and single.batched
+    assert single.ratio.value == pytest.approx(1.02)

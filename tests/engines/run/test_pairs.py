@@ -250,7 +250,8 @@ def test_identical_code_stops_at_the_minimum_as_the_same() -> None:
     assert summarize_benchmarks(benches, threshold=0.02)["g"][1].verdict == "same"
 
 
-def test_pairs_that_cannot_share_a_process_go_lockstep() -> None:
+def test_pairs_that_cannot_share_a_process_go_lockstep(monkeypatch) -> None:
+    monkeypatch.setattr(pairs.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
     cases = _group()[:2]
     runner, single, paired = _runner(cases, side_by_side=True, precision=1e-9)
     link = runner.links[0]
@@ -261,6 +262,12 @@ def test_pairs_that_cannot_share_a_process_go_lockstep() -> None:
     assert len(fds) == 2 * 8 and all(len(set(f)) == 2 for f in fds)
     assert single.plans[0]["redirect"] == ["/current", "/baseline"]
     assert all(p.pair["mode"] == "lockstep" for p in runner.states[1].bench.processes)
+    # the two sides swap two CPUs sample by sample, the other way round; recorded
+    plans = [sorted(single.plans[k : k + 2], key=lambda p: "redirect" not in p) for k in (0, 2)]
+    for (a_plan, b_plan), proc in zip(plans, runner.states[1].bench.processes):
+        assert len(set(a_plan["swap_cpus"])) == 2 and set(a_plan["swap_cpus"]) <= {0, 1, 2, 3}
+        assert b_plan["swap_cpus"] == a_plan["swap_cpus"][::-1]
+        assert proc.pair["cpus"] == a_plan["swap_cpus"]  # A's CPU on even, odd samples
     assert len(runner.states[0].bench.processes) == 8  # the side-by-side try left no record
 
 

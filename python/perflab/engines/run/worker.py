@@ -444,6 +444,7 @@ def _sample(
             monitor,
             reference.between,
             counters,
+            plan.get("swap_cpus"),
         )
         return monitor.span()
     rss = _own_rss if plan.get("memory_interval_s") else None
