@@ -149,3 +149,9 @@ def test_balance_gives_both_sides_samples_of_the_target_length(monkeypatch) -> N
     slow = _FakeSide("b", clock, 5_000_000, 2)
     pair_worker.balance((a, slow), 100_000, GcMonitor())
     assert slow.iterations == 1 and a.iterations == 3
+    # one side of a lock-step pair balances alone, always to the balanced count: 2 and
+    # 4 calls of 35 µs are each within 1.5× of 3, but 2× apart from each other
+    for start in (2, 4, 6):
+        alone = _FakeSide("", clock, 35_000, start)
+        worker.balance((alone,), 100_000, GcMonitor(), tolerance=1.0)
+        assert alone.iterations == 3

@@ -44,6 +44,7 @@ from perflab.engines.run.worker import (
     PhaseError,
     Reference,
     _phase,
+    balance,
     calibrate,
     loop_overhead,
     reporting,
@@ -264,49 +265,6 @@ def _measure(
             figures = _phase("allocation pass", lambda s=side: allocations(s.call))
             emit("alloc", **figures, side=side.name)
     emit_done(emit, steal0, span)
-
-
-#: timings of each side :func:`balance` takes the median of (at most), and the time it
-#: may spend on them, ns (at least one round is timed)
-BALANCE_ROUNDS = 9
-BALANCE_NS = 20_000_000
-#: a side whose calls per sample are off the balanced count by more than this factor
-#: is given the balanced count
-BALANCE_TOLERANCE = 1.5
-
-
-def balance(sides: tuple[Side, Side], target_ns: float, gcmon: GcMonitor) -> None:
-    """Give both sides of a pair samples of about the same duration (the target).
-
-    A calibration is one timing per step: on a loaded machine one preempted timing
-    stops it early (1 call where 3 make the target), and the calls per sample then
-    persist in every later process of the case (the runner passes them on). Two sides
-    whose samples last 35 µs and 210 µs are not exposed alike to the machine: the long
-    one is preempted and straddles speed switches far more often, which biases their
-    paired ratio (identical code read 6–11× in a quarter of the processes of an A/A run
-    on this loaded 2-core VM). So both sides' current samples are timed alternately
-    (up to :data:`BALANCE_ROUNDS` rounds or :data:`BALANCE_NS`), each side's time per
-    call is the median, and a side whose calls per sample are off target / (time per
-    call) by more than :data:`BALANCE_TOLERANCE` gets that count (at least 1).
-
-    Args:
-        sides: A and B, with their calibrated (or known) ``iterations``; updated.
-        target_ns: the paired sample's target duration, ns.
-        gcmon: the worker's GC monitor.
-    """
-    per_call: dict[str, list[float]] = {s.name: [] for s in sides}
-    deadline = time.perf_counter_ns() + BALANCE_NS
-    for k in range(BALANCE_ROUNDS):
-        for side in sides if k % 2 == 0 else sides[::-1]:
-            wall = time_loop(side.call, side.iterations, gcmon)[0]
-            per_call[side.name].append(wall / side.iterations)
-        if time.perf_counter_ns() > deadline:
-            break
-    for side in sides:
-        times = sorted(per_call[side.name])
-        want = max(1, round(target_ns / max(times[len(times) // 2], 1.0)))
-        if not want / BALANCE_TOLERANCE <= side.iterations <= want * BALANCE_TOLERANCE:
-            side.iterations = want
 
 
 def _first_call(side: Side) -> tuple[Any, int]:
