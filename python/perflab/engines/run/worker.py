@@ -127,8 +127,11 @@ def balance(
     paired ratio (identical code read 6–11× in a quarter of the processes of an A/A run
     on this loaded 2-core VM). So both sides' current samples are timed alternately
     (up to :data:`BALANCE_ROUNDS` rounds or :data:`BALANCE_NS`), each side's time per
-    call is the median, and a side whose calls per sample are off target / (time per
-    call) by more than :data:`BALANCE_TOLERANCE` gets that count (at least 1).
+    call is its fastest (preemption only ever lengthens a timing, and on a loaded
+    machine it lengthens long samples most: with the median, a side of 14 calls whose
+    samples were preempted read 1 ms a call and was cut to 1 call while the other kept
+    13), and a side whose calls per sample are off target / (time per call) by more
+    than :data:`BALANCE_TOLERANCE` gets that count (at least 1).
 
     The paired worker balances A and B together; each process of a lock-step pair
     balances its own side with ``tolerance`` 1 (always the balanced count: the two
@@ -153,8 +156,7 @@ def balance(
         if time.perf_counter_ns() > deadline:
             break
     for side in sides:
-        times = sorted(per_call[side.name])
-        want = max(1, round(target_ns / max(times[len(times) // 2], 1.0)))
+        want = max(1, round(target_ns / max(min(per_call[side.name]), 1.0)))
         if not want / tolerance <= side.iterations <= want * tolerance:
             side.iterations = want
 
