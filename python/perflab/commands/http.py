@@ -365,12 +365,12 @@ def _fail_on(text: str | None, slo: dict[str, float] | None) -> list[str]:
 def _gate(results: Any, fail_on: list[str]) -> int:
     """1 (one ``gate:`` line on stderr) when a step is one of ``fail_on``, as ``perflab
     compare --fail-on`` gates; else 0."""
+    if not fail_on:
+        return 0
     from perflab.analyze.http import summarize_results
     from perflab.analyze.http_slo import slo_misses
     from perflab.report.compare_table import gate
 
-    if not fail_on:
-        return 0
     sweep = summarize_results(results)
     tripped = [
         s.label
