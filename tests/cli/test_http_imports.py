@@ -84,6 +84,18 @@ def test_http_never_loads_numpy_scipy_or_matplotlib(tmp_path: Path, serve, load)
     assert "perflab.analyze.http" in modules  # the run did analyse and print its step
     assert "perflab.history.record" in modules  # and recorded it in history
     assert [name for name in HEAVY if loaded(modules, name)] == []
+    # nor the benchmark-file authoring API that `import perflab` once loaded eagerly
+    assert "perflab.engines.run.suite" not in modules
+
+
+def test_the_authoring_api_still_loads_on_first_use(tmp_path: Path) -> None:
+    code = (
+        "import sys, perflab; assert 'perflab.engines.run.suite' not in sys.modules; "
+        "from perflab import bench, metric; from perflab.engines.run import suite; "
+        "assert bench is suite.bench and metric is suite.metric and perflab.bench is bench"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_the_check_sees_a_heavy_import(tmp_path: Path, serve) -> None:
