@@ -98,6 +98,31 @@ def ratio_verdict(low: float, high: float, at_most: float = math.inf, at_least: 
     return "met" if at_least <= low and high <= at_most else "not met"
 
 
+def ratio_ci(ratios: list[float]) -> tuple[float, float, float]:
+    """The paired ratio over rounds: (geometric mean of the rounds' ratios, 95% CI low,
+    high), the CI a t-interval on the log ratios (rounds − 1 df); (nan, nan) with one
+    round. Each ratio is perflab / peer measured in the same round, adjacent in time."""
+    from scipy import stats as sps
+
+    logs = [math.log(r) for r in ratios]
+    centre = statistics.fmean(logs)
+    if len(logs) < 2:
+        return math.exp(centre), math.nan, math.nan
+    half = float(sps.t.ppf(0.975, len(logs) - 1)) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
+
+
+def compile_perflab() -> None:
+    """Byte-compile perflab's modules once, as `pip install` does: where
+    PYTHONDONTWRITEBYTECODE is set (this CI machine), every `perflab` process would
+    otherwise compile them from source again, a start-up cost no user pays."""
+    import compileall
+
+    import perflab
+
+    compileall.compile_dir(Path(perflab.__file__).parent, quiet=1)
+
+
 @contextmanager
 def perflab_serve(*argv: str) -> Iterator[str]:
     """`perflab serve --port 0 ARGS`; yields its URL."""

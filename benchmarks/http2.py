@@ -1,7 +1,7 @@
 """perflab http --http2 beside h2load (nghttp2), on the same nginx `return 200` target
 (issue 30, "Done when": HTTP/2).
 
-Usage: python benchmarks/http2.py [--rounds 5] [--seconds 5] [--co-seconds 32]
+Usage: python benchmarks/http2.py [--rounds 5] [--seconds 5] [--co-seconds 32] [--only-cpu]
 (needs nginx and h2load: `make bench-deps` installs them (Debian's nginx and
 nghttp2-client); use a release build of perflab._core: `make bench` does.)
 
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 import shutil
 import statistics
@@ -41,9 +40,11 @@ from common import (
     PERFLAB,
     RATIO_RULE,
     child_cpu,
+    compile_perflab,
     machine,
     nginx,
     perflab_serve,
+    ratio_ci,
     ratio_verdict,
     write_section,
 )
@@ -70,6 +71,9 @@ def perflab_h2(url: str, *argv: str) -> dict[str, Any]:
     done = step["ok_responses"] + step["failures"] + (step.get("drained") or 0)
     step["rate"] = step["ok_responses"] / step["elapsed_s"]
     step["cpu_per_request_s"] = cpu / max(done, 1)
+    engine = sum(step["thread_cpu_s"])
+    step["engine_cpu_per_request_s"] = engine / max(done, 1)
+    step["outside_cpu_s"] = cpu - engine
     return step
 
 
@@ -117,14 +121,7 @@ def paired_ratio(
 ) -> tuple[float, float, float]:
     """Geometric mean of ``num``/``den`` (perflab/h2load) over the rounds, with its 95% t
     interval."""
-    from scipy import stats
-
-    logs = [math.log(r[num][key] / r[den][key]) for r in rows]
-    mean = statistics.fmean(logs)
-    if len(logs) < 2:
-        return math.exp(mean), math.nan, math.nan
-    half = stats.t.ppf(0.975, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
-    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+    return ratio_ci([r[num][key] / r[den][key] for r in rows])
 
 
 def expected_co_p99() -> float:
@@ -156,22 +153,80 @@ def us(seconds: float) -> str:
     return f"{seconds * 1e6:,.2f} µs"
 
 
-def report(closed: list[dict[str, dict[str, Any]]], open_step: dict[str, Any], co: dict) -> str:
+def closed_lines(closed: list[dict[str, dict[str, Any]]]) -> tuple[list[str], str]:
+    """The closed-loop comparison as Markdown lines (command, machine, medians, paired
+    ratios), and its CPU verdict line."""
     cpu = paired_ratio(closed, "cpu_per_request_s")
+    engine = ratio_ci(
+        [
+            r["perflab"]["engine_cpu_per_request_s"] / r["h2load"]["cpu_per_request_s"]
+            for r in closed
+        ]
+    )
     rate = paired_ratio(closed, "rate")
+    keys = ("rate", "cpu_per_request_s", "engine_cpu_per_request_s", "outside_cpu_s")
     med = {
         tool: {
-            k: statistics.median(r[tool][k] for r in closed) for k in ("rate", "cpu_per_request_s")
+            k: statistics.median(r[tool][k] for r in closed) for k in keys if k in closed[0][tool]
         }
         for tool in ("perflab", "h2load")
     }
+    verdict = (
+        f"- CPU per request, perflab / h2load ≤ 1 (ratio {cpu[0]:.2f}, 95% CI "
+        f"{cpu[1]:.2f}–{cpu[2]:.2f}): **{ratio_verdict(cpu[1], cpu[2], at_most=1.0)}**"
+    )
+    lines = [
+        f"Command: `python benchmarks/http2.py {' '.join(sys.argv[1:])}` (a release build of "
+        "perflab._core; perflab's modules byte-compiled first, as an install leaves them).",
+        f"Machine: {machine()}. Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        f"Target: nginx `return 200`, HTTP/2 with prior knowledge (h2c), one worker. "
+        f"Closed loop: {CONNECTIONS} connections × {STREAMS} streams, one thread, "
+        f"{len(closed)} rounds alternating; CPU is each whole process's user + system.",
+        "",
+        "| tool | requests/s (median) | CPU per request (median) |",
+        "|---|---:|---:|",
+        f"| perflab, whole process | {med['perflab']['rate']:,.0f} | "
+        f"{us(med['perflab']['cpu_per_request_s'])} |",
+        f"| perflab, engine thread only | | {us(med['perflab']['engine_cpu_per_request_s'])} |",
+        f"| h2load | {med['h2load']['rate']:,.0f} | {us(med['h2load']['cpu_per_request_s'])} |",
+        "",
+        f"perflab's CPU outside its engine thread (start-up, imports, analysis, output): "
+        f"median {med['perflab']['outside_cpu_s'] * 1e3:,.0f} ms per run.",
+        "",
+        f"Paired ratios perflab / h2load: CPU per request {cpu[0]:.2f} "
+        f"({cpu[1]:.2f}–{cpu[2]:.2f}); the engine thread's alone {engine[0]:.2f} "
+        f"({engine[1]:.2f}–{engine[2]:.2f}); requests/s {rate[0]:.2f} "
+        f"({rate[1]:.2f}–{rate[2]:.2f}).",
+    ]
+    return lines, verdict
+
+
+def closed_report(closed: list[dict[str, dict[str, Any]]]) -> str:
+    """``--only-cpu``: the closed-loop comparison alone, with its verdict."""
+    lines, verdict = closed_lines(closed)
+    return "\n".join(
+        [
+            "## HTTP/2: perflab http --http2 beside h2load, CPU per request (issue 30)",
+            "",
+            *lines,
+            "",
+            "### Verdict",
+            "",
+            verdict,
+            "",
+            f"Rule: {RATIO_RULE}.",
+        ]
+    )
+
+
+def report(closed: list[dict[str, dict[str, Any]]], open_step: dict[str, Any], co: dict) -> str:
+    head, cpu_verdict = closed_lines(closed)
     achieved = open_step["rate"] / OPEN_RATE
     lag_p99 = open_step["send_lag"]["p99_us"] * 1e-6
     co_p99 = co["step"]["latency"]["p99_us"] * 1e-6
     co_err = abs(co_p99 - co["expected_p99_s"]) / co["expected_p99_s"]
     verdicts = [
-        f"- CPU per request, perflab / h2load ≤ 1 (ratio {cpu[0]:.2f}, 95% CI "
-        f"{cpu[1]:.2f}–{cpu[2]:.2f}): **{ratio_verdict(cpu[1], cpu[2], at_most=1.0)}**",
+        cpu_verdict,
         f"- open loop at {OPEN_RATE:,}/s: achieved within 0.5% of offered "
         f"({achieved:.4f}): **{'met' if abs(achieved - 1) <= 0.005 else 'not met'}**",
         f"- open loop: send-lag p99 ≤ 1 ms ({lag_p99 * 1e3:.3f} ms): "
@@ -184,22 +239,7 @@ def report(closed: list[dict[str, dict[str, Any]]], open_step: dict[str, Any], c
     lines = [
         "## HTTP/2: perflab http --http2 beside h2load",
         "",
-        f"Command: `python benchmarks/http2.py {' '.join(sys.argv[1:])}` (a release build of "
-        "perflab._core).",
-        f"Machine: {machine()}. Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
-        f"Target: nginx `return 200`, HTTP/2 with prior knowledge (h2c), one worker. "
-        f"Closed loop: {CONNECTIONS} connections × {STREAMS} streams, one thread, "
-        f"{len(closed)} rounds alternating; CPU is each whole process's user + system.",
-        "",
-        "| tool | requests/s (median) | CPU per request (median) |",
-        "|---|---:|---:|",
-        *(
-            f"| {tool} | {med[tool]['rate']:,.0f} | {us(med[tool]['cpu_per_request_s'])} |"
-            for tool in ("perflab", "h2load")
-        ),
-        "",
-        f"Paired ratios perflab / h2load: CPU per request {cpu[0]:.2f} "
-        f"({cpu[1]:.2f}–{cpu[2]:.2f}), requests/s {rate[0]:.2f} ({rate[1]:.2f}–{rate[2]:.2f}).",
+        *head,
         "",
         f"Open loop at {OPEN_RATE:,}/s ({STREAMS} streams per connection): achieved "
         f"{open_step['rate']:,.1f}/s, send-lag p99 {lag_p99 * 1e3:.3f} ms.",
@@ -221,13 +261,22 @@ def main(argv: list[str]) -> int:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--seconds", type=int, default=5)
     p.add_argument("--co-seconds", type=int, default=32)
+    p.add_argument(
+        "--only-cpu",
+        action="store_true",
+        help="only the closed-loop CPU comparison with h2load (results/http2_h2load.md)",
+    )
     args = p.parse_args(argv)
     for tool in ("nginx", "h2load"):
         if not shutil.which(tool) and not Path(f"/usr/sbin/{tool}").exists():
             print(f"error: {tool} is not installed; run `make bench-deps`", file=sys.stderr)
             return 2
+    compile_perflab()
     with nginx(http2=True) as url:
         closed = closed_loop(url, args.rounds, args.seconds)
+        if args.only_cpu:
+            write_section("http2_h2load", closed_report(closed))
+            return 0
         open_step = perflab_h2(
             url,
             "--streams",

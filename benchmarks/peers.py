@@ -47,7 +47,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import PYTHON, ROOT, machine, ratio_verdict, timed, write_section  # noqa: E402
+from common import PYTHON, ROOT, machine, ratio_ci, ratio_verdict, timed, write_section  # noqa: E402
 
 WORKLOADS_DIR = ROOT / "benchmarks" / "workloads"
 AGREE = 0.03
@@ -178,14 +178,7 @@ def paired_ratio(
 ) -> tuple[float, float, float]:
     """perflab / peer over paired rounds: the geometric mean of the rounds' ratios and its
     95% t-interval (rounds − 1 df); the CI is (nan, nan) with one round."""
-    from scipy import stats as sps
-
-    logs = [math.log(a["median_s"] / b["median_s"]) for a, b in zip(mine, peer)]
-    centre = statistics.mean(logs)
-    if len(logs) < 2:
-        return math.exp(centre), math.nan, math.nan
-    half = float(sps.t.ppf(0.975, len(logs) - 1)) * statistics.stdev(logs) / math.sqrt(len(logs))
-    return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
+    return ratio_ci([a["median_s"] / b["median_s"] for a, b in zip(mine, peer)])
 
 
 def agreement(mine: list[dict[str, float]], peer: list[dict[str, float]]) -> str:

@@ -4,15 +4,17 @@ The authoring API for benchmark files is :func:`bench` and :func:`metric`; the P
 API (docs/api.md) is ``perflab.measure(func, *args, **kwargs)``, :class:`Runner` and
 :func:`load` (from :mod:`perflab.api.calls`, imported on first use). ``perflab.trace``
 (spans in a running program, :mod:`perflab.trace`) and ``perflab.span`` load the native
-core on first use. Importing this package stays cheap (numpy, rich and the native core
-load only when a command needs them) so that worker processes start fast.
+core on first use. Importing this package stays cheap (numpy, rich, the native core and
+even the authoring API load only when something needs them) so that worker processes and
+`perflab http` start fast.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from perflab.engines.run.suite import bench, metric
+if TYPE_CHECKING:  # loaded on first use (see __getattr__): `perflab http` never needs them
+    from perflab.engines.run.suite import bench, metric
 
 __version__ = "0.1.0"
 __all__ = ["__version__", "bench", "metric", "measure", "Runner", "load", "trace", "span"]
@@ -29,8 +31,16 @@ def measure(func: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def __getattr__(name: str) -> Any:
-    """``perflab.Runner``, ``perflab.load`` and ``perflab.Result`` (the Python API), and
-    ``perflab.trace`` (the callable module) and ``perflab.span``, imported on first use."""
+    """``perflab.bench`` and ``perflab.metric`` (the authoring API), ``perflab.Runner``,
+    ``perflab.load`` and ``perflab.Result`` (the Python API), and ``perflab.trace`` (the
+    callable module) and ``perflab.span``, imported on first use.
+
+    Raises:
+        AttributeError: any other name."""
+    if name in ("bench", "metric"):
+        from perflab.engines.run import suite
+
+        return getattr(suite, name)
     if name in ("trace", "span"):
         import perflab.trace as trace_module
 

@@ -11,6 +11,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from perflab.analyze.watch import server_figures
 from perflab.engines.http.watch import Watcher, resolve
@@ -199,3 +201,26 @@ def test_watch_of_a_wrapper_follows_its_process_tree(tmp_path: Path) -> None:
             os.kill(pid, 9)
         wrapper.kill()
         wrapper.wait()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(0, 100, allow_nan=False), min_size=2, max_size=12),
+    st.floats(-10, 110, allow_nan=False),
+    st.integers(0, 2**32),
+)
+def test_cpu_interpolation_is_numpys(times: list[float], t: float, seed: int) -> None:
+    """The plain-Python interpolation of the CPU samples (numpy stays unloaded in
+    `perflab http`) gives numpy.interp's value: linear between samples, clamped."""
+    import random
+
+    import numpy as np
+
+    from perflab.analyze.watch import _cpu_at
+
+    ts = sorted(times)
+    rng = random.Random(seed)
+    cpu = sorted(rng.uniform(0, 50) for _ in ts)
+    assert _cpu_at({"t_s": ts, "cpu_s": cpu}, t) == pytest.approx(
+        float(np.interp(t, ts, cpu)), rel=1e-9, abs=1e-9
+    )

@@ -13,10 +13,9 @@ more per request than the server it loads.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from perflab.model import HttpStep
 
@@ -47,8 +46,16 @@ class ServerFigures:
 
 
 def _cpu_at(part: dict[str, Any], t: float) -> float:
-    """Cumulative CPU seconds at time ``t``, linear between samples (clamped at the ends)."""
-    return float(np.interp(t, part["t_s"], part["cpu_s"]))
+    """Cumulative CPU seconds at time ``t``, linear between samples (clamped at the ends,
+    as ``numpy.interp``; plain Python, so that ``perflab http`` never loads numpy)."""
+    ts, cpu = part["t_s"], part["cpu_s"]
+    if t >= ts[-1]:
+        return float(cpu[-1])
+    if t < ts[0]:
+        return float(cpu[0])
+    i = bisect_right(ts, t)  # ts[i - 1] <= t < ts[i], so t1 > t0
+    t0, t1 = ts[i - 1], ts[i]
+    return float(cpu[i - 1] + (cpu[i] - cpu[i - 1]) * (t - t0) / (t1 - t0))
 
 
 def server_figures(step: HttpStep, completed: int = 0) -> ServerFigures | None:

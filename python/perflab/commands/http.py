@@ -254,7 +254,9 @@ def main(args: argparse.Namespace) -> int:
             def step_done(o: Any) -> None:
                 if watcher is not None:
                     o.steps[-1].watched = watcher.cut()
-                _step_done(results, o, path, live, steps_saved)
+                # after the last local step the final save follows at once: one save, not two
+                last = args.agents is None and len(o.steps) >= plan.steps
+                _step_done(results, o, path, live, None if last else steps_saved)
 
             with _live(args.quiet, plan) as live, watcher or contextlib.nullcontext():
                 outcome = run_sweep(plan, progress=live.update if live else None, on_step=step_done)
@@ -377,12 +379,12 @@ def _fail_on(text: str | None, slo: dict[str, float] | None) -> list[str]:
 def _gate(results: Any, fail_on: list[str]) -> int:
     """1 (one ``gate:`` line on stderr) when a step is one of ``fail_on``, as ``perflab
     compare --fail-on`` gates; else 0."""
+    if not fail_on:
+        return 0
     from perflab.analyze.http import summarize_results
     from perflab.analyze.http_slo import slo_misses
     from perflab.report.compare_table import gate
 
-    if not fail_on:
-        return 0
     sweep = summarize_results(results)
     tripped = [
         s.label
@@ -428,6 +430,18 @@ def _save(results: Any, outcome: Any, path: Any, rescue_on_failure: bool = True)
     from perflab import model
     from perflab.analyze.http import summarize_results
 
+    bench = _fill(results, outcome)
+    steps = summarize_results(results).steps
+    model.save(
+        results,
+        path,
+        {bench.id: {"steps": [s.to_dict() for s in steps]}},
+        rescue_on_failure=rescue_on_failure,
+    )
+
+
+def _fill(results: Any, outcome: Any) -> Any:
+    """Copy the outcome so far into the results; returns its one benchmark."""
     bench = results.benchmarks[0]
     bench.steps = list(outcome.steps)
     results.interrupted = outcome.interrupted
@@ -440,17 +454,15 @@ def _save(results: Any, outcome: Any, path: Any, rescue_on_failure: bool = True)
         else "done"
     )
     bench.error = outcome.target_lost or outcome.agents_lost
-    steps = summarize_results(results).steps
-    model.save(
-        results,
-        path,
-        {bench.id: {"steps": [s.to_dict() for s in steps]}},
-        rescue_on_failure=rescue_on_failure,
-    )
+    return bench
 
 
 def _step_done(results: Any, outcome: Any, path: Any, live: _Live | None, saved: Any) -> None:
-    if not (path.stdout or path.in_place):  # a stream gets the whole file once, at the end
+    """Save the results so far (``saved``: the Deferred of the step saves; None: no save
+    here, the final one follows) and show the step's line on the live display."""
+    _fill(results, outcome)
+    # a stream gets the whole file once, at the end
+    if saved is not None and not (path.stdout or path.in_place):
         saved.run(_save, results, outcome, path, False)  # the final save rescues
     if live is not None:
         live.step_done(results, list(outcome.steps))

@@ -14,9 +14,10 @@ import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # numpy only names a type here: `perflab http` never loads it
+    import numpy as np
 
 from perflab import redact
 from perflab.model.estimate import Estimate
