@@ -427,9 +427,13 @@ class Runner:
             **fields,
         )
 
-    def _prepare(self, state: CaseState) -> tuple[Process, dict[str, Any]]:
-        """The next worker of ``state``: its layout drawn, its record appended, its plan."""
-        layout = self.layouts.next().to_dict() if self.layouts else {}
+    def _prepare(
+        self, state: CaseState, layout: dict[str, int] | None = None
+    ) -> tuple[Process, dict[str, Any]]:
+        """The next worker of ``state``: its layout drawn (or ``layout``, another process's:
+        a counted baseline's twin), its record appended, its plan."""
+        if layout is None:
+            layout = self.layouts.next().to_dict() if self.layouts else {}
         if self.settings.count and not layout:  # counted: the hash seed is always fixed
             layout = counted.fixed_layout()
         proc = self._new_process(layout)
