@@ -110,7 +110,8 @@ def counts_record(
         dump = dumps.get(reason)
         return None if dump is None else [dump.events.get(n, 0) for n in names]
 
-    samples = [values(f"sample:{i}") for i in range(counted["samples"])]
+    reasons = counted.get("sample_reasons") or [f"sample:{i}" for i in range(counted["samples"])]
+    samples = [values(reason) for reason in reasons]
     empty = [values(f"empty:{i}") for i in range(counted["empty_samples"])]
     if any(v is None for v in samples) or any(v is None for v in empty):
         return None
