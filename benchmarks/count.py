@@ -96,16 +96,23 @@ def spread(values: list[float]) -> float:
     return (max(values) - min(values)) / statistics.median(values)
 
 
-#: calls a counted worker makes before its counted samples when a call is ≥ 20 M Ir
-#: (one sample = one call): the cold call, the calibration call and 10 warm-up calls
-#: (perflab.engines.run.counting); the hand count warms up as much
+#: warm calls the hand count makes before its counted calls: at least as many as a
+#: counted worker makes before its samples when a call is ≥ 20 M Ir (one sample = one
+#: call): the cold call and 10 warm-up calls (perflab.engines.run.counting; the first
+#: sample calibrates)
 HAND_WARM_CALLS = 12
-#: what the hand count imports first in its "worker's imports" variant: the modules a
-#: perflab worker has imported when it calls the benchmark
-WORKER_IMPORTS = "import perflab.engines.run.worker, perflab.engines.run.counting\n"
+#: how the "as a worker loads it" hand count gets the workload: the modules a perflab
+#: worker imports, then the benchmark file through perflab's own loader (as
+#: perflab.engines.run.worker.measure does); the bare count imports classic.py itself
+AS_WORKER = (
+    "import perflab.engines.run.worker, perflab.engines.run.counting\n"
+    "from perflab.engines.run.suite import load_file\n"
+    "f = next(s.func for s in load_file({b!r}).benches if s.name == {n!r})\n"
+)
+BARE = "sys.path.insert(0, {w!r}); from classic import WORKLOADS as W; f = W[{n!r}]\n"
 
 
-def by_hand(name: str, calls: int, folder: Path, worker_imports: bool) -> float:
+def by_hand(name: str, calls: int, folder: Path, as_worker: bool) -> float:
     """Ir per warm call of classic workload ``name`` counted by Callgrind run by hand.
 
     The script makes :data:`HAND_WARM_CALLS` warm calls, then ``calls`` calls each
@@ -114,23 +121,17 @@ def by_hand(name: str, calls: int, folder: Path, worker_imports: bool) -> float:
     the calls and nothing else, with no client request and no subtraction. (The
     earlier method, the whole program's count minus that of the same script without
     the calls, ÷ K, also counted how the two scripts' heaps differ afterwards:
-    28.11 M for json_roundtrip against 29.22 M by this one.) ``worker_imports``: first
-    import what a perflab worker has imported (:data:`WORKER_IMPORTS`), so that the C
-    heap has the history a worker gives it (see :func:`agreement_section`).
+    28.11 M for json_roundtrip against 29.22 M by this one.) ``as_worker``: get the
+    function as a perflab worker does (:data:`AS_WORKER`), so that the process has the
+    history a worker gives it (see :func:`agreement_section`); else :data:`BARE`.
     """
     code = (
-        "import gc, operator, sys\n{imports}"
-        "sys.path.insert(0, {w!r}); from classic import WORKLOADS as W\n"
-        "f = W[{n!r}]\nfor _ in range({warm}): f()\n"
-        "for _ in range({calls}):\n    gc.collect()\n    operator.call(f)\n"
-    ).format(
-        imports=WORKER_IMPORTS if worker_imports else "",
-        w=str(WORKLOADS),
-        n=name,
-        warm=HAND_WARM_CALLS,
-        calls=calls,
+        "import gc, operator, sys\n"
+        + (AS_WORKER if as_worker else BARE).format(w=str(WORKLOADS), b=str(CLASSIC), n=name)
+        + f"for _ in range({HAND_WARM_CALLS}): f()\n"
+        + f"for _ in range({calls}):\n    gc.collect()\n    operator.call(f)\n"
     )
-    out = folder / f"{name}.{int(worker_imports)}.hand.out"
+    out = folder / f"{name}.{int(as_worker)}.hand.out"
     subprocess.run(
         [
             "setarch",
@@ -189,7 +190,9 @@ def main() -> None:
         "",
         f"Machine: {machine()}. A busy loop (`python -c 'while True: pass'`) kept one of "
         "the CPUs loaded for the whole script. Command: "
-        f"`python benchmarks/count.py --runs {args.runs} --ab-runs {args.ab_runs}"
+        "`python benchmarks/count.py"
+        + (f" --runs {args.runs}" if "spread" in (args.stage or STAGES) else "")
+        + (f" --ab-runs {args.ab_runs}" if "ab" in (args.stage or STAGES) else "")
         + "".join(f" --workload {w}" for w in args.workload or [])
         + "".join(f" --stage {st}" for st in args.stage or [])
         + "`.",
@@ -230,7 +233,7 @@ def _keep_earlier(lines: list[str]) -> list[str]:
     for part in old.read_text().split("\n### ")[1:]:
         heading = ("### " + part.splitlines()[0]).strip()
         if heading not in written:
-            kept.append("### " + part.replace(NOT_RERUN, "").rstrip() + "\n\n" + NOT_RERUN)
+            kept.append("### " + part.replace(NOT_RERUN, "").rstrip() + "\n\n" + NOT_RERUN + "\n")
     return [*lines, *kept]
 
 
@@ -345,13 +348,13 @@ def agreement_section(folder: Path) -> list[str]:
     lines = [
         "### Agreement with Callgrind run by hand",
         "",
-        "| workload | by hand, bare script (Ir/call) | by hand, after a worker's imports "
-        "(Ir/call) | perflab (Ir/op) | perflab vs bare | perflab vs same imports | verdict |",
+        "| workload | by hand, bare script (Ir/call) | by hand, loaded as a worker loads it "
+        "(Ir/call) | perflab (Ir/op) | perflab vs bare | perflab vs as-worker | verdict |",
         "|---|---:|---:|---:|---:|---:|---|",
     ]
     for name, calls in BY_HAND:
-        bare = by_hand(name, calls, folder, worker_imports=False)
-        same = by_hand(name, calls, folder, worker_imports=True)
+        bare = by_hand(name, calls, folder, as_worker=False)
+        same = by_hand(name, calls, folder, as_worker=True)
         ours = first[name].ir_per_op  # type: ignore[attr-defined]
         diff = ours / same - 1
         lines.append(
@@ -361,28 +364,37 @@ def agreement_section(folder: Path) -> list[str]:
     lines += [
         "",
         "By hand: `setarch -R valgrind --tool=callgrind --toggle-collect=_operator_call` "
-        f"(PYTHONHASHSEED=0) of a script making {HAND_WARM_CALLS} warm calls (as many as "
-        "a counted worker makes before its samples: cold, calibration, 10 warm-up), then "
+        f"(PYTHONHASHSEED=0) of a script making {HAND_WARM_CALLS} warm calls (at least as "
+        "many as a counted worker makes before its samples: the cold call, 10 warm-up), then "
         "K calls through `operator.call`, each after a `gc.collect()` (as each counted "
         "sample starts): Callgrind counts only inside `operator.call`'s C function, i.e. "
-        "the calls and nothing else (no client request, no subtraction), ÷ K. The second "
-        "column's script first imports `perflab.engines.run.worker` and "
-        "`perflab.engines.run.counting`, the modules a worker holds when it calls the "
-        "benchmark. perflab: `perflab run classic_bench.py --count instructions "
+        "the calls and nothing else (no client request, no subtraction), ÷ K. The bare "
+        "script imports classic.py itself; the second column's imports "
+        "`perflab.engines.run.worker` and loads classic_bench.py with perflab's "
+        "`load_file`, as a worker does, and calls what it registered. perflab: `perflab run classic_bench.py --count instructions "
         "--no-randomize` (the same hash seed 0, no padding; Ir per op is the median over "
         "its 3 processes). Rule: **met** when perflab is within ±0.5% of the hand count "
-        "made after the same imports.",
+        "of the function loaded as a worker loads it.",
         "",
-        "Why the imports: json_roundtrip's lists grow by `realloc`, which glibc either "
-        "extends in place or moves with a `memcpy`, depending on the free chunks of the "
-        "C heap, i.e. on everything the process allocated before (in perflab's worker "
-        "23 moves a call, 686 k Ir of `memcpy`, 2.3% of the call; in a small script "
-        "bracketing the call with client requests, 2). What a process imported first "
-        "sets that history; padding the C heap with blocks of drawn sizes (kept or "
-        "freed, before the import or after the warm-up) does not move it (28.79–28.83 M "
-        "in 12 such scripts). It is a property of the "
-        "workload, not an instruction perflab adds: the same code in another program "
-        "counts differently, by up to the bare-vs-imports gap.",
+        "Why the two hand counts differ, and what is left: json_roundtrip's lists grow "
+        "by `realloc`, which glibc either extends in place or moves with a `memcpy`, "
+        "depending on the free chunks of the C heap, i.e. on everything the process "
+        "allocated before, above all what it imported (found by diffing Callgrind's "
+        "per-function counts of a perflab sample and a hand-counted call: in perflab's "
+        "worker 23 moves a call, 686 k Ir of `memcpy`, 2.3% of the call; in a small "
+        "script, 2); padding the C heap with blocks of drawn sizes (kept or freed, before "
+        "the import or after the warm-up) does not move it (28.79–28.83 M in 12 such "
+        "scripts). richards' gap between the two hand counts is of the same kind: the "
+        "diff of a perflab sample against a bare hand count puts it in "
+        "`_PyType_Lookup`/`find_name_in_mro` (567 k Ir against 375) and dict lookups "
+        "(+1.0 M), i.e. misses of CPython's type attribute cache, a 4,096-slot table "
+        "indexed by a type's version tag and the attribute name's address, so which "
+        "lookups collide depends on the order types got their tags and where the names "
+        "landed: the process's whole history (the as-worker script run from a file "
+        "instead of `-c` counted 118.85 M a call, as the bare one). perflab's own layouts "
+        "see it: richards' band was 1.14% (layout-sensitive) in the spread runs. Neither "
+        "is an instruction perflab adds to the call; both say that such code counts "
+        "differently in another program, or under another version of perflab's worker.",
         "",
     ]
     return lines
@@ -434,7 +446,8 @@ def cost_section(folder: Path) -> list[str]:
         f"Rule: **met** when the counted run takes ≤ {COST_TARGET_S:.0f} s of wall time. "
         f"Load average {load:.1f} on {os.cpu_count()} CPUs when it started (the busy "
         "loop and other programs): the wall time is the CPU time stretched by the "
-        "machine's load; the counted workers run at once, one per CPU (counts do not "
+        "machine's load; the counted workers run at once, one per CPU and never fewer than "
+        "the benchmark's 3 layouts (counts do not "
         "depend on the load).",
         "",
     ]
