@@ -147,8 +147,9 @@ test-python: build $(STAMPS)/peers
 # would build it again), and no byte-compiling of numpy, scipy and matplotlib at install
 # (--no-compile: half of this check's time; pip does not fail an install on a file that
 # does not compile, so it found nothing). The debug profile reuses the engine that `make
-# build` compiled (a release build from scratch takes minutes).
-INSTALL_DIR := $(or $(TMPDIR),/tmp)/perflab-install-test
+# build` compiled (a release build from scratch takes minutes). The folder is named after
+# the checkout, so two clones can test at once without removing each other's venv.
+INSTALL_DIR := $(or $(TMPDIR),/tmp)/perflab-install-test-$(shell printf %s "$(CURDIR)" | cksum | cut -d' ' -f1)
 test-install: build
 	rm -rf $(INSTALL_DIR) && mkdir -p $(INSTALL_DIR)
 	python3 -m venv $(INSTALL_DIR)/venv

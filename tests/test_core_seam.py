@@ -44,6 +44,8 @@ STEP = {
     "thread_cpu_s",
     "histograms",
     "start_lead_s",
+    "shape",
+    "timeline",
 }
 ERRORS = [
     "connect_refused",

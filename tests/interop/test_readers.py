@@ -65,7 +65,7 @@ def test_a_fresh_pyperf_file_is_shown_with_what_it_lacks(tmp_path: Path, perflab
         timeout=120,
     )
     assert made.returncode == 0, made.stderr
-    shown = perflab_cli("show", str(out))
+    shown = perflab_cli("show", "--verbose", str(out))  # --verbose: the processes line
     assert shown.returncode == 0, shown.stderr
     assert "timeit" in shown.stdout and "each pyperf run is a fresh process" in shown.stdout
     assert "2×3 (20)" in shown.stdout  # 2 processes × 3 samples of 20 calls
@@ -236,7 +236,7 @@ def test_names_from_a_file_are_escaped(tmp_path: Path, perflab_cli: Any) -> None
             }
         )
     )
-    result = perflab_cli("show", str(lines))
+    result = perflab_cli("show", "--verbose", str(lines))  # --verbose: the processes line
     assert result.returncode == 0, result.stderr
     assert "\n<b>" not in result.stdout and "a\\x0a<b> 1×3 (1)" in result.stdout
 
@@ -371,7 +371,7 @@ def test_gzip_compressed_pyperf_files(tmp_path: Path, perflab_cli: Any) -> None:
     )
     assert made.returncode == 0, made.stderr
     assert out.read_bytes()[:2] == b"\x1f\x8b"
-    shown = perflab_cli("show", str(out))
+    shown = perflab_cli("show", "--verbose", str(out))  # --verbose: the processes line
     assert shown.returncode == 0, shown.stderr
     assert "2×3 (10)" in shown.stdout
     import gzip

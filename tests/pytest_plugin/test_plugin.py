@@ -286,7 +286,8 @@ def test_saved_results_are_recorded_and_compared_by_run_id(pytester, monkeypatch
     assert result.ret == 0, result.stderr.str()
     result.stdout.fnmatch_lines(["*A = *", "*test_abs*"])
     assert head[:7] in result.stdout.str()
-    assert "measured paired" not in result.stdout.str()
+    out = result.stdout.str()
+    assert "measured paired with the baseline" not in out and "B/A paired" not in out
     unknown = pytester.runpytest(*FAST, "--perflab-compare=nosuchref")
     assert unknown.ret == 2
     unknown.stderr.fnmatch_lines(

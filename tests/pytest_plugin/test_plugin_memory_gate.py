@@ -39,3 +39,36 @@ def test_fail_on_memory_trips_on_a_test_that_allocates_more(pytester):
     )
     assert more.ret == 1, more.stdout.str() + more.stderr.str()
     more.stderr.fnmatch_lines(["gate: --fail-on memory tripped by * *test_work (allocated/op)*"])
+
+
+def test_max_rss_fails_the_session_on_the_test_above_the_limit(pytester):
+    """``--perflab-max-rss``: the test whose child pytests hold 200 MB fails the session
+    and is named with its peak; the small one is not (memory, not speed)."""
+    pytester.makepyfile("""
+        def test_big(perflab_bench):
+            perflab_bench(lambda: len(b"x" * 200_000_000))
+
+        def test_small(perflab_bench):
+            perflab_bench(lambda: 1 + 1)
+    """)
+    result = pytester.runpytest(*FAST, "--perflab-max-rss=100MB", "--perflab-no-history")
+    assert result.ret == 1, result.stdout.str() + result.stderr.str()
+    result.stderr.fnmatch_lines(
+        ["gate: --perflab-max-rss 100 MB tripped by 1 test(s): test_big (*)"]
+    )
+    assert "test_small" not in "".join(line for line in result.stderr.lines if "gate:" in line)
+    roomy = pytester.runpytest(*FAST, "--perflab-max-rss=2GiB", "--perflab-no-history")
+    assert roomy.ret == 0, roomy.stdout.str() + roomy.stderr.str()
+
+
+def test_max_rss_needs_fresh_processes_and_a_size(pytester):
+    """In the pytest process one test's RSS can't be told from another's: a usage error;
+    a bad size too. Neither is a traceback."""
+    pytester.makepyfile("def test_x(perflab_bench):\n    perflab_bench(lambda: 1)\n")
+    alone = pytester.runpytest("--perflab-max-rss=100MB", "-p", "no:cacheprovider")
+    assert alone.ret == 4
+    alone.stderr.fnmatch_lines(["*--perflab-max-rss * add --perflab-processes N*"])
+    bad = pytester.runpytest(*FAST, "--perflab-max-rss=abc")
+    assert bad.ret == 4
+    bad.stderr.fnmatch_lines(["*--perflab-max-rss: 'abc' is not a memory size*"])
+    assert "Traceback" not in bad.stderr.str()

@@ -34,17 +34,26 @@ def example() -> Any:
 
 
 @pytest.mark.parametrize(
-    ("path", "queries", "flagged"), [("/n1", 41, True), ("/batched", 2, False)]
+    ("path", "queries", "flagged", "limit"),
+    [("/n1", 41, True, []), ("/batched", 2, False, []), ("/n1", 41, False, ["--n-plus-one", "41"])],
 )
 def test_n_plus_one_is_flagged_with_its_count(
-    example: Any, path: str, queries: int, flagged: bool, tmp_path: Path, capsys: Any
+    example: Any,
+    path: str,
+    queries: int,
+    flagged: bool,
+    limit: list[str],
+    tmp_path: Path,
+    capsys: Any,
 ) -> None:
+    """``--n-plus-one 41`` raises the limit to the page's 41 queries: not flagged, and
+    the file keeps the limit (``show`` applies it again)."""
     module, url = example
     out = tmp_path / "h.json"
     code = cli.main(
         ["http", url + path, "--rate", "50", "--duration", "0.4s", "--warmup", "0s"]
         + ["-H", f"X-Perflab-Token: {module.TOKEN}", "--json", str(out), "--quiet"]
-        + ["--no-history"]
+        + ["--no-history", *limit]
     )
     printed = capsys.readouterr().out
     assert code == 0
@@ -53,3 +62,4 @@ def test_n_plus_one_is_flagged_with_its_count(
     if queries > 1:
         assert counts["db"].count > 0 and counts["db"].p50_us == counts["db"].max_us == queries
     assert ("N+1: db ran 41 times in one request" in " ".join(printed.split())) is flagged
+    assert model.load(str(out)).settings.get("n_plus_one") == (41 if limit else None)

@@ -49,7 +49,7 @@ from typing import Any
 from perflab.analyze.http_phases import phase_figures
 from perflab.analyze.http_slo import slo_misses, slo_thresholds
 from perflab.analyze.http_timeline import RampCapacity, ramp_capacity
-from perflab.analyze.server_timing import MetricFigures, breakdown, timing_notes
+from perflab.analyze.server_timing import REPEAT_LIMIT, MetricFigures, breakdown, timing_notes
 from perflab.analyze.watch import server_figures
 from perflab.model import Histogram, HttpStep, Results
 from perflab.units import format_time
@@ -232,13 +232,16 @@ def answered_ok(step: HttpStep) -> int:
     return step.ok_responses - step.ok_from_warmup + step.drained
 
 
-def summarize_step(step: HttpStep, index: int = 0, ok: str = "200-299") -> StepSummary:
+def summarize_step(
+    step: HttpStep, index: int = 0, ok: str = "200-299", n_plus_one: int = REPEAT_LIMIT
+) -> StepSummary:
     """The figures of one step, without a verdict (see :func:`summarize_steps`).
 
     Args:
         step: raw data of one step.
         index: its position in the sweep.
         ok: the statuses that counted as success, e.g. "200-299,304".
+        n_plus_one: the N+1 limit of its Server-Timing notes (``--n-plus-one``).
     """
     ranges = ok_ranges(ok)
     completed = answered_ok(step) + step.failures
@@ -282,7 +285,7 @@ def summarize_step(step: HttpStep, index: int = 0, ok: str = "200-299") -> StepS
         server_timing=breakdown(step),
         server_timing_notes=[]
         if step.server_timing is None
-        else timing_notes(step.server_timing, answered_ok(step)),
+        else timing_notes(step.server_timing, answered_ok(step), n_plus_one),
         ramp=ramp_capacity(step, ACHIEVED_SHARE),
         protocol=step.protocol,
         streams=step.streams,
@@ -395,7 +398,10 @@ def server_bound(s: StepSummary) -> bool:
 
 
 def summarize_steps(
-    steps: Sequence[HttpStep], slo_s: float | dict[str, float] | None = None, ok: str = "200-299"
+    steps: Sequence[HttpStep],
+    slo_s: float | dict[str, float] | None = None,
+    ok: str = "200-299",
+    n_plus_one: int = REPEAT_LIMIT,
 ) -> list[StepSummary]:
     """Summaries with verdicts for a sweep (module docstring: the rules).
 
@@ -404,11 +410,13 @@ def summarize_steps(
         slo_s: the latency SLO for p99, s, or every limit (:func:`slo_thresholds`);
             None: no SLO.
         ok: the statuses that counted as success (--ok).
+        n_plus_one: a Server-Timing metric counted more than this many times in one
+            request is noted as N+1 (``--n-plus-one``).
 
     Returns:
         One summary per step, in run order.
     """
-    summaries = [summarize_step(step, i, ok) for i, step in enumerate(steps)]
+    summaries = [summarize_step(step, i, ok, n_plus_one) for i, step in enumerate(steps)]
     for step, s in zip(steps, summaries):
         generator = agent_generator_reasons(step, ok) if step.agents else generator_reasons(s)
         saturation = saturation_reasons(s, slo_s)
@@ -547,12 +555,12 @@ class Sweep:
 
 
 def summarize_results(results: Results) -> Sweep:
-    """The sweep of an ``http`` results file (its one benchmark), with the SLO and the
-    success statuses its settings recorded."""
+    """The sweep of an ``http`` results file (its one benchmark), with the SLO, the
+    success statuses and the N+1 limit (``--n-plus-one``) its settings recorded."""
     settings = results.settings
     slo = slo_thresholds(settings.get("slo") or settings.get("slo_s"))
     ok = settings.get("ok") or "200-299"
     raw = results.benchmarks[0].steps
-    steps = summarize_steps(raw, slo or None, ok)
+    steps = summarize_steps(raw, slo or None, ok, settings.get("n_plus_one") or REPEAT_LIMIT)
     agents = [agent_steps(step, ok) for step in raw] if results.agents else []
     return Sweep(results.benchmarks[0].name, steps, capacity(steps), slo.get("p99"), slo, agents)

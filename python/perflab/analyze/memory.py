@@ -168,6 +168,16 @@ def summarize(bench: Benchmark, confidence: float = 0.95) -> MemorySummary | Non
     )
 
 
+def peak_rss_bytes(bench: Benchmark) -> float | None:
+    """The highest RSS peak of ``bench``'s worker processes, bytes (the kernel's
+    high-water mark of each, read with ``--memory`` or ``--max-rss``), failed processes
+    included (a worker killed for its memory still had that peak); None when no process
+    has a reading. The gate of ``run --max-rss`` judges this figure: a limit holds for
+    every process, not for the median one."""
+    peaks = [p.rss_peak_bytes for p in bench.processes if p.rss_peak_bytes]
+    return float(max(peaks)) if peaks else None
+
+
 def rss_processes(bench: Benchmark) -> list[Process]:
     """The processes of ``bench`` with both RSS readings of ``--memory`` and calls between."""
     return [

@@ -59,7 +59,7 @@ class ResultsFigures:
 
 def run_figures(results: Results) -> ResultsFigures:
     """The figures of a ``run`` (or pytest) results file: summaries with the precision,
-    minimum processes and threshold its settings recorded, the groups' rows, and the
+    minimum processes, threshold and N+1 limit its settings recorded, the groups' rows, and the
     ``--memory`` figures. Cost: the summaries' bootstraps (see
     :func:`perflab.analyze.run.ratios.summarize_benchmarks`)."""
     from perflab.analyze import memory
@@ -74,6 +74,7 @@ def run_figures(results: Results) -> ResultsFigures:
         precision=settings.get("precision"),
         min_processes=settings.get("min_processes"),
         threshold=threshold,
+        n_plus_one=settings.get("n_plus_one"),
     )
     return ResultsFigures(
         grouped=grouped,

@@ -20,7 +20,8 @@ from perflab.model import Histogram, HttpStep, ServerTiming
 APP_TOTAL = "app total"
 OUTSIDE = "outside the app"
 #: A span name repeated more than this many times within one request is flagged (the
-#: N+1 pattern: one query per row of a page instead of one query for the page)
+#: N+1 pattern: one query per row of a page instead of one query for the page); the
+#: default of ``--n-plus-one`` (``perflab http``, ``perflab run``)
 REPEAT_LIMIT = 10
 
 
@@ -79,8 +80,11 @@ def breakdown(step: HttpStep) -> list[MetricFigures]:
     return rows + [_figures(OUTSIDE, timing.outside_app, client)]
 
 
-def timing_notes(timing: ServerTiming, ok_responses: int) -> list[str]:
-    """Plain-words caveats: malformed headers, dropped metrics, responses without one."""
+def timing_notes(
+    timing: ServerTiming, ok_responses: int, n_plus_one: int = REPEAT_LIMIT
+) -> list[str]:
+    """Plain-words caveats: malformed headers, dropped metrics, responses without one,
+    and the N+1 check: a metric whose ``count`` in one request exceeded ``n_plus_one``."""
     notes = []
     if timing.malformed:
         notes.append(
@@ -94,10 +98,10 @@ def timing_notes(timing: ServerTiming, ok_responses: int) -> list[str]:
             "metrics in one response, or over 32 distinct names in the step"
         )
     for name, counted in sorted(timing.counts.items()):
-        if counted.count and counted.max_us > REPEAT_LIMIT:
+        if counted.count and counted.max_us > n_plus_one:
             notes.append(
                 f"N+1: {name} ran {counted.max_us:,.0f} times in one request (median "
-                f"{counted.p50_us:,.0f} per request, over {REPEAT_LIMIT}): likely one call "
+                f"{counted.p50_us:,.0f} per request, over {n_plus_one}): likely one call "
                 "per row or item; one batched call would do"
             )
     if 0 < timing.responses < ok_responses:

@@ -163,14 +163,15 @@ def slow_calls(bench: Benchmark, slowest: int = SLOWEST) -> SlowCalls | None:
     return SlowCalls(bench.label, len(rows), [explain(*r) for r in ranked[:slowest]], share, cause)
 
 
-def repeated_spans(metrics: dict[str, float]) -> list[tuple[str, float]]:
-    """The span names a call runs more than
-    :data:`perflab.analyze.server_timing.REPEAT_LIMIT` times (the worker's span pass
-    records ``"NAME spans"`` metrics per call): (name, spans per call), the N+1 check."""
+def repeated_spans(metrics: dict[str, float], limit: int | None = None) -> list[tuple[str, float]]:
+    """The span names a call runs more than ``limit`` times (``--n-plus-one``; None:
+    :data:`perflab.analyze.server_timing.REPEAT_LIMIT`) (the worker's span pass records
+    ``"NAME spans"`` metrics per call): (name, spans per call), the N+1 check."""
     from perflab.analyze.server_timing import REPEAT_LIMIT
 
+    most = REPEAT_LIMIT if limit is None else limit
     return [
         (key.removesuffix(" spans"), value)
         for key, value in sorted(metrics.items())
-        if key.endswith(" spans") and value > REPEAT_LIMIT
+        if key.endswith(" spans") and value > most
     ]

@@ -192,7 +192,7 @@ def main(args: argparse.Namespace) -> int:
     max_rss = parse_bytes(args.max_rss, "--max-rss") if args.max_rss else None
     _check_input(args.input)
     destination = results_destination(args.json, "cmd")
-    profile = profiling.check(args, destination, counted_profile=True)
+    profile = profiling.check(args, destination)
     chart = Destination.check(args.chart, "--chart", "png") if args.chart is not None else None
     exports = _exports(args, [destination, chart])
     shell = resolve_executable(args.shell_path, "--shell") if args.shell else None
@@ -252,23 +252,10 @@ def main(args: argparse.Namespace) -> int:
     code = _exit_code(results, runner)
     if code:
         return code
-    return max(_gate(summaries, fail_on), _rss_gate(summaries, max_rss))
+    from perflab.report.compare_table import rss_gate
 
-
-def _rss_gate(summaries: Any, limit: float | None) -> int:
-    """``--max-rss``: 1 (one ``gate:`` line on stderr) when a command's peak RSS over its
-    runs is above ``limit`` bytes; 0 otherwise or without a limit."""
-    from perflab.report.compare_table import gate
-    from perflab.units import format_bytes
-
-    if limit is None:
-        return 0
-    over = [
-        f"{s.label} ({format_bytes(s.max_rss_peak_bytes)})"
-        for s in summaries
-        if s.max_rss_peak_bytes is not None and s.max_rss_peak_bytes > limit
-    ]
-    return gate(over, [], "command(s)", rule=f"--max-rss {format_bytes(limit)}")
+    peaks = [(s.label, s.max_rss_peak_bytes) for s in summaries]
+    return max(_gate(summaries, fail_on), rss_gate(peaks, max_rss, "command(s)"))
 
 
 def _count(benchmarks: Any, specs: Any, settings: Any, args: argparse.Namespace) -> None:

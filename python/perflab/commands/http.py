@@ -124,6 +124,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--watch or --watch-cmd, rss (the watched processes' summed RSS peak in "
         "a step: 200MB): p99=10ms,p99.9=50ms,error=0.1%%,rss=1GB",
     )
+    from perflab.commands.options import add_n_plus_one
+
+    add_n_plus_one(out)
     out.add_argument(
         "--fail-on",
         metavar="WHAT",
@@ -215,7 +218,7 @@ def main(args: argparse.Namespace) -> int:
     unreachable target; when Ctrl-C, SIGTERM or SIGHUP stopped it (what was measured is
     kept), 128 + the signal (130, 143, 129).
     """
-    from perflab.commands.options import http_plan
+    from perflab.commands.options import http_plan, n_plus_one
     from perflab.files import Deferred, Destination, results_destination
     from perflab.interrupts import StopSignals
     from perflab.report import outputs
@@ -228,6 +231,7 @@ def main(args: argparse.Namespace) -> int:
             "or --watch-cmd NAME"
         )
     fail_on = _fail_on(args.fail_on, slo_s)
+    repeat_limit = n_plus_one(args)
     path = results_destination(args.json, "http")
     files_out = outputs.check(args, others=[path])
     chart = Destination.check(args.chart, "--chart", "png") if args.chart is not None else None
@@ -238,6 +242,8 @@ def main(args: argparse.Namespace) -> int:
         with _load(args, plan) as (run_sweep, agents):
             results = _results(plan, args, slo_s)
             results.agents = agents
+            if repeat_limit is not None:
+                results.settings["n_plus_one"] = repeat_limit
             steps_saved = Deferred()  # a step's save may fail (disk full): measuring goes on
 
             def step_done(o: Any) -> None:

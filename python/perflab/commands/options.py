@@ -148,6 +148,35 @@ def http_plan(args: argparse.Namespace, check: bool = True) -> Any:
     )
 
 
+def add_n_plus_one(parser: Any) -> None:
+    """``--n-plus-one N`` (``perflab http``, ``perflab run``): the N+1 check's limit."""
+    from perflab.analyze.server_timing import REPEAT_LIMIT
+
+    parser.add_argument(
+        "--n-plus-one",
+        metavar="N",
+        help="flag a perflab.trace span (Server-Timing metric) name that ran more than N "
+        f"times within one request or call: the N+1 pattern ({REPEAT_LIMIT})",
+    )
+
+
+def n_plus_one(args: argparse.Namespace) -> int | None:
+    """``--n-plus-one``'s limit, or None when not given (the default applies).
+
+    Raises:
+        UsageError: not a whole number ≥ 1.
+    """
+    text = getattr(args, "n_plus_one", None)
+    if text is None:
+        return None
+    if not text.strip().isdigit() or int(text) < 1:
+        raise UsageError(
+            f"--n-plus-one {text!r} is not a whole number ≥ 1; write e.g. 10 (a span name "
+            "that runs more than N times in one request or call is flagged)"
+        )
+    return int(text)
+
+
 def add_history_arguments(parser: Any, recording: bool = True) -> None:
     """The history options (of a parser or an argument group): --history, and for
     measuring commands --no-history and --tag (:func:`history_database`, ``args.tag``)."""

@@ -22,7 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser, what: str) -> None:
         action="store_true",
         help=f"after timing, sample where each {what} spends its time with py-spy, in "
         "processes of their own (timed figures untouched); prints the top functions and "
-        "writes collapsed stacks and speedscope files beside the results file",
+        "writes collapsed stacks and speedscope files beside the results file; with "
+        "--count instructions: Callgrind's instructions per function instead",
     )
     parser.add_argument(
         "--profile-time",
@@ -32,15 +33,14 @@ def add_arguments(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
-def check(args: argparse.Namespace, destination: Any, counted_profile: bool = False) -> Any:
-    """Before measuring: py-spy found, ``--profile-time`` parsed, the profile folder
-    beside the results file free or perflab's.
+def check(args: argparse.Namespace, destination: Any) -> Any:
+    """Before measuring: py-spy found (not needed under ``--count``: the counted runs'
+    Callgrind files give the instructions per function), ``--profile-time`` parsed, the
+    profile folder beside the results file free or perflab's.
 
     Args:
         args: the options.
         destination: the results file's checked destination.
-        counted_profile: the command profiles instructions under ``--count`` (cmd):
-            py-spy is then not needed.
 
     Returns:
         (py-spy :class:`perflab.engines.profiler.Sampler` or None when counting,
@@ -56,12 +56,6 @@ def check(args: argparse.Namespace, destination: Any, counted_profile: bool = Fa
 
     seconds = parse_positive_duration(args.profile_time, "--profile-time")
     counting = bool(getattr(args, "count", None))
-    if counting and not counted_profile:
-        raise UsageError(
-            "--profile samples time in processes of their own, --count instructions counts "
-            "under Callgrind: run them as two runs (cmd --count instructions --profile "
-            "gives a command's instructions per function)"
-        )
     if destination.path is not None and not destination.in_place:
         folder = profile_folder(destination.path)
         if folder.exists() and not (folder / FOLDER_MARK).is_file():
@@ -110,12 +104,16 @@ def profile_run(
     quiet: bool = False,
 ) -> bool:
     """``run --profile``: every case that did not fail profiled after the timed run
-    (:func:`perflab.engines.run.profile.profile_cases`), a line on stderr per case.
+    (:func:`perflab.engines.run.profile.profile_cases`), a line on stderr per case;
+    with ``--count instructions`` nothing here: the counted workers' Callgrind files
+    gave the instruction profile (:func:`perflab.engines.run.counted.keep_profile`).
     Returns True when Ctrl-C (or SIGTERM, SIGHUP) stopped it: what was measured and
     profiled so far is kept, the rest is not profiled."""
     from perflab.engines.run.profile import ProfileSettings, profile_cases
 
     sampler, seconds = profile
+    if sampler is None:
+        return False
     return _stoppable(
         lambda: profile_cases(
             str(bench_file.path),

@@ -63,11 +63,12 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         event_loop=args.event_loop,
         pairing=args.pairing,
         memory_interval_s=parse_positive_duration(args.memory_interval, "--memory-interval")
-        if args.memory
+        if args.memory or args.max_rss
         else None,
         count=args.count,
         cache_sim=args.cache_sim,
         count_processes=count_processes,
+        count_profile=bool(args.count and args.profile),
     )
 
 
@@ -76,7 +77,8 @@ def _count_options(args: argparse.Namespace) -> int:
     checking the count options go together and Valgrind is there.
 
     Raises:
-        UsageError: --cache-sim without --count, --count with --memory, no Valgrind.
+        UsageError: --cache-sim without --count, --count with --memory or --max-rss, no
+            Valgrind.
     """
     from perflab.engines import callgrind
     from perflab.engines.run.counted import COUNT_PROCESSES
@@ -85,9 +87,10 @@ def _count_options(args: argparse.Namespace) -> int:
         raise UsageError("--cache-sim simulates caches while counting: add --count instructions")
     if not args.count:
         return COUNT_PROCESSES
-    if args.memory:
+    if args.memory or args.max_rss:
+        option = "--memory" if args.memory else "--max-rss"
         raise UsageError(
-            "--memory samples a timed worker's RSS; under --count the worker runs in "
+            f"{option} reads a timed worker's RSS; under --count the worker runs in "
             "Valgrind: drop one of them"
         )
     try:
@@ -152,13 +155,16 @@ def _main(args: argparse.Namespace, stack: Any) -> int:
     from perflab.interrupts import StopSignals
     from perflab.model import Results
     from perflab.report import outputs
+    from perflab.units import parse_bytes
 
+    max_rss = parse_bytes(args.max_rss, "--max-rss") if args.max_rss else None
+    repeat_limit = quick.n_plus_one(args)
     settings = _settings(args)
     destination = results_destination(args.json, "run")
     files_out = outputs.check(args, others=[destination])
     gate = _gate_options(args)
     chart = Destination.check(args.chart, "--chart", "png") if args.chart is not None else None
-    profile = profiling.check(args, destination)
+    profile = profiling.check(args, destination)  # with --count: Callgrind's, per function
     bench_file, cases = load_cases(args.file, args.filter)
     _check_gate(args, cases)
     started = dt.datetime.now(dt.UTC)
@@ -179,6 +185,7 @@ def _main(args: argparse.Namespace, stack: Any) -> int:
             "sample_target_ns": target_ns,
             "threshold": gate[0],
             **({"quick": True} if args.quick else {}),
+            **({"n_plus_one": repeat_limit} if repeat_limit is not None else {}),
         },
     )
     if not args.quiet and not settings.count:
@@ -234,10 +241,22 @@ def _main(args: argparse.Namespace, stack: Any) -> int:
             from perflab.report.compare_table import gate as apply_gate
 
             code = apply_gate(tripped, gate[1])
+        code = max(code, _rss_gate(results.benchmarks, max_rss))
     stopped = stop.exit_code(runner.interrupted)
     if stopped is not None:
         return stopped
     return 1 if code or any(b.failed for b in results.benchmarks) else 0
+
+
+def _rss_gate(benches: Any, limit: float | None) -> int:
+    """``--max-rss``: the memory limit gate over each benchmark's highest worker RSS
+    peak (:func:`perflab.analyze.memory.peak_rss_bytes`); 1 when it tripped."""
+    from perflab.analyze.memory import peak_rss_bytes
+    from perflab.report.compare_table import rss_gate
+
+    if limit is None:
+        return 0
+    return rss_gate([(b.label, peak_rss_bytes(b)) for b in benches], limit, "benchmark(s)")
 
 
 def _gate_options(args: argparse.Namespace) -> tuple[float, list[str]]:

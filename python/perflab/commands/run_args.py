@@ -101,6 +101,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --memory: time between timeline readings (10ms)",
     )
     parser.add_argument(
+        "--max-rss",
+        metavar="SIZE",
+        help="a memory limit gate: exit 1 naming each benchmark whose worker RSS peak "
+        "(the highest over its processes) is above SIZE, e.g. 200MB or 1.5GiB; turns "
+        "the RSS reading of --memory on",
+    )
+    parser.add_argument(
         "--format",
         choices=["table", "markdown", "csv"],
         default="table",
@@ -156,7 +163,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="draw each benchmark's samples and per-process medians into this PNG",
     )
     from perflab.commands import profiling
-    from perflab.commands.options import add_history_arguments
+    from perflab.commands.options import add_history_arguments, add_n_plus_one
 
+    add_n_plus_one(parser)
     profiling.add_arguments(parser, "benchmark")
     add_history_arguments(parser)

@@ -1,5 +1,5 @@
 """A deterministic per-function instruction profile from Callgrind's output files
-(``cmd --count instructions --profile``): each function's exclusive Ir ("self"
+(``cmd --count instructions --profile``, ``run --count instructions --profile``): each function's exclusive Ir ("self"
 instructions), per process, as collapsed stacks ``process: CMD;function (object)``.
 
 Reads the callgrind format (https://valgrind.org/docs/manual/cl-format.html): name
@@ -16,6 +16,7 @@ import os
 import re
 from pathlib import Path
 
+from perflab.engines.callgrind import DUMP_PREFIX
 from perflab.model.profile import clean_frame
 
 #: read at most this much of one output file (a large program's file is a few MB)
@@ -82,20 +83,44 @@ def function_costs(text: str, event: str = "Ir") -> tuple[str, dict[tuple[str, s
     return command, costs
 
 
-def instruction_stacks(directory: str | os.PathLike[str]) -> dict[str, int]:
+def _trigger(path: Path) -> str:
+    """The ``desc: Trigger:`` of a callgrind output file's header ("" when absent): the
+    header ends where the first object or function is named."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for _, line in zip(range(64), f):
+            if line.startswith("desc: Trigger:"):
+                return line[len("desc: Trigger:") :].strip()
+            if line.startswith(("ob=", "fl=", "fn=")):
+                break
+    return ""
+
+
+def instruction_stacks(
+    directory: str | os.PathLike[str], reason: str | None = None, by_process: bool = True
+) -> dict[str, int]:
     """Every ``callgrind.out.*`` file of ``directory`` as collapsed stacks
     ``process: CMD;function (object)`` weighted by exclusive Ir; equal stacks of several
-    processes (one command run twice) add up."""
+    processes (one command run twice) add up.
+
+    Args:
+        directory: the folder Callgrind wrote into.
+        reason: only the dumps perflab's worker requested with a reason starting with
+            this (``"sample:"``: the counted samples of ``run --count``), None: every file.
+        by_process: root each stack at its process (``cmd``: a command's children are
+            processes of their own); False: ``function (object)`` alone (one worker).
+    """
+    wanted = None if reason is None else f"Client Request: {DUMP_PREFIX}{reason}"
     stacks: dict[str, int] = {}
     for path in sorted(Path(directory).glob("callgrind.out*")):
+        if wanted is not None and not _trigger(path).startswith(wanted):
+            continue
         with open(path, "rb") as f:
             text = f.read(MAX_FILE_BYTES).decode(errors="replace")
         command, costs = function_costs(text)
-        root = clean_frame(f"process: {command or path.name}")
+        root = clean_frame(f"process: {command or path.name}") + ";" if by_process else ""
         for (ob, fn), ir in costs.items():
             if ir <= 0:
                 continue
-            frame = clean_frame(f"{fn} ({os.path.basename(ob) or '???'})")
-            key = f"{root};{frame}"
+            key = root + clean_frame(f"{fn} ({os.path.basename(ob) or '???'})")
             stacks[key] = stacks.get(key, 0) + ir
     return stacks

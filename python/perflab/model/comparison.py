@@ -40,6 +40,7 @@ MEMORY_METRICS = {
     "heap growth/1k ops": "B",
     "max RSS": "B",
     "tree RSS peak": "B",
+    "server RSS peak": "B",
 }
 
 #: The document's schema (``perflab/schemas/compare.schema.json``) and ``kind``.

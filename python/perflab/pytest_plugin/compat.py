@@ -42,6 +42,9 @@ PROCESS_SECONDS = 0.05
 #: warmup bound of one repetition, s (``perflab run``: 0.25 s): repetitions after the first
 #: run in a process that is already warm, and a small budget should go to repetitions
 WARMUP_MAX_S = 0.05
+#: ``--perflab-max-rss``: the child pytests' RSS read every this many s (``run --memory``'s
+#: default interval); the gate judges the kernel's high-water mark, read as each ends
+MEMORY_INTERVAL_S = 0.01
 
 
 def add_benchmark_options(parser: pytest.Parser) -> None:
@@ -146,12 +149,14 @@ def merged_options(config: pytest.Config) -> dict[str, Any]:
         from perflab.engines.callgrind import MISSING
 
         raise UsageError(MISSING.replace("--count", "--perflab-count"))
+    max_rss = _max_rss(config, count)
     settings = Settings(
         precision=parse_precision(_opt(config, "perflab_precision")),
         budget_s=budget,
         process_seconds=PROCESS_SECONDS,
         warmup_max_s=WARMUP_MAX_S,
         count=count,
+        memory_interval_s=MEMORY_INTERVAL_S if max_rss is not None else None,
     )
     compare = _opt(config, "perflab_compare") or _opt(config, "benchmark_compare")
     fail_on_text = _opt(config, "perflab_fail_on") or ""
@@ -174,8 +179,36 @@ def merged_options(config: pytest.Config) -> dict[str, Any]:
         "settings": settings,
         "json": _opt(config, "perflab_json") or _opt(config, "benchmark_json"),
         "save": bool(_opt(config, "perflab_save") or _opt(config, "benchmark_autosave")),
-        "gate": GateOptions(compare, fail_on, threshold),
+        "gate": GateOptions(compare, fail_on, threshold, max_rss),
     }
+
+
+def _max_rss(config: pytest.Config, count: str | None) -> float | None:
+    """``--perflab-max-rss``: the limit in bytes, or None without it.
+
+    Raises:
+        UsageError: not a size; no fresh processes to read a test's RSS from
+            (``--perflab-processes 0``); with ``--perflab-count`` (the children run
+            under Valgrind).
+    """
+    text = _opt(config, "perflab_max_rss")
+    if not text:
+        return None
+    from perflab.units import parse_bytes
+
+    limit = parse_bytes(text, "--perflab-max-rss")
+    if count:
+        raise UsageError(
+            "--perflab-max-rss reads a timed child's RSS; under --perflab-count the "
+            "children run in Valgrind: drop one of them"
+        )
+    if not (_opt(config, "perflab_processes") or 0) > 0:
+        raise UsageError(
+            "--perflab-max-rss reads each test's RSS peak from its own fresh child "
+            "pytests: add --perflab-processes N (e.g. 3); in the pytest process one "
+            "test's memory can't be told from another's"
+        )
+    return limit
 
 
 def marker_settings(node: pytest.Item) -> tuple[str, bool, float | None]:

@@ -110,6 +110,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "alloc peak/op)",
     )
     group.addoption(
+        "--perflab-max-rss",
+        metavar="SIZE",
+        help="a memory limit gate: fail the session naming each test whose child "
+        "pytest's RSS peak is above SIZE, e.g. 200MB; needs --perflab-processes N (each "
+        "test's RSS is read from its own fresh processes) and turns the RSS reading on",
+    )
+    group.addoption(
         "--perflab-profile",
         action="store_true",
         help="after timing each benchmark, sample where its calls spend their time with "
@@ -329,10 +336,35 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     _finish(config)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Without a terminal reporter (``-p no:terminal``), finish here instead."""
+    """Save the results first (before any plugin's terminal summary, where a Ctrl-C or a
+    failing plugin would lose them); without a terminal reporter (``-p no:terminal``),
+    finish here too."""
+    options = session.config.stash.get(_KEY, None)
+    results = None if options is None else options.get("session")
+    if results is not None and not (options["bench_options"].disabled or options["child"]):
+        from perflab.errors import PerflabError
+
+        try:
+            results.write()
+        except PerflabError:
+            pass  # said once, by the finish below
+        except KeyboardInterrupt:
+            _interrupted(options, results)
     if session.config.pluginmanager.get_plugin("terminalreporter") is None:
         _finish(session.config)
+
+
+def _interrupted(options: dict[str, Any], session: Any) -> None:
+    """A Ctrl-C while finishing: say where the results are, end the session as pytest's
+    own interrupt does (exit status 2), print no tables."""
+    options["finished"] = True
+    saved = ", ".join(str(d) for d in session.saved)
+    tell(f"perflab: interrupted; results saved to {saved}" if saved else "perflab: interrupted")
+    pytest_session = options.get("pytest_session")
+    if pytest_session is not None:
+        pytest_session.exitstatus = pytest.ExitCode.INTERRUPTED
 
 
 def _finish(config: pytest.Config) -> None:
@@ -351,6 +383,9 @@ def _finish(config: pytest.Config) -> None:
     except PerflabError as exc:
         tell(f"error: {exc}")
         tripped = 2
+    except KeyboardInterrupt:  # Ctrl-C after the tests: what was measured is kept
+        _interrupted(options, session)
+        return
     pytest_session = options.get("pytest_session")
     if tripped and pytest_session is not None and pytest_session.exitstatus == 0:
         pytest_session.exitstatus = tripped

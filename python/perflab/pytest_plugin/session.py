@@ -36,11 +36,14 @@ class GateOptions:
             results file; or a run id or git ref picked from the history database.
         fail_on: verdicts that fail the session, e.g. ["slower"].
         threshold: the verdicts' noise threshold (0.02 = 2%).
+        max_rss_bytes: ``--perflab-max-rss``: the memory limit of each test's child
+            pytests' RSS peak, bytes (None: no limit).
     """
 
     compare: str | None = None
     fail_on: list[str] = field(default_factory=list)
     threshold: float = 0.02
+    max_rss_bytes: float | None = None
 
 
 @dataclass
@@ -65,6 +68,8 @@ class SessionResults:
             session (:class:`perflab.engines.run.checkout.Baseline`), else None.
         baseline_benchmarks: with ``measured``: the baseline's benchmarks, each measured
             paired with this session's benchmark of the same id.
+        saved: the results files :meth:`finish` wrote (filled as soon as they are
+            written, so a Ctrl-C during the tables can still name them).
     """
 
     settings: Any
@@ -81,9 +86,11 @@ class SessionResults:
     verbose: bool = False
     measured: Any = None
     baseline_benchmarks: list[Any] = field(default_factory=list)
+    saved: list[Any] = field(default_factory=list)
     started: str = field(
         default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     )
+    _kept: tuple[Any, ...] | None = field(default=None, repr=False)
 
     def record(self, bench: Any, info: dict[str, Any]) -> None:
         """Keep one measured benchmark (called by the fixture)."""
@@ -96,23 +103,21 @@ class SessionResults:
         if info.get("baseline") is not None:
             self.baseline_benchmarks.append(info["baseline"])
 
-    def finish(self) -> int:
-        """Save, print the tables and the comparison; the exit status the gate asks for
-        (1 when it tripped, else 0). Prints on stdout; ``error:`` lines on stderr.
+    def write(self) -> None:
+        """Summarise the benchmarks and write the results files, once (pytest's session
+        finish calls it before any terminal summary, so a Ctrl-C or a failing plugin
+        later cannot lose them); :meth:`finish` prints from what it kept.
 
         Raises:
             UsageError: ``--perflab-compare`` names no results file (or nothing saved yet).
+            KeyboardInterrupt: a Ctrl-C while summarising, after the raw data was saved.
         """
-        if not self.benchmarks:
-            return 0
+        if self._kept is not None or not self.benchmarks:
+            return
         from perflab import __version__, environment, model
         from perflab.analyze.counts import count_figures
-        from perflab.analyze.run.groups import run_groups
         from perflab.analyze.run.ratios import summarize_benchmarks
         from perflab.files import Deferred, results_destination
-        from perflab.report.count_table import print_counts
-        from perflab.report.escape import terminal
-        from perflab.report.run_output import in_process_ids, print_run
 
         baseline_name, baseline = self._baseline()
         results = self._results(__version__, environment)
@@ -122,14 +127,18 @@ class SessionResults:
             baseline_name, baseline = baseline_results(
                 self.measured, self.baseline_benchmarks, results
             )
-        counts = count_figures(results.benchmarks) if self.settings.count else []
-        grouped = (
-            {}
-            if self.settings.count
-            else summarize_benchmarks(results.benchmarks, precision=self.settings.precision)
-        )
-        summaries = {s.id: s.to_dict() for group in grouped.values() for s in group}
-        summaries.update({bench_id: s.to_dict() for bench_id, s in counts})
+        interrupted = False
+        try:
+            counts = count_figures(results.benchmarks) if self.settings.count else []
+            grouped = (
+                {}
+                if self.settings.count
+                else summarize_benchmarks(results.benchmarks, precision=self.settings.precision)
+            )
+            summaries = {s.id: s.to_dict() for group in grouped.values() for s in group}
+            summaries.update({bench_id: s.to_dict() for bench_id, s in counts})
+        except KeyboardInterrupt:  # Ctrl-C while summarising: the raw data is still saved
+            interrupted, summaries = True, {}  # (summaries are recomputed on load)
         later = Deferred()
         saved = []
         for text in ([self.json_path] if self.json_path else []) + ([None] if self.save else []):
@@ -140,6 +149,29 @@ class SessionResults:
             from perflab.history import record
 
             record.record_results(self.history_db, [], results, summaries, saved[0])
+        self.saved = [] if later.error is not None else saved
+        self._kept = (results, baseline_name, baseline, counts, grouped, later)
+        if interrupted:
+            raise KeyboardInterrupt
+
+    def finish(self) -> int:
+        """Save (:meth:`write`, unless done), print the tables and the comparison; the exit
+        status the gate asks for (1 when it tripped, else 0). Prints on stdout; ``error:``
+        lines on stderr.
+
+        Raises:
+            UsageError: as :meth:`write`.
+        """
+        if not self.benchmarks:
+            return 0
+        from perflab.analyze.run.groups import run_groups
+        from perflab.report.count_table import print_counts
+        from perflab.report.escape import terminal
+        from perflab.report.run_output import in_process_ids, print_run
+
+        self.write()
+        assert self._kept is not None
+        results, baseline_name, baseline, counts, grouped, later = self._kept
         print()
         for mode, words in MODES.items():
             ids = [i for i, m in self.modes.items() if m == mode]
@@ -160,10 +192,41 @@ class SessionResults:
                 in_process=in_process_ids(results.settings),
             )
         later.raise_()
-        for destination in saved:
+        for destination in self.saved:
             tell(f"perflab: results saved to {destination}")
+        limit = self._rss_gate(results.benchmarks)
         if baseline is None:
+            return limit
+        return max(limit, self._compare_gate(baseline_name, baseline, results))
+
+    def _rss_gate(self, benchmarks: list[Any]) -> int:
+        """``--perflab-max-rss``: 1 when a test's highest child RSS peak
+        (:func:`perflab.analyze.memory.peak_rss_bytes`) is above the limit; the tests
+        measured in the pytest process (pedantic ones) have none and are named on
+        stderr."""
+        if self.gate.max_rss_bytes is None:
             return 0
+        from perflab.analyze.memory import peak_rss_bytes
+        from perflab.report.compare_table import rss_gate
+        from perflab.report.escape import terminal
+
+        peaks = [(b.label, peak_rss_bytes(b)) for b in benchmarks]
+        unread = [label for label, peak in peaks if peak is None]
+        if unread:
+            tell(
+                terminal(
+                    "perflab: --perflab-max-rss: no RSS reading of its own for "
+                    + ", ".join(unread[:5])
+                    + (f" and {len(unread) - 5} more" if len(unread) > 5 else "")
+                    + " (measured in the pytest process): not gated",
+                    one_line=True,
+                )
+            )
+        return rss_gate(peaks, self.gate.max_rss_bytes, "test(s)", "--perflab-max-rss")
+
+    def _compare_gate(self, baseline_name: str, baseline: Any, results: Any) -> int:
+        """``--perflab-compare``: print the comparison; the ``--perflab-fail-on`` gate's
+        exit code."""
         from perflab.analyze.compare.suite import compare_results
         from perflab.report.compare_table import gate, print_comparison
 

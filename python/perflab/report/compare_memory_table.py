@@ -20,11 +20,13 @@ from perflab.units import format_bytes, format_ratio, significant
 ALL_ROWS_UP_TO = 12
 
 
-def floors_text() -> str:
-    """The memory rule's absolute floors in words (:data:`FLOORS`), for the title."""
+def floors_text(server: bool = False) -> str:
+    """The memory rule's absolute floors in words (:data:`FLOORS`), for the title;
+    ``server``: with the floor of http ``--watch``'s server RSS peak."""
+    watched = f", ±{FLOORS['server RSS peak'] / 1024**2:g} MiB server RSS" if server else ""
     return (
         f"±{format_bytes(FLOORS['allocated/op'])}/op, ±{FLOORS['allocs/op']:g} block/op, "
-        f"±{FLOORS['RSS peak'] / 1024:g} KiB RSS; growth: the leak rule's floor"
+        f"±{FLOORS['RSS peak'] / 1024:g} KiB RSS{watched}; growth: the leak rule's floor"
     )
 
 
@@ -83,8 +85,9 @@ def memory_table(suite: SuiteComparison) -> Table | None:
     if not rows:
         return None
     shown = rows if len(rows) <= ALL_ROWS_UP_TO else [r for r in rows if r.verdict != SAME]
+    server = any(r.metric == "server RSS peak" for r in rows)
     table = Table(
-        f"memory (noise threshold ±{suite.threshold:.1%} of B/A and {floors_text()})",
+        f"memory (noise threshold ±{suite.threshold:.1%} of B/A and {floors_text(server)})",
         [
             "benchmark",
             "figure",
@@ -124,4 +127,10 @@ def memory_table(suite: SuiteComparison) -> Table | None:
         "1,000 ops is judged on B − A alone, against the leak rule's floor "
         "(docs/compare.md, 'Memory compared like time')"
     )
+    if server:
+        table.footnotes.append(
+            "server RSS peak = the highest summed RSS of the processes http --watch read "
+            "(every 100 ms) during the step; one run, one reading per side: no CI, the "
+            "rule is applied to the two values"
+        )
     return table

@@ -312,3 +312,32 @@ def gate(
     sys.stderr.write(terminal(words, one_line=True) + "\n")
     append_step_summary(f"**{markdown_text(words)}**\n\n")
     return 1 if tripped else 0
+
+
+def rss_gate(
+    peaks: Sequence[tuple[str, float | None]],
+    limit: float | None,
+    noun: str,
+    option: str = "--max-rss",
+) -> int:
+    """The memory limit gate (``cmd --max-rss``, ``run --max-rss``, pytest's
+    ``--perflab-max-rss``): exit code 1, with one ``gate:`` line on stderr naming each
+    ``label (peak)``, when a peak RSS is above ``limit``; 0 otherwise or without a limit.
+
+    Args:
+        peaks: (label, peak resident set size in bytes) of each gated thing; a peak that
+            is None or NaN (not read) never trips.
+        limit: the limit in bytes, or None (no gate).
+        noun: what the labels name ("command(s)", "benchmark(s)").
+        option: the option the ``gate:`` line names.
+    """
+    if limit is None:
+        return 0
+    from perflab.units import format_bytes
+
+    over = [
+        f"{label} ({format_bytes(peak)})"
+        for label, peak in peaks
+        if peak is not None and not math.isnan(peak) and peak > limit
+    ]
+    return gate(over, [], noun, rule=f"{option} {format_bytes(limit)}")

@@ -72,10 +72,11 @@ CMD_CODES: dict[str, tuple[str, str]] = {
 
 
 def legend(used: Sequence[str], codes: dict[str, tuple[str, str]], verbose: bool) -> str:
-    """The one legend line of the codes ``used``, in ``codes``' order."""
+    """The one legend line of the codes ``used``, in ``codes``' order; a caveat kind
+    without a code (N+1, heavy tail) is said with its meaning."""
     order = list(codes)
     names = [
-        f"{c} {codes[c][0]}" if c in codes else c
+        f"{c} {codes[c][0]}" if c in codes else f"{c} ({CAVEATS[c][0]})" if c in CAVEATS else c
         for c in sorted(used, key=lambda c: order.index(c) if c in order else 99)
     ]
     more = "" if verbose else " (each explained in --verbose and in README's Reading the output)"

@@ -1,5 +1,5 @@
 """The worker's span pass: spans per call of each perflab.trace name in `run`'s metrics,
-and the N+1 note when a name repeats more than 10 times in one call."""
+and the N+1 note when a name repeats more than 10 times (``--n-plus-one``) in one call."""
 
 from __future__ import annotations
 
@@ -53,5 +53,8 @@ def test_spans_per_call_are_metrics_and_n_plus_one_is_noted(tmp_path: Path, perf
         assert p.metrics["db spans"] == 1
     assert all("db spans" not in p.metrics for p in by_name["untraced"].processes)
     text = " ".join(done.stdout.split())
-    assert "N+1" in text and "db ×41" in text
-    assert "db ×1" not in text
+    [row] = [line for line in done.stdout.splitlines() if line.startswith("| page_n_plus_one")]
+    assert row.rstrip(" |").endswith("N+1") and "| 41.0 |" in row  # the db spans column
+    assert "N+1 (a perflab.trace span name ran over --n-plus-one (10) times a call" in text
+    [batched] = [line for line in done.stdout.splitlines() if line.startswith("| page_batched")]
+    assert "N+1" not in batched

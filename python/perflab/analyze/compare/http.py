@@ -169,7 +169,7 @@ def compare_http(
         Per matched step: an achieved-rate row and one row per percentile;
         a "failed" row for each step present on one side only.
     """
-    steps_a, steps_b = _steps_by_label(a), _steps_by_label(b)
+    steps_a, steps_b = steps_by_label(a), steps_by_label(b)
     rows: list[Row] = []
     for label in list(steps_a) + [k for k in steps_b if k not in steps_a]:
         key = f"{a.id} {label}"
@@ -219,7 +219,9 @@ def compare_http(
     return rows
 
 
-def _steps_by_label(bench: Benchmark) -> dict[str, HttpStep]:
+def steps_by_label(bench: Benchmark) -> dict[str, HttpStep]:
+    """The steps of an http benchmark by :func:`step_label`, in order; a label that
+    repeats gets " #2", " #3" (the key both sides' steps are matched by)."""
     out: dict[str, HttpStep] = {}
     for step in bench.steps:
         label = step_label(step)

@@ -11,7 +11,14 @@ benchmark with memory figures on both sides one row per figure (metric names are
 * ``run --memory``: ``RSS peak`` (each worker's high-water mark), ``RSS growth/1k ops``
   and ``heap growth/1k ops`` (:mod:`perflab.analyze.memory`'s per-process growths);
 * ``cmd``: ``max RSS`` (each run's peak from ``wait4``), and with ``--memory``
-  ``tree RSS peak`` (the command and its descendants summed).
+  ``tree RSS peak`` (the command and its descendants summed);
+* ``http --watch``: ``server RSS peak`` per step (steps matched as the time rows match
+  them: :func:`perflab.analyze.compare.http.steps_by_label`), the highest summed RSS of
+  the watched processes over the step (:func:`perflab.analyze.watch.server_figures`).
+  Each side is one run, one reading: no CI can be formed, so the rule below is applied
+  to the two values themselves (B/A and B − A as points), as the http time rows' CIs
+  leave out run-to-run variation; its floor is larger (:data:`FLOORS`), because the
+  peak is the highest of readings taken every 100 ms, not the kernel's high-water mark.
 
 The unit of replication is the process (run) or the run (cmd), as for times. Method,
 the same as the time rows' (:func:`perflab.analyze.compare.timing.compare_groups`): each
@@ -52,6 +59,13 @@ from perflab.model import Benchmark
 from perflab.model.comparison import FASTER, LESS, MEMORY_METRICS, MORE, SLOWER, Row, Side
 from perflab.model.estimate import Estimate
 
+#: Floor of ``server RSS peak`` (http ``--watch``), bytes: 1 MiB. The watched timeline is
+#: read every 100 ms, so a step's peak is its highest reading (a spike between two
+#: readings is missed), from one run per side: a few allocator steps of a server must
+#: not read as a change.
+SERVER_RSS_FLOOR_BYTES = 1024 * 1024.0
+#: The note of a ``server RSS peak`` row.
+ONE_READING = "one run, one reading per side: no CI"
 #: Absolute floor of each ratio metric: a CI of B − A within ± this is "same", and a
 #: change must exceed it to be "more" or "less" (bytes or blocks). 16 B is one small
 #: Python object's slot; 64 KiB of RSS is 16 pages, the allocators' settling steps
@@ -63,6 +77,7 @@ FLOORS = {
     "RSS peak": 64 * 1024.0,
     "max RSS": 64 * 1024.0,
     "tree RSS peak": 64 * 1024.0,
+    "server RSS peak": SERVER_RSS_FLOOR_BYTES,
 }
 #: The metrics judged on B − A alone (near 0 when nothing is kept: no ratio).
 GROWTH_METRICS = ("RSS growth/1k ops", "heap growth/1k ops")
@@ -144,6 +159,8 @@ def memory_rows(
 
     if a.kind != b.kind:
         return []
+    if a.kind == "http":
+        return http_memory_rows(a, b, threshold, confidence)
     rows = []
     for metric, read in READERS.get(a.kind, {}).items():
         values_a, values_b = read(a), read(b)
@@ -164,6 +181,56 @@ def memory_rows(
         rng = row_rng(seed, f"{a.id} {metric}")
         rows.append(judge(row, values_a, values_b, threshold, floor, confidence, resamples, rng))
     return rows
+
+
+def http_memory_rows(
+    a: Benchmark, b: Benchmark, threshold: float, confidence: float = 0.95
+) -> list[Row]:
+    """``server RSS peak`` rows of two http benchmarks, one per step both sides have and
+    both watched (``--watch``), in A's step order; verdicts by the module's rule on the
+    two values (one run per side: no CI). [] when no step was watched on both sides."""
+    from perflab.analyze.compare.http import steps_by_label
+    from perflab.analyze.watch import server_figures
+
+    steps_b = steps_by_label(b)
+    rows = []
+    for label, step_a in steps_by_label(a).items():
+        step_b = steps_b.get(label)
+        if step_b is None:
+            continue
+        server_a, server_b = server_figures(step_a), server_figures(step_b)
+        if server_a is None or server_b is None:
+            continue
+        metric = "server RSS peak"
+        row = Row(
+            f"{a.id} {label}",
+            a.kind,
+            metric,
+            MEMORY_METRICS[metric],
+            test_key=f"{a.id} {label} {metric}",
+            primary=False,
+            notes=[ONE_READING],
+        )
+        values = (float(server_a.rss_peak_bytes), float(server_b.rss_peak_bytes))
+        rows.append(judge_points(row, *values, threshold, FLOORS[metric], confidence))
+    return rows
+
+
+def judge_points(
+    row: Row, value_a: float, value_b: float, threshold: float, floor: float, confidence: float
+) -> Row:
+    """Fill ``row`` (a memory metric) from one value per side: B/A and B − A as points
+    (their CI is the point: nothing tells how a repeat would differ) and the module's
+    verdict on them; a side at zero gives no ratio (B − A alone)."""
+    row.a = Side(Estimate(value_a, math.nan, math.nan, confidence), 1, 1)
+    row.b = Side(Estimate(value_b, math.nan, math.nan, confidence), 1, 1)
+    diff = value_b - value_a
+    row.difference = Estimate(diff, diff, diff, confidence)
+    if value_a > 0 and value_b > 0:
+        ratio = value_b / value_a
+        row.ratio = Estimate(ratio, ratio, ratio, confidence)
+    row.verdict = memory_verdict(row, threshold, floor)
+    return row
 
 
 def judge(

@@ -23,6 +23,7 @@ def summarize_group(
     seed: int | None = None,
     precision: float | None = None,
     min_processes: int | None = None,
+    n_plus_one: int | None = None,
 ) -> list[Summary]:
     """Summaries of one group's benchmarks with ratios against the best and the baseline.
 
@@ -40,12 +41,16 @@ def summarize_group(
     benchmark's ratio to itself is exactly 1 with no CI. Metric "× best" is
     value / best value, lower or higher being better as the metric says.
 
+    ``n_plus_one``: ``--n-plus-one``, the N+1 check's limit
+    (:func:`perflab.analyze.run.summary.summarize`).
+
     Returns:
         Summaries in input order.
     """
     rng = np.random.default_rng(seed)
     summaries = [
-        summarize(b, confidence, resamples, None, precision, min_processes) for b in benches
+        summarize(b, confidence, resamples, None, precision, min_processes, n_plus_one)
+        for b in benches
     ]
     alike: dict[tuple[str | None, int | None], list[int]] = {}
     for i, (s, b) in enumerate(zip(summaries, benches)):
@@ -164,8 +169,10 @@ def summarize_benchmarks(
     precision: float | None = None,
     min_processes: int | None = None,
     threshold: float | None = None,
+    n_plus_one: int | None = None,
 ) -> dict[str, list[Summary]]:
-    """Summaries of python-engine benchmarks, by group (see :func:`summarize_group`).
+    """Summaries of python-engine benchmarks, by group (see :func:`summarize_group`;
+    ``n_plus_one``: the N+1 check's limit, ``--n-plus-one``).
 
     A fixed default seed makes re-rendering a file print the same CIs. With a noise
     ``threshold`` t (e.g. 0.02), every benchmark of a group that has a baseline gets
@@ -173,7 +180,12 @@ def summarize_benchmarks(
     """
     grouped = {
         group: summarize_group(
-            members, confidence, seed=seed, precision=precision, min_processes=min_processes
+            members,
+            confidence,
+            seed=seed,
+            precision=precision,
+            min_processes=min_processes,
+            n_plus_one=n_plus_one,
         )
         for group, members in by_group(benches).items()
     }

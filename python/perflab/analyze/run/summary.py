@@ -84,7 +84,7 @@ CAVEATS = {
         "time a batch of operations per call",
     ),
     "GC-dominated": ("over 10% of the time was garbage collection", ""),
-    "N+1": ("a perflab.trace span name ran over 10 times in one call (one per row?)", ""),
+    "N+1": ("a perflab.trace span name ran over --n-plus-one (10) times a call (one per row?)", ""),
     "heavy tail": (
         "the slowest 1% of samples carry over a tenth of the time: a few calls were far "
         "slower than the rest; after the figure, the likely cause",
@@ -352,6 +352,7 @@ def summarize(
     rng: np.random.Generator | None = None,
     precision: float | None = None,
     min_processes: int | None = None,
+    n_plus_one: int | None = None,
 ) -> Summary:
     """Statistics of one python-engine benchmark (no group ratios; see :func:`summarize_group`).
 
@@ -364,6 +365,7 @@ def summarize(
         precision: the run's target, to word the precision caveat.
         min_processes: the run's minimum process count, to say why precision was not
             claimed when fewer processes ran.
+        n_plus_one: ``--n-plus-one``: spans of one name per call above this are N+1.
 
     Returns:
         A Summary; without samples, only identity, error and stop reason are set.
@@ -411,7 +413,7 @@ def summarize(
     if (tail := slow_calls(bench, 0)) is not None and tail.heavy_tail:
         figure = f"{tail.tail_share:.0%} {tail.tail_cause}"
         summary.warnings.append(Caveat("heavy tail", figure, tail.tail_text))
-    for name, n in repeated_spans(summary.metrics):
+    for name, n in repeated_spans(summary.metrics, n_plus_one):
         summary.warnings.append(Caveat("N+1", f"{name} ×{n:g}", f"{name} ran {n:g} times a call"))
     return summary
 

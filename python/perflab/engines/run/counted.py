@@ -17,8 +17,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from perflab.engines import callgrind
+from perflab.engines.callgrind_profile import instruction_stacks
 from perflab.model.counts import Counts
+from perflab.model.profile import Profile, bounded
 
+#: the key of :func:`finish`'s result that holds the instructions per function
+FUNCTIONS = "functions"
 #: counted processes per benchmark by default: the layout band needs at least three
 COUNT_PROCESSES = 3
 #: counted samples per process by default (their median is the process's figure). Three:
@@ -45,10 +49,14 @@ def fixed_layout() -> dict[str, int]:
     }
 
 
-def plan_entry(cache_sim: bool, samples: int = COUNT_SAMPLES) -> dict[str, Any]:
-    """The ``count`` entry of a worker's plan (``dir`` is filled in by :func:`start`)."""
+def plan_entry(
+    cache_sim: bool, samples: int = COUNT_SAMPLES, profile: bool = False
+) -> dict[str, Any]:
+    """The ``count`` entry of a worker's plan (``dir`` is filled in by :func:`start`;
+    ``profile``: :func:`finish` also reads the instructions per function)."""
     return {
         "cache_sim": cache_sim,
+        "profile": profile,
         "samples": samples,
         "empty_samples": EMPTY_SAMPLES,
         "iterations": None,
@@ -64,8 +72,8 @@ def start(plan: dict[str, Any], argv: Sequence[str]) -> tuple[list[str], Any]:
         argv: the worker's own command line.
 
     Returns:
-        (the argv to spawn, the temp dir to pass to :func:`finish`, or None when the
-        plan does not count).
+        (the argv to spawn, what to pass to :func:`finish`: the temp dir and whether to
+        profile, or None when the plan does not count).
 
     Raises:
         ValgrindMissing: counting is asked for and Valgrind is not installed.
@@ -76,18 +84,67 @@ def start(plan: dict[str, Any], argv: Sequence[str]) -> tuple[list[str], Any]:
     out = tempfile.TemporaryDirectory(prefix="perflab-callgrind-")
     spec["dir"] = out.name
     prefix = callgrind.valgrind_command(out.name, cache_sim=bool(spec.get("cache_sim")))
-    return [*prefix, *argv], out
+    return [*prefix, *argv], (out, bool(spec.get("profile")))
 
 
-def finish(out: Any) -> dict[str, callgrind.Dump]:
+def finish(out: Any) -> dict[str, Any]:
     """The dumps the worker wrote, keyed by reason ("cold", "sample:0", …), and the temp
-    dir removed. ``out`` None (not counted): {}."""
+    dir removed. With the plan's ``profile``, also :data:`FUNCTIONS`: the exclusive Ir
+    per function summed over the counted samples' dumps (the measured calls, perflab's
+    loop around them included; :func:`perflab.engines.callgrind_profile.
+    instruction_stacks`). ``out`` None (not counted): {}."""
     if out is None:
         return {}
+    folder, profile = out
     try:
-        return callgrind.dumps_by_reason(callgrind.read_dumps(out.name))
+        dumps: dict[str, Any] = callgrind.dumps_by_reason(callgrind.read_dumps(folder.name))
+        if profile and dumps:
+            dumps[FUNCTIONS] = instruction_stacks(folder.name, "sample:", by_process=False)
+        return dumps
     finally:
-        out.cleanup()
+        folder.cleanup()
+
+
+def keep_profile(bench: Any, proc: Any, dumps: dict[str, Any], wall_s: float) -> None:
+    """``--count instructions --profile``: the counted process's instructions per
+    function (``dumps[FUNCTIONS]``, from :func:`finish`) become ``bench.profile`` when
+    it is the benchmark's first counted process to give them (by process index, whatever
+    order the workers ended in: the runs differ only by layout, and instruction counts
+    repeat, so one process is the profile, as ``cmd``'s first counted run is).
+
+    Args:
+        bench: the :class:`perflab.model.Benchmark`.
+        proc: the worker's :class:`perflab.model.Process` (its ``counts`` already read).
+        dumps: what :func:`finish` returned.
+        wall_s: the worker's wall time under Callgrind, s.
+    """
+    functions = dumps.get(FUNCTIONS)
+    if not functions or proc.counts is None:
+        return
+    held = bench.profile
+    if held is not None and held.kind == "instructions" and held.pids:
+        first = next((p.index for p in bench.processes if p.pid == held.pids[0]), None)
+        if first is not None and first < proc.index:
+            return
+    stacks, folded = bounded(functions)
+    bench.profile = Profile(
+        kind="instructions",
+        sampler=f"callgrind {proc.counts.valgrind}".strip(),
+        stacks=stacks,
+        pids=[proc.pid],
+        seconds=wall_s,
+        calls=proc.counts.iterations * len(proc.counts.samples),
+        note="; ".join(
+            n
+            for n in [
+                f"exclusive Ir per C function over the {len(proc.counts.samples)} counted "
+                f"samples of counted process {bench.processes.index(proc) + 1} (perflab's "
+                "loop included)",
+                folded,
+            ]
+            if n
+        ),
+    )
 
 
 def counts_record(

@@ -78,6 +78,8 @@ class Settings:
             from ``seed``, 0 when None), and stops with reason "counted"; None: timed.
         cache_sim: with ``count``: also simulate the caches (``--cache-sim``).
         count_processes: with ``count``: counted processes (layouts) per case (≥ 1).
+        count_profile: with ``count``: also each case's instructions per function
+            (``--profile``; :func:`perflab.engines.run.counted.keep_profile`).
         pairing: how cases a verdict compares are measured
             (:data:`perflab.engines.run.pairs.PAIRING_MODES`): "auto", "lockstep", "off".
     """
@@ -101,6 +103,7 @@ class Settings:
     count: str | None = None
     cache_sim: bool = False
     count_processes: int = counted.COUNT_PROCESSES
+    count_profile: bool = False
     pairing: str = "auto"
 
     def to_dict(self) -> dict[str, Any]:
@@ -412,7 +415,7 @@ class Runner:
             "reference": True,
             "event_loop": s.event_loop,
             "memory_interval_s": s.memory_interval_s,
-            "count": counted.plan_entry(s.cache_sim) if s.count else None,
+            "count": counted.plan_entry(s.cache_sim, profile=s.count_profile) if s.count else None,
         }
 
     def _new_process(self, layout: dict[str, int], **fields: Any) -> Process:
@@ -461,6 +464,7 @@ class Runner:
             proc.rss_peak_bytes = max([proc.rss_peak_bytes or 0, *outcome.memory["rss_bytes"]])
         if outcome.counts:
             proc.counts = counted.counts_record(outcome.counts, outcome.events, self.valgrind)
+            counted.keep_profile(state.bench, proc, outcome.counts, outcome.wall_s)
         proc.error = _failure(outcome, self._timeout_s(), self.advice)
         if proc.error:
             state.bench.error = f"{state.bench.id!r} {proc.error}"

@@ -50,7 +50,7 @@ code,.cmd{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12.5px}
 .cmd{background:#f6f8fa;padding:.4em .6em;display:block;white-space:pre-wrap;
 overflow-wrap:anywhere}
 details{margin:.6em 0}summary{cursor:pointer;color:#333}
-.ok,.faster{color:#1a7f37}.warn,.inconclusive{color:#9a6700}.fail,.slower{color:#cf222e}
+.ok,.faster,.less{color:#1a7f37}.warn,.inconclusive{color:#9a6700}.fail,.slower,.more{color:#cf222e}
 .same{color:#0550ae}.failed{color:#cf222e}
 td.verdict{font-weight:600;white-space:nowrap}
 .counts{display:flex;flex-wrap:wrap;gap:.6em;margin:.8em 0}

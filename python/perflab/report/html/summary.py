@@ -29,7 +29,20 @@ if TYPE_CHECKING:
     from perflab.analyze.results_figures import ResultsFigures
 
 #: Order of the verdicts in the summary, the most urgent first.
-ORDER = ("fail", "failed", "slower", "warn", "faster", "inconclusive", "fastest", "info", "same")
+#: A memory row's "more" ranks with "slower", its "less" with "faster".
+ORDER = (
+    "fail",
+    "failed",
+    "slower",
+    "more",
+    "warn",
+    "faster",
+    "less",
+    "inconclusive",
+    "fastest",
+    "info",
+    "same",
+)
 #: Most finding rows shown open; the rest are folded under one line.
 SHOWN = 12
 #: The verdicts of a comparison against a baseline or reference.
@@ -257,7 +270,17 @@ def summary_section(findings: Sequence[Finding]) -> Section:
     section = Section("Summary", kind="summary")
     judged = [
         v
-        for v in ("failed", "slower", "faster", "same", "inconclusive", "fail", "warn")
+        for v in (
+            "failed",
+            "slower",
+            "faster",
+            "more",
+            "less",
+            "same",
+            "inconclusive",
+            "fail",
+            "warn",
+        )
         if v in counts
     ]
     if judged:
