@@ -87,19 +87,27 @@ def start(plan: dict[str, Any], argv: Sequence[str]) -> tuple[list[str], Any]:
     return [*prefix, *argv], (out, bool(spec.get("profile")))
 
 
-def finish(out: Any) -> dict[str, Any]:
+def finish(out: Any, events: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """The dumps the worker wrote, keyed by reason ("cold", "sample:0", …), and the temp
     dir removed. With the plan's ``profile``, also :data:`FUNCTIONS`: the exclusive Ir
     per function summed over the counted samples' dumps (the measured calls, perflab's
     loop around them included; :func:`perflab.engines.callgrind_profile.
-    instruction_stacks`). ``out`` None (not counted): {}."""
+    instruction_stacks`): the ``sample:`` dumps, and the ``calibrate`` one when the
+    worker's ``counted`` event (in ``events``) kept it as a sample. ``out`` None (not
+    counted): {}."""
     if out is None:
         return {}
     folder, profile = out
     try:
         dumps: dict[str, Any] = callgrind.dumps_by_reason(callgrind.read_dumps(folder.name))
         if profile and dumps:
-            dumps[FUNCTIONS] = instruction_stacks(folder.name, "sample:", by_process=False)
+            stacks = instruction_stacks(folder.name, "sample:", by_process=False)
+            done = next((e for e in events if e.get("event") == "counted"), {})
+            if "calibrate" in done.get("sample_reasons", []):
+                extra = instruction_stacks(folder.name, "calibrate", by_process=False)
+                for stack, ir in extra.items():
+                    stacks[stack] = stacks.get(stack, 0) + ir
+            dumps[FUNCTIONS] = stacks
         return dumps
     finally:
         folder.cleanup()

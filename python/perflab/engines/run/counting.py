@@ -177,14 +177,16 @@ def count_call(
     reasons: list[str] = []
     if not n:  # a first sample of the cold count's n, after the warm-up, calibrates
         counted_loop(call, guess, "calibrate")
+        # read uncounted: functions entered while counting, still on the stack at the
+        # next zeroing, would put their costs in the next dump's per-function totals
+        core.callgrind_stop_instrumentation()
         n = calls_for((_own_dump_ir(spec["dir"], "calibrate") or guess) / guess)
         if n == guess:  # it is a sample like the others: kept as the first
             reasons.append("calibrate")
         else:  # another n: warm up to it (uncounted) and count every sample anew
-            core.callgrind_stop_instrumentation()
             warmed = _warm_up(call, empty, n, warmed)
             collections0 = sum(s["collections"] for s in gc.get_stats())
-            core.callgrind_start_instrumentation()
+        core.callgrind_start_instrumentation()
     for i in range(spec["samples"] - len(reasons)):
         counted_loop(call, n, f"sample:{i}")
         reasons.append(f"sample:{i}")
