@@ -25,6 +25,7 @@ SECTIONS = [
     "cmd",
     "http",
     "http2",
+    "http3",
     "http_capacity",
     "cluster",
     "cluster_stop",

@@ -146,6 +146,24 @@ def http_args(*argv: str):  # type: ignore[no-untyped-def]
     return parser.parse_args(list(argv))
 
 
+def agents_results(name: str, merged, agents: list):  # type: ignore[no-untyped-def]
+    """A distributed ``http`` results model of one ``merged`` step (a
+    :class:`perflab.model.HttpStep` with its shares) run by ``agents``
+    (:class:`perflab.model.cluster.AgentInfo`), as ``perflab http --agents`` saves it."""
+    from perflab.model import Benchmark, Results
+
+    return Results(
+        kind="http",
+        command_line=["perflab"],
+        created="",
+        perflab_version="x",
+        environment={},
+        settings={"ok": "200-299"},
+        benchmarks=[Benchmark(name=name, kind="http", steps=[merged])],
+        agents=agents,
+    )
+
+
 @pytest.fixture
 def load_agents():  # type: ignore[no-untyped-def]
     """Run load agents at once in threads, as Ray would in processes:

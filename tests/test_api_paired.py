@@ -37,7 +37,7 @@ def _check_paired(result) -> None:
         assert len(pa.samples) == len(pb.samples) >= 3
         assert set(pa.pair["order"]) == {"A", "B"}  # both sides led some pairs
     pairs = process_pairs(base, bench)
-    assert result.ratio.pairs == sum(len(a) for a, _ in pairs)
+    assert result.ratio.pairs == sum(len(a) for a, *_ in pairs)
     assert result.verdict == paired_verdict(result.ratio, 0.05)
     assert result.ratio.ratio.ci_low <= result.ratio.ratio.value <= result.ratio.ratio.ci_high
     assert np.isfinite(result.ratio.ratio.value)

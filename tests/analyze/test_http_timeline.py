@@ -50,6 +50,12 @@ def test_the_knee_and_the_plateau_are_the_servers_capacity() -> None:
     dragged = ramp_capacity(step, 0.95)
     assert dragged is not None and dragged.estimate_rate == 5000.0
     assert dragged.plateau_rate == 2000.0
+    # A faster spell later (the machine's other load paused) does not raise it either:
+    # the estimate is the server's first fall, as a stepped sweep's is.
+    for j in range(14, 17):
+        step.timeline.ok[j] = 6000
+    spell = ramp_capacity(step, 0.95)
+    assert spell is not None and spell.estimate_rate == 5000.0 and spell.knee_t_s == 9.0
     # The last interval whose offered rate (1000 + 450·(j + ½)) was served in full.
     assert cap.tracked_rate == 4825.0 and cap.knee_t_s == 9.0
     assert cap.p99_before_us == 1000.0 and cap.p99_after_us > 100 * cap.p99_before_us
@@ -62,6 +68,20 @@ def test_a_server_that_kept_up_gives_a_lower_bound_and_other_steps_none() -> Non
     assert ramp_capacity(_step(5000.0, shape=None), 0.95) is None
     sine = {"kind": "sine", "mean": 5.0, "amplitude": 1.0, "period_s": 2.0}
     assert ramp_capacity(_step(5000.0, shape=sine), 0.95) is None
+
+
+def test_the_estimate_is_the_median_of_the_intervals_from_the_knee() -> None:
+    step = _step(5000.0)
+    assert step.timeline is not None
+    step.timeline.ok[9:12] = [4700, 5200, 4100]  # the knee at 9 s, then a noisy server
+    cap = ramp_capacity(step, 0.95)
+    assert cap is not None and cap.knee_t_s == 9.0 and cap.estimate_rate == 4700.0
+    # a knee near the end has fewer intervals after it: the median of those
+    late = _step(8800.0)
+    assert late.timeline is not None
+    late.timeline.ok[19] = 8600
+    cap = ramp_capacity(late, 0.95)
+    assert cap is not None and cap.knee_t_s == 18.0 and cap.estimate_rate == 8700.0
 
 
 def test_one_slow_interval_is_not_a_knee() -> None:

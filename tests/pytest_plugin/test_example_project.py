@@ -94,14 +94,20 @@ GATE = ["--perflab-budget=1.5s", "--perflab-processes=2"]
 
 
 def _rewritten(where, name: str, factor: int, keep_reference: bool) -> str:
-    """A copy of gate.json as ``name`` with every sample (and, if kept, every reference
-    timing) divided by ``factor``; without ``keep_reference`` the reference timings are
-    dropped, as in a file from before the machine-speed reference."""
+    """A copy of gate.json as ``name`` whose every sample reads the measured median time
+    per op divided by ``factor`` (one value: a baseline whose CI is as tight as can be,
+    whatever the machine's speed did while it was measured: with 2 processes a side, two
+    process medians apart by a busy moment made the baseline's CI a million times wide,
+    and the comparison inconclusive), and, if kept, every reference timing divided by
+    ``factor``; without ``keep_reference`` the reference timings are dropped, as in a file
+    from before the machine-speed reference."""
     doc = json.loads((where / "gate.json").read_text())
     processes = [p for b in doc["benchmarks"] for p in b["processes"]]
     assert processes
     for bench in doc["benchmarks"]:
         bench.pop("summary", None)
+    per_op = sorted(s["wall_ns"] / s["iterations"] for p in processes for s in p["samples"])
+    ns_per_op = per_op[len(per_op) // 2] / factor
     for proc in processes:
         assert proc["reference_ns"], "the plugin records the machine-speed reference"
         if keep_reference:
@@ -109,8 +115,8 @@ def _rewritten(where, name: str, factor: int, keep_reference: bool) -> str:
         else:
             proc["reference_ns"] = []
         for sample in proc["samples"]:
-            sample["wall_ns"] = max(1, sample["wall_ns"] // factor)
-            sample["cpu_ns"] = max(1, sample["cpu_ns"] // factor)
+            sample["wall_ns"] = max(1, round(ns_per_op * sample["iterations"]))
+            sample["cpu_ns"] = sample["wall_ns"]
     (where / name).write_text(json.dumps(doc))
     return name
 

@@ -24,9 +24,9 @@ import pytest
 from perflab import _core, cli, model
 from perflab.engines.http.cluster.merge import merge_server_timing, merge_steps
 from perflab.engines.http.steps import step_from_raw
-from perflab.model import Benchmark, Histogram, Results, ServerTiming
+from perflab.model import Histogram, ServerTiming
 from perflab.model.cluster import AgentInfo, AgentShare
-from tests.conftest import ROOT
+from tests.conftest import ROOT, agents_results
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -98,15 +98,8 @@ def test_agents_keep_their_server_timing_and_the_merge_is_exact(
 
     # The results file keeps both levels; the CSV records carry both breakdowns.
     merged.agents = [AgentShare(k, 0, 0, 0.2, 0.01, step=s) for k, s in enumerate(steps)]
-    results = Results(
-        kind="http",
-        command_line=["perflab"],
-        created="",
-        perflab_version="x",
-        environment={},
-        settings={"ok": "200-299"},
-        benchmarks=[Benchmark(name=url, kind="http", steps=[merged])],
-        agents=[AgentInfo(k, f"h{k}", same_clock=True) for k in range(2)],
+    results = agents_results(
+        url, merged, [AgentInfo(k, f"h{k}", same_clock=True) for k in range(2)]
     )
     model.save(results, tmp_path / "r.json", {})
     back = model.load(tmp_path / "r.json")

@@ -147,7 +147,7 @@ class StepSummary:
             metrics, responses without one: :func:`perflab.analyze.server_timing.timing_notes`).
         ramp: a ramp's capacity read off its timeline
             (:func:`perflab.analyze.http_timeline.ramp_capacity`); None for other steps.
-        protocol / streams: the HTTP version ("http/1.1", "h2") and HTTP/2's streams per
+        protocol / streams: the HTTP version ("http/1.1", "h2", "h3") and the streams per
             connection (:class:`perflab.model.HttpStep`).
         phases: connect, TLS handshake, time to first byte and body: {count, p50_s,
             p99_s} each (:func:`perflab.analyze.http_phases.phase_figures`).

@@ -3,15 +3,26 @@ stops tracking the offered one, and what it levels off at).
 
 Method: an interval *tracks* its offered rate when its achieved rate (OK responses
 completed in it ÷ its length) is at least a share of the offered rate
-(:data:`perflab.analyze.http.ACHIEVED_SHARE`, passed in): the rule that makes a held step ``saturated``, applied per interval.
-The knee is the first recorded interval that does not track, nor does the next one (one
-slow second is not a knee). Past the knee an open-loop server serves at its capacity
-while the backlog grows, until the backlog itself (ever more connections, timeouts)
-may drag it down; so the capacity estimate is the highest *sustained* achieved rate of
-the ramp: the largest median of :data:`SUSTAIN` consecutive recorded intervals (the
-plateau's top; before the knee such a median is a rate served in full). The offered rate
-of the last tracking interval is given beside it (the highest load served in full).
-Without a knee the capacity is at least the highest offered rate that tracked.
+(:data:`perflab.analyze.http.ACHIEVED_SHARE`, passed in): the rule that makes a held step
+``saturated``, applied per interval. The knee is the first recorded interval that does
+not track, nor does the next one (one slow second is not a knee).
+
+The estimate is the quantity a stepped sweep's capacity estimates (the heaviest ok
+step): the highest rate the server serves in full, its capacity C. A held step below C
+is ok, one above it leaves a backlog and is saturated, so the sweep reads C from below,
+to one step of its grid. A ramp crosses C before its knee (an interval offered up to C
+÷ the share still tracks), so at the knee the server is already serving all it can:
+the capacity estimate is the median achieved rate of the :data:`SUSTAIN` intervals
+from the knee on (fewer when the step ends sooner), the rate the server delivered as
+it first fell behind. Both estimators take the server's *first* fall, as the sweep's
+rule does (once a step is saturated every heavier one is): not the best moment of the
+ramp, whose top can be a catch-up burst (a slow interval's responses completing in the
+next one) or a lull in the machine's other load. The offered rate of the last tracking
+interval (the highest load served in full, a lower bound at the ramp's resolution) and
+the median achieved rate of every interval past the knee (the plateau, below the
+estimate when the growing backlog, ever more connections and timeouts, dragged the
+server down) are given beside it. Without a knee the capacity is at least the highest
+offered rate that tracked.
 """
 
 from __future__ import annotations
@@ -21,7 +32,7 @@ from dataclasses import dataclass
 
 from perflab.model import HttpStep
 
-#: Consecutive intervals whose median achieved rate counts as sustained.
+#: Intervals from the knee on whose median achieved rate is the capacity estimate.
 SUSTAIN = 3
 
 
@@ -30,8 +41,9 @@ class RampCapacity:
     """The capacity read off one shaped step's timeline.
 
     Attributes:
-        estimate_rate: the capacity estimate, requests/s (the highest sustained achieved
-            rate, or the highest tracked offered rate when there is no knee).
+        estimate_rate: the capacity estimate, requests/s (the median achieved rate of the
+            :data:`SUSTAIN` intervals from the knee on, or the highest tracked offered
+            rate when there is no knee).
         tracked_rate: offered rate of the last interval before the knee that tracked,
             requests/s (None when none did).
         plateau_rate: median achieved rate of the intervals after the knee, requests/s
@@ -101,13 +113,9 @@ def ramp_capacity(step: HttpStep, share: float) -> RampCapacity | None:
         )
     after = rows[knee:]
     plateau = statistics.median(achieved[j] for j in after)
-    width = min(SUSTAIN, len(rows))
-    sustained = max(
-        statistics.median(achieved[j] for j in rows[i : i + width])
-        for i in range(len(rows) - width + 1)
-    )
+    at_knee = statistics.median(achieved[j] for j in after[:SUSTAIN])
     return RampCapacity(
-        estimate_rate=sustained,
+        estimate_rate=at_knee,
         tracked_rate=tracked_rate,
         plateau_rate=plateau,
         knee_t_s=tl.t_s[rows[knee]],

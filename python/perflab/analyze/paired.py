@@ -12,11 +12,15 @@ Method, for pairs (A_i, B_i) in each of P worker processes:
     1. each pair's log ratio log(B_i/A_i): the machine's state, common to both, cancels;
     2. each process's median of its log ratios (robust to the pairs a state switch
        split, in which one side ran slow and the other fast);
-    3. the random-effects location over processes (:func:`perflab.analyze.stats.
-       process_location`, the same model and t-interval with P − 1 degrees of freedom
-       that a run's medians use): the geometric mean of the P process ratios, its CI
-       exp(±t_{P−1}·s/√P). The process-to-process spread (memory layout, hash seed)
-       is part of the interval, as for a median.
+    3. the random-effects location over processes, each process weighted by how
+       precise its median is (its pairs' robust spread and count) plus the
+       between-process variance, with the Hartung–Knapp interval and P − 1 degrees
+       of freedom (:func:`weighted_location`): a process of a few pairs that a loaded
+       machine threw off weighs little. The process-to-process spread (memory layout,
+       hash seed) is part of the interval, as for a median; when it dominates the
+       weights even out to the unweighted random-effects interval a run's medians use
+       (:func:`perflab.analyze.stats.process_location`). Lock-step processes whose
+       sides swapped CPUs average their two CPU slots' medians (:func:`unit_log_ratio`).
 With a single series (one process, or ``perflab cmd``'s runs, which form one sequence
 in time) the series is cut into consecutive batches that stand in for processes
 (the method of batch means: Law & Kelton, "Simulation Modeling and Analysis", §9.5.3;
@@ -39,6 +43,7 @@ import numpy as np
 
 from perflab.analyze import stats
 from perflab.model import Benchmark
+from perflab.model.comparison import INCONCLUSIVE
 from perflab.model.estimate import Estimate
 
 #: a single series is cut into this many batches at most (its "processes")
@@ -100,6 +105,23 @@ def pair_log_ratios(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.nda
     return np.log(b[good]) - np.log(a[good])
 
 
+def unit_log_ratio(log_ratios: np.ndarray, slots: np.ndarray | None = None) -> float:
+    """One process's (or batch's) log ratio: the median of its pair log ratios; with
+    ``slots`` (lock-step pairs whose sides swapped CPUs, :class:`perflab.engines.run.
+    pairing.CpuSwap`: A on one CPU in slot 0, on the other in slot 1), the mean of the
+    two slots' medians, so a CPU slower than the other for the whole process cancels
+    exactly ((r + c) + (r − c)) / 2 = r, where the median of the two mixed would fall
+    anywhere between them. O(n).
+
+    Args:
+        log_ratios: shape (n,), n ≥ 1.
+        slots: shape (n,), each pair's slot (0 or 1), or None.
+    """
+    if slots is None or len(set(slots.tolist())) < 2:
+        return float(np.median(log_ratios))
+    return float(np.mean([np.median(log_ratios[slots == k]) for k in np.unique(slots)]))
+
+
 def batches(log_ratios: np.ndarray) -> list[np.ndarray]:
     """A single series of pair log ratios cut into consecutive batches: up to
     :data:`BATCHES`, of at least :data:`MIN_BATCH_PAIRS` pairs each when there are enough
@@ -116,14 +138,16 @@ def batches(log_ratios: np.ndarray) -> list[np.ndarray]:
 
 
 def paired_ratio(
-    processes: Sequence[tuple[Sequence[float] | np.ndarray, Sequence[float] | np.ndarray]],
+    processes: Sequence[tuple[Any, ...]],
     confidence: float = 0.95,
 ) -> PairedRatio | None:
     """The paired ratio B/A of timings measured in pairs (see the module docstring).
 
     Args:
         processes: one (a, b) per worker process, the A and B timings of its pairs in
-            order (pair i is (a[i], b[i])), each of shape (n_p,), > 0, in one unit.
+            order (pair i is (a[i], b[i])), each of shape (n_p,), > 0, in one unit; or
+            (a, b, slots) for lock-step pairs that swapped CPUs: ``slots`` of shape
+            (n_p,), each pair's CPU slot (0 or 1; :func:`unit_log_ratio`).
             A single entry (one process, or one series of runs) is cut into batches.
         confidence: CI level.
 
@@ -133,25 +157,145 @@ def paired_ratio(
     Raises:
         ValueError: a process whose two sides differ in length.
     """
-    logs = [pair_log_ratios(a, b) for a, b in processes]
-    logs = [lr for lr in logs if lr.size]
-    total = sum(lr.size for lr in logs)
+    series = []
+    for entry in processes:
+        a, b = np.asarray(entry[0], float), np.asarray(entry[1], float)
+        lr = pair_log_ratios(a, b)
+        slots = None
+        if len(entry) > 2 and entry[2] is not None:
+            good = (a > 0) & (b > 0) & np.isfinite(a) & np.isfinite(b)
+            slots = np.asarray(entry[2])[good]
+        if lr.size:
+            series.append((lr, slots))
+    total = sum(lr.size for lr, _ in series)
     if total < 2:
         return None
-    batched = len(logs) < 2
-    units = batches(logs[0]) if batched else logs
-    groups = [np.exp(u) for u in units]
-    unit_ratios = stats.process_medians(groups)
-    location = stats.process_location(groups)
+    batched = len(series) < 2
+    if batched:
+        lr, slots = series[0]
+        cut = np.cumsum([len(x) for x in batches(lr)])[:-1]
+        parts = np.split(lr, cut)
+        slot_parts = np.split(slots, cut) if slots is not None else [None] * len(parts)
+    else:
+        parts = [lr for lr, _ in series]
+        slot_parts = [slots for _, slots in series]
+    units = np.array([unit_log_ratio(x, k) for x, k in zip(parts, slot_parts)])
+    scales = np.array([unit_scale(x, k) for x, k in zip(parts, slot_parts)])
+    counts = np.array([x.size for x in parts], dtype=float)
+    location = weighted_location(units, scales, counts)
+    if location is None:  # no within-unit spread to weigh by: the units count alike
+        location = stats.process_location([np.exp([u]) for u in units])
+    unit_ratios = [float(r) for r in np.exp(units)]
     if location is not None:
         estimate = location.ci(confidence)
-        spread = stats.process_spread(groups)
+        spread = float(np.std(units, ddof=1))
     else:  # every unit's median the same: no spread to estimate; the CI is that point
-        value = float(np.exp(np.mean(np.log(unit_ratios))))
+        value = float(np.exp(np.mean(units)))
         estimate, spread = Estimate(value, value, value, confidence, 0.0), 0.0
-    return PairedRatio(
-        estimate, total, len(units), batched, [float(r) for r in unit_ratios], spread
+    return PairedRatio(estimate, total, len(units), batched, unit_ratios, spread)
+
+
+def unit_scale(log_ratios: np.ndarray, slots: np.ndarray | None = None) -> float:
+    """The robust SD of one unit's pair log ratios: 1.4826 × the MAD around the unit's
+    median (around each slot's median, with ``slots``); 0 for a single pair. O(n)."""
+    centred = np.asarray(log_ratios, float).copy()
+    if slots is not None and len(set(slots.tolist())) > 1:
+        for k in np.unique(slots):
+            centred[slots == k] -= np.median(centred[slots == k])
+    else:
+        centred -= np.median(centred)
+    return float(1.4826 * np.median(np.abs(centred))) if centred.size > 1 else 0.0
+
+
+def weighted_location(
+    logs: np.ndarray, scales: np.ndarray, counts: np.ndarray
+) -> stats.LogLocation | None:
+    """The random-effects location of P ≥ 2 units' log ratios, each weighted by how
+    precise its median is, with the Hartung–Knapp–Sidik–Jonkman interval.
+
+    A unit's median of n pair log ratios of robust SD σ has variance v ≈ (π/2)·σ²/n
+    (the median's asymptotic variance under a normal core). σ is floored at the median
+    σ of the units, so a unit whose few pairs happened to agree gains no weight from
+    luck. Between-unit variance τ² by DerSimonian–Laird; weights w = 1/(v + τ²); the
+    location μ = Σ w·y / Σ w; its variance Σ w·(y − μ)² / ((P − 1)·Σ w), at least
+    1/Σ w, with P − 1 degrees of freedom (IntHout, Ioannidis & Borm, BMC Med Res
+    Methodol 14:25, 2014; the floor: Jackson et al., Stat Med 36, 2017). When the
+    units differ by more than their own noise (memory layout), τ² dominates and the
+    weights even out: the unweighted random-effects interval the run's medians use.
+    When they do not, a unit of 3 pairs that a loaded machine threw far off weighs
+    as little as its 3 pairs merit, where equal weights let it move the ratio by tens
+    of percent (seen under load on this 2-core VM: 1.76× for identical code).
+
+    Args:
+        logs: each unit's log ratio, shape (P,).
+        scales: each unit's robust SD of its pair log ratios, shape (P,).
+        counts: each unit's pairs, shape (P,), ≥ 1.
+
+    Returns:
+        The location (value = exp μ), or None with fewer than 2 units or no spread
+        within the units to weigh by (the median σ is 0).
+    """
+    P = logs.size
+    if P < 2:
+        return None
+    floor = float(np.median(scales))
+    if not floor > 0:
+        return None
+    v = (math.pi / 2) * np.maximum(scales, floor) ** 2 / counts
+    w0 = 1 / v
+    mean0 = float(np.sum(w0 * logs) / np.sum(w0))
+    q = float(np.sum(w0 * (logs - mean0) ** 2))
+    c = float(np.sum(w0) - np.sum(w0**2) / np.sum(w0))
+    tau2 = max(0.0, (q - (P - 1)) / c) if c > 0 else 0.0
+    w = 1 / (v + tau2)
+    mu = float(np.sum(w * logs) / np.sum(w))
+    var = max(
+        float(np.sum(w * (logs - mu) ** 2)) / ((P - 1) * float(np.sum(w))), 1 / float(np.sum(w))
     )
+    return stats.LogLocation(math.exp(mu), math.sqrt(var), P - 1)
+
+
+#: a pair's CI this much narrower than the precision target and the threshold settles
+#: it even when it straddles the threshold: the ratio sits on the threshold's edge, and
+#: more pairs would only confirm that (the budget would be spent for nothing)
+EDGE_RESOLUTION = 0.25
+
+
+def settles(ratio: PairedRatio | None, threshold: float, precision: float) -> bool:
+    """Whether a pair may stop measuring: its paired ratio's CI settles the verdict.
+
+    The target is the verdict, not the precision alone (a sequential design, as
+    tango-bench's paired benchmarking and sequential tests stop on their decision):
+    the CI's relative half-width is at most ``precision`` **and** the CI lies wholly
+    outside [1 − t, 1 + t] (slower/faster) or wholly inside it (same). A CI that
+    reaches the precision while it straddles 1 ± t would give "inconclusive": more
+    processes narrow it (a stray process's weight falls as 1/P, and the t quantile
+    with it), so the pair goes on, until the budget or the process cap stops it. Only a
+    CI narrower than ``EDGE_RESOLUTION`` × min(precision, t) stops while straddling:
+    the ratio then sits on the threshold itself (e.g. 1.020 ± 0.2%), which no budget
+    resolves.
+
+    Looking at the CI after every process does not inflate false verdicts the way
+    repeated tests of "ratio = 1" do: a false "slower" needs the whole CI beyond
+    1 + t while the truth is 1, not merely a CI that misses 1.
+
+    Args:
+        ratio: the pair's current paired ratio (None: fewer than 2 pairs).
+        threshold: the verdict's relative noise threshold t (0.02 = 2%); NaN (chosen
+            after the run, ``--threshold auto``): the precision alone decides.
+        precision: the target relative CI half-width (0.01 = 1%).
+
+    Returns:
+        True when the pair may stop; False without a ratio.
+    """
+    if ratio is None:
+        return False
+    half = ratio.ratio.relative_half_width
+    if not half <= precision:
+        return False
+    if math.isnan(threshold) or half <= EDGE_RESOLUTION * min(precision, threshold):
+        return True
+    return paired_verdict(ratio, threshold) != INCONCLUSIVE
 
 
 def unpaired_ratio(
@@ -186,16 +330,18 @@ def paired_verdict(ratio: PairedRatio | None, threshold: float) -> str:
     return verdict(ratio.ratio.ci_low, ratio.ratio.ci_high, threshold)
 
 
-def process_pairs(a: Benchmark, b: Benchmark) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The pairs of ``a`` (side A) and ``b`` (side B) measured together, one (a, b) per
-    worker process that measured both: seconds per op of sample i of each side, both
+def process_pairs(a: Benchmark, b: Benchmark) -> list[tuple[Any, ...]]:
+    """The pairs of ``a`` (side A) and ``b`` (side B) measured together, one (a, b, slots)
+    per worker process that measured both: seconds per op of sample i of each side, both
     unflagged (a flagged sample drops its pair). A process record says which benchmark
     it was paired with (``Process.pair``); the two records of one worker process share
     its ``index``, and their samples are aligned: sample i of each is pair i. O(N).
 
     Returns:
-        One (a, b) of shape (n_p,) each per paired process, in run order; [] when the
-        two were never measured together.
+        One (a, b, slots) per paired process, in run order, a and b of shape (n_p,);
+        slots: each kept pair's CPU slot (pair index mod 2) for lock-step processes
+        whose sides swapped CPUs (``pair["cpus"]``), else None; [] when the two were
+        never measured together.
     """
     partners = {
         p.index: p
@@ -213,17 +359,20 @@ def process_pairs(a: Benchmark, b: Benchmark) -> list[tuple[np.ndarray, np.ndarr
         ):
             continue
         kept = [
-            (sa, sb) for sa, sb in zip(pa.samples, pb.samples) if not sa.flagged and not sb.flagged
+            (i, sa, sb)
+            for i, (sa, sb) in enumerate(zip(pa.samples, pb.samples))
+            if not sa.flagged and not sb.flagged
         ]
         if kept:
             out.append(
                 (
-                    np.array([sa.wall_ns / sa.iterations for sa, _ in kept])
+                    np.array([sa.wall_ns / sa.iterations for _, sa, _ in kept])
                     * 1e-9
                     / a.ops_per_call,
-                    np.array([sb.wall_ns / sb.iterations for _, sb in kept])
+                    np.array([sb.wall_ns / sb.iterations for _, _, sb in kept])
                     * 1e-9
                     / b.ops_per_call,
+                    np.array([i % 2 for i, _, _ in kept]) if pa.pair.get("cpus") else None,
                 )
             )
     return out

@@ -324,7 +324,7 @@ def _measure_paired(
     from perflab.engines.run.suite import BenchSpec, Case
 
     precision, budget, threshold = limits
-    settings = Settings(precision=precision, budget_s=budget)
+    settings = Settings(precision=precision, budget_s=budget, threshold=threshold)
     if processes:
         settings = replace(settings, min_processes=processes, max_processes=processes)
     base_name = getattr(baseline, "__name__", "baseline")

@@ -64,11 +64,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="speak HTTP/2: ALPN h2 over https, prior knowledge (h2c) over http",
     )
     load.add_argument(
+        "--http3",
+        action="store_true",
+        help="speak HTTP/3 over QUIC (UDP, https:// only; --insecure for self-signed)",
+    )
+    load.add_argument(
         "--streams",
         type=int,
         metavar="N",
-        help="with --http2: concurrent streams per connection (h2load's -m; 1): closed "
-        "loop runs connections × N request loops, open loop's pool holds that many",
+        help="with --http2/--http3: concurrent streams per connection (h2load's -m; 1): "
+        "closed loop runs connections × N request loops, open loop's pool holds that many",
     )
     req = parser.add_argument_group("requests")
     req.add_argument("--method", help="HTTP method (GET)")
@@ -302,7 +307,8 @@ def _load(args: argparse.Namespace, plan: Any) -> Any:
             "--cluster, --agents-per-node, --fail-fast and --split go with "
             "--agents N (distributed load)"
         )
-    check_reachable(plan.target, plan.connect_timeout_s)
+    if plan.config.get("protocol") != "http3":  # QUIC is UDP: a TCP check tells nothing
+        check_reachable(plan.target, plan.connect_timeout_s)
     return contextlib.nullcontext((run_sweep, []))
 
 

@@ -71,12 +71,21 @@ def is_number(text: str) -> bool:
     return True
 
 
+def protocol(args: argparse.Namespace) -> str:
+    """The engine's protocol of ``perflab http``'s options: "http1", "http2" (``--http2``)
+    or "http3" (``--http3``). Raises UsageError when both are given."""
+    http2, http3 = getattr(args, "http2", False), getattr(args, "http3", False)
+    if http2 and http3:
+        raise UsageError("--http2 and --http3 exclude each other: give one")
+    return "http3" if http3 else "http2" if http2 else "http1"
+
+
 def http_plan(args: argparse.Namespace, check: bool = True) -> Any:
     """The :class:`perflab.engines.http.engine.Plan` of ``perflab http``'s parsed options
     (``url``, ``--rate``, ``--connections``, ``--duration``, ``--warmup``, ``--threads``,
     ``--poisson``, ``--seed``, ``--method``, ``--header``, ``--body``, ``--body-file``,
     ``--requests``, ``--ok``, ``--insecure``, ``--timeout``, ``--connect-timeout``,
-    ``--http2``, ``--streams``),
+    ``--http2``, ``--http3``, ``--streams``),
     built by :func:`perflab.engines.http.engine.make_plan`; with ``check`` the engine checks
     every step on this machine too.
 
@@ -103,8 +112,11 @@ def http_plan(args: argparse.Namespace, check: bool = True) -> Any:
     if warmup >= duration:
         raise UsageError(f"--warmup {args.warmup} must be shorter than --duration {args.duration}")
     rates = spec.rates if spec else []
-    if spec and spec.shape and getattr(args, "agents", None) is not None:
-        raise UsageError("a load shape (--rate A..B/T or M~A/T) runs on one machine: drop --agents")
+    if spec and spec.shape and getattr(args, "agents", None) is not None and not args.poisson:
+        raise UsageError(
+            "a load shape (--rate A..B/T or M~A/T) on --agents needs --poisson (evenly "
+            "spaced arrivals of a shape run on one machine): add --poisson or drop --agents"
+        )
     interval = parse_duration(args.interval, "--interval")
     if interval != 0 and interval < 0.001:
         raise UsageError(f"--interval {args.interval!r}: at least 1ms, or 0 for no timeline")
@@ -140,7 +152,7 @@ def http_plan(args: argparse.Namespace, check: bool = True) -> Any:
         headers=headers,
         body=body,
         requests=requests,
-        protocol="http2" if args.http2 else "http1",
+        protocol=protocol(args),
         streams=args.streams,
         check=check,
         shape=spec.shape if spec else None,

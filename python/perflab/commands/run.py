@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import fnmatch
 import math
@@ -163,6 +164,7 @@ def _main(args: argparse.Namespace, stack: Any) -> int:
     destination = results_destination(args.json, "run")
     files_out = outputs.check(args, others=[destination])
     gate = _gate_options(args)
+    settings = dataclasses.replace(settings, threshold=gate[0])  # pairs stop on the verdict
     chart = Destination.check(args.chart, "--chart", "png") if args.chart is not None else None
     profile = profiling.check(args, destination)  # with --count: Callgrind's, per function
     bench_file, cases = load_cases(args.file, args.filter)

@@ -1,4 +1,5 @@
-"""``perflab serve``: an HTTP/1.1 target with controlled delay, stalls, errors and faults.
+"""``perflab serve``: an HTTP/1.1 (and h2c, and with ``--http3`` HTTP/3) target with
+controlled delay, stalls, errors and faults.
 
 The server is native (``perflab._core.serve``, Rust): Python only checks the options,
 prints the address and waits for Ctrl-C.
@@ -57,6 +58,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--threads", type=int, default=1, help="server threads (1)")
     parser.add_argument("--seed", type=int, help="seed of the error draws and random delays")
+    parser.add_argument(
+        "--http3",
+        action="store_true",
+        help="also serve HTTP/3 over QUIC on the UDP port of the same number "
+        "(self-signed certificate: clients need --insecure)",
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
@@ -80,6 +87,7 @@ def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "serialize": args.serialize,
         "threads": args.threads,
         "seed": args.seed,
+        "http3": args.http3 or None,
     }
     return {k: v for k, v in config.items() if v is not None}
 
@@ -111,11 +119,13 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(_hint(str(exc), config)) from None
     url = f"http://{server.address}/"
+    h3 = f"HTTP/3 on https://{server.address}/ over UDP (self-signed: use --insecure); "
     stats: dict[str, int] = {}
     try:
         with StopSignals():  # before the address is printed: no SIGTERM race
             print(
-                f"perflab serve listening on {url} ({describe(config)}); Ctrl-C stops it",
+                f"perflab serve listening on {url} ({describe(config)}); "
+                f"{h3 if config.get('http3') else ''}Ctrl-C stops it",
                 flush=True,
             )
             while server.running:

@@ -167,13 +167,15 @@ class HttpStep:
             over the recorded window).
         timeline: per-interval offered, achieved, errors, latency and send lag
             (:class:`perflab.model.http_timeline.Timeline`); None when not recorded.
-        protocol: the HTTP version spoken, by its ALPN name: "http/1.1" or "h2"
-            (``--http2``); "http/1.1" in files from before it was recorded.
-        streams: HTTP/2's concurrent streams per connection (``--streams``; 1 for
-            HTTP/1.1): a closed-loop step ran ``connections × streams`` request loops.
+        protocol: the HTTP version spoken, by its ALPN name: "http/1.1", "h2"
+            (``--http2``) or "h3" (``--http3``); "http/1.1" in files from before it was
+            recorded.
+        streams: HTTP/2's or HTTP/3's concurrent streams per connection (``--streams``;
+            1 for HTTP/1.1): a closed-loop step ran ``connections × streams`` request loops.
         connect / tls_handshake / ttfb / body_time: the phases of recorded requests,
             HdrHistograms in µs: TCP connect and TLS handshake of each connection a
-            recorded request opened (a request on a reused connection has neither),
+            recorded request opened (a request on a reused connection has neither;
+            HTTP/3 records its QUIC handshake as tls_handshake and no connect),
             time to first byte (request write start → first response byte; HTTP/2:
             the response's HEADERS) and body transfer (first → last byte) of every
             response; empty in files from before they were recorded.

@@ -114,7 +114,9 @@ class Process:
             whose other record shares its ``index``, sample i of each is pair i;
             "lockstep": two processes at once, the other with the same ``index``),
             ``order`` (alternating: which side led each pair, e.g. "ABBA"), ``baseline``
-            (True: the other is in the results' measured ``baseline``); None: unpaired.
+            (True: the other is in the results' measured ``baseline``), ``cpus``
+            (lock-step: the two CPUs the sides swapped between, A's on even pairs then
+            on odd ones; absent: not pinned); None: unpaired.
         rss_start_bytes / rss_end_bytes / rss_calls / rss_peak_bytes / memory / heap:
             ``run --memory`` only (None without): the worker's RSS when its first and
             last timed sample ended and the calls in between, bytes; its peak (VmHWM);

@@ -128,6 +128,8 @@ def merged_options(config: pytest.Config) -> dict[str, Any]:
         UsageError: a bad precision, budget, threshold or verdict; both --X-only and
             --X-skip.
     """
+    from dataclasses import replace
+
     from perflab.analyze.decisions import parse_threshold
     from perflab.commands.run import parse_precision
     from perflab.engines.run.runner import Settings
@@ -165,6 +167,7 @@ def merged_options(config: pytest.Config) -> dict[str, Any]:
     if compare_fail:
         threshold = parse_compare_fail(compare_fail)
         fail_on_text = fail_on_text or "slower"
+    settings = replace(settings, threshold=threshold)  # paired tests stop on the verdict
     if fail_on_text and not compare:
         raise UsageError("--perflab-fail-on needs --perflab-compare (the results to compare with)")
     fail_on: list[str] = []

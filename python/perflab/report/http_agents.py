@@ -75,7 +75,7 @@ def _row(label: str, agent_step: AgentStep) -> list[str]:
     return [
         label,
         agent,
-        _rate(s.offered_rate) if s.mode == "open" else f"{s.connections} conn",
+        _rate(s.offered_rate) if s.mode != "closed" else f"{s.connections} conn",
         _rate(s.achieved_rate),
         _time(s.latency_s["p99"]),
         _time(s.send_lag_p99_s),

@@ -4,11 +4,13 @@ as h2load's and oha's summaries show it (docs/http.md, "Phases").
 One row per step. Columns, in plain words:
 
 * **step**: the step (offered rate, or connections in closed loop).
-* **protocol**: the HTTP version spoken (``http/1.1``, ``h2``; ``h2 ×N`` with N
+* **protocol**: the HTTP version spoken (``http/1.1``, ``h2``, ``h3``; ``h2 ×N`` with N
   concurrent streams per connection).
 * **connects**: connections opened by recorded requests (each timed once).
-* **connect p50** / **connect p99**: TCP connect (SYN to established).
-* **TLS p50** / **TLS p99**: the TLS handshake after the connect ("–" on plain TCP).
+* **connect p50** / **connect p99**: TCP connect (SYN to established; "–" for HTTP/3,
+  whose QUIC has no separate connect).
+* **TLS p50** / **TLS p99**: the TLS handshake after the connect ("–" on plain TCP); for
+  HTTP/3 the whole QUIC handshake, which carries TLS 1.3.
 * **TTFB p50** / **TTFB p99**: time to first byte: the request's write to the first byte
   of its response (HTTP/2: the response's HEADERS frame).
 * **body p50** / **body p99**: the response's first byte to its last.
@@ -48,7 +50,7 @@ def _time(seconds: float) -> str:
 
 
 def protocol_label(s: StepSummary) -> str:
-    """ "http/1.1", "h2" or "h2 ×8" (8 streams per connection)."""
+    """ "http/1.1", "h2", "h3" or "h2 ×8" (8 streams per connection)."""
     return f"{s.protocol} ×{s.streams}" if s.streams > 1 else s.protocol
 
 
@@ -66,7 +68,9 @@ def phases_tables(sweep: Sweep) -> list[Table]:
     )
     for s in steps:
         p = s.phases
-        row = [s.label, protocol_label(s), f"{int(p['connect']['count']):,}"]
+        # HTTP/3 opens without a TCP connect: its connections are its QUIC handshakes.
+        opened = max(p["connect"]["count"], p["tls_handshake"]["count"])
+        row = [s.label, protocol_label(s), f"{int(opened):,}"]
         for name in ("connect", "tls_handshake", "ttfb", "body_time"):
             row += [_time(p[name]["p50_s"]), _time(p[name]["p99_s"])]
         table.rows.append(row)
@@ -75,6 +79,10 @@ def phases_tables(sweep: Sweep) -> list[Table]:
         " opened during the warmup and kept are not counted, so a closed loop may show 0);"
         " TTFB and body: every response."
     )
+    if any(s.protocol == "h3" for s in steps):
+        table.footnotes.append(
+            "h3: QUIC has no TCP connect; its handshake (carrying TLS 1.3) is under TLS."
+        )
     return [table]
 
 

@@ -82,9 +82,9 @@ def ramp_capacity_text(cap: RampCapacity) -> str:
         else ""
     )
     return (
-        f"capacity from the ramp: {cap.estimate_rate:,.0f}/s, the highest achieved rate "
-        f"sustained {SUSTAIN} intervals (knee at {cap.knee_t_s:g} s{tracked}, median after "
-        f"it {cap.plateau_rate or 0:,.0f}/s{rise})"
+        f"capacity from the ramp: {cap.estimate_rate:,.0f}/s, the median achieved rate of "
+        f"the {SUSTAIN} intervals from the knee at {cap.knee_t_s:g} s on ({tracked.lstrip(', ')}"
+        f"{'; ' if tracked else ''}median of all after it {cap.plateau_rate or 0:,.0f}/s{rise})"
     )
 
 

@@ -18,18 +18,3 @@ pub mod load;
 pub mod server;
 pub mod sys;
 pub mod trace;
-
-/// Held by the tests that time the machine (timer precision) and by the
-/// tests that load both cores flat out, so that `cargo test`'s parallel
-/// threads never run one beside the other.
-#[cfg(test)]
-pub(crate) static CORES_TEST_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// Take [`CORES_TEST_LOCK`] (a test that panicked while holding it does not
-/// poison the others).
-#[cfg(test)]
-pub(crate) fn cores_test_lock() -> std::sync::MutexGuard<'static, ()> {
-    CORES_TEST_LOCK
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}

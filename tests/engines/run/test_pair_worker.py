@@ -117,3 +117,57 @@ def test_the_allocation_pass_reports_each_sides_totals(tmp_path: Path) -> None:
     assert set(allocs) == {"a", "b"}
     for alloc in allocs.values():
         assert {"peak_bytes", "blocks", "total_bytes", "total_blocks"} <= set(alloc)
+
+
+class _FakeSide:
+    """A side whose call takes ``call_ns`` on a fake clock; with ``preempt_ns``, every
+    sample of more than 4 calls is preempted that long in 2 rounds of 3 (a loaded
+    machine deschedules long samples most)."""
+
+    def __init__(
+        self, name: str, clock: list[int], call_ns: int, iterations: int, preempt_ns: int = 0
+    ) -> None:
+        self.name, self.clock, self.call_ns, self.iterations = name, clock, call_ns, iterations
+        self.preempt_ns, self.calls = preempt_ns, 0
+
+    def call(self) -> None:
+        self.calls += 1
+        self.clock[0] += self.call_ns
+        sample = (self.calls - 1) // self.iterations
+        if self.calls % self.iterations == 0 and self.iterations > 4 and sample % 3:
+            self.clock[0] += self.preempt_ns
+
+
+def test_balance_gives_both_sides_samples_of_the_target_length(monkeypatch) -> None:
+    from perflab.engines.run import pair_worker, worker
+    from perflab.engines.run.sampling import GcMonitor
+
+    clock = [0]
+    monkeypatch.setattr(worker, "_perf_ns", lambda: clock[0])
+    # A/A: both 35 µs a call; A's calibration was cut short by a preemption (1 call),
+    # B's overshot (6 calls): their samples would last 35 µs and 210 µs
+    a = _FakeSide("a", clock, 35_000, 1)
+    b = _FakeSide("b", clock, 35_000, 6)
+    pair_worker.balance((a, b), 100_000, GcMonitor())
+    assert a.iterations == b.iterations == 3
+    # within the tolerance nothing moves (the runner's known counts stay)
+    a.iterations, b.iterations = 3, 4
+    pair_worker.balance((a, b), 100_000, GcMonitor())
+    assert (a.iterations, b.iterations) == (3, 4)
+    # a call longer than the target: one call a sample
+    slow = _FakeSide("b", clock, 5_000_000, 2)
+    pair_worker.balance((a, slow), 100_000, GcMonitor())
+    assert slow.iterations == 1 and a.iterations == 3
+    # under load: 13-call samples (455 µs for a 450 µs target) mostly preempted for
+    # 10 ms; their fastest timing still says 35 µs a call, so 13 calls stay (the
+    # median said 800 µs a call and cut the side to 1 call, the other keeping 13)
+    long_a = _FakeSide("a", clock, 35_000, 13, preempt_ns=10_000_000)
+    long_b = _FakeSide("b", clock, 35_000, 13)
+    pair_worker.balance((long_a, long_b), 450_000, GcMonitor())
+    assert long_a.iterations == long_b.iterations == 13
+    # one side of a lock-step pair balances alone, always to the balanced count: 2 and
+    # 4 calls of 35 µs are each within 1.5× of 3, but 2× apart from each other
+    for start in (2, 4, 6):
+        alone = _FakeSide("", clock, 35_000, start)
+        worker.balance((alone,), 100_000, GcMonitor(), tolerance=1.0)
+        assert alone.iterations == 3

@@ -211,6 +211,63 @@ def test_barrier_vote_stops_both_and_lockstep_counts_agree() -> None:
         os.close(fd)
 
 
+def _lockstep(time_one, read_fd: int, write_fd: int, limits, **extra) -> int:
+    """One side's :func:`pairing.sample_lockstep` with a fake monitor and no events."""
+    return pairing.sample_lockstep(
+        time_one,
+        1,
+        pairing.PipeBarrier(read_fd, write_fd, timeout_s=20),
+        limits,
+        emit=lambda *a, **k: None,
+        monitor=FakeMonitor(),
+        **extra,
+    )
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="swapping CPUs needs CPU affinity (Linux) and at least two CPUs",
+)
+def test_lockstep_sides_swap_cpus_sample_by_sample() -> None:
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    (a_read, a_write), (b_read, b_write) = pairing.barrier_pipes()
+    seen: dict[str, list[set[int]]] = {"a": [], "b": []}
+    after: dict[str, set[int]] = {}
+    allowed = os.sched_getaffinity(0)
+
+    def side(name: str, read_fd: int, write_fd: int, swap: list[int]) -> None:
+        def time_one() -> tuple[int, int, int, int]:
+            seen[name].append(os.sched_getaffinity(0))  # this thread's, as it samples
+            return (10, 10, 0, 0)
+
+        _lockstep(time_one, read_fd, write_fd, pairing.Limits(60, 1, 6), cpus=swap)
+        after[name] = os.sched_getaffinity(0)
+
+    threads = [
+        threading.Thread(target=side, args=("a", a_read, a_write, cpus)),
+        threading.Thread(target=side, args=("b", b_read, b_write, cpus[::-1])),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert seen["a"] == [{cpus[k % 2]} for k in range(6)]
+    assert seen["b"] == [{cpus[(k + 1) % 2]} for k in range(6)]  # never A's CPU
+    assert after == {"a": allowed, "b": allowed}  # the affinity given back
+    for fd in (a_read, a_write, b_read, b_write):
+        os.close(fd)
+
+
+def test_a_cpu_that_cannot_be_pinned_ends_the_swap() -> None:
+    swap = pairing.CpuSwap([10_000_000, 10_000_001])  # no such CPUs: setaffinity refuses
+    before = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    swap.to(0)
+    assert swap.cpus is None
+    swap.to(1)  # no longer tries
+    if before is not None:
+        assert os.sched_getaffinity(0) == before
+
+
 def test_lockstep_sampling_time_runs_from_the_first_meeting(monkeypatch) -> None:
     """A side that waited 5 s for the other (start-up, imports) still samples for its
     full second: its time starts when both meet, not when it arrived."""
@@ -225,14 +282,8 @@ def test_lockstep_sampling_time_runs_from_the_first_meeting(monkeypatch) -> None
         return (10, 10, 0, 0)
 
     def side(name: str, read_fd: int, write_fd: int, time_one, between) -> None:
-        counts[name] = pairing.sample_lockstep(
-            time_one,
-            1,
-            pairing.PipeBarrier(read_fd, write_fd, timeout_s=20),
-            pairing.Limits(1.0, 1, 1000),
-            emit=lambda *a, **k: None,
-            monitor=FakeMonitor(),
-            between=between,
+        counts[name] = _lockstep(
+            time_one, read_fd, write_fd, pairing.Limits(1.0, 1, 1000), between=between
         )
 
     a = threading.Thread(target=side, args=("a", a_read, a_write, a_sample, a_waiting.set))

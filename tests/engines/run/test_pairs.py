@@ -58,8 +58,15 @@ def _name(plan: dict[str, Any], cases: list[Any]) -> str:
 class FakePairBackend:
     """A paired worker: 60 pairs in the drawn order on a speed-switching machine."""
 
-    def __init__(self, cases: list[Any], machine: Machine, side_by_side: bool = False) -> None:
+    def __init__(
+        self,
+        cases: list[Any],
+        machine: Machine,
+        side_by_side: bool = False,
+        stray: dict[int, float] | None = None,
+    ) -> None:
         self.cases, self.machine, self.side_by_side = cases, machine, side_by_side
+        self.stray = stray or {}  # process number → a factor on B's work in it alone
         self.plans: list[dict[str, Any]] = []
 
     def run(
@@ -83,7 +90,7 @@ class FakePairBackend:
         events += _head("a") + _head("b")
         order = pair_order(60, __import__("random").Random(plan["pair_seed"]))
         work_a = WORK_S[_name(plan, self.cases)]
-        work_b = WORK_S[_name(plan["pair"], self.cases)]
+        work_b = WORK_S[_name(plan["pair"], self.cases)] * self.stray.get(len(self.plans) - 1, 1)
         a, b, _ = self.machine.states().paired(0.0, work_a, work_b, order)
         for k, first in enumerate(order):
             for side, wall in (("a", a[k]), ("b", b[k])):
@@ -130,14 +137,18 @@ class FakeBackend:
 
 
 def _runner(
-    cases: list[Any], side_by_side: bool = False, **settings: Any
+    cases: list[Any],
+    side_by_side: bool = False,
+    stray: dict[int, float] | None = None,
+    **settings: Any,
 ) -> tuple[pairs.PairedRunner, FakeBackend, FakePairBackend]:
     machine = Machine()
-    single, paired = FakeBackend(cases, machine), FakePairBackend(cases, machine, side_by_side)
+    single = FakeBackend(cases, machine)
+    paired = FakePairBackend(cases, machine, side_by_side, stray)
     runner = pairs.PairedRunner(
         __file__,
         cases,
-        Settings(seed=3, min_processes=4, max_processes=8, **settings),
+        Settings(**{"seed": 3, "min_processes": 4, "max_processes": 8, **settings}),
         2e6,
         50.0,
         backend=single,
@@ -205,7 +216,42 @@ def test_a_pair_stops_when_its_paired_ratio_is_precise() -> None:
     assert runner.states[1].bench.stop_reason == "precision"
 
 
-def test_pairs_that_cannot_share_a_process_go_lockstep() -> None:
+def _slow_pair() -> list[Any]:
+    return _cases([BenchSpec(_noop, "base", "g", baseline=True), BenchSpec(_noop, "slow", "g")])
+
+
+def test_a_pair_goes_on_until_its_ratio_settles_the_verdict() -> None:
+    # 3% slower, but in the first process B ran as fast as A (its layout, say): after
+    # the 4 minimum processes the paired CI is within the 5% precision but straddles
+    # +2% (inconclusive); the pair goes on until the CI clears the threshold
+    stray = {0: 1 / 1.03}
+    runner, _, paired = _runner(_slow_pair(), stray=stray, precision=0.05, max_processes=30)
+    benches = runner.run()
+    assert 4 < len(paired.plans) < 30
+    assert benches[1].stop_reason == "precision"
+    by_id = {s.id: s for s in summarize_benchmarks(benches, threshold=0.02)["g"]}
+    assert by_id["g/slow"].verdict == SLOWER
+    # with an automatic threshold (chosen after the run) the precision alone stops it,
+    # after the minimum, inconclusive
+    runner, _, paired = _runner(
+        _slow_pair(), stray=stray, precision=0.05, max_processes=30, threshold=float("nan")
+    )
+    benches = runner.run()
+    assert len(paired.plans) == 4
+    by_id = {s.id: s for s in summarize_benchmarks(benches, threshold=0.02)["g"]}
+    assert by_id["g/slow"].verdict == "inconclusive"
+
+
+def test_identical_code_stops_at_the_minimum_as_the_same() -> None:
+    cases = _cases([BenchSpec(_noop, "base", "g", baseline=True), BenchSpec(_noop, "same", "g")])
+    runner, _, paired = _runner(cases, max_processes=30)
+    benches = runner.run()
+    assert len(paired.plans) == 4 and benches[1].stop_reason == "precision"
+    assert summarize_benchmarks(benches, threshold=0.02)["g"][1].verdict == "same"
+
+
+def test_pairs_that_cannot_share_a_process_go_lockstep(monkeypatch) -> None:
+    monkeypatch.setattr(pairs.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
     cases = _group()[:2]
     runner, single, paired = _runner(cases, side_by_side=True, precision=1e-9)
     link = runner.links[0]
@@ -216,6 +262,12 @@ def test_pairs_that_cannot_share_a_process_go_lockstep() -> None:
     assert len(fds) == 2 * 8 and all(len(set(f)) == 2 for f in fds)
     assert single.plans[0]["redirect"] == ["/current", "/baseline"]
     assert all(p.pair["mode"] == "lockstep" for p in runner.states[1].bench.processes)
+    # the two sides swap two CPUs sample by sample, the other way round; recorded
+    plans = [sorted(single.plans[k : k + 2], key=lambda p: "redirect" not in p) for k in (0, 2)]
+    for (a_plan, b_plan), proc in zip(plans, runner.states[1].bench.processes):
+        assert len(set(a_plan["swap_cpus"])) == 2 and set(a_plan["swap_cpus"]) <= {0, 1, 2, 3}
+        assert b_plan["swap_cpus"] == a_plan["swap_cpus"][::-1]
+        assert proc.pair["cpus"] == a_plan["swap_cpus"]  # A's CPU on even, odd samples
     assert len(runner.states[0].bench.processes) == 8  # the side-by-side try left no record
 
 

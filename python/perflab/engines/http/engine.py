@@ -408,7 +408,10 @@ def _clock_monitor() -> Any:
 
 
 def _lost(plan: Plan) -> str | None:
-    """Why the target can no longer be reached, or None when it still accepts."""
+    """Why the target can no longer be reached, or None when it still accepts (HTTP/3:
+    not checked, the TCP check cannot tell whether QUIC answers)."""
+    if plan.config.get("protocol") == "http3":
+        return None
     try:
         check_reachable(plan.target, plan.connect_timeout_s)
     except UsageError as exc:
@@ -487,9 +490,9 @@ def make_plan(
         shape: open loop: a load shape (:mod:`perflab.engines.http.shapes`) the one step
             follows instead of its fixed rate (``rates`` then holds the shape's peak).
         interval_s: the timeline's interval, s (0: no timeline).
-        protocol: "http1" or "http2" (``--http2``: ALPN h2 over https, prior
-            knowledge h2c over http).
-        streams: HTTP/2's concurrent streams per connection (None: 1).
+        protocol: "http1", "http2" (``--http2``: ALPN h2 over https, prior knowledge
+            h2c over http) or "http3" (``--http3``: QUIC, https only).
+        streams: HTTP/2's or HTTP/3's concurrent streams per connection (None: 1).
 
     Raises:
         UsageError: any bad value: URL, rates, connections, --ok, the load's shape, or
@@ -514,13 +517,15 @@ def make_plan(
         "seed": seed,
         "interval_s": interval_s,
     }
-    if protocol not in ("http1", "http2"):
-        raise UsageError(f"unknown protocol {protocol!r}; use http1 or http2")
-    if streams is not None and protocol != "http2":
-        raise UsageError("--streams N is HTTP/2's streams per connection: add --http2")
+    if protocol not in ("http1", "http2", "http3"):
+        raise UsageError(f"unknown protocol {protocol!r}; use http1, http2 or http3")
+    if streams is not None and protocol == "http1":
+        raise UsageError("--streams N is streams per connection: add --http2 or --http3")
     if streams is not None and not 1 <= streams <= MAX_STREAMS:
         raise UsageError(f"--streams {streams} must be between 1 and {MAX_STREAMS}")
-    if protocol == "http2":
+    if protocol == "http3" and target.scheme != "https":
+        raise UsageError(f"--http3 runs over QUIC, always encrypted: use https://, not {url}")
+    if protocol != "http1":
         config.update({"protocol": protocol, "streams": streams or 1})
     if requests is not None:
         check_request_source(method, headers, body)

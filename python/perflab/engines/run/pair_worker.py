@@ -44,6 +44,7 @@ from perflab.engines.run.worker import (
     PhaseError,
     Reference,
     _phase,
+    balance,
     calibrate,
     loop_overhead,
     reporting,
@@ -246,6 +247,8 @@ def _measure(
         side.iterations = known[side.name] or _phase(
             "calibration", lambda s=side: calibrate(s.call, plan["sample_target_ns"], gcmon)
         )
+    _phase("calibration", lambda: balance((a, b), plan["sample_target_ns"], gcmon))
+    for side in (a, b):
         emit("calibrated", iterations=side.iterations, side=side.name)
     for side in (a, b):
         count, converged = _phase(

@@ -12,7 +12,8 @@ so do two samples taken at the same moment on two CPUs; their ratio cancels the 
 * **lock-step**, in two processes (:func:`sample_lockstep`): each process times its side,
   and both wait at a two-party barrier (:class:`PipeBarrier`) before every sample, so
   samples i of A and B run at the same moment (Bulej et al., "Duet benchmarking", ICPE
-  2020). Used when A and B cannot share a process (their imports collide).
+  2020). Used when A and B cannot share a process (their imports collide). The two
+  swap CPUs sample by sample (:class:`CpuSwap`), so neither side keeps the slower CPU.
 
 Samples are short against the states (:data:`PAIR_SAMPLE_NS`). This module imports only
 the standard library: workers must start fast.
@@ -254,6 +255,46 @@ def sample_alternating(
     return count
 
 
+class CpuSwap:
+    """Pins this process to one of two CPUs before each lock-step sample, alternating:
+    sample k on ``cpus[k % 2]``. The other process of the pair is given the two CPUs the
+    other way round, so sample k of A and of B run on two different CPUs, and A runs on
+    each CPU in half the pairs and B in the other half: a CPU that is slower than the
+    other for the whole process (another program on it, its own frequency) no longer
+    makes one side look slower (:func:`perflab.analyze.paired.paired_ratio` averages
+    the two halves). Without this, each lock-step process's ratio carried its own CPU
+    asymmetry (processes' ratios 0.96–1.14 around a true 1.05 on this busy 2-core VM).
+
+    Args:
+        cpus: (CPU of even samples, CPU of odd samples), or None: no pinning.
+
+    A CPU that cannot be pinned (taken out of this process's allowed set) ends the
+    pinning; the affinity is restored by :meth:`restore`.
+    """
+
+    def __init__(self, cpus: Any = None) -> None:
+        self.cpus = list(cpus) if cpus and hasattr(os, "sched_setaffinity") else None
+        self.allowed = os.sched_getaffinity(0) if self.cpus else None
+
+    def to(self, k: int) -> None:
+        """Move to sample k's CPU."""
+        if self.cpus is None:
+            return
+        try:
+            os.sched_setaffinity(0, {self.cpus[k % 2]})
+        except OSError:
+            self.restore()
+            self.cpus = None
+
+    def restore(self) -> None:
+        """Give back the affinity the process had."""
+        if self.allowed is not None:
+            try:
+                os.sched_setaffinity(0, self.allowed)
+            except OSError:
+                pass
+
+
 def sample_lockstep(
     time_one: Callable[[], Timing],
     iterations: int,
@@ -263,6 +304,7 @@ def sample_lockstep(
     monitor: Any,
     between: Callable[[], None] = lambda: None,
     counters: Any = None,
+    cpus: Any = None,
 ) -> int:
     """Time this process's side in lock-step with the other process of the pair: both
     meet at ``barrier`` before every sample, so sample i of each runs at the same moment.
@@ -277,6 +319,8 @@ def sample_lockstep(
         barrier: this side's end of the barrier.
         limits: this side's stopping rule.
         emit / monitor / between / counters: as for :func:`sample_alternating`.
+        cpus: (CPU of even samples, CPU of odd samples) for :class:`CpuSwap` (the
+            other side gets them the other way round), or None: not pinned.
 
     Returns:
         The number of samples timed (the pairs, as the other side timed as many).
@@ -285,14 +329,19 @@ def sample_lockstep(
         BarrierBroken: the other process ended or hung.
     """
     bracket = _Bracket(monitor, counters)
+    swap = CpuSwap(cpus)
     deadline: int | None = None  # set at the first meeting
     count = 0
-    while True:
-        between()
-        if not barrier.wait(limits.more(count, deadline or limits.deadline())):
-            return count
-        if deadline is None:
-            deadline = limits.deadline()
-        timing, check, extra = bracket.time(time_one)
-        emit_sample(emit, iterations, timing, check, pair=count, **extra)
-        count += 1
+    try:
+        while True:
+            swap.to(count)
+            between()
+            if not barrier.wait(limits.more(count, deadline or limits.deadline())):
+                return count
+            if deadline is None:
+                deadline = limits.deadline()
+            timing, check, extra = bracket.time(time_one)
+            emit_sample(emit, iterations, timing, check, pair=count, **extra)
+            count += 1
+    finally:
+        swap.restore()

@@ -133,8 +133,14 @@ class LockstepBackend:
         plans: tuple[dict[str, Any], dict[str, Any]],
         timeout_s: float,
         on_events: tuple[Callable[[dict], None], Callable[[dict], None]],
+        cpus: list[int] | None = None,
     ) -> tuple[Any, Any]:
         """Run both plans concurrently; returns their two outcomes (A's, B's).
+
+        Args:
+            cpus: (A's CPU on even samples, on odd samples): the two sides swap CPUs
+                sample by sample (:class:`perflab.engines.run.pairing.CpuSwap`; B gets
+                them the other way round); None: not pinned.
 
         Ctrl-C: re-raised once both workers have been reaped."""
         from perflab.engines.run.pairing import barrier_pipes
@@ -142,10 +148,16 @@ class LockstepBackend:
         ends = barrier_pipes()
         outcomes: list[Any] = [None, None]
         errors: list[BaseException] = []
+        swaps = (list(cpus), list(cpus)[::-1]) if cpus else (None, None)
 
         def one(k: int) -> None:
             try:
-                plan = {**plans[k], "barrier_fds": list(ends[k]), "barrier_timeout_s": timeout_s}
+                plan = {
+                    **plans[k],
+                    "barrier_fds": list(ends[k]),
+                    "barrier_timeout_s": timeout_s,
+                    **({"swap_cpus": swaps[k]} if swaps[k] else {}),
+                }
                 outcomes[k] = self.backend.run(plan, timeout_s, on_events[k])
             except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
                 errors.append(exc)
@@ -308,6 +320,7 @@ class PairedRunner(Runner):
         record of each side."""
         layout = self.layouts.next().to_dict() if self.layouts else {}
         mode = "lockstep" if link.lockstep else "alternating"
+        cpus = swap_cpus(self.rng) if link.lockstep else None
         procs = []
         for state, other in ((link.a, link.b), (link.b, link.a)):
             proc = self._new_process(
@@ -317,6 +330,7 @@ class PairedRunner(Runner):
                     "side": "a" if state is link.a else "b",
                     "mode": mode,
                     "order": "",
+                    **({"cpus": cpus} if cpus else {}),
                 },
             )
             state.bench.processes.append(proc)
@@ -342,6 +356,7 @@ class PairedRunner(Runner):
                     (plan_a, plan_b),
                     self.settings.timeout_s,
                     (on(proc_a, link.a), on(proc_b, link.b)),
+                    cpus,
                 )
             else:
                 plan = {
@@ -379,9 +394,11 @@ class PairedRunner(Runner):
                 state.bench.error = f"{state.bench.id!r} {proc.error}"
 
     def _decide_pair(self, link: PairLink) -> None:
-        """Stop the pair when a side failed, the paired ratio's CI met the precision (after
-        the minimum processes), or the two cases' budgets or the process cap ran out."""
-        from perflab.analyze.paired import benchmark_ratio
+        """Stop the pair when a side failed, the paired ratio's CI settled the verdict
+        (after the minimum processes: :func:`perflab.analyze.paired.settles`: within the
+        precision and wholly beyond or within the threshold), or the two cases' budgets
+        or the process cap ran out."""
+        from perflab.analyze.paired import benchmark_ratio, settles
 
         s = self.settings
         a, b = link.a.bench, link.b.bench
@@ -392,7 +409,7 @@ class PairedRunner(Runner):
             "failed"
             if a.error or b.error
             else "precision"
-            if half is not None and link.processes >= s.min_processes and half <= s.precision
+            if link.processes >= s.min_processes and settles(ratio, s.threshold, s.precision)
             else "budget"
             if link.spent_s >= 2 * s.budget_s
             else "max-processes"
@@ -406,6 +423,16 @@ class PairedRunner(Runner):
             if all(o.done for o in self.links if state is o.a or state is o.b):
                 state.done, state.bench.stop_reason = True, reason
                 self.progress.finish_case(self._label(state), reason)
+
+
+def swap_cpus(rng: Any) -> list[int] | None:
+    """Two CPUs of this process's allowed set, drawn with ``rng`` (a ``random.Random``),
+    for a lock-step process's sides to swap between (A's CPU on even samples, on odd
+    ones); None with fewer than two CPUs or no affinity control (not Linux)."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    allowed = sorted(os.sched_getaffinity(0))
+    return rng.sample(allowed, 2) if len(allowed) >= 2 else None
 
 
 def _roots(link: PairLink) -> dict[str, str]:

@@ -67,8 +67,7 @@ class Settings:
             processes of each case; the summary takes the median over processes).
         confidence: CI level.
         seed: seed for interleaving order and layout draws (None: random).
-        randomize: give each worker process its own memory layout
-            (:mod:`perflab.engines.layout`).
+        randomize: give each worker process its own memory layout (:mod:`perflab.engines.layout`).
         event_loop: the event loop ``async def`` benchmarks run on: "asyncio" or
             "uvloop" (:func:`perflab.engines.run.aio.new_loop`).
         memory_interval_s: ``--memory``: sample each worker's resident set from
@@ -80,8 +79,9 @@ class Settings:
         count_processes: with ``count``: counted processes (layouts) per case (≥ 1).
         count_profile: with ``count``: also each case's instructions per function
             (``--profile``; :func:`perflab.engines.run.counted.keep_profile`).
-        pairing: how cases a verdict compares are measured
-            (:data:`perflab.engines.run.pairs.PAIRING_MODES`): "auto", "lockstep", "off".
+        pairing / threshold: how cases a verdict compares are measured (:data:`perflab.
+            engines.run.pairs.PAIRING_MODES`); the noise threshold t (0.02 = 2%) a pair's
+            CI must settle against (:func:`perflab.analyze.paired.settles`; NaN: precision).
     """
 
     precision: float = 0.01
@@ -105,6 +105,7 @@ class Settings:
     count_processes: int = counted.COUNT_PROCESSES
     count_profile: bool = False
     pairing: str = "auto"
+    threshold: float = 0.02
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""

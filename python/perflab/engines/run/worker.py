@@ -95,6 +95,72 @@ def calibrate(
     return max_iterations
 
 
+#: timings of each side :func:`balance` takes the median of (at most), and the time it
+#: may spend on them, ns (at least one round is timed)
+BALANCE_ROUNDS = 9
+BALANCE_NS = 20_000_000
+#: a side whose calls per sample are off the balanced count by more than this factor
+#: is given the balanced count
+BALANCE_TOLERANCE = 1.5
+
+
+class _Side:
+    """One lock-step side for :func:`balance`: its call and calls per sample."""
+
+    def __init__(self, call: Callable[[], Any], iterations: int) -> None:
+        self.name, self.call, self.iterations = "", call, iterations
+
+
+def balance(
+    sides: Sequence[Any],
+    target_ns: float,
+    gcmon: GcMonitor,
+    tolerance: float = BALANCE_TOLERANCE,
+) -> None:
+    """Give the sides of a pair samples of about the same duration (the target).
+
+    A calibration is one timing per step: on a loaded machine one preempted timing
+    stops it early (1 call where 3 make the target), and the calls per sample then
+    persist in every later process of the case (the runner passes them on). Two sides
+    whose samples last 35 µs and 210 µs are not exposed alike to the machine: the long
+    one is preempted and straddles speed switches far more often, which biases their
+    paired ratio (identical code read 6–11× in a quarter of the processes of an A/A run
+    on this loaded 2-core VM). So both sides' current samples are timed alternately
+    (up to :data:`BALANCE_ROUNDS` rounds or :data:`BALANCE_NS`), each side's time per
+    call is its fastest (preemption only ever lengthens a timing, and on a loaded
+    machine it lengthens long samples most: with the median, a side of 14 calls whose
+    samples were preempted read 1 ms a call and was cut to 1 call while the other kept
+    13), and a side whose calls per sample are off target / (time per call) by more
+    than :data:`BALANCE_TOLERANCE` gets that count (at least 1).
+
+    The paired worker balances A and B together; each process of a lock-step pair
+    balances its own side with ``tolerance`` 1 (always the balanced count: the two
+    processes cannot compare counts, and two sides within 1.5× of the target each
+    could still be 2 and 4 calls, 2× apart, as seen here; with the same target and
+    similar calls they get the same count).
+
+    Args:
+        sides: the sides (``name``, ``call``, calibrated or known ``iterations``, which
+            is updated), e.g. the paired worker's A and B.
+        target_ns: the paired sample's target duration, ns.
+        gcmon: the worker's GC monitor.
+        tolerance: the factor by which a side's count may be off the balanced count
+            and stay (≥ 1).
+    """
+    per_call: dict[str, list[float]] = {s.name: [] for s in sides}
+    deadline = time.perf_counter_ns() + BALANCE_NS
+    for k in range(BALANCE_ROUNDS):
+        for side in sides if k % 2 == 0 else list(sides)[::-1]:
+            wall = time_loop(side.call, side.iterations, gcmon)[0]
+            per_call[side.name].append(wall / side.iterations)
+        if time.perf_counter_ns() > deadline:
+            break
+    for side in sides:
+        want = max(1, round(target_ns / max(min(per_call[side.name]), 1.0)))
+        if not want / tolerance <= side.iterations <= want * tolerance:
+            side.iterations = want
+
+
 #: a warmup window need not span more than this, ns: with long samples it holds fewer
 #: of them (down to 2), since a call of tens of ms has warmed the caches and the
 #: interpreter's specializations long before five calls
@@ -329,6 +395,10 @@ def _measure_call(
     n = plan.get("iterations") or _phase(
         "calibration", lambda: calibrate(call, plan["sample_target_ns"], gcmon)
     )
+    if plan.get("barrier_fds"):  # lock-step: both sides' samples aim at the same length
+        side = _Side(call, n)
+        _phase("calibration", lambda: balance((side,), plan["sample_target_ns"], gcmon, 1.0))
+        n = side.iterations
     emit("calibrated", iterations=n)
     if plan.get("warmup_samples") is not None:
         for _ in range(plan["warmup_samples"]):
@@ -444,6 +514,7 @@ def _sample(
             monitor,
             reference.between,
             counters,
+            plan.get("swap_cpus"),
         )
         return monitor.span()
     rss = _own_rss if plan.get("memory_interval_s") else None

@@ -38,10 +38,13 @@ pub enum Protocol {
     /// HTTP/2 ([`super::h2`]): ALPN `h2` over TLS, prior knowledge (h2c)
     /// on plain TCP; [`Config::streams`] concurrent streams per connection.
     Http2,
+    /// HTTP/3 over QUIC ([`super::h3`]): always TLS 1.3 with ALPN `h3`, so
+    /// https URLs only; [`Config::streams`] concurrent streams per connection.
+    Http3,
 }
 
 impl Protocol {
-    /// Parse `"http1"` / `"http/1.1"` or `"http2"` / `"h2"`.
+    /// Parse `"http1"` / `"http/1.1"`, `"http2"` / `"h2"` or `"http3"` / `"h3"`.
     ///
     /// # Errors
     /// A message naming the accepted values.
@@ -49,22 +52,24 @@ impl Protocol {
         match s {
             "http1" | "http/1.1" | "h1" => Ok(Protocol::Http1),
             "http2" | "h2" => Ok(Protocol::Http2),
+            "http3" | "h3" => Ok(Protocol::Http3),
             _ => Err(format!(
-                "unknown protocol {s:?}; use \"http1\" or \"http2\""
+                "unknown protocol {s:?}; use \"http1\", \"http2\" or \"http3\""
             )),
         }
     }
 
-    /// The name in results: `"http/1.1"` or `"h2"` (the ALPN names).
+    /// The name in results: `"http/1.1"`, `"h2"` or `"h3"` (the ALPN names).
     pub fn name(self) -> &'static str {
         match self {
             Protocol::Http1 => "http/1.1",
             Protocol::Http2 => "h2",
+            Protocol::Http3 => "h3",
         }
     }
 }
 
-/// Most concurrent streams per HTTP/2 connection ([`Config::streams`]).
+/// Most concurrent streams per HTTP/2 or HTTP/3 connection ([`Config::streams`]).
 pub const MAX_STREAMS: usize = 1024;
 
 /// One step of a run (a sweep has several).
@@ -118,7 +123,7 @@ pub struct Config {
     pub timeline_interval: Option<Duration>,
     /// The HTTP version spoken.
     pub protocol: Protocol,
-    /// HTTP/2: concurrent streams per connection (h2load's `-m`), each a
+    /// HTTP/2 and HTTP/3: concurrent streams per connection (h2load's `-m`), each a
     /// request slot of its own; 1 for HTTP/1.1. Closed loop runs
     /// `connections × streams` request loops; open loop's pool holds that
     /// many slots at most.
@@ -240,7 +245,15 @@ impl Config {
             ));
         }
         if self.streams > 1 && self.protocol == Protocol::Http1 {
-            return Err("several streams per connection need HTTP/2 (--http2)".into());
+            return Err(
+                "several streams per connection need HTTP/2 or HTTP/3 (--http2, --http3)".into(),
+            );
+        }
+        if self.protocol == Protocol::Http3 && self.target.scheme != super::url::Scheme::Https {
+            return Err(format!(
+                "HTTP/3 runs over QUIC, which is always encrypted: use an https:// URL, not {}",
+                self.target
+            ));
         }
         if self.lanes.is_some() && self.model != LoadModel::Open(Arrival::Constant) {
             return Err("slots need an open loop with constant arrivals".into());

@@ -68,6 +68,9 @@ pub struct Connector {
     pub addr: SocketAddr,
     /// TLS config and server name for https targets.
     pub tls: Option<(Arc<rustls::ClientConfig>, ServerName<'static>)>,
+    /// HTTP/3: the QUIC client config and the TLS server name (see
+    /// [`super::h3`]); None for TCP.
+    pub quic: Option<(quinn::ClientConfig, String)>,
     pub connect_timeout: Duration,
 }
 
@@ -97,7 +100,7 @@ impl Connector {
         let _ = tcp.set_nodelay(true);
         let connected = Instant::now();
         let mut phases = Handshake {
-            connect: connected - start,
+            connect: Some(connected - start),
             tls: None,
         };
         match &self.tls {
@@ -122,8 +125,8 @@ impl Connector {
 /// How long opening a connection took, phase by phase.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Handshake {
-    /// TCP connect (SYN to established); for QUIC, zero (no separate phase).
-    pub connect: Duration,
+    /// TCP connect (SYN to established); None for QUIC (no separate phase).
+    pub connect: Option<Duration>,
     /// The TLS handshake after it (QUIC: the whole QUIC handshake); None on
     /// plain TCP.
     pub tls: Option<Duration>,

@@ -1,27 +1,15 @@
 //! HTTP/2 for the load engine (the `h2` crate over tokio, as hyper uses it):
 //! one TCP (or TLS, ALPN `h2`) connection carries `streams` concurrent
-//! requests, each a *lane* ([`H2Lane`]) that behaves for the engine like one
-//! HTTP/1.1 connection: it takes one request at a time, so the open-loop
-//! dispatcher and the closed loop drive lanes exactly as they drive
-//! HTTP/1.1 connections. On plain TCP the client speaks HTTP/2 with prior
-//! knowledge (h2c, RFC 9113 §3.3).
-//!
-//! Accounting: the lane that opens a connection reports it opened; the one
-//! that drops it after a connection-level error (an I/O error, a GOAWAY)
-//! reports it closed, and otherwise the last lane of the connection to end
-//! closes it, so `connections_opened = connections_closed` holds as for
-//! HTTP/1.1. A stream reset (RST_STREAM) fails that request only. A request
-//! refused unprocessed (GOAWAY past its stream, REFUSED_STREAM; RFC 9113
-//! §8.7) is retried once on a fresh connection, as browsers do, so a
-//! server's per-connection request limit does not show up as errors.
+//! requests, each a lane ([`H2Lane`], a [`MuxLane`]: accounting and retries
+//! are [`super::mux`]'s). On plain TCP the client speaks HTTP/2 with prior
+//! knowledge (h2c, RFC 9113 §3.3). A stream reset (RST_STREAM) fails that
+//! request only.
 //!
 //! Bytes: HTTP/2 frames carry several requests and headers are
 //! HPACK-compressed, so a request's share of the wire cannot be told apart:
 //! `bytes_in`/`bytes_out` count the DATA payload (the bodies).
 
-use std::cell::{Cell, RefCell};
-use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use h2::client::SendRequest;
@@ -29,7 +17,8 @@ use http::header::{CONTENT_LENGTH, HOST};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Uri};
 
 use super::codec::RequestSpec;
-use super::conn::{Connector, Exchange, Handshake, Outcome, Stream};
+use super::conn::{Connector, Exchange, Handshake, Stream};
+use super::mux::{Failure, MuxConn, MuxLane, Session};
 use super::recorder::ErrorKind;
 use super::server_timing::{self, Parsed};
 
@@ -49,7 +38,8 @@ const CONNECTION_HEADERS: [&str; 5] = [
     "upgrade",
 ];
 
-/// One request as HTTP/2 sends it, built once per run.
+/// One request as HTTP/2 (and HTTP/3, [`super::h3`]) sends it, built once
+/// per run.
 #[derive(Clone, Debug)]
 pub struct H2Request {
     method: Method,
@@ -104,54 +94,31 @@ impl H2Request {
         })
     }
 
-    fn build(&self) -> Request<()> {
+    /// The request head (method, URI, headers) for the `h2` or `h3` crate.
+    pub(super) fn build(&self) -> Request<()> {
         let mut r = Request::new(());
         *r.method_mut() = self.method.clone();
         *r.uri_mut() = self.uri.clone();
         *r.headers_mut() = self.headers.clone();
         r
     }
+
+    /// The request body (empty for none).
+    pub(super) fn body(&self) -> &Bytes {
+        &self.body
+    }
 }
 
 /// One HTTP/2 connection, shared by its lanes on one engine thread.
-#[derive(Default)]
-pub struct H2Conn {
-    send: RefCell<Option<SendRequest<Bytes>>>,
-    /// Held by the lane opening the connection; the others wait for it.
-    opening: tokio::sync::Mutex<()>,
-    /// Lanes using this connection and not yet closed.
-    lanes: Cell<usize>,
-    /// Bumped at each (re)open: an error seen on an older connection does
-    /// not close its replacement.
-    generation: Cell<u64>,
-}
+pub type H2Conn = MuxConn<H2Session>;
 
-impl H2Conn {
-    /// A connection not yet opened (the first exchange opens it).
-    pub fn new() -> Rc<Self> {
-        Rc::new(Self::default())
-    }
+/// One request slot on an HTTP/2 connection.
+pub type H2Lane = MuxLane<H2Session>;
 
-    /// Lanes joined so far and still running.
-    pub fn lanes(&self) -> usize {
-        self.lanes.get()
-    }
-
-    /// Drop the connection if it is still generation `generation`; true
-    /// when this closed it.
-    fn drop_if(&self, generation: u64) -> bool {
-        generation == self.generation.get() && self.send.borrow_mut().take().is_some()
-    }
-}
-
-/// Why a request failed, and whether its connection is gone with it.
-struct Failure {
-    kind: ErrorKind,
-    /// The connection is unusable (I/O error, GOAWAY, protocol error).
-    connection: bool,
-    /// The server did not process the request: it may be sent again.
-    refused: bool,
-}
+/// An open HTTP/2 connection: the `h2` crate's request handle (its
+/// connection task runs beside it on the thread's `LocalSet`).
+#[derive(Clone)]
+pub struct H2Session(SendRequest<Bytes>);
 
 fn classify(e: &h2::Error) -> Failure {
     let refused = e.is_go_away() || e.reason() == Some(h2::Reason::REFUSED_STREAM);
@@ -177,44 +144,15 @@ fn classify(e: &h2::Error) -> Failure {
     }
 }
 
-/// One request slot on an HTTP/2 connection.
-pub struct H2Lane {
-    conn: Rc<H2Conn>,
-    timing: Parsed,
-    joined: bool,
-}
+impl Session for H2Session {
+    type Request = H2Request;
 
-impl H2Lane {
-    /// A new lane on `conn`.
-    pub fn join(conn: &Rc<H2Conn>) -> Self {
-        conn.lanes.set(conn.lanes.get() + 1);
-        Self {
-            conn: conn.clone(),
-            timing: Parsed::default(),
-            joined: true,
-        }
-    }
-
-    /// The `Server-Timing` metrics of the last response.
-    pub fn server_timing(&self) -> &Parsed {
-        &self.timing
-    }
-
-    /// Open the connection unless it is open (or being opened by another
-    /// lane, which is waited for). Returns the phases when this lane opened
-    /// it.
+    /// TCP (and TLS) connect, then the HTTP/2 handshake.
     ///
     /// # Errors
     /// The connect failure's kind; `Protocol` when a TLS server did not
     /// agree to `h2` or the HTTP/2 handshake failed.
-    pub async fn open(&mut self, connector: &Connector) -> Result<Option<Handshake>, ErrorKind> {
-        if self.conn.send.borrow().is_some() {
-            return Ok(None);
-        }
-        let _guard = self.conn.opening.lock().await;
-        if self.conn.send.borrow().is_some() {
-            return Ok(None);
-        }
+    async fn open(connector: &Connector) -> Result<(Self, Handshake), ErrorKind> {
         let (stream, phases) = connector.connect().await?;
         if let Stream::Tls(s) = &stream {
             if s.get_ref().1.alpn_protocol() != Some(b"h2".as_slice()) {
@@ -233,72 +171,16 @@ impl H2Lane {
         tokio::task::spawn_local(async move {
             let _ = connection.await;
         });
-        *self.conn.send.borrow_mut() = Some(send);
-        self.conn.generation.set(self.conn.generation.get() + 1);
-        Ok(Some(phases))
-    }
-
-    /// Send `req` on this lane (opening the connection first when needed)
-    /// and read the whole response, within `read_timeout` from the send to
-    /// the last byte. A request refused unprocessed is sent once more on a
-    /// fresh connection. Never panics; failures come back in the outcome.
-    pub async fn exchange(
-        &mut self,
-        connector: &Connector,
-        req: &H2Request,
-        read_timeout: Duration,
-    ) -> Exchange {
-        let mut ex = Exchange::new();
-        for attempt in 0..2 {
-            match self.open(connector).await {
-                Ok(phases) => {
-                    ex.opened |= phases.is_some();
-                    ex.handshake = ex.handshake.or(phases);
-                }
-                Err(kind) => {
-                    ex.outcome = Outcome::Error(kind);
-                    ex.connect_failed = true;
-                    ex.end = Instant::now();
-                    return ex;
-                }
-            }
-            let Some(send) = self.conn.send.borrow().clone() else {
-                ex.outcome = Outcome::Error(ErrorKind::Reset);
-                break;
-            };
-            let generation = self.conn.generation.get();
-            ex.write_start = Instant::now();
-            self.timing.clear();
-            let result =
-                tokio::time::timeout(read_timeout, self.round_trip(send, req, &mut ex)).await;
-            ex.end = Instant::now();
-            match result {
-                Ok(Ok(status)) => ex.outcome = Outcome::Response(status),
-                Err(_) => ex.outcome = Outcome::Error(ErrorKind::ReadTimeout),
-                Ok(Err(f)) => {
-                    if f.connection {
-                        ex.closed |= self.conn.drop_if(generation);
-                    }
-                    ex.outcome = Outcome::Error(f.kind);
-                    // One retry, on a connection this exchange did not
-                    // open (so its open and close stay counted once each).
-                    if f.refused && attempt == 0 && !ex.opened {
-                        continue;
-                    }
-                }
-            }
-            break;
-        }
-        ex
+        Ok((H2Session(send), phases))
     }
 
     async fn round_trip(
-        &mut self,
-        send: SendRequest<Bytes>,
+        self,
         req: &H2Request,
         ex: &mut Exchange,
+        timing: &mut Parsed,
     ) -> Result<u16, Failure> {
-        let mut send = send.ready().await.map_err(|e| classify(&e))?;
+        let mut send = self.0.ready().await.map_err(|e| classify(&e))?;
         let (response, mut body_out) = send
             .send_request(req.build(), req.body.is_empty())
             .map_err(|e| classify(&e))?;
@@ -312,7 +194,7 @@ impl H2Lane {
         ex.first_byte = Some(Instant::now());
         let status = response.status().as_u16();
         for v in response.headers().get_all("server-timing") {
-            server_timing::parse(v.as_bytes(), &mut self.timing);
+            server_timing::parse(v.as_bytes(), timing);
         }
         let mut body = response.into_body();
         while let Some(chunk) = body.data().await {
@@ -321,17 +203,6 @@ impl H2Lane {
             let _ = body.flow_control().release_capacity(chunk.len());
         }
         Ok(status)
-    }
-
-    /// Leave the connection; the last lane to leave closes it. Returns true
-    /// when this closed an open connection.
-    pub fn close(&mut self) -> bool {
-        if !std::mem::take(&mut self.joined) {
-            return false;
-        }
-        let left = self.conn.lanes.get().saturating_sub(1);
-        self.conn.lanes.set(left);
-        left == 0 && self.conn.send.borrow_mut().take().is_some()
     }
 }
 

@@ -1,5 +1,6 @@
 //! A request slot of an engine thread, whatever the protocol: an HTTP/1.1
-//! connection ([`Conn`]) or a stream of an HTTP/2 connection ([`H2Lane`]).
+//! connection ([`Conn`]) or a stream of an HTTP/2 connection ([`H2Lane`])
+//! or of an HTTP/3 (QUIC) connection ([`H3Lane`]).
 //! The closed loop and the open-loop dispatcher drive lanes and never look
 //! at the protocol.
 
@@ -7,6 +8,7 @@ use std::time::Duration;
 
 use super::conn::{Conn, Connector, Exchange};
 use super::h2::{H2Lane, H2Request};
+use super::h3::H3Lane;
 use super::recorder::ErrorKind;
 use super::server_timing::Parsed;
 
@@ -14,6 +16,7 @@ use super::server_timing::Parsed;
 pub enum Lane {
     H1(Conn),
     H2(H2Lane),
+    H3(H3Lane),
 }
 
 impl Lane {
@@ -27,12 +30,14 @@ impl Lane {
         match self {
             Lane::H1(c) => c.open(connector).await.map(|()| true),
             Lane::H2(l) => l.open(connector).await.map(|p| p.is_some()),
+            Lane::H3(l) => l.open(connector).await.map(|p| p.is_some()),
         }
     }
 
     /// Send one request and read its response (see [`Conn::exchange`] and
     /// [`H2Lane::exchange`]): `h1` is the HTTP/1.1 request's bytes and
-    /// whether it is a HEAD, `h2` its HTTP/2 form (given for HTTP/2 lanes).
+    /// whether it is a HEAD, `h2` its HTTP/2 form (given for HTTP/2 and
+    /// HTTP/3 lanes).
     pub async fn exchange(
         &mut self,
         connector: &Connector,
@@ -42,8 +47,9 @@ impl Lane {
     ) -> Exchange {
         match (self, h2) {
             (Lane::H2(l), Some(req)) => l.exchange(connector, req, read_timeout).await,
+            (Lane::H3(l), Some(req)) => l.exchange(connector, req, read_timeout).await,
             (Lane::H1(c), _) => c.exchange(connector, h1.0, h1.1, read_timeout).await,
-            (Lane::H2(_), None) => Exchange::new(),
+            (Lane::H2(_) | Lane::H3(_), None) => Exchange::new(),
         }
     }
 
@@ -52,6 +58,7 @@ impl Lane {
         match self {
             Lane::H1(c) => c.server_timing(),
             Lane::H2(l) => l.server_timing(),
+            Lane::H3(l) => l.server_timing(),
         }
     }
 
@@ -60,6 +67,7 @@ impl Lane {
         match self {
             Lane::H1(c) => c.close(),
             Lane::H2(l) => l.close(),
+            Lane::H3(l) => l.close(),
         }
     }
 }

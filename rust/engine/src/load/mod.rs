@@ -1,5 +1,5 @@
-//! The HTTP load engine (HTTP/1.1, and HTTP/2 with `--streams` per
-//! connection): open loop (constant or Poisson arrivals), closed loop, and
+//! The HTTP load engine (HTTP/1.1, and HTTP/2 or HTTP/3 with `--streams`
+//! per connection): open loop (constant or Poisson arrivals), closed loop, and
 //! rate sweeps, with coordinated-omission-corrected latency.
 //!
 //! Method: open-loop latency is measured from each request's *intended*
@@ -12,7 +12,8 @@
 //! Layout: [`config`] (what to run), [`spec`] (the same from plain names
 //! and seconds, as Python gives it), [`url`], [`schedule`] (intended times), [`codec`]
 //! (HTTP/1.1 bytes), [`conn`] (one connection), [`h2`] (HTTP/2 streams on
-//! shared connections), `lane` (a request slot of either protocol),
+//! shared connections), [`h3`] (HTTP/3 streams on shared QUIC connections),
+//! `mux` (the connection both share among their request slots), `lane` (a request slot of any protocol),
 //! [`phases`] (connect, TLS, TTFB, body timings), [`tls`], [`recorder`]
 //! (histograms, counters and the accounting of every request), `thread`
 //! (one engine thread's state, accounting and connection tasks), `runner`
@@ -26,7 +27,9 @@ pub mod config;
 pub mod conn;
 mod dispatch;
 pub mod h2;
+pub mod h3;
 mod lane;
+mod mux;
 pub mod phases;
 pub mod progress;
 pub mod recorder;
@@ -44,6 +47,8 @@ pub mod url;
 mod e2e_tests;
 #[cfg(test)]
 mod h2_tests;
+#[cfg(test)]
+mod h3_tests;
 
 use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -129,9 +134,9 @@ pub struct StepResult {
     /// near `elapsed_s` means that thread was CPU-bound
     /// (generator-limited).
     pub thread_cpu_s: Vec<f64>,
-    /// The HTTP version spoken: `"http/1.1"` or `"h2"`.
+    /// The HTTP version spoken: `"http/1.1"`, `"h2"` or `"h3"`.
     pub protocol: &'static str,
-    /// HTTP/2: concurrent streams per connection (1 for HTTP/1.1).
+    /// HTTP/2 and HTTP/3: concurrent streams per connection (1 for HTTP/1.1).
     pub streams: usize,
     /// Histograms and counters, merged over threads.
     #[serde(flatten)]
@@ -213,13 +218,21 @@ fn prepare(
     let alpn: &[u8] = match config.protocol {
         Protocol::Http1 => b"http/1.1",
         Protocol::Http2 => b"h2",
+        Protocol::Http3 => b"h3",
+    };
+    let quic = match config.protocol {
+        Protocol::Http3 => Some((
+            h3::quic_client_config(tls::client_config_alpn(config.insecure, &[alpn])?)?,
+            tls::server_name(&t.host)?.to_str().into_owned(),
+        )),
+        _ => None,
     };
     let tls = match t.scheme {
-        Scheme::Http => None,
-        Scheme::Https => Some((
+        Scheme::Https if quic.is_none() => Some((
             tls::client_config_alpn(config.insecure, &[alpn])?,
             tls::server_name(&t.host)?,
         )),
+        _ => None,
     };
     let host = t.host_header();
     let requests = config
@@ -233,7 +246,7 @@ fn prepare(
     };
     let h2_requests = match config.protocol {
         Protocol::Http1 => Vec::new(),
-        Protocol::Http2 => config
+        Protocol::Http2 | Protocol::Http3 => config
             .requests
             .iter()
             .map(|r| h2::H2Request::new(r, scheme, &host))
@@ -243,6 +256,7 @@ fn prepare(
         connector: Connector {
             addr,
             tls,
+            quic,
             connect_timeout: config.connect_timeout,
         },
         requests,

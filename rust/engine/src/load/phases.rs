@@ -3,6 +3,9 @@
 //! first byte and body transfer of every response, each into its own
 //! HdrHistogram of the step ([`Histograms`]).
 //!
+//! HTTP/3 has no TCP connect: its QUIC handshake (which carries TLS 1.3) is
+//! recorded as `tls_handshake` and `connect` is left out.
+//!
 //! Where a phase is absent it is not recorded: a request on a reused
 //! keep-alive connection (or an HTTP/2 stream on an open connection) has no
 //! connect or handshake, so those histograms count connections opened by
@@ -22,7 +25,9 @@ fn us(d: std::time::Duration) -> u64 {
 /// began, `body` (first → last byte) when one completed.
 pub fn record_phases(h: &mut Histograms, ex: &Exchange) {
     if let Some(hs) = ex.handshake {
-        record(&mut h.connect, us(hs.connect));
+        if let Some(connect) = hs.connect {
+            record(&mut h.connect, us(connect));
+        }
         if let Some(tls) = hs.tls {
             record(&mut h.tls_handshake, us(tls));
         }
@@ -61,13 +66,13 @@ mod tests {
         assert_eq!(h.ttfb.max(), 300);
         assert_eq!(h.body_time.max(), 700);
         ex.handshake = Some(Handshake {
-            connect: Duration::from_micros(50),
+            connect: Some(Duration::from_micros(50)),
             tls: None,
         });
         record_phases(&mut h, &ex);
         assert_eq!((h.connect.len(), h.tls_handshake.len()), (1, 0));
         ex.handshake = Some(Handshake {
-            connect: Duration::from_micros(50),
+            connect: Some(Duration::from_micros(50)),
             tls: Some(Duration::from_micros(900)),
         });
         ex.outcome = Outcome::Error(crate::load::ErrorKind::ReadTimeout);

@@ -21,6 +21,7 @@ use tokio::sync::Notify;
 use super::config::{LoadModel, Protocol};
 use super::conn::{Conn, Connector, Exchange, Outcome};
 use super::h2::{H2Conn, H2Lane, H2Request};
+use super::h3::{H3Conn, H3Lane};
 use super::lane::Lane;
 use super::phases::record_phases;
 use super::progress::Progress;
@@ -165,7 +166,9 @@ struct State {
     timeline: Option<Timeline>,
     /// HTTP/2: the connection new lanes join until it has `streams` lanes.
     h2_conn: Option<Rc<H2Conn>>,
-    /// Lanes that have joined `h2_conn`.
+    /// HTTP/3: the same for QUIC connections.
+    h3_conn: Option<Rc<H3Conn>>,
+    /// Lanes that have joined `h2_conn` (or `h3_conn`).
     h2_joined: usize,
 }
 
@@ -202,6 +205,7 @@ impl Ctx {
                 last_completion: None,
                 timeline: shared.timeline_interval.map(|d| Timeline::new(plan.t0, d)),
                 h2_conn: None,
+                h3_conn: None,
                 h2_joined: 0,
             }),
             shared,
@@ -242,21 +246,29 @@ impl Ctx {
     }
 
     /// A new request slot: an HTTP/1.1 connection, or a stream of the
-    /// HTTP/2 connection being filled (a new one every `streams` lanes).
+    /// HTTP/2 (or HTTP/3) connection being filled (a new one every
+    /// `streams` lanes).
     fn new_lane(&self) -> Lane {
-        if self.shared.protocol == Protocol::Http1 {
-            return Lane::H1(Conn::new());
-        }
-        let mut st = self.st.borrow_mut();
-        let conn = match &st.h2_conn {
-            Some(c) if st.h2_joined < self.shared.streams => c.clone(),
-            _ => {
-                st.h2_joined = 0;
-                st.h2_conn.insert(H2Conn::new()).clone()
+        let st = &mut *self.st.borrow_mut();
+        let full = st.h2_joined >= self.shared.streams;
+        st.h2_joined = if full { 1 } else { st.h2_joined + 1 };
+        match self.shared.protocol {
+            Protocol::Http1 => Lane::H1(Conn::new()),
+            Protocol::Http2 => {
+                let conn = match &st.h2_conn {
+                    Some(c) if !full => c.clone(),
+                    _ => st.h2_conn.insert(H2Conn::new()).clone(),
+                };
+                Lane::H2(H2Lane::join(&conn))
             }
-        };
-        st.h2_joined += 1;
-        Lane::H2(H2Lane::join(&conn))
+            Protocol::Http3 => {
+                let conn = match &st.h3_conn {
+                    Some(c) if !full => c.clone(),
+                    _ => st.h3_conn.insert(H3Conn::new()).clone(),
+                };
+                Lane::H3(H3Lane::join(&conn))
+            }
+        }
     }
 
     /// Count a request intended at `t` as handed to a connection.

@@ -34,6 +34,9 @@ pub struct ServerConfig {
     /// Worker threads of the server's runtime.
     pub threads: usize,
     pub seed: u64,
+    /// Also serve HTTP/3 over QUIC on the UDP port of the same number
+    /// (self-signed certificate; see `super::h3`).
+    pub http3: bool,
 }
 
 impl Default for ServerConfig {
@@ -49,6 +52,7 @@ impl Default for ServerConfig {
             serialize: None,
             threads: 1,
             seed: 0x5EED,
+            http3: false,
         }
     }
 }

@@ -61,9 +61,7 @@ where
     while let Some(Ok((request, respond))) = conn.accept().await {
         n += 1;
         ctx.stats.requests.fetch_add(1, Ordering::Relaxed);
-        let seed = ctx.config.seed
-            ^ id.wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            ^ n.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        let seed = stream_seed(&ctx, id, n);
         let ctx = ctx.clone();
         tokio::spawn(async move {
             // The request body is read and dropped, freeing its window.
@@ -71,12 +69,25 @@ where
             while let Some(Ok(chunk)) = body.data().await {
                 let _ = body.flow_control().release_capacity(chunk.len());
             }
-            answer(respond, &ctx, SplitMix64::new(seed)).await;
+            answer(respond, &ctx, seed).await;
         });
     }
 }
 
-async fn answer(mut respond: SendResponse<Bytes>, ctx: &Ctx, mut rng: SplitMix64) {
+/// The seed of the `n`th stream of connection `id` (its error draw and
+/// delay), distinct per stream and fixed by the config's seed.
+pub(super) fn stream_seed(ctx: &Ctx, id: u64, n: u64) -> SplitMix64 {
+    SplitMix64::new(
+        ctx.config.seed
+            ^ id.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            ^ n.wrapping_mul(0xBF58_476D_1CE4_E5B9),
+    )
+}
+
+/// Wait as the config asks (stall, delay, serialization point, stall) and
+/// draw the status (500 at the error rate, counted, else 200): what an
+/// HTTP/2 or HTTP/3 stream answers with.
+pub(super) async fn wait_and_status(ctx: &Ctx, mut rng: SplitMix64) -> StatusCode {
     let mut timer = None;
     wait_out_stall(ctx, &mut timer).await;
     if let Some(delay) = ctx.config.delay {
@@ -92,21 +103,29 @@ async fn answer(mut respond: SendResponse<Bytes>, ctx: &Ctx, mut rng: SplitMix64
     if error {
         ctx.stats.errors_injected.fetch_add(1, Ordering::Relaxed);
     }
-    let status = if error {
+    if error {
         StatusCode::INTERNAL_SERVER_ERROR
     } else {
         StatusCode::OK
-    };
+    }
+}
+
+/// The response head of an HTTP/2 or HTTP/3 answer: `status`, `server:
+/// perflab` and the body's length when it is known.
+pub(super) fn response_head(status: StatusCode, length: Option<usize>) -> Response<()> {
+    let mut r = Response::builder()
+        .status(status)
+        .header("server", "perflab");
+    if let Some(length) = length {
+        r = r.header("content-length", length);
+    }
+    r.body(()).unwrap_or_default()
+}
+
+async fn answer(mut respond: SendResponse<Bytes>, ctx: &Ctx, rng: SplitMix64) {
+    let status = wait_and_status(ctx, rng).await;
     let body = &ctx.h2_body;
-    let head = |length: Option<usize>| {
-        let mut r = Response::builder()
-            .status(status)
-            .header("server", "perflab");
-        if let Some(length) = length {
-            r = r.header("content-length", length);
-        }
-        r.body(()).unwrap_or_default()
-    };
+    let head = |length| response_head(status, length);
     match ctx.config.fault {
         Fault::None => {
             let Ok(mut out) = respond.send_response(head(Some(body.len())), body.is_empty()) else {

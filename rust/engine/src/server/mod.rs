@@ -1,5 +1,6 @@
 //! `perflab serve`: an HTTP/1.1 keep-alive target, and on the same port
-//! HTTP/2 with prior knowledge (h2c), with controlled behaviour (delay,
+//! HTTP/2 with prior knowledge (h2c) and, asked for, HTTP/3 over QUIC on
+//! the UDP port of that number, with controlled behaviour (delay,
 //! periodic stalls, injected errors, faults, a serialization point), for
 //! demos, tests and users who want to validate their setup.
 //!
@@ -12,7 +13,8 @@
 //! fault, parsed from their text), `config` ([`ServerConfig`],
 //! [`ServerStats`]), `conn` (one connection: read, wait, answer; the context
 //! all connections share), `h2` (an HTTP/2 connection, each stream on its
-//! own task) and, here, the listener, the protocol check and the handle.
+//! own task), `h3` (QUIC connections, each HTTP/3 stream on its own task)
+//! and, here, the listener, the protocol check and the handle.
 
 use std::net::{SocketAddr, TcpListener as StdListener, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,6 +28,7 @@ pub mod behaviour;
 mod config;
 mod conn;
 mod h2;
+mod h3;
 
 pub use behaviour::{Delay, Fault, Stall};
 pub use config::{ServerConfig, ServerStats};
@@ -102,15 +105,17 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
         .map_err(|e| format!("cannot resolve bind address {:?}: {e}", config.host))?
         .next()
         .ok_or_else(|| format!("bind address {:?} resolved to nothing", config.host))?;
-    let listener = StdListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
-    let address = listener.local_addr().map_err(|e| e.to_string())?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.threads)
         .thread_name("perflab-serve")
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the server runtime: {e}"))?;
+    let (listener, quic) = {
+        let _runtime = rt.enter();
+        bind(addr, config.http3)?
+    };
+    let address = listener.local_addr().map_err(|e| e.to_string())?;
     let stop = Arc::new(AtomicBool::new(false));
     let stats = Arc::new(ServerStats::default());
     let ctx = Arc::new(Ctx {
@@ -125,7 +130,16 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
     let thread = std::thread::Builder::new()
         .name("perflab-serve-main".into())
         .spawn(move || {
-            rt.block_on(accept_loop(listener, ctx, flag));
+            rt.block_on(async move {
+                match quic {
+                    Some(endpoint) => {
+                        let h3 = tokio::spawn(h3::accept_loop(endpoint, ctx.clone(), flag.clone()));
+                        accept_loop(listener, ctx, flag).await;
+                        let _ = h3.await;
+                    }
+                    None => accept_loop(listener, ctx, flag).await,
+                }
+            });
             rt.shutdown_timeout(Duration::from_millis(100));
         })
         .map_err(|e| format!("cannot start the server thread: {e}"))?;
@@ -135,6 +149,28 @@ pub fn start(config: ServerConfig) -> Result<ServerHandle, String> {
         stats,
         thread: Some(thread),
     })
+}
+
+/// Bind the TCP listener on `addr` and, with `http3`, the QUIC endpoint on
+/// the UDP port of the same number. When `addr`'s port is 0 and the UDP
+/// port of the number TCP got is taken, another TCP port is tried (up to
+/// 20 times).
+fn bind(addr: SocketAddr, http3: bool) -> Result<(StdListener, Option<quinn::Endpoint>), String> {
+    let mut tries = 0;
+    loop {
+        let listener =
+            StdListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+        if !http3 {
+            return Ok((listener, None));
+        }
+        let local = listener.local_addr().map_err(|e| e.to_string())?;
+        match h3::endpoint(local) {
+            Ok(endpoint) => return Ok((listener, Some(endpoint))),
+            Err(e) if addr.port() != 0 || tries >= 20 => return Err(e),
+            Err(_) => tries += 1,
+        }
+    }
 }
 
 async fn accept_loop(listener: StdListener, ctx: Arc<Ctx>, stop: Arc<AtomicBool>) {

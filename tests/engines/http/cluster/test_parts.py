@@ -36,9 +36,9 @@ from perflab.engines.http.cluster.split import (
 )
 from perflab.engines.http.steps import step_from_raw
 from perflab.errors import UsageError
-from perflab.model import Benchmark, Histogram, Results
+from perflab.model import Histogram
 from perflab.model.cluster import AgentInfo, AgentShare
-from tests.conftest import http_args
+from tests.conftest import agents_results, http_args
 
 OPEN = {
     "mode": "open",
@@ -219,6 +219,13 @@ def test_agents_share_a_start_and_merge_exactly(server: Any, load_agents: Any) -
     assert Counter(dict(zip(m["values"], m["counts"]))) == union  # bucket by bucket
     assert [m["quantiles"][q] for q in qs] == [_nearest_rank(union, q) for q in qs]
     assert merged.latency.p99_us == m["p99_us"]
+    # the merged timeline: the agents' intervals on the common start, their counts summed
+    assert merged.timeline is not None and all(s.timeline is not None for s in steps)
+    for name in ("sent", "ok", "errors"):
+        total = sum(sum(getattr(s.timeline, name)) for s in steps)  # type: ignore[union-attr]
+        assert sum(getattr(merged.timeline, name)) == total
+    assert sum(merged.timeline.sent) == merged.requests_sent
+    assert merged.timeline.offered_rate[0] == pytest.approx(400.0)
 
 
 def test_agents_send_their_weighted_slots(server: Any, load_agents: Any) -> None:
@@ -228,8 +235,10 @@ def test_agents_send_their_weighted_slots(server: Any, load_agents: Any) -> None
     ]
     # 0.6 s of the shared 400/s schedule: agent 1 holds 3 of every 4 requests
     assert [s.offered_rate for s in steps] == [300.0, 100.0]
-    assert [s.requests_sent for s in steps] == [180, 60]
-    assert merge_steps(steps).requests_sent == 240
+    # due = sent + unsent (what a busy machine could not send in time stays counted)
+    assert [s.requests_sent + s.unsent for s in steps] == [180, 60]
+    merged = merge_steps(steps)
+    assert merged.requests_sent + merged.unsent == 240
 
 
 def test_http2_agents_keep_protocol_and_streams_and_merge_the_phases(server: Any) -> None:
@@ -530,15 +539,10 @@ def test_per_agent_data_round_trips_and_is_tabled(
         AgentShare(0, 0, 0, 0.2, 0.01, step=steps[0]),
         AgentShare(1, None, None, lost=True, error="died during the step"),
     ]
-    results = Results(
-        kind="http",
-        command_line=["perflab"],
-        created="",
-        perflab_version="x",
-        environment={},
-        settings={"ok": "200-299"},
-        benchmarks=[Benchmark(name=url, kind="http", steps=[merged])],
-        agents=[
+    results = agents_results(
+        url,
+        merged,
+        [
             AgentInfo(0, "h<1>", same_clock=True),
             AgentInfo(
                 1,

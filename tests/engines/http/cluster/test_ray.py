@@ -191,6 +191,9 @@ def test_two_agents_offer_the_rate_asked_and_merge_exactly(
         union = _buckets(parts[0]["latency"]["encoded"]) + _buckets(parts[1]["latency"]["encoded"])
         assert _buckets(step["latency"]["encoded"]) == union
         assert all(0 < a["start_lead_s"] < 1 for a in step["agents"])
+        # the merged timeline's counts are the sums of the agents' timelines'
+        for name in ("sent", "ok", "errors"):
+            assert sum(step["timeline"][name]) == sum(sum(p["timeline"][name]) for p in parts)
     shown = _cli_show(out)
     assert shown.returncode == 0 and "load agents" in shown.stdout
 
@@ -202,6 +205,36 @@ def _cli_show(path: Path) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         timeout=60,
     )
+
+
+def test_a_poisson_ramp_on_agents_keeps_the_whole_ramp(
+    ray_address: str, server: Any, tmp_path: Path
+) -> None:
+    out = tmp_path / "ramp.json"
+    proc = _cli(
+        f"http://127.0.0.1:{server.port}/",
+        "--rate",
+        "200..400/2s",
+        "--poisson",
+        *FAST,
+        "--interval",
+        "0.5s",
+        "--agents",
+        "2",
+        "--cluster",
+        ray_address,
+        "--json",
+        str(out),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "timeline of 200→400/s over 2 s" in proc.stdout
+    step = json.loads(out.read_text())["benchmarks"][0]["steps"][0]
+    assert step["shape"] == {"kind": "ramp", "from": 200.0, "to": 400.0, "over_s": 2.0}
+    parts = [a["step"] for a in step["agents"]]
+    assert [p["shape"]["to"] for p in parts] == [200.0, 200.0]
+    for name in ("sent", "ok", "errors"):
+        assert sum(step["timeline"][name]) == sum(sum(p["timeline"][name]) for p in parts)
+    assert step["timeline"]["offered_rate"][:4] == pytest.approx([225.0, 275.0, 325.0, 375.0])
 
 
 def test_closed_loop_is_split(ray_address: str, server: Any, tmp_path: Path) -> None:

@@ -198,7 +198,8 @@ class Cluster:
         options: where and how many agents. When this process is already connected to
             Ray (``ray.init`` done by the caller), that connection is used and kept open
             on leaving, whatever ``options.address`` says.
-        target: the target's (host, port, connect timeout s), checked from every agent.
+        target: the target's (host, port, connect timeout s), checked from every agent
+            (None: not checked, as for HTTP/3, whose QUIC a TCP connect cannot test).
         step_configs: the whole configs of every step (``Plan.step_config``), checked by
             every agent in its share.
         tell: called with a line of start-up news (stderr).
@@ -218,7 +219,7 @@ class Cluster:
     def __init__(
         self,
         options: ClusterOptions,
-        target: tuple[str, int, float],
+        target: tuple[str, int, float] | None,
         step_configs: list[dict[str, Any]],
         tell: Any = None,
     ) -> None:
@@ -438,8 +439,7 @@ class Cluster:
             a.actor.check.remote([s[k] for s in shares if s[k] is not None])
             for k, a in enumerate(self.agents)
         ]
-        host, port, timeout_s = self.target
-        reach = [a.actor.reachable.remote(host, port, timeout_s) for a in self.agents]
+        reach = [a.actor.reachable.remote(*self.target) for a in self.agents if self.target]
         probes = [a.actor.clock_checks.remote() for a in self.agents]
         for agent, problem in zip(self.agents, self._gather(checks, "step checks")):
             if problem:

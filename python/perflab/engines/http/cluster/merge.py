@@ -9,6 +9,15 @@ length, so their recorded windows coincide (to their clocks' offset uncertainty)
 merged window is the longest of them, and the merged achieved rate is the summed
 successful responses over it. Live progress merges the agents' running snapshots the
 same way (:func:`merge_snapshots`).
+
+Timelines (:func:`merge_timelines`) merge interval by interval on the run's common start:
+each agent's engine counts its intervals from the step's start instant, which the
+controller placed on that agent's clock with the agent's measured offset
+(:mod:`perflab.engines.http.cluster.clocks`), so interval ``j`` of every agent covers the
+same span of the controller's clock, to the offset's uncertainty (half a round trip:
+microseconds to milliseconds against intervals of a second). Counts add; each interval's
+latency and send-lag HdrHistograms merge exactly, so its percentiles are those of all
+the agents' requests intended in it.
 """
 
 from __future__ import annotations
@@ -18,8 +27,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from perflab.engines.http.cluster.split import SHAPE_RATES
 from perflab.model import Histogram, HttpStep, ServerTiming
 from perflab.model.http_step import STEP_HISTOGRAMS
+from perflab.model.http_timeline import Timeline
 
 HISTOGRAMS = STEP_HISTOGRAMS
 _SUMMED = (
@@ -99,6 +110,84 @@ def _finite_max(values: Sequence[float]) -> float:
     return max(finite) if finite else math.nan
 
 
+def _row_of(t_s: float, shift_s: float, interval_s: float) -> int:
+    """The merged interval of a part's interval starting at ``t_s`` (s after the part's
+    start), that start lying ``shift_s`` after the common start; earlier ones fold into 0."""
+    return max(0, round((t_s + shift_s) / interval_s))
+
+
+def merge_timelines(
+    parts: Sequence[Timeline | None], shifts_s: Sequence[float] | None = None
+) -> Timeline | None:
+    """The timeline the agents' timelines of one step make together (module docstring).
+
+    Args:
+        parts: each agent's timeline of the step; None for an agent that recorded none.
+        shifts_s: where each part's start lies after the common start, s (None: all at
+            it, as the controller places them); rounded to whole intervals, since an
+            interval's histograms cannot be split.
+
+    Returns:
+        A timeline of the parts' interval length, as long as the longest shifted part,
+        whose ``sent``, ``ok`` and ``errors`` are the sums of the parts' in each interval
+        (so their totals are the sums of the parts' totals), whose offered rate is the
+        sum of those of the parts that reach the interval (None in closed loop), and whose latency and send-lag
+        histograms and percentiles are the exact merges of the parts'. None when no part
+        has a timeline, or when only some do (a partial sum would understate the step).
+
+    Raises:
+        ValueError: parts of different interval lengths, a shift per part missing, or
+            histograms that cannot be merged exactly.
+    """
+    if not parts or any(p is None for p in parts):
+        return None
+    kept = [p for p in parts if p is not None]
+    shifts = list(shifts_s) if shifts_s is not None else [0.0] * len(kept)
+    if len(shifts) != len(kept):
+        raise ValueError(f"{len(shifts)} shifts for {len(kept)} timelines")
+    interval_s = kept[0].interval_s
+    if any(not math.isclose(p.interval_s, interval_s) for p in kept):
+        raise ValueError("the agents' timelines have different intervals")
+    rows: dict[int, list[tuple[Timeline, int]]] = {}
+    for part, shift in zip(kept, shifts):
+        for j, t in enumerate(part.t_s):
+            rows.setdefault(_row_of(t, shift, interval_s), []).append((part, j))
+    out = Timeline(interval_s=interval_s)
+    for m in range(max(rows, default=-1) + 1):
+        here = rows.get(m, [])
+        offered = [p.offered_rate[j] for p, j in here]
+        latency = merge_histograms([Histogram(encoded=p.latency_encoded[j]) for p, j in here])
+        lag = merge_histograms([Histogram(encoded=p.send_lag_encoded[j]) for p, j in here])
+        out.t_s.append(m * interval_s)
+        out.offered_rate.append(
+            None if not offered or any(r is None for r in offered) else sum(offered)
+        )
+        out.sent.append(sum(p.sent[j] for p, j in here))
+        out.ok.append(sum(p.ok[j] for p, j in here))
+        out.errors.append(sum(p.errors[j] for p, j in here))
+        out.p50_us.append(latency.p50_us if latency.count else None)
+        out.p99_us.append(latency.p99_us if latency.count else None)
+        out.p999_us.append(latency.p999_us if latency.count else None)
+        out.send_lag_p99_us.append(lag.p99_us if lag.count else None)
+        out.latency_encoded.append(latency.encoded)
+        out.send_lag_encoded.append(lag.encoded)
+    return out
+
+
+def merge_shapes(shapes: Sequence[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """The load shape the agents' shares of one make together: their rates summed, the
+    first one's times (every share keeps them). None when any part has none, or when
+    the parts are of different kinds."""
+    if not shapes or any(s is None for s in shapes):
+        return None
+    kept = [s for s in shapes if s is not None]
+    kind = kept[0].get("kind")
+    if any(s.get("kind") != kind for s in kept):
+        return None
+    keys = SHAPE_RATES.get(str(kind), ())
+    return {**kept[0], **{key: sum(float(s[key]) for s in kept) for key in keys}}
+
+
 def merge_steps(parts: Sequence[HttpStep]) -> HttpStep:
     """The step that the agents' ``parts`` of it make together.
 
@@ -145,6 +234,8 @@ def merge_steps(parts: Sequence[HttpStep]) -> HttpStep:
         server_timing=merge_server_timing([p.server_timing for p in parts]),  # issue 17
         protocol=first.protocol,
         streams=first.streams,
+        shape=merge_shapes([p.shape for p in parts]),
+        timeline=merge_timelines([p.timeline for p in parts]),
         **{name: merge_histograms([getattr(p, name) for p in parts]) for name in HISTOGRAMS},
     )
     for name in _SUMMED:

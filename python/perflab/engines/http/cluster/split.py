@@ -17,6 +17,11 @@ capacity``), or the user's (``--split 3,1``). Weights are turned into whole part
 * **Open loop, Poisson arrivals**: each agent runs an independent Poisson process of
   rate ``R·w_k`` (its own seed); the superposition of independent Poisson processes is
   a Poisson process with the summed rate (Kingman, *Poisson Processes*, §2.2).
+* **Load shapes** (a ramp or a sine, Poisson arrivals only): agent ``k`` follows the
+  shape scaled by ``w_k/Σw`` (its rates at every instant), an inhomogeneous Poisson
+  process; their superposition is the whole shape's (the same theorem, for intensity
+  functions). Evenly spaced arrivals of a shape are not split: the engine's lanes
+  interleave a fixed rate's schedule only.
 * **Closed loop**: the ``N`` connections are divided by weight into whole shares
   (largest remainders); an agent whose share is 0 sits the step out.
 * **The pool cap** (``--connections`` with ``--rate``) is a total: one connection per
@@ -115,6 +120,19 @@ def agent_seed(seed: int | None, k: int) -> int:
     return ((DEFAULT_SEED if seed is None else seed) + k * _SEED_STEP) % 2**64
 
 
+#: The rate fields of each load shape: scaled by an agent's share, summed by a merge.
+SHAPE_RATES = {"ramp": ("from", "to"), "sine": ("mean", "amplitude")}
+
+
+def scale_shape(shape: dict[str, Any], share: float) -> dict[str, Any]:
+    """``shape`` (a ramp or a sine, ``perflab.engines.http.shapes``) with its rates
+    multiplied by ``share`` (0 < share ≤ 1); its times are kept."""
+    return {
+        **shape,
+        **{key: float(shape[key]) * share for key in SHAPE_RATES.get(shape.get("kind"), ())},
+    }
+
+
 def split_step(
     config: dict[str, Any], agents: int, weights: Sequence[float] | None = None
 ) -> list[dict[str, Any] | None]:
@@ -122,19 +140,20 @@ def split_step(
 
     Args:
         config: the step's whole config (``Plan.step_config``): ``mode`` "open" with
-            ``rate`` (and ``arrival``, ``connections`` as the pool cap, ``seed``), or
-            "closed" with ``connections``.
+            ``rate`` or ``shape`` (and ``arrival``, ``connections`` as the pool cap,
+            ``seed``), or "closed" with ``connections``.
         agents: how many agents share the step (≥ 1).
         weights: one positive weight per agent (None: even).
 
     Returns:
         One config per agent, or None for an agent with nothing to do (closed loop with
-        fewer connections than agents). Open-loop configs carry ``rate`` (req/s) and
-        ``seed``; with constant arrivals also ``slots`` and ``slot_period`` (the engine's
+        fewer connections than agents). Open-loop configs carry ``rate`` (req/s), or
+        their share of the ``shape`` (:func:`scale_shape`), and ``seed``; with constant arrivals also ``slots`` and ``slot_period`` (the engine's
         lanes of the shared schedule).
 
     Raises:
-        UsageError: a pool cap smaller than the number of agents.
+        UsageError: a pool cap smaller than the number of agents, or a shape with
+            evenly spaced arrivals.
         ValueError: weights not one positive number per agent.
     """
     weights = list(weights) if weights is not None else [1.0] * agents
@@ -145,7 +164,6 @@ def split_step(
             {**config, "connections": n} if n else None
             for n in weighted_shares(int(config["connections"]), weights)
         ]
-    rate = float(config["rate"])
     cap = config.get("connections")
     if cap is not None and cap < agents:
         raise UsageError(
@@ -155,6 +173,22 @@ def split_step(
         )
     caps = weighted_shares(cap, weights, floor=1) if cap is not None else [None] * agents
     seeds = [agent_seed(config.get("seed"), k) for k in range(agents)]
+    if config.get("shape"):
+        if config.get("arrival", "constant") == "constant":
+            raise UsageError(
+                "a load shape on --agents needs --poisson: evenly spaced arrivals of a "
+                "shape are not split across agents"
+            )
+        return [
+            {
+                **config,
+                "shape": scale_shape(config["shape"], w / sum(weights)),
+                "connections": caps[k],
+                "seed": seeds[k],
+            }
+            for k, w in enumerate(weights)
+        ]
+    rate = float(config["rate"])
     if config.get("arrival", "constant") != "constant":
         return [
             {**config, "rate": rate * w / sum(weights), "connections": caps[k], "seed": seeds[k]}

@@ -92,6 +92,8 @@ def run_sweep(
 def _unreachable(cluster: Cluster, live: list[Agent]) -> str | None:
     """Why some agent can no longer reach the target, or None."""
     ray = cluster.ray
+    if cluster.target is None:
+        return None
     host, port, timeout_s = cluster.target
     refs = [a.actor.reachable.remote(host, port, timeout_s) for a in live]
     for agent, ref in zip(live, refs):
@@ -305,6 +307,8 @@ def distributed(
     """
     options = options_from_args(args)
     target = (plan.target.host, plan.target.port, plan.connect_timeout_s)
+    if plan.config.get("protocol") == "http3":  # QUIC is UDP: a TCP check tells nothing
+        target = None
     configs = [plan.step_config(i) for i in range(plan.steps)]
     weights = options.split if isinstance(options.split, tuple) else None
     for config in configs:  # a share that cannot exist is refused before Ray starts
