@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from perflab.engines.run.counted import COUNT_SAMPLES, EMPTY_SAMPLES
+from tests.cli.test_run_paired import _git, _repo
+
 pytestmark = pytest.mark.skipif(
     shutil.which("valgrind") is None, reason="Valgrind is not installed (apt-get install valgrind)"
 )
@@ -86,7 +89,7 @@ def test_a_counted_run_records_and_prints_instructions(runs: dict[str, Path]) ->
     for p in procs:
         c = p["counts"]
         assert c["events"] == ["Ir"] and c["iterations"] >= 1
-        assert len(c["samples"]) == 5 and len(c["empty"]) == 3
+        assert len(c["samples"]) == COUNT_SAMPLES and len(c["empty"]) == EMPTY_SAMPLES
         assert c["gc_enabled"] is True and c["aslr_off"] is True and c["valgrind"]
         # a sample's count is far above the empty loop's: the loop's work is counted
         assert min(s[0] for s in c["samples"]) > 10 * max(e[0] for e in c["empty"])
@@ -124,6 +127,47 @@ def _verdict(csv_text: str) -> str:
     rows = [r for r in csv.DictReader(io.StringIO(csv_text)) if r.get("metric") == "instructions"]
     assert rows, csv_text
     return rows[0]["verdict"]
+
+
+def test_compare_to_a_git_ref_counts_the_baseline_too(tmp_path: Path) -> None:
+    """--count with --compare-to HEAD~1: the baseline's code is counted in this run, each
+    of its processes with the layout of the same process of this run's case, and judged
+    by the counted rule (f does 20× the work since HEAD~1, g is unchanged)."""
+    repo = _repo(tmp_path)
+    out = tmp_path / "c.json"
+    argv = ["run", "bench.py", "--count", "instructions", "--min-processes", "2"]
+    argv += ["--json", str(out), "--quiet", "--format", "csv", "--compare-to", "HEAD~1"]
+    done = perflab(*argv, "--fail-on", "slower", cwd=repo)
+    assert done.returncode == 1, done.stderr  # the gate: f is slower
+    assert "gate:" in done.stderr and "error" not in done.stderr.lower()
+    import csv
+    import io
+
+    compared = done.stdout[done.stdout.index("id,kind,metric") :]  # after the count table
+    rows = {
+        r["id"]: r
+        for r in csv.DictReader(io.StringIO(compared))
+        if r.get("metric") == "instructions"
+    }
+    assert rows["f"]["verdict"] == "slower" and rows["g"]["verdict"] == "same", done.stdout
+    assert float(rows["f"]["ratio"]) > 5
+    data = json.loads(out.read_text())
+    assert data["baseline"]["spec"] == "HEAD~1"
+    assert data["baseline"]["commit"] == _git(repo, "rev-parse", "HEAD~1")
+    base = {b["name"]: b for b in data["baseline"]["benchmarks"]}
+    for bench in data["benchmarks"]:
+        twin = base[bench["name"]]
+        assert [p["layout"] for p in twin["processes"]] == [p["layout"] for p in bench["processes"]]
+        assert all(p["counts"]["samples"] for p in twin["processes"])
+
+    # the baseline counted its own code: f's count is far lower there, g's the same
+    def ir(bench: dict) -> float:  # Ir per op of the first process
+        c = bench["processes"][0]["counts"]
+        return (min(s[0] for s in c["samples"]) - c["empty"][0][0]) / c["iterations"]
+
+    now = {b["name"]: b for b in data["benchmarks"]}
+    assert ir(now["f"]) > 5 * ir(base["f"])
+    assert abs(ir(now["g"]) / ir(base["g"]) - 1) < 0.05
 
 
 def test_cmd_counts_a_command_and_its_children(tmp_path: Path) -> None:

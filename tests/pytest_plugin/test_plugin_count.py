@@ -10,6 +10,8 @@ import shutil
 
 import pytest
 
+from perflab.engines.run.counted import COUNT_SAMPLES
+
 pytestmark = pytest.mark.skipif(
     shutil.which("valgrind") is None, reason="Valgrind is not installed (make installs it)"
 )
@@ -38,7 +40,7 @@ def test_count_mode_counts_each_benchmark_in_three_layouts(pytester):
     assert len({p["layout"]["hash_seed"] for p in processes}) == 3  # one layout each
     for p in processes:
         counts = p["counts"]
-        assert counts["events"][0] == "Ir" and len(counts["samples"]) == 5
+        assert counts["events"][0] == "Ir" and len(counts["samples"]) == COUNT_SAMPLES
         per_call = (counts["samples"][0][0] - counts["empty"][0][0]) / counts["iterations"]
         assert per_call > 1000  # a 300-step generator sum: thousands of instructions
     text = result.stdout.str()

@@ -76,3 +76,13 @@ def test_an_interrupt_stops_running_counted_workers_and_starts_no_more() -> None
     assert runner.interrupted
     assert all(backend.saw_stop)  # every worker still running was told to stop
     assert backend.started < 4 * Settings().count_processes  # the queued ones never ran
+
+
+def test_a_benchmarks_layouts_all_run_at_once_even_on_fewer_cpus() -> None:
+    from perflab.engines.run.counted import concurrency
+
+    assert concurrency(3, 3, cpus=2) == 3  # one benchmark's 3 layouts at once on 2 CPUs
+    assert concurrency(12, 3, cpus=2) == 3  # never more than the layouts beyond the CPUs
+    assert concurrency(12, 3, cpus=8) == 8  # one per CPU where there are more CPUs
+    assert concurrency(2, 3, cpus=8) == 2  # never more than the jobs
+    assert concurrency(0, 3, cpus=2) == 1

@@ -88,3 +88,63 @@ def test_each_counted_sample_starts_with_the_collector_at_zero() -> None:
     assert len(kept) == 650 and len(seen) == 2
     for young, middle, old in seen:
         assert young <= 5 and middle == old == 0  # a few of the loop's own objects at most
+
+
+class FakeCore:
+    """Client requests outside Valgrind, recorded; each dump's Ir is what ``ir_of`` says
+    for its reason and calls (calls since the last zeroing)."""
+
+    def __init__(self, ir_per_call: dict[str, float]) -> None:
+        self.ir_per_call, self.calls, self.dumps = ir_per_call, 0, {}
+
+    def valgrind_running(self) -> int:
+        return 1
+
+    def callgrind_start_instrumentation(self) -> None: ...
+
+    def callgrind_stop_instrumentation(self) -> None: ...
+
+    def callgrind_zero_stats(self) -> None:
+        self.calls = 0
+
+    def callgrind_dump_stats(self, label: str) -> None:
+        reason = label.removeprefix("perflab:")
+        per_call = self.ir_per_call["cold" if reason == "cold" else "warm"]
+        self.dumps[reason] = int(per_call * max(self.calls, 1))
+
+
+def _count(monkeypatch: pytest.MonkeyPatch, cold: float, warm: float) -> tuple[dict, FakeCore]:
+    from perflab.engines.run import counting
+
+    core = FakeCore({"cold": cold, "warm": warm})
+    monkeypatch.setattr(counting, "_core", lambda: core)
+    monkeypatch.setattr(counting, "_own_dump_ir", lambda _dir, reason: core.dumps.get(reason))
+
+    def call() -> None:
+        core.calls += 1
+
+    events: dict = {}
+    plan = {"count": {"dir": "", "samples": 3, "empty_samples": 1, "iterations": None}}
+    counting.count_call(call, lambda: None, plan, lambda e, **f: events.__setitem__(e, f))
+    return events, core
+
+
+def test_the_calibrating_sample_is_kept_when_it_confirms_the_cold_counts_n(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    events, core = _count(monkeypatch, cold=120e6, warm=110e6)  # a 10 ms call: n = 1
+    done = events["counted"]
+    assert done["iterations"] == 1 and done["samples"] == 3
+    assert done["sample_reasons"] == ["calibrate", "sample:0", "sample:1"]  # 3 counted calls
+    assert "sample:2" not in core.dumps
+    assert events["warmup"]["samples"] == 10
+
+
+def test_a_calibrating_sample_that_changes_n_is_set_aside(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    events, core = _count(monkeypatch, cold=30e6, warm=1e6)  # a first call 30× dearer
+    done = events["counted"]
+    assert done["iterations"] == 20  # from the warm count, not the cold one (1)
+    assert done["sample_reasons"] == ["sample:0", "sample:1", "sample:2"]
+    assert events["warmup"]["samples"] == 40  # two samples' worth of the new n

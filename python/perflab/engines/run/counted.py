@@ -25,8 +25,11 @@ from perflab.model.profile import Profile, bounded
 FUNCTIONS = "functions"
 #: counted processes per benchmark by default: the layout band needs at least three
 COUNT_PROCESSES = 3
-#: counted samples per process by default (their median is the process's figure)
-COUNT_SAMPLES = 5
+#: counted samples per process by default (their median is the process's figure). Three:
+#: each sample follows a full collection, so a process's samples agree to ~0.01% and a
+#: median of three still sets one odd sample aside; each more sample costs a counted
+#: call under Callgrind's instrumentation (≈ 0.5 s of CPU for a 10 ms call)
+COUNT_SAMPLES = 3
 #: counted samples of the empty callable per process (their median is the fixed cost)
 EMPTY_SAMPLES = 3
 #: a counted worker runs 20-100× slower than on the real CPU: its timeout is the run's
@@ -84,19 +87,27 @@ def start(plan: dict[str, Any], argv: Sequence[str]) -> tuple[list[str], Any]:
     return [*prefix, *argv], (out, bool(spec.get("profile")))
 
 
-def finish(out: Any) -> dict[str, Any]:
+def finish(out: Any, events: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """The dumps the worker wrote, keyed by reason ("cold", "sample:0", …), and the temp
     dir removed. With the plan's ``profile``, also :data:`FUNCTIONS`: the exclusive Ir
     per function summed over the counted samples' dumps (the measured calls, perflab's
     loop around them included; :func:`perflab.engines.callgrind_profile.
-    instruction_stacks`). ``out`` None (not counted): {}."""
+    instruction_stacks`): the ``sample:`` dumps, and the ``calibrate`` one when the
+    worker's ``counted`` event (in ``events``) kept it as a sample. ``out`` None (not
+    counted): {}."""
     if out is None:
         return {}
     folder, profile = out
     try:
         dumps: dict[str, Any] = callgrind.dumps_by_reason(callgrind.read_dumps(folder.name))
         if profile and dumps:
-            dumps[FUNCTIONS] = instruction_stacks(folder.name, "sample:", by_process=False)
+            stacks = instruction_stacks(folder.name, "sample:", by_process=False)
+            done = next((e for e in events if e.get("event") == "counted"), {})
+            if "calibrate" in done.get("sample_reasons", []):
+                extra = instruction_stacks(folder.name, "calibrate", by_process=False)
+                for stack, ir in extra.items():
+                    stacks[stack] = stacks.get(stack, 0) + ir
+            dumps[FUNCTIONS] = stacks
         return dumps
     finally:
         folder.cleanup()
@@ -164,7 +175,8 @@ def counts_record(
         dump = dumps.get(reason)
         return None if dump is None else [dump.events.get(n, 0) for n in names]
 
-    samples = [values(f"sample:{i}") for i in range(counted["samples"])]
+    reasons = counted.get("sample_reasons") or [f"sample:{i}" for i in range(counted["samples"])]
+    samples = [values(reason) for reason in reasons]
     empty = [values(f"empty:{i}") for i in range(counted["empty_samples"])]
     if any(v is None for v in samples) or any(v is None for v in empty):
         return None
@@ -182,11 +194,30 @@ def counts_record(
     )
 
 
-def run_all(runner: Any, states: Sequence[Any]) -> None:
-    """Run every counted worker of ``states`` (``count_processes`` each), up to one per
-    CPU at a time: an instruction count does not depend on what else the machine runs,
-    so counted workers need not take turns as timed ones do (which on 2 CPUs halves a
-    counted run's wall time).
+def concurrency(jobs: int, processes: int, cpus: int | None = None) -> int:
+    """How many counted workers run at once: one per CPU, and never fewer than a
+    benchmark's ``processes`` (its layouts), so that a benchmark's layouts all run at
+    once even on fewer CPUs. Its count does not depend on how they share the CPUs; its
+    wall time does: in rounds of one per CPU, 3 layouts on 2 CPUs take two rounds (the
+    third alone), at once they take 1.5 rounds' CPU time, and on a loaded machine
+    each more runnable process gets its own share of the CPUs.
+
+    Args:
+        jobs: counted workers to run (≥ 0).
+        processes: counted processes per benchmark (``count_processes``).
+        cpus: CPUs (None: ``os.cpu_count()``).
+
+    Returns:
+        Workers at once, in [1, max(jobs, 1)].
+    """
+    cpus = cpus or os.cpu_count() or 1
+    return max(1, min(jobs, max(cpus, processes)))
+
+
+def run_all(runner: Any, states: Sequence[Any], twins: dict[int, Any] | None = None) -> None:
+    """Run every counted worker of ``states`` (``count_processes`` each), up to
+    :func:`concurrency` at a time: an instruction count does not depend on what else the
+    machine runs, so counted workers need not take turns as timed ones do.
 
     Ctrl-C (or SIGTERM, which perflab turns into it) kills the running workers and
     starts no more: what was counted is kept. The processes are prepared in the order
@@ -198,6 +229,12 @@ def run_all(runner: Any, states: Sequence[Any]) -> None:
         runner: the :class:`perflab.engines.run.runner.Runner` (its ``_prepare``,
             ``_run_process``, ``_decide``, ``rng``, ``settings``).
         states: its case states.
+        twins: ``id(state)`` → the state of the same case in ``--compare-to``'s baseline
+            code (:class:`perflab.engines.run.pairs.PairedRunner`): each of its processes
+            is counted with the layout of the same process of ``state`` (counts need no
+            pairing in time, only the same layouts, so that the comparison takes the
+            median of the layouts' ratios); ``states``' own layouts are drawn as without
+            a baseline.
     """
     import threading
     from concurrent.futures import ThreadPoolExecutor
@@ -206,8 +243,13 @@ def run_all(runner: Any, states: Sequence[Any]) -> None:
     for _ in range(runner.settings.count_processes):
         order = list(states)
         runner.rng.shuffle(order)
-        jobs += [(state, runner._prepare(state)) for state in order]
-    workers = max(1, min(len(jobs), os.cpu_count() or 1))
+        for state in order:
+            prepared = runner._prepare(state)
+            jobs.append((state, prepared))
+            twin = (twins or {}).get(id(state))
+            if twin is not None:
+                jobs.append((twin, runner._prepare(twin, dict(prepared[0].layout))))
+    workers = concurrency(len(jobs), runner.settings.count_processes)
     stop = threading.Event()  # Ctrl-C or SIGTERM here: the workers' threads stop theirs
     if hasattr(runner.backend, "stop"):
         runner.backend.stop = stop
@@ -221,5 +263,5 @@ def run_all(runner: Any, states: Sequence[Any]) -> None:
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown()
-    for state in states:
+    for state in [*states, *(twins or {}).values()]:
         runner._decide(state)

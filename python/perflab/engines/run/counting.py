@@ -9,13 +9,16 @@ the measured calls, so interpreter start-up, imports and setup are never counted
 
 1. the first call, counted alone: the **cold** count (imports, caches, the adaptive
    interpreter's specialization: first-call costs, reported apart);
-2. one more call counted alone, to choose the calls per sample ``n`` (enough calls
-   for :data:`TARGET_IR_PER_SAMPLE` instructions, rounded down to 1-2-5 steps so
-   that a count a few instructions off does not change it);
-3. uncounted warm-up calls (instrumentation off);
-4. ``samples`` counted samples of ``n`` back-to-back calls, each its own dump, each
-   after an uncounted full collection (:func:`counted_loop`: the automatic collections
-   then fall at the same calls in every sample);
+2. uncounted warm-up calls (instrumentation off) for samples of the calls the cold
+   count gives (enough calls for :data:`TARGET_IR_PER_SAMPLE` instructions, rounded
+   down to 1-2-5 steps so that a count a few instructions off does not change it);
+3. a first counted sample of that many calls, which chooses the calls per sample ``n``
+   the same way from its warm count; when ``n`` is the cold count's, it is kept as the
+   first sample (no separate calibration call: under Callgrind each counted call of a
+   10 ms benchmark costs about half a second), else more warm-up for ``n`` follows;
+4. ``samples`` counted samples of ``n`` back-to-back calls in all, each its own dump,
+   each after an uncounted full collection (:func:`counted_loop`: the automatic
+   collections then fall at the same calls in every sample);
 5. ``empty_samples`` counted samples of ``n`` calls of an empty callable of the same
    shape, through the same loop and the same bracket: their count is the **fixed
    cost** (loop, call and client-request overhead) that is subtracted per op.
@@ -108,6 +111,19 @@ def _own_dump_ir(out_dir: str, reason: str) -> int | None:
     return None if dump is None else dump.events.get("Ir")
 
 
+def _warm_up(call: Callable[[], Any], empty: Callable[[], Any], n: int, done: int) -> int:
+    """Uncounted warm-up calls for samples of ``n`` calls: up to
+    max(:data:`WARMUP_MIN_CALLS`, 2n) calls in all (at most :data:`WARMUP_MAX_CALLS`, or
+    n), ``done`` of them made before; and ``n`` calls of the empty callable (its own
+    first calls). Returns the warm-up calls made in all."""
+    warm = min(max(WARMUP_MIN_CALLS, 2 * n), max(WARMUP_MAX_CALLS, n))
+    for _ in itertools.repeat(None, max(0, warm - done)):
+        call()
+    for _ in itertools.repeat(None, n):
+        empty()
+    return max(warm, done)
+
+
 def count_call(
     call: Callable[[], Any],
     empty: Callable[[], Any],
@@ -124,8 +140,9 @@ def count_call(
             to choose), and the run's ``iterations`` (used when set).
         emit: the worker's event sink. Events: ``count_start`` (valgrind nesting
             level, the GC state, PYTHONHASHSEED), ``cold`` (ns=None, metrics),
-            ``calibrated``, ``warmup``, ``counted`` (calls per sample, samples, empty
-            samples, collections during the counted samples).
+            ``calibrated``, ``warmup``, ``counted`` (calls per sample, samples and
+            ``sample_reasons``, the dump reasons that hold them, empty samples,
+            collections during the counted samples).
 
     Returns:
         The first call's result (for the benchmark's metrics).
@@ -151,29 +168,38 @@ def count_call(
     core.callgrind_zero_stats()
     result = call()
     core.callgrind_dump_stats(callgrind.DUMP_PREFIX + "cold")
-    n = spec.get("iterations") or plan.get("iterations")
-    if not n:
-        counted_loop(call, 1, "calibrate")
-        n = calls_for(_own_dump_ir(spec["dir"], "calibrate") or 1)
     core.callgrind_stop_instrumentation()
-    emit("calibrated", iterations=n)
-    warm = min(max(WARMUP_MIN_CALLS, 2 * n), max(WARMUP_MAX_CALLS, n))
-    for _ in itertools.repeat(None, warm):
-        call()
-    for _ in itertools.repeat(None, n):  # the empty callable's own first calls
-        empty()
-    emit("warmup", samples=warm, converged=True)
+    n = spec.get("iterations") or plan.get("iterations")
+    guess = n or calls_for(_own_dump_ir(spec["dir"], "cold") or 1)
+    warmed = _warm_up(call, empty, guess, 0)
     collections0 = sum(s["collections"] for s in gc.get_stats())
     core.callgrind_start_instrumentation()
-    for i in range(spec["samples"]):
+    reasons: list[str] = []
+    if not n:  # a first sample of the cold count's n, after the warm-up, calibrates
+        counted_loop(call, guess, "calibrate")
+        # read uncounted: functions entered while counting, still on the stack at the
+        # next zeroing, would put their costs in the next dump's per-function totals
+        core.callgrind_stop_instrumentation()
+        n = calls_for((_own_dump_ir(spec["dir"], "calibrate") or guess) / guess)
+        if n == guess:  # it is a sample like the others: kept as the first
+            reasons.append("calibrate")
+        else:  # another n: warm up to it (uncounted) and count every sample anew
+            warmed = _warm_up(call, empty, n, warmed)
+            collections0 = sum(s["collections"] for s in gc.get_stats())
+        core.callgrind_start_instrumentation()
+    for i in range(spec["samples"] - len(reasons)):
         counted_loop(call, n, f"sample:{i}")
+        reasons.append(f"sample:{i}")
     for i in range(spec["empty_samples"]):
         counted_loop(empty, n, f"empty:{i}")
     core.callgrind_stop_instrumentation()
+    emit("calibrated", iterations=n)  # the events after the samples: none between them
+    emit("warmup", samples=warmed, converged=True)
     emit(
         "counted",
         iterations=n,
-        samples=spec["samples"],
+        samples=len(reasons),
+        sample_reasons=reasons,
         empty_samples=spec["empty_samples"],
         gc_collections=sum(s["collections"] for s in gc.get_stats()) - collections0,
     )

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from perflab.analyze.run.counters import flag_preempted
+from perflab.engines.run import counted
 from perflab.engines.run.pair_worker import SIDE_BY_SIDE
 from perflab.engines.run.pairing import PAIR_SAMPLE_NS
 from perflab.engines.run.runner import (
@@ -224,6 +225,7 @@ class PairedRunner(Runner):
         self.baseline_states = (
             [CaseState(c, c.to_benchmark()) for c in baseline.cases] if baseline else []
         )
+        self.baseline = baseline
         self.links: list[PairLink] = []
         if self.settings.pairing == "off" or self.settings.memory_interval_s:
             return
@@ -259,8 +261,12 @@ class PairedRunner(Runner):
     def _run_rounds(self, states: list[CaseState]) -> None:
         """Rounds of one process per active unit (a case alone, or a pair); counted, the
         runner's counted workers (never paired)."""
-        if self.settings.count:
-            return super()._run_rounds(states)
+        if self.settings.count:  # the baseline's cases too, each with its twin's layouts
+            by_id = {s.bench.id: s for s in self.baseline_states}
+            twins = {id(s): by_id[s.bench.id] for s in states if s.bench.id in by_id}
+            for state in [*twins.values(), *states]:
+                self.progress.start_case(self._label(state), self.settings.budget_s)
+            return counted.run_all(self, states, twins)
         paired = {id(x) for link in self.links for x in (link.a, link.b)}
         for state in [*self.baseline_states, *states]:
             self.progress.start_case(self._label(state), self.settings.budget_s)
@@ -282,6 +288,19 @@ class PairedRunner(Runner):
             for state in self.baseline_states:
                 state.bench.stop_reason = state.bench.stop_reason or "interrupted"
         return out
+
+    def _plan(self, state: CaseState, layout: dict[str, int]) -> dict[str, Any]:
+        """A worker's plan (:meth:`Runner._plan`); a counted worker of the baseline's code
+        (``--count`` with ``--compare-to REF``) imports the baseline's file, its checkout's
+        folders in place of this one's on ``sys.path``."""
+        plan = super()._plan(state, layout)
+        if self.settings.count and self.baseline is not None:
+            if any(state is s for s in self.baseline_states):
+                plan.update(
+                    file=str(Path(self.baseline.file).resolve()),
+                    redirect=[self.baseline.current_root, self.baseline.root],
+                )
+        return plan
 
     def _pair_plan(
         self, link: PairLink, layout: dict[str, int]

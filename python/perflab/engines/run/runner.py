@@ -226,7 +226,7 @@ class SubprocessBackend:
                 outcome.wall_s = time.monotonic() - start
                 err.seek(0)
                 outcome.stderr = err.read()[-4000:].decode(errors="replace")
-                outcome.counts = counted.finish(counting)
+                outcome.counts = counted.finish(counting, outcome.events)
         return outcome
 
 
@@ -431,11 +431,11 @@ class Runner:
             **fields,
         )
 
-    def _prepare(self, state: CaseState) -> tuple[Process, dict[str, Any]]:
-        """The next worker of ``state``: its layout drawn, its record appended, its plan."""
-        layout = self.layouts.next().to_dict() if self.layouts else {}
-        if self.settings.count and not layout:  # counted: the hash seed is always fixed
-            layout = counted.fixed_layout()
+    def _prepare(self, state: CaseState, layout: dict | None = None) -> tuple[Process, dict]:
+        """The next worker of ``state``: its layout drawn (or ``layout``, another process's:
+        a counted baseline's twin), its record appended, its plan."""
+        drawn = self.layouts.next().to_dict() if self.layouts and layout is None else {}
+        layout = layout or drawn or (counted.fixed_layout() if self.settings.count else {})
         proc = self._new_process(layout)
         self._next_index += 1
         state.bench.processes.append(proc)
