@@ -121,7 +121,9 @@ def test_a_small_machine_still_gets_a_floor_of_the_capacity() -> None:
     # ... or a backlog the server left while perflab was late
     behind = summarize_steps([step(1000.0, cpu=0.97, unfinished=5)])
     assert behind[0].verdict == "generator-limited"
-    assert sweep_table(swept("t", behind)).footnotes[0] == "capacity estimate: none — no step was ok"
+    assert (
+        sweep_table(swept("t", behind)).footnotes[0] == "capacity estimate: none — no step was ok"
+    )
 
 
 def test_a_generator_limited_lightest_step_is_not_called_saturated() -> None:
