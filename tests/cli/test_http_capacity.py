@@ -136,7 +136,9 @@ def test_achieved_never_exceeds_the_closed_loop_capacity(
     # The light step is ok. On a machine that other programs keep busy, perflab's timer
     # can wake a few ms late once in a hundred requests: it then says so (generator-
     # limited, "sent late") rather than ok; the server's side must still be clean.
-    assert not saturation_reasons(light), table
+    # (a perflab that sent late also leaves fewer requests inside the step's window, so an
+    # achieved share under 95% is then perflab's doing: seen at load 10, p99 send lag 55 ms)
+    assert light.verdict == "generator-limited" or not saturation_reasons(light), table
     assert light.verdict == "ok" or (
         light.verdict == "generator-limited"
         and not engine_busy(light)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +17,7 @@ from perflab.engines.http.steps import step_from_raw
 from perflab.errors import UsageError
 from perflab.model import HttpStep
 from perflab.model.http_timeline import Timeline, shape_label
+from tests.conftest import ROOT
 from tests.engines.http.test_http import plan_for
 
 
@@ -136,3 +139,19 @@ def _json(step: HttpStep) -> dict:
     from perflab.model.json_form import json_types
 
     return json_types(step)
+
+
+@pytest.mark.parametrize("field", ["timeline", "shape"])
+def test_a_malformed_timeline_or_shape_is_one_error_line(
+    tmp_path: Path, perflab_cli: Any, field: str
+) -> None:
+    """A results file whose step holds a timeline or shape of the wrong type (found by the
+    mutation property test: ``"timeline": true`` was an internal error) is refused by the
+    schema with one line and exit 2."""
+    doc = json.loads((ROOT / "tests" / "golden" / "data" / "http-open.json").read_text())
+    doc["benchmarks"][0]["steps"][0][field] = True
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    done = perflab_cli("show", str(bad))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error: ") and len(done.stderr.strip().splitlines()) == 1
