@@ -26,10 +26,13 @@ def parent_spin():
 subprocess.run([sys.executable, "-c", "import child; child.child_spin()"], check=True)
 parent_spin()
 """
+# The child spins several times longer than the parent: py-spy looks for new child
+# processes now and then, and a busy machine (load 3.5, CI) once let a short child end
+# before it was found (the profile held the parent only).
 CHILD = """
 def child_spin():
     s = 0
-    for i in range(10_000_000):
+    for i in range(40_000_000):
         s += i
 """
 
