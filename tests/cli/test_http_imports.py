@@ -84,6 +84,9 @@ def test_http_never_loads_numpy_scipy_or_matplotlib(tmp_path: Path, serve, load)
     assert "perflab.analyze.http" in modules  # the run did analyse and print its step
     assert "perflab.history.record" in modules  # and recorded it in history
     assert [name for name in HEAVY if loaded(modules, name)] == []
+    # rich's emoji-name table: loaded only when a console looks codes up (make_console
+    # turns that off; the table, the progress lines and the footnotes print no emoji)
+    assert "rich.table" in modules and "rich._emoji_codes" not in modules
     # nor the benchmark-file authoring API that `import perflab` once loaded eagerly
     assert "perflab.engines.run.suite" not in modules
 
