@@ -152,11 +152,11 @@ def child_cpu() -> float:
 _UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}
 
 
-def wrk(url: str, seconds: int, connections: int) -> dict[str, float]:
-    """One `wrk -t1` run: requests/s, whole-process CPU per request, latency p99 (s)."""
+def wrk(url: str, seconds: int, connections: int, threads: int = 1) -> dict[str, float]:
+    """One `wrk -tTHREADS` run: requests/s, whole-process CPU per request, latency p99 (s)."""
     before = child_cpu()
     proc = subprocess.run(
-        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", url],
+        ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", url],
         check=True,
         capture_output=True,
         text=True,
