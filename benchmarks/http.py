@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import statistics
@@ -50,6 +49,7 @@ from common import (
     perflab_http_document,
     perflab_serve,
     sample_rss,
+    threads_problem,
     write_section,
     wrk,
 )
@@ -464,12 +464,8 @@ def main(argv: list[str]) -> int:
     for tool in ("nginx", "wrk"):
         if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists():
             sys.exit(f"{tool} is missing: run `make system-deps`")
-    if not 1 <= args.threads <= (os.cpu_count() or 1):  # perflab http refuses more
-        print(
-            f"error: --threads {args.threads}: perflab http runs 1 to {os.cpu_count()} "
-            "engine threads on this machine (one per core)",
-            file=sys.stderr,
-        )
+    if problem := threads_problem(args.threads):
+        print(problem, file=sys.stderr)
         return 2
     from http_wrk import section_name, wrk_text  # whole-process CPU per request (issue 30)
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import statistics
@@ -50,6 +49,7 @@ from common import (
     perflab_serve,
     ratio_ci,
     ratio_verdict,
+    threads_problem,
     write_section,
 )
 
@@ -292,12 +292,8 @@ def main(argv: list[str]) -> int:
         if not shutil.which(tool) and not Path(f"/usr/sbin/{tool}").exists():
             print(f"error: {tool} is not installed; run `make bench-deps`", file=sys.stderr)
             return 2
-    if not 1 <= args.threads <= (os.cpu_count() or 1):  # perflab http refuses more
-        print(
-            f"error: --threads {args.threads}: perflab http runs 1 to {os.cpu_count()} "
-            "engine threads on this machine (one per core)",
-            file=sys.stderr,
-        )
+    if problem := threads_problem(args.threads):
+        print(problem, file=sys.stderr)
         return 2
     compile_perflab()
     with nginx(http2=True) as url:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -47,6 +46,7 @@ from common import (
     nginx,
     ratio_ci,
     ratio_verdict,
+    threads_problem,
     write_section,
     wrk,
 )
@@ -237,12 +237,8 @@ def main(argv: list[str]) -> int:
         if not shutil.which(tool) and not Path(f"/usr/sbin/{tool}").exists():
             print(f"error: {tool} is not installed; run `make bench-deps`", file=sys.stderr)
             return 2
-    if not 1 <= args.threads <= (os.cpu_count() or 1):
-        print(
-            f"error: --threads {args.threads}: perflab http runs 1 to {os.cpu_count()} "
-            "engine threads on this machine (one per core)",
-            file=sys.stderr,
-        )
+    if problem := threads_problem(args.threads):
+        print(problem, file=sys.stderr)
         return 2
     command = f"python benchmarks/http_wrk.py {' '.join(argv)}".strip()
     with nginx() as url:
