@@ -186,6 +186,7 @@ def closed_lines(
         f"{cpu[1]:.2f}–{cpu[2]:.2f}): **{ratio_verdict(cpu[1], cpu[2], at_most=target)}**"
     )
     words = "one thread" if threads == 1 else f"{threads} threads (`-t{threads}` for h2load)"
+    engines = "the engine thread's" if threads == 1 else "the engine threads'"
     lines = [
         f"Command: `python benchmarks/http2.py {' '.join(sys.argv[1:])}` (a release build of "
         "perflab._core; perflab's modules byte-compiled first, as an install leaves them).",
@@ -202,11 +203,12 @@ def closed_lines(
         f"{us(med['perflab']['engine_cpu_per_request_s'])} |",
         f"| h2load | {med['h2load']['rate']:,.0f} | {us(med['h2load']['cpu_per_request_s'])} |",
         "",
-        f"perflab's CPU outside its engine thread (start-up, imports, analysis, output): "
+        f"perflab's CPU outside its engine thread{'s' if threads > 1 else ''} (start-up, "
+        "imports, analysis, output): "
         f"median {med['perflab']['outside_cpu_s'] * 1e3:,.0f} ms per run.",
         "",
         f"Paired ratios perflab / h2load: CPU per request {cpu[0]:.2f} "
-        f"({cpu[1]:.2f}–{cpu[2]:.2f}); the engine thread's alone {engine[0]:.2f} "
+        f"({cpu[1]:.2f}–{cpu[2]:.2f}); {engines} alone {engine[0]:.2f} "
         f"({engine[1]:.2f}–{engine[2]:.2f}); requests/s {rate[0]:.2f} "
         f"({rate[1]:.2f}–{rate[2]:.2f}).",
     ]
