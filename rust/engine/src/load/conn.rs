@@ -202,7 +202,7 @@ impl Default for Exchange {
 /// (once per read timeout at most), and when it fires at or after it the
 /// exchange has timed out, as `timeout` would have said. A deadline earlier
 /// than the armed one moves the timer back at once.
-async fn within<F: Future>(
+pub(super) async fn within<F: Future>(
     timer: &mut Pin<Box<tokio::time::Sleep>>,
     deadline: tokio::time::Instant,
     fut: F,

@@ -17,10 +17,11 @@
 //! up as errors.
 
 use std::cell::{Cell, RefCell};
+use std::pin::Pin;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use super::conn::{Connector, Exchange, Handshake, Outcome};
+use super::conn::{within, Connector, Exchange, Handshake, Outcome};
 use super::recorder::ErrorKind;
 use super::server_timing::Parsed;
 
@@ -101,6 +102,9 @@ pub struct MuxLane<S> {
     conn: Rc<MuxConn<S>>,
     timing: Parsed,
     joined: bool,
+    /// The read timeout's timer, kept from one exchange to the next
+    /// ([`within`]: no timer-wheel entry per request).
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl<S: Session> MuxLane<S> {
@@ -111,6 +115,7 @@ impl<S: Session> MuxLane<S> {
             conn: conn.clone(),
             timing: Parsed::default(),
             joined: true,
+            timer: None,
         }
     }
 
@@ -170,13 +175,19 @@ impl<S: Session> MuxLane<S> {
             let generation = self.conn.generation.get();
             ex.write_start = Instant::now();
             self.timing.clear();
+            let deadline = tokio::time::Instant::from_std(ex.write_start + read_timeout);
+            let mut timer = self
+                .timer
+                .take()
+                .unwrap_or_else(|| Box::pin(tokio::time::sleep_until(deadline)));
             let trip = session.round_trip(req, &mut ex, &mut self.timing);
-            let result = tokio::time::timeout(read_timeout, trip).await;
+            let result = within(&mut timer, deadline, trip).await;
+            self.timer = Some(timer);
             ex.end = Instant::now();
             match result {
-                Ok(Ok(status)) => ex.outcome = Outcome::Response(status),
-                Err(_) => ex.outcome = Outcome::Error(ErrorKind::ReadTimeout),
-                Ok(Err(f)) => {
+                Some(Ok(status)) => ex.outcome = Outcome::Response(status),
+                None => ex.outcome = Outcome::Error(ErrorKind::ReadTimeout),
+                Some(Err(f)) => {
                     if f.connection {
                         ex.closed |= self.conn.drop_if(generation);
                     }
