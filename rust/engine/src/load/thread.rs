@@ -493,6 +493,8 @@ fn count_connection_events(st: &mut State, ex: &Exchange) {
     c.connections_errored += u64::from(errored);
     st.open_streams += u64::from(ex.opened);
     st.open_streams -= u64::from(ex.closed);
+    // HTTP/2 lanes past a server's stream limit move to more connections.
+    c.connections_peak = c.connections_peak.max(st.open_streams);
 }
 
 /// Start an open-loop connection task: pre-opened (no first request) or
