@@ -2,6 +2,7 @@
 (issue 30, "Done when": HTTP/2).
 
 Usage: python benchmarks/http2.py [--rounds 5] [--seconds 5] [--co-seconds 32] [--only-cpu]
+       [--only-open]
 (needs nginx and h2load: `make bench-deps` installs them (Debian's nginx and
 nghttp2-client); use a release build of perflab._core: `make bench` does.)
 
@@ -266,7 +267,17 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="only the closed-loop CPU comparison with h2load (results/http2_h2load.md)",
     )
+    p.add_argument(
+        "--only-open",
+        action="store_true",
+        help="only the open loop, HTTP/2 beside HTTP/1.1 interleaved (results/http2_open.md; "
+        "benchmarks/http2_open.py, whose --rounds and --seconds it takes)",
+    )
     args = p.parse_args(argv)
+    if args.only_open:
+        import http2_open
+
+        return http2_open.main([a for a in argv if a != "--only-open"])
     for tool in ("nginx", "h2load"):
         if not shutil.which(tool) and not Path(f"/usr/sbin/{tool}").exists():
             print(f"error: {tool} is not installed; run `make bench-deps`", file=sys.stderr)

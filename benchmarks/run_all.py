@@ -31,6 +31,7 @@ SECTIONS = [
     "http_shapes",
     "http2",
     "http2_h2load",
+    "http2_open",
     "cluster",
     "cluster_stop",
     "compare",
