@@ -146,10 +146,13 @@ impl Dispatcher {
             // Grow the pool at once up to its initial size, then by at
             // most one connection per GROW_EVERY: a burst of due requests
             // (after a stall or a scheduling hiccup of this thread) should
-            // not open a connection per request.
+            // not open a connection per request. A new HTTP/2 (or HTTP/3)
+            // stream on an open connection opens none: it is added at once.
             let now = Instant::now();
             let live = ctx.live();
-            let may_grow = live < plan.prewarm.max(1) || now >= self.last_grow + GROW_EVERY;
+            let may_grow = live < plan.prewarm.max(1)
+                || now >= self.last_grow + GROW_EVERY
+                || ctx.next_lane_is_free();
             if live < plan.connections && may_grow {
                 spawn_open_conn(ctx, Some(ctx.issue(t)));
                 self.last_grow = now;

@@ -101,6 +101,11 @@ impl<S: Session> MuxConn<S> {
         self.lanes.get()
     }
 
+    /// True while the connection is open (a new lane can send at once).
+    pub fn is_open(&self) -> bool {
+        self.session.borrow().is_some()
+    }
+
     /// Drop the connection if it is still generation `generation`; true
     /// when this closed it.
     fn drop_if(&self, generation: u64) -> bool {
