@@ -271,13 +271,13 @@ def main(argv: list[str]) -> int:
         "--only-open",
         action="store_true",
         help="only the open loop, HTTP/2 beside HTTP/1.1 interleaved (results/http2_open.md; "
-        "benchmarks/http2_open.py, whose --rounds and --seconds it takes)",
+        "benchmarks/http2_open.py, whose options it takes)",
     )
-    args = p.parse_args(argv)
-    if args.only_open:
+    if "--only-open" in argv:
         import http2_open
 
         return http2_open.main([a for a in argv if a != "--only-open"])
+    args = p.parse_args(argv)
     for tool in ("nginx", "h2load"):
         if not shutil.which(tool) and not Path(f"/usr/sbin/{tool}").exists():
             print(f"error: {tool} is not installed; run `make bench-deps`", file=sys.stderr)

@@ -1,11 +1,11 @@
 """Open loop over HTTP/2 beside HTTP/1.1 at the same rate, interleaved (issue 30,
 "Done when": HTTP/2, open loop: achieved within 0.5% of offered, send-lag p99 ≤ 1 ms).
 
-Usage: python benchmarks/http2_open.py [--rounds 4] [--seconds 6]
-   or: python benchmarks/http2.py --only-open [--rounds 4] [--seconds 6]
+Usage: python benchmarks/http2_open.py [--rounds 4] [--seconds 6] [--section http2_open]
+   or: python benchmarks/http2.py --only-open [--rounds 4] [--seconds 6] [--section ...]
 (needs nginx: `make bench-deps`; a release build of perflab._core: `make bench` does.)
 
-Writes benchmarks/results/http2_open.md. Two private nginx (`return 200`, one worker
+Writes benchmarks/results/http2_open.md (or SECTION.md). Two private nginx (`return 200`, one worker
 each, the same configuration): one speaks HTTP/1.1, the other HTTP/2 with prior
 knowledge (h2c; Debian's nginx 1.22 cannot serve both on one plain port). Each round
 runs `perflab http --rate R --threads 1` against each, the order alternating, so both
@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -118,7 +119,8 @@ def open_report(rows: list[dict[str, dict[str, Any]]], argv: list[str]) -> str:
     achieved, lag = med["h2"]["achieved"], med["h2"]["send_lag_ms"]
     gap = ratio_verdict(ratio[1], ratio[2], at_most=1.0)
     lines = [
-        "## HTTP/2 open loop beside HTTP/1.1, interleaved (issue 30)",
+        f"## HTTP/2 open loop beside HTTP/1.1, interleaved, load average "
+        f"{min(loads):.1f}–{max(loads):.1f} (issue 30)",
         "",
         f"Command: `python benchmarks/http2_open.py {' '.join(argv)}` (a release build of "
         "perflab._core).",
@@ -156,16 +158,25 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--seconds", type=int, default=6)
+    p.add_argument(
+        "--section",
+        default="http2_open",
+        help="the results file's name, results/SECTION.md (e.g. http2_open_loaded for a run "
+        "kept beside the quiet one)",
+    )
     args, _ = p.parse_known_args(argv)
     if args.rounds < 2 or args.seconds < 1:
         print("error: --rounds must be at least 2 and --seconds at least 1", file=sys.stderr)
+        return 2
+    if not re.fullmatch(r"http2_open[a-z0-9_]*", args.section):
+        print("error: --section must start with http2_open (letters, digits, _)", file=sys.stderr)
         return 2
     if not shutil.which("nginx") and not Path("/usr/sbin/nginx").exists():
         print("error: nginx is not installed; run `make bench-deps`", file=sys.stderr)
         return 2
     compile_perflab()
     rows = interleaved(args.rounds, args.seconds)
-    write_section("http2_open", open_report(rows, argv))
+    write_section(args.section, open_report(rows, argv))
     return 0
 
 

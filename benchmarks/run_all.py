@@ -32,6 +32,7 @@ SECTIONS = [
     "http2",
     "http2_h2load",
     "http2_open",
+    "http2_open_loaded",
     "cluster",
     "cluster_stop",
     "compare",
