@@ -101,9 +101,13 @@ impl<S: Session> MuxConn<S> {
         self.lanes.get()
     }
 
-    /// True while the connection is open (a new lane can send at once).
-    pub fn is_open(&self) -> bool {
-        self.session.borrow().is_some()
+    /// True while the connection is open and has a free stream (a new
+    /// lane can send on it at once).
+    pub fn has_free_stream(&self) -> bool {
+        self.session
+            .borrow()
+            .as_ref()
+            .is_some_and(Session::has_free_stream)
     }
 
     /// Drop the connection if it is still generation `generation`; true

@@ -272,15 +272,15 @@ impl Ctx {
     }
 
     /// HTTP/2 and HTTP/3: a new lane would join a connection that is open
-    /// and has room for it, so adding it opens no connection.
+    /// and has a free stream for it, so adding it opens no connection.
     pub fn next_lane_is_free(&self) -> bool {
         let st = self.st.borrow();
-        let open = match self.shared.protocol {
+        let free = match self.shared.protocol {
             Protocol::Http1 => false,
-            Protocol::Http2 => st.h2_conn.as_ref().is_some_and(|c| c.is_open()),
-            Protocol::Http3 => st.h3_conn.as_ref().is_some_and(|c| c.is_open()),
+            Protocol::Http2 => st.h2_conn.as_ref().is_some_and(|c| c.has_free_stream()),
+            Protocol::Http3 => st.h3_conn.as_ref().is_some_and(|c| c.has_free_stream()),
         };
-        open && st.h2_joined < self.shared.streams
+        free && st.h2_joined < self.shared.streams
     }
 
     /// Count a request intended at `t` as handed to a connection.
