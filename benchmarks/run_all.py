@@ -29,7 +29,6 @@ SECTIONS = [
     "http_wrk",
     "http_capacity",
     "http_shapes",
-    "http2",
     "http2_h2load",
     "http2_open",
     "http2_open_loaded",
