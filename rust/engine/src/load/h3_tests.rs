@@ -144,16 +144,19 @@ fn stall_shows_in_latency_from_intended_time_over_quic() {
     let s = run_one(&c);
     assert_balanced(&s, &c);
     let lat = summarize(&s.recorder.histograms.latency);
-    let svc = summarize(&s.recorder.histograms.service_time);
+    let service = &s.recorder.histograms.service_time;
     // Half the step is stalled, 150 ms left on average: latency from the
     // intended time averages about 75 ms, while only requests in flight
-    // when a stall began saw it in their service time.
+    // when a stall began saw it in their service time: one per connection
+    // per stall at most (2 × the up to 3 stalls the run meets; a busy
+    // machine can leave 4 of the ≈ 400 there, so no percentile is asserted).
     assert!(
         (55_000.0..95_000.0).contains(&lat.mean_us),
         "latency {lat:?}"
     );
     assert!(lat.p90_us > 200_000, "latency {lat:?}");
-    assert!(svc.p99_us < 50_000, "service {svc:?}");
+    let stalled = service.count_between(50_000, service.max().max(50_000));
+    assert!(stalled <= 6, "{stalled} stalled: {:?}", summarize(service));
     assert_eq!(s.recorder.counters.failures, 0);
 }
 
