@@ -88,10 +88,14 @@ async fn serve_h3(incoming: quinn::Incoming, ctx: Arc<Ctx>, id: u64) {
     else {
         return;
     };
-    // The connection's request streams run in this task, not one task each:
-    // a tokio task is a 128-byte-aligned allocation (posix_memalign, past
-    // glibc's thread cache, consolidating its fast bins on every stream),
-    // which cost about a tenth of the server's CPU per request.
+    // The connection's request streams run in this task, not one task each
+    // (docs/http.md, "HTTP/3's QUIC settings"): a tokio task is a
+    // 128-byte-aligned allocation (posix_memalign, past glibc's thread
+    // cache), and each stream task woke quinn's connection driver, which
+    // tokio ran next, so it sent a packet every two or three responses.
+    // Here the responses of one wake-up leave together: serve's CPU per
+    // request fell from 10.5 to about 6 µs, its sendmsg calls from 0.43 to
+    // 0.13 per request.
     let ctx: &Ctx = &ctx;
     let mut streams = FuturesUnordered::new();
     let mut n = 0u64;
