@@ -5,9 +5,9 @@
 //! closed loop and the open-loop dispatcher drive HTTP/3 exactly as they
 //! drive HTTP/1.1 connections and HTTP/2 streams.
 //!
-//! Each connection has its own UDP socket (a quinn client endpoint bound to
-//! an ephemeral port), as each HTTP/1.1 and HTTP/2 connection has its own
-//! TCP socket. QUIC is always encrypted (TLS 1.3, ALPN `h3`): the URL is
+//! An engine thread's connections share one UDP socket (a quinn client
+//! endpoint bound to an ephemeral port, [`thread_endpoint`]); QUIC tells
+//! them apart by connection ID. QUIC is always encrypted (TLS 1.3, ALPN `h3`): the URL is
 //! https, and `--insecure` skips the certificate check as it does for TCP.
 //!
 //! Phases: QUIC has no separate connect; the QUIC handshake (Initial to
@@ -20,6 +20,7 @@
 //! `bytes_in`/`bytes_out` count the bodies (QPACK headers and QUIC framing
 //! are shared by the connection's requests).
 
+use std::cell::RefCell;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
@@ -89,6 +90,42 @@ pub struct H3Session {
     _endpoint: quinn::Endpoint,
 }
 
+thread_local! {
+    /// This thread's client endpoints (IPv4, IPv6), each with the runtime
+    /// its driver task runs on.
+    static ENDPOINTS: RefCell<[Option<(tokio::runtime::Id, quinn::Endpoint)>; 2]> =
+        const { RefCell::new([None, None]) };
+}
+
+/// The QUIC client endpoint (one UDP socket on an ephemeral port) that this
+/// engine thread's connections to `addr`'s address family share: its driver
+/// reads every connection's datagrams in one `recvmmsg` batch, where one
+/// endpoint per connection made a wake-up, an `epoll_wait` turn and a
+/// `recvmmsg` per connection. Made on first use in each tokio runtime
+/// (an endpoint's driver task lives in the runtime that made it).
+///
+/// # Errors
+/// The socket could not be bound.
+fn thread_endpoint(addr: SocketAddr) -> std::io::Result<quinn::Endpoint> {
+    let runtime = tokio::runtime::Handle::current().id();
+    let family = usize::from(addr.is_ipv6());
+    ENDPOINTS.with(|cell| {
+        let mut endpoints = cell.borrow_mut();
+        if let Some((id, endpoint)) = &endpoints[family] {
+            if *id == runtime {
+                return Ok(endpoint.clone());
+            }
+        }
+        let local: SocketAddr = match addr {
+            SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
+            SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+        };
+        let endpoint = quinn::Endpoint::client(local)?;
+        endpoints[family] = Some((runtime, endpoint.clone()));
+        Ok(endpoint)
+    })
+}
+
 /// Open a QUIC connection to the connector's address and the HTTP/3
 /// session on it, within the connect timeout.
 ///
@@ -101,11 +138,7 @@ async fn connect(connector: &Connector) -> Result<(H3Session, Handshake), ErrorK
         return Err(ErrorKind::Other);
     };
     let start = Instant::now();
-    let local: SocketAddr = match connector.addr {
-        SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
-        SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
-    };
-    let endpoint = quinn::Endpoint::client(local).map_err(|e| ErrorKind::from_io(&e))?;
+    let endpoint = thread_endpoint(connector.addr).map_err(|e| ErrorKind::from_io(&e))?;
     let connecting = endpoint
         .connect_with(config.clone(), connector.addr, name)
         .map_err(|_| ErrorKind::Other)?;
@@ -254,6 +287,27 @@ mod tests {
         assert_eq!(conn.lanes(), 0);
         let tls = super::super::tls::client_config_alpn(true, &[b"h3"]).unwrap();
         assert!(quic_client_config(tls).is_ok());
+    }
+
+    #[test]
+    fn a_thread_shares_one_endpoint_per_runtime() {
+        let addr: SocketAddr = "127.0.0.1:443".parse().unwrap();
+        let runtime = || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+        };
+        let local = |rt: &tokio::runtime::Runtime| {
+            rt.block_on(async { thread_endpoint(addr).unwrap().local_addr().unwrap() })
+        };
+        let first = runtime();
+        let a = local(&first);
+        assert_eq!(local(&first), a, "one socket for the runtime's connections");
+        // A new runtime gets its own endpoint (the first one's driver lives
+        // in the first runtime, whose socket is still bound: a new port).
+        let second = runtime();
+        assert_ne!(local(&second), a);
     }
 
     #[test]
