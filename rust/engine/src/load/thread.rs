@@ -395,9 +395,10 @@ impl Ctx {
         self.st.borrow_mut().idle.pop()
     }
 
-    /// Mark an open-loop connection idle and wake the dispatcher.
-    fn make_idle(&self, slot: &Rc<Slot>) {
-        self.st.borrow_mut().idle.push(slot.clone(), Instant::now());
+    /// Mark an open-loop connection idle since `since` (its last
+    /// exchange's end: no clock read per request) and wake the dispatcher.
+    fn make_idle(&self, slot: &Rc<Slot>, since: Instant) {
+        self.st.borrow_mut().idle.push(slot.clone(), since);
         self.idle_notify.notify_one();
     }
 
@@ -535,7 +536,7 @@ async fn open_conn(ctx: Rc<Ctx>, slot: Rc<Slot>, prewarm: bool) {
         // counted) by the first real request.
         let opened = conn.open(&ctx.shared.connector).await;
         ctx.prewarmed(opened);
-        ctx.make_idle(&slot);
+        ctx.make_idle(&slot, Instant::now());
     }
     while let Some(req) = slot.take().await {
         let (h1, h2) = ctx.next_request();
@@ -543,7 +544,7 @@ async fn open_conn(ctx: Rc<Ctx>, slot: Rc<Slot>, prewarm: bool) {
             .exchange(&ctx.shared.connector, h1, h2, ctx.shared.read_timeout)
             .await;
         ctx.record(req, &ex, conn.server_timing(), true);
-        ctx.make_idle(&slot);
+        ctx.make_idle(&slot, ex.end);
     }
     ctx.conn_closed(conn.close());
 }
