@@ -34,6 +34,8 @@ SECTIONS = [
     "http2_h2load",
     "http2_h2load_t2",
     "http2_h2load_t4",
+    "http2_open",
+    "http2_open_loaded",
     "cluster",
     "cluster_stop",
     "compare",
