@@ -24,6 +24,7 @@ import datetime as dt
 import json
 import math
 import sqlite3
+import weakref
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -165,6 +166,10 @@ class Store:
         if legacy is None and create:
             legacy = claim.create(self.path, _build)
         self.db = self._connect(create)
+        # closed at exit too, even by a caller that never calls close(): the console
+        # script exits without the interpreter's teardown (cli.run), and an unclosed
+        # WAL database leaves its -wal and -shm files beside it
+        self._closer = weakref.finalize(self, self.db.close)
         try:
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             self.db.execute("PRAGMA foreign_keys = ON")
@@ -198,6 +203,9 @@ class Store:
             return db
         except sqlite3.OperationalError:
             db.close()
+        except BaseException:  # malformed, not a database…: closed here, never left open
+            db.close()
+            raise
         from urllib.parse import quote
 
         uri = f"file:{quote(str(self.path.absolute()))}?immutable=1"
@@ -211,7 +219,7 @@ class Store:
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
-        self.db.close()
+        self._closer()
 
     @property
     def version(self) -> int:
