@@ -219,7 +219,11 @@ impl<S: Session> MuxLane<S> {
                 continue;
             }
             let generation = self.conn.generation.get();
-            ex.write_start = Instant::now();
+            // The exchange's start (one clock read) is the deadline's base
+            // unless a connect or a refused attempt came first.
+            if ex.opened || attempt > 0 {
+                ex.write_start = Instant::now();
+            }
             self.timing.clear();
             let deadline = tokio::time::Instant::from_std(ex.write_start + read_timeout);
             let mut timer = self
