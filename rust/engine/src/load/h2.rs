@@ -230,14 +230,17 @@ impl Session for H2Session {
     /// stream; the connection task, on the same thread, writes it at its
     /// next poll.
     async fn round_trip(
-        self,
+        &mut self,
         req: &H2Request,
         ex: &mut Exchange,
         timing: &mut Parsed,
     ) -> Result<u16, Failure> {
         let _stream = InUse::new(&self.in_use);
-        let mut send = self.send.ready().await.map_err(|e| classify(&e))?;
-        let (response, mut body_out) = send
+        std::future::poll_fn(|cx| self.send.poll_ready(cx))
+            .await
+            .map_err(|e| classify(&e))?;
+        let (response, mut body_out) = self
+            .send
             .send_request(req.build(), req.body.is_empty())
             .map_err(|e| classify(&e))?;
         ex.write_start = Instant::now();

@@ -57,12 +57,14 @@ pub trait Session: Clone {
     }
 
     /// Send `req` on a new stream and read the whole response: fill in
-    /// `ex`'s bytes and first byte and `timing` from `Server-Timing`.
+    /// `ex`'s bytes and first byte and `timing` from `Server-Timing`. Each
+    /// lane calls it on its own handle of the connection (a clone made once
+    /// per connection, not per request).
     ///
     /// # Errors
     /// The [`Failure`].
     async fn round_trip(
-        self,
+        &mut self,
         req: &Self::Request,
         ex: &mut Exchange,
         timing: &mut Parsed,
@@ -123,6 +125,10 @@ pub struct MuxLane<S> {
     conn: Rc<MuxConn<S>>,
     timing: Parsed,
     joined: bool,
+    /// This lane's handle of its connection and the connection's generation
+    /// when it was cloned: a clone per request would cost the protocol's
+    /// shared-state bookkeeping (h2: a lock and two atomic counts) twice.
+    session: Option<(u64, S)>,
     /// The read timeout's timer, kept from one exchange to the next
     /// ([`within`]: no timer-wheel entry per request).
     timer: Option<Pin<Box<tokio::time::Sleep>>>,
@@ -136,6 +142,7 @@ impl<S: Session> MuxLane<S> {
             conn: conn.clone(),
             timing: Parsed::default(),
             joined: true,
+            session: None,
             timer: None,
         }
     }
@@ -208,9 +215,15 @@ impl<S: Session> MuxLane<S> {
                     return ex;
                 }
             }
-            let Some(session) = self.conn.session.borrow().clone() else {
-                ex.outcome = Outcome::Error(ErrorKind::Reset);
-                break;
+            let generation = self.conn.generation.get();
+            let session = match (&mut self.session, &*self.conn.session.borrow()) {
+                (Some((g, s)), Some(_)) if *g == generation => s,
+                (_, None) => {
+                    self.session = None;
+                    ex.outcome = Outcome::Error(ErrorKind::Reset);
+                    break;
+                }
+                (mine, Some(s)) => &mut mine.insert((generation, s.clone())).1,
             };
             // A connection this exchange opened is used whatever its limit,
             // so one exchange opens at most one connection.
@@ -218,7 +231,6 @@ impl<S: Session> MuxLane<S> {
                 ex.closed |= self.spill();
                 continue;
             }
-            let generation = self.conn.generation.get();
             // The exchange's start (one clock read) is the deadline's base
             // unless a connect or a refused attempt came first.
             if ex.opened || attempt > 0 {
@@ -239,6 +251,9 @@ impl<S: Session> MuxLane<S> {
                 None => ex.outcome = Outcome::Error(ErrorKind::ReadTimeout),
                 Some(Err(f)) => {
                     if f.connection {
+                        // other lanes let go of their handles at their next
+                        // exchange, which finds the connection gone
+                        self.session = None;
                         ex.closed |= self.conn.drop_if(generation);
                     }
                     ex.outcome = Outcome::Error(f.kind);
@@ -263,6 +278,7 @@ impl<S: Session> MuxLane<S> {
         }
         let left = self.conn.lanes.get().saturating_sub(1);
         self.conn.lanes.set(left);
+        self.session = None;
         left == 0 && self.conn.session.borrow_mut().take().is_some()
     }
 }
