@@ -258,7 +258,7 @@ class Store:
         Raises:
             sqlite3.Error: the insert failed (nothing of the run is kept).
         """
-        import hashlib
+        from perflab.digest import sha256
 
         recorded = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         tags = sorted({t[:MAX_TAG_CHARS] for t in record.tags})[:MAX_TAGS]
@@ -280,7 +280,7 @@ class Store:
                     record.hostname,
                     json.dumps(record.command_line),
                     record.results_path,
-                    hashlib.sha256(record.document).hexdigest(),
+                    sha256(record.document).hexdigest(),
                     len(record.document),
                     len({r.bench for r in record.rows}),
                 ),
