@@ -29,11 +29,14 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perflab.errors import UsageError
 from perflab.history import claim
-from perflab.model.history import RunInfo, SummaryRow, TrendPoint
+from perflab.model.summary_row import SummaryRow
+
+if TYPE_CHECKING:
+    from perflab.model.history import RunInfo, TrendPoint
 
 SCHEMA_VERSION = 2
 #: Migration scripts: MIGRATIONS[v] takes a database from version v to v + 1.
@@ -258,7 +261,7 @@ class Store:
         Raises:
             sqlite3.Error: the insert failed (nothing of the run is kept).
         """
-        import hashlib
+        from perflab.digest import sha256
 
         recorded = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         tags = sorted({t[:MAX_TAG_CHARS] for t in record.tags})[:MAX_TAGS]
@@ -280,7 +283,7 @@ class Store:
                     record.hostname,
                     json.dumps(record.command_line),
                     record.results_path,
-                    hashlib.sha256(record.document).hexdigest(),
+                    sha256(record.document).hexdigest(),
                     len(record.document),
                     len({r.bench for r in record.rows}),
                 ),
@@ -330,6 +333,8 @@ class Store:
     def _info(row: Sequence[Any], argvs: dict[str, list[str]] | None = None) -> RunInfo:
         """A RunInfo from the :data:`_RUN_COLUMNS` of one row; ``argvs`` memoises parsed
         command lines (runs of one benchmark mostly share theirs)."""
+        from perflab.model.history import RunInfo  # here: recording a run never lists one
+
         text = row[9]
         argv = argvs.get(text) if argvs is not None else None
         if argv is None:
@@ -497,6 +502,8 @@ class Store:
             sql += " AND r.id < ?"
             params.append(before)
         sql += " ORDER BY COALESCE(r.git_time, r.created), r.created, r.id"
+        from perflab.model.history import TrendPoint
+
         out, argvs = [], {}  # type: ignore[var-annotated]
         for row in self.db.execute(sql, params):
             b, m, u, v, lo, hi, n, f = row[15:]

@@ -7,7 +7,6 @@ groups, commands, URLs): it is escaped here for each output by
 
 from __future__ import annotations
 
-import csv
 import io
 import os
 import sys
@@ -314,6 +313,8 @@ def markdown(tables: Sequence[Table]) -> str:
 def csv_text(rows: Sequence[dict[str, Any]]) -> str:
     """CSV of flat records (numbers in base units, shortest exact form), header from the
     union of keys; text cells guarded against spreadsheet formulas."""
+    import csv  # here: only --format csv needs it, not every table's start-up
+
     columns = list(dict.fromkeys(k for row in rows for k in row))
     buffer = io.StringIO()
     writer = csv.DictWriter(
