@@ -30,12 +30,6 @@ mod valgrind;
 
 use pyo3::prelude::*;
 
-/// Every Rust allocation of the module (never Python's: the interpreter keeps its
-/// own allocators): mimalloc, thread-local free lists instead of glibc's arenas, for
-/// the load engine's per-request allocations (see Cargo.toml).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// The module table: each binding module adds its functions and classes.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
