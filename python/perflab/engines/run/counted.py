@@ -12,6 +12,7 @@ has ended, :func:`finish` reads the totals of its dumps and removes the dir, and
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections.abc import Sequence
 from typing import Any
@@ -62,6 +63,14 @@ def plan_entry(
         "iterations": None,
         "dir": None,
     }
+
+
+def worker_argv(plan: dict[str, Any]) -> list[str]:
+    """The command of perflab's own worker for ``plan``: the lean counted worker
+    (:mod:`perflab.engines.run.counted_worker`: little history before its samples) when
+    the plan counts, else the timed worker (:mod:`perflab.engines.run.worker`)."""
+    module = "counted_worker" if plan.get("count") else "worker"
+    return [sys.executable, "-P", "-m", f"perflab.engines.run.{module}"]
 
 
 def start(plan: dict[str, Any], argv: Sequence[str]) -> tuple[list[str], Any]:
@@ -189,6 +198,7 @@ def counts_record(
         gc_enabled=started.get("gc_enabled"),
         gc_threshold=started.get("gc_threshold"),
         gc_collections=counted.get("gc_collections"),
+        type_cache_cleared=started.get("type_cache_cleared"),
         aslr_off=bool(callgrind.no_aslr_prefix()),
         valgrind=valgrind,
     )
