@@ -66,7 +66,7 @@ class Core:
         if label == "perflab:sample:0":
             log.append(sorted(sys.modules))
 counting._core = lambda: Core()
-counting._own_dump_ir = lambda folder, reason: 30_000_000  # one call a sample
+counting._own_dump_ir = lambda folder, reason, part: 30_000_000  # one call a sample
 events = []
 plan = json.loads(sys.argv[1])
 result, metrics = counted_worker.count_case(plan, lambda e, **f: events.append(e))
@@ -221,7 +221,7 @@ def test_a_worker_reads_its_own_dump_as_the_parent_does(tmp_path: Path) -> None:
         _core.callgrind_start_instrumentation()
         counted_loop(lambda: sum(range(500)), 10, "calibrate")
         _core.callgrind_stop_instrumentation()
-        print(_own_dump_ir({str(tmp_path)!r}, "calibrate"))
+        print(_own_dump_ir({str(tmp_path)!r}, "calibrate", 1))
         """
     )
     argv = [*callgrind.valgrind_command(tmp_path), sys.executable, "-c", script]
@@ -231,3 +231,10 @@ def test_a_worker_reads_its_own_dump_as_the_parent_does(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     parent = callgrind.dumps_by_reason(callgrind.read_dumps(tmp_path))["calibrate"]
     assert int(done.stdout.split()[-1]) == parent.events["Ir"] > 0
+
+
+@pytest.mark.parametrize("plan", [{}, {"file": "b.py", "count": {"dir": "/tmp/x", "samples": 3}}])
+def test_the_plans_text_is_as_long_whatever_the_pipes_number(plan: dict) -> None:
+    texts = [counted.plan_text(plan, fd) for fd in (3, 9, 10, 123, 65535)]
+    assert len({len(t) for t in texts}) == 1
+    assert [json.loads(t) for t in texts] == [{"fd": fd, **plan} for fd in (3, 9, 10, 123, 65535)]

@@ -146,18 +146,19 @@ def header_ir(header: bytes, reason: str) -> int | None:
     return int(values[names.index(b"Ir")])
 
 
-def _own_dump_ir(out_dir: str, reason: str) -> int | None:
-    """Ir of this process's dump named ``reason``, read back from the header of
-    Callgrind's file (``callgrind.out.<pid>.<part>``, written synchronously at the
-    dump), or None when it is not there."""
-    prefix = f"callgrind.out.{os.getpid()}."
-    for name in os.listdir(out_dir):
-        if name.startswith(prefix):
-            with open(os.path.join(out_dir, name), "rb") as handle:
-                found = header_ir(handle.read(HEADER_BYTES), reason)
-            if found is not None:
-                return found
-    return None
+def _own_dump_ir(out_dir: str, reason: str, part: int) -> int | None:
+    """Ir of this process's dump named ``reason``, the ``part``-th it made (Callgrind
+    numbers them from 1), read back from the header of Callgrind's file
+    (``callgrind.out.<pid>.<part>``, written synchronously at the dump), or None when it
+    is not there. The file is opened by its name, not found by listing the folder: the
+    listing's order (by the names, i.e. the pid) would change which files are read, and
+    so what the process allocates, before its samples."""
+    name = os.path.join(out_dir, f"callgrind.out.{os.getpid()}.{part}")
+    try:
+        with open(name, "rb") as handle:
+            return header_ir(handle.read(HEADER_BYTES), reason)
+    except OSError:
+        return None
 
 
 def _warm_up(call: Callable[[], Any], empty: Callable[[], Any], n: int, done: int) -> int:
@@ -220,7 +221,7 @@ def count_call(
     core.callgrind_dump_stats(DUMP_PREFIX + "cold")
     core.callgrind_stop_instrumentation()
     n = spec.get("iterations") or plan.get("iterations")
-    guess = n or calls_for(_own_dump_ir(spec["dir"], "cold") or 1)
+    guess = n or calls_for(_own_dump_ir(spec["dir"], "cold", 1) or 1)
     warmed = _warm_up(call, empty, guess, 0)
     collections0 = sum(s["collections"] for s in gc.get_stats())
     core.callgrind_start_instrumentation()
@@ -230,7 +231,7 @@ def count_call(
         # read uncounted: functions entered while counting, still on the stack at the
         # next zeroing, would put their costs in the next dump's per-function totals
         core.callgrind_stop_instrumentation()
-        n = calls_for((_own_dump_ir(spec["dir"], "calibrate") or guess) / guess)
+        n = calls_for((_own_dump_ir(spec["dir"], "calibrate", 2) or guess) / guess)
         if n == guess:  # it is a sample like the others: kept as the first
             reasons.append("calibrate")
         else:  # another n: warm up to it (uncounted) and count every sample anew

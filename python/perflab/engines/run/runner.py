@@ -187,7 +187,7 @@ class SubprocessBackend:
         outcome = Outcome()
         start = time.monotonic()
         argv, counting = counted.start(plan, self.argv or counted.worker_argv(plan))
-        text = json.dumps({**plan, "fd": write_fd})
+        text = counted.plan_text(plan, write_fd)
         env = _worker_env(plan.get("layout"), self.pythonpath) | (
             {self.plan_env: text} if self.plan_env else {}
         )
