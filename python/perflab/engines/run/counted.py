@@ -20,6 +20,7 @@ from typing import Any
 
 from perflab.engines import callgrind
 from perflab.engines.callgrind_profile import instruction_stacks
+from perflab.engines.layout import from_environment
 from perflab.model.counts import Counts
 from perflab.model.profile import Profile, bounded
 
@@ -236,6 +237,17 @@ def concurrency(jobs: int, processes: int, cpus: int | None = None) -> int:
     return max(1, min(jobs, max(cpus, processes)))
 
 
+def case_layouts(seed: int | None, bench_id: str, count: int) -> list[dict[str, int]]:
+    """The layouts of a benchmark's ``count`` counted processes: drawn from the run's
+    seed (None: 0) and the benchmark's id, so that they do not depend on which other
+    benchmarks the run counts, nor on the order its processes are prepared in. (Drawn
+    from one stream for the whole run, in the rounds' shuffled order, a benchmark got
+    other layouts in every run: json_roundtrip's Ir per op moved 0.69% over 10 runs of
+    the same command, each layout's count repeating to the instruction.)"""
+    draws = from_environment(f"{0 if seed is None else seed}/{bench_id}")
+    return [draws.next().to_dict() for _ in range(count)]
+
+
 def run_all(runner: Any, states: Sequence[Any], twins: dict[int, Any] | None = None) -> None:
     """Run every counted worker of ``states`` (``count_processes`` each), up to
     :func:`concurrency` at a time: an instruction count does not depend on what else the
@@ -244,8 +256,9 @@ def run_all(runner: Any, states: Sequence[Any], twins: dict[int, Any] | None = N
     Ctrl-C (or SIGTERM, which perflab turns into it) kills the running workers and
     starts no more: what was counted is kept. The processes are prepared in the order
     the timed rounds use (round after round, the
-    states shuffled by the runner's generator), so process k of a run gets the same
-    layout whatever order the workers finish in, and a run repeats its layouts exactly.
+    states shuffled by the runner's generator); process k of a benchmark gets layout k
+    of :func:`case_layouts`, whatever order the workers run in and whatever else the run
+    counts, so a run repeats its layouts exactly.
 
     Args:
         runner: the :class:`perflab.engines.run.runner.Runner` (its ``_prepare``,
@@ -262,11 +275,14 @@ def run_all(runner: Any, states: Sequence[Any], twins: dict[int, Any] | None = N
     from concurrent.futures import ThreadPoolExecutor
 
     jobs = []
-    for _ in range(runner.settings.count_processes):
+    n = runner.settings.count_processes
+    own = {id(s): case_layouts(runner.settings.seed, s.bench.id, n) for s in states}
+    for k in range(n):
         order = list(states)
         runner.rng.shuffle(order)
         for state in order:
-            prepared = runner._prepare(state)
+            layout = own[id(state)][k] if runner.layouts is not None else None
+            prepared = runner._prepare(state, layout)
             jobs.append((state, prepared))
             twin = (twins or {}).get(id(state))
             if twin is not None:
