@@ -206,3 +206,31 @@ def load_agents():  # type: ignore[no-untyped-def]
         return out
 
     return run
+
+
+#: How long the test process may take to exit after its last test before it is called hung.
+EXIT_WATCH_S = 600
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Name what would keep the test process from exiting, and never let it hang.
+
+    Python waits at exit for every non-daemon thread. One left running by a test or a
+    library (Ray's driver, an executor) would hang ``make test`` after its summary with
+    no word of why. This names each such thread with its stack on stderr, and arms
+    :func:`faulthandler.dump_traceback_later`: a process still alive ``EXIT_WATCH_S``
+    seconds later prints every thread's stack and exits with status 1.
+    """
+    import faulthandler
+    import threading
+    import traceback
+
+    frames = sys._current_frames()
+    for thread in threading.enumerate():
+        if thread is threading.main_thread() or thread.daemon:
+            continue
+        frame = frames.get(thread.ident or 0)
+        stack = "".join(traceback.format_stack(frame)[-8:]) if frame is not None else ""
+        print(f"\nstill running at exit: thread {thread.name!r}\n{stack}", file=sys.__stderr__)
+    faulthandler.dump_traceback_later(EXIT_WATCH_S, exit=True, file=sys.__stderr__)
