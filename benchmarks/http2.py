@@ -2,6 +2,7 @@
 (issue 30, "Done when": HTTP/2).
 
 Usage: python benchmarks/http2.py [--rounds 5] [--seconds 5] [--co-seconds 32] [--only-cpu]
+       [--only-open]
 (needs nginx and h2load: `make bench-deps` installs them (Debian's nginx and
 nghttp2-client); use a release build of perflab._core: `make bench` does.)
 
@@ -31,7 +32,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -41,13 +41,13 @@ from common import (
     RATIO_RULE,
     child_cpu,
     compile_perflab,
-    machine,
     nginx,
     perflab_serve,
     ratio_ci,
     ratio_verdict,
     write_section,
 )
+from http_report import open_and_stall, run_lines, section
 
 CONNECTIONS, STREAMS, OPEN_RATE = 10, 10, 5_000
 CO_RATE, CO_DELAY_S, CO_STALL_S, CO_PERIOD_S = 500, 1e-3, 1.0, 10.0
@@ -176,9 +176,11 @@ def closed_lines(closed: list[dict[str, dict[str, Any]]]) -> tuple[list[str], st
         f"{cpu[1]:.2f}–{cpu[2]:.2f}): **{ratio_verdict(cpu[1], cpu[2], at_most=1.0)}**"
     )
     lines = [
-        f"Command: `python benchmarks/http2.py {' '.join(sys.argv[1:])}` (a release build of "
-        "perflab._core; perflab's modules byte-compiled first, as an install leaves them).",
-        f"Machine: {machine()}. Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        *run_lines(
+            "http2.py",
+            "a release build of perflab._core; perflab's modules byte-compiled first, as an "
+            "install leaves them",
+        ),
         f"Target: nginx `return 200`, HTTP/2 with prior knowledge (h2c), one worker. "
         f"Closed loop: {CONNECTIONS} connections × {STREAMS} streams, one thread, "
         f"{len(closed)} rounds alternating; CPU is each whole process's user + system.",
@@ -204,56 +206,22 @@ def closed_lines(closed: list[dict[str, dict[str, Any]]]) -> tuple[list[str], st
 def closed_report(closed: list[dict[str, dict[str, Any]]]) -> str:
     """``--only-cpu``: the closed-loop comparison alone, with its verdict."""
     lines, verdict = closed_lines(closed)
-    return "\n".join(
-        [
-            "## HTTP/2: perflab http --http2 beside h2load, CPU per request (issue 30)",
-            "",
-            *lines,
-            "",
-            "### Verdict",
-            "",
-            verdict,
-            "",
-            f"Rule: {RATIO_RULE}.",
-        ]
-    )
+    title = "HTTP/2: perflab http --http2 beside h2load, CPU per request (issue 30)"
+    return section(title, lines, [verdict], RATIO_RULE)
 
 
 def report(closed: list[dict[str, dict[str, Any]]], open_step: dict[str, Any], co: dict) -> str:
     head, cpu_verdict = closed_lines(closed)
-    achieved = open_step["rate"] / OPEN_RATE
-    lag_p99 = open_step["send_lag"]["p99_us"] * 1e-6
-    co_p99 = co["step"]["latency"]["p99_us"] * 1e-6
-    co_err = abs(co_p99 - co["expected_p99_s"]) / co["expected_p99_s"]
+    stall = f"`perflab serve --delay 1ms --stall 1s/10s`, h2c, {CO_RATE}/s"
+    tail, tail_verdicts = open_and_stall(open_step, OPEN_RATE, STREAMS, co, stall)
     verdicts = [
         cpu_verdict,
-        f"- open loop at {OPEN_RATE:,}/s: achieved within 0.5% of offered "
-        f"({achieved:.4f}): **{'met' if abs(achieved - 1) <= 0.005 else 'not met'}**",
-        f"- open loop: send-lag p99 ≤ 1 ms ({lag_p99 * 1e3:.3f} ms): "
-        f"**{'met' if lag_p99 <= 1e-3 else 'not met'}**",
-        f"- stall test: p99 within 10% of the analytic {co['expected_p99_s']:.3f} s "
-        f"({co_p99:.3f} s, off by {co_err:.1%}): **{'met' if co_err <= 0.10 else 'not met'}**",
+        *tail_verdicts,
         "- HTTP/3 ≥ 50% of HTTP/2 throughput: see benchmarks/results/http3.md "
         "(`python benchmarks/http3.py`)",
     ]
-    lines = [
-        "## HTTP/2: perflab http --http2 beside h2load",
-        "",
-        *head,
-        "",
-        f"Open loop at {OPEN_RATE:,}/s ({STREAMS} streams per connection): achieved "
-        f"{open_step['rate']:,.1f}/s, send-lag p99 {lag_p99 * 1e3:.3f} ms.",
-        "",
-        f"Stall test (`perflab serve --delay 1ms --stall 1s/10s`, h2c, {CO_RATE}/s): p99 "
-        f"{co_p99:.3f} s against the analytic {co['expected_p99_s']:.3f} s.",
-        "",
-        "### Verdicts",
-        "",
-        *verdicts,
-        "",
-        f"Rule: {RATIO_RULE}.",
-    ]
-    return "\n".join(lines)
+    title = "HTTP/2: perflab http --http2 beside h2load"
+    return section(title, [*head, "", *tail], verdicts, RATIO_RULE)
 
 
 def main(argv: list[str]) -> int:
@@ -266,6 +234,16 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="only the closed-loop CPU comparison with h2load (results/http2_h2load.md)",
     )
+    p.add_argument(
+        "--only-open",
+        action="store_true",
+        help="only the open loop, HTTP/2 beside HTTP/1.1 interleaved (results/http2_open.md; "
+        "benchmarks/http2_open.py, whose options it takes)",
+    )
+    if "--only-open" in argv:
+        import http2_open
+
+        return http2_open.main([a for a in argv if a != "--only-open"])
     args = p.parse_args(argv)
     for tool in ("nginx", "h2load"):
         if not shutil.which(tool) and not Path(f"/usr/sbin/{tool}").exists():

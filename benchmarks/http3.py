@@ -25,13 +25,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import PERFLAB, child_cpu, machine, perflab_serve, write_section
+from common import PERFLAB, child_cpu, perflab_serve, write_section
 from http2 import CO_DELAY_S, CO_PERIOD_S, CO_RATE, CO_STALL_S, expected_co_p99, paired_ratio
+from http_report import open_and_stall, run_lines, section
 
 CONNECTIONS, STREAMS, OPEN_RATE, TARGET = 10, 10, 2_000, 0.50
 RULE = (
@@ -102,26 +102,10 @@ def report(closed: list[dict[str, dict[str, Any]]], open_step: dict[str, Any], c
         p: {k: statistics.median(r[p][k] for r in closed) for k in ("rate", "cpu_per_request_s")}
         for p in ("h2", "h3")
     }
-    achieved = open_step["rate"] / OPEN_RATE
-    lag_p99 = open_step["send_lag"]["p99_us"] * 1e-6
-    co_p99 = co["step"]["latency"]["p99_us"] * 1e-6
-    co_err = abs(co_p99 - co["expected_p99_s"]) / co["expected_p99_s"]
-    verdicts = [
-        f"- closed loop: HTTP/3 ≥ {TARGET:.0%} of HTTP/2's requests/s (ratio {rate[0]:.2f}, "
-        f"95% CI {rate[1]:.2f}–{rate[2]:.2f}): **{verdict(rate[1], rate[2])}**",
-        f"- open loop at {OPEN_RATE:,}/s over HTTP/3: achieved within 0.5% of offered "
-        f"({achieved:.4f}): **{'met' if abs(achieved - 1) <= 0.005 else 'not met'}**",
-        f"- open loop over HTTP/3: send-lag p99 ≤ 1 ms ({lag_p99 * 1e3:.3f} ms): "
-        f"**{'met' if lag_p99 <= 1e-3 else 'not met'}**",
-        f"- stall test over HTTP/3: p99 within 10% of the analytic {co['expected_p99_s']:.3f}"
-        f" s ({co_p99:.3f} s, off by {co_err:.1%}): **{'met' if co_err <= 0.10 else 'not met'}**",
-    ]
-    lines = [
-        "## HTTP/3: perflab http --http3 beside perflab http --http2",
-        "",
-        f"Command: `python benchmarks/http3.py {' '.join(sys.argv[1:])}` (a release build of "
-        "perflab._core).",
-        f"Machine: {machine()}. Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+    stall = "`perflab serve --http3 --delay 1ms --stall 1s/10s`, " + f"{CO_RATE}/s"
+    tail, tail_verdicts = open_and_stall(open_step, OPEN_RATE, STREAMS, co, stall, " over HTTP/3")
+    body = [
+        *run_lines("http3.py", "a release build of perflab._core"),
         f"Target: one `perflab serve --http3` (one thread): HTTP/3 over QUIC with TLS 1.3 on "
         f"its UDP port, HTTP/2 with prior knowledge (h2c, no TLS) on its TCP port. Closed "
         f"loop: {CONNECTIONS} connections × {STREAMS} streams, one engine thread, "
@@ -138,19 +122,14 @@ def report(closed: list[dict[str, dict[str, Any]]], open_step: dict[str, Any], c
         f"Paired ratios HTTP/3 / HTTP/2: requests/s {rate[0]:.2f} ({rate[1]:.2f}–{rate[2]:.2f}),"
         f" CPU per request {cpu[0]:.2f} ({cpu[1]:.2f}–{cpu[2]:.2f}).",
         "",
-        f"Open loop at {OPEN_RATE:,}/s over HTTP/3 ({STREAMS} streams per connection): "
-        f"achieved {open_step['rate']:,.1f}/s, send-lag p99 {lag_p99 * 1e3:.3f} ms.",
-        "",
-        f"Stall test (`perflab serve --http3 --delay 1ms --stall 1s/10s`, {CO_RATE}/s): p99 "
-        f"{co_p99:.3f} s against the analytic {co['expected_p99_s']:.3f} s.",
-        "",
-        "### Verdicts",
-        "",
-        *verdicts,
-        "",
-        f"Rule: {RULE}.",
+        *tail,
     ]
-    return "\n".join(lines)
+    verdicts = [
+        f"- closed loop: HTTP/3 ≥ {TARGET:.0%} of HTTP/2's requests/s (ratio {rate[0]:.2f}, "
+        f"95% CI {rate[1]:.2f}–{rate[2]:.2f}): **{verdict(rate[1], rate[2])}**",
+        *tail_verdicts,
+    ]
+    return section("HTTP/3: perflab http --http3 beside perflab http --http2", body, verdicts, RULE)
 
 
 def main(argv: list[str]) -> int:

@@ -102,7 +102,9 @@ def serve(seconds: float = 60.0) -> http.server.ThreadingHTTPServer:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    threading.Timer(seconds, server.shutdown).start()
+    stop = threading.Timer(seconds, server.shutdown)
+    stop.daemon = True  # a bound, never a reason for the process to stay alive
+    stop.start()
     return server
 
 

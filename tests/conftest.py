@@ -232,5 +232,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             continue
         frame = frames.get(thread.ident or 0)
         stack = "".join(traceback.format_stack(frame)[-8:]) if frame is not None else ""
-        print(f"\nstill running at exit: thread {thread.name!r}\n{stack}", file=sys.__stderr__)
+        what = f"thread {thread.name!r}"
+        if isinstance(thread, threading.Timer):  # its stack shows only the wait
+            what += f", a Timer of {thread.interval} s calling {thread.function!r}"
+        print(f"\nstill running at exit: {what}\n{stack}", file=sys.__stderr__)
     faulthandler.dump_traceback_later(EXIT_WATCH_S, exit=True, file=sys.__stderr__)

@@ -41,6 +41,7 @@ STEP = {
     "protocol",
     "streams",
     "pool_waits",
+    "pool_idle_closed",
     "thread_cpu_s",
     "histograms",
     "start_lead_s",

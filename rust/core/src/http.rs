@@ -101,6 +101,8 @@ fn config(config: &Bound<'_, PyAny>) -> PyResult<Config> {
 ///     connections_peak (most open at once), connect_failures
 ///     (failed connect attempts, whole step), pool_waits (recorded
 ///     requests that waited because every connection was busy),
+///     pool_idle_closed (open loop: request slots closed after idling
+///     past the pool's bound, see docs/http.md),
 ///     protocol ("http/1.1" or "h2"), streams, thread_cpu_s (list,
 ///     CPU s per engine thread over the recorded
 ///     window), histograms {latency, service_time, send_lag,

@@ -128,6 +128,10 @@ pub struct Config {
     /// `connections × streams` request loops; open loop's pool holds that
     /// many slots at most.
     pub streams: usize,
+    /// Open loop: how long a connection may stay idle while the pool holds
+    /// more than its initial size ([`super::pool::POOL_IDLE`] by default;
+    /// the rule is in [`super::pool`]).
+    pub pool_idle: Duration,
 }
 
 /// The cores this process may run on (`available_parallelism`; 1 when
@@ -195,6 +199,7 @@ impl Config {
             timeline_interval: Some(Duration::from_secs(1)),
             protocol: Protocol::Http1,
             streams: 1,
+            pool_idle: super::pool::POOL_IDLE,
         })
     }
 

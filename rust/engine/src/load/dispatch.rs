@@ -11,10 +11,14 @@
 //! a stop, or when the dispatcher is still behind [`GRACE`] after the end;
 //! whatever fell due in the recorded window and was not handed out is
 //! counted `unsent`, in O(1).
+//!
+//! The pool follows the load down too: connections idle past a bound while
+//! the pool is above its initial size are closed ([`super::pool`]).
 
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use super::pool::reap_every;
 use super::schedule::{Arrival, Schedule};
 use super::thread::{spawn_open_conn, Ctx, TICK};
 use crate::sys::PreciseTimer;
@@ -86,6 +90,7 @@ pub(crate) async fn open_loop(ctx: &Rc<Ctx>, arrival: Arrival) -> Result<(), Str
     for _ in 0..plan.prewarm.min(plan.connections) {
         spawn_open_conn(ctx, None);
     }
+    tokio::task::spawn_local(close_idle_conns(ctx.clone()));
     loop {
         let off = d.sched.next_offset_ns();
         if off >= d.horizon_ns {
@@ -103,6 +108,27 @@ pub(crate) async fn open_loop(ctx: &Rc<Ctx>, arrival: Arrival) -> Result<(), Str
             d.count_unsent(t);
             return Ok(());
         }
+    }
+}
+
+/// Close the connections idle past the pool's bound, looking every
+/// [`reap_every`] until the step's end (the drain closes the rest). After
+/// closing some, hand the freed memory back to the system.
+async fn close_idle_conns(ctx: Rc<Ctx>) {
+    let mut tick = tokio::time::interval(reap_every(ctx.shared.pool_idle));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut trim = false;
+    loop {
+        let now = tick.tick().await.into_std();
+        if now >= ctx.plan.end || ctx.stopped() {
+            return;
+        }
+        // Trim one tick after closing, once the closed connections' tasks
+        // have ended and dropped their buffers.
+        if std::mem::take(&mut trim) {
+            crate::sys::release_free_memory();
+        }
+        trim = ctx.close_idle(now) > 0;
     }
 }
 
@@ -146,10 +172,13 @@ impl Dispatcher {
             // Grow the pool at once up to its initial size, then by at
             // most one connection per GROW_EVERY: a burst of due requests
             // (after a stall or a scheduling hiccup of this thread) should
-            // not open a connection per request.
+            // not open a connection per request. A new HTTP/2 (or HTTP/3)
+            // stream on an open connection opens none: it is added at once.
             let now = Instant::now();
             let live = ctx.live();
-            let may_grow = live < plan.prewarm.max(1) || now >= self.last_grow + GROW_EVERY;
+            let may_grow = live < plan.prewarm.max(1)
+                || now >= self.last_grow + GROW_EVERY
+                || ctx.next_lane_is_free();
             if live < plan.connections && may_grow {
                 spawn_open_conn(ctx, Some(ctx.issue(t)));
                 self.last_grow = now;

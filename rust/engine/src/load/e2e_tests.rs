@@ -499,3 +499,53 @@ fn a_ramp_sends_its_shape_and_the_timeline_accounts_for_every_request() {
         assert_eq!(back.len(), i.latency.summary.count);
     }
 }
+
+#[test]
+fn the_pool_follows_a_burst_down_to_what_a_light_rate_needs() {
+    // 2,000 → 20 req/s over 0.4 s, then 20/s to 2 s, against a server that
+    // answers after 20 ms: the ramp's start keeps tens of requests in
+    // flight (one connection each), the light rate about 0.4. With a
+    // 200 ms idle bound the pool closes what the light rate does not use,
+    // down to its initial size (⌈2,000 × 0.002⌉ = 4) or what is in flight.
+    let h = delayed(Duration::from_millis(20));
+    let mut c = open(&h, 1.0, 2000);
+    let ramp = shape::Shape::Ramp {
+        from: 2000.0,
+        to: 20.0,
+        over_s: 0.4,
+    };
+    c.shape = Some(ramp);
+    c.steps[0].rate = Some(ramp.peak());
+    c.pool_idle = Duration::from_millis(200);
+    let s = run_one(&c);
+    assert_balanced(&s, &c);
+    let k = &s.recorder.counters;
+    assert!(k.connections_peak >= 10, "{k:?}");
+    // Connections are counted, not timed: all but the initial 4 and a few
+    // the light rate may hold (generous: it needs one) were closed idle.
+    assert!(k.pool_idle_closed + 4 + 4 >= k.connections_peak, "{k:?}");
+    assert!(k.pool_idle_closed <= k.connections_opened, "{k:?}");
+    assert_eq!(k.failures, 0, "{k:?}");
+}
+
+#[test]
+fn a_steady_rate_keeps_its_connections_and_the_closed_loop_never_closes_idle() {
+    // Under the default 5 s bound a 1 s step closes nothing idle.
+    let h = delayed(Duration::from_millis(2));
+    let c = open(&h, 400.0, 1000);
+    let s = run_one(&c);
+    assert_balanced(&s, &c);
+    assert_eq!(s.recorder.counters.pool_idle_closed, 0);
+    // The closed loop has no idle pool: its connections all stay.
+    let mut closed = open(&h, 1.0, 500);
+    closed.model = LoadModel::Closed;
+    closed.steps[0] = StepSpec {
+        rate: None,
+        connections: Some(3),
+    };
+    closed.pool_idle = Duration::from_millis(1);
+    let s = run_one(&closed);
+    let k = &s.recorder.counters;
+    assert_eq!(k.pool_idle_closed, 0, "{k:?}");
+    assert!(k.connections_opened >= 3, "{k:?}");
+}

@@ -9,10 +9,13 @@
 //! HPACK-compressed, so a request's share of the wire cannot be told apart:
 //! `bytes_in`/`bytes_out` count the DATA payload (the bodies).
 
+use std::cell::Cell;
+use std::rc::Rc;
 use std::time::Instant;
 
 use bytes::Bytes;
 use h2::client::SendRequest;
+use h2::Ping;
 use http::header::{CONTENT_LENGTH, HOST};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Uri};
 
@@ -116,9 +119,30 @@ pub type H2Conn = MuxConn<H2Session>;
 pub type H2Lane = MuxLane<H2Session>;
 
 /// An open HTTP/2 connection: the `h2` crate's request handle (its
-/// connection task runs beside it on the thread's `LocalSet`).
+/// connection task runs beside it on the thread's `LocalSet`), and the
+/// streams its lanes have in use (shared by the clones of one connection).
 #[derive(Clone)]
-pub struct H2Session(SendRequest<Bytes>);
+pub struct H2Session {
+    send: SendRequest<Bytes>,
+    in_use: Rc<Cell<usize>>,
+}
+
+/// One stream of a connection in use for as long as it lives (dropped at the
+/// end of the exchange, or with it when the read timeout cuts it off).
+struct InUse(Rc<Cell<usize>>);
+
+impl InUse {
+    fn new(count: &Rc<Cell<usize>>) -> Self {
+        count.set(count.get() + 1);
+        Self(count.clone())
+    }
+}
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() - 1);
+    }
+}
 
 fn classify(e: &h2::Error) -> Failure {
     let refused = e.is_go_away() || e.reason() == Some(h2::Reason::REFUSED_STREAM);
@@ -147,7 +171,11 @@ fn classify(e: &h2::Error) -> Failure {
 impl Session for H2Session {
     type Request = H2Request;
 
-    /// TCP (and TLS) connect, then the HTTP/2 handshake.
+    /// TCP (and TLS) connect, then the HTTP/2 handshake, which ends when
+    /// the server's SETTINGS are known: a PING's answer follows the server's
+    /// preface (RFC 9113 §3.4), so its SETTINGS_MAX_CONCURRENT_STREAMS is
+    /// applied before the first request (otherwise the `h2` crate assumes no
+    /// limit, and requests past the server's would queue in it).
     ///
     /// # Errors
     /// The connect failure's kind; `Protocol` when a TLS server did not
@@ -164,26 +192,51 @@ impl Session for H2Session {
             .initial_connection_window_size(CONNECTION_WINDOW)
             .enable_push(false)
             .handshake::<_, Bytes>(stream);
-        let (send, connection) = tokio::time::timeout(connector.connect_timeout, handshake)
+        let settled = async {
+            let (send, mut connection) = handshake.await?;
+            let ping = connection.ping_pong();
+            tokio::task::spawn_local(async move {
+                let _ = connection.await;
+            });
+            if let Some(mut ping) = ping {
+                ping.ping(Ping::opaque()).await?;
+            }
+            Ok::<_, h2::Error>(send)
+        };
+        let send = tokio::time::timeout(connector.connect_timeout, settled)
             .await
             .map_err(|_| ErrorKind::ConnectTimeout)?
             .map_err(|e| classify(&e).kind)?;
-        tokio::task::spawn_local(async move {
-            let _ = connection.await;
-        });
-        Ok((H2Session(send), phases))
+        Ok((
+            H2Session {
+                send,
+                in_use: Rc::default(),
+            },
+            phases,
+        ))
     }
 
+    /// Below the server's SETTINGS_MAX_CONCURRENT_STREAMS.
+    fn has_free_stream(&self) -> bool {
+        self.in_use.get() < self.send.current_max_send_streams()
+    }
+
+    /// Send time (`ex.write_start`): when the request's HEADERS frame is
+    /// queued on the connection (`send_request`), after any wait for a
+    /// stream; the connection task, on the same thread, writes it at its
+    /// next poll.
     async fn round_trip(
         self,
         req: &H2Request,
         ex: &mut Exchange,
         timing: &mut Parsed,
     ) -> Result<u16, Failure> {
-        let mut send = self.0.ready().await.map_err(|e| classify(&e))?;
+        let _stream = InUse::new(&self.in_use);
+        let mut send = self.send.ready().await.map_err(|e| classify(&e))?;
         let (response, mut body_out) = send
             .send_request(req.build(), req.body.is_empty())
             .map_err(|e| classify(&e))?;
+        ex.write_start = Instant::now();
         if !req.body.is_empty() {
             body_out
                 .send_data(req.body.clone(), true)

@@ -2,7 +2,8 @@
 //! 127.0.0.1, and the phase timings of both protocols. Each test is bounded
 //! to about a second; they assert accounting identities, never speeds.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::e2e_tests::{assert_balanced, delayed, open, run_one, serve};
@@ -153,4 +154,109 @@ fn http2_to_an_http2_less_server_is_a_counted_protocol_error() {
     assert_balanced(&s, &c);
     let k = &s.recorder.counters;
     assert!(k.failures > 0 && k.ok_responses == 0, "{k:?}");
+}
+
+/// An h2c server on 127.0.0.1 that allows `streams` streams per connection
+/// (SETTINGS_MAX_CONCURRENT_STREAMS) and holds every response until it has
+/// received `gate` requests in all, then answers each at once. Returns its
+/// address and the count of connections it accepted.
+fn gate_server(streams: u32, gate: u64) -> (std::net::SocketAddr, Arc<AtomicU64>) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.set_nonblocking(true).unwrap();
+    let addr = l.local_addr().unwrap();
+    let conns = Arc::new(AtomicU64::new(0));
+    let counted = conns.clone();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let l = tokio::net::TcpListener::from_std(l).unwrap();
+            let (seen, _) = tokio::sync::watch::channel(0u64);
+            let seen = Arc::new(seen);
+            while let Ok((tcp, _)) = l.accept().await {
+                counted.fetch_add(1, Ordering::Relaxed);
+                let seen = seen.clone();
+                tokio::spawn(async move {
+                    let Ok(mut conn) = ::h2::server::Builder::new()
+                        .max_concurrent_streams(streams)
+                        .handshake::<_, bytes::Bytes>(tcp)
+                        .await
+                    else {
+                        return;
+                    };
+                    while let Some(Ok((_, mut respond))) = conn.accept().await {
+                        seen.send_modify(|n| *n += 1);
+                        let mut open = seen.subscribe();
+                        tokio::spawn(async move {
+                            let _ = open.wait_for(|&n| n >= gate).await;
+                            let _ = respond.send_response(http::Response::new(()), true);
+                        });
+                    }
+                });
+            }
+        });
+    });
+    (addr, conns)
+}
+
+/// Open loop over h2c to `addr` at `rate` for `ms`, one engine thread, a
+/// pool of one connection × `streams` slots, a `timeout_ms` read timeout.
+fn one_connection(
+    addr: std::net::SocketAddr,
+    rate: f64,
+    ms: u64,
+    streams: usize,
+    timeout_ms: u64,
+) -> Config {
+    let mut c = Config::open(&format!("http://{addr}/"), rate).unwrap();
+    c.duration = Duration::from_millis(ms);
+    c.threads = 1;
+    c.read_timeout = Duration::from_millis(timeout_ms);
+    c.steps[0].connections = Some(1);
+    h2(&mut c, streams);
+    c
+}
+
+#[test]
+fn a_request_finding_no_free_stream_goes_to_another_connection() {
+    // Three lanes on one connection the server lets carry one stream at a
+    // time, and a server that answers nothing until three requests reached
+    // it: only requests moved to other connections can open the gate. Had
+    // a request queued behind another's response on its lane's connection,
+    // the first three would all time out.
+    let (addr, accepted) = gate_server(1, 3);
+    let c = one_connection(addr, 100.0, 300, 3, 3_000);
+    let s = run_one(&c);
+    assert_balanced(&s, &c);
+    let k = &s.recorder.counters;
+    assert!(k.requests_sent >= 3, "{k:?}");
+    assert_eq!(k.failures + k.unfinished, 0, "{k:?}");
+    // One connection per lane: each carries one stream at a time.
+    assert_eq!(k.connections_opened, 3, "{k:?}");
+    assert_eq!(k.connections_peak, 3, "{k:?}");
+    assert_eq!(accepted.load(Ordering::Relaxed), 3);
+    // Sent when due, not when a response freed a stream: the send lag of
+    // every request stays far below the 3 s a held-up one would show.
+    assert!(s.recorder.histograms.send_lag.max() < 1_000_000);
+}
+
+#[test]
+fn new_streams_on_an_open_connection_are_added_without_waiting() {
+    // A server that never answers: every request holds its stream, so the
+    // pool must grow by one slot per request, 2,000 a second. Streams on
+    // the open connection open no connection and are added at once; paced
+    // at one new slot per millisecond (as connects are), about half of the
+    // 400 requests due in 200 ms would wait until the step's end, unsent.
+    let (addr, _) = gate_server(1024, u64::MAX);
+    let c = one_connection(addr, 2000.0, 200, 512, 300);
+    let s = run_one(&c);
+    assert_balanced(&s, &c);
+    let k = &s.recorder.counters;
+    assert_eq!(k.requests_sent + k.unsent, 400, "{k:?}");
+    assert!(k.unsent < 100, "{k:?}");
+    // Unanswered: timed out, or cut off at the drain's end.
+    assert_eq!(k.failures + k.unfinished, k.requests_sent, "{k:?}");
+    assert_eq!(k.connections_opened, 1, "{k:?}");
 }

@@ -5,9 +5,9 @@
 //! closed loop and the open-loop dispatcher drive HTTP/3 exactly as they
 //! drive HTTP/1.1 connections and HTTP/2 streams.
 //!
-//! Each connection has its own UDP socket (a quinn client endpoint bound to
-//! an ephemeral port), as each HTTP/1.1 and HTTP/2 connection has its own
-//! TCP socket. QUIC is always encrypted (TLS 1.3, ALPN `h3`): the URL is
+//! An engine thread's connections share one UDP socket (a quinn client
+//! endpoint bound to an ephemeral port, [`thread_endpoint`]); QUIC tells
+//! them apart by connection ID. QUIC is always encrypted (TLS 1.3, ALPN `h3`): the URL is
 //! https, and `--insecure` skips the certificate check as it does for TCP.
 //!
 //! Phases: QUIC has no separate connect; the QUIC handshake (Initial to
@@ -20,6 +20,7 @@
 //! `bytes_in`/`bytes_out` count the bodies (QPACK headers and QUIC framing
 //! are shared by the connection's requests).
 
+use std::cell::RefCell;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
@@ -35,25 +36,49 @@ use super::server_timing::{self, Parsed};
 
 type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 
-/// QUIC flow-control windows the client grants, bytes: large, so a
-/// response body is never held up by the client (as for HTTP/2).
+/// QUIC flow-control windows each end grants, bytes: large, so a body is
+/// never held up by the receiver (as for HTTP/2).
 const STREAM_WINDOW: u32 = 4 << 20;
 const CONNECTION_WINDOW: u32 = 16 << 20;
 
+/// The QUIC transport settings of both ends of perflab's HTTP/3, this
+/// client and `perflab serve --http3`; quinn's defaults otherwise.
+///
+/// - `bidi_streams`: request streams the peer may have open at once on a
+///   connection: the server grants its clients many (`perflab serve`:
+///   1024); the client grants 0, as RFC 9114 §6.1 lets no server open one.
+/// - Stream and connection receive windows of 4 and 16 MiB
+///   ([`STREAM_WINDOW`], [`CONNECTION_WINDOW`]).
+/// - Segmentation offload (GSO) stays on, quinn's default: a run of
+///   full-size packets goes to the kernel in one `sendmsg`.
+///
+/// Left at quinn's defaults after measuring (docs/http.md, "HTTP/3's
+/// QUIC settings"): ACK frequency (asking the peer to ACK every 11th
+/// packet changed neither datagrams nor CPU per request: requests and
+/// responses carry the ACKs), Cubic congestion control and pacing (on
+/// loopback nothing is lost and the window never limits request-sized
+/// packets), the initial MTU (requests and small responses fit in one
+/// packet).
+pub fn transport_config(bidi_streams: u32) -> quinn::TransportConfig {
+    let mut transport = quinn::TransportConfig::default();
+    transport
+        .max_concurrent_bidi_streams(bidi_streams.into())
+        .stream_receive_window(STREAM_WINDOW.into())
+        .receive_window(CONNECTION_WINDOW.into())
+        .enable_segmentation_offload(true);
+    transport
+}
+
 /// The quinn client config for HTTP/3: `tls` (offering ALPN `h3`) as QUIC's
-/// crypto, with windows as large as HTTP/2's.
+/// crypto, with [`transport_config`]'s settings.
 ///
 /// # Errors
 /// A message when `tls` cannot carry QUIC (no TLS 1.3, no AES-128-GCM).
 pub fn quic_client_config(tls: Arc<rustls::ClientConfig>) -> Result<quinn::ClientConfig, String> {
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
         .map_err(|e| format!("TLS setup for QUIC failed: {e}"))?;
-    let mut transport = quinn::TransportConfig::default();
-    transport
-        .stream_receive_window(STREAM_WINDOW.into())
-        .receive_window(CONNECTION_WINDOW.into());
     let mut config = quinn::ClientConfig::new(Arc::new(crypto));
-    config.transport_config(Arc::new(transport));
+    config.transport_config(Arc::new(transport_config(0)));
     Ok(config)
 }
 
@@ -63,6 +88,42 @@ pub struct H3Session {
     send: SendRequest,
     /// The connection's UDP endpoint, kept while the connection lives.
     _endpoint: quinn::Endpoint,
+}
+
+thread_local! {
+    /// This thread's client endpoints (IPv4, IPv6), each with the runtime
+    /// its driver task runs on.
+    static ENDPOINTS: RefCell<[Option<(tokio::runtime::Id, quinn::Endpoint)>; 2]> =
+        const { RefCell::new([None, None]) };
+}
+
+/// The QUIC client endpoint (one UDP socket on an ephemeral port) that this
+/// engine thread's connections to `addr`'s address family share: its driver
+/// reads every connection's datagrams in one `recvmmsg` batch, where one
+/// endpoint per connection made a wake-up, an `epoll_wait` turn and a
+/// `recvmmsg` per connection. Made on first use in each tokio runtime
+/// (an endpoint's driver task lives in the runtime that made it).
+///
+/// # Errors
+/// The socket could not be bound.
+fn thread_endpoint(addr: SocketAddr) -> std::io::Result<quinn::Endpoint> {
+    let runtime = tokio::runtime::Handle::current().id();
+    let family = usize::from(addr.is_ipv6());
+    ENDPOINTS.with(|cell| {
+        let mut endpoints = cell.borrow_mut();
+        if let Some((id, endpoint)) = &endpoints[family] {
+            if *id == runtime {
+                return Ok(endpoint.clone());
+            }
+        }
+        let local: SocketAddr = match addr {
+            SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
+            SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+        };
+        let endpoint = quinn::Endpoint::client(local)?;
+        endpoints[family] = Some((runtime, endpoint.clone()));
+        Ok(endpoint)
+    })
 }
 
 /// Open a QUIC connection to the connector's address and the HTTP/3
@@ -77,11 +138,7 @@ async fn connect(connector: &Connector) -> Result<(H3Session, Handshake), ErrorK
         return Err(ErrorKind::Other);
     };
     let start = Instant::now();
-    let local: SocketAddr = match connector.addr {
-        SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
-        SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
-    };
-    let endpoint = quinn::Endpoint::client(local).map_err(|e| ErrorKind::from_io(&e))?;
+    let endpoint = thread_endpoint(connector.addr).map_err(|e| ErrorKind::from_io(&e))?;
     let connecting = endpoint
         .connect_with(config.clone(), connector.addr, name)
         .map_err(|_| ErrorKind::Other)?;
@@ -230,5 +287,42 @@ mod tests {
         assert_eq!(conn.lanes(), 0);
         let tls = super::super::tls::client_config_alpn(true, &[b"h3"]).unwrap();
         assert!(quic_client_config(tls).is_ok());
+    }
+
+    #[test]
+    fn a_thread_shares_one_endpoint_per_runtime() {
+        let addr: SocketAddr = "127.0.0.1:443".parse().unwrap();
+        let runtime = || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+        };
+        let local = |rt: &tokio::runtime::Runtime| {
+            rt.block_on(async { thread_endpoint(addr).unwrap().local_addr().unwrap() })
+        };
+        let first = runtime();
+        let a = local(&first);
+        assert_eq!(local(&first), a, "one socket for the runtime's connections");
+        // A new runtime gets its own endpoint (the first one's driver lives
+        // in the first runtime, whose socket is still bound: a new port).
+        let second = runtime();
+        assert_ne!(local(&second), a);
+    }
+
+    #[test]
+    fn transport_settings_are_the_documented_ones() {
+        // quinn keeps the fields private; its Debug form shows them.
+        let shown = |bidi| format!("{:?}", transport_config(bidi));
+        let client = shown(0);
+        for want in [
+            "max_concurrent_bidi_streams: 0,",
+            "stream_receive_window: 4194304,",
+            "receive_window: 16777216,",
+            "enable_segmentation_offload: true",
+        ] {
+            assert!(client.contains(want), "{want} not in {client}");
+        }
+        assert!(shown(1024).contains("max_concurrent_bidi_streams: 1024,"));
     }
 }

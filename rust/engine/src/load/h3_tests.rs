@@ -30,6 +30,17 @@ fn h3(h: &ServerHandle, rate: f64, duration_ms: u64, streams: usize) -> Config {
     c
 }
 
+/// A closed-loop HTTP/3 run against `h`: `connections` × `streams`.
+fn h3_closed(h: &ServerHandle, connections: usize, streams: usize, duration_ms: u64) -> Config {
+    let mut c = h3(h, 1.0, duration_ms, streams);
+    c.model = LoadModel::Closed;
+    c.steps[0] = StepSpec {
+        rate: None,
+        connections: Some(connections),
+    };
+    c
+}
+
 #[test]
 fn closed_loop_multiplexes_streams_on_few_quic_connections() {
     let h = serve_h3(ServerConfig {
@@ -37,12 +48,7 @@ fn closed_loop_multiplexes_streams_on_few_quic_connections() {
         body_size: 100,
         ..Default::default()
     });
-    let mut c = h3(&h, 1.0, 600, 4);
-    c.model = LoadModel::Closed;
-    c.steps[0] = StepSpec {
-        rate: None,
-        connections: Some(2),
-    };
+    let c = h3_closed(&h, 2, 4, 600);
     let s = run_one(&c);
     assert_balanced(&s, &c);
     let k = &s.recorder.counters;
@@ -138,16 +144,19 @@ fn stall_shows_in_latency_from_intended_time_over_quic() {
     let s = run_one(&c);
     assert_balanced(&s, &c);
     let lat = summarize(&s.recorder.histograms.latency);
-    let svc = summarize(&s.recorder.histograms.service_time);
+    let service = &s.recorder.histograms.service_time;
     // Half the step is stalled, 150 ms left on average: latency from the
     // intended time averages about 75 ms, while only requests in flight
-    // when a stall began saw it in their service time.
+    // when a stall began saw it in their service time: one per connection
+    // per stall at most (2 × the up to 3 stalls the run meets; a busy
+    // machine can leave 4 of the ≈ 400 there, so no percentile is asserted).
     assert!(
         (55_000.0..95_000.0).contains(&lat.mean_us),
         "latency {lat:?}"
     );
     assert!(lat.p90_us > 200_000, "latency {lat:?}");
-    assert!(svc.p99_us < 50_000, "service {svc:?}");
+    let stalled = service.count_between(50_000, service.max().max(50_000));
+    assert!(stalled <= 6, "{stalled} stalled: {:?}", summarize(service));
     assert_eq!(s.recorder.counters.failures, 0);
 }
 
@@ -160,4 +169,30 @@ fn a_self_signed_certificate_without_insecure_is_a_tls_error() {
     let k = &s.recorder.counters;
     assert!(k.failures > 0 && k.ok_responses == 0, "{k:?}");
     assert_eq!(k.error(ErrorKind::Tls), k.failures, "{k:?}");
+}
+
+#[test]
+fn a_connection_serves_its_streams_concurrently() {
+    // serve answers a connection's streams within the connection's task
+    // (server/h3.rs): one stream that never ends must not hold up the
+    // others. Every stream here gets its response head and then an endless
+    // body, so every request that timed out had begun its response (a
+    // TTFB); a stream queued behind another would time out without one.
+    let h = serve_h3(ServerConfig {
+        fault: Fault::EndlessBody,
+        ..Default::default()
+    });
+    let mut c = h3_closed(&h, 1, 4, 900);
+    c.read_timeout = Duration::from_millis(300);
+    let s = run_one(&c);
+    let k = &s.recorder.counters;
+    assert_eq!(k.connections_opened, 1, "{k:?}");
+    assert!(k.failures >= 4, "{k:?}");
+    assert_eq!(k.error(ErrorKind::ReadTimeout), k.failures, "{k:?}");
+    let ttfb = s.recorder.histograms.ttfb.len();
+    assert!(
+        ttfb >= k.failures,
+        "{ttfb} heads for {} timeouts",
+        k.failures
+    );
 }

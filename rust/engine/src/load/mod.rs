@@ -31,6 +31,7 @@ pub mod h3;
 mod lane;
 mod mux;
 pub mod phases;
+mod pool;
 pub mod progress;
 pub mod recorder;
 mod runner;
@@ -273,6 +274,7 @@ fn prepare(
         protocol: config.protocol,
         streams: config.streams,
         h2_requests,
+        pool_idle: config.pool_idle,
     })
 }
 

@@ -48,6 +48,13 @@ pub trait Session: Clone {
     /// The failure's kind.
     async fn open(connector: &Connector) -> Result<(Self, Handshake), ErrorKind>;
 
+    /// True when the connection may open one more stream now (its lanes
+    /// use fewer than the server's limit). A lane finding none moves to
+    /// another connection rather than queue behind a response.
+    fn has_free_stream(&self) -> bool {
+        true
+    }
+
     /// Send `req` on a new stream and read the whole response: fill in
     /// `ex`'s bytes and first byte and `timing` from `Server-Timing`.
     ///
@@ -71,6 +78,10 @@ pub struct MuxConn<S> {
     /// Bumped at each (re)open: an error seen on an older connection does
     /// not close its replacement.
     generation: Cell<u64>,
+    /// Where its lanes go when it has no free stream (the server allows
+    /// fewer concurrent streams than lanes joined it): the next connection
+    /// of a chain, made on first need and opened by the first lane there.
+    spill: RefCell<Option<Rc<MuxConn<S>>>>,
 }
 
 impl<S: Session> MuxConn<S> {
@@ -81,12 +92,22 @@ impl<S: Session> MuxConn<S> {
             opening: tokio::sync::Mutex::new(()),
             lanes: Cell::new(0),
             generation: Cell::new(0),
+            spill: RefCell::new(None),
         })
     }
 
     /// Lanes joined so far and still running.
     pub fn lanes(&self) -> usize {
         self.lanes.get()
+    }
+
+    /// True while the connection is open and has a free stream (a new
+    /// lane can send on it at once).
+    pub fn has_free_stream(&self) -> bool {
+        self.session
+            .borrow()
+            .as_ref()
+            .is_some_and(Session::has_free_stream)
     }
 
     /// Drop the connection if it is still generation `generation`; true
@@ -139,10 +160,28 @@ impl<S: Session> MuxLane<S> {
         Ok(Some(phases))
     }
 
+    /// Leave this lane's connection, which has no free stream, for the
+    /// next one of its chain. Returns true when leaving closed it (this was
+    /// its last lane).
+    fn spill(&mut self) -> bool {
+        let next = self
+            .conn
+            .spill
+            .borrow_mut()
+            .get_or_insert_with(MuxConn::new)
+            .clone();
+        let closed = self.close();
+        *self = Self::join(&next);
+        closed
+    }
+
     /// Send `req` on this lane (opening the connection first when needed)
     /// and read the whole response, within `read_timeout` from the send to
-    /// the last byte. A request refused unprocessed is sent once more on a
-    /// fresh connection. Never panics; failures come back in the outcome.
+    /// the last byte. When the connection has no free stream the lane moves
+    /// along its chain to one that has (or opens the next), so the request
+    /// is sent at once rather than queued behind another's response. A
+    /// request refused unprocessed is sent once more on a fresh connection.
+    /// Never panics; failures come back in the outcome.
     pub async fn exchange(
         &mut self,
         connector: &Connector,
@@ -150,7 +189,8 @@ impl<S: Session> MuxLane<S> {
         read_timeout: Duration,
     ) -> Exchange {
         let mut ex = Exchange::new();
-        for attempt in 0..2 {
+        let mut attempt = 0;
+        loop {
             match self.open(connector).await {
                 Ok(phases) => {
                     ex.opened |= phases.is_some();
@@ -167,6 +207,12 @@ impl<S: Session> MuxLane<S> {
                 ex.outcome = Outcome::Error(ErrorKind::Reset);
                 break;
             };
+            // A connection this exchange opened is used whatever its limit,
+            // so one exchange opens at most one connection.
+            if !ex.opened && !session.has_free_stream() {
+                ex.closed |= self.spill();
+                continue;
+            }
             let generation = self.conn.generation.get();
             ex.write_start = Instant::now();
             self.timing.clear();
@@ -184,6 +230,7 @@ impl<S: Session> MuxLane<S> {
                     // One retry, on a connection this exchange did not
                     // open (so its open and close stay counted once each).
                     if f.refused && attempt == 0 && !ex.opened {
+                        attempt += 1;
                         continue;
                     }
                 }

@@ -183,6 +183,10 @@ pub struct Counters {
     /// waited for one (their send lag then measures the server, not the
     /// generator).
     pub pool_waits: u64,
+    /// Open loop: request slots (HTTP/1.1 connections, HTTP/2 and HTTP/3
+    /// stream slots) the pool closed because they stayed idle past its
+    /// bound while it was above its initial size (see `load/pool.rs`).
+    pub pool_idle_closed: u64,
     /// Requests whose intended time fell in the recorded window but that
     /// were never handed to a connection: the backlog left when the
     /// dispatcher gave up (every connection busy, or perflab too late).
@@ -210,6 +214,7 @@ impl Default for Counters {
             connections_peak: 0,
             connect_failures: 0,
             pool_waits: 0,
+            pool_idle_closed: 0,
             unsent: 0,
             unfinished: 0,
         }
@@ -238,6 +243,7 @@ impl Counters {
         self.connections_peak += o.connections_peak;
         self.connect_failures += o.connect_failures;
         self.pool_waits += o.pool_waits;
+        self.pool_idle_closed += o.pool_idle_closed;
         self.unsent += o.unsent;
         self.unfinished += o.unfinished;
     }

@@ -24,6 +24,7 @@ use super::h2::{H2Conn, H2Lane, H2Request};
 use super::h3::{H3Conn, H3Lane};
 use super::lane::Lane;
 use super::phases::record_phases;
+use super::pool::IdleList;
 use super::progress::Progress;
 use super::recorder::{ErrorKind, OkStatus, Recorder};
 use super::server_timing::Parsed;
@@ -57,6 +58,9 @@ pub(crate) struct Shared {
     pub streams: usize,
     /// HTTP/2: the requests' HTTP/2 form (same order as `requests`).
     pub h2_requests: Vec<H2Request>,
+    /// Open loop: how long a connection may stay idle while the pool is
+    /// above its initial size ([`super::pool`]).
+    pub pool_idle: Duration,
 }
 
 /// One thread's share of one step.
@@ -149,8 +153,9 @@ struct State {
     delta_ok: u64,
     delta_failed: u64,
     delta_latency: Histogram<u64>,
-    /// Open loop: connections waiting for work, and every slot of the step.
-    idle: Vec<Rc<Slot>>,
+    /// Open loop: connections waiting for work, and every slot of the step
+    /// not closed yet.
+    idle: IdleList<Rc<Slot>>,
     slots: Vec<Rc<Slot>>,
     /// Connection tasks running.
     live: usize,
@@ -194,7 +199,7 @@ impl Ctx {
                 delta_ok: 0,
                 delta_failed: 0,
                 delta_latency: new_histogram(),
-                idle: Vec::new(),
+                idle: IdleList::default(),
                 slots: Vec::new(),
                 live: 0,
                 open_streams: 0,
@@ -269,6 +274,18 @@ impl Ctx {
                 Lane::H3(H3Lane::join(&conn))
             }
         }
+    }
+
+    /// HTTP/2 and HTTP/3: a new lane would join a connection that is open
+    /// and has a free stream for it, so adding it opens no connection.
+    pub fn next_lane_is_free(&self) -> bool {
+        let st = self.st.borrow();
+        let free = match self.shared.protocol {
+            Protocol::Http1 => false,
+            Protocol::Http2 => st.h2_conn.as_ref().is_some_and(|c| c.has_free_stream()),
+            Protocol::Http3 => st.h3_conn.as_ref().is_some_and(|c| c.has_free_stream()),
+        };
+        free && st.h2_joined < self.shared.streams
     }
 
     /// Count a request intended at `t` as handed to a connection.
@@ -390,10 +407,31 @@ impl Ctx {
         self.st.borrow_mut().idle.pop()
     }
 
-    /// Mark an open-loop connection idle and wake the dispatcher.
-    fn make_idle(&self, slot: &Rc<Slot>) {
-        self.st.borrow_mut().idle.push(slot.clone());
+    /// Mark an open-loop connection idle since `since` (its last
+    /// exchange's end: no clock read per request) and wake the dispatcher.
+    fn make_idle(&self, slot: &Rc<Slot>, since: Instant) {
+        self.st.borrow_mut().idle.push(slot.clone(), since);
         self.idle_notify.notify_one();
+    }
+
+    /// Close the open-loop connections idle for [`Shared::pool_idle`] at
+    /// `now`, longest idle first, while the pool holds more than its
+    /// initial size (`plan.prewarm`): the rule of [`super::pool`]. Returns
+    /// how many it closed; their tasks end at their next turn.
+    pub fn close_idle(&self, now: Instant) -> usize {
+        let mut guard = self.st.borrow_mut();
+        let st = &mut *guard;
+        let surplus = st.slots.len().saturating_sub(self.plan.prewarm.max(1));
+        let expired = st.idle.expired(now, self.shared.pool_idle, surplus);
+        if expired.is_empty() {
+            return 0;
+        }
+        for slot in &expired {
+            slot.close();
+        }
+        st.slots.retain(|s| !s.closed.get());
+        st.rec.counters.pool_idle_closed += expired.len() as u64;
+        expired.len()
     }
 
     /// A new connection task: count it live (and its slot, in open loop).
@@ -493,6 +531,8 @@ fn count_connection_events(st: &mut State, ex: &Exchange) {
     c.connections_errored += u64::from(errored);
     st.open_streams += u64::from(ex.opened);
     st.open_streams -= u64::from(ex.closed);
+    // HTTP/2 lanes past a server's stream limit move to more connections.
+    c.connections_peak = c.connections_peak.max(st.open_streams);
 }
 
 /// Start an open-loop connection task: pre-opened (no first request) or
@@ -510,7 +550,7 @@ async fn open_conn(ctx: Rc<Ctx>, slot: Rc<Slot>, prewarm: bool) {
         // counted) by the first real request.
         let opened = conn.open(&ctx.shared.connector).await;
         ctx.prewarmed(opened);
-        ctx.make_idle(&slot);
+        ctx.make_idle(&slot, Instant::now());
     }
     while let Some(req) = slot.take().await {
         let (h1, h2) = ctx.next_request();
@@ -518,7 +558,7 @@ async fn open_conn(ctx: Rc<Ctx>, slot: Rc<Slot>, prewarm: bool) {
             .exchange(&ctx.shared.connector, h1, h2, ctx.shared.read_timeout)
             .await;
         ctx.record(req, &ex, conn.server_timing(), true);
-        ctx.make_idle(&slot);
+        ctx.make_idle(&slot, ex.end);
     }
     ctx.conn_closed(conn.close());
 }
