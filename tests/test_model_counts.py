@@ -41,7 +41,7 @@ def test_counts_round_trip_through_a_file(tmp_path: Path) -> None:
         )
         path = tmp_path / f"{kind}.json"
         model.save(results, path)
-        assert json.loads(path.read_text())["schema_version"] == 3
+        assert json.loads(path.read_text())["schema_version"] == model.SCHEMA_VERSION
         [back] = model.load(path).benchmarks
         if kind == "run":
             assert back.processes[0].counts == proc.counts
@@ -62,6 +62,6 @@ def test_a_version_2_file_has_no_counts(tmp_path: Path) -> None:
     path = tmp_path / "old.json"
     path.write_text(json.dumps(data))
     loaded = model.load(path)
-    assert loaded.schema_version == 3
+    assert loaded.schema_version == model.SCHEMA_VERSION
     assert loaded.benchmarks[0].processes[0].counts is None
     assert loaded.benchmarks[0].counts == []
