@@ -238,3 +238,26 @@ def test_the_plans_text_is_as_long_whatever_the_pipes_number(plan: dict) -> None
     texts = [counted.plan_text(plan, fd) for fd in (3, 9, 10, 123, 65535)]
     assert len({len(t) for t in texts}) == 1
     assert [json.loads(t) for t in texts] == [{"fd": fd, **plan} for fd in (3, 9, 10, 123, 65535)]
+
+
+def test_a_counted_plan_sees_its_code_through_an_alias_of_fixed_length(tmp_path: Path) -> None:
+    """Two checkouts at paths of other lengths and depths: both plans name their files
+    and redirect through ``FOLDER/r`` (the same length), a link to each one's root."""
+    plans = []
+    for root, folder in ((tmp_path / "a", "t1"), (tmp_path / "b/c/d/much-longer", "t2")):
+        (root / "pkg").mkdir(parents=True)
+        (root / "pkg" / "bench.py").write_text("")
+        (tmp_path / folder).mkdir()
+        current = str(tmp_path / "a")
+        plan = {"file": str(root / "pkg" / "bench.py"), "redirect": [current, str(root)]}
+        counted.alias_paths(plan, str(tmp_path / folder))
+        alias = str(tmp_path / folder / "r")
+        assert plan["file"] == f"{alias}/pkg/bench.py"
+        assert plan["redirect"] == [current, alias] and plan["alias"] == [alias, str(root)]
+        assert Path(alias).resolve() == root.resolve()
+        plans.append(plan)
+    assert len(plans[0]["file"]) == len(plans[1]["file"])
+    alone = {"file": str(tmp_path / "a" / "pkg" / "bench.py")}  # no --compare-to
+    (tmp_path / "t3").mkdir()
+    counted.alias_paths(alone, str(tmp_path / "t3"))
+    assert alone["file"] == str(tmp_path / "t3" / "r" / "bench.py") and "redirect" not in alone

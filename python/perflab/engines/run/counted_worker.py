@@ -93,7 +93,7 @@ def count_case(plan: dict[str, Any], emit: Any) -> tuple[Any, Any]:
         sys.path[:] = [pairing.redirect(p, from_root, to_root) for p in sys.path]
     from perflab.engines.run.suite import call_setup, load_file
 
-    bench_file = _step("load", lambda: load_file(plan["file"]))
+    bench_file = _step("load", lambda: load_file(plan["file"], resolve=False))
     spec = bench_file.benches[plan["index"]]
     params = plan["params"]
     args = _step("setup", lambda: call_setup(spec, params))
@@ -119,6 +119,19 @@ def count_case(plan: dict[str, Any], emit: Any) -> tuple[Any, Any]:
     return result, bench_file.metrics_for(spec)
 
 
+def _real_paths(plan: dict[str, Any], phase: str, exc: BaseException) -> dict[str, str]:
+    """The ``error`` event's fields for ``exc``, the plan's ``alias`` (a symlink of fixed
+    length to the code's root: :func:`perflab.engines.run.counted.alias_paths`) replaced
+    by the real root in its messages: the user sees their own files' paths."""
+    from perflab.engines.run.worker import error_fields
+
+    fields = error_fields(phase, exc)
+    alias, real = plan.get("alias") or (None, None)
+    if not alias:
+        return fields
+    return {k: v.replace(alias, real) for k, v in fields.items()}
+
+
 def main() -> int:
     """Entry point: the plan on stdin; the events, after the samples, on the plan's
     ``fd``. Exit 0, or 3 when the benchmark (or its file) raised."""
@@ -139,14 +152,10 @@ def main() -> int:
         except PhaseError as err:
             raise _Failed(err.phase, err.exc) from err
     except _Failed as err:
-        from perflab.engines.run.worker import error_fields
-
-        emit("error", **error_fields(err.phase, err.exc))
+        emit("error", **_real_paths(plan, err.phase, err.exc))
         code = 3
     except Exception as exc:  # noqa: BLE001 - report, don't crash silently
-        from perflab.engines.run.worker import error_fields
-
-        emit("error", **error_fields("load", exc))
+        emit("error", **_real_paths(plan, "load", exc))
         code = 3
     with os.fdopen(plan["fd"], "w") as out:
         out.writelines(json.dumps(event) + "\n" for event in events)
