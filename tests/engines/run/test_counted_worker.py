@@ -261,3 +261,14 @@ def test_a_counted_plan_sees_its_code_through_an_alias_of_fixed_length(tmp_path:
     (tmp_path / "t3").mkdir()
     counted.alias_paths(alone, str(tmp_path / "t3"))
     assert alone["file"] == str(tmp_path / "t3" / "r" / "bench.py") and "redirect" not in alone
+
+
+def test_a_counted_workers_errors_name_the_real_files() -> None:
+    from perflab.engines.run.counted_worker import _real_paths
+
+    plan = {"alias": ["/tmp/perflab-callgrind-x/r", "/home/me/project"]}
+    exc = ValueError("/tmp/perflab-callgrind-x/r/bench.py:3: boom")
+    fields = _real_paths(plan, "load", exc)
+    assert fields["message"] == "/home/me/project/bench.py:3: boom"
+    assert fields["phase"] == "load" and "perflab-callgrind" not in fields["traceback"]
+    assert _real_paths({}, "load", exc)["message"] == str(exc)

@@ -127,13 +127,16 @@ def alias_paths(plan: dict[str, Any], folder: str) -> None:
     plan["alias"] = [alias, str(root)]
 
 
-def start(plan: dict[str, Any], argv: Sequence[str]) -> tuple[list[str], Any]:
+def start(plan: dict[str, Any], argv: Sequence[str], alias: bool = True) -> tuple[list[str], Any]:
     """Prepare a counted worker: a temp dir in ``plan["count"]["dir"]``, the plan's paths
     through an alias of fixed length in it (:func:`alias_paths`), and the argv.
 
     Args:
         plan: the worker's plan; changed in place when it has a ``count`` entry.
         argv: the worker's own command line.
+        alias: whether the worker is perflab's counted worker, which imports the plan's
+            ``file`` (a child pytest or ``perflab.measure``'s child finds its code
+            itself: its plan's paths are left alone).
 
     Returns:
         (the argv to spawn, what to pass to :func:`finish`: the temp dir and whether to
@@ -147,7 +150,8 @@ def start(plan: dict[str, Any], argv: Sequence[str]) -> tuple[list[str], Any]:
         return list(argv), None
     out = tempfile.TemporaryDirectory(prefix="perflab-callgrind-")
     spec["dir"] = out.name
-    alias_paths(plan, out.name)
+    if alias:
+        alias_paths(plan, out.name)
     prefix = callgrind.valgrind_command(out.name, cache_sim=bool(spec.get("cache_sim")))
     return [*prefix, *argv], (out, bool(spec.get("profile")))
 

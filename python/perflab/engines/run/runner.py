@@ -186,7 +186,8 @@ class SubprocessBackend:
         read_fd, write_fd = os.pipe()
         outcome = Outcome()
         start = time.monotonic()
-        argv, counting = counted.start(plan, self.argv or counted.worker_argv(plan))
+        own = self.argv is None  # perflab's worker (counted: it imports the plan's file)
+        argv, counting = counted.start(plan, self.argv or counted.worker_argv(plan), own)
         text = counted.plan_text(plan, write_fd)
         env = _worker_env(plan.get("layout"), self.pythonpath) | (
             {self.plan_env: text} if self.plan_env else {}
