@@ -240,27 +240,30 @@ def test_the_plans_text_is_as_long_whatever_the_pipes_number(plan: dict) -> None
     assert [json.loads(t) for t in texts] == [{"fd": fd, **plan} for fd in (3, 9, 10, 123, 65535)]
 
 
-def test_a_counted_plan_sees_its_code_through_an_alias_of_fixed_length(tmp_path: Path) -> None:
+def test_a_counted_plan_sees_its_code_at_one_fixed_path(tmp_path: Path) -> None:
     """Two checkouts at paths of other lengths and depths: both plans name their files
-    and redirect through ``FOLDER/r`` (the same length), a link to each one's root."""
-    plans = []
-    for root, folder in ((tmp_path / "a", "t1"), (tmp_path / "b/c/d/much-longer", "t2")):
+    and redirect through the same string, /proc/self/fd/N, N the descriptor the worker
+    moves the root folder it inherits to (what it then lists is that checkout)."""
+    from perflab.engines.run.counted_worker import ALIAS, take_root
+
+    current = str(tmp_path / "a")
+    for root in (tmp_path / "a", tmp_path / "b/c/d/much-longer"):
         (root / "pkg").mkdir(parents=True)
-        (root / "pkg" / "bench.py").write_text("")
-        (tmp_path / folder).mkdir()
-        current = str(tmp_path / "a")
+        (root / "pkg" / f"{root.name}.txt").write_text("")
         plan = {"file": str(root / "pkg" / "bench.py"), "redirect": [current, str(root)]}
-        counted.alias_paths(plan, str(tmp_path / folder))
-        alias = str(tmp_path / folder / "r")
-        assert plan["file"] == f"{alias}/pkg/bench.py"
-        assert plan["redirect"] == [current, alias] and plan["alias"] == [alias, str(root)]
-        assert Path(alias).resolve() == root.resolve()
-        plans.append(plan)
-    assert len(plans[0]["file"]) == len(plans[1]["file"])
+        counted.alias_paths(plan)
+        assert plan["file"] == f"{ALIAS}/pkg/bench.py"
+        assert plan["redirect"] == [current, ALIAS] and plan["alias"] == [ALIAS, str(root)]
+        text = counted.plan_text(plan, 7)
+        assert text.startswith('{"fd":          7, "root_fd": ')
+        assert json.loads(text)["root_fd"] == plan["root_fd"]
+        take_root(plan)  # here, as the worker does (the descriptor moves to ALIAS_FD)
+        assert os.listdir(f"{ALIAS}/pkg") == [f"{root.name}.txt"]
+        os.close(int(ALIAS.rsplit("/", 1)[1]))
     alone = {"file": str(tmp_path / "a" / "pkg" / "bench.py")}  # no --compare-to
-    (tmp_path / "t3").mkdir()
-    counted.alias_paths(alone, str(tmp_path / "t3"))
-    assert alone["file"] == str(tmp_path / "t3" / "r" / "bench.py") and "redirect" not in alone
+    counted.alias_paths(alone)
+    os.close(alone.pop("root_fd"))
+    assert alone["file"] == f"{ALIAS}/bench.py" and "redirect" not in alone
 
 
 def test_a_counted_workers_errors_name_the_real_files() -> None:

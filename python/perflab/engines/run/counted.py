@@ -22,6 +22,7 @@ from typing import Any
 from perflab.engines import callgrind
 from perflab.engines.callgrind_profile import instruction_stacks
 from perflab.engines.layout import from_environment
+from perflab.engines.run.counted_worker import ALIAS
 from perflab.model.counts import Counts
 from perflab.model.profile import Profile, bounded
 
@@ -83,53 +84,67 @@ def plan_text(plan: dict[str, Any], fd: int) -> str:
     what else perflab had open (workers run at once, from threads), and one byte more of
     plan to read changes what the C heap holds before the samples; seen as a JSON round
     trip counting 0.4% more in one of three processes of the same layout."""
-    rest = json.dumps(plan)
-    return f'{{"fd": {fd:>10d}' + (", " + rest[1:] if len(rest) > 2 else "}")
+    rest = dict(plan)
+    head = f'{{"fd": {fd:>10d}'
+    if rest.get("root_fd") is not None:  # a counted worker's root folder: padded too
+        head += f', "root_fd": {rest.pop("root_fd"):>10d}'
+    text = json.dumps(rest)
+    return head + (", " + text[1:] if len(text) > 2 else "}")
 
 
-def alias_paths(plan: dict[str, Any], folder: str) -> None:
-    """Point a counted worker's plan at its code through a path of fixed length and depth:
-    ``FOLDER/r``, a symlink to the code's root, made here.
+def alias_paths(plan: dict[str, Any]) -> None:
+    """Point a counted worker's plan at its code through ``ALIAS``
+    (:mod:`perflab.engines.run.counted_worker`), one fixed path:
+    the code's root folder, opened here (``plan["root_fd"]``, to pass to the worker,
+    which moves it to ``ALIAS_FD`` before anything else:
+    :func:`perflab.engines.run.counted_worker.take_root`; closed by :func:`finish`).
 
     Why: a count moves with where the code lies. The worker puts the benchmark's folder
     on ``sys.path``, its functions' ``co_filename`` hold its path, and finding a module
-    walks that path's components: strings allocated (and freed) whose number and sizes
-    follow the path, so the pools of CPython's small-object allocator are left in
-    another state before the samples. ``sum(range(2000))`` counted 323,624 Ir per op
-    from ``/tmp/c3/L/d`` and 349,784 from ``/tmp/c3/L/a/b/c/d/e/f`` (+8%, every
-    layout): a freed int whose pool goes from full to used and back on every
-    iteration. A ``--compare-to REF`` baseline checked out elsewhere, or the same code
-    in another CI folder, counted unchanged code as slower or faster. Through the alias,
-    every worker of a run sees its code at a path of the same length and depth (the
-    temp folder's name has a fixed length), so unchanged code counts the same.
+    walks that path's components and hashes it: strings whose number, sizes and hashes
+    follow the path, so the pools of CPython's small-object allocator and its dicts are
+    left in another state before the samples. ``sum(range(2000))`` counted 323,624 Ir
+    per op from ``/tmp/c3/L/d`` and 349,784 from ``/tmp/c3/L/a/b/c/d/e/f`` (+8%, every
+    layout: a freed int's pool went from full to used and back on every iteration), so
+    a ``--compare-to REF`` baseline checked out in a temp folder, or the same code in
+    another CI folder, counted unchanged code as slower. A symlink of fixed length in a
+    temp folder of random name was not enough: json_roundtrip's count then moved 0.63%
+    between runs with the name's letters. Through ``/proc/self/fd/N`` every counted
+    worker sees its code at the same path, byte for byte.
 
     The root is ``plan["redirect"][1]`` when the plan has one (``--compare-to``: the
     baseline's checkout for its workers, this checkout for the case's; the entries of
     ``sys.path`` inside ``redirect[0]`` then go through the alias too), else the
-    benchmark file's folder. The plan's ``file`` (and ``redirect[1]``) become the alias
+    benchmark file's folder. The plan's ``file`` (and ``redirect[1]``) become alias
     paths, ``alias`` records [alias, real root] so that the worker's error messages name
-    the real files. Changed in place; a file outside its root keeps its path.
+    the real files. Changed in place; a file outside its root, or a system without
+    ``/proc/self/fd``, keeps its paths.
 
     Args:
         plan: a counted worker's plan (``file``, optional ``redirect``).
-        folder: the worker's own temp folder (removed with its link by :func:`finish`).
     """
     file = Path(plan["file"]).resolve()
     redirect = plan.get("redirect")
     root = Path(redirect[1]).resolve() if redirect else file.parent
-    if not file.is_relative_to(root):
+    if not file.is_relative_to(root) or not os.path.isdir("/proc/self/fd"):
         return
-    alias = os.path.join(folder, "r")
-    os.symlink(root, alias, target_is_directory=True)
-    plan["file"] = os.path.join(alias, str(file.relative_to(root)))
+    plan["root_fd"] = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    plan["file"] = os.path.join(ALIAS, str(file.relative_to(root)))
     if redirect:
-        plan["redirect"] = [redirect[0], alias]
-    plan["alias"] = [alias, str(root)]
+        plan["redirect"] = [redirect[0], ALIAS]
+    plan["alias"] = [ALIAS, str(root)]
+
+
+def pass_fds(plan: dict[str, Any]) -> tuple[int, ...]:
+    """The descriptors a worker inherits besides its event pipe: the pair's barrier
+    pipes and a counted worker's root folder (:func:`alias_paths`)."""
+    root = plan.get("root_fd")
+    return (*plan.get("barrier_fds", ()), *(() if root is None else (root,)))
 
 
 def start(plan: dict[str, Any], argv: Sequence[str], alias: bool = True) -> tuple[list[str], Any]:
     """Prepare a counted worker: a temp dir in ``plan["count"]["dir"]``, the plan's paths
-    through an alias of fixed length in it (:func:`alias_paths`), and the argv.
+    through one fixed alias (:func:`alias_paths`), and the argv.
 
     Args:
         plan: the worker's plan; changed in place when it has a ``count`` entry.
@@ -151,9 +166,9 @@ def start(plan: dict[str, Any], argv: Sequence[str], alias: bool = True) -> tupl
     out = tempfile.TemporaryDirectory(prefix="perflab-callgrind-")
     spec["dir"] = out.name
     if alias:
-        alias_paths(plan, out.name)
+        alias_paths(plan)
     prefix = callgrind.valgrind_command(out.name, cache_sim=bool(spec.get("cache_sim")))
-    return [*prefix, *argv], (out, bool(spec.get("profile")))
+    return [*prefix, *argv], (out, bool(spec.get("profile")), plan.get("root_fd"))
 
 
 def finish(out: Any, events: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
@@ -166,7 +181,9 @@ def finish(out: Any, events: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     counted): {}."""
     if out is None:
         return {}
-    folder, profile = out
+    folder, profile, root_fd = out
+    if root_fd is not None:
+        os.close(root_fd)
     try:
         dumps: dict[str, Any] = callgrind.dumps_by_reason(callgrind.read_dumps(folder.name))
         if profile and dumps:

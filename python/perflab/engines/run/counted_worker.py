@@ -46,6 +46,11 @@ BEFORE_SAMPLES = (
     "perflab.engines.run.aio",
     "perflab._core",
 )
+#: the descriptor a counted worker holds its code's root folder on, and the path it sees
+#: that folder at: the same string in every counted worker of every run
+#: (:func:`perflab.engines.run.counted.alias_paths`)
+ALIAS_FD = 250
+ALIAS = f"/proc/self/fd/{ALIAS_FD}"
 #: the small objects of the process's layout randomization, alive until it exits
 _HEAP_PADDING: list[Any] = []
 
@@ -66,6 +71,18 @@ def _step(phase: str, fn: Any) -> Any:
         raise _Failed(phase, exc) from exc
 
 
+def take_root(plan: dict[str, Any]) -> None:
+    """The code's root folder (``plan["root_fd"]``, when the plan has one) moved to
+    :data:`ALIAS_FD`, where :data:`ALIAS` finds it. Raises OSError when the descriptor
+    is not open."""
+    fd = plan.get("root_fd")
+    if plan.get("fd") == ALIAS_FD:  # the event pipe got that number: moved out of the way
+        plan["fd"] = os.dup(ALIAS_FD)
+    if fd is not None and fd != ALIAS_FD:
+        os.dup2(fd, ALIAS_FD, inheritable=False)
+        os.close(fd)
+
+
 def count_case(plan: dict[str, Any], emit: Any) -> tuple[Any, Any]:
     """Load the plan's benchmark, set it up and count it (the module doc's sequence up
     to the last counted sample).
@@ -81,6 +98,7 @@ def count_case(plan: dict[str, Any], emit: Any) -> tuple[Any, Any]:
     Raises:
         _Failed: a step raised (``load``, ``setup``, ``event loop``, ``counting``).
     """
+    _step("load", lambda: take_root(plan))
     heap_objects = plan.get("layout", {}).get("heap_objects", 0)
     if heap_objects:  # the layout's padding is history on purpose
         from perflab.engines.layout import heap_padding

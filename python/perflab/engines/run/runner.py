@@ -198,7 +198,7 @@ class SubprocessBackend:
                 stdin=subprocess.DEVNULL if self.plan_env else subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=err,
-                pass_fds=(write_fd, *plan.get("barrier_fds", ())),
+                pass_fds=(write_fd, *counted.pass_fds(plan)),
                 env=env,
                 cwd=self.cwd,
             )
