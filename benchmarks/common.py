@@ -152,11 +152,22 @@ def child_cpu() -> float:
 _UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}
 
 
-def wrk(url: str, seconds: int, connections: int) -> dict[str, float]:
-    """One `wrk -t1` run: requests/s, whole-process CPU per request, latency p99 (s)."""
+def threads_problem(threads: int) -> str | None:
+    """The one ``error:`` line for an engine thread count perflab http refuses on this
+    machine (it runs one engine thread per core at most), or None when it is fine."""
+    if 1 <= threads <= (os.cpu_count() or 1):
+        return None
+    return (
+        f"error: --threads {threads}: perflab http runs 1 to {os.cpu_count()} engine "
+        "threads on this machine (one per core)"
+    )
+
+
+def wrk(url: str, seconds: int, connections: int, threads: int = 1) -> dict[str, float]:
+    """One `wrk -tTHREADS` run: requests/s, whole-process CPU per request, latency p99 (s)."""
     before = child_cpu()
     proc = subprocess.run(
-        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", url],
+        ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", url],
         check=True,
         capture_output=True,
         text=True,

@@ -1,6 +1,6 @@
 """perflab http beside wrk, on the same nginx `return 200` target (issue 4).
 
-Usage: python benchmarks/http.py [--rss-seconds 600] [--rounds 3] [--only-cpu]
+Usage: python benchmarks/http.py [--rss-seconds 600] [--rounds 3] [--only-cpu] [--threads 1]
 (needs nginx and wrk: `make system-deps` installs them; use a release build of
 perflab._core: `make bench` does, or install a `maturin build --release` wheel
 into a folder and put it first on PYTHONPATH.)
@@ -9,7 +9,8 @@ Writes benchmarks/results/http.md. Every figure is measured here, in one run:
 
 * closed loop, 64 connections, one thread: whole-process CPU per request of perflab
   and wrk, paired ratio with its CI and verdict (benchmarks/http_wrk.py, written to
-  benchmarks/results/http_wrk.md; ``--only-cpu`` runs this alone);
+  benchmarks/results/http_wrk.md; ``--only-cpu`` runs this alone; ``--threads T`` runs it
+  at T engine threads beside wrk -tT, into http_wrk_tT.md);
 * closed loop, 50 connections, one thread: requests/s and client CPU per request
   (perflab's engine thread vs the whole wrk -t1 -c50 process), rounds alternating;
 * open loop at 20,000 requests/s: achieved rate, send-lag p99, CPU per request, wake-ups;
@@ -48,6 +49,7 @@ from common import (
     perflab_http_document,
     perflab_serve,
     sample_rss,
+    threads_problem,
     write_section,
     wrk,
 )
@@ -451,15 +453,26 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="only the closed-loop whole-process CPU comparison with wrk (http_wrk.md)",
     )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="engine threads (and wrk -t) of the whole-process CPU comparison; "
+        "written to http_wrk_tN.md when not 1",
+    )
     args = parser.parse_args(argv)
     for tool in ("nginx", "wrk"):
         if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists():
             sys.exit(f"{tool} is missing: run `make system-deps`")
-    from http_wrk import wrk_text  # whole-process CPU per request against wrk (issue 30)
+    if problem := threads_problem(args.threads):
+        print(problem, file=sys.stderr)
+        return 2
+    from http_wrk import section_name, wrk_text  # whole-process CPU per request (issue 30)
 
     command = f"python benchmarks/http.py {' '.join(argv)}".strip()
     with nginx() as url:
-        write_section("http_wrk", wrk_text(url, max(args.rounds, 5), 5, 64, command))
+        text = wrk_text(url, max(args.rounds, 5), 5, 64, command, args.threads)
+        write_section(section_name(args.threads), text)
     if args.only_cpu:
         return 0
     wrk_version = subprocess.run(

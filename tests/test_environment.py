@@ -116,3 +116,41 @@ def test_real_virtualization_agrees_with_the_cpu_flag() -> None:
     virt = environment.virtualization()
     if " hypervisor" in cpuinfo.read_text():
         assert virt not in (None, "none")
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ("Linux", "6.1.0-13-amd64", "x86_64", "", "with", "glibc2.36"),
+        ("Linux", "5.1 custom", "aarch64", "with", ""),
+        ("a:b", "unknown", "(c)", "with", "musl1.2"),
+        ("x", " --y", 'z;"\\/', "with", "glibc2.3"),
+    ],
+)
+def test_platform_words_join_as_platform_platform_does(words: tuple[str, ...]) -> None:
+    import platform
+
+    assert environment._platform_words(*words) == platform._platform(*words)  # noqa: SLF001
+
+
+def test_os_name_is_platform_platform_without_its_subprocess(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import platform
+    import subprocess
+    import sys
+
+    if sys.platform != "linux":
+        pytest.skip("the fast path is Linux's; elsewhere os_name is platform.platform()")
+    # `uname -p` on Linux answers "unknown" (GNU coreutils) or the machine (Fedora's
+    # patch): platform.platform() leaves both out, so either way the strings agree
+    for answer in ("unknown", platform.machine()):
+        monkeypatch.setattr(subprocess, "check_output", lambda *a, _v=answer, **k: _v)
+        monkeypatch.setattr(platform, "_uname_cache", None)
+        platform._platform_cache.clear()  # noqa: SLF001
+        assert environment.os_name() == platform.platform()
+    spawned: list[object] = []
+    monkeypatch.setattr(subprocess, "check_output", lambda *a, **k: spawned.append(a) or "")
+    monkeypatch.setattr(platform, "_uname_cache", None)
+    environment.os_name()
+    assert spawned == []

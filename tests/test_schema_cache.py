@@ -92,3 +92,12 @@ def test_the_results_schema_gives_the_same_answers_from_the_cache(cache, monkeyp
     assert schema.validate(document) == first
     assert first.startswith("missing key")
     schema._validator.cache_clear()
+
+
+def test_digest_is_hashlib_sha256() -> None:
+    import hashlib
+
+    from perflab.digest import sha256
+
+    for data in (b"", b"abc", bytes(range(256)) * 100):
+        assert sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()

@@ -12,6 +12,6 @@ import sys
 if sys.path and sys.path[0] in ("", os.getcwd()):
     del sys.path[0]
 
-from perflab.cli import main  # noqa: E402 - after the sys.path fix above
+from perflab.cli import run  # noqa: E402 - after the sys.path fix above
 
-raise SystemExit(main())
+run()

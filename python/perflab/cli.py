@@ -8,11 +8,14 @@ subcommand runs, so ``perflab --help`` starts fast.
 from __future__ import annotations
 
 import argparse
+import atexit
+import gc
 import importlib
 import os
 import sys
+import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 #: subcommand → one-line help. Order is the order of ``perflab --help``.
 COMMANDS = {
@@ -105,7 +108,70 @@ def main(argv: Sequence[str] | None = None) -> int:
     from perflab.report import console
 
     console.configure(wide=getattr(args, "wide", False))
+    if _ENTRY["collector_off"]:
+        _start_collector(top.command)
     return _guarded(module.main, args)
+
+
+#: Set by :func:`run` (the console script and ``python -m perflab``), never by a caller
+#: of :func:`main` in a longer-lived process (tests, examples).
+_ENTRY = {"collector_off": False}
+
+
+def run() -> NoReturn:
+    """The ``perflab`` console script and ``python -m perflab``: :func:`main` on
+    ``sys.argv``, then exit with its code.
+
+    Two savings of a short-lived process (issue 30: ``perflab http``'s whole-process
+    CPU is compared with wrk's, so start-up and exit count):
+
+    - the cyclic garbage collector is off while the modules load and the arguments
+      are parsed (those objects live until exit: a collection there only walks them),
+      and those objects are frozen (``gc.freeze``) before the command runs, so the
+      collections that follow skip them (:func:`_start_collector`);
+    - the interpreter's teardown (clearing every module, the last collections) is
+      skipped when nothing needs it (:func:`_exit_now`).
+
+    Raises:
+        SystemExit: always (the exit code); argparse's exits and errors pass through.
+    """
+    gc.disable()
+    _ENTRY["collector_off"] = True
+    try:
+        code = main()
+    finally:
+        if _ENTRY["collector_off"]:  # main() stopped before the command ran (--help, errors)
+            _ENTRY["collector_off"] = False
+            gc.enable()
+    _exit_now(code)
+
+
+def _start_collector(command: str) -> None:
+    """Turn the collector back on before the command runs; freeze what start-up made
+    first, except for ``run``, which times Python code in this process and keeps the
+    collector as a fresh interpreter has it."""
+    _ENTRY["collector_off"] = False
+    if command != "run":
+        gc.freeze()
+    gc.enable()
+
+
+def _exit_now(code: int) -> NoReturn:
+    """Exit with ``code`` without the interpreter's teardown, as a normal exit does
+    otherwise: the ``atexit`` handlers run (``weakref.finalize`` and temporary folders
+    included) and stdout and stderr are flushed first. Only when this thread is the
+    last one (a normal exit would wait for the others) and the flushes succeed (a
+    closed pipe takes the normal way, which reports it as before); else ``SystemExit``.
+    """
+    if threading.active_count() > 1 or not hasattr(atexit, "_run_exitfuncs"):
+        raise SystemExit(code)
+    atexit._run_exitfuncs()  # noqa: SLF001 - what the interpreter's own exit runs first
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        raise SystemExit(code) from None
+    os._exit(code)
 
 
 def attach_negative_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
@@ -224,4 +290,4 @@ def _guarded(func, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run()

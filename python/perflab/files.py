@@ -22,7 +22,6 @@ import datetime as dt
 import errno
 import os
 import re
-import secrets
 import stat
 import sys
 import tempfile
@@ -134,7 +133,7 @@ def default_results_path(kind: str) -> Path:
     even a collision never overwrites another run's results.
     """
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path(".perflab") / f"{kind}-{stamp}-{secrets.token_hex(3)}.json"
+    return Path(".perflab") / f"{kind}-{stamp}-{os.urandom(3).hex()}.json"
 
 
 def results_destination(text: str | None, kind: str) -> Destination:

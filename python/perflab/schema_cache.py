@@ -18,7 +18,6 @@ compiling in this process, as fastjsonschema.compile does: the cache only saves 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib.util
 import marshal
 import os
@@ -29,6 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from types import CodeType
 from typing import Any
+
+from perflab.digest import sha256
 
 #: Bumped when what a cache file holds changes.
 FORMAT = b"perflab-schema-cache-1"
@@ -59,7 +60,7 @@ def validator(schema_bytes: bytes) -> Callable[[Any], Any]:
     """
     import fastjsonschema
 
-    key = hashlib.sha256(
+    key = sha256(
         FORMAT
         + importlib.util.MAGIC_NUMBER
         + fastjsonschema.VERSION.encode()

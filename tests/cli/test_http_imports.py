@@ -21,6 +21,11 @@ from tests.conftest import popen_perflab
 
 #: modules `perflab http` must not load unless a flag asks for what needs them
 HEAVY = ("numpy", "scipy", "matplotlib", "ray", "pandas")
+#: lighter ones (1-4 ms of CPU each) that the plain path has no use for: OpenSSL through
+#: hashlib (SHA-256 comes from CPython's own module), the idna codec's Unicode tables
+#: (an ASCII host goes to the resolver as bytes), CSV, HTML escaping, statistics, and
+#: the history listing's types (recording needs only SummaryRow)
+LIGHT = ("hashlib", "secrets", "encodings.idna", "csv", "html", "statistics")
 
 #: runs `perflab http ARGV` in this interpreter and writes its sys.modules at exit
 RUNNER = """
@@ -84,6 +89,11 @@ def test_http_never_loads_numpy_scipy_or_matplotlib(tmp_path: Path, serve, load)
     assert "perflab.analyze.http" in modules  # the run did analyse and print its step
     assert "perflab.history.record" in modules  # and recorded it in history
     assert [name for name in HEAVY if loaded(modules, name)] == []
+    assert [name for name in LIGHT if loaded(modules, name)] == []
+    assert "perflab.model.history" not in modules
+    # rich's emoji-name table: loaded only when a console looks codes up (make_console
+    # turns that off; the table, the progress lines and the footnotes print no emoji)
+    assert "rich.table" in modules and "rich._emoji_codes" not in modules
     # nor the benchmark-file authoring API that `import perflab` once loaded eagerly
     assert "perflab.engines.run.suite" not in modules
 

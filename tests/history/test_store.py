@@ -154,3 +154,16 @@ def test_trend_is_in_commit_order_then_start_time(tmp_path: Path) -> None:
         assert math.isclose(points[0].row.value, 2e-6, rel_tol=0.02)
         assert store.trend("g/a", before=late) == []
         assert store.benchmarks("g/*") == [("g/a", "time", 2)]
+
+
+def test_a_truncated_database_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    # the console script exits without the interpreter's teardown (cli.run), so a
+    # connection left open by the refusal would leave -wal and -shm files beside it
+    path = tmp_path / "h.sqlite"
+    with Store(path) as store:
+        add(store, results({"a": 1.0}))
+    path.write_bytes(path.read_bytes()[:150])
+    with pytest.raises(sqlite3.DatabaseError, match="malformed") as refused:
+        Store(path, create=False)
+    assert refused.traceback  # the frames (and what they hold) are still alive here
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["h.sqlite"]

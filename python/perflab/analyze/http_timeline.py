@@ -27,7 +27,6 @@ offered rate that tracked.
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 
 from perflab.model import HttpStep
@@ -65,6 +64,8 @@ class RampCapacity:
 
 
 def _median(values: list[float | None]) -> float | None:
+    import statistics  # here: a ramp's analysis only, not every run's start-up
+
     kept = [v for v in values if v is not None]
     return statistics.median(kept) if kept else None
 
@@ -112,6 +113,8 @@ def ramp_capacity(step: HttpStep, share: float) -> RampCapacity | None:
             p99_after_us=None,
         )
     after = rows[knee:]
+    import statistics
+
     plateau = statistics.median(achieved[j] for j in after)
     at_knee = statistics.median(achieved[j] for j in after[:SUSTAIN])
     return RampCapacity(

@@ -71,7 +71,7 @@ def _finish(
     from perflab.files import Deferred
 
     later = Deferred()
-    later.run(_save, results, outcome, path)
+    summaries = later.run(_save, results, outcome, path)  # None when the save failed
     _write_outputs(later, results, files_out)
     if not path.stdout:
         render(results, args.format)
@@ -79,7 +79,7 @@ def _finish(
         from perflab.commands.options import history_database
         from perflab.history.record import record_results
 
-        record_results(history_database(args), args.tag, results, None, path)
+        record_results(history_database(args), args.tag, results, summaries, path)
     later.raise_()
     if not path.stdout:
         tell(f"results saved to {path}")
@@ -223,19 +223,18 @@ def _results(plan: Any, args: argparse.Namespace, slo_s: dict[str, float] | None
     )
 
 
-def _save(results: Any, outcome: Any, path: Any, rescue_on_failure: bool = True) -> None:
-    """Copy the outcome into the results and write the file (atomic, every step)."""
+def _save(results: Any, outcome: Any, path: Any, rescue_on_failure: bool = True) -> dict[str, Any]:
+    """Copy the outcome into the results and write the file (atomic, every step); returns
+    the summaries written beside the raw data (benchmark id → ``{"steps": [...]}``), which
+    the history record reuses instead of computing them again."""
     from perflab import model
     from perflab.analyze.http import summarize_results
 
     bench = _fill(results, outcome)
     steps = summarize_results(results).steps
-    model.save(
-        results,
-        path,
-        {bench.id: {"steps": [s.to_dict() for s in steps]}},
-        rescue_on_failure=rescue_on_failure,
-    )
+    summaries = {bench.id: {"steps": [s.to_dict() for s in steps]}}
+    model.save(results, path, summaries, rescue_on_failure=rescue_on_failure)
+    return summaries
 
 
 def _fill(results: Any, outcome: Any) -> Any:

@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from perflab.errors import UsageError
-from perflab.history.store import RunInfo, Store
+from perflab.history.store import Store
+from perflab.model.history import RunInfo
 
 #: Earlier runs of a benchmark on one fingerprint needed to estimate its run-to-run σ.
 MIN_RUNS = 3

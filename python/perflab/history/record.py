@@ -11,7 +11,6 @@ results files); ``--no-history`` or ``PERFLAB_HISTORY=off`` skips recording.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -19,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from perflab.digest import sha256
 from perflab.errors import UsageError
 
 #: The database when neither --history nor PERFLAB_HISTORY says otherwise.
@@ -116,7 +116,7 @@ def fingerprint_hash(env: dict[str, Any]) -> str:
         other per-run figures don't enter it.
     """
     key = {k: _dig(env, k) for k in FINGERPRINT_KEYS}
-    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def make_record(

@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from perflab.model import Results
-from perflab.model.history import SummaryRow
+from perflab.model.summary_row import SummaryRow
 
 #: HTTP latency percentiles kept in history.
 HTTP_PERCENTILES = ("p50", "p99")

@@ -24,15 +24,19 @@ import datetime as dt
 import json
 import math
 import sqlite3
+import weakref
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perflab.errors import UsageError
 from perflab.history import claim
-from perflab.model.history import RunInfo, SummaryRow, TrendPoint
+from perflab.model.summary_row import SummaryRow
+
+if TYPE_CHECKING:
+    from perflab.model.history import RunInfo, TrendPoint
 
 SCHEMA_VERSION = 2
 #: Migration scripts: MIGRATIONS[v] takes a database from version v to v + 1.
@@ -165,6 +169,10 @@ class Store:
         if legacy is None and create:
             legacy = claim.create(self.path, _build)
         self.db = self._connect(create)
+        # closed at exit too, even by a caller that never calls close(): the console
+        # script exits without the interpreter's teardown (cli.run), and an unclosed
+        # WAL database leaves its -wal and -shm files beside it
+        self._closer = weakref.finalize(self, self.db.close)
         try:
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             self.db.execute("PRAGMA foreign_keys = ON")
@@ -198,6 +206,9 @@ class Store:
             return db
         except sqlite3.OperationalError:
             db.close()
+        except BaseException:  # malformed, not a database…: closed here, never left open
+            db.close()
+            raise
         from urllib.parse import quote
 
         uri = f"file:{quote(str(self.path.absolute()))}?immutable=1"
@@ -211,7 +222,7 @@ class Store:
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
-        self.db.close()
+        self._closer()
 
     @property
     def version(self) -> int:
@@ -250,7 +261,7 @@ class Store:
         Raises:
             sqlite3.Error: the insert failed (nothing of the run is kept).
         """
-        import hashlib
+        from perflab.digest import sha256
 
         recorded = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         tags = sorted({t[:MAX_TAG_CHARS] for t in record.tags})[:MAX_TAGS]
@@ -272,7 +283,7 @@ class Store:
                     record.hostname,
                     json.dumps(record.command_line),
                     record.results_path,
-                    hashlib.sha256(record.document).hexdigest(),
+                    sha256(record.document).hexdigest(),
                     len(record.document),
                     len({r.bench for r in record.rows}),
                 ),
@@ -322,6 +333,8 @@ class Store:
     def _info(row: Sequence[Any], argvs: dict[str, list[str]] | None = None) -> RunInfo:
         """A RunInfo from the :data:`_RUN_COLUMNS` of one row; ``argvs`` memoises parsed
         command lines (runs of one benchmark mostly share theirs)."""
+        from perflab.model.history import RunInfo  # here: recording a run never lists one
+
         text = row[9]
         argv = argvs.get(text) if argvs is not None else None
         if argv is None:
@@ -489,6 +502,8 @@ class Store:
             sql += " AND r.id < ?"
             params.append(before)
         sql += " ORDER BY COALESCE(r.git_time, r.created), r.created, r.id"
+        from perflab.model.history import TrendPoint
+
         out, argvs = [], {}  # type: ignore[var-annotated]
         for row in self.db.execute(sql, params):
             b, m, u, v, lo, hi, n, f = row[15:]

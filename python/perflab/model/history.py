@@ -20,38 +20,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perflab.model.json_form import json_types
+from perflab.model.summary_row import SummaryRow as SummaryRow  # re-exported
 
 #: The document's schema (``perflab/schemas/history.schema.json``) and ``kind``.
 SCHEMA = "history"
 #: Version of the history document's layout.
 SCHEMA_VERSION = 1
-
-
-@dataclass(frozen=True)
-class SummaryRow:
-    """One benchmark's headline figure in one run.
-
-    Attributes:
-        bench: the benchmark id (:attr:`perflab.model.Benchmark.id`); for HTTP,
-            ``"<id> <step label>"``.
-        metric: "time" (python, command), "p50"/"p99" latency or "rate" (HTTP),
-            "instructions" (``--count instructions``).
-        unit: "s", "1/s" or "Ir" (instructions per op).
-        value: the median time (s), latency percentile (s) or achieved rate (1/s);
-            NaN when the benchmark failed without data.
-        ci_low / ci_high: its 95% CI, NaN when there is none.
-        units: independent units behind it: processes, runs or requests.
-        failed: True when the benchmark failed.
-    """
-
-    bench: str
-    metric: str
-    unit: str
-    value: float
-    ci_low: float = math.nan
-    ci_high: float = math.nan
-    units: int = 0
-    failed: bool = False
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ groups, commands, URLs): it is escaped here for each output by
 
 from __future__ import annotations
 
-import csv
 import io
 import os
 import sys
@@ -57,11 +56,22 @@ def terminal_width(stream: Any) -> int | None:
 
 
 def make_console(stderr: bool = False) -> Any:
-    """A rich Console on stdout (or stderr) of :func:`terminal_width`."""
+    """A rich Console on stdout (or stderr) of :func:`terminal_width`.
+
+    Emoji codes are off: what perflab prints from outside (names, URLs) goes through
+    :func:`perflab.report.escape.rich_text`, which rich never reads codes in, so this
+    changes no output; with them on, rich looks every plain string it prints up in its
+    table of ≈ 4,000 emoji names, whose import alone is start-up CPU every run paid."""
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
-    return Console(file=stream, width=terminal_width(stream), highlight=False, soft_wrap=False)
+    return Console(
+        file=stream,
+        width=terminal_width(stream),
+        highlight=False,
+        soft_wrap=False,
+        emoji=False,
+    )
 
 
 def _ranks(table: Table) -> list[int]:
@@ -255,7 +265,11 @@ def print_tables(tables: Iterable[Table], console: Any | None = None) -> None:
 
             whole = 1 + sum(w + 3 for w in natural_widths(table))
             Console(
-                file=console.file, width=max(console.width, whole), highlight=False, soft_wrap=False
+                file=console.file,
+                width=max(console.width, whole),
+                highlight=False,
+                soft_wrap=False,
+                emoji=False,
             ).print(rich_table)
         else:
             console.print(rich_table)
@@ -299,6 +313,8 @@ def markdown(tables: Sequence[Table]) -> str:
 def csv_text(rows: Sequence[dict[str, Any]]) -> str:
     """CSV of flat records (numbers in base units, shortest exact form), header from the
     union of keys; text cells guarded against spreadsheet formulas."""
+    import csv  # here: only --format csv needs it, not every table's start-up
+
     columns = list(dict.fromkeys(k for row in rows for k in row))
     buffer = io.StringIO()
     writer = csv.DictWriter(

@@ -17,7 +17,6 @@ before it is shown:
 
 from __future__ import annotations
 
-import html as _html
 import math
 import re
 from typing import Any
@@ -98,4 +97,6 @@ def shortest(value: float, digits: int = 12) -> str:
 
 def html(text: Any) -> str:
     """``text`` for HTML: ``& < > " '`` as entities and controls made visible."""
+    import html as _html  # here: html.entities' table is no terminal run's start-up
+
     return _html.escape(terminal(text), quote=True)

@@ -502,3 +502,22 @@ def test_https_to_a_plain_http_server_is_counted_tls_errors() -> None:
         (step,) = mh.run_sweep(plan).steps
     assert time.monotonic() - started < 60  # a handshake that waited forever: a hang
     assert step.ok_responses == 0 and step.errors == {"tls": step.failures} and step.failures
+
+
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1", "::1", "localhost", "Example.COM.", "", "a..b", "x" * 64 + ".org"]
+)
+def test_an_ascii_host_reaches_the_resolver_as_the_idna_codec_gives_it(host: str) -> None:
+    from perflab.engines.http.engine import _resolver_name
+
+    try:
+        want: object = host.encode("idna")
+    except UnicodeError:
+        want = host  # left as is: socket refuses it as before
+    assert _resolver_name(host) == want
+
+
+def test_a_unicode_host_is_left_for_socket_to_encode() -> None:
+    from perflab.engines.http.engine import _resolver_name
+
+    assert _resolver_name("bücher.de") == "bücher.de"

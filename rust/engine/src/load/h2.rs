@@ -31,6 +31,10 @@ use super::server_timing::{self, Parsed};
 const STREAM_WINDOW: u32 = 4 << 20;
 const CONNECTION_WINDOW: u32 = 16 << 20;
 
+/// The response header read for server-side phases (parsed once, not per
+/// response).
+const SERVER_TIMING: HeaderName = HeaderName::from_static("server-timing");
+
 /// Headers that are HTTP/1.1 connection options: HTTP/2 forbids them
 /// (RFC 9113 §8.2.2), so they are left out.
 const CONNECTION_HEADERS: [&str; 5] = [
@@ -226,14 +230,17 @@ impl Session for H2Session {
     /// stream; the connection task, on the same thread, writes it at its
     /// next poll.
     async fn round_trip(
-        self,
+        &mut self,
         req: &H2Request,
         ex: &mut Exchange,
         timing: &mut Parsed,
     ) -> Result<u16, Failure> {
         let _stream = InUse::new(&self.in_use);
-        let mut send = self.send.ready().await.map_err(|e| classify(&e))?;
-        let (response, mut body_out) = send
+        std::future::poll_fn(|cx| self.send.poll_ready(cx))
+            .await
+            .map_err(|e| classify(&e))?;
+        let (response, mut body_out) = self
+            .send
             .send_request(req.build(), req.body.is_empty())
             .map_err(|e| classify(&e))?;
         ex.write_start = Instant::now();
@@ -246,11 +253,15 @@ impl Session for H2Session {
         let response = response.await.map_err(|e| classify(&e))?;
         ex.first_byte = Some(Instant::now());
         let status = response.status().as_u16();
-        for v in response.headers().get_all("server-timing") {
+        for v in response.headers().get_all(&SERVER_TIMING) {
             server_timing::parse(v.as_bytes(), timing);
         }
         let mut body = response.into_body();
-        while let Some(chunk) = body.data().await {
+        // A response whose HEADERS ended the stream has no body to poll for.
+        while !body.is_end_stream() {
+            let Some(chunk) = body.data().await else {
+                break;
+            };
             let chunk = chunk.map_err(|e| classify(&e))?;
             ex.bytes_in += chunk.len() as u64;
             let _ = body.flow_control().release_capacity(chunk.len());

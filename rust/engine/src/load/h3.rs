@@ -223,7 +223,7 @@ impl Session for H3Session {
     }
 
     async fn round_trip(
-        mut self,
+        &mut self,
         req: &H2Request,
         ex: &mut Exchange,
         timing: &mut Parsed,

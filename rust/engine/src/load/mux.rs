@@ -17,10 +17,11 @@
 //! up as errors.
 
 use std::cell::{Cell, RefCell};
+use std::pin::Pin;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use super::conn::{Connector, Exchange, Handshake, Outcome};
+use super::conn::{within, Connector, Exchange, Handshake, Outcome};
 use super::recorder::ErrorKind;
 use super::server_timing::Parsed;
 
@@ -56,12 +57,14 @@ pub trait Session: Clone {
     }
 
     /// Send `req` on a new stream and read the whole response: fill in
-    /// `ex`'s bytes and first byte and `timing` from `Server-Timing`.
+    /// `ex`'s bytes and first byte and `timing` from `Server-Timing`. Each
+    /// lane calls it on its own handle of the connection (a clone made once
+    /// per connection, not per request).
     ///
     /// # Errors
     /// The [`Failure`].
     async fn round_trip(
-        self,
+        &mut self,
         req: &Self::Request,
         ex: &mut Exchange,
         timing: &mut Parsed,
@@ -122,6 +125,13 @@ pub struct MuxLane<S> {
     conn: Rc<MuxConn<S>>,
     timing: Parsed,
     joined: bool,
+    /// This lane's handle of its connection and the connection's generation
+    /// when it was cloned: a clone per request would cost the protocol's
+    /// shared-state bookkeeping (h2: a lock and two atomic counts) twice.
+    session: Option<(u64, S)>,
+    /// The read timeout's timer, kept from one exchange to the next
+    /// ([`within`]: no timer-wheel entry per request).
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl<S: Session> MuxLane<S> {
@@ -132,6 +142,8 @@ impl<S: Session> MuxLane<S> {
             conn: conn.clone(),
             timing: Parsed::default(),
             joined: true,
+            session: None,
+            timer: None,
         }
     }
 
@@ -203,9 +215,15 @@ impl<S: Session> MuxLane<S> {
                     return ex;
                 }
             }
-            let Some(session) = self.conn.session.borrow().clone() else {
-                ex.outcome = Outcome::Error(ErrorKind::Reset);
-                break;
+            let generation = self.conn.generation.get();
+            let session = match (&mut self.session, &*self.conn.session.borrow()) {
+                (Some((g, s)), Some(_)) if *g == generation => s,
+                (_, None) => {
+                    self.session = None;
+                    ex.outcome = Outcome::Error(ErrorKind::Reset);
+                    break;
+                }
+                (mine, Some(s)) => &mut mine.insert((generation, s.clone())).1,
             };
             // A connection this exchange opened is used whatever its limit,
             // so one exchange opens at most one connection.
@@ -213,17 +231,29 @@ impl<S: Session> MuxLane<S> {
                 ex.closed |= self.spill();
                 continue;
             }
-            let generation = self.conn.generation.get();
-            ex.write_start = Instant::now();
+            // The exchange's start (one clock read) is the deadline's base
+            // unless a connect or a refused attempt came first.
+            if ex.opened || attempt > 0 {
+                ex.write_start = Instant::now();
+            }
             self.timing.clear();
+            let deadline = tokio::time::Instant::from_std(ex.write_start + read_timeout);
+            let mut timer = self
+                .timer
+                .take()
+                .unwrap_or_else(|| Box::pin(tokio::time::sleep_until(deadline)));
             let trip = session.round_trip(req, &mut ex, &mut self.timing);
-            let result = tokio::time::timeout(read_timeout, trip).await;
+            let result = within(&mut timer, deadline, trip).await;
+            self.timer = Some(timer);
             ex.end = Instant::now();
             match result {
-                Ok(Ok(status)) => ex.outcome = Outcome::Response(status),
-                Err(_) => ex.outcome = Outcome::Error(ErrorKind::ReadTimeout),
-                Ok(Err(f)) => {
+                Some(Ok(status)) => ex.outcome = Outcome::Response(status),
+                None => ex.outcome = Outcome::Error(ErrorKind::ReadTimeout),
+                Some(Err(f)) => {
                     if f.connection {
+                        // other lanes let go of their handles at their next
+                        // exchange, which finds the connection gone
+                        self.session = None;
                         ex.closed |= self.conn.drop_if(generation);
                     }
                     ex.outcome = Outcome::Error(f.kind);
@@ -248,6 +278,7 @@ impl<S: Session> MuxLane<S> {
         }
         let left = self.conn.lanes.get().saturating_sub(1);
         self.conn.lanes.set(left);
+        self.session = None;
         left == 0 && self.conn.session.borrow_mut().take().is_some()
     }
 }

@@ -568,8 +568,10 @@ async fn open_conn(ctx: Rc<Ctx>, slot: Rc<Slot>, prewarm: bool) {
 pub(super) async fn closed_conn(ctx: Rc<Ctx>) {
     let mut conn = ctx.new_lane();
     tokio::time::sleep_until(ctx.plan.t0.into()).await;
+    // The next request is intended when the last one ended (no think time).
+    let mut last_end = None;
     loop {
-        let t = Instant::now();
+        let t = last_end.take().unwrap_or_else(Instant::now);
         if t >= ctx.plan.end || ctx.stopped() {
             break;
         }
@@ -588,6 +590,7 @@ pub(super) async fn closed_conn(ctx: Rc<Ctx>) {
                     | ErrorKind::Other
             )
         ) && ex.bytes_out == 0;
+        last_end = (!connect_failed).then_some(ex.end);
         if connect_failed {
             tokio::time::sleep(CONNECT_BACKOFF).await;
         }
