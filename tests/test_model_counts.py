@@ -13,16 +13,17 @@ from perflab.model import Benchmark, CommandCounts, Counts, Process, Results
 def test_counts_round_trip_through_a_file(tmp_path: Path) -> None:
     proc = Process(index=0, pid=7, started_s=0.0, layout={"hash_seed": 3})
     proc.counts = Counts(
-        ["Ir"],
-        20,
-        [123_456],
-        [[1_000_000]] * 5,
-        [[1_500]] * 3,
-        True,
-        [700, 10, 10],
-        0,
-        True,
-        "3.19.0",
+        events=["Ir"],
+        iterations=20,
+        cold=[123_456],
+        samples=[[1_000_000]] * 5,
+        empty=[[1_500]] * 3,
+        gc_enabled=True,
+        gc_threshold=[700, 10, 10],
+        gc_collections=0,
+        type_cache_cleared=True,
+        aslr_off=True,
+        valgrind="3.19.0",
     )
     python = Benchmark(name="f", processes=[proc])
     command = Benchmark(
@@ -41,7 +42,7 @@ def test_counts_round_trip_through_a_file(tmp_path: Path) -> None:
         )
         path = tmp_path / f"{kind}.json"
         model.save(results, path)
-        assert json.loads(path.read_text())["schema_version"] == 3
+        assert json.loads(path.read_text())["schema_version"] == model.SCHEMA_VERSION
         [back] = model.load(path).benchmarks
         if kind == "run":
             assert back.processes[0].counts == proc.counts
@@ -62,6 +63,6 @@ def test_a_version_2_file_has_no_counts(tmp_path: Path) -> None:
     path = tmp_path / "old.json"
     path.write_text(json.dumps(data))
     loaded = model.load(path)
-    assert loaded.schema_version == 3
+    assert loaded.schema_version == model.SCHEMA_VERSION
     assert loaded.benchmarks[0].processes[0].counts is None
     assert loaded.benchmarks[0].counts == []

@@ -38,10 +38,10 @@ def loop():
 
 
 def perflab(
-    *argv: str, work: int = 100, cwd: Path | None = None
+    *argv: str, work: int = 100, cwd: Path | None = None, **extra_env: str
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m perflab ARGV`` with the benchmark's work set."""
-    env = {**os.environ, "COUNT_TEST_WORK": str(work), "PERFLAB_HISTORY": "off"}
+    """``python -m perflab ARGV`` with the benchmark's work set (and ``extra_env``)."""
+    env = {**os.environ, "COUNT_TEST_WORK": str(work), "PERFLAB_HISTORY": "off", **extra_env}
     return subprocess.run(
         [sys.executable, "-m", "perflab", *argv],
         capture_output=True,
@@ -190,3 +190,34 @@ def test_cmd_counts_a_command_and_its_children(tmp_path: Path) -> None:
     [bench] = json.loads((tmp_path / "c.json").read_text())["benchmarks"]
     assert len(bench["counts"]) == 3
     assert all(c["processes"] == 2 and c["totals"][0] > 10_000 for c in bench["counts"])
+
+
+def test_where_the_code_lies_does_not_move_its_count(tmp_path: Path) -> None:
+    """The same code counted from folders of other depths and lengths, with environments
+    of other sizes, counts the same Ir per op: a --compare-to baseline checked out
+    elsewhere, or another CI folder, must not make unchanged code slower. (Before the
+    counted worker saw its code through an alias of fixed length, sum(range(2000))
+    counted 323,624 Ir/op from one folder and 349,784 from a deeper one: +8%.)"""
+    mod = "def g():\n    return sum(range(2000))\n"
+    bench = "import perflab\nfrom mod import g\n\nperflab.bench(g)\n"
+    per_op = {}
+    places = [("a", 1), ("b/c/d/e/f/g", 3000), ("h/i/" + "j" * 40, 40)]
+    for place, env_bytes in places:
+        folder = tmp_path / place
+        folder.mkdir(parents=True)
+        (folder / "mod.py").write_text(mod)
+        (folder / "bench.py").write_text(bench)
+        out = folder / "r.json"
+        argv = ["run", "bench.py", "--count", "instructions", "--json", str(out), "--quiet"]
+        done = perflab(*argv, cwd=folder, COUNT_TEST_PAD="x" * env_bytes)
+        assert done.returncode == 0, done.stderr
+        [b] = json.loads(out.read_text())["benchmarks"]
+        per_op[place] = [
+            (min(s[0] for s in p["counts"]["samples"]) - p["counts"]["empty"][0][0])
+            / p["counts"]["iterations"]
+            for p in b["processes"]
+        ]
+    first = per_op["a"]
+    for place, values in per_op.items():
+        for k, (v, w) in enumerate(zip(values, first, strict=True)):
+            assert abs(v / w - 1) < 0.001, (place, k, per_op)

@@ -9,6 +9,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from perflab.model.versions import SCHEMA_VERSION
+
 FAST = [
     "--budget",
     "2s",
@@ -76,7 +78,7 @@ def test_a_group_baseline_verdict_is_paired(tmp_path: Path, perflab_cli: Any) ->
     assert "gate: --fail-on slower tripped by 1 benchmark(s): g/busy" in done.stderr
     assert "× baseline: paired" in " ".join(done.stdout.split())
     data = json.loads(out.read_text())
-    assert data["schema_version"] == 3
+    assert data["schema_version"] == SCHEMA_VERSION
     small, busy = data["benchmarks"]
     assert busy["summary"]["verdict"] == "slower" and busy["summary"]["baseline_pairs"] > 0
     assert [p["pair"]["side"] for p in busy["processes"]] == ["b"] * 3

@@ -80,13 +80,14 @@ class LayoutDraws:
     """Draws one :class:`Layout` per process from a seeded generator.
 
     Args:
-        seed: the run's ``--seed`` (None: a fresh random sequence each run).
+        seed: the run's ``--seed`` (None: a fresh random sequence each run), or a
+            string made from it (a counted benchmark's own draws).
         user_hash_seed: the PYTHONHASHSEED the user set (kept for every process),
             or None to draw one per process. A non-numeric value ("random") counts
             as unset.
     """
 
-    def __init__(self, seed: int | None, user_hash_seed: str | None = None) -> None:
+    def __init__(self, seed: int | str | None, user_hash_seed: str | None = None) -> None:
         self._rng = random.Random(None if seed is None else f"layout-{seed}")
         self._hash_seed = int(user_hash_seed) if (user_hash_seed or "").isdigit() else None
 
@@ -98,7 +99,7 @@ class LayoutDraws:
         return Layout(padding, self._hash_seed if self._hash_seed is not None else hash_seed, heap)
 
 
-def from_environment(seed: int | None) -> LayoutDraws:
+def from_environment(seed: int | str | None) -> LayoutDraws:
     """The draws of a run, keeping a PYTHONHASHSEED the user set in this environment."""
     return LayoutDraws(seed, os.environ.get("PYTHONHASHSEED"))
 

@@ -48,6 +48,9 @@ class Counts(_Record):
         gc_enabled: whether automatic garbage collection was on while counting.
         gc_threshold: ``gc.get_threshold()`` in the worker.
         gc_collections: collections that ran during the counted and empty samples.
+        type_cache_cleared: True when each counted sample started with CPython's type
+            attribute cache emptied (``sys._clear_type_cache()``, uncounted); None in
+            files older than schema 4 (unknown).
         aslr_off: True when the process started with address-space randomization off.
         valgrind: Valgrind's version ("3.19.0").
     """
@@ -60,6 +63,7 @@ class Counts(_Record):
     gc_enabled: bool | None = None
     gc_threshold: list[int] | None = None
     gc_collections: int | None = None
+    type_cache_cleared: bool | None = None
     aslr_off: bool = True
     valgrind: str = ""
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from perflab.errors import ResultsFileError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: Short history of schema versions; older files load through ``_MIGRATIONS``.
 SCHEMA_HISTORY = {
     1: "first version: python, command and http benchmarks",
@@ -17,6 +17,8 @@ SCHEMA_HISTORY = {
     "only; drained, ok_from_warmup and drain_s added",
     3: "instruction counts: a process's counts (run --count instructions) and a "
     "benchmark's counted runs (cmd --count instructions)",
+    4: "a process's counts record type_cache_cleared (each counted sample started with "
+    "CPython's type attribute cache emptied)",
 }
 #: The engine starts load this long after a step begins (pre-opening connections).
 _HTTP_START_DELAY_S = 0.03
@@ -55,9 +57,17 @@ def _v3(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 3}
 
 
+def _v4(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 3 → 4: a process's counts gained ``type_cache_cleared``; absent (None) in
+    a version-3 file means unknown (those counted samples started with the type cache
+    the process left). So nothing changes but the version."""
+    return {**data, "schema_version": 4}
+
+
 _MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: _http_accounting_v2,
     2: _v3,
+    3: _v4,
 }
 
 

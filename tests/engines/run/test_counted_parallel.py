@@ -48,6 +48,25 @@ def test_counted_layouts_do_not_depend_on_the_finish_order() -> None:
     assert len(backend.plans) == 4 * Settings().count_processes
 
 
+def _layouts_of(names: str, seed: int | None) -> dict[str, list[dict]]:
+    cases = [Case(BenchSpec(_noop, name, ""), {}, i) for i, name in enumerate(names)]
+    runner = Runner(
+        "x.py", cases, Settings(count="instructions", seed=seed), 1e6, 50, ShuffledBackend(0)
+    )
+    return {b.id: [p.layout for p in b.processes] for b in runner.run()}
+
+
+def test_a_counted_benchmark_gets_its_own_layouts_whatever_else_the_run_counts() -> None:
+    """Without --seed (counted runs then draw from seed 0) the run's shuffled order of
+    preparation is random; each benchmark's layouts are not: two runs, and runs with other
+    benchmarks added or filtered out, count a benchmark in the same layouts."""
+    alone = _layouts_of("b", None)
+    assert _layouts_of("abcd", None)["b"] == _layouts_of("dcba", None)["b"] == alone["b"]
+    assert _layouts_of("abcd", None) == _layouts_of("abcd", None)
+    assert _layouts_of("b", 0) == alone  # no seed counts as seed 0
+    assert _layouts_of("b", 1)["b"] != alone["b"]
+
+
 class StoppingBackend:
     """The first counted worker is interrupted; the others wait for the stop signal."""
 

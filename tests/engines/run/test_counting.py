@@ -118,7 +118,9 @@ def _count(monkeypatch: pytest.MonkeyPatch, cold: float, warm: float) -> tuple[d
 
     core = FakeCore({"cold": cold, "warm": warm})
     monkeypatch.setattr(counting, "_core", lambda: core)
-    monkeypatch.setattr(counting, "_own_dump_ir", lambda _dir, reason: core.dumps.get(reason))
+    monkeypatch.setattr(
+        counting, "_own_dump_ir", lambda _dir, reason, _part: core.dumps.get(reason)
+    )
 
     def call() -> None:
         core.calls += 1

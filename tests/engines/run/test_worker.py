@@ -7,6 +7,7 @@ import math
 import pytest
 
 from perflab.engines.run import sampling, worker
+from perflab.engines.run.empty import empty_like
 
 
 class FakeClock:
@@ -91,7 +92,7 @@ def test_time_loop_counts_gc_collections(clock: FakeClock) -> None:
 def test_empty_like_accepts_the_same_calls(source: str) -> None:
     namespace: dict[str, object] = {}
     exec(source, namespace)
-    empty = sampling.empty_like(namespace["f"])  # type: ignore[arg-type]
+    empty = empty_like(namespace["f"])  # type: ignore[arg-type]
     import inspect
 
     original = inspect.signature(namespace["f"])  # type: ignore[arg-type]

@@ -11,13 +11,18 @@ has ended, :func:`finish` reads the totals of its dumps and removes the dir, and
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from perflab.engines import callgrind
 from perflab.engines.callgrind_profile import instruction_stacks
+from perflab.engines.layout import from_environment
+from perflab.engines.run.counted_worker import ALIAS
 from perflab.model.counts import Counts
 from perflab.model.profile import Profile, bounded
 
@@ -64,12 +69,89 @@ def plan_entry(
     }
 
 
-def start(plan: dict[str, Any], argv: Sequence[str]) -> tuple[list[str], Any]:
-    """Prepare a counted worker: a temp dir in ``plan["count"]["dir"]`` and the argv.
+def worker_argv(plan: dict[str, Any]) -> list[str]:
+    """The command of perflab's own worker for ``plan``: the lean counted worker
+    (:mod:`perflab.engines.run.counted_worker`: little history before its samples) when
+    the plan counts, else the timed worker (:mod:`perflab.engines.run.worker`)."""
+    module = "counted_worker" if plan.get("count") else "worker"
+    return [sys.executable, "-P", "-m", f"perflab.engines.run.{module}"]
+
+
+def plan_text(plan: dict[str, Any], fd: int) -> str:
+    """A worker's plan as the JSON text it reads on stdin, with ``fd`` (its event pipe)
+    first, its number padded to a fixed width: the text's length does not depend on
+    which descriptor the pipe got. Counted workers need it: the pipe's number depends on
+    what else perflab had open (workers run at once, from threads), and one byte more of
+    plan to read changes what the C heap holds before the samples; seen as a JSON round
+    trip counting 0.4% more in one of three processes of the same layout."""
+    rest = dict(plan)
+    head = f'{{"fd": {fd:>10d}'
+    if rest.get("root_fd") is not None:  # a counted worker's root folder: padded too
+        head += f', "root_fd": {rest.pop("root_fd"):>10d}'
+    text = json.dumps(rest)
+    return head + (", " + text[1:] if len(text) > 2 else "}")
+
+
+def alias_paths(plan: dict[str, Any]) -> None:
+    """Point a counted worker's plan at its code through ``ALIAS``
+    (:mod:`perflab.engines.run.counted_worker`), one fixed path:
+    the code's root folder, opened here (``plan["root_fd"]``, to pass to the worker,
+    which moves it to ``ALIAS_FD`` before anything else:
+    :func:`perflab.engines.run.counted_worker.take_root`; closed by :func:`finish`).
+
+    Why: a count moves with where the code lies. The worker puts the benchmark's folder
+    on ``sys.path``, its functions' ``co_filename`` hold its path, and finding a module
+    walks that path's components and hashes it: strings whose number, sizes and hashes
+    follow the path, so the pools of CPython's small-object allocator and its dicts are
+    left in another state before the samples. ``sum(range(2000))`` counted 323,624 Ir
+    per op from ``/tmp/c3/L/d`` and 349,784 from ``/tmp/c3/L/a/b/c/d/e/f`` (+8%, every
+    layout: a freed int's pool went from full to used and back on every iteration), so
+    a ``--compare-to REF`` baseline checked out in a temp folder, or the same code in
+    another CI folder, counted unchanged code as slower. A symlink of fixed length in a
+    temp folder of random name was not enough: json_roundtrip's count then moved 0.63%
+    between runs with the name's letters. Through ``/proc/self/fd/N`` every counted
+    worker sees its code at the same path, byte for byte.
+
+    The root is ``plan["redirect"][1]`` when the plan has one (``--compare-to``: the
+    baseline's checkout for its workers, this checkout for the case's; the entries of
+    ``sys.path`` inside ``redirect[0]`` then go through the alias too), else the
+    benchmark file's folder. The plan's ``file`` (and ``redirect[1]``) become alias
+    paths, ``alias`` records [alias, real root] so that the worker's error messages name
+    the real files. Changed in place; a file outside its root, or a system without
+    ``/proc/self/fd``, keeps its paths.
+
+    Args:
+        plan: a counted worker's plan (``file``, optional ``redirect``).
+    """
+    file = Path(plan["file"]).resolve()
+    redirect = plan.get("redirect")
+    root = Path(redirect[1]).resolve() if redirect else file.parent
+    if not file.is_relative_to(root) or not os.path.isdir("/proc/self/fd"):
+        return
+    plan["root_fd"] = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    plan["file"] = os.path.join(ALIAS, str(file.relative_to(root)))
+    if redirect:
+        plan["redirect"] = [redirect[0], ALIAS]
+    plan["alias"] = [ALIAS, str(root)]
+
+
+def pass_fds(plan: dict[str, Any]) -> tuple[int, ...]:
+    """The descriptors a worker inherits besides its event pipe: the pair's barrier
+    pipes and a counted worker's root folder (:func:`alias_paths`)."""
+    root = plan.get("root_fd")
+    return (*plan.get("barrier_fds", ()), *(() if root is None else (root,)))
+
+
+def start(plan: dict[str, Any], argv: Sequence[str], alias: bool = True) -> tuple[list[str], Any]:
+    """Prepare a counted worker: a temp dir in ``plan["count"]["dir"]``, the plan's paths
+    through one fixed alias (:func:`alias_paths`), and the argv.
 
     Args:
         plan: the worker's plan; changed in place when it has a ``count`` entry.
         argv: the worker's own command line.
+        alias: whether the worker is perflab's counted worker, which imports the plan's
+            ``file`` (a child pytest or ``perflab.measure``'s child finds its code
+            itself: its plan's paths are left alone).
 
     Returns:
         (the argv to spawn, what to pass to :func:`finish`: the temp dir and whether to
@@ -83,8 +165,10 @@ def start(plan: dict[str, Any], argv: Sequence[str]) -> tuple[list[str], Any]:
         return list(argv), None
     out = tempfile.TemporaryDirectory(prefix="perflab-callgrind-")
     spec["dir"] = out.name
+    if alias:
+        alias_paths(plan)
     prefix = callgrind.valgrind_command(out.name, cache_sim=bool(spec.get("cache_sim")))
-    return [*prefix, *argv], (out, bool(spec.get("profile")))
+    return [*prefix, *argv], (out, bool(spec.get("profile")), plan.get("root_fd"))
 
 
 def finish(out: Any, events: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
@@ -97,7 +181,9 @@ def finish(out: Any, events: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     counted): {}."""
     if out is None:
         return {}
-    folder, profile = out
+    folder, profile, root_fd = out
+    if root_fd is not None:
+        os.close(root_fd)
     try:
         dumps: dict[str, Any] = callgrind.dumps_by_reason(callgrind.read_dumps(folder.name))
         if profile and dumps:
@@ -189,6 +275,7 @@ def counts_record(
         gc_enabled=started.get("gc_enabled"),
         gc_threshold=started.get("gc_threshold"),
         gc_collections=counted.get("gc_collections"),
+        type_cache_cleared=started.get("type_cache_cleared"),
         aslr_off=bool(callgrind.no_aslr_prefix()),
         valgrind=valgrind,
     )
@@ -214,6 +301,17 @@ def concurrency(jobs: int, processes: int, cpus: int | None = None) -> int:
     return max(1, min(jobs, max(cpus, processes)))
 
 
+def case_layouts(seed: int | None, bench_id: str, count: int) -> list[dict[str, int]]:
+    """The layouts of a benchmark's ``count`` counted processes: drawn from the run's
+    seed (None: 0) and the benchmark's id, so that they do not depend on which other
+    benchmarks the run counts, nor on the order its processes are prepared in. (Drawn
+    from one stream for the whole run, in the rounds' shuffled order, a benchmark got
+    other layouts in every run: json_roundtrip's Ir per op moved 0.69% over 10 runs of
+    the same command, each layout's count repeating to the instruction.)"""
+    draws = from_environment(f"{0 if seed is None else seed}/{bench_id}")
+    return [draws.next().to_dict() for _ in range(count)]
+
+
 def run_all(runner: Any, states: Sequence[Any], twins: dict[int, Any] | None = None) -> None:
     """Run every counted worker of ``states`` (``count_processes`` each), up to
     :func:`concurrency` at a time: an instruction count does not depend on what else the
@@ -222,8 +320,9 @@ def run_all(runner: Any, states: Sequence[Any], twins: dict[int, Any] | None = N
     Ctrl-C (or SIGTERM, which perflab turns into it) kills the running workers and
     starts no more: what was counted is kept. The processes are prepared in the order
     the timed rounds use (round after round, the
-    states shuffled by the runner's generator), so process k of a run gets the same
-    layout whatever order the workers finish in, and a run repeats its layouts exactly.
+    states shuffled by the runner's generator); process k of a benchmark gets layout k
+    of :func:`case_layouts`, whatever order the workers run in and whatever else the run
+    counts, so a run repeats its layouts exactly.
 
     Args:
         runner: the :class:`perflab.engines.run.runner.Runner` (its ``_prepare``,
@@ -240,11 +339,14 @@ def run_all(runner: Any, states: Sequence[Any], twins: dict[int, Any] | None = N
     from concurrent.futures import ThreadPoolExecutor
 
     jobs = []
-    for _ in range(runner.settings.count_processes):
+    n = runner.settings.count_processes
+    own = {id(s): case_layouts(runner.settings.seed, s.bench.id, n) for s in states}
+    for k in range(n):
         order = list(states)
         runner.rng.shuffle(order)
         for state in order:
-            prepared = runner._prepare(state)
+            layout = own[id(state)][k] if runner.layouts is not None else None
+            prepared = runner._prepare(state, layout)
             jobs.append((state, prepared))
             twin = (twins or {}).get(id(state))
             if twin is not None:

@@ -37,7 +37,8 @@ from typing import Any
 from perflab.engines.layout import heap_padding
 from perflab.engines.run import aio, pairing, sampling
 from perflab.engines.run.counters import SampleCounters
-from perflab.engines.run.sampling import GcMonitor, allocations, emit_done, empty_like, steal_ns
+from perflab.engines.run.empty import empty_like
+from perflab.engines.run.sampling import GcMonitor, allocations, emit_done, steal_ns
 from perflab.engines.run.worker import (
     _HEAP_PADDING,
     Emitter,

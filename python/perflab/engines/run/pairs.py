@@ -292,14 +292,19 @@ class PairedRunner(Runner):
     def _plan(self, state: CaseState, layout: dict[str, int]) -> dict[str, Any]:
         """A worker's plan (:meth:`Runner._plan`); a counted worker of the baseline's code
         (``--count`` with ``--compare-to REF``) imports the baseline's file, its checkout's
-        folders in place of this one's on ``sys.path``."""
+        folders in place of this one's on ``sys.path``; the case's counted workers get a
+        redirect to this checkout, so that both sides' paths go through an alias of the
+        same length (:func:`perflab.engines.run.counted.alias_paths`)."""
         plan = super()._plan(state, layout)
         if self.settings.count and self.baseline is not None:
+            current = str(self.baseline.current_root)
             if any(state is s for s in self.baseline_states):
                 plan.update(
                     file=str(Path(self.baseline.file).resolve()),
-                    redirect=[self.baseline.current_root, self.baseline.root],
+                    redirect=[current, str(self.baseline.root)],
                 )
+            else:  # the same plan's shape: its paths through an alias of its own checkout
+                plan.update(redirect=[current, current])
         return plan
 
     def _pair_plan(

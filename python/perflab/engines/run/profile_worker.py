@@ -70,7 +70,7 @@ def profile_call(
     ``calls``, ``seconds``). Used by :func:`run` and by ``perflab.measure(profile=True)``'s
     fresh processes (:mod:`perflab.api.child`)."""
     from perflab.engines.run import aio
-    from perflab.engines.run.sampling import empty_like
+    from perflab.engines.run.empty import empty_like
 
     params = kwargs
     loop = None

@@ -25,7 +25,6 @@ import random
 import selectors
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -169,7 +168,7 @@ class SubprocessBackend:
         plan_env: str | None = None,
         pythonpath: Sequence[str] = (),
     ) -> None:
-        self.argv = argv or [sys.executable, "-P", "-m", "perflab.engines.run.worker"]
+        self.argv = argv  # None: counted.worker_argv (the timed or the counted worker)
         self.cwd, self.plan_env, self.pythonpath = cwd, plan_env, list(pythonpath)
         self.stop: Any = None  # a threading.Event: set, running workers are killed
 
@@ -187,8 +186,9 @@ class SubprocessBackend:
         read_fd, write_fd = os.pipe()
         outcome = Outcome()
         start = time.monotonic()
-        argv, counting = counted.start(plan, self.argv)  # under Callgrind with --count
-        text = json.dumps({**plan, "fd": write_fd})
+        own = self.argv is None  # perflab's worker (counted: it imports the plan's file)
+        argv, counting = counted.start(plan, self.argv or counted.worker_argv(plan), own)
+        text = counted.plan_text(plan, write_fd)
         env = _worker_env(plan.get("layout"), self.pythonpath) | (
             {self.plan_env: text} if self.plan_env else {}
         )
@@ -198,7 +198,7 @@ class SubprocessBackend:
                 stdin=subprocess.DEVNULL if self.plan_env else subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=err,
-                pass_fds=(write_fd, *plan.get("barrier_fds", ())),
+                pass_fds=(write_fd, *counted.pass_fds(plan)),
                 env=env,
                 cwd=self.cwd,
             )

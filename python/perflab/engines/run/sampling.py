@@ -4,8 +4,6 @@
   (:mod:`perflab.engines.integrity`), created at import so that its TSC
   calibration spans all the work done before sampling;
 * :class:`GcMonitor`: counts garbage collections and their duration;
-* :func:`empty_like`: an empty function with a benchmark's signature (what the
-  loop costs around it);
 * :func:`allocations`: the allocation pass (totals, then tracemalloc), after timing;
 * :func:`steal_ns`: the machine's CPU steal time;
 * :func:`emit_done`: the event that ends a process's measurement.
@@ -17,7 +15,6 @@ must start fast.
 from __future__ import annotations
 
 import gc
-import inspect
 import os
 import resource
 import sys
@@ -52,44 +49,6 @@ class GcMonitor:
         else:
             self.count += 1
             self.ns += _perf_ns() - self._start
-
-
-def _empty(*args: Any, **kwargs: Any) -> None:
-    """The empty callable whose cost is the harness loop's own overhead."""
-
-
-def empty_like(func: Callable[..., Any]) -> Callable[..., Any]:
-    """An empty function with ``func``'s parameter list (defaults become None).
-
-    Calling it costs what calling ``func`` costs before its body runs, so the
-    loop overhead is measured with the same argument binding as the benchmark
-    (BenchmarkDotNet's "overhead" method follows the same idea). A callable
-    without a readable signature (some builtins) gets ``(*args, **kwargs)``.
-    """
-    try:
-        sig = inspect.signature(func)
-    except (TypeError, ValueError):
-        return _empty
-    params = list(sig.parameters.values())
-    parts, star_seen = [], False
-    for i, p in enumerate(params):
-        if p.kind is p.VAR_POSITIONAL:
-            parts.append(f"*{p.name}")
-            star_seen = True
-        elif p.kind is p.VAR_KEYWORD:
-            parts.append(f"**{p.name}")
-        else:
-            if p.kind is p.KEYWORD_ONLY and not star_seen:
-                parts.append("*")
-                star_seen = True
-            parts.append(p.name + ("=None" if p.default is not p.empty else ""))
-            if p.kind is p.POSITIONAL_ONLY and all(
-                q.kind is not q.POSITIONAL_ONLY for q in params[i + 1 :]
-            ):
-                parts.append("/")
-    namespace: dict[str, Any] = {}
-    exec(f"def _empty_like({', '.join(parts)}):\n    pass", namespace)  # noqa: S102
-    return namespace["_empty_like"]
 
 
 def allocations(call: Callable[[], Any], calls: int = 3) -> dict[str, float | None]:

@@ -287,13 +287,16 @@ class BenchFile:
         ]
 
 
-def load_file(path: str | os.PathLike[str]) -> BenchFile:
+def load_file(path: str | os.PathLike[str], resolve: bool = True) -> BenchFile:
     """Import a benchmark file and collect what it registered.
 
     The file's folder is put first on ``sys.path`` so it can import its
     neighbours, as ``python FILE`` would — except under the names of the standard
     library and of perflab's own dependencies (rich, numpy, …), which always come
     from the installation, so a ``rich.py`` beside the file can't break perflab.
+    ``resolve`` False (the counted worker, whose ``path`` goes through an alias of
+    fixed length: :func:`perflab.engines.run.counted.alias_paths`): the folder as given,
+    symlinks kept, and the current folder (not on a ``-P`` worker's path) not protected.
 
     Raises:
         BenchFileError: missing file, syntax error, or an exception at import;
@@ -319,8 +322,9 @@ def load_file(path: str | os.PathLike[str]) -> BenchFile:
         )
     _BENCHES.clear()
     _METRICS.clear()
-    sys.path.insert(0, str(path.resolve().parent))
-    _protect_own_imports(str(path.resolve().parent))
+    folder = str(path.resolve().parent if resolve else path.absolute().parent)
+    sys.path.insert(0, folder)
+    _protect_own_imports(folder, os.getcwd() if resolve else folder)
     module_name = "perflab_benchfile_" + path.stem.replace("-", "_")
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
@@ -396,9 +400,10 @@ _OWN_TOP_LEVEL = frozenset(
 _OWN_IMPORTS = _OwnImports()
 
 
-def _protect_own_imports(folder: str) -> None:
-    """Keep ``folder`` (and the worker's current folder) from shadowing perflab's imports."""
-    _OWN_IMPORTS.user_paths.update({folder, os.getcwd()})
+def _protect_own_imports(folder: str, cwd: str) -> None:
+    """Keep ``folder`` (and the worker's current folder ``cwd``) from shadowing perflab's
+    imports."""
+    _OWN_IMPORTS.user_paths.update({folder, cwd})
     if _OWN_IMPORTS not in sys.meta_path:
         sys.meta_path.insert(0, _OWN_IMPORTS)
 

@@ -47,7 +47,8 @@ from typing import Any
 from perflab.analyze.run.threads import LATENCY_BATCH_NS as BATCH_NS
 from perflab.analyze.run.threads import MAX_BATCH
 from perflab.engines.run import sampling
-from perflab.engines.run.sampling import allocations, emit_done, empty_like
+from perflab.engines.run.empty import empty_like
+from perflab.engines.run.sampling import allocations, emit_done
 
 _perf_ns = time.perf_counter_ns
 _cpu_ns = time.process_time_ns

@@ -33,7 +33,8 @@ from typing import Any
 from perflab.engines.layout import heap_padding
 from perflab.engines.run import aio, pairing, sampling
 from perflab.engines.run.counters import SampleCounters
-from perflab.engines.run.sampling import GcMonitor, allocations, emit_done, empty_like, steal_ns
+from perflab.engines.run.empty import empty_like
+from perflab.engines.run.sampling import GcMonitor, allocations, emit_done, steal_ns
 
 _perf_ns = time.perf_counter_ns
 _cpu_ns = time.process_time_ns
@@ -325,7 +326,7 @@ def measure_call(
     call = functools.partial(func, *args, **kwargs) if (args or kwargs) else func
     if plan.get("count"):  # --count instructions: counted, not timed (engines/run/counting.py)
         try:
-            return _count_call(call, func, args, kwargs, plan, emit, metrics, empty)
+            return _count_call(func, args, kwargs, plan, emit, metrics, empty)
         finally:
             if loop is not None:
                 loop.close()
@@ -340,7 +341,6 @@ def measure_call(
 
 
 def _count_call(
-    call: Callable[[], Any],
     func: Callable[..., Any],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
@@ -349,18 +349,18 @@ def _count_call(
     metric_specs: Any,
     empty: Callable[..., Any] | None,
 ) -> None:
-    """The counted sequence (:func:`perflab.engines.run.counting.count_call`) instead of
-    the timed one: the cold call is counted, not timed (``cold`` carries ``ns=None``)."""
-    from perflab.engines.run.counting import count_call
+    """The counted sequence (:func:`perflab.engines.run.counting.count_function`) instead
+    of the timed one: the cold call is counted, not timed (``cold`` carries ``ns=None``).
+    (A fresh counted worker runs :mod:`perflab.engines.run.counted_worker` instead, which
+    loads less before its samples; this is the in-process harness's path.)"""
+    from perflab.engines.run.counting import count_function
 
     if plan.get("threads") is not None:
         raise PhaseError(
             "count", ValueError("threads mode is timed: drop threads= or --count instructions")
         )
-    empty_fn = empty or empty_like(func)
-    empty_call = functools.partial(empty_fn, *args, **kwargs) if (args or kwargs) else empty_fn
     emit("start", pid=os.getpid())
-    result = _phase("counting", lambda: count_call(call, empty_call, plan, emit))
+    result = _phase("counting", lambda: count_function(func, args, kwargs, plan, emit, empty))
     emit("cold", ns=None, metrics=_metrics(metric_specs, result))
     emit("done")
 
