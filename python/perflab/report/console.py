@@ -62,16 +62,17 @@ def make_console(stderr: bool = False) -> Any:
     :func:`perflab.report.escape.rich_text`, which rich never reads codes in, so this
     changes no output; with them on, rich looks every plain string it prints up in its
     table of ≈ 4,000 emoji names, whose import alone is start-up CPU every run paid."""
+    stream = sys.stderr if stderr else sys.stdout
+    return _console(stream, terminal_width(stream))
+
+
+def _console(stream: Any, width: int | None) -> Any:
+    """A rich Console on ``stream`` of ``width`` columns (None: rich's own guess), with
+    perflab's settings: no highlighting, no soft wrap, no emoji codes
+    (:func:`make_console` says why)."""
     from rich.console import Console
 
-    stream = sys.stderr if stderr else sys.stdout
-    return Console(
-        file=stream,
-        width=terminal_width(stream),
-        highlight=False,
-        soft_wrap=False,
-        emoji=False,
-    )
+    return Console(file=stream, width=width, highlight=False, soft_wrap=False, emoji=False)
 
 
 def _ranks(table: Table) -> list[int]:
@@ -261,16 +262,8 @@ def print_tables(tables: Iterable[Table], console: Any | None = None) -> None:
         for row in table.rows:  # a name's newline would look like a second row: escaped
             rich_table.add_row(*(escape.rich_text(row[i], one_line=True) for i in shown))
         if _WIDE:  # rich caps print(width=) at the console's width: a console as wide
-            from rich.console import Console
-
             whole = 1 + sum(w + 3 for w in natural_widths(table))
-            Console(
-                file=console.file,
-                width=max(console.width, whole),
-                highlight=False,
-                soft_wrap=False,
-                emoji=False,
-            ).print(rich_table)
+            _console(console.file, max(console.width, whole)).print(rich_table)
         else:
             console.print(rich_table)
         folded = None if _WIDE else folded_line(table, shown, console.width)
