@@ -26,6 +26,7 @@ use super::recorder::ErrorKind;
 use super::server_timing::Parsed;
 
 /// Why a request failed, and whether its connection is gone with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Failure {
     pub kind: ErrorKind,
     /// The connection is unusable (I/O error, GOAWAY, protocol error).

@@ -241,11 +241,13 @@ impl Decoder {
     }
 
     /// The dynamic table's size, bytes (§4.1), and entry count.
+    #[cfg(test)]
     pub fn table_size(&self) -> (usize, usize) {
         (self.size, self.table.len())
     }
 
     /// The entry at dynamic index `i` (0 = newest) as (name, value).
+    #[cfg(test)]
     pub fn entry(&self, i: usize) -> Option<(&[u8], &[u8])> {
         self.table.get(i).map(|e| e.bytes.split_at(e.split))
     }

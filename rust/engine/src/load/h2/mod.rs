@@ -1,29 +1,34 @@
-//! HTTP/2 for the load engine (the `h2` crate over tokio, as hyper uses it):
+//! HTTP/2 for the load engine, perflab's own client (RFC 9113, RFC 7541):
 //! one TCP (or TLS, ALPN `h2`) connection carries `streams` concurrent
 //! requests, each a lane ([`H2Lane`], a [`MuxLane`]: accounting and retries
 //! are [`super::mux`]'s). On plain TCP the client speaks HTTP/2 with prior
 //! knowledge (h2c, RFC 9113 §3.3). A stream reset (RST_STREAM) fails that
 //! request only.
 //!
+//! The parts: [`frame`] (frame layout), [`huffman`] and [`hpack`] (header
+//! compression: the request encoded once, the responses decoded without a
+//! header map), [`state`] and [`recv`] (the connection's protocol, no I/O),
+//! [`client`] (the socket task and the requests' handle).
+//!
 //! Bytes: HTTP/2 frames carry several requests and headers are
 //! HPACK-compressed, so a request's share of the wire cannot be told apart:
 //! `bytes_in`/`bytes_out` count the DATA payload (the bodies).
 
-// Used by the connection (step 2); tested on their own meanwhile.
-#[allow(dead_code)]
+mod client;
+mod frame;
 mod hpack;
 #[cfg(test)]
 mod hpack_tests;
-#[allow(dead_code)]
 mod huffman;
+mod recv;
+mod state;
+#[cfg(test)]
+mod state_tests;
 
 use std::cell::Cell;
 use std::rc::Rc;
-use std::time::Instant;
 
 use bytes::Bytes;
-use h2::client::SendRequest;
-use h2::Ping;
 use http::header::{CONTENT_LENGTH, HOST};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Uri};
 
@@ -31,17 +36,7 @@ use super::codec::RequestSpec;
 use super::conn::{Connector, Exchange, Handshake, Stream};
 use super::mux::{Failure, MuxConn, MuxLane, Session};
 use super::recorder::ErrorKind;
-use super::server_timing::{self, Parsed};
-
-/// HTTP/2 flow-control windows the client advertises, bytes: large, so a
-/// response body is never held up by the client's window (h2load's
-/// defaults are larger still).
-const STREAM_WINDOW: u32 = 4 << 20;
-const CONNECTION_WINDOW: u32 = 16 << 20;
-
-/// The response header read for server-side phases (parsed once, not per
-/// response).
-const SERVER_TIMING: HeaderName = HeaderName::from_static("server-timing");
+use super::server_timing::Parsed;
 
 /// Headers that are HTTP/1.1 connection options: HTTP/2 forbids them
 /// (RFC 9113 §8.2.2), so they are left out.
@@ -61,6 +56,8 @@ pub struct H2Request {
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
+    /// The HPACK header block HTTP/2 sends (encoded once).
+    block: Vec<u8>,
 }
 
 impl H2Request {
@@ -76,6 +73,7 @@ impl H2Request {
             .map_err(|_| format!("invalid HTTP method {:?}", spec.method))?;
         let mut authority = authority.to_string();
         let mut headers = HeaderMap::new();
+        let mut fields = Vec::new();
         for (k, v) in &spec.headers {
             let lower = k.to_ascii_lowercase();
             if lower == HOST.as_str() {
@@ -91,9 +89,11 @@ impl H2Request {
             let value =
                 HeaderValue::from_str(v).map_err(|_| format!("invalid header {k:?}: {v:?}"))?;
             headers.append(name, value);
+            fields.push((lower, v.clone()));
         }
         if !spec.body.is_empty() && !headers.contains_key(CONTENT_LENGTH) {
             headers.insert(CONTENT_LENGTH, HeaderValue::from(spec.body.len()));
+            fields.push((CONTENT_LENGTH.to_string(), spec.body.len().to_string()));
         }
         let uri = Uri::builder()
             .scheme(scheme)
@@ -101,15 +101,23 @@ impl H2Request {
             .path_and_query(spec.path.as_str())
             .build()
             .map_err(|e| format!("invalid request target {authority:?}{:?}: {e}", spec.path))?;
+        let block = hpack::encode_request(
+            method.as_str(),
+            scheme,
+            &authority,
+            uri.path_and_query().map_or("/", |p| p.as_str()),
+            &fields,
+        );
         Ok(Self {
             method,
             uri,
             headers,
             body: Bytes::from(spec.body.clone()),
+            block,
         })
     }
 
-    /// The request head (method, URI, headers) for the `h2` or `h3` crate.
+    /// The request head (method, URI, headers) for the `h3` crate.
     pub(super) fn build(&self) -> Request<()> {
         let mut r = Request::new(());
         *r.method_mut() = self.method.clone();
@@ -130,12 +138,12 @@ pub type H2Conn = MuxConn<H2Session>;
 /// One request slot on an HTTP/2 connection.
 pub type H2Lane = MuxLane<H2Session>;
 
-/// An open HTTP/2 connection: the `h2` crate's request handle (its
-/// connection task runs beside it on the thread's `LocalSet`), and the
-/// streams its lanes have in use (shared by the clones of one connection).
+/// An open HTTP/2 connection (perflab's own client: [`client`] runs it on
+/// the thread's `LocalSet`), and the streams its lanes have in use (shared
+/// by the clones of one connection).
 #[derive(Clone)]
 pub struct H2Session {
-    send: SendRequest<Bytes>,
+    conn: Rc<client::Handle>,
     in_use: Rc<Cell<usize>>,
 }
 
@@ -156,38 +164,12 @@ impl Drop for InUse {
     }
 }
 
-fn classify(e: &h2::Error) -> Failure {
-    let refused = e.is_go_away() || e.reason() == Some(h2::Reason::REFUSED_STREAM);
-    if let Some(io) = e.get_io() {
-        let kind = match ErrorKind::from_io(io) {
-            ErrorKind::Other | ErrorKind::ReadTimeout => ErrorKind::Reset,
-            k => k,
-        };
-        return Failure {
-            kind,
-            connection: true,
-            refused: false,
-        };
-    }
-    Failure {
-        kind: if e.is_reset() || e.is_go_away() {
-            ErrorKind::Reset
-        } else {
-            ErrorKind::Protocol
-        },
-        connection: e.is_go_away() || !e.is_reset(),
-        refused,
-    }
-}
-
 impl Session for H2Session {
     type Request = H2Request;
 
     /// TCP (and TLS) connect, then the HTTP/2 handshake, which ends when
-    /// the server's SETTINGS are known: a PING's answer follows the server's
-    /// preface (RFC 9113 §3.4), so its SETTINGS_MAX_CONCURRENT_STREAMS is
-    /// applied before the first request (otherwise the `h2` crate assumes no
-    /// limit, and requests past the server's would queue in it).
+    /// the server's SETTINGS are applied (its preface, RFC 9113 §3.4), so
+    /// its SETTINGS_MAX_CONCURRENT_STREAMS holds from the first request.
     ///
     /// # Errors
     /// The connect failure's kind; `Protocol` when a TLS server did not
@@ -199,29 +181,13 @@ impl Session for H2Session {
                 return Err(ErrorKind::Protocol);
             }
         }
-        let handshake = h2::client::Builder::new()
-            .initial_window_size(STREAM_WINDOW)
-            .initial_connection_window_size(CONNECTION_WINDOW)
-            .enable_push(false)
-            .handshake::<_, Bytes>(stream);
-        let settled = async {
-            let (send, mut connection) = handshake.await?;
-            let ping = connection.ping_pong();
-            tokio::task::spawn_local(async move {
-                let _ = connection.await;
-            });
-            if let Some(mut ping) = ping {
-                ping.ping(Ping::opaque()).await?;
-            }
-            Ok::<_, h2::Error>(send)
-        };
-        let send = tokio::time::timeout(connector.connect_timeout, settled)
-            .await
-            .map_err(|_| ErrorKind::ConnectTimeout)?
-            .map_err(|e| classify(&e).kind)?;
+        let conn =
+            tokio::time::timeout(connector.connect_timeout, client::Handle::handshake(stream))
+                .await
+                .map_err(|_| ErrorKind::ConnectTimeout)??;
         Ok((
             H2Session {
-                send,
+                conn: Rc::new(conn),
                 in_use: Rc::default(),
             },
             phases,
@@ -230,13 +196,12 @@ impl Session for H2Session {
 
     /// Below the server's SETTINGS_MAX_CONCURRENT_STREAMS.
     fn has_free_stream(&self) -> bool {
-        self.in_use.get() < self.send.current_max_send_streams()
+        self.in_use.get() < self.conn.max_streams()
     }
 
     /// Send time (`ex.write_start`): when the request's HEADERS frame is
-    /// queued on the connection (`send_request`), after any wait for a
-    /// stream; the connection task, on the same thread, writes it at its
-    /// next poll.
+    /// queued on the connection, after any wait for a stream; the
+    /// connection's task, on the same thread, writes it at its next poll.
     async fn round_trip(
         &mut self,
         req: &H2Request,
@@ -244,37 +209,7 @@ impl Session for H2Session {
         timing: &mut Parsed,
     ) -> Result<u16, Failure> {
         let _stream = InUse::new(&self.in_use);
-        std::future::poll_fn(|cx| self.send.poll_ready(cx))
-            .await
-            .map_err(|e| classify(&e))?;
-        let (response, mut body_out) = self
-            .send
-            .send_request(req.build(), req.body.is_empty())
-            .map_err(|e| classify(&e))?;
-        ex.write_start = Instant::now();
-        if !req.body.is_empty() {
-            body_out
-                .send_data(req.body.clone(), true)
-                .map_err(|e| classify(&e))?;
-        }
-        ex.bytes_out = req.body.len() as u64;
-        let response = response.await.map_err(|e| classify(&e))?;
-        ex.first_byte = Some(Instant::now());
-        let status = response.status().as_u16();
-        for v in response.headers().get_all(&SERVER_TIMING) {
-            server_timing::parse(v.as_bytes(), timing);
-        }
-        let mut body = response.into_body();
-        // A response whose HEADERS ended the stream has no body to poll for.
-        while !body.is_end_stream() {
-            let Some(chunk) = body.data().await else {
-                break;
-            };
-            let chunk = chunk.map_err(|e| classify(&e))?;
-            ex.bytes_in += chunk.len() as u64;
-            let _ = body.flow_control().release_capacity(chunk.len());
-        }
-        Ok(status)
+        self.conn.request(&req.block, &req.body, ex, timing).await
     }
 }
 
@@ -293,9 +228,27 @@ mod tests {
             ("TE".into(), "gzip".into()),
             ("X-Token".into(), "1".into()),
         ];
-        let r = H2Request::new(&spec, "https", "127.0.0.1:1")
-            .unwrap()
-            .build();
+        let req = H2Request::new(&spec, "https", "127.0.0.1:1").unwrap();
+        let mut fields = Vec::new();
+        hpack::Decoder::default()
+            .decode(&req.block, |n, v| fields.push((n.to_vec(), v.to_vec())))
+            .unwrap();
+        let field = |n: &str| {
+            fields
+                .iter()
+                .find(|f| f.0 == n.as_bytes())
+                .map(|f| f.1.as_slice())
+        };
+        assert_eq!(field(":authority"), Some(b"example.test:8443".as_slice()));
+        assert_eq!(field(":path"), Some(b"/a?b=1".as_slice()));
+        assert_eq!(field(":method"), Some(b"POST".as_slice()));
+        assert_eq!(field("content-length"), Some(b"3".as_slice()));
+        assert_eq!(field("x-token"), Some(b"1".as_slice()));
+        assert_eq!(
+            (field("connection"), field("te"), field("host")),
+            (None, None, None)
+        );
+        let r = req.build();
         assert_eq!(r.uri().to_string(), "https://example.test:8443/a?b=1");
         assert_eq!(r.method(), Method::POST);
         assert!(r.headers().get("connection").is_none() && r.headers().get("te").is_none());
