@@ -132,13 +132,14 @@ pub fn goaway(out: &mut Vec<u8>, last: u32, code: u32) {
 /// Append a header block as a HEADERS frame and, past `max_frame` bytes,
 /// CONTINUATION frames (§6.10); `end_stream` when no body follows.
 pub fn headers(out: &mut Vec<u8>, stream: u32, block: &[u8], end_stream: bool, max_frame: usize) {
-    let mut chunks = block.chunks(max_frame.max(1)).peekable();
-    let mut kind = HEADERS;
     let mut flags = if end_stream { END_STREAM } else { 0 };
-    if chunks.peek().is_none() {
-        head(out, 0, HEADERS, flags | END_HEADERS, stream);
+    if block.len() <= max_frame {
+        head(out, block.len(), HEADERS, flags | END_HEADERS, stream);
+        out.extend_from_slice(block);
         return;
     }
+    let mut chunks = block.chunks(max_frame.max(1)).peekable();
+    let mut kind = HEADERS;
     while let Some(chunk) = chunks.next() {
         if chunks.peek().is_none() {
             flags |= END_HEADERS;

@@ -97,6 +97,9 @@ const MAX_INTEGER_BYTES: usize = 4;
 /// last sharing its slots.
 const CACHED_POSITIONS: usize = 32;
 
+/// Evicted entries' buffers kept for reuse.
+const SPARE_BUFFERS: usize = 16;
+
 /// Read an integer with an `prefix`-bit prefix at `buf[*pos]` (§5.1).
 ///
 /// # Errors
@@ -186,7 +189,7 @@ pub fn encode_request(
 
 /// One dynamic table entry: name and value in one allocation.
 struct Entry {
-    bytes: Box<[u8]>,
+    bytes: Vec<u8>,
     split: usize,
 }
 
@@ -220,6 +223,48 @@ pub struct Decoder {
     max_capacity: usize,
     /// (coded, decoded) of the last Huffman string at each slot.
     cache: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Buffers of evicted entries, for the next insertions.
+    spare: Vec<Vec<u8>>,
+    /// The last block decoded, for [`Last::replays`].
+    pub(super) last: Last,
+    /// Whether a repeated block may be replayed (tests compare both ways).
+    replay: bool,
+}
+
+/// The last header block decoded and its fields. A server repeats its
+/// response block byte for byte (nginx: `server`, `date`, `content-type`,
+/// `content-length`, each a literal with incremental indexing, the same
+/// until the date's second changes). Decoding such a block again gives the
+/// same fields and leaves the table as it was, exactly when the block is
+/// *pure* (it references no dynamic entry and updates no size: its fields
+/// and the entries it inserts depend on its bytes alone) and the table
+/// holds only entries inserted by its repeats, fewer than all of them:
+/// the table is always the longest run of the latest insertions that fits
+/// (§4.4), and for a periodic run of insertions that run no longer grows
+/// once an entry of it was evicted.
+#[derive(Default)]
+pub(super) struct Last {
+    pub(super) block: Vec<u8>,
+    /// The fields as (name start, name end = value start, value end) in
+    /// `bytes`.
+    fields: Vec<(usize, usize, usize)>,
+    bytes: Vec<u8>,
+    pure: bool,
+    /// Fields of the block inserted into the table.
+    inserts: usize,
+    /// Consecutive decodes of this block (the latest insertions are its).
+    pub(super) repeats: usize,
+    /// Blocks replayed (tests).
+    #[cfg(test)]
+    pub(super) replayed: usize,
+}
+
+impl Last {
+    /// Decoding the block again would give its fields and not change a
+    /// table of `entries` entries.
+    fn replays(&self, entries: usize) -> bool {
+        self.pure && (self.inserts == 0 || self.repeats.saturating_mul(self.inserts) > entries)
+    }
 }
 
 impl Default for Decoder {
@@ -237,7 +282,18 @@ impl Decoder {
             capacity: max_capacity,
             max_capacity,
             cache: vec![(Vec::new(), Vec::new()); CACHED_POSITIONS * 2],
+            spare: Vec::new(),
+            last: Last::default(),
+            replay: true,
         }
+    }
+
+    /// Decode every block in full (the replay of a repeated block off: the
+    /// tests' reference).
+    #[cfg(test)]
+    pub fn without_replay(mut self) -> Self {
+        self.replay = false;
+        self
     }
 
     /// The dynamic table's size, bytes (§4.1), and entry count.
@@ -266,14 +322,70 @@ impl Decoder {
         block: &[u8],
         mut field: impl FnMut(&[u8], &[u8]),
     ) -> Result<(), HpackError> {
+        let same = block == self.last.block.as_slice();
+        if same && self.replay && self.last.replays(self.table.len()) {
+            let last = &mut self.last;
+            for &(a, b, c) in &last.fields {
+                field(&last.bytes[a..b], &last.bytes[b..c]);
+            }
+            last.repeats = last.repeats.saturating_add(1);
+            #[cfg(test)]
+            {
+                last.replayed += 1;
+            }
+            return Ok(());
+        }
+        let mut last = std::mem::take(&mut self.last);
+        #[cfg(test)]
+        let replayed = last.replayed;
+        last.fields.clear();
+        last.bytes.clear();
+        let r = self.decode_full(block, &mut field, &mut last);
+        if r.is_err() {
+            last.block.clear();
+            last.repeats = 0;
+        } else if same {
+            last.repeats = last.repeats.saturating_add(1);
+        } else {
+            last.block.clear();
+            last.block.extend_from_slice(block);
+            last.repeats = 1;
+        }
+        #[cfg(test)]
+        {
+            last.replayed = replayed;
+        }
+        self.last = last;
+        r
+    }
+
+    /// Decode `block` field by field, recording each field and whether
+    /// the block is pure (see [`Last`]) in `last`.
+    fn decode_full(
+        &mut self,
+        block: &[u8],
+        field: &mut impl FnMut(&[u8], &[u8]),
+        last: &mut Last,
+    ) -> Result<(), HpackError> {
+        let mut record = |name: &[u8], value: &[u8]| {
+            let a = last.bytes.len();
+            last.bytes.extend_from_slice(name);
+            let b = last.bytes.len();
+            last.bytes.extend_from_slice(value);
+            last.fields.push((a, b, last.bytes.len()));
+            field(name, value);
+        };
+        last.pure = true;
+        last.inserts = 0;
         let mut pos = 0;
         let mut n = 0usize;
         while pos < block.len() {
             let b = block[pos];
             if b & 0x80 != 0 {
                 let index = read_integer(block, &mut pos, 7)?;
+                last.pure &= index < 62;
                 let (name, value) = self.lookup(index)?;
-                field(self.bytes(block, name), self.bytes(block, value));
+                record(self.bytes(block, name), self.bytes(block, value));
             } else if b & 0xe0 == 0x20 {
                 if n > 0 {
                     return Err(HpackError("table size update after a field"));
@@ -282,12 +394,20 @@ impl Decoder {
                 if size > self.max_capacity {
                     return Err(HpackError("table size update above the maximum"));
                 }
+                last.pure = false;
                 self.capacity = size;
                 self.evict(0);
                 continue;
             } else {
                 let indexing = b & 0x40 != 0;
                 let index = read_integer(block, &mut pos, if indexing { 6 } else { 4 })?;
+                // An evicted entry's buffer, taken before the field's bytes
+                // are borrowed (no allocation per insertion).
+                let mut bytes = if indexing {
+                    self.spare.pop().unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
                 let slot = n.min(CACHED_POSITIONS - 1) * 2;
                 let name = if index == 0 {
                     self.string(block, &mut pos, slot)?
@@ -295,17 +415,16 @@ impl Decoder {
                     self.lookup(index)?.0
                 };
                 let value = self.string(block, &mut pos, slot + 1)?;
+                last.pure &= index < 62;
                 let (name, value) = (self.bytes(block, name), self.bytes(block, value));
-                field(name, value);
+                record(name, value);
                 if indexing {
-                    let mut bytes = Vec::with_capacity(name.len() + value.len());
+                    last.inserts += 1;
+                    bytes.clear();
                     bytes.extend_from_slice(name);
                     bytes.extend_from_slice(value);
                     let split = name.len();
-                    self.insert(Entry {
-                        bytes: bytes.into_boxed_slice(),
-                        split,
-                    });
+                    self.insert(Entry { bytes, split });
                 }
             }
             n += 1;
@@ -313,6 +432,7 @@ impl Decoder {
         Ok(())
     }
 
+    #[inline]
     fn lookup(&self, index: usize) -> Result<(At, At), HpackError> {
         match index {
             0 => Err(HpackError("index 0")),
@@ -327,6 +447,7 @@ impl Decoder {
         }
     }
 
+    #[inline]
     fn bytes<'a>(&'a self, block: &'a [u8], at: At) -> &'a [u8] {
         match at {
             At::Static(s) => s.as_bytes(),
@@ -377,8 +498,7 @@ impl Decoder {
     fn insert(&mut self, e: Entry) {
         let size = e.size();
         if size > self.capacity {
-            self.table.clear();
-            self.size = 0;
+            self.evict(self.capacity + 1);
             return;
         }
         self.evict(size);
@@ -393,6 +513,9 @@ impl Decoder {
                 break;
             };
             self.size -= e.size();
+            if self.spare.len() < SPARE_BUFFERS {
+                self.spare.push(e.bytes);
+            }
         }
     }
 }
