@@ -19,10 +19,13 @@ use super::super::conn::{Exchange, Stream};
 use super::super::mux::Failure;
 use super::super::recorder::ErrorKind;
 use super::super::server_timing::Parsed;
+use super::frame;
 use super::state::State;
 
-/// The read buffer's size, bytes: several maximum-size frames.
-const READ_BUF: usize = 64 << 10;
+/// The read buffer's size, bytes: two frames of the largest size the
+/// client accepts (after moving an incomplete frame to its start, the
+/// whole frame fits).
+const READ_BUF: usize = 2 * (frame::HEAD_LEN + frame::DEFAULT_MAX_FRAME);
 
 /// A handle of an open connection; when the last one is dropped the
 /// connection says GOAWAY and closes.
@@ -183,8 +186,7 @@ impl Driver {
     fn poll_read(&mut self, cx: &mut Context<'_>) -> Read {
         loop {
             if self.rend == self.rbuf.len() {
-                // Only a frame's tail is left unprocessed; frames are at
-                // most 16 KiB, the buffer is larger.
+                // Only an incomplete frame is left unprocessed.
                 self.rbuf.copy_within(self.rstart..self.rend, 0);
                 self.rend -= self.rstart;
                 self.rstart = 0;

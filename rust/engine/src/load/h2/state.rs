@@ -335,6 +335,11 @@ impl State {
 
     pub(super) fn finish(&mut self, i: usize, result: Result<u16, Failure>) {
         let s = &mut self.slots[i];
+        if result.is_ok() && s.body_sent < s.body.len() {
+            // The response is complete before the request body: the rest
+            // is not needed (RFC 9113 §8.1).
+            frame::rst_stream(&mut self.out, s.id, frame::CANCEL);
+        }
         s.result = Some(result);
         s.body = Bytes::new();
         if let Some(w) = s.waker.take() {

@@ -219,6 +219,17 @@ fn a_body_waits_for_the_peer_window() {
     assert_eq!(sent(&mut st), (70_000 - 65_535, true));
     feed(&mut st, &response(id, &OK, true));
     assert!(matches!(poll(&mut st, slot), Poll::Ready((Ok(200), _, _))));
+    assert!(st.out.is_empty());
+    // A response complete before its request body: the rest is cancelled.
+    let (slot, id) = st.start(&OK, &body).unwrap();
+    st.out.clear();
+    feed(&mut st, &response(id, &OK, true));
+    assert_eq!(kinds(&mut st), [(frame::RST_STREAM, 0, id)]);
+    assert!(matches!(poll(&mut st, slot), Poll::Ready((Ok(200), _, _))));
+    let mut f = Vec::new();
+    frame::window_update(&mut f, 0, 100_000);
+    feed(&mut st, &f);
+    assert!(st.out.is_empty(), "no DATA after the response");
 }
 
 #[test]
