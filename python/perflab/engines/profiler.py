@@ -68,14 +68,17 @@ def record_argv(
     argv: list[str],
     rate_hz: int = RATE_HZ,
     subprocesses: bool = False,
+    pid: int | None = None,
 ) -> list[str]:
     """The command line that runs ``argv`` under py-spy, writing raw collapsed stacks to
     ``output``: frames aggregated by function (``--function``), idle stacks kept
-    (``--idle``: wall time), children followed when ``subprocesses``."""
+    (``--idle``: wall time), children followed when ``subprocesses``. With ``pid``
+    (``argv`` then unused), py-spy samples that running process instead (``--pid``)."""
     flags = ["--function", "--idle", "--format", "raw", "--rate", str(rate_hz)]
     if subprocesses:
         flags.append("--subprocesses")
-    return [sampler.path, "record", *flags, "--output", output, "--", *argv]
+    target = ["--pid", str(pid)] if pid is not None else ["--", *argv]
+    return [sampler.path, "record", *flags, "--output", output, *target]
 
 
 def read_raw(path: str, max_bytes: int = 64 << 20) -> dict[str, int]:

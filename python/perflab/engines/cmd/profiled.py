@@ -18,8 +18,10 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from perflab.engines import profiler
+from perflab.engines.cmd import follow, proctree
 from perflab.model.profile import Profile, bounded, clean_frame
 
 #: profiled runs of one command at most, however short it is
@@ -50,37 +52,38 @@ def profile_command(
         input_path: a file given on stdin (``--input``).
         rate_hz: samples per second.
     """
-    parts, pids, runs, spent, notes = [], set(), 0, 0.0, []
+    parts, pids, runs, spent, notes, unsampled = [], set(), 0, 0.0, [], 0
+    follow_tree = proctree.available()
     while runs < MAX_RUNS and (runs == 0 or spent < seconds):
         with tempfile.TemporaryDirectory(prefix="perflab-profile-") as tmp:
-            raw = os.path.join(tmp, "raw")
-            command = profiler.record_argv(sampler, raw, list(argv), rate_hz, subprocesses=True)
+            stdin = open(input_path, "rb") if input_path else subprocess.DEVNULL  # noqa: SIM115
             t0 = time.monotonic()
-            with tempfile.TemporaryFile() as err:
-                stdin = open(input_path, "rb") if input_path else subprocess.DEVNULL  # noqa: SIM115
-                try:
-                    code = profiler.run_recorded(
-                        command,
-                        timeout_s or 3600.0,
-                        env=env,
-                        stdin=stdin,
-                        stdout=subprocess.DEVNULL,
-                        stderr=err,
+            try:
+                if follow_tree:
+                    stacks, why, missed = _followed_run(
+                        argv, sampler, tmp, rate_hz, timeout_s, env, stdin
                     )
-                finally:
-                    if input_path:
-                        stdin.close()  # type: ignore[union-attr]
-                err.seek(0)
-                stderr = err.read()[-4000:].decode(errors="replace")
+                    unsampled += missed
+                else:
+                    stacks, why = _subprocesses_run(
+                        argv, sampler, tmp, rate_hz, timeout_s, env, stdin
+                    )
+            finally:
+                if input_path:
+                    stdin.close()  # type: ignore[union-attr]
             spent += time.monotonic() - t0
             runs += 1
-            stacks = profiler.read_raw(raw)
         if not stacks:
-            notes.append(_why_empty(stderr, code))
+            notes.append(why)
             break
         merged, seen = by_process(stacks, shlex.join(argv))
         parts.append(merged)
         pids |= seen
+    if unsampled:
+        notes.append(
+            f"{unsampled} Python process{'es' if unsampled > 1 else ''} not sampled "
+            f"(at most {follow.MAX_SAMPLERS} samplers at once)"
+        )
     stacks, folded = bounded(profiler.merge(parts))
     return Profile(
         kind="time",
@@ -92,6 +95,57 @@ def profile_command(
         calls=runs,
         note="; ".join(n for n in [*notes, folded] if n),
     )
+
+
+def _followed_run(
+    argv: Sequence[str],
+    sampler: profiler.Sampler,
+    tmp: str,
+    rate_hz: int,
+    timeout_s: float | None,
+    env: dict[str, str] | None,
+    stdin: Any,
+) -> tuple[dict[str, int], str, int]:
+    """One run with a sampler per Python process (Linux, :mod:`.follow`): (raw stacks
+    under their process chains, why there is none, Python processes left unsampled)."""
+    got = follow.sample_tree(
+        list(argv), sampler, tmp, rate_hz=rate_hz, timeout_s=timeout_s or 3600.0,
+        env=env, stdin=stdin,
+    )  # fmt: skip
+    if got.stacks:
+        why = ""
+    elif not got.python:
+        why = _why_empty("No python processes found", 1)
+    else:
+        why = _why_empty("\n".join(got.errors), 1 if got.errors else 0)
+    return got.stacks, why, got.unsampled
+
+
+def _subprocesses_run(
+    argv: Sequence[str],
+    sampler: profiler.Sampler,
+    tmp: str,
+    rate_hz: int,
+    timeout_s: float | None,
+    env: dict[str, str] | None,
+    stdin: Any,
+) -> tuple[dict[str, int], str]:
+    """One run under ``py-spy record --subprocesses`` (where processes cannot be followed
+    from ``/proc``): (raw stacks, why there is none)."""
+    raw = os.path.join(tmp, "raw")
+    command = profiler.record_argv(sampler, raw, list(argv), rate_hz, subprocesses=True)
+    with tempfile.TemporaryFile() as err:
+        code = profiler.run_recorded(
+            command,
+            timeout_s or 3600.0,
+            env=env,
+            stdin=stdin,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+        err.seek(0)
+        stderr = err.read()[-4000:].decode(errors="replace")
+    return profiler.read_raw(raw), _why_empty(stderr, code)
 
 
 def by_process(stacks: dict[str, int], command: str = "") -> tuple[dict[str, int], set[int]]:
