@@ -174,7 +174,7 @@ def test_the_watcher_sees_a_fork_its_exec_and_a_grandchild(tmp_path: Path) -> No
     assert len(by_pid) == 3
     (middle_pid,) = [pid for pid, gens in by_pid.items() if gens[0].ppid == root.pid]
     (grandchild_pid,) = set(by_pid) - {root.pid, middle_pid}
-    assert [p.generation for p in by_pid[root.pid]] == [0]
+    assert [p.generation for p in by_pid[root.pid]] == [0], by_pid[root.pid]
     assert [p.generation for p in by_pid[middle_pid]] == [0, 1]
     copy, middle = by_pid[middle_pid]
     assert copy.cmdline == by_pid[root.pid][0].cmdline and MIDDLE in middle.cmdline

@@ -131,8 +131,10 @@ class ProcessTree:
             return [self._exit(pid)]
         _ppid, _start, stack, exe, cmdline = now
         old = state.process
-        if (exe, cmdline, stack) == (old.exe, old.cmdline, state.stack) or not (exe or cmdline):
-            return []  # unchanged, or exiting (its memory already released)
+        if (exe, cmdline, stack) == (old.exe, old.cmdline, state.stack):
+            return []
+        if not cmdline or (old.exe and not exe) or (state.stack and not stack):
+            return []  # exiting: its memory is being released (an exit, next poll)
         gen = Process(pid, old.ppid, exe, cmdline, old.generation + 1, self.clock())
         self._states[pid] = _State(gen, state.start_ticks, stack)
         self.live[pid] = gen

@@ -1,12 +1,17 @@
 """``perflab cmd --profile``: a Python command's time by function, its child processes
-included, sampled by py-spy (``--subprocesses``) in runs of its own after the timed runs.
+included, sampled by py-spy in runs of its own after the timed runs.
 
-Each command is run under py-spy until the profile time is spent (at least once, at most
-:data:`MAX_RUNS` times); the stacks of every run are merged. Each stack starts with the
-process it was sampled in (``process: COMMAND LINE``, the pid left out so that runs
-merge; the pids are kept in the profile), so a flame graph shows which process spent
-the time. A command that runs no Python (py-spy finds no interpreter) gets an empty
-profile with a note saying so.
+Each command is run until the profile time is spent (at least once, at most
+:data:`MAX_RUNS` times); the stacks of every run are merged. On Linux perflab follows
+the command's process tree itself and runs one ``py-spy record --pid`` per Python
+process, started again after each exec (:mod:`perflab.engines.cmd.follow`: py-spy's
+own ``--subprocesses`` missed a child found between fork and exec); where processes
+cannot be followed (no ``/proc``, or no permission to read a non-child's memory),
+``py-spy record --subprocesses`` runs the command. Each stack starts with the chain of
+processes it was sampled in (``process: COMMAND LINE``, root first, the pid left out so
+that runs merge; the pids are kept in the profile), so a flame graph shows which
+process spent the time. A command that runs no Python gets an empty profile with a
+note saying so.
 """
 
 from __future__ import annotations
@@ -40,8 +45,9 @@ def profile_command(
     input_path: str | None = None,
     rate_hz: int = profiler.RATE_HZ,
 ) -> Profile:
-    """Run ``argv`` under py-spy, children followed, until ``seconds`` of wall time are
-    spent; the merged :class:`Profile` (``calls``: the runs made).
+    """Run ``argv`` with py-spy on each of its Python processes until ``seconds`` of
+    wall time are spent; the merged :class:`Profile` (``calls``: the runs made; ``note``:
+    why it is empty, how many Python processes went unsampled, what was folded).
 
     Args:
         argv: the command (no shell), as the timed runs spawned it.
@@ -59,15 +65,11 @@ def profile_command(
             stdin = open(input_path, "rb") if input_path else subprocess.DEVNULL  # noqa: SIM115
             t0 = time.monotonic()
             try:
-                if follow_tree:
-                    stacks, why, missed = _followed_run(
-                        argv, sampler, tmp, rate_hz, timeout_s, env, stdin
-                    )
-                    unsampled += missed
-                else:
-                    stacks, why = _subprocesses_run(
-                        argv, sampler, tmp, rate_hz, timeout_s, env, stdin
-                    )
+                run = _followed_run if follow_tree else _subprocesses_run
+                stacks, why, missed = run(
+                    argv, sampler, tmp, rate_hz, timeout_s or 3600.0, env, stdin
+                )
+                unsampled += missed
             finally:
                 if input_path:
                     stdin.close()  # type: ignore[union-attr]
@@ -98,20 +100,15 @@ def profile_command(
 
 
 def _followed_run(
-    argv: Sequence[str],
-    sampler: profiler.Sampler,
-    tmp: str,
-    rate_hz: int,
-    timeout_s: float | None,
-    env: dict[str, str] | None,
-    stdin: Any,
-) -> tuple[dict[str, int], str, int]:
-    """One run with a sampler per Python process (Linux, :mod:`.follow`): (raw stacks
-    under their process chains, why there is none, Python processes left unsampled)."""
+    argv: Sequence[str], sampler: profiler.Sampler, tmp: str, rate_hz: int,
+    timeout_s: float, env: dict[str, str] | None, stdin: Any,
+) -> tuple[dict[str, int], str, int]:  # fmt: skip
+    """One run with a sampler per Python process (Linux, :mod:`.follow`), ``tmp`` its
+    folder: (raw stacks under their process chains, why there is none, Python processes
+    left unsampled)."""
     got = follow.sample_tree(
-        list(argv), sampler, tmp, rate_hz=rate_hz, timeout_s=timeout_s or 3600.0,
-        env=env, stdin=stdin,
-    )  # fmt: skip
+        list(argv), sampler, tmp, rate_hz=rate_hz, timeout_s=timeout_s, env=env, stdin=stdin
+    )
     if got.stacks:
         why = ""
     elif not got.python:
@@ -122,30 +119,20 @@ def _followed_run(
 
 
 def _subprocesses_run(
-    argv: Sequence[str],
-    sampler: profiler.Sampler,
-    tmp: str,
-    rate_hz: int,
-    timeout_s: float | None,
-    env: dict[str, str] | None,
-    stdin: Any,
-) -> tuple[dict[str, int], str]:
+    argv: Sequence[str], sampler: profiler.Sampler, tmp: str, rate_hz: int,
+    timeout_s: float, env: dict[str, str] | None, stdin: Any,
+) -> tuple[dict[str, int], str, int]:  # fmt: skip
     """One run under ``py-spy record --subprocesses`` (where processes cannot be followed
-    from ``/proc``): (raw stacks, why there is none)."""
+    from ``/proc``), ``tmp`` its folder: (raw stacks, why there is none, 0)."""
     raw = os.path.join(tmp, "raw")
     command = profiler.record_argv(sampler, raw, list(argv), rate_hz, subprocesses=True)
     with tempfile.TemporaryFile() as err:
         code = profiler.run_recorded(
-            command,
-            timeout_s or 3600.0,
-            env=env,
-            stdin=stdin,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
+            command, timeout_s, env=env, stdin=stdin, stdout=subprocess.DEVNULL, stderr=err
         )
         err.seek(0)
         stderr = err.read()[-4000:].decode(errors="replace")
-    return profiler.read_raw(raw), _why_empty(stderr, code)
+    return profiler.read_raw(raw), _why_empty(stderr, code), 0
 
 
 def by_process(stacks: dict[str, int], command: str = "") -> tuple[dict[str, int], set[int]]:
