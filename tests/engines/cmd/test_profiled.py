@@ -5,6 +5,7 @@ the timed runs; the process of each stack kept at its root. Shares are asserted 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -16,7 +17,7 @@ import pytest
 from perflab import model
 from perflab.analyze.profile import total_share
 from perflab.engines import profiler
-from perflab.engines.cmd import proctree
+from perflab.engines.cmd import follow, proctree
 from perflab.engines.cmd.profiled import by_process, profile_command
 
 PARENT = """
@@ -121,6 +122,21 @@ def test_a_child_found_between_fork_and_exec_is_sampled_after_its_exec(
     root, child = child_stack.split(";")[:2]
     assert root == f"process: {sys.executable} parent.py"
     assert child.startswith("process: ") and child.endswith("-c import child: child.child_spin()")
+
+
+def test_a_python_process_past_the_samplers_bound_is_counted_unsampled(tmp_path: Path) -> None:
+    """One sampler at most: the parent's holds it while its child lives, so the child
+    gets none and is counted; the parent is sampled."""
+    sampler = _sampler()
+    if not proctree.available():
+        pytest.skip("processes cannot be followed here (no /proc, or no ptrace permission)")
+    parent = "import subprocess, sys\nsubprocess.run([sys.executable, '-c', 'import time; time.sleep(0.5)'])"
+    got = follow.sample_tree([sys.executable, "-c", parent], sampler, str(tmp_path), max_samplers=1)
+    assert got.python == 2 and got.unsampled == 1
+    assert got.stacks
+    for stack in got.stacks:  # the parent's only: its chain is the root alone
+        process_frames = [f for f in stack.split(";") if re.match(r'^process \d+:"', f)]
+        assert process_frames == [stack.split(";")[0]] and process_frames[0].endswith(':""')
 
 
 ROOT = """

@@ -52,8 +52,9 @@ class TreeProfile:
     Attributes:
         stacks: raw py-spy stacks (weight: samples), each starting with its process
             chain's ``process PID:"CMDLINE"`` frames.
-        python: Python process generations found (sampled or not).
-        unsampled: those never sampled because :data:`MAX_SAMPLERS` ran.
+        python: Python processes found (pids; sampled or not).
+        unsampled: those whose program was never sampled, kept waiting while
+            :data:`MAX_SAMPLERS` ran (a generation that waited, none sampled after it).
         errors: py-spy's error lines of samplers that took no sample.
         timed_out: the command was killed at the timeout.
     """
@@ -82,7 +83,8 @@ class _Sampler:
 class _Run:
     """One followed run's state: samplers running, generations waiting for one (with
     attempts made and the earliest start time), young non-python-named processes
-    whose memory maps are checked again, pids kept waiting by the samplers' bound."""
+    whose memory maps are checked again; the pids found Python, sampled, and ever kept
+    waiting by the samplers' bound (these two as (pid, generation))."""
 
     tree: ProcessTree
     sampler: profiler.Sampler
@@ -94,7 +96,9 @@ class _Run:
     stopping: list[_Sampler] = field(default_factory=list)
     waiting: dict[int, tuple[Process, int, float]] = field(default_factory=dict)
     maybe: dict[int, Process] = field(default_factory=dict)
-    blocked: set[int] = field(default_factory=set)
+    python: set[int] = field(default_factory=set)
+    sampled: set[tuple[int, int]] = field(default_factory=set)
+    blocked: set[tuple[int, int]] = field(default_factory=set)
 
 
 def sample_tree(
@@ -161,7 +165,14 @@ def sample_tree(
             s.popen.wait()
             s.err.close()
         raise
-    run.result.unsampled += len(run.blocked & set(run.waiting))
+    run.result.python = len(run.python)
+    run.result.unsampled = len(
+        {
+            p
+            for p, g in run.blocked - run.sampled
+            if not any(q == p and h > g for q, h in run.sampled)
+        }
+    )
     return run.result
 
 
@@ -176,9 +187,7 @@ def _on_change(run: _Run, kind: str, process: Process) -> None:
             if kind == "exec":
                 _signal(old.popen, signal.SIGINT)
             run.stopping.append(old)
-        if run.waiting.pop(pid, None) is not None and pid in run.blocked:
-            run.result.unsampled += 1
-        run.blocked.discard(pid)
+        run.waiting.pop(pid, None)
     if kind == "exit":
         return
     if looks_like_python(process, run.tree.proc_root):
@@ -190,7 +199,7 @@ def _on_change(run: _Run, kind: str, process: Process) -> None:
 def _plan(run: _Run, process: Process, attempts: int, not_before: float) -> None:
     """``process`` to get a sampler (attempt ``attempts + 1``) from ``not_before`` on."""
     if attempts == 0:
-        run.result.python += 1
+        run.python.add(process.pid)
     run.waiting[process.pid] = (process, attempts, not_before)
 
 
@@ -214,10 +223,9 @@ def _start_waiting(run: _Run) -> None:
         if not_before > now:
             continue
         if len(run.running) + len(run.stopping) >= run.max_samplers:
-            run.blocked.add(pid)
+            run.blocked.add((pid, process.generation))
             continue
         del run.waiting[pid]
-        run.blocked.discard(pid)
         if run.tree.live.get(pid) is not process:
             continue
         output = os.path.join(run.workdir, f"{pid}.{process.generation}.{attempts}.raw")
@@ -226,6 +234,7 @@ def _start_waiting(run: _Run) -> None:
         popen = subprocess.Popen(
             argv, start_new_session=True, stdout=subprocess.DEVNULL, stderr=err
         )
+        run.sampled.add((pid, process.generation))
         run.running[pid] = _Sampler(
             process, _prefix(run.tree, process), popen, output, err, attempts + 1
         )

@@ -106,9 +106,12 @@ def _followed_run(
     """One run with a sampler per Python process (Linux, :mod:`.follow`), ``tmp`` its
     folder: (raw stacks under their process chains, why there is none, Python processes
     left unsampled)."""
-    got = follow.sample_tree(
-        list(argv), sampler, tmp, rate_hz=rate_hz, timeout_s=timeout_s, env=env, stdin=stdin
-    )
+    try:
+        got = follow.sample_tree(
+            list(argv), sampler, tmp, rate_hz=rate_hz, timeout_s=timeout_s, env=env, stdin=stdin
+        )
+    except OSError as exc:
+        return {}, f"py-spy took no sample (the command did not start: {exc})", 0
     if got.stacks:
         why = ""
     elif not got.python:
@@ -136,9 +139,11 @@ def _subprocesses_run(
 
 
 def by_process(stacks: dict[str, int], command: str = "") -> tuple[dict[str, int], set[int]]:
-    """py-spy's ``--subprocesses`` stacks with each ``process PID:"CMD"`` frame made
-    ``process: CMD`` (runs merge), and the pids seen. py-spy leaves the command line of
-    the process it started empty: that one is ``command``, the measured command line."""
+    """Stacks under their process chains (py-spy's ``--subprocesses`` form, which
+    :mod:`.follow` writes too) with each ``process PID:"CMD"`` frame made
+    ``process: CMD`` (runs merge), and the pids seen. The root process's command line is
+    left empty (py-spy does so for the process it started): that one is ``command``, the
+    measured command line."""
     out: dict[str, int] = {}
     pids: set[int] = set()
     for stack, weight in stacks.items():
