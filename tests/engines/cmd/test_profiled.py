@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -19,6 +20,7 @@ from perflab.analyze.profile import total_share
 from perflab.engines import profiler
 from perflab.engines.cmd import follow, proctree
 from perflab.engines.cmd.profiled import by_process, profile_command
+from perflab.model.profile import clean_frame
 
 PARENT = """
 import subprocess, sys
@@ -122,6 +124,23 @@ def test_a_child_found_between_fork_and_exec_is_sampled_after_its_exec(
     root, child = child_stack.split(";")[:2]
     assert root == f"process: {sys.executable} parent.py"
     assert child.startswith("process: ") and child.endswith("-c import child: child.child_spin()")
+
+
+def test_without_proc_py_spy_follows_the_children_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where processes cannot be followed (no /proc, no ptrace permission) the command
+    runs under py-spy's --subprocesses, its stacks read the same way."""
+    sampler = _sampler()
+    monkeypatch.setattr(proctree, "available", lambda proc_root="/proc": False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "spin.py").write_text("def spin():\n    sum(range(30_000_000))\n\nspin()\n")
+    argv = [sys.executable, "spin.py"]
+    profile = profile_command(argv, 0.0, sampler)
+    assert profile.calls == 1 and profile.total > 0, profile.note
+    assert total_share(profile, "spin") > 0.05
+    roots = {stack.split(";")[0] for stack in profile.stacks}
+    assert roots == {"process: " + clean_frame(shlex.join(argv))}
 
 
 def test_a_python_process_past_the_samplers_bound_is_counted_unsampled(tmp_path: Path) -> None:
