@@ -119,7 +119,7 @@ def heap_padding(count: int) -> list[Any]:
     drawn sizes between kept blocks. A holed C heap decides whether a ``realloc`` (a
     list or string growing) extends in place or copies: counted by hand, a JSON round
     trip moved 1.44% (28.72–29.13 M instructions per call) over six such paddings,
-    where perflab's layouts without them moved it 0.42%. O(count); at most ~1 MB of
+    where perflab's layouts without them moved it 0.41%. O(count); at most ~1 MB of
     small objects and ~1 MB of medium blocks kept for 4,095.
     """
     count = max(0, count)
