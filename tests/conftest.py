@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -133,6 +134,13 @@ def _private_history(tmp_path_factory):  # type: ignore[no-untyped-def]
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PERFLAB_HISTORY", str(tmp_path_factory.mktemp("history") / "history.sqlite"))
         yield
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def http_args(*argv: str):  # type: ignore[no-untyped-def]

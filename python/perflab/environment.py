@@ -183,7 +183,10 @@ def os_name() -> str:
     without the ``uname -p`` subprocess it starts (a fork and exec: ≈ 4 ms of CPU in each
     short ``perflab http`` process, issue 30) for a processor field that Linux's
     ``uname -p`` reports as "unknown" or as the machine, both of which
-    :func:`platform.platform` leaves out. Elsewhere :func:`platform.platform` itself."""
+    :func:`platform.platform` leaves out. Where ``uname -p`` names the CPU instead (some
+    distributions, e.g. Gentoo), :func:`platform.platform` adds that name and this does
+    not: the field is shown (``host``), never compared, and ``cpu_model`` names the CPU.
+    Elsewhere :func:`platform.platform` itself."""
     if sys.platform != "linux":
         return platform.platform()
     uname = os.uname()

@@ -9,7 +9,6 @@ import csv
 import io
 import json
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 import pytest
 
 from perflab import _core
-from tests.conftest import popen_perflab
+from tests.conftest import free_port, popen_perflab
 
 FAST = ["--duration", "0.5s", "--warmup", "0.1s", "--threads", "1", "--quiet"]
 
@@ -34,12 +33,6 @@ def one_error_line(stderr: str) -> str:
 def server() -> Any:
     with _core.serve({"host": "127.0.0.1", "port": 0, "delay": "1ms"}) as s:
         yield s
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_sweep_prints_a_table_writes_results_and_a_chart(

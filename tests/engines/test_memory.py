@@ -13,7 +13,8 @@ import pytest
 
 from perflab.analyze import memory as am
 from perflab.engines import memory
-from perflab.engines.run.runner import Outcome, Runner, Settings
+from perflab.engines.run.backend import Outcome
+from perflab.engines.run.runner import Runner, Settings
 from perflab.engines.run.suite import BenchFile, BenchSpec, expand
 from perflab.report.memory_table import memory_table, with_memory
 

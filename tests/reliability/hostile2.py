@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.reliability.battery import Case
+from tests.reliability.battery_cases import Case
 from tests.reliability.hostile import F2, F5, F6, _served
 from tests.reliability.samples import ROOT
 

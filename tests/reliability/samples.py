@@ -20,6 +20,27 @@ from tests.conftest import lognormal_groups, make_bench
 ROOT = Path(__file__).resolve().parents[2]
 
 
+#: names that are markup, escape sequences, formulas or bidi controls somewhere: every
+#: place perflab prints or writes a name must show them as text
+NASTY = [
+    "closing [/] tag",
+    "[red]RED[/red] [link=https://x.invalid]click[/link]",
+    "\x1b[31mred\x1b[0m",
+    "\x1b]0;title\x07",
+    "\x1b]8;;https://x.invalid\x1b\\link",
+    "two\nlines",
+    "<script>alert(1)</script>",
+    "<img src=x onerror=alert(1)>",
+    "`code` | pipe",
+    '=HYPERLINK("http://x.invalid")',
+    "+1",
+    "-1+2",
+    "@SUM(A1)",
+    "\u202eevil",
+    "$x$ {y}",
+]
+
+
 def run_results(seed: int = 0) -> Results:
     """A ``run`` file: two sizes of one benchmark (fit complexity works on it)."""
     benches = [

@@ -13,24 +13,7 @@ import pytest
 
 from perflab import model
 from perflab.report import escape
-from tests.reliability.samples import perflab, run_results
-
-NASTY = [
-    "closing [/] tag",
-    "[red]RED[/red] [link=https://x.invalid]click[/link]",
-    "\x1b[31mred\x1b[0m",
-    "\x1b]0;title\x07",
-    "\x1b]8;;https://x.invalid\x1b\\link",
-    "two\nlines",
-    "<script>alert(1)</script>",
-    "<img src=x onerror=alert(1)>",
-    "`code` | pipe",
-    '=HYPERLINK("http://x.invalid")',
-    "+1",
-    "-1+2",
-    "@SUM(A1)",
-    "\u202eevil",
-]
+from tests.reliability.samples import NASTY, perflab, run_results
 
 
 @pytest.fixture(scope="module")

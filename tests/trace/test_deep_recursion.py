@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from perflab import _core
-from tests.reliability.hostile import DEEP_PROGRAM
+from tests.reliability.deep_program import DEEP_PROGRAM
 
 MAX_DEPTH = _core.trace_dropped()[0]
 

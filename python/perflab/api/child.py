@@ -34,7 +34,7 @@ class ChildBackend:
     each plan gains the pickled call's file, the parent's ``sys.path`` and its script."""
 
     def __init__(self, call_path: str) -> None:
-        from perflab.engines.run.runner import SubprocessBackend
+        from perflab.engines.run.backend import SubprocessBackend
 
         main = sys.modules.get("__main__")
         self.extra = {
@@ -49,7 +49,7 @@ class ChildBackend:
         )
 
     def run(self, plan: dict[str, Any], timeout_s: float, on_event: Callable[[Any], None]) -> Any:
-        """One fresh child for ``plan`` (see :class:`perflab.engines.run.runner.WorkerBackend`)."""
+        """One fresh child for ``plan`` (see :class:`perflab.engines.run.backend.WorkerBackend`)."""
         return self.backend.run({**plan, **self.extra}, timeout_s, on_event)
 
 

@@ -93,7 +93,7 @@ def http_plan(args: argparse.Namespace, check: bool = True) -> Any:
         UsageError: any bad value, checked in the options' order (the URL first).
     """
     from perflab import files
-    from perflab.engines.http import engine
+    from perflab.engines.http import engine, requests_file
     from perflab.engines.http.shapes import parse_rate
     from perflab.units import parse_duration, parse_positive_duration
 
@@ -134,7 +134,7 @@ def http_plan(args: argparse.Namespace, check: bool = True) -> Any:
     requests = None
     if args.requests:
         engine.check_request_source(args.method, headers, body)
-        requests = engine.load_requests(args.requests)
+        requests = requests_file.load_requests(args.requests)
     return engine.make_plan(
         url,
         duration,

@@ -5,13 +5,16 @@ Why py-spy (measured in BENCHMARKS.md, ``benchmarks/profile_overhead.py``): it r
 interpreter's stacks from another process through ``process_vm_readv``, so the profiled
 code runs unmodified; on the issue's hotspot workload it slowed the calls by ≈ 1% at
 1000 Hz and gave the 70% function 70% of the samples, where pyinstrument, in-process
-(a profile hook on calls and returns), slowed them ≈ 1.75×. py-spy also follows a
-command's child processes (``--subprocesses``), which ``cmd --profile`` needs.
-Its samples are taken whether the thread runs or waits (``--idle``), so the profile
-shares out wall time, as the timed figures do.
+(a profile hook on calls and returns), slowed them ≈ 1.75×. py-spy also attaches to a
+running process (``--pid``), which ``cmd --profile`` uses on each Python process of a
+command (:mod:`perflab.engines.cmd.follow`). Its samples are taken whether the thread
+runs or waits (``--idle``), so the profile shares out wall time, as the timed figures do.
 
-py-spy starts the profiled program as its own child, so no ptrace permission beyond a
-parent's is needed (Yama's ``ptrace_scope`` 1, the common default, allows it).
+Where py-spy starts the profiled program as its own child, no ptrace permission beyond
+a parent's is needed (Yama's ``ptrace_scope`` 1, the common default, allows it);
+``--pid`` on a process py-spy did not start needs more (root, ``CAP_SYS_PTRACE`` or
+``ptrace_scope`` 0), and without it ``cmd --profile`` lets py-spy start the command
+(``--subprocesses``).
 """
 
 from __future__ import annotations
@@ -68,14 +71,17 @@ def record_argv(
     argv: list[str],
     rate_hz: int = RATE_HZ,
     subprocesses: bool = False,
+    pid: int | None = None,
 ) -> list[str]:
     """The command line that runs ``argv`` under py-spy, writing raw collapsed stacks to
     ``output``: frames aggregated by function (``--function``), idle stacks kept
-    (``--idle``: wall time), children followed when ``subprocesses``."""
+    (``--idle``: wall time), children followed when ``subprocesses``. With ``pid``
+    (``argv`` then unused), py-spy samples that running process instead (``--pid``)."""
     flags = ["--function", "--idle", "--format", "raw", "--rate", str(rate_hz)]
     if subprocesses:
         flags.append("--subprocesses")
-    return [sampler.path, "record", *flags, "--output", output, "--", *argv]
+    target = ["--pid", str(pid)] if pid is not None else ["--", *argv]
+    return [sampler.path, "record", *flags, "--output", output, *target]
 
 
 def read_raw(path: str, max_bytes: int = 64 << 20) -> dict[str, int]:

@@ -1,7 +1,7 @@
 """Fresh processes for pytest benchmarks (``--perflab-processes N``).
 
 The parent pytest re-runs one test's node id in a child pytest per process, through the
-harness's subprocess backend (:class:`perflab.engines.run.runner.SubprocessBackend`, plan in
+harness's subprocess backend (:class:`perflab.engines.run.backend.SubprocessBackend`, plan in
 the environment variable :data:`CHILD_ENV`, events on a pipe). In the child, the fixture
 finds the plan and runs the worker sequence once (:func:`measure_here`) instead of
 measuring in-process; its fixtures and imports are the test's own, so anything the test
@@ -64,7 +64,7 @@ def measure_here(
 
 def backend(options: Any, nodeid: str) -> Any:
     """The subprocess backend that runs ``nodeid`` in a child pytest."""
-    from perflab.engines.run.runner import SubprocessBackend
+    from perflab.engines.run.backend import SubprocessBackend
 
     argv = [*(options.child_argv or [sys.executable, "-m", "pytest"]), nodeid]
     return SubprocessBackend(argv, cwd=options.rootdir, plan_env=CHILD_ENV)
@@ -132,7 +132,7 @@ class PairedChildren:
     """
 
     def __init__(self, options: Any, nodeid: str, base: Any) -> None:
-        from perflab.engines.run.runner import SubprocessBackend
+        from perflab.engines.run.backend import SubprocessBackend
 
         self.current = backend(options, nodeid)
         rootdir = str(base.file)

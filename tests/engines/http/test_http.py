@@ -26,15 +26,10 @@ from perflab import _core
 from perflab.analyze.http import error_reasons, summarize_steps
 from perflab.commands.options import http_plan
 from perflab.engines.http import engine as mh
+from perflab.engines.http import requests_file
 from perflab.engines.http.steps import step_from_raw
 from perflab.errors import UsageError
-
-
-def free_port() -> int:
-    """A port nothing listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.conftest import free_port
 
 
 def args(**overrides: Any) -> argparse.Namespace:
@@ -127,13 +122,13 @@ def test_requests_file_json_lines(tmp_path: Path) -> None:
         '# comment\n{"path": "/a"}\n\n{"method": "POST", "path": "/b", '
         '"headers": {"X-A": "1"}, "body": "hi"}\n'
     )
-    reqs = mh.load_requests(path)
+    reqs = requests_file.load_requests(path)
     assert reqs == [
         {"path": "/a", "headers": []},
         {"method": "POST", "path": "/b", "headers": [("X-A", "1")], "body": "hi"},
     ]
     path.write_text('[{"path": "/a", "headers": [["K", "V"]]}]')
-    assert mh.load_requests(path)[0]["headers"] == [("K", "V")]
+    assert requests_file.load_requests(path)[0]["headers"] == [("K", "V")]
 
 
 @pytest.mark.parametrize(
@@ -151,9 +146,9 @@ def test_bad_requests_files(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "reqs.jsonl"
     path.write_text(text)
     with pytest.raises(UsageError, match=message):
-        mh.load_requests(path)
+        requests_file.load_requests(path)
     with pytest.raises(UsageError, match="no such file"):
-        mh.load_requests(tmp_path / "missing.jsonl")
+        requests_file.load_requests(tmp_path / "missing.jsonl")
 
 
 def test_plan_open_loop_and_closed_loop() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from perflab.engines.http import requests_file
-from perflab.engines.http.engine import load_requests
+from perflab.engines.http.requests_file import load_requests
 from perflab.errors import UsageError
 
 

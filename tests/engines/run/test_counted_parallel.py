@@ -8,7 +8,8 @@ import threading
 import time
 from typing import Any
 
-from perflab.engines.run.runner import Outcome, Runner, Settings
+from perflab.engines.run.backend import Outcome
+from perflab.engines.run.runner import Runner, Settings
 from perflab.engines.run.suite import BenchSpec, Case
 
 

@@ -12,8 +12,9 @@ from typing import Any
 from perflab.analyze.run.groups import run_groups
 from perflab.analyze.run.ratios import summarize_benchmarks, summarize_group
 from perflab.analyze.run.summary import summarize
+from perflab.engines.run.backend import Outcome
 from perflab.engines.run.counters import SampleCounters, by_name
-from perflab.engines.run.runner import Outcome, Runner, Settings
+from perflab.engines.run.runner import Runner, Settings
 from perflab.engines.run.suite import BenchFile, BenchSpec, expand
 from perflab.report.run_table import group_table, run_tables
 from tests.conftest import make_bench

@@ -6,7 +6,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from perflab.engines.run.runner import SubprocessBackend
+from perflab.engines.run.backend import SubprocessBackend
 
 PAIR_WORKER = [sys.executable, "-P", "-m", "perflab.engines.run.pair_worker"]
 BENCH = """

@@ -10,8 +10,9 @@ import numpy as np
 from perflab.analyze.decisions import SLOWER
 from perflab.analyze.run.ratios import summarize_benchmarks
 from perflab.engines.run import pairs
+from perflab.engines.run.backend import Outcome
 from perflab.engines.run.pairing import pair_order
-from perflab.engines.run.runner import Outcome, Settings
+from perflab.engines.run.runner import Settings
 from perflab.engines.run.suite import BenchFile, BenchSpec, expand
 from tests.speed_states import SpeedStates
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from perflab.engines.run.runner import FailureAdvice, Outcome, Runner, Settings, _failure
+from perflab.engines.run.backend import Outcome
+from perflab.engines.run.runner import FailureAdvice, Runner, Settings, _failure
 from perflab.engines.run.suite import BenchFile, BenchSpec, expand
 
 

@@ -1,12 +1,17 @@
 """``perflab cmd --profile``: a Python command's time by function, its child processes
-included, sampled by py-spy (``--subprocesses``) in runs of its own after the timed runs.
+included, sampled by py-spy in runs of its own after the timed runs.
 
-Each command is run under py-spy until the profile time is spent (at least once, at most
-:data:`MAX_RUNS` times); the stacks of every run are merged. Each stack starts with the
-process it was sampled in (``process: COMMAND LINE``, the pid left out so that runs
-merge; the pids are kept in the profile), so a flame graph shows which process spent
-the time. A command that runs no Python (py-spy finds no interpreter) gets an empty
-profile with a note saying so.
+Each command is run until the profile time is spent (at least once, at most
+:data:`MAX_RUNS` times); the stacks of every run are merged. On Linux perflab follows
+the command's process tree itself and runs one ``py-spy record --pid`` per Python
+process, started again after each exec (:mod:`perflab.engines.cmd.follow`: py-spy's
+own ``--subprocesses`` missed a child found between fork and exec); where processes
+cannot be followed (no ``/proc``, or no permission to read a non-child's memory),
+``py-spy record --subprocesses`` runs the command. Each stack starts with the chain of
+processes it was sampled in (``process: COMMAND LINE``, root first, the pid left out so
+that runs merge; the pids are kept in the profile), so a flame graph shows which
+process spent the time. A command that runs no Python gets an empty profile with a
+note saying so.
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from perflab.engines import profiler
+from perflab.engines.cmd import follow, proctree
 from perflab.model.profile import Profile, bounded, clean_frame
 
 #: profiled runs of one command at most, however short it is
@@ -38,8 +45,9 @@ def profile_command(
     input_path: str | None = None,
     rate_hz: int = profiler.RATE_HZ,
 ) -> Profile:
-    """Run ``argv`` under py-spy, children followed, until ``seconds`` of wall time are
-    spent; the merged :class:`Profile` (``calls``: the runs made).
+    """Run ``argv`` with py-spy on each of its Python processes until ``seconds`` of
+    wall time are spent; the merged :class:`Profile` (``calls``: the runs made; ``note``:
+    why it is empty, how many Python processes went unsampled, what was folded).
 
     Args:
         argv: the command (no shell), as the timed runs spawned it.
@@ -50,37 +58,34 @@ def profile_command(
         input_path: a file given on stdin (``--input``).
         rate_hz: samples per second.
     """
-    parts, pids, runs, spent, notes = [], set(), 0, 0.0, []
+    parts, pids, runs, spent, notes, unsampled = [], set(), 0, 0.0, [], 0
+    follow_tree = proctree.available()
     while runs < MAX_RUNS and (runs == 0 or spent < seconds):
         with tempfile.TemporaryDirectory(prefix="perflab-profile-") as tmp:
-            raw = os.path.join(tmp, "raw")
-            command = profiler.record_argv(sampler, raw, list(argv), rate_hz, subprocesses=True)
+            stdin = open(input_path, "rb") if input_path else subprocess.DEVNULL  # noqa: SIM115
             t0 = time.monotonic()
-            with tempfile.TemporaryFile() as err:
-                stdin = open(input_path, "rb") if input_path else subprocess.DEVNULL  # noqa: SIM115
-                try:
-                    code = profiler.run_recorded(
-                        command,
-                        timeout_s or 3600.0,
-                        env=env,
-                        stdin=stdin,
-                        stdout=subprocess.DEVNULL,
-                        stderr=err,
-                    )
-                finally:
-                    if input_path:
-                        stdin.close()  # type: ignore[union-attr]
-                err.seek(0)
-                stderr = err.read()[-4000:].decode(errors="replace")
+            try:
+                run = _followed_run if follow_tree else _subprocesses_run
+                stacks, why, missed = run(
+                    argv, sampler, tmp, rate_hz, timeout_s or 3600.0, env, stdin
+                )
+                unsampled += missed
+            finally:
+                if input_path:
+                    stdin.close()  # type: ignore[union-attr]
             spent += time.monotonic() - t0
             runs += 1
-            stacks = profiler.read_raw(raw)
         if not stacks:
-            notes.append(_why_empty(stderr, code))
+            notes.append(why)
             break
         merged, seen = by_process(stacks, shlex.join(argv))
         parts.append(merged)
         pids |= seen
+    if unsampled:
+        notes.append(
+            f"{unsampled} Python process{'es' if unsampled > 1 else ''} not sampled "
+            f"(at most {follow.MAX_SAMPLERS} samplers at once)"
+        )
     stacks, folded = bounded(profiler.merge(parts))
     return Profile(
         kind="time",
@@ -94,10 +99,51 @@ def profile_command(
     )
 
 
+def _followed_run(
+    argv: Sequence[str], sampler: profiler.Sampler, tmp: str, rate_hz: int,
+    timeout_s: float, env: dict[str, str] | None, stdin: Any,
+) -> tuple[dict[str, int], str, int]:  # fmt: skip
+    """One run with a sampler per Python process (Linux, :mod:`.follow`), ``tmp`` its
+    folder: (raw stacks under their process chains, why there is none, Python processes
+    left unsampled)."""
+    try:
+        got = follow.sample_tree(
+            list(argv), sampler, tmp, rate_hz=rate_hz, timeout_s=timeout_s, env=env, stdin=stdin
+        )
+    except OSError as exc:
+        return {}, f"py-spy took no sample (the command did not start: {exc})", 0
+    if got.stacks:
+        why = ""
+    elif not got.python:
+        why = _why_empty("No python processes found", 1)
+    else:
+        why = _why_empty("\n".join(got.errors), 1 if got.errors else 0)
+    return got.stacks, why, got.unsampled
+
+
+def _subprocesses_run(
+    argv: Sequence[str], sampler: profiler.Sampler, tmp: str, rate_hz: int,
+    timeout_s: float, env: dict[str, str] | None, stdin: Any,
+) -> tuple[dict[str, int], str, int]:  # fmt: skip
+    """One run under ``py-spy record --subprocesses`` (where processes cannot be followed
+    from ``/proc``), ``tmp`` its folder: (raw stacks, why there is none, 0)."""
+    raw = os.path.join(tmp, "raw")
+    command = profiler.record_argv(sampler, raw, list(argv), rate_hz, subprocesses=True)
+    with tempfile.TemporaryFile() as err:
+        code = profiler.run_recorded(
+            command, timeout_s, env=env, stdin=stdin, stdout=subprocess.DEVNULL, stderr=err
+        )
+        err.seek(0)
+        stderr = err.read()[-4000:].decode(errors="replace")
+    return profiler.read_raw(raw), _why_empty(stderr, code), 0
+
+
 def by_process(stacks: dict[str, int], command: str = "") -> tuple[dict[str, int], set[int]]:
-    """py-spy's ``--subprocesses`` stacks with each ``process PID:"CMD"`` frame made
-    ``process: CMD`` (runs merge), and the pids seen. py-spy leaves the command line of
-    the process it started empty: that one is ``command``, the measured command line."""
+    """Stacks under their process chains (py-spy's ``--subprocesses`` form, which
+    :mod:`.follow` writes too) with each ``process PID:"CMD"`` frame made
+    ``process: CMD`` (runs merge), and the pids seen. The root process's command line is
+    left empty (py-spy does so for the process it started): that one is ``command``, the
+    measured command line."""
     out: dict[str, int] = {}
     pids: set[int] = set()
     for stack, weight in stacks.items():

@@ -14,13 +14,11 @@ Method: open-loop latency is measured from each request's intended send time
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -40,7 +38,6 @@ MAX_STEPS = 200
 _NUMBER = r"[0-9]*\.?[0-9]+(?:e[-+]?[0-9]+)?[kK]?"
 _RANGE_RE = re.compile(rf"^\s*({_NUMBER})\s*:\s*({_NUMBER})\s*(?::\s*({_NUMBER})\s*)?$")
 _OK_RE = re.compile(r"^\s*\d{3}(\s*-\s*\d{3})?(\s*,\s*\d{3}(\s*-\s*\d{3})?)*\s*$")
-_REQUEST_KEYS = {"method", "path", "headers", "body"}
 
 
 def _number(text: str, option: str) -> float:
@@ -227,74 +224,6 @@ def _resolver_name(host: str) -> str | bytes:
     labels = host.split(".")
     fits = all(0 < len(x) < 64 for x in labels[:-1]) and len(labels[-1]) < 64
     return host.encode("ascii") if host.isascii() and fits else host
-
-
-def load_requests(path: str | Path) -> list[dict[str, Any]]:
-    """Read a ``--requests`` file: JSON lines, one request object per line.
-
-    Each object may have ``method`` (default GET), ``path`` (default the URL's path;
-    must start with ``/``), ``headers`` (an object or a list of [name, value]) and
-    ``body`` (a string). Blank lines and lines starting with ``#`` are skipped; a file
-    holding one JSON array of such objects is accepted too. Requests are sent
-    round-robin.
-
-    Returns:
-        The request dicts, in file order (equal lines share one dict; read line by line
-        with memory bounded per request: :mod:`perflab.engines.http.requests_file`).
-
-    Raises:
-        UsageError: missing file, bad JSON, unknown keys, wrong types, no request, or
-            more requests than the file may hold.
-    """
-    from perflab.engines.http.requests_file import read_requests
-
-    path = Path(path)
-    requests = read_requests(path, _json, _check_request)  # line by line, bounded
-    if not requests:
-        raise UsageError(
-            f"--requests {path}: no requests in it; write one JSON object per "
-            'line, e.g. {"method": "GET", "path": "/items/1"}'
-        )
-    return requests
-
-
-def _json(text: str, path: Path, line: int) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(
-            f"--requests {path} line {line + exc.lineno - 1}: not valid JSON "
-            f"({exc.msg}); write one JSON object per line"
-        ) from None
-
-
-def _check_request(item: Any, path: Path, line: int) -> dict[str, Any]:
-    """Check one request object's keys and types. Raises UsageError naming the line."""
-    where = f"--requests {path} line {line}"
-    if not isinstance(item, dict):
-        raise UsageError(
-            f"{where}: expected a JSON object like "
-            '{"method": "POST", "path": "/x", "body": "..."}'
-        )
-    unknown = set(item) - _REQUEST_KEYS
-    if unknown:
-        raise UsageError(
-            f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
-            f"use {', '.join(sorted(_REQUEST_KEYS))}"
-        )
-    for key in ("method", "path", "body"):
-        if key in item and not isinstance(item[key], str):
-            raise UsageError(f"{where}: {key} must be a string")
-    if "path" in item and not item["path"].startswith("/"):
-        raise UsageError(f"{where}: path {item['path']!r} must start with '/'")
-    headers = item.get("headers", {})
-    if isinstance(headers, dict):
-        item["headers"] = [(str(k), str(v)) for k, v in headers.items()]
-    elif isinstance(headers, list) and all(isinstance(h, list) and len(h) == 2 for h in headers):
-        item["headers"] = [(str(k), str(v)) for k, v in headers]
-    else:
-        raise UsageError(f"{where}: headers must be an object or a list of [name, value]")
-    return item
 
 
 @dataclass
@@ -496,7 +425,7 @@ def make_plan(
         insecure: skip TLS certificate checks.
         threads: engine threads (None: the engine's default); seed: Poisson seed.
         method / headers / body: the one request sent (method None: GET).
-        requests: instead, requests sent round-robin (:func:`load_requests`).
+        requests: instead, requests sent round-robin (:func:`perflab.engines.http.requests_file.load_requests`).
         shape: open loop: a load shape (:mod:`perflab.engines.http.shapes`) the one step
             follows instead of its fixed rate (``rates`` then holds the shape's peak).
         interval_s: the timeline's interval, s (0: no timeline).

@@ -13,16 +13,85 @@ about 300 bytes each, so a million distinct requests would take about 0.3 GB the
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from perflab.errors import UsageError
 
+#: the keys a request object may have
+_REQUEST_KEYS = {"method", "path", "headers", "body"}
 #: Most requests (lines) in one ``--requests`` file.
 MAX_REQUESTS = 1_000_000
 #: Most distinct requests in one file (each is kept encoded by the engine).
 MAX_DISTINCT = 250_000
+
+
+def load_requests(path: str | Path) -> list[dict[str, Any]]:
+    """Read a ``--requests`` file: JSON lines, one request object per line.
+
+    Each object may have ``method`` (default GET), ``path`` (default the URL's path;
+    must start with ``/``), ``headers`` (an object or a list of [name, value]) and
+    ``body`` (a string). Blank lines and lines starting with ``#`` are skipped; a file
+    holding one JSON array of such objects is accepted too. Requests are sent
+    round-robin.
+
+    Returns:
+        The request dicts, in file order (equal lines share one dict; read line by line
+        with memory bounded per request, :func:`read_requests`).
+
+    Raises:
+        UsageError: missing file, bad JSON, unknown keys, wrong types, no request, or
+            more requests than the file may hold.
+    """
+    path = Path(path)
+    requests = read_requests(path, _json, _check_request)  # line by line, bounded
+    if not requests:
+        raise UsageError(
+            f"--requests {path}: no requests in it; write one JSON object per "
+            'line, e.g. {"method": "GET", "path": "/items/1"}'
+        )
+    return requests
+
+
+def _json(text: str, path: Path, line: int) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(
+            f"--requests {path} line {line + exc.lineno - 1}: not valid JSON "
+            f"({exc.msg}); write one JSON object per line"
+        ) from None
+
+
+def _check_request(item: Any, path: Path, line: int) -> dict[str, Any]:
+    """Check one request object's keys and types. Raises UsageError naming the line."""
+    where = f"--requests {path} line {line}"
+    if not isinstance(item, dict):
+        raise UsageError(
+            f"{where}: expected a JSON object like "
+            '{"method": "POST", "path": "/x", "body": "..."}'
+        )
+    unknown = set(item) - _REQUEST_KEYS
+    if unknown:
+        raise UsageError(
+            f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
+            f"use {', '.join(sorted(_REQUEST_KEYS))}"
+        )
+    for key in ("method", "path", "body"):
+        if key in item and not isinstance(item[key], str):
+            raise UsageError(f"{where}: {key} must be a string")
+    if "path" in item and not item["path"].startswith("/"):
+        raise UsageError(f"{where}: path {item['path']!r} must start with '/'")
+    headers = item.get("headers", {})
+    if isinstance(headers, dict):
+        item["headers"] = [(str(k), str(v)) for k, v in headers.items()]
+    elif isinstance(headers, list) and all(isinstance(h, list) and len(h) == 2 for h in headers):
+        item["headers"] = [(str(k), str(v)) for k, v in headers]
+    else:
+        raise UsageError(f"{where}: headers must be an object or a list of [name, value]")
+    return item
 
 
 def read_requests(
@@ -77,7 +146,6 @@ def _elements(text: str) -> Iterator[tuple[int, str]]:
     """(line number, JSON text) of each element of a JSON array, one at a time (the
     whole array is never parsed at once). A malformed array yields the rest of the
     text from the fault, whose parse names the line."""
-    import json
 
     decoder = json.JSONDecoder()
     index, line, at = text.index("[") + 1, 1, 0

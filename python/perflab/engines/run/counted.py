@@ -1,6 +1,6 @@
 """The parent's side of a counted worker process (``--count instructions``).
 
-:class:`perflab.engines.run.runner.SubprocessBackend` calls :func:`start` before it spawns
+:class:`perflab.engines.run.backend.SubprocessBackend` calls :func:`start` before it spawns
 a worker whose plan says ``count``: a temp dir of perflab's own for Callgrind's files,
 and the argv prefix that runs the worker under Callgrind with address-space
 randomization off (:func:`perflab.engines.callgrind.valgrind_command`). When the worker

@@ -1,6 +1,6 @@
 """The counted worker: one fresh process counting one benchmark case under Callgrind.
 
-Started by :class:`perflab.engines.run.runner.SubprocessBackend` as ``python -P -m
+Started by :class:`perflab.engines.run.backend.SubprocessBackend` as ``python -P -m
 perflab.engines.run.counted_worker`` when the plan says ``count`` (``perflab run --count
 instructions``; :mod:`perflab.engines.run.counted` puts Callgrind in front). It reads the
 same plan as the timed worker (:mod:`perflab.engines.run.worker`) and sends the same

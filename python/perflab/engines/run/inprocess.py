@@ -2,7 +2,7 @@
 
 The pytest plugin (and any caller that holds a live callable: a closure, a fixture's
 object) can't hand its function to a fresh worker, which finds benchmarks by importing
-a file. :class:`InProcessBackend` is a :class:`perflab.engines.run.runner.WorkerBackend`
+a file. :class:`InProcessBackend` is a :class:`perflab.engines.run.backend.WorkerBackend`
 that runs the worker's sequence (:func:`perflab.engines.run.worker.measure_call`: cold call,
 calibration, warmup, loop overhead, samples with CPU and GC, allocation pass, clock
 check) here instead, so the runner's rounds, stopping rule and records are unchanged.
@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from types import FrameType, TracebackType
 from typing import Any
 
-from perflab.engines.run.runner import Event, Outcome
+from perflab.engines.run.backend import Event, Outcome
 from perflab.engines.run.worker import PhaseError, error_fields, measure_call
 
 

@@ -30,16 +30,10 @@ from typing import Any
 
 from perflab.analyze.run.counters import flag_preempted
 from perflab.engines.run import counted
+from perflab.engines.run.backend import Outcome, SubprocessBackend
 from perflab.engines.run.pair_worker import SIDE_BY_SIDE
 from perflab.engines.run.pairing import PAIR_SAMPLE_NS
-from perflab.engines.run.runner import (
-    CaseState,
-    Outcome,
-    Runner,
-    SubprocessBackend,
-    _apply_event,
-    _failure,
-)
+from perflab.engines.run.runner import CaseState, Runner, _apply_event, _failure
 from perflab.engines.run.suite import Case
 from perflab.model import Process
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from perflab.engines import profiler
-from perflab.engines.run import runner
+from perflab.engines.run.backend import worker_env
 from perflab.engines.run.profile_worker import MARKER
 from perflab.engines.run.suite import Case
 from perflab.model import Benchmark
@@ -162,7 +162,7 @@ def _one_process(
             json.dump(plan, f)
         argv = [*worker] if plan_env else [*worker, plan_path]
         argv = profiler.record_argv(sampler, raw, argv, settings.rate_hz)
-        env = runner._worker_env() | ({plan_env: plan_path} if plan_env else {})
+        env = worker_env() | ({plan_env: plan_path} if plan_env else {})
         with tempfile.TemporaryFile() as err:
             code = profiler.run_recorded(
                 argv,

@@ -15,23 +15,17 @@ openssl are installed by the Makefile (``make test``), so nothing here skips. Ra
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import fcntl
 import io
 import json
 import logging
 import os
-import pty
 import re
-import select
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
-import termios
 import threading
 import time
 from collections import Counter
@@ -47,70 +41,19 @@ from perflab.commands.options import http_plan
 from perflab.engines.http.cluster.controller import Cluster, ClusterOptions
 from perflab.engines.http.cluster.sweep import run_sweep
 from perflab.errors import UsageError
-from tests.conftest import http_args, popen_perflab
-from tests.engines.http.cluster.test_parts import free_port
+from tests.conftest import free_port, http_args, popen_perflab
+from tests.engines.http.cluster.ray_head import running_ray_head
 from tests.engines.http.nginx import running_nginx
+from tests.terminal import perflab_on_a_terminal
 
 FAST = ["--warmup", "0.2s", "--threads", "1", "--quiet"]
 
 
-#: Longest wait for the module's Ray head to come up, s (≈ 20 s on a loaded 2-core box).
-HEAD_START_S = 150
-
-
 @pytest.fixture(scope="module")
 def ray_head() -> Iterator[dict[str, str]]:
-    """One Ray head for the whole module: `ray start --head --block` on 127.0.0.1 with
-    a Ray Client server, in its own temp dir and session; yields {"gcs": HOST:PORT,
-    "client": ray://HOST:PORT, "temp": its temp dir}. Stopped by signalling its process group (never `ray
-    stop`, which stops every Ray instance of the user on this machine)."""
-    temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's sockets live there
-    gcs, client = free_port(), free_port()
-    log = Path(temp) / "head.log"
-    with log.open("w") as out:
-        head = subprocess.Popen(
-            [
-                str(Path(sys.executable).parent / "ray"),
-                "start",
-                "--head",
-                "--block",
-                "--node-ip-address=127.0.0.1",
-                f"--port={gcs}",
-                f"--ray-client-server-port={client}",
-                "--num-cpus=4",
-                "--include-dashboard=false",
-                f"--temp-dir={temp}",
-                f"--object-store-memory={100 * 2**20}",
-                "--disable-usage-stats",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            # a busy head as docs/distributed.md says: its Ray Client proxy waits up to
-            # 120 s (not 30) for a driver's server to start, so a ray:// join under load
-            # succeeds at once rather than after a refused attempt and its ≈ 30 s grace
-            # (the retry itself is tested in test_parts)
-            env={
-                **os.environ,
-                "RAY_USAGE_STATS_ENABLED": "0",
-                "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "120",
-            },
-        )
-    try:
-        deadline = time.monotonic() + HEAD_START_S
-        while "block forever" not in log.read_text(errors="replace"):
-            assert head.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
-        yield {"gcs": f"127.0.0.1:{gcs}", "client": f"ray://127.0.0.1:{client}", "temp": temp}
-    finally:
-        head.terminate()  # `ray start --block` stops the processes it started
-        try:
-            head.wait(timeout=30)
-        finally:
-            with contextlib.suppress(ProcessLookupError):  # stragglers of its group
-                os.killpg(head.pid, signal.SIGKILL)
-            head.wait(timeout=10)
-            shutil.rmtree(temp, ignore_errors=True)
+    """One Ray head for the whole module (:func:`running_ray_head`)."""
+    with running_ray_head() as head:
+        yield head
 
 
 @pytest.fixture(scope="module")
@@ -416,46 +359,12 @@ def test_ctrl_c_stops_every_agent_and_saves(ray_address: str, server: Any, tmp_p
     assert steps[0]["requests_sent"] > 100
 
 
-def _cli_on_a_terminal(*argv: str, timeout: float = 180) -> tuple[int, str]:
-    """``perflab http ARGV`` with its stderr on a pseudo-terminal 200 columns wide, as in
-    a user's terminal, where live progress is drawn; returns (exit code, what the
-    terminal showed, escape sequences removed)."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "perflab", "http", *argv],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=slave,
-        env={**os.environ, "TERM": "xterm"},
-    )
-    os.close(slave)
-    shown, deadline = bytearray(), time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            if select.select([master], [], [], 0.2)[0]:
-                try:
-                    chunk = os.read(master, 1 << 16)
-                except OSError:  # EIO: every writer closed the terminal
-                    chunk = b""
-                shown += chunk
-                if not chunk:
-                    break
-            elif proc.poll() is not None:
-                break
-    finally:
-        os.close(master)
-        if proc.poll() is None:
-            proc.kill()
-    code = proc.wait(timeout=30)
-    return code, re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown.decode(errors="replace"))
-
-
 def test_default_starts_a_local_ray_instance_with_live_progress(
     server: Any, tmp_path: Path
 ) -> None:
     out = tmp_path / "l.json"
-    code, shown = _cli_on_a_terminal(
+    code, shown = perflab_on_a_terminal(
+        "http",
         f"http://127.0.0.1:{server.port}/",
         "--rate",
         "200",
