@@ -161,6 +161,38 @@ fn http2_to_an_http2_less_server_is_a_counted_protocol_error() {
 /// received `gate` requests in all, then answers each at once. Returns its
 /// address and the count of connections it accepted.
 fn gate_server(streams: u32, gate: u64) -> (std::net::SocketAddr, Arc<AtomicU64>) {
+    let (seen, _) = tokio::sync::watch::channel(0u64);
+    let seen = Arc::new(seen);
+    test_server(move |tcp| {
+        let seen = seen.clone();
+        async move {
+            let Ok(mut conn) = ::h2::server::Builder::new()
+                .max_concurrent_streams(streams)
+                .handshake::<_, bytes::Bytes>(tcp)
+                .await
+            else {
+                return;
+            };
+            while let Some(Ok((_, mut respond))) = conn.accept().await {
+                seen.send_modify(|n| *n += 1);
+                let mut open = seen.subscribe();
+                tokio::spawn(async move {
+                    let _ = open.wait_for(|&n| n >= gate).await;
+                    let _ = respond.send_response(http::Response::new(()), true);
+                });
+            }
+        }
+    })
+}
+
+/// An h2c test server on 127.0.0.1 (a thread and runtime of its own): each
+/// connection it accepts is counted and served by `serve` in a task.
+/// Returns its address and the count of connections accepted.
+fn test_server<F, Fut>(serve: F) -> (std::net::SocketAddr, Arc<AtomicU64>)
+where
+    F: Fn(tokio::net::TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.set_nonblocking(true).unwrap();
     let addr = l.local_addr().unwrap();
@@ -173,28 +205,9 @@ fn gate_server(streams: u32, gate: u64) -> (std::net::SocketAddr, Arc<AtomicU64>
             .unwrap();
         rt.block_on(async move {
             let l = tokio::net::TcpListener::from_std(l).unwrap();
-            let (seen, _) = tokio::sync::watch::channel(0u64);
-            let seen = Arc::new(seen);
             while let Ok((tcp, _)) = l.accept().await {
                 counted.fetch_add(1, Ordering::Relaxed);
-                let seen = seen.clone();
-                tokio::spawn(async move {
-                    let Ok(mut conn) = ::h2::server::Builder::new()
-                        .max_concurrent_streams(streams)
-                        .handshake::<_, bytes::Bytes>(tcp)
-                        .await
-                    else {
-                        return;
-                    };
-                    while let Some(Ok((_, mut respond))) = conn.accept().await {
-                        seen.send_modify(|n| *n += 1);
-                        let mut open = seen.subscribe();
-                        tokio::spawn(async move {
-                            let _ = open.wait_for(|&n| n >= gate).await;
-                            let _ = respond.send_response(http::Response::new(()), true);
-                        });
-                    }
-                });
+                tokio::spawn(serve(tcp));
             }
         });
     });
@@ -259,4 +272,45 @@ fn new_streams_on_an_open_connection_are_added_without_waiting() {
     // Unanswered: timed out, or cut off at the drain's end.
     assert_eq!(k.failures + k.unfinished, k.requests_sent, "{k:?}");
     assert_eq!(k.connections_opened, 1, "{k:?}");
+}
+
+/// An h2c server (the `h2` crate) that answers 200 at once and, after
+/// `limit` requests on a connection, shuts it down gracefully (GOAWAY, the
+/// streams past its last stream id refused), as nginx does after
+/// `keepalive_requests`. Returns its address and the connections accepted.
+fn goaway_server(limit: u64) -> (std::net::SocketAddr, Arc<AtomicU64>) {
+    test_server(move |tcp| async move {
+        let Ok(mut conn) = ::h2::server::handshake(tcp).await else {
+            return;
+        };
+        let mut served = 0;
+        while let Some(Ok((_, mut respond))) = conn.accept().await {
+            let _ = respond.send_response(http::Response::new(()), true);
+            served += 1;
+            if served == limit {
+                conn.graceful_shutdown();
+            }
+        }
+    })
+}
+
+#[test]
+fn a_goaway_retries_the_refused_requests_on_a_fresh_connection() {
+    // 4 streams in flight on one connection the server ends every 25
+    // requests: requests past its GOAWAY's last stream are sent again on
+    // a new connection, none fails, and every connection opened is closed.
+    let (addr, accepted) = goaway_server(25);
+    let mut c = one_connection(addr, 1.0, 300, 4, 3_000);
+    c.model = LoadModel::Closed;
+    let s = run_one(&c);
+    assert_balanced(&s, &c);
+    let k = &s.recorder.counters;
+    assert_eq!(k.failures, 0, "{k:?}");
+    assert!(k.ok_responses > 25, "{k:?}");
+    // A connection carries its 25 requests and those the server accepted
+    // before its final GOAWAY (h2 sends it a PING round trip after the
+    // first): far fewer than a connection kept open would.
+    let done = k.ok_responses + k.drained + k.ok_from_warmup;
+    assert!(k.connections_opened * 40 >= done, "{k:?}");
+    assert!(accepted.load(Ordering::Relaxed) >= 2);
 }
