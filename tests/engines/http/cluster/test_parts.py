@@ -359,6 +359,17 @@ def test_a_refused_ray_client_join_is_retried_a_bounded_number_of_times(
     assert fake.calls == calls
 
 
+def test_a_ray_client_join_outwaits_the_heads_proxy() -> None:
+    from perflab.engines.http.cluster import bounds, controller
+
+    # the proxy waits for this driver's server up to 120 s on a head set up as
+    # docs/distributed.md advises: perflab must wait longer, or its deadline cuts the
+    # join off while the server starts (and the proxy's refusal, retried, never comes)
+    assert controller.join_deadline_s("ray://10.0.0.1:10001") > 120
+    assert controller.join_deadline_s("10.0.0.1:6379") == bounds.JOIN_S
+    assert controller.join_deadline_s("local") == controller.START_TIMEOUT_S
+
+
 class _StartingRay:
     """A Ray whose actors' worker processes Ray gives up on: actor k dies "never
     started" ``never[k]`` times before its hello answers (no real Ray, no clock)."""

@@ -425,6 +425,8 @@ def test_ray_client_and_a_weighted_split_keep_one_open_loop(
         "csv",
         "--json",
         str(out),
+        # a busy head may take the proxy's whole 120 s to start this driver's server
+        timeout=420,
     )
     assert proc.returncode == 0, proc.stderr + _client_server_logs(ray_head["temp"])
     data = json.loads(out.read_text())

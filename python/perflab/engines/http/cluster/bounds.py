@@ -34,9 +34,17 @@ AGENTS_PER_CORE = 4
 #: Longest wait for a TCP connection to the cluster's address, and for its first
 #: HTTP/2 frame, s each.
 CONNECT_S = 5.0
-#: Longest wait for Ray to join a cluster, s (a reachable GCS answers within seconds;
+#: Longest wait for Ray to join a cluster by its GCS address, s (a reachable GCS answers within seconds;
 #: an HTTP/2 server that is not Ray's passes :func:`check_address` and is found out here).
 JOIN_S = 30.0
+#: Longest wait for a join through Ray Client (``ray://``), s. The head's proxy starts a
+#: server process for each driver and waits for it up to its
+#: ``RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S`` (30 s by default; 120 s as
+#: docs/distributed.md advises for a busy head), then refuses the driver, which perflab
+#: retries. perflab waits longer than that, so the proxy's answer comes first: with
+#: :data:`JOIN_S` a join to a head configured as advised was cut off at 30 s while its
+#: server was still starting (seen on a loaded 2-core machine).
+CLIENT_JOIN_S = 150.0
 #: After the deadline, how long Ray has to return to Python before the process ends, s.
 GRACE_S = 10.0
 #: The HTTP/2 client connection preface and an empty SETTINGS frame (RFC 9113 §3.4).

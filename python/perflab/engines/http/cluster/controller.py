@@ -53,6 +53,17 @@ MAX_AGENTS = 1000
 CLIENT_JOIN_ATTEMPTS, CLIENT_JOIN_PAUSE_S = 3, 1.0
 
 
+def join_deadline_s(address: str) -> float:
+    """How long Ray is given to start (``local``) or join ``address``, s: a local
+    instance :data:`START_TIMEOUT_S`, a Ray Client address (``ray://``)
+    :data:`perflab.engines.http.cluster.bounds.CLIENT_JOIN_S` (longer than its head's
+    proxy waits for this driver's server), a GCS address
+    :data:`perflab.engines.http.cluster.bounds.JOIN_S`."""
+    if address == "local":
+        return START_TIMEOUT_S
+    return bounds.CLIENT_JOIN_S if address.startswith("ray://") else bounds.JOIN_S
+
+
 @dataclass
 class ClusterOptions:
     """Where and how many agents.
@@ -283,7 +294,7 @@ class Cluster:
             self.tell(f"joining the Ray cluster at {address}…")
             bounds.check_address(address)  # nothing there: refused now, not after minutes
             enable_token_auth_to_join()
-        deadline = START_TIMEOUT_S if address == "local" else bounds.JOIN_S
+        deadline = join_deadline_s(address)
         for attempt in range(1, CLIENT_JOIN_ATTEMPTS + 1):
             try:
                 bounds.init_ray(ray, address, kwargs, deadline)
