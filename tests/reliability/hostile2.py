@@ -49,8 +49,8 @@ def _timed(command: str) -> str:
     """``command`` with its wall time printed on stderr (``elapsed S``) and its exit code kept."""
     return (
         "s=$(date +%s.%N); " + command + "; code=$?; "
-        'echo "elapsed $(echo "$(date +%s.%N) - $s" | bc)" >&2; exit $code'
-    )
+        'echo "elapsed $(echo "$(date +%s.%N) - $s" | bc)" >&2; (exit $code)'
+    )  # (exit $code), not exit: a wrapper's shell (_SERVED, _HTTP1) then stops its server
 
 
 def _clean_terminal(folder: Path, result: subprocess.CompletedProcess[str]) -> str | None:
@@ -234,7 +234,8 @@ _AGENTS = (
     # the signal follows an event (at most 50 s): a finished step, or Ray starting
     "for i in $(seq 500); do grep -q '%s' {dir}/err.txt && break; "
     "kill -0 $pid 2>/dev/null || break; sleep 0.1; done; %s"
-    "kill -TERM $pid; wait $pid; code=$?; cat {dir}/err.txt >&2; exit $code"
+    # (exit $code): the status for _SERVED, whose shell goes on to stop its server
+    "kill -TERM $pid; wait $pid; code=$?; cat {dir}/err.txt >&2; (exit $code)"
 )
 
 _BENCH_TESTS = (
