@@ -29,6 +29,8 @@ from perflab.engines import profiler
 from perflab.engines.cmd import follow, proctree
 from perflab.model.profile import Profile, bounded, clean_frame
 
+#: the note of a profile whose command ran no Python
+NO_PYTHON = "no Python process to sample (cmd --profile samples Python programs)"
 #: profiled runs of one command at most, however short it is
 MAX_RUNS = 50
 _PROCESS = re.compile(r'^process (\d+):"(.*)"$')
@@ -115,7 +117,7 @@ def _followed_run(
     if got.stacks:
         why = ""
     elif not got.python:
-        why = _why_empty("No python processes found", 1)
+        why = NO_PYTHON
     else:
         why = _why_empty("\n".join(got.errors), 1 if got.errors else 0)
     return got.stacks, why, got.unsampled
@@ -174,7 +176,7 @@ def _frames(stack: str) -> list[str]:
 def _why_empty(stderr: str, code: int | None) -> str:
     """Why py-spy took no sample, in words."""
     if "No python processes found" in stderr:
-        return "no Python process to sample (cmd --profile samples Python programs)"
+        return NO_PYTHON
     errors = [line for line in stderr.splitlines() if line.startswith("Error:")]
     text = errors[0].removeprefix("Error:").strip() if errors else ""
     if code is None:
